@@ -1,0 +1,158 @@
+# pvagent build: the agent library and its two mains, the PVE simulator,
+# Criterion tests (sanitizer build), demo, benchmarks, lint, install.
+#
+#   make            pvagent, pvagentd, tests/pvesim/pvesim (release flags)
+#   make deps       check build/test dependencies; as root on Debian, install them
+#   make test       sanitizer build, every Criterion suite and end-to-end script
+#   make demo       the whole flow against the bundled simulator
+#   make bench      benchmarks (ratios and counts)
+#   make lint       cppcheck and clang-tidy, zero findings
+#   make install    PREFIX=/usr/local DESTDIR=
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR   = $(PREFIX)/bin
+SBINDIR  = $(PREFIX)/sbin
+MANDIR   = $(PREFIX)/share/man
+DATADIR  = $(PREFIX)/share/pvagent
+SYSCONFDIR ?= /etc
+
+AGENT_PKGS = libcurl json-c libssh2 sqlite3
+SIM_PKGS   = libmicrohttpd gnutls json-c libpcre2-8
+TEST_PKGS  = criterion
+
+# Debian packages behind every dependency (make deps).
+DEB_PKGS = build-essential pkg-config clang cppcheck clang-tidy \
+	libcurl4-openssl-dev libjson-c-dev libssh2-1-dev libsqlite3-dev \
+	libmicrohttpd-dev libgnutls28-dev libpcre2-dev libcriterion-dev \
+	openssh-server openssh-client busybox-static
+DEB_CMDS = cc make pkg-config clang cppcheck clang-tidy sshd ssh-keygen busybox
+
+WARN    = -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter
+STD     = -std=c11 -D_GNU_SOURCE
+CFLAGS  ?= -O2 -g
+SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+
+pc_cflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
+pc_libs   = $(shell pkg-config --libs $(1) 2>/dev/null)
+
+AGENT_MAINS = agent/pvagent.c agent/pvagentd.c
+AGENT_SRC   = $(filter-out $(AGENT_MAINS),$(wildcard agent/*.c))
+MAIN_SRC    = $(wildcard $(AGENT_MAINS))
+SIM_MAIN    = tests/pvesim/pvesim.c
+SIM_SRC     = $(filter-out $(SIM_MAIN) tests/pvesim/test_%.c,$(wildcard tests/pvesim/*.c))
+SUPPORT_SRC = $(wildcard tests/support/*.c)
+UNIT_TESTS  = $(wildcard tests/unit/test_*.c)
+SIM_TESTS   = $(wildcard tests/pvesim/test_*.c)
+
+# Two build trees: release (build/rel) and sanitizer (build/san).
+REL = build/rel
+SAN = build/san
+
+objs = $(patsubst %.c,$(1)/%.o,$(2))
+
+AGENT_CFLAGS = $(STD) $(WARN) -Iagent $(call pc_cflags,$(AGENT_PKGS))
+SIM_CFLAGS   = $(STD) $(WARN) -Itests/pvesim -Iagent $(call pc_cflags,$(SIM_PKGS))
+TEST_CFLAGS  = $(STD) $(WARN) -Iagent -Itests/pvesim -Itests/support \
+	$(call pc_cflags,$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS))
+AGENT_LIBS = $(call pc_libs,$(AGENT_PKGS)) -lpthread
+SIM_LIBS   = $(call pc_libs,$(SIM_PKGS)) -lpthread -lm
+TEST_LIBS  = $(call pc_libs,$(TEST_PKGS))
+
+PROGS = $(if $(wildcard agent/pvagent.c),pvagent) $(if $(wildcard agent/pvagentd.c),pvagentd) \
+	tests/pvesim/pvesim
+
+.PHONY: all deps test demo bench lint install clean check-deps
+all: $(PROGS)
+
+# ---- release tree ---------------------------------------------------------
+$(REL)/agent/%.o: agent/%.c $(wildcard agent/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AGENT_CFLAGS) -c $< -o $@
+$(REL)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SIM_CFLAGS) -c $< -o $@
+$(REL)/libpvagent.a: $(call objs,$(REL),$(AGENT_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@; ar rcs $@ $^
+pvagent: $(REL)/agent/pvagent.o $(REL)/libpvagent.a
+	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
+pvagentd: $(REL)/agent/pvagentd.o $(REL)/libpvagent.a
+	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
+tests/pvesim/pvesim: $(call objs,$(REL),$(SIM_MAIN) $(SIM_SRC)) $(REL)/libpvagent.a
+	$(CC) $(CFLAGS) -o $@ $^ $(SIM_LIBS)
+
+# ---- sanitizer tree (tests) -----------------------------------------------
+$(SAN)/agent/%.o: agent/%.c $(wildcard agent/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(SANFLAGS) $(AGENT_CFLAGS) -c $< -o $@
+$(SAN)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(SANFLAGS) $(SIM_CFLAGS) -c $< -o $@
+$(SAN)/tests/%.o: tests/%.c $(wildcard agent/*.h tests/pvesim/*.h tests/support/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(SANFLAGS) $(TEST_CFLAGS) -c $< -o $@
+$(SAN)/libpvagent.a: $(call objs,$(SAN),$(AGENT_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@; ar rcs $@ $^
+$(SAN)/libpvesim.a: $(call objs,$(SAN),$(SIM_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@; ar rcs $@ $^
+$(SAN)/libsupport.a: $(call objs,$(SAN),$(SUPPORT_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@; ar rcs $@ $^
+$(SAN)/pvesim: $(call objs,$(SAN),$(SIM_MAIN)) $(SAN)/libpvesim.a $(SAN)/libpvagent.a
+	$(CC) $(SANFLAGS) -o $@ $^ $(SIM_LIBS)
+$(SAN)/pvagent: $(call objs,$(SAN),agent/pvagent.c) $(SAN)/libpvagent.a
+	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)
+$(SAN)/pvagentd: $(call objs,$(SAN),agent/pvagentd.c) $(SAN)/libpvagent.a
+	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)
+$(SAN)/tests/unit/test_%: $(SAN)/tests/unit/test_%.o $(SAN)/libsupport.a $(SAN)/libpvagent.a
+	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
+$(SAN)/tests/pvesim/test_%: $(SAN)/tests/pvesim/test_%.o $(SAN)/libsupport.a $(SAN)/libpvesim.a $(SAN)/libpvagent.a
+	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
+
+TEST_BINS = $(patsubst %.c,$(SAN)/%,$(UNIT_TESTS) $(SIM_TESTS))
+SAN_PROGS = $(SAN)/pvesim $(if $(wildcard agent/pvagent.c),$(SAN)/pvagent) \
+	$(if $(wildcard agent/pvagentd.c),$(SAN)/pvagentd)
+
+# The README's test command. Runs every suite, then the end-to-end scripts.
+test: check-deps $(SAN_PROGS) $(TEST_BINS)
+	@PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
+	  sh tests/run-tests.sh $(TEST_BINS) $(wildcard tests/e2e/*.sh)
+
+demo: check-deps all
+	@sh tests/e2e/demo.sh
+
+bench: check-deps all $(wildcard tests/bench/*.c)
+	@sh tests/bench/run.sh
+
+lint: check-deps
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	  --inline-suppr --std=c11 -Iagent -Itests/pvesim agent tests/pvesim tests/support
+	clang-tidy --quiet --warnings-as-errors='*' \
+	  $(wildcard agent/*.c tests/pvesim/*.c tests/support/*.c) -- \
+	  $(STD) -Iagent -Itests/pvesim -Itests/support \
+	  $(call pc_cflags,$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS))
+
+# deps: every build and test dependency; installs what is missing when run
+# as root on Debian, otherwise prints the apt-get line and fails.
+deps:
+	@sh tests/tools/deps.sh "$(DEB_PKGS)" "$(DEB_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)"
+
+check-deps:
+	@sh tests/tools/deps.sh --check "$(DEB_PKGS)" "$(DEB_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)"
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 \
+	  $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(DATADIR)/templates $(DESTDIR)$(SYSCONFDIR)/pvagent
+	$(if $(wildcard pvagent),install -m 0755 pvagent $(DESTDIR)$(BINDIR)/)
+	$(if $(wildcard pvagentd),install -m 0755 pvagentd $(DESTDIR)$(SBINDIR)/)
+	$(if $(wildcard conf/man/*.1),install -m 0644 $(wildcard conf/man/*.1) $(DESTDIR)$(MANDIR)/man1/)
+	$(if $(wildcard conf/man/*.5),install -m 0644 $(wildcard conf/man/*.5) $(DESTDIR)$(MANDIR)/man5/)
+	$(if $(wildcard templates/*.tmpl),install -m 0644 $(wildcard templates/*.tmpl) $(DESTDIR)$(DATADIR)/templates/)
+	$(if $(wildcard conf/pvagent.conf.example),install -m 0644 conf/pvagent.conf.example $(DESTDIR)$(SYSCONFDIR)/pvagent/)
+
+clean:
+	rm -rf build pvagent pvagentd tests/pvesim/pvesim

@@ -1,0 +1,142 @@
+/* util.c - growable string buffer and whole-file reading (see util.h). */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int sbuf_grow(struct sbuf *b, size_t extra)
+{
+	if (extra > (size_t)-1 - b->len - 1) {
+		errno = ENOMEM;
+		return -1;
+	}
+	size_t need = b->len + extra + 1;
+	if (need <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 64;
+	while (cap < need)
+		cap = cap > (size_t)-1 / 2 ? need : cap * 2;
+	char *s = realloc(b->s, cap);
+	if (!s)
+		return -1;
+	b->s = s;
+	b->cap = cap;
+	return 0;
+}
+
+int sbuf_addn(struct sbuf *b, const char *s, size_t n)
+{
+	if (sbuf_grow(b, n) < 0)
+		return -1;
+	if (n)
+		memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+	return 0;
+}
+
+int sbuf_add(struct sbuf *b, const char *s)
+{
+	return sbuf_addn(b, s, strlen(s));
+}
+
+int sbuf_addc(struct sbuf *b, char c)
+{
+	return sbuf_addn(b, &c, 1);
+}
+
+int sbuf_vaddf(struct sbuf *b, const char *fmt, va_list ap)
+{
+	va_list ap2;
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n < 0 || sbuf_grow(b, (size_t)n) < 0)
+		return -1;
+	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int sbuf_addf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = sbuf_vaddf(b, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+const char *sbuf_str(const struct sbuf *b)
+{
+	return b->s ? b->s : "";
+}
+
+char *sbuf_steal(struct sbuf *b)
+{
+	char *s = b->s ? b->s : strdup("");
+	b->s = NULL;
+	b->len = b->cap = 0;
+	return s;
+}
+
+void sbuf_reset(struct sbuf *b)
+{
+	b->len = 0;
+	if (b->s)
+		b->s[0] = '\0';
+}
+
+void sbuf_free(struct sbuf *b)
+{
+	free(b->s);
+	b->s = NULL;
+	b->len = b->cap = 0;
+}
+
+int read_file(const char *path, char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct sbuf b = {0};
+	char chunk[65536];
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (n > 0 && sbuf_addn(&b, chunk, (size_t)n) < 0)) {
+			int e = errno;
+			close(fd);
+			sbuf_free(&b);
+			errno = e;
+			return -1;
+		}
+		if (n == 0)
+			break;
+	}
+	close(fd);
+	if (len)
+		*len = b.len;
+	*out = sbuf_steal(&b);
+	return *out ? 0 : -1;
+}
+
+char *strprintf(const char *fmt, ...)
+{
+	struct sbuf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = sbuf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	if (rc < 0) {
+		sbuf_free(&b);
+		return NULL;
+	}
+	return sbuf_steal(&b);
+}

@@ -1,0 +1,39 @@
+/* util.h - small helpers shared by every module: a growable string buffer
+ * and whole-file reading. Functions return 0 on success and -1 on failure
+ * (errno set); nothing here truncates silently. */
+#ifndef PVAGENT_UTIL_H
+#define PVAGENT_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+/* A growable, always NUL-terminated string. Zero-initialise to use:
+ * struct sbuf b = {0}; */
+struct sbuf {
+	char *s;
+	size_t len;
+	size_t cap;
+};
+
+int sbuf_addn(struct sbuf *b, const char *s, size_t n);
+int sbuf_add(struct sbuf *b, const char *s);
+int sbuf_addc(struct sbuf *b, char c);
+int sbuf_addf(struct sbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int sbuf_vaddf(struct sbuf *b, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+/* Text so far ("" for an empty buffer); valid until the next change. */
+const char *sbuf_str(const struct sbuf *b);
+/* Hand the string to the caller (never NULL on success) and reset. */
+char *sbuf_steal(struct sbuf *b);
+void sbuf_reset(struct sbuf *b);
+void sbuf_free(struct sbuf *b);
+
+/* Read a whole file. *out is NUL-terminated and malloc'd; *len (if not
+ * NULL) excludes the NUL. */
+int read_file(const char *path, char **out, size_t *len);
+
+/* malloc'd printf; NULL on failure. */
+char *strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

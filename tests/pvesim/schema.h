@@ -1,0 +1,40 @@
+/* schema.h - the official PVE API schema (apidata): loading, route lookup
+ * and PVE-style parameter validation, for the simulator. */
+#ifndef PVESIM_SCHEMA_H
+#define PVESIM_SCHEMA_H
+
+#include <json-c/json.h>
+
+struct schema;
+struct schema_method;
+
+/* Load a schema file: the plain JSON array (pve8-apidata.json, the 3.4
+ * OpenVZ file) or PVE's own apidata.js with its JavaScript wrapper
+ * ("const apiSchema = [...];" or "var pveapi = [...];"). NULL and a
+ * malloc'd *err on failure. */
+struct schema *schema_load(const char *path, char **err);
+void schema_free(struct schema *s);
+
+/* Find the method for an HTTP method and a concrete path below /api2/json
+ * ("/nodes/pve1/qemu/100/config"). Returns NULL if the schema has no such
+ * path or the path has no such method. On success, if path_params is not
+ * NULL, sets it to a new object of the placeholders' values
+ * ({"node":"pve1","vmid":"100"}). */
+const struct schema_method *schema_find(const struct schema *s,
+					const char *method, const char *path,
+					json_object **path_params);
+
+/* Does the schema know this path at all (any method)? */
+int schema_has_path(const struct schema *s, const char *path);
+
+/* Check params (object: name -> string as form-decoded, or typed JSON
+ * value) against the method: unknown and missing parameters, type, ranges,
+ * enums, lengths, patterns, named formats, property strings key by key.
+ * Returns the number of parameters at fault; when > 0 sets *errors to a new
+ * object {"param": "PVE-style message"}. */
+int schema_check(const struct schema_method *m, json_object *params,
+		 json_object **errors);
+
+const char *schema_method_name(const struct schema_method *m);
+
+#endif

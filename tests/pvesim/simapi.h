@@ -1,0 +1,77 @@
+/* simapi.h - the contract between the simulator's HTTP front end (server.c:
+ * TLS, auth, schema check, faults, request log) and its cluster model
+ * (cluster.c and friends: scenario, guests, storages, tasks, boot model).
+ *
+ * The front end authenticates and schema-checks a request, then hands it to
+ * cluster_handle() with the simulated time; the model never sees HTTP. */
+#ifndef PVESIM_SIMAPI_H
+#define PVESIM_SIMAPI_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+struct cluster;
+
+/* One API request, already authenticated and (where the schema covers the
+ * route) schema-checked. */
+struct sim_req {
+	const char *method;    /* "GET", "POST", "PUT" or "DELETE" */
+	const char *path;      /* below /api2/json, no query: "/nodes/pve1/qemu" */
+	json_object *params;   /* object: parameter name -> json string (form
+				  values) or typed value (JSON body); includes
+				  the path placeholders (node, vmid, upid) */
+	const char *userid;    /* "root@pam" or the token id "root@pam!pvagent" */
+	const char *privs;     /* privileges of that identity: "all" or a comma
+				  list such as "VM.Audit,Sys.Audit" */
+	const char *task_fail; /* fault injection: if the request starts a task,
+				  that task ends with this error; else NULL */
+	double now;            /* simulated time, unix seconds */
+};
+
+/* The model's answer. The front end wraps it as PVE does:
+ * 2xx -> {"data": data}; otherwise {"data": null, "message": message,
+ * "errors": errors (if any)}. */
+struct sim_resp {
+	int status;           /* HTTP status; 0 means 200 */
+	json_object *data;    /* owned; NULL is JSON null */
+	char *message;        /* owned; error message ("VM 100 already exists") */
+	json_object *errors;  /* owned; {"param": "message"} or NULL */
+	char *upid;           /* owned; UPID of a task this request started */
+};
+
+/* Load and validate a scenario file. On error returns NULL and sets *err
+ * (malloc'd) to a message naming the file and the JSON path at fault,
+ * e.g. "demo.json: $.guests[2].node: unknown node 'pve9'". */
+struct cluster *cluster_load(const char *scenario_path, double now, char **err);
+void cluster_free(struct cluster *c);
+
+/* "8.4", "3.4", ... from the scenario; major version as a number. */
+const char *cluster_pve_version(const struct cluster *c);
+int cluster_pve_major(const struct cluster *c);
+
+/* Credentials from the scenario. Return true and set *privs (owned by the
+ * cluster) when they match. */
+bool cluster_check_token(const struct cluster *c, const char *token_id,
+			 const char *secret, const char **privs);
+bool cluster_check_password(const struct cluster *c, const char *userid,
+			    const char *password, const char **privs);
+/* The first token of the scenario (printed on the startup line), or NULL. */
+const char *cluster_first_token_id(const struct cluster *c);
+const char *cluster_first_token_secret(const struct cluster *c);
+
+/* Scenario "faults" array (borrowed, may be NULL); the front end applies
+ * them. */
+json_object *cluster_scenario_faults(const struct cluster *c);
+
+/* Serve one request at simulated time req->now. Unknown or unimplemented
+ * routes answer 501 "Method 'GET /x' not implemented". Fills *resp (which
+ * the caller zeroed); free it with sim_resp_clear(). */
+void cluster_handle(struct cluster *c, const struct sim_req *req,
+		    struct sim_resp *resp);
+void sim_resp_clear(struct sim_resp *resp);
+
+/* Whole cluster state for GET /_sim/state (new reference): nodes, storages,
+ * guests with config, status, lock, boot model, tasks. */
+json_object *cluster_state(struct cluster *c, double now);
+
+#endif

@@ -1,0 +1,38 @@
+#!/bin/sh
+# run-tests.sh - run every Criterion suite and end-to-end script given on
+# the command line. A suite fails on any failing test, and also on any
+# sanitizer report in its output (LeakSanitizer runs after Criterion has
+# recorded the result, so a leak alone would not fail it). Prints one
+# closing line: "N passed, N failed".
+set -u
+passed=0 failed=0 failures=""
+logdir=${TEST_LOGDIR:-build/san/test-logs}
+mkdir -p "$logdir"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+for t in "$@"; do
+	name=$(basename "$t")
+	log="$logdir/$name.log"
+	case "$t" in
+	*.sh) sh "$t" >"$log" 2>&1 ;;
+	*) "$t" -j2 >"$log" 2>&1 ;;
+	esac
+	rc=$?
+	if [ $rc -eq 0 ] && grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log"; then
+		echo "sanitizer report in $name" >>"$log"
+		rc=1
+	fi
+	summary=$(grep -E '^\[====\] Synthesis' "$log" | tail -n 1)
+	if [ $rc -eq 0 ]; then
+		passed=$((passed + 1))
+		echo "PASS $name ${summary#\[====\] }"
+	else
+		failed=$((failed + 1))
+		failures="$failures $name"
+		echo "FAIL $name ${summary#\[====\] }"
+		tail -n 40 "$log" | sed 's/^/    /'
+	fi
+done
+[ -n "$failures" ] && echo "failed suites:$failures"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
