@@ -18,16 +18,16 @@ MANDIR   = $(PREFIX)/share/man
 DATADIR  = $(PREFIX)/share/pvagent
 SYSCONFDIR ?= /etc
 
-AGENT_PKGS = libcurl json-c libssh2 sqlite3
+AGENT_PKGS = libcurl json-c libssh2 sqlite3 openssl
 SIM_PKGS   = libmicrohttpd gnutls json-c libpcre2-8
 TEST_PKGS  = criterion
 
 # Debian packages behind every dependency (make deps).
 DEB_PKGS = build-essential pkg-config clang cppcheck clang-tidy \
-	libcurl4-openssl-dev libjson-c-dev libssh2-1-dev libsqlite3-dev \
+	libcurl4-openssl-dev libssl-dev libjson-c-dev libssh2-1-dev libsqlite3-dev \
 	libmicrohttpd-dev libgnutls28-dev libpcre2-dev libcriterion-dev \
-	openssh-server openssh-client busybox-static
-DEB_CMDS = cc make pkg-config clang cppcheck clang-tidy sshd ssh-keygen busybox
+	openssh-server openssh-client busybox-static jq
+DEB_CMDS = cc make pkg-config clang cppcheck clang-tidy sshd ssh-keygen busybox jq
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter
 STD     = -std=c11 -D_GNU_SOURCE
@@ -83,6 +83,15 @@ pvagentd: $(REL)/agent/pvagentd.o $(REL)/libpvagent.a
 tests/pvesim/pvesim: $(call objs,$(REL),$(SIM_MAIN) $(SIM_SRC)) $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -o $@ $^ $(SIM_LIBS)
 
+$(REL)/tests/%.o: tests/%.c $(wildcard agent/*.h tests/pvesim/*.h tests/support/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -c $< -o $@
+$(REL)/libsupport.a: $(call objs,$(REL),$(SUPPORT_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@; ar rcs $@ $^
+$(REL)/tests/bench/%: $(REL)/tests/bench/%.o $(REL)/libsupport.a $(REL)/libpvagent.a
+	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS) $(SIM_LIBS)
+
 # ---- sanitizer tree (tests) -----------------------------------------------
 $(SAN)/agent/%.o: agent/%.c $(wildcard agent/*.h)
 	@mkdir -p $(dir $@)
@@ -90,6 +99,9 @@ $(SAN)/agent/%.o: agent/%.c $(wildcard agent/*.h)
 $(SAN)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) $(SIM_CFLAGS) -c $< -o $@
+$(SAN)/tests/pvesim/test_%.o: tests/pvesim/test_%.c $(wildcard agent/*.h tests/pvesim/*.h tests/support/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(SANFLAGS) $(TEST_CFLAGS) -c $< -o $@
 $(SAN)/tests/%.o: tests/%.c $(wildcard agent/*.h tests/pvesim/*.h tests/support/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) $(TEST_CFLAGS) -c $< -o $@
@@ -125,12 +137,15 @@ test: check-deps $(SAN_PROGS) $(TEST_BINS)
 demo: check-deps all
 	@sh tests/e2e/demo.sh
 
-bench: check-deps all $(wildcard tests/bench/*.c)
+BENCH_BINS = $(patsubst %.c,$(REL)/%,$(wildcard tests/bench/*.c))
+bench: check-deps all $(BENCH_BINS)
 	@sh tests/bench/run.sh
 
 lint: check-deps
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-	  --inline-suppr --std=c11 -Iagent -Itests/pvesim agent tests/pvesim tests/support
+	  --inline-suppr --std=c11 -D_GNU_SOURCE -Iagent -Itests/pvesim -Itests/support \
+	  --library=tests/tools/json-c.cfg --suppress=missingIncludeSystem \
+	  agent tests/pvesim tests/support
 	clang-tidy --quiet --warnings-as-errors='*' \
 	  $(wildcard agent/*.c tests/pvesim/*.c tests/support/*.c) -- \
 	  $(STD) -Iagent -Itests/pvesim -Itests/support \

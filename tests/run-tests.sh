@@ -14,7 +14,7 @@ for t in "$@"; do
 	name=$(basename "$t")
 	log="$logdir/$name.log"
 	case "$t" in
-	*.sh) sh "$t" >"$log" 2>&1 ;;
+	*.sh) bash "$t" >"$log" 2>&1 ;;
 	*) "$t" -j2 >"$log" 2>&1 ;;
 	esac
 	rc=$?

@@ -1,0 +1,103 @@
+/* output.c - text tables and JSON lines for the CLI (see output.h). */
+#include "output.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct table {
+	size_t ncols, nrows, cap;
+	char **cells; /* (nrows + 1) * ncols, row 0 = headers */
+};
+
+static int add_row(struct table *t, const char *const *cells)
+{
+	if (t->nrows + 1 >= t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		char **nc = realloc(t->cells, cap * t->ncols * sizeof *nc);
+		if (!nc)
+			return -1;
+		t->cells = nc;
+		t->cap = cap;
+	}
+	char **row = t->cells + t->nrows * t->ncols;
+	for (size_t i = 0; i < t->ncols; i++) {
+		row[i] = strdup(cells[i] ? cells[i] : "-");
+		if (!row[i]) {
+			while (i--)
+				free(row[i]);
+			return -1;
+		}
+	}
+	t->nrows++;
+	return 0;
+}
+
+struct table *table_new(size_t ncols, const char *const *headers)
+{
+	struct table *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	t->ncols = ncols;
+	if (add_row(t, headers) < 0) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+int table_add(struct table *t, const char *const *cells)
+{
+	return add_row(t, cells);
+}
+
+void table_print(const struct table *t, FILE *f)
+{
+	size_t *w = calloc(t->ncols, sizeof *w);
+	if (!w)
+		return;
+	for (size_t r = 0; r < t->nrows; r++)
+		for (size_t c = 0; c < t->ncols; c++) {
+			size_t l = strlen(t->cells[r * t->ncols + c]);
+			if (l > w[c])
+				w[c] = l;
+		}
+	for (size_t r = 0; r < t->nrows; r++) {
+		for (size_t c = 0; c < t->ncols; c++) {
+			const char *cell = t->cells[r * t->ncols + c];
+			if (c + 1 == t->ncols)
+				fprintf(f, "%s\n", cell);
+			else
+				fprintf(f, "%-*s  ", (int)w[c], cell);
+		}
+	}
+	free(w);
+}
+
+void table_free(struct table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nrows * t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	free(t);
+}
+
+void out_json_line(FILE *f, json_object *o)
+{
+	fprintf(f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							   JSON_C_TO_STRING_NOSLASHESCAPE));
+	fflush(f);
+}
+
+const char *out_bytes(char *buf, size_t len, double bytes)
+{
+	static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	size_t u = 0;
+	while (bytes >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
+		bytes /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+	return buf;
+}

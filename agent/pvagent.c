@@ -1,0 +1,363 @@
+/* pvagent.c - the command-line tool: global options, configuration,
+ * the command table, and how each command's result is printed (text
+ * tables, or JSON lines with --json). The work itself lives in the
+ * library modules.
+ *
+ *   pvagent [-c CONF] [--json] [-v|-q] COMMAND ...
+ *
+ * Exit codes (DESIGN.md 3): 0 done; 1 failed, nothing left half-done;
+ * 2 usage or configuration error; 3 failed and needs attention; 4 cannot
+ * reach or authenticate to PVE or a guest. */
+#include "conf.h"
+#include "inventory.h"
+#include "log.h"
+#include "output.h"
+#include "pve.h"
+#include "tmpl.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_USAGE 2
+
+struct cli {
+	const char *conf_path;
+	bool json;
+	int verbosity;
+	struct conf conf;
+	bool conf_loaded;
+	struct pve *pve;
+};
+
+struct command {
+	const char *name;
+	const char *args;
+	const char *help;
+	int (*run)(struct cli *cli, int argc, char **argv);
+};
+
+static const struct command commands[];
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pvagent [-c CONF] [--json] [-v|-q] COMMAND [ARGS]\n\ncommands:\n");
+	for (const struct command *c = commands; c->name; c++)
+		fprintf(f, "  %-10s %-44s %s\n", c->name, c->args, c->help);
+	fprintf(f, "\nconfiguration: -c CONF, $PVAGENT_CONF, ./conf/pvagent.conf, "
+		   "/etc/pvagent/pvagent.conf\n");
+}
+
+static int usage_error(const char *cmd, const char *what, const char *arg)
+{
+	fprintf(stderr, "pvagent %s: %s '%s'\n(see pvagent --help)\n", cmd, what, arg);
+	return EXIT_USAGE;
+}
+
+/* ---- configuration and client ------------------------------------------ */
+
+static int load_conf(struct cli *cli)
+{
+	if (cli->conf_loaded)
+		return 0;
+	char *err = NULL;
+	int rc = conf_load(cli->conf_path, &cli->conf, &err);
+	if (rc < 0) {
+		fprintf(stderr, "pvagent: %s\n", err ? err : "cannot load the configuration");
+		free(err);
+		return EXIT_USAGE;
+	}
+	cli->conf_loaded = true;
+	return 0;
+}
+
+/* Report a PVE error and return its exit code. */
+static int fail_pve(struct cli *cli, const char *cmd, struct pve_error *e)
+{
+	int code = pve_error_exit_code(e);
+	char *msg = pve_error_format(e);
+	if (cli->json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "result", json_object_new_string("error"));
+		json_object_object_add(o, "command", json_object_new_string(cmd));
+		json_object_object_add(o, "kind", json_object_new_string(pve_err_kind_name(e->kind)));
+		json_object_object_add(o, "message", json_object_new_string(msg ? msg : "error"));
+		json_object_object_add(o, "exit", json_object_new_int(code));
+		out_json_line(stdout, o);
+		json_object_put(o);
+	}
+	log_error("%s", msg ? msg : "error");
+	free(msg);
+	pve_error_clear(e);
+	return code;
+}
+
+static int connect_pve(struct cli *cli)
+{
+	int rc = load_conf(cli);
+	if (rc)
+		return rc;
+	const struct conf *c = &cli->conf;
+	struct pve_opts o = {
+		.url = c->pve.url,
+		.token_id = c->pve.token_id,
+		.token_secret = c->pve.token_secret,
+		.user = c->pve.user,
+		.password = c->pve.password,
+		.fingerprint = c->pve.fingerprint,
+		.ca_file = c->pve.ca_file,
+		.insecure = c->pve.insecure != 0,
+		.timeout_ms = (long)c->pve.timeout * 1000,
+	};
+	struct pve_error e = {0};
+	cli->pve = pve_new(&o, &e);
+	if (!cli->pve)
+		return fail_pve(cli, "connect", &e);
+	return 0;
+}
+
+/* ---- printing helpers ---------------------------------------------------- */
+
+static void print_result(struct cli *cli, const char *cmd, const char *key, json_object *v)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "result", json_object_new_string("ok"));
+	json_object_object_add(o, "command", json_object_new_string(cmd));
+	json_object_object_add(o, key, json_object_get(v));
+	out_json_line(stdout, o);
+	json_object_put(o);
+}
+
+static const char *field(json_object *o, const char *k)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : NULL;
+}
+
+static double num(json_object *o, const char *k)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_double(v) : 0;
+}
+
+/* Parse "--opt" style options of a subcommand; returns the option
+ * character, -1 at the end, '?' on a usage error (already reported). */
+static int sub_getopt(int argc, char **argv, const char *shortopts,
+		      const struct option *longopts)
+{
+	return getopt_long(argc, argv, shortopts, longopts, NULL);
+}
+
+/* ---- nodes ---------------------------------------------------------------- */
+
+static int cmd_nodes(struct cli *cli, int argc, char **argv)
+{
+	if (argc > 1)
+		return usage_error("nodes", "unexpected argument", argv[1]);
+	int rc = connect_pve(cli);
+	if (rc)
+		return rc;
+	json_object *nodes = NULL;
+	struct pve_error e = {0};
+	if (inventory_nodes(cli->pve, &nodes, &e) < 0)
+		return fail_pve(cli, "nodes", &e);
+	if (cli->json) {
+		print_result(cli, "nodes", "nodes", nodes);
+	} else {
+		const char *hdr[] = {"NODE", "STATUS", "CPU", "MEMORY", "UPTIME"};
+		struct table *t = table_new(5, hdr);
+		for (size_t i = 0; t && i < json_object_array_length(nodes); i++) {
+			json_object *n = json_object_array_get_idx(nodes, i);
+			char cpu[64], mem[96], used[24], total[24], up[32];
+			snprintf(cpu, sizeof cpu, "%.0f%% of %.0f", num(n, "cpu") * 100,
+				 num(n, "maxcpu"));
+			snprintf(mem, sizeof mem, "%s / %s", out_bytes(used, sizeof used, num(n, "mem")),
+				 out_bytes(total, sizeof total, num(n, "maxmem")));
+			double u = num(n, "uptime");
+			long secs = (long)u;
+			snprintf(up, sizeof up, "%ldd %02ldh", secs / 86400, secs % 86400 / 3600);
+			const char *row[] = {field(n, "node"), field(n, "status"), cpu, mem, up};
+			table_add(t, row);
+		}
+		if (t)
+			table_print(t, stdout);
+		table_free(t);
+	}
+	json_object_put(nodes);
+	return 0;
+}
+
+/* ---- list ----------------------------------------------------------------- */
+
+static int cmd_list(struct cli *cli, int argc, char **argv)
+{
+	static const struct option lo[] = {{"node", required_argument, NULL, 'n'}, {0}};
+	const char *node = NULL;
+	int opt;
+	while ((opt = sub_getopt(argc, argv, "n:", lo)) != -1) {
+		if (opt == 'n')
+			node = optarg;
+		else
+			return EXIT_USAGE;
+	}
+	if (optind < argc)
+		return usage_error("list", "unexpected argument", argv[optind]);
+	int rc = connect_pve(cli);
+	if (rc)
+		return rc;
+	json_object *guests = NULL;
+	struct pve_error e = {0};
+	if (inventory_guests(cli->pve, node, &guests, &e) < 0)
+		return fail_pve(cli, "list", &e);
+	if (cli->json) {
+		print_result(cli, "list", "guests", guests);
+	} else {
+		const char *hdr[] = {"VMID", "NAME", "NODE", "TYPE", "STATUS", "DISK", "NIC"};
+		struct table *t = table_new(7, hdr);
+		for (size_t i = 0; t && i < json_object_array_length(guests); i++) {
+			json_object *g = json_object_array_get_idx(guests, i);
+			json_object *tv = NULL;
+			json_object_object_get_ex(g, "template", &tv);
+			const char *lock = field(g, "lock");
+			char status[64];
+			snprintf(status, sizeof status, "%s%s%s%s",
+				 json_object_get_boolean(tv) ? "template" : field(g, "status"),
+				 lock ? " (lock: " : "", lock ? lock : "", lock ? ")" : "");
+			const char *row[] = {field(g, "vmid"), field(g, "name"), field(g, "node"),
+					     field(g, "type"), status, field(g, "disk_bus"),
+					     field(g, "nic_model")};
+			table_add(t, row);
+		}
+		if (t)
+			table_print(t, stdout);
+		table_free(t);
+	}
+	json_object_put(guests);
+	return 0;
+}
+
+/* ---- templates -------------------------------------------------------------- */
+
+static int cmd_templates(struct cli *cli, int argc, char **argv)
+{
+	if (argc > 1)
+		return usage_error("templates", "unexpected argument", argv[1]);
+	int rc = load_conf(cli);
+	if (rc)
+		return rc;
+	struct tmpl_info *list = NULL;
+	size_t n = 0;
+	char *err = NULL;
+	if (tmpl_list((const char *const *)cli->conf.paths.templates, &list, &n, &err) < 0) {
+		fprintf(stderr, "pvagent: %s\n", err ? err : "cannot list templates");
+		free(err);
+		return 1;
+	}
+	int bad = 0;
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		const struct tmpl *t = list[i].tmpl;
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(list[i].name));
+		json_object_object_add(o, "path", json_object_new_string(list[i].path));
+		if (t) {
+			const char *src = t->source.clone.value ? t->source.clone.value
+					: t->source.ostemplate.value ? t->source.ostemplate.value
+					: t->source.iso.value;
+			json_object_object_add(o, "kind", json_object_new_string(tmpl_kind_name(t->kind)));
+			json_object_object_add(o, "os", json_object_new_string(t->os ? t->os : ""));
+			json_object_object_add(o, "os_version",
+					       json_object_new_string(t->os_version ? t->os_version : ""));
+			json_object_object_add(o, "source", src ? json_object_new_string(src) : NULL);
+			json_object_object_add(o, "description", t->description
+					       ? json_object_new_string(t->description) : NULL);
+		} else {
+			bad++;
+			json_object_object_add(o, "error", json_object_new_string(list[i].error));
+		}
+		json_object_array_add(a, o);
+	}
+	if (cli->json) {
+		print_result(cli, "templates", "templates", a);
+	} else {
+		const char *hdr[] = {"TEMPLATE", "KIND", "OS", "SOURCE", "DESCRIPTION"};
+		struct table *t = table_new(5, hdr);
+		for (size_t i = 0; t && i < json_object_array_length(a); i++) {
+			json_object *o = json_object_array_get_idx(a, i);
+			char os[128];
+			snprintf(os, sizeof os, "%s %s", field(o, "os") ? field(o, "os") : "",
+				 field(o, "os_version") ? field(o, "os_version") : "");
+			const char *row[] = {field(o, "name"), field(o, "kind") ? field(o, "kind") : "invalid",
+					     field(o, "kind") ? os : "-", field(o, "source"),
+					     field(o, "error") ? field(o, "error") : field(o, "description")};
+			table_add(t, row);
+		}
+		if (t)
+			table_print(t, stdout);
+		table_free(t);
+	}
+	json_object_put(a);
+	tmpl_list_free(list, n);
+	return bad ? 1 : 0;
+}
+
+/* ---- command table and main ---------------------------------------------- */
+
+static const struct command commands[] = {
+	{"nodes", "", "nodes with CPU, memory and status", cmd_nodes},
+	{"list", "[--node N]", "guests: vmid, name, node, type, status, disk bus, NIC", cmd_list},
+	{"templates", "", "the templates pvagent can provision from", cmd_templates},
+	{NULL, NULL, NULL, NULL},
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"json", no_argument, NULL, 'j'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct cli cli = {0};
+	int opt;
+	while ((opt = getopt_long(argc, argv, "+c:vqh", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'c': cli.conf_path = optarg; break;
+		case 'j': cli.json = true; break;
+		case 'v': cli.verbosity++; break;
+		case 'q': cli.verbosity--; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	log_set_level(log_level_from_verbosity(cli.verbosity));
+	const char *name = argv[optind];
+	const struct command *cmd = commands;
+	while (cmd->name && strcmp(cmd->name, name) != 0)
+		cmd++;
+	if (!cmd->name) {
+		fprintf(stderr, "pvagent: unknown command '%s'\n", name);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	/* The subcommand parses its own options from its name on. */
+	int sub_argc = argc - optind;
+	char **sub_argv = argv + optind;
+	optind = 1;
+	int rc = cmd->run(&cli, sub_argc, sub_argv);
+	pve_free(cli.pve);
+	if (cli.conf_loaded)
+		conf_free(&cli.conf);
+	pve_global_cleanup();
+	log_secret_clear();
+	return rc;
+}

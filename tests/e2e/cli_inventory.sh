@@ -1,0 +1,57 @@
+#!/bin/bash
+# cli_inventory.sh - pvagent nodes, list and templates run as a user would
+# against the simulator's demo cluster; every request they send must pass
+# the simulator's schema check; a wrong pin refuses before any credential
+# is sent; exit codes follow DESIGN.md 3.
+source "$(dirname "$0")/lib/sim.sh"
+sim_start tests/pvesim/scenarios/demo.json
+
+out=$(pvagent nodes)
+echo "$out"
+grep -qE '^pve1 +online' <<<"$out" || fail "nodes: pve1 online missing"
+grep -qE '^pve2 +online' <<<"$out" || fail "nodes: pve2 online missing"
+
+out=$(pvagent list)
+echo "$out"
+grep -qE 'fbsd9-legacy +pve1 +qemu +running +ide +e1000' <<<"$out" ||
+	fail "list: the legacy FreeBSD 9.0 guest on IDE/e1000 is missing"
+grep -qE 'freebsd14-base .* template +virtio +virtio' <<<"$out" ||
+	fail "list: the FreeBSD 14 template on virtio is missing"
+
+json=$(pvagent --json list --node pve1)
+[ "$(jq -r .result <<<"$json")" = ok ] || fail "list --json: no ok result"
+[ "$(jq '[.guests[] | select(.node != "pve1")] | length' <<<"$json")" = 0 ] ||
+	fail "list --node pve1 shows other nodes"
+[ "$(jq '.guests | length' <<<"$json")" -gt 0 ] || fail "list --json: no guests"
+
+rc=0
+pvagent list --node pve9 || rc=$?
+[ $rc = 1 ] || fail "list --node pve9: exit $rc, want 1"
+
+out=$(pvagent templates)
+echo "$out"
+for t in freebsd-9.0 freebsd-14 ubuntu-9.04 ubuntu-24.04 ubuntu-24.04-ct debian-7-openvz; do
+	grep -qE "^$t " <<<"$out" || fail "templates: $t missing"
+done
+
+rc=0
+pvagent frobnicate 2>/dev/null || rc=$?
+[ $rc = 2 ] || fail "unknown command: exit $rc, want 2"
+
+# Every request so far passed the schema check.
+bad=$(requests_failing_schema)
+[ -z "$bad" ] || fail "requests refused by the schema check: $bad"
+
+# A wrong pin: exit 4, and no request reached the API at all.
+before=$(wc -l <"$E2E_DIR/requests.jsonl")
+zero=$(printf '00:%.0s' $(seq 31))00
+sed -i "s/^fingerprint = .*/fingerprint = $zero/" "$E2E_DIR/pvagent.conf"
+rc=0
+err=$(pvagent nodes 2>&1) || rc=$?
+echo "$err"
+[ $rc = 4 ] || fail "wrong fingerprint: exit $rc, want 4"
+grep -qi 'fingerprint' <<<"$err" || fail "wrong fingerprint: message does not say so"
+grep -q "$(cat "$E2E_DIR/token.secret")" <<<"$err" && fail "the token secret was printed"
+after=$(wc -l <"$E2E_DIR/requests.jsonl")
+[ "$before" = "$after" ] || fail "a request was sent despite the pin mismatch"
+echo "cli_inventory: ok"

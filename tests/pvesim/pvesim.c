@@ -1,0 +1,171 @@
+/* pvesim.c - main of the PVE simulator: options, schema discovery, start,
+ * the one ready line on stdout, and a clean stop on SIGTERM/SIGINT.
+ *
+ *   pvesim --scenario FILE.json [--listen 127.0.0.1:0] [--schema PATH]
+ *          [--log FILE.jsonl] [--time-scale X] [--cert-out FILE.pem]
+ */
+#include "schema.h"
+#include "server.h"
+#include "simapi.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pvesim --scenario FILE.json [--listen 127.0.0.1:0] [--schema PATH]\n"
+		   "              [--log FILE.jsonl] [--time-scale X] [--cert-out FILE.pem]\n");
+}
+
+/* The default schema for a PVE major version: $PVE_API_DIR, then
+ * ../shared/pve-api beside the checkout, found from the current directory
+ * or from the executable's directory upwards. NULL if none exists. */
+static char *default_schema(int major)
+{
+	const char *file = major >= 4 ? "pve8-apidata.json" : "pve3-openvz-apidata.generated.json";
+	const char *env = getenv("PVE_API_DIR");
+	if (env) {
+		char *p = strprintf("%s/%s", env, file);
+		if (p && access(p, R_OK) == 0)
+			return p;
+		free(p);
+		return NULL;
+	}
+	char *p = strprintf("../shared/pve-api/%s", file);
+	if (p && access(p, R_OK) == 0)
+		return p;
+	free(p);
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0 || (size_t)n >= sizeof exe - 1)
+		return NULL;
+	exe[n] = '\0';
+	char *dir = dirname(exe);
+	for (int up = 0; up < 5; up++) {
+		p = strprintf("%s/../shared/pve-api/%s", dir, file);
+		if (p && access(p, R_OK) == 0)
+			return p;
+		free(p);
+		char *parent = strprintf("%s/..", dir);
+		if (!parent)
+			return NULL;
+		char *real = realpath(parent, NULL);
+		free(parent);
+		if (!real)
+			return NULL;
+		snprintf(exe, sizeof exe, "%s", real);
+		free(real);
+		dir = exe;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"scenario", required_argument, NULL, 's'},
+		{"listen", required_argument, NULL, 'l'},
+		{"schema", required_argument, NULL, 'S'},
+		{"log", required_argument, NULL, 'L'},
+		{"time-scale", required_argument, NULL, 't'},
+		{"cert-out", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *scenario = NULL, *schema_path = NULL;
+	struct server_opts so = {.listen = "127.0.0.1:0", .time_scale = 1.0};
+	int opt;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 's': scenario = optarg; break;
+		case 'l': so.listen = optarg; break;
+		case 'S': schema_path = optarg; break;
+		case 'L': so.log_path = optarg; break;
+		case 'c': so.cert_out = optarg; break;
+		case 't': {
+			char *end;
+			errno = 0;
+			so.time_scale = strtod(optarg, &end);
+			if (errno || *end || !(so.time_scale > 0) || so.time_scale > 1e7) {
+				fprintf(stderr, "pvesim: --time-scale %s: expected a number in (0, 1e7]\n",
+					optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!scenario || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+
+	/* Block the stop signals before any thread starts, then wait for one. */
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	char *err = NULL;
+	struct cluster *c = cluster_load(scenario, (double)time(NULL), &err);
+	if (!c) {
+		fprintf(stderr, "pvesim: %s\n", err ? err : "cannot load the scenario");
+		free(err);
+		return 2;
+	}
+	struct schema *s = NULL;
+	char *found = schema_path ? NULL : default_schema(cluster_pve_major(c));
+	const char *sp = schema_path ? schema_path : found;
+	if (sp) {
+		if (!(s = schema_load(sp, &err))) {
+			fprintf(stderr, "pvesim: %s\n", err ? err : "cannot load the schema");
+			free(err);
+			free(found);
+			cluster_free(c);
+			return 2;
+		}
+	} else {
+		fprintf(stderr, "pvesim: no PVE API schema file found (--schema, $PVE_API_DIR or "
+				"../shared/pve-api): checking routes only, not parameters\n");
+	}
+	free(found);
+
+	struct server *sv = server_start(c, s, &so, &err);
+	if (!sv) {
+		fprintf(stderr, "pvesim: %s\n", err ? err : "cannot start");
+		free(err);
+		schema_free(s);
+		cluster_free(c);
+		return 1;
+	}
+	json_object *ready = json_object_new_object();
+	json_object_object_add(ready, "url", json_object_new_string(server_url(sv)));
+	json_object_object_add(ready, "fingerprint", json_object_new_string(server_fingerprint(sv)));
+	const char *tid = cluster_first_token_id(c), *tsec = cluster_first_token_secret(c);
+	json_object_object_add(ready, "token_id", tid ? json_object_new_string(tid) : NULL);
+	json_object_object_add(ready, "token_secret", tsec ? json_object_new_string(tsec) : NULL);
+	printf("%s\n", json_object_to_json_string_ext(ready, JSON_C_TO_STRING_PLAIN));
+	fflush(stdout);
+	json_object_put(ready);
+
+	int sig = 0;
+	while (sigwait(&stop, &sig) != 0)
+		;
+	server_stop(sv);
+	schema_free(s);
+	cluster_free(c);
+	return 0;
+}

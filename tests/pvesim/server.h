@@ -1,0 +1,27 @@
+/* server.h - the simulator's HTTPS front end: libmicrohttpd over GnuTLS,
+ * request parsing, authentication, schema check, fault injection, request
+ * log, simulated clock and the /_sim control routes. */
+#ifndef PVESIM_SERVER_H
+#define PVESIM_SERVER_H
+
+struct cluster;
+struct schema;
+
+struct server_opts {
+	const char *listen;   /* "127.0.0.1:0" (loopback only) */
+	const char *log_path; /* JSON lines, one per request, or NULL */
+	double time_scale;    /* simulated seconds per real second */
+	const char *cert_out; /* write the PEM certificate here, or NULL */
+};
+
+struct server;
+
+/* Start serving cluster c (schema s may be NULL: route checks only). The
+ * server borrows c and s. Returns NULL with a malloc'd *err on failure. */
+struct server *server_start(struct cluster *c, struct schema *s,
+			    const struct server_opts *o, char **err);
+const char *server_url(const struct server *sv);
+const char *server_fingerprint(const struct server *sv);
+void server_stop(struct server *sv);
+
+#endif
