@@ -80,7 +80,7 @@ pvagent: $(REL)/agent/pvagent.o $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
 pvagentd: $(REL)/agent/pvagentd.o $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
-tests/pvesim/pvesim: $(call objs,$(REL),$(SIM_MAIN) $(SIM_SRC)) $(REL)/libpvagent.a
+tests/pvesim/pvesim: $(call objs,$(REL),$(SIM_MAIN) $(SIM_SRC) agent/util.c)
 	$(CC) $(CFLAGS) -o $@ $^ $(SIM_LIBS)
 
 $(REL)/tests/%.o: tests/%.c $(wildcard agent/*.h tests/pvesim/*.h tests/support/*.h)
@@ -114,7 +114,7 @@ $(SAN)/libpvesim.a: $(call objs,$(SAN),$(SIM_SRC))
 $(SAN)/libsupport.a: $(call objs,$(SAN),$(SUPPORT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^
-$(SAN)/pvesim: $(call objs,$(SAN),$(SIM_MAIN)) $(SAN)/libpvesim.a $(SAN)/libpvagent.a
+$(SAN)/pvesim: $(call objs,$(SAN),$(SIM_MAIN) agent/util.c) $(SAN)/libpvesim.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(SIM_LIBS)
 $(SAN)/pvagent: $(call objs,$(SAN),agent/pvagent.c) $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)

@@ -37,4 +37,27 @@ int schema_check(const struct schema_method *m, json_object *params,
 
 const char *schema_method_name(const struct schema_method *m);
 
+/* Added by the schema module (the declarations above are unchanged): */
+
+/* The method's schema path, with placeholders ("/nodes/{node}/qemu"). */
+const char *schema_method_path(const struct schema_method *m);
+
+/* 1 if the file follows PVE 2.x/3.x rules (pve-vmid minimum 1 and the old
+ * pve-vmid/pve-configid checks), detected from the schema itself. */
+int schema_is_legacy(const struct schema *s);
+
+/* schema_check on path_params merged with params, as PVE's RESTHandler
+ * does; a parameter that repeats a placeholder is rejected with "duplicate
+ * parameter (already defined in URI)". Returns like schema_check. */
+int schema_check_request(const struct schema_method *m, json_object *path_params,
+			 json_object *params, json_object **errors);
+
+/* Compile every regex of the schema now instead of on first use (they are
+ * translated from Perl at load). Returns how many PCRE2 could not compile
+ * (0 expected; such a pattern accepts every value), -1 on bad input. */
+int schema_precompile(const struct schema *s);
+
+/* schema_check and schema_check_request return -1 (and leave *errors
+ * NULL) if memory ran out. */
+
 #endif

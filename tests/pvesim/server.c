@@ -439,12 +439,17 @@ static enum MHD_Result api_request(struct server *sv, struct MHD_Connection *con
 		json_object *pp = NULL;
 		const struct schema_method *m = sv->schema
 			? schema_find(sv->schema, method, path, &pp) : NULL;
+		int bad = m ? schema_check_request(m, pp, params, &resp.errors) : 0;
 		if (pp) {
 			json_object_object_foreach(pp, k, v)
-				json_object_object_add(params, k, json_object_get(v));
+				if (!json_object_object_get_ex(params, k, NULL))
+					json_object_object_add(params, k, json_object_get(v));
 			json_object_put(pp);
 		}
-		if (m && schema_check(m, params, &resp.errors) > 0) {
+		if (bad < 0) {
+			status = 500;
+			msg = "out of memory";
+		} else if (bad > 0) {
 			status = 400;
 			msg = "Parameter verification failed.";
 		} else if (!m && sv->schema && cluster_pve_major(sv->cluster) >= 4) {

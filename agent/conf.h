@@ -1,0 +1,97 @@
+/* conf.h - pvagent.conf: search, parsing, validation, defaults, and reading
+ * of the secret files it names. Key names are a contract (DESIGN.md 4);
+ * conf/pvagent.conf.example documents every key.
+ *
+ * Value rules:
+ *   durations   N (seconds) or N followed by s, m, h or d; must be > 0
+ *   booleans    yes/no, true/false, on/off, 1/0 ([pve] insecure: yes/no only)
+ *   paths       a relative path is taken relative to the directory of the
+ *               configuration file; "~/" is the user's home directory
+ * Secret files (token_secret_file, password_file, [ssh] identity) must be
+ * regular files owned by the user (or root) with no group or other
+ * permission bits (as ssh requires of private keys). */
+#ifndef PVAGENT_CONF_H
+#define PVAGENT_CONF_H
+
+#include <stddef.h>
+
+enum conf_host_key_policy {
+	CONF_HKP_STRICT, /* unknown or changed host key: refuse */
+	CONF_HKP_TOFU,   /* unknown: record it; changed: refuse */
+};
+
+/* [window "NAME"]: drain a node at the start, bring it back at the end. */
+struct conf_window {
+	char *name;
+	char *node;            /* node to drain */
+	unsigned days;         /* bit d set = weekday d (0 Sunday .. 6 Saturday) */
+	int start;             /* minutes after local midnight */
+	unsigned duration;     /* seconds */
+	char **to;             /* target nodes (NULL-terminated; n_to may be 0) */
+	size_t n_to;
+	unsigned max_workers;  /* 0: from [migrate] */
+	int line;              /* line of the section header */
+};
+
+struct conf {
+	char *path; /* the file that was loaded */
+	struct {
+		char *url;               /* "https://host:8006", no trailing '/' */
+		char *token_id;          /* "user@realm!name", or NULL */
+		char *token_secret_file;
+		char *token_secret;      /* contents of token_secret_file */
+		char *user;              /* "root@pam", or NULL (token auth) */
+		char *password_file;
+		char *password;          /* contents of password_file */
+		char *fingerprint;       /* "AA:BB:...", upper case, or NULL */
+		char *ca_file;           /* or NULL */
+		int insecure;            /* 1: no certificate check (and http://) */
+		char *node;              /* default node, or NULL */
+		unsigned timeout;        /* seconds, per HTTP request; default 30 */
+	} pve;
+	struct {
+		char *user;              /* default "root" */
+		char *identity;          /* private key path, or NULL */
+		char *known_hosts;       /* default STATE/known_hosts */
+		enum conf_host_key_policy host_key_policy; /* default strict */
+		unsigned timeout;        /* seconds; default 30 */
+	} ssh;
+	struct {
+		char **templates;        /* search path, NULL-terminated */
+		size_t n_templates;
+		char *state;             /* directory; default /var/lib/pvagent */
+		char *socket;            /* default /run/pvagent/pvagentd.sock */
+	} paths;
+	struct {
+		unsigned workers;        /* default 4 */
+		char *socket_group;      /* or NULL: the daemon's own group */
+	} daemon;
+	struct {
+		unsigned max_workers;    /* parallel migrations; default 2 */
+		unsigned bwlimit;        /* KiB/s; 0: PVE's own limit */
+		int with_local_disks;    /* default 0 */
+		char *target_storage;    /* or NULL: same storage */
+		unsigned timeout;        /* seconds per migration; default 3600 */
+	} migrate;
+	struct conf_window *windows;
+	size_t n_windows;
+};
+
+/* Load the configuration. path NULL means search: $PVAGENT_CONF,
+ * ./conf/pvagent.conf, /etc/pvagent/pvagent.conf (the first that exists;
+ * -c is the caller passing path). Returns 0; -1 with *err "FILE:LINE:
+ * [section] key: what" (several problems: one per line); -2 when searching
+ * found no file (*err lists the places tried). *out is zeroed on failure. */
+int conf_load(const char *path, struct conf *out, char **err);
+
+/* Free everything; secrets are overwritten first. */
+void conf_free(struct conf *c);
+
+/* Helpers shared with templates and the CLI. */
+/* "30", "30s", "5m", "2h", "1d" -> seconds (> 0). Returns 0, or -1 if the
+ * text is not such a duration or overflows. */
+int conf_parse_duration(const char *s, unsigned *out);
+/* yes/no, true/false, on/off, 1/0 -> 1/0; -1 if none of these. */
+int conf_parse_bool(const char *s);
+
+#endif
