@@ -15,7 +15,7 @@ out=$(pvagent list)
 echo "$out"
 grep -qE 'fbsd9-legacy +pve1 +qemu +running +ide +e1000' <<<"$out" ||
 	fail "list: the legacy FreeBSD 9.0 guest on IDE/e1000 is missing"
-grep -qE 'freebsd14-base .* template +virtio +virtio' <<<"$out" ||
+grep -qE 'freebsd-14-base +pve1 +qemu +template +virtio +virtio' <<<"$out" ||
 	fail "list: the FreeBSD 14 template on virtio is missing"
 
 json=$(pvagent --json list --node pve1)
@@ -51,7 +51,7 @@ err=$(pvagent nodes 2>&1) || rc=$?
 echo "$err"
 [ $rc = 4 ] || fail "wrong fingerprint: exit $rc, want 4"
 grep -qi 'fingerprint' <<<"$err" || fail "wrong fingerprint: message does not say so"
-grep -q "$(cat "$E2E_DIR/token.secret")" <<<"$err" && fail "the token secret was printed"
+grep -q "$(cat "$E2E_DIR/state/token.secret")" <<<"$err" && fail "the token secret was printed"
 after=$(wc -l <"$E2E_DIR/requests.jsonl")
 [ "$before" = "$after" ] || fail "a request was sent despite the pin mismatch"
 echo "cli_inventory: ok"

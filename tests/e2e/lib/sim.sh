@@ -55,20 +55,10 @@ sim_start() {
 	printf '%s\n' "$(printf '%s' "$line" | jq -r .token_secret)" >"$E2E_DIR/token.secret"
 	umask 022
 	mkdir -p "$E2E_DIR/state"
-	cat >"$E2E_DIR/pvagent.conf" <<CONF
-# written by tests/e2e/lib/sim.sh for the bundled PVE simulator
-[pve]
-url = $SIM_URL
-token_id = $SIM_TOKEN_ID
-token_secret_file = $E2E_DIR/token.secret
-fingerprint = $SIM_FINGERPRINT
-node = pve1
-timeout = 30
-
-[paths]
-templates = $REPO/templates
-state = $E2E_DIR/state
-CONF
+	mv "$E2E_DIR/token.secret" "$E2E_DIR/state/token.secret"
+	sed -e "s|@URL@|$SIM_URL|" -e "s|@TOKEN_ID@|$SIM_TOKEN_ID|" \
+		-e "s|@FINGERPRINT@|$SIM_FINGERPRINT|" -e "s|@STATE@|$E2E_DIR/state|g" \
+		-e "s|@REPO@|$REPO|g" conf/demo.conf >"$E2E_DIR/pvagent.conf"
 	export PVAGENT_CONF="$E2E_DIR/pvagent.conf"
 }
 
