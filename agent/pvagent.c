@@ -12,6 +12,7 @@
 #include "inventory.h"
 #include "log.h"
 #include "output.h"
+#include "provision.h"
 #include "pve.h"
 #include "tmpl.h"
 #include "util.h"
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EXIT_USAGE 2
 
@@ -46,7 +48,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: pvagent [-c CONF] [--json] [-v|-q] COMMAND [ARGS]\n\ncommands:\n");
 	for (const struct command *c = commands; c->name; c++)
-		fprintf(f, "  %-10s %-44s %s\n", c->name, c->args, c->help);
+		fprintf(f, "  %s %s\n      %s\n", c->name, c->args, c->help);
 	fprintf(f, "\nconfiguration: -c CONF, $PVAGENT_CONF, ./conf/pvagent.conf, "
 		   "/etc/pvagent/pvagent.conf\n");
 }
@@ -95,12 +97,9 @@ static int fail_pve(struct cli *cli, const char *cmd, struct pve_error *e)
 	return code;
 }
 
-static int connect_pve(struct cli *cli)
+/* Client options from the loaded configuration. */
+static struct pve_opts pve_opts_of(const struct conf *c)
 {
-	int rc = load_conf(cli);
-	if (rc)
-		return rc;
-	const struct conf *c = &cli->conf;
 	struct pve_opts o = {
 		.url = c->pve.url,
 		.token_id = c->pve.token_id,
@@ -112,6 +111,15 @@ static int connect_pve(struct cli *cli)
 		.insecure = c->pve.insecure != 0,
 		.timeout_ms = (long)c->pve.timeout * 1000,
 	};
+	return o;
+}
+
+static int connect_pve(struct cli *cli)
+{
+	int rc = load_conf(cli);
+	if (rc)
+		return rc;
+	struct pve_opts o = pve_opts_of(&cli->conf);
 	struct pve_error e = {0};
 	cli->pve = pve_new(&o, &e);
 	if (!cli->pve)
@@ -304,12 +312,319 @@ static int cmd_templates(struct cli *cli, int argc, char **argv)
 	return bad ? 1 : 0;
 }
 
+
+/* ---- up / down -------------------------------------------------------------- */
+
+struct up_print {
+	struct cli *cli;
+	bool tty;          /* progress lines are redrawn in place */
+	bool progress_shown;
+};
+
+static void end_progress_line(struct up_print *pp)
+{
+	if (pp->progress_shown) {
+		fputc('\n', stdout);
+		pp->progress_shown = false;
+	}
+}
+
+static const char *ev_kind_name(enum up_event_kind k)
+{
+	switch (k) {
+	case UP_EV_BEGIN: return "begin";
+	case UP_EV_STEP: return "step";
+	case UP_EV_PROGRESS: return "progress";
+	case UP_EV_DIFF: return "diff";
+	default: return "done";
+	}
+}
+
+static json_object *result_json(const struct up_result *r)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(r->name ? r->name : ""));
+	json_object_object_add(o, "status", json_object_new_string(up_status_name(r->status)));
+	json_object_object_add(o, "vmid", r->vmid ? json_object_new_int(r->vmid) : NULL);
+	json_object_object_add(o, "node", r->node ? json_object_new_string(r->node) : NULL);
+	json_object_object_add(o, "type", json_object_new_string(guest_type_name(r->type)));
+	json_object_object_add(o, "address", r->address ? json_object_new_string(r->address) : NULL);
+	json_object *steps = json_object_new_object();
+	for (size_t i = 0; i < r->n_steps; i++)
+		json_object_object_add(steps, r->steps[i].step,
+				       json_object_new_double(r->steps[i].elapsed_s));
+	json_object_object_add(o, "steps", steps);
+	json_object *diff = json_object_new_array();
+	for (size_t i = 0; i < r->n_diff; i++)
+		json_object_array_add(diff, json_object_new_string(r->diff[i]));
+	json_object_object_add(o, "changes", diff);
+	json_object_object_add(o, "pending", r->pending ? json_object_new_string(r->pending) : NULL);
+	if (r->error.kind != PVE_OK) {
+		char *m = pve_error_format(&r->error);
+		json_object_object_add(o, "error", json_object_new_string(m ? m : "error"));
+		json_object_object_add(o, "exit", json_object_new_int(pve_error_exit_code(&r->error)));
+		free(m);
+	}
+	return o;
+}
+
+static void on_up_event(void *ctx, const struct up_event *ev)
+{
+	struct up_print *pp = ctx;
+	if (pp->cli->json) {
+		if (ev->kind == UP_EV_DONE)
+			return; /* the final result object carries it */
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "event", json_object_new_string(ev_kind_name(ev->kind)));
+		json_object_object_add(o, "name", json_object_new_string(ev->name ? ev->name : ""));
+		if (ev->vmid)
+			json_object_object_add(o, "vmid", json_object_new_int(ev->vmid));
+		if (ev->node)
+			json_object_object_add(o, "node", json_object_new_string(ev->node));
+		if (ev->step)
+			json_object_object_add(o, "step", json_object_new_string(ev->step));
+		if (ev->kind == UP_EV_STEP)
+			json_object_object_add(o, "seconds", json_object_new_double(ev->elapsed_s));
+		if (ev->kind == UP_EV_PROGRESS && ev->percent >= 0)
+			json_object_object_add(o, "percent", json_object_new_double(ev->percent));
+		if (ev->text)
+			json_object_object_add(o, "text", json_object_new_string(ev->text));
+		out_json_line(stdout, o);
+		json_object_put(o);
+		return;
+	}
+	switch (ev->kind) {
+	case UP_EV_PROGRESS:
+		if (!pp->tty || ev->percent < 0)
+			return; /* one line per step otherwise */
+		printf("\r  %s: %s %3.0f%%", ev->name, ev->step ? ev->step : "", ev->percent);
+		fflush(stdout);
+		pp->progress_shown = true;
+		return;
+	case UP_EV_STEP:
+		end_progress_line(pp);
+		printf("  %s: %-8s %6.1fs%s%s\n", ev->name, ev->step ? ev->step : "", ev->elapsed_s,
+		       ev->text ? "  " : "", ev->text ? ev->text : "");
+		break;
+	case UP_EV_DIFF:
+		end_progress_line(pp);
+		printf("  %s: change %s\n", ev->name, ev->text ? ev->text : "");
+		break;
+	case UP_EV_BEGIN:
+		end_progress_line(pp);
+		printf("  %s: begin\n", ev->name);
+		break;
+	default:
+		break;
+	}
+	fflush(stdout);
+}
+
+static void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
+			  int code)
+{
+	if (cli->json) {
+		json_object *o = json_object_new_object(), *a = json_object_new_array();
+		for (size_t i = 0; i < n; i++)
+			json_object_array_add(a, result_json(&r[i]));
+		json_object_object_add(o, "result", json_object_new_string(code ? "error" : "ok"));
+		json_object_object_add(o, "command", json_object_new_string(cmd));
+		json_object_object_add(o, "guests", a);
+		json_object_object_add(o, "exit", json_object_new_int(code));
+		out_json_line(stdout, o);
+		json_object_put(o);
+		return;
+	}
+	const char *hdr[] = {"NAME", "VMID", "NODE", "ADDRESS", "RESULT", "TIME"};
+	struct table *t = table_new(6, hdr);
+	for (size_t i = 0; t && i < n; i++) {
+		char vmid[16], secs[32];
+		double total = 0;
+		for (size_t k = 0; k < r[i].n_steps; k++)
+			total += r[i].steps[k].elapsed_s;
+		snprintf(vmid, sizeof vmid, "%d", r[i].vmid);
+		snprintf(secs, sizeof secs, "%.1fs", total);
+		const char *row[] = {r[i].name, r[i].vmid ? vmid : NULL, r[i].node, r[i].address,
+				     up_status_name(r[i].status), secs};
+		table_add(t, row);
+	}
+	if (t)
+		table_print(t, stdout);
+	table_free(t);
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].pending)
+			printf("%s: applied at the next restart: %s\n", r[i].name, r[i].pending);
+		if (r[i].error.kind != PVE_OK) {
+			char *m = pve_error_format(&r[i].error);
+			log_error("%s: %s", r[i].name, m ? m : "failed");
+			free(m);
+		}
+	}
+}
+
+/* The public half of [ssh] identity, for ${pubkey}; NULL if there is none. */
+static char *read_pubkey(const struct conf *c)
+{
+	if (!c->ssh.identity)
+		return NULL;
+	char *path = strprintf("%s.pub", c->ssh.identity), *text = NULL;
+	if (path && read_file(path, &text, NULL) < 0)
+		text = NULL;
+	free(path);
+	if (text)
+		text[strcspn(text, "\n")] = '\0';
+	return text;
+}
+
+static int parse_count(const char *cmd, const char *opt, const char *arg, long min, long max,
+		       long *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (!*arg || *end || v < min || v > max) {
+		fprintf(stderr, "pvagent %s: %s %s: expected a number from %ld to %ld\n", cmd, opt,
+			arg, min, max);
+		return EXIT_USAGE;
+	}
+	*out = v;
+	return 0;
+}
+
+static int cmd_up(struct cli *cli, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"template", required_argument, NULL, 't'}, {"node", required_argument, NULL, 'n'},
+		{"vmid", required_argument, NULL, 'i'},     {"storage", required_argument, NULL, 's'},
+		{"set", required_argument, NULL, 'S'},      {"var", required_argument, NULL, 'V'},
+		{"parallel", required_argument, NULL, 'p'}, {"no-start", no_argument, NULL, 'N'},
+		{"full", no_argument, NULL, 'f'},           {0},
+	};
+	const char *tname = NULL, *node = NULL, *storage = NULL;
+	long vmid = 0, parallel = 4;
+	bool no_start = false, full = false;
+	struct tmpl_kvlist sets = {0}, vars = {0};
+	char *err = NULL;
+	int opt, rc = 0;
+	while (rc == 0 && (opt = sub_getopt(argc, argv, "t:n:", lo)) != -1) {
+		switch (opt) {
+		case 't': tname = optarg; break;
+		case 'n': node = optarg; break;
+		case 's': storage = optarg; break;
+		case 'i': rc = parse_count("up", "--vmid", optarg, 100, 999999999, &vmid); break;
+		case 'p': rc = parse_count("up", "--parallel", optarg, 1, 64, &parallel); break;
+		case 'N': no_start = true; break;
+		case 'f': full = true; break;
+		case 'S':
+		case 'V':
+			if (tmpl_var_arg(opt == 'S' ? &sets : &vars, optarg, &err) < 0) {
+				fprintf(stderr, "pvagent up: %s %s: %s\n", opt == 'S' ? "--set" : "--var",
+					optarg, err ? err : "expected KEY=VALUE");
+				free(err);
+				rc = EXIT_USAGE;
+			}
+			break;
+		default: rc = EXIT_USAGE; break;
+		}
+	}
+	if (rc == 0 && optind >= argc)
+		rc = usage_error("up", "needs at least one guest name", "NAME");
+	if (rc == 0 && !tname)
+		rc = usage_error("up", "needs a template", "-t TEMPLATE");
+	if (rc == 0)
+		rc = load_conf(cli);
+	struct tmpl *t = NULL;
+	if (rc == 0 && tmpl_load((const char *const *)cli->conf.paths.templates, tname, &t, &err) < 0) {
+		fprintf(stderr, "pvagent up: %s\n", err ? err : "cannot load the template");
+		free(err);
+		rc = EXIT_USAGE;
+	}
+	if (rc) {
+		tmpl_kvlist_free(&sets);
+		tmpl_kvlist_free(&vars);
+		return rc;
+	}
+	char *pubkey = read_pubkey(&cli->conf);
+	struct pve_opts po = pve_opts_of(&cli->conf);
+	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
+	struct up_request req = {
+		.names = (const char *const *)(argv + optind),
+		.n_names = (size_t)(argc - optind),
+		.tmpl = t,
+		.node = node ? node : cli->conf.pve.node,
+		.storage = storage,
+		.vmid = (int)vmid,
+		.sets = &sets,
+		.vars = &vars,
+		.pubkey = pubkey,
+		.parallel = (unsigned)parallel,
+		.no_start = no_start,
+		.full = full,
+		.pve_opts = &po,
+		.on_event = on_up_event,
+		.event_ctx = &pp,
+	};
+	struct up_result *results = NULL;
+	struct pve_error e = {0};
+	if (provision_up(&req, &results, &e) < 0 && !results) {
+		rc = fail_pve(cli, "up", &e);
+	} else {
+		end_progress_line(&pp);
+		rc = provision_exit_code(results, req.n_names);
+		print_results(cli, "up", results, req.n_names, rc);
+		up_results_free(results, req.n_names);
+	}
+	pve_error_clear(&e);
+	free(pubkey);
+	tmpl_free(t);
+	tmpl_kvlist_free(&sets);
+	tmpl_kvlist_free(&vars);
+	return rc;
+}
+
+static int cmd_down(struct cli *cli, int argc, char **argv)
+{
+	static const struct option lo[] = {{"purge", no_argument, NULL, 'P'}, {0}};
+	bool purge = false;
+	int opt;
+	while ((opt = sub_getopt(argc, argv, "", lo)) != -1) {
+		if (opt == 'P')
+			purge = true;
+		else
+			return EXIT_USAGE;
+	}
+	if (optind + 1 != argc)
+		return usage_error("down", "needs exactly one guest name", optind < argc ? argv[optind] : "NAME");
+	int rc = load_conf(cli);
+	if (rc)
+		return rc;
+	struct pve_opts po = pve_opts_of(&cli->conf);
+	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
+	struct down_request req = {
+		.name = argv[optind],
+		.purge = purge,
+		.pve_opts = &po,
+		.on_event = on_up_event,
+		.event_ctx = &pp,
+	};
+	struct up_result res = {0};
+	provision_down(&req, &res);
+	end_progress_line(&pp);
+	rc = provision_exit_code(&res, 1);
+	print_results(cli, "down", &res, 1, rc);
+	up_result_free(&res);
+	return rc;
+}
+
 /* ---- command table and main ---------------------------------------------- */
 
 static const struct command commands[] = {
 	{"nodes", "", "nodes with CPU, memory and status", cmd_nodes},
 	{"list", "[--node N]", "guests: vmid, name, node, type, status, disk bus, NIC", cmd_list},
 	{"templates", "", "the templates pvagent can provision from", cmd_templates},
+	{"up", "NAME... -t TEMPLATE [--node N] [--vmid ID] [--storage S] [--set K=V]... "
+	       "[--var K=V]... [--parallel K] [--no-start] [--full]",
+	 "provision guests, or converge existing ones", cmd_up},
+	{"down", "NAME [--purge]", "shut down and delete a guest", cmd_down},
 	{NULL, NULL, NULL, NULL},
 };
 
@@ -349,10 +664,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	/* The subcommand parses its own options from its name on. */
+	/* The subcommand parses its own options from its name on; optind 0
+	 * makes GNU getopt start afresh (permuting again, unlike the "+"
+	 * mode of the global options above). */
 	int sub_argc = argc - optind;
 	char **sub_argv = argv + optind;
-	optind = 1;
+	optind = 0;
 	int rc = cmd->run(&cli, sub_argc, sub_argv);
 	pve_free(cli.pve);
 	if (cli.conf_loaded)

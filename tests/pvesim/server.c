@@ -196,9 +196,13 @@ static json_object *answer_body(int status, json_object *data, const char *messa
 	return b;
 }
 
+/* One request-log line. status: what the request did (the model's answer,
+ * or the refusal); sent: the HTTP status actually answered (0 when the
+ * connection was closed without an answer), which differs from status when
+ * a fault replaced or lost the answer after the request ran. */
 static void log_request(struct server *sv, double now, const char *method, const char *path,
-			json_object *params, int status, const char *upid, const char *auth,
-			const char *userid)
+			json_object *params, int status, int sent, const char *upid,
+			const char *auth, const char *userid)
 {
 	if (!sv->log)
 		return;
@@ -208,6 +212,7 @@ static void log_request(struct server *sv, double now, const char *method, const
 	json_object_object_add(o, "path", json_object_new_string(path));
 	json_object_object_add(o, "params", params ? masked_params(params) : json_object_new_object());
 	json_object_object_add(o, "status", json_object_new_int(status));
+	json_object_object_add(o, "sent", json_object_new_int(sent));
 	json_object_object_add(o, "upid", upid ? json_object_new_string(upid) : NULL);
 	json_object_object_add(o, "auth", json_object_new_string(auth));
 	json_object_object_add(o, "userid", userid ? json_object_new_string(userid) : NULL);
@@ -421,7 +426,7 @@ static enum MHD_Result api_request(struct server *sv, struct MHD_Connection *con
 
 	pthread_mutex_lock(&sv->lock);
 	double now = sim_now(sv);
-	int status = 0;
+	int status = 0, model_status = 0;
 	if (faulted && !hit.after && (hit.action == FAULT_STATUS || hit.action == FAULT_TIMEOUT ||
 				      hit.action == FAULT_NO_WORKER_UPID || hit.action == FAULT_RESET)) {
 		status = hit.action == FAULT_STATUS ? hit.status
@@ -463,7 +468,7 @@ static enum MHD_Result api_request(struct server *sv, struct MHD_Connection *con
 				.now = now,
 			};
 			cluster_handle(sv->cluster, &req, &resp);
-			status = resp.status ? resp.status : 200;
+			status = model_status = resp.status ? resp.status : 200;
 			if (faulted && hit.after) {
 				lose_answer = hit.action == FAULT_RESET;
 				status = hit.action == FAULT_TIMEOUT ? 596 : hit.status;
@@ -476,8 +481,8 @@ static enum MHD_Result api_request(struct server *sv, struct MHD_Connection *con
 	}
 	if (!status)
 		status = 200;
-	log_request(sv, now, method, path, params, lose_answer ? 0 : status, resp.upid, id.kind,
-		    id.userid);
+	log_request(sv, now, method, path, params, model_status ? model_status : status,
+		    lose_answer ? 0 : status, resp.upid, id.kind, id.userid);
 	pthread_mutex_unlock(&sv->lock);
 
 	if (fail_delay > 0)

@@ -336,7 +336,10 @@ Test(server, fault_after_runs_the_request_and_loses_the_answer)
 	json_object *reqs = simproc_requests(&sp);
 	cr_assert_not_null(reqs);
 	json_object *last = json_object_array_get_idx(reqs, json_object_array_length(reqs) - 1);
-	cr_expect_eq(json_object_get_int(json_object_object_get(last, "status")), 502);
+	cr_expect_eq(json_object_get_int(json_object_object_get(last, "status")), 200,
+		     "the request ran");
+	cr_expect_eq(json_object_get_int(json_object_object_get(last, "sent")), 502,
+		     "but its answer was replaced");
 	const char *upid = str_at(last, "upid", NULL);
 	cr_expect(upid && strncmp(upid, "UPID:", 5) == 0, "the task was started: upid %s", upid);
 	json_object_put(reqs);

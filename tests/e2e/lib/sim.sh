@@ -56,6 +56,7 @@ sim_start() {
 	umask 022
 	mkdir -p "$E2E_DIR/state"
 	mv "$E2E_DIR/token.secret" "$E2E_DIR/state/token.secret"
+	ssh-keygen -q -t ed25519 -N '' -C pvagent-demo -f "$E2E_DIR/state/id_ed25519"
 	sed -e "s|@URL@|$SIM_URL|" -e "s|@TOKEN_ID@|$SIM_TOKEN_ID|" \
 		-e "s|@FINGERPRINT@|$SIM_FINGERPRINT|" -e "s|@STATE@|$E2E_DIR/state|g" \
 		-e "s|@REPO@|$REPO|g" conf/demo.conf >"$E2E_DIR/pvagent.conf"

@@ -1,0 +1,1420 @@
+/* guest.c - guest lifecycle on PVE (see guest.h): listing and finding by
+ * name, VMID claim by creating, clone/create, config, power, delete,
+ * resize, lock waits, addresses, and the PVE version switch for
+ * containers (LXC from PVE 4, OpenVZ before). */
+#include "guest.h"
+
+#include "log.h"
+#include "pvecfg.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define DEF_TASK_TIMEOUT 1800.0
+#define DEF_LOCK_TIMEOUT 300.0
+#define DEF_SHUTDOWN_TIMEOUT 120.0
+#define DEF_ADDRESS_TIMEOUT 300.0
+#define DEF_POLL 1.0
+#define DEF_MAX_CLAIMS 32
+#define LOCK_RETRIES 4
+#define AMBIGUOUS_RESENDS 2
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static double w_task_timeout(const struct guest_wait *w)
+{
+	return w && w->task_timeout_s > 0 ? w->task_timeout_s : DEF_TASK_TIMEOUT;
+}
+static double w_lock_timeout(const struct guest_wait *w)
+{
+	return w && w->lock_timeout_s > 0 ? w->lock_timeout_s : DEF_LOCK_TIMEOUT;
+}
+static double w_shutdown_timeout(const struct guest_wait *w)
+{
+	return w && w->shutdown_timeout_s > 0 ? w->shutdown_timeout_s : DEF_SHUTDOWN_TIMEOUT;
+}
+static double w_address_timeout(const struct guest_wait *w)
+{
+	return w && w->address_timeout_s > 0 ? w->address_timeout_s : DEF_ADDRESS_TIMEOUT;
+}
+static double w_poll(const struct guest_wait *w)
+{
+	return w && w->poll_s > 0 ? w->poll_s : DEF_POLL;
+}
+static const struct pve_clock *w_clock(const struct guest_wait *w)
+{
+	return w ? w->clock : NULL;
+}
+
+static void progress(const struct guest_wait *w, const char *step, double pct, const char *fmt,
+		     ...) __attribute__((format(printf, 4, 5)));
+static void progress(const struct guest_wait *w, const char *step, double pct, const char *fmt,
+		     ...)
+{
+	if (!w || !w->progress)
+		return;
+	struct sbuf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = sbuf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	w->progress(w->progress_ctx, step, pct, rc == 0 ? sbuf_str(&b) : NULL);
+	sbuf_free(&b);
+}
+
+static const char *jstr(json_object *o, const char *key)
+{
+	json_object *v;
+	if (!o || !json_object_object_get_ex(o, key, &v) || !v)
+		return NULL;
+	if (json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return NULL;
+}
+
+/* Integer member that PVE may send as a number or a string. */
+static bool jint(json_object *o, const char *key, long long *out)
+{
+	json_object *v;
+	if (!o || !json_object_object_get_ex(o, key, &v) || !v)
+		return false;
+	if (json_object_is_type(v, json_type_int)) {
+		*out = json_object_get_int64(v);
+		return true;
+	}
+	if (json_object_is_type(v, json_type_boolean)) {
+		*out = json_object_get_boolean(v) ? 1 : 0;
+		return true;
+	}
+	if (json_object_is_type(v, json_type_string)) {
+		const char *s = json_object_get_string(v);
+		char *end;
+		errno = 0;
+		long long n = strtoll(s, &end, 10);
+		if (errno || end == s || *end)
+			return false;
+		*out = n;
+		return true;
+	}
+	return false;
+}
+
+/* String form of any scalar member (numbers too), malloc'd, or NULL. */
+static char *jscalar_dup(json_object *o, const char *key)
+{
+	json_object *v;
+	if (!o || !json_object_object_get_ex(o, key, &v) || !v)
+		return NULL;
+	if (json_object_is_type(v, json_type_object) || json_object_is_type(v, json_type_array))
+		return NULL;
+	return strdup(json_object_get_string(v));
+}
+
+static int dupstr(char **dst, const char *src)
+{
+	*dst = NULL;
+	if (!src)
+		return 0;
+	*dst = strdup(src);
+	return *dst ? 0 : -1;
+}
+
+static int oom(struct pve_error *err)
+{
+	pve_error_set(err, PVE_ERR_INTERNAL, "out of memory");
+	return -1;
+}
+
+/* "/nodes/NODE/TYPE/VMID" + suffix, node escaped. */
+static char *gpath(const struct guest_ref *g, const char *suffix)
+{
+	char *node = pve_path_escape(g->node ? g->node : "");
+	if (!node)
+		return NULL;
+	char *p = strprintf("/nodes/%s/%s/%d%s", node, guest_type_name(g->type), g->vmid,
+			    suffix ? suffix : "");
+	free(node);
+	return p;
+}
+
+static bool msg_has(const struct pve_error *e, const char *needle)
+{
+	return e->message && strcasestr(e->message, needle) != NULL;
+}
+
+/* ---- types and refs --------------------------------------------------------- */
+
+const char *guest_type_name(enum guest_type t)
+{
+	switch (t) {
+	case GUEST_QEMU: return "qemu";
+	case GUEST_LXC: return "lxc";
+	case GUEST_OPENVZ: return "openvz";
+	}
+	return "?";
+}
+
+int guest_type_parse(const char *s, enum guest_type *out)
+{
+	if (!s)
+		return -1;
+	if (strcmp(s, "qemu") == 0)
+		*out = GUEST_QEMU;
+	else if (strcmp(s, "lxc") == 0)
+		*out = GUEST_LXC;
+	else if (strcmp(s, "openvz") == 0)
+		*out = GUEST_OPENVZ;
+	else
+		return -1;
+	return 0;
+}
+
+void guest_ref_clear(struct guest_ref *g)
+{
+	if (!g)
+		return;
+	free(g->node);
+	free(g->name);
+	free(g->status);
+	free(g->lock);
+	memset(g, 0, sizeof *g);
+}
+
+int guest_ref_copy(struct guest_ref *dst, const struct guest_ref *src)
+{
+	struct guest_ref t = *src;
+	t.node = t.name = t.status = t.lock = NULL;
+	if (dupstr(&t.node, src->node) < 0 || dupstr(&t.name, src->name) < 0 ||
+	    dupstr(&t.status, src->status) < 0 || dupstr(&t.lock, src->lock) < 0) {
+		guest_ref_clear(&t);
+		return -1;
+	}
+	*dst = t;
+	return 0;
+}
+
+void guest_list_free(struct guest_list *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		guest_ref_clear(&l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+bool guest_name_valid(const char *name, const char **why)
+{
+	const char *dummy;
+	if (!why)
+		why = &dummy;
+	if (!name || !*name) {
+		*why = "a guest name must not be empty";
+		return false;
+	}
+	size_t n = strlen(name);
+	if (n > 63) {
+		*why = "a guest name is a DNS label: at most 63 characters";
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)name[i];
+		if (!(isascii(ch) && (isalnum(ch) || ch == '-'))) {
+			*why = "a guest name is a DNS label: only letters, digits and '-'";
+			return false;
+		}
+	}
+	if (name[0] == '-' || name[n - 1] == '-') {
+		*why = "a guest name is a DNS label: it must not start or end with '-'";
+		return false;
+	}
+	*why = NULL;
+	return true;
+}
+
+/* ---- PVE version cache ---------------------------------------------------------- */
+
+struct vcache_ent {
+	const struct pve *client;
+	char *url;
+	int major;
+};
+static pthread_mutex_t vcache_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct vcache_ent *vcache;
+static size_t vcache_n;
+
+static bool vcache_get(const struct pve *c, int *major)
+{
+	bool found = false;
+	const char *url = pve_url(c);
+	pthread_mutex_lock(&vcache_mu);
+	for (size_t i = 0; i < vcache_n; i++) {
+		if (vcache[i].client == c && url && strcmp(vcache[i].url, url) == 0) {
+			*major = vcache[i].major;
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&vcache_mu);
+	return found;
+}
+
+static void vcache_put(const struct pve *c, int major)
+{
+	const char *url = pve_url(c);
+	if (!url)
+		return;
+	char *u = strdup(url);
+	if (!u)
+		return; /* only a cache */
+	pthread_mutex_lock(&vcache_mu);
+	for (size_t i = 0; i < vcache_n; i++) {
+		if (vcache[i].client == c) {
+			free(vcache[i].url);
+			vcache[i].url = u;
+			vcache[i].major = major;
+			pthread_mutex_unlock(&vcache_mu);
+			return;
+		}
+	}
+	struct vcache_ent *nv = realloc(vcache, (vcache_n + 1) * sizeof *nv);
+	if (!nv) {
+		pthread_mutex_unlock(&vcache_mu);
+		free(u);
+		return;
+	}
+	vcache = nv;
+	vcache[vcache_n++] = (struct vcache_ent){c, u, major};
+	pthread_mutex_unlock(&vcache_mu);
+}
+
+void guest_version_cache_clear(void)
+{
+	pthread_mutex_lock(&vcache_mu);
+	for (size_t i = 0; i < vcache_n; i++)
+		free(vcache[i].url);
+	free(vcache);
+	vcache = NULL;
+	vcache_n = 0;
+	pthread_mutex_unlock(&vcache_mu);
+}
+
+int guest_pve_major(struct pve *c, int *major, struct pve_error *err)
+{
+	if (vcache_get(c, major))
+		return 0;
+	json_object *d = NULL;
+	if (pve_get(c, "/version", NULL, &d, err) < 0)
+		return -1;
+	const char *v = jstr(d, "version");
+	if (!v)
+		v = jstr(d, "release");
+	if (!v || !isdigit((unsigned char)v[0])) {
+		json_object_put(d);
+		pve_error_set(err, PVE_ERR_PROTOCOL, "GET /version: no version in the answer");
+		return -1;
+	}
+	*major = atoi(v);
+	json_object_put(d);
+	vcache_put(c, *major);
+	return 0;
+}
+
+enum guest_type guest_container_type(int major)
+{
+	return major >= 4 ? GUEST_LXC : GUEST_OPENVZ;
+}
+
+/* ---- listing and finding ------------------------------------------------------- */
+
+static int ref_from_resource(json_object *it, struct guest_ref *g)
+{
+	memset(g, 0, sizeof *g);
+	const char *type = jstr(it, "type");
+	long long vmid;
+	if (guest_type_parse(type, &g->type) < 0 || !jint(it, "vmid", &vmid))
+		return 1; /* not a guest: skip */
+	g->vmid = (int)vmid;
+	long long tpl = 0;
+	if (jint(it, "template", &tpl))
+		g->template = tpl != 0;
+	const char *lock = jstr(it, "lock");
+	if (dupstr(&g->node, jstr(it, "node")) < 0 || dupstr(&g->name, jstr(it, "name")) < 0 ||
+	    dupstr(&g->status, jstr(it, "status")) < 0 ||
+	    dupstr(&g->lock, lock && *lock ? lock : NULL) < 0) {
+		guest_ref_clear(g);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmp_vmid(const void *a, const void *b)
+{
+	const struct guest_ref *x = a, *y = b;
+	return (x->vmid > y->vmid) - (x->vmid < y->vmid);
+}
+
+int guest_list(struct pve *c, const char *node, struct guest_list *out, struct pve_error *err)
+{
+	out->v = NULL;
+	out->n = 0;
+	struct pve_params p = {0};
+	pve_params_add(&p, "type", "vm");
+	json_object *d = NULL;
+	int rc = pve_get(c, "/cluster/resources", &p, &d, err);
+	pve_params_free(&p);
+	if (rc < 0)
+		return -1;
+	if (!json_object_is_type(d, json_type_array)) {
+		json_object_put(d);
+		pve_error_set(err, PVE_ERR_PROTOCOL, "GET /cluster/resources: not an array");
+		return -1;
+	}
+	size_t n = json_object_array_length(d);
+	out->v = calloc(n ? n : 1, sizeof *out->v);
+	if (!out->v) {
+		json_object_put(d);
+		return oom(err);
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *it = json_object_array_get_idx(d, i);
+		struct guest_ref g;
+		int r = ref_from_resource(it, &g);
+		if (r < 0) {
+			json_object_put(d);
+			guest_list_free(out);
+			return oom(err);
+		}
+		if (r > 0)
+			continue;
+		if (node && (!g.node || strcmp(g.node, node) != 0)) {
+			guest_ref_clear(&g);
+			continue;
+		}
+		out->v[out->n++] = g;
+	}
+	json_object_put(d);
+	qsort(out->v, out->n, sizeof *out->v, cmp_vmid);
+	return 0;
+}
+
+int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
+		       struct pve_error *err)
+{
+	memset(out, 0, sizeof *out);
+	struct guest_list l;
+	if (guest_list(c, NULL, &l, err) < 0)
+		return -1;
+	size_t hits = 0, first = 0;
+	struct sbuf ids = {0};
+	for (size_t i = 0; i < l.n; i++) {
+		if (!l.v[i].name || strcasecmp(l.v[i].name, name) != 0)
+			continue;
+		if (hits++ == 0)
+			first = i;
+		if (sbuf_addf(&ids, "%s%d (%s)", hits > 1 ? ", " : "", l.v[i].vmid,
+			      l.v[i].node ? l.v[i].node : "?") < 0) {
+			sbuf_free(&ids);
+			guest_list_free(&l);
+			return oom(err);
+		}
+	}
+	int rc = 0;
+	if (hits > 1) {
+		pve_error_set(err, PVE_ERR_API,
+			      "guest name '%s' is not unique in the cluster: VMIDs %s; rename or "
+			      "delete all but one",
+			      name, sbuf_str(&ids));
+		rc = -1;
+	} else if (hits == 1) {
+		*out = l.v[first];
+		memset(&l.v[first], 0, sizeof l.v[first]);
+		rc = 1;
+	}
+	sbuf_free(&ids);
+	guest_list_free(&l);
+	return rc;
+}
+
+int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out, struct pve_error *err)
+{
+	memset(out, 0, sizeof *out);
+	struct guest_list l;
+	if (guest_list(c, NULL, &l, err) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		if (l.v[i].vmid == vmid) {
+			*out = l.v[i];
+			memset(&l.v[i], 0, sizeof l.v[i]);
+			rc = 1;
+			break;
+		}
+	}
+	guest_list_free(&l);
+	return rc;
+}
+
+int guest_refresh(struct pve *c, struct guest_ref *g, struct pve_error *err)
+{
+	char *path = gpath(g, "/status/current");
+	if (!path)
+		return oom(err);
+	json_object *d = NULL;
+	int rc = pve_get(c, path, NULL, &d, err);
+	free(path);
+	if (rc < 0)
+		return -1;
+	const char *lock = jstr(d, "lock");
+	char *status = NULL, *lk = NULL, *name = NULL;
+	if (dupstr(&status, jstr(d, "status")) < 0 || dupstr(&lk, lock && *lock ? lock : NULL) < 0 ||
+	    dupstr(&name, jstr(d, "name")) < 0) {
+		free(status);
+		free(lk);
+		free(name);
+		json_object_put(d);
+		return oom(err);
+	}
+	free(g->status);
+	g->status = status;
+	free(g->lock);
+	g->lock = lk;
+	if (name) {
+		free(g->name);
+		g->name = name;
+	}
+	long long tpl;
+	if (jint(d, "template", &tpl))
+		g->template = tpl != 0;
+	json_object_put(d);
+	return 0;
+}
+
+/* ---- waiting ------------------------------------------------------------------- */
+
+int guest_wait_unlocked(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
+			struct pve_error *err)
+{
+	const struct pve_clock *clk = w_clock(w);
+	double t0 = pve_clock_now(clk), limit = w_lock_timeout(w);
+	for (unsigned n = 0;; n++) {
+		if (guest_refresh(c, g, err) < 0)
+			return -1;
+		if (!g->lock) {
+			if (n > 0)
+				progress(w, "lock", 100, "VM %d is unlocked after %.0f s", g->vmid,
+					 pve_clock_now(clk) - t0);
+			return 0;
+		}
+		double waited = pve_clock_now(clk) - t0;
+		if (waited >= limit) {
+			pve_error_set(err, PVE_ERR_LOCKED,
+				      "VM %d on %s is still locked (%s) after %.0f s; if no task "
+				      "holds it any more, clear it with '%s unlock %d' on the node",
+				      g->vmid, g->node, g->lock, waited,
+				      g->type == GUEST_LXC ? "pct" : "qm", g->vmid);
+			return -1;
+		}
+		progress(w, "lock", -1, "waiting for lock '%s' on VM %d (%.0f s of %.0f s)", g->lock,
+			 g->vmid, waited, limit);
+		pve_clock_sleep(clk, w_poll(w));
+	}
+}
+
+struct task_prog_ctx {
+	const struct guest_wait *w;
+	const char *step;
+};
+
+static void task_prog(void *ctx, const struct task_progress *p)
+{
+	struct task_prog_ctx *t = ctx;
+	if (t->w && t->w->progress)
+		t->w->progress(t->w->progress_ctx, t->step, p->percent >= 0 ? p->percent : -1,
+			       p->line);
+}
+
+int guest_wait_task(struct pve *c, const char *upid, const char *step, const struct guest_wait *w,
+		    struct task_result *res, struct pve_error *err)
+{
+	struct task_prog_ctx pc = {w, step};
+	struct task_wait_opts o = {
+		.timeout_s = w_task_timeout(w),
+		.clock = w_clock(w),
+		.progress = task_prog,
+		.progress_ctx = &pc,
+	};
+	return task_wait(c, upid, &o, res, err);
+}
+
+/* Run a task-starting request on an existing guest: a locked guest is
+ * waited for and the request sent again; a UPID is waited on and never
+ * sent again. ok_msg: a message meaning "nothing to do" (e.g. "already
+ * running"); *noop is set when that came back. */
+static int guest_task(struct pve *c, struct guest_ref *g, const char *method, const char *suffix,
+		      const struct pve_params *params, const char *step, const char *ok_msg,
+		      double task_timeout, const struct guest_wait *w, bool *noop,
+		      struct pve_error *err)
+{
+	if (noop)
+		*noop = false;
+	char *path = gpath(g, suffix);
+	if (!path)
+		return oom(err);
+	int rc = -1;
+	for (int attempt = 0;; attempt++) {
+		char *upid = NULL;
+		int r = task_start(c, method, path, params, NULL, &upid, err);
+		if (r < 0) {
+			if (ok_msg && msg_has(err, ok_msg)) {
+				pve_error_clear(err);
+				if (noop)
+					*noop = true;
+				rc = 0;
+				break;
+			}
+			if (err->kind == PVE_ERR_LOCKED && attempt < LOCK_RETRIES) {
+				log_debug("%s %s: %s; waiting for the lock", method, path,
+					  err->message ? err->message : "locked");
+				pve_error_clear(err);
+				if (guest_wait_unlocked(c, g, w, err) < 0)
+					break;
+				continue;
+			}
+			break;
+		}
+		if (!upid) {
+			rc = 0;
+			break;
+		}
+		struct guest_wait w2 = w ? *w : (struct guest_wait){0};
+		if (task_timeout > 0)
+			w2.task_timeout_s = task_timeout;
+		rc = guest_wait_task(c, upid, step, &w2, NULL, err);
+		free(upid);
+		break;
+	}
+	free(path);
+	return rc;
+}
+
+/* ---- VMID claim --------------------------------------------------------------- */
+
+static unsigned claim_seed(void)
+{
+	static _Atomic unsigned ctr;
+	ctr += 0x9e3779b9u;
+	return (unsigned)(uintptr_t)pthread_self() ^ (unsigned)getpid() * 2654435761u ^ ctr;
+}
+
+static int next_vmid(struct pve *c, const struct guest_vmid_policy *pol, int last,
+		     struct pve_error *err, int *out)
+{
+	if (pol->range_min > 0 && pol->range_max >= pol->range_min) {
+		struct guest_list l;
+		if (guest_list(c, NULL, &l, err) < 0)
+			return -1;
+		int start = last >= pol->range_min ? last + 1 : pol->range_min;
+		int found = 0;
+		for (int id = start; id <= pol->range_max && !found; id++) {
+			bool used = false;
+			for (size_t i = 0; i < l.n && !used; i++)
+				used = l.v[i].vmid == id;
+			if (!used)
+				found = id;
+		}
+		guest_list_free(&l);
+		if (!found) {
+			pve_error_set(err, PVE_ERR_EXISTS, "no free VMID in the range %d-%d",
+				      pol->range_min, pol->range_max);
+			return -1;
+		}
+		*out = found;
+		return 0;
+	}
+	json_object *d = NULL;
+	if (pve_get(c, "/cluster/nextid", NULL, &d, err) < 0)
+		return -1;
+	long long id = 0;
+	bool ok = false;
+	if (json_object_is_type(d, json_type_int)) {
+		id = json_object_get_int64(d);
+		ok = true;
+	} else if (json_object_is_type(d, json_type_string)) {
+		char *end;
+		const char *s = json_object_get_string(d);
+		errno = 0;
+		id = strtoll(s, &end, 10);
+		ok = !errno && end != s && !*end;
+	}
+	json_object_put(d);
+	if (!ok || id <= 0 || id > 999999999) {
+		pve_error_set(err, PVE_ERR_PROTOCOL, "GET /cluster/nextid: not a VMID");
+		return -1;
+	}
+	/* Never go back to an id that just answered "already exists". */
+	if (id <= last)
+		id = last + 1;
+	*out = (int)id;
+	return 0;
+}
+
+struct ours_ctx {
+	int vmid;
+	const char *name;
+	const struct guest_wait *w;
+};
+
+static bool ours_cb(struct pve *c, void *ctx)
+{
+	struct ours_ctx *o = ctx;
+	return guest_vmid_is_named(c, o->vmid, o->name, o->w);
+}
+
+bool guest_vmid_is_named(struct pve *c, int vmid, const char *name, const struct guest_wait *w)
+{
+	struct pve_error err = {0};
+	struct guest_ref g;
+	bool ours = false;
+	int r = guest_find_by_vmid(c, vmid, &g, &err);
+	if (r == 1) {
+		if (guest_refresh(c, &g, &err) == 0 && !g.name && g.lock &&
+		    (strcmp(g.lock, "clone") == 0 || strcmp(g.lock, "create") == 0)) {
+			/* The name is written when the task ends. */
+			if (guest_wait_unlocked(c, &g, w, &err) < 0)
+				log_debug("VM %d: %s", vmid, err.message ? err.message : "lock wait");
+		}
+		ours = g.name && name && strcasecmp(g.name, name) == 0;
+	}
+	log_debug("VM %d exists: %s", vmid, ours ? "ours (same name)" : "not ours");
+	guest_ref_clear(&g);
+	pve_error_clear(&err);
+	return ours;
+}
+
+/* One create/clone request for a candidate VMID. */
+typedef int (*claim_send_fn)(struct pve *c, void *ctx, int vmid, const struct pve_call_opts *co,
+			     char **upid, struct pve_error *err);
+
+struct claim {
+	claim_send_fn send;
+	void *ctx;
+	enum guest_type type;
+	const char *node; /* where the new guest lives */
+	const char *name;
+	const char *step;
+	const struct guest_vmid_policy *pol;
+	/* source to wait for when the send answers "locked" (clone) */
+	struct guest_ref *lock_src;
+};
+
+static int adopt(struct pve *c, const struct claim *cl, int vmid, const struct guest_wait *w,
+		 struct guest_ref *out, struct pve_error *err)
+{
+	int r = guest_find_by_vmid(c, vmid, out, err);
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		/* Not in the resource list yet: build the ref ourselves. */
+		out->vmid = vmid;
+		out->type = cl->type;
+		if (dupstr(&out->node, cl->node) < 0 || dupstr(&out->name, cl->name) < 0)
+			return oom(err);
+	}
+	if (guest_wait_unlocked(c, out, w, err) < 0)
+		return -1;
+	return 0;
+}
+
+static int claim_run(struct pve *c, const struct claim *cl, const struct guest_wait *w,
+		     struct guest_ref *out, int *claims_out, struct pve_error *err)
+{
+	const struct guest_vmid_policy *pol = cl->pol;
+	int max = pol->max_claims > 0 ? pol->max_claims : DEF_MAX_CLAIMS;
+	int claims = 0, last = 0, lock_waits = 0, resends = 0;
+	unsigned seed = claim_seed();
+	memset(out, 0, sizeof *out);
+	if (claims_out)
+		*claims_out = 0;
+	int vmid = 0;
+	bool same_again = false;
+	for (int attempt = 0; attempt < max; attempt++) {
+		if (!same_again) {
+			if (pol->vmid > 0) {
+				if (attempt > 0)
+					break;
+				vmid = pol->vmid;
+			} else if (next_vmid(c, pol, last, err, &vmid) < 0) {
+				return -1;
+			}
+		}
+		same_again = false;
+		struct ours_ctx oc = {vmid, cl->name, w};
+		struct pve_call_opts co = {.exists_is_ours = ours_cb, .exists_ctx = &oc};
+		char *upid = NULL;
+		claims++;
+		if (claims_out)
+			*claims_out = claims;
+		int r = cl->send(c, cl->ctx, vmid, &co, &upid, err);
+		if (r == 1) {
+			log_info("VM %d (%s): an earlier attempt whose answer was lost created it",
+				 vmid, cl->name);
+			return adopt(c, cl, vmid, w, out, err);
+		}
+		if (r == 0) {
+			if (upid) {
+				int wr = guest_wait_task(c, upid, cl->step, w, NULL, err);
+				free(upid);
+				if (wr < 0)
+					return -1; /* never sent again */
+			}
+			return adopt(c, cl, vmid, w, out, err);
+		}
+		/* failed: decide whether the next VMID may be tried */
+		if (err->kind == PVE_ERR_EXISTS && !err->ambiguous) {
+			if (pol->vmid > 0) {
+				char *m = strprintf("VMID %d is taken (%s); choose another or leave "
+						    "--vmid out",
+						    vmid, err->message ? err->message : "exists");
+				pve_error_set(err, PVE_ERR_EXISTS, "%s", m ? m : "VMID taken");
+				free(m);
+				return -1;
+			}
+			log_debug("VMID %d was taken by someone else; trying the next one", vmid);
+			last = vmid;
+			pve_error_clear(err);
+			/* Break lockstep with concurrent claimers. */
+			double jitter = (double)(rand_r(&seed) % 50) / 1000.0 * (attempt + 1);
+			pve_clock_sleep(w_clock(w), jitter);
+			continue;
+		}
+		if (err->kind == PVE_ERR_LOCKED && cl->lock_src && lock_waits < LOCK_RETRIES) {
+			lock_waits++;
+			pve_error_clear(err);
+			if (guest_wait_unlocked(c, cl->lock_src, w, err) < 0)
+				return -1;
+			same_again = true;
+			attempt--;
+			continue;
+		}
+		if (err->ambiguous) {
+			/* The request may have taken effect without our knowing. */
+			struct pve_error saved;
+			pve_error_move(&saved, err);
+			if (guest_vmid_is_named(c, vmid, cl->name, w)) {
+				pve_error_clear(&saved);
+				log_info("VM %d (%s): created by an attempt whose answer was lost", vmid,
+					 cl->name);
+				return adopt(c, cl, vmid, w, out, err);
+			}
+			struct guest_ref g;
+			int fr = guest_find_by_vmid(c, vmid, &g, err);
+			guest_ref_clear(&g);
+			if (fr < 0) {
+				pve_error_clear(&saved);
+				return -1;
+			}
+			if (fr == 1) {
+				/* Someone else's guest holds this VMID. */
+				if (pol->vmid > 0) {
+					pve_error_move(err, &saved);
+					return -1;
+				}
+				pve_error_clear(&saved);
+				last = vmid;
+				continue;
+			}
+			/* Nothing was created: sending again cannot duplicate. */
+			if (++resends > AMBIGUOUS_RESENDS) {
+				pve_error_move(err, &saved);
+				return -1;
+			}
+			log_debug("VM %d: the unanswered request created nothing; sending again",
+				  vmid);
+			pve_error_clear(&saved);
+			same_again = true;
+			continue;
+		}
+		return -1;
+	}
+	pve_error_set(err, PVE_ERR_EXISTS,
+		      "could not claim a VMID for '%s' after %d attempts (others keep taking "
+		      "them)",
+		      cl->name, claims);
+	return -1;
+}
+
+/* ---- create -------------------------------------------------------------------- */
+
+struct create_send_ctx {
+	const struct guest_create_req *req;
+};
+
+static int create_send(struct pve *c, void *ctx, int vmid, const struct pve_call_opts *co,
+		       char **upid, struct pve_error *err)
+{
+	struct create_send_ctx *cs = ctx;
+	const struct guest_create_req *req = cs->req;
+	struct pve_params p = {0};
+	pve_params_add_int(&p, "vmid", vmid);
+	if (req->params && req->params(req->params_ctx, vmid, &p, err) < 0) {
+		pve_params_free(&p);
+		return -1;
+	}
+	const char *namekey = req->type == GUEST_QEMU ? "name" : "hostname";
+	if (req->name && !pve_params_get(&p, namekey))
+		pve_params_add(&p, namekey, req->name);
+	char *node = pve_path_escape(req->node);
+	char *path = node ? strprintf("/nodes/%s/%s", node, guest_type_name(req->type)) : NULL;
+	free(node);
+	int r;
+	if (!path) {
+		r = oom(err);
+	} else {
+		r = task_start(c, "POST", path, &p, co, upid, err);
+	}
+	free(path);
+	pve_params_free(&p);
+	return r;
+}
+
+int guest_create(struct pve *c, const struct guest_create_req *req, const struct guest_wait *w,
+		 struct guest_ref *out, int *claims, struct pve_error *err)
+{
+	struct create_send_ctx cs = {req};
+	struct claim cl = {
+		.send = create_send,
+		.ctx = &cs,
+		.type = req->type,
+		.node = req->node,
+		.name = req->name,
+		.step = "create",
+		.pol = &req->vmid,
+	};
+	return claim_run(c, &cl, w, out, claims, err);
+}
+
+struct clone_send_ctx {
+	const struct guest_clone_req *req;
+};
+
+static int clone_send(struct pve *c, void *ctx, int vmid, const struct pve_call_opts *co,
+		      char **upid, struct pve_error *err)
+{
+	struct clone_send_ctx *cs = ctx;
+	const struct guest_clone_req *req = cs->req;
+	struct pve_params p = {0};
+	pve_params_add_int(&p, "newid", vmid);
+	if (req->name)
+		pve_params_add(&p, "name", req->name);
+	if (req->target && strcmp(req->target, req->source->node) != 0)
+		pve_params_add(&p, "target", req->target);
+	pve_params_add_bool(&p, "full", req->full);
+	if (req->full && req->storage)
+		pve_params_add(&p, "storage", req->storage);
+	char *path = gpath(req->source, "/clone");
+	int r;
+	if (!path)
+		r = oom(err);
+	else
+		r = task_start(c, "POST", path, &p, co, upid, err);
+	free(path);
+	pve_params_free(&p);
+	return r;
+}
+
+int guest_clone(struct pve *c, const struct guest_clone_req *req, const struct guest_wait *w,
+		struct guest_ref *out, int *claims, struct pve_error *err)
+{
+	struct guest_ref src;
+	if (guest_ref_copy(&src, req->source) < 0)
+		return oom(err);
+	struct clone_send_ctx cs = {req};
+	struct claim cl = {
+		.send = clone_send,
+		.ctx = &cs,
+		.type = GUEST_QEMU,
+		.node = req->target ? req->target : req->source->node,
+		.name = req->name,
+		.step = "clone",
+		.pol = &req->vmid,
+		.lock_src = &src,
+	};
+	int rc = claim_run(c, &cl, w, out, claims, err);
+	guest_ref_clear(&src);
+	return rc;
+}
+
+/* ---- config ---------------------------------------------------------------------- */
+
+int guest_get_config(struct pve *c, const struct guest_ref *g, json_object **config,
+		     struct pve_error *err)
+{
+	*config = NULL;
+	char *path = gpath(g, "/config");
+	if (!path)
+		return oom(err);
+	int rc = pve_get(c, path, NULL, config, err);
+	free(path);
+	if (rc == 0 && !json_object_is_type(*config, json_type_object)) {
+		json_object_put(*config);
+		*config = NULL;
+		pve_error_set(err, PVE_ERR_PROTOCOL, "GET config of VM %d: not an object", g->vmid);
+		return -1;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+int guest_set_config(struct pve *c, struct guest_ref *g, const struct pve_params *set,
+		     const char *delete_keys, const char *digest, bool async,
+		     const struct guest_wait *w, struct pve_error *err)
+{
+	struct pve_params p = {0};
+	for (size_t i = 0; set && i < set->n; i++)
+		pve_params_add(&p, set->v[i].key, set->v[i].value);
+	if (set && set->failed)
+		p.failed = true;
+	if (delete_keys && *delete_keys)
+		pve_params_add(&p, "delete", delete_keys);
+	if (digest && *digest)
+		pve_params_add(&p, "digest", digest);
+	int rc;
+	if (async && g->type == GUEST_QEMU)
+		rc = guest_task(c, g, "POST", "/config", &p, "config", NULL, 0, w, NULL, err);
+	else
+		rc = guest_task(c, g, "PUT", "/config", &p, "config", NULL, 0, w, NULL, err);
+	pve_params_free(&p);
+	return rc;
+}
+
+int guest_pending(struct pve *c, const struct guest_ref *g, char **keys, struct pve_error *err)
+{
+	*keys = NULL;
+	if (g->type == GUEST_OPENVZ)
+		return 0;
+	char *path = gpath(g, "/pending");
+	if (!path)
+		return oom(err);
+	json_object *d = NULL;
+	int rc = pve_get(c, path, NULL, &d, err);
+	free(path);
+	if (rc < 0)
+		return -1;
+	struct sbuf b = {0};
+	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		json_object *it = json_object_array_get_idx(d, i);
+		const char *key = jstr(it, "key");
+		long long del = 0;
+		bool pend = json_object_object_get_ex(it, "pending", NULL);
+		if (!key || (!pend && !(jint(it, "delete", &del) && del)))
+			continue;
+		rc = sbuf_addf(&b, "%s%s", b.len ? "," : "", key);
+	}
+	json_object_put(d);
+	if (rc < 0) {
+		sbuf_free(&b);
+		return oom(err);
+	}
+	if (b.len)
+		*keys = sbuf_steal(&b);
+	sbuf_free(&b);
+	return 0;
+}
+
+/* "32G", "512M", "1T", "100K", plain bytes -> bytes. */
+static int parse_size(const char *s, double *out)
+{
+	if (!s || !*s)
+		return -1;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	double m = 1;
+	switch (toupper((unsigned char)*end)) {
+	case 0: m = 1; break;
+	case 'K': m = 1024.0; break;
+	case 'M': m = 1024.0 * 1024; break;
+	case 'G': m = 1024.0 * 1024 * 1024; break;
+	case 'T': m = 1024.0 * 1024 * 1024 * 1024; break;
+	default: return -1;
+	}
+	if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2]) &&
+	    !(toupper((unsigned char)end[1]) == 'I' && toupper((unsigned char)end[2]) == 'B' &&
+	      !end[3]))
+		return -1;
+	*out = v * m;
+	return 0;
+}
+
+int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const char *size,
+		 const struct guest_wait *w, bool *changed, struct pve_error *err)
+{
+	if (changed)
+		*changed = false;
+	double want;
+	if (parse_size(size, &want) < 0) {
+		pve_error_set(err, PVE_ERR_CONFIG, "disk size '%s': expected a size like 32G", size);
+		return -1;
+	}
+	json_object *conf = NULL;
+	if (guest_get_config(c, g, &conf, err) < 0)
+		return -1;
+	int rc = -1;
+	if (g->type == GUEST_OPENVZ) {
+		/* disk is in GB (number) */
+		const char *cur = jstr(conf, "disk");
+		char *curdup = cur ? NULL : jscalar_dup(conf, "disk");
+		double have = (cur || curdup) ? strtod(cur ? cur : curdup, NULL) : 0;
+		free(curdup);
+		double want_gb = want / (1024.0 * 1024 * 1024);
+		if (have >= want_gb) {
+			rc = 0;
+		} else {
+			struct pve_params p = {0};
+			pve_params_addf(&p, "disk", "%g", want_gb);
+			rc = guest_set_config(c, g, &p, NULL, NULL, false, w, err);
+			pve_params_free(&p);
+			if (rc == 0 && changed)
+				*changed = true;
+		}
+		json_object_put(conf);
+		return rc;
+	}
+	const char *val = jstr(conf, disk);
+	if (!val) {
+		pve_error_set(err, PVE_ERR_CONFIG, "VM %d has no disk '%s' to resize", g->vmid, disk);
+		json_object_put(conf);
+		return -1;
+	}
+	struct propstr ps;
+	double have = -1;
+	if (propstr_parse(val, &ps) == 0) {
+		const char *cur = propstr_get(&ps, "size");
+		if (cur && parse_size(cur, &have) < 0)
+			have = -1;
+		propstr_free(&ps);
+	}
+	json_object_put(conf);
+	if (have >= want) {
+		log_debug("VM %d %s is already %s or larger", g->vmid, disk, size);
+		return 0;
+	}
+	struct pve_params p = {0};
+	pve_params_add(&p, "disk", disk);
+	pve_params_add(&p, "size", size);
+	rc = guest_task(c, g, "PUT", "/resize", &p, "resize", NULL, 0, w, NULL, err);
+	pve_params_free(&p);
+	if (rc == 0 && changed)
+		*changed = true;
+	return rc;
+}
+
+/* ---- power and delete ------------------------------------------------------------ */
+
+int guest_start(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
+		struct pve_error *err)
+{
+	if (guest_refresh(c, g, err) < 0)
+		return -1;
+	if (g->status && strcmp(g->status, "running") == 0)
+		return 0;
+	int rc = guest_task(c, g, "POST", "/status/start", NULL, "start", "already running", 0, w,
+			    NULL, err);
+	if (rc == 0 && guest_refresh(c, g, err) < 0)
+		pve_error_clear(err); /* the step itself succeeded */
+	return rc;
+}
+
+int guest_stop(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
+	       struct pve_error *err)
+{
+	if (guest_refresh(c, g, err) < 0)
+		return -1;
+	if (g->status && strcmp(g->status, "stopped") == 0)
+		return 0;
+	int rc = guest_task(c, g, "POST", "/status/stop", NULL, "stop", "not running", 0, w, NULL,
+			    err);
+	if (rc == 0 && guest_refresh(c, g, err) < 0)
+		pve_error_clear(err); /* the step itself succeeded */
+	return rc;
+}
+
+int guest_shutdown(struct pve *c, struct guest_ref *g, const struct guest_wait *w, bool *forced,
+		   struct pve_error *err)
+{
+	if (forced)
+		*forced = false;
+	if (guest_refresh(c, g, err) < 0)
+		return -1;
+	if (g->status && strcmp(g->status, "stopped") == 0)
+		return 0;
+	double tmo = w_shutdown_timeout(w);
+	struct pve_params p = {0};
+	pve_params_add_int(&p, "timeout", (long long)tmo);
+	int rc = guest_task(c, g, "POST", "/status/shutdown", &p, "shutdown", "not running",
+			    tmo + 60, w, NULL, err);
+	pve_params_free(&p);
+	if (rc < 0 && (err->kind == PVE_ERR_TASK || err->kind == PVE_ERR_TASK_TIMEOUT)) {
+		log_warn("VM %d did not shut down cleanly (%s); stopping it", g->vmid,
+			 err->message ? err->message : "timeout");
+		progress(w, "shutdown", -1, "VM %d did not shut down in %.0f s; stopping it",
+			 g->vmid, tmo);
+		pve_error_clear(err);
+		if (forced)
+			*forced = true;
+		rc = guest_stop(c, g, w, err);
+	}
+	if (rc == 0 && guest_refresh(c, g, err) < 0)
+		pve_error_clear(err); /* the step itself succeeded */
+	return rc;
+}
+
+int guest_delete(struct pve *c, struct guest_ref *g, bool purge, const struct guest_wait *w,
+		 bool *deleted, struct pve_error *err)
+{
+	if (deleted)
+		*deleted = false;
+	int major = 8;
+	if (guest_pve_major(c, &major, err) < 0)
+		return -1;
+	struct pve_params p = {0};
+	if (g->type != GUEST_OPENVZ) {
+		if (purge && major >= 5)
+			pve_params_add_bool(&p, "purge", true);
+		if (major >= 7)
+			pve_params_add_bool(&p, "destroy-unreferenced-disks", true);
+	}
+	bool noop = false;
+	int rc = guest_task(c, g, "DELETE", "", &p, "delete", NULL, 0, w, &noop, err);
+	pve_params_free(&p);
+	if (rc < 0 && err->kind == PVE_ERR_NOT_FOUND) {
+		log_debug("VM %d does not exist: nothing to delete", g->vmid);
+		pve_error_clear(err);
+		return 0;
+	}
+	if (rc == 0 && deleted)
+		*deleted = true;
+	return rc;
+}
+
+/* ---- address ---------------------------------------------------------------------- */
+
+static bool usable_ip(const char *ip, bool *v6)
+{
+	if (!ip || !*ip)
+		return false;
+	*v6 = strchr(ip, ':') != NULL;
+	if (*v6)
+		return strcasecmp(ip, "::1") != 0 && strncasecmp(ip, "fe80", 4) != 0;
+	return strcmp(ip, "127.0.0.1") != 0 && strncmp(ip, "169.254.", 8) != 0 && strcmp(ip, "0.0.0.0") != 0;
+}
+
+/* Copy of an address without a "/prefix". */
+static char *strip_prefix(const char *a)
+{
+	size_t n = strcspn(a, "/");
+	char *s = malloc(n + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, a, n);
+	s[n] = 0;
+	return s;
+}
+
+char *guest_pick_address(json_object *ifaces)
+{
+	if (!json_object_is_type(ifaces, json_type_array))
+		return NULL;
+	char *v6best = NULL;
+	size_t n = json_object_array_length(ifaces);
+	for (size_t i = 0; i < n; i++) {
+		json_object *it = json_object_array_get_idx(ifaces, i);
+		const char *ifname = jstr(it, "name");
+		if (ifname && strcmp(ifname, "lo") == 0)
+			continue;
+		json_object *addrs;
+		if (json_object_object_get_ex(it, "ip-addresses", &addrs) &&
+		    json_object_is_type(addrs, json_type_array)) {
+			size_t m = json_object_array_length(addrs);
+			for (size_t j = 0; j < m; j++) {
+				json_object *a = json_object_array_get_idx(addrs, j);
+				const char *ip = jstr(a, "ip-address");
+				bool v6;
+				if (!usable_ip(ip, &v6))
+					continue;
+				if (!v6) {
+					free(v6best);
+					return strdup(ip);
+				}
+				if (!v6best)
+					v6best = strdup(ip);
+			}
+		}
+		const char *inet = jstr(it, "inet");
+		if (inet) {
+			char *ip = strip_prefix(inet);
+			bool v6;
+			if (ip && usable_ip(ip, &v6) && !v6) {
+				free(v6best);
+				return ip;
+			}
+			free(ip);
+		}
+		const char *inet6 = jstr(it, "inet6");
+		if (inet6 && !v6best) {
+			char *ip = strip_prefix(inet6);
+			bool v6;
+			if (ip && usable_ip(ip, &v6))
+				v6best = ip;
+			else
+				free(ip);
+		}
+	}
+	return v6best;
+}
+
+static char *ip_from_propstr(const char *val, const char *key)
+{
+	if (!val)
+		return NULL;
+	struct propstr ps;
+	if (propstr_parse(val, &ps) < 0)
+		return NULL;
+	const char *ip = propstr_get(&ps, key);
+	char *r = NULL;
+	if (ip && strcmp(ip, "dhcp") != 0 && strcmp(ip, "manual") != 0 && strcmp(ip, "auto") != 0)
+		r = strip_prefix(ip);
+	propstr_free(&ps);
+	return r;
+}
+
+char *guest_config_address(json_object *config, enum guest_type type)
+{
+	switch (type) {
+	case GUEST_QEMU:
+		return ip_from_propstr(jstr(config, "ipconfig0"), "ip");
+	case GUEST_LXC:
+		return ip_from_propstr(jstr(config, "net0"), "ip");
+	case GUEST_OPENVZ: {
+		const char *a = jstr(config, "ip_address");
+		if (!a || !*a)
+			return NULL;
+		size_t n = strcspn(a, " ,;/");
+		char *s = malloc(n + 1);
+		if (!s)
+			return NULL;
+		memcpy(s, a, n);
+		s[n] = 0;
+		return s;
+	}
+	}
+	return NULL;
+}
+
+static int config_address(struct pve *c, struct guest_ref *g, char **addr, struct pve_error *err)
+{
+	json_object *conf = NULL;
+	if (guest_get_config(c, g, &conf, err) < 0)
+		return -1;
+	*addr = guest_config_address(conf, g->type);
+	json_object_put(conf);
+	if (!*addr) {
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "VM %d: its config names no static address (ipconfig0/net0 ip=, "
+			      "ip_address)",
+			      g->vmid);
+		return -1;
+	}
+	return 0;
+}
+
+int guest_address(struct pve *c, struct guest_ref *g, enum guest_addr_source src,
+		  const char *static_ip, const struct guest_wait *w, char **addr,
+		  struct pve_error *err)
+{
+	*addr = NULL;
+	if (src == GUEST_ADDR_STATIC) {
+		if (!static_ip || !*static_ip) {
+			pve_error_set(err, PVE_ERR_CONFIG, "no static address given for VM %d",
+				      g->vmid);
+			return -1;
+		}
+		*addr = strip_prefix(static_ip);
+		return *addr ? 0 : oom(err);
+	}
+	if (src == GUEST_ADDR_CONFIG || g->type == GUEST_OPENVZ)
+		return config_address(c, g, addr, err);
+	const char *suffix =
+		g->type == GUEST_QEMU ? "/agent/network-get-interfaces" : "/interfaces";
+	char *path = gpath(g, suffix);
+	if (!path)
+		return oom(err);
+	const struct pve_clock *clk = w_clock(w);
+	double t0 = pve_clock_now(clk), limit = w_address_timeout(w);
+	int rc = -1;
+	struct pve_call_opts co = {.no_retry = true};
+	for (;;) {
+		json_object *d = NULL;
+		int r = pve_request(c, "GET", path, NULL, &co, &d, err);
+		if (r >= 0) {
+			json_object *arr = d;
+			json_object *res;
+			if (json_object_is_type(d, json_type_object) &&
+			    json_object_object_get_ex(d, "result", &res))
+				arr = res;
+			*addr = guest_pick_address(arr);
+			json_object_put(d);
+			if (*addr) {
+				rc = 0;
+				break;
+			}
+		} else if (err->kind == PVE_ERR_NOT_IMPLEMENTED) {
+			/* No such route (old PVE): fall back to the config. */
+			pve_error_clear(err);
+			rc = config_address(c, g, addr, err);
+			break;
+		} else if (msg_has(err, "guest agent configured")) {
+			/* "No QEMU guest agent configured": waiting cannot help */
+			char *why = err->message ? strdup(err->message) : NULL;
+			pve_error_set(err, PVE_ERR_CONFIG,
+				      "VM %d: %s; set agent=1 (and install the guest agent) or "
+				      "use a static or cloud-init address",
+				      g->vmid, why ? why : "no guest agent configured");
+			free(why);
+			break;
+		} else if (err->kind == PVE_ERR_AUTH || err->kind == PVE_ERR_PERM ||
+			   err->kind == PVE_ERR_PARAM || err->kind == PVE_ERR_NOT_FOUND ||
+			   err->kind == PVE_ERR_TLS || err->kind == PVE_ERR_PIN ||
+			   err->kind == PVE_ERR_INTERNAL) {
+			break;
+		}
+		double waited = pve_clock_now(clk) - t0;
+		if (waited >= limit) {
+			char *why = err->message ? strdup(err->message) : NULL;
+			pve_error_set(err, PVE_ERR_TIMEOUT,
+				      "VM %d reported no address within %.0f s%s%s%s", g->vmid,
+				      waited, why ? " (last answer: " : "", why ? why : "",
+				      why ? ")" : "");
+			free(why);
+			break;
+		}
+		progress(w, "address", -1, "waiting for VM %d to report an address (%.0f s)",
+			 g->vmid, waited);
+		pve_error_clear(err);
+		pve_clock_sleep(clk, w_poll(w));
+	}
+	free(path);
+	return rc;
+}

@@ -1,0 +1,268 @@
+/* guest.h - guest lifecycle on Proxmox VE behind one interface for qemu VMs,
+ * LXC containers (PVE >= 4) and OpenVZ containers (PVE 2.x/3.x): finding
+ * guests by name (names are unique cluster-wide), listing, VMID claim by
+ * creating (PVE has no reservation), clone/create, config read and change
+ * (with digest and lock waits), start/shutdown/stop/delete (task + wait),
+ * disk resize, the guest's address, and the PVE version switch.
+ *
+ * Rules kept here (reference/prior-art.md):
+ *  - A VMID is claimed by creating the guest: take /cluster/nextid (or the
+ *    lowest free id of a configured range), create, and on any of PVE's
+ *    three "already exists" messages take the next id (bounded). A VMID the
+ *    user chose is never replaced.
+ *  - A request that started a task is never sent again once a UPID came
+ *    back (task.h). A create whose answer was lost and whose retry says
+ *    "already exists" counts as done only if the existing guest carries our
+ *    name (pve_call_opts.exists_is_ours).
+ *  - "VM is locked": wait until status/current has no lock (bounded, with
+ *    progress), then send again.
+ *
+ * Every function taking a struct pve_error returns 0 on success and -1 on
+ * failure (err filled) unless documented otherwise. A struct pve is used by
+ * one thread at a time; these functions add no shared state except the
+ * per-client PVE version cache, which is locked. */
+#ifndef PVAGENT_GUEST_H
+#define PVAGENT_GUEST_H
+
+#include "pve.h"
+#include "task.h"
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum guest_type { GUEST_QEMU = 0, GUEST_LXC, GUEST_OPENVZ };
+
+/* "qemu", "lxc", "openvz" (the PVE path segment and resource type). */
+const char *guest_type_name(enum guest_type t);
+/* Inverse of guest_type_name(). Returns 0, or -1 for anything else. */
+int guest_type_parse(const char *s, enum guest_type *out);
+
+struct guest_ref {
+	int vmid;
+	char *node;      /* malloc'd */
+	enum guest_type type;
+	char *name;      /* malloc'd; NULL when the guest has none (yet) */
+	char *status;    /* "running", "stopped", ... (malloc'd) or NULL */
+	char *lock;      /* "clone", "create", "migrate", ... or NULL */
+	bool template;   /* a template VM */
+};
+/* Free the members and zero g. */
+void guest_ref_clear(struct guest_ref *g);
+/* Deep copy (dst is overwritten, not freed). */
+int guest_ref_copy(struct guest_ref *dst, const struct guest_ref *src);
+
+struct guest_list {
+	struct guest_ref *v;
+	size_t n;
+};
+void guest_list_free(struct guest_list *l);
+
+/* ---- names ----------------------------------------------------------------- */
+
+/* Is name a DNS label (1-63 of letters, digits and '-', not starting or
+ * ending with '-')? On false, *why (if not NULL) points to a static
+ * explanation. */
+bool guest_name_valid(const char *name, const char **why);
+
+/* ---- PVE version -------------------------------------------------------- */
+
+/* PVE major version from GET /version ("8.4-1" -> 8), cached per client
+ * (and per base URL). */
+int guest_pve_major(struct pve *c, int *major, struct pve_error *err);
+/* Container type for a major version: LXC from 4, OpenVZ before. */
+enum guest_type guest_container_type(int major);
+/* Forget the cached versions (tests; end of program). */
+void guest_version_cache_clear(void);
+
+/* ---- finding ---------------------------------------------------------------- */
+
+/* Every guest of the cluster (GET /cluster/resources?type=vm), sorted by
+ * vmid; node NULL for all nodes. Templates included. */
+int guest_list(struct pve *c, const char *node, struct guest_list *out,
+	       struct pve_error *err);
+
+/* The guest called name (compared case-insensitively, as DNS names are),
+ * cluster-wide. Returns 1 and fills out when found,
+ * 0 when there is none, -1 on error; two or more guests with this name are
+ * an error (PVE_ERR_API) naming every VMID. */
+int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
+		       struct pve_error *err);
+/* The guest with this VMID: 1 found, 0 none, -1 error. */
+int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out,
+		       struct pve_error *err);
+/* Re-read status, lock and name from .../status/current. PVE_ERR_NOT_FOUND
+ * when the guest is gone. */
+int guest_refresh(struct pve *c, struct guest_ref *g, struct pve_error *err);
+
+/* ---- waiting ------------------------------------------------------------------ */
+
+/* Progress of long steps: step names the step ("clone", "lock", "start",
+ * "address", ...); percent is 0..100 or -1 when unknown; text is a short
+ * human line (may be NULL). */
+typedef void (*guest_progress_fn)(void *ctx, const char *step, double percent,
+				  const char *text);
+
+struct guest_wait {
+	double task_timeout_s;   /* per task; 0: 1800 */
+	double lock_timeout_s;   /* waiting for a lock to clear; 0: 300 */
+	double shutdown_timeout_s; /* clean shutdown before stop; 0: 120 */
+	double address_timeout_s;  /* guest reports an address; 0: 300 */
+	double poll_s;           /* lock/address poll interval; 0: 1 */
+	const struct pve_clock *clock; /* NULL: real time */
+	guest_progress_fn progress;    /* may be NULL */
+	void *progress_ctx;
+};
+
+/* Wait (bounded by lock_timeout_s) until the guest has no lock; progress
+ * reports the lock and the time waited. PVE_ERR_LOCKED on timeout. */
+int guest_wait_unlocked(struct pve *c, struct guest_ref *g,
+			const struct guest_wait *w, struct pve_error *err);
+
+/* Wait for a task (task.h) with the guest_wait timeouts; step names it in
+ * progress. res may be NULL. */
+int guest_wait_task(struct pve *c, const char *upid, const char *step,
+		    const struct guest_wait *w, struct task_result *res,
+		    struct pve_error *err);
+
+/* ---- VMID claim, create, clone ------------------------------------------ */
+
+/* Where new VMIDs come from. */
+struct guest_vmid_policy {
+	int vmid;          /* > 0: exactly this one (never replaced) */
+	int range_min;     /* > 0 with range_max: lowest free id in range */
+	int range_max;
+	int max_claims;    /* attempts with distinct ids; 0: 32 */
+};
+
+/* Builds the create parameters for one candidate VMID (the template may
+ * use ${vmid}); vmid and node are added by guest_create. Return 0 or -1
+ * with err filled. */
+typedef int (*guest_params_fn)(void *ctx, int vmid, struct pve_params *out,
+			       struct pve_error *err);
+
+struct guest_create_req {
+	enum guest_type type;
+	const char *node;          /* where to create */
+	const char *name;          /* guest name (qemu name, ct hostname) */
+	struct guest_vmid_policy vmid;
+	guest_params_fn params;    /* create parameters; NULL: name only */
+	void *params_ctx;
+};
+
+/* Create a guest (POST /nodes/{node}/{type}), claiming a VMID, and wait
+ * for the create task. On success out describes the new guest (unlocked).
+ * *claims (may be NULL) receives the number of create requests issued.
+ * Claim loop: candidate = nextid (never one that just answered "already
+ * exists": then the one after it) or the lowest free id of the range; on
+ * "already exists" the next candidate, after a small random pause to break
+ * lockstep with concurrent claimers; an unanswered request is resolved by
+ * looking: our name on that VMID = done, someone else's guest = next
+ * candidate, nothing = send again (at most twice). A failed task is
+ * reported, never re-issued. */
+int guest_create(struct pve *c, const struct guest_create_req *req,
+		 const struct guest_wait *w, struct guest_ref *out, int *claims,
+		 struct pve_error *err);
+
+struct guest_clone_req {
+	const struct guest_ref *source; /* template VM (qemu) */
+	const char *name;               /* new guest's name */
+	const char *target;             /* node; NULL: the source's node */
+	const char *storage;            /* full clone target storage or NULL */
+	bool full;
+	struct guest_vmid_policy vmid;
+};
+
+/* Clone a template VM (POST .../qemu/{vmid}/clone), claiming a VMID, and
+ * wait for the clone task (progress with the clone percentage). */
+int guest_clone(struct pve *c, const struct guest_clone_req *req,
+		const struct guest_wait *w, struct guest_ref *out, int *claims,
+		struct pve_error *err);
+
+/* Does the guest with this VMID exist and carry this name? Waits for a
+ * "clone"/"create" lock without a name to clear first (the name appears
+ * when the task finishes). Used for ambiguous creates. */
+bool guest_vmid_is_named(struct pve *c, int vmid, const char *name,
+			 const struct guest_wait *w);
+
+/* ---- config -------------------------------------------------------------------- */
+
+/* GET .../config (pending values applied, as PVE answers). *config is a
+ * new reference; its "digest" member (if any) is the config digest. */
+int guest_get_config(struct pve *c, const struct guest_ref *g,
+		     json_object **config, struct pve_error *err);
+
+/* Change the config: set (may be empty) and the keys of delete (comma
+ * separated, may be NULL; qemu and lxc only). digest (may be NULL) makes
+ * PVE refuse if the config changed meanwhile (also while we waited for a
+ * lock: the caller then reads the config again). A locked guest is waited
+ * for and the change sent again. PUT (sync); for qemu with async true POST,
+ * waiting for the task when one came back. */
+int guest_set_config(struct pve *c, struct guest_ref *g,
+		     const struct pve_params *set, const char *delete_keys,
+		     const char *digest, bool async, const struct guest_wait *w,
+		     struct pve_error *err);
+
+/* Config keys changed on a running guest that PVE applies only at the
+ * next restart (GET .../pending: entries with a pending value or delete),
+ * comma separated in *keys (malloc'd), or NULL when there are none. qemu
+ * and lxc; OpenVZ has none. */
+int guest_pending(struct pve *c, const struct guest_ref *g, char **keys,
+		  struct pve_error *err);
+
+/* Grow disk (qemu "virtio0", lxc "rootfs") to size ("32G"); a disk
+ * already that large or larger is left alone (returns 0, *changed false).
+ * OpenVZ: sets "disk" in GB. */
+int guest_resize(struct pve *c, struct guest_ref *g, const char *disk,
+		 const char *size, const struct guest_wait *w, bool *changed,
+		 struct pve_error *err);
+
+/* ---- power and delete ---------------------------------------------------- */
+
+/* Start; already running is success. Waits for the task. */
+int guest_start(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
+		struct pve_error *err);
+/* Clean shutdown with shutdown_timeout_s; if it fails or times out, stop.
+ * Already stopped is success. *forced (may be NULL) tells whether stop was
+ * needed. */
+int guest_shutdown(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
+		   bool *forced, struct pve_error *err);
+/* Hard stop; already stopped is success. */
+int guest_stop(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
+	       struct pve_error *err);
+/* Delete a stopped guest (qemu/lxc: destroy-unreferenced-disks, and purge
+ * from jobs/HA/ACLs when purge). A guest that does not exist counts as
+ * deleted (*gone set false then, true when this call deleted it). */
+int guest_delete(struct pve *c, struct guest_ref *g, bool purge,
+		 const struct guest_wait *w, bool *deleted, struct pve_error *err);
+
+/* ---- address ------------------------------------------------------------------ */
+
+enum guest_addr_source {
+	GUEST_ADDR_AGENT,     /* qemu guest agent, lxc/openvz interfaces */
+	GUEST_ADDR_STATIC,    /* given by the caller (template [guest] ip) */
+	GUEST_ADDR_CONFIG,    /* ip= of ipconfig0 / net0, ip_address */
+};
+
+/* The address of a running guest (IPv4 preferred; not 127.0.0.1, ::1 or
+ * link-local). GUEST_ADDR_AGENT polls (until address_timeout_s) the QEMU
+ * guest agent's network-get-interfaces or the container's interfaces; a VM
+ * without agent configured fails at once (PVE_ERR_CONFIG); OpenVZ and PVE
+ * versions without the interfaces route fall back to the config address.
+ * GUEST_ADDR_STATIC returns static_ip without its /prefix. *addr is
+ * malloc'd. */
+int guest_address(struct pve *c, struct guest_ref *g, enum guest_addr_source src,
+		  const char *static_ip, const struct guest_wait *w, char **addr,
+		  struct pve_error *err);
+
+/* The address in a config without asking the guest: ipconfig0 "ip=A/N",
+ * lxc net0 "ip=A/N", openvz ip_address. NULL when there is none or it is
+ * dhcp. Pure. malloc'd. */
+char *guest_config_address(json_object *config, enum guest_type type);
+
+/* First usable IPv4 address (then IPv6) in a QEMU guest agent
+ * network-get-interfaces result array, or in an lxc interfaces array.
+ * Pure; malloc'd or NULL. */
+char *guest_pick_address(json_object *ifaces);
+
+#endif

@@ -1,0 +1,187 @@
+/* provision.h - the `up` and `down` workflows.
+ *
+ * up NAME... -t TEMPLATE: for each name (at most `parallel` in flight, one
+ * PVE client per worker thread) find the guest by name; if there is none,
+ * clone the template VM (full or linked, onto the chosen node and storage)
+ * or create it from an ISO or container template (LXC on PVE >= 4, OpenVZ
+ * before, chosen from /version), claiming a VMID by creating; then bring
+ * its config to the template's expanded [pve] keys (key by key, PVE's
+ * property-string formatting normalised; a NIC keeps its MAC), grow the
+ * disk, start it and wait for an address. A guest that already exists is
+ * converged the same way (difference shown and applied, started if
+ * stopped); a second guest of the same name is never created, and if a
+ * concurrent run created one anyway, the one with the higher VMID is
+ * removed. Every step's duration is reported.
+ *
+ * down NAME [--purge]: clean shutdown (stop after the timeout), delete;
+ * a guest that does not exist counts as done. */
+#ifndef PVAGENT_PROVISION_H
+#define PVAGENT_PROVISION_H
+
+#include "guest.h"
+#include "pve.h"
+#include "tmpl.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* ---- events -------------------------------------------------------------- */
+
+enum up_event_kind {
+	UP_EV_BEGIN,     /* work on a name begins */
+	UP_EV_STEP,      /* a step ended: step, elapsed_s, text (summary) */
+	UP_EV_PROGRESS,  /* inside a step: step, percent (-1 unknown), text */
+	UP_EV_DIFF,      /* one config difference: text "cores: 1 -> 2" */
+	UP_EV_DONE,      /* the name is finished: result */
+};
+
+struct up_result;
+
+struct up_event {
+	enum up_event_kind kind;
+	const char *name;
+	int vmid;                  /* 0 until known */
+	const char *node;          /* NULL until known */
+	const char *step;          /* "find", "clone", "create", "config",
+				      "resize", "start", "address", "shutdown",
+				      "delete", ... */
+	double elapsed_s;          /* UP_EV_STEP */
+	double percent;            /* UP_EV_PROGRESS */
+	const char *text;          /* may be NULL */
+	const struct up_result *result; /* UP_EV_DONE */
+};
+
+/* Called from worker threads, but never concurrently (provision
+ * serialises the calls). Everything in ev is borrowed for the call. */
+typedef void (*up_event_fn)(void *ctx, const struct up_event *ev);
+
+/* ---- results --------------------------------------------------------------- */
+
+enum up_status {
+	UP_FAILED = 0,
+	UP_CREATED,     /* a new guest */
+	UP_CONVERGED,   /* existed; config changed and/or started */
+	UP_UNCHANGED,   /* existed and matched */
+	UP_DELETED,     /* down: deleted */
+	UP_ABSENT,      /* down: did not exist */
+};
+const char *up_status_name(enum up_status s); /* "created", ... */
+
+struct up_step {
+	char *step;       /* "clone" */
+	double elapsed_s;
+};
+
+struct up_result {
+	char *name;
+	int vmid;               /* 0 if none */
+	char *node;             /* or NULL */
+	enum guest_type type;
+	char *address;          /* or NULL (--no-start, down) */
+	enum up_status status;
+	struct up_step *steps;
+	size_t n_steps;
+	char **diff;            /* "key: old -> new" lines applied */
+	char *pending;          /* keys PVE applies at the next restart
+				   (changed while running), comma separated,
+				   or NULL */
+	size_t n_diff;
+	int claims;             /* create/clone requests issued */
+	struct pve_error error; /* kind PVE_OK unless failed */
+};
+void up_result_free(struct up_result *r);
+void up_results_free(struct up_result *r, size_t n);
+
+/* ---- up ------------------------------------------------------------------------ */
+
+struct up_request {
+	const char *const *names;       /* guest names (DNS labels, distinct) */
+	size_t n_names;
+	const struct tmpl *tmpl;        /* loaded template */
+	const char *node;               /* target node; NULL: the template VM's
+					   node (clone) or the first online
+					   node */
+	const char *storage;            /* overrides [source] storage */
+	int vmid;                       /* > 0: exactly this VMID (one name only) */
+	int vmid_min, vmid_max;         /* > 0: claim from this range */
+	const struct tmpl_kvlist *sets; /* --set KEY=VAL: [pve] overrides; the
+					   pvagent key "size" (e.g. 32G) grows
+					   the boot disk */
+	const struct tmpl_kvlist *vars; /* --var K=V */
+	const char *pubkey;             /* ${pubkey}: public key text, or NULL */
+	unsigned parallel;              /* at most this many in flight; 0: 4 */
+	bool no_start;
+	bool full;                      /* force a full clone (else [source] full) */
+
+	/* PVE access: each worker makes its own client from pve_opts. With
+	 * parallel 1 (or one name) and client set, client is used instead. */
+	const struct pve_opts *pve_opts;
+	struct pve *client;
+
+	struct guest_wait wait;         /* timeouts, clock (progress is set by
+					   provision) */
+	up_event_fn on_event;
+	void *event_ctx;
+};
+
+/* Run up. *results gets n_names results in the order of names. Returns 0
+ * when every name succeeded, -1 when any failed (see each result's error)
+ * or on a request error before any work (then *results is NULL and err
+ * says why: PVE_ERR_CONFIG for bad names, duplicates, --vmid with several
+ * names, bad --set keys). */
+int provision_up(const struct up_request *req, struct up_result **results,
+		 struct pve_error *err);
+
+/* ---- down ------------------------------------------------------------------------ */
+
+struct down_request {
+	const char *name;
+	bool purge;
+	const struct pve_opts *pve_opts; /* used when client is NULL */
+	struct pve *client;
+	struct guest_wait wait;
+	up_event_fn on_event;
+	void *event_ctx;
+};
+
+/* Shutdown (stop after wait.shutdown_timeout_s) and delete. A missing
+ * guest is success (UP_ABSENT). Returns 0 or -1 (res->error). */
+int provision_down(const struct down_request *req, struct up_result *res);
+
+/* Exit code per DESIGN.md 3 for a set of results (0 all good). */
+int provision_exit_code(const struct up_result *r, size_t n);
+
+/* ---- pure helpers (exposed for tests) ------------------------------------------ */
+
+struct cfg_change {
+	char *key;
+	char *old_value;  /* NULL: not set before */
+	char *new_value;
+};
+
+/* Differences between the desired parameters and a guest's current
+ * config, key by key: property strings are compared as key sets (options
+ * PVE adds, such as a disk's size or a NIC's MAC, are ignored unless the
+ * desired value names them); "STORAGE:SIZE" / "STORAGE:cloudinit" disk
+ * allocations count as equal when the disk exists; booleans and sshkeys
+ * are normalised; create-only keys are skipped. A desired NIC without a
+ * MAC gets the current one, so changing the model keeps the MAC. */
+int provision_config_diff(enum guest_type type, json_object *current,
+			  const struct tmpl_kvlist *desired,
+			  struct cfg_change **changes, size_t *n, char **err);
+void cfg_changes_free(struct cfg_change *c, size_t n);
+
+/* A qemu netN value with the MAC of current kept when desired names none
+ * ("virtio,bridge=vmbr0" + "e1000=AA:..,bridge=vmbr0" ->
+ * "virtio=AA:..,bridge=vmbr0"). malloc'd; NULL on out of memory. */
+char *provision_keep_mac(const char *desired, const char *current);
+
+/* Translate container parameters between LXC and OpenVZ (to is
+ * GUEST_LXC or GUEST_OPENVZ): rootfs <-> disk, net0 <-> netif/ip_address,
+ * cores <-> cpus; keys without an equivalent are dropped with a warning
+ * when harmless (ssh-public-keys, unprivileged, features, ostype) and are
+ * an error otherwise. */
+int provision_ct_translate(enum guest_type to, const struct tmpl_kvlist *in,
+			   struct tmpl_kvlist *out, char **err);
+
+#endif

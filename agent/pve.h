@@ -1,0 +1,257 @@
+/* pve.h - the Proxmox VE REST API client: authentication (API token, or
+ * ticket + CSRF token renewed before expiry and once on a 401), TLS
+ * (system store, CA file, or SHA-256 whole-certificate pinning checked during
+ * the handshake), form encoding, JSON decoding, error classification and
+ * the retry policy.
+ *
+ * One struct pve holds one libcurl handle (keep-alive). A client is used by
+ * one thread at a time; several clients may run in parallel threads.
+ *
+ * Every function returning int returns 0 on success and -1 on failure unless
+ * documented otherwise; on failure the struct pve_error passed in is filled
+ * (clear it with pve_error_clear()). Messages never contain a secret. */
+#ifndef PVAGENT_PVE_H
+#define PVAGENT_PVE_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* ---- clock --------------------------------------------------------------- */
+
+/* Time source and sleep, injectable so tests run without real waiting.
+ * A NULL struct or NULL members mean the real monotonic clock and
+ * nanosleep. */
+struct pve_clock {
+	double (*now)(void *ctx);                /* seconds, monotonic */
+	void (*sleep)(void *ctx, double seconds);
+	void *ctx;
+};
+double pve_clock_now(const struct pve_clock *clk);
+void pve_clock_sleep(const struct pve_clock *clk, double seconds);
+
+/* ---- errors --------------------------------------------------------------- */
+
+/* Every failure is classified here, in one place. */
+enum pve_err_kind {
+	PVE_OK = 0,
+	PVE_ERR_CONFIG,       /* bad client options (exit 2) */
+	PVE_ERR_AUTH,         /* credential refused (401) (exit 4) */
+	PVE_ERR_PERM,         /* authenticated but not permitted (403) */
+	PVE_ERR_TLS,          /* certificate verification failed (exit 4) */
+	PVE_ERR_PIN,          /* certificate fingerprint mismatch (exit 4) */
+	PVE_ERR_CONNECT,      /* cannot resolve/connect, connection reset (exit 4) */
+	PVE_ERR_TIMEOUT,      /* request timed out (exit 4) */
+	PVE_ERR_TRANSIENT,    /* 502/503/504/596, "got no worker upid", "got timeout":
+				 retried; this kind remains once retries ran out */
+	PVE_ERR_PARAM,        /* 400 with per-parameter errors (param_errors) */
+	PVE_ERR_BAD_REQUEST,  /* other 4xx */
+	PVE_ERR_NOT_FOUND,    /* guest/config/route does not exist */
+	PVE_ERR_LOCKED,       /* "VM is locked (...)" */
+	PVE_ERR_EXISTS,       /* "already exists" */
+	PVE_ERR_NOT_IMPLEMENTED, /* 501 */
+	PVE_ERR_API,          /* any other PVE error (usually 500) */
+	PVE_ERR_PROTOCOL,     /* unparsable or unexpected answer */
+	PVE_ERR_TASK,         /* a PVE task ended with an error (task.h) */
+	PVE_ERR_TASK_TIMEOUT, /* gave up waiting; the task is still running */
+	PVE_ERR_INTERNAL,     /* out of memory, libcurl setup failure */
+};
+
+struct pve_error {
+	enum pve_err_kind kind;
+	int http_status;          /* 0 when there was no HTTP answer */
+	char *what;               /* "POST /nodes/pve1/qemu" or NULL (malloc'd) */
+	char *message;            /* redacted, one line (malloc'd) */
+	json_object *param_errors; /* {"param": "message"} for PVE_ERR_PARAM, owned */
+	int attempts;             /* requests sent for this call (set on success too) */
+	bool ambiguous;           /* a non-GET may have reached PVE and taken
+				     effect although no answer came back */
+	char *upid;               /* task errors: the task's UPID (malloc'd) */
+	char *detail;             /* task errors: last log lines, '\n'
+				     separated (malloc'd), or NULL */
+};
+
+/* Free what the error holds and reset it to PVE_OK. Safe on a zeroed or
+ * already cleared struct. */
+void pve_error_clear(struct pve_error *e);
+/* Fill e (cleared first) with kind and a printf message (redacted). */
+void pve_error_set(struct pve_error *e, enum pve_err_kind kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Move src into dst (dst cleared first, src left zeroed). */
+void pve_error_move(struct pve_error *dst, struct pve_error *src);
+
+/* "auth", "tls", "pin", "connect", ... (stable, used in --json output). */
+const char *pve_err_kind_name(enum pve_err_kind k);
+/* Would the client retry this kind (connection errors and transient)? */
+bool pve_err_retryable(enum pve_err_kind k);
+/* Exit code per DESIGN.md section 3: 2 for PVE_ERR_CONFIG; 4 for auth, TLS,
+ * pin, connect and timeout; 3 for a task still running
+ * (PVE_ERR_TASK_TIMEOUT) or an ambiguous failure; 1 otherwise. */
+int pve_error_exit_code(const struct pve_error *e);
+/* The message for users (malloc'd): "WHAT: MESSAGE", then one indented line
+ * per parameter error ("  net0: invalid format"), then the task log tail.
+ * NULL only when out of memory. */
+char *pve_error_format(const struct pve_error *e);
+
+/* Classify an HTTP answer from its status and PVE's message (reason phrase
+ * or body "message"). has_param_errors: the body had a non-empty "errors"
+ * object. Pure; exposed for tests. 2xx gives PVE_OK. */
+enum pve_err_kind pve_classify(int http_status, const char *message,
+			       bool has_param_errors);
+
+/* Decode one HTTP answer as the client does: status, reason phrase (may be
+ * NULL) and body. On 2xx sets *data to the unwrapped "data" member (new
+ * reference, NULL for JSON null) and returns 0. Otherwise fills err (kind,
+ * http_status, message preferring the body's "message", then the reason
+ * phrase; param_errors from "errors") and returns -1. Exposed for tests. */
+int pve_decode_response(int http_status, const char *reason, const char *body,
+			size_t body_len, json_object **data, struct pve_error *err);
+
+/* ---- parameters ----------------------------------------------------------- */
+
+/* A small ordered list of form parameters. Zero-initialise:
+ * struct pve_params p = {0}; Adding never loses data silently: on out of
+ * memory the add returns -1 and the list is marked failed, and a request
+ * given a failed list is refused with PVE_ERR_INTERNAL, so callers may add
+ * several parameters and check once. */
+struct pve_param {
+	char *key;
+	char *value;
+};
+struct pve_params {
+	struct pve_param *v;
+	size_t n, cap;
+	bool failed;
+};
+
+int pve_params_add(struct pve_params *p, const char *key, const char *value);
+int pve_params_addf(struct pve_params *p, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int pve_params_add_int(struct pve_params *p, const char *key, long long v);
+/* Booleans go on the wire as 0/1, as PVE requires. */
+int pve_params_add_bool(struct pve_params *p, const char *key, bool v);
+/* SSH public keys (cloud-init "sshkeys"): PVE wants the value itself
+ * percent-encoded (space as %20, newline %0A); form encoding then encodes
+ * it again. Pass the keys as plain text, one per line. */
+int pve_params_add_sshkeys(struct pve_params *p, const char *key, const char *keys);
+/* Value of the last parameter named key, or NULL. */
+const char *pve_params_get(const struct pve_params *p, const char *key);
+void pve_params_free(struct pve_params *p);
+
+/* Percent-encode s for a form value: everything but A-Z a-z 0-9 - . _ ~
+ * becomes %XX (space is %20). malloc'd; NULL when out of memory. */
+char *pve_percent_encode(const char *s);
+/* "k1=v1&k2=v2" with keys and values percent-encoded; "" for an empty or
+ * NULL list. malloc'd; NULL when out of memory. */
+char *pve_form_encode(const struct pve_params *p);
+/* Escape one path segment (a node name, a UPID) for use in an API path:
+ * characters outside RFC 3986 pchar are percent-encoded. malloc'd. */
+char *pve_path_escape(const char *segment);
+
+/* ---- client --------------------------------------------------------------- */
+
+struct pve_opts {
+	const char *url;          /* "https://host:8006"; "host" alone means
+				     https://host:8006; a trailing "/api2/json"
+				     is accepted. http:// is refused. */
+	/* API token (preferred) ... */
+	const char *token_id;     /* "user@realm!name" */
+	const char *token_secret; /* or token_secret_file */
+	const char *token_secret_file;
+	/* ... or user + password (ticket auth). */
+	const char *user;         /* "root@pam" */
+	const char *password;     /* or password_file */
+	const char *password_file;
+	/* TLS. With fingerprint set, the server certificate's SHA-256 (colon
+	 * hex as PVE shows it; colons optional) must match during the
+	 * handshake, before any credential is sent; it replaces CA and host
+	 * name verification. Otherwise the certificate is verified against
+	 * ca_file or the system store. insecure disables verification and
+	 * logs a warning on every pve_new(). */
+	const char *fingerprint;
+	const char *ca_file;
+	bool insecure;
+	long connect_timeout_ms;  /* 0: 10000 */
+	long timeout_ms;          /* whole request; 0: 30000 */
+	int max_attempts;         /* per call, for retryable failures; 0: 4 */
+	long retry_base_ms;       /* first backoff; 0: 500 (doubles, with jitter) */
+	long retry_max_ms;        /* backoff cap; 0: 5000 */
+	double ticket_renew_s;    /* renew the ticket after this age; 0: 3600
+				     (PVE tickets live 7200 s) */
+	const struct pve_clock *clock; /* NULL: real time (copied) */
+};
+
+struct pve;
+
+/* Create a client. The first call initialises libcurl and sets SIGPIPE to
+ * SIG_IGN if it still has its default action (see pve.c). Checks the options (PVE_ERR_CONFIG: missing URL or
+ * credentials, bad fingerprint, unreadable secret file, a secret file
+ * readable by group or others) and registers the secrets with log.h. No
+ * network traffic happens here. NULL and err filled on failure. */
+struct pve *pve_new(const struct pve_opts *o, struct pve_error *err);
+void pve_free(struct pve *c);
+
+/* Authenticate now: ticket login with user/password, or GET /version with
+ * a token. Optional: requests log in lazily. Lets a daemon pay PVE's 3 s
+ * 401 penalty at start and a CLI fail fast with exit code 4. */
+int pve_login(struct pve *c, struct pve_error *err);
+
+/* Base URL without /api2/json, e.g. "https://127.0.0.1:8006". */
+const char *pve_url(const struct pve *c);
+/* Identity used: token id or user. */
+const char *pve_identity(const struct pve *c);
+/* Requests sent so far (each attempt counts). */
+unsigned long pve_request_count(const struct pve *c);
+
+/* Per-call options for pve_request(). */
+struct pve_call_opts {
+	bool no_retry;            /* one attempt only */
+	long timeout_ms;          /* overrides pve_opts.timeout_ms when > 0 */
+	/* For creates: when an attempt whose outcome was unknown (reset,
+	 * timeout, 502/504/596 after sending) is retried and the retry answers
+	 * "already exists", this is asked whether the existing object is the
+	 * one the earlier attempt made (same name). If it returns true the call
+	 * succeeds with return value 1 and *data NULL; otherwise, or without
+	 * this callback, the "already exists" error is returned with
+	 * err->ambiguous set. The callback may use the client. */
+	bool (*exists_is_ours)(struct pve *c, void *ctx);
+	void *exists_ctx;
+};
+
+/* One API call. method: "GET", "POST", "PUT" or "DELETE"; path below
+ * /api2/json ("/nodes/pve1/qemu"); params form-encoded (query string for
+ * GET/DELETE, body for POST/PUT; NULL for none). On success *data (if data
+ * is not NULL) gets the unwrapped "data" member (new reference; NULL for
+ * JSON null) and 0 is returned; 1 as described for exists_is_ours.
+ *
+ * Retries (with exponential backoff and jitter, at most max_attempts):
+ * connection failures, 502/503/504/596, "got no worker upid" and "got
+ * timeout"; a request timeout only for GET. A 401 with a ticket renews the
+ * ticket once and resends. Nothing else is retried, and a successful
+ * answer (for instance one carrying a UPID) is never sent again. */
+int pve_request(struct pve *c, const char *method, const char *path,
+		const struct pve_params *params, const struct pve_call_opts *copts,
+		json_object **data, struct pve_error *err);
+
+int pve_get(struct pve *c, const char *path, const struct pve_params *params,
+	    json_object **data, struct pve_error *err);
+int pve_post(struct pve *c, const char *path, const struct pve_params *params,
+	     json_object **data, struct pve_error *err);
+int pve_put(struct pve *c, const char *path, const struct pve_params *params,
+	    json_object **data, struct pve_error *err);
+int pve_delete(struct pve *c, const char *path, const struct pve_params *params,
+	       json_object **data, struct pve_error *err);
+
+/* Parse a fingerprint ("AA:BB:..", 32 bytes, colons optional, any case)
+ * into out. Returns 0 or -1. */
+int pve_parse_fingerprint(const char *s, unsigned char out[32]);
+
+/* Backoff before retry number attempt (1 = first retry): uniformly random
+ * in [d/2, d] where d = min(base * 2^(attempt-1), max). r is a random
+ * value in [0, 1). Pure; exposed for tests. */
+long pve_backoff_ms(int attempt, long base_ms, long max_ms, double r);
+
+/* Release libcurl's global state (end of program; optional). */
+void pve_global_cleanup(void);
+
+#endif

@@ -1,0 +1,1172 @@
+/* test_provision.c - Criterion tests of agent/provision.c: the config
+ * difference (property strings normalised, MACs kept), the LXC <-> OpenVZ
+ * translation, request checks, and the up/down workflows end to end
+ * against the PVE simulator (clone+configure+start+address, converge on
+ * re-run, lxc and OpenVZ, down of running and missing guests). Simulator
+ * tests assert on the simulator's state and request log. */
+#include <criterion/criterion.h>
+
+#include "log.h"
+#include "provision.h"
+#include "simproc.h"
+#include "tmpl.h"
+#include "util.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+static json_object *J(const char *s)
+{
+	json_object *o = json_tokener_parse(s);
+	cr_assert_not_null(o, "bad test JSON: %s", s);
+	return o;
+}
+
+static void kv(struct tmpl_kvlist *l, const char *k, const char *v)
+{
+	cr_assert_eq(tmpl_kvlist_add(l, k, v, 0), 0);
+}
+
+static const struct cfg_change *find_change(const struct cfg_change *c, size_t n,
+					    const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(c[i].key, key))
+			return &c[i];
+	return NULL;
+}
+
+/* ---- config difference ---------------------------------------------------- */
+
+Test(provision_diff, equal_after_normalising)
+{
+	json_object *cur = J("{\"cores\":2,\"memory\":\"2048\",\"agent\":\"1\","
+			     "\"net0\":\"virtio=BC:24:11:AA:BB:CC,bridge=vmbr0,firewall=1\","
+			     "\"scsi0\":\"local-lvm:vm-101-disk-0,discard=on,iothread=1,size=32G\","
+			     "\"ide2\":\"local-lvm:vm-101-cloudinit,media=cdrom\","
+			     "\"onboot\":0,\"description\":\"web1: test\\n\","
+			     "\"sshkeys\":\"ssh-ed25519%20AAAAC3xyz%20me%40host%0A\","
+			     "\"boot\":\"order=scsi0\",\"digest\":\"abc\"}");
+	struct tmpl_kvlist d = {0};
+	kv(&d, "cores", "2");
+	kv(&d, "memory", "2048");
+	kv(&d, "agent", "1");
+	kv(&d, "net0", "virtio,bridge=vmbr0,firewall=yes");
+	kv(&d, "scsi0", "local-lvm:vm-101-disk-0,iothread=1,discard=on");
+	kv(&d, "ide2", "local-lvm:cloudinit");
+	kv(&d, "onboot", "no");
+	kv(&d, "description", "web1: test");
+	kv(&d, "sshkeys", "ssh-ed25519%20AAAAC3xyz%20me%40host");
+	kv(&d, "boot", "order=scsi0");
+	struct cfg_change *ch = NULL;
+	size_t n = 99;
+	char *err = NULL;
+	cr_assert_eq(provision_config_diff(GUEST_QEMU, cur, &d, &ch, &n, &err), 0);
+	for (size_t i = 0; i < n; i++)
+		cr_log_error("unexpected change %s: %s -> %s", ch[i].key,
+			     ch[i].old_value ? ch[i].old_value : "-", ch[i].new_value);
+	cr_assert_eq(n, 0);
+	cfg_changes_free(ch, n);
+	tmpl_kvlist_free(&d);
+	json_object_put(cur);
+}
+
+Test(provision_diff, changes_and_mac_kept)
+{
+	json_object *cur = J("{\"cores\":1,\"memory\":\"512\","
+			     "\"net0\":\"e1000=BC:24:11:00:00:09,bridge=vmbr0\","
+			     "\"virtio0\":\"local-lvm:vm-101-disk-0,size=8G\"}");
+	struct tmpl_kvlist d = {0};
+	kv(&d, "cores", "1");
+	kv(&d, "cores", "4"); /* the last one wins (--set after [pve]) */
+	kv(&d, "memory", "2048");
+	kv(&d, "net0", "virtio,bridge=vmbr0");
+	kv(&d, "ciuser", "root");
+	kv(&d, "ipconfig0", "ip=10.0.0.5/24,gw=10.0.0.1");
+	kv(&d, "virtio0", "local-lvm:vm-101-disk-0,cache=writeback");
+	struct cfg_change *ch = NULL;
+	size_t n = 0;
+	cr_assert_eq(provision_config_diff(GUEST_QEMU, cur, &d, &ch, &n, NULL), 0);
+	cr_assert_eq(n, 6);
+	const struct cfg_change *c = find_change(ch, n, "cores");
+	cr_assert_str_eq(c->old_value, "1");
+	cr_assert_str_eq(c->new_value, "4");
+	c = find_change(ch, n, "net0");
+	cr_assert_not_null(c);
+	cr_assert_str_eq(c->new_value, "virtio=BC:24:11:00:00:09,bridge=vmbr0");
+	c = find_change(ch, n, "ciuser");
+	cr_assert_null(c->old_value);
+	cr_assert_str_eq(c->new_value, "root");
+	cr_assert_not_null(find_change(ch, n, "virtio0"));
+	cr_assert_not_null(find_change(ch, n, "ipconfig0"));
+	cr_assert_not_null(find_change(ch, n, "memory"));
+	cfg_changes_free(ch, n);
+	tmpl_kvlist_free(&d);
+	json_object_put(cur);
+}
+
+Test(provision_diff, create_only_keys_skipped_for_lxc)
+{
+	json_object *cur = J("{\"hostname\":\"ct1\",\"memory\":1024,\"unprivileged\":1,"
+			     "\"rootfs\":\"local-lvm:vm-120-disk-0,size=8G\","
+			     "\"net0\":\"name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:20,ip=dhcp,type=veth\"}");
+	struct tmpl_kvlist d = {0};
+	kv(&d, "hostname", "ct1");
+	kv(&d, "memory", "1024");
+	kv(&d, "unprivileged", "1");
+	kv(&d, "rootfs", "local-lvm:8");
+	kv(&d, "net0", "name=eth0,bridge=vmbr0,ip=dhcp");
+	kv(&d, "ssh-public-keys", "ssh-ed25519 AAAA me@host");
+	kv(&d, "swap", "512");
+	struct cfg_change *ch = NULL;
+	size_t n = 0;
+	cr_assert_eq(provision_config_diff(GUEST_LXC, cur, &d, &ch, &n, NULL), 0);
+	cr_assert_eq(n, 1, "only swap differs, got %zu", n);
+	cr_assert_str_eq(ch[0].key, "swap");
+	cfg_changes_free(ch, n);
+	tmpl_kvlist_free(&d);
+	json_object_put(cur);
+}
+
+Test(provision_diff, keep_mac)
+{
+	char *s = provision_keep_mac("virtio,bridge=vmbr0", "e1000=AA:BB:CC:00:11:22,bridge=vmbr1");
+	cr_assert_str_eq(s, "virtio=AA:BB:CC:00:11:22,bridge=vmbr0");
+	free(s);
+	s = provision_keep_mac("model=virtio,bridge=vmbr0", "virtio,macaddr=AA:BB:CC:00:11:22");
+	cr_assert_str_eq(s, "virtio=AA:BB:CC:00:11:22,bridge=vmbr0");
+	free(s);
+	/* a MAC given in the template is kept as given */
+	s = provision_keep_mac("virtio=02:00:00:00:00:01,bridge=vmbr0", "e1000=AA:BB:CC:00:11:22");
+	cr_assert_str_eq(s, "virtio=02:00:00:00:00:01,bridge=vmbr0");
+	free(s);
+	s = provision_keep_mac("virtio,bridge=vmbr0", NULL);
+	cr_assert_str_eq(s, "virtio,bridge=vmbr0");
+	free(s);
+	/* lxc: hwaddr */
+	s = provision_keep_mac("name=eth0,bridge=vmbr0,ip=dhcp",
+			       "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:20,ip=dhcp");
+	cr_assert_not_null(strstr(s, "hwaddr=BC:24:11:00:00:20"));
+	free(s);
+}
+
+/* ---- LXC <-> OpenVZ ---------------------------------------------------------- */
+
+Test(provision_ct, lxc_to_openvz)
+{
+	struct tmpl_kvlist in = {0}, out = {0};
+	kv(&in, "hostname", "ct1");
+	kv(&in, "memory", "1024");
+	kv(&in, "swap", "512");
+	kv(&in, "cores", "2");
+	kv(&in, "rootfs", "local:8");
+	kv(&in, "net0", "name=eth0,bridge=vmbr0,ip=10.0.0.7/24,gw=10.0.0.1");
+	kv(&in, "unprivileged", "1");
+	char *err = NULL;
+	cr_assert_eq(provision_ct_translate(GUEST_OPENVZ, &in, &out, &err), 0, "%s", err);
+	cr_assert_str_eq(tmpl_kvlist_get(&out, "hostname"), "ct1");
+	cr_assert_str_eq(tmpl_kvlist_get(&out, "cpus"), "2");
+	cr_assert_str_eq(tmpl_kvlist_get(&out, "disk"), "8");
+	cr_assert_str_eq(tmpl_kvlist_get(&out, "storage"), "local");
+	cr_assert_str_eq(tmpl_kvlist_get(&out, "netif"), "ifname=eth0,bridge=vmbr0");
+	cr_assert_str_eq(tmpl_kvlist_get(&out, "ip_address"), "10.0.0.7");
+	cr_assert_null(tmpl_kvlist_get(&out, "unprivileged"));
+	cr_assert_null(tmpl_kvlist_get(&out, "rootfs"));
+	tmpl_kvlist_free(&out);
+	tmpl_kvlist_free(&in);
+
+	kv(&in, "mp0", "local:4,mp=/data");
+	cr_assert_eq(provision_ct_translate(GUEST_OPENVZ, &in, &out, &err), -1);
+	cr_assert_not_null(strstr(err, "mp0"));
+	free(err);
+	tmpl_kvlist_free(&in);
+}
+
+Test(provision_ct, openvz_to_lxc)
+{
+	struct tmpl_kvlist in = {0}, out = {0};
+	kv(&in, "hostname", "ct2");
+	kv(&in, "disk", "8");
+	kv(&in, "cpus", "1");
+	kv(&in, "netif", "ifname=eth0,bridge=vmbr0,mac=02:00:00:00:00:02");
+	kv(&in, "storage", "local-lvm");
+	kv(&in, "quotatime", "0");
+	char *err = NULL;
+	cr_assert_eq(provision_ct_translate(GUEST_LXC, &in, &out, &err), 0, "%s", err);
+	cr_assert_str_eq(tmpl_kvlist_get(&out, "rootfs"), "local-lvm:8");
+	cr_assert_str_eq(tmpl_kvlist_get(&out, "cores"), "1");
+	cr_assert_str_eq(tmpl_kvlist_get(&out, "net0"),
+			 "name=eth0,bridge=vmbr0,hwaddr=02:00:00:00:00:02");
+	cr_assert_null(tmpl_kvlist_get(&out, "quotatime"));
+	cr_assert_null(tmpl_kvlist_get(&out, "storage"));
+	tmpl_kvlist_free(&out);
+	tmpl_kvlist_free(&in);
+}
+
+Test(provision_misc, status_names_and_exit_codes)
+{
+	cr_assert_str_eq(up_status_name(UP_CREATED), "created");
+	cr_assert_str_eq(up_status_name(UP_ABSENT), "absent");
+	struct up_result r[2] = {{.status = UP_CREATED}, {.status = UP_FAILED}};
+	pve_error_set(&r[1].error, PVE_ERR_CONNECT, "no route");
+	cr_assert_eq(provision_exit_code(r, 1), 0);
+	cr_assert_eq(provision_exit_code(r, 2), 4);
+	pve_error_clear(&r[1].error);
+	pve_error_set(&r[1].error, PVE_ERR_API, "boom");
+	cr_assert_eq(provision_exit_code(r, 2), 1);
+	pve_error_clear(&r[1].error);
+}
+
+/* ---- against the simulator ---------------------------------------------- */
+
+#define DEMO "tests/pvesim/scenarios/demo.json"
+#define PVE3 "tests/pvesim/scenarios/pve3.json"
+#define PUBKEY "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZha2VrZXlmb3J0ZXN0cw pvagent@test"
+
+/* A clock whose sleep moves the simulator's time instead of waiting. */
+struct simclock {
+	struct simproc *sp;
+	pthread_mutex_t mu;
+	double offset;
+};
+
+static double sc_now(void *ctx)
+{
+	struct simclock *sc = ctx;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	pthread_mutex_lock(&sc->mu);
+	double off = sc->offset;
+	pthread_mutex_unlock(&sc->mu);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9 + off;
+}
+
+static void sc_sleep(void *ctx, double s)
+{
+	struct simclock *sc = ctx;
+	if (s <= 0)
+		return;
+	pthread_mutex_lock(&sc->mu);
+	cr_assert_eq(simproc_advance(sc->sp, s), 0, "simproc_advance failed");
+	sc->offset += s;
+	pthread_mutex_unlock(&sc->mu);
+}
+
+/* Events, recorded (provision serialises the callback). */
+struct evlog {
+	int begins, dones, in_flight, max_in_flight;
+	int steps, diffs, progress;
+	struct sbuf text;
+};
+
+static void on_event(void *ctx, const struct up_event *ev)
+{
+	struct evlog *l = ctx;
+	switch (ev->kind) {
+	case UP_EV_BEGIN:
+		l->begins++;
+		if (++l->in_flight > l->max_in_flight)
+			l->max_in_flight = l->in_flight;
+		break;
+	case UP_EV_DONE:
+		l->dones++;
+		l->in_flight--;
+		break;
+	case UP_EV_STEP:
+		l->steps++;
+		cr_assert_geq(ev->elapsed_s, 0);
+		sbuf_addf(&l->text, "%s %s %.1fs %s\n", ev->name, ev->step, ev->elapsed_s,
+			  ev->text ? ev->text : "");
+		break;
+	case UP_EV_DIFF:
+		l->diffs++;
+		sbuf_addf(&l->text, "%s diff %s\n", ev->name, ev->text);
+		break;
+	case UP_EV_PROGRESS:
+		l->progress++;
+		break;
+	}
+}
+
+struct fx {
+	struct simproc sp;
+	struct simclock sc;
+	struct pve_clock clk;
+	struct pve_opts opts;
+	struct pve *c;
+	struct evlog ev;
+	struct tmpl *t;
+};
+
+/* Name without '-', '.' and '_', lower case, so a template VM is found
+ * however the scenario spells it ("ubuntu-24.04-base" = "ubuntu2404-base"). */
+static void squash(const char *s, char *out, size_t n)
+{
+	size_t j = 0;
+	for (; *s && j + 1 < n; s++)
+		if (*s != '-' && *s != '.' && *s != '_')
+			out[j++] = (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s);
+	out[j] = 0;
+}
+
+/* Replace the first occurrence of from by to in *text (reallocated). */
+static void subst(char **text, const char *from, const char *to)
+{
+	char *at = strstr(*text, from);
+	cr_assert_not_null(at, "template text lacks '%s'", from);
+	char *n = strprintf("%.*s%s%s", (int)(at - *text), *text, to, at + strlen(from));
+	cr_assert_not_null(n);
+	free(*text);
+	*text = n;
+}
+
+/* Load a shipped template through a copy in the simulator's directory:
+ * the [source] clone VM is renamed to the scenario's spelling if needed,
+ * and the NULL-terminated from/to pairs of edits are applied. */
+static void load_tmpl(struct fx *f, const char *path, const char *const *edits)
+{
+	char *text = NULL, *err = NULL;
+	cr_assert_eq(read_file(path, &text, NULL), 0, "cannot read %s", path);
+	char *cl = strstr(text, "\nclone = ");
+	if (cl) {
+		cl += 9;
+		size_t n = strcspn(cl, "\n");
+		char *want = strndup(cl, n);
+		char wq[64], hq[64];
+		squash(want, wq, sizeof wq);
+		struct guest_list l;
+		struct pve_error e = {0};
+		cr_assert_eq(guest_list(f->c, NULL, &l, &e), 0);
+		const char *have = NULL;
+		for (size_t i = 0; i < l.n && !have; i++) {
+			if (!l.v[i].template || !l.v[i].name)
+				continue;
+			squash(l.v[i].name, hq, sizeof hq);
+			if (!strcmp(hq, wq))
+				have = l.v[i].name;
+		}
+		cr_assert_not_null(have, "no template VM like %s in the scenario", want);
+		char *from = strprintf("clone = %s\n", want), *to = strprintf("clone = %s\n", have);
+		subst(&text, from, to);
+		free(from);
+		free(to);
+		guest_list_free(&l);
+		free(want);
+	}
+	for (size_t i = 0; edits && edits[i]; i += 2)
+		subst(&text, edits[i], edits[i + 1]);
+	const char *base = strrchr(path, '/');
+	char *copy = strprintf("%s/%s", f->sp.dir, base ? base + 1 : path);
+	FILE *o = fopen(copy, "w");
+	cr_assert_not_null(o);
+	fputs(text, o);
+	cr_assert_eq(fclose(o), 0);
+	tmpl_free(f->t);
+	f->t = NULL;
+	cr_assert_eq(tmpl_load_file(copy, &f->t, &err), 0, "%s", err ? err : "?");
+	free(copy);
+	free(text);
+}
+
+/* The Ubuntu 24.04 VM template with a static cloud-init address (the
+ * simulator hands out no DHCP leases). */
+static const char *const ubuntu_static[] = {
+	"ipconfig0 = ip=dhcp", "ipconfig0 = ip=10.20.0.5/24,gw=10.20.0.1",
+	"address = agent", "address = cloud-init", NULL};
+
+/* The running fixture, so that a failed assertion (which ends the test
+ * early) still stops its simulator in the suite's teardown. */
+static struct fx *live_fx;
+
+static void fx_cleanup(void)
+{
+	if (!live_fx)
+		return;
+	struct fx *f = live_fx;
+	live_fx = NULL;
+	pve_free(f->c);
+	(void)simproc_stop(&f->sp);
+}
+
+TestSuite(provision_sim, .fini = fx_cleanup);
+
+static void fx_start(struct fx *f, const char *scenario, const char *tmpl_file,
+		     const char *const *edits)
+{
+	memset(f, 0, sizeof *f);
+	cr_assert_eq(simproc_start(&f->sp, scenario, NULL), 0, "simulator did not start");
+	live_fx = f;
+	f->sc.sp = &f->sp;
+	pthread_mutex_init(&f->sc.mu, NULL);
+	f->clk = (struct pve_clock){sc_now, sc_sleep, &f->sc};
+	f->opts = (struct pve_opts){
+		.url = f->sp.url,
+		.token_id = f->sp.token_id,
+		.token_secret = f->sp.token_secret,
+		.fingerprint = f->sp.fingerprint,
+		.retry_base_ms = 50,
+		.retry_max_ms = 200,
+		.clock = &f->clk,
+	};
+	struct pve_error e = {0};
+	f->c = pve_new(&f->opts, &e);
+	cr_assert_not_null(f->c, "pve_new: %s", e.message ? e.message : "?");
+	if (tmpl_file)
+		load_tmpl(f, tmpl_file, edits);
+	else
+		(void)edits;
+}
+
+static void fx_stop(struct fx *f)
+{
+	live_fx = NULL;
+	pve_free(f->c);
+	tmpl_free(f->t);
+	sbuf_free(&f->ev.text);
+	guest_version_cache_clear();
+	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
+	pthread_mutex_destroy(&f->sc.mu);
+}
+
+static struct up_request up_req(struct fx *f, const char *const *names, size_t n)
+{
+	return (struct up_request){
+		.names = names,
+		.n_names = n,
+		.tmpl = f->t,
+		.pubkey = PUBKEY,
+		.parallel = 1,
+		.pve_opts = &f->opts,
+		.client = f->c,
+		.wait = {.clock = &f->clk, .poll_s = 1},
+		.on_event = on_event,
+		.event_ctx = &f->ev,
+	};
+}
+
+static const char *js(json_object *o, const char *k)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : NULL;
+}
+
+/* The cluster part of GET /_sim/state. */
+static json_object *st_cluster(json_object *st)
+{
+	json_object *cl;
+	return json_object_object_get_ex(st, "cluster", &cl) ? cl : st;
+}
+
+static json_object *st_guest(json_object *st, int vmid)
+{
+	json_object *gs = NULL;
+	if (!json_object_object_get_ex(st_cluster(st), "guests", &gs))
+		return NULL;
+	for (size_t i = 0; i < json_object_array_length(gs); i++) {
+		json_object *g = json_object_array_get_idx(gs, i), *v;
+		if (json_object_object_get_ex(g, "vmid", &v) && json_object_get_int(v) == vmid)
+			return g;
+	}
+	return NULL;
+}
+
+static const char *st_conf(json_object *st, int vmid, const char *key)
+{
+	json_object *g = st_guest(st, vmid), *c;
+	if (!g || !json_object_object_get_ex(g, "config", &c))
+		return NULL;
+	return js(c, key);
+}
+
+static int st_count_named(json_object *st, const char *name)
+{
+	json_object *gs = NULL;
+	int n = 0;
+	if (!json_object_object_get_ex(st_cluster(st), "guests", &gs))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(gs); i++) {
+		const char *nm = js(json_object_array_get_idx(gs, i), "name");
+		if (nm && !strcmp(nm, name))
+			n++;
+	}
+	return n;
+}
+
+/* Requests with this method whose path matches the regex-free pattern:
+ * exact, or with suffix match when pattern starts with '*'. */
+static int count_req(json_object *log, const char *method, const char *pattern, int status)
+{
+	int n = 0;
+	for (size_t i = 0; i < json_object_array_length(log); i++) {
+		json_object *r = json_object_array_get_idx(log, i), *v;
+		const char *p = js(r, "path");
+		if (strcmp(js(r, "method"), method))
+			continue;
+		if (pattern[0] == '*') {
+			size_t lp = strlen(p), ls = strlen(pattern + 1);
+			if (lp < ls || strcmp(p + lp - ls, pattern + 1))
+				continue;
+		} else if (strcmp(p, pattern)) {
+			continue;
+		}
+		if (status >= 0 && (!json_object_object_get_ex(r, "status", &v) ||
+				    json_object_get_int(v) != status))
+			continue;
+		n++;
+	}
+	return n;
+}
+
+static void show_failure(const struct up_result *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (r[i].status == UP_FAILED)
+			cr_log_error("%s: %s", r[i].name,
+				     r[i].error.message ? r[i].error.message : "?");
+}
+
+Test(provision_sim, clone_configure_start_address)
+{
+	struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	const char *names[] = {"web1"};
+	struct up_request req = up_req(&f, names, 1);
+	struct tmpl_kvlist sets = {0};
+	tmpl_kvlist_add(&sets, "size", "40G", 0);
+	req.sets = &sets;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
+	cr_assert_eq(res[0].status, UP_CREATED);
+	cr_assert_gt(res[0].vmid, 0);
+	cr_assert_not_null(res[0].node);
+	cr_assert_str_eq(res[0].address, "10.20.0.5");
+	cr_assert_eq(res[0].claims, 1);
+	const char *want_steps[] = {"find", "clone", "config", "resize", "start", "address"};
+	cr_assert_eq(res[0].n_steps, 6, "steps: %zu\n%s", res[0].n_steps, sbuf_str(&f.ev.text));
+	for (size_t i = 0; i < 6; i++)
+		cr_assert_str_eq(res[0].steps[i].step, want_steps[i]);
+	cr_assert_eq(f.ev.steps, 6);
+	cr_assert_gt(f.ev.diffs, 0);
+
+	int vmid = res[0].vmid;
+	json_object *st = simproc_state(&f.sp);
+	json_object *g = st_guest(st, vmid);
+	cr_assert_not_null(g);
+	cr_assert_str_eq(js(g, "name"), "web1");
+	cr_assert_str_eq(js(g, "status"), "running");
+	cr_assert_str_eq(st_conf(st, vmid, "cores"), "2");
+	cr_assert_str_eq(st_conf(st, vmid, "memory"), "2048");
+	cr_assert_str_eq(st_conf(st, vmid, "ciuser"), "root");
+	cr_assert_str_eq(st_conf(st, vmid, "ipconfig0"), "ip=10.20.0.5/24,gw=10.20.0.1");
+	cr_assert_not_null(st_conf(st, vmid, "sshkeys"));
+	cr_assert_not_null(strstr(st_conf(st, vmid, "sshkeys"), "ssh-ed25519"),
+			   "sshkeys: %s", st_conf(st, vmid, "sshkeys"));
+	const char *net0 = st_conf(st, vmid, "net0");
+	cr_assert_not_null(net0);
+	cr_assert_eq(strncmp(net0, "virtio=", 7), 0, "virtio NIC with a MAC: %s", net0);
+	cr_assert_not_null(strstr(st_conf(st, vmid, "scsi0"), "size=40G"), "%s",
+			   st_conf(st, vmid, "scsi0"));
+	cr_assert_eq(st_count_named(st, "web1"), 1);
+	json_object_put(st);
+
+	json_object *log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "POST", "*/clone", -1), 1, "exactly one clone");
+	cr_assert_eq(count_req(log, "POST", "*/status/start", -1), 1);
+	cr_assert_eq(count_req(log, "PUT", "*/resize", 200), 1);
+	cr_assert_eq(count_req(log, "PUT", "*/config", 200), 1, "one config change");
+	json_object_put(log);
+	cr_assert_gt(f.ev.progress, 0, "the clone reported progress");
+	up_results_free(res, 1);
+
+	/* again, same size: nothing changes */
+	rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(res[0].status, UP_UNCHANGED);
+	cr_assert_eq(res[0].vmid, vmid);
+	log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "PUT", "*/resize", -1), 1, "no second resize");
+	cr_assert_eq(count_req(log, "PUT", "*/config", -1), 1, "no second config change");
+	cr_assert_eq(count_req(log, "POST", "*/clone", -1), 1);
+	json_object_put(log);
+	up_results_free(res, 1);
+	tmpl_kvlist_free(&sets);
+	fx_stop(&f);
+}
+
+Test(provision_sim, rerun_converges_without_second_guest)
+{
+	struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	const char *names[] = {"conv1"};
+	struct up_request req = up_req(&f, names, 1);
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	int vmid = res[0].vmid;
+	char *node = strdup(res[0].node);
+	up_results_free(res, 1);
+
+	/* same again: nothing to do */
+	rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(res[0].status, UP_UNCHANGED, "%s", up_status_name(res[0].status));
+	cr_assert_eq(res[0].vmid, vmid);
+	cr_assert_eq(res[0].n_diff, 0);
+	cr_assert_eq(res[0].claims, 0);
+	up_results_free(res, 1);
+
+	/* drift: stopped, fewer cores */
+	long status = 0;
+	json_object *ans = NULL;
+	char *p = strprintf("/nodes/%s/qemu/%d/status/stop", node, vmid);
+	cr_assert_eq(sim_api(&f.sp, "POST", p, "", &status, &ans), 0);
+	cr_assert_eq(status, 200);
+	json_object_put(ans);
+	free(p);
+	simproc_advance(&f.sp, 30);
+	p = strprintf("/nodes/%s/qemu/%d/config", node, vmid);
+	cr_assert_eq(sim_api(&f.sp, "PUT", p, "cores=1", &status, &ans), 0);
+	cr_assert_eq(status, 200);
+	json_object_put(ans);
+	free(p);
+
+	rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(res[0].status, UP_CONVERGED);
+	cr_assert_eq(res[0].vmid, vmid);
+	cr_assert_eq(res[0].n_diff, 1, "diff:\n%s", sbuf_str(&f.ev.text));
+	cr_assert_str_eq(res[0].diff[0], "cores: 1 -> 2");
+	up_results_free(res, 1);
+
+	json_object *st = simproc_state(&f.sp);
+	cr_assert_eq(st_count_named(st, "conv1"), 1, "never a second guest");
+	cr_assert_str_eq(js(st_guest(st, vmid), "status"), "running");
+	cr_assert_str_eq(st_conf(st, vmid, "cores"), "2");
+	json_object_put(st);
+	json_object *log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "POST", "*/clone", -1), 1, "cloned once in three runs");
+	cr_assert_eq(count_req(log, "POST", "*/status/start", 200), 2);
+	json_object_put(log);
+	free(node);
+	fx_stop(&f);
+}
+
+Test(provision_sim, parallel_rollout_caps_in_flight)
+{
+	struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	const char *names[] = {"pa", "pb", "pc", "pd", "pe"};
+	struct up_request req = up_req(&f, names, 5);
+	req.parallel = 2;
+	req.client = NULL;
+	req.no_start = true;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 5);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(f.ev.begins, 5);
+	cr_assert_eq(f.ev.dones, 5);
+	cr_assert_leq(f.ev.max_in_flight, 2);
+	cr_assert_eq(f.ev.max_in_flight, 2, "two ran at once");
+	json_object *st = simproc_state(&f.sp);
+	for (size_t i = 0; i < 5; i++) {
+		cr_assert_eq(res[i].status, UP_CREATED);
+		cr_assert_str_eq(res[i].name, names[i]);
+		cr_assert_null(res[i].address, "--no-start: no address");
+		for (size_t j = 0; j < i; j++)
+			cr_assert_neq(res[i].vmid, res[j].vmid);
+		cr_assert_eq(st_count_named(st, names[i]), 1);
+		cr_assert_str_eq(js(st_guest(st, res[i].vmid), "status"), "stopped");
+	}
+	json_object_put(st);
+	json_object *log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "POST", "*/clone", 200), 5);
+	cr_assert_eq(count_req(log, "POST", "*/status/start", -1), 0);
+	json_object_put(log);
+	up_results_free(res, 5);
+	fx_stop(&f);
+}
+
+Test(provision_sim, lxc_up_on_pve8)
+{
+	struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04-ct.tmpl", NULL);
+	const char *names[] = {"ct1"};
+	struct up_request req = up_req(&f, names, 1);
+	struct tmpl_kvlist sets = {0};
+	tmpl_kvlist_add(&sets, "net0", "name=eth0,bridge=vmbr0,ip=10.30.0.9/24", 0);
+	req.sets = &sets;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(res[0].status, UP_CREATED);
+	cr_assert_eq(res[0].type, GUEST_LXC);
+	cr_assert_str_eq(res[0].address, "10.30.0.9");
+	int vmid = res[0].vmid;
+	json_object *st = simproc_state(&f.sp);
+	json_object *g = st_guest(st, vmid);
+	cr_assert_str_eq(js(g, "type"), "lxc");
+	cr_assert_str_eq(js(g, "status"), "running");
+	cr_assert_str_eq(st_conf(st, vmid, "hostname"), "ct1");
+	cr_assert_not_null(strstr(st_conf(st, vmid, "net0"), "name=eth0"));
+	json_object_put(st);
+	json_object *log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "POST", "*/lxc", 200), 1);
+	cr_assert_eq(count_req(log, "PUT", "*/config", -1), 0, "created as the template says");
+	cr_assert_eq(count_req(log, "GET", "*/interfaces", 200), 1);
+	json_object_put(log);
+	up_results_free(res, 1);
+	tmpl_kvlist_free(&sets);
+	fx_stop(&f);
+}
+
+Test(provision_sim, openvz_up_on_pve3)
+{
+	struct fx f;
+	fx_start(&f, PVE3, "templates/debian-7-openvz.tmpl", NULL);
+	const char *names[] = {"ovz1"};
+	struct up_request req = up_req(&f, names, 1);
+	struct tmpl_kvlist vars = {0};
+	tmpl_kvlist_add(&vars, "ip", "10.0.3.50", 0);
+	req.vars = &vars;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(res[0].status, UP_CREATED);
+	cr_assert_eq(res[0].type, GUEST_OPENVZ);
+	cr_assert_str_eq(res[0].address, "10.0.3.50");
+	int vmid = res[0].vmid;
+	json_object *st = simproc_state(&f.sp);
+	json_object *g = st_guest(st, vmid);
+	cr_assert_str_eq(js(g, "type"), "openvz");
+	cr_assert_str_eq(js(g, "status"), "running");
+	cr_assert_str_eq(st_conf(st, vmid, "hostname"), "ovz1");
+	json_object_put(st);
+	json_object *log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "POST", "*/openvz", 200), 1);
+	cr_assert_eq(count_req(log, "POST", "*/lxc", -1), 0);
+	json_object_put(log);
+	up_results_free(res, 1);
+	tmpl_kvlist_free(&vars);
+	fx_stop(&f);
+}
+
+Test(provision_sim, down_running_and_missing)
+{
+	struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	const char *names[] = {"gone1"};
+	struct up_request req = up_req(&f, names, 1);
+	req.no_start = false;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	int vmid = res[0].vmid;
+	up_results_free(res, 1);
+
+	struct down_request dr = {
+		.name = "gone1",
+		.purge = true,
+		.client = f.c,
+		.wait = {.clock = &f.clk, .poll_s = 1},
+	};
+	struct up_result r;
+	cr_assert_eq(provision_down(&dr, &r), 0, "%s", r.error.message ? r.error.message : "");
+	cr_assert_eq(r.status, UP_DELETED);
+	cr_assert_eq(r.vmid, vmid);
+	cr_assert_eq(r.n_steps, 3);
+	up_result_free(&r);
+	json_object *st = simproc_state(&f.sp);
+	cr_assert_null(st_guest(st, vmid));
+	json_object_put(st);
+	json_object *log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "POST", "*/status/shutdown", -1), 1);
+	char *dpath = strprintf("*/qemu/%d", vmid);
+	cr_assert_eq(count_req(log, "DELETE", dpath, 200), 1);
+	free(dpath);
+	json_object_put(log);
+
+	/* missing: done, nothing sent but lookups */
+	cr_assert_eq(provision_down(&dr, &r), 0);
+	cr_assert_eq(r.status, UP_ABSENT);
+	up_result_free(&r);
+	log = simproc_requests(&f.sp);
+	int del = 0;
+	for (size_t i = 0; i < json_object_array_length(log); i++)
+		if (!strcmp(js(json_object_array_get_idx(log, i), "method"), "DELETE"))
+			del++;
+	cr_assert_eq(del, 1, "one DELETE in all");
+	json_object_put(log);
+	fx_stop(&f);
+}
+
+Test(provision_sim, names_checked_before_anything_is_sent)
+{
+	struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	json_object *log = simproc_requests(&f.sp);
+	size_t before = json_object_array_length(log);
+	json_object_put(log);
+	const char *bad[] = {"ok1", "bad_name"};
+	struct up_request req = up_req(&f, bad, 2);
+	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_null(res);
+	cr_assert_eq(e.kind, PVE_ERR_CONFIG);
+	cr_assert_not_null(strstr(e.message, "bad_name"));
+	pve_error_clear(&e);
+	const char *dup[] = {"same", "SAME"};
+	req = up_req(&f, dup, 2);
+	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_not_null(strstr(e.message, "twice"), "%s", e.message);
+	pve_error_clear(&e);
+	const char *two[] = {"a1", "a2"};
+	req = up_req(&f, two, 2);
+	req.vmid = 500;
+	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(e.kind, PVE_ERR_CONFIG);
+	pve_error_clear(&e);
+	struct tmpl_kvlist sets = {0};
+	tmpl_kvlist_add(&sets, "nonsense", "1", 0);
+	req = up_req(&f, two, 1);
+	req.sets = &sets;
+	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_not_null(strstr(e.message, "nonsense"));
+	pve_error_clear(&e);
+	tmpl_kvlist_free(&sets);
+	log = simproc_requests(&f.sp);
+	cr_assert_eq(json_object_array_length(log), before, "nothing sent to PVE");
+	json_object_put(log);
+	fx_stop(&f);
+}
+
+Test(provision_sim, duplicate_name_in_cluster_fails_naming_vmids)
+{
+	struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	long status = 0;
+	json_object *ans = NULL;
+	cr_assert_eq(sim_api(&f.sp, "POST", "/nodes/pve1/qemu",
+			     "vmid=911&name=twin&memory=256", &status, &ans), 0);
+	cr_assert_eq(status, 200);
+	json_object_put(ans);
+	cr_assert_eq(sim_api(&f.sp, "POST", "/nodes/pve2/qemu",
+			     "vmid=912&name=twin&memory=256", &status, &ans), 0);
+	cr_assert_eq(status, 200);
+	json_object_put(ans);
+	simproc_advance(&f.sp, 30);
+	const char *names[] = {"twin"};
+	struct up_request req = up_req(&f, names, 1);
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(res[0].status, UP_FAILED);
+	cr_assert_not_null(strstr(res[0].error.message, "911"));
+	cr_assert_not_null(strstr(res[0].error.message, "912"));
+	up_results_free(res, 1);
+	json_object *log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "POST", "*/clone", -1), 0);
+	json_object_put(log);
+	fx_stop(&f);
+}
+
+struct same_arg {
+	struct fx *f;
+	struct up_result *res;
+	int rc;
+};
+
+static void *up_same(void *a)
+{
+	struct same_arg *sa = a;
+	static const char *const names[] = {"samename"};
+	struct up_request req = up_req(sa->f, names, 1);
+	req.client = NULL; /* each run its own client, like two processes */
+	req.no_start = true;
+	req.on_event = NULL;
+	struct pve_error e = {0};
+	sa->rc = provision_up(&req, &sa->res, &e);
+	pve_error_clear(&e);
+	return NULL;
+}
+
+Test(provision_sim, two_runs_for_one_name_leave_one_guest)
+{
+	struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	struct same_arg a[2] = {{&f, NULL, -1}, {&f, NULL, -1}};
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, up_same, &a[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	show_failure(a[0].res, 1);
+	show_failure(a[1].res, 1);
+	cr_assert_eq(a[0].rc, 0);
+	cr_assert_eq(a[1].rc, 0);
+	cr_assert_eq(a[0].res[0].vmid, a[1].res[0].vmid, "both runs end on one guest");
+	json_object *st = simproc_state(&f.sp);
+	cr_assert_eq(st_count_named(st, "samename"), 1, "never two guests of one name");
+	cr_assert_not_null(st_guest(st, a[0].res[0].vmid));
+	json_object_put(st);
+	json_object *log = simproc_requests(&f.sp);
+	int clones = count_req(log, "POST", "*/clone", 200);
+	int deletes = 0;
+	for (size_t i = 0; i < json_object_array_length(log); i++)
+		if (!strcmp(js(json_object_array_get_idx(log, i), "method"), "DELETE"))
+			deletes++;
+	cr_assert_eq(clones - deletes, 1, "%d clones, %d deletes", clones, deletes);
+	json_object_put(log);
+	up_results_free(a[0].res, 1);
+	up_results_free(a[1].res, 1);
+	fx_stop(&f);
+}
+
+Test(provision_sim, nic_model_change_keeps_mac)
+{
+	struct fx f;
+	fx_start(&f, DEMO, "templates/freebsd-9.0.tmpl", NULL);
+	const char *names[] = {"bsd9"};
+	struct up_request req = up_req(&f, names, 1);
+	struct tmpl_kvlist vars = {0}, sets = {0};
+	tmpl_kvlist_add(&vars, "ip", "10.40.0.9", 0);
+	tmpl_kvlist_add(&sets, "net0", "virtio,bridge=vmbr0", 0);
+	req.vars = &vars;
+	req.sets = &sets;
+	req.no_start = true;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	const char *line = NULL;
+	for (size_t i = 0; i < res[0].n_diff; i++)
+		if (!strncmp(res[0].diff[i], "net0: ", 6))
+			line = res[0].diff[i];
+	cr_assert_not_null(line, "net0 changed");
+	/* "net0: e1000=MAC,bridge=vmbr0 -> virtio=MAC,bridge=vmbr0" */
+	const char *o = strstr(line, "e1000="), *n = strstr(line, "-> virtio=");
+	cr_assert_not_null(o, "%s", line);
+	cr_assert_not_null(n, "%s", line);
+	cr_assert_eq(strncasecmp(o + 6, n + 10, 17), 0, "MAC kept: %s", line);
+	json_object *st = simproc_state(&f.sp);
+	const char *net0 = st_conf(st, res[0].vmid, "net0");
+	cr_assert_eq(strncasecmp(net0, n + 3, 24), 0, "%s vs %s", net0, n + 3);
+	json_object_put(st);
+	up_results_free(res, 1);
+	tmpl_kvlist_free(&vars);
+	tmpl_kvlist_free(&sets);
+	fx_stop(&f);
+}
+
+Test(provision_sim, create_from_iso)
+{
+	struct fx f;
+	fx_start(&f, DEMO, NULL, NULL);
+	char *path = strprintf("%s/iso-test.tmpl", f.sp.dir);
+	FILE *o = fopen(path, "w");
+	cr_assert_not_null(o);
+	fputs("[template]\nkind = qemu\nos = freebsd\nos_version = 14.1\n"
+	      "[source]\niso = local:iso/FreeBSD-14.1-RELEASE-amd64-disc1.iso\n"
+	      "storage = local-lvm\n"
+	      "[pve]\nmemory = 1024\ncores = 1\nostype = other\nvirtio0 = ${storage}:16\n"
+	      "net0 = virtio,bridge=vmbr0\nboot = order=virtio0;ide2\n"
+	      "[guest]\naddress = static\nip = 10.50.0.3\n",
+	      o);
+	cr_assert_eq(fclose(o), 0);
+	char *err = NULL;
+	cr_assert_eq(tmpl_load_file(path, &f.t, &err), 0, "%s", err ? err : "?");
+	free(path);
+	const char *names[] = {"iso1"};
+	struct up_request req = up_req(&f, names, 1);
+	req.node = "pve2";
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(res[0].status, UP_CREATED);
+	cr_assert_str_eq(res[0].node, "pve2");
+	cr_assert_str_eq(res[0].address, "10.50.0.3");
+	cr_assert_eq(res[0].n_diff, 0, "created as the template says");
+	int vmid = res[0].vmid;
+	json_object *st = simproc_state(&f.sp);
+	cr_assert_str_eq(js(st_guest(st, vmid), "status"), "running");
+	cr_assert_not_null(strstr(st_conf(st, vmid, "ide2"), "FreeBSD-14.1"));
+	cr_assert_not_null(strstr(st_conf(st, vmid, "virtio0"), "size=16G"));
+	json_object_put(st);
+	json_object *log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "POST", "/nodes/pve2/qemu", 200), 1);
+	cr_assert_eq(count_req(log, "PUT", "*/config", -1), 0);
+	json_object_put(log);
+	up_results_free(res, 1);
+	fx_stop(&f);
+}
+
+/* A container template written for LXC makes an OpenVZ container on PVE 3
+ * (the same command on both). */
+Test(provision_sim, lxc_template_on_pve3_makes_openvz)
+{
+	struct fx f;
+	fx_start(&f, PVE3, NULL, NULL);
+	char *path = strprintf("%s/ct-test.tmpl", f.sp.dir);
+	FILE *o = fopen(path, "w");
+	cr_assert_not_null(o);
+	fputs("[template]\nkind = lxc\nos = debian\nos_version = 7\n"
+	      "[source]\nostemplate = local:vztmpl/debian-7.0-standard_7.0-2_amd64.tar.gz\n"
+	      "storage = local\n"
+	      "[pve]\nhostname = ${name}\nmemory = 512\nswap = 256\ncores = 2\n"
+	      "rootfs = ${storage}:4\nnet0 = name=eth0,bridge=vmbr0,ip=10.60.0.7/24\n"
+	      "unprivileged = 1\n"
+	      "[guest]\naddress = agent\n",
+	      o);
+	cr_assert_eq(fclose(o), 0);
+	char *err = NULL;
+	cr_assert_eq(tmpl_load_file(path, &f.t, &err), 0, "%s", err ? err : "?");
+	free(path);
+	const char *names[] = {"ct3"};
+	struct up_request req = up_req(&f, names, 1);
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(res[0].type, GUEST_OPENVZ);
+	cr_assert_str_eq(res[0].address, "10.60.0.7");
+	int vmid = res[0].vmid;
+	json_object *st = simproc_state(&f.sp);
+	cr_assert_str_eq(js(st_guest(st, vmid), "type"), "openvz");
+	cr_assert_str_eq(st_conf(st, vmid, "cpus"), "2");
+	cr_assert_str_eq(st_conf(st, vmid, "disk"), "4");
+	cr_assert_not_null(strstr(st_conf(st, vmid, "netif"), "bridge=vmbr0"));
+	json_object_put(st);
+	json_object *log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "POST", "*/openvz", 200), 1);
+	json_object_put(log);
+	up_results_free(res, 1);
+	/* again: converged, nothing to change */
+	rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(res[0].status, UP_UNCHANGED, "%s", up_status_name(res[0].status));
+	up_results_free(res, 1);
+	fx_stop(&f);
+}
+
+Test(provision_sim, converge_running_guest_reports_pending_keys)
+{
+	struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	const char *names[] = {"run1"};
+	struct up_request req = up_req(&f, names, 1);
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	cr_assert_null(res[0].pending, "a fresh guest has nothing pending");
+	int vmid = res[0].vmid;
+	char *p = strprintf("/nodes/%s/qemu/%d/config", res[0].node, vmid);
+	up_results_free(res, 1);
+	/* drift while running */
+	long status = 0;
+	json_object *ans = NULL;
+	cr_assert_eq(sim_api(&f.sp, "PUT", p, "memory=1024", &status, &ans), 0);
+	cr_assert_eq(status, 200);
+	json_object_put(ans);
+	free(p);
+	rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(res[0].status, UP_CONVERGED);
+	cr_assert_eq(res[0].n_diff, 1);
+	cr_assert_str_eq(res[0].diff[0], "memory: 1024 -> 2048");
+	json_object *st = simproc_state(&f.sp);
+	json_object *g = st_guest(st, vmid), *pend;
+	cr_assert_str_eq(js(g, "status"), "running");
+	/* memory is not hot-pluggable here: PVE keeps it pending */
+	cr_assert(json_object_object_get_ex(g, "pending", &pend));
+	cr_assert_str_eq(js(pend, "memory"), "2048");
+	cr_assert_not_null(res[0].pending);
+	cr_assert_str_eq(res[0].pending, "memory");
+	json_object_put(st);
+	up_results_free(res, 1);
+	fx_stop(&f);
+}
+
+struct ten_arg {
+	struct fx *f;
+	const char *name[1];
+	char buf[16];
+	struct up_result *res;
+	int rc;
+};
+
+static void *up_one_run(void *a)
+{
+	struct ten_arg *ta = a;
+	struct up_request req = up_req(ta->f, ta->name, 1);
+	req.client = NULL; /* own client, like a separate process */
+	req.no_start = true;
+	req.on_event = NULL;
+	struct pve_error e = {0};
+	ta->rc = provision_up(&req, &ta->res, &e);
+	pve_error_clear(&e);
+	return NULL;
+}
+
+/* Ten `pvagent up` runs started at once all succeed with distinct VMIDs. */
+Test(provision_sim, ten_runs_at_once_get_distinct_vmids)
+{
+	struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	enum { N = 10 };
+	struct ten_arg a[N];
+	pthread_t th[N];
+	for (int i = 0; i < N; i++) {
+		memset(&a[i], 0, sizeof a[i]);
+		a[i].f = &f;
+		snprintf(a[i].buf, sizeof a[i].buf, "ten%d", i);
+		a[i].name[0] = a[i].buf;
+	}
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, up_one_run, &a[i]), 0);
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	json_object *st = simproc_state(&f.sp);
+	for (int i = 0; i < N; i++) {
+		show_failure(a[i].res, 1);
+		cr_assert_eq(a[i].rc, 0, "%s failed", a[i].buf);
+		cr_assert_eq(a[i].res[0].status, UP_CREATED);
+		for (int j = 0; j < i; j++)
+			cr_assert_neq(a[i].res[0].vmid, a[j].res[0].vmid);
+		cr_assert_eq(st_count_named(st, a[i].buf), 1);
+	}
+	json_object_put(st);
+	json_object *log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "POST", "*/clone", 200), N, "exactly %d clones ran", N);
+	json_object_put(log);
+	for (int i = 0; i < N; i++)
+		up_results_free(a[i].res, 1);
+	fx_stop(&f);
+}
