@@ -491,6 +491,9 @@ static enum MHD_Result api_request(struct server *sv, struct MHD_Connection *con
 	if (!lose_answer) {
 		json_object *ans = answer_body(status, resp.data, resp.message ? resp.message : msg,
 					       resp.errors);
+		/* Task logs and lists carry the full count beside the page, as PVE. */
+		if (resp.has_total && status < 300)
+			json_object_object_add(ans, "total", json_object_new_int64(resp.total));
 		resp.data = NULL;
 		resp.errors = NULL;
 		r = send_json(con, status, ans, cookie);

@@ -37,6 +37,10 @@ struct sim_resp {
 	char *message;        /* owned; error message ("VM 100 already exists") */
 	json_object *errors;  /* owned; {"param": "message"} or NULL */
 	char *upid;           /* owned; UPID of a task this request started */
+	/* Added by the cluster model: when has_total, PVE puts "total": total
+	 * beside "data" (task log and task lists answer this way). */
+	bool has_total;
+	long long total;
 };
 
 /* Load and validate a scenario file. On error returns NULL and sets *err

@@ -1,0 +1,249 @@
+/* cluster.h - the simulator's cluster model (internal to tests/pvesim):
+ * nodes, storages, volumes, guests, credentials, HA resources and tasks,
+ * plus the helpers that scenario.c, tasks.c and the routes_*.c files share
+ * (responses, privilege checks, drive strings, volumes, sizes). */
+#ifndef PVESIM_CLUSTER_H
+#define PVESIM_CLUSTER_H
+
+#include "simapi.h"
+#include "bootmodel.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GiB (1024ULL * 1024 * 1024)
+#define MiB (1024ULL * 1024)
+
+/* A growable array of pointers. */
+struct ptrvec {
+	void **v;
+	size_t n, cap;
+};
+int ptrvec_push(struct ptrvec *pv, void *p);
+void ptrvec_remove(struct ptrvec *pv, size_t i);
+void ptrvec_free(struct ptrvec *pv);
+
+struct sim_node {
+	char *name;
+	char *ip;
+	int cpus;
+	uint64_t memory; /* bytes */
+	bool online;
+};
+
+struct sim_storage {
+	char *id;
+	char *type;    /* dir, lvmthin, lvm, nfs, cifs, rbd, zfspool, cephfs */
+	char *content; /* "images,rootdir" */
+	bool shared;
+	json_object *nodes; /* array of node names */
+	uint64_t size;      /* bytes, per node for local storages */
+};
+
+struct sim_volume {
+	char *volid;   /* "local-lvm:vm-100-disk-0" */
+	char *storage; /* storage id */
+	char *node;    /* node holding it; NULL on shared storage */
+	char *content; /* images, rootdir, iso, vztmpl, backup */
+	char *format;  /* raw, qcow2, subvol, iso, tgz */
+	int vmid;      /* owner, 0 for none */
+	uint64_t size; /* bytes */
+};
+
+struct sim_guest {
+	int vmid;
+	char *type; /* qemu, lxc, openvz */
+	char *node;
+	bool running;
+	json_object *config;    /* PVE config: key -> value (string or int) */
+	json_object *pending;   /* key -> new value, for a running guest */
+	json_object *pending_delete; /* array of keys */
+	json_object *snapshots; /* name -> {config, snaptime, description} */
+	char *fixture, *address, *root;
+	double started_at;
+	struct boot_result boot;
+	bool booted; /* boot model evaluated for the current run */
+};
+
+struct sim_cred {
+	char *id;
+	char *secret;
+	char *privs;
+};
+
+struct cluster {
+	char *scenario_path;
+	char *version;  /* "8.4" */
+	int major;
+	char *cluster_name;
+	struct ptrvec nodes;    /* struct sim_node * */
+	struct ptrvec storages; /* struct sim_storage * */
+	struct ptrvec volumes;  /* struct sim_volume * */
+	struct ptrvec guests;   /* struct sim_guest * */
+	struct ptrvec tokens;   /* struct sim_cred * */
+	struct ptrvec users;    /* struct sim_cred * */
+	struct ptrvec tasks;    /* struct sim_task * */
+	json_object *ha;        /* array of {sid, state, group, ...} */
+	json_object *faults;    /* scenario faults (array) or NULL */
+	unsigned next_pid;
+	double boot_time;       /* simulated time the cluster came up */
+};
+
+/* ---- lookups ------------------------------------------------------------ */
+struct sim_node *cluster_node(const struct cluster *c, const char *name);
+struct sim_storage *cluster_storage(const struct cluster *c, const char *id);
+struct sim_guest *cluster_guest(const struct cluster *c, int vmid);
+struct sim_volume *cluster_volume(const struct cluster *c, const char *volid,
+				  const char *node);
+bool storage_on_node(const struct sim_storage *s, const char *node);
+bool storage_has_content(const struct sim_storage *s, const char *content);
+/* Bytes used on a storage (on one node for local storages). */
+uint64_t storage_used(const struct cluster *c, const struct sim_storage *s,
+		      const char *node);
+/* Bytes of memory the running guests of a node use. */
+uint64_t node_mem_used(const struct cluster *c, const char *node);
+uint64_t guest_memory(const struct sim_guest *g); /* bytes */
+bool guest_is_template(const struct sim_guest *g);
+const char *guest_name(const struct sim_guest *g);
+const char *guest_lock(const struct sim_guest *g);
+int guest_set_lock(struct sim_guest *g, const char *lock); /* NULL clears */
+void guest_free(struct sim_guest *g);
+int cluster_remove_guest(struct cluster *c, int vmid);
+/* Config key of the guest as a string (NULL if absent). */
+const char *cfg_str(json_object *conf, const char *key);
+/* Stable digest (hex SHA-1) of a config object; malloc'd. */
+char *config_digest(json_object *conf);
+/* Re-evaluate the boot model of a guest (after start or a live change). */
+void guest_eval_boot(struct sim_guest *g);
+
+/* ---- drive strings and volumes ------------------------------------------ */
+/* Drive keys: ide0-3, sata0-5, scsi0-30, virtio0-15, efidisk0, tpmstate0,
+ * unusedN; lxc: rootfs, mpN. */
+bool is_drive_key(const char *key);
+bool is_unused_key(const char *key);
+/* The volume part of a drive value ("local-lvm:vm-100-disk-0"); malloc'd. */
+char *drive_volid(const char *value);
+/* Value of option KEY in a property string ("size"), malloc'd or NULL. */
+char *prop_get(const char *value, const char *key);
+/* Copy of VALUE with option KEY set to NEWVAL (added if missing). */
+char *prop_set(const char *value, const char *key, const char *newval);
+bool drive_is_cdrom(const char *value);
+bool drive_is_cloudinit(const char *value);
+/* Parse "32G", "512M", "1T", "100K", "1024" (bytes) -> bytes; -1 on error. */
+int parse_size(const char *s, uint64_t *out);
+/* "32G" style (G when whole GiB, else M, else bytes); malloc'd. */
+char *format_size(uint64_t bytes);
+/* "1.5 GiB" style for task logs; malloc'd. */
+char *human_bytes(uint64_t bytes);
+/* Storage id of a volid ("local-lvm"), malloc'd. */
+char *volid_storage(const char *volid);
+/* Allocate a new volume on storage for vmid; returns the volid (borrowed
+ * from the volume). base: "vm", "base" or "subvol". */
+const char *volume_alloc(struct cluster *c, struct sim_storage *s,
+			 const char *node, int vmid, uint64_t size,
+			 const char *base, const char *content);
+/* Add a volume record (scenario and clones). Returns it or NULL. */
+struct sim_volume *volume_add(struct cluster *c, const char *volid,
+			      const char *node, int vmid, uint64_t size,
+			      const char *content);
+void volume_remove(struct cluster *c, struct sim_volume *v);
+void volume_free(struct sim_volume *v);
+/* Can storage type do snapshots / linked clones for this format? */
+bool storage_can_snapshot(const struct sim_storage *s, const char *format);
+
+/* ---- responses ---------------------------------------------------------- */
+void resp_error(struct sim_resp *r, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* 400 with errors {param: msg}; message "Parameter verification failed." */
+void resp_param_error(struct sim_resp *r, const char *param, const char *fmt,
+		      ...) __attribute__((format(printf, 3, 4)));
+void resp_data(struct sim_resp *r, json_object *data);
+/* False (and 403 set) unless the identity holds priv; path like "/vms/100". */
+bool priv_check(const struct sim_req *req, struct sim_resp *r,
+		const char *path, const char *priv);
+bool priv_has(const struct sim_req *req, const char *priv);
+/* Parameter helpers: string form of a parameter, NULL if absent. */
+const char *param_str(const struct sim_req *req, const char *name);
+/* Boolean parameter (1/0/true/false, JSON bool); def if absent. */
+bool param_bool(const struct sim_req *req, const char *name, bool def);
+/* Integer parameter; def if absent or not a number. */
+long long param_int(const struct sim_req *req, const char *name,
+		    long long def);
+
+/* Path matching: split "/nodes/pve1/qemu/100/status/start" into segments. */
+struct path_parts {
+	char **seg;
+	size_t n;
+};
+int path_split(const char *path, struct path_parts *pp);
+void path_parts_free(struct path_parts *pp);
+
+/* Node in a request path: answers the error if the node is unknown or
+ * offline and returns NULL. */
+struct sim_node *route_node(struct cluster *c, const char *name,
+			    struct sim_resp *r);
+
+/* Guest of a request path: answers PVE's "Configuration file
+ * 'nodes/pve1/qemu-server/999.conf' does not exist" and returns NULL when
+ * vmid is no guest of that type on that node. */
+struct sim_guest *route_guest(struct cluster *c, const char *node,
+			      const char *vmid, const char *type,
+			      struct sim_resp *r);
+/* False (500 "VM is locked (clone)") when the guest holds a lock. */
+bool guest_check_lock(const struct sim_req *req, const struct sim_guest *g,
+		      struct sim_resp *r);
+/* Start/stop effects: pending changes, running flag, boot model. */
+void guest_started(struct cluster *c, struct sim_guest *g, double now);
+void guest_stopped(struct cluster *c, struct sim_guest *g);
+/* Free memory of a node for another guest (bytes; 1 GiB host reserve). */
+uint64_t node_mem_free(const struct cluster *c, const struct sim_node *n);
+/* "/vms/100" */
+char *vm_path(int vmid);
+
+/* Small JSON helpers for answers. */
+void jadd_str(json_object *o, const char *key, const char *val); /* NULL: null */
+void jadd_int(json_object *o, const char *key, long long val);
+/* [{key: name}, ...] index answer for a directory-like route. */
+json_object *subdir_index(const char *key, const char *const *names, size_t n);
+/* priv_check on "/vms/VMID". */
+bool vm_priv_check(const struct sim_req *req, struct sim_resp *r, int vmid,
+		   const char *priv);
+/* A new, empty guest record (not yet in the cluster); NULL on failure. */
+struct sim_guest *guest_new(int vmid, const char *type, const char *node);
+/* Remove a guest and every volume it owns (not templates or ISOs). */
+void cluster_destroy_guest(struct cluster *c, int vmid);
+/* HA state of a guest ("started", ...) or NULL when HA does not manage it. */
+const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g);
+
+/* ---- route families (routes_*.c) ---------------------------------------- */
+/* Each returns true when it recognised the route (and filled resp). */
+bool routes_cluster(struct cluster *c, const struct sim_req *req,
+		    struct path_parts *pp, struct sim_resp *r);
+bool routes_qemu(struct cluster *c, const struct sim_req *req,
+		 struct path_parts *pp, struct sim_resp *r);
+bool routes_ct(struct cluster *c, const struct sim_req *req,
+	       struct path_parts *pp, struct sim_resp *r);
+bool routes_tasks(struct cluster *c, const struct sim_req *req,
+		  struct path_parts *pp, struct sim_resp *r);
+
+/* Start a migration task for one guest (used by migrate and migrateall);
+ * returns the task or NULL with *resp filled on refusal. */
+struct sim_task;
+struct sim_task *qemu_start_migration(struct cluster *c,
+				      const struct sim_req *req,
+				      struct sim_guest *g, const char *target,
+				      bool online, bool with_local,
+				      const char *targetstorage, double start,
+				      struct sim_resp *r);
+/* GET .../qemu/{vmid}/migrate answer; new reference. */
+json_object *qemu_migrate_precondition(struct cluster *c,
+				       const struct sim_guest *g,
+				       const char *target);
+struct sim_task *ct_start_migration(struct cluster *c,
+				    const struct sim_req *req,
+				    struct sim_guest *g, const char *target,
+				    bool restart, bool online, double start,
+				    struct sim_resp *r);
+
+#endif

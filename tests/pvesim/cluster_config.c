@@ -1,0 +1,688 @@
+/* cluster_config.c - guest config changes as PVE makes them (see
+ * cluster_config.h): allocation, unusedN, pending, digest, privileges. */
+#include "cluster_config.h"
+
+#include "scenario.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+double alloc_seconds(const struct sim_storage *s, uint64_t size)
+{
+	double gib = (double)size / (double)GiB;
+	if (strcmp(s->type, "lvmthin") == 0 || strcmp(s->type, "zfspool") == 0 ||
+	    strcmp(s->type, "rbd") == 0)
+		return 0.2;
+	if (strcmp(s->type, "lvm") == 0)
+		return 0.2 + gib / 5.0;
+	return 0.2 + gib / 2.0; /* file storages: preallocation */
+}
+
+static bool is_alloc_spec(const char *volid, const char *sid, double *gib)
+{
+	size_t l = strlen(sid);
+	const char *p = volid + l + 1;
+	if (!*p)
+		return false;
+	for (const char *q = p; *q; q++)
+		if (!isdigit((unsigned char)*q) && *q != '.')
+			return false;
+	*gib = strtod(p, NULL);
+	return true;
+}
+
+/* "local-lvm:32,discard=on" -> opts part ",discard=on" (may be ""). */
+static const char *drive_opts(const char *value)
+{
+	const char *c = strchr(value, ',');
+	return c ? c : "";
+}
+
+int config_alloc_drive(struct cluster *c, const struct sim_req *req,
+		       struct sim_guest *g, const char *key, const char *value,
+		       char **out, double *cost, struct sbuf *log,
+		       struct sim_resp *r)
+{
+	*out = NULL;
+	char *vol = drive_volid(value);
+	if (!vol) {
+		resp_error(r, 500, "out of memory");
+		return -1;
+	}
+	bool qemu = strcmp(g->type, "qemu") == 0;
+	if (strcmp(vol, "none") == 0 || strcmp(vol, "cdrom") == 0) {
+		free(vol);
+		*out = strdup(value);
+		return *out ? 0 : -1;
+	}
+	char *sid = volid_storage(vol);
+	if (!sid) {
+		/* a bare path or device: PVE would accept it for root only */
+		resp_param_error(r, key, "invalid format - unable to parse volume ID '%s'",
+				 vol);
+		free(vol);
+		return -1;
+	}
+	struct sim_storage *s = cluster_storage(c, sid);
+	int rc = 0;
+	double gib = 0;
+	char *path = strprintf("/storage/%s", sid);
+	if (!s) {
+		resp_error(r, 500, "storage '%s' does not exist", sid);
+		rc = -1;
+	} else if (!storage_on_node(s, g->node)) {
+		resp_error(r, 500, "storage '%s' is not available on node '%s'", sid,
+			   g->node);
+		rc = -1;
+	} else if (drive_is_cloudinit(value) && strstr(vol, ":cloudinit")) {
+		if (!priv_check(req, r, path ? path : "/storage",
+				"Datastore.AllocateSpace")) {
+			rc = -1;
+		} else {
+			char *volid = strprintf("%s:vm-%d-cloudinit", sid, g->vmid);
+			if (!volid ||
+			    (!cluster_volume(c, volid, g->node) &&
+			     !volume_add(c, volid, g->node, g->vmid, 4 * MiB, "images")))
+				rc = -1;
+			else
+				*out = strprintf("%s,media=cdrom", volid);
+			free(volid);
+		}
+	} else if (is_alloc_spec(vol, sid, &gib)) {
+		const char *content = qemu ? "images" : "rootdir";
+		uint64_t size = (uint64_t)(gib * (double)GiB);
+		if (!storage_has_content(s, content)) {
+			resp_error(r, 500, "storage '%s' does not support %s", sid,
+				   qemu ? "vm images" : "container directories");
+			rc = -1;
+		} else if (!priv_check(req, r, path ? path : "/storage",
+				       "Datastore.AllocateSpace")) {
+			rc = -1;
+		} else if (size == 0) {
+			resp_param_error(r, key, "size must be greater than zero");
+			rc = -1;
+		} else {
+			const char *base = !qemu && (strcmp(s->type, "dir") == 0 ||
+						     strcmp(s->type, "zfspool") == 0)
+						   ? "subvol"
+						   : "vm";
+			const char *volid =
+				volume_alloc(c, s, g->node, g->vmid, size, base, content);
+			char *sz = format_size(size);
+			if (!volid || !sz) {
+				rc = -1;
+			} else {
+				char *noopts = strdup(drive_opts(value));
+				char *withsize = noopts ? prop_set(noopts[0] ? noopts + 1 : "",
+								   "size", sz)
+							: NULL;
+				*out = withsize ? strprintf("%s,%s", volid, withsize) : NULL;
+				free(noopts);
+				free(withsize);
+				if (cost)
+					*cost += alloc_seconds(s, size);
+				if (log) {
+					const char *slash = strchr(volid, ':');
+					if (strcmp(s->type, "lvmthin") == 0 ||
+					    strcmp(s->type, "lvm") == 0)
+						sbuf_addf(log, "  Logical volume \"%s\" created.\n",
+							  slash + 1);
+					else
+						sbuf_addf(log, "Formatting '%s', fmt=%s size=%" PRIu64 "\n",
+							  volid, strstr(volid, ".qcow2") ? "qcow2" : "raw",
+							  size);
+				}
+			}
+			free(sz);
+		}
+	} else {
+		struct sim_volume *v = cluster_volume(c, vol, g->node);
+		if (!v) {
+			resp_error(r, 500, "volume '%s' does not exist", vol);
+			rc = -1;
+		} else if (v->vmid && v->vmid != g->vmid && strcmp(v->content, "iso") != 0 &&
+			   !strstr(vol, "base-")) {
+			resp_error(r, 500, "volume '%s' belongs to VM %d", vol, v->vmid);
+			rc = -1;
+		} else {
+			char *sz = prop_get(value, "size");
+			if (!sz && strcmp(v->content, "iso") != 0) {
+				char *f = format_size(v->size);
+				*out = f ? prop_set(value, "size", f) : NULL;
+				free(f);
+			} else {
+				*out = strdup(value);
+			}
+			free(sz);
+		}
+	}
+	if (rc == 0 && !*out) {
+		resp_error(r, 500, "out of memory");
+		rc = -1;
+	}
+	free(path);
+	free(sid);
+	free(vol);
+	return rc;
+}
+
+const char *config_key_priv(const char *type, const char *key, const char *value)
+{
+	(void)type;
+	if (is_drive_key(key) || is_unused_key(key)) {
+		if (value && drive_is_cdrom(value) && !drive_is_cloudinit(value))
+			return "VM.Config.CDROM";
+		return "VM.Config.Disk";
+	}
+	if (strcmp(key, "memory") == 0 || strcmp(key, "balloon") == 0 ||
+	    strcmp(key, "shares") == 0 || strcmp(key, "swap") == 0)
+		return "VM.Config.Memory";
+	if (strncmp(key, "net", 3) == 0 && isdigit((unsigned char)key[3]))
+		return "VM.Config.Network";
+	static const char *const cpu[] = {"cores",	"sockets",  "cpu",
+					  "vcpus",	"cpulimit", "cpuunits",
+					  "numa",	"affinity", NULL};
+	for (size_t i = 0; cpu[i]; i++)
+		if (strcmp(key, cpu[i]) == 0)
+			return "VM.Config.CPU";
+	static const char *const ci[] = {"ciuser",	 "cipassword", "sshkeys",
+					 "nameserver",	 "searchdomain", "citype",
+					 "cicustom",	 "ciupgrade",  NULL};
+	for (size_t i = 0; ci[i]; i++)
+		if (strcmp(key, ci[i]) == 0)
+			return "VM.Config.Cloudinit";
+	if (strncmp(key, "ipconfig", 8) == 0)
+		return "VM.Config.Cloudinit";
+	static const char *const hw[] = {"scsihw", "machine", "bios",	"vga",
+					 "serial0", "usb0",   "hostpci0", "tpmstate0",
+					 "efidisk0", "audio0", "rng0",	   NULL};
+	for (size_t i = 0; hw[i]; i++)
+		if (strcmp(key, hw[i]) == 0)
+			return "VM.Config.HWType";
+	return "VM.Config.Options";
+}
+
+char *config_net_with_mac(const struct sim_guest *g, const char *key,
+			  const char *value)
+{
+	int idx = atoi(key + 3);
+	if (strcmp(g->type, "qemu") == 0) {
+		const char *e = strchr(value, ',');
+		size_t n = e ? (size_t)(e - value) : strlen(value);
+		if (memchr(value, '=', n)) {
+			if (strncmp(value, "model=", 6) != 0)
+				return strdup(value);
+			/* model=virtio[,macaddr=..] -> virtio=MAC */
+			char *mac = prop_get(value, "macaddr");
+			char *m = mac ? mac : scenario_mac(g->vmid, idx + 10);
+			char *model = strndup(value + 6, n - 6);
+			char *out = m && model ? strprintf("%s=%s%s", model, m, e ? e : "")
+					       : NULL;
+			free(model);
+			free(m);
+			return out;
+		}
+		/* keep the MAC of an existing NIC of the same slot, as the GUI */
+		const char *old = cfg_str(g->config, key);
+		char *mac = NULL;
+		if (old) {
+			const char *eq = strchr(old, '=');
+			const char *oc = strchr(old, ',');
+			if (eq && (!oc || eq < oc))
+				mac = strndup(eq + 1, (size_t)((oc ? oc : old + strlen(old)) -
+							       eq - 1));
+		}
+		if (!mac)
+			mac = scenario_mac(g->vmid, idx + 20);
+		char *model = strndup(value, n);
+		char *out = mac && model ? strprintf("%s=%s%s", model, mac, e ? e : "")
+					 : NULL;
+		free(model);
+		free(mac);
+		return out;
+	}
+	if (strcmp(g->type, "lxc") == 0) {
+		char *hw = prop_get(value, "hwaddr");
+		if (hw) {
+			free(hw);
+			return strdup(value);
+		}
+		char *mac = scenario_mac(g->vmid, idx + 20);
+		char *out = mac ? prop_set(value, "hwaddr", mac) : NULL;
+		free(mac);
+		return out;
+	}
+	return strdup(value);
+}
+
+/* ---- committing --------------------------------------------------------- */
+static int add_unused(struct sim_guest *g, const char *volid)
+{
+	for (int i = 0; i < 256; i++) {
+		char key[24];
+		snprintf(key, sizeof(key), "unused%d", i);
+		if (cfg_str(g->config, key))
+			continue;
+		return json_object_object_add(g->config, key,
+					      json_object_new_string(volid));
+	}
+	return -1;
+}
+
+static void drop_unused_of(struct sim_guest *g, const char *volid)
+{
+	struct ptrvec del = {0};
+	json_object_object_foreach(g->config, k, v)
+	{
+		if (is_unused_key(k) && strcmp(json_object_get_string(v), volid) == 0)
+			ptrvec_push(&del, k);
+	}
+	for (size_t i = 0; i < del.n; i++)
+		json_object_object_del(g->config, del.v[i]);
+	ptrvec_free(&del);
+}
+
+static bool volid_referenced(const struct sim_guest *g, const char *volid,
+			     const char *except)
+{
+	json_object_object_foreach(g->config, k, v)
+	{
+		if (except && strcmp(k, except) == 0)
+			continue;
+		if (!is_drive_key(k) && !is_unused_key(k))
+			continue;
+		char *vol = drive_volid(json_object_get_string(v));
+		bool same = vol && strcmp(vol, volid) == 0;
+		free(vol);
+		if (same)
+			return true;
+	}
+	return false;
+}
+
+/* Remove key from "boot: order=a;b;c". */
+static void boot_order_drop(struct sim_guest *g, const char *key)
+{
+	const char *boot = cfg_str(g->config, "boot");
+	if (!boot || strncmp(boot, "order=", 6) != 0)
+		return;
+	struct sbuf b = {0};
+	const char *p = boot + 6;
+	int rc = sbuf_add(&b, "order=");
+	bool first = true;
+	while (rc == 0 && *p) {
+		const char *e = p;
+		while (*e && *e != ';' && *e != ',')
+			e++;
+		if (!(strlen(key) == (size_t)(e - p) && strncmp(p, key, (size_t)(e - p)) == 0)) {
+			if (!first)
+				rc = sbuf_addc(&b, ';');
+			if (rc == 0)
+				rc = sbuf_addn(&b, p, (size_t)(e - p));
+			first = false;
+		}
+		if (*e != ';')
+			break;
+		p = e + 1;
+	}
+	if (rc == 0) {
+		if (first)
+			json_object_object_del(g->config, "boot");
+		else
+			json_object_object_add(g->config, "boot",
+					       json_object_new_string(sbuf_str(&b)));
+	}
+	sbuf_free(&b);
+}
+
+static void destroy_volume(struct cluster *c, const struct sim_guest *g,
+			   const char *volid)
+{
+	struct sim_volume *v = cluster_volume(c, volid, g->node);
+	if (v && strcmp(v->content, "iso") != 0 && !strstr(volid, ":base-"))
+		volume_remove(c, v);
+}
+
+int config_commit_set(struct cluster *c, struct sim_guest *g, const char *key,
+		      const char *value)
+{
+	if (is_drive_key(key)) {
+		const char *old = cfg_str(g->config, key);
+		char *newvol = drive_volid(value);
+		if (!newvol)
+			return -1;
+		if (old && !drive_is_cdrom(old)) {
+			char *oldvol = drive_volid(old);
+			if (oldvol && strcmp(oldvol, newvol) != 0 &&
+			    !volid_referenced(g, oldvol, key)) {
+				if (drive_is_cloudinit(old))
+					destroy_volume(c, g, oldvol);
+				else
+					add_unused(g, oldvol);
+			}
+			free(oldvol);
+		}
+		drop_unused_of(g, newvol);
+		free(newvol);
+	}
+	return json_object_object_add(g->config, key, json_object_new_string(value));
+}
+
+int config_commit_delete(struct cluster *c, struct sim_guest *g,
+			 const char *key, bool force)
+{
+	const char *old = cfg_str(g->config, key);
+	if (!old)
+		return 0;
+	char *vol = (is_drive_key(key) || is_unused_key(key)) ? drive_volid(old)
+							      : NULL;
+	if (is_unused_key(key)) {
+		if (vol)
+			destroy_volume(c, g, vol);
+	} else if (is_drive_key(key) && vol) {
+		if (drive_is_cloudinit(old))
+			destroy_volume(c, g, vol);
+		else if (!drive_is_cdrom(old) && !volid_referenced(g, vol, key)) {
+			if (force)
+				destroy_volume(c, g, vol);
+			else
+				add_unused(g, vol);
+		}
+		boot_order_drop(g, key);
+	}
+	free(vol);
+	json_object_object_del(g->config, key);
+	if (strcmp(key, "bootdisk") != 0 && cfg_str(g->config, "bootdisk") &&
+	    strcmp(cfg_str(g->config, "bootdisk"), key) == 0)
+		json_object_object_del(g->config, "bootdisk");
+	return 0;
+}
+
+void config_apply_pending(struct cluster *c, struct sim_guest *g)
+{
+	size_t n = json_object_array_length(g->pending_delete);
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(g->pending_delete, i);
+		const char *k = json_object_get_string(e);
+		if (k)
+			config_commit_delete(c, g, k[0] == '!' ? k + 1 : k, k[0] == '!');
+	}
+	json_object_put(g->pending_delete);
+	g->pending_delete = json_object_new_array();
+	struct ptrvec keys = {0};
+	json_object_object_foreach(g->pending, k, v)
+	{
+		(void)v;
+		ptrvec_push(&keys, k);
+	}
+	for (size_t i = 0; i < keys.n; i++)
+		config_commit_set(c, g, keys.v[i], cfg_str(g->pending, keys.v[i]));
+	ptrvec_free(&keys);
+	json_object_put(g->pending);
+	g->pending = json_object_new_object();
+}
+
+/* ---- update ------------------------------------------------------------- */
+static bool is_meta_param(const char *k)
+{
+	static const char *const meta[] = {
+		"node",	 "vmid",     "delete",		  "digest", "skiplock",
+		"revert", "force",   "background_delay", NULL};
+	for (size_t i = 0; meta[i]; i++)
+		if (strcmp(k, meta[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Keys a running qemu guest takes at once (hotplug); the rest is pending. */
+static bool hot_key(const struct sim_guest *g, const char *key)
+{
+	if (!g->running)
+		return true;
+	if (strcmp(g->type, "lxc") == 0)
+		return strcmp(key, "rootfs") != 0 && strncmp(key, "mp", 2) != 0;
+	if (strcmp(g->type, "openvz") == 0)
+		return true;
+	static const char *const hot[] = {"name", "description", "onboot", "tags",
+					  "protection", "startup", NULL};
+	for (size_t i = 0; hot[i]; i++)
+		if (strcmp(key, hot[i]) == 0)
+			return true;
+	return strncmp(key, "net", 3) == 0 && isdigit((unsigned char)key[3]);
+}
+
+static int split_list(const char *s, struct ptrvec *out)
+{
+	const char *p = s;
+	while (p && *p) {
+		while (*p == ',' || *p == ';' || *p == ' ' || *p == '\0') {
+			if (!*p)
+				return 0;
+			p++;
+		}
+		const char *e = p;
+		while (*e && *e != ',' && *e != ';' && *e != ' ')
+			e++;
+		char *k = strndup(p, (size_t)(e - p));
+		if (!k || ptrvec_push(out, k) < 0) {
+			free(k);
+			return -1;
+		}
+		p = e;
+	}
+	return 0;
+}
+
+int config_update(struct cluster *c, const struct sim_req *req,
+		  struct sim_guest *g, struct sim_resp *r, double *cost,
+		  struct sbuf *log)
+{
+	char vmpath[32];
+	snprintf(vmpath, sizeof(vmpath), "/vms/%d", g->vmid);
+	const char *del = param_str(req, "delete");
+	const char *revert = param_str(req, "revert");
+	bool force = param_bool(req, "force", false);
+	struct ptrvec dels = {0}, reverts = {0};
+	int rc = 0;
+	if ((del && split_list(del, &dels) < 0) ||
+	    (revert && split_list(revert, &reverts) < 0)) {
+		resp_error(r, 500, "out of memory");
+		rc = -1;
+	}
+	/* privileges */
+	for (size_t i = 0; rc == 0 && i < dels.n; i++)
+		if (!priv_check(req, r, vmpath,
+				config_key_priv(g->type, dels.v[i],
+						cfg_str(g->config, dels.v[i]))))
+			rc = -1;
+	if (rc == 0 && req->params) {
+		json_object_object_foreach(req->params, k, v)
+		{
+			if (rc == 0 && !is_meta_param(k) &&
+			    !priv_check(req, r, vmpath,
+					config_key_priv(g->type, k,
+							json_object_get_string(v))))
+				rc = -1;
+		}
+	}
+	if (rc == 0 && guest_lock(g) && !param_bool(req, "skiplock", false)) {
+		resp_error(r, 500, "%s is locked (%s)",
+			   strcmp(g->type, "qemu") == 0 ? "VM" : "CT", guest_lock(g));
+		rc = -1;
+	}
+	const char *digest = param_str(req, "digest");
+	if (rc == 0 && digest) {
+		char *d = config_digest(g->config);
+		if (d && strcmp(d, digest) != 0) {
+			resp_error(r, 500, "detected modified configuration - file "
+					   "changed by other user? Try again.");
+			rc = -1;
+		}
+		free(d);
+	}
+	for (size_t i = 0; rc == 0 && i < dels.n; i++) {
+		const char *k = dels.v[i];
+		if (req->params && json_object_object_get_ex(req->params, k, NULL)) {
+			resp_param_error(r, k, "option '%s' also in 'delete'", k);
+			rc = -1;
+		}
+		if (rc == 0 && strcmp(k, "lock") == 0) {
+			resp_param_error(r, "delete", "unable to delete 'lock'");
+			rc = -1;
+		}
+	}
+	/* prepare values (allocations happen here, as in PVE) */
+	json_object *set = json_object_new_object();
+	if (!set && rc == 0) {
+		resp_error(r, 500, "out of memory");
+		rc = -1;
+	}
+	if (rc == 0 && req->params) {
+		json_object_object_foreach(req->params, k, v)
+		{
+			if (rc < 0 || is_meta_param(k))
+				continue;
+			const char *val = json_object_get_string(v);
+			char *out = NULL;
+			if (!val)
+				val = "";
+			if (is_drive_key(k)) {
+				rc = config_alloc_drive(c, req, g, k, val, &out, cost, log, r);
+			} else if (strncmp(k, "net", 3) == 0 && isdigit((unsigned char)k[3])) {
+				out = config_net_with_mac(g, k, val);
+			} else if (strcmp(k, "lock") == 0) {
+				resp_param_error(r, k, "property is not defined in schema and "
+						       "the schema does not allow additional "
+						       "properties");
+				rc = -1;
+			} else {
+				out = strdup(val);
+			}
+			if (rc == 0 && !out) {
+				resp_error(r, 500, "out of memory");
+				rc = -1;
+			}
+			if (rc == 0)
+				json_object_object_add(set, k, json_object_new_string(out));
+			free(out);
+		}
+	}
+	if (rc == 0 && log) {
+		sbuf_addf(log, "update VM %d:", g->vmid);
+		if (del)
+			sbuf_addf(log, " -delete %s", del);
+		json_object_object_foreach(set, k, v)
+		{
+			sbuf_addf(log, " -%s %s", k, json_object_get_string(v));
+		}
+		sbuf_addc(log, '\n');
+	}
+	/* apply */
+	for (size_t i = 0; rc == 0 && i < reverts.n; i++) {
+		json_object_object_del(g->pending, reverts.v[i]);
+		size_t n = json_object_array_length(g->pending_delete);
+		for (size_t j = n; j-- > 0;) {
+			const char *pk = json_object_get_string(
+				json_object_array_get_idx(g->pending_delete, j));
+			if (pk && strcmp(pk[0] == '!' ? pk + 1 : pk, reverts.v[i]) == 0)
+				json_object_array_del_idx(g->pending_delete, j, 1);
+		}
+	}
+	for (size_t i = 0; rc == 0 && i < dels.n; i++) {
+		const char *k = dels.v[i];
+		if (hot_key(g, k)) {
+			config_commit_delete(c, g, k, force);
+		} else {
+			char *mark = strprintf("%s%s", force ? "!" : "", k);
+			if (mark)
+				json_object_array_add(g->pending_delete,
+						      json_object_new_string(mark));
+			free(mark);
+			json_object_object_del(g->pending, k);
+		}
+	}
+	if (rc == 0) {
+		json_object_object_foreach(set, k, v)
+		{
+			const char *val = json_object_get_string(v);
+			if (hot_key(g, k))
+				config_commit_set(c, g, k, val);
+			else
+				json_object_object_add(g->pending, k,
+						       json_object_new_string(val));
+		}
+		if (g->running)
+			guest_eval_boot(g); /* live NIC changes */
+	}
+	json_object_put(set);
+	for (size_t i = 0; i < dels.n; i++)
+		free(dels.v[i]);
+	for (size_t i = 0; i < reverts.n; i++)
+		free(reverts.v[i]);
+	ptrvec_free(&dels);
+	ptrvec_free(&reverts);
+	return rc;
+}
+
+/* ---- output ------------------------------------------------------------- */
+static bool int_key(const char *k)
+{
+	static const char *const ints[] = {
+		"cores",   "sockets",  "template", "onboot",   "balloon",
+		"vcpus",   "cpuunits", "protection", "numa",   "tablet",
+		"acpi",    "kvm",      "autostart", "reboot",  "shares",
+		"swap",    "cpus",     "disk",      "unprivileged", "console",
+		"tty",     "cpulimit", NULL};
+	for (size_t i = 0; ints[i]; i++)
+		if (strcmp(ints[i], k) == 0)
+			return true;
+	return false;
+}
+
+static void add_typed(json_object *o, const char *k, json_object *v)
+{
+	const char *s = json_object_get_string(v);
+	bool digits = s && *s;
+	for (const char *p = s; digits && *p; p++)
+		digits = isdigit((unsigned char)*p);
+	if (int_key(k) && digits)
+		json_object_object_add(o, k, json_object_new_int64(atoll(s)));
+	else
+		json_object_object_add(o, k, json_object_new_string(s ? s : ""));
+}
+
+json_object *config_output(const struct sim_guest *g, bool current)
+{
+	json_object *o = json_object_new_object();
+	if (!o)
+		return NULL;
+	json_object_object_foreach(g->config, k, v)
+	{
+		if (!current) {
+			bool deleted = false;
+			size_t n = json_object_array_length(g->pending_delete);
+			for (size_t i = 0; i < n && !deleted; i++) {
+				const char *pk = json_object_get_string(
+					json_object_array_get_idx(g->pending_delete, i));
+				deleted = pk && strcmp(pk[0] == '!' ? pk + 1 : pk, k) == 0;
+			}
+			if (deleted)
+				continue;
+		}
+		add_typed(o, k, v);
+	}
+	if (!current) {
+		json_object_object_foreach(g->pending, pk, pv)
+		{
+			add_typed(o, pk, pv);
+		}
+	}
+	char *d = config_digest(g->config);
+	if (d)
+		json_object_object_add(o, "digest", json_object_new_string(d));
+	free(d);
+	return o;
+}

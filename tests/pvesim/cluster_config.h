@@ -1,0 +1,50 @@
+/* cluster_config.h - guest config changes as PVE makes them: drive
+ * allocation ("STORAGE:SIZE"), detaching disks to unusedN, pending changes
+ * on running guests, digests, per-key privileges, GET config output. */
+#ifndef PVESIM_CLUSTER_CONFIG_H
+#define PVESIM_CLUSTER_CONFIG_H
+
+#include "cluster.h"
+#include "util.h"
+
+/* Seconds a storage needs to allocate `size` bytes. */
+double alloc_seconds(const struct sim_storage *s, uint64_t size);
+
+/* Turn a drive value from a request into its stored form: "STORAGE:SIZE"
+ * allocates a volume for g ("local-lvm:vm-100-disk-0,size=32G"),
+ * "STORAGE:cloudinit" the cloud-init volume, an existing volid is checked.
+ * Returns 0 with *out (malloc'd), or -1 with r filled. */
+int config_alloc_drive(struct cluster *c, const struct sim_req *req,
+		       struct sim_guest *g, const char *key, const char *value,
+		       char **out, double *cost, struct sbuf *log,
+		       struct sim_resp *r);
+
+/* PVE's privilege for changing a key ("VM.Config.Disk", ...). */
+const char *config_key_priv(const char *type, const char *key,
+			    const char *value);
+
+/* PUT/POST config: validate and apply params to g (pending when running).
+ * Returns 0, or -1 with r filled. *cost: seconds of storage work. */
+int config_update(struct cluster *c, const struct sim_req *req,
+		  struct sim_guest *g, struct sim_resp *r, double *cost,
+		  struct sbuf *log);
+
+/* Set/delete one key on the current config with PVE's side effects on
+ * volumes (old disk -> unusedN, re-added disk drops its unusedN, deleting
+ * unusedN destroys the volume). */
+int config_commit_set(struct cluster *c, struct sim_guest *g, const char *key,
+		      const char *value);
+int config_commit_delete(struct cluster *c, struct sim_guest *g,
+			 const char *key, bool force);
+/* Apply pending changes (at start or stop). */
+void config_apply_pending(struct cluster *c, struct sim_guest *g);
+
+/* GET config answer: config (+ pending unless current), digest, typed
+ * integers. New reference. */
+json_object *config_output(const struct sim_guest *g, bool current);
+
+/* Network value with a MAC (adds one if the request gave none). */
+char *config_net_with_mac(const struct sim_guest *g, const char *key,
+			  const char *value);
+
+#endif

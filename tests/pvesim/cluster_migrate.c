@@ -1,0 +1,628 @@
+/* cluster_migrate.c - guest migration in simulated time: the qemu
+ * precondition answer, qemu live/offline migration (with local disks and
+ * targetstorage), LXC restart migration and OpenVZ online migration, with
+ * PVE's refusals and task logs (reference E3). Shared by the migrate
+ * routes, migrateall and HA. */
+#include "cluster.h"
+#include "tasks.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DISK_RATE (200.0 * MiB) /* storage migration bytes/s */
+#define RAM_RATE (100.0 * MiB)  /* live migration bytes/s */
+
+struct local_disk {
+	char *key;
+	char *volid;
+	char *storage;
+	uint64_t size;
+	bool cdrom, cloudinit, unused;
+};
+
+static void free_disks(struct local_disk *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(d[i].key);
+		free(d[i].volid);
+		free(d[i].storage);
+	}
+	free(d);
+}
+
+/* Volumes of g on storages that are not shared. */
+static int local_disks(const struct cluster *c, const struct sim_guest *g,
+		       struct local_disk **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	size_t cap = 0;
+	json_object_object_foreach(g->config, k, v)
+	{
+		const char *val = json_object_get_string(v);
+		if ((!is_drive_key(k) && !is_unused_key(k)) || !val)
+			continue;
+		char *vol = drive_volid(val);
+		char *sid = vol ? volid_storage(vol) : NULL;
+		struct sim_storage *s = sid ? cluster_storage(c, sid) : NULL;
+		if (!s || s->shared) {
+			free(vol);
+			free(sid);
+			continue;
+		}
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 4;
+			struct local_disk *nd = realloc(*out, cap * sizeof(*nd));
+			if (!nd) {
+				free(vol);
+				free(sid);
+				return -1;
+			}
+			*out = nd;
+		}
+		struct local_disk *d = &(*out)[(*n)++];
+		memset(d, 0, sizeof(*d));
+		d->key = strdup(k);
+		d->volid = vol;
+		d->storage = sid;
+		struct sim_volume *vv = cluster_volume(c, vol, g->node);
+		d->size = vv ? vv->size : 0;
+		d->cdrom = drive_is_cdrom(val) && !drive_is_cloudinit(val);
+		d->cloudinit = drive_is_cloudinit(val);
+		d->unused = is_unused_key(k);
+		if (!d->key)
+			return -1;
+	}
+	return 0;
+}
+
+/* Target storage id for a source storage under a targetstorage map
+ * ("dst", "src:dst,src2:dst2" or "1" = same); malloc'd. */
+static char *map_storage(const char *map, const char *src)
+{
+	if (!map || strcmp(map, "1") == 0)
+		return strdup(src);
+	if (!strchr(map, ':'))
+		return strdup(map);
+	const char *p = map;
+	while (*p) {
+		const char *e = strchr(p, ',');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		const char *colon = memchr(p, ':', n);
+		if (colon && (size_t)(colon - p) == strlen(src) &&
+		    strncmp(p, src, strlen(src)) == 0)
+			return strndup(colon + 1, n - (size_t)(colon - p) - 1);
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	return strdup(src);
+}
+
+json_object *qemu_migrate_precondition(struct cluster *c,
+				       const struct sim_guest *g,
+				       const char *target)
+{
+	(void)target;
+	json_object *o = json_object_new_object();
+	json_object *allowed = json_object_new_array();
+	json_object *notallowed = json_object_new_object();
+	json_object *ld = json_object_new_array();
+	struct local_disk *d = NULL;
+	size_t n = 0;
+	if (!o || !allowed || !notallowed || !ld || local_disks(c, g, &d, &n) < 0) {
+		json_object_put(o);
+		json_object_put(allowed);
+		json_object_put(notallowed);
+		json_object_put(ld);
+		free_disks(d, n);
+		return NULL;
+	}
+	jadd_int(o, "running", g->running ? 1 : 0);
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_new_object();
+		if (!e)
+			continue;
+		json_object_object_add(e, "volid", json_object_new_string(d[i].volid));
+		json_object_object_add(e, "size", json_object_new_uint64(d[i].size));
+		json_object_object_add(e, "drivename", json_object_new_string(d[i].key));
+		jadd_int(e, "cdrom", d[i].cdrom);
+		jadd_int(e, "is_unused", d[i].unused);
+		jadd_int(e, "is_vmstate", 0);
+		jadd_int(e, "is_tpmstate", 0);
+		jadd_int(e, "replicate", 1);
+		json_object_array_add(ld, e);
+	}
+	for (size_t i = 0; i < c->nodes.n; i++) {
+		struct sim_node *nd = c->nodes.v[i];
+		if (strcmp(nd->name, g->node) == 0)
+			continue;
+		json_object *missing = json_object_new_array();
+		for (size_t j = 0; missing && j < n; j++) {
+			struct sim_storage *s = cluster_storage(c, d[j].storage);
+			if (s && !storage_on_node(s, nd->name))
+				json_object_array_add(missing,
+						      json_object_new_string(d[j].storage));
+		}
+		if (missing && json_object_array_length(missing) == 0 && nd->online) {
+			json_object_array_add(allowed, json_object_new_string(nd->name));
+			json_object_put(missing);
+		} else {
+			json_object *e = json_object_new_object();
+			if (e) {
+				json_object_object_add(e, "unavailable_storages", missing);
+				json_object_object_add(notallowed, nd->name, e);
+			} else {
+				json_object_put(missing);
+			}
+		}
+	}
+	free_disks(d, n);
+	json_object_object_add(o, "allowed_nodes", allowed);
+	json_object_object_add(o, "not_allowed_nodes", notallowed);
+	json_object_object_add(o, "local_disks", ld);
+	json_object_object_add(o, "local_resources", json_object_new_array());
+	json_object_object_add(o, "mapped-resources", json_object_new_array());
+	return o;
+}
+
+/* Log line with PVE's timestamp prefix. */
+static void mlog(struct cluster *c, struct sim_task *t, double at,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void mlog(struct cluster *c, struct sim_task *t, double at,
+		 const char *fmt, ...)
+{
+	struct sbuf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = sbuf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	char *stamp = NULL;
+	if (c->major < 4) {
+		/* PVE 2.x/3.x: "Nov 30 10:00:00" */
+		char *full = task_stamp(t, at);
+		static const char *const mon[] = {"Jan", "Feb", "Mar", "Apr",
+						  "May", "Jun", "Jul", "Aug",
+						  "Sep", "Oct", "Nov", "Dec"};
+		if (full && strlen(full) >= 19) {
+			int m = atoi(full + 5);
+			stamp = strprintf("%s %.2s %s", mon[(m >= 1 && m <= 12) ? m - 1 : 0],
+					  full + 8, full + 11);
+		}
+		free(full);
+	} else {
+		stamp = task_stamp(t, at);
+	}
+	if (rc == 0 && stamp)
+		task_log(t, at, "%s %s", stamp, sbuf_str(&b));
+	free(stamp);
+	sbuf_free(&b);
+}
+
+static void migration_abort(struct cluster *c, struct sim_task *t, double at,
+			    const char *err)
+{
+	char *d = task_hms(at);
+	mlog(c, t, at, "ERROR: %s", err);
+	mlog(c, t, at, "ERROR: migration aborted (duration %s): %s", d ? d : "00:00:00",
+	     err);
+	free(d);
+	task_fail_at(t, at, "migration aborted");
+}
+
+static void mig_start(struct cluster *c, struct sim_task *t)
+{
+	struct sim_guest *g = cluster_guest(c, t->vmid);
+	if (!g)
+		return;
+	const char *lock = guest_lock(g);
+	if (lock) {
+		char *msg = strprintf("%s is locked (%s)",
+				      strcmp(g->type, "qemu") == 0 ? "VM" : "CT", lock);
+		task_log(t, 0, "ERROR: %s", msg ? msg : "locked");
+		task_fail_at(t, 0, "migration aborted");
+		free(msg);
+		return;
+	}
+	guest_set_lock(g, "migrate");
+}
+
+static void mig_end(struct cluster *c, struct sim_task *t, bool ok)
+{
+	struct sim_guest *g = cluster_guest(c, t->vmid);
+	if (!g)
+		return;
+	const char *lock = guest_lock(g);
+	if (lock && strcmp(lock, "migrate") == 0)
+		guest_set_lock(g, NULL);
+	if (!ok)
+		return;
+	const char *map = t->args ? cfg_str(t->args, "targetstorage") : NULL;
+	struct local_disk *d = NULL;
+	size_t n = 0;
+	if (local_disks(c, g, &d, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			struct sim_volume *v = cluster_volume(c, d[i].volid, g->node);
+			char *dst = map_storage(map, d[i].storage);
+			struct sim_storage *ds = dst ? cluster_storage(c, dst) : NULL;
+			if (!v || !ds) {
+				free(dst);
+				continue;
+			}
+			if (strcmp(dst, d[i].storage) == 0 || d[i].cdrom) {
+				free(v->node);
+				v->node = ds->shared ? NULL : strdup(t->target);
+			} else {
+				const char *nv = volume_alloc(c, ds, t->target, g->vmid, v->size,
+							      "vm", v->content);
+				const char *val = cfg_str(g->config, d[i].key);
+				const char *opts = val ? strchr(val, ',') : NULL;
+				char *nval = nv ? strprintf("%s%s", nv, opts ? opts : "") : NULL;
+				if (nval) {
+					json_object_object_add(g->config, d[i].key,
+							       json_object_new_string(nval));
+					volume_remove(c, v);
+				}
+				free(nval);
+			}
+			free(dst);
+		}
+	}
+	free_disks(d, n);
+	free(g->node);
+	g->node = strdup(t->target);
+	if (!g->node)
+		g->node = strdup("?");
+	json_object *restart;
+	if (t->args && json_object_object_get_ex(t->args, "restarted", &restart) &&
+	    json_object_get_boolean(restart))
+		g->started_at = t->end;
+}
+
+static struct sim_task *mig_task(struct cluster *c, const struct sim_req *req,
+				 struct sim_guest *g, const char *type,
+				 const char *target, double start)
+{
+	char *id = strprintf("%d", g->vmid);
+	struct sim_task *t =
+		id ? task_new(c, g->node, type, id, req->userid, start, 1.0) : NULL;
+	free(id);
+	if (!t)
+		return NULL;
+	t->vmid = g->vmid;
+	t->target = strdup(target);
+	t->args = json_object_new_object();
+	t->on_start = mig_start;
+	t->on_end = mig_end;
+	return t;
+}
+
+static struct sim_node *check_target(struct cluster *c, struct sim_guest *g,
+				     const char *target, struct sim_resp *r)
+{
+	if (strcmp(target, g->node) == 0) {
+		resp_param_error(r, "target", "target is local node.");
+		return NULL;
+	}
+	struct sim_node *tn = cluster_node(c, target);
+	if (!tn)
+		resp_error(r, 500, "no such cluster node '%s'", target);
+	return tn;
+}
+
+static void finish_ok(struct cluster *c, struct sim_task *t, double at)
+{
+	char *d = task_hms(at);
+	mlog(c, t, at, "migration finished successfully (duration %s)",
+	     d ? d : "00:00:00");
+	free(d);
+	t->duration = at;
+	t->end = t->start + at;
+}
+
+struct sim_task *qemu_start_migration(struct cluster *c,
+				      const struct sim_req *req,
+				      struct sim_guest *g, const char *target,
+				      bool online, bool with_local,
+				      const char *targetstorage, double start,
+				      struct sim_resp *r)
+{
+	struct sim_node *tn = check_target(c, g, target, r);
+	if (!tn || !guest_check_lock(req, g, r))
+		return NULL;
+	if (g->running && !online) {
+		resp_error(r, 500, "can't migrate running VM without --online");
+		return NULL;
+	}
+	if (targetstorage && strcmp(targetstorage, "1") != 0) {
+		char *dst = map_storage(targetstorage, targetstorage);
+		struct sim_storage *ds = NULL;
+		/* every mapped target storage must exist on the target */
+		const char *p = targetstorage;
+		while (dst && *p) {
+			const char *e = strchr(p, ',');
+			size_t n = e ? (size_t)(e - p) : strlen(p);
+			const char *colon = memchr(p, ':', n);
+			char *id = colon ? strndup(colon + 1, n - (size_t)(colon - p) - 1)
+					 : strndup(p, n);
+			ds = id ? cluster_storage(c, id) : NULL;
+			if (id && (!ds || !storage_on_node(ds, target))) {
+				resp_error(r, 500, "storage '%s' is not available on node '%s'",
+					   id, target);
+				free(id);
+				free(dst);
+				return NULL;
+			}
+			free(id);
+			if (!e)
+				break;
+			p = e + 1;
+		}
+		free(dst);
+	}
+	bool live = g->running;
+	struct sim_task *t = mig_task(c, req, g, "qmigrate", target, start);
+	if (!t) {
+		resp_error(r, 500, "out of memory");
+		return NULL;
+	}
+	if (targetstorage && t->args)
+		json_object_object_add(t->args, "targetstorage",
+				       json_object_new_string(targetstorage));
+	double at = 0.1;
+	mlog(c, t, at, "starting migration of VM %d to node '%s' (%s)", g->vmid,
+	     target, tn->ip);
+	if (!tn->online) {
+		migration_abort(c, t, 1.0,
+				"Can't connect to destination address using public key");
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
+	struct local_disk *d = NULL;
+	size_t n = 0;
+	if (local_disks(c, g, &d, &n) < 0) {
+		free_disks(d, n);
+		task_fail_at(t, 0.1, "out of memory");
+		return t;
+	}
+	uint64_t disk_total = 0;
+	bool attached = false;
+	for (size_t i = 0; i < n; i++) {
+		if (d[i].cdrom)
+			continue;
+		mlog(c, t, at, "found local disk '%s' (%s)", d[i].volid,
+		     d[i].unused ? "referenced by unused" : "attached");
+		disk_total += d[i].size;
+		attached |= !d[i].unused && !d[i].cloudinit;
+		char *dst = map_storage(targetstorage, d[i].storage);
+		struct sim_storage *ds = dst ? cluster_storage(c, dst) : NULL;
+		if (ds && !storage_on_node(ds, target)) {
+			char *msg = strprintf("storage '%s' is not available on node '%s'",
+					      dst, target);
+			migration_abort(c, t, 0.3, msg ? msg : "storage not available");
+			free(msg);
+			free(dst);
+			free_disks(d, n);
+			task_apply_fault(t, req->task_fail);
+			return t;
+		}
+		free(dst);
+	}
+	if (live && attached && !with_local) {
+		migration_abort(c, t, 0.3,
+				"can't live migrate attached local disks without "
+				"with-local-disks option");
+		free_disks(d, n);
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
+	if (param_bool(req, "with-conntrack-state", false)) {
+		mlog(c, t, at,
+		     "WARNING: conntrack state migration not supported or disabled, "
+		     "active connections might get dropped");
+		t->warnings++;
+	}
+	if (!live) {
+		if (n)
+			mlog(c, t, at + 0.1, "copying local disk images");
+		at += 0.2;
+		for (size_t i = 0; i < n; i++) {
+			if (d[i].cdrom)
+				continue;
+			double secs = (double)d[i].size / DISK_RATE;
+			task_log_transfer(t, at, secs, d[i].size, NULL);
+			at += secs + 0.1;
+		}
+		free_disks(d, n);
+		finish_ok(c, t, at + 0.3);
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
+	/* live */
+	at += 0.5;
+	mlog(c, t, at, "starting VM %d on remote node '%s'", g->vmid, target);
+	struct sim_node *tnode = tn;
+	if (node_mem_free(c, tnode) < guest_memory(g)) {
+		mlog(c, t, at + 0.5,
+		     "kvm: cannot set up guest memory 'pc.ram': Cannot allocate memory");
+		free_disks(d, n);
+		migration_abort(c, t, at + 0.6,
+				"error - tunnel command '{\"cmd\":\"start\"}' failed - "
+				"start failed: QEMU exited with code 1");
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
+	at += 1.0;
+	mlog(c, t, at, "start remote tunnel");
+	mlog(c, t, at, "ssh tunnel ver 1");
+	if (disk_total) {
+		mlog(c, t, at, "starting storage migration");
+		for (size_t i = 0; i < n; i++) {
+			if (d[i].cdrom || d[i].unused)
+				continue;
+			char *drv = strprintf("drive-%s", d[i].key);
+			mlog(c, t, at, "%s: start migration to nbd:unix:/run/qemu-server/"
+				       "%d_nbd.migrate:exportname=%s",
+			     d[i].key, g->vmid, drv ? drv : d[i].key);
+			task_log(t, at, "drive mirror is starting for %s", drv ? drv : d[i].key);
+			double secs = (double)d[i].size / DISK_RATE;
+			task_log_transfer(t, at, secs, d[i].size, drv ? drv : d[i].key);
+			at += secs;
+			free(drv);
+		}
+		task_log(t, at, "all 'mirror' jobs are ready");
+	}
+	free_disks(d, n);
+	mlog(c, t, at, "starting online/live migration on unix:/run/qemu-server/%d.migrate",
+	     g->vmid);
+	mlog(c, t, at, "set migration capabilities");
+	mlog(c, t, at, "migration downtime limit: 100 ms");
+	mlog(c, t, at, "migration cachesize: 256.0 MiB");
+	mlog(c, t, at, "set migration parameters");
+	mlog(c, t, at, "start migrate command to unix:/run/qemu-server/%d.migrate",
+	     g->vmid);
+	uint64_t mem = guest_memory(g);
+	double secs = (double)mem / RAM_RATE;
+	int steps = secs < 1 ? 1 : (secs > 60 ? 60 : (int)secs);
+	for (int i = 1; i <= steps; i++) {
+		uint64_t done = (uint64_t)((double)mem * i / (steps + 1));
+		char *x = human_bytes(done), *y = human_bytes(mem), *rate =
+			human_bytes((uint64_t)(RAM_RATE * (1.0 + (i % 3) * 0.05)));
+		if (x && y && rate)
+			mlog(c, t, at + secs * i / steps,
+			     "migration active, transferred %s of %s VM-state, %s/s", x, y,
+			     rate);
+		free(x);
+		free(y);
+		free(rate);
+	}
+	at += secs;
+	int downtime = 30 + (g->vmid * 7) % 60;
+	char *avg = human_bytes((uint64_t)(RAM_RATE * 0.98));
+	char *tot = human_bytes(mem);
+	mlog(c, t, at + 0.1, "average migration speed: %s/s - downtime %d ms",
+	     avg ? avg : "?", downtime);
+	mlog(c, t, at + 0.1, "migration completed, transferred %s VM-state",
+	     tot ? tot : "?");
+	free(avg);
+	free(tot);
+	if (disk_total) {
+		task_log(t, at + 0.2, "all 'mirror' jobs are ready");
+		mlog(c, t, at + 0.3, "stopping NBD storage migration server on target.");
+	}
+	finish_ok(c, t, at + 0.5);
+	task_apply_fault(t, req->task_fail);
+	return t;
+}
+
+struct sim_task *ct_start_migration(struct cluster *c,
+				    const struct sim_req *req,
+				    struct sim_guest *g, const char *target,
+				    bool restart, bool online, double start,
+				    struct sim_resp *r)
+{
+	struct sim_node *tn = check_target(c, g, target, r);
+	if (!tn || !guest_check_lock(req, g, r))
+		return NULL;
+	bool openvz = strcmp(g->type, "openvz") == 0;
+	if (openvz) {
+		online = online || restart;
+		if (g->running && !online) {
+			resp_error(r, 500, "can't migrate running container without --online");
+			return NULL;
+		}
+	} else if (g->running && !online && !restart) {
+		resp_error(r, 500,
+			   "can't migrate running container without --online or --restart");
+		return NULL;
+	}
+	struct sim_task *t = mig_task(c, req, g, "vzmigrate", target, start);
+	if (!t) {
+		resp_error(r, 500, "out of memory");
+		return NULL;
+	}
+	double at = 0.1;
+	if (!tn->online) {
+		mlog(c, t, at, "starting migration of CT %d to node '%s' (%s)", g->vmid,
+		     target, tn->ip);
+		migration_abort(c, t, 1.0,
+				"Can't connect to destination address using public key");
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
+	if (!openvz && g->running && online && !restart) {
+		mlog(c, t, at, "starting migration of CT %d to node '%s' (%s)", g->vmid,
+		     target, tn->ip);
+		migration_abort(c, t, 0.2, "lxc live migration is currently not implemented");
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
+	struct local_disk *d = NULL;
+	size_t n = 0;
+	uint64_t total = 0;
+	if (local_disks(c, g, &d, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			total += d[i].size;
+	if (openvz) {
+		mlog(c, t, at, "starting migration of CT %d to node '%s' (%s)", g->vmid,
+		     target, tn->ip);
+		if (g->running)
+			mlog(c, t, at, "container is running - using online migration");
+		mlog(c, t, at + 0.2, "starting rsync phase 1");
+		double secs = (double)total / DISK_RATE;
+		at += 0.3 + secs;
+		if (g->running) {
+			mlog(c, t, at, "start live migration - suspending container");
+			mlog(c, t, at + 0.2, "dump container state");
+			mlog(c, t, at + 0.6, "copy dump file to target node");
+			mlog(c, t, at + 1.0, "starting rsync (2nd pass)");
+			mlog(c, t, at + 1.2, "dump 2nd level quota");
+			mlog(c, t, at + 1.3, "copy 2nd level quota to target node");
+			mlog(c, t, at + 1.5, "initialize container on remote node '%s'", target);
+			mlog(c, t, at + 1.6, "initializing remote quota");
+			mlog(c, t, at + 1.8, "turn on remote quota");
+			mlog(c, t, at + 1.9, "load 2nd level quota");
+			mlog(c, t, at + 2.0, "starting container on remote node '%s'", target);
+			mlog(c, t, at + 2.1, "restore container state");
+			at += 2.5;
+		}
+		mlog(c, t, at, "removing container files on local node");
+		mlog(c, t, at + 0.2, "start final cleanup");
+		char *dur = task_hms(at + 0.3);
+		mlog(c, t, at + 0.3, "migration finished successfuly (duration %s)",
+		     dur ? dur : "00:00:00");
+		free(dur);
+		t->duration = at + 0.3;
+		t->end = t->start + t->duration;
+		free_disks(d, n);
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
+	bool restarted = g->running;
+	if (restarted) {
+		mlog(c, t, at, "shutdown CT %d", g->vmid);
+		at += 2.0;
+		if (t->args)
+			json_object_object_add(t->args, "restarted", json_object_new_boolean(1));
+	}
+	mlog(c, t, at, "starting migration of CT %d to node '%s' (%s)", g->vmid, target,
+	     tn->ip);
+	for (size_t i = 0; i < n; i++) {
+		mlog(c, t, at, "found local volume '%s' (in current VM config)", d[i].volid);
+		double secs = (double)d[i].size / DISK_RATE;
+		task_log_transfer(t, at + 0.1, secs, d[i].size, NULL);
+		at += secs + 0.2;
+	}
+	free_disks(d, n);
+	mlog(c, t, at, "start final cleanup");
+	if (restarted) {
+		mlog(c, t, at + 0.1, "start container on target node");
+		at += 1.0;
+	}
+	finish_ok(c, t, at + 0.2);
+	task_apply_fault(t, req->task_fail);
+	return t;
+}

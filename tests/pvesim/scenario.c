@@ -1,0 +1,1040 @@
+/* scenario.c - scenario file loading and strict validation (see
+ * scenario.h). Every refusal names the file and the JSON path at fault. */
+#include "scenario.h"
+
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sctx {
+	const char *file;
+	char **err;
+	struct cluster *c;
+	char *dir; /* directory of the scenario file */
+};
+
+static int sfail(struct sctx *x, const char *jpath, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int sfail(struct sctx *x, const char *jpath, const char *fmt, ...)
+{
+	if (*x->err)
+		return -1;
+	struct sbuf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = sbuf_addf(&b, "%s: %s: ", x->file, jpath);
+	if (rc == 0)
+		rc = sbuf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	*x->err = rc < 0 ? NULL : sbuf_steal(&b);
+	sbuf_free(&b);
+	return -1;
+}
+
+static const char *type_name(json_object *v)
+{
+	switch (json_object_get_type(v)) {
+	case json_type_null: return "null";
+	case json_type_boolean: return "boolean";
+	case json_type_double: return "number";
+	case json_type_int: return "integer";
+	case json_type_object: return "object";
+	case json_type_array: return "array";
+	case json_type_string: return "string";
+	}
+	return "unknown";
+}
+
+static int check_keys(struct sctx *x, json_object *o, const char *jpath,
+		      const char *const *allowed)
+{
+	json_object_object_foreach(o, k, v)
+	{
+		(void)v;
+		bool ok = false;
+		for (size_t i = 0; allowed[i] && !ok; i++)
+			ok = strcmp(allowed[i], k) == 0;
+		if (!ok)
+			return sfail(x, jpath, "unknown key '%s'", k);
+	}
+	return 0;
+}
+
+/* Fetch a member with a type check. Returns 1 found, 0 absent, -1 error. */
+static int member(struct sctx *x, json_object *o, const char *jpath,
+		  const char *key, json_type want, bool required,
+		  json_object **out)
+{
+	json_object *v = NULL;
+	*out = NULL;
+	if (!json_object_object_get_ex(o, key, &v)) {
+		if (required)
+			return sfail(x, jpath, "missing required key '%s'", key);
+		return 0;
+	}
+	bool ok = json_object_is_type(v, want) ||
+		  (want == json_type_double && json_object_is_type(v, json_type_int));
+	if (!ok) {
+		const char *w = want == json_type_string	  ? "string"
+				: want == json_type_int	  ? "integer"
+				: want == json_type_double  ? "number"
+				: want == json_type_boolean ? "boolean"
+				: want == json_type_array   ? "array"
+							    : "object";
+		return sfail(x, jpath, "'%s' must be %s %s, not %s", key,
+			     want == json_type_array || want == json_type_object ||
+					     want == json_type_int
+				     ? "an"
+				     : "a",
+			     w, type_name(v));
+	}
+	*out = v;
+	return 1;
+}
+
+static char *jp(const char *base, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static char *jp(const char *base, const char *fmt, ...)
+{
+	struct sbuf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = sbuf_add(&b, base);
+	if (rc == 0)
+		rc = sbuf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	if (rc < 0) {
+		sbuf_free(&b);
+		return NULL;
+	}
+	return sbuf_steal(&b);
+}
+
+static bool valid_name(const char *s, bool allow_dot)
+{
+	if (!*s || !isalpha((unsigned char)*s))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' &&
+		    !(allow_dot && *s == '.'))
+			return false;
+	return true;
+}
+
+static bool valid_mac(const char *m, size_t n)
+{
+	if (n != 17)
+		return false;
+	for (size_t i = 0; i < 17; i++) {
+		if (i % 3 == 2) {
+			if (m[i] != ':')
+				return false;
+		} else if (!isxdigit((unsigned char)m[i])) {
+			return false;
+		}
+	}
+	return true;
+}
+
+char *scenario_mac(int vmid, int n)
+{
+	unsigned h = (unsigned)vmid * 2654435761u + (unsigned)n * 40503u;
+	return strprintf("BC:24:11:%02X:%02X:%02X", (h >> 16) & 0xff,
+			 (h >> 8) & 0xff, h & 0xff);
+}
+
+/* ---- nodes -------------------------------------------------------------- */
+static int load_nodes(struct sctx *x, json_object *arr)
+{
+	static const char *const keys[] = {"name", "cpus", "memory_mib",
+					   "online", "ip", NULL};
+	size_t n = json_object_array_length(arr);
+	if (n == 0)
+		return sfail(x, "$.nodes", "at least one node is required");
+	for (size_t i = 0; i < n; i++) {
+		char *p = jp("$.nodes", "[%zu]", i);
+		if (!p)
+			return -1;
+		json_object *o = json_object_array_get_idx(arr, i), *v;
+		int rc = 0;
+		if (!json_object_is_type(o, json_type_object))
+			rc = sfail(x, p, "must be an object, not %s", type_name(o));
+		if (rc == 0)
+			rc = check_keys(x, o, p, keys);
+		struct sim_node *node = NULL;
+		if (rc == 0 && member(x, o, p, "name", json_type_string, true, &v) < 0)
+			rc = -1;
+		if (rc == 0) {
+			const char *name = json_object_get_string(v);
+			if (!valid_name(name, false))
+				rc = sfail(x, p, "invalid node name '%s'", name);
+			else if (cluster_node(x->c, name))
+				rc = sfail(x, p, "duplicate node name '%s'", name);
+		}
+		if (rc == 0) {
+			node = calloc(1, sizeof(*node));
+			if (!node || !(node->name = strdup(json_object_get_string(v))) ||
+			    ptrvec_push(&x->c->nodes, node) < 0) {
+				if (node)
+					free(node->name);
+				free(node);
+				free(p);
+				return -1;
+			}
+			node->cpus = 8;
+			node->memory = 16384 * MiB;
+			node->online = true;
+		}
+		if (rc == 0 && member(x, o, p, "cpus", json_type_int, false, &v) > 0) {
+			if (json_object_get_int64(v) < 1)
+				rc = sfail(x, p, "cpus must be at least 1");
+			else
+				node->cpus = (int)json_object_get_int64(v);
+		}
+		if (rc == 0 &&
+		    member(x, o, p, "memory_mib", json_type_int, false, &v) > 0) {
+			if (json_object_get_int64(v) < 256)
+				rc = sfail(x, p, "memory_mib must be at least 256");
+			else
+				node->memory = (uint64_t)json_object_get_int64(v) * MiB;
+		}
+		if (rc == 0 &&
+		    member(x, o, p, "online", json_type_boolean, false, &v) > 0)
+			node->online = json_object_get_boolean(v);
+		if (rc == 0 && member(x, o, p, "ip", json_type_string, false, &v) > 0) {
+			struct in_addr a;
+			if (inet_pton(AF_INET, json_object_get_string(v), &a) != 1)
+				rc = sfail(x, p, "ip '%s' is not an IPv4 address",
+					   json_object_get_string(v));
+			else if (!(node->ip = strdup(json_object_get_string(v))))
+				rc = -1;
+		}
+		if (rc == 0 && !node->ip &&
+		    !(node->ip = strprintf("10.0.0.%zu", i + 1)))
+			rc = -1;
+		if (rc == 0 && *x->err)
+			rc = -1; /* a member() type error */
+		free(p);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- storages ----------------------------------------------------------- */
+static const char *const storage_types[] = {
+	"dir", "lvmthin", "lvm", "nfs", "cifs", "rbd", "zfspool", "cephfs", NULL};
+static const char *const content_types[] = {
+	"images", "rootdir", "iso", "vztmpl", "backup", "snippets", NULL};
+
+static bool in_list(const char *const *l, const char *s)
+{
+	if (!s)
+		return false;
+	for (size_t i = 0; l[i]; i++)
+		if (strcmp(l[i], s) == 0)
+			return true;
+	return false;
+}
+
+static int load_storage_volumes(struct sctx *x, struct sim_storage *s,
+				json_object *arr, const char *p)
+{
+	static const char *const keys[] = {"volid", "size_mib", "content",
+					   "node", NULL};
+	size_t n = json_object_array_length(arr);
+	for (size_t i = 0; i < n; i++) {
+		char *vp = jp(p, ".volumes[%zu]", i);
+		if (!vp)
+			return -1;
+		json_object *o = json_object_array_get_idx(arr, i), *v;
+		int rc = 0;
+		const char *volid = NULL, *content = NULL, *node = NULL;
+		uint64_t size = 100 * MiB;
+		if (!json_object_is_type(o, json_type_object))
+			rc = sfail(x, vp, "must be an object, not %s", type_name(o));
+		if (rc == 0)
+			rc = check_keys(x, o, vp, keys);
+		if (rc == 0 && member(x, o, vp, "volid", json_type_string, true, &v) < 0)
+			rc = -1;
+		if (rc == 0) {
+			volid = json_object_get_string(v);
+			size_t l = strlen(s->id);
+			if (strncmp(volid, s->id, l) != 0 || volid[l] != ':' || !volid[l + 1])
+				rc = sfail(x, vp, "volid '%s' is not on storage '%s'",
+					   volid, s->id);
+			else if (strstr(volid, ":iso/"))
+				content = "iso";
+			else if (strstr(volid, ":vztmpl/"))
+				content = "vztmpl";
+			else if (strstr(volid, ":backup/") || strstr(volid, "vzdump-"))
+				content = "backup";
+			else
+				content = "images";
+		}
+		if (rc == 0 &&
+		    member(x, o, vp, "size_mib", json_type_double, false, &v) > 0) {
+			double d = json_object_get_double(v);
+			if (d <= 0)
+				rc = sfail(x, vp, "size_mib must be positive");
+			else
+				size = (uint64_t)(d * (double)MiB);
+		}
+		if (rc == 0 &&
+		    member(x, o, vp, "content", json_type_string, false, &v) > 0) {
+			content = json_object_get_string(v);
+			if (!in_list(content_types, content))
+				rc = sfail(x, vp, "unknown content type '%s'", content);
+		}
+		if (rc == 0 && !storage_has_content(s, content))
+			rc = sfail(x, vp, "storage '%s' does not allow content '%s'",
+				   s->id, content);
+		if (rc == 0 && member(x, o, vp, "node", json_type_string, false, &v) > 0) {
+			node = json_object_get_string(v);
+			if (!storage_on_node(s, node))
+				rc = sfail(x, vp, "storage '%s' is not available on node '%s'",
+					   s->id, node);
+		}
+		if (rc == 0) {
+			if (s->shared || node) {
+				if (cluster_volume(x->c, volid, node))
+					rc = sfail(x, vp, "duplicate volume '%s'", volid);
+				else if (!volume_add(x->c, volid, node, 0, size, content))
+					rc = -1;
+			} else {
+				size_t nn = json_object_array_length(s->nodes);
+				for (size_t j = 0; j < nn && rc == 0; j++) {
+					const char *nd = json_object_get_string(
+						json_object_array_get_idx(s->nodes, j));
+					if (cluster_volume(x->c, volid, nd))
+						rc = sfail(x, vp, "duplicate volume '%s'", volid);
+					else if (!volume_add(x->c, volid, nd, 0, size, content))
+						rc = -1;
+				}
+			}
+		}
+		if (rc == 0 && *x->err)
+			rc = -1; /* a member() type error */
+		free(vp);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int load_storages(struct sctx *x, json_object *arr)
+{
+	static const char *const keys[] = {"id",	  "type",     "shared",
+					   "nodes",   "content",  "size_gib",
+					   "volumes", NULL};
+	size_t n = json_object_array_length(arr);
+	for (size_t i = 0; i < n; i++) {
+		char *p = jp("$.storages", "[%zu]", i);
+		if (!p)
+			return -1;
+		json_object *o = json_object_array_get_idx(arr, i), *v;
+		int rc = 0;
+		struct sim_storage *s = NULL;
+		if (!json_object_is_type(o, json_type_object))
+			rc = sfail(x, p, "must be an object, not %s", type_name(o));
+		if (rc == 0)
+			rc = check_keys(x, o, p, keys);
+		if (rc == 0 && member(x, o, p, "id", json_type_string, true, &v) < 0)
+			rc = -1;
+		if (rc == 0) {
+			const char *id = json_object_get_string(v);
+			if (!valid_name(id, true))
+				rc = sfail(x, p, "invalid storage id '%s'", id);
+			else if (cluster_storage(x->c, id))
+				rc = sfail(x, p, "duplicate storage id '%s'", id);
+		}
+		if (rc == 0) {
+			s = calloc(1, sizeof(*s));
+			if (!s || !(s->id = strdup(json_object_get_string(v))) ||
+			    ptrvec_push(&x->c->storages, s) < 0) {
+				if (s)
+					free(s->id);
+				free(s);
+				free(p);
+				return -1;
+			}
+			s->size = 100 * GiB;
+		}
+		if (rc == 0 && member(x, o, p, "type", json_type_string, true, &v) < 0)
+			rc = -1;
+		if (rc == 0) {
+			if (!in_list(storage_types, json_object_get_string(v)))
+				rc = sfail(x, p, "unknown storage type '%s'",
+					   json_object_get_string(v));
+			else if (!(s->type = strdup(json_object_get_string(v))))
+				rc = -1;
+		}
+		if (rc == 0 &&
+		    member(x, o, p, "shared", json_type_boolean, false, &v) > 0)
+			s->shared = json_object_get_boolean(v);
+		if (rc == 0 && !s->shared &&
+		    (strcmp(s->type, "rbd") == 0 || strcmp(s->type, "cephfs") == 0))
+			s->shared = true; /* network storages are shared */
+		if (rc == 0 && member(x, o, p, "nodes", json_type_array, false, &v) > 0) {
+			size_t nn = json_object_array_length(v);
+			s->nodes = json_object_new_array();
+			if (!s->nodes)
+				rc = -1;
+			for (size_t j = 0; j < nn && rc == 0; j++) {
+				json_object *e = json_object_array_get_idx(v, j);
+				char *np = jp(p, ".nodes[%zu]", j);
+				if (!np) {
+					rc = -1;
+					break;
+				}
+				if (!json_object_is_type(e, json_type_string))
+					rc = sfail(x, np, "must be a string, not %s",
+						   type_name(e));
+				else if (!cluster_node(x->c, json_object_get_string(e)))
+					rc = sfail(x, np, "unknown node '%s'",
+						   json_object_get_string(e));
+				else if (storage_on_node(s, json_object_get_string(e)))
+					rc = sfail(x, np, "duplicate node '%s'",
+						   json_object_get_string(e));
+				else
+					json_object_array_add(
+						s->nodes, json_object_new_string(
+								  json_object_get_string(e)));
+				free(np);
+			}
+		} else if (rc == 0) {
+			s->nodes = json_object_new_array();
+			for (size_t j = 0; s->nodes && j < x->c->nodes.n; j++)
+				json_object_array_add(
+					s->nodes,
+					json_object_new_string(
+						((struct sim_node *)x->c->nodes.v[j])->name));
+			if (!s->nodes)
+				rc = -1;
+		}
+		if (rc == 0 && member(x, o, p, "content", json_type_string, true, &v) < 0)
+			rc = -1;
+		if (rc == 0) {
+			const char *ct = json_object_get_string(v);
+			char *dup = strdup(ct);
+			char *save = NULL;
+			if (!dup)
+				rc = -1;
+			for (char *t = dup ? strtok_r(dup, ",", &save) : NULL;
+			     t && rc == 0; t = strtok_r(NULL, ",", &save))
+				if (!in_list(content_types, t))
+					rc = sfail(x, p, "unknown content type '%s'", t);
+			free(dup);
+			if (rc == 0 && !(s->content = strdup(ct)))
+				rc = -1;
+		}
+		if (rc == 0 &&
+		    member(x, o, p, "size_gib", json_type_double, false, &v) > 0) {
+			double d = json_object_get_double(v);
+			if (d <= 0)
+				rc = sfail(x, p, "size_gib must be positive");
+			else
+				s->size = (uint64_t)(d * (double)GiB);
+		}
+		if (rc == 0 &&
+		    member(x, o, p, "volumes", json_type_array, false, &v) > 0)
+			rc = load_storage_volumes(x, s, v, p);
+		if (rc == 0 && *x->err)
+			rc = -1; /* a member() type error */
+		free(p);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- credentials -------------------------------------------------------- */
+static int load_creds(struct sctx *x, json_object *arr, const char *what,
+		      struct ptrvec *out)
+{
+	bool token = strcmp(what, "tokens") == 0;
+	static const char *const tkeys[] = {"id", "secret", "privs", NULL};
+	static const char *const ukeys[] = {"id", "password", "privs", NULL};
+	const char *skey = token ? "secret" : "password";
+	size_t n = json_object_array_length(arr);
+	for (size_t i = 0; i < n; i++) {
+		char *p = jp("$.", "%s[%zu]", what, i);
+		if (!p)
+			return -1;
+		json_object *o = json_object_array_get_idx(arr, i), *id, *sec, *pv;
+		int rc = 0;
+		if (!json_object_is_type(o, json_type_object))
+			rc = sfail(x, p, "must be an object, not %s", type_name(o));
+		if (rc == 0)
+			rc = check_keys(x, o, p, token ? tkeys : ukeys);
+		if (rc == 0 && (member(x, o, p, "id", json_type_string, true, &id) < 0 ||
+				member(x, o, p, skey, json_type_string, true, &sec) < 0 ||
+				member(x, o, p, "privs", json_type_string, false, &pv) < 0))
+			rc = -1;
+		if (rc == 0) {
+			const char *ids = json_object_get_string(id);
+			const char *at = strchr(ids, '@');
+			const char *bang = strchr(ids, '!');
+			if (!at || at == ids || (token && (!bang || bang < at || !bang[1])) ||
+			    (!token && bang))
+				rc = sfail(x, p, "invalid %s id '%s'",
+					   token ? "token" : "user", ids);
+			for (size_t j = 0; rc == 0 && j < out->n; j++)
+				if (strcmp(((struct sim_cred *)out->v[j])->id, ids) == 0)
+					rc = sfail(x, p, "duplicate id '%s'", ids);
+			if (rc == 0 && !*json_object_get_string(sec))
+				rc = sfail(x, p, "%s must not be empty", skey);
+		}
+		if (rc == 0) {
+			struct sim_cred *cr = calloc(1, sizeof(*cr));
+			if (!cr) {
+				rc = -1;
+			} else {
+				cr->id = strdup(json_object_get_string(id));
+				cr->secret = strdup(json_object_get_string(sec));
+				cr->privs = strdup(pv ? json_object_get_string(pv) : "all");
+				if (!cr->id || !cr->secret || !cr->privs ||
+				    ptrvec_push(out, cr) < 0) {
+					free(cr->id);
+					free(cr->secret);
+					free(cr->privs);
+					free(cr);
+					rc = -1;
+				}
+			}
+		}
+		if (rc == 0 && *x->err)
+			rc = -1; /* a member() type error */
+		free(p);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- guests ------------------------------------------------------------- */
+static int vmid_of_volname(const char *volid, int def)
+{
+	const char *p = strchr(volid, ':');
+	p = p ? p + 1 : volid;
+	/* the last "vm-N-" / "base-N-" / "subvol-N-" wins (linked clones) */
+	int vmid = def;
+	const char *prefixes[] = {"vm-", "base-", "subvol-", "basevol-"};
+	for (const char *q = p; *q; q++) {
+		for (size_t i = 0; i < 4; i++) {
+			size_t l = strlen(prefixes[i]);
+			if ((q == p || q[-1] == '/') && strncmp(q, prefixes[i], l) == 0 &&
+			    isdigit((unsigned char)q[l]))
+				vmid = atoi(q + l);
+		}
+	}
+	return vmid;
+}
+
+static int guest_drive(struct sctx *x, struct sim_guest *g, const char *key,
+		       const char *value, const char *cp)
+{
+	if (drive_is_cdrom(value) && !drive_is_cloudinit(value)) {
+		char *vol = drive_volid(value);
+		int rc = 0;
+		if (!vol)
+			return -1;
+		if (strcmp(vol, "none") != 0 && strcmp(vol, "cdrom") != 0 &&
+		    !cluster_volume(x->c, vol, g->node))
+			rc = sfail(x, cp, "volume '%s' does not exist", vol);
+		free(vol);
+		return rc;
+	}
+	char *vol = drive_volid(value);
+	if (!vol)
+		return -1;
+	char *sid = volid_storage(vol);
+	int rc = 0;
+	struct sim_storage *s = sid ? cluster_storage(x->c, sid) : NULL;
+	if (!sid || !vol[strlen(sid) + 1])
+		rc = sfail(x, cp, "invalid volume '%s'", vol);
+	else if (!s)
+		rc = sfail(x, cp, "storage '%s' does not exist", sid);
+	else if (!storage_on_node(s, g->node))
+		rc = sfail(x, cp, "storage '%s' is not available on node '%s'", sid,
+			   g->node);
+	else if (!storage_has_content(s, strcmp(g->type, "qemu") == 0 ? "images"
+								       : "rootdir"))
+		rc = sfail(x, cp, "storage '%s' does not support %s", sid,
+			   strcmp(g->type, "qemu") == 0 ? "vm images"
+							: "container directories");
+	if (rc == 0 && drive_is_cloudinit(value)) {
+		/* PVE names the cloud-init volume vm-VMID-cloudinit */
+		char *volid = strstr(vol, ":cloudinit")
+				      ? strprintf("%s:vm-%d-cloudinit", sid, g->vmid)
+				      : strdup(vol);
+		char *nv = volid ? strprintf("%s,media=cdrom", volid) : NULL;
+		if (!nv || (!cluster_volume(x->c, volid, g->node) &&
+			    !volume_add(x->c, volid, g->node, g->vmid, 4 * MiB,
+					"images")))
+			rc = -1;
+		else
+			json_object_object_add(g->config, key, json_object_new_string(nv));
+		free(volid);
+		free(nv);
+	} else if (rc == 0) {
+		char *sz = prop_get(value, "size");
+		uint64_t size = 0;
+		if (!sz)
+			rc = sfail(x, cp, "drive '%s' has no size=", value);
+		else if (parse_size(sz, &size) < 0)
+			rc = sfail(x, cp, "invalid size '%s'", sz);
+		free(sz);
+		if (rc == 0 && !cluster_volume(x->c, vol, g->node) &&
+		    !volume_add(x->c, vol, g->node, vmid_of_volname(vol, g->vmid),
+				size, strcmp(g->type, "qemu") == 0 ? "images"
+								     : "rootdir"))
+			rc = -1;
+	}
+	free(sid);
+	free(vol);
+	return rc;
+}
+
+static const char *const qemu_nic_models[] = {
+	"e1000", "e1000e", "virtio", "rtl8139", "vmxnet3", "i82551", "ne2k_pci",
+	NULL};
+
+static int guest_net(struct sctx *x, struct sim_guest *g, const char *key,
+		     const char *value, const char *cp)
+{
+	int idx = atoi(key + 3);
+	if (strcmp(g->type, "qemu") == 0) {
+		const char *e = strchr(value, ',');
+		size_t n = e ? (size_t)(e - value) : strlen(value);
+		char *first = strndup(value, n);
+		if (!first)
+			return -1;
+		char *eq = strchr(first, '=');
+		if (eq)
+			*eq = '\0';
+		const char *model = first;
+		if (strcmp(first, "model") == 0)
+			model = eq + 1;
+		int rc = 0;
+		if (!in_list(qemu_nic_models, model))
+			rc = sfail(x, cp, "unknown NIC model '%s'", model);
+		else if (eq && strcmp(first, "model") != 0 &&
+			 !valid_mac(eq + 1, strlen(eq + 1)))
+			rc = sfail(x, cp, "invalid MAC address '%s'", eq + 1);
+		else if (!eq) {
+			/* add a MAC as PVE does */
+			char *mac = scenario_mac(g->vmid, idx);
+			char *nv = mac ? strprintf("%s=%s%s", model, mac, e ? e : "")
+				       : NULL;
+			if (!nv)
+				rc = -1;
+			else
+				json_object_object_add(g->config, key,
+						       json_object_new_string(nv));
+			free(mac);
+			free(nv);
+		}
+		free(first);
+		return rc;
+	}
+	if (strcmp(g->type, "lxc") == 0) {
+		char *name = prop_get(value, "name");
+		char *hw = prop_get(value, "hwaddr");
+		int rc = 0;
+		if (!name)
+			rc = sfail(x, cp, "missing name= in '%s'", value);
+		else if (hw && !valid_mac(hw, strlen(hw)))
+			rc = sfail(x, cp, "invalid MAC address '%s'", hw);
+		else if (!hw) {
+			char *mac = scenario_mac(g->vmid, idx);
+			char *nv = mac ? prop_set(value, "hwaddr", mac) : NULL;
+			if (!nv)
+				rc = -1;
+			else
+				json_object_object_add(g->config, key,
+						       json_object_new_string(nv));
+			free(mac);
+			free(nv);
+		}
+		free(name);
+		free(hw);
+		return rc;
+	}
+	return 0;
+}
+
+static bool int_value(const char *s, long long *out)
+{
+	if (!s || !*s)
+		return false;
+	char *end;
+	long long v = strtoll(s, &end, 10);
+	if (*end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int guest_config(struct sctx *x, struct sim_guest *g, json_object *conf,
+			const char *p)
+{
+	int rc = 0;
+	bool has_rootfs = false;
+	/* validate over a snapshot of the keys: guest_drive may rewrite values */
+	struct ptrvec keys = {0};
+	json_object_object_foreach(conf, k, v)
+	{
+		(void)v;
+		if (ptrvec_push(&keys, k) < 0) {
+			ptrvec_free(&keys);
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < keys.n && rc == 0; i++) {
+		const char *key = keys.v[i];
+		json_object *val = json_object_object_get(conf, key);
+		char *cp = jp(p, ".config.%s", key);
+		if (!cp) {
+			rc = -1;
+			break;
+		}
+		bool keyok = isalpha((unsigned char)key[0]);
+		for (const char *q = key; *q && keyok; q++)
+			keyok = islower((unsigned char)*q) || isdigit((unsigned char)*q) ||
+				*q == '_' || *q == '-';
+		if (!keyok) {
+			rc = sfail(x, cp, "invalid config key");
+		} else if (!json_object_is_type(val, json_type_string) &&
+			   !json_object_is_type(val, json_type_int) &&
+			   !json_object_is_type(val, json_type_double)) {
+			rc = sfail(x, cp, "must be a string or number, not %s",
+				   type_name(val));
+		} else {
+			const char *s = json_object_get_string(val);
+			long long iv;
+			if (strcmp(key, "memory") == 0 || strcmp(key, "swap") == 0) {
+				const char *m = strncmp(s, "current=", 8) == 0 ? s + 8 : s;
+				if (!int_value(m, &iv) || iv < (key[0] == 's' ? 0 : 16))
+					rc = sfail(x, cp, "invalid %s '%s'", key, s);
+			} else if (strcmp(key, "cores") == 0 ||
+				   strcmp(key, "sockets") == 0 ||
+				   strcmp(key, "cpus") == 0) {
+				if (!int_value(s, &iv) || iv < 1)
+					rc = sfail(x, cp, "invalid %s '%s'", key, s);
+			} else if (strcmp(key, "template") == 0 ||
+				   strcmp(key, "onboot") == 0 ||
+				   strcmp(key, "unprivileged") == 0) {
+				if (!int_value(s, &iv) || (iv != 0 && iv != 1))
+					rc = sfail(x, cp, "must be 0 or 1, not '%s'", s);
+			} else if (strcmp(key, "lock") == 0) {
+				rc = sfail(x, cp, "guests cannot start locked");
+			} else if (strcmp(key, "scsihw") == 0) {
+				static const char *const hw[] = {
+					"lsi", "lsi53c810", "megasas", "pvscsi",
+					"virtio-scsi-pci", "virtio-scsi-single", NULL};
+				if (!in_list(hw, s))
+					rc = sfail(x, cp, "unknown scsihw '%s'", s);
+			} else if (strncmp(key, "net", 3) == 0 &&
+				   isdigit((unsigned char)key[3]) &&
+				   strcmp(g->type, "openvz") != 0) {
+				rc = guest_net(x, g, key, s, cp);
+			} else if (is_drive_key(key) && strcmp(g->type, "openvz") != 0) {
+				bool lxc_key = strcmp(key, "rootfs") == 0 ||
+					       strncmp(key, "mp", 2) == 0;
+				if (lxc_key != (strcmp(g->type, "lxc") == 0))
+					rc = sfail(x, cp, "not a %s option", g->type);
+				else
+					rc = guest_drive(x, g, key, s, cp);
+				has_rootfs |= strcmp(key, "rootfs") == 0;
+			} else if (is_unused_key(key)) {
+				char *fake = strprintf("%s,size=0", s);
+				rc = fake ? guest_drive(x, g, key, fake, cp) : -1;
+				free(fake);
+			}
+		}
+		free(cp);
+	}
+	ptrvec_free(&keys);
+	if (rc == 0 && strcmp(g->type, "lxc") == 0 && !has_rootfs)
+		rc = sfail(x, p, "container config needs 'rootfs'");
+	if (rc == 0 && strcmp(g->type, "openvz") == 0 &&
+	    !json_object_object_get_ex(conf, "ostemplate", NULL))
+		rc = sfail(x, p, "openvz config needs 'ostemplate'");
+	return rc;
+}
+
+static int load_guest(struct sctx *x, json_object *o, const char *p)
+{
+	static const char *const keys[] = {"vmid",    "node",    "type",
+					   "config",  "status",  "fixture",
+					   "address", "root",    NULL};
+	json_object *v;
+	if (!json_object_is_type(o, json_type_object))
+		return sfail(x, p, "must be an object, not %s", type_name(o));
+	if (check_keys(x, o, p, keys) < 0 ||
+	    member(x, o, p, "vmid", json_type_int, true, &v) < 0)
+		return -1;
+	long long vmid = json_object_get_int64(v);
+	long long minid = x->c->major >= 4 ? 100 : 1;
+	if (vmid < minid || vmid > 999999999)
+		return sfail(x, p, "vmid %lld out of range (%lld - 999999999)", vmid,
+			     minid);
+	if (cluster_guest(x->c, (int)vmid))
+		return sfail(x, p, "duplicate vmid %lld", vmid);
+	struct sim_guest *g = calloc(1, sizeof(*g));
+	if (!g)
+		return -1;
+	g->vmid = (int)vmid;
+	if (ptrvec_push(&x->c->guests, g) < 0) {
+		free(g);
+		return -1;
+	}
+	if (member(x, o, p, "node", json_type_string, true, &v) < 0)
+		return -1;
+	if (!cluster_node(x->c, json_object_get_string(v))) {
+		char *np = jp(p, ".node");
+		int rc = np ? sfail(x, np, "unknown node '%s'", json_object_get_string(v)) : -1;
+		free(np);
+		return rc;
+	}
+	if (!(g->node = strdup(json_object_get_string(v))))
+		return -1;
+	int has = member(x, o, p, "type", json_type_string, false, &v);
+	if (has < 0)
+		return -1;
+	const char *type = has ? json_object_get_string(v) : "qemu";
+	if (strcmp(type, "qemu") != 0 && strcmp(type, "lxc") != 0 &&
+	    strcmp(type, "openvz") != 0)
+		return sfail(x, p, "unknown guest type '%s'", type);
+	if (strcmp(type, "lxc") == 0 && x->c->major < 4)
+		return sfail(x, p, "PVE %s has no LXC (use openvz)", x->c->version);
+	if (strcmp(type, "openvz") == 0 && x->c->major >= 4)
+		return sfail(x, p, "PVE %s has no OpenVZ (use lxc)", x->c->version);
+	if (!(g->type = strdup(type)))
+		return -1;
+	has = member(x, o, p, "status", json_type_string, false, &v);
+	if (has < 0)
+		return -1;
+	if (has) {
+		const char *st = json_object_get_string(v);
+		if (strcmp(st, "running") == 0)
+			g->running = true;
+		else if (strcmp(st, "stopped") != 0)
+			return sfail(x, p, "status must be 'running' or 'stopped', not '%s'",
+				     st);
+	}
+	has = member(x, o, p, "fixture", json_type_string, false, &v);
+	if (has < 0 || (has && !(g->fixture = strdup(json_object_get_string(v)))))
+		return -1;
+	has = member(x, o, p, "address", json_type_string, false, &v);
+	if (has < 0)
+		return -1;
+	if (has) {
+		struct in_addr a;
+		if (inet_pton(AF_INET, json_object_get_string(v), &a) != 1)
+			return sfail(x, p, "address '%s' is not an IPv4 address",
+				     json_object_get_string(v));
+		if (!(g->address = strdup(json_object_get_string(v))))
+			return -1;
+	}
+	has = member(x, o, p, "root", json_type_string, false, &v);
+	if (has < 0)
+		return -1;
+	if (has) {
+		const char *r = json_object_get_string(v);
+		g->root = r[0] == '/' ? strdup(r) : strprintf("%s/%s", x->dir, r);
+		if (!g->root)
+			return -1;
+	}
+	if (member(x, o, p, "config", json_type_object, true, &v) < 0)
+		return -1;
+	if (json_object_deep_copy(v, &g->config, NULL) < 0)
+		return -1;
+	g->pending = json_object_new_object();
+	g->pending_delete = json_object_new_array();
+	g->snapshots = json_object_new_object();
+	if (!g->pending || !g->pending_delete || !g->snapshots)
+		return -1;
+	if (guest_config(x, g, v, p) < 0)
+		return -1;
+	if (g->running && guest_is_template(g))
+		return sfail(x, p, "a template cannot be running");
+	return 0;
+}
+
+static int load_ha(struct sctx *x, json_object *arr)
+{
+	static const char *const keys[] = {"sid",	  "state",     "group",
+					   "comment",	  "max_restart",
+					   "max_relocate", NULL};
+	static const char *const states[] = {"started", "stopped", "disabled",
+					     "ignored", NULL};
+	size_t n = json_object_array_length(arr);
+	for (size_t i = 0; i < n; i++) {
+		char *p = jp("$.ha", "[%zu]", i);
+		if (!p)
+			return -1;
+		json_object *o = json_object_array_get_idx(arr, i), *v;
+		int rc = 0;
+		if (!json_object_is_type(o, json_type_object))
+			rc = sfail(x, p, "must be an object, not %s", type_name(o));
+		if (rc == 0)
+			rc = check_keys(x, o, p, keys);
+		if (rc == 0 && member(x, o, p, "sid", json_type_string, true, &v) < 0)
+			rc = -1;
+		if (rc == 0) {
+			const char *sid = json_object_get_string(v);
+			int id = 0;
+			struct sim_guest *g = NULL;
+			if ((strncmp(sid, "vm:", 3) == 0 || strncmp(sid, "ct:", 3) == 0) &&
+			    (id = atoi(sid + 3)) > 0)
+				g = cluster_guest(x->c, id);
+			if (!g)
+				rc = sfail(x, p, "sid '%s' names no guest", sid);
+			else if ((sid[0] == 'v') != (strcmp(g->type, "qemu") == 0))
+				rc = sfail(x, p, "sid '%s' has the wrong type", sid);
+		}
+		if (rc == 0 && member(x, o, p, "state", json_type_string, false, &v) > 0 &&
+		    !in_list(states, json_object_get_string(v)))
+			rc = sfail(x, p, "unknown state '%s'", json_object_get_string(v));
+		if (rc == 0 && (member(x, o, p, "group", json_type_string, false, &v) < 0 ||
+				member(x, o, p, "comment", json_type_string, false, &v) < 0 ||
+				member(x, o, p, "max_restart", json_type_int, false, &v) < 0 ||
+				member(x, o, p, "max_relocate", json_type_int, false, &v) < 0))
+			rc = -1;
+		if (rc == 0) {
+			json_object *copy = NULL;
+			if (json_object_deep_copy(o, &copy, NULL) < 0)
+				rc = -1;
+			else {
+				if (!json_object_object_get_ex(copy, "state", NULL))
+					json_object_object_add(copy, "state",
+							       json_object_new_string("started"));
+				json_object_array_add(x->c->ha, copy);
+			}
+		}
+		if (rc == 0 && *x->err)
+			rc = -1; /* a member() type error */
+		free(p);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int scenario_load(struct cluster *c, const char *path, char **err)
+{
+	struct sctx x = {.file = path, .err = err, .c = c};
+	char *text = NULL;
+	*err = NULL;
+	if (read_file(path, &text, NULL) < 0) {
+		*err = strprintf("%s: cannot read: %s", path, strerror(errno));
+		return -1;
+	}
+	char *pathcopy = strdup(path);
+	x.dir = pathcopy ? strdup(dirname(pathcopy)) : NULL;
+	free(pathcopy);
+	enum json_tokener_error jerr;
+	json_object *root = json_tokener_parse_verbose(text, &jerr);
+	free(text);
+	int rc = 0;
+	if (!x.dir)
+		rc = -1;
+	else if (!root)
+		rc = sfail(&x, "$", "invalid JSON: %s", json_tokener_error_desc(jerr));
+	else if (!json_object_is_type(root, json_type_object))
+		rc = sfail(&x, "$", "must be an object, not %s", type_name(root));
+	static const char *const keys[] = {"pve_version", "cluster_name", "nodes",
+					   "storages",    "tokens",	  "users",
+					   "guests",	  "ha",		  "faults",
+					   NULL};
+	json_object *v;
+	if (rc == 0)
+		rc = check_keys(&x, root, "$", keys);
+	if (rc == 0 && member(&x, root, "$", "pve_version", json_type_string, true,
+			      &v) < 0)
+		rc = -1;
+	if (rc == 0) {
+		const char *ver = json_object_get_string(v);
+		char *end;
+		long maj = strtol(ver, &end, 10);
+		if (maj < 2 || maj > 9 || *end != '.' || !isdigit((unsigned char)end[1]))
+			rc = sfail(&x, "$.pve_version", "invalid version '%s'", ver);
+		else if (!(c->version = strdup(ver)))
+			rc = -1;
+		else
+			c->major = (int)maj;
+	}
+	if (rc == 0) {
+		int has = member(&x, root, "$", "cluster_name", json_type_string, false,
+				 &v);
+		if (has < 0 || !(c->cluster_name = strdup(
+					has ? json_object_get_string(v) : "pvesim")))
+			rc = -1;
+	}
+	if (rc == 0 && member(&x, root, "$", "nodes", json_type_array, true, &v) < 0)
+		rc = -1;
+	if (rc == 0)
+		rc = load_nodes(&x, v);
+	if (rc == 0) {
+		int has = member(&x, root, "$", "storages", json_type_array, false, &v);
+		if (has < 0 || (has && load_storages(&x, v) < 0))
+			rc = -1;
+	}
+	if (rc == 0) {
+		int has = member(&x, root, "$", "tokens", json_type_array, false, &v);
+		if (has < 0 || (has && load_creds(&x, v, "tokens", &c->tokens) < 0))
+			rc = -1;
+	}
+	if (rc == 0) {
+		int has = member(&x, root, "$", "users", json_type_array, false, &v);
+		if (has < 0 || (has && load_creds(&x, v, "users", &c->users) < 0))
+			rc = -1;
+	}
+	if (rc == 0) {
+		int has = member(&x, root, "$", "guests", json_type_array, false, &v);
+		if (has < 0)
+			rc = -1;
+		for (size_t i = 0; has > 0 && rc == 0 && i < json_object_array_length(v);
+		     i++) {
+			char *p = jp("$.guests", "[%zu]", i);
+			rc = p ? load_guest(&x, json_object_array_get_idx(v, i), p) : -1;
+			free(p);
+		}
+	}
+	if (rc == 0 && !(c->ha = json_object_new_array()))
+		rc = -1;
+	if (rc == 0) {
+		int has = member(&x, root, "$", "ha", json_type_array, false, &v);
+		if (has < 0 || (has && load_ha(&x, v) < 0))
+			rc = -1;
+	}
+	if (rc == 0) {
+		int has = member(&x, root, "$", "faults", json_type_array, false, &v);
+		if (has < 0)
+			rc = -1;
+		for (size_t i = 0; has > 0 && rc == 0 && i < json_object_array_length(v);
+		     i++) {
+			json_object *f = json_object_array_get_idx(v, i);
+			if (!json_object_is_type(f, json_type_object)) {
+				char *p = jp("$.faults", "[%zu]", i);
+				rc = p ? sfail(&x, p, "must be an object, not %s", type_name(f))
+				       : -1;
+				free(p);
+			}
+		}
+		if (rc == 0 && has > 0 && json_object_deep_copy(v, &c->faults, NULL) < 0)
+			rc = -1;
+	}
+	json_object_put(root);
+	free(x.dir);
+	return rc;
+}
