@@ -63,7 +63,7 @@ TEST_LIBS  = $(call pc_libs,$(TEST_PKGS))
 PROGS = $(if $(wildcard agent/pvagent.c),pvagent) $(if $(wildcard agent/pvagentd.c),pvagentd) \
 	tests/pvesim/pvesim
 
-.PHONY: all deps test demo bench lint install clean check-deps
+.PHONY: all deps test test-run demo demo-run bench bench-run lint install clean check-deps
 all: $(PROGS)
 
 # ---- release tree ---------------------------------------------------------
@@ -129,16 +129,26 @@ TEST_BINS = $(patsubst %.c,$(SAN)/%,$(UNIT_TESTS) $(SIM_TESTS))
 SAN_PROGS = $(SAN)/pvesim $(if $(wildcard agent/pvagent.c),$(SAN)/pvagent) \
 	$(if $(wildcard agent/pvagentd.c),$(SAN)/pvagentd)
 
+# test, demo and bench first make sure the dependencies are installed
+# (`deps`), then build and run in a sub-make: pkg-config's flags are read
+# when make parses this file, so they must be read after the install.
+
 # The README's test command. Runs every suite, then the end-to-end scripts.
-test: check-deps $(SAN_PROGS) $(TEST_BINS)
+test: deps
+	@$(MAKE) --no-print-directory test-run
+test-run: $(SAN_PROGS) $(TEST_BINS)
 	@PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
 	  sh tests/run-tests.sh $(TEST_BINS) $(wildcard tests/e2e/*.sh)
 
-demo: check-deps all
-	@sh tests/e2e/demo.sh
+demo: deps
+	@$(MAKE) --no-print-directory demo-run
+demo-run: all
+	@bash tests/e2e/demo.sh
 
 BENCH_BINS = $(patsubst %.c,$(REL)/%,$(wildcard tests/bench/*.c))
-bench: check-deps all $(BENCH_BINS)
+bench: deps
+	@$(MAKE) --no-print-directory bench-run
+bench-run: all $(BENCH_BINS)
 	@sh tests/bench/run.sh
 
 lint: check-deps

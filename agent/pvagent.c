@@ -9,6 +9,8 @@
  * 2 usage or configuration error; 3 failed and needs attention; 4 cannot
  * reach or authenticate to PVE or a guest. */
 #include "conf.h"
+#include "guest.h"
+#include "inject.h"
 #include "inventory.h"
 #include "log.h"
 #include "output.h"
@@ -615,6 +617,189 @@ static int cmd_down(struct cli *cli, int argc, char **argv)
 	return rc;
 }
 
+
+/* ---- inject ----------------------------------------------------------------- */
+
+static void on_inject_event(void *ctx, const struct inject_event *ev)
+{
+	struct cli *cli = ctx;
+	if (cli->json) {
+		json_object *o = json_object_new_object();
+		static const char *kinds[] = {"step", "diff", "file", "note"};
+		json_object_object_add(o, "event", json_object_new_string(kinds[ev->kind]));
+		json_object_object_add(o, "step", json_object_new_string(inject_step_name(ev->step)));
+		if (ev->path)
+			json_object_object_add(o, "path", json_object_new_string(ev->path));
+		if (ev->text)
+			json_object_object_add(o, "text", json_object_new_string(ev->text));
+		if (ev->kind == INJ_EV_STEP)
+			json_object_object_add(o, "seconds", json_object_new_double(ev->elapsed_s));
+		out_json_line(stdout, o);
+		json_object_put(o);
+		return;
+	}
+	switch (ev->kind) {
+	case INJ_EV_DIFF:
+		fputs(ev->text ? ev->text : "", stdout);
+		break;
+	case INJ_EV_STEP:
+		printf("  %-8s %6.1fs%s%s\n", inject_step_name(ev->step), ev->elapsed_s,
+		       ev->text ? "  " : "", ev->text ? ev->text : "");
+		break;
+	case INJ_EV_NOTE:
+		printf("  note: %s\n", ev->text ? ev->text : "");
+		break;
+	default:
+		break;
+	}
+	fflush(stdout);
+}
+
+static enum guest_addr_source addr_source(enum tmpl_addr a)
+{
+	return a == TMPL_ADDR_STATIC ? GUEST_ADDR_STATIC
+	     : a == TMPL_ADDR_CLOUDINIT ? GUEST_ADDR_CONFIG : GUEST_ADDR_AGENT;
+}
+
+static int cmd_inject(struct cli *cli, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"dry-run", no_argument, NULL, 'd'},
+		{"template", required_argument, NULL, 't'},
+		{"var", required_argument, NULL, 'V'},
+		{0},
+	};
+	bool dry_run = false;
+	const char *tname_opt = NULL;
+	struct tmpl_kvlist vars = {0};
+	char *err = NULL;
+	int opt, rc = 0;
+	while (rc == 0 && (opt = sub_getopt(argc, argv, "t:", lo)) != -1) {
+		if (opt == 'd') {
+			dry_run = true;
+		} else if (opt == 't') {
+			tname_opt = optarg;
+		} else if (opt == 'V') {
+			if (tmpl_var_arg(&vars, optarg, &err) < 0) {
+				fprintf(stderr, "pvagent inject: --var %s: %s\n", optarg,
+					err ? err : "expected K=V");
+				free(err);
+				err = NULL;
+				rc = EXIT_USAGE;
+			}
+		} else {
+			rc = EXIT_USAGE;
+		}
+	}
+	if (rc == 0 && optind + 1 != argc)
+		rc = usage_error("inject", "needs exactly one guest name",
+				 optind < argc ? argv[optind] : "NAME");
+	if (rc == 0)
+		rc = connect_pve(cli);
+	if (rc) {
+		tmpl_kvlist_free(&vars);
+		return rc;
+	}
+	const char *name = argv[optind];
+	struct guest_ref g = {0};
+	struct pve_error e = {0};
+	json_object *cfg = NULL;
+	struct tmpl *t = NULL;
+	struct tmpl_inst inst = {0};
+	char *tname = NULL, *pubkey = NULL, *addr = NULL;
+	struct inject_result res = {0};
+
+	int found = guest_find_by_name(cli->pve, name, &g, &e);
+	if (found < 0 || (found == 1 && guest_get_config(cli->pve, &g, &cfg, &e) < 0)) {
+		rc = fail_pve(cli, "inject", &e);
+		goto out;
+	}
+	if (found == 0) {
+		fprintf(stderr, "pvagent inject: no guest named '%s'\n", name);
+		rc = 1;
+		goto out;
+	}
+	if (tname_opt) {
+		tname = strdup(tname_opt);
+	} else {
+		json_object *d = NULL;
+		json_object_object_get_ex(cfg, "description", &d);
+		tname = d ? inject_template_from_description(json_object_get_string(d)) : NULL;
+	}
+	if (!tname) {
+		fprintf(stderr, "pvagent inject: %s was not made from a pvagent template: "
+				"name one with -t TEMPLATE\n", name);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (tmpl_load((const char *const *)cli->conf.paths.templates, tname, &t, &err) < 0) {
+		fprintf(stderr, "pvagent inject: %s\n", err ? err : "cannot load the template");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	char vmid[24];
+	snprintf(vmid, sizeof vmid, "%d", g.vmid);
+	pubkey = read_pubkey(&cli->conf);
+	if (tmpl_kvlist_set(&vars, "name", name) < 0 || tmpl_kvlist_set(&vars, "vmid", vmid) < 0 ||
+	    tmpl_kvlist_set(&vars, "node", g.node) < 0 ||
+	    (pubkey && tmpl_kvlist_set(&vars, "pubkey", pubkey) < 0) ||
+	    tmpl_expand(t, &vars, &inst, &err) < 0) {
+		fprintf(stderr, "pvagent inject: %s\n", err ? err : "out of memory");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	struct guest_wait w = {.address_timeout_s = 60};
+	if (guest_address(cli->pve, &g, addr_source(t->guest.address), inst.guest.ip.value, &w,
+			  &addr, &e) < 0) {
+		rc = fail_pve(cli, "inject", &e);
+		goto out;
+	}
+	struct ssh_opts so;
+	if (inject_ssh_opts(&cli->conf, &inst, addr, &so) < 0) {
+		fprintf(stderr, "pvagent inject: set [ssh] known_hosts (or [paths] state) in %s\n",
+			cli->conf.path);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	struct inject_request req = {
+		.name = name,
+		.inst = &inst,
+		.expect_os = t->os,
+		.ssh = &so,
+		.dry_run = dry_run,
+		.on_event = on_inject_event,
+		.event_ctx = cli,
+	};
+	inject_run(&req, &res);
+	rc = res.exit_code;
+	if (cli->json) {
+		json_object *o = inject_result_json(&res);
+		json_object_object_add(o, "result", json_object_new_string(rc ? "error" : "ok"));
+		json_object_object_add(o, "command", json_object_new_string("inject"));
+		out_json_line(stdout, o);
+		json_object_put(o);
+	} else {
+		char *sum = inject_result_summary(&res);
+		printf("%s: %s\n", name, sum ? sum : "done");
+		free(sum);
+	}
+	if (rc && !cli->json)
+		log_error("%s: inject failed at %s: %s", name, inject_step_name(res.failed_step),
+			  res.error ? res.error : "error");
+out:
+	inject_result_free(&res);
+	free(addr);
+	free(pubkey);
+	free(tname);
+	free(err);
+	tmpl_inst_free(&inst);
+	tmpl_free(t);
+	json_object_put(cfg);
+	guest_ref_clear(&g);
+	tmpl_kvlist_free(&vars);
+	return rc;
+}
+
 /* ---- command table and main ---------------------------------------------- */
 
 static const struct command commands[] = {
@@ -625,6 +810,9 @@ static const struct command commands[] = {
 	       "[--var K=V]... [--parallel K] [--no-start] [--full]",
 	 "provision guests, or converge existing ones", cmd_up},
 	{"down", "NAME [--purge]", "shut down and delete a guest", cmd_down},
+	{"inject", "NAME [--dry-run] [-t TEMPLATE] [--var K=V]...",
+	 "apply the template's guest files and hostname over SSH (--dry-run: show diffs)",
+	 cmd_inject},
 	{NULL, NULL, NULL, NULL},
 };
 

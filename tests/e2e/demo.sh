@@ -4,9 +4,10 @@
 # sanitizer builds), so the demo keeps working.
 source "$(dirname "$0")/lib/sim.sh"
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [ -t 1 ]; then B=$'\033[1m' N=$'\033[0m'; else B= N=; fi
+say() { printf '\n%s== %s%s\n' "$B" "$*" "$N"; }
 run() {
-	printf '\033[1m$ pvagent %s\033[0m\n' "$*"
+	printf '%s$ pvagent %s%s\n' "$B" "$*" "$N"
 	pvagent "$@"
 }
 
@@ -20,7 +21,22 @@ run nodes
 run list
 run templates
 
-@UP_DOWN@
+say "Provision a FreeBSD 14 and an Ubuntu 24.04 VM and an LXC container, two at a time"
+run up web1 db1 -t freebsd-14 --parallel 2 --set cores=2
+run up app1 -t ubuntu-24.04
+run up ct1 -t ubuntu-24.04-ct
+run list
+
+say "Run up again: it converges (applies the difference) instead of making a second guest"
+run up web1 -t freebsd-14 --set cores=4
+
+say "Clean up"
+run down db1
+run down app1
+run down ct1 --purge
+run down web1
+run down web1
+run list
 
 bad=$(requests_failing_schema)
 [ -z "$bad" ] || fail "requests refused by the simulator's schema check: $bad"

@@ -766,14 +766,26 @@ bool guest_check_lock(const struct sim_req *req, const struct sim_guest *g,
 	return false;
 }
 
-/* A qemu guest with a fixture comes up with an address: cloud-init's
- * static ipconfig0 if it has one, else the one it had, else the next free
- * loopback address from 127.0.1.100 (as DHCP would hand out). */
+/* A guest comes up with an address: a qemu guest with a fixture takes
+ * cloud-init's static ipconfig0 if it has one; a container whose net0 asks
+ * for DHCP (ip=dhcp) and a qemu guest without a static address keep the
+ * one they had, else get the next free loopback address from 127.0.1.100
+ * (as DHCP would hand out). A container with a static ip= is answered
+ * from its config (routes_ct.c) and gets nothing here. */
 static void guest_assign_address(struct cluster *c, struct sim_guest *g)
 {
-	if (strcmp(g->type, "qemu") != 0 || !g->fixture)
+	bool qemu = strcmp(g->type, "qemu") == 0;
+	if (qemu && !g->fixture)
 		return;
-	const char *ipc = cfg_str(g->config, "ipconfig0");
+	if (!qemu) {
+		const char *net = cfg_str(g->config, "net0");
+		char *cip = net ? prop_get(net, "ip") : NULL;
+		bool dhcp = cip && strcmp(cip, "dhcp") == 0;
+		free(cip);
+		if (!dhcp)
+			return;
+	}
+	const char *ipc = qemu ? cfg_str(g->config, "ipconfig0") : NULL;
 	char *ip = ipc ? prop_get(ipc, "ip") : NULL;
 	if (ip && strcmp(ip, "dhcp") != 0) {
 		ip[strcspn(ip, "/")] = '\0';

@@ -909,6 +909,29 @@ Test(cluster, state_exposes_boot_model)
 }
 
 /* ---- containers --------------------------------------------------------- */
+Test(cluster, dhcp_container_gets_a_lease_at_start)
+{
+	struct cluster *c = load("demo.json");
+	struct sim_resp r;
+	char *u = start_task(c, "POST", "/nodes/pve1/lxc",
+			     "{\"vmid\":\"201\",\"hostname\":\"ct201\","
+			     "\"ostemplate\":\"local:vztmpl/ubuntu-24.04-standard_24.04-2_amd64.tar.zst\","
+			     "\"rootfs\":\"local-lvm:8\",\"net0\":\"name=eth0,bridge=vmbr0,ip=dhcp\"}",
+			     T0);
+	free(wait_task(c, u, T0, NULL));
+	free(u);
+	u = start_task(c, "POST", "/nodes/pve1/lxc/201/status/start", NULL, T0 + 10);
+	free(wait_task(c, u, T0 + 10, NULL));
+	free(u);
+	call(c, "GET", "/nodes/pve1/lxc/201/interfaces", NULL, T0 + 20, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	json_object *eth = json_object_array_get_idx(r.data, 1);
+	cr_assert_str_eq(jstr(eth, "name"), "eth0");
+	cr_expect_str_eq(jstr(eth, "inet"), "127.0.1.100/24", "a DHCP lease from 127.0.1.100");
+	sim_resp_clear(&r);
+	cluster_free(c);
+}
+
 Test(cluster, lxc_lifecycle_and_restart_migration)
 {
 	struct cluster *c = load("demo.json");
