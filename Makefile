@@ -156,9 +156,9 @@ lint: check-deps
 	  --inline-suppr --std=c11 -D_GNU_SOURCE -Iagent -Itests/pvesim -Itests/support \
 	  --library=tests/tools/json-c.cfg --suppress=missingIncludeSystem \
 	  agent tests/pvesim tests/support
-	clang-tidy --quiet --warnings-as-errors='*' \
-	  $(wildcard agent/*.c tests/pvesim/*.c tests/support/*.c) -- \
-	  $(STD) -Iagent -Itests/pvesim -Itests/support \
+	printf '%s\n' $(wildcard agent/*.c tests/pvesim/*.c tests/support/*.c tests/unit/*.c \
+	  tests/bench/*.c) | xargs -P $$(nproc) -n 4 clang-tidy --quiet --warnings-as-errors='*' \
+	  2>/dev/null -- $(STD) -Iagent -Itests/pvesim -Itests/support \
 	  $(call pc_cflags,$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS))
 
 # deps: every build and test dependency; installs what is missing when run

@@ -407,24 +407,20 @@ int guest_list(struct pve *c, const char *node, struct guest_list *out, struct p
 	return 0;
 }
 
-int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
-		       struct pve_error *err)
+int guest_list_find_name(const struct guest_list *l, const char *name, struct guest_ref *out,
+			 struct pve_error *err)
 {
 	memset(out, 0, sizeof *out);
-	struct guest_list l;
-	if (guest_list(c, NULL, &l, err) < 0)
-		return -1;
 	size_t hits = 0, first = 0;
 	struct sbuf ids = {0};
-	for (size_t i = 0; i < l.n; i++) {
-		if (!l.v[i].name || strcasecmp(l.v[i].name, name) != 0)
+	for (size_t i = 0; i < l->n; i++) {
+		if (!l->v[i].name || strcasecmp(l->v[i].name, name) != 0)
 			continue;
 		if (hits++ == 0)
 			first = i;
-		if (sbuf_addf(&ids, "%s%d (%s)", hits > 1 ? ", " : "", l.v[i].vmid,
-			      l.v[i].node ? l.v[i].node : "?") < 0) {
+		if (sbuf_addf(&ids, "%s%d (%s)", hits > 1 ? ", " : "", l->v[i].vmid,
+			      l->v[i].node ? l->v[i].node : "?") < 0) {
 			sbuf_free(&ids);
-			guest_list_free(&l);
 			return oom(err);
 		}
 	}
@@ -436,11 +432,30 @@ int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
 			      name, sbuf_str(&ids));
 		rc = -1;
 	} else if (hits == 1) {
-		*out = l.v[first];
-		memset(&l.v[first], 0, sizeof l.v[first]);
-		rc = 1;
+		rc = guest_ref_copy(out, &l->v[first]) < 0 ? oom(err) : 1;
 	}
 	sbuf_free(&ids);
+	return rc;
+}
+
+int guest_list_find_vmid(const struct guest_list *l, int vmid, struct guest_ref *out,
+			 struct pve_error *err)
+{
+	memset(out, 0, sizeof *out);
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].vmid == vmid)
+			return guest_ref_copy(out, &l->v[i]) < 0 ? oom(err) : 1;
+	return 0;
+}
+
+int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
+		       struct pve_error *err)
+{
+	memset(out, 0, sizeof *out);
+	struct guest_list l;
+	if (guest_list(c, NULL, &l, err) < 0)
+		return -1;
+	int rc = guest_list_find_name(&l, name, out, err);
 	guest_list_free(&l);
 	return rc;
 }
@@ -451,15 +466,7 @@ int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out, struct pv
 	struct guest_list l;
 	if (guest_list(c, NULL, &l, err) < 0)
 		return -1;
-	int rc = 0;
-	for (size_t i = 0; i < l.n; i++) {
-		if (l.v[i].vmid == vmid) {
-			*out = l.v[i];
-			memset(&l.v[i], 0, sizeof l.v[i]);
-			rc = 1;
-			break;
-		}
-	}
+	int rc = guest_list_find_vmid(&l, vmid, out, err);
 	guest_list_free(&l);
 	return rc;
 }
@@ -715,8 +722,33 @@ struct claim {
 	const struct guest_vmid_policy *pol;
 	/* source to wait for when the send answers "locked" (clone) */
 	struct guest_ref *lock_src;
+	/* set by send when the request asked PVE to start the new guest
+	   (create with start=1); NULL: never */
+	const bool *starts;
 };
 
+/* The guest whose create/clone task we waited on and saw end OK: it
+ * exists on cl->node with our name, unlocked (PVE drops the "create" /
+ * "clone" lock before the task ends) and stopped unless the request asked
+ * PVE to start it (then its status is left unknown). Nothing to look up;
+ * a later change that still meets a lock waits on PVE's "locked" answer. */
+static int made(const struct claim *cl, int vmid, struct guest_ref *out, struct pve_error *err)
+{
+	memset(out, 0, sizeof *out);
+	out->vmid = vmid;
+	out->type = cl->type;
+	bool started = cl->starts && *cl->starts;
+	if (dupstr(&out->node, cl->node) < 0 || dupstr(&out->name, cl->name) < 0 ||
+	    dupstr(&out->status, started ? NULL : "stopped") < 0) {
+		guest_ref_clear(out);
+		return oom(err);
+	}
+	return 0;
+}
+
+/* A guest an unanswered (or lost-answer) request of ours created: we have
+ * no task to wait on, so look it up and wait until its create/clone lock
+ * has cleared. */
 static int adopt(struct pve *c, const struct claim *cl, int vmid, const struct guest_wait *w,
 		 struct guest_ref *out, struct pve_error *err)
 {
@@ -771,13 +803,13 @@ static int claim_run(struct pve *c, const struct claim *cl, const struct guest_w
 			return adopt(c, cl, vmid, w, out, err);
 		}
 		if (r == 0) {
-			if (upid) {
-				int wr = guest_wait_task(c, upid, cl->step, w, NULL, err);
-				free(upid);
-				if (wr < 0)
-					return -1; /* never sent again */
-			}
-			return adopt(c, cl, vmid, w, out, err);
+			if (!upid) /* no task to wait on: look */
+				return adopt(c, cl, vmid, w, out, err);
+			int wr = guest_wait_task(c, upid, cl->step, w, NULL, err);
+			free(upid);
+			if (wr < 0)
+				return -1; /* never sent again */
+			return made(cl, vmid, out, err);
 		}
 		/* failed: decide whether the next VMID may be tried */
 		if (err->kind == PVE_ERR_EXISTS && !err->ambiguous) {
@@ -857,6 +889,7 @@ static int claim_run(struct pve *c, const struct claim *cl, const struct guest_w
 
 struct create_send_ctx {
 	const struct guest_create_req *req;
+	bool start; /* the last request sent asked for start */
 };
 
 static int create_send(struct pve *c, void *ctx, int vmid, const struct pve_call_opts *co,
@@ -873,6 +906,9 @@ static int create_send(struct pve *c, void *ctx, int vmid, const struct pve_call
 	const char *namekey = req->type == GUEST_QEMU ? "name" : "hostname";
 	if (req->name && !pve_params_get(&p, namekey))
 		pve_params_add(&p, namekey, req->name);
+	const char *start = pve_params_get(&p, "start");
+	cs->start = start && strcmp(start, "0") != 0 && strcasecmp(start, "false") != 0 &&
+		    strcasecmp(start, "no") != 0 && strcasecmp(start, "off") != 0;
 	char *node = pve_path_escape(req->node);
 	char *path = node ? strprintf("/nodes/%s/%s", node, guest_type_name(req->type)) : NULL;
 	free(node);
@@ -890,7 +926,7 @@ static int create_send(struct pve *c, void *ctx, int vmid, const struct pve_call
 int guest_create(struct pve *c, const struct guest_create_req *req, const struct guest_wait *w,
 		 struct guest_ref *out, int *claims, struct pve_error *err)
 {
-	struct create_send_ctx cs = {req};
+	struct create_send_ctx cs = {req, false};
 	struct claim cl = {
 		.send = create_send,
 		.ctx = &cs,
@@ -899,6 +935,7 @@ int guest_create(struct pve *c, const struct guest_create_req *req, const struct
 		.name = req->name,
 		.step = "create",
 		.pol = &req->vmid,
+		.starts = &cs.start,
 	};
 	return claim_run(c, &cl, w, out, claims, err);
 }
@@ -1123,18 +1160,51 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const cha
 
 /* ---- power and delete ------------------------------------------------------------ */
 
+static bool status_is(const struct guest_ref *g, const char *status)
+{
+	return g->status && strcmp(g->status, status) == 0;
+}
+
 int guest_start(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 		struct pve_error *err)
 {
-	if (guest_refresh(c, g, err) < 0)
-		return -1;
-	if (g->status && strcmp(g->status, "running") == 0)
-		return 0;
+	/* Only a guest believed stopped is started without asking first: if
+	 * that belief is stale, PVE's "already running" below makes it
+	 * harmless. Any other belief (running, unknown) is checked, so that a
+	 * stopped guest is never taken for a running one. */
+	if (!status_is(g, "stopped")) {
+		if (guest_refresh(c, g, err) < 0)
+			return -1;
+		if (status_is(g, "running"))
+			return 0;
+	}
 	int rc = guest_task(c, g, "POST", "/status/start", NULL, "start", "already running", 0, w,
 			    NULL, err);
-	if (rc == 0 && guest_refresh(c, g, err) < 0)
-		pve_error_clear(err); /* the step itself succeeded */
-	return rc;
+	if (rc < 0 && !(err->kind == PVE_ERR_TASK && msg_has(err, "already running")))
+		return -1;
+	/* qemu says "already running" from inside the start task: believed
+	 * once the status confirms it */
+	struct pve_error failed = {0};
+	if (rc < 0)
+		pve_error_move(&failed, err);
+	free(g->status);
+	g->status = NULL; /* unknown until read */
+	if (guest_refresh(c, g, err) < 0) {
+		if (rc == 0)
+			pve_error_clear(err); /* the step itself succeeded */
+		else
+			pve_error_move(err, &failed); /* unconfirmed: the task's error */
+		return rc;
+	}
+	if (rc < 0) {
+		if (!status_is(g, "running")) {
+			pve_error_move(err, &failed);
+			return -1;
+		}
+		log_debug("VM %d was running already", g->vmid);
+		pve_error_clear(&failed);
+	}
+	return 0;
 }
 
 int guest_stop(struct pve *c, struct guest_ref *g, const struct guest_wait *w,

@@ -15,7 +15,10 @@
  *    "already exists" counts as done only if the existing guest carries our
  *    name (pve_call_opts.exists_is_ours).
  *  - "VM is locked": wait until status/current has no lock (bounded, with
- *    progress), then send again.
+ *    progress), then send again. Locks are not checked before sending:
+ *    PVE's answer is the check. (Only a guest that an unanswered request
+ *    of ours may have created is waited for first: no task tells when it
+ *    is done.)
  *
  * Every function taking a struct pve_error returns 0 on success and -1 on
  * failure (err filled) unless documented otherwise. A struct pve is used by
@@ -85,12 +88,20 @@ int guest_list(struct pve *c, const char *node, struct guest_list *out,
 /* The guest called name (compared case-insensitively, as DNS names are),
  * cluster-wide. Returns 1 and fills out when found,
  * 0 when there is none, -1 on error; two or more guests with this name are
- * an error (PVE_ERR_API) naming every VMID. */
+ * an error (PVE_ERR_API) naming every VMID. One GET /cluster/resources. */
 int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
 		       struct pve_error *err);
 /* The guest with this VMID: 1 found, 0 none, -1 error. */
 int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out,
 		       struct pve_error *err);
+/* The same look-ups in a listing already made with guest_list(), so that
+ * one listing serves several (no request; out is a copy; -1 is a duplicate
+ * name or out of memory). The listing is as old as it is: use a fresh one
+ * where a change since matters. */
+int guest_list_find_name(const struct guest_list *l, const char *name,
+			 struct guest_ref *out, struct pve_error *err);
+int guest_list_find_vmid(const struct guest_list *l, int vmid, struct guest_ref *out,
+			 struct pve_error *err);
 /* Re-read status, lock and name from .../status/current. PVE_ERR_NOT_FOUND
  * when the guest is gone. */
 int guest_refresh(struct pve *c, struct guest_ref *g, struct pve_error *err);
@@ -152,6 +163,11 @@ struct guest_create_req {
 
 /* Create a guest (POST /nodes/{node}/{type}), claiming a VMID, and wait
  * for the create task. On success out describes the new guest (unlocked).
+ * When the task was waited on and ended OK, out is built from what is known
+ * without another request: vmid, node, type, name, status "stopped" (NULL,
+ * i.e. unknown, when the parameters asked for start), no lock. A guest
+ * created by a request whose answer was lost is looked up instead, and
+ * waited for until its create/clone lock clears.
  * *claims (may be NULL) receives the number of create requests issued.
  * Claim loop: candidate = nextid (never one that just answered "already
  * exists": then the one after it) or the lowest free id of the range; on
@@ -174,7 +190,10 @@ struct guest_clone_req {
 };
 
 /* Clone a template VM (POST .../qemu/{vmid}/clone), claiming a VMID, and
- * wait for the clone task (progress with the clone percentage). */
+ * wait for the clone task (progress with the clone percentage). out as for
+ * guest_create (a clone is always stopped). source is used as given (its
+ * vmid and node); its lock is waited for only when PVE answers that it is
+ * locked. */
 int guest_clone(struct pve *c, const struct guest_clone_req *req,
 		const struct guest_wait *w, struct guest_ref *out, int *claims,
 		struct pve_error *err);
@@ -219,7 +238,15 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk,
 
 /* ---- power and delete ---------------------------------------------------- */
 
-/* Start; already running is success. Waits for the task. */
+/* Start; already running is success. Waits for the task, then re-reads
+ * status/current into g. A guest whose g->status is "stopped" is started
+ * without reading its status first (the caller knows it: just created, or
+ * just read); with any other g->status, or none, status/current is read
+ * first and a running guest is left alone without a request. PVE's
+ * "already running" (a synchronous answer, or a qemu start task failing
+ * with it, confirmed by the status) counts as success, so a stale
+ * "stopped" costs at most a refused or failed start request, never a wrong
+ * result. */
 int guest_start(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 		struct pve_error *err);
 /* Clean shutdown with shutdown_timeout_s; if it fails or times out, stop.

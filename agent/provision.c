@@ -862,15 +862,17 @@ static int pick_node(struct pve *c, char **node, struct pve_error *err)
 	return *node ? 0 : oom(err);
 }
 
-/* The template VM named by [source] clone (a VMID or a name). */
-static int find_source(struct pve *c, const char *clone, struct guest_ref *src,
+/* The template VM named by [source] clone (a VMID or a name), looked up
+ * in the listing of the find step (l): the same moment's view of the
+ * cluster, and no second listing. */
+static int find_source(const struct guest_list *l, const char *clone, struct guest_ref *src,
 		       struct pve_error *err)
 {
 	bool digits = *clone != 0;
 	for (const char *p = clone; *p; p++)
 		digits = digits && isdigit((unsigned char)*p);
-	int r = digits ? guest_find_by_vmid(c, atoi(clone), src, err)
-		       : guest_find_by_name(c, clone, src, err);
+	int r = digits ? guest_list_find_vmid(l, atoi(clone), src, err)
+		       : guest_list_find_name(l, clone, src, err);
 	if (r < 0)
 		return -1;
 	if (r == 0) {
@@ -927,7 +929,8 @@ static int create_params(void *ctx, int vmid, struct pve_params *p, struct pve_e
 
 /* After creating: if a concurrent run created a guest of the same name,
  * keep the lowest VMID and delete ours when it is not that one. g is
- * replaced by the survivor. */
+ * replaced by the survivor. This needs a listing made after our guest
+ * exists: the find step's listing predates both guests of such a race. */
 static int resolve_duplicates(struct one *o, struct guest_ref *g, bool *replaced,
 			      struct pve_error *err)
 {
@@ -1022,6 +1025,7 @@ static int up_one(struct one *o, struct pve_error *err)
 	struct up_result *res = o->res;
 	struct pve *c = o->c;
 	struct guest_ref g = {0}, src = {0};
+	struct guest_list listing = {0};
 	struct tmpl_inst inst = {0};
 	struct tmpl_kvlist desired = {0};
 	struct cfg_change *ch = NULL;
@@ -1037,7 +1041,11 @@ static int up_one(struct one *o, struct pve_error *err)
 	if (guest_pve_major(c, &major, err) < 0)
 		goto out;
 	enum guest_type t = tmpl_guest_type(req->tmpl->kind, major);
-	int found = guest_find_by_name(c, res->name, &g, err);
+	/* One listing: the guest by name (two of that name are an error), and
+	 * the clone source below. */
+	if (guest_list(c, NULL, &listing, err) < 0)
+		goto out;
+	int found = guest_list_find_name(&listing, res->name, &g, err);
 	if (found < 0)
 		goto out;
 	if (found) {
@@ -1082,7 +1090,7 @@ static int up_one(struct one *o, struct pve_error *err)
 		};
 		if (t == GUEST_QEMU && inst.source.clone.value) {
 			step_begin(o, "clone");
-			if (find_source(c, inst.source.clone.value, &src, err) < 0)
+			if (find_source(&listing, inst.source.clone.value, &src, err) < 0)
 				goto out;
 			node = strdup(want_node ? want_node : src.node);
 			if (!node) {
@@ -1153,6 +1161,7 @@ static int up_one(struct one *o, struct pve_error *err)
 		tmpl_inst_free(&inst);
 		memset(&inst, 0, sizeof inst);
 	}
+	guest_list_free(&listing);
 
 	/* config: bring the guest to the template */
 	step_begin(o, "config");
@@ -1251,7 +1260,12 @@ static int up_one(struct one *o, struct pve_error *err)
 	}
 
 	if (!req->no_start) {
-		if (guest_refresh(c, &g, err) < 0)
+		/* "stopped" is believed (we just created it, or the listing says
+		 * so; if it started meanwhile, guest_start takes PVE's "already
+		 * running" as success). "running" or unknown is read again: a
+		 * listing can lag, and a stopped guest must not be left so. */
+		bool stopped = g.status && strcmp(g.status, "stopped") == 0;
+		if (!stopped && guest_refresh(c, &g, err) < 0)
 			goto out;
 		if (!g.status || strcmp(g.status, "running") != 0) {
 			step_begin(o, "start");
@@ -1292,6 +1306,7 @@ out:
 	tmpl_inst_free(&inst);
 	guest_ref_clear(&g);
 	guest_ref_clear(&src);
+	guest_list_free(&listing);
 	return rc;
 }
 

@@ -52,15 +52,18 @@ int sbuf_addc(struct sbuf *b, char c)
 
 int sbuf_vaddf(struct sbuf *b, const char *fmt, va_list ap)
 {
-	va_list ap2;
-	va_copy(ap2, ap);
-	int n = vsnprintf(NULL, 0, fmt, ap2);
-	va_end(ap2);
-	if (n < 0 || sbuf_grow(b, (size_t)n) < 0)
-		return -1;
-	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-	b->len += (size_t)n;
-	return 0;
+	va_list measure, print;
+	va_copy(measure, ap);
+	va_copy(print, ap);
+	int n = vsnprintf(NULL, 0, fmt, measure);
+	va_end(measure);
+	int rc = n < 0 || sbuf_grow(b, (size_t)n) < 0 ? -1 : 0;
+	if (rc == 0) {
+		vsnprintf(b->s + b->len, (size_t)n + 1, fmt, print);
+		b->len += (size_t)n;
+	}
+	va_end(print);
+	return rc;
 }
 
 int sbuf_addf(struct sbuf *b, const char *fmt, ...)

@@ -436,7 +436,9 @@ static int run_sim(const char *scenario, const char *const *env, char **err_out)
 		dup2(devnull, 1);
 		for (size_t i = 0; env && env[i]; i++)
 			putenv((char *)env[i]);
-		const char *bin = getenv("PVESIM_BIN") ? getenv("PVESIM_BIN") : "build/san/pvesim";
+		const char *bin = getenv("PVESIM_BIN");
+		if (!bin)
+			bin = "build/san/pvesim";
 		execl(bin, bin, "--scenario", scenario, (char *)NULL);
 		_exit(127);
 	}

@@ -1,7 +1,9 @@
 /* test_guest.c - Criterion tests of agent/guest.c: pure helpers (names,
  * addresses) and, against the PVE simulator (tests/pvesim), VMID claims
- * (parallel, "already exists", lost answers), lock waits, power, delete,
- * finding by name and the PVE version switch. Every simulator test checks
+ * (parallel, "already exists", lost answers), what a finished create or
+ * clone returns without looking it up, lock waits, power (start without a
+ * status read when the guest is known stopped), delete, finding by name
+ * and the PVE version switch. Every simulator test checks
  * the simulator's state and request log, not only return codes. */
 #include <criterion/criterion.h>
 
@@ -940,5 +942,160 @@ Test(guest_sim, delete_waits_for_lock_then_deletes)
 	free(path);
 	guest_ref_clear(&g);
 	guest_ref_clear(&t);
+	fx_stop(&f);
+}
+
+/* Requests from index from on whose path contains needle (method NULL:
+ * any); needle NULL: every request that is not a task poll or log read. */
+static int count_since(json_object *log, size_t from, const char *method, const char *needle)
+{
+	int n = 0;
+	for (size_t i = from; i < json_object_array_length(log); i++) {
+		json_object *r = json_object_array_get_idx(log, i);
+		const char *p = js(r, "path");
+		if (method && strcmp(js(r, "method"), method))
+			continue;
+		if (needle ? strstr(p, needle) != NULL : strstr(p, "/tasks/") == NULL)
+			n++;
+	}
+	return n;
+}
+
+/* A clone whose task we waited on is known without looking: no listing and
+ * no status read after it, and the ref says what PVE holds. */
+Test(guest_sim, finished_clone_needs_no_lookup)
+{
+	struct fx f;
+	fx_start(&f, DEMO);
+	struct guest_ref t;
+	find_template(&f, "ubuntu2404-base", &t);
+	json_object *log = simproc_requests(&f.sp);
+	size_t before = json_object_array_length(log);
+	json_object_put(log);
+	struct guest_clone_req cr = {.source = &t, .name = "known1", .full = true};
+	struct guest_ref g;
+	struct pve_error e = {0};
+	int claims = 0;
+	cr_assert_eq(guest_clone(f.c, &cr, &f.w, &g, &claims, &e), 0, "%s",
+		     e.message ? e.message : "?");
+	cr_assert_eq(claims, 1);
+	cr_assert_str_eq(g.name, "known1");
+	cr_assert_str_eq(g.node, t.node);
+	cr_assert_eq(g.type, GUEST_QEMU);
+	cr_assert_str_eq(g.status, "stopped");
+	cr_assert_null(g.lock);
+	cr_assert_not(g.template);
+	json_object *st = simproc_state(&f.sp);
+	json_object *sg = st_guest(st, g.vmid);
+	cr_assert_not_null(sg);
+	cr_assert_str_eq(js(sg, "name"), "known1");
+	cr_assert_str_eq(js(sg, "node"), t.node);
+	cr_assert_str_eq(js(sg, "status"), "stopped");
+	cr_assert_null(js(sg, "lock"));
+	json_object_put(st);
+	log = simproc_requests(&f.sp);
+	cr_assert_eq(count_since(log, before, NULL, "/cluster/resources"), 0, "no listing");
+	cr_assert_eq(count_since(log, before, NULL, "/status/current"), 0, "no status read");
+	cr_assert_eq(count_since(log, before, NULL, NULL), 2, "nextid and the clone, no more");
+	cr_assert_eq(count_since(log, before, "GET", "/cluster/nextid"), 1);
+	json_object_put(log);
+	guest_ref_clear(&g);
+	guest_ref_clear(&t);
+	fx_stop(&f);
+}
+
+/* A ref believed stopped is started without reading its status first; a
+ * stale belief (it runs already) costs a start task that qemu fails with
+ * "already running", which counts as success once the status confirms it. */
+Test(guest_sim, start_believes_stopped_and_survives_a_stale_belief)
+{
+	struct fx f;
+	fx_start(&f, DEMO);
+	struct pve_error e = {0};
+	int vmid = create_named(&f, f.c, "power2", NULL, &e);
+	cr_assert_gt(vmid, 0, "%s", e.message ? e.message : "?");
+	struct guest_ref g;
+	cr_assert_eq(guest_find_by_name(f.c, "power2", &g, &e), 1);
+	cr_assert_str_eq(g.status, "stopped");
+	char *sp = strprintf("/nodes/pve1/qemu/%d/status/start", vmid);
+	json_object *log = simproc_requests(&f.sp);
+	size_t before = json_object_array_length(log);
+	json_object_put(log);
+	cr_assert_eq(guest_start(f.c, &g, &f.w, &e), 0, "%s", e.message ? e.message : "?");
+	cr_assert_str_eq(g.status, "running");
+	log = simproc_requests(&f.sp);
+	cr_assert_eq(count_since(log, before, NULL, NULL), 2, "start, then one status read");
+	cr_assert_eq(count_since(log, before, "POST", "/status/start"), 1);
+	cr_assert_eq(count_since(log, before, "GET", "/status/current"), 1);
+	before = json_object_array_length(log);
+	json_object_put(log);
+
+	/* stale: still believed stopped */
+	free(g.status);
+	g.status = strdup("stopped");
+	cr_assert_not_null(g.status);
+	cr_assert_eq(guest_start(f.c, &g, &f.w, &e), 0, "%s", e.message ? e.message : "?");
+	cr_assert_str_eq(g.status, "running");
+	log = simproc_requests(&f.sp);
+	cr_assert_eq(count_since(log, before, "POST", "/status/start"), 1, "sent once, not again");
+	cr_assert_eq(count_req(log, "POST", sp, -1), 2);
+	json_object_put(log);
+	json_object *st = simproc_state(&f.sp);
+	cr_assert_str_eq(js(st_guest(st, vmid), "status"), "running");
+	json_object_put(st);
+
+	/* believed running (or unknown): read, and left alone */
+	cr_assert_eq(guest_start(f.c, &g, &f.w, &e), 0);
+	free(g.status);
+	g.status = NULL;
+	cr_assert_eq(guest_start(f.c, &g, &f.w, &e), 0);
+	cr_assert_str_eq(g.status, "running");
+	log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "POST", sp, -1), 2, "a running guest is not started");
+	json_object_put(log);
+	free(sp);
+	guest_ref_clear(&g);
+	fx_stop(&f);
+}
+
+static int mkparams_start(void *ctx, int vmid, struct pve_params *p, struct pve_error *err)
+{
+	(void)ctx;
+	(void)err;
+	(void)vmid;
+	pve_params_add(p, "memory", "512");
+	pve_params_add(p, "start", "1");
+	return 0;
+}
+
+/* A create that asked PVE to start the guest leaves its status unknown, so
+ * that guest_start reads it and sends nothing. */
+Test(guest_sim, create_with_start_leaves_status_unknown)
+{
+	struct fx f;
+	fx_start(&f, DEMO);
+	struct guest_create_req cr = {
+		.type = GUEST_QEMU,
+		.node = "pve1",
+		.name = "started1",
+		.params = mkparams_start,
+	};
+	struct guest_ref g;
+	struct pve_error e = {0};
+	cr_assert_eq(guest_create(f.c, &cr, &f.w, &g, NULL, &e), 0, "%s",
+		     e.message ? e.message : "?");
+	cr_assert_null(g.status, "status unknown: %s", g.status ? g.status : "");
+	cr_assert_null(g.lock);
+	json_object *st = simproc_state(&f.sp);
+	cr_assert_str_eq(js(st_guest(st, g.vmid), "status"), "running");
+	json_object_put(st);
+	cr_assert_eq(guest_start(f.c, &g, &f.w, &e), 0, "%s", e.message ? e.message : "?");
+	cr_assert_str_eq(g.status, "running");
+	char *sp = strprintf("/nodes/pve1/qemu/%d/status/start", g.vmid);
+	json_object *log = simproc_requests(&f.sp);
+	cr_assert_eq(count_req(log, "POST", sp, -1), 0, "running already: nothing sent");
+	json_object_put(log);
+	free(sp);
+	guest_ref_clear(&g);
 	fx_stop(&f);
 }

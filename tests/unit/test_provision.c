@@ -601,6 +601,60 @@ Test(provision_sim, clone_configure_start_address)
 	fx_stop(&f);
 }
 
+/* The requests of one `up` that clones, configures and starts (task polls
+ * and log reads aside): one listing finds both the name and the clone
+ * source; the finished clone is known without looking it up; one listing
+ * after it for the duplicate-name race (it must postdate the clone); a
+ * guest known stopped is started without reading its status first. */
+Test(provision_sim, clone_up_request_budget)
+{
+	struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	json_object *log = simproc_requests(&f.sp);
+	size_t before = json_object_array_length(log);
+	json_object_put(log);
+	const char *names[] = {"budget1"};
+	struct up_request req = up_req(&f, names, 1);
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
+	cr_assert_eq(res[0].status, UP_CREATED);
+	static const char *const want[][2] = {
+		{"GET", "/version"},
+		{"GET", "/cluster/resources"},
+		{"GET", "/cluster/nextid"},
+		{"POST", "/clone"},
+		{"GET", "/cluster/resources"},
+		{"GET", "/config"},
+		{"PUT", "/config"},
+		{"POST", "/status/start"},
+		{"GET", "/status/current"},
+	};
+	size_t nw = sizeof want / sizeof want[0];
+	log = simproc_requests(&f.sp);
+	size_t k = 0;
+	struct sbuf seen = {0};
+	for (size_t i = before; i < json_object_array_length(log); i++) {
+		json_object *r = json_object_array_get_idx(log, i);
+		const char *m = js(r, "method"), *p = js(r, "path");
+		if (strstr(p, "/tasks/"))
+			continue;
+		sbuf_addf(&seen, "%s %s\n", m, p);
+		size_t lp = strlen(p), ls = k < nw ? strlen(want[k][1]) : 0;
+		if (k < nw && !strcmp(m, want[k][0]) && lp >= ls && !strcmp(p + lp - ls, want[k][1]))
+			k++;
+		else
+			k = nw + 1; /* out of order or extra */
+	}
+	cr_assert_eq(k, nw, "requests:\n%s", sbuf_str(&seen));
+	sbuf_free(&seen);
+	json_object_put(log);
+	up_results_free(res, 1);
+	fx_stop(&f);
+}
+
 Test(provision_sim, rerun_converges_without_second_guest)
 {
 	struct fx f;
