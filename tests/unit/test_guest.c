@@ -9,6 +9,7 @@
 
 #include "guest.h"
 #include "log.h"
+#include "simclock.h"
 #include "simproc.h"
 #include "util.h"
 
@@ -173,35 +174,6 @@ Test(guest_pure, ref_copy_and_clear)
 #define DEMO "tests/pvesim/scenarios/demo.json"
 #define PVE3 "tests/pvesim/scenarios/pve3.json"
 
-/* A clock whose sleep moves the simulator's time instead of waiting. */
-struct simclock {
-	struct simproc *sp;
-	pthread_mutex_t mu;
-	double offset;
-};
-
-static double sc_now(void *ctx)
-{
-	struct simclock *sc = ctx;
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	pthread_mutex_lock(&sc->mu);
-	double off = sc->offset;
-	pthread_mutex_unlock(&sc->mu);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9 + off;
-}
-
-static void sc_sleep(void *ctx, double s)
-{
-	struct simclock *sc = ctx;
-	if (s <= 0)
-		return;
-	pthread_mutex_lock(&sc->mu);
-	cr_assert_eq(simproc_advance(sc->sp, s), 0, "simproc_advance failed");
-	sc->offset += s;
-	pthread_mutex_unlock(&sc->mu);
-}
-
 struct fx {
 	struct simproc sp;
 	struct simclock sc;
@@ -232,9 +204,8 @@ static void fx_start(struct fx *f, const char *scenario)
 	memset(f, 0, sizeof *f);
 	cr_assert_eq(simproc_start(&f->sp, scenario, NULL), 0, "simulator did not start");
 	live_fx = f;
-	f->sc.sp = &f->sp;
-	pthread_mutex_init(&f->sc.mu, NULL);
-	f->clk = (struct pve_clock){sc_now, sc_sleep, &f->sc};
+	simclock_init(&f->sc, &f->sp);
+	f->clk = f->sc.clock;
 	f->opts = (struct pve_opts){
 		.url = f->sp.url,
 		.token_id = f->sp.token_id,
@@ -256,7 +227,7 @@ static void fx_stop(struct fx *f)
 	pve_free(f->c);
 	guest_version_cache_clear();
 	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
-	pthread_mutex_destroy(&f->sc.mu);
+	simclock_destroy(&f->sc);
 }
 
 /* The cluster part of GET /_sim/state. */

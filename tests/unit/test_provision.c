@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "provision.h"
+#include "simclock.h"
 #include "simproc.h"
 #include "tmpl.h"
 #include "util.h"
@@ -227,35 +228,6 @@ Test(provision_misc, status_names_and_exit_codes)
 #define PVE3 "tests/pvesim/scenarios/pve3.json"
 #define PUBKEY "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZha2VrZXlmb3J0ZXN0cw pvagent@test"
 
-/* A clock whose sleep moves the simulator's time instead of waiting. */
-struct simclock {
-	struct simproc *sp;
-	pthread_mutex_t mu;
-	double offset;
-};
-
-static double sc_now(void *ctx)
-{
-	struct simclock *sc = ctx;
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	pthread_mutex_lock(&sc->mu);
-	double off = sc->offset;
-	pthread_mutex_unlock(&sc->mu);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9 + off;
-}
-
-static void sc_sleep(void *ctx, double s)
-{
-	struct simclock *sc = ctx;
-	if (s <= 0)
-		return;
-	pthread_mutex_lock(&sc->mu);
-	cr_assert_eq(simproc_advance(sc->sp, s), 0, "simproc_advance failed");
-	sc->offset += s;
-	pthread_mutex_unlock(&sc->mu);
-}
-
 /* Events, recorded (provision serialises the callback). */
 struct evlog {
 	int begins, dones, in_flight, max_in_flight;
@@ -400,9 +372,8 @@ static void fx_start(struct fx *f, const char *scenario, const char *tmpl_file,
 	memset(f, 0, sizeof *f);
 	cr_assert_eq(simproc_start(&f->sp, scenario, NULL), 0, "simulator did not start");
 	live_fx = f;
-	f->sc.sp = &f->sp;
-	pthread_mutex_init(&f->sc.mu, NULL);
-	f->clk = (struct pve_clock){sc_now, sc_sleep, &f->sc};
+	simclock_init(&f->sc, &f->sp);
+	f->clk = f->sc.clock;
 	f->opts = (struct pve_opts){
 		.url = f->sp.url,
 		.token_id = f->sp.token_id,
@@ -429,7 +400,7 @@ static void fx_stop(struct fx *f)
 	sbuf_free(&f->ev.text);
 	guest_version_cache_clear();
 	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
-	pthread_mutex_destroy(&f->sc.mu);
+	simclock_destroy(&f->sc);
 }
 
 static struct up_request up_req(struct fx *f, const char *const *names, size_t n)
