@@ -236,6 +236,90 @@ double task_poll_delay(unsigned n)
 	return d > 1.0 ? 1.0 : d;
 }
 
+void task_sched_init(struct task_sched *s, double first_s, double max_s)
+{
+	memset(s, 0, sizeof *s);
+	s->first = first_s > 0 ? first_s : 0.1;
+	s->max = max_s > 0 ? max_s : 1.0;
+	if (s->max < s->first)
+		s->max = s->first;
+	s->best = -1;
+	s->end = -1;
+}
+
+void task_sched_progress(struct task_sched *s, double now, unsigned lines, double percent)
+{
+	double gap = now - s->last_read;
+	s->last_read = now;
+	if (!lines || !(percent >= 0)) /* no line, or NaN */
+		return;
+	if (percent > 100)
+		percent = 100;
+	/* When the last new line was written: somewhere in the gap since the
+	 * previous read; with k lines in it, about gap / (2k) before now. */
+	double at = gap > 0 ? now - gap / (2.0 * lines) : now;
+	if (s->best >= 0 && percent < s->best) {
+		/* Going backwards: the next transfer (disk) began in the gap,
+		 * at the earliest at the previous read. */
+		s->seg = gap > 0 ? now - gap : now;
+		s->best = -1;
+		s->end = -1;
+	}
+	if (percent <= 0) {
+		/* The transfer is starting: its rate counts from here. */
+		if (s->best < 0)
+			s->seg = at;
+		return;
+	}
+	if (percent <= s->best)
+		return; /* no news */
+	s->best = percent;
+	double took = at - s->seg;
+	if (took <= 0)
+		return; /* no rate from a zero span */
+	double end = at + took * (100.0 - percent) / percent;
+	if (end >= 0) /* false for NaN */
+		s->end = end;
+}
+
+double task_sched_next(struct task_sched *s, double now)
+{
+	if (s->was_extra && s->end >= 0 && (now >= s->end || s->best >= 90)) {
+		/* The poll just after the estimated end found the task still
+		 * running, with the copy done or nearly (after it PVE still
+		 * writes the config and drops the lock). Follow that tail
+		 * closely: the plain schedule starts again from first_s, once
+		 * per estimate. */
+		s->n = 0;
+		s->end = -1;
+		s->was_extra = false;
+	}
+	if (!s->was_extra) {
+		/* The previous poll (or the start) was one of the plain
+		 * schedule: the next one is the next delay from now. */
+		double p = s->first * task_poll_delay(s->n) / 0.1;
+		s->grid = now + (p > s->max ? s->max : p);
+		s->n++;
+		s->extra_done = false;
+	}
+	s->was_extra = false;
+	double d = s->grid - now;
+	if (d < s->first) /* an extra poll came just before */
+		d = s->first;
+	if (d > s->max)
+		d = s->max;
+	if (s->end < 0 || s->extra_done)
+		return d;
+	double until = s->end + s->first / 4 - now;
+	if (until > 0 && until < d) {
+		/* Poll just after the estimated end, once per plain delay. */
+		s->was_extra = true;
+		s->extra_done = true;
+		d = until < s->first ? s->first : until;
+	}
+	return d;
+}
+
 bool task_exit_ok(const char *st, int *warnings)
 {
 	if (warnings)
@@ -276,6 +360,8 @@ struct logstate {
 	struct task_result *res;
 	task_progress_fn progress;
 	void *ctx;
+	unsigned read_lines;     /* progress lines in the current read_log() */
+	double read_percent;     /* the percentage of the last of them */
 };
 
 static int ring_push(struct logstate *ls, const char *line)
@@ -342,8 +428,12 @@ static int take_line(struct logstate *ls, const char *line)
 	default:
 		break;
 	}
-	if (ls->progress && p.percent >= 0)
-		ls->progress(ls->ctx, &p);
+	if (p.percent >= 0) {
+		ls->read_lines++;
+		ls->read_percent = p.percent;
+		if (ls->progress)
+			ls->progress(ls->ctx, &p);
+	}
 	return ring_push(ls, line);
 }
 
@@ -367,6 +457,8 @@ static int read_log(struct pve *c, const char *node, const char *upid, struct lo
 		return -1;
 	}
 	int ret = -1;
+	ls->read_lines = 0;
+	ls->read_percent = -1;
 	for (;;) {
 		struct pve_params p = {0};
 		pve_params_add_int(&p, "start", (long long)ls->next);
@@ -502,10 +594,11 @@ int task_wait(struct pve *c, const char *upid, const struct task_wait_opts *o,
 		pve_error_set(err, PVE_ERR_INTERNAL, "out of memory");
 		goto out;
 	}
+	struct task_sched sched;
+	task_sched_init(&sched, first, maxp);
 	double t0 = pve_clock_now(o->clock);
-	for (unsigned n = 0;; n++) {
-		double d = first * task_poll_delay(n) / 0.1;
-		pve_clock_sleep(o->clock, d > maxp ? maxp : d);
+	for (;;) {
+		pve_clock_sleep(o->clock, task_sched_next(&sched, pve_clock_now(o->clock) - t0));
 		json_object *st = NULL;
 		res->polls++;
 		if (pve_get(c, spath, NULL, &st, err) < 0) {
@@ -542,9 +635,15 @@ int task_wait(struct pve *c, const char *upid, const struct task_wait_opts *o,
 		}
 		if (stopped)
 			break;
-		if (o->progress && read_log(c, u.node, upid, &ls, err) < 0)
-			goto out;
 		double el = pve_clock_now(o->clock) - t0;
+		/* At 100% the log has nothing for the schedule; read it now and
+		 * then (once per max_poll_s) for the progress callback only. */
+		if (o->progress && (sched.best < 100 || el - sched.last_read >= maxp)) {
+			if (read_log(c, u.node, upid, &ls, err) < 0)
+				goto out;
+			el = pve_clock_now(o->clock) - t0;
+			task_sched_progress(&sched, el, ls.read_lines, ls.read_percent);
+		}
 		if (timeout > 0 && el >= timeout) {
 			pve_error_set(err, PVE_ERR_TASK_TIMEOUT,
 				      "%s %s on %s still running after %.0f s; not stopped, "

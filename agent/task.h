@@ -1,5 +1,6 @@
 /* task.h - PVE tasks: UPID parsing and formatting, starting a task-creating
- * call, waiting on a task (poll schedule 100 ms doubling to 1 s), reading
+ * call, waiting on a task (poll schedule 100 ms doubling to 1 s, plus a
+ * poll just after the end estimated from the progress in its log), reading
  * its log for progress (clone and migration percentages), migration
  * downtime and duration, warnings, and the log tail of a failed task. */
 #ifndef PVAGENT_TASK_H
@@ -58,6 +59,48 @@ int task_parse_size(const char *s, double *bytes, const char **end);
  * up to 1 s. Pure. */
 double task_poll_delay(unsigned n);
 
+/* The status poll schedule of task_wait(). Times are seconds since the
+ * wait began. The plain schedule is task_poll_delay() scaled to first_s and
+ * capped at max_s: first_s, 2 first_s, 4 first_s, ... max_s after each poll
+ * of it. Without progress that is all.
+ *
+ * Progress lines (a percentage) from the log reads add polls to it: the
+ * time the last new line of a read was written is estimated (within the
+ * gap since the previous read; the more lines came in, the nearer the read:
+ * now - gap / (2 lines)), the transfer's rate follows from its start (0;
+ * the time of a "0%" line, estimated the same way; or, when the percentage
+ * goes backwards, e.g. for the next disk, the previous read) and its end is
+ * that time plus the rest at that rate. When the estimated end plus a
+ * quarter of first_s comes before the next plain poll, one extra poll is
+ * made then. If that poll finds the task still running past the estimate
+ * or with the copy at 90% or more (PVE writes the config and drops the
+ * lock after the copy), the plain schedule starts again from first_s, once
+ * per estimate, to follow that tail; otherwise it
+ * goes on underneath, unchanged (a stalled task is polled as without
+ * progress, at most max_s apart). At most one
+ * extra poll per plain delay, none sooner than first_s after the previous
+ * poll. Percentages of 0 give no estimate and ones not above the best seen
+ * of the transfer change nothing; > 100 counts as 100, NaN and < 0 as no
+ * line. Pure: the caller passes the times (task_wait() its clock's). */
+struct task_sched {
+	double first, max;     /* bounds of a delay (seconds) */
+	unsigned n;            /* plain delays given so far */
+	double grid;           /* time of the next plain poll */
+	bool was_extra;        /* the last delay given was an extra poll's */
+	bool extra_done;       /* an extra poll was given in this plain delay */
+	double seg;            /* start of the current transfer */
+	double best;           /* highest percentage of it, < 0: none yet */
+	double end;            /* its estimated end, < 0: none */
+	double last_read;      /* time of the previous log read */
+};
+
+void task_sched_init(struct task_sched *s, double first_s, double max_s);
+/* A log read at time now brought `lines` new progress lines, the last of
+ * them at percent (ignored when lines is 0). */
+void task_sched_progress(struct task_sched *s, double now, unsigned lines, double percent);
+/* The delay before the next status poll, the previous one at time now. */
+double task_sched_next(struct task_sched *s, double now);
+
 typedef void (*task_progress_fn)(void *ctx, const struct task_progress *p);
 
 struct task_wait_opts {
@@ -68,7 +111,9 @@ struct task_wait_opts {
 				    began means "not visible yet"; 0: 10 */
 	unsigned tail_lines;     /* log lines kept for a failure; 0: 12 */
 	const struct pve_clock *clock;  /* NULL: real time */
-	task_progress_fn progress;      /* called for progress lines, may be NULL */
+	task_progress_fn progress;      /* called for progress lines, may be NULL;
+					   with it the log is also read while
+					   the task runs (see task_sched) */
 	void *progress_ctx;
 };
 
@@ -87,9 +132,13 @@ void task_result_free(struct task_result *r);
 /* Is exitstatus a success ("OK" or "WARNINGS: n")? Sets *warnings. */
 bool task_exit_ok(const char *exitstatus, int *warnings);
 
-/* Wait until the task stops. Returns 0 when it ended with OK or WARNINGS
- * (the warning lines are logged as warnings and returned in res). On an
- * error exit status returns -1 with err->kind PVE_ERR_TASK, err->message
+/* Wait until the task stops, polling its status on the task_sched
+ * schedule (first_poll_s, max_poll_s). With opts->progress the log is read
+ * after each status poll that finds the task running, except while the
+ * current transfer is at 100% (then at most once per max_poll_s); without
+ * it the log is read once, at the end. Returns 0 when it ended with OK or
+ * WARNINGS (the warning lines are logged as warnings and returned in res).
+ * On an error exit status returns -1 with err->kind PVE_ERR_TASK, err->message
  * "TYPE ID on NODE failed: EXITSTATUS", err->upid and err->detail (the last
  * log lines). After opts->timeout_s: PVE_ERR_TASK_TIMEOUT (task untouched,
  * still running). API errors while polling are those of pve_request(), and

@@ -1455,7 +1455,11 @@ static void prog_cb(void *ctx, const struct task_progress *p)
 	pr->last = p->percent;
 }
 
-Test(mock, task_ok_after_not_yet_visible_with_poll_schedule)
+/* A clone task: not visible on the first poll, then running for five
+ * polls, then OK. With `percentages` its log (all of it there from the
+ * start) has the copy's "transferred" lines up to 100%, otherwise none. The
+ * sleeps before the polls go to fc. */
+static void clone_task_polls(bool percentages, struct fake_clock *fc, struct prog *pr)
 {
 	struct mock m;
 	mock_start(&m);
@@ -1468,19 +1472,20 @@ Test(mock, task_ok_after_not_yet_visible_with_poll_schedule)
 	m.statuses[5] = "running";
 	m.statuses[6] = "OK";
 	m.nstatus = 7;
-	m.log[0] = "create full clone of drive scsi0 (local-lvm:base-9000-disk-0)";
-	m.log[1] = "transferred 0.0 B of 4.0 GiB (0.00%)";
-	m.log[2] = "transferred 2.0 GiB of 4.0 GiB (50.00%)";
-	m.log[3] = "transferred 4.0 GiB of 4.0 GiB (100.00%)";
-	m.log[4] = "TASK OK";
-	m.nlog = 5;
-	struct fake_clock fc = {0};
-	struct pve_clock clk = {fake_now, fake_sleep, &fc};
+	int nl = 0;
+	m.log[nl++] = "create full clone of drive scsi0 (local-lvm:base-9000-disk-0)";
+	if (percentages) {
+		m.log[nl++] = "transferred 0.0 B of 4.0 GiB (0.00%)";
+		m.log[nl++] = "transferred 2.0 GiB of 4.0 GiB (50.00%)";
+		m.log[nl++] = "transferred 4.0 GiB of 4.0 GiB (100.00%)";
+	}
+	m.log[nl++] = "TASK OK";
+	m.nlog = nl;
+	struct pve_clock clk = {fake_now, fake_sleep, fc};
 	struct pve *c = mock_client(&m, false, NULL);
 	struct pve_error e = {0};
 	struct task_result res;
-	struct prog pr = {0};
-	struct task_wait_opts wo = {.clock = &clk, .progress = prog_cb, .progress_ctx = &pr};
+	struct task_wait_opts wo = {.clock = &clk, .progress = prog_cb, .progress_ctx = pr};
 	struct pve_params p = {0};
 	pve_params_add_int(&p, "newid", 101);
 	cr_assert_eq(task_run(c, "POST", "/nodes/pve1/qemu/9000/clone", &p, NULL, &wo, &res, &e), 0,
@@ -1488,13 +1493,6 @@ Test(mock, task_ok_after_not_yet_visible_with_poll_schedule)
 	pve_params_free(&p);
 	cr_expect_str_eq(res.exitstatus, "OK");
 	cr_expect_eq(res.polls, 7);
-	const double want[] = {0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0};
-	cr_assert_eq(fc.n, 7);
-	for (int i = 0; i < 7; i++)
-		cr_expect_float_eq(fc.slept[i], want[i], 1e-9, "sleep %d = %f", i, fc.slept[i]);
-	cr_expect_eq(pr.n, 3);
-	cr_expect_float_eq(pr.pct[1], 50.0, 1e-9);
-	cr_expect_float_eq(pr.pct[2], 100.0, 1e-9);
 	cr_expect_eq(res.downtime_ms, -1);
 	task_result_free(&res);
 	pve_free(c);
@@ -1502,6 +1500,36 @@ Test(mock, task_ok_after_not_yet_visible_with_poll_schedule)
 	cr_expect_eq(mock_count(&m, "POST", "/api2/json/nodes/pve1/qemu/9000/clone"), 1);
 	cr_expect_eq(mock_count(&m, "GET", MOCK_TASK_PATH "/status"), 7);
 	pve_error_clear(&e);
+}
+
+Test(mock, task_ok_after_not_yet_visible_with_poll_schedule)
+{
+	/* No percentages: the plain schedule, 0.1 s doubling to 1 s. */
+	struct fake_clock fc = {0};
+	struct prog pr = {0};
+	clone_task_polls(false, &fc, &pr);
+	const double want[] = {0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0};
+	cr_assert_eq(fc.n, 7);
+	for (int i = 0; i < 7; i++)
+		cr_expect_float_eq(fc.slept[i], want[i], 1e-9, "sleep %d = %f", i, fc.slept[i]);
+	cr_expect_eq(pr.n, 0);
+}
+
+Test(mock, task_past_its_estimated_end_keeps_the_plain_schedule)
+{
+	/* The second poll reads 100% while the task still runs: its estimated
+	 * end has passed, no extra poll, the plain schedule goes on. */
+	struct fake_clock fc = {0};
+	struct prog pr = {0};
+	clone_task_polls(true, &fc, &pr);
+	const double want[] = {0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0};
+	cr_assert_eq(fc.n, 7);
+	for (int i = 0; i < 7; i++)
+		cr_expect_float_eq(fc.slept[i], want[i], 1e-9, "sleep %d = %f", i, fc.slept[i]);
+	cr_expect_eq(pr.n, 3);
+	cr_expect_float_eq(pr.pct[0], 0.0, 1e-9);
+	cr_expect_float_eq(pr.pct[1], 50.0, 1e-9);
+	cr_expect_float_eq(pr.pct[2], 100.0, 1e-9);
 }
 
 Test(mock, task_warnings_are_success_and_shown)
