@@ -362,44 +362,45 @@ int ssh_keepalive(struct ssh_session *s, struct ssh_error *err)
 	return 0;
 }
 
-/* Wait until the socket is ready for what libssh2 is blocked on, or the
- * deadline (0: none) passes. Sends keepalives while waiting. */
+/* Wait until the socket is ready for what libssh2 is blocked on, at most
+ * WAIT_SLICE_MS: libssh2 may already hold in its buffers what the caller
+ * waits for (a read of one channel or stream pulls every packet off the
+ * socket), so the caller retries its libssh2 call after every slice
+ * instead of sleeping on a socket that stays quiet. Fails with a timeout
+ * once the deadline (0: none) has passed. Sends keepalives (libssh2 keeps
+ * their interval) while waiting. */
+#define WAIT_SLICE_MS 200
 static int wait_socket(struct ssh_session *s, int64_t deadline, const char *what,
 		       struct ssh_error *err)
 {
-	for (;;) {
-		int dir = libssh2_session_block_directions(s->sess);
-		struct pollfd p = {.fd = s->fd, .events = 0};
-		if (dir & LIBSSH2_SESSION_BLOCK_INBOUND)
-			p.events |= POLLIN;
-		if (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND)
-			p.events |= POLLOUT;
-		if (!p.events)
-			p.events = POLLIN;
-		int ms = -1;
-		if (s->keepalive_s > 0)
-			ms = s->keepalive_s * 1000;
-		if (deadline) {
-			int64_t left = deadline - now_ms();
-			if (left <= 0)
-				return break_session(s, err, SSH_ERR_TIMEOUT, what);
-			if (ms < 0 || left < ms)
-				ms = (int)left;
-		}
-		int n = poll(&p, 1, ms);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return fail(err, SSH_ERR_IO, "poll: %s", strerror(errno));
-		if (n > 0)
-			return 0;
-		if (s->keepalive_s > 0) {
-			int next = 0;
-			int rc = libssh2_keepalive_send(s->sess, &next);
-			if (rc != 0 && rc != LIBSSH2_ERROR_EAGAIN)
-				return break_session(s, err, SSH_ERR_CONNECT, what);
-		}
+	int dir = libssh2_session_block_directions(s->sess);
+	struct pollfd p = {.fd = s->fd, .events = 0};
+	if (dir & LIBSSH2_SESSION_BLOCK_INBOUND)
+		p.events |= POLLIN;
+	if (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND)
+		p.events |= POLLOUT;
+	if (!p.events)
+		p.events = POLLIN;
+	int ms = WAIT_SLICE_MS;
+	if (deadline) {
+		int64_t left = deadline - now_ms();
+		if (left <= 0)
+			return break_session(s, err, SSH_ERR_TIMEOUT, what);
+		if (left < ms)
+			ms = (int)left;
 	}
+	int n;
+	while ((n = poll(&p, 1, ms)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return fail(err, SSH_ERR_IO, "poll: %s", strerror(errno));
+	if (n == 0 && s->keepalive_s > 0) {
+		int next = 0;
+		int rc = libssh2_keepalive_send(s->sess, &next);
+		if (rc != 0 && rc != LIBSSH2_ERROR_EAGAIN)
+			return break_session(s, err, SSH_ERR_CONNECT, what);
+	}
+	return 0;
 }
 
 /* After connecting, the session stays non-blocking: every call waits in
@@ -1185,6 +1186,14 @@ int ssh_exec_cmdline(struct ssh_session *s, const char *cmdline, const struct ss
 		}
 		if (out_eof && err_eof)
 			break;
+		/* Reading one stream can pull the other's data, or the EOF,
+		 * off the socket into libssh2's buffers: wait on the socket
+		 * only when libssh2 holds nothing more for us, or poll()
+		 * waits for data that has already arrived. */
+		if (!progress && (libssh2_channel_eof(ch) ||
+				  (!out_eof && libssh2_poll_channel_read(ch, 0)) ||
+				  (!err_eof && libssh2_poll_channel_read(ch, 1))))
+			progress = true;
 		if (!progress && wait_socket(s, deadline, what, err) < 0)
 			goto out;
 	}
