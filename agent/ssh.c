@@ -1186,14 +1186,12 @@ int ssh_exec_cmdline(struct ssh_session *s, const char *cmdline, const struct ss
 		}
 		if (out_eof && err_eof)
 			break;
-		/* Reading one stream can pull the other's data, or the EOF,
-		 * off the socket into libssh2's buffers: wait on the socket
-		 * only when libssh2 holds nothing more for us, or poll()
-		 * waits for data that has already arrived. */
-		if (!progress && (libssh2_channel_eof(ch) ||
-				  (!out_eof && libssh2_poll_channel_read(ch, 0)) ||
-				  (!err_eof && libssh2_poll_channel_read(ch, 1))))
-			progress = true;
+		if (deadline && now_ms() >= deadline) {
+			break_session(s, err, SSH_ERR_TIMEOUT, what);
+			goto out;
+		}
+		/* wait_socket() returns after a short slice at the latest, so
+		 * data libssh2 already buffered is read on the next pass. */
 		if (!progress && wait_socket(s, deadline, what, err) < 0)
 			goto out;
 	}
