@@ -1058,6 +1058,13 @@ void ssh_close(struct ssh_session *s)
 	if (!s)
 		return;
 	if (s->sess) {
+		/* A broken session (timeout, lost transport) has nothing more to
+		 * say to the server, which may not answer a channel close until
+		 * its command ends: shut the socket so libssh2's teardown fails
+		 * fast and frees everything. (If libssh2_session_free times out
+		 * instead, it frees nothing, the OpenSSL cipher state included.) */
+		if (s->broken != SSH_OK && s->fd >= 0)
+			shutdown(s->fd, SHUT_RDWR);
 		libssh2_session_set_blocking(s->sess, 1);
 		libssh2_session_set_timeout(s->sess, 2000);
 		if (s->sftp)
