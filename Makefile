@@ -64,6 +64,9 @@ PROGS = $(if $(wildcard agent/pvagent.c),pvagent) $(if $(wildcard agent/pvagentd
 	tests/pvesim/pvesim
 
 .PHONY: all deps test test-run demo demo-run bench bench-run lint install clean check-deps
+# Keep the objects of test and bench programs (make would delete them as
+# intermediate files and rebuild them on every run).
+.SECONDARY:
 all: $(PROGS)
 
 # ---- release tree ---------------------------------------------------------
@@ -157,8 +160,8 @@ lint: check-deps
 	  --library=tests/tools/json-c.cfg --suppress=missingIncludeSystem \
 	  agent tests/pvesim tests/support
 	printf '%s\n' $(wildcard agent/*.c tests/pvesim/*.c tests/support/*.c tests/unit/*.c \
-	  tests/bench/*.c) | xargs -P $$(nproc) -n 4 clang-tidy --quiet --warnings-as-errors='*' \
-	  2>/dev/null -- $(STD) -Iagent -Itests/pvesim -Itests/support \
+	  tests/bench/*.c) | xargs -P $$(nproc) -I{} clang-tidy --quiet --warnings-as-errors='*' \
+	  {} -- $(STD) -Iagent -Itests/pvesim -Itests/support \
 	  $(call pc_cflags,$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS))
 
 # deps: every build and test dependency; installs what is missing when run

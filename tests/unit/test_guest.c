@@ -279,7 +279,7 @@ static int count_req(json_object *log, const char *method, const char *path, int
 	int n = 0;
 	for (size_t i = 0; i < json_object_array_length(log); i++) {
 		json_object *r = json_object_array_get_idx(log, i), *v;
-		if (strcmp(js(r, "method"), method) || strcmp(js(r, "path"), path))
+		if (strcmp(js(r, "method"), method) != 0 || strcmp(js(r, "path"), path) != 0)
 			continue;
 		if (status >= 0 && (!json_object_object_get_ex(r, "status", &v) ||
 				    json_object_get_int(v) != status))
@@ -488,7 +488,7 @@ Test(guest_sim, already_exists_moves_to_next_vmid)
 	int first = -1, second = -1;
 	for (size_t i = 0; i < json_object_array_length(log); i++) {
 		json_object *r = json_object_array_get_idx(log, i);
-		if (strcmp(js(r, "method"), "POST") || strcmp(js(r, "path"), "/nodes/pve1/qemu"))
+		if (strcmp(js(r, "method"), "POST") != 0 || strcmp(js(r, "path"), "/nodes/pve1/qemu") != 0)
 			continue;
 		const char *v = req_param(r, "vmid");
 		cr_assert_not_null(v);
@@ -549,7 +549,7 @@ Test(guest_sim, lost_answer_create_is_recognised_as_ours)
 	int posts = 0;
 	for (size_t i = 0; i < json_object_array_length(log); i++) {
 		json_object *r = json_object_array_get_idx(log, i);
-		if (strcmp(js(r, "method"), "POST") || strcmp(js(r, "path"), "/nodes/pve1/qemu"))
+		if (strcmp(js(r, "method"), "POST") != 0 || strcmp(js(r, "path"), "/nodes/pve1/qemu") != 0)
 			continue;
 		posts++;
 		cr_assert_eq(atoi(req_param(r, "vmid")), vmid, "same VMID resent");
@@ -924,7 +924,7 @@ static int count_since(json_object *log, size_t from, const char *method, const 
 	for (size_t i = from; i < json_object_array_length(log); i++) {
 		json_object *r = json_object_array_get_idx(log, i);
 		const char *p = js(r, "path");
-		if (method && strcmp(js(r, "method"), method))
+		if (method && strcmp(js(r, "method"), method) != 0)
 			continue;
 		if (needle ? strstr(p, needle) != NULL : strstr(p, "/tasks/") == NULL)
 			n++;

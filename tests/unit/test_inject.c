@@ -1027,7 +1027,8 @@ static bool ssh_answers(void)
 
 Test(inject_sim, guest_sshd_follows_the_boot_model)
 {
-	if (access(getenv("PVESIM_BIN") ? getenv("PVESIM_BIN") : "build/san/pvesim", X_OK) < 0)
+	const char *sim_bin = getenv("PVESIM_BIN");
+	if (access(sim_bin ? sim_bin : "build/san/pvesim", X_OK) < 0)
 		cr_skip_test("no simulator binary (make build/san/pvesim)");
 	start("freebsd-9.0", "127.0.1.60");
 	char *scen = strprintf(

@@ -475,13 +475,13 @@ static int count_req(json_object *log, const char *method, const char *pattern, 
 	for (size_t i = 0; i < json_object_array_length(log); i++) {
 		json_object *r = json_object_array_get_idx(log, i), *v;
 		const char *p = js(r, "path");
-		if (strcmp(js(r, "method"), method))
+		if (strcmp(js(r, "method"), method) != 0)
 			continue;
 		if (pattern[0] == '*') {
 			size_t lp = strlen(p), ls = strlen(pattern + 1);
-			if (lp < ls || strcmp(p + lp - ls, pattern + 1))
+			if (lp < ls || strcmp(p + lp - ls, pattern + 1) != 0)
 				continue;
-		} else if (strcmp(p, pattern)) {
+		} else if (strcmp(p, pattern) != 0) {
 			continue;
 		}
 		if (status >= 0 && (!json_object_object_get_ex(r, "status", &v) ||

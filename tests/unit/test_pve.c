@@ -613,8 +613,8 @@ static void mock_gen_cert(struct mock *m)
 	unsigned n = 0;
 	cr_assert(X509_digest(x, EVP_sha256(), md, &n));
 	for (unsigned i = 0; i < 32; i++)
-		sprintf(m->fp + i * 3, "%02X%s", md[i], i == 31 ? "" : ":");
-	strcpy(m->cert_path, "/tmp/pvagent-mock-cert-XXXXXX");
+		sprintf(m->fp + (size_t)i * 3, "%02X%s", md[i], i == 31 ? "" : ":");
+	snprintf(m->cert_path, sizeof m->cert_path, "%s", "/tmp/pvagent-mock-cert-XXXXXX");
 	int fd = mkstemp(m->cert_path);
 	cr_assert(fd >= 0);
 	FILE *f = fdopen(fd, "w");
@@ -831,6 +831,8 @@ static void *mock_conn(void *arg)
 				goto done;
 			sbuf_addn(&in, buf, (size_t)n);
 		}
+		if (!in.s)
+			goto done;
 		size_t hlen = (size_t)(hend - in.s) + 4;
 		char *head = strndup(in.s, hlen);
 		char *cl = hdr_value(head, "Content-Length");
@@ -1140,8 +1142,8 @@ Test(mock, ticket_login_csrf_only_on_non_get)
 	cr_assert_eq(pve_delete(c, "/nodes/pve1/qemu/100", &p, NULL, &e), 0, "%s", e.message);
 	pve_params_free(&p);
 	char ticket[64], csrf[64];
-	strcpy(ticket, m.ticket);
-	strcpy(csrf, m.csrf);
+	snprintf(ticket, sizeof ticket, "%s", m.ticket);
+	snprintf(csrf, sizeof csrf, "%s", m.csrf);
 	pve_free(c);
 	mock_stop(&m);
 	cr_assert_eq(m.nreq, 4);
@@ -1271,17 +1273,17 @@ static void retry_case(struct mrule r, const char *method)
 Test(mock, retry_classes)
 {
 	static const struct {
-		int st;
 		const char *reason;
+		int st;
 		bool reset;
 	} cls[] = {
-		{503, "Service Unavailable", false},
-		{502, "Bad Gateway", false},
-		{504, "Gateway Timeout", false},
-		{596, "Connection timed out", false},
-		{500, "got no worker upid - start worker failed", false},
-		{500, "can't lock file '/var/lock/qemu-server/lock-100.conf' - got timeout", false},
-		{0, NULL, true},
+		{"Service Unavailable", 503, false},
+		{"Bad Gateway", 502, false},
+		{"Gateway Timeout", 504, false},
+		{"Connection timed out", 596, false},
+		{"got no worker upid - start worker failed", 500, false},
+		{"can't lock file '/var/lock/qemu-server/lock-100.conf' - got timeout", 500, false},
+		{NULL, 0, true},
 	};
 	for (size_t i = 0; i < sizeof cls / sizeof *cls; i++) {
 		struct mrule r = {NULL, "/nodes/pve1/qemu", 1, cls[i].st, cls[i].reason, NULL,

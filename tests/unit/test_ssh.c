@@ -857,7 +857,7 @@ Test(ssh, chroot_into_a_fixture_tree)
 	if (read_file(fstab_src, &want, NULL) < 0) {
 		free(root);
 		free(fstab_src);
-		cr_skip_test("no fixture tree %s (run from the repository root)", fstab_src);
+		cr_skip_test("no fixture tree in %s (run from the repository root)", guests);
 	}
 	struct sshd_opts so = {.root = root};
 	start(&sd, "127.0.1.27", &so);
