@@ -306,3 +306,48 @@ json_object *simproc_requests(struct simproc *sp)
 	free(text);
 	return a;
 }
+
+static const char *str_of(json_object *o, const char *k)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : "";
+}
+
+int simproc_count_requests(json_object *log, const char *method, const char *path, int status)
+{
+	int n = 0;
+	size_t ls = path[0] == '*' ? strlen(path + 1) : 0;
+	for (size_t i = 0; i < json_object_array_length(log); i++) {
+		json_object *r = json_object_array_get_idx(log, i), *v;
+		const char *p = str_of(r, "path");
+		size_t lp = strlen(p);
+		if (strcmp(str_of(r, "method"), method) != 0)
+			continue;
+		if (path[0] == '*' ? lp < ls || strcmp(p + lp - ls, path + 1) != 0
+				   : strcmp(p, path) != 0)
+			continue;
+		if (status >= 0 && (!json_object_object_get_ex(r, "status", &v) ||
+				    json_object_get_int(v) != status))
+			continue;
+		n++;
+	}
+	return n;
+}
+
+int simproc_count_named(json_object *state, const char *name)
+{
+	json_object *cl = NULL, *gs = NULL;
+	int n = 0;
+	if (!json_object_object_get_ex(state, "cluster", &cl) ||
+	    !json_object_object_get_ex(cl, "guests", &gs))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(gs); i++) {
+		json_object *g = json_object_array_get_idx(gs, i), *c = NULL;
+		const char *nm = str_of(g, "name");
+		if (!*nm && json_object_object_get_ex(g, "config", &c))
+			nm = str_of(c, "name");
+		if (strcmp(nm, name) == 0)
+			n++;
+	}
+	return n;
+}

@@ -41,6 +41,14 @@ int sim_http(struct simproc *sp, const char *method, const char *path,
 int sim_api(struct simproc *sp, const char *method, const char *path,
 	    const char *form_body, long *status, json_object **body_out);
 
+/* In a request log (simproc_requests): how many requests have this method
+ * and path (exact, or a suffix when path starts with '*'), and status
+ * (any when status < 0). */
+int simproc_count_requests(json_object *log, const char *method, const char *path,
+			   int status);
+/* In a state (simproc_state): how many guests carry this name. */
+int simproc_count_named(json_object *state, const char *name);
+
 int simproc_fault(struct simproc *sp, const char *rule_json);
 int simproc_advance(struct simproc *sp, double seconds);
 json_object *simproc_state(struct simproc *sp);

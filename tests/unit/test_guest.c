@@ -257,38 +257,6 @@ static const char *js(json_object *o, const char *k)
 	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : NULL;
 }
 
-/* Guests of the simulator named name. */
-static int st_count_named(json_object *st, const char *name)
-{
-	json_object *gs = NULL;
-	int n = 0;
-	if (!json_object_object_get_ex(st_cluster(st), "guests", &gs))
-		return 0;
-	for (size_t i = 0; i < json_object_array_length(gs); i++) {
-		const char *nm = js(json_object_array_get_idx(gs, i), "name");
-		if (nm && !strcmp(nm, name))
-			n++;
-	}
-	return n;
-}
-
-/* Requests with this method whose path matches exactly (and status, if
- * status >= 0). */
-static int count_req(json_object *log, const char *method, const char *path, int status)
-{
-	int n = 0;
-	for (size_t i = 0; i < json_object_array_length(log); i++) {
-		json_object *r = json_object_array_get_idx(log, i), *v;
-		if (strcmp(js(r, "method"), method) != 0 || strcmp(js(r, "path"), path) != 0)
-			continue;
-		if (status >= 0 && (!json_object_object_get_ex(r, "status", &v) ||
-				    json_object_get_int(v) != status))
-			continue;
-		n++;
-	}
-	return n;
-}
-
 static const char *req_param(json_object *r, const char *k)
 {
 	json_object *p;
@@ -341,7 +309,7 @@ Test(guest_sim, version_list_and_find)
 	cr_assert_eq(major, 8);
 	cr_assert_eq(guest_pve_major(f.c, &major, &e), 0); /* cached */
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "GET", "/version", -1), 1, "version asked once");
+	cr_assert_eq(simproc_count_requests(log, "GET", "/version", -1), 1, "version asked once");
 	json_object_put(log);
 
 	struct guest_list l;
@@ -457,14 +425,14 @@ Test(guest_sim, ten_parallel_claims_get_distinct_vmids)
 		json_object *g = st_guest(st, a[i].vmid);
 		cr_assert_not_null(g);
 		cr_assert_str_eq(js(g, "name"), a[i].name);
-		cr_assert_eq(st_count_named(st, a[i].name), 1);
+		cr_assert_eq(simproc_count_named(st, a[i].name), 1);
 		pve_error_clear(&a[i].err);
 	}
 	json_object_put(st);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", "/nodes/pve1/qemu", 200), N,
+	cr_assert_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu", 200), N,
 		     "exactly %d creates succeeded", N);
-	cr_assert_eq(count_req(log, "POST", "/nodes/pve1/qemu", -1), total_claims,
+	cr_assert_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu", -1), total_claims,
 		     "every create request is counted as a claim");
 	json_object_put(log);
 	fx_stop(&f);
@@ -502,7 +470,7 @@ Test(guest_sim, already_exists_moves_to_next_vmid)
 	cr_assert_eq(vmid, second);
 	json_object *st = simproc_state(&f.sp);
 	cr_assert_null(st_guest(st, first), "nothing was created at %d", first);
-	cr_assert_eq(st_count_named(st, "exists1"), 1);
+	cr_assert_eq(simproc_count_named(st, "exists1"), 1);
 	json_object_put(st);
 	fx_stop(&f);
 }
@@ -525,7 +493,7 @@ Test(guest_sim, fixed_vmid_taken_fails)
 	cr_assert_eq(claims, 1);
 	pve_error_clear(&e);
 	json_object *st = simproc_state(&f.sp);
-	cr_assert_eq(st_count_named(st, "fixed1"), 0);
+	cr_assert_eq(simproc_count_named(st, "fixed1"), 0);
 	json_object_put(st);
 	fx_stop(&f);
 }
@@ -542,7 +510,7 @@ Test(guest_sim, lost_answer_create_is_recognised_as_ours)
 	int vmid = create_named(&f, f.c, "lost1", &claims, &e);
 	cr_assert_gt(vmid, 0, "%s", e.message ? e.message : "?");
 	json_object *st = simproc_state(&f.sp);
-	cr_assert_eq(st_count_named(st, "lost1"), 1, "no duplicate");
+	cr_assert_eq(simproc_count_named(st, "lost1"), 1, "no duplicate");
 	json_object_put(st);
 	json_object *log = simproc_requests(&f.sp);
 	/* the first create ran, the resent one said "already exists" */
@@ -555,7 +523,7 @@ Test(guest_sim, lost_answer_create_is_recognised_as_ours)
 		cr_assert_eq(atoi(req_param(r, "vmid")), vmid, "same VMID resent");
 	}
 	cr_assert_eq(posts, 2);
-	cr_assert_eq(count_req(log, "POST", "/nodes/pve1/qemu", 500), 1, "the resend said exists");
+	cr_assert_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu", 500), 1, "the resend said exists");
 	json_object_put(log);
 	fx_stop(&f);
 }
@@ -579,15 +547,15 @@ Test(guest_sim, lost_answer_clone_is_recognised_as_ours)
 		     e.message ? e.message : "?");
 	cr_assert_null(g.lock);
 	json_object *st = simproc_state(&f.sp);
-	cr_assert_eq(st_count_named(st, "lostclone"), 1, "no duplicate");
+	cr_assert_eq(simproc_count_named(st, "lostclone"), 1, "no duplicate");
 	json_object *sg = st_guest(st, g.vmid);
 	cr_assert_not_null(sg);
 	cr_assert_null(js(sg, "lock"));
 	json_object_put(st);
 	char *path = strprintf("/nodes/%s/qemu/%d/clone", t.node, t.vmid);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", path, -1), 2, "sent twice (answer lost once)");
-	cr_assert_eq(count_req(log, "POST", path, 500), 1, "the resend said exists");
+	cr_assert_eq(simproc_count_requests(log, "POST", path, -1), 2, "sent twice (answer lost once)");
+	cr_assert_eq(simproc_count_requests(log, "POST", path, 500), 1, "the resend said exists");
 	json_object_put(log);
 	free(path);
 	guest_ref_clear(&g);
@@ -642,10 +610,10 @@ Test(guest_sim, config_waits_for_clone_lock)
 	json_object_put(st);
 	path = strprintf("/nodes/%s/qemu/4242/config", t.node);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_geq(count_req(log, "PUT", path, -1), 2, "refused while locked, then sent again");
-	cr_assert_eq(count_req(log, "PUT", path, 200), 1);
-	cr_assert_geq(count_req(log, "GET", "/nodes/pve1/qemu/4242/status/current", -1) +
-			      count_req(log, "GET", "/nodes/pve2/qemu/4242/status/current", -1),
+	cr_assert_geq(simproc_count_requests(log, "PUT", path, -1), 2, "refused while locked, then sent again");
+	cr_assert_eq(simproc_count_requests(log, "PUT", path, 200), 1);
+	cr_assert_geq(simproc_count_requests(log, "GET", "/nodes/pve1/qemu/4242/status/current", -1) +
+			      simproc_count_requests(log, "GET", "/nodes/pve2/qemu/4242/status/current", -1),
 		      1, "the lock was polled");
 	json_object_put(log);
 	free(path);
@@ -714,8 +682,8 @@ Test(guest_sim, start_shutdown_delete_and_missing)
 	char *sp = strprintf("/nodes/pve1/qemu/%d/status/start", vmid);
 	char *dp = strprintf("/nodes/pve1/qemu/%d", vmid);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", sp, -1), 1, "second start sent nothing");
-	cr_assert_eq(count_req(log, "DELETE", dp, 200), 1);
+	cr_assert_eq(simproc_count_requests(log, "POST", sp, -1), 1, "second start sent nothing");
+	cr_assert_eq(simproc_count_requests(log, "DELETE", dp, 200), 1);
 	json_object_put(log);
 	free(sp);
 	free(dp);
@@ -772,8 +740,8 @@ Test(guest_sim, shutdown_that_fails_falls_back_to_stop)
 	char *sd = strprintf("/nodes/pve1/qemu/%d/status/shutdown", vmid);
 	char *sp = strprintf("/nodes/pve1/qemu/%d/status/stop", vmid);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", sd, -1), 1, "shutdown sent once, never again");
-	cr_assert_eq(count_req(log, "POST", sp, 200), 1);
+	cr_assert_eq(simproc_count_requests(log, "POST", sd, -1), 1, "shutdown sent once, never again");
+	cr_assert_eq(simproc_count_requests(log, "POST", sp, 200), 1);
 	json_object_put(log);
 	free(sd);
 	free(sp);
@@ -816,7 +784,7 @@ Test(guest_sim, address_from_guest_agent)
 	cr_assert_str_eq(addr, "127.0.1.90");
 	free(addr);
 	log = simproc_requests(&f.sp);
-	cr_assert_geq(count_req(log, "GET", "/nodes/pve1/qemu/190/agent/network-get-interfaces",
+	cr_assert_geq(simproc_count_requests(log, "GET", "/nodes/pve1/qemu/190/agent/network-get-interfaces",
 				200),
 		      1);
 	json_object_put(log);
@@ -853,7 +821,7 @@ Test(guest_sim, failed_clone_task_is_not_sent_again)
 	pve_error_clear(&e);
 	char *path = strprintf("/nodes/%s/qemu/%d/clone", t.node, t.vmid);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", path, -1), 1, "a started task is never re-issued");
+	cr_assert_eq(simproc_count_requests(log, "POST", path, -1), 1, "a started task is never re-issued");
 	json_object_put(log);
 	free(path);
 	guest_ref_clear(&t);
@@ -873,11 +841,11 @@ Test(guest_sim, no_worker_upid_is_retried_once_without_duplicate)
 	cr_assert_gt(vmid, 0, "%s", e.message ? e.message : "?");
 	cr_assert_eq(claims, 1, "the client retried the dispatch; one claim");
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", "/nodes/pve1/qemu", -1), 2);
-	cr_assert_eq(count_req(log, "POST", "/nodes/pve1/qemu", 200), 1);
+	cr_assert_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu", -1), 2);
+	cr_assert_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu", 200), 1);
 	json_object_put(log);
 	json_object *st = simproc_state(&f.sp);
-	cr_assert_eq(st_count_named(st, "worker1"), 1);
+	cr_assert_eq(simproc_count_named(st, "worker1"), 1);
 	json_object_put(st);
 	fx_stop(&f);
 }
@@ -907,8 +875,8 @@ Test(guest_sim, delete_waits_for_lock_then_deletes)
 	json_object_put(st);
 	path = strprintf("/nodes/%s/qemu/4545", t.node);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_geq(count_req(log, "DELETE", path, -1), 2, "refused while locked first");
-	cr_assert_eq(count_req(log, "DELETE", path, 200), 1);
+	cr_assert_geq(simproc_count_requests(log, "DELETE", path, -1), 2, "refused while locked first");
+	cr_assert_eq(simproc_count_requests(log, "DELETE", path, 200), 1);
 	json_object_put(log);
 	free(path);
 	guest_ref_clear(&g);
@@ -1009,7 +977,7 @@ Test(guest_sim, start_believes_stopped_and_survives_a_stale_belief)
 	cr_assert_str_eq(g.status, "running");
 	log = simproc_requests(&f.sp);
 	cr_assert_eq(count_since(log, before, "POST", "/status/start"), 1, "sent once, not again");
-	cr_assert_eq(count_req(log, "POST", sp, -1), 2);
+	cr_assert_eq(simproc_count_requests(log, "POST", sp, -1), 2);
 	json_object_put(log);
 	json_object *st = simproc_state(&f.sp);
 	cr_assert_str_eq(js(st_guest(st, vmid), "status"), "running");
@@ -1022,7 +990,7 @@ Test(guest_sim, start_believes_stopped_and_survives_a_stale_belief)
 	cr_assert_eq(guest_start(f.c, &g, &f.w, &e), 0);
 	cr_assert_str_eq(g.status, "running");
 	log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", sp, -1), 2, "a running guest is not started");
+	cr_assert_eq(simproc_count_requests(log, "POST", sp, -1), 2, "a running guest is not started");
 	json_object_put(log);
 	free(sp);
 	guest_ref_clear(&g);
@@ -1064,7 +1032,7 @@ Test(guest_sim, create_with_start_leaves_status_unknown)
 	cr_assert_str_eq(g.status, "running");
 	char *sp = strprintf("/nodes/pve1/qemu/%d/status/start", g.vmid);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", sp, -1), 0, "running already: nothing sent");
+	cr_assert_eq(simproc_count_requests(log, "POST", sp, -1), 0, "running already: nothing sent");
 	json_object_put(log);
 	free(sp);
 	guest_ref_clear(&g);

@@ -453,45 +453,6 @@ static const char *st_conf(json_object *st, int vmid, const char *key)
 	return js(c, key);
 }
 
-static int st_count_named(json_object *st, const char *name)
-{
-	json_object *gs = NULL;
-	int n = 0;
-	if (!json_object_object_get_ex(st_cluster(st), "guests", &gs))
-		return 0;
-	for (size_t i = 0; i < json_object_array_length(gs); i++) {
-		const char *nm = js(json_object_array_get_idx(gs, i), "name");
-		if (nm && !strcmp(nm, name))
-			n++;
-	}
-	return n;
-}
-
-/* Requests with this method whose path matches the regex-free pattern:
- * exact, or with suffix match when pattern starts with '*'. */
-static int count_req(json_object *log, const char *method, const char *pattern, int status)
-{
-	int n = 0;
-	for (size_t i = 0; i < json_object_array_length(log); i++) {
-		json_object *r = json_object_array_get_idx(log, i), *v;
-		const char *p = js(r, "path");
-		if (strcmp(js(r, "method"), method) != 0)
-			continue;
-		if (pattern[0] == '*') {
-			size_t lp = strlen(p), ls = strlen(pattern + 1);
-			if (lp < ls || strcmp(p + lp - ls, pattern + 1) != 0)
-				continue;
-		} else if (strcmp(p, pattern) != 0) {
-			continue;
-		}
-		if (status >= 0 && (!json_object_object_get_ex(r, "status", &v) ||
-				    json_object_get_int(v) != status))
-			continue;
-		n++;
-	}
-	return n;
-}
-
 static void show_failure(const struct up_result *r, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -544,14 +505,14 @@ Test(provision_sim, clone_configure_start_address)
 	cr_assert_eq(strncmp(net0, "virtio=", 7), 0, "virtio NIC with a MAC: %s", net0);
 	cr_assert_not_null(strstr(st_conf(st, vmid, "scsi0"), "size=40G"), "%s",
 			   st_conf(st, vmid, "scsi0"));
-	cr_assert_eq(st_count_named(st, "web1"), 1);
+	cr_assert_eq(simproc_count_named(st, "web1"), 1);
 	json_object_put(st);
 
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", "*/clone", -1), 1, "exactly one clone");
-	cr_assert_eq(count_req(log, "POST", "*/status/start", -1), 1);
-	cr_assert_eq(count_req(log, "PUT", "*/resize", 200), 1);
-	cr_assert_eq(count_req(log, "PUT", "*/config", 200), 1, "one config change");
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/clone", -1), 1, "exactly one clone");
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/status/start", -1), 1);
+	cr_assert_eq(simproc_count_requests(log, "PUT", "*/resize", 200), 1);
+	cr_assert_eq(simproc_count_requests(log, "PUT", "*/config", 200), 1, "one config change");
 	json_object_put(log);
 	cr_assert_gt(f.ev.progress, 0, "the clone reported progress");
 	up_results_free(res, 1);
@@ -563,9 +524,9 @@ Test(provision_sim, clone_configure_start_address)
 	cr_assert_eq(res[0].status, UP_UNCHANGED);
 	cr_assert_eq(res[0].vmid, vmid);
 	log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "PUT", "*/resize", -1), 1, "no second resize");
-	cr_assert_eq(count_req(log, "PUT", "*/config", -1), 1, "no second config change");
-	cr_assert_eq(count_req(log, "POST", "*/clone", -1), 1);
+	cr_assert_eq(simproc_count_requests(log, "PUT", "*/resize", -1), 1, "no second resize");
+	cr_assert_eq(simproc_count_requests(log, "PUT", "*/config", -1), 1, "no second config change");
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/clone", -1), 1);
 	json_object_put(log);
 	up_results_free(res, 1);
 	tmpl_kvlist_free(&sets);
@@ -676,13 +637,13 @@ Test(provision_sim, rerun_converges_without_second_guest)
 	up_results_free(res, 1);
 
 	json_object *st = simproc_state(&f.sp);
-	cr_assert_eq(st_count_named(st, "conv1"), 1, "never a second guest");
+	cr_assert_eq(simproc_count_named(st, "conv1"), 1, "never a second guest");
 	cr_assert_str_eq(js(st_guest(st, vmid), "status"), "running");
 	cr_assert_str_eq(st_conf(st, vmid, "cores"), "2");
 	json_object_put(st);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", "*/clone", -1), 1, "cloned once in three runs");
-	cr_assert_eq(count_req(log, "POST", "*/status/start", 200), 2);
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/clone", -1), 1, "cloned once in three runs");
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/status/start", 200), 2);
 	json_object_put(log);
 	free(node);
 	fx_stop(&f);
@@ -713,13 +674,13 @@ Test(provision_sim, parallel_rollout_caps_in_flight)
 		cr_assert_null(res[i].address, "--no-start: no address");
 		for (size_t j = 0; j < i; j++)
 			cr_assert_neq(res[i].vmid, res[j].vmid);
-		cr_assert_eq(st_count_named(st, names[i]), 1);
+		cr_assert_eq(simproc_count_named(st, names[i]), 1);
 		cr_assert_str_eq(js(st_guest(st, res[i].vmid), "status"), "stopped");
 	}
 	json_object_put(st);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", "*/clone", 200), 5);
-	cr_assert_eq(count_req(log, "POST", "*/status/start", -1), 0);
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/clone", 200), 5);
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/status/start", -1), 0);
 	json_object_put(log);
 	up_results_free(res, 5);
 	fx_stop(&f);
@@ -751,9 +712,9 @@ Test(provision_sim, lxc_up_on_pve8)
 	cr_assert_not_null(strstr(st_conf(st, vmid, "net0"), "name=eth0"));
 	json_object_put(st);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", "*/lxc", 200), 1);
-	cr_assert_eq(count_req(log, "PUT", "*/config", -1), 0, "created as the template says");
-	cr_assert_eq(count_req(log, "GET", "*/interfaces", 200), 1);
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/lxc", 200), 1);
+	cr_assert_eq(simproc_count_requests(log, "PUT", "*/config", -1), 0, "created as the template says");
+	cr_assert_eq(simproc_count_requests(log, "GET", "*/interfaces", 200), 1);
 	json_object_put(log);
 	up_results_free(res, 1);
 	tmpl_kvlist_free(&sets);
@@ -785,8 +746,8 @@ Test(provision_sim, openvz_up_on_pve3)
 	cr_assert_str_eq(st_conf(st, vmid, "hostname"), "ovz1");
 	json_object_put(st);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", "*/openvz", 200), 1);
-	cr_assert_eq(count_req(log, "POST", "*/lxc", -1), 0);
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/openvz", 200), 1);
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/lxc", -1), 0);
 	json_object_put(log);
 	up_results_free(res, 1);
 	tmpl_kvlist_free(&vars);
@@ -824,9 +785,9 @@ Test(provision_sim, down_running_and_missing)
 	cr_assert_null(st_guest(st, vmid));
 	json_object_put(st);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", "*/status/shutdown", -1), 1);
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/status/shutdown", -1), 1);
 	char *dpath = strprintf("*/qemu/%d", vmid);
-	cr_assert_eq(count_req(log, "DELETE", dpath, 200), 1);
+	cr_assert_eq(simproc_count_requests(log, "DELETE", dpath, 200), 1);
 	free(dpath);
 	json_object_put(log);
 
@@ -910,7 +871,7 @@ Test(provision_sim, duplicate_name_in_cluster_fails_naming_vmids)
 	cr_assert_not_null(strstr(res[0].error.message, "912"));
 	up_results_free(res, 1);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", "*/clone", -1), 0);
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/clone", -1), 0);
 	json_object_put(log);
 	fx_stop(&f);
 }
@@ -951,11 +912,11 @@ Test(provision_sim, two_runs_for_one_name_leave_one_guest)
 	cr_assert_eq(a[1].rc, 0);
 	cr_assert_eq(a[0].res[0].vmid, a[1].res[0].vmid, "both runs end on one guest");
 	json_object *st = simproc_state(&f.sp);
-	cr_assert_eq(st_count_named(st, "samename"), 1, "never two guests of one name");
+	cr_assert_eq(simproc_count_named(st, "samename"), 1, "never two guests of one name");
 	cr_assert_not_null(st_guest(st, a[0].res[0].vmid));
 	json_object_put(st);
 	json_object *log = simproc_requests(&f.sp);
-	int clones = count_req(log, "POST", "*/clone", 200);
+	int clones = simproc_count_requests(log, "POST", "*/clone", 200);
 	int deletes = 0;
 	for (size_t i = 0; i < json_object_array_length(log); i++)
 		if (!strcmp(js(json_object_array_get_idx(log, i), "method"), "DELETE"))
@@ -1041,8 +1002,8 @@ Test(provision_sim, create_from_iso)
 	cr_assert_not_null(strstr(st_conf(st, vmid, "virtio0"), "size=16G"));
 	json_object_put(st);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", "/nodes/pve2/qemu", 200), 1);
-	cr_assert_eq(count_req(log, "PUT", "*/config", -1), 0);
+	cr_assert_eq(simproc_count_requests(log, "POST", "/nodes/pve2/qemu", 200), 1);
+	cr_assert_eq(simproc_count_requests(log, "PUT", "*/config", -1), 0);
 	json_object_put(log);
 	up_results_free(res, 1);
 	fx_stop(&f);
@@ -1086,7 +1047,7 @@ Test(provision_sim, lxc_template_on_pve3_makes_openvz)
 	cr_assert_not_null(strstr(st_conf(st, vmid, "netif"), "bridge=vmbr0"));
 	json_object_put(st);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", "*/openvz", 200), 1);
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/openvz", 200), 1);
 	json_object_put(log);
 	up_results_free(res, 1);
 	/* again: converged, nothing to change */
@@ -1185,11 +1146,11 @@ Test(provision_sim, ten_runs_at_once_get_distinct_vmids)
 		cr_assert_eq(a[i].res[0].status, UP_CREATED);
 		for (int j = 0; j < i; j++)
 			cr_assert_neq(a[i].res[0].vmid, a[j].res[0].vmid);
-		cr_assert_eq(st_count_named(st, a[i].buf), 1);
+		cr_assert_eq(simproc_count_named(st, a[i].buf), 1);
 	}
 	json_object_put(st);
 	json_object *log = simproc_requests(&f.sp);
-	cr_assert_eq(count_req(log, "POST", "*/clone", 200), N, "exactly %d clones ran", N);
+	cr_assert_eq(simproc_count_requests(log, "POST", "*/clone", 200), N, "exactly %d clones ran", N);
 	json_object_put(log);
 	for (int i = 0; i < N; i++)
 		up_results_free(a[i].res, 1);
