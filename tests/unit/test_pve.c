@@ -6,6 +6,7 @@
  * and non-retry class, no re-issued task, task waits. */
 #include "log.h"
 #include "pve.h"
+#include "simproc.h"
 #include "task.h"
 #include "util.h"
 
@@ -34,12 +35,14 @@ static void cap_sink(void *ctx, enum log_level lvl, const char *line)
 	cr_assert_eq(sbuf_addc(&c->text, '\n'), 0);
 }
 
-/* Fake clock: sleeping advances time, nothing really waits. */
+/* Fake clock: sleeping advances time, nothing really waits. With sp set,
+ * a sleep also moves the simulator's clock by as much. */
 struct fake_clock {
 	double t;
 	double slept[64];
 	int n;
 	double total;
+	struct simproc *sp;
 };
 
 static double fake_now(void *ctx)
@@ -55,6 +58,8 @@ static void fake_sleep(void *ctx, double s)
 	f->n++;
 	f->t += s;
 	f->total += s;
+	if (f->sp)
+		cr_assert_eq(simproc_advance(f->sp, s), 0);
 }
 
 /* The formatted error for assertion messages (kept until the next call). */
@@ -1657,7 +1662,6 @@ Test(mock, task_start_null_and_garbage)
 
 /* ==== integration tests against the PVE simulator (tests/pvesim) ============
  * Skipped only when $PVESIM_BIN is unset and build/san/pvesim is missing. */
-#include "simproc.h"
 
 #define SIM_SCENARIO "tests/pvesim/scenarios/demo.json"
 #define SIM_PASSWORD "demo-root-password"
@@ -1764,29 +1768,6 @@ static int sim_total(struct simproc *sp)
 	int n = (int)json_object_array_length(a);
 	json_object_put(a);
 	return n;
-}
-
-/* A clock whose sleep moves the simulator's time: no real waiting. */
-struct sim_clock {
-	struct simproc *sp;
-	double t;
-	double slept[64];
-	int n;
-};
-
-static double simclock_now(void *ctx)
-{
-	return ((struct sim_clock *)ctx)->t;
-}
-
-static void simclock_sleep(void *ctx, double s)
-{
-	struct sim_clock *sc = ctx;
-	if (sc->n < 64)
-		sc->slept[sc->n] = s;
-	sc->n++;
-	sc->t += s;
-	cr_assert_eq(simproc_advance(sc->sp, s), 0);
 }
 
 static void sim_fault(struct simproc *sp, const char *json)
@@ -1930,15 +1911,15 @@ Test(sim, ticket_renewed_before_expiry)
 {
 	static struct simproc sp; /* static: sim_fini may stop it */
 	sim_start(&sp, NULL);
-	struct sim_clock sc = {.sp = &sp, .t = 100};
-	struct pve_clock clk = {simclock_now, simclock_sleep, &sc};
+	struct fake_clock sc = {.sp = &sp, .t = 100};
+	struct pve_clock clk = {fake_now, fake_sleep, &sc};
 	struct pve *c = sim_client(&sp, true, &clk);
 	struct pve_error e = {0};
 	cr_assert_eq(pve_get(c, "/version", NULL, NULL, &e), 0, "%s", e.message);
 	for (int i = 0; i < 5; i++) {
 		/* 25 simulated minutes at a time: 125 min in all, past the
 		 * 2 h ticket lifetime, without a single 401. */
-		simclock_sleep(&sc, 1500);
+		fake_sleep(&sc, 1500);
 		cr_assert_eq(pve_get(c, "/version", NULL, NULL, &e), 0, "%s", e.message);
 	}
 	/* Logins at t=100 and t=4600 (the first ticket was an hour old). */
@@ -2085,8 +2066,8 @@ Test(sim, no_reissued_task_after_faults)
 {
 	static struct simproc sp; /* static: sim_fini may stop it */
 	sim_start(&sp, NULL);
-	struct sim_clock sc = {.sp = &sp};
-	struct pve_clock clk = {simclock_now, simclock_sleep, &sc};
+	struct fake_clock sc = {.sp = &sp};
+	struct pve_clock clk = {fake_now, fake_sleep, &sc};
 	struct pve *c = sim_client(&sp, false, NULL);
 	struct pve_error e = {0};
 	struct task_wait_opts wo = {.clock = &clk};
@@ -2157,8 +2138,8 @@ Test(sim, task_wait_ok_poll_schedule_and_progress)
 {
 	static struct simproc sp; /* static: sim_fini may stop it */
 	sim_start(&sp, NULL);
-	struct sim_clock sc = {.sp = &sp};
-	struct pve_clock clk = {simclock_now, simclock_sleep, &sc};
+	struct fake_clock sc = {.sp = &sp};
+	struct pve_clock clk = {fake_now, fake_sleep, &sc};
 	struct pve *c = sim_client(&sp, false, NULL);
 	struct pve_error e = {0};
 	struct prog pr = {0};
@@ -2194,8 +2175,8 @@ Test(sim, migration_downtime_and_duration)
 {
 	static struct simproc sp; /* static: sim_fini may stop it */
 	sim_start(&sp, NULL);
-	struct sim_clock sc = {.sp = &sp};
-	struct pve_clock clk = {simclock_now, simclock_sleep, &sc};
+	struct fake_clock sc = {.sp = &sp};
+	struct pve_clock clk = {fake_now, fake_sleep, &sc};
 	struct pve *c = sim_client(&sp, false, NULL);
 	struct pve_error e = {0};
 	struct capture cap = {0};
@@ -2227,8 +2208,8 @@ Test(sim, task_failure_reports_log_tail)
 {
 	static struct simproc sp; /* static: sim_fini may stop it */
 	sim_start(&sp, NULL);
-	struct sim_clock sc = {.sp = &sp};
-	struct pve_clock clk = {simclock_now, simclock_sleep, &sc};
+	struct fake_clock sc = {.sp = &sp};
+	struct pve_clock clk = {fake_now, fake_sleep, &sc};
 	struct pve *c = sim_client(&sp, false, NULL);
 	struct pve_error e = {0};
 	struct task_wait_opts wo = {.clock = &clk, .tail_lines = 5};
