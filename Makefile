@@ -1,7 +1,8 @@
 # pvagent build: the agent library and its two mains, the PVE simulator,
 # Criterion tests (sanitizer build), demo, benchmarks, lint, install.
 #
-#   make            pvagent, pvagentd, tests/pvesim/pvesim (release flags)
+#   make            pvagent, pvagentd, tests/pvesim/pvesim, tests/guests/guestd
+#                   (release flags)
 #   make deps       check build/test dependencies; as root on Debian, install them
 #   make test       sanitizer build, every Criterion suite and end-to-end script
 #   make demo       the whole flow against the bundled simulator
@@ -42,6 +43,9 @@ AGENT_SRC   = $(filter-out $(AGENT_MAINS),$(wildcard agent/*.c))
 MAIN_SRC    = $(wildcard $(AGENT_MAINS))
 SIM_MAIN    = tests/pvesim/pvesim.c
 SIM_SRC     = $(filter-out $(SIM_MAIN) tests/pvesim/test_%.c,$(wildcard tests/pvesim/*.c))
+# agent modules the simulator links (its boot model reads the fixtures'
+# label facts with osprof's parsers)
+SIM_AGENT   = agent/util.c agent/osprof.c agent/rewrite.c
 SUPPORT_SRC = $(wildcard tests/support/*.c)
 UNIT_TESTS  = $(wildcard tests/unit/test_*.c)
 SIM_TESTS   = $(wildcard tests/pvesim/test_*.c)
@@ -61,7 +65,7 @@ SIM_LIBS   = $(call pc_libs,$(SIM_PKGS)) -lpthread -lm
 TEST_LIBS  = $(call pc_libs,$(TEST_PKGS))
 
 PROGS = $(if $(wildcard agent/pvagent.c),pvagent) $(if $(wildcard agent/pvagentd.c),pvagentd) \
-	tests/pvesim/pvesim
+	tests/pvesim/pvesim tests/guests/guestd
 
 .PHONY: all deps test test-run demo demo-run bench bench-run lint install clean check-deps
 # Keep the objects of test and bench programs (make would delete them as
@@ -73,7 +77,7 @@ all: $(PROGS)
 $(REL)/agent/%.o: agent/%.c $(wildcard agent/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(AGENT_CFLAGS) -c $< -o $@
-$(REL)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h)
+$(REL)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h agent/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SIM_CFLAGS) -c $< -o $@
 $(REL)/libpvagent.a: $(call objs,$(REL),$(AGENT_SRC))
@@ -83,7 +87,7 @@ pvagent: $(REL)/agent/pvagent.o $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
 pvagentd: $(REL)/agent/pvagentd.o $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
-tests/pvesim/pvesim: $(call objs,$(REL),$(SIM_MAIN) $(SIM_SRC) agent/util.c)
+tests/pvesim/pvesim: $(call objs,$(REL),$(SIM_MAIN) $(SIM_SRC) $(SIM_AGENT))
 	$(CC) $(CFLAGS) -o $@ $^ $(SIM_LIBS)
 
 $(REL)/tests/%.o: tests/%.c $(wildcard agent/*.h tests/pvesim/*.h tests/support/*.h)
@@ -94,12 +98,15 @@ $(REL)/libsupport.a: $(call objs,$(REL),$(SUPPORT_SRC))
 	rm -f $@; ar rcs $@ $^
 $(REL)/tests/bench/%: $(REL)/tests/bench/%.o $(REL)/libsupport.a $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS) $(SIM_LIBS)
+# fixture guests for shell scripts (the demo): needs root to run
+tests/guests/guestd: $(REL)/tests/guests/guestd.o $(REL)/libsupport.a $(REL)/libpvagent.a
+	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS) $(SIM_LIBS)
 
 # ---- sanitizer tree (tests) -----------------------------------------------
 $(SAN)/agent/%.o: agent/%.c $(wildcard agent/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) $(AGENT_CFLAGS) -c $< -o $@
-$(SAN)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h)
+$(SAN)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h agent/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) $(SIM_CFLAGS) -c $< -o $@
 $(SAN)/tests/pvesim/test_%.o: tests/pvesim/test_%.c $(wildcard agent/*.h tests/pvesim/*.h tests/support/*.h)
@@ -117,19 +124,21 @@ $(SAN)/libpvesim.a: $(call objs,$(SAN),$(SIM_SRC))
 $(SAN)/libsupport.a: $(call objs,$(SAN),$(SUPPORT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^
-$(SAN)/pvesim: $(call objs,$(SAN),$(SIM_MAIN) agent/util.c) $(SAN)/libpvesim.a
+$(SAN)/pvesim: $(call objs,$(SAN),$(SIM_MAIN) $(SIM_AGENT)) $(SAN)/libpvesim.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(SIM_LIBS)
 $(SAN)/pvagent: $(call objs,$(SAN),agent/pvagent.c) $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)
 $(SAN)/pvagentd: $(call objs,$(SAN),agent/pvagentd.c) $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)
+$(SAN)/guestd: $(SAN)/tests/guests/guestd.o $(SAN)/libsupport.a $(SAN)/libpvagent.a
+	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS) $(SIM_LIBS)
 $(SAN)/tests/unit/test_%: $(SAN)/tests/unit/test_%.o $(SAN)/libsupport.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 $(SAN)/tests/pvesim/test_%: $(SAN)/tests/pvesim/test_%.o $(SAN)/libsupport.a $(SAN)/libpvesim.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 
 TEST_BINS = $(patsubst %.c,$(SAN)/%,$(UNIT_TESTS) $(SIM_TESTS))
-SAN_PROGS = $(SAN)/pvesim $(if $(wildcard agent/pvagent.c),$(SAN)/pvagent) \
+SAN_PROGS = $(SAN)/pvesim $(SAN)/guestd $(if $(wildcard agent/pvagent.c),$(SAN)/pvagent) \
 	$(if $(wildcard agent/pvagentd.c),$(SAN)/pvagentd)
 
 # test, demo and bench first make sure the dependencies are installed
@@ -141,7 +150,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-run
 test-run: $(SAN_PROGS) $(TEST_BINS)
 	@PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
-	  sh tests/run-tests.sh $(TEST_BINS) $(wildcard tests/e2e/*.sh)
+	  GUESTD_BIN=$(abspath $(SAN)/guestd) sh tests/run-tests.sh $(TEST_BINS) $(wildcard tests/e2e/*.sh)
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run
@@ -158,9 +167,9 @@ lint: check-deps
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --inline-suppr --std=c11 -D_GNU_SOURCE -Iagent -Itests/pvesim -Itests/support \
 	  --library=tests/tools/json-c.cfg --suppress=missingIncludeSystem \
-	  agent tests/pvesim tests/support
+	  agent tests/pvesim tests/support tests/guests/guestd.c
 	printf '%s\n' $(wildcard agent/*.c tests/pvesim/*.c tests/support/*.c tests/unit/*.c \
-	  tests/bench/*.c) | xargs -P $$(nproc) -I{} clang-tidy --quiet --warnings-as-errors='*' \
+	  tests/bench/*.c tests/guests/*.c) | xargs -P $$(nproc) -I{} clang-tidy --quiet --warnings-as-errors='*' \
 	  {} -- $(STD) -Iagent -Itests/pvesim -Itests/support \
 	  $(call pc_cflags,$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS))
 
@@ -183,4 +192,4 @@ install: all
 	$(if $(wildcard conf/pvagent.conf.example),install -m 0644 conf/pvagent.conf.example $(DESTDIR)$(SYSCONFDIR)/pvagent/)
 
 clean:
-	rm -rf build pvagent pvagentd tests/pvesim/pvesim
+	rm -rf build pvagent pvagentd tests/pvesim/pvesim tests/guests/guestd

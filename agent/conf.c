@@ -37,6 +37,7 @@ static const struct ini_key_spec ssh_keys[] = {
 	{"known_hosts", 0},
 	{"host_key_policy", 0},
 	{"timeout", 0},
+	{"port", 0},
 	{NULL, 0},
 };
 static const struct ini_key_spec paths_keys[] = {
@@ -559,6 +560,7 @@ static void load_ssh(struct ctx *x, const struct ini_section *s)
 			cerr(x, e->line, s, e->key, "'%s': must be strict or tofu", e->value);
 	}
 	get_duration(x, s, "timeout", &c->ssh.timeout);
+	get_uint(x, s, "port", 1, 65535, &c->ssh.port);
 }
 
 static void load_paths(struct ctx *x, const struct ini_section *s)
@@ -720,6 +722,7 @@ static int set_defaults(struct conf *c)
 {
 	c->pve.timeout = 30;
 	c->ssh.timeout = 30;
+	c->ssh.port = 22;
 	c->ssh.host_key_policy = CONF_HKP_STRICT;
 	c->daemon.workers = 4;
 	c->migrate.max_workers = 2;

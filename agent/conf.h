@@ -55,6 +55,8 @@ struct conf {
 		char *known_hosts;       /* default STATE/known_hosts */
 		enum conf_host_key_policy host_key_policy; /* default strict */
 		unsigned timeout;        /* seconds; default 30 */
+		unsigned port;           /* guest sshd port, 1..65535; default 22
+					  * (a template's [guest] port wins) */
 	} ssh;
 	struct {
 		char **templates;        /* search path, NULL-terminated */

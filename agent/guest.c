@@ -614,6 +614,24 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 	return rc;
 }
 
+int guest_snapshot(struct pve *c, struct guest_ref *g, const char *name,
+		   const char *description, const struct guest_wait *w, bool *existed,
+		   struct pve_error *err)
+{
+	if (g->type == GUEST_OPENVZ) {
+		pve_error_set(err, PVE_ERR_CONFIG, "OpenVZ containers have no snapshots");
+		return -1;
+	}
+	struct pve_params p = {0};
+	pve_params_add(&p, "snapname", name);
+	if (description)
+		pve_params_add(&p, "description", description);
+	int rc = guest_task(c, g, "POST", "/snapshot", &p, "snapshot", "already used", 0, w,
+			    existed, err);
+	pve_params_free(&p);
+	return rc;
+}
+
 /* ---- VMID claim --------------------------------------------------------------- */
 
 static unsigned claim_seed(void)

@@ -236,6 +236,15 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk,
 		 const char *size, const struct guest_wait *w, bool *changed,
 		 struct pve_error *err);
 
+/* Take a snapshot named name (qemu: without RAM state; lxc) with a
+ * description (may be NULL), waiting for the task. A snapshot of that name
+ * that already exists counts as taken (*existed true; may be NULL). A
+ * storage without snapshots makes the task fail with PVE's "snapshot
+ * feature is not available" (PVE_ERR_TASK): callers say so and go on. */
+int guest_snapshot(struct pve *c, struct guest_ref *g, const char *name,
+		   const char *description, const struct guest_wait *w, bool *existed,
+		   struct pve_error *err);
+
 /* ---- power and delete ---------------------------------------------------- */
 
 /* Start; already running is success. Waits for the task, then re-reads

@@ -343,7 +343,7 @@ int inject_ssh_opts(const struct conf *c, const struct tmpl_inst *inst, const ch
 		return -1;
 	}
 	out->host = address;
-	out->port = inst && inst->guest.port ? (int)inst->guest.port : 22;
+	out->port = inst && inst->guest.port ? (int)inst->guest.port : c->ssh.port ? (int)c->ssh.port : 22;
 	out->user = inst && inst->guest.user ? inst->guest.user
 		    : c->ssh.user ? c->ssh.user : "root";
 	out->identity = c->ssh.identity;
@@ -562,6 +562,13 @@ static int collect_files(struct run *r)
 		if (!file_get(r, tf->path, tf->section))
 			return fail(r, INJ_STEP_PLAN, NULL, NULL, "out of memory");
 	}
+	for (size_t i = 0; r->req->edit && r->req->edit_paths && r->req->edit_paths[i]; i++) {
+		const char *path = r->req->edit_paths[i];
+		if (path[0] != '/')
+			return fail(r, INJ_STEP_PLAN, path, NULL, "not an absolute path");
+		if (!file_get(r, path, r->req->edit_why ? r->req->edit_why : "edit"))
+			return fail(r, INJ_STEP_PLAN, NULL, NULL, "out of memory");
+	}
 	if (r->req->name) {
 		static const char *const bsd[] = {"/etc/rc.conf", NULL};
 		static const char *const lnx[] = {"/etc/hostname", "/etc/hosts", NULL};
@@ -673,6 +680,29 @@ static int apply_hostname(struct run *r, const char *path, char **text)
 	return 0;
 }
 
+/* The caller's edit, for a path among edit_paths. */
+static int apply_edit(struct run *r, const struct inject_file *f, char **text)
+{
+	const struct inject_request *q = r->req;
+	bool mine = false;
+	for (size_t i = 0; q->edit_paths && q->edit_paths[i]; i++)
+		mine = mine || strcmp(q->edit_paths[i], f->path) == 0;
+	if (!mine)
+		return 0;
+	char *out = NULL, *err = NULL;
+	bool absent = !f->existed && **text == '\0';
+	if (q->edit(q->edit_ctx, r->res, f->path, absent ? NULL : *text, &out, &err) < 0) {
+		fail(r, INJ_STEP_PLAN, f->path, NULL, "%s", err ? err : "out of memory");
+		free(err);
+		free(out);
+		return -1;
+	}
+	free(err);
+	free(*text);
+	*text = out ? out : strdup("");
+	return *text ? 0 : fail(r, INJ_STEP_PLAN, f->path, NULL, "out of memory");
+}
+
 static int do_plan(struct run *r)
 {
 	struct inject_result *res = r->res;
@@ -688,6 +718,10 @@ static int do_plan(struct run *r)
 				free(text);
 				return -1;
 			}
+		}
+		if (r->req->edit && apply_edit(r, f, &text) < 0) {
+			free(text);
+			return -1;
 		}
 		if (r->req->name && strstr(f->why, "hostname") &&
 		    apply_hostname(r, f->path, &text) < 0) {

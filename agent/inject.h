@@ -143,6 +143,14 @@ struct inject_event {
 /* Everything in ev is borrowed for the call. */
 typedef void (*inject_event_fn)(void *ctx, const struct inject_event *ev);
 
+/* An extra edit: text is the current content (NULL: absent); *out the
+ * wanted content (malloc'd; "" or NULL leaves an absent file absent).
+ * res holds the detected OS. Return 0, or -1 with *err (malloc'd). */
+struct inject_result;
+typedef int (*inject_edit_fn)(void *ctx, const struct inject_result *res,
+			      const char *path, const char *text, char **out,
+			      char **err);
+
 struct inject_request {
 	const char *name;            /* guest name for the hostname; NULL:
 					leave the hostname alone */
@@ -156,6 +164,15 @@ struct inject_request {
 					for a rollback; may be NULL when
 					session is set (no reconnect then) */
 	bool dry_run;
+	/* Edits of further files (the virtio conversion): every path of
+	 * edit_paths (NULL-terminated, absolute) is read with the others and
+	 * edit() gives its wanted text, after the template's sections and
+	 * before the hostname; why names the edits in INJ_EV_DIFF reports
+	 * ("virtio prepare"). edit_paths NULL: none. */
+	const char *const *edit_paths;
+	const char *edit_why;
+	inject_edit_fn edit;
+	void *edit_ctx;
 	inject_event_fn on_event;    /* may be NULL */
 	void *event_ctx;
 };

@@ -1,7 +1,8 @@
 /* provision.c - the `up` and `down` workflows (see provision.h): per-name
- * find/clone/create/converge/resize/start/address with step timings, the
- * worker pool for parallel rollout, the config difference (key by key,
- * property strings normalised) and the LXC <-> OpenVZ translation. */
+ * find/clone/create/converge/resize/start/address/inject with step
+ * timings (inject after a bounded wait for the guest's SSH), the worker
+ * pool for parallel rollout, the config difference (key by key, property
+ * strings normalised) and the LXC <-> OpenVZ translation. */
 #include "provision.h"
 
 #include "log.h"
@@ -19,6 +20,7 @@
 #include <strings.h>
 
 #define DEF_PARALLEL 4
+#define DEF_SSH_WAIT_S 300.0
 
 /* ---- results ------------------------------------------------------------------ */
 
@@ -43,6 +45,7 @@ void up_result_free(struct up_result *r)
 	free(r->node);
 	free(r->address);
 	free(r->pending);
+	free(r->inject.summary);
 	for (size_t i = 0; i < r->n_steps; i++)
 		free(r->steps[i].step);
 	free(r->steps);
@@ -1019,6 +1022,166 @@ static int add_diff_line(struct up_result *r, const struct cfg_change *ch)
 	return 0;
 }
 
+/* ---- inject ----------------------------------------------------------------------- */
+
+/* Does up run inject for this guest? Only templates with guest file
+ * sections; everything else never touches SSH. */
+static bool wants_inject(const struct up_request *req, size_t n_files)
+{
+	return n_files > 0 && !req->no_inject && !req->no_start;
+}
+
+/* Fill err for a failed inject so that pve_error_exit_code() gives
+ * inject's exit code: 2 config, 4 cannot reach or authenticate, 3 needs
+ * attention (files left changed), 1 otherwise. */
+static void inject_error(struct pve_error *err, int exit_code, const char *msg)
+{
+	enum pve_err_kind k = exit_code == 2 ? PVE_ERR_CONFIG
+			    : exit_code == 4 ? PVE_ERR_CONNECT
+					     : PVE_ERR_API;
+	pve_error_set(err, k, "%s", msg ? msg : "failed");
+	err->ambiguous = exit_code == 3;
+	err->what = strdup("inject");
+}
+
+/* Record a failure of the inject step in the result and err. */
+static int inject_failed(struct one *o, enum inject_status st, int exit_code, const char *step,
+			 const char *msg, struct pve_error *err)
+{
+	struct up_inject *ui = &o->res->inject;
+	ui->ran = true;
+	ui->status = st;
+	ui->exit_code = exit_code;
+	ui->failed_step = step;
+	free(ui->summary);
+	ui->summary = strprintf("failed: %s", msg ? msg : "?");
+	inject_error(err, exit_code, msg);
+	return -1;
+}
+
+static bool ssh_retryable(enum ssh_err_kind k)
+{
+	return k == SSH_ERR_CONNECT || k == SSH_ERR_TIMEOUT;
+}
+
+/* Connect once the guest answers: refused and timed-out connections are
+ * tried again every poll_s until ssh_wait_s has passed since the first
+ * attempt (each attempt's connect timeout is cut to the time left); a
+ * host key or authentication failure ends the wait at once. */
+static int wait_ssh(struct one *o, const struct ssh_opts *so, struct ssh_session **out,
+		    struct pve_error *err)
+{
+	const struct up_request *req = o->run->req;
+	const struct pve_clock *clk = o->w.clock;
+	double limit = req->ssh_wait_s > 0 ? req->ssh_wait_s : DEF_SSH_WAIT_S;
+	double poll = o->w.poll_s > 0 ? o->w.poll_s : 1;
+	long base_ms = so->connect_timeout_ms > 0 ? so->connect_timeout_ms : 30000;
+	double t0 = pve_clock_now(clk);
+	struct ssh_error e = {0};
+	unsigned attempts = 0;
+	*out = NULL;
+	for (;;) {
+		struct ssh_opts a = *so;
+		double left = limit - (pve_clock_now(clk) - t0);
+		long ms = left > 1 ? (long)(left * 1000) : 1000;
+		a.connect_timeout_ms = ms < base_ms ? ms : base_ms;
+		ssh_error_clear(&e);
+		attempts++;
+		if (ssh_connect(&a, out, &e) == 0)
+			return 0;
+		*out = NULL;
+		if (!ssh_retryable(e.kind) || pve_clock_now(clk) - t0 + poll > limit)
+			break;
+		if (attempts == 1)
+			log_info("%s: no SSH answer from %s yet (%s); waiting up to %.0f s",
+				 o->res->name, so->host, ssh_error_str(&e), limit);
+		char *txt = strprintf("waiting for SSH on %s: %s (attempt %u)", so->host,
+				      ssh_error_str(&e), attempts);
+		emit(o, UP_EV_PROGRESS, "inject", 0, -1, txt ? txt : "waiting for SSH");
+		free(txt);
+		pve_clock_sleep(clk, poll);
+	}
+	char *msg;
+	if (ssh_retryable(e.kind))
+		msg = strprintf("connect: %s@%s port %d did not answer SSH within %.0f s "
+				"(%u attempt%s): %s",
+				so->user ? so->user : "root", so->host, so->port ? so->port : 22,
+				limit, attempts, attempts == 1 ? "" : "s", ssh_error_str(&e));
+	else
+		msg = strprintf("connect: %s@%s port %d: %s", so->user ? so->user : "root",
+				so->host, so->port ? so->port : 22, ssh_error_str(&e));
+	int code = ssh_error_exit_code(&e);
+	inject_failed(o, INJ_FAILED, code ? code : 1, inject_step_name(INJ_STEP_CONNECT),
+		      msg ? msg : ssh_error_str(&e), err);
+	free(msg);
+	ssh_error_clear(&e);
+	return -1;
+}
+
+/* inject's steps and notes, as progress of the "inject" step. */
+static void on_inject_event(void *ctx, const struct inject_event *ev)
+{
+	struct one *o = ctx;
+	char *txt = NULL;
+	if (ev->kind == INJ_EV_STEP)
+		txt = strprintf("%s: %s", inject_step_name(ev->step), ev->text ? ev->text : "");
+	else if (ev->kind == INJ_EV_NOTE)
+		txt = strprintf("note: %s", ev->text ? ev->text : "");
+	else if (ev->kind == INJ_EV_FILE && ev->step == INJ_STEP_ROLLBACK)
+		txt = strprintf("rollback: %s %s", ev->path ? ev->path : "",
+				ev->text ? ev->text : "");
+	if (txt)
+		emit(o, UP_EV_PROGRESS, "inject", 0, -1, txt);
+	free(txt);
+}
+
+/* The inject step: the guest's files and hostname, over SSH. *changed is
+ * set when files were written. */
+static int up_inject(struct one *o, const struct tmpl_inst *inst, bool *changed,
+		     struct pve_error *err)
+{
+	const struct up_request *req = o->run->req;
+	struct up_result *res = o->res;
+	step_begin(o, "inject");
+	struct ssh_opts so;
+	if (inject_ssh_opts(req->conf, inst, res->address, &so) < 0)
+		return inject_failed(o, INJ_FAILED, 2, inject_step_name(INJ_STEP_CONNECT),
+				     "connect: no SSH settings ([ssh] known_hosts) or no address",
+				     err);
+	struct ssh_session *s = NULL;
+	if (wait_ssh(o, &so, &s, err) < 0)
+		return -1;
+	struct inject_request ir = {
+		.name = res->name,
+		.inst = inst,
+		.expect_os = req->tmpl->os,
+		.session = s,
+		.ssh = &so,
+		.on_event = on_inject_event,
+		.event_ctx = o,
+	};
+	struct inject_result ires;
+	int rc = inject_run(&ir, &ires);
+	ssh_close(s);
+	struct up_inject *ui = &res->inject;
+	if (rc < 0) {
+		inject_failed(o, ires.status == INJ_FAILED_PARTIAL ? INJ_FAILED_PARTIAL : INJ_FAILED,
+			      ires.exit_code ? ires.exit_code : 1, inject_step_name(ires.failed_step),
+			      ires.error, err);
+		inject_result_free(&ires);
+		return -1;
+	}
+	ui->ran = true;
+	ui->status = ires.status;
+	ui->exit_code = 0;
+	ui->summary = inject_result_summary(&ires);
+	*changed = ires.status == INJ_CHANGED;
+	inject_result_free(&ires);
+	if (!ui->summary)
+		return oom(err);
+	return step_end(o, ui->summary, err);
+}
+
 static int up_one(struct one *o, struct pve_error *err)
 {
 	const struct up_request *req = o->run->req;
@@ -1292,6 +1455,12 @@ static int up_one(struct one *o, struct pve_error *err)
 		if (step_end(o, res->address, err) < 0)
 			goto out;
 	}
+	if (wants_inject(req, inst.n_files)) {
+		bool written = false;
+		if (up_inject(o, &inst, &written, err) < 0)
+			goto out;
+		changed = changed || written;
+	}
 	res->status = created ? UP_CREATED : changed ? UP_CONVERGED : UP_UNCHANGED;
 	rc = 0;
 out:
@@ -1391,6 +1560,14 @@ int provision_up(const struct up_request *req, struct up_result **results, struc
 	if ((req->vmid_min > 0) != (req->vmid_max > 0) || req->vmid_min > req->vmid_max) {
 		pve_error_set(err, PVE_ERR_CONFIG, "bad VMID range %d-%d", req->vmid_min,
 			      req->vmid_max);
+		return -1;
+	}
+	if (wants_inject(req, req->tmpl->n_files) && (!req->conf || !req->conf->ssh.known_hosts)) {
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "template %s has guest files to inject over SSH: %s (or skip "
+			      "inject)",
+			      req->tmpl->name ? req->tmpl->name : "?",
+			      req->conf ? "set [ssh] known_hosts" : "no SSH settings given");
 		return -1;
 	}
 	enum pvekey_kind kk = req->tmpl->kind == TMPL_QEMU  ? PVEKEY_QEMU

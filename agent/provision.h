@@ -11,14 +11,24 @@
  * converged the same way (difference shown and applied, started if
  * stopped); a second guest of the same name is never created, and if a
  * concurrent run created one anyway, the one with the higher VMID is
- * removed. Every step's duration is reported.
+ * removed. Then, when the template has guest file sections ([loader.conf],
+ * [rc.conf], [sysctl.conf], [file "..."]), the "inject" step: wait (bounded
+ * by ssh_wait_s) until the guest answers SSH at its address, and run
+ * inject (inject.h) with the expanded template and the guest's name on that
+ * session; a failed inject leaves every file as it was (or says which are
+ * not) and fails the name with inject's exit code. A template without file
+ * sections never touches SSH. Progress events of the inject step carry
+ * the SSH wait ("waiting for SSH ...") and inject's own steps ("detect:
+ * FreeBSD 14.1-RELEASE"). Every step's duration is reported.
  *
  * down NAME [--purge]: clean shutdown (stop after the timeout), delete;
  * a guest that does not exist counts as done. */
 #ifndef PVAGENT_PROVISION_H
 #define PVAGENT_PROVISION_H
 
+#include "conf.h"
 #include "guest.h"
+#include "inject.h"
 #include "pve.h"
 #include "tmpl.h"
 
@@ -43,8 +53,8 @@ struct up_event {
 	int vmid;                  /* 0 until known */
 	const char *node;          /* NULL until known */
 	const char *step;          /* "find", "clone", "create", "config",
-				      "resize", "start", "address", "shutdown",
-				      "delete", ... */
+				      "resize", "start", "address", "inject",
+				      "shutdown", "delete", ... */
 	double elapsed_s;          /* UP_EV_STEP */
 	double percent;            /* UP_EV_PROGRESS */
 	const char *text;          /* may be NULL */
@@ -72,6 +82,19 @@ struct up_step {
 	double elapsed_s;
 };
 
+/* The inject step of one guest. */
+struct up_inject {
+	bool ran;                 /* the step ran (the template has guest
+				     files; not no_inject, not no_start) */
+	enum inject_status status; /* INJ_CHANGED, INJ_UNCHANGED, INJ_FAILED or
+				      INJ_FAILED_PARTIAL */
+	int exit_code;            /* inject's (DESIGN.md 3): 0, 1, 2, 3, 4 */
+	const char *failed_step;  /* "connect", "detect", "write", ... (static
+				     string) when failed, else NULL */
+	char *summary;            /* inject_result_summary(), or the SSH wait's
+				     failure */
+};
+
 struct up_result {
 	char *name;
 	int vmid;               /* 0 if none */
@@ -87,7 +110,11 @@ struct up_result {
 				   or NULL */
 	size_t n_diff;
 	int claims;             /* create/clone requests issued */
-	struct pve_error error; /* kind PVE_OK unless failed */
+	struct up_inject inject;
+	struct pve_error error; /* kind PVE_OK unless failed; a failed inject:
+				   what "inject", the message starting with
+				   the inject step that failed, and a kind
+				   whose exit code is inject's */
 };
 void up_result_free(struct up_result *r);
 void up_results_free(struct up_result *r, size_t n);
@@ -113,6 +140,19 @@ struct up_request {
 	bool no_start;
 	bool full;                      /* force a full clone (else [source] full) */
 
+	/* Inject (templates with guest file sections, guests started):
+	 * conf gives the [ssh] settings (inject_ssh_opts with the template's
+	 * [guest] user and port); it may be NULL only when the template has
+	 * no file sections, or with no_inject or no_start. */
+	const struct conf *conf;
+	bool no_inject;                 /* skip the inject step */
+	double ssh_wait_s;              /* how long the guest may take to answer
+					   SSH once its address is known (refused
+					   or timed-out connections are retried
+					   every wait.poll_s; host key and
+					   authentication failures are not);
+					   0: 300 */
+
 	/* PVE access: each worker makes its own client from pve_opts. With
 	 * parallel 1 (or one name) and client set, client is used instead. */
 	const struct pve_opts *pve_opts;
@@ -128,7 +168,8 @@ struct up_request {
  * when every name succeeded, -1 when any failed (see each result's error)
  * or on a request error before any work (then *results is NULL and err
  * says why: PVE_ERR_CONFIG for bad names, duplicates, --vmid with several
- * names, bad --set keys). */
+ * names, bad --set keys, a template with guest files to inject and no
+ * conf or no [ssh] known_hosts). */
 int provision_up(const struct up_request *req, struct up_result **results,
 		 struct pve_error *err);
 

@@ -704,7 +704,7 @@ static void load_guest(struct ctx *x, struct tmpl *t, const struct ini_section *
 		xerr(x, e->line, T, "user", "'%s' is not a user name", e->value);
 	else if (e)
 		g->user = chk(x, strdup(e->value));
-	g->port = 22;
+	g->port = 0; /* unset: pvagent.conf [ssh] port */
 	e = ini_get(s, "port");
 	if (e) {
 		char *end;

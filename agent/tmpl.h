@@ -9,7 +9,8 @@
  *   [vars]       NAME = DEFAULT; an empty default means --var NAME=VALUE is
  *                required. Defaults are literal (not expanded).
  *   [pve]        PVE config keys, sent in file order after expansion
- *   [guest]      user (default: [ssh] user of pvagent.conf), port (22),
+ *   [guest]      user (default: [ssh] user of pvagent.conf), port
+ *                (default: [ssh] port of pvagent.conf, itself 22),
  *                address = agent|static|cloud-init, ip (for static)
  *   [cloud-init] ciuser, sshkeys (repeatable, one public key each),
  *                ipconfig0.., nameserver, searchdomain, citype (qemu only)
@@ -114,7 +115,7 @@ struct tmpl_source {
 
 struct tmpl_guest {
 	char *user;                /* NULL: use [ssh] user from pvagent.conf */
-	unsigned port;             /* default 22 */
+	unsigned port;             /* 0 (unset): [ssh] port of pvagent.conf */
 	enum tmpl_addr address;
 	struct tmpl_kv ip;         /* static address (value NULL if none) */
 };

@@ -1,7 +1,11 @@
 #!/bin/bash
 # demo.sh - `make demo`: the whole pvagent flow against the bundled PVE
 # simulator, as a new user would see it. Also run by `make test` (with the
-# sanitizer builds), so the demo keeps working.
+# sanitizer builds), so the demo keeps working. As root, the scenario's
+# running legacy guest fbsd9-legacy (VMID 190, FreeBSD 9.0 on IDE/e1000,
+# 127.0.1.90) is a real sshd chrooted into the freebsd-9.0 fixture
+# (tests/guests/guestd) that follows the simulator's boot model, and the
+# demo previews inject on it.
 source "$(dirname "$0")/lib/sim.sh"
 
 if [ -t 1 ]; then B=$'\033[1m' N=$'\033[0m'; else B= N=; fi
@@ -11,8 +15,21 @@ run() {
 	pvagent "$@"
 }
 
+guest=
+if [ "$(id -u)" = 0 ]; then
+	say "Starting the legacy guest fbsd9-legacy: a FreeBSD 9.0 file tree behind a real sshd"
+	guestd_start freebsd-9.0 127.0.1.90
+	guest=yes
+	echo "sshd on 127.0.1.90 port $GUEST_PORT, chrooted into $GUEST_ROOT"
+	echo "its host key is in the agent's known_hosts; pvagent.conf [ssh] port = $GUEST_PORT"
+	sim_args=(--guest-root "190=$GUEST_ROOT")
+else
+	say "Not root: no guest sshd (it runs chrooted), the guest-side step is left out"
+	sim_args=()
+fi
+
 say "Starting the PVE simulator (demo scenario: 2 nodes, template VMs, one legacy IDE guest)"
-sim_start tests/pvesim/scenarios/demo.json --time-scale 50
+sim_start tests/pvesim/scenarios/demo.json --time-scale 50 "${sim_args[@]}"
 echo "simulator at $SIM_URL, certificate SHA-256 $SIM_FINGERPRINT"
 echo "configuration: $PVAGENT_CONF (from conf/demo.conf)"
 
@@ -21,14 +38,64 @@ run nodes
 run list
 run templates
 
+if [ -n "$guest" ]; then
+	say "Preview the guest-side setup of fbsd9-legacy over SSH (--dry-run: nothing is written)"
+	tree_sum() {
+		(cd "$GUEST_ROOT" && find . \( -path ./.pvagent-facts -o -path ./tmp -o -path ./dev \) \
+			-prune -o -printf '%p %m %s\n' | sort &&
+			find . \( -path ./.pvagent-facts -o -path ./tmp -o -path ./dev \) -prune -o \
+				-type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum
+	}
+	rc_before=$(sha256sum <"$GUEST_ROOT/etc/rc.conf")
+	tree_before=$(tree_sum)
+	rc=0
+	run inject fbsd9-legacy -t freebsd-9.0 --var ip=127.0.1.90 --dry-run \
+		>"$E2E_DIR/inject.out" 2>&1 || rc=$?
+	cat "$E2E_DIR/inject.out"
+	[ $rc = 0 ] || fail "inject --dry-run exited $rc"
+	grep -qx -- '--- a/etc/rc.conf' "$E2E_DIR/inject.out" &&
+		grep -qx -- '+++ b/etc/rc.conf' "$E2E_DIR/inject.out" ||
+		fail "inject --dry-run showed no diff for /etc/rc.conf"
+	grep -qx -- '+hostname="fbsd9-legacy"' "$E2E_DIR/inject.out" ||
+		fail "inject --dry-run did not show the new hostname"
+	[ "$(sha256sum <"$GUEST_ROOT/etc/rc.conf")" = "$rc_before" ] ||
+		fail "inject --dry-run changed the guest's /etc/rc.conf"
+	[ "$(tree_sum)" = "$tree_before" ] || fail "inject --dry-run changed the guest's files"
+	echo "(checked: the guest's /etc/rc.conf and every other file are unchanged)"
+
+	say "Convert fbsd9-legacy from IDE/e1000 to virtio, measuring the disk before and after"
+	rc=0
+	run virtio fbsd9-legacy --address 127.0.1.90 --bench --size 16 \
+		>"$E2E_DIR/virtio.out" 2>&1 || rc=$?
+	cat "$E2E_DIR/virtio.out"
+	[ $rc = 0 ] || fail "virtio exited $rc"
+	grep -q '^fbsd9-legacy: converted to virtio-blk$' "$E2E_DIR/virtio.out" ||
+		fail "virtio did not report the conversion"
+	grep -qE '^sequential write \(MB/s\) +[0-9.]+ +[0-9.]+ +[0-9.]+x$' "$E2E_DIR/virtio.out" ||
+		fail "virtio --bench printed no before/after table"
+	grep -q '^ifconfig_vtnet0="DHCP"$' "$GUEST_ROOT/etc/rc.conf" &&
+		! grep -q '^ifconfig_em0=' "$GUEST_ROOT/etc/rc.conf" ||
+		fail "the guest's rc.conf was not moved to vtnet0"
+	grep -q '^virtio_blk_load="YES"$' "$GUEST_ROOT/boot/loader.conf" ||
+		fail "the guest's loader.conf has no virtio_blk line"
+	[ -f "$GUEST_ROOT/boot/modules/virtio_blk.ko" ] || fail "virtio-kmod was not installed"
+	run list --node pve1 | tee "$E2E_DIR/list.out"
+	grep -qE '^190 +fbsd9-legacy +pve1 +qemu +running +virtio +virtio$' "$E2E_DIR/list.out" ||
+		fail "fbsd9-legacy is not running on virtio"
+	say "Run it again: nothing left to convert"
+	run virtio fbsd9-legacy --address 127.0.1.90 | tee "$E2E_DIR/virtio2.out"
+	grep -q 'already virtio' "$E2E_DIR/virtio2.out" || fail "a second virtio run changed something"
+fi
+
 say "Provision a FreeBSD 14 and an Ubuntu 24.04 VM and an LXC container, two at a time"
-run up web1 db1 -t freebsd-14 --parallel 2 --set cores=2
-run up app1 -t ubuntu-24.04
-run up ct1 -t ubuntu-24.04-ct
+echo "(these guests have no sshd behind them in the simulator, so up skips inject)"
+run up web1 db1 -t freebsd-14 --parallel 2 --set cores=2 --no-inject
+run up app1 -t ubuntu-24.04 --no-inject
+run up ct1 -t ubuntu-24.04-ct --no-inject
 run list
 
 say "Run up again: it converges (applies the difference) instead of making a second guest"
-run up web1 -t freebsd-14 --set cores=4
+run up web1 -t freebsd-14 --set cores=4 --no-inject
 
 say "Clean up"
 run down db1

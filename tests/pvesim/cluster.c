@@ -4,6 +4,7 @@
  * strings, volumes, sizes, config digests, responses, privileges, params. */
 #include "cluster.h"
 
+#include "bootfacts.h"
 #include "cluster_config.h"
 #include "scenario.h"
 #include "tasks.h"
@@ -14,10 +15,12 @@
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- ptrvec ------------------------------------------------------------- */
 int ptrvec_push(struct ptrvec *pv, void *p)
@@ -228,7 +231,7 @@ int cluster_remove_guest(struct cluster *c, int vmid)
 	return -1;
 }
 
-void guest_eval_boot(struct sim_guest *g)
+static void eval_boot(struct sim_guest *g)
 {
 	boot_result_clear(&g->boot);
 	if (!g->running) {
@@ -248,6 +251,15 @@ void guest_eval_boot(struct sim_guest *g)
 	}
 	if (!g->address)
 		g->boot.reachable = false;
+}
+
+void guest_eval_boot(struct sim_guest *g)
+{
+	eval_boot(g);
+	char *err = NULL;
+	if (g->root && bootfacts_write(g->root, &g->boot, g->address, g->boots, &err) < 0)
+		fprintf(stderr, "pvesim: guest %d: %s\n", g->vmid, err ? err : "out of memory");
+	free(err);
 }
 
 /* ---- digest ------------------------------------------------------------- */
@@ -817,6 +829,7 @@ void guest_started(struct cluster *c, struct sim_guest *g, double now)
 	guest_assign_address(c, g);
 	g->running = true;
 	g->started_at = now;
+	g->boots++;
 	guest_eval_boot(g);
 }
 
@@ -972,7 +985,35 @@ void cluster_free(struct cluster *c)
 	free(c);
 }
 
+/* --guest-root: an existing directory, made absolute. */
+static int set_root(struct cluster *c, const struct sim_guest_root *gr, char **err)
+{
+	struct sim_guest *g = cluster_guest(c, gr->vmid);
+	if (!g) {
+		*err = strprintf("--guest-root %d=%s: the scenario has no guest %d", gr->vmid,
+				 gr->dir, gr->vmid);
+		return -1;
+	}
+	char *real = realpath(gr->dir, NULL);
+	struct stat st;
+	if (!real || stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		*err = strprintf("--guest-root %d=%s: %s", gr->vmid, gr->dir,
+				 real ? "not a directory" : strerror(errno));
+		free(real);
+		return -1;
+	}
+	free(g->root);
+	g->root = real;
+	return 0;
+}
+
 struct cluster *cluster_load(const char *scenario_path, double now, char **err)
+{
+	return cluster_load_with(scenario_path, now, NULL, 0, err);
+}
+
+struct cluster *cluster_load_with(const char *scenario_path, double now,
+				  const struct sim_guest_root *roots, size_t nroots, char **err)
 {
 	*err = NULL;
 	struct cluster *c = calloc(1, sizeof(*c));
@@ -989,10 +1030,20 @@ struct cluster *cluster_load(const char *scenario_path, double now, char **err)
 		cluster_free(c);
 		return NULL;
 	}
+	for (size_t i = 0; i < nroots; i++) {
+		if (set_root(c, &roots[i], err) < 0) {
+			if (!*err)
+				*err = strdup("out of memory");
+			cluster_free(c);
+			return NULL;
+		}
+	}
 	for (size_t i = 0; i < c->guests.n; i++) {
 		struct sim_guest *g = c->guests.v[i];
-		if (g->running)
+		if (g->running) {
 			g->started_at = now - 3600.0;
+			g->boots = 1;
+		}
 		guest_eval_boot(g);
 	}
 	return c;
@@ -1133,6 +1184,11 @@ static json_object *state_guest(const struct cluster *c,
 		json_object_object_add(o, "root", json_object_new_string(g->root));
 	json_object_object_add(o, "boot", boot_result_json(&g->boot));
 	return o;
+}
+
+void cluster_advance(struct cluster *c, double now)
+{
+	tasks_advance(c, now);
 }
 
 json_object *cluster_state(struct cluster *c, double now)

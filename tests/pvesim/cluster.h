@@ -62,6 +62,7 @@ struct sim_guest {
 	json_object *snapshots; /* name -> {config, snaptime, description} */
 	char *fixture, *address, *root;
 	double started_at;
+	unsigned boots;  /* starts so far (the boot file's boot-id) */
 	struct boot_result boot;
 	bool booted; /* boot model evaluated for the current run */
 };
@@ -114,7 +115,8 @@ int cluster_remove_guest(struct cluster *c, int vmid);
 const char *cfg_str(json_object *conf, const char *key);
 /* Stable digest (hex SHA-1) of a config object; malloc'd. */
 char *config_digest(json_object *conf);
-/* Re-evaluate the boot model of a guest (after start or a live change). */
+/* Re-evaluate the boot model of a guest (after start or a live change);
+ * a guest with a root gets the result written into it (bootfacts.h). */
 void guest_eval_boot(struct sim_guest *g);
 
 /* ---- drive strings and volumes ------------------------------------------ */

@@ -3,6 +3,7 @@
  *
  *   pvesim --scenario FILE.json [--listen 127.0.0.1:0] [--schema PATH]
  *          [--log FILE.jsonl] [--time-scale X] [--cert-out FILE.pem]
+ *          [--guest-root VMID=DIR]...
  */
 #include "schema.h"
 #include "server.h"
@@ -23,7 +24,11 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: pvesim --scenario FILE.json [--listen 127.0.0.1:0] [--schema PATH]\n"
-		   "              [--log FILE.jsonl] [--time-scale X] [--cert-out FILE.pem]\n");
+		   "              [--log FILE.jsonl] [--time-scale X] [--cert-out FILE.pem]\n"
+		   "              [--guest-root VMID=DIR]...\n"
+		   "  --guest-root VMID=DIR  the scenario guest VMID's root directory (sets or\n"
+		   "                         replaces its \"root\"; repeatable): the boot model\n"
+		   "                         reads its files and writes DIR/.pvagent-facts/boot\n");
 }
 
 /* The default schema for a PVE major version: $PVE_API_DIR, then
@@ -78,11 +83,19 @@ int main(int argc, char **argv)
 		{"log", required_argument, NULL, 'L'},
 		{"time-scale", required_argument, NULL, 't'},
 		{"cert-out", required_argument, NULL, 'c'},
+		{"guest-root", required_argument, NULL, 'g'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *scenario = NULL, *schema_path = NULL;
 	struct server_opts so = {.listen = "127.0.0.1:0", .time_scale = 1.0};
+	/* at most one --guest-root per argument */
+	struct sim_guest_root *roots = calloc((size_t)argc, sizeof *roots);
+	size_t nroots = 0;
+	if (!roots) {
+		fprintf(stderr, "pvesim: out of memory\n");
+		return 1;
+	}
 	int opt;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -91,6 +104,20 @@ int main(int argc, char **argv)
 		case 'S': schema_path = optarg; break;
 		case 'L': so.log_path = optarg; break;
 		case 'c': so.cert_out = optarg; break;
+		case 'g': {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end != '=' || v < 1 || v > 999999999 ||
+			    !end[1]) {
+				fprintf(stderr, "pvesim: --guest-root %s: expected VMID=DIR\n", optarg);
+				free(roots);
+				return 2;
+			}
+			roots[nroots].vmid = (int)v;
+			roots[nroots++].dir = end + 1;
+			break;
+		}
 		case 't': {
 			char *end;
 			errno = 0;
@@ -98,16 +125,18 @@ int main(int argc, char **argv)
 			if (errno || *end || !(so.time_scale > 0) || so.time_scale > 1e7) {
 				fprintf(stderr, "pvesim: --time-scale %s: expected a number in (0, 1e7]\n",
 					optarg);
+				free(roots);
 				return 2;
 			}
 			break;
 		}
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h': usage(stdout); free(roots); return 0;
+		default: usage(stderr); free(roots); return 2;
 		}
 	}
 	if (!scenario || optind != argc) {
 		usage(stderr);
+		free(roots);
 		return 2;
 	}
 
@@ -120,7 +149,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	char *err = NULL;
-	struct cluster *c = cluster_load(scenario, (double)time(NULL), &err);
+	struct cluster *c = cluster_load_with(scenario, (double)time(NULL), roots, nroots, &err);
+	free(roots);
 	if (!c) {
 		fprintf(stderr, "pvesim: %s\n", err ? err : "cannot load the scenario");
 		free(err);

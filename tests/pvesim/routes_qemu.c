@@ -688,7 +688,8 @@ static void route_power(struct cluster *c, const struct sim_req *req,
 		long long timeout = param_int(req, "timeout", 180);
 		bool force = param_bool(req, "forceStop", false);
 		bool hung = g->running && (g->boot.state == BOOT_MOUNTROOT ||
-					   g->boot.state == BOOT_INITRAMFS);
+					   g->boot.state == BOOT_INITRAMFS ||
+					   g->boot.state == BOOT_SINGLE_USER);
 		t = guest_task(c, req, g, "qmshutdown",
 			       hung ? (double)timeout + 0.5 : SHUTDOWN_SECS);
 		if (t && hung && !force) {

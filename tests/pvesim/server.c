@@ -261,6 +261,7 @@ static enum MHD_Result sim_control(struct server *sv, struct MHD_Connection *con
 			msg = strdup("expected {\"seconds\": N} with N >= 0");
 		} else {
 			sv->offset += json_object_get_double(s);
+			cluster_advance(sv->cluster, sim_now(sv));
 			data = json_object_new_double(sim_now(sv));
 		}
 	} else {

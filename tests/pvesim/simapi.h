@@ -9,6 +9,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 struct cluster;
 
@@ -47,6 +48,15 @@ struct sim_resp {
  * (malloc'd) to a message naming the file and the JSON path at fault,
  * e.g. "demo.json: $.guests[2].node: unknown node 'pve9'". */
 struct cluster *cluster_load(const char *scenario_path, double now, char **err);
+/* The same with guest roots set or replaced (pvesim --guest-root VMID=DIR):
+ * the boot model reads and writes there (bootfacts.h). An unknown VMID or
+ * a DIR that is not a directory is an error naming the option. */
+struct sim_guest_root {
+	int vmid;
+	const char *dir;
+};
+struct cluster *cluster_load_with(const char *scenario_path, double now,
+				  const struct sim_guest_root *roots, size_t nroots, char **err);
 void cluster_free(struct cluster *c);
 
 /* "8.4", "3.4", ... from the scenario; major version as a number. */
@@ -73,6 +83,11 @@ json_object *cluster_scenario_faults(const struct cluster *c);
 void cluster_handle(struct cluster *c, const struct sim_req *req,
 		    struct sim_resp *resp);
 void sim_resp_clear(struct sim_resp *resp);
+
+/* Finish what is due by simulated time now (tasks and their effects: a
+ * guest started or stopped, its boot file written). Requests do this
+ * themselves; POST /_sim/advance calls it after moving the clock. */
+void cluster_advance(struct cluster *c, double now);
 
 /* Whole cluster state for GET /_sim/state (new reference): nodes, storages,
  * guests with config, status, lock, boot model, tasks. */

@@ -1,10 +1,13 @@
 /* test_bootmodel.c - the boot model as a pure function over a PVE config
- * and a guest root written here under a temp dir. */
+ * and a guest root written here under a temp dir (or copied from a fixture
+ * with its facts), and the files bootfacts.c writes from its result. */
 #include <criterion/criterion.h>
 
+#include "bootfacts.h"
 #include "bootmodel.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,4 +367,443 @@ Test(bootmodel, ubuntu904_udev_pins_eth0_to_the_mac)
 	cr_assert(strstr(b.reason, "eth1"), "%s", b.reason);
 	boot_result_clear(&b);
 	rmtree(root);
+}
+
+/* ---- mounts, swap and labels from real fixtures ------------------------- */
+
+/* root <- tests/guests/FIXTURE/root plus its facts where guestenv puts them
+ * (.pvagent-facts/facts); optionally a tree over it (expected-virtio). */
+static void fixture_root(const char *fixture, const char *overlay)
+{
+	mkroot();
+	char *cmd = strprintf("cp -a tests/guests/%s/root/. '%s' && mkdir '%s/.pvagent-facts' && "
+			      "cp tests/guests/%s/facts '%s/.pvagent-facts/facts'",
+			      fixture, root, root, fixture, root);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	free(cmd);
+	if (overlay) {
+		cmd = strprintf("cp -a tests/guests/%s/%s/. '%s'", fixture, overlay, root);
+		cr_assert_eq(system(cmd), 0, "%s", cmd);
+		free(cmd);
+	}
+}
+
+static void expect_mount(const struct boot_result *b, size_t i, const char *dev,
+			 const char *dir, const char *fstype)
+{
+	cr_assert_lt(i, b->nmounts, "mount %zu of %zu (%s on %s)", i, b->nmounts, dev, dir);
+	cr_expect_str_eq(b->mounts[i].dev, dev);
+	cr_expect_str_eq(b->mounts[i].dir, dir);
+	cr_expect_str_eq(b->mounts[i].fstype, fstype);
+}
+
+#define FB90_VIRTIO_KMOD()                                                                    \
+	do {                                                                                  \
+		put("boot/modules/virtio.ko", "");                                            \
+		put("boot/modules/virtio_pci.ko", "");                                        \
+		put("boot/modules/virtio_blk.ko", "");                                        \
+		put("boot/modules/if_vtnet.ko", "");                                          \
+	} while (0)
+
+Test(mounts, freebsd90_installed_on_ide)
+{
+	fixture_root("freebsd-9.0", NULL);
+	struct boot_result b;
+	eval("freebsd-9.0", root,
+	     "{\"ide0\":\"l:vm-1-disk-0,size=16G\",\"ide2\":\"none,media=cdrom\","
+	     "\"net0\":\"e1000=BC:24:11:00:01:90,bridge=vmbr0\",\"boot\":\"order=ide0\"}", &b);
+	cr_assert_eq(b.state, BOOT_UP, "%s", b.reason ? b.reason : "");
+	cr_expect_str_eq(b.disk_bus, "ide");
+	cr_expect_str_eq(b.nic_model, "e1000");
+	cr_expect_str_eq(b.mac, "bc:24:11:00:01:90");
+	cr_expect_not(b.linux_guest);
+	/* the root first, then fstab order; the noauto cdrom left out */
+	cr_assert_eq(b.nmounts, 4);
+	expect_mount(&b, 0, "/dev/ad0s1a", "/", "ufs");
+	expect_mount(&b, 1, "/dev/ad0s1e", "/tmp", "ufs");
+	expect_mount(&b, 2, "/dev/ad0s1f", "/usr", "ufs");
+	expect_mount(&b, 3, "/dev/ad0s1d", "/var", "ufs");
+	cr_assert_eq(b.nswaps, 1);
+	cr_expect_str_eq(b.swaps[0].dev, "/dev/ad0s1b");
+	cr_expect_eq(b.nblockdevs, 0, "no /proc/partitions on FreeBSD");
+	boot_result_clear(&b);
+	rmtree(root);
+}
+
+Test(mounts, freebsd90_prepared_boots_on_virtio_by_ufsid)
+{
+	fixture_root("freebsd-9.0", "expected-virtio");
+	FB90_VIRTIO_KMOD();
+	struct boot_result b;
+	eval("freebsd-9.0", root, FB_VIRTIO, &b);
+	cr_assert_eq(b.state, BOOT_UP, "%s", b.reason ? b.reason : "");
+	cr_expect_str_eq(b.disk_bus, "virtio-blk");
+	cr_expect_str_eq(b.nic_model, "virtio");
+	/* FreeBSD's mount -p shows the fstab spec */
+	cr_assert_eq(b.nmounts, 4);
+	expect_mount(&b, 0, "/dev/ufsid/4f13ff5d2bf8a1c6", "/", "ufs");
+	expect_mount(&b, 1, "/dev/ufsid/4f13ff5e1c5a0f42", "/tmp", "ufs");
+	expect_mount(&b, 3, "/dev/ufsid/4f13ff5e6e0b97d3", "/var", "ufs");
+	/* swap on ad0s1b is gone with the IDE disk; vtbd0s1b is used */
+	cr_assert_eq(b.nswaps, 1);
+	cr_expect_str_eq(b.swaps[0].dev, "/dev/vtbd0s1b");
+	boot_result_clear(&b);
+	/* the same tree on IDE: both swap lines name ad0s1b's partition once */
+	eval("freebsd-9.0", root, FB_IDE, &b);
+	cr_assert_eq(b.state, BOOT_UP, "%s", b.reason ? b.reason : "");
+	cr_assert_eq(b.nswaps, 1);
+	cr_expect_str_eq(b.swaps[0].dev, "/dev/ad0s1b");
+	expect_mount(&b, 0, "/dev/ufsid/4f13ff5d2bf8a1c6", "/", "ufs");
+	boot_result_clear(&b);
+	rmtree(root);
+}
+
+Test(mounts, freebsd90_unknown_ufsid)
+{
+	fixture_root("freebsd-9.0", "expected-virtio");
+	FB90_VIRTIO_KMOD();
+	struct boot_result b;
+	/* a UFS id the facts do not know for / : mountroot */
+	put("etc/fstab", "/dev/ufsid/0123456789abcdef / ufs rw 1 1\n");
+	eval("freebsd-9.0", root, FB_VIRTIO, &b);
+	cr_assert_eq(b.state, BOOT_MOUNTROOT);
+	cr_expect(strstr(b.reason, "/dev/ufsid/0123456789abcdef"), "%s", b.reason);
+	cr_expect_eq(b.nmounts, 0);
+	boot_result_clear(&b);
+	/* for /usr: single-user mode, not reachable, the reason names it */
+	put("etc/fstab", "/dev/ufsid/4f13ff5d2bf8a1c6 / ufs rw 1 1\n"
+			 "/dev/vtbd0s1b none swap sw 0 0\n"
+			 "/dev/ufsid/0123456789abcdef /usr ufs rw 2 2\n");
+	eval("freebsd-9.0", root, FB_VIRTIO, &b);
+	cr_assert_eq(b.state, BOOT_SINGLE_USER);
+	cr_expect_not(b.reachable);
+	cr_expect(strstr(b.reason, "single-user") && strstr(b.reason, "/usr") &&
+			  strstr(b.reason, "/dev/ufsid/0123456789abcdef"),
+		  "%s", b.reason);
+	cr_expect_str_eq(boot_state_name(b.state), "single-user");
+	cr_expect_str_eq(b.nic, "vtnet0");
+	cr_expect_eq(b.nmounts, 0);
+	boot_result_clear(&b);
+	/* a stale raw device for /tmp does the same; a stale swap does not */
+	put("etc/fstab", "/dev/ufsid/4f13ff5d2bf8a1c6 / ufs rw 1 1\n"
+			 "/dev/ad0s1b none swap sw 0 0\n"
+			 "/dev/ad0s1e /tmp ufs rw 2 2\n");
+	eval("freebsd-9.0", root, FB_VIRTIO, &b);
+	cr_assert_eq(b.state, BOOT_SINGLE_USER);
+	cr_expect(strstr(b.reason, "/dev/ad0s1e"), "%s", b.reason);
+	boot_result_clear(&b);
+	put("etc/fstab", "/dev/ufsid/4f13ff5d2bf8a1c6 / ufs rw 1 1\n"
+			 "/dev/ad0s1b none swap sw 0 0\n");
+	eval("freebsd-9.0", root, FB_VIRTIO, &b);
+	cr_assert_eq(b.state, BOOT_UP, "%s", b.reason ? b.reason : "");
+	cr_expect_eq(b.nswaps, 0, "a swap device that does not exist is not used");
+	cr_assert_eq(b.nmounts, 1);
+	boot_result_clear(&b);
+	rmtree(root);
+}
+
+Test(mounts, freebsd14_gpt_labels)
+{
+	fixture_root("freebsd-14", NULL);
+	put("etc/rc.conf", "ifconfig_vtnet0=\"DHCP\"\n");
+	struct boot_result b;
+	eval("freebsd-14", root, FB_VIRTIO, &b);
+	cr_assert_eq(b.state, BOOT_UP, "%s", b.reason ? b.reason : "");
+	cr_assert_eq(b.nmounts, 2);
+	expect_mount(&b, 0, "/dev/gpt/rootfs", "/", "ufs");
+	expect_mount(&b, 1, "/dev/gpt/efiesp", "/boot/efi", "msdosfs");
+	cr_assert_eq(b.nswaps, 1);
+	cr_expect_str_eq(b.swaps[0].dev, "/dev/vtbd0p3", "gpt/swapfs is partition 3");
+	boot_result_clear(&b);
+	/* a label gpart does not show */
+	put("etc/fstab", "/dev/gpt/nosuch / ufs rw 1 1\n");
+	eval("freebsd-14", root, FB_VIRTIO, &b);
+	cr_assert_eq(b.state, BOOT_MOUNTROOT);
+	cr_expect(strstr(b.reason, "/dev/gpt/nosuch"), "%s", b.reason);
+	boot_result_clear(&b);
+	rmtree(root);
+}
+
+Test(mounts, freebsd14_zfs_root)
+{
+	fixture_root("freebsd-14-zfs", "expected-virtio");
+	put("etc/rc.conf", "ifconfig_vtnet0=\"DHCP\"\n");
+	struct boot_result b;
+	eval("freebsd-14", root, FB_VIRTIO, &b);
+	cr_assert_eq(b.state, BOOT_UP, "%s", b.reason ? b.reason : "");
+	cr_assert_eq(b.nmounts, 2);
+	expect_mount(&b, 0, "zroot/ROOT/default", "/", "zfs");
+	expect_mount(&b, 1, "/dev/gpt/efiboot0", "/boot/efi", "msdosfs");
+	cr_assert_eq(b.nswaps, 1);
+	cr_expect_str_eq(b.swaps[0].dev, "/dev/vtbd0p3");
+	boot_result_clear(&b);
+	rmtree(root);
+}
+
+Test(mounts, ubuntu904_uuid_root_and_swap)
+{
+	fixture_root("ubuntu-9.04", NULL);
+	struct boot_result b;
+	eval("ubuntu-9.04", root,
+	     "{\"ide0\":\"l:vm-1-disk-0,size=16G\",\"net0\":\"e1000=52:54:00:3A:9C:1E\"}", &b);
+	cr_assert_eq(b.state, BOOT_UP, "%s", b.reason ? b.reason : "");
+	cr_expect(b.linux_guest);
+	/* Linux reports the device UUID= resolved to */
+	cr_assert_eq(b.nmounts, 2);
+	expect_mount(&b, 0, "/dev/sda1", "/", "ext3");
+	expect_mount(&b, 1, "proc", "/proc", "proc");
+	cr_assert_eq(b.nswaps, 1);
+	cr_expect_str_eq(b.swaps[0].dev, "/dev/sda5");
+	cr_expect_not(b.swaps[0].file);
+	cr_assert_eq(b.nblockdevs, 3);
+	cr_expect_str_eq(b.blockdevs[0].name, "sda");
+	cr_expect_eq(b.blockdevs[0].major, 8);
+	cr_expect_eq(b.blockdevs[0].minor, 0);
+	cr_expect_eq(b.blockdevs[0].kib, 16ULL * 1024 * 1024);
+	cr_expect_str_eq(b.blockdevs[1].name, "sda1");
+	cr_expect_eq(b.blockdevs[1].minor, 1);
+	cr_expect_str_eq(b.blockdevs[2].name, "sda5");
+	cr_expect_eq(b.blockdevs[2].minor, 5);
+	cr_expect_eq(b.swaps[0].kib, b.blockdevs[2].kib);
+	boot_result_clear(&b);
+	/* on virtio with the modules: vda; the /dev/sda5 swap line is stale */
+	put("etc/initramfs-tools/modules", "virtio_pci\nvirtio_blk\nvirtio_net\n");
+	eval("ubuntu-9.04", root,
+	     "{\"virtio0\":\"l:vm-1-disk-0,size=16G\",\"net0\":\"virtio=52:54:00:3A:9C:1E\"}", &b);
+	cr_assert_eq(b.state, BOOT_UP, "%s", b.reason ? b.reason : "");
+	cr_expect_str_eq(b.disk_bus, "virtio-blk");
+	expect_mount(&b, 0, "/dev/vda1", "/", "ext3");
+	cr_expect_eq(b.nswaps, 0);
+	cr_assert_eq(b.nblockdevs, 3);
+	cr_expect_str_eq(b.blockdevs[0].name, "vda");
+	cr_expect_eq(b.blockdevs[0].major, 252);
+	cr_expect_str_eq(b.blockdevs[2].name, "vda5", "partitions known from blkid");
+	boot_result_clear(&b);
+	/* after the rewrite to UUID= the swap follows */
+	put("etc/fstab", "proc /proc proc defaults 0 0\n"
+			 "UUID=2b629f5a-1fca-44f5-b316-7b510e9936bc / ext3 relatime 0 1\n"
+			 "UUID=71c1bbe8-3877-42d8-975a-5fc7af1d203a none swap sw 0 0\n");
+	eval("ubuntu-9.04", root,
+	     "{\"virtio0\":\"l:vm-1-disk-0,size=16G\",\"net0\":\"virtio=52:54:00:3A:9C:1E\"}", &b);
+	cr_assert_eq(b.state, BOOT_UP, "%s", b.reason ? b.reason : "");
+	cr_assert_eq(b.nswaps, 1);
+	cr_expect_str_eq(b.swaps[0].dev, "/dev/vda5");
+	boot_result_clear(&b);
+	/* a UUID blkid does not know: no root device */
+	put("etc/fstab", "UUID=00000000-1fca-44f5-b316-7b510e9936bc / ext3 relatime 0 1\n");
+	eval("ubuntu-9.04", root, UB_IDE, &b);
+	cr_assert_eq(b.state, BOOT_INITRAMFS);
+	cr_expect(strstr(b.reason, "UUID=00000000"), "%s", b.reason);
+	boot_result_clear(&b);
+	/* ... and for another file system: emergency mode */
+	put("etc/fstab", "UUID=2b629f5a-1fca-44f5-b316-7b510e9936bc / ext3 relatime 0 1\n"
+			 "/dev/sdb1 /srv ext3 defaults 0 2\n");
+	eval("ubuntu-9.04", root,
+	     "{\"ide0\":\"l:vm-1-disk-0,size=16G\",\"net0\":\"e1000=52:54:00:3A:9C:1E\"}", &b);
+	cr_assert_eq(b.state, BOOT_SINGLE_USER);
+	cr_expect(strstr(b.reason, "/dev/sdb1") && strstr(b.reason, "/srv"), "%s", b.reason);
+	boot_result_clear(&b);
+	rmtree(root);
+}
+
+Test(mounts, ubuntu2404_by_uuid_and_swap_file)
+{
+	fixture_root("ubuntu-24.04", NULL);
+	struct boot_result b;
+	const char *cfg = "{\"scsi0\":\"l:vm-1-disk-0,size=32G\",\"scsihw\":\"virtio-scsi-single\","
+			  "\"net0\":\"virtio=BC:24:11:5E:2A:7C\"}";
+	eval("ubuntu-24.04", root, cfg, &b);
+	cr_assert_eq(b.state, BOOT_UP, "%s", b.reason ? b.reason : "");
+	cr_expect_str_eq(b.disk_bus, "virtio-scsi");
+	cr_assert_eq(b.nmounts, 1);
+	expect_mount(&b, 0, "/dev/sda2", "/", "ext4");
+	cr_expect_eq(b.nswaps, 0, "no /swap.img in the tree: swapon fails");
+	cr_assert_eq(b.nblockdevs, 2, "the disk and its partition with a file system");
+	cr_expect_str_eq(b.blockdevs[0].name, "sda");
+	cr_expect_str_eq(b.blockdevs[1].name, "sda2");
+	cr_expect_eq(b.blockdevs[1].minor, 2);
+	boot_result_clear(&b);
+	put("swap.img", "0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"0123456789012345678901234567890123456789012345678901234567890123");
+	eval("ubuntu-24.04", root, UB_VIRTIO, &b);
+	cr_assert_eq(b.state, BOOT_UP, "%s", b.reason ? b.reason : "");
+	expect_mount(&b, 0, "/dev/vda2", "/", "ext4");
+	cr_assert_eq(b.nswaps, 1);
+	cr_expect_str_eq(b.swaps[0].dev, "/swap.img");
+	cr_expect(b.swaps[0].file);
+	cr_expect_eq(b.swaps[0].kib, 1);
+	boot_result_clear(&b);
+	rmtree(root);
+}
+
+Test(mounts, not_booted_mounts_nothing)
+{
+	fixture_root("freebsd-9.0", NULL);
+	struct boot_result b;
+	eval("freebsd-9.0", root, FB_VIRTIO, &b);
+	cr_assert_eq(b.state, BOOT_MOUNTROOT);
+	cr_expect_eq(b.nmounts, 0);
+	cr_expect_eq(b.nswaps, 0);
+	cr_expect_str_eq(b.disk_bus, "virtio-blk");
+	cr_expect_str_eq(b.mac, "bc:24:11:00:00:01");
+	boot_result_clear(&b);
+	rmtree(root);
+}
+
+/* ---- the boot file and /proc (bootfacts.c) ----------------------------- */
+
+static char *slurp(const char *rel)
+{
+	char *path = strprintf("%s/%s", root, rel);
+	char *text = NULL;
+	if (read_file(path, &text, NULL) < 0)
+		text = NULL;
+	free(path);
+	return text;
+}
+
+Test(bootfacts, freebsd_boot_file)
+{
+	fixture_root("freebsd-9.0", NULL);
+	struct boot_result b;
+	eval("freebsd-9.0", root,
+	     "{\"ide0\":\"l:vm-1-disk-0,size=16G\",\"net0\":\"e1000=BC:24:11:00:01:90,bridge=vmbr0\","
+	     "\"boot\":\"order=ide0\"}", &b);
+	char *t = bootfacts_text(&b, "127.0.1.90", 3);
+	cr_expect_str_eq(t, "state up\n"
+			    "reachable yes\n"
+			    "boot-id 3\n"
+			    "disk-bus ide\n"
+			    "nic-model e1000\n"
+			    "disk ad0\n"
+			    "disk ada0\n"
+			    "nic em0\n"
+			    "mac bc:24:11:00:01:90\n"
+			    "address 127.0.1.90\n"
+			    "mount /dev/ad0s1a / ufs\n"
+			    "mount /dev/ad0s1e /tmp ufs\n"
+			    "mount /dev/ad0s1f /usr ufs\n"
+			    "mount /dev/ad0s1d /var ufs\n"
+			    "swap /dev/ad0s1b\n");
+	free(t);
+	char *err = NULL;
+	cr_assert_eq(bootfacts_write(root, &b, "127.0.1.90", 3, &err), 0, "%s", err);
+	t = slurp(".pvagent-facts/boot");
+	cr_assert_not_null(t);
+	cr_expect(strstr(t, "state up\nreachable yes\n") == t, "%s", t);
+	free(t);
+	cr_expect_null(slurp("proc/mounts"), "no /proc files on FreeBSD");
+	boot_result_clear(&b);
+	/* hung at mountroot: the reason, no address and no mounts */
+	eval("freebsd-9.0", root, FB_VIRTIO, &b);
+	t = bootfacts_text(&b, "127.0.1.90", 4);
+	cr_expect_str_eq(t, "state mountroot\n"
+			    "reachable no\n"
+			    "boot-id 4\n"
+			    "disk-bus virtio-blk\n"
+			    "nic-model virtio\n"
+			    "disk vtbd0\n"
+			    "nic vtnet0\n"
+			    "mac bc:24:11:00:00:01\n"
+			    "reason mountroot: no driver for virtio-blk disk vtbd0 (virtio_blk not "
+			    "loaded from boot/loader.conf)\n");
+	free(t);
+	boot_result_clear(&b);
+	/* stopped: exactly two lines */
+	struct boot_result stopped = {.state = BOOT_STOPPED};
+	t = bootfacts_text(&stopped, "127.0.1.90", 4);
+	cr_expect_str_eq(t, "state stopped\nreachable no\n");
+	free(t);
+	cr_assert_eq(bootfacts_write(root, &stopped, "127.0.1.90", 4, &err), 0, "%s", err);
+	t = slurp(".pvagent-facts/boot");
+	cr_expect_str_eq(t, "state stopped\nreachable no\n");
+	free(t);
+	/* replaced by rename: no temp file stays behind */
+	char *dir = strprintf("%s/.pvagent-facts", root);
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	struct dirent *e;
+	while ((e = readdir(d)))
+		cr_expect(e->d_name[0] == '.' ? strcmp(e->d_name, ".") == 0 ||
+							strcmp(e->d_name, "..") == 0
+					      : strcmp(e->d_name, "boot") == 0 ||
+							strcmp(e->d_name, "facts") == 0,
+			  "left behind: %s", e->d_name);
+	closedir(d);
+	free(dir);
+	rmtree(root);
+}
+
+Test(bootfacts, linux_proc_files)
+{
+	fixture_root("ubuntu-9.04", NULL);
+	struct boot_result b;
+	const char *ide = "{\"ide0\":\"l:vm-1-disk-0,size=16G\",\"net0\":\"e1000=52:54:00:3A:9C:1E\"}";
+	eval("ubuntu-9.04", root, ide, &b);
+	cr_assert_eq(b.state, BOOT_UP, "%s", b.reason ? b.reason : "");
+	char *t = bootfacts_proc_mounts(&b);
+	cr_expect_str_eq(t, "/dev/sda1 / ext3 rw,relatime 0 0\n"
+			    "proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n"
+			    "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\n");
+	free(t);
+	t = bootfacts_proc_swaps(&b);
+	cr_expect_str_eq(t, "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+			    "/dev/sda5                               partition\t8388096\t\t0\t\t-2\n");
+	free(t);
+	t = bootfacts_proc_partitions(&b);
+	cr_expect_str_eq(t, "major minor  #blocks  name\n"
+			    "\n"
+			    "   8        0   16777216 sda\n"
+			    "   8        1    8388096 sda1\n"
+			    "   8        5    8388096 sda5\n");
+	free(t);
+	char *err = NULL;
+	cr_assert_eq(bootfacts_write(root, &b, "127.0.1.94", 1, &err), 0, "%s", err);
+	char *mounts = slurp("proc/mounts");
+	cr_assert_not_null(mounts);
+	cr_expect(strstr(mounts, "/dev/sda1 / ext3 "), "%s", mounts);
+	char *parts = slurp("proc/partitions");
+	cr_expect(parts && strstr(parts, " sda5\n"), "%s", parts ? parts : "(none)");
+	t = slurp(".pvagent-facts/boot");
+	cr_expect(t && strstr(t, "\nmount /dev/sda1 / ext3\nmount proc /proc proc\nswap /dev/sda5\n"),
+		  "%s", t ? t : "(none)");
+	free(t);
+	boot_result_clear(&b);
+	/* not up: the boot file changes, /proc keeps what the running guest had */
+	eval("ubuntu-9.04", root, UB_VIRTIO, &b);
+	cr_assert_eq(b.state, BOOT_INITRAMFS);
+	cr_assert_eq(bootfacts_write(root, &b, "127.0.1.94", 2, &err), 0, "%s", err);
+	t = slurp(".pvagent-facts/boot");
+	cr_expect(t && strstr(t, "state initramfs\n") == t, "%s", t ? t : "(none)");
+	free(t);
+	t = slurp("proc/mounts");
+	cr_expect_str_eq(t, mounts);
+	free(t);
+	free(mounts);
+	free(parts);
+	boot_result_clear(&b);
+	rmtree(root);
+}
+
+Test(bootfacts, write_errors_name_the_file)
+{
+	struct boot_result b = {.state = BOOT_STOPPED};
+	char *err = NULL;
+	cr_assert_eq(bootfacts_write("/nonexistent/guest", &b, NULL, 0, &err), -1);
+	cr_expect(err && strstr(err, "/nonexistent/guest/.pvagent-facts"), "%s", err ? err : "");
+	free(err);
 }

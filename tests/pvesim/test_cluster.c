@@ -870,10 +870,26 @@ Test(cluster, state_exposes_boot_model)
 	json_object *boot = json_object_object_get(g, "boot");
 	cr_assert_str_eq(jstr(boot, "state"), "up");
 	cr_assert(json_object_get_boolean(json_object_object_get(boot, "reachable")));
+	cr_assert_str_eq(jstr(boot, "disk_bus"), "ide");
+	cr_assert_str_eq(jstr(boot, "nic_model"), "e1000");
+	json_object *m0 = json_object_array_get_idx(json_object_object_get(boot, "mounts"), 0);
+	cr_assert_str_eq(jstr(m0, "dev"), "/dev/ad0s1a");
+	cr_assert_str_eq(jstr(m0, "dir"), "/");
 	json_object_put(st);
+	/* the verdict is in the guest root from the load on */
+	char *bootf = strprintf("%s/.pvagent-facts/boot", dir);
+	char *bt = NULL;
+	cr_assert_eq(read_file(bootf, &bt, NULL), 0, "%s", bootf);
+	cr_expect_str_eq(bt, "state up\nreachable yes\nboot-id 1\ndisk-bus ide\nnic-model e1000\n"
+			     "disk ad0\ndisk ada0\nnic em0\nmac bc:24:11:00:01:90\n"
+			     "address 127.0.1.90\nmount /dev/ad0s1a / ufs\n");
+	free(bt);
 	char *u = start_task(c, "POST", "/nodes/pve1/qemu/190/status/stop", NULL, T0);
 	free(wait_task(c, u, T0, NULL));
 	free(u);
+	cr_assert_eq(read_file(bootf, &bt, NULL), 0);
+	cr_expect_str_eq(bt, "state stopped\nreachable no\n");
+	free(bt);
 	struct sim_resp r;
 	call(c, "PUT", "/nodes/pve1/qemu/190/config",
 	     "{\"delete\":\"ide0\",\"virtio0\":\"l:vm-190-disk-0\",\"boot\":\"order=virtio0\","
@@ -897,11 +913,16 @@ Test(cluster, state_exposes_boot_model)
 				 json_object_object_get(boot, "disk_devices"), 0)),
 			 "vtbd0");
 	json_object_put(st);
+	cr_assert_eq(read_file(bootf, &bt, NULL), 0);
+	cr_expect(strstr(bt, "state mountroot\nreachable no\nboot-id 2\ndisk-bus virtio-blk\n") == bt,
+		  "%s", bt);
+	cr_expect(strstr(bt, "\nreason mountroot: ") && !strstr(bt, "\naddress "), "%s", bt);
+	free(bt);
+	free(bootf);
 	cluster_free(c);
-	unlink(fstab);
-	unlink(rc);
-	rmdir(etc);
-	rmdir(dir);
+	char *rm = strprintf("rm -rf '%s'", dir);
+	cr_assert_eq(system(rm), 0);
+	free(rm);
 	free(fstab);
 	free(rc);
 	free(etc);

@@ -106,6 +106,70 @@ Test(scenario, pve3_loads)
 	free(path);
 }
 
+/* pvesim --guest-root: set or replace a guest's root; the boot file is
+ * written there at load. */
+Test(scenario, guest_root_option)
+{
+	char dir[] = "/tmp/pvesim-groot-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char *rel = scenario_path("demo.json");
+	char *path = realpath(rel, NULL);
+	free(rel);
+	cr_assert_not_null(path);
+	char *err = NULL;
+	struct sim_guest_root roots[] = {{190, dir}};
+	struct cluster *c = cluster_load_with(path, 1.7e9, roots, 1, &err);
+	cr_assert_not_null(c, "%s", err ? err : "?");
+	struct sim_guest *g = cluster_guest(c, 190);
+	cr_assert_str_eq(g->root, dir);
+	char *bootf = strprintf("%s/.pvagent-facts/boot", dir);
+	char *text = NULL;
+	cr_assert_eq(read_file(bootf, &text, NULL), 0, "%s", bootf);
+	/* no fstab in this root: it does not boot, but the devices are known */
+	cr_expect(strstr(text, "state mountroot\nreachable no\nboot-id 1\ndisk-bus ide\n") == text,
+		  "%s", text);
+	cr_expect(strstr(text, "\ndisk ad0\n") && strstr(text, "\nnic em0\n") &&
+			  strstr(text, "\nmac bc:24:11:00:01:90\n") &&
+			  strstr(text, "\nreason mountroot: no etc/fstab"),
+		  "%s", text);
+	free(text);
+	cluster_free(c);
+	/* a relative DIR is made absolute */
+	char *cwd = getcwd(NULL, 0);
+	cr_assert_eq(chdir("/tmp"), 0);
+	roots[0].dir = dir + 5;
+	c = cluster_load_with(path, 1.7e9, roots, 1, &err);
+	cr_assert_eq(chdir(cwd), 0);
+	free(cwd);
+	cr_assert_not_null(c, "%s", err ? err : "?");
+	cr_expect_str_eq(cluster_guest(c, 190)->root, dir);
+	cluster_free(c);
+	/* refused: a guest the scenario lacks, a DIR that is not a directory */
+	roots[0].vmid = 999;
+	roots[0].dir = dir;
+	cr_assert_null(cluster_load_with(path, 1.7e9, roots, 1, &err));
+	char *want = strprintf("--guest-root 999=%s: the scenario has no guest 999", dir);
+	cr_expect_str_eq(err, want);
+	free(want);
+	free(err);
+	roots[0].vmid = 190;
+	roots[0].dir = bootf;
+	cr_assert_null(cluster_load_with(path, 1.7e9, roots, 1, &err));
+	want = strprintf("--guest-root 190=%s: not a directory", bootf);
+	cr_expect_str_eq(err, want);
+	free(want);
+	free(err);
+	roots[0].dir = "/nonexistent/guest";
+	cr_assert_null(cluster_load_with(path, 1.7e9, roots, 1, &err));
+	cr_expect_str_eq(err, "--guest-root 190=/nonexistent/guest: No such file or directory");
+	free(err);
+	free(bootf);
+	free(path);
+	char *rm = strprintf("rm -rf '%s'", dir);
+	cr_assert_eq(system(rm), 0);
+	free(rm);
+}
+
 Test(scenario, missing_file)
 {
 	char *err = NULL;

@@ -1,7 +1,8 @@
 /* test_server.c - the simulator's HTTPS front end, run as a real process:
  * ready line and certificate fingerprint, token and ticket auth, CSRF,
  * ticket expiry and renewal, login-failure delay, schema answers, 501,
- * every fault kind, the request log, /_sim routes, clean SIGTERM stop. */
+ * every fault kind, the request log, /_sim routes, clean SIGTERM stop,
+ * refused starts (bad scenario, bad --guest-root). */
 #include "simproc.h"
 #include "util.h"
 
@@ -424,7 +425,9 @@ Test(server, sim_state_and_clock)
 	stop();
 }
 
-static int run_sim(const char *scenario, const char *const *env, char **err_out)
+/* Run the simulator to its exit (a refused start); extra_args may be NULL. */
+static int run_sim(const char *scenario, const char *const *env, const char *const *extra_args,
+		   char **err_out)
 {
 	char errpath[] = "/tmp/pvesim-err-XXXXXX";
 	int fd = mkstemp(errpath);
@@ -439,7 +442,10 @@ static int run_sim(const char *scenario, const char *const *env, char **err_out)
 		const char *bin = getenv("PVESIM_BIN");
 		if (!bin)
 			bin = "build/san/pvesim";
-		execl(bin, bin, "--scenario", scenario, (char *)NULL);
+		const char *argv[16] = {bin, "--scenario", scenario};
+		for (size_t i = 0; extra_args && extra_args[i] && i < 12; i++)
+			argv[3 + i] = extra_args[i];
+		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
 	close(fd);
@@ -463,10 +469,31 @@ Test(server, bad_scenario_is_refused_naming_the_json_path)
 	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
 	char *err = NULL;
-	cr_expect_eq(run_sim(path, NULL, &err), 2);
+	cr_expect_eq(run_sim(path, NULL, NULL, &err), 2);
 	cr_expect(strstr(err, "$.guests[0].node"), "message names the JSON path: %s", err);
 	free(err);
 	unlink(path);
+}
+
+Test(server, bad_guest_root_is_refused_naming_the_option)
+{
+	static const struct {
+		const char *arg, *want;
+	} cases[] = {
+		{"190", "pvesim: --guest-root 190: expected VMID=DIR"},
+		{"x=/tmp", "pvesim: --guest-root x=/tmp: expected VMID=DIR"},
+		{"190=", "pvesim: --guest-root 190=: expected VMID=DIR"},
+		{"999=/tmp", "pvesim: --guest-root 999=/tmp: the scenario has no guest 999"},
+		{"100=/nonexistent/root", "pvesim: --guest-root 100=/nonexistent/root: No such file or "
+					  "directory"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *args[] = {"--guest-root", cases[i].arg, NULL};
+		char *err = NULL;
+		cr_expect_eq(run_sim(SCENARIO, NULL, args, &err), 2, "%s", cases[i].arg);
+		cr_expect(strstr(err, cases[i].want), "%s: stderr: %s", cases[i].arg, err);
+		free(err);
+	}
 }
 
 Test(server, without_a_schema_it_says_so_once_and_runs_on_route_checks)

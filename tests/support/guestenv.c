@@ -1,4 +1,7 @@
-/* guestenv.c - fixture guests behind a real sshd for tests (guestenv.h). */
+/* guestenv.c - fixture guests behind a real sshd for tests (guestenv.h):
+ * start and stop, guest file access, pause/resume, following the PVE
+ * simulator's boot model (on request or with the inotify watcher), tree
+ * snapshots. */
 #include "guestenv.h"
 
 #include "osprof.h"
@@ -11,12 +14,15 @@
 #include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -181,7 +187,7 @@ static int complete_tree(const struct guestenv *ge, const char *facts_text)
 	    !guestenv_exists(ge, "/etc/os-release") &&
 	    guestenv_write(ge, "/etc/os-release", osr, 0644) < 0)
 		goto out;
-	if (mkdir_guest(ge, "/boot", 0755) < 0)
+	if (mkdir_guest(ge, "/boot", 0755) < 0 || mkdir_guest(ge, "/var/tmp", 01777) < 0)
 		goto out;
 	if (freebsd) {
 		if (mkdir_guest(ge, "/boot/kernel", 0755) < 0)
@@ -306,9 +312,13 @@ out:
 	return rc;
 }
 
+static int watch_end(struct guestenv *ge, bool keep_state);
+
 int guestenv_stop(struct guestenv *ge)
 {
-	int rc = sshd_stop(&ge->sd);
+	int rc = watch_end(ge, false);
+	if (sshd_stop(&ge->sd) < 0)
+		rc = -1;
 	free(ge->fixture);
 	free(ge->known_hosts);
 	memset(ge, 0, sizeof *ge);
@@ -391,6 +401,9 @@ int guestenv_resume(struct guestenv *ge)
 			dup2(devnull, 2);
 		}
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		sigset_t none; /* the caller may block SIGTERM for sigwait */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		execl(SSHD_BIN, SSHD_BIN, "-D", "-f", ge->sd.config, "-E", ge->sd.log_path,
 		      (char *)NULL);
 		_exit(127);
@@ -452,6 +465,191 @@ int guestenv_follow(struct guestenv *ge, struct simproc *sp, int vmid)
 	return rc < 0 ? -1 : reachable;
 }
 
+/* ---- boot file watcher --------------------------------------------------------- */
+
+struct guestenv_watch {
+	pthread_t thread;
+	int ifd;          /* inotify on ROOT/.pvagent-facts */
+	int stop_fd;      /* eventfd: stop the thread */
+	char *boot;       /* host path of /.pvagent-facts/boot */
+	bool seen;        /* a boot file was applied */
+	bool stopped;     /* ... and it said "state stopped" */
+	long boot_id;     /* ... its boot-id (-1: none) */
+	bool spawned;     /* the thread started the running sshd */
+	bool restart;     /* it took that sshd down when ending */
+	bool failed;      /* applying a file failed once */
+};
+
+/* Apply the boot file as it is now (absent: nothing to do). */
+static int watch_apply(struct guestenv *ge, struct guestenv_watch *w, bool in_thread)
+{
+	char *text = NULL;
+	if (read_file(w->boot, &text, NULL) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		fprintf(stderr, "guestenv: cannot read %s: %s\n", w->boot, strerror(errno));
+		return -1;
+	}
+	bool stopped = false, reachable = false;
+	long boot_id = -1;
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		if (strcmp(line, "state stopped") == 0)
+			stopped = true;
+		else if (strcmp(line, "reachable yes") == 0)
+			reachable = true;
+		else if (strncmp(line, "boot-id ", 8) == 0)
+			boot_id = strtol(line + 8, NULL, 10);
+		line = nl ? nl + 1 : NULL;
+	}
+	free(text);
+	/* a restart since the last file: the old sessions die */
+	bool restarted = w->seen && !stopped &&
+			 (w->stopped || (boot_id >= 0 && w->boot_id >= 0 && boot_id != w->boot_id));
+	int rc = 0;
+	if (!reachable || restarted)
+		rc = guestenv_pause(ge);
+	if (rc == 0 && reachable && !ge->up) {
+		rc = guestenv_resume(ge);
+		w->spawned = in_thread && rc == 0;
+	}
+	w->seen = true;
+	w->stopped = stopped;
+	if (boot_id >= 0) /* a stopped guest's file has none */
+		w->boot_id = boot_id;
+	return rc;
+}
+
+static void *watch_main(void *arg)
+{
+	struct guestenv *ge = arg;
+	struct guestenv_watch *w = ge->watch;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	for (;;) {
+		struct pollfd p[2] = {{.fd = w->ifd, .events = POLLIN},
+				      {.fd = w->stop_fd, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "guestenv: watcher poll: %s\n", strerror(errno));
+			w->failed = true;
+			break;
+		}
+		if (p[1].revents)
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		ssize_t n = read(w->ifd, buf, sizeof buf);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "guestenv: watcher read: %s\n", strerror(errno));
+			w->failed = true;
+			break;
+		}
+		bool boot = false;
+		for (char *q = buf; q < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)q;
+			boot |= ev->len && strcmp(ev->name, "boot") == 0;
+			q += sizeof *ev + ev->len;
+		}
+		/* several events at once: the file as it is now (its boot-id
+		 * tells a restart this read did not see) */
+		if (boot && watch_apply(ge, w, true) < 0)
+			w->failed = true;
+	}
+	/* an sshd forked here gets SIGTERM when this thread ends: take it
+	 * down properly now and let the caller start it again */
+	if (w->spawned && ge->up) {
+		w->restart = true;
+		if (guestenv_pause(ge) < 0)
+			w->failed = true;
+	}
+	return NULL;
+}
+
+static void watch_free(struct guestenv_watch *w)
+{
+	if (w->ifd >= 0)
+		close(w->ifd);
+	if (w->stop_fd >= 0)
+		close(w->stop_fd);
+	free(w->boot);
+	free(w);
+}
+
+int guestenv_watch_start(struct guestenv *ge)
+{
+	if (ge->watch) {
+		fprintf(stderr, "guestenv: the watcher already runs\n");
+		return -1;
+	}
+	if (!ge->sd.root) {
+		fprintf(stderr, "guestenv: watch without a started guest\n");
+		return -1;
+	}
+	struct guestenv_watch *w = calloc(1, sizeof *w);
+	if (!w)
+		return -1;
+	w->ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	w->stop_fd = eventfd(0, EFD_CLOEXEC);
+	w->boot_id = -1;
+	char *dir = guestenv_path(ge, "/.pvagent-facts");
+	w->boot = guestenv_path(ge, "/.pvagent-facts/boot");
+	int rc = -1;
+	if (w->ifd < 0 || w->stop_fd < 0 || !dir || !w->boot) {
+		fprintf(stderr, "guestenv: watcher setup: %s\n", strerror(errno));
+	} else if (inotify_add_watch(w->ifd, dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
+		fprintf(stderr, "guestenv: cannot watch %s: %s\n", dir, strerror(errno));
+	} else if (watch_apply(ge, w, false) == 0) {
+		/* changes from here on are events; the first apply ran before
+		 * the thread, so a file replaced meanwhile is an event too */
+		ge->watch = w;
+		int e = pthread_create(&w->thread, NULL, watch_main, ge);
+		if (e == 0)
+			rc = 0;
+		else
+			fprintf(stderr, "guestenv: cannot start the watcher: %s\n", strerror(e));
+	}
+	free(dir);
+	if (rc < 0) {
+		ge->watch = NULL;
+		watch_free(w);
+	}
+	return rc;
+}
+
+static int watch_end(struct guestenv *ge, bool keep_state)
+{
+	struct guestenv_watch *w = ge->watch;
+	if (!w)
+		return 0;
+	uint64_t one = 1;
+	if (write(w->stop_fd, &one, sizeof one) != (ssize_t)sizeof one) {
+		/* the thread would go on using ge: keep it, report */
+		fprintf(stderr, "guestenv: cannot stop the watcher: %s\n", strerror(errno));
+		return -1;
+	}
+	int e = pthread_join(w->thread, NULL);
+	if (e != 0) {
+		fprintf(stderr, "guestenv: cannot join the watcher: %s\n", strerror(e));
+		return -1;
+	}
+	int rc = w->failed ? -1 : 0;
+	if (keep_state && w->restart && guestenv_resume(ge) < 0)
+		rc = -1;
+	ge->watch = NULL;
+	watch_free(w);
+	return rc;
+}
+
+int guestenv_watch_stop(struct guestenv *ge)
+{
+	return watch_end(ge, true);
+}
+
 /* ---- snapshot ------------------------------------------------------------------ */
 
 static struct {
@@ -476,7 +674,8 @@ static int snap_one(const char *path, const struct stat *st, int type, struct FT
 	const char *rel = path + snap.skip;
 	if (!*rel)
 		return 0;
-	static const char *const skip[] = {"/bin", "/dev", "/tmp", "/.pvagent-facts", NULL};
+	static const char *const skip[] = {"/bin", "/dev", "/proc", "/tmp", "/.pvagent-facts",
+					   NULL};
 	for (size_t i = 0; skip[i]; i++) {
 		size_t n = strlen(skip[i]);
 		if (strncmp(rel, skip[i], n) == 0 && (rel[n] == '\0' || rel[n] == '/'))

@@ -3,12 +3,17 @@
  * guestenv_start() takes tests/guests/<fixture>/root, starts a private
  * sshd on a 127.0.1.N address chrooted into a copy of it (sshd.h), and
  * completes the copy into something the agent can talk to:
- *   /bin/        busybox plus the stand-ins of tests/guests/bin (uname,
+ *   /bin/        busybox plus every stand-in of tests/guests/bin (uname,
  *                freebsd-version, lsb_release, kldstat, pkg, pkg_add,
  *                update-initramfs, lsinitramfs, diskinfo, gpart, dumpfs,
- *                blkid, ip), which answer from the fixture's facts file
+ *                blkid, ip, sysctl, mount, swapinfo, ifconfig, ...), which
+ *                answer from the fixture's facts file and from the boot
+ *                file (tests/guests/README.md lists them)
  *   /.pvagent-facts/facts    a copy of tests/guests/<fixture>/facts;
  *                 fixture    the fixture's name;
+ *                 boot       the simulator's boot verdict, once a
+ *                            simulator drives this root
+ *                            (tests/pvesim/bootfacts.h);
  *                 fail-pkg, fail-update-initramfs: create to make those
  *                 stand-ins fail
  *   files the real OS has and the fixture leaves out: /etc/os-release
@@ -18,11 +23,12 @@
  * made in the sshd's scratch directory.
  *
  * The guest can be taken down and brought back (pause/resume) without
- * losing its files, and guestenv_follow() does that from the PVE
- * simulator's boot model: the guest's sshd listens only while the
- * simulator says the guest is up and reachable. Point the simulator's
- * scenario guest "root" at ge->sd.root so the boot model reads the very
- * files the agent edits.
+ * losing its files, and guestenv_follow() (on request) or the watcher
+ * (guestenv_watch_start: on every change of /.pvagent-facts/boot) does
+ * that from the PVE simulator's boot model: the guest's sshd listens only
+ * while the simulator says the guest is up and reachable. Point the
+ * simulator's scenario guest "root" (or pvesim --guest-root VMID=DIR) at
+ * ge->sd.root so the boot model reads the very files the agent edits.
  *
  * Needs root, /usr/sbin/sshd, ssh-keygen and busybox-static (as sshd.h).
  * Every function prints why it failed on stderr and returns -1. */
@@ -43,15 +49,19 @@ struct guestenv_opts {
 					 set here), or NULL */
 };
 
+struct guestenv_watch;
+
 struct guestenv {
 	struct sshd sd;           /* sd.root is the guest's "/" */
 	char *fixture;
 	char *known_hosts;        /* sd.etc/known_hosts (the ed25519 host key) */
 	bool up;                  /* sshd is listening */
+	struct guestenv_watch *watch; /* the boot file watcher, or NULL */
 };
 
 int guestenv_start(struct guestenv *ge, const struct guestenv_opts *o);
-/* Stop sshd and remove everything. Safe on a zeroed struct. */
+/* Stop the watcher (if running) and sshd and remove everything. Safe on a
+ * zeroed struct. */
 int guestenv_stop(struct guestenv *ge);
 
 /* Options for ssh_connect: root, the client key, strict host key check;
@@ -78,10 +88,27 @@ int guestenv_resume(struct guestenv *ge);
  * reconfigures the guest. Returns 1 (reachable), 0 (not) or -1. */
 int guestenv_follow(struct guestenv *ge, struct simproc *sp, int vmid);
 
+/* Follow the boot file as it changes: a thread waits (inotify, no polling)
+ * on /.pvagent-facts/ and applies each new /.pvagent-facts/boot: "reachable
+ * yes" resumes the sshd, anything else pauses it; a guest that went through
+ * "state stopped", or whose "boot-id" changed (a restart the watcher did not
+ * see), is paused before it is resumed, so sessions from before the restart
+ * die. The current file is applied once before this returns (no file yet:
+ * the sshd stays as it is). While the watcher runs, do not call
+ * guestenv_pause, guestenv_resume or guestenv_follow. */
+int guestenv_watch_start(struct guestenv *ge);
+/* Stop the thread and free it; the sshd is left up or down as the watcher
+ * last set it (one the watcher thread started is restarted from the
+ * calling thread, dropping its sessions: PR_SET_PDEATHSIG follows the
+ * thread that forked). Returns -1 if the watcher failed to apply a change
+ * (printed on stderr when it happened). Safe when no watcher runs. */
+int guestenv_watch_stop(struct guestenv *ge);
+
 /* A listing of the guest tree for before/after comparisons: one line per
  * file, directory and symlink (path, type, mode, owner, size, content
- * hash or link target), sorted; /bin, /dev, /tmp and /.pvagent-facts are
- * left out. malloc'd. Not thread-safe (nftw has no context pointer). */
+ * hash or link target), sorted; /bin, /dev, /proc, /tmp and
+ * /.pvagent-facts are left out. malloc'd. Not thread-safe (nftw has no
+ * context pointer). */
 char *guestenv_snapshot(const struct guestenv *ge);
 
 #endif

@@ -478,8 +478,12 @@ static int spawn_sshd(struct sshd *sd, const struct sshd_opts *o)
 			dup2(efd, 1);
 			dup2(efd, 2);
 		}
-		/* Die with the test process even if it never calls sshd_stop. */
+		/* Die with the test process even if it never calls sshd_stop;
+		 * take no blocked signals from a caller waiting in sigwait. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		struct rlimit nocore = {0, 0};
 		setrlimit(RLIMIT_CORE, &nocore);
 		if (o->fsize_limit > 0) {
@@ -570,8 +574,17 @@ int sshd_start(struct sshd *sd, const struct sshd_opts *o)
 	}
 	if (make_keys(sd, o) < 0 || make_chroot(sd, o) < 0)
 		goto bad;
-	for (int attempt = 0; attempt < 8; attempt++) {
-		sd->port = free_port(sd->addr);
+	if (o->port < 0 || o->port > 65535) {
+		fprintf(stderr, "sshd: port %d out of range\n", o->port);
+		goto bad;
+	}
+	/* a given port someone else listens on would look ready at once */
+	if (o->port && try_connect(sd->addr, o->port) == 0) {
+		fprintf(stderr, "sshd: %s:%d is taken\n", sd->addr, o->port);
+		goto bad;
+	}
+	for (int attempt = 0; attempt < (o->port ? 1 : 8); attempt++) {
+		sd->port = o->port ? o->port : free_port(sd->addr);
 		if (sd->port <= 0) {
 			fprintf(stderr, "sshd: no free port on %s\n", sd->addr);
 			goto bad;
@@ -588,8 +601,9 @@ int sshd_start(struct sshd *sd, const struct sshd_opts *o)
 		int taken = read_file(sd->log_path, &log, NULL) == 0 &&
 			    strstr(log, "Address already in use");
 		free(log);
-		if (!taken) {
-			fprintf(stderr, "sshd exited at start\n");
+		if (!taken || o->port) {
+			fprintf(stderr, "sshd exited at start%s\n",
+				taken ? ": the port is taken" : "");
 			goto bad;
 		}
 	}

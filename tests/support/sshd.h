@@ -1,7 +1,8 @@
 /* sshd.h - test support: run a private OpenSSH sshd (own config, own
  * ed25519 host key, own authorized_keys; nothing of the system's is used or
- * changed) on a loopback address and a random free port, chrooted into a
- * copy of any directory tree with a busybox shell installed in its bin/.
+ * changed) on a loopback address and a random free port (or a given one),
+ * chrooted into a copy of any directory tree with a busybox shell installed
+ * in its bin/.
  * Also: ssh-keygen and ssh-agent helpers. Needs root (ChrootDirectory),
  * /usr/sbin/sshd, ssh-keygen and a static busybox (`make deps`).
  *
@@ -25,6 +26,7 @@
 struct sshd_opts {
 	const char *root;          /* tree copied into the chroot, or NULL (empty) */
 	const char *addr;          /* listen address in 127.0.0.0/8; NULL: 127.0.0.1 */
+	int port;                  /* listen port; 0: a random free one */
 	bool ecdsa_host_key;       /* also an ECDSA host key (libssh2 prefers it) */
 	long fsize_limit;          /* >0: RLIMIT_FSIZE (bytes) for sshd and its
 				    * sessions: a write beyond it kills the SFTP

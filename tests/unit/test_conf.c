@@ -95,7 +95,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 		"fingerprint = %s\n"
 		"node = pve1\ntimeout = 2m\n\n"
 		"[ssh]\nuser = admin\nidentity = id_ed25519\nknown_hosts = ~/kh\n"
-		"host_key_policy = tofu\ntimeout = 45\n\n"
+		"host_key_policy = tofu\ntimeout = 45\nport = 2222\n\n"
 		"[paths]\ntemplates = tmpl:/usr/share/t\nstate = /var/tmp/st\nsocket = run/s.sock\n\n"
 		"[daemon]\nworkers = 8\nsocket_group = pvagent\n\n"
 		"[migrate]\nmax_workers = 3\nbwlimit = 100000\nwith_local_disks = yes\n"
@@ -134,6 +134,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 	free(want);
 	cr_expect_eq(c.ssh.host_key_policy, CONF_HKP_TOFU);
 	cr_expect_eq(c.ssh.timeout, 45);
+	cr_expect_eq(c.ssh.port, 2222);
 
 	cr_assert_eq(c.paths.n_templates, 2);
 	cr_assert_gt(asprintf(&want, "%s/tmpl", dir), 0);
@@ -166,7 +167,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 	cr_expect_str_eq(w->to[1], "pve3");
 	cr_expect_null(w->to[2]);
 	cr_expect_eq(w->max_workers, 1);
-	cr_expect_eq(w->line, 32);
+	cr_expect_eq(w->line, 33);
 	w = &c.windows[1];
 	cr_expect_eq(w->days, 0x63); /* fri, sat, sun, mon (wraps) */
 	cr_expect_eq(w->duration, 86400);
@@ -196,6 +197,7 @@ Test(conf, defaults_and_password_auth, .init = setup, .fini = teardown)
 	cr_expect_str_eq(c.ssh.known_hosts, "/var/lib/pvagent/known_hosts");
 	cr_expect_eq(c.ssh.host_key_policy, CONF_HKP_STRICT);
 	cr_expect_eq(c.ssh.timeout, 30);
+	cr_expect_eq(c.ssh.port, 22);
 	cr_assert_eq(c.paths.n_templates, 2);
 	cr_expect_str_eq(c.paths.templates[0], "./templates");
 	cr_expect_str_eq(c.paths.templates[1], "/usr/local/share/pvagent/templates");
@@ -330,6 +332,14 @@ Test(validate, durations_numbers_enums, .init = setup, .fini = teardown)
 	expect_err(PVE_OK "[ssh]\ntimeout = 5x\nhost_key_policy = yolo\n",
 		   "pvagent.conf:7: [ssh] host_key_policy: 'yolo': must be strict or tofu\n"
 		   "pvagent.conf:6: [ssh] timeout: '5x' is not a duration (a positive number of seconds, or with s, m, h or d)");
+	expect_err(PVE_OK "[ssh]\nport = 0\n",
+		   "pvagent.conf:6: [ssh] port: '0' is not an integer from 1 to 65535");
+	expect_err(PVE_OK "[ssh]\nport = 65536\n",
+		   "pvagent.conf:6: [ssh] port: '65536' is not an integer from 1 to 65535");
+	expect_err(PVE_OK "[ssh]\nuser = root\nport = 22x\n",
+		   "pvagent.conf:7: [ssh] port: '22x' is not an integer from 1 to 65535");
+	expect_err(PVE_OK "[ssh]\nport = -1\n",
+		   "pvagent.conf:6: [ssh] port: '-1' is not an integer from 1 to 65535");
 	expect_err(PVE_OK "[daemon]\nworkers = 0\n",
 		   "pvagent.conf:6: [daemon] workers: '0' is not an integer from 1 to 256");
 	expect_err(PVE_OK "[migrate]\nwith_local_disks = maybe\n",
@@ -422,7 +432,7 @@ Test(example, loads_and_documents_every_key, .init = setup, .fini = teardown)
 	static const char *const keys[] = {
 		"url", "token_id", "token_secret_file", "user", "password_file", "fingerprint",
 		"ca_file", "insecure", "node", "timeout", "identity", "known_hosts",
-		"host_key_policy", "templates", "state", "socket", "workers", "socket_group",
+		"host_key_policy", "port", "templates", "state", "socket", "workers", "socket_group",
 		"max_workers", "bwlimit", "with_local_disks", "target_storage", "days", "start",
 		"duration", "to",
 	};

@@ -1201,5 +1201,13 @@ Test(inject_text, ssh_opts_from_conf_and_template)
 	cr_assert_eq(inject_ssh_opts(&c, &inst, "127.0.1.9", &o), 0);
 	cr_expect_str_eq(o.user, "root");
 	cr_expect_eq(o.port, 2222);
+	/* no [guest] port: pvagent.conf [ssh] port */
+	c.ssh.port = 2200;
+	inst.guest.port = 0;
+	cr_assert_eq(inject_ssh_opts(&c, &inst, "127.0.1.9", &o), 0);
+	cr_expect_eq(o.port, 2200);
+	inst.guest.port = 2222;
+	cr_assert_eq(inject_ssh_opts(&c, &inst, "127.0.1.9", &o), 0);
+	cr_expect_eq(o.port, 2222, "[guest] port wins over [ssh] port");
 	cr_expect_eq(inject_ssh_opts(&c, NULL, NULL, &o), -1);
 }

@@ -3,22 +3,34 @@
  * translation, request checks, and the up/down workflows end to end
  * against the PVE simulator (clone+configure+start+address, converge on
  * re-run, lxc and OpenVZ, down of running and missing guests). Simulator
- * tests assert on the simulator's state and request log. */
+ * tests assert on the simulator's state and request log. The inject step
+ * of up runs against a real sshd guest (tests/support/guestenv, as root):
+ * files changed then unchanged on a re-run, a failed write leaving every
+ * file as it was, no SSH at all without file sections or with no_inject,
+ * the bounded wait for SSH (simulated time) and no retry on a host key
+ * mismatch. */
 #include <criterion/criterion.h>
 
+#include "guestenv.h"
 #include "log.h"
 #include "provision.h"
 #include "simclock.h"
 #include "simproc.h"
+#include "sshd.h"
 #include "tmpl.h"
 #include "util.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 static json_object *J(const char *s)
 {
@@ -260,6 +272,9 @@ static void on_event(void *ctx, const struct up_event *ev)
 		break;
 	case UP_EV_PROGRESS:
 		l->progress++;
+		if (ev->step && !strcmp(ev->step, "inject"))
+			sbuf_addf(&l->text, "%s progress inject %s\n", ev->name,
+				  ev->text ? ev->text : "");
 		break;
 	}
 }
@@ -1154,5 +1169,414 @@ Test(provision_sim, ten_runs_at_once_get_distinct_vmids)
 	json_object_put(log);
 	for (int i = 0; i < N; i++)
 		up_results_free(a[i].res, 1);
+	fx_stop(&f);
+}
+
+/* ---- up runs inject: a real sshd guest (tests/support/guestenv) -------------------- */
+
+/* The test's guest and state the suite's fini undoes even when an
+ * assertion ends the test early (each test runs in its own process). */
+static struct guestenv ge;
+static char *immutable; /* host path made immutable by a test */
+
+static void set_immutable(const char *path, bool on)
+{
+	const char *argv[] = {"chattr", on ? "+i" : "-i", path, NULL};
+	char *out = NULL;
+	int rc = test_run(argv, NULL, &out);
+	if (rc != 0)
+		fprintf(stderr, "chattr %s %s: %s\n", on ? "+i" : "-i", path, out ? out : "");
+	free(out);
+	if (on)
+		cr_assert_eq(rc, 0, "chattr +i needs a file system with attributes");
+}
+
+static void inj_cleanup(void)
+{
+	if (immutable) {
+		set_immutable(immutable, false);
+		free(immutable);
+		immutable = NULL;
+	}
+	guestenv_stop(&ge);
+	fx_cleanup();
+}
+
+TestSuite(provision_inject, .fini = inj_cleanup, .timeout = 120);
+
+static void sshguest_start(const char *fixture, const char *addr)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (sshd with ChrootDirectory)");
+	struct guestenv_opts o = {.fixture = fixture, .addr = addr};
+	cr_assert_eq(guestenv_start(&ge, &o), 0, "cannot start guest %s (see stderr)", fixture);
+}
+
+/* A FreeBSD 14 template cloned from the demo scenario's freebsd-14-base
+ * whose guest answers SSH at addr:port (static address); with_files adds
+ * a [loader.conf] and an [rc.conf] section. */
+static void inj_tmpl(struct fx *f, const char *addr, int port, bool with_files)
+{
+	char *path = strprintf("%s/inj.tmpl", f->sp.dir);
+	char *text = strprintf(
+		"[template]\nkind = qemu\nos = freebsd\nos_version = 14.1\n"
+		"[source]\nclone = freebsd-14-base\nfull = yes\nstorage = local-lvm\n"
+		"[pve]\ndescription = ${name}: FreeBSD 14.1 (pvagent template inj)\ncores = 2\n"
+		"[guest]\nuser = root\nport = %d\naddress = static\nip = %s\n%s",
+		port, addr,
+		with_files ? "[loader.conf]\nvirtio_console_load = \"YES\"\n"
+			     "[rc.conf]\nsshd_enable = \"YES\"\n"
+			   : "");
+	cr_assert(path && text);
+	FILE *o = fopen(path, "w");
+	cr_assert_not_null(o);
+	cr_assert_eq(fputs(text, o) < 0, 0);
+	cr_assert_eq(fclose(o), 0);
+	char *err = NULL;
+	tmpl_free(f->t);
+	f->t = NULL;
+	cr_assert_eq(tmpl_load_file(path, &f->t, &err), 0, "%s", err ? err : "?");
+	free(text);
+	free(path);
+}
+
+/* pvagent.conf [ssh] for the guest: its client key and known_hosts. */
+static struct conf inj_conf(void)
+{
+	struct conf c = {0};
+	c.ssh.user = "root";
+	c.ssh.identity = ge.sd.identity;
+	c.ssh.known_hosts = ge.known_hosts;
+	c.ssh.host_key_policy = CONF_HKP_STRICT;
+	c.ssh.timeout = 10;
+	return c;
+}
+
+static const struct up_step *step_of(const struct up_result *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_steps; i++)
+		if (!strcmp(r->steps[i].step, name))
+			return &r->steps[i];
+	return NULL;
+}
+
+static char *guest_text(const char *path)
+{
+	char *t = NULL;
+	cr_assert_eq(guestenv_read(&ge, path, &t), 0, "cannot read %s in the guest", path);
+	return t;
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+Test(provision_inject, up_injects_then_rerun_is_unchanged)
+{
+	sshguest_start("freebsd-14", "127.0.1.140");
+	struct fx f;
+	fx_start(&f, DEMO, NULL, NULL);
+	inj_tmpl(&f, ge.sd.addr, ge.sd.port, true);
+	struct conf c = inj_conf();
+	const char *names[] = {"inj1"};
+	struct up_request req = up_req(&f, names, 1);
+	req.conf = &c;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
+	cr_assert_eq(res[0].status, UP_CREATED);
+	cr_assert_str_eq(res[0].address, ge.sd.addr);
+	const char *want_steps[] = {"find", "clone", "config", "start", "address", "inject"};
+	cr_assert_eq(res[0].n_steps, 6, "steps:\n%s", sbuf_str(&f.ev.text));
+	for (size_t i = 0; i < 6; i++)
+		cr_assert_str_eq(res[0].steps[i].step, want_steps[i]);
+	cr_assert(res[0].inject.ran);
+	cr_assert_eq(res[0].inject.status, INJ_CHANGED);
+	cr_assert_eq(res[0].inject.exit_code, 0);
+	cr_assert_null(res[0].inject.failed_step);
+	cr_assert_str_eq(res[0].inject.summary,
+			 "changed: FreeBSD 14.1-RELEASE-p5: /boot/loader.conf, /etc/rc.conf");
+	const char *t = sbuf_str(&f.ev.text);
+	cr_assert(strstr(t, "inj1 inject ") && strstr(t, "changed: FreeBSD 14.1-RELEASE-p5"),
+		  "the inject step and its summary are reported:\n%s", t);
+	cr_assert(strstr(t, "inj1 progress inject detect: FreeBSD 14.1-RELEASE-p5"),
+		  "inject's own steps are progress of the inject step:\n%s", t);
+	cr_assert_eq(count_of(t, "waiting for SSH"), 0, "the guest answered at once:\n%s", t);
+	cr_assert_eq(provision_exit_code(res, 1), 0);
+	/* the files in the guest */
+	char *rcconf = guest_text("/etc/rc.conf");
+	cr_expect(strstr(rcconf, "sshd_enable=\"YES\"\n"), "%s", rcconf);
+	cr_expect(strstr(rcconf, "hostname=\"inj1\"\n"), "%s", rcconf);
+	free(rcconf);
+	char *loader = guest_text("/boot/loader.conf");
+	cr_expect(strstr(loader, "virtio_console_load=\"YES\"\n"), "%s", loader);
+	free(loader);
+	cr_expect(guestenv_exists(&ge, "/etc/rc.conf.pvagent.bak"));
+	int vmid = res[0].vmid;
+	up_results_free(res, 1);
+
+	/* again: the guest matches, and inject runs and says so */
+	char *before = guestenv_snapshot(&ge);
+	cr_assert_not_null(before);
+	rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(res[0].status, UP_UNCHANGED, "%s", up_status_name(res[0].status));
+	cr_assert_eq(res[0].vmid, vmid);
+	cr_assert(res[0].inject.ran);
+	cr_assert_eq(res[0].inject.status, INJ_UNCHANGED);
+	cr_assert_not_null(step_of(&res[0], "inject"));
+	cr_assert(!strncmp(res[0].inject.summary, "unchanged: FreeBSD 14.1-RELEASE-p5: ", 36), "%s",
+		  res[0].inject.summary);
+	char *after = guestenv_snapshot(&ge);
+	cr_assert_str_eq(after, before, "the second run changed the guest");
+	free(before);
+	free(after);
+	up_results_free(res, 1);
+	json_object *st = simproc_state(&f.sp);
+	cr_assert_eq(simproc_count_named(st, "inj1"), 1);
+	json_object_put(st);
+	fx_stop(&f);
+}
+
+Test(provision_inject, failed_inject_fails_up_naming_the_step_files_unchanged)
+{
+	sshguest_start("freebsd-14", "127.0.1.141");
+	struct fx f;
+	fx_start(&f, DEMO, NULL, NULL);
+	inj_tmpl(&f, ge.sd.addr, ge.sd.port, true);
+	struct conf c = inj_conf();
+	/* root ignores permission bits: make /boot immutable so that writing
+	 * /boot/loader.conf fails (after /etc/rc.conf... whichever order,
+	 * nothing may stay changed) */
+	immutable = guestenv_path(&ge, "/boot");
+	cr_assert_not_null(immutable);
+	set_immutable(immutable, true);
+	char *before = guestenv_snapshot(&ge);
+	cr_assert_not_null(before);
+	const char *names[] = {"inj2"};
+	struct up_request req = up_req(&f, names, 1);
+	req.conf = &c;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	cr_assert_eq(rc, -1);
+	cr_assert_not_null(res);
+	cr_assert_eq(res[0].status, UP_FAILED);
+	cr_assert(res[0].inject.ran);
+	cr_assert_eq(res[0].inject.status, INJ_FAILED);
+	cr_assert_eq(res[0].inject.exit_code, 1);
+	cr_assert_str_eq(res[0].inject.failed_step, "write");
+	cr_assert_null(step_of(&res[0], "inject"), "a failed step is not reported as done");
+	char *msg = pve_error_format(&res[0].error);
+	cr_assert(!strncmp(msg, "inject: write /boot/loader.conf: ", 33), "%s", msg);
+	cr_assert(strstr(msg, "restored") || strstr(msg, "no file was changed"), "%s", msg);
+	free(msg);
+	cr_assert_eq(provision_exit_code(res, 1), 1);
+	char *after = guestenv_snapshot(&ge);
+	cr_assert_str_eq(after, before, "inject left the guest changed");
+	free(before);
+	free(after);
+	up_results_free(res, 1);
+	fx_stop(&f);
+}
+
+/* Bind a TCP socket on addr (port 0: any) and report its port; listening
+ * when listen_too, else closed again (a port where nothing listens). */
+static int tcp_port(const char *addr, bool listen_too, int *fd_out)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	cr_assert_eq(inet_pton(AF_INET, addr, &sa.sin_addr), 1);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0, "bind %s: %s", addr,
+		     strerror(errno));
+	socklen_t sl = sizeof sa;
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	if (listen_too) {
+		cr_assert_eq(listen(fd, 8), 0);
+		*fd_out = fd;
+	} else {
+		close(fd);
+		*fd_out = -1;
+	}
+	return ntohs(sa.sin_port);
+}
+
+/* Nothing ever connected to a listening socket. */
+static void expect_no_connection(int fd, const char *why)
+{
+	int c = accept(fd, NULL, NULL);
+	int saved = errno;
+	if (c >= 0)
+		close(c);
+	cr_expect(c < 0 && (saved == EAGAIN || saved == EWOULDBLOCK), "%s: SSH was attempted", why);
+}
+
+/* Guests whose template has no file sections (and --no-inject, and
+ * --no-start) never touch SSH: a listener at the guest's address sees no
+ * connection, and no SSH settings are needed. */
+Test(provision_inject, no_file_sections_or_no_inject_never_touch_ssh)
+{
+	struct fx f;
+	fx_start(&f, DEMO, NULL, NULL);
+	int fd;
+	int port = tcp_port("127.0.1.143", true, &fd);
+	inj_tmpl(&f, "127.0.1.143", port, false);
+	const char *names[] = {"plain1"};
+	struct up_request req = up_req(&f, names, 1);
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
+	cr_assert_eq(res[0].status, UP_CREATED);
+	cr_assert_str_eq(res[0].address, "127.0.1.143");
+	cr_assert(!res[0].inject.ran);
+	cr_assert_null(step_of(&res[0], "inject"));
+	up_results_free(res, 1);
+	expect_no_connection(fd, "no file sections");
+
+	/* file sections, but --no-inject: the same (no conf needed either) */
+	inj_tmpl(&f, "127.0.1.143", port, true);
+	names[0] = "plain2";
+	req = up_req(&f, names, 1);
+	req.no_inject = true;
+	rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
+	cr_assert_eq(res[0].status, UP_CREATED);
+	cr_assert(!res[0].inject.ran);
+	cr_assert_null(step_of(&res[0], "inject"));
+	up_results_free(res, 1);
+	expect_no_connection(fd, "--no-inject");
+
+	/* and --no-start: no address, no inject */
+	names[0] = "plain3";
+	req = up_req(&f, names, 1);
+	req.no_start = true;
+	rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
+	cr_assert(!res[0].inject.ran);
+	up_results_free(res, 1);
+	expect_no_connection(fd, "--no-start");
+	close(fd);
+	fx_stop(&f);
+}
+
+/* A template with guest files needs SSH settings: refused before anything
+ * is sent to PVE. */
+Test(provision_inject, guest_files_without_ssh_settings_refused_up_front)
+{
+	struct fx f;
+	fx_start(&f, DEMO, NULL, NULL);
+	inj_tmpl(&f, "127.0.1.144", 22, true);
+	json_object *log = simproc_requests(&f.sp);
+	size_t before = json_object_array_length(log);
+	json_object_put(log);
+	const char *names[] = {"nossh1"};
+	struct up_request req = up_req(&f, names, 1);
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_null(res);
+	cr_assert_eq(e.kind, PVE_ERR_CONFIG);
+	cr_assert(strstr(e.message, "guest files to inject"), "%s", e.message);
+	pve_error_clear(&e);
+	struct conf c = {0}; /* no known_hosts */
+	req.conf = &c;
+	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert(strstr(e.message, "known_hosts"), "%s", e.message);
+	pve_error_clear(&e);
+	log = simproc_requests(&f.sp);
+	cr_assert_eq(json_object_array_length(log), before, "nothing was sent");
+	json_object_put(log);
+	fx_stop(&f);
+}
+
+/* A guest that never answers SSH: refused connections are retried every
+ * poll_s (simulated time: the sleeps advance the simulator) until
+ * ssh_wait_s, then up fails with exit 4 naming the connect step. */
+Test(provision_inject, ssh_never_answers_bounded_wait_exit_4)
+{
+	struct fx f;
+	fx_start(&f, DEMO, NULL, NULL);
+	int fd;
+	int port = tcp_port("127.0.1.145", false, &fd);
+	inj_tmpl(&f, "127.0.1.145", port, true);
+	struct conf c = {0};
+	char *kh = strprintf("%s/known_hosts", f.sp.dir);
+	c.ssh.known_hosts = kh;
+	c.ssh.timeout = 10;
+	const char *names[] = {"mute1"};
+	struct up_request req = up_req(&f, names, 1);
+	req.conf = &c;
+	req.ssh_wait_s = 5;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(res[0].status, UP_FAILED);
+	cr_assert_str_eq(res[0].inject.failed_step, "connect");
+	cr_assert_eq(res[0].inject.exit_code, 4);
+	cr_assert_eq(provision_exit_code(res, 1), 4);
+	char *msg = pve_error_format(&res[0].error);
+	cr_assert(!strncmp(msg, "inject: connect: root@127.0.1.145 port ", 39), "%s", msg);
+	cr_assert(strstr(msg, "did not answer SSH within 5 s (5 attempts)"), "%s", msg);
+	free(msg);
+	const char *t = sbuf_str(&f.ev.text);
+	cr_assert_eq(count_of(t, "waiting for SSH on 127.0.1.145"), 4, "%s", t);
+	up_results_free(res, 1);
+	free(kh);
+	fx_stop(&f);
+}
+
+/* A host key that does not match known_hosts is not waited out: one
+ * attempt, exit 4, the guest untouched. */
+Test(provision_inject, host_key_mismatch_is_not_retried)
+{
+	sshguest_start("freebsd-14", "127.0.1.146");
+	struct fx f;
+	fx_start(&f, DEMO, NULL, NULL);
+	inj_tmpl(&f, ge.sd.addr, ge.sd.port, true);
+	char *other = strprintf("%s/other_key", ge.sd.etc);
+	char *other_pub = strprintf("%s.pub", other);
+	char *kh = strprintf("%s/wrong_known_hosts", ge.sd.etc);
+	cr_assert(other && other_pub && kh);
+	cr_assert_eq(test_keygen(other, "ed25519", 0), 0);
+	const char *pubs[] = {other_pub, NULL};
+	cr_assert_eq(sshd_write_known_hosts(&ge.sd, kh, pubs, false), 0);
+	struct conf c = inj_conf();
+	c.ssh.known_hosts = kh;
+	char *before = guestenv_snapshot(&ge);
+	const char *names[] = {"hk1"};
+	struct up_request req = up_req(&f, names, 1);
+	req.conf = &c;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(res[0].status, UP_FAILED);
+	cr_assert_str_eq(res[0].inject.failed_step, "connect");
+	cr_assert_eq(res[0].inject.exit_code, 4);
+	char *msg = pve_error_format(&res[0].error);
+	cr_assert(!strncmp(msg, "inject: connect: root@127.0.1.146 port ", 39), "%s", msg);
+	cr_assert_null(strstr(msg, "did not answer"), "%s", msg);
+	free(msg);
+	const char *t = sbuf_str(&f.ev.text);
+	cr_assert_eq(count_of(t, "waiting for SSH"), 0, "retried a host key mismatch:\n%s", t);
+	char *after = guestenv_snapshot(&ge);
+	cr_assert_str_eq(after, before);
+	free(before);
+	free(after);
+	up_results_free(res, 1);
+	free(other);
+	free(other_pub);
+	free(kh);
 	fx_stop(&f);
 }

@@ -85,7 +85,7 @@ Test(shipped, freebsd_90_source_on_ide)
 	cr_expect_eq(t->source.full, 1);
 	cr_expect_eq(t->guest.address, TMPL_ADDR_STATIC);
 	cr_expect_str_eq(t->guest.user, "root");
-	cr_expect_eq(t->guest.port, 22);
+	cr_expect_eq(t->guest.port, 0, "no port in the template: pvagent.conf [ssh] port applies");
 	cr_expect_eq(t->ci.present, 0);
 
 	struct tmpl_kvlist v = {0};
@@ -94,7 +94,7 @@ Test(shipped, freebsd_90_source_on_ide)
 	std_vars(&v, "bsd9", "120");
 	/* ip has no default */
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), -1);
-	cr_expect_str_eq(err, "templates/freebsd-9.0.tmpl:38: [guest] ip: ${ip} has no value: pass --var ip=VALUE");
+	cr_expect_str_eq(err, "templates/freebsd-9.0.tmpl:37: [guest] ip: ${ip} has no value: pass --var ip=VALUE");
 	free(err);
 	cr_assert_eq(tmpl_var_arg(&v, "ip=127.0.1.9", &err), 0);
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
@@ -498,7 +498,7 @@ Test(rules, cloud_init_address_and_ssh_keys, .init = mkscratch, .fini = rmscratc
 	cr_expect_eq(t->source.full, 0);
 	cr_expect_eq(t->ci.sshkeys.n, 2);
 	cr_expect_null(t->guest.user, "no [guest] user: the caller uses [ssh] user");
-	cr_expect_eq(t->guest.port, 22);
+	cr_expect_eq(t->guest.port, 0, "no [guest] port: the caller uses [ssh] port");
 	struct tmpl_kvlist v = {0};
 	struct tmpl_inst in;
 	std_vars(&v, "x", "100");

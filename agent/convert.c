@@ -1,0 +1,1714 @@
+/* convert.c - the IDE/e1000 -> virtio conversion (convert.h): the PVE
+ * config change computed from the saved config, the journal that lets a
+ * killed run resume, the guest-side phases through inject, the checks after
+ * the switch and the rollback. */
+#include "convert.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "diff.h"
+#include "inject.h"
+#include "log.h"
+#include "pvecfg.h"
+#include "rewrite.h"
+#include "util.h"
+
+#define SNAPSHOT_NAME "pvagent_virtio"
+
+/* ---- names ---------------------------------------------------------------------- */
+
+int convert_bus_parse(const char *s, enum convert_bus *out)
+{
+	if (strcmp(s, "virtio-blk") == 0)
+		*out = CONVERT_BUS_BLK;
+	else if (strcmp(s, "virtio-scsi") == 0)
+		*out = CONVERT_BUS_SCSI;
+	else
+		return -1;
+	return 0;
+}
+
+const char *convert_status_name(enum convert_status s)
+{
+	switch (s) {
+	case CONV_FAILED: return "failed";
+	case CONV_DONE: return "converted";
+	case CONV_ALREADY: return "already-virtio";
+	case CONV_DRY_RUN: return "dry-run";
+	case CONV_STUCK: return "needs-attention";
+	}
+	return "?";
+}
+
+static const char *vbus_name(enum vbus b)
+{
+	return b == VBUS_VIRTIO_SCSI ? "virtio-scsi" : "virtio-blk";
+}
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int strv_add(char ***v, size_t *n, char *s)
+{
+	if (!s)
+		return -1;
+	char **nv = realloc(*v, (*n + 1) * sizeof *nv);
+	if (!nv) {
+		free(s);
+		return -1;
+	}
+	nv[(*n)++] = s;
+	*v = nv;
+	return 0;
+}
+
+void convert_result_free(struct convert_result *r)
+{
+	free(r->os_desc);
+	free(r->bus);
+	free(r->failed_step);
+	free(r->error);
+	free(r->recovery);
+	free(r->snapshot);
+	strv_free(r->changes, r->n_changes);
+	memset(r, 0, sizeof *r);
+}
+
+static void jadd_str(json_object *o, const char *k, const char *v)
+{
+	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
+}
+
+json_object *convert_result_json(const struct convert_result *r)
+{
+	json_object *o = json_object_new_object();
+	if (!o)
+		return NULL;
+	jadd_str(o, "status", convert_status_name(r->status));
+	json_object_object_add(o, "exit_code", json_object_new_int(r->exit_code));
+	jadd_str(o, "os", r->os_desc);
+	jadd_str(o, "bus", r->bus);
+	jadd_str(o, "snapshot", r->snapshot);
+	json_object *ch = json_object_new_array();
+	for (size_t i = 0; ch && i < r->n_changes; i++)
+		json_object_array_add(ch, json_object_new_string(r->changes[i]));
+	json_object_object_add(o, "changes", ch);
+	json_object_object_add(o, "resumed", json_object_new_boolean(r->resumed));
+	json_object_object_add(o, "rolled_back", json_object_new_boolean(r->rolled_back));
+	if (r->status == CONV_FAILED || r->status == CONV_STUCK) {
+		jadd_str(o, "failed_step", r->failed_step);
+		jadd_str(o, "error", r->error);
+	}
+	if (r->recovery)
+		jadd_str(o, "recovery", r->recovery);
+	return o;
+}
+
+/* ---- the PVE side (pure) ------------------------------------------------------- */
+
+static const char *jstr(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	if (!o || !json_object_object_get_ex(o, key, &v) || !v)
+		return NULL;
+	return json_object_get_string(v);
+}
+
+void convert_target_free(struct convert_target *t)
+{
+	free(t->delete_keys);
+	pve_params_free(&t->set);
+	strv_free(t->lines, t->n_lines);
+	free(t->boot_key);
+	memset(t, 0, sizeof *t);
+}
+
+static bool nic_model_moves(const char *model)
+{
+	return model && (strcmp(model, "e1000") == 0 || strcmp(model, "e1000e") == 0);
+}
+
+/* Disk options that only the IDE/SATA bus takes. */
+static bool ide_only_option(const char *key, enum vbus bus)
+{
+	return key && (strcmp(key, "model") == 0 ||
+		       (bus == VBUS_VIRTIO_BLK && strcmp(key, "wwn") == 0));
+}
+
+/* The same drive value without the IDE-only options. */
+static char *disk_value_for(const char *value, enum vbus bus)
+{
+	struct propstr in, out = {0};
+	if (propstr_parse(value, &in) < 0)
+		return NULL;
+	int rc = 0;
+	for (size_t i = 0; i < in.n && rc == 0; i++)
+		if (!ide_only_option(in.v[i].key, bus))
+			rc = propstr_set(&out, in.v[i].key, in.v[i].value);
+	char *s = rc == 0 ? propstr_format(&out) : NULL;
+	propstr_free(&in);
+	propstr_free(&out);
+	return s;
+}
+
+/* net value with model virtio and the same MAC, other options kept. */
+static char *nic_value_virtio(const char *value)
+{
+	struct propstr in, out = {0};
+	if (propstr_parse(value, &in) < 0)
+		return NULL;
+	int rc = 0;
+	for (size_t i = 0; i < in.n && rc == 0; i++) {
+		const char *k = in.v[i].key;
+		if (k && nic_model_moves(k))
+			rc = propstr_set(&out, "virtio", in.v[i].value);
+		else if (k && strcmp(k, "model") == 0)
+			rc = propstr_set(&out, "model", "virtio");
+		else
+			rc = propstr_set(&out, k, in.v[i].value);
+	}
+	char *s = rc == 0 ? propstr_format(&out) : NULL;
+	propstr_free(&in);
+	propstr_free(&out);
+	return s;
+}
+
+/* "order=ide0;ide2;net0" with each moved key replaced. */
+static char *boot_order_map(const char *boot, const struct name_map *keys)
+{
+	struct sbuf b = {0};
+	const char *p = boot;
+	while (*p) {
+		size_t n = strcspn(p, ";=,");
+		char *tok = strndup(p, n);
+		if (!tok) {
+			sbuf_free(&b);
+			return NULL;
+		}
+		const char *to = name_map_get(keys, tok);
+		sbuf_add(&b, to ? to : tok);
+		free(tok);
+		p += n;
+		if (*p)
+			sbuf_addc(&b, *p++);
+	}
+	return sbuf_steal(&b);
+}
+
+int convert_target_make(json_object *saved, enum vbus bus, struct convert_target *t,
+			char **err)
+{
+	memset(t, 0, sizeof *t);
+	*err = NULL;
+	struct pvecfg_hw hw = {0};
+	struct name_map keys = {0};
+	struct sbuf del = {0};
+	int rc = -1;
+	if (pvecfg_hw_read(saved, &hw) < 0) {
+		*err = strdup("out of memory");
+		return -1;
+	}
+	const char *bootdisk = jstr(saved, "bootdisk");
+	const char *boot = jstr(saved, "boot");
+	/* IDE disks in PVE order ide0, ide1, ide3 (hw is sorted by key) */
+	bool others = false;
+	for (size_t i = 0; i < hw.n_disks; i++) {
+		const struct pvecfg_disk *d = &hw.disks[i];
+		if (d->cdrom)
+			continue;
+		if (d->bus == BUS_IDE)
+			t->ndisks++;
+		else if (d->bus == BUS_VIRTIO || d->bus == BUS_SCSI)
+			others = true;
+	}
+	if (t->ndisks && others) {
+		*err = strdup("the guest has virtio or SCSI disks beside its IDE disks; pvagent "
+			      "converts only guests whose disks are all on IDE");
+		goto out;
+	}
+	unsigned idx = 0;
+	for (size_t i = 0; i < hw.n_disks; i++) {
+		const struct pvecfg_disk *d = &hw.disks[i];
+		if (d->cdrom || d->bus != BUS_IDE)
+			continue;
+		char *nk = strprintf("%s%u", bus == VBUS_VIRTIO_SCSI ? "scsi" : "virtio", idx);
+		const char *old = jstr(saved, d->key);
+		char *nv = old ? disk_value_for(old, bus) : NULL;
+		if (!nk || !nv || name_map_add(&keys, d->key, nk) < 0 ||
+		    pve_params_add(&t->set, nk, nv) < 0 ||
+		    strv_add(&t->lines, &t->n_lines,
+			     strprintf("%s -> %s: %s", d->key, nk, nv)) < 0 ||
+		    sbuf_addf(&del, "%s%s", del.len ? "," : "", d->key) < 0) {
+			free(nk);
+			free(nv);
+			*err = strprintf("%s: cannot read '%s'", d->key, old ? old : "");
+			goto out;
+		}
+		bool is_boot = (bootdisk && strcmp(bootdisk, d->key) == 0) ||
+			       (boot && strstr(boot, d->key)) || (!bootdisk && !boot && idx == 0);
+		if (is_boot && !t->boot_key) {
+			t->boot_key = strdup(nk);
+			t->boot_index = idx;
+		}
+		free(nk);
+		free(nv);
+		idx++;
+	}
+	for (size_t i = 0; i < hw.n_nics; i++) {
+		const struct pvecfg_nic *n = &hw.nics[i];
+		if (!nic_model_moves(n->model))
+			continue;
+		const char *old = jstr(saved, n->key);
+		char *nv = old ? nic_value_virtio(old) : NULL;
+		if (!nv || pve_params_add(&t->set, n->key, nv) < 0 ||
+		    strv_add(&t->lines, &t->n_lines,
+			     strprintf("%s: %s -> %s", n->key, old, nv)) < 0) {
+			free(nv);
+			*err = strprintf("%s: cannot read '%s'", n->key, old ? old : "");
+			goto out;
+		}
+		free(nv);
+		t->nnics++;
+	}
+	if (t->ndisks) {
+		if (bus == VBUS_VIRTIO_SCSI) {
+			const char *hwv = jstr(saved, "scsihw");
+			if (!hwv || strncmp(hwv, "virtio-scsi", 11) != 0) {
+				pve_params_add(&t->set, "scsihw", "virtio-scsi-single");
+				strv_add(&t->lines, &t->n_lines,
+					 strprintf("scsihw: %s -> virtio-scsi-single",
+						   hwv ? hwv : "(default lsi)"));
+			}
+		}
+		if (boot && strncmp(boot, "order=", 6) == 0) {
+			char *nb = boot_order_map(boot, &keys);
+			if (!nb || pve_params_add(&t->set, "boot", nb) < 0 ||
+			    strv_add(&t->lines, &t->n_lines,
+				     strprintf("boot: %s -> %s", boot, nb)) < 0) {
+				free(nb);
+				*err = strdup("out of memory");
+				goto out;
+			}
+			free(nb);
+		} else if (t->boot_key) {
+			/* legacy "boot: cdn" + bootdisk (PVE <= 6.2 has no order=) */
+			pve_params_add(&t->set, "bootdisk", t->boot_key);
+			strv_add(&t->lines, &t->n_lines,
+				 strprintf("bootdisk: %s -> %s", bootdisk ? bootdisk : "(none)",
+					   t->boot_key));
+		}
+	}
+	if (t->set.failed) {
+		*err = strdup("out of memory");
+		goto out;
+	}
+	t->delete_keys = del.len ? sbuf_steal(&del) : NULL;
+	rc = 0;
+out:
+	sbuf_free(&del);
+	name_map_free(&keys);
+	pvecfg_hw_free(&hw);
+	if (rc < 0)
+		convert_target_free(t);
+	return rc;
+}
+
+/* Are two config values the same (property strings in any order)? */
+static bool value_same(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0 || propstr_equal(a, b);
+}
+
+bool convert_target_applied(json_object *saved, const struct convert_target *t,
+			    json_object *current)
+{
+	for (size_t i = 0; i < t->set.n; i++)
+		if (!value_same(jstr(current, t->set.v[i].key), t->set.v[i].value))
+			return false;
+	/* the deleted IDE keys are gone */
+	const char *p = t->delete_keys;
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+		char *k = strndup(p, n);
+		bool present = k && jstr(current, k) != NULL;
+		free(k);
+		if (present)
+			return false;
+		p += n + (p[n] ? 1 : 0);
+	}
+	(void)saved;
+	return true;
+}
+
+static bool is_unused_key(const char *k)
+{
+	return strncmp(k, "unused", 6) == 0;
+}
+
+/* Keys the config holds for PVE's own bookkeeping, not for the guest. */
+static bool meta_key(const char *k)
+{
+	return strcmp(k, "digest") == 0 || strcmp(k, "lock") == 0 || is_unused_key(k);
+}
+
+int convert_restore_plan(json_object *saved, json_object *current, char **delete_keys,
+			 struct pve_params *set)
+{
+	struct sbuf del = {0};
+	*delete_keys = NULL;
+	json_object_object_foreach(current, k, v) {
+		(void)v;
+		if (meta_key(k) || json_object_object_get_ex(saved, k, NULL))
+			continue;
+		if (sbuf_addf(&del, "%s%s", del.len ? "," : "", k) < 0) {
+			sbuf_free(&del);
+			return -1;
+		}
+	}
+	json_object_object_foreach(saved, k2, v2) {
+		(void)v2;
+		if (meta_key(k2))
+			continue;
+		const char *want = jstr(saved, k2);
+		if (!value_same(jstr(current, k2), want))
+			pve_params_add(set, k2, want ? want : "");
+	}
+	if (set->failed) {
+		sbuf_free(&del);
+		return -1;
+	}
+	*delete_keys = del.len ? sbuf_steal(&del) : NULL;
+	return 0;
+}
+
+/* ---- journal -------------------------------------------------------------------- */
+
+struct journal {
+	char *path;
+	json_object *o;   /* {"vmid", "name", "node", "phase", "bus", "started",
+			     "config", "files": {path: original or null}} */
+};
+
+static int mkdir_p(const char *dir)
+{
+	char *p = strdup(dir);
+	if (!p)
+		return -1;
+	int rc = 0;
+	for (char *q = p + 1; rc == 0; q++) {
+		if (*q != '/' && *q)
+			continue;
+		char c = *q;
+		*q = '\0';
+		if (mkdir(p, 0700) < 0 && errno != EEXIST)
+			rc = -1;
+		*q = c;
+		if (!c)
+			break;
+	}
+	free(p);
+	return rc;
+}
+
+static int journal_save(const struct journal *j)
+{
+	const char *text = json_object_to_json_string_ext(j->o, JSON_C_TO_STRING_PRETTY);
+	char *tmp = strprintf("%s.tmp", j->path);
+	if (!tmp || !text) {
+		free(tmp);
+		return -1;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int rc = fd < 0 ? -1 : 0;
+	size_t len = strlen(text), off = 0;
+	while (rc == 0 && off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			rc = -1;
+		else
+			off += (size_t)w;
+	}
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -1;
+	if (fd >= 0 && close(fd) < 0)
+		rc = -1;
+	if (rc == 0 && rename(tmp, j->path) < 0)
+		rc = -1;
+	if (rc < 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* Load <dir>/<vmid>.json: 1 found, 0 none, -1 error (*err). */
+static int journal_open(struct journal *j, const char *dir, int vmid, char **err)
+{
+	memset(j, 0, sizeof *j);
+	if (mkdir_p(dir) < 0) {
+		*err = strprintf("cannot create the journal directory %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	j->path = strprintf("%s/%d.json", dir, vmid);
+	if (!j->path) {
+		*err = strdup("out of memory");
+		return -1;
+	}
+	char *text = NULL;
+	if (read_file(j->path, &text, NULL) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		*err = strprintf("%s: %s", j->path, strerror(errno));
+		return -1;
+	}
+	enum json_tokener_error je;
+	j->o = json_tokener_parse_verbose(text, &je);
+	free(text);
+	json_object *cfg = NULL;
+	if (!j->o || !json_object_is_type(j->o, json_type_object) ||
+	    !json_object_object_get_ex(j->o, "config", &cfg) ||
+	    !json_object_is_type(cfg, json_type_object)) {
+		*err = strprintf("%s: not a conversion journal (%s); move it away to start afresh",
+				 j->path, j->o ? "no \"config\" object" : json_tokener_error_desc(je));
+		json_object_put(j->o);
+		j->o = NULL;
+		return -1;
+	}
+	return 1;
+}
+
+static void journal_free(struct journal *j)
+{
+	json_object_put(j->o);
+	free(j->path);
+	memset(j, 0, sizeof *j);
+}
+
+static const char *journal_phase(const struct journal *j)
+{
+	const char *p = jstr(j->o, "phase");
+	return p ? p : "prepare";
+}
+
+static int journal_set_phase(struct journal *j, const char *phase)
+{
+	json_object_object_add(j->o, "phase", json_object_new_string(phase));
+	return journal_save(j);
+}
+
+static json_object *journal_files(struct journal *j)
+{
+	json_object *f = NULL;
+	if (!json_object_object_get_ex(j->o, "files", &f) || !json_object_is_type(f, json_type_object)) {
+		f = json_object_new_object();
+		json_object_object_add(j->o, "files", f);
+	}
+	return f;
+}
+
+/* ---- the run ----------------------------------------------------------------------- */
+
+struct run {
+	const struct convert_request *req;
+	struct convert_result *res;
+	struct guest_ref g;           /* our copy (status changes) */
+	struct guest_wait w;
+	struct journal j;
+	json_object *saved;           /* borrowed from the journal */
+	struct convert_target t;
+	struct ssh_session *s;
+	struct inject_result det;     /* OS detection */
+	struct os_facts facts;        /* label facts */
+	struct virtio_plan vp;
+	bool have_plan;
+	char **paths;                 /* the plan's files, absolute */
+	size_t n_paths;
+	enum rw_phase phase;          /* for the inject edit */
+	const char *step;
+	double t0;
+};
+
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double clk_now(const struct run *r)
+{
+	return r->req->clock ? pve_clock_now(r->req->clock) : mono_now();
+}
+
+static void clk_sleep(const struct run *r, double s)
+{
+	if (r->req->clock) {
+		pve_clock_sleep(r->req->clock, s);
+	} else {
+		struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+}
+
+static void emit(struct run *r, enum convert_event_kind kind, const char *path, const char *text)
+{
+	if (!r->req->on_event)
+		return;
+	struct convert_event ev = {kind, r->step, path, text, 0};
+	r->req->on_event(r->req->event_ctx, &ev);
+}
+
+static void emitf(struct run *r, enum convert_event_kind kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void emitf(struct run *r, enum convert_event_kind kind, const char *fmt, ...)
+{
+	struct sbuf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = sbuf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	if (rc == 0)
+		emit(r, kind, NULL, sbuf_str(&b));
+	sbuf_free(&b);
+}
+
+static void step_begin(struct run *r, const char *step)
+{
+	r->step = step;
+	r->t0 = mono_now();
+}
+
+static void step_done(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void step_done(struct run *r, const char *fmt, ...)
+{
+	struct sbuf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	sbuf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	if (r->req->on_event) {
+		struct convert_event ev = {CONV_EV_STEP, r->step, NULL, sbuf_str(&b),
+					   mono_now() - r->t0};
+		r->req->on_event(r->req->event_ctx, &ev);
+	}
+	sbuf_free(&b);
+}
+
+/* Record a failure of the current step (the first one wins). */
+static int failf(struct run *r, int exit_code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int failf(struct run *r, int exit_code, const char *fmt, ...)
+{
+	struct convert_result *res = r->res;
+	if (!res->error) {
+		va_list ap;
+		va_start(ap, fmt);
+		struct sbuf b = {0};
+		sbuf_vaddf(&b, fmt, ap);
+		va_end(ap);
+		res->error = sbuf_steal(&b);
+		res->failed_step = strdup(r->step ? r->step : "?");
+		res->exit_code = exit_code;
+	}
+	return -1;
+}
+
+static int fail_pve(struct run *r, struct pve_error *e, const char *what)
+{
+	int code = pve_error_exit_code(e);
+	failf(r, code ? code : 1, "%s: %s", what, e->message ? e->message : "PVE error");
+	pve_error_clear(e);
+	return -1;
+}
+
+static int fail_ssh(struct run *r, struct ssh_error *e, const char *what)
+{
+	failf(r, ssh_error_exit_code(e) ? ssh_error_exit_code(e) : 1, "%s: %s", what,
+	      ssh_error_str(e));
+	ssh_error_clear(e);
+	return -1;
+}
+
+/* ---- SSH ------------------------------------------------------------------------------ */
+
+static void close_session(struct run *r)
+{
+	ssh_close(r->s);
+	r->s = NULL;
+}
+
+static bool retry_kind(enum ssh_err_kind k)
+{
+	return k == SSH_ERR_CONNECT || k == SSH_ERR_TIMEOUT;
+}
+
+/* Connect, retrying refused/timed-out connections until timeout_s. */
+static int connect_wait(struct run *r, double timeout_s, struct ssh_error *e)
+{
+	close_session(r);
+	double deadline = clk_now(r) + timeout_s, delay = 0.2;
+	for (;;) {
+		ssh_error_clear(e);
+		if (ssh_connect(r->req->ssh, &r->s, e) == 0)
+			return 0;
+		if (!retry_kind(e->kind) || clk_now(r) + delay > deadline)
+			return -1;
+		clk_sleep(r, delay);
+		delay = delay * 2 > 2.0 ? 2.0 : delay * 2;
+	}
+}
+
+/* Run a fixed command line; *out malloc'd stdout. -1 (e filled) only when
+ * it could not run; *status its exit status. */
+static int run_cmd(struct run *r, const char *cmdline, char **out, int *status,
+		   struct ssh_error *e)
+{
+	struct ssh_result res = {0};
+	*out = NULL;
+	if (ssh_exec_cmdline(r->s, cmdline, NULL, &res, e) < 0) {
+		ssh_result_free(&res);
+		return -1;
+	}
+	*status = res.exit_status;
+	*out = strdup(sbuf_str(&res.out));
+	if (res.exit_status != 0)
+		log_debug("convert: '%s' exited %d: %s", cmdline, res.exit_status,
+			  sbuf_str(&res.err));
+	ssh_result_free(&res);
+	if (!*out) {
+		e->kind = SSH_ERR_IO;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the plan ------------------------------------------------------------------------- */
+
+static int edit_fn(void *ctx, const struct inject_result *ires, const char *path,
+		   const char *text, char **out, char **err)
+{
+	struct run *r = ctx;
+	(void)ires;
+	struct sbuf notes = {0};
+	int rc = virtio_transform(&r->vp, r->phase, path, text, out, &notes, err);
+	if (rc == 0 && notes.len && r->phase == RW_PREPARE) {
+		/* one note per line: entries left for the switch */
+		const char *p = sbuf_str(&notes);
+		while (*p) {
+			size_t n = strcspn(p, "\n");
+			char *line = strndup(p, n);
+			if (line)
+				emit(r, CONV_EV_NOTE, path, line);
+			free(line);
+			p += n + (p[n] ? 1 : 0);
+		}
+	}
+	sbuf_free(&notes);
+	return rc;
+}
+
+static void on_inject(void *ctx, const struct inject_event *ev)
+{
+	struct run *r = ctx;
+	if (ev->kind == INJ_EV_DIFF)
+		emit(r, CONV_EV_DIFF, ev->path, ev->text);
+	else if (ev->kind == INJ_EV_NOTE)
+		emit(r, CONV_EV_NOTE, ev->path, ev->text);
+}
+
+/* Run one phase's edits through inject; record the originals. */
+static int run_phase(struct run *r, enum rw_phase phase, bool dry_run, size_t *changed)
+{
+	r->phase = phase;
+	struct inject_request q = {
+		.session = r->s,
+		.ssh = r->req->ssh,
+		.dry_run = dry_run,
+		.edit_paths = (const char *const *)r->paths,
+		.edit_why = "virtio",
+		.edit = edit_fn,
+		.edit_ctx = r,
+		.on_event = on_inject,
+		.event_ctx = r,
+	};
+	struct inject_result ir = {0};
+	int rc = inject_run(&q, &ir);
+	if (changed)
+		*changed = ir.n_changed;
+	if (rc == 0 && !dry_run) {
+		json_object *files = journal_files(&r->j);
+		bool added = false;
+		for (size_t i = 0; i < ir.n_files; i++) {
+			const struct inject_file *f = &ir.files[i];
+			if (f->state != INJ_FILE_WRITTEN ||
+			    json_object_object_get_ex(files, f->path, NULL))
+				continue;
+			json_object_object_add(files, f->path,
+					       f->existed ? json_object_new_string(f->old_text) : NULL);
+			added = true;
+		}
+		if (added && journal_save(&r->j) < 0)
+			rc = failf(r, 3, "cannot write the journal %s: %s", r->j.path, strerror(errno));
+	} else if (rc < 0) {
+		failf(r, ir.exit_code ? ir.exit_code : 1, "%s%s%s", ir.error ? ir.error : "failed",
+		      ir.status == INJ_FAILED_PARTIAL ? "" : " (files left as they were)", "");
+	}
+	inject_result_free(&ir);
+	return rc;
+}
+
+/* The plan's files as absolute paths; netplan's *.yaml listed on the guest. */
+static int plan_paths(struct run *r)
+{
+	for (const char *const *f = virtio_plan_files(&r->vp); *f; f++) {
+		const char *star = strstr(*f, "*.yaml");
+		if (!star) {
+			if (strv_add(&r->paths, &r->n_paths, strprintf("/%s", *f)) < 0)
+				return failf(r, 1, "out of memory");
+			continue;
+		}
+		char *dir = strndup(*f, (size_t)(star - *f));
+		char *cmd = dir ? strprintf("ls /%s", dir) : NULL;
+		char *out = NULL;
+		int status = 0;
+		struct ssh_error e = {0};
+		if (!cmd || run_cmd(r, cmd, &out, &status, &e) < 0) {
+			free(dir);
+			free(cmd);
+			return fail_ssh(r, &e, "listing netplan files");
+		}
+		const char *p = status == 0 ? out : "";
+		while (*p) {
+			size_t n = strcspn(p, "\n");
+			if (n > 5 && strncmp(p + n - 5, ".yaml", 5) == 0 && !memchr(p, '/', n) &&
+			    strv_add(&r->paths, &r->n_paths, strprintf("/%s%.*s", dir, (int)n, p)) < 0) {
+				free(dir);
+				free(cmd);
+				free(out);
+				return failf(r, 1, "out of memory");
+			}
+			p += n + (p[n] ? 1 : 0);
+		}
+		free(dir);
+		free(cmd);
+		free(out);
+	}
+	if (!r->paths && strv_add(&r->paths, &r->n_paths, strdup("/etc/fstab")) < 0)
+		return failf(r, 1, "out of memory");
+	/* NULL-terminated for inject (n_paths does not count the NULL) */
+	char **v = realloc(r->paths, (r->n_paths + 1) * sizeof *v);
+	if (!v)
+		return failf(r, 1, "out of memory");
+	r->paths = v;
+	v[r->n_paths] = NULL;
+	return 0;
+}
+
+static enum vbus choose_bus(struct run *r)
+{
+	if (r->req->bus == CONVERT_BUS_BLK)
+		return VBUS_VIRTIO_BLK;
+	if (r->req->bus == CONVERT_BUS_SCSI)
+		return VBUS_VIRTIO_SCSI;
+	/* Linux with virtio-scsi: PVE's default for new Linux guests;
+	 * FreeBSD: virtio-blk (the kmod of 8.x/9.x has no virtio_scsi) */
+	const struct os_profile *p = &r->det.profile;
+	if (p->family == OS_LINUX && p->scsi == VS_YES)
+		return VBUS_VIRTIO_SCSI;
+	return VBUS_VIRTIO_BLK;
+}
+
+/* Detect, choose the bus, read fstab and the label facts, plan. */
+static int plan_guest(struct run *r)
+{
+	struct inject_request q = {.session = r->s, .ssh = r->req->ssh};
+	inject_result_free(&r->det);
+	if (inject_run(&q, &r->det) < 0)
+		return failf(r, r->det.exit_code ? r->det.exit_code : 1, "%s",
+			     r->det.error ? r->det.error : "cannot detect the OS");
+	free(r->res->os_desc);
+	r->res->os_desc = r->det.os_desc ? strdup(r->det.os_desc) : NULL;
+	if (!r->det.have_profile)
+		return failf(r, 1, "%s has no usable virtio drivers: pvagent leaves it on IDE/e1000",
+			     r->det.os_desc ? r->det.os_desc : "the guest's OS");
+	enum vbus bus = choose_bus(r);
+	const char *jbus = jstr(r->j.o, "bus");
+	if (jbus && r->req->bus == CONVERT_BUS_AUTO)
+		bus = strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
+	char *err = NULL;
+	if (osprof_check_bus(&r->det.profile, bus, &err) < 0) {
+		failf(r, 1, "%s", err ? err : "bus not supported");
+		free(err);
+		return -1;
+	}
+	free(err);
+	free(r->res->bus);
+	r->res->bus = strdup(vbus_name(bus));
+	if (!r->t.set.n && !r->t.delete_keys &&
+	    convert_target_make(r->saved, bus, &r->t, &err) < 0) {
+		failf(r, 1, "%s", err ? err : "out of memory");
+		free(err);
+		return -1;
+	}
+	/* label facts for fstab */
+	char *fstab = NULL;
+	size_t flen = 0;
+	struct ssh_error e = {0};
+	if (ssh_read_file(r->s, "/etc/fstab", &fstab, &flen, NULL, &e) < 0 && e.kind != SSH_ERR_NOENT)
+		return fail_ssh(r, &e, "reading /etc/fstab");
+	ssh_error_clear(&e);
+	char **cmds = NULL;
+	int rc = osprof_fact_cmds(&r->det.profile, fstab, &cmds, &err);
+	for (size_t i = 0; rc == 0 && cmds[i]; i++) {
+		char *out = NULL;
+		int status = 0;
+		if (run_cmd(r, cmds[i], &out, &status, &e) < 0) {
+			rc = fail_ssh(r, &e, cmds[i]);
+			break;
+		}
+		if (status == 0 && os_facts_add(&r->facts, cmds[i], out) < 0)
+			rc = failf(r, 1, "out of memory");
+		free(out);
+	}
+	osprof_cmds_free(cmds);
+	free(fstab);
+	if (rc < 0) {
+		if (err)
+			failf(r, 1, "%s", err);
+		free(err);
+		return -1;
+	}
+	free(err);
+	if (virtio_plan_init(&r->vp, &r->det.profile, bus, r->t.ndisks, r->t.nnics, &r->facts,
+			     &err) < 0) {
+		failf(r, 1, "%s", err ? err : "out of memory");
+		free(err);
+		return -1;
+	}
+	r->have_plan = true;
+	return plan_paths(r);
+}
+
+/* The boot disk's name in the guest on the old or the new bus. */
+static char *boot_disk_name(const struct run *r, bool virtio)
+{
+	enum dbus b = !virtio ? DBUS_IDE
+		    : r->vp.bus == VBUS_VIRTIO_SCSI ? DBUS_VIRTIO_SCSI : DBUS_VIRTIO_BLK;
+	return osprof_disk_name(&r->det.profile, b, r->t.boot_index);
+}
+
+static void run_bench(struct run *r, const char *when, bool virtio)
+{
+	if (!r->req->bench)
+		return;
+	step_begin(r, virtio ? "bench-after" : "bench-before");
+	char *disk = boot_disk_name(r, virtio);
+	char *err = NULL;
+	const char *bus = virtio ? vbus_name(r->vp.bus) : "ide";
+	const char *nic = r->t.nnics ? (virtio ? "virtio" : "e1000") : "-";
+	if (r->req->bench(r->req->bench_ctx, r->s, when, &r->det.os, disk, bus, nic, &err) < 0)
+		emitf(r, CONV_EV_NOTE, "benchmark %s the switch failed: %s", when,
+		      err ? err : "error");
+	else
+		step_done(r, "%s on %s/%s", disk ? disk : "?", bus, nic);
+	free(err);
+	free(disk);
+}
+
+/* ---- prepare ---------------------------------------------------------------------------- */
+
+static int install_kmod(struct run *r)
+{
+	const struct os_profile *p = &r->det.profile;
+	if (!p->kmod_pkg || !p->kmod_check)
+		return 0;
+	struct ssh_stat st;
+	struct ssh_error e = {0};
+	if (ssh_stat(r->s, p->kmod_check, &st, &e) == 0) {
+		emitf(r, CONV_EV_NOTE, "%s is installed (%s)", p->kmod_pkg, p->kmod_check);
+		return 0;
+	}
+	if (e.kind != SSH_ERR_NOENT)
+		return fail_ssh(r, &e, p->kmod_check);
+	ssh_error_clear(&e);
+	struct ssh_result out = {0};
+	struct ssh_exec_opts xo = {.timeout_ms = 600000};
+	if (ssh_exec_cmdline(r->s, p->kmod_install, &xo, &out, &e) < 0) {
+		ssh_result_free(&out);
+		return fail_ssh(r, &e, p->kmod_install);
+	}
+	int status = out.exit_status;
+	char *why = strdup(out.err.len ? sbuf_str(&out.err) : sbuf_str(&out.out));
+	ssh_result_free(&out);
+	if (why) /* one line */
+		why[strcspn(why, "\n")] = '\0';
+	if (status != 0) {
+		failf(r, 1, "cannot install %s ('%s' exited %d: %s); nothing on PVE was changed",
+		      p->kmod_pkg, p->kmod_install, status, why && *why ? why : "no message");
+		free(why);
+		return -1;
+	}
+	free(why);
+	if (ssh_stat(r->s, p->kmod_check, &st, &e) < 0) {
+		failf(r, 1, "'%s' ran but %s is missing; nothing on PVE was changed",
+		      p->kmod_install, p->kmod_check);
+		ssh_error_clear(&e);
+		return -1;
+	}
+	emitf(r, CONV_EV_NOTE, "installed %s", p->kmod_pkg);
+	return 0;
+}
+
+/* Linux: rebuild the initramfs and check the modules are in it. */
+static int rebuild_initramfs(struct run *r)
+{
+	const struct os_profile *p = &r->det.profile;
+	if (p->family != OS_LINUX || !p->initramfs_update)
+		return 0;
+	struct ssh_error e = {0};
+	char *out = NULL;
+	int status = 0;
+	const char *const *mods = NULL;
+	size_t nmods = 0;
+	osprof_initramfs_modules(p, r->vp.bus, &mods, &nmods);
+	/* up to date already? */
+	static const char list[] = "lsinitramfs /boot/initrd.img-$(uname -r)";
+	if (run_cmd(r, list, &out, &status, &e) < 0)
+		return fail_ssh(r, &e, list);
+	bool all = status == 0;
+	for (size_t i = 0; all && i < nmods; i++) {
+		char *ko = strprintf("/%s.ko", mods[i]);
+		all = ko && strstr(out, ko) != NULL;
+		free(ko);
+	}
+	free(out);
+	out = NULL;
+	if (all)
+		return 0;
+	struct ssh_result rr = {0};
+	struct ssh_exec_opts xo = {.timeout_ms = 600000};
+	if (ssh_exec_cmdline(r->s, p->initramfs_update, &xo, &rr, &e) < 0) {
+		ssh_result_free(&rr);
+		return fail_ssh(r, &e, p->initramfs_update);
+	}
+	status = rr.exit_status;
+	char *why = strdup(sbuf_str(&rr.err));
+	ssh_result_free(&rr);
+	if (why)
+		why[strcspn(why, "\n")] = '\0';
+	if (status != 0) {
+		failf(r, 1, "'%s' exited %d: %s", p->initramfs_update, status,
+		      why && *why ? why : "no message");
+		free(why);
+		return -1;
+	}
+	free(why);
+	if (run_cmd(r, list, &out, &status, &e) < 0)
+		return fail_ssh(r, &e, list);
+	for (size_t i = 0; i < nmods; i++) {
+		char *ko = strprintf("/%s.ko", mods[i]);
+		bool in = status == 0 && ko && strstr(out, ko);
+		free(ko);
+		if (!in) {
+			free(out);
+			return failf(r, 1, "the rebuilt initramfs has no %s module", mods[i]);
+		}
+	}
+	free(out);
+	emitf(r, CONV_EV_NOTE, "initramfs rebuilt with the virtio modules");
+	return 0;
+}
+
+/* Put every file this conversion changed back to its original text. */
+static int restore_files(struct run *r)
+{
+	json_object *files = journal_files(&r->j);
+	int rc = 0;
+	json_object_object_foreach(files, path, orig) {
+		struct ssh_error e = {0};
+		int one;
+		if (!orig) {
+			one = ssh_remove(r->s, path, &e);
+		} else {
+			const char *t = json_object_get_string(orig);
+			one = ssh_write_file_atomic(r->s, path, t, strlen(t), 0, 0, NULL, &e);
+		}
+		if (one < 0) {
+			log_error("rollback: %s: %s", path, ssh_error_str(&e));
+			rc = -1;
+		} else {
+			emitf(r, CONV_EV_NOTE, "restored %s", path);
+		}
+		ssh_error_clear(&e);
+	}
+	if (rc == 0 && r->have_plan && r->det.profile.family == OS_LINUX &&
+	    r->det.profile.initramfs_update && json_object_object_length(files) > 0) {
+		struct ssh_result rr = {0};
+		struct ssh_error e = {0};
+		struct ssh_exec_opts xo = {.timeout_ms = 600000};
+		if (ssh_exec_cmdline(r->s, r->det.profile.initramfs_update, &xo, &rr, &e) < 0 ||
+		    rr.exit_status != 0)
+			emitf(r, CONV_EV_NOTE, "'%s' failed after the restore; the old initramfs "
+					       "also holds the virtio modules, which is harmless",
+			      r->det.profile.initramfs_update);
+		ssh_result_free(&rr);
+		ssh_error_clear(&e);
+	}
+	return rc;
+}
+
+/* ---- verify ------------------------------------------------------------------------------ */
+
+static bool word_in(const char *list, const char *word)
+{
+	size_t wl = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)) != NULL; p += wl) {
+		bool start = p == list || strchr(" \t\n/", p[-1]);
+		bool end = strchr(" \t\n", p[wl]) != NULL;
+		if (start && end)
+			return true;
+	}
+	return false;
+}
+
+/* The mount points of "mount -p" (FreeBSD) or /proc/mounts (Linux). */
+static bool mounted(const char *table, const char *mp)
+{
+	const char *p = table;
+	while (*p) {
+		size_t n = strcspn(p, "\n");
+		char dev[256], at[1024];
+		char *line = strndup(p, n);
+		bool hit = line && sscanf(line, "%255s %1023s", dev, at) == 2 && strcmp(at, mp) == 0;
+		free(line);
+		if (hit)
+			return true;
+		p += n + (p[n] ? 1 : 0);
+	}
+	return false;
+}
+
+/* Does any line of table name an old (emulated) disk as its device? */
+static const char *old_device_in(const struct run *r, const char *table)
+{
+	for (size_t i = 0; i < r->vp.disks.n; i++) {
+		const char *old = r->vp.disks.v[i].from;
+		if (strcmp(old, r->vp.disks.v[i].to) == 0)
+			continue;
+		char *dev = strprintf("/dev/%s", old);
+		bool hit = false;
+		for (const char *p = dev ? strstr(table, dev) : NULL; p && !hit;
+		     p = strstr(p + 1, dev)) {
+			char c = p[strlen(dev)];
+			hit = (p == table || p[-1] == '\n') &&
+			      (c == ' ' || c == '\t' || c == 's' || c == 'p' ||
+			       (c >= '1' && c <= '9' && r->det.profile.family == OS_LINUX));
+		}
+		free(dev);
+		if (hit)
+			return old;
+	}
+	return NULL;
+}
+
+static int verify_guest(struct run *r)
+{
+	struct ssh_error e = {0};
+	char *fstab = NULL;
+	size_t flen;
+	if (ssh_read_file(r->s, "/etc/fstab", &fstab, &flen, NULL, &e) < 0)
+		return fail_ssh(r, &e, "reading /etc/fstab");
+	struct rw_fstab_ent *ents = NULL;
+	size_t n = 0;
+	char *err = NULL;
+	if (rw_fstab_parse("/etc/fstab", fstab, &ents, &n, &err) < 0) {
+		free(fstab);
+		failf(r, 1, "%s", err ? err : "out of memory");
+		free(err);
+		return -1;
+	}
+	free(fstab);
+	bool bsd = r->det.profile.family == OS_FREEBSD;
+	char *disks = NULL, *mounts = NULL, *nics = NULL;
+	int status = 0, rc = 0;
+	size_t len;
+	if (bsd) {
+		if (run_cmd(r, "sysctl -n kern.disks", &disks, &status, &e) < 0 ||
+		    run_cmd(r, "mount -p", &mounts, &status, &e) < 0 ||
+		    run_cmd(r, "ifconfig -l", &nics, &status, &e) < 0)
+			rc = fail_ssh(r, &e, "reading the guest's devices");
+	} else if (ssh_read_file(r->s, "/proc/partitions", &disks, &len, NULL, &e) < 0 ||
+		   ssh_read_file(r->s, "/proc/mounts", &mounts, &len, NULL, &e) < 0) {
+		rc = fail_ssh(r, &e, "reading the guest's devices");
+	}
+	/* the kernel sees the new disks and none of the old ones */
+	for (size_t i = 0; rc == 0 && i < r->vp.disks.n; i++) {
+		const char *to = r->vp.disks.v[i].to, *from = r->vp.disks.v[i].from;
+		if (!word_in(disks, to))
+			rc = failf(r, 1, "the guest does not see its disk %s", to);
+		else if (strcmp(from, to) != 0 && word_in(disks, from))
+			rc = failf(r, 1, "the guest still sees the emulated disk %s", from);
+	}
+	/* every file system of fstab is mounted, none from an old device */
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const struct rw_fstab_ent *f = &ents[i];
+		if (strcmp(f->type, "swap") == 0 || strcmp(f->file, "none") == 0 ||
+		    (f->opts && strstr(f->opts, "noauto")) || f->file[0] != '/' ||
+		    strcmp(f->type, "proc") == 0 || strcmp(f->type, "tmpfs") == 0 ||
+		    strcmp(f->type, "sysfs") == 0 || strcmp(f->type, "devpts") == 0 ||
+		    strcmp(f->type, "fdescfs") == 0 || strcmp(f->type, "procfs") == 0)
+			continue;
+		if (!mounted(mounts, f->file))
+			rc = failf(r, 1, "%s (fstab line %zu, %s) is not mounted", f->file, f->line,
+				   f->spec);
+	}
+	const char *old = rc == 0 ? old_device_in(r, mounts) : NULL;
+	if (old)
+		rc = failf(r, 1, "a file system is still mounted from the emulated disk %s", old);
+	for (size_t i = 0; rc == 0 && bsd && i < r->vp.nics.n; i++) {
+		if (!word_in(nics, r->vp.nics.v[i].to))
+			rc = failf(r, 1, "the guest has no NIC %s", r->vp.nics.v[i].to);
+		else if (word_in(nics, r->vp.nics.v[i].from))
+			rc = failf(r, 1, "the guest still has the emulated NIC %s",
+				   r->vp.nics.v[i].from);
+	}
+	rw_fstab_ents_free(ents, n);
+	free(disks);
+	free(mounts);
+	free(nics);
+	return rc;
+}
+
+/* ---- PVE steps ------------------------------------------------------------------------------ */
+
+static int read_config(struct run *r, json_object **cfg)
+{
+	struct pve_error e = {0};
+	if (guest_get_config(r->req->pve, &r->g, cfg, &e) < 0)
+		return fail_pve(r, &e, "reading the config");
+	return 0;
+}
+
+static int apply_target(struct run *r)
+{
+	struct pve_error e = {0};
+	json_object *cur = NULL;
+	if (read_config(r, &cur) < 0)
+		return -1;
+	bool done = convert_target_applied(r->saved, &r->t, cur);
+	json_object_put(cur);
+	if (done)
+		return 0;
+	if (r->t.delete_keys) {
+		/* only keys still present (a resumed run may find some gone) */
+		struct pve_params none = {0};
+		if (guest_set_config(r->req->pve, &r->g, &none, r->t.delete_keys, NULL, false,
+				     &r->w, &e) < 0 &&
+		    !(e.message && strstr(e.message, "does not exist")))
+			return fail_pve(r, &e, "removing the IDE disks from the config");
+		pve_error_clear(&e);
+	}
+	if (guest_set_config(r->req->pve, &r->g, &r->t.set, NULL, NULL, false, &r->w, &e) < 0)
+		return fail_pve(r, &e, "adding the virtio devices");
+	if (read_config(r, &cur) < 0)
+		return -1;
+	done = convert_target_applied(r->saved, &r->t, cur);
+	json_object_put(cur);
+	if (!done)
+		return failf(r, 1, "PVE took the change but the config does not show it");
+	return 0;
+}
+
+static int power(struct run *r, bool on)
+{
+	struct pve_error e = {0};
+	bool forced = false;
+	int rc = on ? guest_start(r->req->pve, &r->g, &r->w, &e)
+		    : guest_shutdown(r->req->pve, &r->g, &r->w, &forced, &e);
+	if (rc < 0)
+		return fail_pve(r, &e, on ? "starting the guest" : "shutting the guest down");
+	if (forced)
+		emitf(r, CONV_EV_NOTE, "the guest did not shut down cleanly in time: stopped");
+	return 0;
+}
+
+/* ---- rollback ----------------------------------------------------------------------------- */
+
+/* "ufs:/dev/vtbd0s1a": the root file system of the original fstab as the
+ * guest names it on virtio (labels and ids are the same on both buses). */
+static char *root_on_virtio(struct run *r)
+{
+	json_object *orig = NULL;
+	const char *text = NULL;
+	if (json_object_object_get_ex(journal_files(&r->j), "/etc/fstab", &orig) && orig)
+		text = json_object_get_string(orig);
+	char *cur = NULL;
+	struct ssh_error e = {0};
+	if (!text && r->s && ssh_read_file(r->s, "/etc/fstab", &cur, NULL, NULL, &e) == 0)
+		text = cur;
+	ssh_error_clear(&e);
+	struct rw_fstab_ent *ents = NULL;
+	size_t n = 0;
+	char *err = NULL, *out = NULL;
+	if (text && rw_fstab_parse("/etc/fstab", text, &ents, &n, &err) == 0) {
+		for (size_t i = 0; i < n && !out; i++) {
+			if (strcmp(ents[i].file, "/") != 0)
+				continue;
+			const char *spec = ents[i].spec;
+			char *mapped = strncmp(spec, "/dev/", 5) == 0
+					       ? rw_map_device(&r->vp.disks, spec + 5) : NULL;
+			out = mapped ? strprintf("%s:/dev/%s", ents[i].type, mapped)
+				     : strprintf("%s:%s", ents[i].type, spec);
+			free(mapped);
+		}
+		rw_fstab_ents_free(ents, n);
+	}
+	free(err);
+	free(cur);
+	return out;
+}
+
+static char *recovery_text(struct run *r, json_object *current)
+{
+	struct sbuf b = {0};
+	int vmid = r->g.vmid;
+	sbuf_addf(&b, "The guest %s (VMID %d on %s) is in an unknown state.\n",
+		  r->g.name ? r->g.name : "?", vmid, r->g.node);
+	sbuf_addf(&b, "Saved config (the state before the conversion): %s\n", r->j.path);
+	if (current) {
+		sbuf_add(&b, "PVE config now:\n");
+		json_object_object_foreach(current, k, v) {
+			if (strcmp(k, "digest") != 0)
+				sbuf_addf(&b, "  %s: %s\n", k, json_object_get_string(v));
+		}
+	}
+	sbuf_add(&b, "To go back to IDE/e1000 by hand on the node:\n");
+	sbuf_addf(&b, "  qm stop %d\n", vmid);
+	char *del = NULL;
+	struct pve_params set = {0};
+	if (current && convert_restore_plan(r->saved, current, &del, &set) == 0) {
+		if (del)
+			sbuf_addf(&b, "  qm set %d --delete %s\n", vmid, del);
+		for (size_t i = 0; i < set.n; i++) {
+			char *q = ssh_quote(set.v[i].value);
+			sbuf_addf(&b, "  qm set %d --%s %s\n", vmid, set.v[i].key, q ? q : "?");
+			free(q);
+		}
+	} else {
+		sbuf_addf(&b, "  restore every key of the saved config with qm set %d\n", vmid);
+	}
+	free(del);
+	pve_params_free(&set);
+	sbuf_addf(&b, "  qm start %d\n", vmid);
+	json_object *files = journal_files(&r->j);
+	if (json_object_object_length(files)) {
+		sbuf_add(&b, "Guest files changed (originals in the journal and in FILE.pvagent.bak):");
+		json_object_object_foreach(files, path, orig) {
+			(void)orig;
+			sbuf_addf(&b, " %s", path);
+		}
+		sbuf_add(&b, "\n");
+	}
+	char *root = r->have_plan && r->det.profile.family == OS_FREEBSD ? root_on_virtio(r) : NULL;
+	if (root)
+		sbuf_addf(&b, "If the guest stops at mountroot> on virtio, type at the loader prompt "
+			      "(before the kernel boots):\n  set vfs.root.mountfrom=%s\n  boot\n"
+			      "or at the mountroot> prompt: %s\n", root, root);
+	free(root);
+	sbuf_add(&b, "Then run pvagent virtio again (it resumes from the journal), or remove the "
+		     "journal once the guest is back.");
+	return sbuf_steal(&b);
+}
+
+/* The rollback after a failure past the start of the switch. */
+static int rollback(struct run *r)
+{
+	char *what = r->res->error ? strdup(r->res->error) : NULL;
+	const char *was = r->step;
+	step_begin(r, "rollback");
+	emitf(r, CONV_EV_NOTE, "%s failed: %s; rolling back to IDE/e1000", was ? was : "?",
+	      what ? what : "error");
+	close_session(r);
+	struct pve_error e = {0};
+	json_object *cur = NULL;
+	char *del = NULL;
+	struct pve_params set = {0};
+	const char *failed = NULL;
+	if (guest_stop(r->req->pve, &r->g, &r->w, &e) < 0)
+		failed = "stopping the guest";
+	else if (guest_get_config(r->req->pve, &r->g, &cur, &e) < 0)
+		failed = "reading the config";
+	else if (convert_restore_plan(r->saved, cur, &del, &set) < 0)
+		failed = "planning the restore (out of memory)";
+	else if (del && guest_set_config(r->req->pve, &r->g, &(struct pve_params){0}, del, NULL,
+					 false, &r->w, &e) < 0)
+		failed = "removing the virtio devices";
+	else if (set.n && guest_set_config(r->req->pve, &r->g, &set, NULL, NULL, false, &r->w,
+					   &e) < 0)
+		failed = "restoring the saved config";
+	json_object_put(cur);
+	cur = NULL;
+	free(del);
+	pve_params_free(&set);
+	if (!failed) {
+		if (guest_get_config(r->req->pve, &r->g, &cur, &e) < 0) {
+			failed = "reading the restored config";
+		} else {
+			char *d2 = NULL;
+			struct pve_params s2 = {0};
+			if (convert_restore_plan(r->saved, cur, &d2, &s2) < 0 || d2 || s2.n)
+				failed = "checking the restored config (it differs from the saved one)";
+			free(d2);
+			pve_params_free(&s2);
+		}
+	}
+	if (!failed && guest_start(r->req->pve, &r->g, &r->w, &e) < 0)
+		failed = "starting the guest on IDE/e1000";
+	struct ssh_error se = {0};
+	double timeout = r->req->verify_timeout_s > 0 ? r->req->verify_timeout_s : 300;
+	if (!failed && connect_wait(r, timeout, &se) < 0)
+		failed = "reaching the guest over SSH on IDE/e1000";
+	if (!failed && restore_files(r) < 0)
+		failed = "restoring the guest's files";
+	free(r->res->error);
+	r->res->error = NULL;
+	free(r->res->failed_step);
+	r->res->failed_step = strdup(was ? was : "?");
+	if (failed) {
+		r->res->error = strprintf("%s failed: %s; then the rollback failed %s: %s",
+					  was ? was : "?", what ? what : "error", failed,
+					  e.message ? e.message : se.kind ? ssh_error_str(&se) : "");
+		json_object *now = NULL;
+		struct pve_error e2 = {0};
+		if (guest_get_config(r->req->pve, &r->g, &now, &e2) < 0)
+			now = NULL;
+		pve_error_clear(&e2);
+		r->res->recovery = recovery_text(r, now);
+		json_object_put(now);
+		r->res->status = CONV_STUCK;
+		r->res->exit_code = 3;
+	} else {
+		r->res->error = strprintf("%s failed: %s; rolled back: the guest runs on IDE/e1000 "
+					  "with its original files",
+					  was ? was : "?", what ? what : "error");
+		r->res->rolled_back = true;
+		r->res->status = CONV_FAILED;
+		r->res->exit_code = 1;
+		step_done(r, "the guest is back on IDE/e1000");
+		unlink(r->j.path);
+	}
+	json_object_put(cur);
+	pve_error_clear(&e);
+	ssh_error_clear(&se);
+	free(what);
+	return -1;
+}
+
+/* ---- the workflow --------------------------------------------------------------------------- */
+
+static int take_snapshot(struct run *r)
+{
+	step_begin(r, "snapshot");
+	struct pve_error e = {0};
+	bool existed = false;
+	if (guest_snapshot(r->req->pve, &r->g, SNAPSHOT_NAME,
+			   "before pvagent virtio (IDE/e1000 config and disks)", &r->w, &existed,
+			   &e) == 0) {
+		r->res->snapshot = strdup(SNAPSHOT_NAME);
+		step_done(r, "%s %s (delete it with: qm delsnapshot %d %s)", SNAPSHOT_NAME,
+			  existed ? "exists already" : "taken", r->g.vmid, SNAPSHOT_NAME);
+		return 0;
+	}
+	int code = pve_error_exit_code(&e);
+	if (code == 4) /* PVE unreachable: stop here */
+		return fail_pve(r, &e, "snapshot");
+	emitf(r, CONV_EV_NOTE, "no snapshot taken (%s): the rollback relies on the saved config "
+			       "and the file backups", e.message ? e.message : "refused");
+	pve_error_clear(&e);
+	step_done(r, "none");
+	return 0;
+}
+
+static int dry_run(struct run *r)
+{
+	step_begin(r, "prepare");
+	size_t n1 = 0;
+	if (r->det.profile.kmod_install)
+		emitf(r, CONV_EV_NOTE, "would install %s unless %s exists: %s",
+		      r->det.profile.kmod_pkg, r->det.profile.kmod_check, r->det.profile.kmod_install);
+	if (run_phase(r, RW_PREPARE, true, &n1) < 0)
+		return -1;
+	if (r->det.profile.family == OS_LINUX && r->det.profile.initramfs_update)
+		emitf(r, CONV_EV_NOTE, "would run %s", r->det.profile.initramfs_update);
+	step_done(r, "%zu file%s to change while on IDE/e1000", n1, n1 == 1 ? "" : "s");
+	step_begin(r, "config");
+	for (size_t i = 0; i < r->t.n_lines; i++)
+		emit(r, CONV_EV_CONFIG, NULL, r->t.lines[i]);
+	step_done(r, "%u disk%s, %u NIC%s to %s", r->t.ndisks, r->t.ndisks == 1 ? "" : "s",
+		  r->t.nnics, r->t.nnics == 1 ? "" : "s", vbus_name(r->vp.bus));
+	r->res->status = CONV_DRY_RUN;
+	r->res->exit_code = 0;
+	return 0;
+}
+
+static int journal_start(struct run *r, json_object *config)
+{
+	json_object *o = json_object_new_object();
+	if (!o)
+		return failf(r, 1, "out of memory");
+	r->j.o = o;
+	json_object_object_add(o, "vmid", json_object_new_int(r->g.vmid));
+	json_object_object_add(o, "name", r->g.name ? json_object_new_string(r->g.name) : NULL);
+	json_object_object_add(o, "node", json_object_new_string(r->g.node));
+	json_object_object_add(o, "phase", json_object_new_string("prepare"));
+	json_object_object_add(o, "started", json_object_new_int64((int64_t)time(NULL)));
+	json_object_object_add(o, "config", json_object_get(config));
+	json_object_object_add(o, "files", json_object_new_object());
+	return 0;
+}
+
+static int convert_body(struct run *r)
+{
+	const struct convert_request *q = r->req;
+	struct convert_result *res = r->res;
+	double vto = q->verify_timeout_s > 0 ? q->verify_timeout_s : 300;
+	char *jerr = NULL;
+	step_begin(r, "preflight");
+	int have = journal_open(&r->j, q->journal_dir, r->g.vmid, &jerr);
+	if (have < 0) {
+		failf(r, 1, "%s", jerr ? jerr : "journal");
+		free(jerr);
+		return -1;
+	}
+	json_object *cfg = NULL;
+	if (read_config(r, &cfg) < 0)
+		return -1;
+	if (have) {
+		res->resumed = true;
+		json_object_object_get_ex(r->j.o, "config", &r->saved);
+		emitf(r, CONV_EV_NOTE, "resuming an interrupted conversion (journal %s, phase %s)",
+		      r->j.path, journal_phase(&r->j));
+	} else {
+		json_object_object_del(cfg, "digest");
+		if (journal_start(r, cfg) < 0) {
+			json_object_put(cfg);
+			return -1;
+		}
+		json_object_object_get_ex(r->j.o, "config", &r->saved);
+	}
+	/* nothing to move? (judged on the saved config) */
+	{
+		char *err = NULL;
+		struct convert_target probe;
+		if (convert_target_make(r->saved, VBUS_VIRTIO_BLK, &probe, &err) < 0) {
+			json_object_put(cfg);
+			failf(r, 1, "%s", err ? err : "out of memory");
+			free(err);
+			return -1;
+		}
+		bool nothing = probe.ndisks == 0 && probe.nnics == 0;
+		convert_target_free(&probe);
+		if (nothing) {
+			json_object_put(cfg);
+			if (have)
+				unlink(r->j.path);
+			res->status = CONV_ALREADY;
+			res->exit_code = 0;
+			step_done(r, "already virtio: no IDE disk or e1000 NIC");
+			return 0;
+		}
+	}
+	const char *phase = journal_phase(&r->j);
+	bool past_switch = have && strcmp(phase, "prepare") != 0;
+	bool running = r->g.status && strcmp(r->g.status, "running") == 0;
+	json_object_put(cfg);
+	struct ssh_error se = {0};
+	if (past_switch) {
+		/* killed after the switch began: finish the switch, then verify */
+		step_begin(r, "switch");
+		const char *jbus = jstr(r->j.o, "bus");
+		enum vbus bus = jbus && strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI
+									 : VBUS_VIRTIO_BLK;
+		char *err = NULL;
+		if (convert_target_make(r->saved, bus, &r->t, &err) < 0) {
+			failf(r, 1, "%s", err ? err : "out of memory");
+			free(err);
+			return rollback(r);
+		}
+		json_object *cur = NULL;
+		if (read_config(r, &cur) < 0)
+			return rollback(r);
+		bool applied = convert_target_applied(r->saved, &r->t, cur);
+		json_object_put(cur);
+		if (!applied && (power(r, false) < 0 || apply_target(r) < 0))
+			return rollback(r);
+		if ((!applied || !running) && power(r, true) < 0)
+			return rollback(r);
+		step_done(r, "%s", applied ? "config already switched" : "config switched, guest started");
+		step_begin(r, "verify");
+		if (connect_wait(r, vto, &se) < 0) {
+			fail_ssh(r, &se, "the guest does not answer over SSH on virtio (it may hang "
+					 "at mountroot or have no network)");
+			return rollback(r);
+		}
+		if (plan_guest(r) < 0)
+			return rollback(r);
+	} else {
+		if (!running && q->dry_run)
+			return failf(r, 1, "the guest is %s: --dry-run needs it running to read "
+					   "its files", r->g.status ? r->g.status : "stopped");
+		if (!running) {
+			emitf(r, CONV_EV_NOTE, "the guest is %s: starting it on IDE/e1000",
+			      r->g.status ? r->g.status : "stopped");
+			if (power(r, true) < 0)
+				return -1;
+		}
+		if (connect_wait(r, running ? 30 : vto, &se) < 0)
+			return fail_ssh(r, &se, "connecting to the guest");
+		if (plan_guest(r) < 0)
+			return -1;
+		json_object_object_add(r->j.o, "bus", json_object_new_string(vbus_name(r->vp.bus)));
+		for (size_t i = 0; i < r->t.n_lines; i++)
+			if (strv_add(&res->changes, &res->n_changes, strdup(r->t.lines[i])) < 0)
+				return failf(r, 1, "out of memory");
+		step_done(r, "%s: %u IDE disk%s, %u e1000 NIC%s -> %s",
+			  res->os_desc ? res->os_desc : "?", r->t.ndisks, r->t.ndisks == 1 ? "" : "s",
+			  r->t.nnics, r->t.nnics == 1 ? "" : "s", vbus_name(r->vp.bus));
+		if (q->dry_run)
+			return dry_run(r);
+		if (journal_save(&r->j) < 0)
+			return failf(r, 1, "cannot write the journal %s: %s", r->j.path,
+				     strerror(errno));
+		step_begin(r, "prepare");
+		if (install_kmod(r) < 0) {
+			unlink(r->j.path);
+			return -1;
+		}
+		if (take_snapshot(r) < 0)
+			return -1;
+		run_bench(r, "before", false);
+		step_begin(r, "prepare");
+		size_t n = 0;
+		if (run_phase(r, RW_PREPARE, false, &n) < 0 ||
+		    rebuild_initramfs(r) < 0) {
+			if (json_object_object_length(journal_files(&r->j)) && restore_files(r) == 0)
+				emitf(r, CONV_EV_NOTE, "files put back; nothing on PVE was changed");
+			unlink(r->j.path);
+			return -1;
+		}
+		step_done(r, "%zu file%s changed; the guest still boots on IDE/e1000", n,
+			  n == 1 ? "" : "s");
+		step_begin(r, "switch");
+		if (run_phase(r, RW_SWITCH, false, &n) < 0 || journal_set_phase(&r->j, "switch") < 0) {
+			if (!res->error)
+				failf(r, 1, "cannot write the journal %s", r->j.path);
+			return rollback(r);
+		}
+		close_session(r);
+		if (power(r, false) < 0 || apply_target(r) < 0)
+			return rollback(r);
+		for (size_t i = 0; i < r->t.n_lines; i++)
+			emit(r, CONV_EV_CONFIG, NULL, r->t.lines[i]);
+		if (power(r, true) < 0)
+			return rollback(r);
+		step_done(r, "config changed, guest started");
+		step_begin(r, "verify");
+		if (connect_wait(r, vto, &se) < 0) {
+			fail_ssh(r, &se, "the guest does not answer over SSH on virtio (it may hang "
+					 "at mountroot or have no network)");
+			return rollback(r);
+		}
+	}
+	json_object *cur = NULL;
+	if (read_config(r, &cur) < 0)
+		return rollback(r);
+	bool applied = convert_target_applied(r->saved, &r->t, cur);
+	json_object_put(cur);
+	if (!applied) {
+		failf(r, 1, "PVE's config no longer shows the virtio devices");
+		return rollback(r);
+	}
+	if (verify_guest(r) < 0)
+		return rollback(r);
+	if (journal_set_phase(&r->j, "verified") < 0)
+		emitf(r, CONV_EV_NOTE, "cannot update the journal %s", r->j.path);
+	step_done(r, "the guest runs on %s with all its file systems and NICs",
+		  vbus_name(r->vp.bus));
+	step_begin(r, "finish");
+	size_t n = 0;
+	if (run_phase(r, RW_FINAL, false, &n) < 0) {
+		res->status = CONV_STUCK;
+		char *e0 = res->error;
+		res->error = strprintf("converted and verified, but dropping the old names failed: %s",
+				       e0 ? e0 : "error");
+		free(e0);
+		res->exit_code = 3;
+		res->recovery = strprintf("The guest works on virtio; its files still hold the old "
+					  "names beside the new ones. Run pvagent virtio %s again "
+					  "to finish (journal %s).",
+					  r->g.name ? r->g.name : "NAME", r->j.path);
+		return -1;
+	}
+	step_done(r, "%zu file%s cleaned of the old names", n, n == 1 ? "" : "s");
+	run_bench(r, "after", true);
+	unlink(r->j.path);
+	res->status = CONV_DONE;
+	res->exit_code = 0;
+	return 0;
+}
+
+int convert_run(const struct convert_request *req, struct convert_result *res)
+{
+	memset(res, 0, sizeof *res);
+	struct run r = {.req = req, .res = res};
+	if (req->wait)
+		r.w = *req->wait;
+	if (!req->pve || !req->guest || !req->ssh || !req->journal_dir) {
+		res->exit_code = 2;
+		res->error = strdup("convert: missing PVE client, guest, SSH options or journal");
+		return -1;
+	}
+	if (req->guest->type != GUEST_QEMU) {
+		res->exit_code = 1;
+		res->error = strprintf("%s is a container: containers have no emulated disks to "
+				       "convert", req->guest->name ? req->guest->name : "the guest");
+		return -1;
+	}
+	if (guest_ref_copy(&r.g, req->guest) < 0) {
+		res->exit_code = 1;
+		res->error = strdup("out of memory");
+		return -1;
+	}
+	int rc = convert_body(&r);
+	if (rc < 0 && res->exit_code == 0)
+		res->exit_code = 1;
+	if (rc < 0 && res->status != CONV_STUCK)
+		res->status = CONV_FAILED;
+	close_session(&r);
+	convert_target_free(&r.t);
+	if (r.have_plan)
+		virtio_plan_free(&r.vp);
+	os_facts_free(&r.facts);
+	inject_result_free(&r.det);
+	strv_free(r.paths, r.n_paths);
+	journal_free(&r.j);
+	guest_ref_clear(&r.g);
+	return rc;
+}

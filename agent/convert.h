@@ -1,0 +1,169 @@
+/* convert.h - `pvagent virtio NAME`: move a running qemu guest from
+ * emulated IDE disks and e1000 NICs to virtio without ever leaving it
+ * unbootable (reference/guest-virtio-and-pve.md A6, A7, B6, D3, D4).
+ *
+ * Steps (each one an event, each named in a failure):
+ *   preflight  read the PVE config (kept verbatim as the rollback target);
+ *              pick the IDE disks (cdroms left alone) and e1000/e1000e
+ *              NICs; nothing to move: "already virtio", done. Connect over
+ *              SSH (a stopped guest is started first), detect the OS and
+ *              its profile, choose the bus (virtio-blk, or virtio-scsi
+ *              where the profile supports it and it was asked for or is
+ *              the better default), read fstab and the label facts, plan
+ *              every file (osprof.h virtio plan).
+ *   snapshot   POST .../snapshot "pvagent-virtio" where the storage can;
+ *              a storage without snapshots is said, not fatal.
+ *   prepare    (guest still on IDE/e1000) install the virtio kmod where the
+ *              profile needs one and check its module file; then the
+ *              PREPARE edits through inject's atomic, backed-up writes;
+ *              Linux: rebuild the initramfs and check it holds the modules.
+ *   switch     the SWITCH edits (names with no bus-independent form), then
+ *              shutdown (stop after the timeout), PUT delete=ide0,... (no
+ *              force: the volumes become unusedN), PUT virtio0=<same volume
+ *              and options> ..., net0 with model virtio and the same MAC,
+ *              the boot order, scsihw for virtio-scsi; start.
+ *   verify     SSH answers within verify_timeout_s; every fstab file system
+ *              is mounted, the kernel sees the new disks and NICs and no
+ *              emulated one; PVE's config has no IDE disk or e1000 NIC left.
+ *   finish     the FINAL edits drop the old em0/ad0 names kept for
+ *              rollback.
+ *   rollback   after any failure past the start of the switch: stop, put
+ *              the saved config back key by key (never deleting an unusedN
+ *              entry: that would destroy its volume), start, wait for SSH
+ *              on IDE/e1000, put every file this conversion changed back
+ *              to its original text. Exit 1. If the rollback fails too:
+ *              exit 3 with the state left and how to recover by hand.
+ *
+ * Journal: before anything changes, <journal_dir>/<vmid>.json holds the
+ * saved config, the phase and the original text of every file changed
+ * (written atomically). A run that finds it resumes: prepared guests are
+ * prepared again (idempotent), a guest whose switch had begun is brought
+ * to the converted config and verified (or rolled back). The journal is
+ * removed when the conversion ends, converted or rolled back.
+ *
+ * Bench: when bench is set it is called with the guest's session before
+ * the prepare step and after the finish step (convert.h knows nothing of
+ * how the figures are taken). */
+#ifndef PVAGENT_CONVERT_H
+#define PVAGENT_CONVERT_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "guest.h"
+#include "osprof.h"
+#include "pve.h"
+#include "ssh.h"
+
+enum convert_bus { CONVERT_BUS_AUTO = 0, CONVERT_BUS_BLK, CONVERT_BUS_SCSI };
+/* "virtio-blk" / "virtio-scsi" -> bus; -1 for anything else. */
+int convert_bus_parse(const char *s, enum convert_bus *out);
+
+enum convert_status {
+	CONV_FAILED = 0,  /* failed; guest as it was (rolled back or untouched) */
+	CONV_DONE,        /* converted and verified */
+	CONV_ALREADY,     /* no IDE disk or e1000 NIC: nothing to do */
+	CONV_DRY_RUN,     /* plan shown, nothing changed */
+	CONV_STUCK,       /* failed and the rollback failed: exit 3 */
+};
+/* "failed", "converted", "already-virtio", "dry-run", "needs-attention". */
+const char *convert_status_name(enum convert_status s);
+
+enum convert_event_kind {
+	CONV_EV_STEP,   /* a step ended: step, elapsed_s, text */
+	CONV_EV_DIFF,   /* a file diff: path, text (unified diff), step "prepare"
+			   or "switch" or "finish" */
+	CONV_EV_CONFIG, /* a PVE config change line: text "ide0 -> virtio0: ..." */
+	CONV_EV_NOTE,   /* something worth saying: text */
+};
+
+struct convert_event {
+	enum convert_event_kind kind;
+	const char *step;
+	const char *path;
+	const char *text;
+	double elapsed_s;
+};
+typedef void (*convert_event_fn)(void *ctx, const struct convert_event *ev);
+
+/* Bench hook: when is "before" or "after"; disk is the boot disk as the
+ * guest names it ("ad0", "vtbd0", "sda", "vda"); bus and nic are the PVE
+ * bus and model labels ("ide", "virtio-blk"; "e1000", "virtio"). A failed
+ * bench is reported as a note, never a conversion failure: return -1 with
+ * *err (malloc'd) for that. */
+typedef int (*convert_bench_fn)(void *ctx, struct ssh_session *s, const char *when,
+				const struct os_info *os, const char *disk,
+				const char *bus, const char *nic, char **err);
+
+struct convert_request {
+	struct pve *pve;
+	const struct guest_ref *guest;   /* found by name (node, vmid, type) */
+	const struct ssh_opts *ssh;      /* the guest's address and keys */
+	enum convert_bus bus;
+	bool dry_run;
+	const char *journal_dir;         /* required (created if missing) */
+	const struct guest_wait *wait;   /* PVE waits; NULL: defaults */
+	double verify_timeout_s;         /* SSH back after a start; 0: 300 */
+	const struct pve_clock *clock;   /* for the SSH waits; NULL: real time */
+	convert_bench_fn bench;          /* may be NULL */
+	void *bench_ctx;
+	convert_event_fn on_event;       /* may be NULL */
+	void *event_ctx;
+};
+
+struct convert_result {
+	enum convert_status status;
+	int exit_code;         /* DESIGN.md 3 */
+	char *os_desc;         /* "FreeBSD 9.0-RELEASE" or NULL */
+	char *bus;             /* "virtio-blk", "virtio-scsi" or NULL */
+	char *failed_step;     /* on failure */
+	char *error;           /* what failed, or NULL */
+	char *recovery;        /* CONV_STUCK: the state left and what to do */
+	char *snapshot;        /* snapshot name, or NULL when none was taken */
+	bool resumed;          /* a journal from an interrupted run was found */
+	bool rolled_back;      /* the rollback ran and succeeded */
+	char **changes;        /* config change lines */
+	size_t n_changes;
+};
+void convert_result_free(struct convert_result *r);
+
+/* Run the conversion. Returns 0 when status is CONV_DONE, CONV_ALREADY or
+ * CONV_DRY_RUN, -1 otherwise; *res is always filled. */
+int convert_run(const struct convert_request *req, struct convert_result *res);
+
+/* {"status", "exit_code", "os", "bus", "snapshot", "changes", "resumed",
+ * "rolled_back", "failed_step", "error", "recovery"}; new reference. */
+json_object *convert_result_json(const struct convert_result *r);
+
+/* ---- pure parts (exposed for tests) -------------------------------------------- */
+
+/* The PVE side of a conversion, computed from the saved config. */
+struct convert_target {
+	char *delete_keys;       /* "ide0,ide1": sent first, without force */
+	struct pve_params set;   /* virtio0=..., net0=..., boot/bootdisk, scsihw */
+	char **lines;            /* "ide0 -> virtio0: local-lvm:vm-1-disk-0,size=16G" */
+	size_t n_lines;
+	unsigned ndisks, nnics;  /* IDE disks and e1000 NICs moved */
+	char *boot_key;          /* the boot disk's new key ("virtio0"), or NULL */
+	unsigned boot_index;     /* the boot disk's index among the moved ones */
+};
+void convert_target_free(struct convert_target *t);
+
+/* Fill t for bus (VBUS_VIRTIO_BLK or VBUS_VIRTIO_SCSI). ndisks and nnics
+ * are 0 when there is nothing to move. -1 with *err (malloc'd) for a
+ * config this cannot convert (virtio or scsi disks beside the IDE ones,
+ * unparsable values). */
+int convert_target_make(json_object *saved, enum vbus bus, struct convert_target *t,
+			char **err);
+
+/* Is config (current) the converted form of saved? */
+bool convert_target_applied(json_object *saved, const struct convert_target *t,
+			    json_object *current);
+
+/* The rollback: keys to delete from current (those the target added that
+ * saved lacks; never unusedN) and the saved values that differ. */
+int convert_restore_plan(json_object *saved, json_object *current, char **delete_keys,
+			 struct pve_params *set);
+
+#endif

@@ -1,0 +1,770 @@
+/* test_convert.c - `pvagent virtio` (agent/convert.*): the PVE config
+ * change computed from a saved config (disks, cdrom left alone, MAC kept,
+ * boot order, scsihw, legacy bootdisk), the restore plan of the rollback
+ * (never an unusedN delete); and whole conversions against the simulator,
+ * whose boot model decides whether each fixture guest's real sshd
+ * (tests/support/guestenv) answers after the switch: every fixture
+ * converted and compared file by file with its expected-final tree, a
+ * second run changing nothing, and each failure mode forced and rolled
+ * back to a guest that answers on IDE/e1000 with its original files.
+ * Run from the repository root, as root. */
+#include "convert.h"
+#include "guestenv.h"
+#include "simclock.h"
+#include "simproc.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static json_object *cfg(const char *text)
+{
+	json_object *o = json_tokener_parse(text);
+	cr_assert(o, "bad JSON in the test: %s", text);
+	return o;
+}
+
+static const char *param(const struct convert_target *t, const char *key)
+{
+	return pve_params_get(&t->set, key);
+}
+
+static const char fbsd9[] =
+	"{\"name\":\"fbsd9\",\"boot\":\"order=ide0;ide2;net0\","
+	"\"ide0\":\"local-lvm:vm-190-disk-0,size=16G\","
+	"\"ide2\":\"local:iso/FreeBSD-9.0-RELEASE-amd64-disc1.iso,media=cdrom\","
+	"\"ide1\":\"local-lvm:vm-190-disk-1,cache=writeback,model=QEMU_DATA,size=8G\","
+	"\"net0\":\"e1000=BC:24:11:00:01:90,bridge=vmbr0,firewall=1\","
+	"\"net1\":\"rtl8139=BC:24:11:00:02:90,bridge=vmbr1\"}";
+
+Test(convert_target, ide_disks_and_e1000_to_virtio_blk)
+{
+	json_object *c = cfg(fbsd9);
+	struct convert_target t;
+	char *err = NULL;
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), 0, "%s", err);
+	cr_assert_eq(t.ndisks, 2);
+	cr_assert_eq(t.nnics, 1, "rtl8139 is left alone");
+	cr_assert_str_eq(t.delete_keys, "ide0,ide1", "the cdrom ide2 stays");
+	cr_assert_str_eq(param(&t, "virtio0"), "local-lvm:vm-190-disk-0,size=16G");
+	cr_assert_str_eq(param(&t, "virtio1"), "local-lvm:vm-190-disk-1,cache=writeback,size=8G",
+			 "model= is an IDE option and goes; cache is kept");
+	cr_assert_str_eq(param(&t, "net0"), "virtio=BC:24:11:00:01:90,bridge=vmbr0,firewall=1",
+			 "same MAC, same options");
+	cr_assert_null(param(&t, "net1"));
+	cr_assert_str_eq(param(&t, "boot"), "order=virtio0;ide2;net0");
+	cr_assert_null(param(&t, "scsihw"));
+	cr_assert_str_eq(t.boot_key, "virtio0");
+	cr_assert_eq(t.boot_index, 0);
+	cr_assert_eq(t.n_lines, 4);
+	cr_assert_str_eq(t.lines[0], "ide0 -> virtio0: local-lvm:vm-190-disk-0,size=16G");
+	cr_assert_str_eq(t.lines[2], "net0: e1000=BC:24:11:00:01:90,bridge=vmbr0,firewall=1 -> "
+				     "virtio=BC:24:11:00:01:90,bridge=vmbr0,firewall=1");
+	cr_assert_str_eq(t.lines[3], "boot: order=ide0;ide2;net0 -> order=virtio0;ide2;net0");
+	convert_target_free(&t);
+	json_object_put(c);
+}
+
+Test(convert_target, virtio_scsi_sets_the_controller)
+{
+	json_object *c = cfg("{\"ide0\":\"local-lvm:vm-1-disk-0,size=32G,wwn=0x5000c50015ea71ac\","
+			     "\"net0\":\"model=e1000,macaddr=BC:24:11:00:00:01,bridge=vmbr0\","
+			     "\"boot\":\"order=ide0\"}");
+	struct convert_target t;
+	char *err = NULL;
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_SCSI, &t, &err), 0, "%s", err);
+	cr_assert_str_eq(param(&t, "scsi0"), "local-lvm:vm-1-disk-0,size=32G,wwn=0x5000c50015ea71ac",
+			 "SCSI takes wwn");
+	cr_assert_str_eq(param(&t, "scsihw"), "virtio-scsi-single");
+	cr_assert_str_eq(param(&t, "net0"), "model=virtio,macaddr=BC:24:11:00:00:01,bridge=vmbr0");
+	cr_assert_str_eq(param(&t, "boot"), "order=scsi0");
+	convert_target_free(&t);
+	json_object_put(c);
+}
+
+Test(convert_target, legacy_bootdisk)
+{
+	json_object *c = cfg("{\"ide0\":\"local:100/vm-100-disk-1.qcow2,size=8G\","
+			     "\"bootdisk\":\"ide0\",\"boot\":\"cdn\"}");
+	struct convert_target t;
+	char *err = NULL;
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), 0, "%s", err);
+	cr_assert_str_eq(param(&t, "bootdisk"), "virtio0");
+	cr_assert_null(param(&t, "boot"), "a legacy boot string is left alone");
+	convert_target_free(&t);
+	json_object_put(c);
+}
+
+Test(convert_target, already_virtio_has_nothing_to_move)
+{
+	json_object *c = cfg("{\"virtio0\":\"local-lvm:vm-1-disk-0,size=32G\","
+			     "\"ide2\":\"none,media=cdrom\","
+			     "\"net0\":\"virtio=BC:24:11:00:00:01,bridge=vmbr0\"}");
+	struct convert_target t;
+	char *err = NULL;
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), 0, "%s", err);
+	cr_assert_eq(t.ndisks, 0);
+	cr_assert_eq(t.nnics, 0);
+	cr_assert_null(t.delete_keys);
+	cr_assert_eq(t.set.n, 0);
+	convert_target_free(&t);
+	json_object_put(c);
+}
+
+Test(convert_target, mixed_buses_refused)
+{
+	json_object *c = cfg("{\"ide0\":\"local-lvm:vm-1-disk-0,size=32G\","
+			     "\"virtio0\":\"local-lvm:vm-1-disk-1,size=8G\"}");
+	struct convert_target t;
+	char *err = NULL;
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), -1);
+	cr_assert(err && strstr(err, "beside its IDE disks"), "%s", err ? err : "(null)");
+	free(err);
+	json_object_put(c);
+}
+
+Test(convert_target, applied_after_the_change)
+{
+	json_object *saved = cfg(fbsd9);
+	struct convert_target t;
+	char *err = NULL;
+	cr_assert_eq(convert_target_make(saved, VBUS_VIRTIO_BLK, &t, &err), 0);
+	json_object *cur = cfg(fbsd9);
+	cr_assert_not(convert_target_applied(saved, &t, cur));
+	/* PVE after delete=ide0,ide1 and the set: unusedN gone, keys reordered */
+	json_object *after = cfg("{\"name\":\"fbsd9\",\"boot\":\"order=virtio0;ide2;net0\","
+				 "\"virtio0\":\"local-lvm:vm-190-disk-0,size=16G\","
+				 "\"virtio1\":\"local-lvm:vm-190-disk-1,size=8G,cache=writeback\","
+				 "\"ide2\":\"local:iso/FreeBSD-9.0-RELEASE-amd64-disc1.iso,media=cdrom\","
+				 "\"net0\":\"virtio=BC:24:11:00:01:90,firewall=1,bridge=vmbr0\","
+				 "\"net1\":\"rtl8139=BC:24:11:00:02:90,bridge=vmbr1\"}");
+	cr_assert(convert_target_applied(saved, &t, after));
+	/* half way: ide1 still there */
+	json_object_object_add(after, "ide1", json_object_new_string("local-lvm:vm-190-disk-1"));
+	cr_assert_not(convert_target_applied(saved, &t, after));
+	json_object_put(after);
+	json_object_put(cur);
+	json_object_put(saved);
+	convert_target_free(&t);
+}
+
+Test(convert_restore, puts_the_saved_config_back_without_touching_unused)
+{
+	json_object *saved = cfg(fbsd9);
+	json_object *cur = cfg("{\"name\":\"fbsd9\",\"boot\":\"order=virtio0;ide2;net0\","
+			       "\"digest\":\"0123\","
+			       "\"virtio0\":\"local-lvm:vm-190-disk-0,size=16G\","
+			       "\"unused0\":\"local-lvm:vm-190-disk-1\","
+			       "\"ide2\":\"local:iso/FreeBSD-9.0-RELEASE-amd64-disc1.iso,media=cdrom\","
+			       "\"net0\":\"virtio=BC:24:11:00:01:90,bridge=vmbr0,firewall=1\","
+			       "\"net1\":\"rtl8139=BC:24:11:00:02:90,bridge=vmbr1\"}");
+	char *del = NULL;
+	struct pve_params set = {0};
+	cr_assert_eq(convert_restore_plan(saved, cur, &del, &set), 0);
+	cr_assert_str_eq(del, "virtio0", "unused0 is never deleted: that destroys the volume");
+	cr_assert_str_eq(pve_params_get(&set, "ide0"), "local-lvm:vm-190-disk-0,size=16G");
+	cr_assert_str_eq(pve_params_get(&set, "ide1"),
+			 "local-lvm:vm-190-disk-1,cache=writeback,model=QEMU_DATA,size=8G");
+	cr_assert_str_eq(pve_params_get(&set, "net0"),
+			 "e1000=BC:24:11:00:01:90,bridge=vmbr0,firewall=1");
+	cr_assert_str_eq(pve_params_get(&set, "boot"), "order=ide0;ide2;net0");
+	cr_assert_null(pve_params_get(&set, "net1"), "unchanged keys are not sent");
+	cr_assert_null(pve_params_get(&set, "digest"));
+	cr_assert_eq(set.n, 4);
+	free(del);
+	pve_params_free(&set);
+	/* once restored: nothing left to do */
+	struct pve_params s2 = {0};
+	char *d2 = NULL;
+	cr_assert_eq(convert_restore_plan(saved, saved, &d2, &s2), 0);
+	cr_assert_null(d2);
+	cr_assert_eq(s2.n, 0);
+	json_object_put(cur);
+	json_object_put(saved);
+}
+
+Test(convert_names, bus_and_status)
+{
+	enum convert_bus b;
+	cr_assert_eq(convert_bus_parse("virtio-scsi", &b), 0);
+	cr_assert_eq(b, CONVERT_BUS_SCSI);
+	cr_assert_eq(convert_bus_parse("virtio-blk", &b), 0);
+	cr_assert_eq(b, CONVERT_BUS_BLK);
+	cr_assert_eq(convert_bus_parse("ide", &b), -1);
+	cr_assert_str_eq(convert_status_name(CONV_ALREADY), "already-virtio");
+	cr_assert_str_eq(convert_status_name(CONV_STUCK), "needs-attention");
+}
+
+/* ---- whole conversions ---------------------------------------------------------- */
+
+/* One guest on a simulator: the fixture's sshd chroot is the scenario's
+ * guest root, and the watcher pauses or resumes its sshd as the boot
+ * model says. */
+struct fx {
+	struct guestenv ge;
+	struct simproc sp;
+	struct simclock sc;
+	struct pve_clock clk;
+	struct pve_opts po;
+	struct pve *c;
+	struct ssh_opts so;
+	char *journal;
+	struct sbuf events;
+	const char *fixture;
+	/* fault hook: called for each event (after it is recorded) */
+	void (*hook)(struct fx *f, const struct convert_event *ev);
+	int hook_fired;
+};
+
+static struct fx *live;
+
+static void fx_cleanup(void)
+{
+	if (!live)
+		return;
+	struct fx *f = live;
+	live = NULL;
+	guestenv_watch_stop(&f->ge);
+	pve_free(f->c);
+	(void)simproc_stop(&f->sp);
+	guestenv_stop(&f->ge);
+}
+
+TestSuite(convert_run, .fini = fx_cleanup);
+
+static const char *fixture_mac(const char *fixture)
+{
+	if (strcmp(fixture, "ubuntu-24.04") == 0)
+		return "BC:24:11:5E:2A:7C";
+	if (strcmp(fixture, "ubuntu-9.04") == 0)
+		return "52:54:00:3A:9C:1E";
+	if (strcmp(fixture, "ubuntu-12.04") == 0)
+		return "52:54:00:7D:41:E2";
+	return "BC:24:11:00:01:90";
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+	cr_assert_not_null(fp, "%s", path);
+	cr_assert_geq(fputs(text, fp), 0);
+	cr_assert_eq(fclose(fp), 0);
+}
+
+/* extra_disks: more config members, e.g. ",\"ide1\": \"...\"" */
+static void fx_start(struct fx *f, const char *fixture, const char *addr, const char *extra)
+{
+	memset(f, 0, sizeof *f);
+	const char *sim_bin = getenv("PVESIM_BIN");
+	if (access(sim_bin ? sim_bin : "build/san/pvesim", X_OK) < 0)
+		cr_skip_test("no simulator binary (make build/san/pvesim)");
+	f->fixture = fixture;
+	struct guestenv_opts go = {.fixture = fixture, .addr = addr};
+	cr_assert_eq(guestenv_start(&f->ge, &go), 0, "guest %s did not start", fixture);
+	live = f;
+	bool bsd = strncmp(fixture, "freebsd", 7) == 0;
+	char *scen = strprintf(
+		"{\"pve_version\": \"8.4\", \"cluster_name\": \"t\",\n"
+		" \"nodes\": [{\"name\": \"pve1\", \"cpus\": 8, \"memory_mib\": 32768, \"online\": true,"
+		" \"ip\": \"10.10.0.11\"}],\n"
+		" \"storages\": [{\"id\": \"local-lvm\", \"type\": \"lvmthin\", \"shared\": false,"
+		" \"nodes\": [\"pve1\"], \"content\": \"images,rootdir\", \"size_gib\": 500},\n"
+		"  {\"id\": \"local\", \"type\": \"dir\", \"shared\": false,"
+		" \"nodes\": [\"pve1\"], \"content\": \"iso,vztmpl,backup\", \"size_gib\": 100}],\n"
+		" \"tokens\": [{\"id\": \"root@pam!pvagent\","
+		" \"secret\": \"6b1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\", \"privs\": \"all\"}],\n"
+		" \"users\": [], \"ha\": [], \"faults\": [],\n"
+		" \"guests\": [{\"vmid\": 190, \"node\": \"pve1\", \"type\": \"qemu\", \"status\": \"running\",\n"
+		"   \"fixture\": \"%s\", \"address\": \"%s\", \"root\": \"%s\",\n"
+		"   \"config\": {\"name\": \"g190\", \"memory\": \"1024\", \"cores\": 1, \"ostype\": \"%s\","
+		" \"boot\": \"order=ide0;net0\", \"ide0\": \"local-lvm:vm-190-disk-0,size=16G\","
+		" \"net0\": \"e1000=%s,bridge=vmbr0\"%s}}]}\n",
+		fixture, f->ge.sd.addr, f->ge.sd.root, bsd ? "other" : "l26", fixture_mac(fixture),
+		extra ? extra : "");
+	char *path = strprintf("%s/scenario.json", f->ge.sd.etc);
+	cr_assert(scen && path);
+	write_text(path, scen);
+	cr_assert_eq(simproc_start(&f->sp, path, NULL), 0, "simulator did not start");
+	free(scen);
+	free(path);
+	cr_assert_eq(guestenv_watch_start(&f->ge), 0, "boot watcher did not start");
+	simclock_init(&f->sc, &f->sp);
+	f->clk = f->sc.clock;
+	f->po = (struct pve_opts){
+		.url = f->sp.url,
+		.token_id = f->sp.token_id,
+		.token_secret = f->sp.token_secret,
+		.fingerprint = f->sp.fingerprint,
+		.retry_base_ms = 50,
+		.retry_max_ms = 200,
+		.clock = &f->clk,
+	};
+	struct pve_error e = {0};
+	f->c = pve_new(&f->po, &e);
+	cr_assert_not_null(f->c, "pve_new: %s", e.message ? e.message : "?");
+	f->so = guestenv_ssh_opts(&f->ge);
+	f->journal = strprintf("%s/journal", f->ge.sd.etc);
+	cr_assert_not_null(f->journal);
+}
+
+static void fx_stop(struct fx *f)
+{
+	live = NULL;
+	cr_assert_eq(guestenv_watch_stop(&f->ge), 0);
+	pve_free(f->c);
+	guest_version_cache_clear();
+	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
+	simclock_destroy(&f->sc);
+	guestenv_stop(&f->ge);
+	free(f->journal);
+	sbuf_free(&f->events);
+}
+
+static void on_event(void *ctx, const struct convert_event *ev)
+{
+	struct fx *f = ctx;
+	static const char *const kinds[] = {"step", "diff", "config", "note"};
+	sbuf_addf(&f->events, "%s %s%s%s: %s\n", kinds[ev->kind], ev->step ? ev->step : "-",
+		  ev->path ? " " : "", ev->path ? ev->path : "", ev->text ? ev->text : "");
+	if (f->hook)
+		f->hook(f, ev);
+}
+
+static int run(struct fx *f, enum convert_bus bus, bool dry_run, double verify_s,
+	       struct convert_result *res)
+{
+	struct guest_ref g = {0};
+	struct pve_error e = {0};
+	cr_assert_eq(guest_find_by_vmid(f->c, 190, &g, &e), 1, "%s", e.message ? e.message : "?");
+	struct guest_wait w = {.clock = &f->clk, .shutdown_timeout_s = 60};
+	struct convert_request q = {
+		.pve = f->c,
+		.guest = &g,
+		.ssh = &f->so,
+		.bus = bus,
+		.dry_run = dry_run,
+		.journal_dir = f->journal,
+		.wait = &w,
+		.verify_timeout_s = verify_s > 0 ? verify_s : 20,
+		.on_event = on_event,
+		.event_ctx = f,
+	};
+	int rc = convert_run(&q, res);
+	guest_ref_clear(&g);
+	return rc;
+}
+
+static json_object *guest_state(struct fx *f)
+{
+	json_object *st = simproc_state(&f->sp);
+	cr_assert_not_null(st);
+	json_object *cl = NULL, *guests = NULL;
+	if (json_object_object_get_ex(st, "cluster", &cl))
+		json_object_object_get_ex(cl, "guests", &guests);
+	else
+		json_object_object_get_ex(st, "guests", &guests);
+	for (size_t i = 0; guests && i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i), *v = NULL;
+		if (json_object_object_get_ex(g, "vmid", &v) && json_object_get_int(v) == 190) {
+			json_object *ret = json_object_get(g);
+			json_object_put(st);
+			return ret;
+		}
+	}
+	json_object_put(st);
+	cr_assert_fail("no guest 190 in the simulator");
+	return NULL;
+}
+
+/* The guest's PVE config member key (NULL when absent), copied. */
+static char *config_value(struct fx *f, const char *key)
+{
+	json_object *g = guest_state(f), *cfg = NULL, *v = NULL;
+	char *out = NULL;
+	if (json_object_object_get_ex(g, "config", &cfg) && json_object_object_get_ex(cfg, key, &v))
+		out = strdup(json_object_get_string(v));
+	json_object_put(g);
+	return out;
+}
+
+static char *boot_state(struct fx *f)
+{
+	json_object *g = guest_state(f), *b = NULL, *s = NULL;
+	char *out = NULL;
+	if (json_object_object_get_ex(g, "boot", &b) && json_object_object_get_ex(b, "state", &s))
+		out = strdup(json_object_get_string(s));
+	json_object_put(g);
+	return out;
+}
+
+static void expect_config(struct fx *f, const char *key, const char *want)
+{
+	char *v = config_value(f, key);
+	if (want)
+		cr_expect(v && strcmp(v, want) == 0, "config %s: '%s', want '%s'", key,
+			  v ? v : "(absent)", want);
+	else
+		cr_expect_null(v, "config %s should be absent, is '%s'", key, v);
+	free(v);
+}
+
+/* Every file of tests/guests/<fixture>/<tree> equals the guest's. */
+static void expect_tree(struct fx *f, const char *tree)
+{
+	char *cmd = strprintf("cd tests/guests/%s/%s && find . -type f | sort", f->fixture, tree);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	char line[512];
+	int n = 0;
+	while (fgets(line, sizeof line, p)) {
+		line[strcspn(line, "\n")] = '\0';
+		char *want = NULL, *have = NULL;
+		char *wp = strprintf("tests/guests/%s/%s/%s", f->fixture, tree, line + 2);
+		cr_assert_eq(read_file(wp, &want, NULL), 0, "%s", wp);
+		cr_expect_eq(guestenv_read(&f->ge, line + 1, &have), 0, "%s missing", line + 1);
+		cr_expect(have && strcmp(want, have) == 0, "%s differs from %s:\n%s", line + 1, wp,
+			  have ? have : "");
+		free(want);
+		free(have);
+		free(wp);
+		n++;
+	}
+	pclose(p);
+	free(cmd);
+	cr_assert_gt(n, 0, "no files in %s", tree);
+}
+
+static void expect_original(struct fx *f)
+{
+	/* every file of the fixture's root as installed */
+	expect_tree(f, "root");
+}
+
+static void convert_ok(const char *fixture, const char *addr, enum convert_bus bus,
+		       const char *disk_key, const char *nic_value)
+{
+	struct fx f;
+	fx_start(&f, fixture, addr, NULL);
+	struct convert_result r;
+	int rc = run(&f, bus, false, 0, &r);
+	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
+		     r.failed_step, r.error, sbuf_str(&f.events));
+	cr_expect_eq(r.status, CONV_DONE);
+	cr_expect_eq(r.exit_code, 0);
+	cr_expect_str_eq(r.snapshot, "pvagent_virtio");
+	convert_result_free(&r);
+	expect_config(&f, disk_key, "local-lvm:vm-190-disk-0,size=16G");
+	expect_config(&f, "ide0", NULL);
+	expect_config(&f, "unused0", NULL);
+	expect_config(&f, "net0", nic_value);
+	char *st = boot_state(&f);
+	cr_expect_str_eq(st, "up");
+	free(st);
+	if (bus == CONVERT_BUS_BLK)
+		expect_tree(&f, "expected-final");
+	char *jp = strprintf("%s/190.json", f.journal);
+	cr_expect(access(jp, F_OK) < 0, "the journal is removed when done");
+	free(jp);
+	/* a second run: already virtio, no config change */
+	json_object *before = simproc_requests(&f.sp);
+	int puts_before = simproc_count_requests(before, "PUT", "*/config", -1);
+	cr_assert_eq(run(&f, bus, false, 0, &r), 0, "%s", r.error);
+	cr_expect_eq(r.status, CONV_ALREADY);
+	convert_result_free(&r);
+	json_object *after = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(after, "PUT", "*/config", -1), puts_before);
+	json_object_put(before);
+	json_object_put(after);
+	fx_stop(&f);
+}
+
+Test(convert_run, freebsd_9_0_end_to_end)
+{
+	convert_ok("freebsd-9.0", "127.0.1.140", CONVERT_BUS_AUTO, "virtio0",
+		   "virtio=BC:24:11:00:01:90,bridge=vmbr0");
+	(void)0;
+}
+
+Test(convert_run, freebsd_10)
+{
+	convert_ok("freebsd-10", "127.0.1.141", CONVERT_BUS_BLK, "virtio0",
+		   "virtio=BC:24:11:00:01:90,bridge=vmbr0");
+}
+
+Test(convert_run, freebsd_14)
+{
+	convert_ok("freebsd-14", "127.0.1.142", CONVERT_BUS_BLK, "virtio0",
+		   "virtio=BC:24:11:00:01:90,bridge=vmbr0");
+}
+
+Test(convert_run, ubuntu_9_04)
+{
+	convert_ok("ubuntu-9.04", "127.0.1.143", CONVERT_BUS_BLK, "virtio0",
+		   "virtio=52:54:00:3A:9C:1E,bridge=vmbr0");
+}
+
+Test(convert_run, ubuntu_24_04_blk)
+{
+	convert_ok("ubuntu-24.04", "127.0.1.144", CONVERT_BUS_BLK, "virtio0",
+		   "virtio=BC:24:11:5E:2A:7C,bridge=vmbr0");
+}
+
+Test(convert_run, ubuntu_24_04_auto_is_virtio_scsi)
+{
+	convert_ok("ubuntu-24.04", "127.0.1.145", CONVERT_BUS_AUTO, "scsi0",
+		   "virtio=BC:24:11:5E:2A:7C,bridge=vmbr0");
+}
+
+Test(convert_run, two_disks_and_a_cdrom)
+{
+	struct fx f;
+	fx_start(&f, "freebsd-9.0", "127.0.1.146",
+		 ", \"ide1\": \"local-lvm:vm-190-disk-1,size=8G\","
+		 " \"ide2\": \"none,media=cdrom\"");
+	struct convert_result r;
+	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 0, &r), 0, "%s\n%s", r.error,
+		     sbuf_str(&f.events));
+	convert_result_free(&r);
+	expect_config(&f, "virtio0", "local-lvm:vm-190-disk-0,size=16G");
+	expect_config(&f, "virtio1", "local-lvm:vm-190-disk-1,size=8G");
+	expect_config(&f, "ide2", "none,media=cdrom");
+	expect_config(&f, "ide0", NULL);
+	expect_config(&f, "ide1", NULL);
+	fx_stop(&f);
+}
+
+Test(convert_run, dry_run_changes_nothing)
+{
+	struct fx f;
+	fx_start(&f, "freebsd-9.0", "127.0.1.147", NULL);
+	char *before = guestenv_snapshot(&f.ge);
+	struct convert_result r;
+	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, true, 0, &r), 0, "%s", r.error);
+	cr_expect_eq(r.status, CONV_DRY_RUN);
+	convert_result_free(&r);
+	char *after = guestenv_snapshot(&f.ge);
+	cr_expect_str_eq(after, before, "a dry run writes nothing in the guest");
+	const char *ev = sbuf_str(&f.events);
+	cr_expect(strstr(ev, "diff prepare /boot/loader.conf"), "%s", ev);
+	cr_expect(strstr(ev, "+virtio_blk_load=\"YES\""), "%s", ev);
+	cr_expect(strstr(ev, "config config: ide0 -> virtio0"), "%s", ev);
+	cr_expect(strstr(ev, "pkg_add"), "the kmod install is shown: %s", ev);
+	expect_config(&f, "ide0", "local-lvm:vm-190-disk-0,size=16G");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "PUT", "*/config", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/snapshot", -1), 0);
+	json_object_put(log);
+	free(before);
+	free(after);
+	fx_stop(&f);
+}
+
+/* ---- failure modes ------------------------------------------------------------------ */
+
+static void expect_rolled_back(struct fx *f, const struct convert_result *r, const char *why)
+{
+	cr_expect_eq(r->status, CONV_FAILED, "%s: %s\n%s\nevents:\n%s", convert_status_name(r->status),
+		     r->error ? r->error : "", r->recovery ? r->recovery : "", sbuf_str(&f->events));
+	cr_expect_eq(r->exit_code, 1);
+	cr_expect(r->error && strstr(r->error, why), "error: %s (want '%s')\n%s",
+		  r->error ? r->error : "(null)", why, sbuf_str(&f->events));
+	expect_config(f, "ide0", "local-lvm:vm-190-disk-0,size=16G");
+	expect_config(f, "net0", "e1000=BC:24:11:00:01:90,bridge=vmbr0");
+	expect_config(f, "boot", "order=ide0;net0");
+	expect_config(f, "virtio0", NULL);
+	expect_config(f, "unused0", NULL);
+	char *st = boot_state(f);
+	cr_expect_str_eq(st, "up", "the guest runs again on IDE/e1000");
+	free(st);
+	expect_original(f);
+	struct ssh_session *s = NULL;
+	struct ssh_error e = {0};
+	cr_expect_eq(ssh_connect(&f->so, &s, &e), 0, "the guest answers SSH: %s", ssh_error_str(&e));
+	ssh_close(s);
+	ssh_error_clear(&e);
+}
+
+Test(convert_run, kmod_not_installable_stops_before_pve)
+{
+	struct fx f;
+	fx_start(&f, "freebsd-9.0", "127.0.1.150", NULL);
+	cr_assert_eq(guestenv_write(&f.ge, "/.pvagent-facts/fail-pkg", "", 0644), 0);
+	char *before = guestenv_snapshot(&f.ge);
+	struct convert_result r;
+	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 0, &r), -1);
+	cr_expect_eq(r.exit_code, 1);
+	cr_expect(r.error && strstr(r.error, "cannot install virtio-kmod"), "%s", r.error);
+	cr_expect(r.error && strstr(r.error, "nothing on PVE was changed"), "%s", r.error);
+	cr_expect_str_eq(r.failed_step, "prepare");
+	convert_result_free(&r);
+	char *after = guestenv_snapshot(&f.ge);
+	cr_expect_str_eq(after, before);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "PUT", "*/config", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/snapshot", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/status/shutdown", -1), 0);
+	json_object_put(log);
+	free(before);
+	free(after);
+	fx_stop(&f);
+}
+
+/* Between the config change and the start: put the root back on the IDE
+ * name, as if the edit had been lost: virtio boots to mountroot>. */
+static void break_fstab(struct fx *f, const struct convert_event *ev)
+{
+	if (ev->kind != CONV_EV_CONFIG || f->hook_fired++)
+		return;
+	char *fstab = NULL;
+	cr_assert_eq(guestenv_read(&f->ge, "/etc/fstab", &fstab), 0);
+	struct sbuf b = {0};
+	for (const char *p = fstab; *p;) {
+		size_t n = strcspn(p, "\n");
+		const char *mp = strstr(p, "\t/\t");
+		if (mp && mp < p + n && *p != '#')
+			sbuf_addf(&b, "/dev/ad0s1a%.*s\n", (int)(p + n - mp), mp);
+		else
+			sbuf_addf(&b, "%.*s\n", (int)n, p);
+		p += n + (p[n] ? 1 : 0);
+	}
+	cr_assert_eq(guestenv_write(&f->ge, "/etc/fstab", sbuf_str(&b), 0644), 0);
+	sbuf_free(&b);
+	free(fstab);
+}
+
+Test(convert_run, root_on_a_missing_device_rolls_back)
+{
+	struct fx f;
+	fx_start(&f, "freebsd-9.0", "127.0.1.151", NULL);
+	f.hook = break_fstab;
+	struct convert_result r;
+	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 3, &r), -1);
+	cr_expect(strstr(sbuf_str(&f.events), "rolling back"), "%s", sbuf_str(&f.events));
+	expect_rolled_back(&f, &r, "does not answer over SSH");
+	cr_expect(r.rolled_back);
+	convert_result_free(&r);
+	fx_stop(&f);
+}
+
+/* The NIC's rc.conf line lost before the boot: virtio boots without network. */
+static void drop_vtnet(struct fx *f, const struct convert_event *ev)
+{
+	if (ev->kind != CONV_EV_CONFIG || f->hook_fired++)
+		return;
+	char *rc = NULL;
+	cr_assert_eq(guestenv_read(&f->ge, "/etc/rc.conf", &rc), 0);
+	struct sbuf b = {0};
+	for (const char *p = rc; *p;) {
+		size_t n = strcspn(p, "\n");
+		if (strncmp(p, "ifconfig_vtnet0", 15) != 0)
+			sbuf_addf(&b, "%.*s\n", (int)n, p);
+		p += n + (p[n] ? 1 : 0);
+	}
+	cr_assert_eq(guestenv_write(&f->ge, "/etc/rc.conf", sbuf_str(&b), 0644), 0);
+	sbuf_free(&b);
+	free(rc);
+}
+
+Test(convert_run, nic_config_missing_rolls_back)
+{
+	struct fx f;
+	fx_start(&f, "freebsd-9.0", "127.0.1.152", NULL);
+	f.hook = drop_vtnet;
+	struct convert_result r;
+	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 3, &r), -1);
+	expect_rolled_back(&f, &r, "does not answer over SSH");
+	convert_result_free(&r);
+	fx_stop(&f);
+}
+
+/* The guest boots but its sshd never answers: the watcher is stopped and
+ * the sshd paused at the switch, and the watcher comes back when the
+ * rollback begins. */
+static void silence_guest(struct fx *f, const struct convert_event *ev)
+{
+	if (ev->kind == CONV_EV_CONFIG && f->hook_fired == 0) {
+		f->hook_fired = 1;
+		cr_assert_eq(guestenv_watch_stop(&f->ge), 0);
+		cr_assert_eq(guestenv_pause(&f->ge), 0);
+	} else if (ev->kind == CONV_EV_NOTE && ev->text && strstr(ev->text, "rolling back") &&
+		   f->hook_fired == 1) {
+		f->hook_fired++;
+		cr_assert_eq(guestenv_resume(&f->ge), 0);
+		cr_assert_eq(guestenv_watch_start(&f->ge), 0);
+	}
+}
+
+Test(convert_run, guest_never_answers_rolls_back)
+{
+	struct fx f;
+	fx_start(&f, "freebsd-9.0", "127.0.1.153", NULL);
+	f.hook = silence_guest;
+	struct convert_result r;
+	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 3, &r), -1);
+	expect_rolled_back(&f, &r, "does not answer over SSH");
+	convert_result_free(&r);
+	fx_stop(&f);
+}
+
+Test(convert_run, pve_error_during_the_config_change_rolls_back)
+{
+	struct fx f;
+	fx_start(&f, "freebsd-9.0", "127.0.1.154", NULL);
+	/* the second config PUT (the virtio devices) fails */
+	cr_assert_eq(simproc_fault(&f.sp, "{\"method\": \"PUT\", \"path\": \"/qemu/190/config$\","
+					  " \"nth\": 2, \"action\": \"status\", \"status\": 500,"
+					  " \"message\": \"unable to parse drive options\"}"), 0);
+	struct convert_result r;
+	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 3, &r), -1);
+	expect_rolled_back(&f, &r, "adding the virtio devices");
+	convert_result_free(&r);
+	fx_stop(&f);
+}
+
+/* The agent killed (SIGKILL) between the switch and the verify; the rerun
+ * finds the journal and finishes. */
+static void die(struct fx *f, const struct convert_event *ev)
+{
+	(void)f;
+	if (ev->kind == CONV_EV_CONFIG)
+		raise(SIGKILL);
+}
+
+Test(convert_run, killed_between_switch_and_verify_rerun_recovers)
+{
+	struct fx f;
+	fx_start(&f, "freebsd-9.0", "127.0.1.155", NULL);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		f.hook = die;
+		struct convert_result r;
+		run(&f, CONVERT_BUS_AUTO, false, 0, &r);
+		_exit(0);
+	}
+	int status = 0;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the agent was not killed");
+	expect_config(&f, "virtio0", "local-lvm:vm-190-disk-0,size=16G");
+	char *st = boot_state(&f);
+	cr_expect_str_eq(st, "stopped", "killed before the start");
+	free(st);
+	struct convert_result r;
+	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 0, &r), 0, "%s\n%s", r.error,
+		     sbuf_str(&f.events));
+	cr_expect(r.resumed);
+	cr_expect_eq(r.status, CONV_DONE);
+	convert_result_free(&r);
+	expect_tree(&f, "expected-final");
+	st = boot_state(&f);
+	cr_expect_str_eq(st, "up");
+	free(st);
+	fx_stop(&f);
+}
