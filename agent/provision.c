@@ -1357,7 +1357,7 @@ static int up_one(struct one *o, struct pve_error *err)
 					     : NULL;
 		int sr = guest_set_config(c, &g, &p, NULL, digest, false, &o->w, err);
 		pve_params_free(&p);
-		if (sr < 0 && attempt == 0 &&
+		if (sr < 0 && attempt < 4 &&
 		    (err->message && (strstr(err->message, "digest") ||
 				      strstr(err->message, "modified configuration")))) {
 			/* changed under us (e.g. by the lock holder we waited for):

@@ -222,6 +222,8 @@ struct fx {
 	int hook_fired;
 };
 
+/* Tests keep their fixture in a static: the suite's fini runs after a
+ * failed assertion has unwound the test's stack. */
 static struct fx *live;
 
 static void fx_cleanup(void)
@@ -449,7 +451,7 @@ static void expect_original(struct fx *f)
 static void convert_ok(const char *fixture, const char *addr, enum convert_bus bus,
 		       const char *disk_key, const char *nic_value)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, fixture, addr, NULL);
 	struct convert_result r;
 	int rc = run(&f, bus, false, 0, &r);
@@ -523,7 +525,7 @@ Test(convert_run, ubuntu_24_04_auto_is_virtio_scsi)
 
 Test(convert_run, two_disks_and_a_cdrom)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.146",
 		 ", \"ide1\": \"local-lvm:vm-190-disk-1,size=8G\","
 		 " \"ide2\": \"none,media=cdrom\"");
@@ -541,7 +543,7 @@ Test(convert_run, two_disks_and_a_cdrom)
 
 Test(convert_run, dry_run_changes_nothing)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.147", NULL);
 	char *before = guestenv_snapshot(&f.ge);
 	struct convert_result r;
@@ -592,7 +594,7 @@ static void expect_rolled_back(struct fx *f, const struct convert_result *r, con
 
 Test(convert_run, kmod_not_installable_stops_before_pve)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.150", NULL);
 	cr_assert_eq(guestenv_write(&f.ge, "/.pvagent-facts/fail-pkg", "", 0644), 0);
 	char *before = guestenv_snapshot(&f.ge);
@@ -640,7 +642,7 @@ static void break_fstab(struct fx *f, const struct convert_event *ev)
 
 Test(convert_run, root_on_a_missing_device_rolls_back)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.151", NULL);
 	f.hook = break_fstab;
 	struct convert_result r;
@@ -673,7 +675,7 @@ static void drop_vtnet(struct fx *f, const struct convert_event *ev)
 
 Test(convert_run, nic_config_missing_rolls_back)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.152", NULL);
 	f.hook = drop_vtnet;
 	struct convert_result r;
@@ -702,7 +704,7 @@ static void silence_guest(struct fx *f, const struct convert_event *ev)
 
 Test(convert_run, guest_never_answers_rolls_back)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.153", NULL);
 	f.hook = silence_guest;
 	struct convert_result r;
@@ -714,7 +716,7 @@ Test(convert_run, guest_never_answers_rolls_back)
 
 Test(convert_run, pve_error_during_the_config_change_rolls_back)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.154", NULL);
 	/* the second config PUT (the virtio devices) fails */
 	cr_assert_eq(simproc_fault(&f.sp, "{\"method\": \"PUT\", \"path\": \"/qemu/190/config$\","
@@ -738,7 +740,7 @@ static void die(struct fx *f, const struct convert_event *ev)
 
 Test(convert_run, killed_between_switch_and_verify_rerun_recovers)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.155", NULL);
 	fflush(NULL);
 	pid_t pid = fork();

@@ -366,7 +366,9 @@ static const char *const ubuntu_static[] = {
 	"address = agent", "address = cloud-init", NULL};
 
 /* The running fixture, so that a failed assertion (which ends the test
- * early) still stops its simulator in the suite's teardown. */
+ * early) still stops its simulator in the suite's teardown; tests keep
+ * the fixture itself in a static, as the teardown runs after the failed
+ * assertion has unwound the test's stack. */
 static struct fx *live_fx;
 
 static void fx_cleanup(void)
@@ -478,7 +480,7 @@ static void show_failure(const struct up_result *r, size_t n)
 
 Test(provision_sim, clone_configure_start_address)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"web1"};
 	struct up_request req = up_req(&f, names, 1);
@@ -555,7 +557,7 @@ Test(provision_sim, clone_configure_start_address)
  * guest known stopped is started without reading its status first. */
 Test(provision_sim, clone_up_request_budget)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	json_object *log = simproc_requests(&f.sp);
 	size_t before = json_object_array_length(log);
@@ -604,7 +606,7 @@ Test(provision_sim, clone_up_request_budget)
 
 Test(provision_sim, rerun_converges_without_second_guest)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"conv1"};
 	struct up_request req = up_req(&f, names, 1);
@@ -666,7 +668,7 @@ Test(provision_sim, rerun_converges_without_second_guest)
 
 Test(provision_sim, parallel_rollout_caps_in_flight)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"pa", "pb", "pc", "pd", "pe"};
 	struct up_request req = up_req(&f, names, 5);
@@ -703,7 +705,7 @@ Test(provision_sim, parallel_rollout_caps_in_flight)
 
 Test(provision_sim, lxc_up_on_pve8)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, "templates/ubuntu-24.04-ct.tmpl", NULL);
 	const char *names[] = {"ct1"};
 	struct up_request req = up_req(&f, names, 1);
@@ -738,7 +740,7 @@ Test(provision_sim, lxc_up_on_pve8)
 
 Test(provision_sim, openvz_up_on_pve3)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, PVE3, "templates/debian-7-openvz.tmpl", NULL);
 	const char *names[] = {"ovz1"};
 	struct up_request req = up_req(&f, names, 1);
@@ -771,7 +773,7 @@ Test(provision_sim, openvz_up_on_pve3)
 
 Test(provision_sim, down_running_and_missing)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"gone1"};
 	struct up_request req = up_req(&f, names, 1);
@@ -822,7 +824,7 @@ Test(provision_sim, down_running_and_missing)
 
 Test(provision_sim, names_checked_before_anything_is_sent)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
@@ -863,7 +865,7 @@ Test(provision_sim, names_checked_before_anything_is_sent)
 
 Test(provision_sim, duplicate_name_in_cluster_fails_naming_vmids)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	long status = 0;
 	json_object *ans = NULL;
@@ -913,7 +915,7 @@ static void *up_same(void *a)
 
 Test(provision_sim, two_runs_for_one_name_leave_one_guest)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	struct same_arg a[2] = {{&f, NULL, -1}, {&f, NULL, -1}};
 	pthread_t th[2];
@@ -945,7 +947,7 @@ Test(provision_sim, two_runs_for_one_name_leave_one_guest)
 
 Test(provision_sim, nic_model_change_keeps_mac)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, "templates/freebsd-9.0.tmpl", NULL);
 	const char *names[] = {"bsd9"};
 	struct up_request req = up_req(&f, names, 1);
@@ -982,7 +984,7 @@ Test(provision_sim, nic_model_change_keeps_mac)
 
 Test(provision_sim, create_from_iso)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, NULL, NULL);
 	char *path = strprintf("%s/iso-test.tmpl", f.sp.dir);
 	FILE *o = fopen(path, "w");
@@ -1028,7 +1030,7 @@ Test(provision_sim, create_from_iso)
  * (the same command on both). */
 Test(provision_sim, lxc_template_on_pve3_makes_openvz)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, PVE3, NULL, NULL);
 	char *path = strprintf("%s/ct-test.tmpl", f.sp.dir);
 	FILE *o = fopen(path, "w");
@@ -1076,7 +1078,7 @@ Test(provision_sim, lxc_template_on_pve3_makes_openvz)
 
 Test(provision_sim, converge_running_guest_reports_pending_keys)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"run1"};
 	struct up_request req = up_req(&f, names, 1);
@@ -1139,7 +1141,7 @@ static void *up_one_run(void *a)
 /* Ten `pvagent up` runs started at once all succeed with distinct VMIDs. */
 Test(provision_sim, ten_runs_at_once_get_distinct_vmids)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	enum { N = 10 };
 	struct ten_arg a[N];
@@ -1278,7 +1280,7 @@ static size_t count_of(const char *hay, const char *needle)
 Test(provision_inject, up_injects_then_rerun_is_unchanged)
 {
 	sshguest_start("freebsd-14", "127.0.1.140");
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, NULL, NULL);
 	inj_tmpl(&f, ge.sd.addr, ge.sd.port, true);
 	struct conf c = inj_conf();
@@ -1348,7 +1350,7 @@ Test(provision_inject, up_injects_then_rerun_is_unchanged)
 Test(provision_inject, failed_inject_fails_up_naming_the_step_files_unchanged)
 {
 	sshguest_start("freebsd-14", "127.0.1.141");
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, NULL, NULL);
 	inj_tmpl(&f, ge.sd.addr, ge.sd.port, true);
 	struct conf c = inj_conf();
@@ -1424,7 +1426,7 @@ static void expect_no_connection(int fd, const char *why)
  * connection, and no SSH settings are needed. */
 Test(provision_inject, no_file_sections_or_no_inject_never_touch_ssh)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, NULL, NULL);
 	int fd;
 	int port = tcp_port("127.0.1.143", true, &fd);
@@ -1475,7 +1477,7 @@ Test(provision_inject, no_file_sections_or_no_inject_never_touch_ssh)
  * is sent to PVE. */
 Test(provision_inject, guest_files_without_ssh_settings_refused_up_front)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, NULL, NULL);
 	inj_tmpl(&f, "127.0.1.144", 22, true);
 	json_object *log = simproc_requests(&f.sp);
@@ -1506,7 +1508,7 @@ Test(provision_inject, guest_files_without_ssh_settings_refused_up_front)
  * ssh_wait_s, then up fails with exit 4 naming the connect step. */
 Test(provision_inject, ssh_never_answers_bounded_wait_exit_4)
 {
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, NULL, NULL);
 	int fd;
 	int port = tcp_port("127.0.1.145", false, &fd);
@@ -1542,7 +1544,7 @@ Test(provision_inject, ssh_never_answers_bounded_wait_exit_4)
 Test(provision_inject, host_key_mismatch_is_not_retried)
 {
 	sshguest_start("freebsd-14", "127.0.1.146");
-	struct fx f;
+	static struct fx f;
 	fx_start(&f, DEMO, NULL, NULL);
 	inj_tmpl(&f, ge.sd.addr, ge.sd.port, true);
 	char *other = strprintf("%s/other_key", ge.sd.etc);
