@@ -85,6 +85,12 @@ if [ -n "$guest" ]; then
 	say "Run it again: nothing left to convert"
 	run virtio fbsd9-legacy --address 127.0.1.90 | tee "$E2E_DIR/virtio2.out"
 	grep -q 'already virtio' "$E2E_DIR/virtio2.out" || fail "a second virtio run changed something"
+	say "Benchmark it again later: every run is stored and compared with the last one"
+	run bench fbsd9-legacy --address 127.0.1.90 --size 16 | tee "$E2E_DIR/bench.out"
+	grep -q '^compared with the last run:$' "$E2E_DIR/bench.out" ||
+		fail "bench did not compare with the stored run"
+	grep -qE '^sequential read \(MB/s\) +[0-9.]+ +[0-9.]+ +[0-9.]+x$' "$E2E_DIR/bench.out" ||
+		fail "bench printed no comparison row"
 fi
 
 say "Provision a FreeBSD 14 and an Ubuntu 24.04 VM and an LXC container, two at a time"
