@@ -39,7 +39,9 @@ pc_cflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
 pc_libs   = $(shell pkg-config --libs $(1) 2>/dev/null)
 
 AGENT_MAINS = agent/pvagent.c agent/pvagentd.c
-AGENT_SRC   = $(filter-out $(AGENT_MAINS),$(wildcard agent/*.c))
+# the command-line tool's own parts (linked into pvagent, not the library)
+CLI_SRC     = $(wildcard agent/cli_*.c)
+AGENT_SRC   = $(filter-out $(AGENT_MAINS) $(CLI_SRC),$(wildcard agent/*.c))
 MAIN_SRC    = $(wildcard $(AGENT_MAINS))
 SIM_MAIN    = tests/pvesim/pvesim.c
 SIM_SRC     = $(filter-out $(SIM_MAIN) tests/pvesim/test_%.c,$(wildcard tests/pvesim/*.c))
@@ -83,7 +85,7 @@ $(REL)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h agent/*.h)
 $(REL)/libpvagent.a: $(call objs,$(REL),$(AGENT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^
-pvagent: $(REL)/agent/pvagent.o $(REL)/libpvagent.a
+pvagent: $(call objs,$(REL),agent/pvagent.c $(CLI_SRC)) $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
 pvagentd: $(REL)/agent/pvagentd.o $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
@@ -126,7 +128,7 @@ $(SAN)/libsupport.a: $(call objs,$(SAN),$(SUPPORT_SRC))
 	rm -f $@; ar rcs $@ $^
 $(SAN)/pvesim: $(call objs,$(SAN),$(SIM_MAIN) $(SIM_AGENT)) $(SAN)/libpvesim.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(SIM_LIBS)
-$(SAN)/pvagent: $(call objs,$(SAN),agent/pvagent.c) $(SAN)/libpvagent.a
+$(SAN)/pvagent: $(call objs,$(SAN),agent/pvagent.c $(CLI_SRC)) $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)
 $(SAN)/pvagentd: $(call objs,$(SAN),agent/pvagentd.c) $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)

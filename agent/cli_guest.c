@@ -1,0 +1,717 @@
+/* cli_guest.c - the guest-side commands of pvagent: inject, virtio and
+ * bench, and what they share: guest_target_open() finds the guest, loads
+ * and expands its template, finds its address and builds the SSH options.
+ * Printing follows pvagent.c (text lines, or JSON lines with --json). */
+#include "bench.h"
+#include "cli.h"
+#include "conf.h"
+#include "convert.h"
+#include "guest.h"
+#include "inject.h"
+#include "log.h"
+#include "output.h"
+#include "pvecfg.h"
+#include "pve.h"
+#include "tmpl.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- inject: printing ---------------------------------------------------------- */
+
+static void on_inject_event(void *ctx, const struct inject_event *ev)
+{
+	struct cli *cli = ctx;
+	if (cli->json) {
+		json_object *o = json_object_new_object();
+		static const char *kinds[] = {"step", "diff", "file", "note"};
+		json_object_object_add(o, "event", json_object_new_string(kinds[ev->kind]));
+		json_object_object_add(o, "step", json_object_new_string(inject_step_name(ev->step)));
+		if (ev->path)
+			json_object_object_add(o, "path", json_object_new_string(ev->path));
+		if (ev->text)
+			json_object_object_add(o, "text", json_object_new_string(ev->text));
+		if (ev->kind == INJ_EV_STEP)
+			json_object_object_add(o, "seconds", json_object_new_double(ev->elapsed_s));
+		out_json_line(stdout, o);
+		json_object_put(o);
+		return;
+	}
+	switch (ev->kind) {
+	case INJ_EV_DIFF:
+		fputs(ev->text ? ev->text : "", stdout);
+		break;
+	case INJ_EV_STEP:
+		printf("  %-8s %6.1fs%s%s\n", inject_step_name(ev->step), ev->elapsed_s,
+		       ev->text ? "  " : "", ev->text ? ev->text : "");
+		break;
+	case INJ_EV_NOTE:
+		printf("  note: %s\n", ev->text ? ev->text : "");
+		break;
+	default:
+		break;
+	}
+	fflush(stdout);
+}
+
+static enum guest_addr_source addr_source(enum tmpl_addr a)
+{
+	return a == TMPL_ADDR_STATIC ? GUEST_ADDR_STATIC
+	     : a == TMPL_ADDR_CLOUDINIT ? GUEST_ADDR_CONFIG : GUEST_ADDR_AGENT;
+}
+
+/* ---- a guest to work on over SSH (inject; virtio and bench next) ------------ */
+
+struct target_req {
+	const char *cmd;                /* "inject": the messages' prefix */
+	const char *name;               /* the guest's name */
+	const char *tmpl_name;          /* -t TEMPLATE, or NULL: the one the
+					   description names */
+	const char *address;            /* --address, or NULL: look it up */
+	const struct tmpl_kvlist *vars; /* --var K=V (may be NULL) */
+	bool tmpl_optional;             /* without a template, go on with the
+					   [ssh] settings alone */
+};
+
+struct guest_target {
+	struct guest_ref ref;
+	json_object *config;            /* the guest's PVE config */
+	char *tmpl_name;                /* or NULL (no template) */
+	struct tmpl *tmpl;              /* or NULL (no template) */
+	struct tmpl_inst inst;          /* tmpl expanded for this guest */
+	char *address;
+	struct ssh_opts ssh;            /* borrows from cli->conf, inst and address */
+};
+
+static void guest_target_free(struct guest_target *gt)
+{
+	free(gt->address);
+	tmpl_inst_free(&gt->inst);
+	tmpl_free(gt->tmpl);
+	free(gt->tmpl_name);
+	json_object_put(gt->config);
+	guest_ref_clear(&gt->ref);
+	memset(gt, 0, sizeof *gt);
+}
+
+/* --address: a host name or address, nothing a command line could take
+ * for an option or split. */
+static bool address_ok(const char *a)
+{
+	if (!a || !*a || *a == '-' || strlen(a) > 253)
+		return false;
+	for (const char *p = a; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* Load and expand the template (-t, or the one the description names) for
+ * the guest. 0, or an exit code (reported). Without a template to use and
+ * req->tmpl_optional, 0 with gt->tmpl NULL. */
+static int target_template(struct cli *cli, const struct target_req *req, const char *pubkey,
+			   struct guest_target *gt)
+{
+	char *err = NULL;
+	json_object *d = NULL;
+	if (req->tmpl_name)
+		gt->tmpl_name = strdup(req->tmpl_name);
+	else if (json_object_object_get_ex(gt->config, "description", &d))
+		gt->tmpl_name = inject_template_from_description(json_object_get_string(d));
+	if (req->tmpl_name && !gt->tmpl_name) {
+		fprintf(stderr, "pvagent %s: out of memory\n", req->cmd);
+		return 1;
+	}
+	if (!gt->tmpl_name) {
+		if (req->tmpl_optional)
+			return 0;
+		fprintf(stderr, "pvagent %s: %s was not made from a pvagent template: "
+				"name one with -t TEMPLATE\n", req->cmd, req->name);
+		return EXIT_USAGE;
+	}
+	struct tmpl *t = NULL;
+	int lr = tmpl_load((const char *const *)cli->conf.paths.templates, gt->tmpl_name, &t, &err);
+	gt->tmpl = t;
+	if (lr < 0) {
+		if (req->tmpl_optional && !req->tmpl_name) {
+			log_warn("%s: template %s (from the description) not used: %s", req->name,
+				 gt->tmpl_name, err ? err : "cannot load it");
+			free(err);
+			free(gt->tmpl_name);
+			gt->tmpl_name = NULL;
+			gt->tmpl = NULL;
+			return 0;
+		}
+		fprintf(stderr, "pvagent %s: %s\n", req->cmd, err ? err : "cannot load the template");
+		free(err);
+		return EXIT_USAGE;
+	}
+	struct tmpl_kvlist vars = {0};
+	char vmid[24];
+	snprintf(vmid, sizeof vmid, "%d", gt->ref.vmid);
+	int bad = 0;
+	for (size_t i = 0; req->vars && i < req->vars->n && !bad; i++)
+		bad = tmpl_kvlist_set(&vars, req->vars->items[i].key, req->vars->items[i].value) < 0;
+	if (bad || tmpl_kvlist_set(&vars, "name", req->name) < 0 ||
+	    tmpl_kvlist_set(&vars, "vmid", vmid) < 0 ||
+	    (gt->ref.node && tmpl_kvlist_set(&vars, "node", gt->ref.node) < 0) ||
+	    (pubkey && tmpl_kvlist_set(&vars, "pubkey", pubkey) < 0) ||
+	    tmpl_expand(gt->tmpl, &vars, &gt->inst, &err) < 0) {
+		fprintf(stderr, "pvagent %s: %s\n", req->cmd, err ? err : "out of memory");
+		free(err);
+		tmpl_kvlist_free(&vars);
+		return EXIT_USAGE;
+	}
+	tmpl_kvlist_free(&vars);
+	return 0;
+}
+
+/* Find the guest by name, read its config, load and expand its template,
+ * find its address (--address, else the template's [guest] address
+ * method, else the guest agent) and build the SSH options ([ssh] of the
+ * configuration, the template's [guest] user and port). 0, or an exit
+ * code after saying why; *gt is filled either way (guest_target_free). */
+static int guest_target_open(struct cli *cli, const struct target_req *req,
+			     struct guest_target *gt)
+{
+	memset(gt, 0, sizeof *gt);
+	if (req->address && !address_ok(req->address))
+		return cli_usage_error(req->cmd, "bad --address", req->address);
+	int rc = cli_connect_pve(cli);
+	if (rc)
+		return rc;
+	struct pve_error e = {0};
+	int found = guest_find_by_name(cli->pve, req->name, &gt->ref, &e);
+	if (found < 0 || (found == 1 && guest_get_config(cli->pve, &gt->ref, &gt->config, &e) < 0))
+		return cli_fail_pve(cli, req->cmd, &e);
+	if (found == 0) {
+		fprintf(stderr, "pvagent %s: no guest named '%s'\n", req->cmd, req->name);
+		return 1;
+	}
+	char *pubkey = cli_read_pubkey(&cli->conf); /* for ${pubkey} */
+	rc = target_template(cli, req, pubkey, gt);
+	free(pubkey);
+	if (rc)
+		return rc;
+	if (req->address) {
+		gt->address = strdup(req->address);
+		if (!gt->address) {
+			fprintf(stderr, "pvagent %s: out of memory\n", req->cmd);
+			return 1;
+		}
+	} else {
+		struct guest_wait w = {.address_timeout_s = 60};
+		enum guest_addr_source src = gt->tmpl ? addr_source(gt->tmpl->guest.address)
+						      : GUEST_ADDR_AGENT;
+		if (guest_address(cli->pve, &gt->ref, src, gt->tmpl ? gt->inst.guest.ip.value : NULL,
+				  &w, &gt->address, &e) < 0) {
+			gt->address = NULL;
+			rc = cli_fail_pve(cli, req->cmd, &e);
+			log_error("%s: its address is unknown; give it with --address A", req->name);
+			return rc;
+		}
+	}
+	struct ssh_opts so;
+	if (inject_ssh_opts(&cli->conf, gt->tmpl ? &gt->inst : NULL, gt->address, &so) < 0) {
+		fprintf(stderr, "pvagent %s: set [ssh] known_hosts (or [paths] state) in %s\n",
+			req->cmd, cli->conf.path);
+		return EXIT_USAGE;
+	}
+	gt->ssh = so;
+	return 0;
+}
+
+/* ---- inject ----------------------------------------------------------------- */
+
+int cmd_inject(struct cli *cli, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"dry-run", no_argument, NULL, 'd'},
+		{"template", required_argument, NULL, 't'},
+		{"var", required_argument, NULL, 'V'},
+		{"address", required_argument, NULL, 'a'},
+		{0},
+	};
+	bool dry_run = false;
+	const char *tname_opt = NULL, *address = NULL;
+	struct tmpl_kvlist vars = {0};
+	char *err = NULL;
+	int opt, rc = 0;
+	while (rc == 0 && (opt = cli_getopt(argc, argv, "t:", lo)) != -1) {
+		if (opt == 'd') {
+			dry_run = true;
+		} else if (opt == 't') {
+			tname_opt = optarg;
+		} else if (opt == 'a') {
+			address = optarg;
+		} else if (opt == 'V') {
+			if (tmpl_var_arg(&vars, optarg, &err) < 0) {
+				fprintf(stderr, "pvagent inject: --var %s: %s\n", optarg,
+					err ? err : "expected K=V");
+				free(err);
+				err = NULL;
+				rc = EXIT_USAGE;
+			}
+		} else {
+			rc = EXIT_USAGE;
+		}
+	}
+	if (rc == 0 && optind + 1 != argc)
+		rc = cli_usage_error("inject", "needs exactly one guest name",
+				 optind < argc ? argv[optind] : "NAME");
+	if (rc) {
+		tmpl_kvlist_free(&vars);
+		return rc;
+	}
+	const char *name = argv[optind];
+	struct target_req treq = {
+		.cmd = "inject",
+		.name = name,
+		.tmpl_name = tname_opt,
+		.address = address,
+		.vars = &vars,
+	};
+	struct guest_target gt;
+	struct inject_result res = {0};
+	rc = guest_target_open(cli, &treq, &gt);
+	if (rc)
+		goto out;
+	struct inject_request req = {
+		.name = name,
+		.inst = &gt.inst,
+		.expect_os = gt.tmpl->os,
+		.ssh = &gt.ssh,
+		.dry_run = dry_run,
+		.on_event = on_inject_event,
+		.event_ctx = cli,
+	};
+	inject_run(&req, &res);
+	rc = res.exit_code;
+	if (cli->json) {
+		json_object *o = inject_result_json(&res);
+		json_object_object_add(o, "result", json_object_new_string(rc ? "error" : "ok"));
+		json_object_object_add(o, "command", json_object_new_string("inject"));
+		out_json_line(stdout, o);
+		json_object_put(o);
+	} else {
+		char *sum = inject_result_summary(&res);
+		printf("%s: %s\n", name, sum ? sum : "done");
+		free(sum);
+	}
+	if (rc && !cli->json)
+		log_error("%s: inject failed at %s: %s", name, inject_step_name(res.failed_step),
+			  res.error ? res.error : "error");
+out:
+	inject_result_free(&res);
+	guest_target_free(&gt);
+	tmpl_kvlist_free(&vars);
+	return rc;
+}
+
+/* ---- bench and virtio ------------------------------------------------------------ */
+
+/* The boot disk of a qemu config as the guest names it ("ad0", "vtbd0",
+ * "sda") and the bus and NIC labels ("ide", "virtio-blk", "virtio-scsi",
+ * "sata", "scsi"; "e1000", "virtio", "-"). name NULL when the profile
+ * cannot tell; labels static. */
+static void guest_disk_of(json_object *config, const struct os_profile *p, char **name,
+			  const char **bus, const char **nic)
+{
+	struct pvecfg_hw hw = {0};
+	*name = NULL;
+	*bus = "-";
+	*nic = "-";
+	if (!config || pvecfg_hw_read(config, &hw) < 0)
+		return;
+	json_object *v = NULL;
+	const char *boot = json_object_object_get_ex(config, "boot", &v) ? json_object_get_string(v) : "";
+	const char *bootdisk = json_object_object_get_ex(config, "bootdisk", &v)
+				       ? json_object_get_string(v) : "";
+	const struct pvecfg_disk *d = NULL;
+	for (size_t i = 0; i < hw.n_disks && !d; i++)
+		if (!hw.disks[i].cdrom && (strstr(boot, hw.disks[i].key) ||
+					   strcmp(bootdisk, hw.disks[i].key) == 0))
+			d = &hw.disks[i];
+	for (size_t i = 0; i < hw.n_disks && !d; i++)
+		if (!hw.disks[i].cdrom)
+			d = &hw.disks[i];
+	if (d) {
+		bool vscsi = hw.scsihw && strncmp(hw.scsihw, "virtio-scsi", 11) == 0;
+		unsigned idx = 0; /* among the non-cdrom disks of its bus, in PVE order */
+		for (const struct pvecfg_disk *x = hw.disks; x < d; x++)
+			idx += !x->cdrom && x->bus == d->bus;
+		enum dbus db = DBUS_IDE;
+		switch (d->bus) {
+		case BUS_IDE: *bus = "ide"; db = DBUS_IDE; break;
+		case BUS_VIRTIO: *bus = "virtio-blk"; db = DBUS_VIRTIO_BLK; break;
+		case BUS_SCSI: *bus = vscsi ? "virtio-scsi" : "scsi"; db = DBUS_VIRTIO_SCSI; break;
+		case BUS_SATA: *bus = "sata"; break;
+		default: break;
+		}
+		if (p && d->bus != BUS_SATA && (d->bus != BUS_SCSI || vscsi))
+			*name = osprof_disk_name(p, db, idx);
+	}
+	if (hw.n_nics && hw.nics[0].model)
+		*nic = strcmp(hw.nics[0].model, "virtio") == 0 ? "virtio"
+		     : strcmp(hw.nics[0].model, "e1000") == 0 ? "e1000"
+		     : strcmp(hw.nics[0].model, "e1000e") == 0 ? "e1000e" : "other";
+	pvecfg_hw_free(&hw);
+}
+
+struct bench_ctx {
+	struct cli *cli;
+	const char *name;
+	int vmid;
+	unsigned size_mib;
+	char *db;                 /* state.db, or NULL: results not stored */
+	struct bench_result before, after;
+	bool have_before, have_after;
+};
+
+static void on_bench_event(void *ctx, const char *step, const char *text)
+{
+	struct bench_ctx *bc = ctx;
+	if (bc->cli->json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "event", json_object_new_string("bench"));
+		json_object_object_add(o, "step", json_object_new_string(step));
+		json_object_object_add(o, "text", json_object_new_string(text ? text : ""));
+		out_json_line(stdout, o);
+		json_object_put(o);
+	} else {
+		printf("  bench    %-8s %s\n", step, text ? text : "");
+		fflush(stdout);
+	}
+}
+
+/* Run the benchmark on an open session and store the result. 0 or -1
+ * (*err). */
+static int bench_once(struct bench_ctx *bc, struct ssh_session *s, enum os_family os,
+		      const char *disk, const char *bus, const char *nic,
+		      struct bench_result *res, char **err)
+{
+	struct bench_request q = {
+		.os = os,
+		.size_mib = bc->size_mib,
+		.raw_disk = disk,
+		.bus = bus,
+		.nic = nic,
+		.on_event = on_bench_event,
+		.event_ctx = bc,
+	};
+	if (bench_run(s, &q, res, err) < 0)
+		return -1;
+	char *serr = NULL;
+	if (bc->db && bench_store(bc->db, bc->name, bc->vmid, res, &serr) < 0) {
+		log_warn("%s: the result was not stored in %s: %s", bc->name, bc->db,
+			 serr ? serr : "error");
+		free(serr);
+	}
+	return 0;
+}
+
+static int virtio_bench_hook(void *ctx, struct ssh_session *s, const char *when,
+			     const struct os_info *os, const char *disk, const char *bus,
+			     const char *nic, char **err)
+{
+	struct bench_ctx *bc = ctx;
+	bool after = strcmp(when, "after") == 0;
+	struct bench_result *r = after ? &bc->after : &bc->before;
+	bench_result_free(r);
+	if (bench_once(bc, s, os->family, disk, bus, nic, r, err) < 0)
+		return -1;
+	if (after)
+		bc->have_after = true;
+	else
+		bc->have_before = true;
+	return 0;
+}
+
+static void bench_ctx_free(struct bench_ctx *bc)
+{
+	bench_result_free(&bc->before);
+	bench_result_free(&bc->after);
+	free(bc->db);
+}
+
+static int parse_size_mib(const char *cmd, const char *arg, unsigned *out)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || *arg == '-' || v == 0 || v > BENCH_MAX_SIZE_MIB)
+		return cli_usage_error(cmd, "--size: expected MiB from 1 to 1048576", arg);
+	*out = (unsigned)v;
+	return 0;
+}
+
+int cmd_bench(struct cli *cli, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"size", required_argument, NULL, 's'},
+		{"address", required_argument, NULL, 'a'},
+		{"template", required_argument, NULL, 't'},
+		{0},
+	};
+	const char *address = NULL, *tname = NULL;
+	unsigned size = 0;
+	int opt, rc = 0;
+	while (rc == 0 && (opt = cli_getopt(argc, argv, "t:", lo)) != -1) {
+		if (opt == 's')
+			rc = parse_size_mib("bench", optarg, &size);
+		else if (opt == 'a')
+			address = optarg;
+		else if (opt == 't')
+			tname = optarg;
+		else
+			rc = EXIT_USAGE;
+	}
+	if (rc == 0 && optind + 1 != argc)
+		rc = cli_usage_error("bench", "needs exactly one guest name",
+				 optind < argc ? argv[optind] : "NAME");
+	if (rc)
+		return rc;
+	const char *name = argv[optind];
+	struct target_req treq = {.cmd = "bench", .name = name, .tmpl_name = tname,
+				  .address = address, .tmpl_optional = true};
+	struct guest_target gt;
+	struct bench_ctx bc = {.cli = cli, .name = name, .size_mib = size};
+	struct ssh_session *s = NULL;
+	struct inject_result det = {0};
+	struct bench_result last = {0}, now = {0};
+	char *disk = NULL, *err = NULL;
+	rc = guest_target_open(cli, &treq, &gt);
+	if (rc)
+		goto out;
+	bc.vmid = gt.ref.vmid;
+	bc.db = bench_db_path(cli->conf.paths.state);
+	struct ssh_error se = {0};
+	if (ssh_connect(&gt.ssh, &s, &se) < 0) {
+		fprintf(stderr, "pvagent bench: %s: %s\n", name, ssh_error_str(&se));
+		rc = ssh_error_exit_code(&se);
+		ssh_error_clear(&se);
+		goto out;
+	}
+	struct inject_request dq = {.session = s, .ssh = &gt.ssh};
+	if (inject_run(&dq, &det) < 0) {
+		fprintf(stderr, "pvagent bench: %s: %s\n", name, det.error ? det.error : "no OS");
+		rc = det.exit_code ? det.exit_code : 1;
+		goto out;
+	}
+	const char *bus, *nic;
+	guest_disk_of(gt.config, det.have_profile ? &det.profile : NULL, &disk, &bus, &nic);
+	char *lerr = NULL;
+	int have_last = bc.db ? bench_last(bc.db, name, gt.ref.vmid, &last, &lerr) : 0;
+	if (have_last < 0) {
+		log_warn("%s: cannot read earlier results: %s", name, lerr ? lerr : "error");
+		have_last = 0;
+	}
+	free(lerr);
+	if (!cli->json)
+		printf("%s: benchmark on %s (%s/%s), %s\n", name, det.os_desc ? det.os_desc : "?",
+		       bus, nic, disk ? disk : "no raw disk");
+	if (bench_once(&bc, s, det.os.family, disk, bus, nic, &now, &err) < 0) {
+		fprintf(stderr, "pvagent bench: %s: %s\n", name, err ? err : "failed");
+		rc = now.exit_code ? now.exit_code : 1;
+		goto out;
+	}
+	if (cli->json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "command", json_object_new_string("bench"));
+		json_object_object_add(o, "result", json_object_new_string("ok"));
+		json_object_object_add(o, "name", json_object_new_string(name));
+		json_object_object_add(o, "bench", bench_result_json(&now));
+		if (have_last)
+			json_object_object_add(o, "compare", bench_compare_json(&last, &now));
+		out_json_line(stdout, o);
+		json_object_put(o);
+	} else {
+		bench_print(&now, stdout);
+		if (have_last) {
+			printf("\ncompared with the last run:\n");
+			bench_compare_table(&last, &now, stdout);
+		}
+	}
+out:
+	free(err);
+	free(disk);
+	bench_result_free(&last);
+	bench_result_free(&now);
+	inject_result_free(&det);
+	ssh_close(s);
+	bench_ctx_free(&bc);
+	guest_target_free(&gt);
+	return rc;
+}
+
+struct virtio_print {
+	struct cli *cli;
+	bool dry_run;
+};
+
+static void on_convert_event(void *ctx, const struct convert_event *ev)
+{
+	struct virtio_print *vp = ctx;
+	static const char *const kinds[] = {"step", "diff", "config", "note"};
+	if (vp->cli->json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "event", json_object_new_string(kinds[ev->kind]));
+		json_object_object_add(o, "step", json_object_new_string(ev->step ? ev->step : ""));
+		if (ev->path)
+			json_object_object_add(o, "path", json_object_new_string(ev->path));
+		if (ev->text)
+			json_object_object_add(o, "text", json_object_new_string(ev->text));
+		if (ev->kind == CONV_EV_STEP)
+			json_object_object_add(o, "seconds", json_object_new_double(ev->elapsed_s));
+		out_json_line(stdout, o);
+		json_object_put(o);
+		return;
+	}
+	switch (ev->kind) {
+	case CONV_EV_STEP:
+		printf("  %-12s %6.1fs  %s\n", ev->step ? ev->step : "", ev->elapsed_s,
+		       ev->text ? ev->text : "");
+		break;
+	case CONV_EV_DIFF:
+		if (vp->dry_run || vp->cli->verbosity > 0)
+			fputs(ev->text ? ev->text : "", stdout);
+		break;
+	case CONV_EV_CONFIG:
+		printf("  %-12s         %s%s\n", ev->step ? ev->step : "",
+		       vp->dry_run ? "would set " : "", ev->text ? ev->text : "");
+		break;
+	case CONV_EV_NOTE:
+		printf("  note: %s\n", ev->text ? ev->text : "");
+		break;
+	}
+	fflush(stdout);
+}
+
+int cmd_virtio(struct cli *cli, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"bench", no_argument, NULL, 'b'},
+		{"dry-run", no_argument, NULL, 'd'},
+		{"disk-bus", required_argument, NULL, 'B'},
+		{"size", required_argument, NULL, 's'},
+		{"address", required_argument, NULL, 'a'},
+		{"template", required_argument, NULL, 't'},
+		{"timeout", required_argument, NULL, 'T'},
+		{0},
+	};
+	const char *address = NULL, *tname = NULL;
+	bool bench = false, dry = false;
+	enum convert_bus cbus = CONVERT_BUS_AUTO;
+	unsigned size = 0;
+	double timeout = 0;
+	int opt, rc = 0;
+	while (rc == 0 && (opt = cli_getopt(argc, argv, "t:", lo)) != -1) {
+		switch (opt) {
+		case 'b': bench = true; break;
+		case 'd': dry = true; break;
+		case 'B':
+			if (convert_bus_parse(optarg, &cbus) < 0)
+				rc = cli_usage_error("virtio", "--disk-bus: virtio-blk or virtio-scsi", optarg);
+			break;
+		case 's': rc = parse_size_mib("virtio", optarg, &size); break;
+		case 'a': address = optarg; break;
+		case 't': tname = optarg; break;
+		case 'T': {
+			char *end = NULL;
+			timeout = strtod(optarg, &end);
+			if (end == optarg || *end || timeout < 1 || timeout > 86400)
+				rc = cli_usage_error("virtio", "--timeout: seconds from 1 to 86400", optarg);
+			break;
+		}
+		default: rc = EXIT_USAGE; break;
+		}
+	}
+	if (rc == 0 && optind + 1 != argc)
+		rc = cli_usage_error("virtio", "needs exactly one guest name",
+				 optind < argc ? argv[optind] : "NAME");
+	if (rc)
+		return rc;
+	const char *name = argv[optind];
+	struct target_req treq = {.cmd = "virtio", .name = name, .tmpl_name = tname,
+				  .address = address, .tmpl_optional = true};
+	struct guest_target gt;
+	struct bench_ctx bc = {.cli = cli, .name = name, .size_mib = size};
+	struct convert_result res = {0};
+	char *journal = NULL;
+	rc = guest_target_open(cli, &treq, &gt);
+	if (rc)
+		goto out;
+	bc.vmid = gt.ref.vmid;
+	bc.db = bench_db_path(cli->conf.paths.state);
+	journal = strprintf("%s/convert", cli->conf.paths.state);
+	if (!journal || !bc.db) {
+		fprintf(stderr, "pvagent virtio: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	struct virtio_print vp = {cli, dry};
+	struct guest_wait w = {0};
+	struct convert_request q = {
+		.pve = cli->pve,
+		.guest = &gt.ref,
+		.ssh = &gt.ssh,
+		.bus = cbus,
+		.dry_run = dry,
+		.journal_dir = journal,
+		.wait = &w,
+		.verify_timeout_s = timeout,
+		.bench = bench && !dry ? virtio_bench_hook : NULL,
+		.bench_ctx = &bc,
+		.on_event = on_convert_event,
+		.event_ctx = &vp,
+	};
+	if (!cli->json)
+		printf("%s: %s\n", name, dry ? "virtio conversion plan (nothing is changed)"
+					    : "converting to virtio");
+	convert_run(&q, &res);
+	rc = res.exit_code;
+	bool table = bc.have_before && bc.have_after;
+	if (cli->json) {
+		json_object *o = convert_result_json(&res);
+		json_object_object_add(o, "command", json_object_new_string("virtio"));
+		json_object_object_add(o, "name", json_object_new_string(name));
+		json_object_object_add(o, "result", json_object_new_string(rc ? "error" : "ok"));
+		if (table)
+			json_object_object_add(o, "bench", bench_compare_json(&bc.before, &bc.after));
+		out_json_line(stdout, o);
+		json_object_put(o);
+	} else {
+		if (table) {
+			printf("\n");
+			bench_compare_table(&bc.before, &bc.after, stdout);
+		}
+		switch (res.status) {
+		case CONV_DONE:
+			printf("%s: converted to %s%s\n", name, res.bus ? res.bus : "virtio",
+			       res.resumed ? " (resumed an interrupted run)" : "");
+			break;
+		case CONV_ALREADY:
+			printf("%s: already virtio; nothing changed\n", name);
+			break;
+		case CONV_DRY_RUN:
+			printf("%s: dry run: nothing changed\n", name);
+			break;
+		default:
+			fprintf(stderr, "pvagent virtio: %s: %s%s%s\n", name,
+				res.error ? res.error : "failed", res.recovery ? "\n" : "",
+				res.recovery ? res.recovery : "");
+			break;
+		}
+	}
+out:
+	free(journal);
+	convert_result_free(&res);
+	bench_ctx_free(&bc);
+	guest_target_free(&gt);
+	return rc;
+}
