@@ -2,6 +2,7 @@
  * SSH and their timing, the parsers of dd, diskinfo and fio output, the
  * result's text, table and JSON forms, and the bench table of state.db. */
 #include "bench.h"
+#include "pve.h"
 
 #include "util.h"
 
@@ -204,12 +205,6 @@ static char *remote_msg(const struct ssh_result *o)
 	return m ? m : strdup("no output");
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* ---- figures ------------------------------------------------------------------ */
 
@@ -1338,9 +1333,9 @@ static int exec_script(struct run *r, const char *script, const char *const *arg
 		return -1;
 	}
 	struct ssh_exec_opts xo = {.timeout_ms = timeout_ms};
-	double t0 = mono_s();
+	double t0 = pve_clock_now(NULL);
 	int rc = ssh_exec_cmdline(r->s, cmd, &xo, out, e);
-	double t1 = mono_s();
+	double t1 = pve_clock_now(NULL);
 	free(cmd);
 	if (elapsed)
 		*elapsed = t1 - t0;

@@ -544,29 +544,6 @@ struct run {
 	double t0;
 };
 
-static double mono_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double clk_now(const struct run *r)
-{
-	return r->req->clock ? pve_clock_now(r->req->clock) : mono_now();
-}
-
-static void clk_sleep(const struct run *r, double s)
-{
-	if (r->req->clock) {
-		pve_clock_sleep(r->req->clock, s);
-	} else {
-		struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
-	}
-}
-
 static void emit(struct run *r, enum convert_event_kind kind, const char *path, const char *text)
 {
 	if (!r->req->on_event)
@@ -592,7 +569,7 @@ static void emitf(struct run *r, enum convert_event_kind kind, const char *fmt, 
 static void step_begin(struct run *r, const char *step)
 {
 	r->step = step;
-	r->t0 = mono_now();
+	r->t0 = pve_clock_now(NULL);
 }
 
 static void step_done(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -605,7 +582,7 @@ static void step_done(struct run *r, const char *fmt, ...)
 	va_end(ap);
 	if (r->req->on_event) {
 		struct convert_event ev = {CONV_EV_STEP, r->step, NULL, sbuf_str(&b),
-					   mono_now() - r->t0};
+					   pve_clock_now(NULL) - r->t0};
 		r->req->on_event(r->req->event_ctx, &ev);
 	}
 	sbuf_free(&b);
@@ -663,14 +640,14 @@ static bool retry_kind(enum ssh_err_kind k)
 static int connect_wait(struct run *r, double timeout_s, struct ssh_error *e)
 {
 	close_session(r);
-	double deadline = clk_now(r) + timeout_s, delay = 0.2;
+	double deadline = pve_clock_now(r->req->clock) + timeout_s, delay = 0.2;
 	for (;;) {
 		ssh_error_clear(e);
 		if (ssh_connect(r->req->ssh, &r->s, e) == 0)
 			return 0;
-		if (!retry_kind(e->kind) || clk_now(r) + delay > deadline)
+		if (!retry_kind(e->kind) || pve_clock_now(r->req->clock) + delay > deadline)
 			return -1;
-		clk_sleep(r, delay);
+		pve_clock_sleep(r->req->clock, delay);
 		delay = delay * 2 > 2.0 ? 2.0 : delay * 2;
 	}
 }

@@ -17,6 +17,7 @@
 
 #include "diff.h"
 #include "log.h"
+#include "pve.h"
 #include "rewrite.h"
 #include "util.h"
 
@@ -366,12 +367,6 @@ struct run {
 	bool *written;       /* per file: written in this run */
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void emit(struct run *r, enum inject_event_kind kind, enum inject_step step,
 		 const char *path, const char *text, size_t index, size_t count)
@@ -383,7 +378,7 @@ static void emit(struct run *r, enum inject_event_kind kind, enum inject_step st
 		.step = step,
 		.path = path,
 		.text = text,
-		.elapsed_s = kind == INJ_EV_STEP ? now_s() - r->t0 : 0,
+		.elapsed_s = kind == INJ_EV_STEP ? pve_clock_now(NULL) - r->t0 : 0,
 		.index = index,
 		.count = count,
 	};
@@ -402,7 +397,7 @@ static void step_done(struct run *r, enum inject_step step, const char *fmt, ...
 	log_debug("inject: %s: %s", inject_step_name(step), rc == 0 ? sbuf_str(&b) : "");
 	emit(r, INJ_EV_STEP, step, NULL, rc == 0 ? sbuf_str(&b) : NULL, 0, 0);
 	sbuf_free(&b);
-	r->t0 = now_s();
+	r->t0 = pve_clock_now(NULL);
 }
 
 /* Record the failure (the first one wins). */
@@ -876,7 +871,7 @@ static void remove_stale_temps(struct run *r, const char *path)
 static void do_rollback(struct run *r)
 {
 	struct inject_result *res = r->res;
-	r->t0 = now_s();
+	r->t0 = pve_clock_now(NULL);
 	struct sbuf msg = {0};
 	int bad = 0;
 	size_t restored = 0, dirty = 0;
@@ -950,7 +945,7 @@ static void do_rollback(struct run *r)
 int inject_run(const struct inject_request *req, struct inject_result *res)
 {
 	memset(res, 0, sizeof *res);
-	struct run r = {.req = req, .res = res, .t0 = now_s()};
+	struct run r = {.req = req, .res = res, .t0 = pve_clock_now(NULL)};
 	int rc = -1;
 	char *herr = NULL;
 	if (req->name && inject_check_hostname(req->name, &herr) < 0) {

@@ -490,7 +490,6 @@ Test(convert_run, freebsd_9_0_end_to_end)
 {
 	convert_ok("freebsd-9.0", "127.0.1.140", CONVERT_BUS_AUTO, "virtio0",
 		   "virtio=BC:24:11:00:01:90,bridge=vmbr0");
-	(void)0;
 }
 
 Test(convert_run, freebsd_10)
@@ -617,27 +616,41 @@ Test(convert_run, kmod_not_installable_stops_before_pve)
 	fx_stop(&f);
 }
 
+/* Rewrite a guest file line by line: each line (without its newline) goes
+ * through edit, which appends what should stand instead (or nothing). */
+static void edit_guest_lines(struct fx *f, const char *path,
+			     void (*edit)(struct sbuf *out, const char *line, size_t n))
+{
+	char *text = NULL;
+	cr_assert_eq(guestenv_read(&f->ge, path, &text), 0);
+	struct sbuf b = {0};
+	for (const char *p = text; *p;) {
+		size_t n = strcspn(p, "\n");
+		edit(&b, p, n);
+		p += n + (p[n] ? 1 : 0);
+	}
+	cr_assert_eq(guestenv_write(&f->ge, path, sbuf_str(&b), 0644), 0);
+	sbuf_free(&b);
+	free(text);
+}
+
+/* fstab: the root entry back on the IDE name */
+static void root_on_ide(struct sbuf *out, const char *line, size_t n)
+{
+	const char *mp = strstr(line, "\t/\t");
+	if (mp && mp < line + n && *line != '#')
+		sbuf_addf(out, "/dev/ad0s1a%.*s\n", (int)(line + n - mp), mp);
+	else
+		sbuf_addf(out, "%.*s\n", (int)n, line);
+}
+
 /* Between the config change and the start: put the root back on the IDE
  * name, as if the edit had been lost: virtio boots to mountroot>. */
 static void break_fstab(struct fx *f, const struct convert_event *ev)
 {
 	if (ev->kind != CONV_EV_CONFIG || f->hook_fired++)
 		return;
-	char *fstab = NULL;
-	cr_assert_eq(guestenv_read(&f->ge, "/etc/fstab", &fstab), 0);
-	struct sbuf b = {0};
-	for (const char *p = fstab; *p;) {
-		size_t n = strcspn(p, "\n");
-		const char *mp = strstr(p, "\t/\t");
-		if (mp && mp < p + n && *p != '#')
-			sbuf_addf(&b, "/dev/ad0s1a%.*s\n", (int)(p + n - mp), mp);
-		else
-			sbuf_addf(&b, "%.*s\n", (int)n, p);
-		p += n + (p[n] ? 1 : 0);
-	}
-	cr_assert_eq(guestenv_write(&f->ge, "/etc/fstab", sbuf_str(&b), 0644), 0);
-	sbuf_free(&b);
-	free(fstab);
+	edit_guest_lines(f, "/etc/fstab", root_on_ide);
 }
 
 Test(convert_run, root_on_a_missing_device_rolls_back)
@@ -654,23 +667,19 @@ Test(convert_run, root_on_a_missing_device_rolls_back)
 	fx_stop(&f);
 }
 
+/* rc.conf: without the vtnet0 line */
+static void no_vtnet(struct sbuf *out, const char *line, size_t n)
+{
+	if (strncmp(line, "ifconfig_vtnet0", 15) != 0)
+		sbuf_addf(out, "%.*s\n", (int)n, line);
+}
+
 /* The NIC's rc.conf line lost before the boot: virtio boots without network. */
 static void drop_vtnet(struct fx *f, const struct convert_event *ev)
 {
 	if (ev->kind != CONV_EV_CONFIG || f->hook_fired++)
 		return;
-	char *rc = NULL;
-	cr_assert_eq(guestenv_read(&f->ge, "/etc/rc.conf", &rc), 0);
-	struct sbuf b = {0};
-	for (const char *p = rc; *p;) {
-		size_t n = strcspn(p, "\n");
-		if (strncmp(p, "ifconfig_vtnet0", 15) != 0)
-			sbuf_addf(&b, "%.*s\n", (int)n, p);
-		p += n + (p[n] ? 1 : 0);
-	}
-	cr_assert_eq(guestenv_write(&f->ge, "/etc/rc.conf", sbuf_str(&b), 0644), 0);
-	sbuf_free(&b);
-	free(rc);
+	edit_guest_lines(f, "/etc/rc.conf", no_vtnet);
 }
 
 Test(convert_run, nic_config_missing_rolls_back)
