@@ -329,17 +329,11 @@ static void guest_disk_of(json_object *config, const struct os_profile *p, char 
 	if (!config || pvecfg_hw_read(config, &hw) < 0)
 		return;
 	json_object *v = NULL;
-	const char *boot = json_object_object_get_ex(config, "boot", &v) ? json_object_get_string(v) : "";
+	const char *boot = json_object_object_get_ex(config, "boot", &v) ? json_object_get_string(v)
+									: NULL;
 	const char *bootdisk = json_object_object_get_ex(config, "bootdisk", &v)
-				       ? json_object_get_string(v) : "";
-	const struct pvecfg_disk *d = NULL;
-	for (size_t i = 0; i < hw.n_disks && !d; i++)
-		if (!hw.disks[i].cdrom && (strstr(boot, hw.disks[i].key) ||
-					   strcmp(bootdisk, hw.disks[i].key) == 0))
-			d = &hw.disks[i];
-	for (size_t i = 0; i < hw.n_disks && !d; i++)
-		if (!hw.disks[i].cdrom)
-			d = &hw.disks[i];
+				       ? json_object_get_string(v) : NULL;
+	const struct pvecfg_disk *d = pvecfg_boot_disk(&hw, boot, bootdisk);
 	if (d) {
 		bool vscsi = hw.scsihw && strncmp(hw.scsihw, "virtio-scsi", 11) == 0;
 		unsigned idx = 0; /* among the non-cdrom disks of its bus, in PVE order */

@@ -239,6 +239,7 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 			      "converts only guests whose disks are all on IDE");
 		goto out;
 	}
+	const struct pvecfg_disk *bd = pvecfg_boot_disk(&hw, boot, bootdisk);
 	unsigned idx = 0;
 	for (size_t i = 0; i < hw.n_disks; i++) {
 		const struct pvecfg_disk *d = &hw.disks[i];
@@ -257,9 +258,7 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 			*err = strprintf("%s: cannot read '%s'", d->key, old ? old : "");
 			goto out;
 		}
-		bool is_boot = (bootdisk && strcmp(bootdisk, d->key) == 0) ||
-			       (boot && strstr(boot, d->key)) || (!bootdisk && !boot && idx == 0);
-		if (is_boot && !t->boot_key) {
+		if (d == bd) {
 			t->boot_key = strdup(nk);
 			t->boot_index = idx;
 		}
@@ -334,8 +333,7 @@ static bool value_same(const char *a, const char *b)
 	return strcmp(a, b) == 0 || propstr_equal(a, b);
 }
 
-bool convert_target_applied(json_object *saved, const struct convert_target *t,
-			    json_object *current)
+bool convert_target_applied(const struct convert_target *t, json_object *current)
 {
 	for (size_t i = 0; i < t->set.n; i++)
 		if (!value_same(jstr(current, t->set.v[i].key), t->set.v[i].value))
@@ -351,7 +349,6 @@ bool convert_target_applied(json_object *saved, const struct convert_target *t,
 			return false;
 		p += n + (p[n] ? 1 : 0);
 	}
-	(void)saved;
 	return true;
 }
 
@@ -1189,7 +1186,7 @@ static int apply_target(struct run *r)
 	json_object *cur = NULL;
 	if (read_config(r, &cur) < 0)
 		return -1;
-	bool done = convert_target_applied(r->saved, &r->t, cur);
+	bool done = convert_target_applied(&r->t, cur);
 	json_object_put(cur);
 	if (done)
 		return 0;
@@ -1206,7 +1203,7 @@ static int apply_target(struct run *r)
 		return fail_pve(r, &e, "adding the virtio devices");
 	if (read_config(r, &cur) < 0)
 		return -1;
-	done = convert_target_applied(r->saved, &r->t, cur);
+	done = convert_target_applied(&r->t, cur);
 	json_object_put(cur);
 	if (!done)
 		return failf(r, 1, "PVE took the change but the config does not show it");
@@ -1532,7 +1529,7 @@ static int convert_body(struct run *r)
 		json_object *cur = NULL;
 		if (read_config(r, &cur) < 0)
 			return rollback(r);
-		bool applied = convert_target_applied(r->saved, &r->t, cur);
+		bool applied = convert_target_applied(&r->t, cur);
 		json_object_put(cur);
 		if (!applied && (power(r, false) < 0 || apply_target(r) < 0))
 			return rollback(r);
@@ -1616,7 +1613,7 @@ static int convert_body(struct run *r)
 	json_object *cur = NULL;
 	if (read_config(r, &cur) < 0)
 		return rollback(r);
-	bool applied = convert_target_applied(r->saved, &r->t, cur);
+	bool applied = convert_target_applied(&r->t, cur);
 	json_object_put(cur);
 	if (!applied) {
 		failf(r, 1, "PVE's config no longer shows the virtio devices");

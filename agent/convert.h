@@ -157,9 +157,8 @@ void convert_target_free(struct convert_target *t);
 int convert_target_make(json_object *saved, enum vbus bus, struct convert_target *t,
 			char **err);
 
-/* Is config (current) the converted form of saved? */
-bool convert_target_applied(json_object *saved, const struct convert_target *t,
-			    json_object *current);
+/* Does config current show the change t (set values, deleted keys)? */
+bool convert_target_applied(const struct convert_target *t, json_object *current);
 
 /* The rollback: keys to delete from current (those the target added that
  * saved lacks; never unusedN) and the saved values that differ. */

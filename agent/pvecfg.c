@@ -306,9 +306,8 @@ void pvecfg_hw_free(struct pvecfg_hw *hw)
 	memset(hw, 0, sizeof *hw);
 }
 
-/* The disk the guest boots from: first disk in "order=a;b", else the
- * legacy bootdisk key, else the first disk that is not a cdrom. */
-static const struct pvecfg_disk *boot_disk(const struct pvecfg_hw *hw, const char *boot)
+const struct pvecfg_disk *pvecfg_boot_disk(const struct pvecfg_hw *hw, const char *boot,
+					   const char *bootdisk)
 {
 	if (boot) {
 		const char *order = strstr(boot, "order=");
@@ -324,6 +323,9 @@ static const struct pvecfg_disk *boot_disk(const struct pvecfg_hw *hw, const cha
 				s++;
 		}
 	}
+	for (size_t i = 0; bootdisk && i < hw->n_disks; i++)
+		if (!hw->disks[i].cdrom && strcmp(hw->disks[i].key, bootdisk) == 0)
+			return &hw->disks[i];
 	for (size_t i = 0; i < hw->n_disks; i++)
 		if (!hw->disks[i].cdrom)
 			return &hw->disks[i];
@@ -332,7 +334,7 @@ static const struct pvecfg_disk *boot_disk(const struct pvecfg_hw *hw, const cha
 
 char *pvecfg_hw_disk_summary(const struct pvecfg_hw *hw, const char *boot)
 {
-	const struct pvecfg_disk *d = boot_disk(hw, boot);
+	const struct pvecfg_disk *d = pvecfg_boot_disk(hw, boot, NULL);
 	if (!d)
 		return strdup("-");
 	if (d->bus == BUS_SCSI && hw->scsihw)

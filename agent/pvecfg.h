@@ -69,6 +69,11 @@ struct pvecfg_hw {
  * sorted by key. Returns 0 or -1 (out of memory). */
 int pvecfg_hw_read(json_object *config, struct pvecfg_hw *out);
 void pvecfg_hw_free(struct pvecfg_hw *hw);
+/* The disk the guest boots from: the first disk of "order=a;b" in boot,
+ * else the legacy bootdisk key (may be NULL), else the first disk that is
+ * not a cdrom; NULL when there is none. */
+const struct pvecfg_disk *pvecfg_boot_disk(const struct pvecfg_hw *hw, const char *boot,
+					   const char *bootdisk);
 /* Summary for listings: the bus of the boot disk (or of the first
  * non-cdrom disk) such as "virtio", "scsi (virtio-scsi-single)", "ide";
  * "-" when there is none. malloc'd. */

@@ -136,7 +136,7 @@ Test(convert_target, applied_after_the_change)
 	char *err = NULL;
 	cr_assert_eq(convert_target_make(saved, VBUS_VIRTIO_BLK, &t, &err), 0);
 	json_object *cur = cfg(fbsd9);
-	cr_assert_not(convert_target_applied(saved, &t, cur));
+	cr_assert_not(convert_target_applied(&t, cur));
 	/* PVE after delete=ide0,ide1 and the set: unusedN gone, keys reordered */
 	json_object *after = cfg("{\"name\":\"fbsd9\",\"boot\":\"order=virtio0;ide2;net0\","
 				 "\"virtio0\":\"local-lvm:vm-190-disk-0,size=16G\","
@@ -144,10 +144,10 @@ Test(convert_target, applied_after_the_change)
 				 "\"ide2\":\"local:iso/FreeBSD-9.0-RELEASE-amd64-disc1.iso,media=cdrom\","
 				 "\"net0\":\"virtio=BC:24:11:00:01:90,firewall=1,bridge=vmbr0\","
 				 "\"net1\":\"rtl8139=BC:24:11:00:02:90,bridge=vmbr1\"}");
-	cr_assert(convert_target_applied(saved, &t, after));
+	cr_assert(convert_target_applied(&t, after));
 	/* half way: ide1 still there */
 	json_object_object_add(after, "ide1", json_object_new_string("local-lvm:vm-190-disk-1"));
-	cr_assert_not(convert_target_applied(saved, &t, after));
+	cr_assert_not(convert_target_applied(&t, after));
 	json_object_put(after);
 	json_object_put(cur);
 	json_object_put(saved);
