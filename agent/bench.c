@@ -2,6 +2,8 @@
  * SSH and their timing, the parsers of dd, diskinfo and fio output, the
  * result's text, table and JSON forms, and the bench table of state.db. */
 #include "bench.h"
+
+#include "store.h"
 #include "pve.h"
 
 #include "util.h"
@@ -18,7 +20,6 @@
 #include <unistd.h>
 
 #define MIB ((uint64_t)1048576)
-#define BUSY_TIMEOUT_MS 5000
 #define DISKINFO_MIN_TIMEOUT_MS 300000L
 #define FIO_EXTRA_TIMEOUT_MS 120000L
 #define FIO_MAX_RUNTIME_S 3600u
@@ -1062,59 +1063,19 @@ fail:
 
 /* ---- storage ------------------------------------------------------------------- */
 
-static const char bench_schema[] =
-	"CREATE TABLE IF NOT EXISTS bench("
-	"id INTEGER PRIMARY KEY, guest TEXT NOT NULL, vmid INTEGER NOT NULL, "
-	"ts INTEGER NOT NULL, bus TEXT, nic TEXT, size_mib INTEGER NOT NULL, "
-	"figures TEXT NOT NULL, notes TEXT NOT NULL DEFAULT '[]');"
-	"CREATE INDEX IF NOT EXISTS bench_guest_ts ON bench(guest, vmid, ts);";
-
 char *bench_db_path(const char *state_dir)
 {
-	size_t n = strlen(state_dir);
-	while (n > 1 && state_dir[n - 1] == '/')
-		n--;
-	return strprintf("%.*s/state.db", (int)n, state_dir);
+	return store_path(state_dir);
 }
 
-static int db_open(const char *path, sqlite3 **db, char **err)
+/* The bench table lives in state.db (store.h), which creates and migrates
+ * it. */
+static int db_open(const char *path, struct store **st, sqlite3 **db, char **err)
 {
-	*db = NULL;
-	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-	if (rc != SQLITE_OK) {
-		set_err(err, "%s: %s", path, *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc));
-		sqlite3_close(*db);
-		*db = NULL;
+	if (store_open(path, st, err) < 0)
 		return -1;
-	}
-	if (sqlite3_busy_timeout(*db, BUSY_TIMEOUT_MS) != SQLITE_OK) {
-		set_err(err, "%s: %s", path, sqlite3_errmsg(*db));
-		goto fail;
-	}
-	/* WAL: answers the mode now in effect (a file system that cannot do
-	 * WAL keeps the old one, which still works). */
-	sqlite3_stmt *st = NULL;
-	rc = sqlite3_prepare_v2(*db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW) {
-		set_err(err, "%s: cannot set WAL mode: %s", path, sqlite3_errmsg(*db));
-		sqlite3_finalize(st);
-		goto fail;
-	}
-	sqlite3_finalize(st);
-	char *msg = NULL;
-	if (sqlite3_exec(*db, bench_schema, NULL, NULL, &msg) != SQLITE_OK) {
-		set_err(err, "%s: cannot create the bench table: %s", path,
-			msg ? msg : sqlite3_errmsg(*db));
-		sqlite3_free(msg);
-		goto fail;
-	}
+	*db = store_db(*st);
 	return 0;
-fail:
-	sqlite3_close(*db);
-	*db = NULL;
-	return -1;
 }
 
 int bench_store(const char *db_path, const char *guest, int vmid,
@@ -1125,6 +1086,7 @@ int bench_store(const char *db_path, const char *guest, int vmid,
 		return -1;
 	}
 	json_object *figs = figures_json(res), *notes = notes_json(res);
+	struct store *store = NULL;
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
@@ -1132,7 +1094,7 @@ int bench_store(const char *db_path, const char *guest, int vmid,
 		set_err(err, "out of memory");
 		goto out;
 	}
-	if (db_open(db_path, &db, err) < 0)
+	if (db_open(db_path, &store, &db, err) < 0)
 		goto out;
 	if (sqlite3_prepare_v2(db,
 			       "INSERT INTO bench(guest, vmid, ts, bus, nic, size_mib, figures, notes) "
@@ -1157,10 +1119,7 @@ int bench_store(const char *db_path, const char *guest, int vmid,
 	rc = 0;
 out:
 	sqlite3_finalize(st);
-	if (db && sqlite3_close(db) != SQLITE_OK && rc == 0) {
-		set_err(err, "%s: cannot close: %s", db_path, sqlite3_errmsg(db));
-		rc = -1;
-	}
+	store_close(store);
 	json_object_put(figs);
 	json_object_put(notes);
 	return rc;
@@ -1187,11 +1146,12 @@ int bench_last(const char *db_path, const char *guest, int vmid, struct bench_re
 		set_err(err, "%s: %s", db_path, strerror(errno));
 		return -1;
 	}
+	struct store *store = NULL;
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	json_object *figs = NULL, *notes = NULL;
 	int rc = -1;
-	if (db_open(db_path, &db, err) < 0)
+	if (db_open(db_path, &store, &db, err) < 0)
 		return -1;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT id, ts, bus, nic, size_mib, figures, notes FROM bench "
@@ -1240,10 +1200,7 @@ int bench_last(const char *db_path, const char *guest, int vmid, struct bench_re
 	rc = 1;
 out:
 	sqlite3_finalize(st);
-	if (sqlite3_close(db) != SQLITE_OK && rc >= 0) {
-		set_err(err, "%s: cannot close: %s", db_path, sqlite3_errmsg(db));
-		rc = -1;
-	}
+	store_close(store);
 	json_object_put(figs);
 	json_object_put(notes);
 	if (rc < 1)

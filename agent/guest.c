@@ -563,24 +563,158 @@ int guest_wait_task(struct pve *c, const char *upid, const char *step, const str
 	return task_wait(c, upid, &o, res, err);
 }
 
+/* What a task-starting request on an existing guest leads to, for
+ * deciding whether a request whose answer was lost took effect. */
+struct effect {
+	const char *qm_task, *ct_task; /* PVE task types ("qmstart", "vzstart") */
+	/* 1: PVE shows the effect; 0: it does not; -1: error. NULL: no state
+	 * shows it (only a running task can). */
+	int (*shows)(struct pve *c, struct guest_ref *g, const void *arg, struct pve_error *err);
+	const void *arg;
+};
+
+/* A running task of this type for the guest (GET /nodes/N/tasks,
+ * source=active): 1 with *upid, 0 none, -1 error. */
+static int active_task(struct pve *c, const struct guest_ref *g, const char *type, char **upid,
+		       struct pve_error *err)
+{
+	*upid = NULL;
+	char *node = pve_path_escape(g->node ? g->node : "");
+	char *path = node ? strprintf("/nodes/%s/tasks", node) : NULL;
+	free(node);
+	if (!path)
+		return oom(err);
+	struct pve_params p = {0};
+	pve_params_add(&p, "source", "active");
+	pve_params_add_int(&p, "vmid", g->vmid);
+	pve_params_add(&p, "typefilter", type);
+	json_object *d = NULL;
+	int rc = pve_get(c, path, &p, &d, err);
+	pve_params_free(&p);
+	free(path);
+	if (rc < 0)
+		return -1;
+	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
+	for (size_t i = 0; i < n && !*upid; i++) {
+		const char *u = jstr(json_object_array_get_idx(d, i), "upid");
+		if (u && dupstr(upid, u) < 0) {
+			json_object_put(d);
+			return oom(err);
+		}
+	}
+	json_object_put(d);
+	return *upid ? 1 : 0;
+}
+
+/* Did a request whose answer was lost take effect? 2: its task still runs
+ * (*upid set), 1: PVE shows the effect, 0: nothing shows it, -1 error. */
+static int look(struct pve *c, struct guest_ref *g, const struct effect *eff, char **upid,
+		struct pve_error *err)
+{
+	*upid = NULL;
+	const char *type = g->type == GUEST_QEMU ? eff->qm_task : eff->ct_task;
+	if (type) {
+		int r = active_task(c, g, type, upid, err);
+		if (r != 0)
+			return r < 0 ? -1 : 2;
+	}
+	return eff->shows ? eff->shows(c, g, eff->arg, err) : 0;
+}
+
+static char *hook_resume_upid(const struct guest_wait *w)
+{
+	return w && w->hooks && w->hooks->resume_upid ? w->hooks->resume_upid(w->hooks->ctx)
+						       : NULL;
+}
+
+static bool hook_resume_unknown(const struct guest_wait *w)
+{
+	return w && w->hooks && w->hooks->resume_unknown &&
+	       w->hooks->resume_unknown(w->hooks->ctx);
+}
+
+static void hook_sending(const struct guest_wait *w, int vmid)
+{
+	if (w && w->hooks && w->hooks->sending)
+		w->hooks->sending(w->hooks->ctx, vmid);
+}
+
+static void hook_started(const struct guest_wait *w, const char *upid)
+{
+	if (w && w->hooks && w->hooks->started)
+		w->hooks->started(w->hooks->ctx, upid);
+}
+
+static int wait_task_timeout(struct pve *c, const char *upid, const char *step,
+			     double task_timeout, const struct guest_wait *w,
+			     struct pve_error *err)
+{
+	struct guest_wait w2 = w ? *w : (struct guest_wait){0};
+	if (task_timeout > 0)
+		w2.task_timeout_s = task_timeout;
+	return guest_wait_task(c, upid, step, &w2, NULL, err);
+}
+
 /* Run a task-starting request on an existing guest: a locked guest is
- * waited for and the request sent again; a UPID is waited on and never
- * sent again. ok_msg: a message meaning "nothing to do" (e.g. "already
- * running"); *noop is set when that came back. */
+ * waited for and the request sent again; a UPID is handed to the hooks
+ * and waited on, and never sent again; a lost answer is resolved by
+ * looking (eff, see guest.h) before sending again. ok_msg: a message
+ * meaning "nothing to do" (e.g. "already running"); *noop is set when
+ * that came back. A resumed step (hooks) first waits for the task its
+ * earlier run recorded. */
 static int guest_task(struct pve *c, struct guest_ref *g, const char *method, const char *suffix,
 		      const struct pve_params *params, const char *step, const char *ok_msg,
-		      double task_timeout, const struct guest_wait *w, bool *noop,
-		      struct pve_error *err)
+		      double task_timeout, const struct effect *eff, const struct guest_wait *w,
+		      bool *noop, struct pve_error *err)
 {
 	if (noop)
 		*noop = false;
+	char *upid = hook_resume_upid(w);
+	if (upid) {
+		log_debug("VM %d: waiting for the %s task an earlier run started", g->vmid, step);
+		int rc = wait_task_timeout(c, upid, step, task_timeout, w, err);
+		free(upid);
+		return rc;
+	}
 	char *path = gpath(g, suffix);
 	if (!path)
 		return oom(err);
-	int rc = -1;
+	struct pve_call_opts co = {.stop_if_maybe_applied = eff != NULL};
+	bool look_first = hook_resume_unknown(w) && eff;
+	int rc = -1, resends = 0;
 	for (int attempt = 0;; attempt++) {
-		char *upid = NULL;
-		int r = task_start(c, method, path, params, NULL, &upid, err);
+		if (look_first) {
+			struct pve_error lerr = {0};
+			int lr = look(c, g, eff, &upid, &lerr);
+			if (lr < 0) {
+				if (err->kind == PVE_OK)
+					pve_error_move(err, &lerr);
+				pve_error_clear(&lerr);
+				break;
+			}
+			if (lr == 1) {
+				log_info("%s %s: the request whose answer was lost took effect", method,
+					 path);
+				pve_error_clear(err);
+				rc = 0;
+				break;
+			}
+			if (lr == 2) {
+				log_info("%s %s: the request whose answer was lost started %s", method,
+					 path, upid);
+				pve_error_clear(err);
+				hook_started(w, upid);
+				rc = wait_task_timeout(c, upid, step, task_timeout, w, err);
+				free(upid);
+				break;
+			}
+			log_debug("%s %s: the lost request took no effect; sending it again", method,
+				  path);
+			pve_error_clear(err);
+			look_first = false;
+		}
+		hook_sending(w, g->vmid);
+		int r = task_start(c, method, path, params, &co, &upid, err);
 		if (r < 0) {
 			if (ok_msg && msg_has(err, ok_msg)) {
 				pve_error_clear(err);
@@ -597,21 +731,65 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 					break;
 				continue;
 			}
+			if (err->ambiguous && eff && resends < AMBIGUOUS_RESENDS) {
+				log_info("%s %s: %s; looking whether it took effect", method, path,
+					 err->message ? err->message : "no answer");
+				resends++;
+				look_first = true;
+				continue;
+			}
 			break;
 		}
 		if (!upid) {
 			rc = 0;
 			break;
 		}
-		struct guest_wait w2 = w ? *w : (struct guest_wait){0};
-		if (task_timeout > 0)
-			w2.task_timeout_s = task_timeout;
-		rc = guest_wait_task(c, upid, step, &w2, NULL, err);
+		hook_started(w, upid);
+		rc = wait_task_timeout(c, upid, step, task_timeout, w, err);
 		free(upid);
 		break;
 	}
 	free(path);
 	return rc;
+}
+
+static int shows_status(struct pve *c, struct guest_ref *g, const void *arg,
+			struct pve_error *err)
+{
+	if (guest_refresh(c, g, err) < 0)
+		return -1;
+	return g->status && strcmp(g->status, (const char *)arg) == 0;
+}
+
+static int shows_gone(struct pve *c, struct guest_ref *g, const void *arg, struct pve_error *err)
+{
+	if (guest_refresh(c, g, err) == 0)
+		return 0;
+	if (err->kind != PVE_ERR_NOT_FOUND)
+		return -1;
+	pve_error_clear(err);
+	return 1;
+}
+
+static int shows_snapshot(struct pve *c, struct guest_ref *g, const void *arg,
+			  struct pve_error *err)
+{
+	char *path = gpath(g, "/snapshot");
+	if (!path)
+		return oom(err);
+	json_object *d = NULL;
+	int rc = pve_get(c, path, NULL, &d, err);
+	free(path);
+	if (rc < 0)
+		return -1;
+	int found = 0;
+	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
+	for (size_t i = 0; i < n && !found; i++) {
+		const char *nm = jstr(json_object_array_get_idx(d, i), "name");
+		found = nm && strcmp(nm, (const char *)arg) == 0;
+	}
+	json_object_put(d);
+	return found;
 }
 
 int guest_snapshot(struct pve *c, struct guest_ref *g, const char *name,
@@ -626,7 +804,10 @@ int guest_snapshot(struct pve *c, struct guest_ref *g, const char *name,
 	pve_params_add(&p, "snapname", name);
 	if (description)
 		pve_params_add(&p, "description", description);
-	int rc = guest_task(c, g, "POST", "/snapshot", &p, "snapshot", "already used", 0, w,
+	static const struct effect eff_snap = {"qmsnapshot", "vzsnapshot", shows_snapshot, NULL};
+	struct effect eff = eff_snap;
+	eff.arg = name;
+	int rc = guest_task(c, g, "POST", "/snapshot", &p, "snapshot", "already used", 0, &eff, w,
 			    existed, err);
 	pve_params_free(&p);
 	return rc;
@@ -809,11 +990,16 @@ static int claim_run(struct pve *c, const struct claim *cl, const struct guest_w
 		}
 		same_again = false;
 		struct ours_ctx oc = {vmid, cl->name, w};
-		struct pve_call_opts co = {.exists_is_ours = ours_cb, .exists_ctx = &oc};
+		struct pve_call_opts co = {
+			.exists_is_ours = ours_cb,
+			.exists_ctx = &oc,
+			.stop_if_maybe_applied = true,
+		};
 		char *upid = NULL;
 		claims++;
 		if (claims_out)
 			*claims_out = claims;
+		hook_sending(w, vmid);
 		int r = cl->send(c, cl->ctx, vmid, &co, &upid, err);
 		if (r == 1) {
 			log_info("VM %d (%s): an earlier attempt whose answer was lost created it",
@@ -823,6 +1009,7 @@ static int claim_run(struct pve *c, const struct claim *cl, const struct guest_w
 		if (r == 0) {
 			if (!upid) /* no task to wait on: look */
 				return adopt(c, cl, vmid, w, out, err);
+			hook_started(w, upid);
 			int wr = guest_wait_task(c, upid, cl->step, w, NULL, err);
 			free(upid);
 			if (wr < 0)
@@ -858,7 +1045,7 @@ static int claim_run(struct pve *c, const struct claim *cl, const struct guest_w
 		}
 		if (err->ambiguous) {
 			/* The request may have taken effect without our knowing. */
-			struct pve_error saved;
+			struct pve_error saved = {0};
 			pve_error_move(&saved, err);
 			if (guest_vmid_is_named(c, vmid, cl->name, w)) {
 				pve_error_clear(&saved);
@@ -1029,6 +1216,10 @@ int guest_get_config(struct pve *c, const struct guest_ref *g, json_object **con
 	return rc < 0 ? -1 : 0;
 }
 
+/* An async config change shows only as its running task (the caller
+ * compares the config again). */
+static const struct effect eff_config = {"qmconfig", NULL, NULL, NULL};
+
 int guest_set_config(struct pve *c, struct guest_ref *g, const struct pve_params *set,
 		     const char *delete_keys, const char *digest, bool async,
 		     const struct guest_wait *w, struct pve_error *err)
@@ -1044,9 +1235,10 @@ int guest_set_config(struct pve *c, struct guest_ref *g, const struct pve_params
 		pve_params_add(&p, "digest", digest);
 	int rc;
 	if (async && g->type == GUEST_QEMU)
-		rc = guest_task(c, g, "POST", "/config", &p, "config", NULL, 0, w, NULL, err);
+		rc = guest_task(c, g, "POST", "/config", &p, "config", NULL, 0, &eff_config, w, NULL,
+				err);
 	else
-		rc = guest_task(c, g, "PUT", "/config", &p, "config", NULL, 0, w, NULL, err);
+		rc = guest_task(c, g, "PUT", "/config", &p, "config", NULL, 0, NULL, w, NULL, err);
 	pve_params_free(&p);
 	return rc;
 }
@@ -1113,6 +1305,37 @@ static int parse_size(const char *s, double *out)
 	return 0;
 }
 
+struct size_want {
+	const char *disk;
+	double bytes;
+};
+
+/* The disk's size in its config, in bytes; -1 when it has none. */
+static double disk_size(json_object *conf, const char *disk)
+{
+	const char *val = jstr(conf, disk);
+	struct propstr ps;
+	double have = -1;
+	if (val && propstr_parse(val, &ps) == 0) {
+		const char *cur = propstr_get(&ps, "size");
+		if (cur && parse_size(cur, &have) < 0)
+			have = -1;
+		propstr_free(&ps);
+	}
+	return have;
+}
+
+static int shows_size(struct pve *c, struct guest_ref *g, const void *arg, struct pve_error *err)
+{
+	const struct size_want *sw = arg;
+	json_object *conf = NULL;
+	if (guest_get_config(c, g, &conf, err) < 0)
+		return -1;
+	double have = disk_size(conf, sw->disk);
+	json_object_put(conf);
+	return have >= sw->bytes;
+}
+
 int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const char *size,
 		 const struct guest_wait *w, bool *changed, struct pve_error *err)
 {
@@ -1147,20 +1370,12 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const cha
 		json_object_put(conf);
 		return rc;
 	}
-	const char *val = jstr(conf, disk);
-	if (!val) {
+	if (!jstr(conf, disk)) {
 		pve_error_set(err, PVE_ERR_CONFIG, "VM %d has no disk '%s' to resize", g->vmid, disk);
 		json_object_put(conf);
 		return -1;
 	}
-	struct propstr ps;
-	double have = -1;
-	if (propstr_parse(val, &ps) == 0) {
-		const char *cur = propstr_get(&ps, "size");
-		if (cur && parse_size(cur, &have) < 0)
-			have = -1;
-		propstr_free(&ps);
-	}
+	double have = disk_size(conf, disk);
 	json_object_put(conf);
 	if (have >= want) {
 		log_debug("VM %d %s is already %s or larger", g->vmid, disk, size);
@@ -1169,7 +1384,9 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const cha
 	struct pve_params p = {0};
 	pve_params_add(&p, "disk", disk);
 	pve_params_add(&p, "size", size);
-	rc = guest_task(c, g, "PUT", "/resize", &p, "resize", NULL, 0, w, NULL, err);
+	struct size_want sw = {disk, want};
+	struct effect eff = {"resize", "resize", shows_size, &sw};
+	rc = guest_task(c, g, "PUT", "/resize", &p, "resize", NULL, 0, &eff, w, NULL, err);
 	pve_params_free(&p);
 	if (rc == 0 && changed)
 		*changed = true;
@@ -1196,7 +1413,9 @@ int guest_start(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 		if (status_is(g, "running"))
 			return 0;
 	}
-	int rc = guest_task(c, g, "POST", "/status/start", NULL, "start", "already running", 0, w,
+	static const struct effect eff = {"qmstart", "vzstart", shows_status, "running"};
+	int rc = guest_task(c, g, "POST", "/status/start", NULL, "start", "already running", 0,
+			    &eff, w,
 			    NULL, err);
 	if (rc < 0 && !(err->kind == PVE_ERR_TASK && msg_has(err, "already running")))
 		return -1;
@@ -1232,7 +1451,9 @@ int guest_stop(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 		return -1;
 	if (g->status && strcmp(g->status, "stopped") == 0)
 		return 0;
-	int rc = guest_task(c, g, "POST", "/status/stop", NULL, "stop", "not running", 0, w, NULL,
+	static const struct effect eff = {"qmstop", "vzstop", shows_status, "stopped"};
+	int rc = guest_task(c, g, "POST", "/status/stop", NULL, "stop", "not running", 0, &eff, w,
+			    NULL,
 			    err);
 	if (rc == 0 && guest_refresh(c, g, err) < 0)
 		pve_error_clear(err); /* the step itself succeeded */
@@ -1251,8 +1472,9 @@ int guest_shutdown(struct pve *c, struct guest_ref *g, const struct guest_wait *
 	double tmo = w_shutdown_timeout(w);
 	struct pve_params p = {0};
 	pve_params_add_int(&p, "timeout", (long long)tmo);
+	static const struct effect eff = {"qmshutdown", "vzshutdown", shows_status, "stopped"};
 	int rc = guest_task(c, g, "POST", "/status/shutdown", &p, "shutdown", "not running",
-			    tmo + 60, w, NULL, err);
+			    tmo + 60, &eff, w, NULL, err);
 	pve_params_free(&p);
 	if (rc < 0 && (err->kind == PVE_ERR_TASK || err->kind == PVE_ERR_TASK_TIMEOUT)) {
 		log_warn("VM %d did not shut down cleanly (%s); stopping it", g->vmid,
@@ -1285,7 +1507,8 @@ int guest_delete(struct pve *c, struct guest_ref *g, bool purge, const struct gu
 			pve_params_add_bool(&p, "destroy-unreferenced-disks", true);
 	}
 	bool noop = false;
-	int rc = guest_task(c, g, "DELETE", "", &p, "delete", NULL, 0, w, &noop, err);
+	static const struct effect eff = {"qmdestroy", "vzdestroy", shows_gone, NULL};
+	int rc = guest_task(c, g, "DELETE", "", &p, "delete", NULL, 0, &eff, w, &noop, err);
 	pve_params_free(&p);
 	if (rc < 0 && err->kind == PVE_ERR_NOT_FOUND) {
 		log_debug("VM %d does not exist: nothing to delete", g->vmid);

@@ -14,6 +14,12 @@
  *    back (task.h). A create whose answer was lost and whose retry says
  *    "already exists" counts as done only if the existing guest carries our
  *    name (pve_call_opts.exists_is_ours).
+ *  - Lost answers: a task-starting request whose answer never came (reset,
+ *    timeout, 5xx or "got no worker upid" after sending) is not sent again
+ *    blindly. First PVE is asked whether it took effect: a running task of
+ *    that type for the guest (then that task is waited for), or the state
+ *    the request leads to (running, stopped, gone, the disk's size, the
+ *    snapshot). Only when neither shows is it sent again (bounded).
  *  - "VM is locked": wait until status/current has no lock (bounded, with
  *    progress), then send again. Locks are not checked before sending:
  *    PVE's answer is the check. (Only a guest that an unanswered request
@@ -114,6 +120,26 @@ int guest_refresh(struct pve *c, struct guest_ref *g, struct pve_error *err);
 typedef void (*guest_progress_fn)(void *ctx, const char *step, double percent,
 				  const char *text);
 
+/* Hooks of the job engine (job.h) around task-starting requests. Every
+ * task-starting call here (create, clone, start, shutdown, stop, resize,
+ * snapshot, delete, async config) calls them when set. */
+struct guest_task_hooks {
+	/* Just before a task-starting request is sent (vmid: the guest's, or
+	 * the candidate VMID of a create or clone). */
+	void (*sending)(void *ctx, int vmid);
+	/* PVE returned the task's UPID: called before any wait. */
+	void (*started)(void *ctx, const char *upid);
+	/* Resumed step: the UPID its earlier run recorded, handed over once
+	 * (malloc'd), or NULL. The first task-starting call of the step waits
+	 * for that task instead of sending its request again. */
+	char *(*resume_upid)(void *ctx);
+	/* Resumed step whose earlier request was sent but never answered:
+	 * true once; the first task-starting call then looks at PVE before
+	 * sending (see guest_task's lost answers). */
+	bool (*resume_unknown)(void *ctx);
+	void *ctx;
+};
+
 struct guest_wait {
 	double task_timeout_s;   /* per task; 0: 1800 */
 	double lock_timeout_s;   /* waiting for a lock to clear; 0: 300 */
@@ -123,6 +149,7 @@ struct guest_wait {
 	const struct pve_clock *clock; /* NULL: real time */
 	guest_progress_fn progress;    /* may be NULL */
 	void *progress_ctx;
+	const struct guest_task_hooks *hooks; /* may be NULL */
 };
 
 /* Wait (bounded by lock_timeout_s) until the guest has no lock; progress

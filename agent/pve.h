@@ -17,81 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* ---- clock --------------------------------------------------------------- */
-
-/* Time source and sleep, injectable so tests run without real waiting.
- * A NULL struct or NULL members mean the real monotonic clock and
- * nanosleep. */
-struct pve_clock {
-	double (*now)(void *ctx);                /* seconds, monotonic */
-	void (*sleep)(void *ctx, double seconds);
-	void *ctx;
-};
-double pve_clock_now(const struct pve_clock *clk);
-void pve_clock_sleep(const struct pve_clock *clk, double seconds);
-
-/* ---- errors --------------------------------------------------------------- */
-
-/* Every failure is classified here, in one place. */
-enum pve_err_kind {
-	PVE_OK = 0,
-	PVE_ERR_CONFIG,       /* bad client options (exit 2) */
-	PVE_ERR_AUTH,         /* credential refused (401) (exit 4) */
-	PVE_ERR_PERM,         /* authenticated but not permitted (403) */
-	PVE_ERR_TLS,          /* certificate verification failed (exit 4) */
-	PVE_ERR_PIN,          /* certificate fingerprint mismatch (exit 4) */
-	PVE_ERR_CONNECT,      /* cannot resolve/connect, connection reset (exit 4) */
-	PVE_ERR_TIMEOUT,      /* request timed out (exit 4) */
-	PVE_ERR_TRANSIENT,    /* 502/503/504/596, "got no worker upid", "got timeout":
-				 retried; this kind remains once retries ran out */
-	PVE_ERR_PARAM,        /* 400 with per-parameter errors (param_errors) */
-	PVE_ERR_BAD_REQUEST,  /* other 4xx */
-	PVE_ERR_NOT_FOUND,    /* guest/config/route does not exist */
-	PVE_ERR_LOCKED,       /* "VM is locked (...)" */
-	PVE_ERR_EXISTS,       /* "already exists" */
-	PVE_ERR_NOT_IMPLEMENTED, /* 501 */
-	PVE_ERR_API,          /* any other PVE error (usually 500) */
-	PVE_ERR_PROTOCOL,     /* unparsable or unexpected answer */
-	PVE_ERR_TASK,         /* a PVE task ended with an error (task.h) */
-	PVE_ERR_TASK_TIMEOUT, /* gave up waiting; the task is still running */
-	PVE_ERR_INTERNAL,     /* out of memory, libcurl setup failure */
-};
-
-struct pve_error {
-	enum pve_err_kind kind;
-	int http_status;          /* 0 when there was no HTTP answer */
-	char *what;               /* "POST /nodes/pve1/qemu" or NULL (malloc'd) */
-	char *message;            /* redacted, one line (malloc'd) */
-	json_object *param_errors; /* {"param": "message"} for PVE_ERR_PARAM, owned */
-	int attempts;             /* requests sent for this call (set on success too) */
-	bool ambiguous;           /* a non-GET may have reached PVE and taken
-				     effect although no answer came back */
-	char *upid;               /* task errors: the task's UPID (malloc'd) */
-	char *detail;             /* task errors: last log lines, '\n'
-				     separated (malloc'd), or NULL */
-};
-
-/* Free what the error holds and reset it to PVE_OK. Safe on a zeroed or
- * already cleared struct. */
-void pve_error_clear(struct pve_error *e);
-/* Fill e (cleared first) with kind and a printf message (redacted). */
-void pve_error_set(struct pve_error *e, enum pve_err_kind kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* Move src into dst (dst cleared first, src left zeroed). */
-void pve_error_move(struct pve_error *dst, struct pve_error *src);
-
-/* "auth", "tls", "pin", "connect", ... (stable, used in --json output). */
-const char *pve_err_kind_name(enum pve_err_kind k);
-/* Would the client retry this kind (connection errors and transient)? */
-bool pve_err_retryable(enum pve_err_kind k);
-/* Exit code per DESIGN.md section 3: 2 for PVE_ERR_CONFIG; 4 for auth, TLS,
- * pin, connect and timeout; 3 for a task still running
- * (PVE_ERR_TASK_TIMEOUT) or an ambiguous failure; 1 otherwise. */
-int pve_error_exit_code(const struct pve_error *e);
-/* The message for users (malloc'd): "WHAT: MESSAGE", then one indented line
- * per parameter error ("  net0: invalid format"), then the task log tail.
- * NULL only when out of memory. */
-char *pve_error_format(const struct pve_error *e);
+#include "clock.h"
+#include "err.h"
 
 /* Classify an HTTP answer from its status and PVE's message (reason phrase
  * or body "message"). has_param_errors: the body had a non-empty "errors"
@@ -216,6 +143,12 @@ struct pve_call_opts {
 	 * err->ambiguous set. The callback may use the client. */
 	bool (*exists_is_ours)(struct pve *c, void *ctx);
 	void *exists_ctx;
+	/* For task-starting requests: do not resend after an attempt that may
+	 * have taken effect (502/503/504/596, "got no worker upid", reset or
+	 * timeout after sending): return that failure with err->ambiguous set,
+	 * so that the caller looks at PVE first. Failures before anything was
+	 * sent (connection refused) are still retried. */
+	bool stop_if_maybe_applied;
 };
 
 /* One API call. method: "GET", "POST", "PUT" or "DELETE"; path below

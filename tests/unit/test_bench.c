@@ -523,8 +523,13 @@ Test(bench_text, store_and_last)
 	cr_expect_eq(bench_last(db, "web8", 8, &got, &err), -1);
 	cr_expect(err && strstr(err, "figures is not JSON"), "%s", err);
 
-	/* no directory for the database */
-	char *bad = strprintf("%s/missing/state.db", state);
+	/* a database whose directory cannot be made (a file is in the way) */
+	char *file = strprintf("%s/plainfile", state);
+	FILE *pf = fopen(file, "w");
+	cr_assert_not_null(pf);
+	fclose(pf);
+	char *bad = strprintf("%s/plainfile/state.db", state);
+	free(file);
 	cr_expect_eq(bench_store(bad, "web1", 101, &a, &err), -1);
 	cr_expect(err && strstr(err, bad), "%s", err);
 	cr_expect_eq(bench_store(db, "", 101, &a, &err), -1);

@@ -1,0 +1,896 @@
+/* job.c - the job engine (see job.h): running a workflow's step table with
+ * every step's state persisted before and after it runs, UPIDs recorded
+ * through the guest task hooks, resume at the first unfinished step,
+ * stop between steps (and a stop clock that ends waits at once), undo on
+ * failure, events, and the in-process runner of several jobs. */
+#include "job.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEF_PARALLEL 4
+
+struct job {
+	const struct job_workflow *wf;
+	struct job_env *env;
+	long long id;
+	char *subject;
+	json_object *params;
+	json_object *vars;
+	enum job_state state;
+	double created, started, ended;
+	struct store_step *steps;     /* wf->n_steps */
+	size_t cur;
+	void *ctx;
+	bool ctx_open;
+	struct pve *pve;
+	struct pve_error err;
+	enum job_outcome outcome;
+	char *left;
+	char *summary;
+	bool resumed;
+	int vmid;
+	char *node;
+	double step_t0;               /* monotonic start of the current step */
+	/* guest waits of the current step */
+	struct guest_wait wait;
+	struct guest_task_hooks hooks;
+	bool resume_upid_taken, resume_unknown_taken;
+};
+
+/* ---- outcomes -------------------------------------------------------------------- */
+
+const char *job_outcome_name(enum job_outcome o)
+{
+	switch (o) {
+	case JOB_OUT_DONE: return "done";
+	case JOB_OUT_FAILED: return "failed";
+	case JOB_OUT_USAGE: return "usage";
+	case JOB_OUT_NEEDS_ATTENTION: return "needs-attention";
+	case JOB_OUT_UNREACHABLE: return "unreachable";
+	case JOB_OUT_INTERRUPTED: return "interrupted";
+	}
+	return "?";
+}
+
+enum job_outcome job_outcome_of_error(const struct pve_error *e)
+{
+	if (!e || e->kind == PVE_OK)
+		return JOB_OUT_DONE;
+	if (e->kind == PVE_ERR_CONFIG)
+		return JOB_OUT_USAGE;
+	if (e->kind == PVE_ERR_TASK_TIMEOUT || e->ambiguous)
+		return JOB_OUT_NEEDS_ATTENTION;
+	switch (e->kind) {
+	case PVE_ERR_AUTH:
+	case PVE_ERR_TLS:
+	case PVE_ERR_PIN:
+	case PVE_ERR_CONNECT:
+	case PVE_ERR_TIMEOUT:
+		return JOB_OUT_UNREACHABLE;
+	default:
+		return JOB_OUT_FAILED;
+	}
+}
+
+/* ---- environment and the stop clock ------------------------------------------------ */
+
+static bool env_stopping(const struct job_env *env)
+{
+	return env->stop && *env->stop;
+}
+
+/* Once a stop is asked for, time jumps a day ahead and sleeps return at
+ * once, so that every bounded wait (tasks, locks, addresses, SSH) ends
+ * now and its step fails as interrupted, with its UPID recorded. */
+#define STOP_JUMP_S 86400.0
+
+static double stop_now(void *ctx)
+{
+	struct job_env *env = ctx;
+	double t = pve_clock_now(env->clock);
+	return env_stopping(env) ? t + STOP_JUMP_S : t;
+}
+
+static void stop_sleep(void *ctx, double s)
+{
+	struct job_env *env = ctx;
+	/* sleep in slices so that a stop is seen within 50 ms */
+	while (s > 0 && !env_stopping(env)) {
+		double d = s < 0.05 ? s : 0.05;
+		pve_clock_sleep(env->clock, d);
+		s -= d;
+	}
+}
+
+int job_env_init(struct job_env *env)
+{
+	if (pthread_mutex_init(&env->mu, NULL) != 0)
+		return -1;
+	env->stop_clock.now = stop_now;
+	env->stop_clock.sleep = stop_sleep;
+	env->stop_clock.ctx = env;
+	return 0;
+}
+
+void job_env_fini(struct job_env *env)
+{
+	pthread_mutex_destroy(&env->mu);
+}
+
+/* ---- persistence --------------------------------------------------------------------- */
+
+static void oom(struct job *j)
+{
+	pve_error_set(&j->err, PVE_ERR_INTERNAL, "out of memory");
+}
+
+static char *err_json_text(const struct pve_error *e)
+{
+	if (!e || e->kind == PVE_OK)
+		return NULL;
+	json_object *o = pve_error_to_json(e);
+	char *s = o ? strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)) : NULL;
+	json_object_put(o);
+	return s;
+}
+
+/* Store failures are logged, not fatal to the job in hand: the work on
+ * PVE matters more than its record. */
+static void store_warn(struct job *j, const char *what, char *serr)
+{
+	log_warn("job %lld: cannot record %s: %s", j->id, what, serr ? serr : "?");
+	free(serr);
+}
+
+static int save_job(struct job *j)
+{
+	if (!j->env->store || !j->id)
+		return 0;
+	char *error = err_json_text(&j->err);
+	if (j->left) {
+		/* what is left goes into the error's detail for `pvagent job` */
+		json_object *o = error ? json_tokener_parse(error) : json_object_new_object();
+		if (o) {
+			json_object_object_add(o, "left", json_object_new_string(j->left));
+			free(error);
+			error = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+			json_object_put(o);
+		}
+	}
+	struct store_job sj = {
+		.id = j->id,
+		.state = j->state,
+		.vars = (char *)json_object_to_json_string_ext(j->vars, JSON_C_TO_STRING_PLAIN),
+		.error = error,
+		.started = j->started,
+		.ended = j->ended,
+		.pid = j->state == JOB_RUNNING ? (long)getpid() : 0,
+	};
+	char *serr = NULL;
+	int rc = store_job_update(j->env->store, &sj, &serr);
+	free(error);
+	if (rc < 0)
+		store_warn(j, "the job", serr);
+	return rc;
+}
+
+static int save_step(struct job *j, size_t i)
+{
+	if (!j->env->store || !j->id)
+		return 0;
+	char *serr = NULL;
+	int rc = store_step_put(j->env->store, j->id, &j->steps[i], &serr);
+	if (rc < 0)
+		store_warn(j, "a step", serr);
+	return rc;
+}
+
+int job_save(struct job *j)
+{
+	return save_job(j);
+}
+
+/* ---- events ------------------------------------------------------------------------------- */
+
+static void emit(struct job *j, enum job_ev_kind kind, const char *step, double elapsed,
+		 double pct, const char *text, const void *result)
+{
+	struct job_event ev = {
+		.kind = kind,
+		.job = j->id,
+		.workflow = j->wf->name,
+		.name = j->subject,
+		.vmid = j->vmid,
+		.node = j->node,
+		.step = step,
+		.elapsed_s = elapsed,
+		.percent = pct,
+		.text = text,
+		.time = clock_unix_now(),
+		.result = result,
+	};
+	struct job_env *env = j->env;
+	pthread_mutex_lock(&env->mu);
+	if (env->on_event)
+		env->on_event(env->event_ctx, &ev);
+	pthread_mutex_unlock(&env->mu);
+	/* progress without a percentage or text is not worth a row */
+	if (env->store && j->id && (kind != JOB_EV_PROGRESS || text)) {
+		struct store_event se = {
+			.time = ev.time,
+			.step = (char *)step,
+			.kind = (char *)job_ev_kind_name(kind),
+			.percent = kind == JOB_EV_PROGRESS ? pct : -1,
+			.message = (char *)text,
+		};
+		char *serr = NULL;
+		if (store_event_add(env->store, j->id, &se, &serr) < 0)
+			store_warn(j, "an event", serr);
+	}
+}
+
+static void vemit(struct job *j, enum job_ev_kind kind, double pct, const char *fmt, va_list ap)
+{
+	struct sbuf b = {0};
+	if (sbuf_vaddf(&b, fmt, ap) == 0)
+		emit(j, kind, j->wf->steps[j->cur].name, 0, pct, sbuf_str(&b), NULL);
+	sbuf_free(&b);
+}
+
+void job_progress(struct job *j, double percent, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vemit(j, JOB_EV_PROGRESS, percent, fmt, ap);
+	va_end(ap);
+}
+
+void job_note(struct job *j, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vemit(j, JOB_EV_NOTE, -1, fmt, ap);
+	va_end(ap);
+}
+
+void job_diff(struct job *j, const char *text)
+{
+	emit(j, JOB_EV_DIFF, j->wf->steps[j->cur].name, 0, -1, text, NULL);
+}
+
+void job_summary(struct job *j, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	struct sbuf b = {0};
+	free(j->summary);
+	j->summary = sbuf_vaddf(&b, fmt, ap) == 0 ? sbuf_steal(&b) : NULL;
+	sbuf_free(&b);
+	va_end(ap);
+}
+
+void job_set_left(struct job *j, const char *fmt, ...)
+{
+	free(j->left);
+	j->left = NULL;
+	if (!fmt)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	struct sbuf b = {0};
+	j->left = sbuf_vaddf(&b, fmt, ap) == 0 ? sbuf_steal(&b) : NULL;
+	sbuf_free(&b);
+	va_end(ap);
+}
+
+struct pve_error *job_err(struct job *j)
+{
+	return &j->err;
+}
+
+enum step_rc job_fail(struct job *j, enum pve_err_kind kind, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	struct sbuf b = {0};
+	if (sbuf_vaddf(&b, fmt, ap) == 0)
+		pve_error_set(&j->err, kind, "%s", sbuf_str(&b));
+	else
+		oom(j);
+	sbuf_free(&b);
+	va_end(ap);
+	return STEP_RC_FAIL;
+}
+
+/* ---- accessors ------------------------------------------------------------------------------ */
+
+long long job_id(const struct job *j) { return j->id; }
+const char *job_subject(const struct job *j) { return j->subject; }
+const struct job_workflow *job_wf(const struct job *j) { return j->wf; }
+enum job_state job_state(const struct job *j) { return j->state; }
+enum job_outcome job_outcome(const struct job *j) { return j->outcome; }
+const struct pve_error *job_error(const struct job *j) { return &j->err; }
+const char *job_left(const struct job *j) { return j->left; }
+bool job_resumed(const struct job *j) { return j->resumed; }
+int job_vmid(const struct job *j) { return j->vmid; }
+const char *job_node(const struct job *j) { return j->node; }
+void *job_ctx(struct job *j) { return j->ctx; }
+struct pve *job_pve(struct job *j) { return j->pve; }
+struct job_env *job_env(struct job *j) { return j->env; }
+json_object *job_params(struct job *j) { return j->params; }
+json_object *job_vars(struct job *j) { return j->vars; }
+bool job_stopping(const struct job *j) { return env_stopping(j->env); }
+
+const struct store_step *job_steps(const struct job *j, size_t *n)
+{
+	*n = j->wf->n_steps;
+	return j->steps;
+}
+
+const char *job_step_upid(const struct job *j)
+{
+	return j->steps[j->cur].upid;
+}
+
+int job_step_attempts(const struct job *j)
+{
+	return j->steps[j->cur].attempts;
+}
+
+int job_set_guest(struct job *j, int vmid, const char *node)
+{
+	j->vmid = vmid;
+	if (node && (!j->node || strcmp(j->node, node) != 0)) {
+		char *n = strdup(node);
+		if (!n)
+			return -1;
+		free(j->node);
+		j->node = n;
+	}
+	if (vmid && (job_set_int(j, "vmid", vmid) < 0))
+		return -1;
+	return j->node ? job_set_str(j, "node", j->node) : 0;
+}
+
+/* ---- typed members ---------------------------------------------------------------------------- */
+
+const char *job_str(json_object *o, const char *key)
+{
+	json_object *v;
+	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+long long job_int(json_object *o, const char *key, long long def)
+{
+	json_object *v;
+	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+		return def;
+	return json_object_get_int64(v);
+}
+
+bool job_bool(json_object *o, const char *key, bool def)
+{
+	json_object *v;
+	if (!o || !json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_boolean))
+		return def;
+	return json_object_get_boolean(v);
+}
+
+static int set_member(struct job *j, const char *key, json_object *v)
+{
+	if (!v)
+		return -1;
+	return json_object_object_add(j->vars, key, v) == 0 ? 0 : -1;
+}
+
+int job_set_str(struct job *j, const char *key, const char *v)
+{
+	if (!v) {
+		json_object_object_del(j->vars, key);
+		return 0;
+	}
+	return set_member(j, key, json_object_new_string(v));
+}
+
+int job_set_int(struct job *j, const char *key, long long v)
+{
+	return set_member(j, key, json_object_new_int64(v));
+}
+
+int job_set_bool(struct job *j, const char *key, bool v)
+{
+	return set_member(j, key, json_object_new_boolean(v));
+}
+
+/* ---- guest waits and task hooks ------------------------------------------------------------ */
+
+static void on_wait_progress(void *ctx, const char *step, double pct, const char *text)
+{
+	struct job *j = ctx;
+	(void)step; /* guest.c's sub-step ("lock", "clone"): the job's step is the one */
+	emit(j, JOB_EV_PROGRESS, j->wf->steps[j->cur].name, 0, pct, text, NULL);
+}
+
+static void hook_sending(void *ctx, int vmid)
+{
+	struct job *j = ctx;
+	struct store_step *st = &j->steps[j->cur];
+	st->attempts++;
+	free(st->upid);
+	st->upid = NULL;
+	if (vmid > 0) {
+		/* a create's candidate VMID: what a resumed step looks at */
+		char key[64];
+		snprintf(key, sizeof key, "%s_vmid", j->wf->steps[j->cur].name);
+		if (job_set_int(j, key, vmid) < 0)
+			oom(j);
+		save_job(j);
+	}
+	save_step(j, j->cur);
+}
+
+static void hook_started(void *ctx, const char *upid)
+{
+	struct job *j = ctx;
+	struct store_step *st = &j->steps[j->cur];
+	char *u = strdup(upid);
+	if (!u)
+		return;
+	free(st->upid);
+	st->upid = u;
+	save_step(j, j->cur);
+}
+
+static char *hook_resume_upid(void *ctx)
+{
+	struct job *j = ctx;
+	const char *u = j->steps[j->cur].upid;
+	if (j->resume_upid_taken || !u)
+		return NULL;
+	j->resume_upid_taken = true;
+	return strdup(u);
+}
+
+static bool hook_resume_unknown(void *ctx)
+{
+	struct job *j = ctx;
+	if (j->resume_unknown_taken)
+		return false;
+	j->resume_unknown_taken = true;
+	return j->steps[j->cur].attempts > 0 && !j->steps[j->cur].upid;
+}
+
+const struct guest_wait *job_wait(struct job *j)
+{
+	return &j->wait;
+}
+
+static void step_wait_init(struct job *j)
+{
+	j->wait = j->env->wait;
+	j->wait.clock = &j->env->stop_clock;
+	j->wait.progress = on_wait_progress;
+	j->wait.progress_ctx = j;
+	j->hooks = (struct guest_task_hooks){
+		.sending = hook_sending,
+		.started = hook_started,
+		.resume_upid = hook_resume_upid,
+		.resume_unknown = hook_resume_unknown,
+		.ctx = j,
+	};
+	j->wait.hooks = (j->wf->steps[j->cur].flags & JOB_STEP_TASK) ? &j->hooks : NULL;
+	/* a step run afresh has nothing to resume */
+	bool resumed = j->steps[j->cur].attempts > 0;
+	j->resume_upid_taken = !resumed;
+	j->resume_unknown_taken = !resumed;
+}
+
+/* ---- making and loading ------------------------------------------------------------------------ */
+
+static struct job *job_alloc(struct job_env *env, const struct job_workflow *wf)
+{
+	struct job *j = calloc(1, sizeof *j);
+	if (!j)
+		return NULL;
+	j->env = env;
+	j->wf = wf;
+	j->steps = calloc(wf->n_steps ? wf->n_steps : 1, sizeof *j->steps);
+	j->ctx = calloc(1, wf->ctx_size ? wf->ctx_size : 1);
+	if (!j->steps || !j->ctx) {
+		free(j->steps);
+		free(j->ctx);
+		free(j);
+		return NULL;
+	}
+	for (size_t i = 0; i < wf->n_steps; i++)
+		j->steps[i].idx = (int)i;
+	return j;
+}
+
+int job_new(struct job_env *env, const struct job_workflow *wf, const char *subject,
+	    json_object *params, struct job **out, struct pve_error *err)
+{
+	*out = NULL;
+	struct job *j = job_alloc(env, wf);
+	if (!j || !(j->subject = strdup(subject ? subject : ""))) {
+		job_free(j);
+		pve_error_set(err, PVE_ERR_INTERNAL, "out of memory");
+		return -1;
+	}
+	j->params = params ? json_object_get(params) : json_object_new_object();
+	j->vars = json_object_new_object();
+	j->created = clock_unix_now();
+	for (size_t i = 0; i < wf->n_steps; i++)
+		j->steps[i].name = strdup(wf->steps[i].name);
+	if (env->store) {
+		char *serr = NULL;
+		const char *text = json_object_to_json_string_ext(j->params, JSON_C_TO_STRING_PLAIN);
+		if (store_job_insert(env->store, wf->name, j->subject, text, j->created, &j->id,
+				     &serr) < 0) {
+			pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "cannot store the job");
+			free(serr);
+			job_free(j);
+			return -1;
+		}
+	}
+	*out = j;
+	return 0;
+}
+
+int job_load(struct job_env *env, long long id, const struct job_workflow *wf, struct job **out,
+	     struct pve_error *err)
+{
+	*out = NULL;
+	if (!env->store) {
+		pve_error_set(err, PVE_ERR_CONFIG, "no state store to load job %lld from", id);
+		return -1;
+	}
+	struct store_job sj;
+	char *serr = NULL;
+	int r = store_job_get(env->store, id, &sj, &serr);
+	if (r <= 0) {
+		if (r < 0)
+			pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "store");
+		free(serr);
+		return r;
+	}
+	if (strcmp(sj.workflow, wf->name) != 0) {
+		pve_error_set(err, PVE_ERR_INTERNAL, "job %lld is a %s job, not %s", id, sj.workflow,
+			      wf->name);
+		store_job_free(&sj);
+		return -1;
+	}
+	struct job *j = job_alloc(env, wf);
+	struct store_step *steps = NULL;
+	size_t n = 0;
+	if (!j) {
+		pve_error_set(err, PVE_ERR_INTERNAL, "out of memory");
+		store_job_free(&sj);
+		return -1;
+	}
+	j->id = id;
+	j->subject = sj.subject;
+	sj.subject = NULL;
+	j->params = json_tokener_parse(sj.params ? sj.params : "{}");
+	j->vars = json_tokener_parse(sj.vars ? sj.vars : "{}");
+	j->state = sj.state;
+	j->created = sj.created;
+	j->started = sj.started;
+	j->ended = sj.ended;
+	if (sj.error) {
+		json_object *eo = json_tokener_parse(sj.error);
+		pve_error_from_json(eo, &j->err);
+		const char *left = job_str(eo, "left");
+		if (left)
+			j->left = strdup(left);
+		json_object_put(eo);
+	}
+	store_job_free(&sj);
+	if (!json_object_is_type(j->params, json_type_object) ||
+	    !json_object_is_type(j->vars, json_type_object)) {
+		pve_error_set(err, PVE_ERR_INTERNAL, "job %lld: params or vars are not JSON objects",
+			      id);
+		job_free(j);
+		return -1;
+	}
+	if (store_steps_get(env->store, id, &steps, &n, &serr) < 0) {
+		pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "store");
+		free(serr);
+		job_free(j);
+		return -1;
+	}
+	for (size_t i = 0; i < wf->n_steps; i++)
+		j->steps[i].name = strdup(wf->steps[i].name);
+	for (size_t i = 0; i < n; i++) {
+		int k = steps[i].idx;
+		if (k < 0 || (size_t)k >= wf->n_steps || strcmp(steps[i].name, wf->steps[k].name) != 0)
+			continue; /* a step this version does not have */
+		struct store_step *d = &j->steps[k];
+		free(d->name);
+		*d = steps[i];
+		memset(&steps[i], 0, sizeof steps[i]);
+	}
+	store_steps_free(steps, n);
+	j->vmid = (int)job_int(j->vars, "vmid", 0);
+	const char *node = job_str(j->vars, "node");
+	j->node = node ? strdup(node) : NULL;
+	*out = j;
+	return 1;
+}
+
+void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	if (j->ctx_open && j->wf->close)
+		j->wf->close(j, j->ctx);
+	free(j->ctx);
+	if (j->steps) {
+		for (size_t i = 0; i < j->wf->n_steps; i++) {
+			free(j->steps[i].name);
+			free(j->steps[i].upid);
+			free(j->steps[i].result);
+			free(j->steps[i].error);
+		}
+		free(j->steps);
+	}
+	json_object_put(j->params);
+	json_object_put(j->vars);
+	pve_error_clear(&j->err);
+	free(j->subject);
+	free(j->left);
+	free(j->summary);
+	free(j->node);
+	free(j);
+}
+
+/* ---- running ----------------------------------------------------------------------------------- */
+
+static void step_set(struct job *j, size_t i, enum step_state s)
+{
+	struct store_step *st = &j->steps[i];
+	st->state = s;
+	if (s == STEP_RUNNING && st->started <= 0)
+		st->started = clock_unix_now();
+	if (s != STEP_RUNNING && s != STEP_PENDING)
+		st->ended = clock_unix_now();
+}
+
+static void finish(struct job *j, enum job_state state, enum job_outcome outcome)
+{
+	j->state = state;
+	j->outcome = outcome;
+	if (state != JOB_INTERRUPTED)
+		j->ended = clock_unix_now();
+	save_job(j);
+}
+
+/* Undo the done steps before index upto, last first. 0 when every undo
+ * worked. */
+static int undo_steps(struct job *j, size_t upto)
+{
+	int rc = 0;
+	for (size_t i = upto; i-- > 0;) {
+		const struct job_step_def *d = &j->wf->steps[i];
+		if (j->steps[i].state != STEP_DONE || !d->undo)
+			continue;
+		j->cur = i;
+		step_wait_init(j);
+		j->resume_upid_taken = j->resume_unknown_taken = true;
+		double t0 = pve_clock_now(j->env->clock);
+		if (d->undo(j) < 0) {
+			rc = -1;
+			log_error("%s: undo of %s failed", j->subject, d->name);
+			continue;
+		}
+		step_set(j, i, STEP_UNDONE);
+		save_step(j, i);
+		char *name = strprintf("undo %s", d->name);
+		emit(j, JOB_EV_STEP, name ? name : d->name, pve_clock_now(j->env->clock) - t0, -1,
+		     "undone", NULL);
+		free(name);
+	}
+	return rc;
+}
+
+enum job_outcome job_run(struct job *j, struct pve *c)
+{
+	const struct job_workflow *wf = j->wf;
+	j->pve = c;
+	j->resumed = j->state == JOB_INTERRUPTED || j->state == JOB_RUNNING;
+	if (!job_state_open(j->state)) {
+		/* finished already: report what it was */
+		return j->outcome = j->state == JOB_DONE ? JOB_OUT_DONE
+				  : j->state == JOB_NEEDS_ATTENTION ? JOB_OUT_NEEDS_ATTENTION
+								    : job_outcome_of_error(&j->err);
+	}
+	pve_error_clear(&j->err);
+	free(j->left);
+	j->left = NULL;
+	j->state = JOB_RUNNING;
+	if (j->started <= 0)
+		j->started = clock_unix_now();
+	save_job(j);
+	if (!j->ctx_open && wf->open) {
+		if (wf->open(j, j->ctx) < 0) {
+			if (j->err.kind == PVE_OK)
+				pve_error_set(&j->err, PVE_ERR_INTERNAL, "%s: cannot start", wf->name);
+			finish(j, JOB_FAILED, job_outcome_of_error(&j->err));
+			emit(j, JOB_EV_DONE, NULL, 0, -1, job_outcome_name(j->outcome), j->ctx);
+			return j->outcome;
+		}
+	}
+	j->ctx_open = true;
+	emit(j, JOB_EV_BEGIN, NULL, 0, -1, j->resumed ? "resumed" : NULL, NULL);
+	size_t i = 0;
+	while (i < wf->n_steps &&
+	       (j->steps[i].state == STEP_DONE || j->steps[i].state == STEP_SKIPPED))
+		i++;
+	for (; i < wf->n_steps; i++) {
+		const struct job_step_def *d = &wf->steps[i];
+		j->cur = i;
+		if (env_stopping(j->env)) {
+			finish(j, JOB_INTERRUPTED, JOB_OUT_INTERRUPTED);
+			emit(j, JOB_EV_DONE, NULL, 0, -1, "interrupted", j->ctx);
+			return j->outcome;
+		}
+		step_wait_init(j);
+		step_set(j, i, STEP_RUNNING);
+		save_step(j, i);
+		free(j->summary);
+		j->summary = NULL;
+		j->step_t0 = pve_clock_now(j->env->clock);
+		enum step_rc rc = d->run(j);
+		double el = pve_clock_now(j->env->clock) - j->step_t0;
+		if (rc == STEP_RC_FAIL && env_stopping(j->env)) {
+			/* the stop ended its wait: run it again on resume (its UPID
+			 * and send count are recorded) */
+			log_debug("%s: step %s interrupted", j->subject, d->name);
+			pve_error_clear(&j->err);
+			save_step(j, i);
+			finish(j, JOB_INTERRUPTED, JOB_OUT_INTERRUPTED);
+			emit(j, JOB_EV_DONE, NULL, 0, -1, "interrupted", j->ctx);
+			return j->outcome;
+		}
+		if (rc == STEP_RC_FAIL) {
+			if (j->err.kind == PVE_OK)
+				pve_error_set(&j->err, PVE_ERR_INTERNAL, "%s failed", d->name);
+			free(j->steps[i].error);
+			j->steps[i].error = err_json_text(&j->err);
+			step_set(j, i, STEP_FAILED);
+			save_step(j, i);
+			enum job_outcome out = job_outcome_of_error(&j->err);
+			if (wf->undo_on_failure) {
+				struct pve_error saved = {0};
+				pve_error_move(&saved, &j->err);
+				int ur = undo_steps(j, i);
+				pve_error_move(&j->err, &saved);
+				if (ur < 0)
+					out = JOB_OUT_NEEDS_ATTENTION;
+			}
+			if (j->left && out != JOB_OUT_USAGE && out != JOB_OUT_UNREACHABLE)
+				out = JOB_OUT_NEEDS_ATTENTION;
+			finish(j, out == JOB_OUT_NEEDS_ATTENTION ? JOB_NEEDS_ATTENTION : JOB_FAILED, out);
+			emit(j, JOB_EV_DONE, NULL, 0, -1, "failed", j->ctx);
+			return j->outcome;
+		}
+		free(j->steps[i].result);
+		j->steps[i].result = j->summary ? strdup(j->summary) : NULL;
+		step_set(j, i, rc == STEP_RC_SKIP ? STEP_SKIPPED : STEP_DONE);
+		save_step(j, i);
+		save_job(j);
+		if (rc != STEP_RC_SKIP)
+			emit(j, JOB_EV_STEP, d->name, el, -1, j->summary, NULL);
+		if (rc == STEP_RC_END) {
+			for (size_t k = i + 1; k < wf->n_steps; k++) {
+				step_set(j, k, STEP_SKIPPED);
+				save_step(j, k);
+			}
+			break;
+		}
+	}
+	free(j->left);
+	j->left = NULL;
+	finish(j, JOB_DONE, JOB_OUT_DONE);
+	emit(j, JOB_EV_DONE, NULL, 0, -1, "done", j->ctx);
+	return j->outcome;
+}
+
+/* ---- several jobs ------------------------------------------------------------------------------ */
+
+struct run_all {
+	struct job **jobs;
+	size_t n, next;
+	const struct pve_opts *po;
+	struct pve *c;
+	pthread_mutex_t mu;
+};
+
+static void *run_worker(void *arg)
+{
+	struct run_all *ra = arg;
+	struct pve *c = NULL;
+	bool own = false;
+	for (;;) {
+		pthread_mutex_lock(&ra->mu);
+		size_t i = ra->next++;
+		pthread_mutex_unlock(&ra->mu);
+		if (i >= ra->n)
+			break;
+		struct job *j = ra->jobs[i];
+		if (!c) {
+			if (ra->po) {
+				c = pve_new(ra->po, &j->err);
+				own = c != NULL;
+			} else {
+				c = ra->c;
+			}
+		}
+		if (!c) {
+			if (j->err.kind == PVE_OK)
+				pve_error_set(&j->err, PVE_ERR_CONFIG, "no PVE connection");
+			finish(j, JOB_FAILED, job_outcome_of_error(&j->err));
+			emit(j, JOB_EV_DONE, NULL, 0, -1, "failed", j->ctx);
+			continue;
+		}
+		job_run(j, c);
+	}
+	if (own)
+		pve_free(c);
+	return NULL;
+}
+
+static int outcome_rank(enum job_outcome o)
+{
+	switch (o) {
+	case JOB_OUT_NEEDS_ATTENTION: return 5;
+	case JOB_OUT_UNREACHABLE: return 4;
+	case JOB_OUT_FAILED: return 3;
+	case JOB_OUT_USAGE: return 2;
+	case JOB_OUT_INTERRUPTED: return 1;
+	case JOB_OUT_DONE: return 0;
+	}
+	return 0;
+}
+
+enum job_outcome job_run_all(struct job **jobs, size_t n, unsigned parallel,
+			     const struct pve_opts *po, struct pve *c)
+{
+	struct run_all ra = {.jobs = jobs, .n = n, .po = po, .c = c};
+	size_t k = parallel ? parallel : DEF_PARALLEL;
+	if (k > n)
+		k = n;
+	if (!po)
+		k = 1; /* one client: one at a time */
+	if (po && c && k <= 1)
+		ra.po = NULL; /* one worker: the caller's client */
+	if (pthread_mutex_init(&ra.mu, NULL) != 0)
+		k = 1;
+	pthread_t *th = k > 1 ? calloc(k, sizeof *th) : NULL;
+	size_t started = 0;
+	for (; th && started < k; started++)
+		if (pthread_create(&th[started], NULL, run_worker, &ra) != 0)
+			break;
+	if (started == 0)
+		run_worker(&ra);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	pthread_mutex_destroy(&ra.mu);
+	enum job_outcome worst = JOB_OUT_DONE;
+	for (size_t i = 0; i < n; i++)
+		if (outcome_rank(jobs[i]->outcome) > outcome_rank(worst))
+			worst = jobs[i]->outcome;
+	return worst;
+}

@@ -1,0 +1,197 @@
+/* job.h - the job engine under every workflow (README "Architecture").
+ *
+ * A workflow is a table of steps (struct job_workflow). A job is one run
+ * of a workflow on one subject (a guest name) with its parameters (JSON).
+ * The engine runs the steps in order and keeps, in the store (store.h),
+ * the job's state, what its steps learned (vars, JSON), and per step its
+ * state, the UPID of the PVE task it started (written the moment PVE
+ * returns it, before any wait), how often its task-starting request was
+ * sent, its summary and its error. Between steps it checks the stop flag.
+ *
+ * Resume (job_load + job_run) starts at the first step not done. Steps are
+ * idempotent: run again, a step converges without repeating what took
+ * effect. The engine helps them with the PVE side: a step's guest calls
+ * take job_wait() as their struct guest_wait, whose hooks record every
+ * task-starting request and its UPID, make the first such request of a
+ * resumed step wait for the recorded task instead of sending it again,
+ * and, when an earlier request's answer was lost (sent, no UPID), look at
+ * PVE first (guest.h, "lost answers").
+ *
+ * On failure a workflow with undo_on_failure runs the undo of its done
+ * steps in reverse. The outcome says what the caller has to know; only the
+ * mains turn outcomes into exit codes and words.
+ *
+ * Thread safety: one job runs on one thread; several jobs of one struct
+ * job_env may run on several threads (events are serialised). */
+#ifndef PVAGENT_JOB_H
+#define PVAGENT_JOB_H
+
+#include "event.h"
+#include "guest.h"
+#include "pve.h"
+#include "store.h"
+
+#include <json-c/json.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct job;
+
+/* What a step's run returns. */
+enum step_rc {
+	STEP_RC_OK = 0,     /* done */
+	STEP_RC_SKIP,       /* not needed for this job (no event) */
+	STEP_RC_END,        /* done, and the job is complete: later steps skipped */
+	STEP_RC_FAIL = -1,  /* failed: job_err() says why */
+};
+
+#define JOB_STEP_TASK 0x1u  /* starts PVE tasks through job_wait() */
+
+struct job_step_def {
+	const char *name;
+	enum step_rc (*run)(struct job *j);
+	int (*undo)(struct job *j);      /* 0 or -1; NULL: nothing to undo */
+	unsigned flags;
+};
+
+struct job_workflow {
+	const char *name;                /* "up", "down", ... */
+	const struct job_step_def *steps;
+	size_t n_steps;
+	size_t ctx_size;                 /* the workflow's context, zeroed */
+	/* Build the context from job_params() and job_vars() (a resumed job
+	 * has the vars its done steps stored). 0, or -1 with job_err() set. */
+	int (*open)(struct job *j, void *ctx);
+	void (*close)(struct job *j, void *ctx);
+	/* Undo the done steps in reverse when a step fails. */
+	bool undo_on_failure;
+};
+
+/* ---- outcomes -------------------------------------------------------------- */
+
+enum job_outcome {
+	JOB_OUT_DONE = 0,
+	JOB_OUT_FAILED,           /* failed; nothing left half-done */
+	JOB_OUT_USAGE,            /* bad request or configuration */
+	JOB_OUT_NEEDS_ATTENTION,  /* failed and left something: job_left() */
+	JOB_OUT_UNREACHABLE,      /* PVE or a guest could not be reached or refused us */
+	JOB_OUT_INTERRUPTED,      /* stopped between steps; resumable */
+};
+const char *job_outcome_name(enum job_outcome o);
+/* The outcome a failure with this error has when nothing is left. */
+enum job_outcome job_outcome_of_error(const struct pve_error *e);
+
+/* ---- environment ------------------------------------------------------------- */
+
+struct job_env {
+	struct store *store;             /* NULL: jobs are not persisted */
+	const struct pve_clock *clock;   /* NULL: real time */
+	job_event_fn on_event;           /* may be NULL */
+	void *event_ctx;
+	/* Set (by a signal handler) to stop: the running steps end their
+	 * waits at once, and jobs end as interrupted. May be NULL. */
+	volatile sig_atomic_t *stop;
+	/* Base timeouts of guest waits (job_wait() adds hooks and progress). */
+	struct guest_wait wait;
+	/* internal */
+	pthread_mutex_t mu;
+	struct pve_clock stop_clock;
+};
+
+/* Initialise (env is caller-owned; fill the public members first, or
+ * after). */
+int job_env_init(struct job_env *env);
+void job_env_fini(struct job_env *env);
+
+/* ---- making and loading jobs ---------------------------------------------------- */
+
+/* A new job of wf on subject with params (a JSON object, copied), stored
+ * as queued when env has a store. */
+int job_new(struct job_env *env, const struct job_workflow *wf, const char *subject,
+	    json_object *params, struct job **out, struct pve_error *err);
+/* A stored job, to resume or show. wf must be its workflow
+ * (job_workflow_find). 1 loaded, 0 no such job, -1 error. */
+int job_load(struct job_env *env, long long id, const struct job_workflow *wf,
+	     struct job **out, struct pve_error *err);
+void job_free(struct job *j);
+
+/* Run the job from its first unfinished step with this PVE client. */
+enum job_outcome job_run(struct job *j, struct pve *c);
+
+/* Run n jobs with at most parallel in flight (0: 4), one PVE client per
+ * worker made from po (or c for a single worker when po is NULL). Returns
+ * the worst outcome: needs attention > unreachable > failed > usage >
+ * interrupted > done, i.e. the first that is not done in that order. */
+enum job_outcome job_run_all(struct job **jobs, size_t n, unsigned parallel,
+			     const struct pve_opts *po, struct pve *c);
+
+/* ---- what a job is ---------------------------------------------------------------- */
+
+long long job_id(const struct job *j);
+const char *job_subject(const struct job *j);
+const struct job_workflow *job_wf(const struct job *j);
+enum job_state job_state(const struct job *j);
+enum job_outcome job_outcome(const struct job *j);
+/* The failure (kind PVE_OK when none). */
+const struct pve_error *job_error(const struct job *j);
+/* What a failed job left behind (NULL: nothing). */
+const char *job_left(const struct job *j);
+bool job_resumed(const struct job *j);
+/* The steps (n = the workflow's), states as stored. */
+const struct store_step *job_steps(const struct job *j, size_t *n);
+/* The guest's VMID and node once known (events and results). */
+int job_vmid(const struct job *j);
+const char *job_node(const struct job *j);
+
+/* ---- for steps -------------------------------------------------------------------- */
+
+void *job_ctx(struct job *j);
+struct pve *job_pve(struct job *j);
+struct job_env *job_env(struct job *j);
+json_object *job_params(struct job *j);  /* borrowed */
+json_object *job_vars(struct job *j);    /* borrowed; steps add members */
+/* Store the vars now (the engine does after every step). */
+int job_save(struct job *j);
+
+/* Typed members of params or vars (NULL / def when absent). */
+const char *job_str(json_object *o, const char *key);
+long long job_int(json_object *o, const char *key, long long def);
+bool job_bool(json_object *o, const char *key, bool def);
+int job_set_str(struct job *j, const char *key, const char *v); /* in vars; NULL removes */
+int job_set_int(struct job *j, const char *key, long long v);
+int job_set_bool(struct job *j, const char *key, bool v);
+
+/* The guest the job works on, for events and results (node copied). */
+int job_set_guest(struct job *j, int vmid, const char *node);
+/* The current step's summary (shown with its end event). */
+void job_summary(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void job_progress(struct job *j, double percent, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void job_diff(struct job *j, const char *text);
+void job_note(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Say what a failure would leave behind from now on (NULL: nothing). */
+void job_set_left(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The error to fill when a step fails. */
+struct pve_error *job_err(struct job *j);
+/* Fill the error and return STEP_RC_FAIL. */
+enum step_rc job_fail(struct job *j, enum pve_err_kind kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The current step as stored: its UPID and send count from an earlier run
+ * (the step was interrupted after sending). */
+const char *job_step_upid(const struct job *j);
+int job_step_attempts(const struct job *j);
+/* The guest waits for the current step: the env's timeouts and its stop
+ * clock, progress as job events of this step, and the task hooks. */
+const struct guest_wait *job_wait(struct job *j);
+/* Has a stop been asked for? */
+bool job_stopping(const struct job *j);
+
+/* ---- the workflows ------------------------------------------------------------------ */
+
+/* The workflow called name, or NULL (workflows.c). */
+const struct job_workflow *job_workflow_find(const char *name);
+
+#endif

@@ -1,0 +1,671 @@
+/* store.c - state.db (see store.h): opening with WAL and a busy timeout,
+ * the schema version and its migrations, and the rows of jobs, steps and
+ * events. */
+#include "store.h"
+
+#include "util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BUSY_TIMEOUT_MS 5000
+
+struct store {
+	sqlite3 *db;
+	char *path;
+};
+
+static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(char **err, const char *fmt, ...)
+{
+	if (!err)
+		return;
+	free(*err);
+	va_list ap;
+	va_start(ap, fmt);
+	struct sbuf b = {0};
+	*err = sbuf_vaddf(&b, fmt, ap) == 0 ? sbuf_steal(&b) : NULL;
+	sbuf_free(&b);
+	va_end(ap);
+}
+
+static int db_fail(struct store *s, char **err, const char *what)
+{
+	set_err(err, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+	return -1;
+}
+
+/* ---- names ------------------------------------------------------------------- */
+
+static const char *const job_states[] = {
+	"queued", "running", "interrupted", "done", "failed", "needs-attention", "cancelled",
+};
+static const char *const step_states[] = {
+	"pending", "running", "done", "skipped", "undone", "failed",
+};
+
+static int parse_name(const char *const *names, size_t n, const char *s, int *out)
+{
+	for (size_t i = 0; s && i < n; i++) {
+		if (strcmp(names[i], s) == 0) {
+			*out = (int)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+const char *job_state_name(enum job_state s)
+{
+	return (size_t)s < sizeof job_states / sizeof *job_states ? job_states[s] : "?";
+}
+
+int job_state_parse(const char *s, enum job_state *out)
+{
+	int v;
+	if (parse_name(job_states, sizeof job_states / sizeof *job_states, s, &v) < 0)
+		return -1;
+	*out = (enum job_state)v;
+	return 0;
+}
+
+bool job_state_open(enum job_state s)
+{
+	return s == JOB_QUEUED || s == JOB_RUNNING || s == JOB_INTERRUPTED;
+}
+
+const char *step_state_name(enum step_state s)
+{
+	return (size_t)s < sizeof step_states / sizeof *step_states ? step_states[s] : "?";
+}
+
+int step_state_parse(const char *s, enum step_state *out)
+{
+	int v;
+	if (parse_name(step_states, sizeof step_states / sizeof *step_states, s, &v) < 0)
+		return -1;
+	*out = (enum step_state)v;
+	return 0;
+}
+
+/* ---- open and migrate ---------------------------------------------------------- */
+
+/* Each migration takes the schema from version i to i + 1. Version 1 is
+ * the bench table of the first releases (which had no meta table). */
+static const char *const migrations[STORE_SCHEMA_VERSION] = {
+	/* 0 -> 1 */
+	"CREATE TABLE IF NOT EXISTS bench("
+	"id INTEGER PRIMARY KEY, guest TEXT NOT NULL, vmid INTEGER NOT NULL, "
+	"ts INTEGER NOT NULL, bus TEXT, nic TEXT, size_mib INTEGER NOT NULL, "
+	"figures TEXT NOT NULL, notes TEXT NOT NULL DEFAULT '[]');"
+	"CREATE INDEX IF NOT EXISTS bench_guest_ts ON bench(guest, vmid, ts);",
+	/* 1 -> 2: the job engine */
+	"CREATE TABLE jobs("
+	"id INTEGER PRIMARY KEY, workflow TEXT NOT NULL, subject TEXT NOT NULL, "
+	"params TEXT NOT NULL, vars TEXT NOT NULL DEFAULT '{}', state TEXT NOT NULL, "
+	"created REAL NOT NULL, started REAL, ended REAL, error TEXT, pid INTEGER);"
+	"CREATE INDEX jobs_open ON jobs(workflow, subject, state);"
+	"CREATE TABLE steps("
+	"job INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, idx INTEGER NOT NULL, "
+	"name TEXT NOT NULL, state TEXT NOT NULL, upid TEXT, attempts INTEGER NOT NULL "
+	"DEFAULT 0, result TEXT, error TEXT, started REAL, ended REAL, "
+	"PRIMARY KEY(job, idx));"
+	"CREATE TABLE events("
+	"id INTEGER PRIMARY KEY, job INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, "
+	"time REAL NOT NULL, step TEXT, kind TEXT NOT NULL, percent REAL, message TEXT);"
+	"CREATE INDEX events_job ON events(job, id);",
+};
+
+static int exec(struct store *s, const char *sql, char **err, const char *what)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		set_err(err, "%s: %s: %s", s->path, what, msg ? msg : sqlite3_errmsg(s->db));
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* 1 when the table exists, 0 when not, -1 on error. */
+static int table_exists(struct store *s, const char *name, char **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "schema");
+	}
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_fail(s, err, "schema");
+	return rc == SQLITE_ROW;
+}
+
+int store_schema_version(struct store *s, int *version, char **err)
+{
+	int meta = table_exists(s, "meta", err);
+	if (meta < 0)
+		return -1;
+	if (!meta) {
+		int bench = table_exists(s, "bench", err);
+		if (bench < 0)
+			return -1;
+		*version = bench ? 1 : 0;
+		return 0;
+	}
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key='schema_version'", -1, &st,
+			       NULL) != SQLITE_OK)
+		return db_fail(s, err, "schema version");
+	int rc = sqlite3_step(st);
+	*version = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_fail(s, err, "schema version");
+	return 0;
+}
+
+static int migrate(struct store *s, char **err)
+{
+	if (exec(s, "BEGIN IMMEDIATE", err, "migration") < 0)
+		return -1;
+	int v;
+	if (store_schema_version(s, &v, err) < 0)
+		goto fail;
+	if (v > STORE_SCHEMA_VERSION) {
+		set_err(err, "%s: schema version %d is newer than this pvagent's (%d)", s->path, v,
+			STORE_SCHEMA_VERSION);
+		goto fail;
+	}
+	if (v == STORE_SCHEMA_VERSION)
+		return exec(s, "COMMIT", err, "migration");
+	for (; v < STORE_SCHEMA_VERSION; v++) {
+		if (exec(s, migrations[v], err, "migration") < 0)
+			goto fail;
+	}
+	char *sql = strprintf("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
+			      "INSERT OR REPLACE INTO meta VALUES('schema_version', %d);",
+			      STORE_SCHEMA_VERSION);
+	if (!sql) {
+		set_err(err, "%s: out of memory", s->path);
+		goto fail;
+	}
+	int rc = exec(s, sql, err, "migration");
+	free(sql);
+	if (rc < 0)
+		goto fail;
+	return exec(s, "COMMIT", err, "migration");
+fail:
+	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return -1;
+}
+
+char *store_path(const char *state_dir)
+{
+	size_t n = strlen(state_dir);
+	while (n > 1 && state_dir[n - 1] == '/')
+		n--;
+	return strprintf("%.*s/state.db", (int)n, state_dir);
+}
+
+/* mkdir -p of the directory part of path, mode 0700 for what it makes. */
+static int make_parent(const char *path)
+{
+	char *dir = strdup(path);
+	if (!dir)
+		return -1;
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir) {
+		free(dir);
+		return 0;
+	}
+	*slash = '\0';
+	for (char *p = dir + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+				free(dir);
+				return -1;
+			}
+			if (!c)
+				break;
+			*p = c;
+		}
+	}
+	free(dir);
+	return 0;
+}
+
+int store_open(const char *path, struct store **out, char **err)
+{
+	*out = NULL;
+	struct store *s = calloc(1, sizeof *s);
+	if (!s || !(s->path = strdup(path))) {
+		free(s);
+		set_err(err, "%s: out of memory", path);
+		return -1;
+	}
+	if (make_parent(path) < 0) {
+		set_err(err, "%s: cannot create its directory: %s", path, strerror(errno));
+		goto fail;
+	}
+	int rc = sqlite3_open_v2(path, &s->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+				 NULL);
+	if (rc != SQLITE_OK) {
+		set_err(err, "%s: %s", path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+		goto fail;
+	}
+	if (sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS) != SQLITE_OK) {
+		db_fail(s, err, "busy timeout");
+		goto fail;
+	}
+	/* WAL answers the mode now in effect; a file system that cannot do WAL
+	 * keeps the rollback journal, which still works. */
+	if (exec(s, "PRAGMA journal_mode=WAL", err, "journal mode") < 0 ||
+	    exec(s, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", err, "pragmas") < 0 ||
+	    migrate(s, err) < 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	store_close(s);
+	return -1;
+}
+
+void store_close(struct store *s)
+{
+	if (!s)
+		return;
+	sqlite3_close(s->db);
+	free(s->path);
+	free(s);
+}
+
+sqlite3 *store_db(struct store *s)
+{
+	return s->db;
+}
+
+const char *store_file(const struct store *s)
+{
+	return s->path;
+}
+
+/* ---- helpers for rows --------------------------------------------------------- */
+
+static int bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+	return v ? sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
+}
+
+static int bind_time(sqlite3_stmt *st, int i, double t)
+{
+	return t > 0 ? sqlite3_bind_double(st, i, t) : sqlite3_bind_null(st, i);
+}
+
+/* A text column as a malloc'd copy; NULL stays NULL. -1 when out of memory. */
+static int col_text(sqlite3_stmt *st, int i, char **out)
+{
+	const unsigned char *v = sqlite3_column_text(st, i);
+	*out = NULL;
+	if (!v)
+		return 0;
+	*out = strdup((const char *)v);
+	return *out ? 0 : -1;
+}
+
+static int run_done(struct store *s, sqlite3_stmt *st, char **err, const char *what)
+{
+	int rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE) {
+		set_err(err, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+		sqlite3_finalize(st);
+		return -1;
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* ---- jobs ------------------------------------------------------------------------ */
+
+void store_job_free(struct store_job *j)
+{
+	if (!j)
+		return;
+	free(j->workflow);
+	free(j->subject);
+	free(j->params);
+	free(j->vars);
+	free(j->error);
+	memset(j, 0, sizeof *j);
+}
+
+void store_jobs_free(struct store_job *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		store_job_free(&v[i]);
+	free(v);
+}
+
+int store_job_insert(struct store *s, const char *workflow, const char *subject,
+		     const char *params, double now, long long *id, char **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "INSERT INTO jobs(workflow, subject, params, state, created) "
+			       "VALUES(?, ?, ?, 'queued', ?)",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    bind_text(st, 1, workflow) != SQLITE_OK || bind_text(st, 2, subject) != SQLITE_OK ||
+	    bind_text(st, 3, params ? params : "{}") != SQLITE_OK ||
+	    sqlite3_bind_double(st, 4, now) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "new job");
+	}
+	if (run_done(s, st, err, "new job") < 0)
+		return -1;
+	*id = sqlite3_last_insert_rowid(s->db);
+	return 0;
+}
+
+int store_job_update(struct store *s, const struct store_job *j, char **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "UPDATE jobs SET state=?, vars=?, error=?, started=?, ended=?, pid=? "
+			       "WHERE id=?",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    bind_text(st, 1, job_state_name(j->state)) != SQLITE_OK ||
+	    bind_text(st, 2, j->vars ? j->vars : "{}") != SQLITE_OK ||
+	    bind_text(st, 3, j->error) != SQLITE_OK || bind_time(st, 4, j->started) != SQLITE_OK ||
+	    bind_time(st, 5, j->ended) != SQLITE_OK ||
+	    (j->pid ? sqlite3_bind_int64(st, 6, j->pid) : sqlite3_bind_null(st, 6)) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 7, j->id) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "job update");
+	}
+	return run_done(s, st, err, "job update");
+}
+
+#define JOB_COLS "id, workflow, subject, params, vars, state, created, started, ended, error, pid"
+
+static int job_row(struct store *s, sqlite3_stmt *st, struct store_job *j, char **err)
+{
+	memset(j, 0, sizeof *j);
+	j->id = sqlite3_column_int64(st, 0);
+	if (col_text(st, 1, &j->workflow) < 0 || col_text(st, 2, &j->subject) < 0 ||
+	    col_text(st, 3, &j->params) < 0 || col_text(st, 4, &j->vars) < 0 ||
+	    col_text(st, 9, &j->error) < 0) {
+		store_job_free(j);
+		set_err(err, "%s: out of memory", s->path);
+		return -1;
+	}
+	const char *state = (const char *)sqlite3_column_text(st, 5);
+	if (job_state_parse(state, &j->state) < 0) {
+		set_err(err, "%s: jobs row %lld: state '%s' unknown", s->path, j->id,
+			state ? state : "");
+		store_job_free(j);
+		return -1;
+	}
+	j->created = sqlite3_column_double(st, 6);
+	j->started = sqlite3_column_double(st, 7);
+	j->ended = sqlite3_column_double(st, 8);
+	j->pid = (long)sqlite3_column_int64(st, 10);
+	return 0;
+}
+
+/* Run a prepared job query; up to max rows into *out (max 1: out is one). */
+static int job_query(struct store *s, sqlite3_stmt *st, struct store_job **out, size_t *n,
+		     size_t max, char **err)
+{
+	*n = 0;
+	*out = NULL;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && *n < max) {
+		struct store_job *nv = realloc(*out, (*n + 1) * sizeof *nv);
+		if (!nv) {
+			set_err(err, "%s: out of memory", s->path);
+			goto fail;
+		}
+		*out = nv;
+		if (job_row(s, st, &nv[*n], err) < 0)
+			goto fail;
+		(*n)++;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		db_fail(s, err, "jobs");
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	return 0;
+fail:
+	sqlite3_finalize(st);
+	store_jobs_free(*out, *n);
+	*out = NULL;
+	*n = 0;
+	return -1;
+}
+
+static int job_one(struct store *s, sqlite3_stmt *st, struct store_job *out, char **err)
+{
+	struct store_job *v = NULL;
+	size_t n = 0;
+	if (job_query(s, st, &v, &n, 1, err) < 0)
+		return -1;
+	if (!n)
+		return 0;
+	*out = v[0];
+	free(v);
+	return 1;
+}
+
+int store_job_get(struct store *s, long long id, struct store_job *out, char **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs WHERE id=?", -1, &st, NULL) !=
+		    SQLITE_OK ||
+	    sqlite3_bind_int64(st, 1, id) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "jobs");
+	}
+	return job_one(s, st, out, err);
+}
+
+int store_job_find_open(struct store *s, const char *workflow, const char *subject,
+			struct store_job *out, char **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT " JOB_COLS " FROM jobs WHERE workflow=? AND subject=? AND "
+			       "state IN ('queued', 'running', 'interrupted') ORDER BY id DESC",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    bind_text(st, 1, workflow) != SQLITE_OK || bind_text(st, 2, subject) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "jobs");
+	}
+	return job_one(s, st, out, err);
+}
+
+int store_jobs_list(struct store *s, size_t limit, struct store_job **out, size_t *n,
+		    char **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs ORDER BY id DESC LIMIT ?", -1,
+			       &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 1, limit ? (long long)limit : 50) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "jobs");
+	}
+	return job_query(s, st, out, n, limit ? limit : 50, err);
+}
+
+/* ---- steps ------------------------------------------------------------------------ */
+
+void store_steps_free(struct store_step *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].name);
+		free(v[i].upid);
+		free(v[i].result);
+		free(v[i].error);
+	}
+	free(v);
+}
+
+int store_step_put(struct store *s, long long job, const struct store_step *x, char **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "INSERT OR REPLACE INTO steps(job, idx, name, state, upid, attempts, "
+			       "result, error, started, ended) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 1, job) != SQLITE_OK || sqlite3_bind_int(st, 2, x->idx) != SQLITE_OK ||
+	    bind_text(st, 3, x->name) != SQLITE_OK ||
+	    bind_text(st, 4, step_state_name(x->state)) != SQLITE_OK ||
+	    bind_text(st, 5, x->upid) != SQLITE_OK || sqlite3_bind_int(st, 6, x->attempts) != SQLITE_OK ||
+	    bind_text(st, 7, x->result) != SQLITE_OK || bind_text(st, 8, x->error) != SQLITE_OK ||
+	    bind_time(st, 9, x->started) != SQLITE_OK || bind_time(st, 10, x->ended) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "step");
+	}
+	return run_done(s, st, err, "step");
+}
+
+int store_steps_get(struct store *s, long long job, struct store_step **out, size_t *n,
+		    char **err)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT idx, name, state, upid, attempts, result, error, started, "
+			       "ended FROM steps WHERE job=? ORDER BY idx",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 1, job) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "steps");
+	}
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_step *nv = realloc(*out, (*n + 1) * sizeof *nv);
+		if (!nv)
+			goto nomem;
+		*out = nv;
+		struct store_step *x = &nv[*n];
+		memset(x, 0, sizeof *x);
+		(*n)++;
+		x->idx = sqlite3_column_int(st, 0);
+		if (col_text(st, 1, &x->name) < 0 || col_text(st, 3, &x->upid) < 0 ||
+		    col_text(st, 5, &x->result) < 0 || col_text(st, 6, &x->error) < 0)
+			goto nomem;
+		const char *state = (const char *)sqlite3_column_text(st, 2);
+		if (step_state_parse(state, &x->state) < 0) {
+			set_err(err, "%s: steps row %lld/%d: state '%s' unknown", s->path, job, x->idx,
+				state ? state : "");
+			goto fail;
+		}
+		x->attempts = sqlite3_column_int(st, 4);
+		x->started = sqlite3_column_double(st, 7);
+		x->ended = sqlite3_column_double(st, 8);
+	}
+	if (rc != SQLITE_DONE) {
+		db_fail(s, err, "steps");
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	return 0;
+nomem:
+	set_err(err, "%s: out of memory", s->path);
+fail:
+	sqlite3_finalize(st);
+	store_steps_free(*out, *n);
+	*out = NULL;
+	*n = 0;
+	return -1;
+}
+
+/* ---- events ------------------------------------------------------------------------ */
+
+void store_events_free(struct store_event *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].step);
+		free(v[i].kind);
+		free(v[i].message);
+	}
+	free(v);
+}
+
+int store_event_add(struct store *s, long long job, const struct store_event *ev, char **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "INSERT INTO events(job, time, step, kind, percent, message) "
+			       "VALUES(?, ?, ?, ?, ?, ?)",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 1, job) != SQLITE_OK ||
+	    sqlite3_bind_double(st, 2, ev->time) != SQLITE_OK ||
+	    bind_text(st, 3, ev->step) != SQLITE_OK || bind_text(st, 4, ev->kind) != SQLITE_OK ||
+	    (ev->percent >= 0 ? sqlite3_bind_double(st, 5, ev->percent)
+			      : sqlite3_bind_null(st, 5)) != SQLITE_OK ||
+	    bind_text(st, 6, ev->message) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "event");
+	}
+	return run_done(s, st, err, "event");
+}
+
+int store_events_get(struct store *s, long long job, struct store_event **out, size_t *n,
+		     char **err)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT time, step, kind, percent, message FROM events WHERE job=? "
+			       "ORDER BY id",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 1, job) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "events");
+	}
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_event *nv = realloc(*out, (*n + 1) * sizeof *nv);
+		if (!nv)
+			goto nomem;
+		*out = nv;
+		struct store_event *e = &nv[*n];
+		memset(e, 0, sizeof *e);
+		(*n)++;
+		e->time = sqlite3_column_double(st, 0);
+		e->percent = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1
+								      : sqlite3_column_double(st, 3);
+		if (col_text(st, 1, &e->step) < 0 || col_text(st, 2, &e->kind) < 0 ||
+		    col_text(st, 4, &e->message) < 0)
+			goto nomem;
+	}
+	if (rc != SQLITE_DONE) {
+		db_fail(s, err, "events");
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	return 0;
+nomem:
+	set_err(err, "%s: out of memory", s->path);
+fail:
+	sqlite3_finalize(st);
+	store_events_free(*out, *n);
+	*out = NULL;
+	*n = 0;
+	return -1;
+}

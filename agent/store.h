@@ -1,0 +1,130 @@
+/* store.h - state.db, the one SQLite database under [paths] state: jobs,
+ * their steps and events (job.h), bench results (bench.h), and the schema
+ * version with its migrations. WAL mode, a busy timeout, and synchronous
+ * FULL: a row written here is on disk before the call returns, so a step
+ * marked "sent" before its request is sent is still marked after a crash.
+ *
+ * Tables (readable with sqlite3; README "Architecture" documents them):
+ *   meta(key PRIMARY KEY, value)          key 'schema_version'
+ *   jobs(id, workflow, subject, params, vars, state, created, started,
+ *        ended, error, pid)
+ *   steps(job, idx, name, state, upid, attempts, result, error, started,
+ *         ended)                          PRIMARY KEY (job, idx)
+ *   events(id, job, time, step, kind, percent, message)
+ *   bench(id, guest, vmid, ts, bus, nic, size_mib, figures, notes)
+ *
+ * One struct store may be used by several threads (the connection is
+ * opened in serialized mode). Functions return 0 on success and -1 on
+ * failure with *err (malloc'd, naming the file) set, unless documented
+ * otherwise. Times are unix seconds (double). */
+#ifndef PVAGENT_STORE_H
+#define PVAGENT_STORE_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define STORE_SCHEMA_VERSION 2
+
+struct store;
+
+/* "<state_dir>/state.db" (malloc'd; NULL when out of memory). */
+char *store_path(const char *state_dir);
+/* Open (creating the file and state_dir when missing) and migrate to
+ * STORE_SCHEMA_VERSION. A database newer than this program is refused. */
+int store_open(const char *path, struct store **out, char **err);
+void store_close(struct store *s);
+/* The connection, for modules with tables of their own (bench). */
+sqlite3 *store_db(struct store *s);
+const char *store_file(const struct store *s);
+int store_schema_version(struct store *s, int *version, char **err);
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+enum job_state {
+	JOB_QUEUED = 0,
+	JOB_RUNNING,
+	JOB_INTERRUPTED,   /* stopped between steps (signal, crash): resumable */
+	JOB_DONE,
+	JOB_FAILED,        /* failed, nothing left half-done */
+	JOB_NEEDS_ATTENTION, /* failed and left something: see the error */
+	JOB_CANCELLED,
+};
+const char *job_state_name(enum job_state s);     /* "queued", ... */
+int job_state_parse(const char *s, enum job_state *out);
+/* Queued, running or interrupted: not finished. */
+bool job_state_open(enum job_state s);
+
+struct store_job {
+	long long id;
+	char *workflow;    /* "up", "down", "virtio", ... */
+	char *subject;     /* what it works on: the guest name */
+	char *params;      /* JSON object: the request */
+	char *vars;        /* JSON object: what the steps learned */
+	enum job_state state;
+	double created, started, ended; /* 0: not yet */
+	char *error;       /* JSON object (err_to_json) or NULL */
+	long pid;          /* process running it, 0 when none */
+};
+void store_job_free(struct store_job *j);
+void store_jobs_free(struct store_job *v, size_t n);
+
+int store_job_insert(struct store *s, const char *workflow, const char *subject,
+		     const char *params, double now, long long *id, char **err);
+/* Write state, vars, error (NULL: none), times and pid of j->id. */
+int store_job_update(struct store *s, const struct store_job *j, char **err);
+/* 1 found, 0 no such job, -1 error. */
+int store_job_get(struct store *s, long long id, struct store_job *out, char **err);
+/* The newest unfinished job of this workflow and subject: 1, 0, -1. */
+int store_job_find_open(struct store *s, const char *workflow, const char *subject,
+			struct store_job *out, char **err);
+/* The newest jobs first, at most limit (0: 50). */
+int store_jobs_list(struct store *s, size_t limit, struct store_job **out, size_t *n,
+		    char **err);
+
+/* ---- steps ---------------------------------------------------------------- */
+
+enum step_state {
+	STEP_PENDING = 0,
+	STEP_RUNNING,      /* begun (and, for a task step, maybe sent) */
+	STEP_DONE,
+	STEP_SKIPPED,      /* not needed for this job */
+	STEP_UNDONE,       /* done, then undone */
+	STEP_FAILED,
+};
+const char *step_state_name(enum step_state s);
+int step_state_parse(const char *s, enum step_state *out);
+
+struct store_step {
+	int idx;
+	char *name;
+	enum step_state state;
+	char *upid;        /* the task it started, recorded before any wait */
+	int attempts;      /* times its task-starting request was sent */
+	char *result;      /* summary text */
+	char *error;       /* JSON object or NULL */
+	double started, ended;
+};
+void store_steps_free(struct store_step *v, size_t n);
+
+int store_step_put(struct store *s, long long job, const struct store_step *st, char **err);
+/* Every step of a job, in index order. */
+int store_steps_get(struct store *s, long long job, struct store_step **out, size_t *n,
+		    char **err);
+
+/* ---- events ---------------------------------------------------------------- */
+
+struct store_event {
+	double time;
+	char *step;        /* or NULL */
+	char *kind;        /* "begin", "step", "progress", "diff", "note", "done" */
+	double percent;    /* < 0: none */
+	char *message;     /* or NULL */
+};
+void store_events_free(struct store_event *v, size_t n);
+
+int store_event_add(struct store *s, long long job, const struct store_event *ev, char **err);
+int store_events_get(struct store *s, long long job, struct store_event **out, size_t *n,
+		     char **err);
+
+#endif
