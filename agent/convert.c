@@ -3,6 +3,7 @@
  * killed run resume, the guest-side phases through inject, the checks after
  * the switch and the rollback. */
 #include "convert.h"
+#include "json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -119,14 +120,6 @@ json_object *convert_result_json(const struct convert_result *r)
 
 /* ---- the PVE side (pure) ------------------------------------------------------- */
 
-static const char *jstr(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-	if (!o || !json_object_object_get_ex(o, key, &v) || !v)
-		return NULL;
-	return json_object_get_string(v);
-}
-
 void convert_target_free(struct convert_target *t)
 {
 	free(t->delete_keys);
@@ -221,8 +214,8 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 		*err = strdup("out of memory");
 		return -1;
 	}
-	const char *bootdisk = jstr(saved, "bootdisk");
-	const char *boot = jstr(saved, "boot");
+	const char *bootdisk = json_text(saved, "bootdisk");
+	const char *boot = json_text(saved, "boot");
 	/* IDE disks in PVE order ide0, ide1, ide3 (hw is sorted by key) */
 	bool others = false;
 	for (size_t i = 0; i < hw.n_disks; i++) {
@@ -246,7 +239,7 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 		if (d->cdrom || d->bus != BUS_IDE)
 			continue;
 		char *nk = strprintf("%s%u", bus == VBUS_VIRTIO_SCSI ? "scsi" : "virtio", idx);
-		const char *old = jstr(saved, d->key);
+		const char *old = json_text(saved, d->key);
 		char *nv = old ? disk_value_for(old, bus) : NULL;
 		if (!nk || !nv || name_map_add(&keys, d->key, nk) < 0 ||
 		    pve_params_add(&t->set, nk, nv) < 0 ||
@@ -270,7 +263,7 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 		const struct pvecfg_nic *n = &hw.nics[i];
 		if (!nic_model_moves(n->model))
 			continue;
-		const char *old = jstr(saved, n->key);
+		const char *old = json_text(saved, n->key);
 		char *nv = old ? nic_value_virtio(old) : NULL;
 		if (!nv || pve_params_add(&t->set, n->key, nv) < 0 ||
 		    strv_add(&t->lines, &t->n_lines,
@@ -284,7 +277,7 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 	}
 	if (t->ndisks) {
 		if (bus == VBUS_VIRTIO_SCSI) {
-			const char *hwv = jstr(saved, "scsihw");
+			const char *hwv = json_text(saved, "scsihw");
 			if (!hwv || strncmp(hwv, "virtio-scsi", 11) != 0) {
 				pve_params_add(&t->set, "scsihw", "virtio-scsi-single");
 				strv_add(&t->lines, &t->n_lines,
@@ -336,14 +329,14 @@ static bool value_same(const char *a, const char *b)
 bool convert_target_applied(const struct convert_target *t, json_object *current)
 {
 	for (size_t i = 0; i < t->set.n; i++)
-		if (!value_same(jstr(current, t->set.v[i].key), t->set.v[i].value))
+		if (!value_same(json_text(current, t->set.v[i].key), t->set.v[i].value))
 			return false;
 	/* the deleted IDE keys are gone */
 	const char *p = t->delete_keys;
 	while (p && *p) {
 		size_t n = strcspn(p, ",");
 		char *k = strndup(p, n);
-		bool present = k && jstr(current, k) != NULL;
+		bool present = k && json_text(current, k) != NULL;
 		free(k);
 		if (present)
 			return false;
@@ -381,8 +374,8 @@ int convert_restore_plan(json_object *saved, json_object *current, char **delete
 		(void)v2;
 		if (meta_key(k2))
 			continue;
-		const char *want = jstr(saved, k2);
-		if (!value_same(jstr(current, k2), want))
+		const char *want = json_text(saved, k2);
+		if (!value_same(json_text(current, k2), want))
 			pve_params_add(set, k2, want ? want : "");
 	}
 	if (set->failed) {
@@ -499,7 +492,7 @@ static void journal_free(struct journal *j)
 
 static const char *journal_phase(const struct journal *j)
 {
-	const char *p = jstr(j->o, "phase");
+	const char *p = json_text(j->o, "phase");
 	return p ? p : "prepare";
 }
 
@@ -823,7 +816,7 @@ static int plan_guest(struct run *r)
 		return failf(r, 1, "%s has no usable virtio drivers: pvagent leaves it on IDE/e1000",
 			     r->det.os_desc ? r->det.os_desc : "the guest's OS");
 	enum vbus bus = choose_bus(r);
-	const char *jbus = jstr(r->j.o, "bus");
+	const char *jbus = json_text(r->j.o, "bus");
 	if (jbus && r->req->bus == CONVERT_BUS_AUTO)
 		bus = strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
 	char *err = NULL;
@@ -1517,7 +1510,7 @@ static int convert_body(struct run *r)
 	if (past_switch) {
 		/* killed after the switch began: finish the switch, then verify */
 		step_begin(r, "switch");
-		const char *jbus = jstr(r->j.o, "bus");
+		const char *jbus = json_text(r->j.o, "bus");
 		enum vbus bus = jbus && strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI
 									 : VBUS_VIRTIO_BLK;
 		char *err = NULL;

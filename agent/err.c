@@ -50,6 +50,12 @@ void pve_error_set(struct pve_error *e, enum pve_err_kind kind, const char *fmt,
 	va_end(ap);
 }
 
+int pve_error_oom(struct pve_error *e)
+{
+	pve_error_set(e, PVE_ERR_INTERNAL, "out of memory");
+	return -1;
+}
+
 void pve_error_move(struct pve_error *dst, struct pve_error *src)
 {
 	if (!dst) {

@@ -54,6 +54,8 @@ void pve_error_clear(struct pve_error *e);
 /* Fill e (cleared first) with kind and a printf message (redacted). */
 void pve_error_set(struct pve_error *e, enum pve_err_kind kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Fill e with PVE_ERR_INTERNAL "out of memory"; returns -1. */
+int pve_error_oom(struct pve_error *e);
 /* Move src into dst (dst cleared first, src left zeroed). */
 void pve_error_move(struct pve_error *dst, struct pve_error *src);
 

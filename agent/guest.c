@@ -4,6 +4,7 @@
  * containers (LXC from PVE 4, OpenVZ before). */
 #include "guest.h"
 
+#include "json.h"
 #include "log.h"
 #include "pvecfg.h"
 #include "util.h"
@@ -70,54 +71,6 @@ static void progress(const struct guest_wait *w, const char *step, double pct, c
 	sbuf_free(&b);
 }
 
-static const char *jstr(json_object *o, const char *key)
-{
-	json_object *v;
-	if (!o || !json_object_object_get_ex(o, key, &v) || !v)
-		return NULL;
-	if (json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
-}
-
-/* Integer member that PVE may send as a number or a string. */
-static bool jint(json_object *o, const char *key, long long *out)
-{
-	json_object *v;
-	if (!o || !json_object_object_get_ex(o, key, &v) || !v)
-		return false;
-	if (json_object_is_type(v, json_type_int)) {
-		*out = json_object_get_int64(v);
-		return true;
-	}
-	if (json_object_is_type(v, json_type_boolean)) {
-		*out = json_object_get_boolean(v) ? 1 : 0;
-		return true;
-	}
-	if (json_object_is_type(v, json_type_string)) {
-		const char *s = json_object_get_string(v);
-		char *end;
-		errno = 0;
-		long long n = strtoll(s, &end, 10);
-		if (errno || end == s || *end)
-			return false;
-		*out = n;
-		return true;
-	}
-	return false;
-}
-
-/* String form of any scalar member (numbers too), malloc'd, or NULL. */
-static char *jscalar_dup(json_object *o, const char *key)
-{
-	json_object *v;
-	if (!o || !json_object_object_get_ex(o, key, &v) || !v)
-		return NULL;
-	if (json_object_is_type(v, json_type_object) || json_object_is_type(v, json_type_array))
-		return NULL;
-	return strdup(json_object_get_string(v));
-}
-
 static int dupstr(char **dst, const char *src)
 {
 	*dst = NULL;
@@ -125,12 +78,6 @@ static int dupstr(char **dst, const char *src)
 		return 0;
 	*dst = strdup(src);
 	return *dst ? 0 : -1;
-}
-
-static int oom(struct pve_error *err)
-{
-	pve_error_set(err, PVE_ERR_INTERNAL, "out of memory");
-	return -1;
 }
 
 /* "/nodes/NODE/TYPE/VMID" + suffix, node escaped. */
@@ -315,9 +262,9 @@ int guest_pve_major(struct pve *c, int *major, struct pve_error *err)
 	json_object *d = NULL;
 	if (pve_get(c, "/version", NULL, &d, err) < 0)
 		return -1;
-	const char *v = jstr(d, "version");
+	const char *v = json_str(d, "version");
 	if (!v)
-		v = jstr(d, "release");
+		v = json_str(d, "release");
 	if (!v || !isdigit((unsigned char)v[0])) {
 		json_object_put(d);
 		pve_error_set(err, PVE_ERR_PROTOCOL, "GET /version: no version in the answer");
@@ -339,17 +286,17 @@ enum guest_type guest_container_type(int major)
 static int ref_from_resource(json_object *it, struct guest_ref *g)
 {
 	memset(g, 0, sizeof *g);
-	const char *type = jstr(it, "type");
+	const char *type = json_str(it, "type");
 	long long vmid;
-	if (guest_type_parse(type, &g->type) < 0 || !jint(it, "vmid", &vmid))
+	if (guest_type_parse(type, &g->type) < 0 || !json_int(it, "vmid", &vmid))
 		return 1; /* not a guest: skip */
 	g->vmid = (int)vmid;
 	long long tpl = 0;
-	if (jint(it, "template", &tpl))
+	if (json_int(it, "template", &tpl))
 		g->template = tpl != 0;
-	const char *lock = jstr(it, "lock");
-	if (dupstr(&g->node, jstr(it, "node")) < 0 || dupstr(&g->name, jstr(it, "name")) < 0 ||
-	    dupstr(&g->status, jstr(it, "status")) < 0 ||
+	const char *lock = json_str(it, "lock");
+	if (dupstr(&g->node, json_str(it, "node")) < 0 || dupstr(&g->name, json_str(it, "name")) < 0 ||
+	    dupstr(&g->status, json_str(it, "status")) < 0 ||
 	    dupstr(&g->lock, lock && *lock ? lock : NULL) < 0) {
 		guest_ref_clear(g);
 		return -1;
@@ -383,7 +330,7 @@ int guest_list(struct pve *c, const char *node, struct guest_list *out, struct p
 	out->v = calloc(n ? n : 1, sizeof *out->v);
 	if (!out->v) {
 		json_object_put(d);
-		return oom(err);
+		return pve_error_oom(err);
 	}
 	for (size_t i = 0; i < n; i++) {
 		json_object *it = json_object_array_get_idx(d, i);
@@ -392,7 +339,7 @@ int guest_list(struct pve *c, const char *node, struct guest_list *out, struct p
 		if (r < 0) {
 			json_object_put(d);
 			guest_list_free(out);
-			return oom(err);
+			return pve_error_oom(err);
 		}
 		if (r > 0)
 			continue;
@@ -421,7 +368,7 @@ int guest_list_find_name(const struct guest_list *l, const char *name, struct gu
 		if (sbuf_addf(&ids, "%s%d (%s)", hits > 1 ? ", " : "", l->v[i].vmid,
 			      l->v[i].node ? l->v[i].node : "?") < 0) {
 			sbuf_free(&ids);
-			return oom(err);
+			return pve_error_oom(err);
 		}
 	}
 	int rc = 0;
@@ -432,7 +379,7 @@ int guest_list_find_name(const struct guest_list *l, const char *name, struct gu
 			      name, sbuf_str(&ids));
 		rc = -1;
 	} else if (hits == 1) {
-		rc = guest_ref_copy(out, &l->v[first]) < 0 ? oom(err) : 1;
+		rc = guest_ref_copy(out, &l->v[first]) < 0 ? pve_error_oom(err) : 1;
 	}
 	sbuf_free(&ids);
 	return rc;
@@ -444,7 +391,7 @@ int guest_list_find_vmid(const struct guest_list *l, int vmid, struct guest_ref 
 	memset(out, 0, sizeof *out);
 	for (size_t i = 0; i < l->n; i++)
 		if (l->v[i].vmid == vmid)
-			return guest_ref_copy(out, &l->v[i]) < 0 ? oom(err) : 1;
+			return guest_ref_copy(out, &l->v[i]) < 0 ? pve_error_oom(err) : 1;
 	return 0;
 }
 
@@ -475,21 +422,21 @@ int guest_refresh(struct pve *c, struct guest_ref *g, struct pve_error *err)
 {
 	char *path = gpath(g, "/status/current");
 	if (!path)
-		return oom(err);
+		return pve_error_oom(err);
 	json_object *d = NULL;
 	int rc = pve_get(c, path, NULL, &d, err);
 	free(path);
 	if (rc < 0)
 		return -1;
-	const char *lock = jstr(d, "lock");
+	const char *lock = json_str(d, "lock");
 	char *status = NULL, *lk = NULL, *name = NULL;
-	if (dupstr(&status, jstr(d, "status")) < 0 || dupstr(&lk, lock && *lock ? lock : NULL) < 0 ||
-	    dupstr(&name, jstr(d, "name")) < 0) {
+	if (dupstr(&status, json_str(d, "status")) < 0 || dupstr(&lk, lock && *lock ? lock : NULL) < 0 ||
+	    dupstr(&name, json_str(d, "name")) < 0) {
 		free(status);
 		free(lk);
 		free(name);
 		json_object_put(d);
-		return oom(err);
+		return pve_error_oom(err);
 	}
 	free(g->status);
 	g->status = status;
@@ -500,7 +447,7 @@ int guest_refresh(struct pve *c, struct guest_ref *g, struct pve_error *err)
 		g->name = name;
 	}
 	long long tpl;
-	if (jint(d, "template", &tpl))
+	if (json_int(d, "template", &tpl))
 		g->template = tpl != 0;
 	json_object_put(d);
 	return 0;
@@ -583,7 +530,7 @@ static int active_task(struct pve *c, const struct guest_ref *g, const char *typ
 	char *path = node ? strprintf("/nodes/%s/tasks", node) : NULL;
 	free(node);
 	if (!path)
-		return oom(err);
+		return pve_error_oom(err);
 	struct pve_params p = {0};
 	pve_params_add(&p, "source", "active");
 	pve_params_add_int(&p, "vmid", g->vmid);
@@ -596,10 +543,10 @@ static int active_task(struct pve *c, const struct guest_ref *g, const char *typ
 		return -1;
 	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
 	for (size_t i = 0; i < n && !*upid; i++) {
-		const char *u = jstr(json_object_array_get_idx(d, i), "upid");
+		const char *u = json_str(json_object_array_get_idx(d, i), "upid");
 		if (u && dupstr(upid, u) < 0) {
 			json_object_put(d);
-			return oom(err);
+			return pve_error_oom(err);
 		}
 	}
 	json_object_put(d);
@@ -678,7 +625,7 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 	}
 	char *path = gpath(g, suffix);
 	if (!path)
-		return oom(err);
+		return pve_error_oom(err);
 	struct pve_call_opts co = {.stop_if_maybe_applied = eff != NULL};
 	bool look_first = hook_resume_unknown(w) && eff;
 	int rc = -1, resends = 0;
@@ -776,7 +723,7 @@ static int shows_snapshot(struct pve *c, struct guest_ref *g, const void *arg,
 {
 	char *path = gpath(g, "/snapshot");
 	if (!path)
-		return oom(err);
+		return pve_error_oom(err);
 	json_object *d = NULL;
 	int rc = pve_get(c, path, NULL, &d, err);
 	free(path);
@@ -785,7 +732,7 @@ static int shows_snapshot(struct pve *c, struct guest_ref *g, const void *arg,
 	int found = 0;
 	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
 	for (size_t i = 0; i < n && !found; i++) {
-		const char *nm = jstr(json_object_array_get_idx(d, i), "name");
+		const char *nm = json_str(json_object_array_get_idx(d, i), "name");
 		found = nm && strcmp(nm, (const char *)arg) == 0;
 	}
 	json_object_put(d);
@@ -940,7 +887,7 @@ static int made(const struct claim *cl, int vmid, struct guest_ref *out, struct 
 	if (dupstr(&out->node, cl->node) < 0 || dupstr(&out->name, cl->name) < 0 ||
 	    dupstr(&out->status, started ? NULL : "stopped") < 0) {
 		guest_ref_clear(out);
-		return oom(err);
+		return pve_error_oom(err);
 	}
 	return 0;
 }
@@ -959,7 +906,7 @@ static int adopt(struct pve *c, const struct claim *cl, int vmid, const struct g
 		out->vmid = vmid;
 		out->type = cl->type;
 		if (dupstr(&out->node, cl->node) < 0 || dupstr(&out->name, cl->name) < 0)
-			return oom(err);
+			return pve_error_oom(err);
 	}
 	if (guest_wait_unlocked(c, out, w, err) < 0)
 		return -1;
@@ -1119,7 +1066,7 @@ static int create_send(struct pve *c, void *ctx, int vmid, const struct pve_call
 	free(node);
 	int r;
 	if (!path) {
-		r = oom(err);
+		r = pve_error_oom(err);
 	} else {
 		r = task_start(c, "POST", path, &p, co, upid, err);
 	}
@@ -1166,7 +1113,7 @@ static int clone_send(struct pve *c, void *ctx, int vmid, const struct pve_call_
 	char *path = gpath(req->source, "/clone");
 	int r;
 	if (!path)
-		r = oom(err);
+		r = pve_error_oom(err);
 	else
 		r = task_start(c, "POST", path, &p, co, upid, err);
 	free(path);
@@ -1179,7 +1126,7 @@ int guest_clone(struct pve *c, const struct guest_clone_req *req, const struct g
 {
 	struct guest_ref src;
 	if (guest_ref_copy(&src, req->source) < 0)
-		return oom(err);
+		return pve_error_oom(err);
 	struct clone_send_ctx cs = {req};
 	struct claim cl = {
 		.send = clone_send,
@@ -1204,7 +1151,7 @@ int guest_get_config(struct pve *c, const struct guest_ref *g, json_object **con
 	*config = NULL;
 	char *path = gpath(g, "/config");
 	if (!path)
-		return oom(err);
+		return pve_error_oom(err);
 	int rc = pve_get(c, path, NULL, config, err);
 	free(path);
 	if (rc == 0 && !json_object_is_type(*config, json_type_object)) {
@@ -1250,7 +1197,7 @@ int guest_pending(struct pve *c, const struct guest_ref *g, char **keys, struct 
 		return 0;
 	char *path = gpath(g, "/pending");
 	if (!path)
-		return oom(err);
+		return pve_error_oom(err);
 	json_object *d = NULL;
 	int rc = pve_get(c, path, NULL, &d, err);
 	free(path);
@@ -1260,17 +1207,17 @@ int guest_pending(struct pve *c, const struct guest_ref *g, char **keys, struct 
 	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		json_object *it = json_object_array_get_idx(d, i);
-		const char *key = jstr(it, "key");
+		const char *key = json_str(it, "key");
 		long long del = 0;
 		bool pend = json_object_object_get_ex(it, "pending", NULL);
-		if (!key || (!pend && !(jint(it, "delete", &del) && del)))
+		if (!key || (!pend && !(json_int(it, "delete", &del) && del)))
 			continue;
 		rc = sbuf_addf(&b, "%s%s", b.len ? "," : "", key);
 	}
 	json_object_put(d);
 	if (rc < 0) {
 		sbuf_free(&b);
-		return oom(err);
+		return pve_error_oom(err);
 	}
 	if (b.len)
 		*keys = sbuf_steal(&b);
@@ -1313,7 +1260,7 @@ struct size_want {
 /* The disk's size in its config, in bytes; -1 when it has none. */
 static double disk_size(json_object *conf, const char *disk)
 {
-	const char *val = jstr(conf, disk);
+	const char *val = json_str(conf, disk);
 	struct propstr ps;
 	double have = -1;
 	if (val && propstr_parse(val, &ps) == 0) {
@@ -1352,8 +1299,8 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const cha
 	int rc = -1;
 	if (g->type == GUEST_OPENVZ) {
 		/* disk is in GB (number) */
-		const char *cur = jstr(conf, "disk");
-		char *curdup = cur ? NULL : jscalar_dup(conf, "disk");
+		const char *cur = json_str(conf, "disk");
+		char *curdup = cur ? NULL : json_scalar_dup(conf, "disk");
 		double have = (cur || curdup) ? strtod(cur ? cur : curdup, NULL) : 0;
 		free(curdup);
 		double want_gb = want / (1024.0 * 1024 * 1024);
@@ -1370,7 +1317,7 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const cha
 		json_object_put(conf);
 		return rc;
 	}
-	if (!jstr(conf, disk)) {
+	if (!json_str(conf, disk)) {
 		pve_error_set(err, PVE_ERR_CONFIG, "VM %d has no disk '%s' to resize", g->vmid, disk);
 		json_object_put(conf);
 		return -1;
@@ -1552,7 +1499,7 @@ char *guest_pick_address(json_object *ifaces)
 	size_t n = json_object_array_length(ifaces);
 	for (size_t i = 0; i < n; i++) {
 		json_object *it = json_object_array_get_idx(ifaces, i);
-		const char *ifname = jstr(it, "name");
+		const char *ifname = json_str(it, "name");
 		if (ifname && strcmp(ifname, "lo") == 0)
 			continue;
 		json_object *addrs;
@@ -1561,7 +1508,7 @@ char *guest_pick_address(json_object *ifaces)
 			size_t m = json_object_array_length(addrs);
 			for (size_t j = 0; j < m; j++) {
 				json_object *a = json_object_array_get_idx(addrs, j);
-				const char *ip = jstr(a, "ip-address");
+				const char *ip = json_str(a, "ip-address");
 				bool v6;
 				if (!usable_ip(ip, &v6))
 					continue;
@@ -1573,7 +1520,7 @@ char *guest_pick_address(json_object *ifaces)
 					v6best = strdup(ip);
 			}
 		}
-		const char *inet = jstr(it, "inet");
+		const char *inet = json_str(it, "inet");
 		if (inet) {
 			char *ip = strip_prefix(inet);
 			bool v6;
@@ -1583,7 +1530,7 @@ char *guest_pick_address(json_object *ifaces)
 			}
 			free(ip);
 		}
-		const char *inet6 = jstr(it, "inet6");
+		const char *inet6 = json_str(it, "inet6");
 		if (inet6 && !v6best) {
 			char *ip = strip_prefix(inet6);
 			bool v6;
@@ -1615,11 +1562,11 @@ char *guest_config_address(json_object *config, enum guest_type type)
 {
 	switch (type) {
 	case GUEST_QEMU:
-		return ip_from_propstr(jstr(config, "ipconfig0"), "ip");
+		return ip_from_propstr(json_str(config, "ipconfig0"), "ip");
 	case GUEST_LXC:
-		return ip_from_propstr(jstr(config, "net0"), "ip");
+		return ip_from_propstr(json_str(config, "net0"), "ip");
 	case GUEST_OPENVZ: {
-		const char *a = jstr(config, "ip_address");
+		const char *a = json_str(config, "ip_address");
 		if (!a || !*a)
 			return NULL;
 		size_t n = strcspn(a, " ,;/");
@@ -1663,7 +1610,7 @@ int guest_address(struct pve *c, struct guest_ref *g, enum guest_addr_source src
 			return -1;
 		}
 		*addr = strip_prefix(static_ip);
-		return *addr ? 0 : oom(err);
+		return *addr ? 0 : pve_error_oom(err);
 	}
 	if (src == GUEST_ADDR_CONFIG || g->type == GUEST_OPENVZ)
 		return config_address(c, g, addr, err);
@@ -1671,7 +1618,7 @@ int guest_address(struct pve *c, struct guest_ref *g, enum guest_addr_source src
 		g->type == GUEST_QEMU ? "/agent/network-get-interfaces" : "/interfaces";
 	char *path = gpath(g, suffix);
 	if (!path)
-		return oom(err);
+		return pve_error_oom(err);
 	const struct pve_clock *clk = w_clock(w);
 	double t0 = pve_clock_now(clk), limit = w_address_timeout(w);
 	int rc = -1;

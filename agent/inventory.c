@@ -1,17 +1,12 @@
 /* inventory.c - nodes and guests of the cluster (see inventory.h). */
 #include "inventory.h"
+#include "json.h"
 
 #include "pvecfg.h"
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static const char *str_field(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : NULL;
-}
 
 static int64_t int_field(json_object *o, const char *k)
 {
@@ -28,8 +23,8 @@ static void copy_field(json_object *dst, json_object *src, const char *k)
 
 static int cmp_node(const void *a, const void *b)
 {
-	const char *x = str_field(*(json_object *const *)a, "node");
-	const char *y = str_field(*(json_object *const *)b, "node");
+	const char *x = json_text(*(json_object *const *)a, "node");
+	const char *y = json_text(*(json_object *const *)b, "node");
 	return strcmp(x ? x : "", y ? y : "");
 }
 
@@ -75,7 +70,7 @@ int inventory_nodes(struct pve *c, json_object **out, struct pve_error *err)
 /* Disk bus and NIC model of one guest, from its config. */
 static int guest_hw(struct pve *c, json_object *res, json_object *o, struct pve_error *err)
 {
-	const char *type = str_field(res, "type"), *node = str_field(res, "node");
+	const char *type = json_text(res, "type"), *node = json_text(res, "node");
 	int64_t vmid = int_field(res, "vmid");
 	if (!type || !node) {
 		pve_error_set(err, PVE_ERR_PROTOCOL, "guest %lld without type or node",
@@ -106,7 +101,7 @@ static int guest_hw(struct pve *c, json_object *res, json_object *o, struct pve_
 	if (strcmp(type, "qemu") == 0) {
 		struct pvecfg_hw hw;
 		if (pvecfg_hw_read(cfg, &hw) == 0) {
-			disk = pvecfg_hw_disk_summary(&hw, str_field(cfg, "boot"));
+			disk = pvecfg_hw_disk_summary(&hw, json_text(cfg, "boot"));
 			nic = pvecfg_hw_nic_summary(&hw);
 			pvecfg_hw_free(&hw);
 		}
@@ -115,7 +110,7 @@ static int guest_hw(struct pve *c, json_object *res, json_object *o, struct pve_
 		nic = strdup("veth");
 	} else {
 		disk = strdup("simfs");
-		nic = strdup(str_field(cfg, "netif") ? "veth" : "venet");
+		nic = strdup(json_text(cfg, "netif") ? "veth" : "venet");
 	}
 	json_object_put(cfg);
 	if (!disk || !nic) {
@@ -154,7 +149,7 @@ int inventory_guests(struct pve *c, const char *node, json_object **out, struct 
 			return -1;
 		}
 		for (size_t i = 0; i < json_object_array_length(nodes); i++) {
-			const char *n = str_field(json_object_array_get_idx(nodes, i), "node");
+			const char *n = json_text(json_object_array_get_idx(nodes, i), "node");
 			known |= n && strcmp(n, node) == 0;
 		}
 		json_object_put(nodes);
@@ -167,7 +162,7 @@ int inventory_guests(struct pve *c, const char *node, json_object **out, struct 
 	json_object *a = json_object_new_array();
 	for (size_t i = 0; a && i < json_object_array_length(data); i++) {
 		json_object *r = json_object_array_get_idx(data, i);
-		const char *n = str_field(r, "node");
+		const char *n = json_text(r, "node");
 		if (node && (!n || strcmp(n, node) != 0))
 			continue;
 		json_object *o = json_object_new_object();

@@ -27,6 +27,7 @@ struct job {
 	enum job_state state;
 	double created, started, ended;
 	struct store_step *steps;     /* wf->n_steps */
+	double *elapsed;              /* per step, seconds */
 	size_t cur;
 	void *ctx;
 	bool ctx_open;
@@ -335,6 +336,11 @@ const struct store_step *job_steps(const struct job *j, size_t *n)
 	return j->steps;
 }
 
+double job_step_elapsed(const struct job *j, size_t i)
+{
+	return i < j->wf->n_steps ? j->elapsed[i] : 0;
+}
+
 const char *job_step_upid(const struct job *j)
 {
 	return j->steps[j->cur].upid;
@@ -361,31 +367,6 @@ int job_set_guest(struct job *j, int vmid, const char *node)
 }
 
 /* ---- typed members ---------------------------------------------------------------------------- */
-
-const char *job_str(json_object *o, const char *key)
-{
-	json_object *v;
-	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-long long job_int(json_object *o, const char *key, long long def)
-{
-	json_object *v;
-	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-		return def;
-	return json_object_get_int64(v);
-}
-
-bool job_bool(json_object *o, const char *key, bool def)
-{
-	json_object *v;
-	if (!o || !json_object_object_get_ex(o, key, &v) ||
-	    !json_object_is_type(v, json_type_boolean))
-		return def;
-	return json_object_get_boolean(v);
-}
 
 static int set_member(struct job *j, const char *key, json_object *v)
 {
@@ -506,9 +487,11 @@ static struct job *job_alloc(struct job_env *env, const struct job_workflow *wf)
 	j->env = env;
 	j->wf = wf;
 	j->steps = calloc(wf->n_steps ? wf->n_steps : 1, sizeof *j->steps);
+	j->elapsed = calloc(wf->n_steps ? wf->n_steps : 1, sizeof *j->elapsed);
 	j->ctx = calloc(1, wf->ctx_size ? wf->ctx_size : 1);
-	if (!j->steps || !j->ctx) {
+	if (!j->steps || !j->ctx || !j->elapsed) {
 		free(j->steps);
+		free(j->elapsed);
 		free(j->ctx);
 		free(j);
 		return NULL;
@@ -591,7 +574,7 @@ int job_load(struct job_env *env, long long id, const struct job_workflow *wf, s
 	if (sj.error) {
 		json_object *eo = json_tokener_parse(sj.error);
 		pve_error_from_json(eo, &j->err);
-		const char *left = job_str(eo, "left");
+		const char *left = json_str(eo, "left");
 		if (left)
 			j->left = strdup(left);
 		json_object_put(eo);
@@ -620,10 +603,14 @@ int job_load(struct job_env *env, long long id, const struct job_workflow *wf, s
 		free(d->name);
 		*d = steps[i];
 		memset(&steps[i], 0, sizeof steps[i]);
+		if (d->ended > d->started && d->started > 0)
+			j->elapsed[k] = d->ended - d->started;
 	}
 	store_steps_free(steps, n);
-	j->vmid = (int)job_int(j->vars, "vmid", 0);
-	const char *node = job_str(j->vars, "node");
+	long long vmid = 0;
+	if (json_int(j->vars, "vmid", &vmid))
+		j->vmid = (int)vmid;
+	const char *node = json_str(j->vars, "node");
 	j->node = node ? strdup(node) : NULL;
 	*out = j;
 	return 1;
@@ -645,6 +632,7 @@ void job_free(struct job *j)
 		}
 		free(j->steps);
 	}
+	free(j->elapsed);
 	json_object_put(j->params);
 	json_object_put(j->vars);
 	pve_error_clear(&j->err);
@@ -787,6 +775,7 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 		}
 		free(j->steps[i].result);
 		j->steps[i].result = j->summary ? strdup(j->summary) : NULL;
+		j->elapsed[i] = el;
 		step_set(j, i, rc == STEP_RC_SKIP ? STEP_SKIPPED : STEP_DONE);
 		save_step(j, i);
 		save_job(j);

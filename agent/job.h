@@ -26,8 +26,10 @@
 #ifndef PVAGENT_JOB_H
 #define PVAGENT_JOB_H
 
+#include "conf.h"
 #include "event.h"
 #include "guest.h"
+#include "json.h"
 #include "pve.h"
 #include "store.h"
 
@@ -93,6 +95,9 @@ struct job_env {
 	/* Set (by a signal handler) to stop: the running steps end their
 	 * waits at once, and jobs end as interrupted. May be NULL. */
 	volatile sig_atomic_t *stop;
+	/* The configuration ([ssh] settings for workflows that use SSH, the
+	 * template directories); may be NULL for workflows that need none. */
+	const struct conf *conf;
 	/* Base timeouts of guest waits (job_wait() adds hooks and progress). */
 	struct guest_wait wait;
 	/* internal */
@@ -141,6 +146,8 @@ const char *job_left(const struct job *j);
 bool job_resumed(const struct job *j);
 /* The steps (n = the workflow's), states as stored. */
 const struct store_step *job_steps(const struct job *j, size_t *n);
+/* How long step i took (its run in this process, or as stored). */
+double job_step_elapsed(const struct job *j, size_t i);
 /* The guest's VMID and node once known (events and results). */
 int job_vmid(const struct job *j);
 const char *job_node(const struct job *j);
@@ -155,10 +162,7 @@ json_object *job_vars(struct job *j);    /* borrowed; steps add members */
 /* Store the vars now (the engine does after every step). */
 int job_save(struct job *j);
 
-/* Typed members of params or vars (NULL / def when absent). */
-const char *job_str(json_object *o, const char *key);
-long long job_int(json_object *o, const char *key, long long def);
-bool job_bool(json_object *o, const char *key, bool def);
+/* Members are read with json.h (json_str, json_int); set here: */
 int job_set_str(struct job *j, const char *key, const char *v); /* in vars; NULL removes */
 int job_set_int(struct job *j, const char *key, long long v);
 int job_set_bool(struct job *j, const char *key, bool v);

@@ -27,6 +27,8 @@
 #define PVAGENT_PROVISION_H
 
 #include "conf.h"
+#include "event.h"
+#include "job.h"
 #include "guest.h"
 #include "inject.h"
 #include "pve.h"
@@ -34,36 +36,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-
-/* ---- events -------------------------------------------------------------- */
-
-enum up_event_kind {
-	UP_EV_BEGIN,     /* work on a name begins */
-	UP_EV_STEP,      /* a step ended: step, elapsed_s, text (summary) */
-	UP_EV_PROGRESS,  /* inside a step: step, percent (-1 unknown), text */
-	UP_EV_DIFF,      /* one config difference: text "cores: 1 -> 2" */
-	UP_EV_DONE,      /* the name is finished: result */
-};
-
-struct up_result;
-
-struct up_event {
-	enum up_event_kind kind;
-	const char *name;
-	int vmid;                  /* 0 until known */
-	const char *node;          /* NULL until known */
-	const char *step;          /* "find", "clone", "create", "config",
-				      "resize", "start", "address", "inject",
-				      "shutdown", "delete", ... */
-	double elapsed_s;          /* UP_EV_STEP */
-	double percent;            /* UP_EV_PROGRESS */
-	const char *text;          /* may be NULL */
-	const struct up_result *result; /* UP_EV_DONE */
-};
-
-/* Called from worker threads, but never concurrently (provision
- * serialises the calls). Everything in ev is borrowed for the call. */
-typedef void (*up_event_fn)(void *ctx, const struct up_event *ev);
 
 /* ---- results --------------------------------------------------------------- */
 
@@ -111,6 +83,9 @@ struct up_result {
 	size_t n_diff;
 	int claims;             /* create/clone requests issued */
 	struct up_inject inject;
+	long long job;          /* its job in the store, 0 when not stored */
+	enum job_outcome outcome;
+	char *left;             /* what a failure left behind, or NULL */
 	struct pve_error error; /* kind PVE_OK unless failed; a failed inject:
 				   what "inject", the message starting with
 				   the inject step that failed, and a kind
@@ -160,8 +135,14 @@ struct up_request {
 
 	struct guest_wait wait;         /* timeouts, clock (progress is set by
 					   provision) */
-	up_event_fn on_event;
+	job_event_fn on_event;
 	void *event_ctx;
+	/* The job store (NULL: jobs are not stored and cannot be resumed),
+	 * and the stop flag a signal handler sets (may be NULL). With a
+	 * store, an interrupted `up` job of the same name is resumed instead
+	 * of starting a new one. */
+	struct store *store;
+	volatile sig_atomic_t *stop;
 };
 
 /* Run up. *results gets n_names results in the order of names. Returns 0
@@ -181,16 +162,19 @@ struct down_request {
 	const struct pve_opts *pve_opts; /* used when client is NULL */
 	struct pve *client;
 	struct guest_wait wait;
-	up_event_fn on_event;
+	job_event_fn on_event;
 	void *event_ctx;
+	struct store *store;
+	volatile sig_atomic_t *stop;
 };
 
-/* Shutdown (stop after wait.shutdown_timeout_s) and delete. A missing
- * guest is success (UP_ABSENT). Returns 0 or -1 (res->error). */
+/* Shutdown (stop after wait.shutdown_timeout_s) and delete, as a job. A
+ * missing guest is success (UP_ABSENT). Returns 0 or -1 (res->error). */
 int provision_down(const struct down_request *req, struct up_result *res);
 
-/* Exit code per DESIGN.md 3 for a set of results (0 all good). */
-int provision_exit_code(const struct up_result *r, size_t n);
+/* The outcome of a set of results: the most serious one (needs attention
+ * > unreachable > failed > usage > interrupted > done). */
+enum job_outcome provision_outcome(const struct up_result *r, size_t n);
 
 /* ---- pure helpers (exposed for tests) ------------------------------------------ */
 

@@ -10,17 +10,20 @@
  * 2 usage or configuration error; 3 failed and needs attention; 4 cannot
  * reach or authenticate to PVE or a guest. */
 #include "cli.h"
+#include "json.h"
 #include "conf.h"
 #include "guest.h"
 #include "inventory.h"
 #include "log.h"
 #include "output.h"
 #include "provision.h"
+#include "store.h"
 #include "pve.h"
 #include "tmpl.h"
 #include "util.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -54,7 +57,7 @@ int cli_usage_error(const char *cmd, const char *what, const char *arg)
 
 /* ---- configuration and client ------------------------------------------ */
 
-static int load_conf(struct cli *cli)
+int cli_load_conf(struct cli *cli)
 {
 	if (cli->conf_loaded)
 		return 0;
@@ -91,7 +94,7 @@ int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e)
 }
 
 /* Client options from the loaded configuration. */
-static struct pve_opts pve_opts_of(const struct conf *c)
+struct pve_opts cli_pve_opts(const struct conf *c)
 {
 	struct pve_opts o = {
 		.url = c->pve.url,
@@ -109,15 +112,74 @@ static struct pve_opts pve_opts_of(const struct conf *c)
 
 int cli_connect_pve(struct cli *cli)
 {
-	int rc = load_conf(cli);
+	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
-	struct pve_opts o = pve_opts_of(&cli->conf);
+	struct pve_opts o = cli_pve_opts(&cli->conf);
 	struct pve_error e = {0};
 	cli->pve = pve_new(&o, &e);
 	if (!cli->pve)
 		return cli_fail_pve(cli, "connect", &e);
 	return 0;
+}
+
+int cli_exit_code(enum job_outcome o)
+{
+	switch (o) {
+	case JOB_OUT_DONE: return 0;
+	case JOB_OUT_FAILED: return 1;
+	case JOB_OUT_USAGE: return EXIT_USAGE;
+	case JOB_OUT_NEEDS_ATTENTION: return 3;
+	case JOB_OUT_UNREACHABLE: return 4;
+	case JOB_OUT_INTERRUPTED: return EXIT_INTERRUPTED;
+	}
+	return 1;
+}
+
+struct store *cli_store(struct cli *cli)
+{
+	if (cli->store || cli->store_failed)
+		return cli->store;
+	if (cli_load_conf(cli))
+		return NULL;
+	char *path = store_path(cli->conf.paths.state), *err = NULL;
+	if (!path || store_open(path, &cli->store, &err) < 0) {
+		log_warn("jobs are not recorded (they cannot be resumed): %s",
+			 err ? err : "out of memory");
+		cli->store_failed = true;
+	}
+	free(path);
+	free(err);
+	return cli->store;
+}
+
+/* Ctrl-C or SIGTERM: the running job stops at once between steps (its
+ * waits end; its UPIDs are recorded) and is kept as interrupted. A second
+ * one quits at once. */
+volatile sig_atomic_t cli_stop;
+
+static void on_stop_signal(int sig)
+{
+	if (cli_stop) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	cli_stop = 1;
+	static const char msg[] = "\npvagent: stopping after the current step (again to quit "
+				  "at once)\n";
+	ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+	(void)w;
+}
+
+static void catch_stop_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 /* ---- printing helpers ---------------------------------------------------- */
@@ -130,12 +192,6 @@ static void print_result(struct cli *cli, const char *cmd, const char *key, json
 	json_object_object_add(o, key, json_object_get(v));
 	out_json_line(stdout, o);
 	json_object_put(o);
-}
-
-static const char *field(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : NULL;
 }
 
 static double num(json_object *o, const char *k)
@@ -180,7 +236,7 @@ static int cmd_nodes(struct cli *cli, int argc, char **argv)
 			double u = num(n, "uptime");
 			long secs = (long)u;
 			snprintf(up, sizeof up, "%ldd %02ldh", secs / 86400, secs % 86400 / 3600);
-			const char *row[] = {field(n, "node"), field(n, "status"), cpu, mem, up};
+			const char *row[] = {json_text(n, "node"), json_text(n, "status"), cpu, mem, up};
 			table_add(t, row);
 		}
 		if (t)
@@ -222,14 +278,14 @@ static int cmd_list(struct cli *cli, int argc, char **argv)
 			json_object *g = json_object_array_get_idx(guests, i);
 			json_object *tv = NULL;
 			json_object_object_get_ex(g, "template", &tv);
-			const char *lock = field(g, "lock");
+			const char *lock = json_text(g, "lock");
 			char status[64];
 			snprintf(status, sizeof status, "%s%s%s%s",
-				 json_object_get_boolean(tv) ? "template" : field(g, "status"),
+				 json_object_get_boolean(tv) ? "template" : json_text(g, "status"),
 				 lock ? " (lock: " : "", lock ? lock : "", lock ? ")" : "");
-			const char *row[] = {field(g, "vmid"), field(g, "name"), field(g, "node"),
-					     field(g, "type"), status, field(g, "disk_bus"),
-					     field(g, "nic_model")};
+			const char *row[] = {json_text(g, "vmid"), json_text(g, "name"), json_text(g, "node"),
+					     json_text(g, "type"), status, json_text(g, "disk_bus"),
+					     json_text(g, "nic_model")};
 			table_add(t, row);
 		}
 		if (t)
@@ -246,7 +302,7 @@ static int cmd_templates(struct cli *cli, int argc, char **argv)
 {
 	if (argc > 1)
 		return cli_usage_error("templates", "unexpected argument", argv[1]);
-	int rc = load_conf(cli);
+	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
 	struct tmpl_info *list = NULL;
@@ -289,11 +345,11 @@ static int cmd_templates(struct cli *cli, int argc, char **argv)
 		for (size_t i = 0; t && i < json_object_array_length(a); i++) {
 			json_object *o = json_object_array_get_idx(a, i);
 			char os[128];
-			snprintf(os, sizeof os, "%s %s", field(o, "os") ? field(o, "os") : "",
-				 field(o, "os_version") ? field(o, "os_version") : "");
-			const char *row[] = {field(o, "name"), field(o, "kind") ? field(o, "kind") : "invalid",
-					     field(o, "kind") ? os : "-", field(o, "source"),
-					     field(o, "error") ? field(o, "error") : field(o, "description")};
+			snprintf(os, sizeof os, "%s %s", json_text(o, "os") ? json_text(o, "os") : "",
+				 json_text(o, "os_version") ? json_text(o, "os_version") : "");
+			const char *row[] = {json_text(o, "name"), json_text(o, "kind") ? json_text(o, "kind") : "invalid",
+					     json_text(o, "kind") ? os : "-", json_text(o, "source"),
+					     json_text(o, "error") ? json_text(o, "error") : json_text(o, "description")};
 			table_add(t, row);
 		}
 		if (t)
@@ -308,28 +364,11 @@ static int cmd_templates(struct cli *cli, int argc, char **argv)
 
 /* ---- up / down -------------------------------------------------------------- */
 
-struct up_print {
-	struct cli *cli;
-	bool tty;          /* progress lines are redrawn in place */
-	bool progress_shown;
-};
-
-static void end_progress_line(struct up_print *pp)
+void end_progress_line(struct up_print *pp)
 {
 	if (pp->progress_shown) {
 		fputc('\n', stdout);
 		pp->progress_shown = false;
-	}
-}
-
-static const char *ev_kind_name(enum up_event_kind k)
-{
-	switch (k) {
-	case UP_EV_BEGIN: return "begin";
-	case UP_EV_STEP: return "step";
-	case UP_EV_PROGRESS: return "progress";
-	case UP_EV_DIFF: return "diff";
-	default: return "done";
 	}
 }
 
@@ -365,60 +404,56 @@ static json_object *result_json(const struct up_result *r)
 					       json_object_new_string(r->inject.failed_step));
 	}
 	json_object_object_add(o, "inject", inj);
+	if (r->job)
+		json_object_object_add(o, "job", json_object_new_int64(r->job));
+	json_object_object_add(o, "outcome", json_object_new_string(job_outcome_name(r->outcome)));
+	if (r->left)
+		json_object_object_add(o, "left", json_object_new_string(r->left));
 	if (r->error.kind != PVE_OK) {
 		char *m = pve_error_format(&r->error);
 		json_object_object_add(o, "error", json_object_new_string(m ? m : "error"));
-		json_object_object_add(o, "exit", json_object_new_int(pve_error_exit_code(&r->error)));
+		json_object_object_add(o, "exit", json_object_new_int(cli_exit_code(r->outcome)));
 		free(m);
 	}
 	return o;
 }
 
-static void on_up_event(void *ctx, const struct up_event *ev)
+void on_up_event(void *ctx, const struct job_event *ev)
 {
 	struct up_print *pp = ctx;
 	if (pp->cli->json) {
-		if (ev->kind == UP_EV_DONE)
+		if (ev->kind == JOB_EV_DONE)
 			return; /* the final result object carries it */
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "event", json_object_new_string(ev_kind_name(ev->kind)));
-		json_object_object_add(o, "name", json_object_new_string(ev->name ? ev->name : ""));
-		if (ev->vmid)
-			json_object_object_add(o, "vmid", json_object_new_int(ev->vmid));
-		if (ev->node)
-			json_object_object_add(o, "node", json_object_new_string(ev->node));
-		if (ev->step)
-			json_object_object_add(o, "step", json_object_new_string(ev->step));
-		if (ev->kind == UP_EV_STEP)
-			json_object_object_add(o, "seconds", json_object_new_double(ev->elapsed_s));
-		if (ev->kind == UP_EV_PROGRESS && ev->percent >= 0)
-			json_object_object_add(o, "percent", json_object_new_double(ev->percent));
-		if (ev->text)
-			json_object_object_add(o, "text", json_object_new_string(ev->text));
-		out_json_line(stdout, o);
+		json_object *o = job_event_json(ev);
+		if (o)
+			out_json_line(stdout, o);
 		json_object_put(o);
 		return;
 	}
 	switch (ev->kind) {
-	case UP_EV_PROGRESS:
+	case JOB_EV_PROGRESS:
 		if (!pp->tty || ev->percent < 0)
 			return; /* one line per step otherwise */
 		printf("\r  %s: %s %3.0f%%", ev->name, ev->step ? ev->step : "", ev->percent);
 		fflush(stdout);
 		pp->progress_shown = true;
 		return;
-	case UP_EV_STEP:
+	case JOB_EV_STEP:
 		end_progress_line(pp);
 		printf("  %s: %-8s %6.1fs%s%s\n", ev->name, ev->step ? ev->step : "", ev->elapsed_s,
 		       ev->text ? "  " : "", ev->text ? ev->text : "");
 		break;
-	case UP_EV_DIFF:
+	case JOB_EV_DIFF:
 		end_progress_line(pp);
 		printf("  %s: change %s\n", ev->name, ev->text ? ev->text : "");
 		break;
-	case UP_EV_BEGIN:
+	case JOB_EV_NOTE:
 		end_progress_line(pp);
-		printf("  %s: begin\n", ev->name);
+		printf("  %s: note: %s\n", ev->name, ev->text ? ev->text : "");
+		break;
+	case JOB_EV_BEGIN:
+		end_progress_line(pp);
+		printf("  %s: begin%s%s\n", ev->name, ev->text ? " " : "", ev->text ? ev->text : "");
 		break;
 	default:
 		break;
@@ -426,7 +461,7 @@ static void on_up_event(void *ctx, const struct up_event *ev)
 	fflush(stdout);
 }
 
-static void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
+void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
 			  int code)
 {
 	if (cli->json) {
@@ -460,11 +495,23 @@ static void print_results(struct cli *cli, const char *cmd, const struct up_resu
 	for (size_t i = 0; i < n; i++) {
 		if (r[i].pending)
 			printf("%s: applied at the next restart: %s\n", r[i].name, r[i].pending);
+		if (r[i].outcome == JOB_OUT_INTERRUPTED) {
+			log_error("%s: interrupted; the job is kept: resume it with 'pvagent resume "
+				  "%lld' (or run the same command again)",
+				  r[i].name, r[i].job);
+			continue;
+		}
 		if (r[i].error.kind != PVE_OK) {
 			char *m = pve_error_format(&r[i].error);
 			log_error("%s: %s", r[i].name, m ? m : "failed");
 			free(m);
 		}
+		if (r[i].left && r[i].job)
+			log_error("%s: needs attention: %s; run the same command again, or 'pvagent "
+				  "resume %lld', to finish it",
+				  r[i].name, r[i].left, r[i].job);
+		else if (r[i].left)
+			log_error("%s: needs attention: %s", r[i].name, r[i].left);
 	}
 }
 
@@ -539,7 +586,7 @@ static int cmd_up(struct cli *cli, int argc, char **argv)
 	if (rc == 0 && !tname)
 		rc = cli_usage_error("up", "needs a template", "-t TEMPLATE");
 	if (rc == 0)
-		rc = load_conf(cli);
+		rc = cli_load_conf(cli);
 	struct tmpl *t = NULL;
 	if (rc == 0 && tmpl_load((const char *const *)cli->conf.paths.templates, tname, &t, &err) < 0) {
 		fprintf(stderr, "pvagent up: %s\n", err ? err : "cannot load the template");
@@ -552,7 +599,7 @@ static int cmd_up(struct cli *cli, int argc, char **argv)
 		return rc;
 	}
 	char *pubkey = cli_read_pubkey(&cli->conf);
-	struct pve_opts po = pve_opts_of(&cli->conf);
+	struct pve_opts po = cli_pve_opts(&cli->conf);
 	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
 	struct up_request req = {
 		.names = (const char *const *)(argv + optind),
@@ -572,6 +619,8 @@ static int cmd_up(struct cli *cli, int argc, char **argv)
 		.pve_opts = &po,
 		.on_event = on_up_event,
 		.event_ctx = &pp,
+		.store = cli_store(cli),
+		.stop = &cli_stop,
 	};
 	struct up_result *results = NULL;
 	struct pve_error e = {0};
@@ -579,7 +628,7 @@ static int cmd_up(struct cli *cli, int argc, char **argv)
 		rc = cli_fail_pve(cli, "up", &e);
 	} else {
 		end_progress_line(&pp);
-		rc = provision_exit_code(results, req.n_names);
+		rc = cli_exit_code(provision_outcome(results, req.n_names));
 		print_results(cli, "up", results, req.n_names, rc);
 		up_results_free(results, req.n_names);
 	}
@@ -604,10 +653,10 @@ static int cmd_down(struct cli *cli, int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return cli_usage_error("down", "needs exactly one guest name", optind < argc ? argv[optind] : "NAME");
-	int rc = load_conf(cli);
+	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
-	struct pve_opts po = pve_opts_of(&cli->conf);
+	struct pve_opts po = cli_pve_opts(&cli->conf);
 	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
 	struct down_request req = {
 		.name = argv[optind],
@@ -615,11 +664,13 @@ static int cmd_down(struct cli *cli, int argc, char **argv)
 		.pve_opts = &po,
 		.on_event = on_up_event,
 		.event_ctx = &pp,
+		.store = cli_store(cli),
+		.stop = &cli_stop,
 	};
 	struct up_result res = {0};
 	provision_down(&req, &res);
 	end_progress_line(&pp);
-	rc = provision_exit_code(&res, 1);
+	rc = cli_exit_code(provision_outcome(&res, 1));
 	print_results(cli, "down", &res, 1, rc);
 	up_result_free(&res);
 	return rc;
@@ -646,6 +697,10 @@ static const struct command commands[] = {
 	{"bench", "NAME [--size MiB] [--address A] [-t TEMPLATE]",
 	 "in-guest disk benchmark: sequential write/read, diskinfo, random reads; stored and compared",
 	 cmd_bench},
+	{"jobs", "[--limit N]", "recent jobs with their state and duration", cmd_jobs},
+	{"job", "ID", "one job: its steps (state, UPID, time) and events", cmd_job},
+	{"resume", "ID", "continue an interrupted job", cmd_resume},
+	{"cancel", "ID", "end an unfinished job (a running one stops after its step)", cmd_cancel},
 	{NULL, NULL, NULL, NULL},
 };
 
@@ -691,8 +746,10 @@ int main(int argc, char **argv)
 	int sub_argc = argc - optind;
 	char **sub_argv = argv + optind;
 	optind = 0;
+	catch_stop_signals();
 	int rc = cmd->run(&cli, sub_argc, sub_argv);
 	pve_free(cli.pve);
+	store_close(cli.store);
 	if (cli.conf_loaded)
 		conf_free(&cli.conf);
 	pve_global_cleanup();

@@ -1126,8 +1126,11 @@ static int call(struct pve *c, const char *method, const char *path, const char 
 			     (err->kind == PVE_ERR_TIMEOUT && is_get(method));
 		if (at.maybe_applied)
 			earlier_unknown = true;
+		/* A plain 5xx (no known reason such as "locked" or "already
+		 * exists") may also come after the handler did its work. */
+		bool unknown_5xx = err->http_status >= 500 && err->kind == PVE_ERR_API;
 		if (co && co->stop_if_maybe_applied && !is_get(method) &&
-		    (at.maybe_applied || err->kind == PVE_ERR_TRANSIENT)) {
+		    (at.maybe_applied || err->kind == PVE_ERR_TRANSIENT || unknown_5xx)) {
 			err->ambiguous = true;
 			return -1;
 		}

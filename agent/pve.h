@@ -144,8 +144,9 @@ struct pve_call_opts {
 	bool (*exists_is_ours)(struct pve *c, void *ctx);
 	void *exists_ctx;
 	/* For task-starting requests: do not resend after an attempt that may
-	 * have taken effect (502/503/504/596, "got no worker upid", reset or
-	 * timeout after sending): return that failure with err->ambiguous set,
+	 * have taken effect (5xx without a known reason, "got no worker upid",
+	 * "got timeout", reset or timeout after sending): return that failure
+	 * with err->ambiguous set,
 	 * so that the caller looks at PVE first. Failures before anything was
 	 * sent (connection refused) are still retried. */
 	bool stop_if_maybe_applied;

@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -355,6 +356,15 @@ void store_jobs_free(struct store_job *v, size_t n)
 	for (size_t i = 0; v && i < n; i++)
 		store_job_free(&v[i]);
 	free(v);
+}
+
+bool store_job_resumable(const struct store_job *j)
+{
+	if (j->state == JOB_INTERRUPTED || j->state == JOB_QUEUED)
+		return true;
+	if (j->state != JOB_RUNNING)
+		return false;
+	return j->pid <= 0 || (kill((pid_t)j->pid, 0) < 0 && errno == ESRCH);
 }
 
 int store_job_insert(struct store *s, const char *workflow, const char *subject,

@@ -67,6 +67,9 @@ struct store_job {
 	long pid;          /* process running it, 0 when none */
 };
 void store_job_free(struct store_job *j);
+/* Can this job be resumed now: interrupted or queued, or "running" while
+ * no process of its pid runs any more (it was killed)? */
+bool store_job_resumable(const struct store_job *j);
 void store_jobs_free(struct store_job *v, size_t n);
 
 int store_job_insert(struct store *s, const char *workflow, const char *subject,

@@ -224,14 +224,20 @@ Test(provision_misc, status_names_and_exit_codes)
 {
 	cr_assert_str_eq(up_status_name(UP_CREATED), "created");
 	cr_assert_str_eq(up_status_name(UP_ABSENT), "absent");
-	struct up_result r[2] = {{.status = UP_CREATED}, {.status = UP_FAILED}};
-	pve_error_set(&r[1].error, PVE_ERR_CONNECT, "no route");
-	cr_assert_eq(provision_exit_code(r, 1), 0);
-	cr_assert_eq(provision_exit_code(r, 2), 4);
-	pve_error_clear(&r[1].error);
-	pve_error_set(&r[1].error, PVE_ERR_API, "boom");
-	cr_assert_eq(provision_exit_code(r, 2), 1);
-	pve_error_clear(&r[1].error);
+	struct up_result r[3] = {{.status = UP_CREATED},
+				 {.status = UP_FAILED, .outcome = JOB_OUT_UNREACHABLE},
+				 {.status = UP_FAILED, .outcome = JOB_OUT_NEEDS_ATTENTION}};
+	cr_assert_eq(provision_outcome(r, 1), JOB_OUT_DONE);
+	cr_assert_eq(provision_outcome(r, 2), JOB_OUT_UNREACHABLE);
+	cr_assert_eq(provision_outcome(r, 3), JOB_OUT_NEEDS_ATTENTION, "the most serious");
+	struct pve_error e = {0};
+	pve_error_set(&e, PVE_ERR_CONNECT, "no route");
+	cr_assert_eq(job_outcome_of_error(&e), JOB_OUT_UNREACHABLE);
+	pve_error_set(&e, PVE_ERR_API, "boom");
+	cr_assert_eq(job_outcome_of_error(&e), JOB_OUT_FAILED);
+	e.ambiguous = true;
+	cr_assert_eq(job_outcome_of_error(&e), JOB_OUT_NEEDS_ATTENTION);
+	pve_error_clear(&e);
 }
 
 /* ---- against the simulator ---------------------------------------------- */
@@ -247,30 +253,32 @@ struct evlog {
 	struct sbuf text;
 };
 
-static void on_event(void *ctx, const struct up_event *ev)
+static void on_event(void *ctx, const struct job_event *ev)
 {
 	struct evlog *l = ctx;
 	switch (ev->kind) {
-	case UP_EV_BEGIN:
+	case JOB_EV_BEGIN:
 		l->begins++;
 		if (++l->in_flight > l->max_in_flight)
 			l->max_in_flight = l->in_flight;
 		break;
-	case UP_EV_DONE:
+	case JOB_EV_DONE:
 		l->dones++;
 		l->in_flight--;
 		break;
-	case UP_EV_STEP:
+	case JOB_EV_STEP:
 		l->steps++;
 		cr_assert_geq(ev->elapsed_s, 0);
 		sbuf_addf(&l->text, "%s %s %.1fs %s\n", ev->name, ev->step, ev->elapsed_s,
 			  ev->text ? ev->text : "");
 		break;
-	case UP_EV_DIFF:
+	case JOB_EV_DIFF:
 		l->diffs++;
 		sbuf_addf(&l->text, "%s diff %s\n", ev->name, ev->text);
 		break;
-	case UP_EV_PROGRESS:
+	case JOB_EV_NOTE:
+		break;
+	case JOB_EV_PROGRESS:
 		l->progress++;
 		if (ev->step && !strcmp(ev->step, "inject"))
 			sbuf_addf(&l->text, "%s progress inject %s\n", ev->name,
@@ -1310,7 +1318,7 @@ Test(provision_inject, up_injects_then_rerun_is_unchanged)
 	cr_assert(strstr(t, "inj1 progress inject detect: FreeBSD 14.1-RELEASE-p5"),
 		  "inject's own steps are progress of the inject step:\n%s", t);
 	cr_assert_eq(count_of(t, "waiting for SSH"), 0, "the guest answered at once:\n%s", t);
-	cr_assert_eq(provision_exit_code(res, 1), 0);
+	cr_assert_eq(provision_outcome(res, 1), JOB_OUT_DONE);
 	/* the files in the guest */
 	char *rcconf = guest_text("/etc/rc.conf");
 	cr_expect(strstr(rcconf, "sshd_enable=\"YES\"\n"), "%s", rcconf);
@@ -1380,7 +1388,10 @@ Test(provision_inject, failed_inject_fails_up_naming_the_step_files_unchanged)
 	cr_assert(!strncmp(msg, "inject: write /boot/loader.conf: ", 33), "%s", msg);
 	cr_assert(strstr(msg, "restored") || strstr(msg, "no file was changed"), "%s", msg);
 	free(msg);
-	cr_assert_eq(provision_exit_code(res, 1), 1);
+	/* the guest files are as they were, but the VM up created stays */
+	cr_assert_eq(provision_outcome(res, 1), JOB_OUT_NEEDS_ATTENTION);
+	cr_assert(res[0].left && strstr(res[0].left, "was created"), "%s",
+		  res[0].left ? res[0].left : "(nothing left?)");
 	char *after = guestenv_snapshot(&ge);
 	cr_assert_str_eq(after, before, "inject left the guest changed");
 	free(before);
@@ -1527,7 +1538,7 @@ Test(provision_inject, ssh_never_answers_bounded_wait_exit_4)
 	cr_assert_eq(res[0].status, UP_FAILED);
 	cr_assert_str_eq(res[0].inject.failed_step, "connect");
 	cr_assert_eq(res[0].inject.exit_code, 4);
-	cr_assert_eq(provision_exit_code(res, 1), 4);
+	cr_assert_eq(provision_outcome(res, 1), JOB_OUT_UNREACHABLE);
 	char *msg = pve_error_format(&res[0].error);
 	cr_assert(!strncmp(msg, "inject: connect: root@127.0.1.145 port ", 39), "%s", msg);
 	cr_assert(strstr(msg, "did not answer SSH within 5 s (5 attempts)"), "%s", msg);

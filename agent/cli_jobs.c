@@ -1,0 +1,421 @@
+/* cli_jobs.c - the job commands of the command-line tool: jobs (recent
+ * jobs), job ID (its steps and events), resume ID (continue an
+ * interrupted job in this process), cancel ID (end an unfinished one). */
+#include "cli.h"
+
+#include "json.h"
+#include "log.h"
+#include "output.h"
+#include "store.h"
+#include "util.h"
+#include "wf_up.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int open_store(struct cli *cli, const char *cmd, struct store **out)
+{
+	if (cli_load_conf(cli))
+		return EXIT_USAGE;
+	*out = cli_store(cli);
+	if (!*out) {
+		fprintf(stderr, "pvagent %s: no job store (see the warning above)\n", cmd);
+		return 1;
+	}
+	return 0;
+}
+
+static int parse_id(const char *cmd, int argc, char **argv, long long *id)
+{
+	if (optind + 1 != argc)
+		return cli_usage_error(cmd, "needs one job ID", optind < argc ? argv[optind] : "ID");
+	char *end;
+	errno = 0;
+	*id = strtoll(argv[optind], &end, 10);
+	if (errno || !*argv[optind] || *end || *id <= 0)
+		return cli_usage_error(cmd, "not a job ID", argv[optind]);
+	return 0;
+}
+
+static const char *when(double t, char *buf, size_t n)
+{
+	if (t <= 0)
+		return NULL;
+	time_t s = (time_t)t;
+	struct tm tm;
+	if (!localtime_r(&s, &tm) || strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+		return NULL;
+	return buf;
+}
+
+static const char *duration(const struct store_job *j, char *buf, size_t n)
+{
+	if (j->started <= 0)
+		return NULL;
+	double end = j->ended > 0 ? j->ended : (j->state == JOB_RUNNING ? clock_unix_now() : 0);
+	if (end <= 0)
+		return NULL;
+	snprintf(buf, n, "%.1fs", end - j->started);
+	return buf;
+}
+
+/* The message of a stored error object, or NULL. */
+static char *error_text(const char *json)
+{
+	if (!json)
+		return NULL;
+	json_object *o = json_tokener_parse(json);
+	struct pve_error e = {0};
+	char *m = NULL;
+	if (o && pve_error_from_json(o, &e) == 0 && e.kind != PVE_OK)
+		m = pve_error_format(&e);
+	pve_error_clear(&e);
+	json_object_put(o);
+	return m;
+}
+
+static json_object *job_json(const struct store_job *j)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "id", json_object_new_int64(j->id));
+	json_object_object_add(o, "workflow", json_object_new_string(j->workflow));
+	json_object_object_add(o, "subject", json_object_new_string(j->subject));
+	json_object_object_add(o, "state", json_object_new_string(job_state_name(j->state)));
+	json_object_object_add(o, "created", json_object_new_double(j->created));
+	if (j->started > 0)
+		json_object_object_add(o, "started", json_object_new_double(j->started));
+	if (j->ended > 0)
+		json_object_object_add(o, "ended", json_object_new_double(j->ended));
+	if (j->error)
+		json_object_object_add(o, "error", json_tokener_parse(j->error));
+	return o;
+}
+
+int cmd_jobs(struct cli *cli, int argc, char **argv)
+{
+	static const struct option lo[] = {{"limit", required_argument, NULL, 'n'}, {0}};
+	long limit = 20;
+	int opt;
+	while ((opt = cli_getopt(argc, argv, "n:", lo)) != -1) {
+		if (opt != 'n')
+			return EXIT_USAGE;
+		char *end;
+		limit = strtol(optarg, &end, 10);
+		if (*end || limit < 1 || limit > 10000)
+			return cli_usage_error("jobs", "--limit: expected 1 to 10000, not", optarg);
+	}
+	if (optind != argc)
+		return cli_usage_error("jobs", "takes no arguments:", argv[optind]);
+	struct store *st;
+	int rc = open_store(cli, "jobs", &st);
+	if (rc)
+		return rc;
+	struct store_job *v = NULL;
+	size_t n = 0;
+	char *err = NULL;
+	if (store_jobs_list(st, (size_t)limit, &v, &n, &err) < 0) {
+		fprintf(stderr, "pvagent jobs: %s\n", err ? err : "cannot read the jobs");
+		free(err);
+		return 1;
+	}
+	if (cli->json) {
+		json_object *o = json_object_new_object(), *a = json_object_new_array();
+		for (size_t i = 0; i < n; i++)
+			json_object_array_add(a, job_json(&v[i]));
+		json_object_object_add(o, "result", json_object_new_string("ok"));
+		json_object_object_add(o, "command", json_object_new_string("jobs"));
+		json_object_object_add(o, "jobs", a);
+		out_json_line(stdout, o);
+		json_object_put(o);
+	} else {
+		const char *hdr[] = {"ID", "WORKFLOW", "GUEST", "STATE", "CREATED", "TIME"};
+		struct table *t = table_new(6, hdr);
+		for (size_t i = 0; t && i < n; i++) {
+			char id[24], cr[32], du[32];
+			snprintf(id, sizeof id, "%lld", v[i].id);
+			const char *row[] = {id,
+					     v[i].workflow,
+					     v[i].subject,
+					     job_state_name(v[i].state),
+					     when(v[i].created, cr, sizeof cr),
+					     duration(&v[i], du, sizeof du)};
+			table_add(t, row);
+		}
+		if (t)
+			table_print(t, stdout);
+		table_free(t);
+	}
+	store_jobs_free(v, n);
+	return 0;
+}
+
+int cmd_job(struct cli *cli, int argc, char **argv)
+{
+	int opt;
+	while ((opt = cli_getopt(argc, argv, "", NULL)) != -1)
+		return EXIT_USAGE;
+	long long id;
+	int rc = parse_id("job", argc, argv, &id);
+	if (rc)
+		return rc;
+	struct store *st;
+	if ((rc = open_store(cli, "job", &st)))
+		return rc;
+	struct store_job j;
+	struct store_step *steps = NULL;
+	struct store_event *evs = NULL;
+	size_t ns = 0, ne = 0;
+	char *err = NULL;
+	int r = store_job_get(st, id, &j, &err);
+	if (r == 0) {
+		fprintf(stderr, "pvagent job: no job %lld in %s\n", id, store_file(st));
+		return 1;
+	}
+	if (r < 0 || store_steps_get(st, id, &steps, &ns, &err) < 0 ||
+	    store_events_get(st, id, &evs, &ne, &err) < 0) {
+		fprintf(stderr, "pvagent job: %s\n", err ? err : "cannot read the job");
+		free(err);
+		if (r > 0)
+			store_job_free(&j);
+		store_steps_free(steps, ns);
+		return 1;
+	}
+	if (cli->json) {
+		json_object *o = job_json(&j), *a = json_object_new_array(), *e = json_object_new_array();
+		json_object_object_add(o, "params", json_tokener_parse(j.params ? j.params : "{}"));
+		json_object_object_add(o, "vars", json_tokener_parse(j.vars ? j.vars : "{}"));
+		for (size_t i = 0; i < ns; i++) {
+			json_object *s = json_object_new_object();
+			json_object_object_add(s, "name", json_object_new_string(steps[i].name));
+			json_object_object_add(s, "state",
+					       json_object_new_string(step_state_name(steps[i].state)));
+			json_object_object_add(s, "attempts", json_object_new_int(steps[i].attempts));
+			if (steps[i].upid)
+				json_object_object_add(s, "upid", json_object_new_string(steps[i].upid));
+			if (steps[i].result)
+				json_object_object_add(s, "result",
+						       json_object_new_string(steps[i].result));
+			if (steps[i].error)
+				json_object_object_add(s, "error", json_tokener_parse(steps[i].error));
+			json_object_array_add(a, s);
+		}
+		for (size_t i = 0; i < ne; i++) {
+			json_object *x = json_object_new_object();
+			json_object_object_add(x, "time", json_object_new_double(evs[i].time));
+			json_object_object_add(x, "event", json_object_new_string(evs[i].kind));
+			if (evs[i].step)
+				json_object_object_add(x, "step", json_object_new_string(evs[i].step));
+			if (evs[i].percent >= 0)
+				json_object_object_add(x, "percent",
+						       json_object_new_double(evs[i].percent));
+			if (evs[i].message)
+				json_object_object_add(x, "text", json_object_new_string(evs[i].message));
+			json_object_array_add(e, x);
+		}
+		json_object_object_add(o, "steps", a);
+		json_object_object_add(o, "events", e);
+		json_object *top = json_object_new_object();
+		json_object_object_add(top, "result", json_object_new_string("ok"));
+		json_object_object_add(top, "command", json_object_new_string("job"));
+		json_object_object_add(top, "job", o);
+		out_json_line(stdout, top);
+		json_object_put(top);
+	} else {
+		char cr[32], du[32];
+		const char *c = when(j.created, cr, sizeof cr), *d = duration(&j, du, sizeof du);
+		printf("job %lld: %s %s, %s (created %s%s%s)\n", j.id, j.workflow, j.subject,
+		       job_state_name(j.state), c ? c : "?", d ? ", took " : "", d ? d : "");
+		const char *hdr[] = {"STEP", "STATE", "SENT", "TIME", "RESULT", "UPID"};
+		struct table *t = table_new(6, hdr);
+		for (size_t i = 0; t && i < ns; i++) {
+			char sent[16], secs[32];
+			snprintf(sent, sizeof sent, "%d", steps[i].attempts);
+			bool timed = steps[i].ended > steps[i].started && steps[i].started > 0;
+			snprintf(secs, sizeof secs, "%.1fs", steps[i].ended - steps[i].started);
+			char *e = error_text(steps[i].error);
+			const char *row[] = {steps[i].name,
+					     step_state_name(steps[i].state),
+					     steps[i].attempts ? sent : NULL,
+					     timed ? secs : NULL,
+					     e ? e : steps[i].result,
+					     steps[i].upid};
+			table_add(t, row);
+			free(e);
+		}
+		if (t)
+			table_print(t, stdout);
+		table_free(t);
+		for (size_t i = 0; i < ne; i++) {
+			if (strcmp(evs[i].kind, "progress") == 0 && evs[i].percent >= 0)
+				continue; /* percentages: the step lines say enough */
+			char tb[32];
+			const char *tm = when(evs[i].time, tb, sizeof tb);
+			printf("  %s %-8s %-8s %s\n", tm ? tm : "?", evs[i].kind,
+			       evs[i].step ? evs[i].step : "", evs[i].message ? evs[i].message : "");
+		}
+		char *e = error_text(j.error);
+		if (e)
+			printf("error: %s\n", e);
+		free(e);
+		json_object *eo = j.error ? json_tokener_parse(j.error) : NULL;
+		const char *left = json_str(eo, "left");
+		if (left)
+			printf("left: %s\n", left);
+		json_object_put(eo);
+		if (store_job_resumable(&j))
+			printf("resume it with: pvagent resume %lld\n", j.id);
+	}
+	store_job_free(&j);
+	store_steps_free(steps, ns);
+	store_events_free(evs, ne);
+	return 0;
+}
+
+/* Load a stored job that may be resumed or cancelled now. */
+static int load_open_job(struct cli *cli, const char *cmd, long long id, struct store_job *out)
+{
+	struct store *st;
+	int rc = open_store(cli, cmd, &st);
+	if (rc)
+		return rc;
+	char *err = NULL;
+	int r = store_job_get(st, id, out, &err);
+	if (r <= 0) {
+		if (r < 0)
+			fprintf(stderr, "pvagent %s: %s\n", cmd, err ? err : "store");
+		else
+			fprintf(stderr, "pvagent %s: no job %lld in %s\n", cmd, id, store_file(st));
+		free(err);
+		return 1;
+	}
+	if (!job_state_open(out->state)) {
+		fprintf(stderr, "pvagent %s: job %lld is %s already\n", cmd, id,
+			job_state_name(out->state));
+		store_job_free(out);
+		return 1;
+	}
+	return 0;
+}
+
+int cmd_resume(struct cli *cli, int argc, char **argv)
+{
+	int opt;
+	while ((opt = cli_getopt(argc, argv, "", NULL)) != -1)
+		return EXIT_USAGE;
+	long long id;
+	int rc = parse_id("resume", argc, argv, &id);
+	if (rc)
+		return rc;
+	struct store_job sj;
+	if ((rc = load_open_job(cli, "resume", id, &sj)))
+		return rc;
+	bool ok = store_job_resumable(&sj);
+	const struct job_workflow *wf = job_workflow_find(sj.workflow);
+	if (!ok || !wf) {
+		if (!ok)
+			fprintf(stderr, "pvagent resume: job %lld runs in process %ld\n", id, sj.pid);
+		else
+			fprintf(stderr, "pvagent resume: job %lld: unknown workflow '%s'\n", id,
+				sj.workflow);
+		store_job_free(&sj);
+		return 1;
+	}
+	store_job_free(&sj);
+	struct pve_opts po = cli_pve_opts(&cli->conf);
+	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
+	struct job_env env = {
+		.store = cli_store(cli),
+		.on_event = on_up_event,
+		.event_ctx = &pp,
+		.stop = &cli_stop,
+		.conf = &cli->conf,
+	};
+	if (job_env_init(&env) < 0)
+		return 1;
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	if (job_load(&env, id, wf, &j, &e) != 1) {
+		rc = cli_fail_pve(cli, "resume", &e);
+		job_env_fini(&env);
+		return rc ? rc : 1;
+	}
+	job_run_all(&j, 1, 1, &po, NULL);
+	end_progress_line(&pp);
+	const struct up_result *r = wf == &wf_down ? wf_down_result(j) : wf_up_result(j);
+	rc = cli_exit_code(job_outcome(j));
+	print_results(cli, wf->name, r, 1, rc);
+	job_free(j);
+	job_env_fini(&env);
+	return rc;
+}
+
+int cmd_cancel(struct cli *cli, int argc, char **argv)
+{
+	int opt;
+	while ((opt = cli_getopt(argc, argv, "", NULL)) != -1)
+		return EXIT_USAGE;
+	long long id;
+	int rc = parse_id("cancel", argc, argv, &id);
+	if (rc)
+		return rc;
+	struct store_job sj;
+	if ((rc = load_open_job(cli, "cancel", id, &sj)))
+		return rc;
+	if (!store_job_resumable(&sj)) {
+		/* running in another process: ask it to stop after its step */
+		if (kill((pid_t)sj.pid, SIGTERM) < 0) {
+			fprintf(stderr, "pvagent cancel: job %lld: process %ld: %s\n", id, sj.pid,
+				strerror(errno));
+			store_job_free(&sj);
+			return 1;
+		}
+		printf("job %lld: asked process %ld to stop; it stops after its current step\n",
+		       id, sj.pid);
+		/* the process records the job as interrupted; wait (bounded) */
+		struct store *st = cli_store(cli);
+		for (int i = 0; i < 600 && sj.state == JOB_RUNNING; i++) {
+			struct timespec ts = {0, 100 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+			store_job_free(&sj);
+			char *err = NULL;
+			if (store_job_get(st, id, &sj, &err) != 1) {
+				free(err);
+				return 1;
+			}
+		}
+		if (sj.state == JOB_RUNNING) {
+			fprintf(stderr, "pvagent cancel: job %lld is still running after 60 s\n", id);
+			store_job_free(&sj);
+			return 1;
+		}
+	}
+	sj.state = JOB_CANCELLED;
+	sj.ended = clock_unix_now();
+	sj.pid = 0;
+	char *err = NULL;
+	if (store_job_update(cli_store(cli), &sj, &err) < 0) {
+		fprintf(stderr, "pvagent cancel: %s\n", err ? err : "store");
+		free(err);
+		store_job_free(&sj);
+		return 1;
+	}
+	if (cli->json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "result", json_object_new_string("ok"));
+		json_object_object_add(o, "command", json_object_new_string("cancel"));
+		json_object_object_add(o, "job", json_object_new_int64(id));
+		out_json_line(stdout, o);
+		json_object_put(o);
+	} else {
+		printf("job %lld (%s %s) cancelled; what its done steps did stays: see 'pvagent job "
+		       "%lld'\n",
+		       id, sj.workflow, sj.subject, id);
+	}
+	store_job_free(&sj);
+	return 0;
+}

@@ -1,0 +1,1177 @@
+/* wf_up.c - the `up` workflow on the job engine: one job per guest name,
+ * as a table of steps (find, clone or create, config, resize, start,
+ * address, inject). What each step learns (VMID, node, changes, address,
+ * inject's summary) goes into the job's vars, so that a resumed job
+ * continues where it stopped and reports the whole run. provision.h
+ * documents the behaviour; provision.c turns requests into these jobs. */
+#include "wf_up.h"
+
+#include "json.h"
+#include "log.h"
+#include "pvecfg.h"
+#include "pvekeys.h"
+#include "task.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define DEF_SSH_WAIT_S 300.0
+
+struct up_ctx {
+	const struct tmpl *tmpl;     /* attached, or loaded (own_tmpl) */
+	struct tmpl *own_tmpl;
+	const struct conf *conf;
+	struct up_result *res;       /* attached, or own_res */
+	struct up_result own_res;
+	struct tmpl_kvlist sets, vars;
+	const char *node, *storage, *pubkey; /* borrowed from the params */
+	int vmid, vmid_min, vmid_max;
+	bool no_start, full, no_inject;
+	double ssh_wait_s;
+	enum guest_type t;
+	struct guest_ref g;          /* the guest, once known */
+	struct guest_list listing;   /* the find step's (this run only) */
+	bool have_listing;
+};
+
+/* ---- params ------------------------------------------------------------------------ */
+
+static int kv_to_json(json_object *o, const char *key, const struct tmpl_kvlist *l)
+{
+	json_object *a = json_object_new_array();
+	if (!a)
+		return -1;
+	for (size_t i = 0; l && i < l->n; i++) {
+		json_object *p = json_object_new_array();
+		if (!p)
+			goto fail;
+		json_object_array_add(p, json_object_new_string(l->items[i].key));
+		json_object_array_add(p, json_object_new_string(l->items[i].value));
+		json_object_array_add(a, p);
+	}
+	json_object_object_add(o, key, a);
+	return 0;
+fail:
+	json_object_put(a);
+	return -1;
+}
+
+static int kv_from_json(json_object *o, const char *key, struct tmpl_kvlist *l)
+{
+	json_object *a;
+	memset(l, 0, sizeof *l);
+	if (!json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *p = json_object_array_get_idx(a, i);
+		if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) != 2)
+			return -1;
+		if (tmpl_kvlist_add(l, json_object_get_string(json_object_array_get_idx(p, 0)),
+				    json_object_get_string(json_object_array_get_idx(p, 1)), 0) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void add_opt_str(json_object *o, const char *key, const char *v)
+{
+	if (v)
+		json_object_object_add(o, key, json_object_new_string(v));
+}
+
+json_object *wf_up_params(const struct up_request *req, const char *name)
+{
+	json_object *o = json_object_new_object();
+	if (!o)
+		return NULL;
+	add_opt_str(o, "name", name);
+	add_opt_str(o, "template", req->tmpl->name);
+	add_opt_str(o, "template_path", req->tmpl->path);
+	add_opt_str(o, "node", req->node);
+	add_opt_str(o, "storage", req->storage);
+	add_opt_str(o, "pubkey", req->pubkey);
+	json_object_object_add(o, "vmid", json_object_new_int(req->vmid));
+	json_object_object_add(o, "vmid_min", json_object_new_int(req->vmid_min));
+	json_object_object_add(o, "vmid_max", json_object_new_int(req->vmid_max));
+	json_object_object_add(o, "no_start", json_object_new_boolean(req->no_start));
+	json_object_object_add(o, "full", json_object_new_boolean(req->full));
+	json_object_object_add(o, "no_inject", json_object_new_boolean(req->no_inject));
+	json_object_object_add(o, "ssh_wait_s", json_object_new_double(req->ssh_wait_s));
+	if (kv_to_json(o, "sets", req->sets) < 0 || kv_to_json(o, "vars", req->vars) < 0) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+void wf_up_attach(struct job *j, const struct tmpl *t, struct up_result *res)
+{
+	struct up_ctx *u = job_ctx(j);
+	u->tmpl = t;
+	u->res = res;
+}
+
+const struct up_result *wf_up_result(struct job *j)
+{
+	struct up_ctx *u = job_ctx(j);
+	wf_result_finish(j, u->res);
+	return u->res;
+}
+
+/* ---- result and vars ------------------------------------------------------------------- */
+
+static bool pbool(json_object *o, const char *key)
+{
+	long long v = 0;
+	return json_int(o, key, &v) && v;
+}
+
+static int pint(json_object *o, const char *key)
+{
+	long long v = 0;
+	return json_int(o, key, &v) ? (int)v : 0;
+}
+
+static int dup_into(char **dst, const char *src)
+{
+	free(*dst);
+	*dst = src ? strdup(src) : NULL;
+	return src && !*dst ? -1 : 0;
+}
+
+/* The result as the vars say (a resumed job reports the whole run). */
+static int result_from_vars(struct job *j, struct up_ctx *u)
+{
+	json_object *v = job_vars(j);
+	struct up_result *r = u->res;
+	r->vmid = pint(v, "vmid");
+	r->type = u->t;
+	r->claims = pint(v, "claims");
+	if (dup_into(&r->node, json_str(v, "node")) < 0 ||
+	    dup_into(&r->address, json_str(v, "address")) < 0 ||
+	    dup_into(&r->pending, json_str(v, "pending")) < 0)
+		return -1;
+	json_object *d;
+	if (!r->n_diff && json_object_object_get_ex(v, "diff", &d) &&
+	    json_object_is_type(d, json_type_array)) {
+		size_t n = json_object_array_length(d);
+		r->diff = calloc(n ? n : 1, sizeof *r->diff);
+		if (!r->diff)
+			return -1;
+		for (size_t i = 0; i < n; i++) {
+			r->diff[i] = strdup(json_object_get_string(json_object_array_get_idx(d, i)));
+			if (!r->diff[i])
+				return -1;
+			r->n_diff++;
+		}
+	}
+	json_object *inj;
+	if (json_object_object_get_ex(v, "inject", &inj)) {
+		r->inject.ran = true;
+		r->inject.status = (enum inject_status)pint(inj, "status");
+		r->inject.exit_code = pint(inj, "exit_code");
+		if (dup_into(&r->inject.summary, json_str(inj, "summary")) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int add_diff_line(struct job *j, struct up_ctx *u, const struct cfg_change *ch)
+{
+	struct up_result *r = u->res;
+	char **nd = realloc(r->diff, (r->n_diff + 1) * sizeof *nd);
+	if (!nd)
+		return -1;
+	r->diff = nd;
+	const char *old = ch->old_value ? ch->old_value : "(unset)";
+	/* never show secrets */
+	bool secret = strcmp(ch->key, "cipassword") == 0 || strcmp(ch->key, "password") == 0;
+	r->diff[r->n_diff] = strprintf("%s: %s -> %s", ch->key, secret ? "***" : old,
+				       secret ? "***" : ch->new_value);
+	if (!r->diff[r->n_diff])
+		return -1;
+	r->n_diff++;
+	json_object *d;
+	if (!json_object_object_get_ex(job_vars(j), "diff", &d)) {
+		d = json_object_new_array();
+		if (!d)
+			return -1;
+		json_object_object_add(job_vars(j), "diff", d);
+	}
+	json_object_array_add(d, json_object_new_string(r->diff[r->n_diff - 1]));
+	job_diff(j, r->diff[r->n_diff - 1]);
+	return 0;
+}
+
+/* The guest is known: ctx, result, vars and event identity. */
+static int know_guest(struct job *j, struct up_ctx *u, struct guest_ref *g)
+{
+	if (&u->g != g) {
+		guest_ref_clear(&u->g);
+		u->g = *g;
+		memset(g, 0, sizeof *g);
+	}
+	u->res->vmid = u->g.vmid;
+	u->res->type = u->g.type;
+	if (dup_into(&u->res->node, u->g.node) < 0 || job_set_guest(j, u->g.vmid, u->g.node) < 0)
+		return pve_error_oom(job_err(j));
+	return 0;
+}
+
+/* ---- open and close ---------------------------------------------------------------------- */
+
+static int up_open(struct job *j, void *ctx)
+{
+	struct up_ctx *u = ctx;
+	json_object *p = job_params(j), *v = job_vars(j);
+	struct pve_error *err = job_err(j);
+	u->conf = job_env(j)->conf;
+	if (!u->res) {
+		u->res = &u->own_res;
+		if (!(u->res->name = strdup(job_subject(j))))
+			return pve_error_oom(err);
+	}
+	if (!u->tmpl) {
+		const char *path = json_str(p, "template_path");
+		char *msg = NULL;
+		if (!path || tmpl_load_file(path, &u->own_tmpl, &msg) < 0) {
+			pve_error_set(err, PVE_ERR_CONFIG, "template %s: %s",
+				      path ? path : "(none)", msg ? msg : "cannot load it");
+			free(msg);
+			return -1;
+		}
+		u->tmpl = u->own_tmpl;
+	}
+	if (kv_from_json(p, "sets", &u->sets) < 0 || kv_from_json(p, "vars", &u->vars) < 0) {
+		pve_error_set(err, PVE_ERR_INTERNAL, "job %lld: bad sets or vars", job_id(j));
+		return -1;
+	}
+	u->node = json_str(p, "node");
+	u->storage = json_str(p, "storage");
+	u->pubkey = json_str(p, "pubkey");
+	u->vmid = pint(p, "vmid");
+	u->vmid_min = pint(p, "vmid_min");
+	u->vmid_max = pint(p, "vmid_max");
+	u->no_start = pbool(p, "no_start");
+	u->full = pbool(p, "full");
+	u->no_inject = pbool(p, "no_inject");
+	json_object *w;
+	u->ssh_wait_s = json_object_object_get_ex(p, "ssh_wait_s", &w) ? json_object_get_double(w) : 0;
+	const char *type = json_str(v, "type");
+	if (type && guest_type_parse(type, &u->t) < 0)
+		type = NULL;
+	if (pint(v, "vmid")) {
+		/* a resumed job: the guest its earlier run found or made */
+		u->g.vmid = pint(v, "vmid");
+		u->g.type = u->t;
+		if (dup_into(&u->g.node, json_str(v, "node")) < 0 ||
+		    dup_into(&u->g.name, job_subject(j)) < 0)
+			return pve_error_oom(err);
+		job_set_guest(j, u->g.vmid, u->g.node);
+	}
+	if (pbool(v, "created"))
+		job_set_left(j, "VM %d on %s was created and is left as it is", u->g.vmid,
+			     u->g.node ? u->g.node : "?");
+	return result_from_vars(j, u) < 0 ? pve_error_oom(err) : 0;
+}
+
+static void up_close(struct job *j, void *ctx)
+{
+	struct up_ctx *u = ctx;
+	if (u->res == &u->own_res)
+		up_result_free(&u->own_res);
+	tmpl_free(u->own_tmpl);
+	tmpl_kvlist_free(&u->sets);
+	tmpl_kvlist_free(&u->vars);
+	guest_ref_clear(&u->g);
+	guest_list_free(&u->listing);
+}
+
+/* ---- template expansion -------------------------------------------------------------------- */
+
+static int build_vars(struct up_ctx *u, const char *name, int vmid, const char *node,
+		      struct tmpl_kvlist *vars)
+{
+	memset(vars, 0, sizeof *vars);
+	for (size_t i = 0; i < u->vars.n; i++)
+		if (tmpl_kvlist_set(vars, u->vars.items[i].key, u->vars.items[i].value) < 0)
+			return -1;
+	char id[24];
+	snprintf(id, sizeof id, "%d", vmid);
+	if (tmpl_kvlist_set(vars, "name", name) < 0 || tmpl_kvlist_set(vars, "vmid", id) < 0)
+		return -1;
+	if (node && tmpl_kvlist_set(vars, "node", node) < 0)
+		return -1;
+	if (u->storage && tmpl_kvlist_set(vars, "storage", u->storage) < 0)
+		return -1;
+	if (u->pubkey && tmpl_kvlist_set(vars, "pubkey", u->pubkey) < 0)
+		return -1;
+	return 0;
+}
+
+static int expand(struct up_ctx *u, const char *name, int vmid, const char *node,
+		  struct tmpl_inst *inst, struct pve_error *err)
+{
+	struct tmpl_kvlist vars;
+	memset(inst, 0, sizeof *inst);
+	if (build_vars(u, name, vmid, node, &vars) < 0) {
+		tmpl_kvlist_free(&vars);
+		return pve_error_oom(err);
+	}
+	char *msg = NULL;
+	int rc = tmpl_expand(u->tmpl, &vars, inst, &msg);
+	tmpl_kvlist_free(&vars);
+	if (rc < 0) {
+		pve_error_set(err, PVE_ERR_CONFIG, "template %s: %s",
+			      u->tmpl->name ? u->tmpl->name : "?", msg ? msg : "expansion failed");
+		free(msg);
+		tmpl_inst_free(inst);
+		memset(inst, 0, sizeof *inst);
+		return -1;
+	}
+	free(msg);
+	return 0;
+}
+
+/* Desired PVE parameters for a guest of type t: the template's expanded
+ * [pve] (+ cloud-init), then --set, translated between LXC and OpenVZ when
+ * the template was written for the other one. */
+static int desired_params(struct up_ctx *u, const struct tmpl_inst *inst, enum guest_type t,
+			  struct tmpl_kvlist *out, struct pve_error *err)
+{
+	struct tmpl_kvlist d = {0};
+	for (size_t i = 0; i < inst->pve.n; i++)
+		if (tmpl_kvlist_set(&d, inst->pve.items[i].key, inst->pve.items[i].value) < 0)
+			goto nomem;
+	for (size_t i = 0; i < u->sets.n; i++) {
+		if (strcmp(u->sets.items[i].key, "size") == 0)
+			continue;
+		if (tmpl_kvlist_set(&d, u->sets.items[i].key, u->sets.items[i].value) < 0)
+			goto nomem;
+	}
+	enum tmpl_kind k = u->tmpl->kind;
+	if ((t == GUEST_OPENVZ && k == TMPL_LXC) || (t == GUEST_LXC && k == TMPL_OPENVZ)) {
+		char *msg = NULL;
+		if (provision_ct_translate(t, &d, out, &msg) < 0) {
+			pve_error_set(err, PVE_ERR_CONFIG,
+				      "template %s is for %s but this PVE runs %s containers: %s",
+				      u->tmpl->name ? u->tmpl->name : "?", tmpl_kind_name(k),
+				      guest_type_name(t), msg ? msg : "out of memory");
+			free(msg);
+			tmpl_kvlist_free(&d);
+			return -1;
+		}
+		tmpl_kvlist_free(&d);
+		return 0;
+	}
+	*out = d;
+	return 0;
+nomem:
+	tmpl_kvlist_free(&d);
+	return pve_error_oom(err);
+}
+
+/* ---- find ------------------------------------------------------------------------------------ */
+
+static enum guest_type tmpl_guest_type(enum tmpl_kind k, int major)
+{
+	return k == TMPL_QEMU ? GUEST_QEMU : guest_container_type(major);
+}
+
+static enum step_rc up_find(struct job *j)
+{
+	struct up_ctx *u = job_ctx(j);
+	struct pve *c = job_pve(j);
+	struct pve_error *err = job_err(j);
+	const char *name = job_subject(j);
+	int major;
+	if (guest_pve_major(c, &major, err) < 0)
+		return STEP_RC_FAIL;
+	u->t = tmpl_guest_type(u->tmpl->kind, major);
+	u->res->type = u->t;
+	if (job_set_str(j, "type", guest_type_name(u->t)) < 0)
+		return pve_error_oom(err);
+	/* One listing: the guest by name (two of that name are an error),
+	 * and the clone source. */
+	if (guest_list(c, NULL, &u->listing, err) < 0)
+		return STEP_RC_FAIL;
+	u->have_listing = true;
+	struct guest_ref g = {0};
+	int found = guest_list_find_name(&u->listing, name, &g, err);
+	if (found < 0)
+		return STEP_RC_FAIL;
+	if (found) {
+		enum step_rc rc = STEP_RC_FAIL;
+		if (g.template)
+			pve_error_set(err, PVE_ERR_CONFIG,
+				      "'%s' is a template VM (VMID %d on %s); choose another name",
+				      name, g.vmid, g.node);
+		else if (g.type != u->t)
+			pve_error_set(err, PVE_ERR_CONFIG,
+				      "'%s' exists as %s %d on %s, but template %s makes a %s guest",
+				      name, guest_type_name(g.type), g.vmid, g.node,
+				      u->tmpl->name ? u->tmpl->name : "?", guest_type_name(u->t));
+		else if (u->vmid > 0 && g.vmid != u->vmid)
+			pve_error_set(err, PVE_ERR_CONFIG,
+				      "'%s' exists as VMID %d, not %d; leave --vmid out to converge it",
+				      name, g.vmid, u->vmid);
+		else
+			rc = STEP_RC_OK;
+		if (rc == STEP_RC_FAIL) {
+			guest_ref_clear(&g);
+			return rc;
+		}
+		if (u->node && g.node && strcmp(u->node, g.node) != 0)
+			log_warn("%s: exists on %s, not on %s; converging it there (use migrate to "
+				 "move it)",
+				 name, g.node, u->node);
+		if (know_guest(j, u, &g) < 0)
+			return STEP_RC_FAIL;
+	}
+	if (job_set_bool(j, "exists", found) < 0)
+		return pve_error_oom(err);
+	job_summary(j, found ? "exists" : "new");
+	return STEP_RC_OK;
+}
+
+/* ---- clone and create ------------------------------------------------------------------------- */
+
+/* The node to create on when none was given: the first online node. */
+static int pick_node(struct pve *c, char **node, struct pve_error *err)
+{
+	json_object *d = NULL;
+	if (pve_get(c, "/nodes", NULL, &d, err) < 0)
+		return -1;
+	const char *best = NULL;
+	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *it = json_object_array_get_idx(d, i);
+		const char *nm = json_str(it, "node"), *st = json_str(it, "status");
+		if (nm && (!st || strcmp(st, "online") == 0) && (!best || strcmp(nm, best) < 0))
+			best = nm;
+	}
+	if (!best) {
+		json_object_put(d);
+		pve_error_set(err, PVE_ERR_CONFIG, "no online node to create on; give --node");
+		return -1;
+	}
+	*node = strdup(best);
+	json_object_put(d);
+	return *node ? 0 : pve_error_oom(err);
+}
+
+/* The template VM named by [source] clone (a VMID or a name), looked up
+ * in the find step's listing (the same moment's view of the cluster), or
+ * in a fresh one when this run did not make it. */
+static int find_source(struct pve *c, struct up_ctx *u, const char *clone, struct guest_ref *src,
+		       struct pve_error *err)
+{
+	if (!u->have_listing) {
+		if (guest_list(c, NULL, &u->listing, err) < 0)
+			return -1;
+		u->have_listing = true;
+	}
+	bool digits = *clone != 0;
+	for (const char *p = clone; *p; p++)
+		digits = digits && isdigit((unsigned char)*p);
+	int r = digits ? guest_list_find_vmid(&u->listing, atoi(clone), src, err)
+		       : guest_list_find_name(&u->listing, clone, src, err);
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		pve_error_set(err, PVE_ERR_NOT_FOUND, "template VM '%s' not found in the cluster",
+			      clone);
+		return -1;
+	}
+	if (src->type != GUEST_QEMU) {
+		pve_error_set(err, PVE_ERR_CONFIG, "'%s' (VMID %d) is a %s container, not a VM",
+			      clone, src->vmid, guest_type_name(src->type));
+		guest_ref_clear(src);
+		return -1;
+	}
+	return 0;
+}
+
+struct create_ctx {
+	struct up_ctx *u;
+	const char *name;
+	const char *node;
+};
+
+static int create_params(void *ctx, int vmid, struct pve_params *p, struct pve_error *err)
+{
+	struct create_ctx *cc = ctx;
+	struct up_ctx *u = cc->u;
+	struct tmpl_inst inst;
+	if (expand(u, cc->name, vmid, cc->node, &inst, err) < 0)
+		return -1;
+	struct tmpl_kvlist d;
+	if (desired_params(u, &inst, u->t, &d, err) < 0) {
+		tmpl_inst_free(&inst);
+		return -1;
+	}
+	for (size_t i = 0; i < d.n; i++)
+		pve_params_add(p, d.items[i].key, d.items[i].value);
+	if (u->t == GUEST_QEMU) {
+		if (inst.source.iso.value && !tmpl_kvlist_get(&d, "ide2") &&
+		    !tmpl_kvlist_get(&d, "cdrom"))
+			pve_params_addf(p, "ide2", "%s,media=cdrom", inst.source.iso.value);
+	} else {
+		if (inst.source.ostemplate.value)
+			pve_params_add(p, "ostemplate", inst.source.ostemplate.value);
+		if (u->t == GUEST_OPENVZ && inst.source.storage.value &&
+		    !tmpl_kvlist_get(&d, "storage"))
+			pve_params_add(p, "storage", inst.source.storage.value);
+	}
+	tmpl_kvlist_free(&d);
+	tmpl_inst_free(&inst);
+	if (p->failed)
+		return pve_error_oom(err);
+	return 0;
+}
+
+/* After creating: if a concurrent run created a guest of the same name,
+ * keep the lowest VMID and delete ours when it is not that one. u->g is
+ * replaced by the survivor. This needs a listing made after our guest
+ * exists: the find step's listing predates both guests of such a race. */
+static int resolve_duplicates(struct job *j, struct up_ctx *u, bool *replaced)
+{
+	struct pve_error *err = job_err(j);
+	*replaced = false;
+	struct guest_list l;
+	if (guest_list(job_pve(j), NULL, &l, err) < 0)
+		return -1;
+	size_t keep = (size_t)-1;
+	int same = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		if (!l.v[i].name || strcasecmp(l.v[i].name, job_subject(j)) != 0 || l.v[i].template)
+			continue;
+		same++;
+		if (keep == (size_t)-1 || l.v[i].vmid < l.v[keep].vmid)
+			keep = i;
+	}
+	int rc = 0;
+	if (same > 1 && keep != (size_t)-1 && l.v[keep].vmid != u->g.vmid) {
+		log_warn("%s: another run created VM %d with the same name; removing ours (%d)",
+			 job_subject(j), l.v[keep].vmid, u->g.vmid);
+		rc = guest_delete(job_pve(j), &u->g, true, job_wait(j), NULL, err);
+		if (rc == 0) {
+			*replaced = true;
+			rc = know_guest(j, u, &l.v[keep]);
+		}
+	}
+	guest_list_free(&l);
+	return rc;
+}
+
+/* A resumed clone/create step: the task its earlier run started (UPID
+ * recorded: wait for it), or a request sent without an answer (look for a
+ * guest of our name on the VMID it claimed). 1: the guest is ours now
+ * (u->g), 0: send, -1: error. */
+static int resume_claim(struct job *j, struct up_ctx *u, const char *step, const char *node)
+{
+	struct pve *c = job_pve(j);
+	struct pve_error *err = job_err(j);
+	const char *upid = job_step_upid(j);
+	char key[64];
+	snprintf(key, sizeof key, "%s_vmid", step);
+	int vmid = pint(job_vars(j), key);
+	if (upid) {
+		/* a create's UPID names the new guest (a clone's names its source) */
+		struct task_upid tu;
+		if (vmid <= 0 && task_upid_parse(upid, &tu) == 0) {
+			vmid = atoi(tu.id);
+			task_upid_free(&tu);
+		}
+		log_info("%s: waiting for the %s task an earlier run started (%s)", job_subject(j),
+			 step, upid);
+		if (guest_wait_task(c, upid, step, job_wait(j), NULL, err) < 0)
+			return -1;
+	} else if (job_step_attempts(j) == 0 || vmid <= 0 ||
+		   !guest_vmid_is_named(c, vmid, job_subject(j), job_wait(j))) {
+		return 0;
+	}
+	struct guest_ref g = {0};
+	int r = guest_find_by_vmid(c, vmid, &g, err);
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		g.vmid = vmid;
+		g.type = u->t;
+		if (dup_into(&g.node, node) < 0 || dup_into(&g.name, job_subject(j)) < 0) {
+			guest_ref_clear(&g);
+			return pve_error_oom(err);
+		}
+	}
+	if (guest_wait_unlocked(c, &g, job_wait(j), err) < 0) {
+		guest_ref_clear(&g);
+		return -1;
+	}
+	log_info("%s: VM %d made by the earlier run is ours", job_subject(j), vmid);
+	return know_guest(j, u, &g) < 0 ? -1 : 1;
+}
+
+/* The end of clone and create: the guest is ours, a race's twin removed. */
+static enum step_rc made(struct job *j, struct up_ctx *u)
+{
+	if (job_set_bool(j, "created", true) < 0 || job_set_int(j, "claims", u->res->claims) < 0)
+		return pve_error_oom(job_err(j));
+	job_set_left(j, "VM %d on %s was created and is left as it is", u->g.vmid, u->g.node);
+	job_summary(j, "VM %d on %s", u->g.vmid, u->g.node);
+	bool replaced;
+	if (resolve_duplicates(j, u, &replaced) < 0)
+		return STEP_RC_FAIL;
+	if (replaced) {
+		job_set_bool(j, "created", false);
+		job_set_left(j, NULL);
+	}
+	return STEP_RC_OK;
+}
+
+static bool wants_clone(struct job *j, struct up_ctx *u, const struct tmpl_inst *inst)
+{
+	return !pbool(job_vars(j), "exists") && u->t == GUEST_QEMU && inst->source.clone.value;
+}
+
+static enum step_rc up_clone(struct job *j)
+{
+	struct up_ctx *u = job_ctx(j);
+	struct pve *c = job_pve(j);
+	struct pve_error *err = job_err(j);
+	struct tmpl_inst inst;
+	/* expand once before touching PVE so template errors cost nothing */
+	if (expand(u, job_subject(j), 0, u->node, &inst, err) < 0)
+		return STEP_RC_FAIL;
+	enum step_rc rc = STEP_RC_SKIP;
+	struct guest_ref src = {0};
+	char *node = NULL;
+	if (!wants_clone(j, u, &inst))
+		goto out;
+	rc = STEP_RC_FAIL;
+	if (find_source(c, u, inst.source.clone.value, &src, err) < 0)
+		goto out;
+	node = strdup(u->node ? u->node : src.node);
+	if (!node) {
+		pve_error_oom(err);
+		goto out;
+	}
+	int r = resume_claim(j, u, "clone", node);
+	if (r < 0)
+		goto out;
+	if (r == 0) {
+		bool full = u->full || inst.source.full;
+		struct guest_clone_req cr = {
+			.source = &src,
+			.name = job_subject(j),
+			.target = node,
+			.storage = full ? inst.source.storage.value : NULL,
+			.full = full,
+			.vmid = {.vmid = u->vmid, .range_min = u->vmid_min, .range_max = u->vmid_max},
+		};
+		struct guest_ref g;
+		if (guest_clone(c, &cr, job_wait(j), &g, &u->res->claims, err) < 0)
+			goto out;
+		if (know_guest(j, u, &g) < 0)
+			goto out;
+	}
+	rc = made(j, u);
+out:
+	free(node);
+	guest_ref_clear(&src);
+	tmpl_inst_free(&inst);
+	return rc;
+}
+
+static enum step_rc up_create(struct job *j)
+{
+	struct up_ctx *u = job_ctx(j);
+	struct pve *c = job_pve(j);
+	struct pve_error *err = job_err(j);
+	struct tmpl_inst inst;
+	if (expand(u, job_subject(j), 0, u->node, &inst, err) < 0)
+		return STEP_RC_FAIL;
+	enum step_rc rc = STEP_RC_SKIP;
+	char *node = NULL;
+	if (pbool(job_vars(j), "exists") || wants_clone(j, u, &inst))
+		goto out;
+	rc = STEP_RC_FAIL;
+	if (u->t == GUEST_QEMU && !inst.source.iso.value) {
+		pve_error_set(err, PVE_ERR_CONFIG, "template %s: a VM needs [source] clone or iso",
+			      u->tmpl->name ? u->tmpl->name : "?");
+		goto out;
+	}
+	if (u->t != GUEST_QEMU && !inst.source.ostemplate.value) {
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "template %s: a container needs [source] ostemplate",
+			      u->tmpl->name ? u->tmpl->name : "?");
+		goto out;
+	}
+	if (u->node)
+		node = strdup(u->node);
+	else if (json_str(job_vars(j), "create_node"))
+		node = strdup(json_str(job_vars(j), "create_node"));
+	else if (pick_node(c, &node, err) < 0)
+		goto out;
+	if (!node || job_set_str(j, "create_node", node) < 0) {
+		pve_error_oom(err);
+		goto out;
+	}
+	int r = resume_claim(j, u, "create", node);
+	if (r < 0)
+		goto out;
+	if (r == 0) {
+		struct create_ctx cc = {u, job_subject(j), node};
+		struct guest_create_req cr = {
+			.type = u->t,
+			.node = node,
+			.name = job_subject(j),
+			.vmid = {.vmid = u->vmid, .range_min = u->vmid_min, .range_max = u->vmid_max},
+			.params = create_params,
+			.params_ctx = &cc,
+		};
+		struct guest_ref g;
+		if (guest_create(c, &cr, job_wait(j), &g, &u->res->claims, err) < 0)
+			goto out;
+		if (know_guest(j, u, &g) < 0)
+			goto out;
+	}
+	rc = made(j, u);
+out:
+	free(node);
+	tmpl_inst_free(&inst);
+	return rc;
+}
+
+/* ---- config and resize ------------------------------------------------------------------------- */
+
+static bool digest_conflict(const struct pve_error *e)
+{
+	return e->message &&
+	       (strstr(e->message, "digest") || strstr(e->message, "modified configuration"));
+}
+
+static enum step_rc up_config(struct job *j)
+{
+	struct up_ctx *u = job_ctx(j);
+	struct pve *c = job_pve(j);
+	struct pve_error *err = job_err(j);
+	struct tmpl_inst inst = {0};
+	struct tmpl_kvlist desired = {0};
+	struct cfg_change *ch = NULL;
+	size_t nch = 0;
+	json_object *conf = NULL;
+	enum step_rc rc = STEP_RC_FAIL;
+	if (expand(u, job_subject(j), u->g.vmid, u->g.node, &inst, err) < 0 ||
+	    desired_params(u, &inst, u->t, &desired, err) < 0)
+		goto out;
+	for (int attempt = 0;; attempt++) {
+		json_object_put(conf);
+		conf = NULL;
+		cfg_changes_free(ch, nch);
+		ch = NULL;
+		nch = 0;
+		if (guest_get_config(c, &u->g, &conf, err) < 0)
+			goto out;
+		char *derr = NULL;
+		if (provision_config_diff(u->t, conf, &desired, &ch, &nch, &derr) < 0) {
+			pve_error_set(err, PVE_ERR_INTERNAL, "%s", derr ? derr : "config difference");
+			free(derr);
+			goto out;
+		}
+		if (!nch)
+			break;
+		struct pve_params p = {0};
+		for (size_t i = 0; i < nch; i++)
+			pve_params_add(&p, ch[i].key, ch[i].new_value);
+		const char *digest = json_str(conf, "digest");
+		int sr = guest_set_config(c, &u->g, &p, NULL, digest, false, job_wait(j), err);
+		pve_params_free(&p);
+		if (sr < 0 && attempt < 4 && (digest_conflict(err) || err->ambiguous)) {
+			/* changed under us (by the lock holder we waited for, or by
+			 * our own request whose answer was lost): compare anew */
+			log_debug("%s: config changed meanwhile, or unknown; comparing again",
+				  job_subject(j));
+			pve_error_clear(err);
+			continue;
+		}
+		if (sr < 0)
+			goto out;
+		for (size_t i = 0; i < nch; i++)
+			if (add_diff_line(j, u, &ch[i]) < 0) {
+				pve_error_oom(err);
+				goto out;
+			}
+		if (job_set_bool(j, "changed", true) < 0) {
+			pve_error_oom(err);
+			goto out;
+		}
+		if (!job_left(j))
+			job_set_left(j, "VM %d's config was changed (%zu key%s) and is left so",
+				     u->g.vmid, nch, nch == 1 ? "" : "s");
+		break;
+	}
+	if (nch && u->g.status && strcmp(u->g.status, "running") == 0) {
+		char *pending = NULL;
+		if (guest_pending(c, &u->g, &pending, err) < 0) {
+			/* only a report: the change itself went through */
+			log_debug("%s: pending changes unknown: %s", job_subject(j),
+				  err->message ? err->message : "?");
+			pve_error_clear(err);
+		} else if (pending) {
+			free(u->res->pending);
+			u->res->pending = pending;
+			job_set_str(j, "pending", pending);
+			job_progress(j, -1, "applied at the next restart: %s", pending);
+		}
+	}
+	job_summary(j, "%zu change%s", nch, nch == 1 ? "" : "s");
+	rc = STEP_RC_OK;
+out:
+	json_object_put(conf);
+	cfg_changes_free(ch, nch);
+	tmpl_kvlist_free(&desired);
+	tmpl_inst_free(&inst);
+	return rc;
+}
+
+/* The disk to grow: lxc rootfs, openvz disk, qemu the boot disk. */
+static char *grow_disk(json_object *conf, enum guest_type t)
+{
+	if (t == GUEST_LXC)
+		return strdup("rootfs");
+	if (t == GUEST_OPENVZ)
+		return strdup("disk");
+	struct pvecfg_hw hw;
+	if (pvecfg_hw_read(conf, &hw) < 0)
+		return NULL;
+	const struct pvecfg_disk *d =
+		pvecfg_boot_disk(&hw, json_str(conf, "boot"), json_str(conf, "bootdisk"));
+	char *key = d ? strdup(d->key) : NULL;
+	pvecfg_hw_free(&hw);
+	return key;
+}
+
+static enum step_rc up_resize(struct job *j)
+{
+	struct up_ctx *u = job_ctx(j);
+	struct pve_error *err = job_err(j);
+	const char *size = tmpl_kvlist_get(&u->sets, "size");
+	if (!size)
+		return STEP_RC_SKIP;
+	json_object *conf = NULL;
+	if (guest_get_config(job_pve(j), &u->g, &conf, err) < 0)
+		return STEP_RC_FAIL;
+	char *disk = grow_disk(conf, u->t);
+	json_object_put(conf);
+	if (!disk) {
+		pve_error_set(err, PVE_ERR_CONFIG, "VM %d has no disk to resize", u->g.vmid);
+		return STEP_RC_FAIL;
+	}
+	bool grown = false;
+	int r = guest_resize(job_pve(j), &u->g, disk, size, job_wait(j), &grown, err);
+	if (r == 0) {
+		if (grown)
+			job_set_bool(j, "changed", true);
+		job_summary(j, "%s %s", disk, grown ? size : "unchanged");
+	}
+	free(disk);
+	return r < 0 ? STEP_RC_FAIL : STEP_RC_OK;
+}
+
+/* ---- start and address ---------------------------------------------------------------------------- */
+
+static enum step_rc up_start(struct job *j)
+{
+	struct up_ctx *u = job_ctx(j);
+	struct pve *c = job_pve(j);
+	struct pve_error *err = job_err(j);
+	if (u->no_start)
+		return STEP_RC_SKIP;
+	/* "stopped" is believed (just created, or the listing says so; if it
+	 * started meanwhile, guest_start takes PVE's "already running" as
+	 * success). "running" or unknown is read again: a listing can lag. */
+	bool stopped = u->g.status && strcmp(u->g.status, "stopped") == 0;
+	if (!stopped && guest_refresh(c, &u->g, err) < 0)
+		return STEP_RC_FAIL;
+	if (u->g.status && strcmp(u->g.status, "running") == 0)
+		return STEP_RC_SKIP;
+	if (guest_start(c, &u->g, job_wait(j), err) < 0)
+		return STEP_RC_FAIL;
+	if (job_set_bool(j, "changed", true) < 0)
+		return pve_error_oom(err);
+	job_summary(j, "running");
+	return STEP_RC_OK;
+}
+
+static enum step_rc up_address(struct job *j)
+{
+	struct up_ctx *u = job_ctx(j);
+	struct pve_error *err = job_err(j);
+	if (u->no_start)
+		return STEP_RC_SKIP;
+	struct tmpl_inst inst;
+	if (expand(u, job_subject(j), u->g.vmid, u->g.node, &inst, err) < 0)
+		return STEP_RC_FAIL;
+	enum guest_addr_source as = GUEST_ADDR_AGENT;
+	const char *sip = NULL;
+	if (inst.guest.address == TMPL_ADDR_STATIC ||
+	    (inst.guest.address == TMPL_ADDR_CLOUDINIT && inst.guest.ip.value)) {
+		as = GUEST_ADDR_STATIC;
+		sip = inst.guest.ip.value;
+	}
+	if (as == GUEST_ADDR_STATIC && (!sip || !*sip))
+		as = GUEST_ADDR_CONFIG;
+	char *addr = NULL;
+	int r = guest_address(job_pve(j), &u->g, as, sip, job_wait(j), &addr, err);
+	tmpl_inst_free(&inst);
+	if (r < 0)
+		return STEP_RC_FAIL;
+	free(u->res->address);
+	u->res->address = addr;
+	if (job_set_str(j, "address", addr) < 0)
+		return pve_error_oom(err);
+	job_summary(j, "%s", addr);
+	return STEP_RC_OK;
+}
+
+/* ---- inject ------------------------------------------------------------------------------------------ */
+
+/* Does up run inject for this guest? Only templates with guest file
+ * sections; everything else never touches SSH. */
+bool wf_up_wants_inject(size_t n_files, bool no_inject, bool no_start)
+{
+	return n_files > 0 && !no_inject && !no_start;
+}
+
+/* Record a failed inject step: the result, the vars, and an error whose
+ * outcome is inject's exit code (2 config, 4 cannot reach or
+ * authenticate, 3 files left changed, 1 otherwise). */
+static enum step_rc inject_failed(struct job *j, struct up_ctx *u, enum inject_status st,
+				  int exit_code, const char *step, const char *msg)
+{
+	struct up_inject *ui = &u->res->inject;
+	ui->ran = true;
+	ui->status = st;
+	ui->exit_code = exit_code;
+	ui->failed_step = step;
+	free(ui->summary);
+	ui->summary = strprintf("failed: %s", msg ? msg : "?");
+	struct pve_error *err = job_err(j);
+	enum pve_err_kind k = exit_code == 2 ? PVE_ERR_CONFIG
+			    : exit_code == 4 ? PVE_ERR_CONNECT
+					     : PVE_ERR_API;
+	pve_error_set(err, k, "%s", msg ? msg : "failed");
+	err->ambiguous = exit_code == 3;
+	err->what = strdup("inject");
+	return STEP_RC_FAIL;
+}
+
+static bool ssh_retryable(enum ssh_err_kind k)
+{
+	return k == SSH_ERR_CONNECT || k == SSH_ERR_TIMEOUT;
+}
+
+/* Connect once the guest answers: refused and timed-out connections are
+ * tried again every poll_s until ssh_wait_s has passed since the first
+ * attempt (each attempt's connect timeout is cut to the time left); a
+ * host key or authentication failure ends the wait at once. */
+static int wait_ssh(struct job *j, struct up_ctx *u, const struct ssh_opts *so,
+		    struct ssh_session **out)
+{
+	const struct guest_wait *w = job_wait(j);
+	const struct pve_clock *clk = w->clock;
+	double limit = u->ssh_wait_s > 0 ? u->ssh_wait_s : DEF_SSH_WAIT_S;
+	double poll = w->poll_s > 0 ? w->poll_s : 1;
+	long base_ms = so->connect_timeout_ms > 0 ? so->connect_timeout_ms : 30000;
+	double t0 = pve_clock_now(clk);
+	struct ssh_error e = {0};
+	unsigned attempts = 0;
+	*out = NULL;
+	for (;;) {
+		struct ssh_opts a = *so;
+		double left = limit - (pve_clock_now(clk) - t0);
+		long ms = left > 1 ? (long)(left * 1000) : 1000;
+		a.connect_timeout_ms = ms < base_ms ? ms : base_ms;
+		ssh_error_clear(&e);
+		attempts++;
+		if (ssh_connect(&a, out, &e) == 0)
+			return 0;
+		*out = NULL;
+		if (!ssh_retryable(e.kind) || pve_clock_now(clk) - t0 + poll > limit)
+			break;
+		if (attempts == 1)
+			log_info("%s: no SSH answer from %s yet (%s); waiting up to %.0f s",
+				 job_subject(j), so->host, ssh_error_str(&e), limit);
+		job_progress(j, -1, "waiting for SSH on %s: %s (attempt %u)", so->host,
+			     ssh_error_str(&e), attempts);
+		pve_clock_sleep(clk, poll);
+	}
+	char *msg;
+	if (ssh_retryable(e.kind))
+		msg = strprintf("connect: %s@%s port %d did not answer SSH within %.0f s "
+				"(%u attempt%s): %s",
+				so->user ? so->user : "root", so->host, so->port ? so->port : 22,
+				limit, attempts, attempts == 1 ? "" : "s", ssh_error_str(&e));
+	else
+		msg = strprintf("connect: %s@%s port %d: %s", so->user ? so->user : "root",
+				so->host, so->port ? so->port : 22, ssh_error_str(&e));
+	int code = ssh_error_exit_code(&e);
+	inject_failed(j, u, INJ_FAILED, code ? code : 1, inject_step_name(INJ_STEP_CONNECT),
+		      msg ? msg : ssh_error_str(&e));
+	free(msg);
+	ssh_error_clear(&e);
+	return -1;
+}
+
+/* inject's steps and notes, as progress of the "inject" step. */
+static void on_inject_event(void *ctx, const struct inject_event *ev)
+{
+	struct job *j = ctx;
+	if (ev->kind == INJ_EV_STEP)
+		job_progress(j, -1, "%s: %s", inject_step_name(ev->step), ev->text ? ev->text : "");
+	else if (ev->kind == INJ_EV_NOTE)
+		job_progress(j, -1, "note: %s", ev->text ? ev->text : "");
+	else if (ev->kind == INJ_EV_FILE && ev->step == INJ_STEP_ROLLBACK)
+		job_progress(j, -1, "rollback: %s %s", ev->path ? ev->path : "",
+			     ev->text ? ev->text : "");
+}
+
+static int store_inject(struct job *j, const struct up_inject *ui)
+{
+	json_object *o = json_object_new_object();
+	if (!o)
+		return -1;
+	json_object_object_add(o, "status", json_object_new_int(ui->status));
+	json_object_object_add(o, "exit_code", json_object_new_int(ui->exit_code));
+	if (ui->summary)
+		json_object_object_add(o, "summary", json_object_new_string(ui->summary));
+	json_object_object_add(job_vars(j), "inject", o);
+	return 0;
+}
+
+/* The inject step: the guest's files and hostname, over SSH. */
+static enum step_rc up_inject(struct job *j)
+{
+	struct up_ctx *u = job_ctx(j);
+	struct pve_error *err = job_err(j);
+	if (!wf_up_wants_inject(u->tmpl->n_files, u->no_inject, u->no_start))
+		return STEP_RC_SKIP;
+	struct tmpl_inst inst;
+	if (expand(u, job_subject(j), u->g.vmid, u->g.node, &inst, err) < 0)
+		return STEP_RC_FAIL;
+	struct ssh_opts so;
+	enum step_rc rc = STEP_RC_FAIL;
+	if (inject_ssh_opts(u->conf, &inst, u->res->address, &so) < 0) {
+		inject_failed(j, u, INJ_FAILED, 2, inject_step_name(INJ_STEP_CONNECT),
+			      "connect: no SSH settings ([ssh] known_hosts) or no address");
+		goto out;
+	}
+	struct ssh_session *s = NULL;
+	if (wait_ssh(j, u, &so, &s) < 0)
+		goto out;
+	struct inject_request ir = {
+		.name = job_subject(j),
+		.inst = &inst,
+		.expect_os = u->tmpl->os,
+		.session = s,
+		.ssh = &so,
+		.on_event = on_inject_event,
+		.event_ctx = j,
+	};
+	struct inject_result ires;
+	int r = inject_run(&ir, &ires);
+	ssh_close(s);
+	if (r < 0) {
+		inject_failed(j, u,
+			      ires.status == INJ_FAILED_PARTIAL ? INJ_FAILED_PARTIAL : INJ_FAILED,
+			      ires.exit_code ? ires.exit_code : 1, inject_step_name(ires.failed_step),
+			      ires.error);
+		inject_result_free(&ires);
+		goto out;
+	}
+	struct up_inject *ui = &u->res->inject;
+	ui->ran = true;
+	ui->status = ires.status;
+	ui->exit_code = 0;
+	free(ui->summary);
+	ui->summary = inject_result_summary(&ires);
+	bool written = ires.status == INJ_CHANGED;
+	inject_result_free(&ires);
+	if (!ui->summary || store_inject(j, ui) < 0 ||
+	    (written && job_set_bool(j, "changed", true) < 0)) {
+		pve_error_oom(err);
+		goto out;
+	}
+	job_summary(j, "%s", ui->summary);
+	rc = STEP_RC_OK;
+out:
+	tmpl_inst_free(&inst);
+	return rc;
+}
+
+/* ---- the table ------------------------------------------------------------------------------------------ */
+
+static const struct job_step_def up_steps[] = {
+	{"find", up_find, NULL, 0},
+	{"clone", up_clone, NULL, JOB_STEP_TASK},
+	{"create", up_create, NULL, JOB_STEP_TASK},
+	{"config", up_config, NULL, JOB_STEP_TASK},
+	{"resize", up_resize, NULL, JOB_STEP_TASK},
+	{"start", up_start, NULL, JOB_STEP_TASK},
+	{"address", up_address, NULL, 0},
+	{"inject", up_inject, NULL, 0},
+};
+
+const struct job_workflow wf_up = {
+	.name = "up",
+	.steps = up_steps,
+	.n_steps = sizeof up_steps / sizeof *up_steps,
+	.ctx_size = sizeof(struct up_ctx),
+	.open = up_open,
+	.close = up_close,
+};
+
+/* ---- results ---------------------------------------------------------------------------------------------- */
+
+void wf_result_finish(struct job *j, struct up_result *r)
+{
+	for (size_t i = 0; i < r->n_steps; i++)
+		free(r->steps[i].step);
+	free(r->steps);
+	r->steps = NULL;
+	r->n_steps = 0;
+	size_t n;
+	const struct store_step *st = job_steps(j, &n);
+	r->steps = calloc(n ? n : 1, sizeof *r->steps);
+	for (size_t i = 0; r->steps && i < n; i++) {
+		if (st[i].state != STEP_DONE)
+			continue;
+		r->steps[r->n_steps].step = strdup(st[i].name);
+		r->steps[r->n_steps].elapsed_s = job_step_elapsed(j, i);
+		if (r->steps[r->n_steps].step)
+			r->n_steps++;
+	}
+	r->job = job_id(j);
+	r->outcome = job_outcome(j);
+	dup_into(&r->left, job_left(j));
+	pve_error_clear(&r->error);
+	json_object *v = job_vars(j);
+	if (r->outcome != JOB_OUT_DONE) {
+		json_object *eo = pve_error_to_json(job_error(j));
+		pve_error_from_json(eo, &r->error);
+		json_object_put(eo);
+		if (r->outcome == JOB_OUT_INTERRUPTED && r->error.kind == PVE_OK)
+			pve_error_set(&r->error, PVE_ERR_INTERNAL, "interrupted");
+		r->status = UP_FAILED;
+	} else if (json_object_object_get_ex(v, "deleted", NULL)) {
+		r->status = pbool(v, "deleted") ? UP_DELETED : UP_ABSENT;
+	} else {
+		r->status = pbool(v, "created")   ? UP_CREATED
+			    : pbool(v, "changed") ? UP_CONVERGED
+						  : UP_UNCHANGED;
+	}
+}

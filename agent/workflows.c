@@ -1,0 +1,18 @@
+/* workflows.c - every workflow the engine can run or resume, by name. */
+#include "job.h"
+#include "wf_up.h"
+
+#include <string.h>
+
+static const struct job_workflow *const workflows[] = {
+	&wf_up,
+	&wf_down,
+};
+
+const struct job_workflow *job_workflow_find(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof workflows / sizeof *workflows; i++)
+		if (strcmp(workflows[i]->name, name) == 0)
+			return workflows[i];
+	return NULL;
+}

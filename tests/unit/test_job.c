@@ -1,0 +1,674 @@
+/* test_job.c - the job engine (job.h) and its store (store.h): schema
+ * migration, rows, resume at every step boundary, undo on failure, stop
+ * between steps; against the simulator: re-attaching to a recorded UPID
+ * without sending again, a lost answer resolved by looking, and the fault
+ * matrix of `up` and `down` (every task-starting request, every fault
+ * kind, before and after the request took effect): the exit outcome, 0
+ * or 1 guest, each request effective at most once, and a rerun that
+ * converges. */
+#include <criterion/criterion.h>
+
+#include "job.h"
+#include "provision.h"
+#include "simclock.h"
+#include "simproc.h"
+#include "store.h"
+#include "task.h"
+#include "util.h"
+#include "wf_up.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEMO "tests/pvesim/scenarios/demo.json"
+#define JOB_TMPL "tests/unit/data/job-vm.tmpl"
+
+static char *temp_dir(void)
+{
+	char tmpl[] = "/tmp/pvagent-test-job.XXXXXX";
+	char *d = mkdtemp(tmpl);
+	cr_assert_not_null(d);
+	return strdup(d);
+}
+
+static void rm_rf(const char *dir)
+{
+	char *cmd = strprintf("rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+}
+
+static struct store *open_in(const char *dir)
+{
+	char *path = store_path(dir), *err = NULL;
+	struct store *s = NULL;
+	cr_assert_eq(store_open(path, &s, &err), 0, "%s", err ? err : "?");
+	free(path);
+	return s;
+}
+
+/* ---- the store ------------------------------------------------------------------ */
+
+Test(store, migrates_the_bench_only_database_of_earlier_releases)
+{
+	char *dir = temp_dir();
+	char *path = store_path(dir);
+	sqlite3 *db;
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db,
+				  "CREATE TABLE bench(id INTEGER PRIMARY KEY, guest TEXT NOT NULL, "
+				  "vmid INTEGER NOT NULL, ts INTEGER NOT NULL, bus TEXT, nic TEXT, "
+				  "size_mib INTEGER NOT NULL, figures TEXT NOT NULL, notes TEXT NOT "
+				  "NULL DEFAULT '[]');"
+				  "INSERT INTO bench(guest, vmid, ts, size_mib, figures) "
+				  "VALUES('old1', 101, 5, 8, '[]');",
+				  NULL, NULL, NULL),
+		     SQLITE_OK);
+	sqlite3_close(db);
+	struct store *s = open_in(dir);
+	int v = 0;
+	char *err = NULL;
+	cr_assert_eq(store_schema_version(s, &v, &err), 0);
+	cr_assert_eq(v, STORE_SCHEMA_VERSION);
+	sqlite3_stmt *st;
+	cr_assert_eq(sqlite3_prepare_v2(store_db(s), "SELECT guest FROM bench", -1, &st, NULL),
+		     SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "old1", "the old row is kept");
+	sqlite3_finalize(st);
+	long long id;
+	cr_assert_eq(store_job_insert(s, "up", "web1", "{}", 1.0, &id, &err), 0, "%s", err);
+	store_close(s);
+	/* opening again migrates nothing and keeps the job */
+	s = open_in(dir);
+	struct store_job j;
+	cr_assert_eq(store_job_get(s, id, &j, &err), 1);
+	cr_assert_str_eq(j.subject, "web1");
+	cr_assert_eq(j.state, JOB_QUEUED);
+	store_job_free(&j);
+	store_close(s);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(store, refuses_a_database_newer_than_itself)
+{
+	char *dir = temp_dir();
+	struct store *s = open_in(dir);
+	cr_assert_eq(sqlite3_exec(store_db(s),
+				  "UPDATE meta SET value = 99 WHERE key = 'schema_version'", NULL,
+				  NULL, NULL),
+		     SQLITE_OK);
+	store_close(s);
+	char *path = store_path(dir), *err = NULL;
+	cr_assert_eq(store_open(path, &s, &err), -1);
+	cr_assert(err && strstr(err, "newer") && strstr(err, path), "%s", err ? err : "");
+	free(err);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(store, rows_of_jobs_steps_and_events)
+{
+	char *dir = temp_dir();
+	struct store *s = open_in(dir);
+	char *err = NULL;
+	long long a, b;
+	cr_assert_eq(store_job_insert(s, "up", "web1", "{\"x\":1}", 10, &a, &err), 0);
+	cr_assert_eq(store_job_insert(s, "up", "web2", "{}", 11, &b, &err), 0);
+	struct store_job j = {.id = a, .state = JOB_INTERRUPTED, .vars = "{\"vmid\":7}",
+			      .started = 12};
+	cr_assert_eq(store_job_update(s, &j, &err), 0);
+	struct store_job got;
+	cr_assert_eq(store_job_find_open(s, "up", "web1", &got, &err), 1);
+	cr_assert_eq(got.id, a);
+	cr_assert_str_eq(got.vars, "{\"vmid\":7}");
+	cr_assert(store_job_resumable(&got));
+	store_job_free(&got);
+	cr_assert_eq(store_job_find_open(s, "down", "web1", &got, &err), 0);
+	struct store_job *v;
+	size_t n;
+	cr_assert_eq(store_jobs_list(s, 10, &v, &n, &err), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(v[0].id, b, "newest first");
+	store_jobs_free(v, n);
+	struct store_step st = {.idx = 1, .name = "clone", .state = STEP_RUNNING,
+				.upid = "UPID:pve1:1:2:3:qmclone:100:root@pam:", .attempts = 1};
+	cr_assert_eq(store_step_put(s, a, &st, &err), 0);
+	st.state = STEP_DONE;
+	cr_assert_eq(store_step_put(s, a, &st, &err), 0, "the same step again replaces it");
+	struct store_step *sv;
+	cr_assert_eq(store_steps_get(s, a, &sv, &n, &err), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(sv[0].state, STEP_DONE);
+	cr_assert_str_eq(sv[0].upid, st.upid);
+	store_steps_free(sv, n);
+	struct store_event ev = {.time = 13, .step = "clone", .kind = "progress", .percent = 50,
+				 .message = "half"};
+	cr_assert_eq(store_event_add(s, a, &ev, &err), 0);
+	struct store_event *ee;
+	cr_assert_eq(store_events_get(s, a, &ee, &n, &err), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_float_eq(ee[0].percent, 50, 1e-9);
+	store_events_free(ee, n);
+	/* a running job whose process is gone can be resumed; ours cannot */
+	struct store_job live = {.state = JOB_RUNNING, .pid = getpid()};
+	struct store_job dead = {.state = JOB_RUNNING, .pid = 999999999};
+	cr_assert(!store_job_resumable(&live));
+	cr_assert(store_job_resumable(&dead));
+	store_close(s);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* ---- a toy workflow: steps that count their runs ------------------------------------ */
+
+#define TOY_STEPS 4
+static int runs[TOY_STEPS], undos[TOY_STEPS], undo_order[TOY_STEPS], n_undone;
+static int stop_after = -1, fail_at = -1, undo_fails_at = -1;
+static volatile sig_atomic_t toy_stop;
+
+static enum step_rc toy_run(struct job *j, int i)
+{
+	runs[i]++;
+	char key[16];
+	snprintf(key, sizeof key, "s%d", i);
+	cr_assert_eq(job_set_int(j, key, i * 10), 0);
+	if (i == fail_at)
+		return job_fail(j, PVE_ERR_API, "step %d failed", i);
+	job_summary(j, "step %d ran", i);
+	if (i == stop_after)
+		toy_stop = 1; /* as a signal would: after this step */
+	return STEP_RC_OK;
+}
+
+static int toy_undo(struct job *j, int i)
+{
+	(void)j;
+	undos[i]++;
+	undo_order[n_undone++] = i;
+	return i == undo_fails_at ? -1 : 0;
+}
+
+#define TOY(i)                                                                       \
+	static enum step_rc toy_run##i(struct job *j) { return toy_run(j, i); }     \
+	static int toy_undo##i(struct job *j) { return toy_undo(j, i); }
+TOY(0)
+TOY(1)
+TOY(2)
+TOY(3)
+
+static const struct job_step_def toy_steps[TOY_STEPS] = {
+	{"a", toy_run0, toy_undo0, 0},
+	{"b", toy_run1, toy_undo1, 0},
+	{"c", toy_run2, toy_undo2, 0},
+	{"d", toy_run3, toy_undo3, 0},
+};
+static const struct job_workflow toy = {"toy", toy_steps, TOY_STEPS, 8, NULL, NULL, false};
+static const struct job_workflow toy_undoing = {"toy", toy_steps, TOY_STEPS, 8, NULL, NULL,
+						true};
+
+static void toy_reset(void)
+{
+	memset(runs, 0, sizeof runs);
+	memset(undos, 0, sizeof undos);
+	n_undone = 0;
+	stop_after = fail_at = undo_fails_at = -1;
+	toy_stop = 0;
+}
+
+static void toy_env(struct job_env *env, struct store *s)
+{
+	memset(env, 0, sizeof *env);
+	env->store = s;
+	env->stop = &toy_stop;
+	cr_assert_eq(job_env_init(env), 0);
+}
+
+Test(job_engine, resumes_at_every_step_boundary_running_each_step_once)
+{
+	for (int k = 0; k < TOY_STEPS; k++) {
+		toy_reset();
+		char *dir = temp_dir();
+		struct store *s = open_in(dir);
+		struct job_env env;
+		toy_env(&env, s);
+		struct job *j;
+		struct pve_error e = {0};
+		cr_assert_eq(job_new(&env, &toy, "g1", NULL, &j, &e), 0);
+		long long id = job_id(j);
+		stop_after = k;
+		enum job_outcome o = job_run(j, NULL);
+		job_free(j);
+		if (k == TOY_STEPS - 1) {
+			cr_assert_eq(o, JOB_OUT_DONE, "the stop came after the last step");
+		} else {
+			cr_assert_eq(o, JOB_OUT_INTERRUPTED, "k=%d", k);
+			struct store_job sj;
+			char *err = NULL;
+			cr_assert_eq(store_job_get(s, id, &sj, &err), 1);
+			cr_assert_eq(sj.state, JOB_INTERRUPTED);
+			store_job_free(&sj);
+			toy_stop = 0;
+			stop_after = -1;
+			cr_assert_eq(job_load(&env, id, &toy, &j, &e), 1);
+			cr_assert_eq(job_run(j, NULL), JOB_OUT_DONE);
+			cr_assert(job_resumed(j));
+			long long v = -1;
+			cr_assert(json_int(job_vars(j), "s0", &v) && v == 0, "vars of the first run kept");
+			size_t n;
+			const struct store_step *st = job_steps(j, &n);
+			for (size_t i = 0; i < n; i++)
+				cr_assert_eq(st[i].state, STEP_DONE);
+			job_free(j);
+		}
+		for (int i = 0; i < TOY_STEPS; i++)
+			cr_assert_eq(runs[i], 1, "k=%d: step %d ran %d times", k, i, runs[i]);
+		job_env_fini(&env);
+		store_close(s);
+		rm_rf(dir);
+		free(dir);
+	}
+}
+
+Test(job_engine, stop_before_any_step_runs_nothing)
+{
+	toy_reset();
+	struct job_env env;
+	toy_env(&env, NULL);
+	struct job *j;
+	struct pve_error e = {0};
+	cr_assert_eq(job_new(&env, &toy, "g1", NULL, &j, &e), 0);
+	toy_stop = 1;
+	cr_assert_eq(job_run(j, NULL), JOB_OUT_INTERRUPTED);
+	cr_assert_eq(job_state(j), JOB_INTERRUPTED);
+	for (int i = 0; i < TOY_STEPS; i++)
+		cr_assert_eq(runs[i], 0);
+	job_free(j);
+	job_env_fini(&env);
+}
+
+Test(job_engine, undo_on_failure_runs_in_reverse_and_says_when_it_fails)
+{
+	toy_reset();
+	char *dir = temp_dir();
+	struct store *s = open_in(dir);
+	struct job_env env;
+	toy_env(&env, s);
+	struct job *j;
+	struct pve_error e = {0};
+	cr_assert_eq(job_new(&env, &toy_undoing, "g1", NULL, &j, &e), 0);
+	fail_at = 2;
+	cr_assert_eq(job_run(j, NULL), JOB_OUT_FAILED, "undone: nothing left");
+	cr_assert_eq(n_undone, 2);
+	cr_assert_eq(undo_order[0], 1);
+	cr_assert_eq(undo_order[1], 0);
+	cr_assert_eq(undos[2], 0, "the failed step is not undone");
+	size_t n;
+	const struct store_step *st = job_steps(j, &n);
+	cr_assert_eq(st[0].state, STEP_UNDONE);
+	cr_assert_eq(st[1].state, STEP_UNDONE);
+	cr_assert_eq(st[2].state, STEP_FAILED);
+	cr_assert_eq(st[3].state, STEP_PENDING);
+	cr_assert_str_eq(job_error(j)->message, "step 2 failed");
+	cr_assert_eq(job_state(j), JOB_FAILED);
+	job_free(j);
+
+	toy_reset();
+	cr_assert_eq(job_new(&env, &toy_undoing, "g2", NULL, &j, &e), 0);
+	fail_at = 3;
+	undo_fails_at = 1;
+	cr_assert_eq(job_run(j, NULL), JOB_OUT_NEEDS_ATTENTION);
+	cr_assert_eq(n_undone, 3, "the other undos still run");
+	cr_assert_eq(job_state(j), JOB_NEEDS_ATTENTION);
+	job_free(j);
+
+	/* without undo_on_failure nothing is undone */
+	toy_reset();
+	cr_assert_eq(job_new(&env, &toy, "g3", NULL, &j, &e), 0);
+	fail_at = 1;
+	cr_assert_eq(job_run(j, NULL), JOB_OUT_FAILED);
+	cr_assert_eq(n_undone, 0);
+	job_free(j);
+	job_env_fini(&env);
+	store_close(s);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(job_engine, errors_round_trip_through_their_json_form)
+{
+	struct pve_error e = {0}, back = {0};
+	pve_error_set(&e, PVE_ERR_TASK, "qmclone 100 on pve1 failed: boom");
+	e.http_status = 500;
+	e.ambiguous = true;
+	e.what = strdup("POST /nodes/pve1/qemu/9024/clone");
+	e.upid = strdup("UPID:pve1:1:2:3:qmclone:100:root@pam:");
+	json_object *o = pve_error_to_json(&e);
+	cr_assert_eq(pve_error_from_json(o, &back), 0);
+	cr_assert_eq(back.kind, PVE_ERR_TASK);
+	cr_assert_eq(back.http_status, 500);
+	cr_assert(back.ambiguous);
+	cr_assert_str_eq(back.what, e.what);
+	cr_assert_str_eq(back.upid, e.upid);
+	cr_assert_str_eq(back.message, e.message);
+	json_object_put(o);
+	pve_error_clear(&e);
+	pve_error_clear(&back);
+}
+
+/* ---- against the simulator ----------------------------------------------------------- */
+
+struct fx {
+	struct simproc sp;
+	struct simclock sc;
+	struct pve_clock clk;
+	struct pve_opts opts;
+	struct pve *c;
+	struct tmpl *t;
+	char *dir;
+	struct store *store;
+	struct tmpl_kvlist grow; /* --set size=40G */
+};
+static struct fx *live_fx;
+
+static void fx_cleanup(void)
+{
+	if (!live_fx)
+		return;
+	struct fx *f = live_fx;
+	live_fx = NULL;
+	pve_free(f->c);
+	(void)simproc_stop(&f->sp);
+}
+
+TestSuite(job_sim, .fini = fx_cleanup);
+TestSuite(job_faults, .fini = fx_cleanup);
+
+static void fx_start(struct fx *f)
+{
+	memset(f, 0, sizeof *f);
+	cr_assert_eq(simproc_start(&f->sp, DEMO, NULL), 0, "simulator did not start");
+	live_fx = f;
+	simclock_init(&f->sc, &f->sp);
+	f->clk = f->sc.clock;
+	f->opts = (struct pve_opts){
+		.url = f->sp.url,
+		.token_id = f->sp.token_id,
+		.token_secret = f->sp.token_secret,
+		.fingerprint = f->sp.fingerprint,
+		.retry_base_ms = 20,
+		.retry_max_ms = 50,
+		.timeout_ms = 1500,
+		.clock = &f->clk,
+	};
+	struct pve_error e = {0};
+	f->c = pve_new(&f->opts, &e);
+	cr_assert_not_null(f->c, "pve_new: %s", e.message ? e.message : "?");
+	char *err = NULL;
+	cr_assert_eq(tmpl_load_file(JOB_TMPL, &f->t, &err), 0, "%s", err ? err : "?");
+	f->dir = temp_dir();
+	f->store = open_in(f->dir);
+}
+
+static void fx_stop(struct fx *f)
+{
+	live_fx = NULL;
+	pve_free(f->c);
+	tmpl_free(f->t);
+	tmpl_kvlist_free(&f->grow);
+	store_close(f->store);
+	rm_rf(f->dir);
+	free(f->dir);
+	guest_version_cache_clear();
+	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
+	simclock_destroy(&f->sc);
+}
+
+static struct up_request up_req(struct fx *f, const char *const *names)
+{
+	if (!f->grow.n)
+		cr_assert_eq(tmpl_kvlist_set(&f->grow, "size", "40G"), 0);
+	return (struct up_request){
+		.names = names,
+		.n_names = 1,
+		.tmpl = f->t,
+		.sets = &f->grow,
+		.parallel = 1,
+		.pve_opts = &f->opts,
+		.client = f->c,
+		.wait = {.clock = &f->clk, .poll_s = 1, .shutdown_timeout_s = 30},
+		.store = f->store,
+	};
+}
+
+static enum job_outcome run_up(struct fx *f, const char *name, struct up_result *out)
+{
+	const char *names[] = {name};
+	struct up_request req = up_req(f, names);
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	provision_up(&req, &res, &e);
+	cr_assert_not_null(res, "%s", e.message ? e.message : "?");
+	enum job_outcome o = res[0].outcome;
+	if (out) {
+		*out = res[0];
+		free(res);
+	} else {
+		up_results_free(res, 1);
+	}
+	pve_error_clear(&e);
+	return o;
+}
+
+static enum job_outcome run_down(struct fx *f, const char *name)
+{
+	struct down_request req = {
+		.name = name,
+		.client = f->c,
+		.wait = {.clock = &f->clk, .poll_s = 1, .shutdown_timeout_s = 30},
+		.store = f->store,
+	};
+	struct up_result res;
+	provision_down(&req, &res);
+	enum job_outcome o = res.outcome;
+	up_result_free(&res);
+	return o;
+}
+
+static int guests_named(struct fx *f, const char *name)
+{
+	json_object *st = simproc_state(&f->sp);
+	int n = simproc_count_named(st, name);
+	json_object_put(st);
+	return n;
+}
+
+/* Requests of this method whose path ends so (any status < 0). */
+static int requests(struct fx *f, const char *method, const char *suffix, int status)
+{
+	json_object *log = simproc_requests(&f->sp);
+	char *pat = strprintf("*%s", suffix);
+	int n = simproc_count_requests(log, method, pat, status);
+	free(pat);
+	json_object_put(log);
+	return n;
+}
+
+Test(job_sim, a_resumed_clone_waits_for_the_recorded_task_instead_of_cloning_again)
+{
+	static struct fx f;
+	fx_start(&f);
+	/* an earlier run sent the clone and recorded its UPID, then died */
+	long st = 0;
+	json_object *d = NULL;
+	cr_assert_eq(sim_api(&f.sp, "POST", "/nodes/pve1/qemu/9024/clone",
+			     "newid=321&name=re1&full=1&storage=local-lvm", &st, &d),
+		     0);
+	cr_assert_eq(st, 200, "%s", d ? json_object_to_json_string(d) : "?");
+	json_object *data;
+	cr_assert(json_object_object_get_ex(d, "data", &data));
+	char *upid = strdup(json_object_get_string(data));
+	json_object_put(d);
+	const char *names[] = {"re1"};
+	struct up_request req = up_req(&f, names);
+	struct job_env env = {.store = f.store, .clock = &f.clk, .wait = req.wait};
+	cr_assert_eq(job_env_init(&env), 0);
+	json_object *params = wf_up_params(&req, "re1");
+	struct job *j;
+	struct pve_error e = {0};
+	cr_assert_eq(job_new(&env, &wf_up, "re1", params, &j, &e), 0);
+	long long id = job_id(j);
+	job_free(j);
+	json_object_put(params);
+	char *err = NULL;
+	struct store_step s0 = {.idx = 0, .name = "find", .state = STEP_DONE};
+	struct store_step s1 = {.idx = 1, .name = "clone", .state = STEP_RUNNING, .upid = upid,
+				.attempts = 1};
+	cr_assert_eq(store_step_put(f.store, id, &s0, &err), 0);
+	cr_assert_eq(store_step_put(f.store, id, &s1, &err), 0);
+	struct store_job sj = {.id = id, .state = JOB_RUNNING, .pid = 999999999,
+			       .vars = "{\"type\":\"qemu\",\"exists\":false,\"clone_vmid\":321}"};
+	cr_assert_eq(store_job_update(f.store, &sj, &err), 0);
+	/* the rerun of the same command resumes that job */
+	struct up_result r;
+	cr_assert_eq(run_up(&f, "re1", &r), JOB_OUT_DONE, "%s", r.error.message ? r.error.message : "");
+	cr_assert_eq(r.job, id, "the interrupted job was resumed");
+	cr_assert_eq(r.vmid, 321);
+	cr_assert_eq(r.status, UP_CREATED);
+	up_result_free(&r);
+	cr_assert_eq(requests(&f, "POST", "/qemu/9024/clone", -1), 1, "never cloned again");
+	cr_assert_eq(guests_named(&f, "re1"), 1);
+	job_env_fini(&env);
+	free(upid);
+	fx_stop(&f);
+}
+
+Test(job_sim, a_lost_start_answer_is_resolved_by_looking_not_by_sending_again)
+{
+	static struct fx f;
+	fx_start(&f);
+	cr_assert_eq(simproc_fault(&f.sp, "{\"method\":\"POST\",\"path\":\"/status/start$\","
+					  "\"nth\":1,\"action\":\"timeout\",\"after\":true}"),
+		     0);
+	cr_assert_eq(run_up(&f, "look1", NULL), JOB_OUT_DONE);
+	cr_assert_eq(requests(&f, "POST", "/status/start", -1), 1, "sent once");
+	cr_assert_eq(guests_named(&f, "look1"), 1);
+	fx_stop(&f);
+}
+
+/* ---- the fault matrix ------------------------------------------------------------------- */
+
+struct fault_kind {
+	const char *name;
+	const char *spec; /* the action part of the rule */
+};
+
+static const struct fault_kind faults[] = {
+	{"500", "\"action\":\"status\",\"status\":500,\"message\":\"internal error\""},
+	{"503", "\"action\":\"status\",\"status\":503,\"message\":\"service unavailable\""},
+	{"no_worker_upid", "\"action\":\"no_worker_upid\""},
+	{"timeout", "\"action\":\"timeout\""},
+	{"reset", "\"action\":\"reset\""},
+	{"delay", "\"action\":\"delay\",\"ms\":2500"},
+	{"task_fail", "\"action\":\"task_fail\",\"message\":\"injected task failure\""},
+	{"500 after", "\"action\":\"status\",\"status\":500,\"message\":\"internal error\","
+		      "\"after\":true"},
+	{"503 after", "\"action\":\"status\",\"status\":503,\"message\":\"unavailable\","
+		      "\"after\":true"},
+	{"timeout after", "\"action\":\"timeout\",\"after\":true"},
+	{"reset after", "\"action\":\"reset\",\"after\":true"},
+};
+
+struct target {
+	const char *method;
+	const char *rx;      /* path regex for the fault */
+	const char *suffix;  /* path suffix for counting */
+	bool down;           /* a request of down (the guest is made first) */
+};
+
+static const struct target targets[] = {
+	{"POST", "/qemu/9024/clone$", "/qemu/9024/clone", false},
+	{"PUT", "/qemu/[0-9]+/resize$", "/resize", false},
+	{"POST", "/qemu/[0-9]+/status/start$", "/status/start", false},
+	{"POST", "/qemu/[0-9]+/status/shutdown$", "/status/shutdown", true},
+	{"DELETE", "/nodes/pve1/qemu/[0-9]+$", "", true},
+};
+
+/* Effective requests (status 200) to the target, for DELETE the guest's
+ * own path. */
+static int effective(struct fx *f, const struct target *t, int vmid)
+{
+	if (strcmp(t->method, "DELETE") == 0) {
+		char *sfx = strprintf("/nodes/pve1/qemu/%d", vmid);
+		int n = requests(f, "DELETE", sfx, 200);
+		free(sfx);
+		return n;
+	}
+	return requests(f, t->method, t->suffix, 200);
+}
+
+static void one_case(const struct target *t, const struct fault_kind *k)
+{
+	static struct fx f;
+	fx_start(&f);
+	const char *name = "fault1";
+	int vmid = 0;
+	if (t->down) {
+		struct up_result r;
+		cr_assert_eq(run_up(&f, name, &r), JOB_OUT_DONE);
+		vmid = r.vmid;
+		up_result_free(&r);
+	}
+	char *rule = strprintf("{\"method\":\"%s\",\"path\":\"%s\",\"nth\":1,%s}", t->method, t->rx,
+			       k->spec);
+	cr_assert_eq(simproc_fault(&f.sp, rule), 0, "%s", rule);
+	free(rule);
+	struct up_result r = {0};
+	enum job_outcome o = t->down ? run_down(&f, name) : run_up(&f, name, &r);
+	if (!t->down)
+		vmid = r.vmid ? r.vmid : vmid;
+	int n = guests_named(&f, name);
+	cr_assert(n == 0 || n == 1, "%s %s: %d guests", t->suffix, k->name, n);
+	cr_assert_leq(effective(&f, t, vmid), 1, "%s %s %s: took effect twice", t->method,
+		      t->suffix, k->name);
+	/* exit 1 means nothing was left half-done by up; a guest that up
+	 * made and left says so (exit 3) */
+	if (!t->down && o == JOB_OUT_FAILED)
+		cr_assert_eq(n, 0, "%s %s: failed (exit 1) with a guest left", t->suffix, k->name);
+	if (!t->down && o == JOB_OUT_NEEDS_ATTENTION)
+		cr_assert(r.left && n == 1, "%s %s: needs attention without saying what",
+			  t->suffix, k->name);
+	cr_assert(o == JOB_OUT_DONE || o == JOB_OUT_FAILED || o == JOB_OUT_NEEDS_ATTENTION,
+		  "%s %s: outcome %s", t->suffix, k->name, job_outcome_name(o));
+	if (!t->down && o == JOB_OUT_DONE)
+		cr_assert_eq(r.status, UP_CREATED);
+	up_result_free(&r);
+	/* the rerun converges */
+	if (t->down) {
+		cr_assert_eq(run_down(&f, name), JOB_OUT_DONE, "%s %s: rerun", t->suffix, k->name);
+		cr_assert_eq(guests_named(&f, name), 0);
+	} else {
+		cr_assert_eq(run_up(&f, name, NULL), JOB_OUT_DONE, "%s %s: rerun", t->suffix,
+			     k->name);
+		cr_assert_eq(guests_named(&f, name), 1);
+	}
+	fx_stop(&f);
+}
+
+#define MATRIX(tn, ti)                                                                     \
+	Test(job_faults, tn)                                                               \
+	{                                                                                  \
+		for (size_t k = 0; k < sizeof faults / sizeof *faults; k++)                \
+			one_case(&targets[ti], &faults[k]);                                \
+	}
+MATRIX(up_clone, 0)
+MATRIX(up_resize, 1)
+MATRIX(up_start, 2)
+MATRIX(down_shutdown, 3)
+MATRIX(down_delete, 4)
