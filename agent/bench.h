@@ -103,7 +103,7 @@ struct bench_result {
 	size_t n_figs;
 	char **notes;          /* what was skipped and why, caveats */
 	size_t n_notes;
-	int exit_code;         /* bench_run: 0, or DESIGN.md 3's 1, 2, 3 or 4 */
+	int exit_code;         /* bench_run: 0, or 1, 2, 3 or 4 (README "Exit codes") */
 };
 
 /* Free everything and zero the struct; a zeroed struct is fine. */

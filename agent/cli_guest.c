@@ -636,14 +636,12 @@ int cmd_virtio(struct cli *cli, int argc, char **argv)
 	struct guest_target gt;
 	struct bench_ctx bc = {.cli = cli, .name = name, .size_mib = size};
 	struct convert_result res = {0};
-	char *journal = NULL;
 	rc = guest_target_open(cli, &treq, &gt);
 	if (rc)
 		goto out;
 	bc.vmid = gt.ref.vmid;
 	bc.db = bench_db_path(cli->conf.paths.state);
-	journal = strprintf("%s/convert", cli->conf.paths.state);
-	if (!journal || !bc.db) {
+	if (!bc.db) {
 		fprintf(stderr, "pvagent virtio: out of memory\n");
 		rc = 1;
 		goto out;
@@ -656,7 +654,9 @@ int cmd_virtio(struct cli *cli, int argc, char **argv)
 		.ssh = &gt.ssh,
 		.bus = cbus,
 		.dry_run = dry,
-		.journal_dir = journal,
+		.store = dry ? NULL : cli_store(cli),
+		.stop = &cli_stop,
+		.cli_args = (const char *const *)argv,
 		.wait = &w,
 		.verify_timeout_s = timeout,
 		.bench = bench && !dry ? virtio_bench_hook : NULL,
@@ -703,7 +703,6 @@ int cmd_virtio(struct cli *cli, int argc, char **argv)
 		}
 	}
 out:
-	free(journal);
 	convert_result_free(&res);
 	bench_ctx_free(&bc);
 	guest_target_free(&gt);

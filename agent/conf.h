@@ -1,5 +1,5 @@
 /* conf.h - pvagent.conf: search, parsing, validation, defaults, and reading
- * of the secret files it names. Key names are a contract (DESIGN.md 4);
+ * of the secret files it names. Key names are a contract (man pvagent.conf);
  * conf/pvagent.conf.example documents every key.
  *
  * Value rules:

@@ -18,6 +18,7 @@
 
 #include "diff.h"
 #include "inject.h"
+#include "job.h"
 #include "log.h"
 #include "pvecfg.h"
 #include "rewrite.h"
@@ -386,108 +387,19 @@ int convert_restore_plan(json_object *saved, json_object *current, char **delete
 	return 0;
 }
 
-/* ---- journal -------------------------------------------------------------------- */
+/* ---- journal ----------------------------------------------------------------------- */
 
+/* The journal is the job's vars (store.h): {"config": the saved config,
+ * "phase", "bus", "files": {path: original text, or null for a file the
+ * conversion created}}. job_save() writes it to state.db at once. */
 struct journal {
-	char *path;
-	json_object *o;   /* {"vmid", "name", "node", "phase", "bus", "started",
-			     "config", "files": {path: original or null}} */
+	struct job *job;
+	json_object *o;   /* the job's vars (borrowed) */
 };
-
-static int mkdir_p(const char *dir)
-{
-	char *p = strdup(dir);
-	if (!p)
-		return -1;
-	int rc = 0;
-	for (char *q = p + 1; rc == 0; q++) {
-		if (*q != '/' && *q)
-			continue;
-		char c = *q;
-		*q = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
-			rc = -1;
-		*q = c;
-		if (!c)
-			break;
-	}
-	free(p);
-	return rc;
-}
 
 static int journal_save(const struct journal *j)
 {
-	const char *text = json_object_to_json_string_ext(j->o, JSON_C_TO_STRING_PRETTY);
-	char *tmp = strprintf("%s.tmp", j->path);
-	if (!tmp || !text) {
-		free(tmp);
-		return -1;
-	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int rc = fd < 0 ? -1 : 0;
-	size_t len = strlen(text), off = 0;
-	while (rc == 0 && off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			rc = -1;
-		else
-			off += (size_t)w;
-	}
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -1;
-	if (fd >= 0 && close(fd) < 0)
-		rc = -1;
-	if (rc == 0 && rename(tmp, j->path) < 0)
-		rc = -1;
-	if (rc < 0)
-		unlink(tmp);
-	free(tmp);
-	return rc;
-}
-
-/* Load <dir>/<vmid>.json: 1 found, 0 none, -1 error (*err). */
-static int journal_open(struct journal *j, const char *dir, int vmid, char **err)
-{
-	memset(j, 0, sizeof *j);
-	if (mkdir_p(dir) < 0) {
-		*err = strprintf("cannot create the journal directory %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	j->path = strprintf("%s/%d.json", dir, vmid);
-	if (!j->path) {
-		*err = strdup("out of memory");
-		return -1;
-	}
-	char *text = NULL;
-	if (read_file(j->path, &text, NULL) < 0) {
-		if (errno == ENOENT)
-			return 0;
-		*err = strprintf("%s: %s", j->path, strerror(errno));
-		return -1;
-	}
-	enum json_tokener_error je;
-	j->o = json_tokener_parse_verbose(text, &je);
-	free(text);
-	json_object *cfg = NULL;
-	if (!j->o || !json_object_is_type(j->o, json_type_object) ||
-	    !json_object_object_get_ex(j->o, "config", &cfg) ||
-	    !json_object_is_type(cfg, json_type_object)) {
-		*err = strprintf("%s: not a conversion journal (%s); move it away to start afresh",
-				 j->path, j->o ? "no \"config\" object" : json_tokener_error_desc(je));
-		json_object_put(j->o);
-		j->o = NULL;
-		return -1;
-	}
-	return 1;
-}
-
-static void journal_free(struct journal *j)
-{
-	json_object_put(j->o);
-	free(j->path);
-	memset(j, 0, sizeof *j);
+	return job_save(j->job);
 }
 
 static const char *journal_phase(const struct journal *j)
@@ -529,6 +441,7 @@ struct run {
 	bool have_plan;
 	char **paths;                 /* the plan's files, absolute */
 	size_t n_paths;
+	bool files_restored;          /* the originals are back (rollback or undo) */
 	enum rw_phase phase;          /* for the inject edit */
 	const char *step;
 	double t0;
@@ -732,7 +645,8 @@ static int run_phase(struct run *r, enum rw_phase phase, bool dry_run, size_t *c
 			added = true;
 		}
 		if (added && journal_save(&r->j) < 0)
-			rc = failf(r, 3, "cannot write the journal %s: %s", r->j.path, strerror(errno));
+			rc = failf(r, 3, "cannot record the original files in job %lld",
+				   job_id(r->j.job));
 	} else if (rc < 0) {
 		failf(r, ir.exit_code ? ir.exit_code : 1, "%s%s%s", ir.error ? ir.error : "failed",
 		      ir.status == INJ_FAILED_PARTIAL ? "" : " (files left as they were)", "");
@@ -1258,7 +1172,9 @@ static char *recovery_text(struct run *r, json_object *current)
 	int vmid = r->g.vmid;
 	sbuf_addf(&b, "The guest %s (VMID %d on %s) is in an unknown state.\n",
 		  r->g.name ? r->g.name : "?", vmid, r->g.node);
-	sbuf_addf(&b, "Saved config (the state before the conversion): %s\n", r->j.path);
+	sbuf_addf(&b, "Saved config (the state before the conversion): job %lld in state.db "
+		      "(pvagent job %lld)\n",
+		  job_id(r->j.job), job_id(r->j.job));
 	if (current) {
 		sbuf_add(&b, "PVE config now:\n");
 		json_object_object_foreach(current, k, v) {
@@ -1299,8 +1215,9 @@ static char *recovery_text(struct run *r, json_object *current)
 			      "(before the kernel boots):\n  set vfs.root.mountfrom=%s\n  boot\n"
 			      "or at the mountroot> prompt: %s\n", root, root);
 	free(root);
-	sbuf_add(&b, "Then run pvagent virtio again (it resumes from the journal), or remove the "
-		     "journal once the guest is back.");
+	sbuf_addf(&b, "Then run pvagent virtio again (it resumes job %lld), or 'pvagent cancel "
+		      "%lld' once the guest is back.",
+		  job_id(r->j.job), job_id(r->j.job));
 	return sbuf_steal(&b);
 }
 
@@ -1379,7 +1296,6 @@ static int rollback(struct run *r)
 		r->res->status = CONV_FAILED;
 		r->res->exit_code = 1;
 		step_done(r, "the guest is back on IDE/e1000");
-		unlink(r->j.path);
 	}
 	json_object_put(cur);
 	pve_error_clear(&e);
@@ -1437,190 +1353,286 @@ static int dry_run(struct run *r)
 
 static int journal_start(struct run *r, json_object *config)
 {
-	json_object *o = json_object_new_object();
-	if (!o)
-		return failf(r, 1, "out of memory");
-	r->j.o = o;
+	json_object *o = r->j.o;
 	json_object_object_add(o, "vmid", json_object_new_int(r->g.vmid));
-	json_object_object_add(o, "name", r->g.name ? json_object_new_string(r->g.name) : NULL);
 	json_object_object_add(o, "node", json_object_new_string(r->g.node));
 	json_object_object_add(o, "phase", json_object_new_string("prepare"));
-	json_object_object_add(o, "started", json_object_new_int64((int64_t)time(NULL)));
 	json_object_object_add(o, "config", json_object_get(config));
 	json_object_object_add(o, "files", json_object_new_object());
+	json_object_object_get_ex(o, "config", &r->saved);
+	return journal_save(&r->j) < 0 ? failf(r, 1, "cannot store the journal") : 0;
+}
+
+/* ---- the steps -------------------------------------------------------------------------- */
+
+static double verify_timeout(const struct run *r)
+{
+	return r->req->verify_timeout_s > 0 ? r->req->verify_timeout_s : 300;
+}
+
+/* A failed step: the job's error from the result's (its kind gives the
+ * outcome the exit code stands for). */
+static enum step_rc step_failed(struct job *j, struct run *r)
+{
+	int code = r->res->exit_code ? r->res->exit_code : 1;
+	enum pve_err_kind k = code == 2 ? PVE_ERR_CONFIG : code == 4 ? PVE_ERR_CONNECT : PVE_ERR_API;
+	pve_error_set(job_err(j), k, "%s", r->res->error ? r->res->error : "failed");
+	job_err(j)->ambiguous = code == 3;
+	if (r->res->recovery)
+		job_set_left(j, "%s", r->res->recovery);
+	return STEP_RC_FAIL;
+}
+
+/* The session and the plan, made again when this process has none (a
+ * resumed job). */
+static int ensure_plan(struct run *r, double timeout_s)
+{
+	struct ssh_error se = {0};
+	if (!r->s && connect_wait(r, timeout_s, &se) < 0)
+		return fail_ssh(r, &se, "connecting to the guest");
+	if (!r->have_plan && plan_guest(r) < 0)
+		return -1;
 	return 0;
 }
 
-static int convert_body(struct run *r)
+static enum step_rc st_preflight(struct job *j)
 {
+	struct run *r = job_ctx(j);
 	const struct convert_request *q = r->req;
 	struct convert_result *res = r->res;
-	double vto = q->verify_timeout_s > 0 ? q->verify_timeout_s : 300;
-	char *jerr = NULL;
 	step_begin(r, "preflight");
-	int have = journal_open(&r->j, q->journal_dir, r->g.vmid, &jerr);
-	if (have < 0) {
-		failf(r, 1, "%s", jerr ? jerr : "journal");
-		free(jerr);
-		return -1;
-	}
 	json_object *cfg = NULL;
 	if (read_config(r, &cfg) < 0)
-		return -1;
-	if (have) {
-		res->resumed = true;
-		json_object_object_get_ex(r->j.o, "config", &r->saved);
-		emitf(r, CONV_EV_NOTE, "resuming an interrupted conversion (journal %s, phase %s)",
-		      r->j.path, journal_phase(&r->j));
-	} else {
-		json_object_object_del(cfg, "digest");
-		if (journal_start(r, cfg) < 0) {
-			json_object_put(cfg);
-			return -1;
-		}
-		json_object_object_get_ex(r->j.o, "config", &r->saved);
-	}
-	/* nothing to move? (judged on the saved config) */
-	{
-		char *err = NULL;
-		struct convert_target probe;
-		if (convert_target_make(r->saved, VBUS_VIRTIO_BLK, &probe, &err) < 0) {
-			json_object_put(cfg);
-			failf(r, 1, "%s", err ? err : "out of memory");
-			free(err);
-			return -1;
-		}
-		bool nothing = probe.ndisks == 0 && probe.nnics == 0;
-		convert_target_free(&probe);
-		if (nothing) {
-			json_object_put(cfg);
-			if (have)
-				unlink(r->j.path);
-			res->status = CONV_ALREADY;
-			res->exit_code = 0;
-			step_done(r, "already virtio: no IDE disk or e1000 NIC");
-			return 0;
-		}
-	}
-	const char *phase = journal_phase(&r->j);
-	bool past_switch = have && strcmp(phase, "prepare") != 0;
-	bool running = r->g.status && strcmp(r->g.status, "running") == 0;
+		return step_failed(j, r);
+	json_object_object_del(cfg, "digest");
+	int rc = journal_start(r, cfg);
 	json_object_put(cfg);
-	struct ssh_error se = {0};
-	if (past_switch) {
-		/* killed after the switch began: finish the switch, then verify */
-		step_begin(r, "switch");
-		const char *jbus = json_text(r->j.o, "bus");
-		enum vbus bus = jbus && strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI
-									 : VBUS_VIRTIO_BLK;
-		char *err = NULL;
-		if (convert_target_make(r->saved, bus, &r->t, &err) < 0) {
-			failf(r, 1, "%s", err ? err : "out of memory");
-			free(err);
-			return rollback(r);
-		}
-		json_object *cur = NULL;
-		if (read_config(r, &cur) < 0)
-			return rollback(r);
-		bool applied = convert_target_applied(&r->t, cur);
-		json_object_put(cur);
-		if (!applied && (power(r, false) < 0 || apply_target(r) < 0))
-			return rollback(r);
-		if ((!applied || !running) && power(r, true) < 0)
-			return rollback(r);
-		step_done(r, "%s", applied ? "config already switched" : "config switched, guest started");
-		step_begin(r, "verify");
-		if (connect_wait(r, vto, &se) < 0) {
-			fail_ssh(r, &se, "the guest does not answer over SSH on virtio (it may hang "
-					 "at mountroot or have no network)");
-			return rollback(r);
-		}
-		if (plan_guest(r) < 0)
-			return rollback(r);
-	} else {
-		if (!running && q->dry_run)
-			return failf(r, 1, "the guest is %s: --dry-run needs it running to read "
-					   "its files", r->g.status ? r->g.status : "stopped");
-		if (!running) {
-			emitf(r, CONV_EV_NOTE, "the guest is %s: starting it on IDE/e1000",
-			      r->g.status ? r->g.status : "stopped");
-			if (power(r, true) < 0)
-				return -1;
-		}
-		if (connect_wait(r, running ? 30 : vto, &se) < 0)
-			return fail_ssh(r, &se, "connecting to the guest");
-		if (plan_guest(r) < 0)
-			return -1;
-		json_object_object_add(r->j.o, "bus", json_object_new_string(vbus_name(r->vp.bus)));
-		for (size_t i = 0; i < r->t.n_lines; i++)
-			if (strv_add(&res->changes, &res->n_changes, strdup(r->t.lines[i])) < 0)
-				return failf(r, 1, "out of memory");
-		step_done(r, "%s: %u IDE disk%s, %u e1000 NIC%s -> %s",
-			  res->os_desc ? res->os_desc : "?", r->t.ndisks, r->t.ndisks == 1 ? "" : "s",
-			  r->t.nnics, r->t.nnics == 1 ? "" : "s", vbus_name(r->vp.bus));
-		if (q->dry_run)
-			return dry_run(r);
-		if (journal_save(&r->j) < 0)
-			return failf(r, 1, "cannot write the journal %s: %s", r->j.path,
-				     strerror(errno));
-		step_begin(r, "prepare");
-		if (install_kmod(r) < 0) {
-			unlink(r->j.path);
-			return -1;
-		}
-		if (take_snapshot(r) < 0)
-			return -1;
-		run_bench(r, "before", false);
-		step_begin(r, "prepare");
-		size_t n = 0;
-		if (run_phase(r, RW_PREPARE, false, &n) < 0 ||
-		    rebuild_initramfs(r) < 0) {
-			if (json_object_object_length(journal_files(&r->j)) && restore_files(r) == 0)
-				emitf(r, CONV_EV_NOTE, "files put back; nothing on PVE was changed");
-			unlink(r->j.path);
-			return -1;
-		}
-		step_done(r, "%zu file%s changed; the guest still boots on IDE/e1000", n,
-			  n == 1 ? "" : "s");
-		step_begin(r, "switch");
-		if (run_phase(r, RW_SWITCH, false, &n) < 0 || journal_set_phase(&r->j, "switch") < 0) {
-			if (!res->error)
-				failf(r, 1, "cannot write the journal %s", r->j.path);
-			return rollback(r);
-		}
-		close_session(r);
-		if (power(r, false) < 0 || apply_target(r) < 0)
-			return rollback(r);
-		for (size_t i = 0; i < r->t.n_lines; i++)
-			emit(r, CONV_EV_CONFIG, NULL, r->t.lines[i]);
-		if (power(r, true) < 0)
-			return rollback(r);
-		step_done(r, "config changed, guest started");
-		step_begin(r, "verify");
-		if (connect_wait(r, vto, &se) < 0) {
-			fail_ssh(r, &se, "the guest does not answer over SSH on virtio (it may hang "
-					 "at mountroot or have no network)");
-			return rollback(r);
-		}
+	if (rc < 0)
+		return step_failed(j, r);
+	/* nothing to move? (judged on the saved config) */
+	char *err = NULL;
+	struct convert_target probe;
+	if (convert_target_make(r->saved, VBUS_VIRTIO_BLK, &probe, &err) < 0) {
+		failf(r, 1, "%s", err ? err : "out of memory");
+		free(err);
+		return step_failed(j, r);
 	}
+	bool nothing = probe.ndisks == 0 && probe.nnics == 0;
+	convert_target_free(&probe);
+	if (nothing) {
+		res->status = CONV_ALREADY;
+		res->exit_code = 0;
+		step_done(r, "already virtio: no IDE disk or e1000 NIC");
+		return STEP_RC_END;
+	}
+	bool running = r->g.status && strcmp(r->g.status, "running") == 0;
+	if (!running && q->dry_run) {
+		failf(r, 1, "the guest is %s: --dry-run needs it running to read its files",
+		      r->g.status ? r->g.status : "stopped");
+		return step_failed(j, r);
+	}
+	if (!running) {
+		emitf(r, CONV_EV_NOTE, "the guest is %s: starting it on IDE/e1000",
+		      r->g.status ? r->g.status : "stopped");
+		if (power(r, true) < 0)
+			return step_failed(j, r);
+	}
+	if (ensure_plan(r, running ? 30 : verify_timeout(r)) < 0)
+		return step_failed(j, r);
+	json_object_object_add(r->j.o, "bus", json_object_new_string(vbus_name(r->vp.bus)));
+	for (size_t i = 0; i < r->t.n_lines; i++)
+		if (strv_add(&res->changes, &res->n_changes, strdup(r->t.lines[i])) < 0) {
+			failf(r, 1, "out of memory");
+			return step_failed(j, r);
+		}
+	step_done(r, "%s: %u IDE disk%s, %u e1000 NIC%s -> %s", res->os_desc ? res->os_desc : "?",
+		  r->t.ndisks, r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nnics == 1 ? "" : "s",
+		  vbus_name(r->vp.bus));
+	if (q->dry_run)
+		return dry_run(r) < 0 ? step_failed(j, r) : STEP_RC_END;
+	if (journal_save(&r->j) < 0) {
+		failf(r, 1, "cannot store the journal");
+		return step_failed(j, r);
+	}
+	return STEP_RC_OK;
+}
+
+static enum step_rc st_kmod(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	step_begin(r, "prepare");
+	if (ensure_plan(r, 30) < 0 || install_kmod(r) < 0)
+		return step_failed(j, r);
+	return r->det.profile.kmod_install ? STEP_RC_OK : STEP_RC_SKIP;
+}
+
+static enum step_rc st_snapshot(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	r->w = *job_wait(j);
+	return take_snapshot(r) < 0 ? step_failed(j, r) : STEP_RC_OK;
+}
+
+static enum step_rc st_bench_before(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	if (!r->req->bench)
+		return STEP_RC_SKIP;
+	if (ensure_plan(r, 30) < 0)
+		return step_failed(j, r);
+	run_bench(r, "before", false);
+	return STEP_RC_OK;
+}
+
+static enum step_rc st_prepare(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	step_begin(r, "prepare");
+	size_t n = 0;
+	if (ensure_plan(r, 30) < 0)
+		return step_failed(j, r);
+	if (run_phase(r, RW_PREPARE, false, &n) < 0 || rebuild_initramfs(r) < 0) {
+		if (json_object_object_length(journal_files(&r->j)) && restore_files(r) == 0) {
+			r->files_restored = true;
+			emitf(r, CONV_EV_NOTE, "files put back; nothing on PVE was changed");
+		}
+		return step_failed(j, r);
+	}
+	step_done(r, "%zu file%s changed; the guest still boots on IDE/e1000", n,
+		  n == 1 ? "" : "s");
+	return STEP_RC_OK;
+}
+
+/* prepare's undo: the original files, unless the rollback restored them. */
+static int un_prepare(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	if (r->files_restored || !json_object_object_length(journal_files(&r->j)))
+		return 0;
+	struct ssh_error se = {0};
+	if (!r->s && connect_wait(r, verify_timeout(r), &se) < 0) {
+		ssh_error_clear(&se);
+		return -1;
+	}
+	if (restore_files(r) < 0)
+		return -1;
+	r->files_restored = true;
+	return 0;
+}
+
+/* The config switched (the target applied, after a shutdown) and the
+ * guest started: idempotent, so a resumed job completes a switch it was
+ * killed in. */
+static int ensure_switched(struct run *r)
+{
 	json_object *cur = NULL;
 	if (read_config(r, &cur) < 0)
-		return rollback(r);
+		return -1;
+	bool applied = convert_target_applied(&r->t, cur);
+	json_object_put(cur);
+	if (!applied) {
+		close_session(r);
+		if (power(r, false) < 0 || apply_target(r) < 0)
+			return -1;
+		for (size_t i = 0; i < r->t.n_lines; i++)
+			emit(r, CONV_EV_CONFIG, NULL, r->t.lines[i]);
+	}
+	return power(r, true);
+}
+
+/* The PVE side of a conversion needs the target, which comes from the
+ * saved config and the bus: a resumed job computes it again. */
+static int ensure_target(struct run *r)
+{
+	if (r->t.set.n || r->t.delete_keys)
+		return 0;
+	const char *jbus = json_text(r->j.o, "bus");
+	enum vbus bus = jbus && strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
+	char *err = NULL;
+	if (convert_target_make(r->saved, bus, &r->t, &err) < 0) {
+		failf(r, 1, "%s", err ? err : "out of memory");
+		free(err);
+		return -1;
+	}
+	return 0;
+}
+
+static enum step_rc st_switch(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	r->w = *job_wait(j);
+	step_begin(r, "switch");
+	bool resumed = strcmp(journal_phase(&r->j), "prepare") != 0;
+	size_t n = 0;
+	if (!resumed) {
+		if (ensure_plan(r, 30) < 0)
+			return step_failed(j, r);
+		if (run_phase(r, RW_SWITCH, false, &n) < 0 || journal_set_phase(&r->j, "switch") < 0) {
+			if (!r->res->error)
+				failf(r, 1, "cannot store the journal");
+			rollback(r);
+			return step_failed(j, r);
+		}
+	}
+	if (ensure_target(r) < 0 || ensure_switched(r) < 0) {
+		rollback(r);
+		return step_failed(j, r);
+	}
+	step_done(r, "config changed, guest started");
+	return STEP_RC_OK;
+}
+
+/* switch's undo: the rollback to IDE/e1000, files included. */
+static int un_switch(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	r->w = *job_wait(j);
+	rollback(r);
+	r->files_restored = r->res->rolled_back;
+	return r->res->rolled_back ? 0 : -1;
+}
+
+static enum step_rc st_verify(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	r->w = *job_wait(j);
+	step_begin(r, "verify");
+	/* a resumed job may find the switch undone or the guest stopped */
+	if (ensure_target(r) < 0 || ensure_switched(r) < 0)
+		return step_failed(j, r);
+	struct ssh_error se = {0};
+	if (!r->s && connect_wait(r, verify_timeout(r), &se) < 0) {
+		fail_ssh(r, &se, "the guest does not answer over SSH on virtio (it may hang "
+				 "at mountroot or have no network)");
+		return step_failed(j, r);
+	}
+	if (!r->have_plan && plan_guest(r) < 0)
+		return step_failed(j, r);
+	json_object *cur = NULL;
+	if (read_config(r, &cur) < 0)
+		return step_failed(j, r);
 	bool applied = convert_target_applied(&r->t, cur);
 	json_object_put(cur);
 	if (!applied) {
 		failf(r, 1, "PVE's config no longer shows the virtio devices");
-		return rollback(r);
+		return step_failed(j, r);
 	}
 	if (verify_guest(r) < 0)
-		return rollback(r);
+		return step_failed(j, r);
 	if (journal_set_phase(&r->j, "verified") < 0)
-		emitf(r, CONV_EV_NOTE, "cannot update the journal %s", r->j.path);
+		emitf(r, CONV_EV_NOTE, "cannot update the journal of job %lld", job_id(j));
 	step_done(r, "the guest runs on %s with all its file systems and NICs",
 		  vbus_name(r->vp.bus));
+	return STEP_RC_OK;
+}
+
+static enum step_rc st_finish(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	struct convert_result *res = r->res;
 	step_begin(r, "finish");
 	size_t n = 0;
-	if (run_phase(r, RW_FINAL, false, &n) < 0) {
+	if (ensure_plan(r, verify_timeout(r)) < 0 || run_phase(r, RW_FINAL, false, &n) < 0) {
 		res->status = CONV_STUCK;
 		char *e0 = res->error;
 		res->error = strprintf("converted and verified, but dropping the old names failed: %s",
@@ -1629,53 +1641,181 @@ static int convert_body(struct run *r)
 		res->exit_code = 3;
 		res->recovery = strprintf("The guest works on virtio; its files still hold the old "
 					  "names beside the new ones. Run pvagent virtio %s again "
-					  "to finish (journal %s).",
-					  r->g.name ? r->g.name : "NAME", r->j.path);
-		return -1;
+					  "to finish (job %lld).",
+					  r->g.name ? r->g.name : "NAME", job_id(j));
+		return step_failed(j, r);
 	}
 	step_done(r, "%zu file%s cleaned of the old names", n, n == 1 ? "" : "s");
-	run_bench(r, "after", true);
-	unlink(r->j.path);
 	res->status = CONV_DONE;
 	res->exit_code = 0;
+	return STEP_RC_OK;
+}
+
+static enum step_rc st_bench_after(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	if (!r->req->bench)
+		return STEP_RC_SKIP;
+	if (ensure_plan(r, verify_timeout(r)) < 0)
+		return step_failed(j, r);
+	run_bench(r, "after", true);
+	return STEP_RC_OK;
+}
+
+static int virtio_open(struct job *j, void *ctx)
+{
+	struct run *r = ctx;
+	r->j.job = j;
+	r->j.o = job_vars(j);
+	json_object *cfg;
+	if (json_object_object_get_ex(r->j.o, "config", &cfg)) {
+		/* resumed: the config saved before anything changed */
+		r->saved = cfg;
+		r->res->resumed = true;
+		emitf(r, CONV_EV_NOTE, "resuming an interrupted conversion (job %lld, phase %s)",
+		      job_id(j), journal_phase(&r->j));
+	}
 	return 0;
+}
+
+static void virtio_close(struct job *j, void *ctx)
+{
+	(void)j;
+	struct run *r = ctx;
+	close_session(r);
+	convert_target_free(&r->t);
+	if (r->have_plan)
+		virtio_plan_free(&r->vp);
+	os_facts_free(&r->facts);
+	inject_result_free(&r->det);
+	strv_free(r->paths, r->n_paths);
+	guest_ref_clear(&r->g);
+}
+
+static const struct job_step_def virtio_steps[] = {
+	{"preflight", st_preflight, NULL, JOB_STEP_NO_UNDO},
+	{"kmod", st_kmod, NULL, JOB_STEP_NO_UNDO},
+	{"snapshot", st_snapshot, NULL, JOB_STEP_TASK | JOB_STEP_NO_UNDO},
+	{"bench-before", st_bench_before, NULL, JOB_STEP_NO_UNDO},
+	{"prepare", st_prepare, un_prepare, 0},
+	{"switch", st_switch, un_switch, JOB_STEP_TASK},
+	{"verify", st_verify, NULL, JOB_STEP_TASK},
+	{"finish", st_finish, NULL, JOB_STEP_NO_UNDO},
+	{"bench-after", st_bench_after, NULL, JOB_STEP_NO_UNDO},
+};
+
+const struct job_workflow wf_virtio = {
+	.name = "virtio",
+	.steps = virtio_steps,
+	.n_steps = sizeof virtio_steps / sizeof *virtio_steps,
+	.ctx_size = sizeof(struct run),
+	.open = virtio_open,
+	.close = virtio_close,
+	.undo_on_failure = true,
+};
+
+/* The job for this guest: an unfinished virtio job of it is resumed (its
+ * journal holds the config saved before anything changed). */
+static int virtio_job(struct job_env *env, const struct convert_request *req, struct job **out,
+		      struct pve_error *err)
+{
+	const char *subject = req->guest->name ? req->guest->name : "";
+	if (env->store) {
+		struct store_job sj;
+		char *serr = NULL;
+		int r = store_job_find_open(env->store, "virtio", subject, &sj, &serr);
+		if (r < 0) {
+			pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "store");
+			free(serr);
+			return -1;
+		}
+		if (r == 1) {
+			bool ok = store_job_resumable(&sj);
+			long long id = sj.id;
+			long pid = sj.pid;
+			store_job_free(&sj);
+			if (!ok) {
+				pve_error_set(err, PVE_ERR_LOCKED,
+					      "virtio job %lld (process %ld) is converting %s", id, pid,
+					      subject);
+				return -1;
+			}
+			return job_load(env, id, &wf_virtio, out, err) == 1 ? 0 : -1;
+		}
+	}
+	json_object *params = json_object_new_object();
+	if (!params)
+		return pve_error_oom(err);
+	json_object_object_add(params, "vmid", json_object_new_int(req->guest->vmid));
+	json_object_object_add(params, "bus", json_object_new_int(req->bus));
+	if (req->cli_args) {
+		json_object *a = json_object_new_array();
+		for (const char *const *p = req->cli_args; a && *p; p++)
+			json_object_array_add(a, json_object_new_string(*p));
+		json_object_object_add(params, "argv", a);
+	}
+	int rc = job_new(env, &wf_virtio, subject, params, out, err);
+	json_object_put(params);
+	return rc;
 }
 
 int convert_run(const struct convert_request *req, struct convert_result *res)
 {
 	memset(res, 0, sizeof *res);
-	struct run r = {.req = req, .res = res};
-	if (req->wait)
-		r.w = *req->wait;
-	if (!req->pve || !req->guest || !req->ssh || !req->journal_dir) {
+	if (!req->pve || !req->guest || !req->ssh) {
 		res->exit_code = 2;
-		res->error = strdup("convert: missing PVE client, guest, SSH options or journal");
+		res->error = strdup("convert: missing PVE client, guest or SSH options");
 		return -1;
 	}
 	if (req->guest->type != GUEST_QEMU) {
-		res->exit_code = 1;
+		res->exit_code = 2;
 		res->error = strprintf("%s is a container: containers have no emulated disks to "
 				       "convert", req->guest->name ? req->guest->name : "the guest");
 		return -1;
 	}
-	if (guest_ref_copy(&r.g, req->guest) < 0) {
-		res->exit_code = 1;
-		res->error = strdup("out of memory");
+	struct job_env env = {
+		/* a dry run is not a job worth keeping */
+		.store = req->dry_run ? NULL : req->store,
+		.clock = req->clock,
+		.stop = req->stop,
+	};
+	if (req->wait)
+		env.wait = *req->wait;
+	struct pve_error e = {0};
+	struct job *j = NULL;
+	if (job_env_init(&env) < 0 || virtio_job(&env, req, &j, &e) < 0) {
+		res->exit_code = e.kind == PVE_ERR_LOCKED ? 1 : pve_error_exit_code(&e);
+		res->error = strdup(e.message ? e.message : "cannot make the job");
+		pve_error_clear(&e);
+		job_env_fini(&env);
 		return -1;
 	}
-	int rc = convert_body(&r);
+	struct run *r = job_ctx(j);
+	r->req = req;
+	r->res = res;
+	if (guest_ref_copy(&r->g, req->guest) < 0) {
+		res->exit_code = 1;
+		res->error = strdup("out of memory");
+		job_free(j);
+		job_env_fini(&env);
+		return -1;
+	}
+	r->w = env.wait;
+	enum job_outcome o = job_run(j, req->pve);
+	if (o == JOB_OUT_INTERRUPTED && !res->error) {
+		res->exit_code = 130;
+		res->error = strprintf("interrupted; resume with 'pvagent resume %lld' or run the "
+				       "same command again", job_id(j));
+	}
+	int rc = res->status == CONV_DONE || res->status == CONV_ALREADY ||
+			 res->status == CONV_DRY_RUN
+		 ? 0
+		 : -1;
 	if (rc < 0 && res->exit_code == 0)
 		res->exit_code = 1;
 	if (rc < 0 && res->status != CONV_STUCK)
 		res->status = CONV_FAILED;
-	close_session(&r);
-	convert_target_free(&r.t);
-	if (r.have_plan)
-		virtio_plan_free(&r.vp);
-	os_facts_free(&r.facts);
-	inject_result_free(&r.det);
-	strv_free(r.paths, r.n_paths);
-	journal_free(&r.j);
-	guest_ref_clear(&r.g);
+	job_free(j);
+	job_env_fini(&env);
 	return rc;
 }

@@ -1,6 +1,6 @@
 /* convert.h - `pvagent virtio NAME`: move a running qemu guest from
  * emulated IDE disks and e1000 NICs to virtio without ever leaving it
- * unbootable (reference/guest-virtio-and-pve.md A6, A7, B6, D3, D4).
+ * unbootable (README "pvagent virtio").
  *
  * Steps (each one an event, each named in a failure):
  *   preflight  read the PVE config (kept verbatim as the rollback target);
@@ -55,6 +55,9 @@
 #include "osprof.h"
 #include "pve.h"
 #include "ssh.h"
+#include "store.h"
+
+#include <signal.h>
 
 enum convert_bus { CONVERT_BUS_AUTO = 0, CONVERT_BUS_BLK, CONVERT_BUS_SCSI };
 /* "virtio-blk" / "virtio-scsi" -> bus; -1 for anything else. */
@@ -102,7 +105,11 @@ struct convert_request {
 	const struct ssh_opts *ssh;      /* the guest's address and keys */
 	enum convert_bus bus;
 	bool dry_run;
-	const char *journal_dir;         /* required (created if missing) */
+	struct store *store;             /* the job store (the journal); NULL:
+					    not kept, no resume */
+	volatile sig_atomic_t *stop;     /* set by a signal: stop between steps */
+	const char *const *cli_args;     /* the command line, kept with the job
+					    for `pvagent resume` (may be NULL) */
 	const struct guest_wait *wait;   /* PVE waits; NULL: defaults */
 	double verify_timeout_s;         /* SSH back after a start; 0: 300 */
 	const struct pve_clock *clock;   /* for the SSH waits; NULL: real time */
@@ -114,7 +121,7 @@ struct convert_request {
 
 struct convert_result {
 	enum convert_status status;
-	int exit_code;         /* DESIGN.md 3 */
+	int exit_code;         /* README "Exit codes" */
 	char *os_desc;         /* "FreeBSD 9.0-RELEASE" or NULL */
 	char *bus;             /* "virtio-blk", "virtio-scsi" or NULL */
 	char *failed_step;     /* on failure */
@@ -127,6 +134,10 @@ struct convert_result {
 	size_t n_changes;
 };
 void convert_result_free(struct convert_result *r);
+
+/* The workflow (job.h) behind convert_run. */
+struct job_workflow;
+extern const struct job_workflow wf_virtio;
 
 /* Run the conversion. Returns 0 when status is CONV_DONE, CONV_ALREADY or
  * CONV_DRY_RUN, -1 otherwise; *res is always filled. */

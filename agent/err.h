@@ -63,7 +63,7 @@ void pve_error_move(struct pve_error *dst, struct pve_error *src);
 const char *pve_err_kind_name(enum pve_err_kind k);
 /* Would the client retry this kind (connection errors and transient)? */
 bool pve_err_retryable(enum pve_err_kind k);
-/* Exit code per DESIGN.md section 3: 2 for PVE_ERR_CONFIG; 4 for auth, TLS,
+/* Exit code per README "Exit codes": 2 for PVE_ERR_CONFIG; 4 for auth, TLS,
  * pin, connect and timeout; 3 for a task still running
  * (PVE_ERR_TASK_TIMEOUT) or an ambiguous failure; 1 otherwise. */
 int pve_error_exit_code(const struct pve_error *e);

@@ -106,7 +106,7 @@ struct inject_file {
 
 struct inject_result {
 	enum inject_status status;
-	int exit_code;            /* DESIGN.md 3: 0, 1, 2, 3 or 4 */
+	int exit_code;            /* README "Exit codes": 0, 1, 2, 3 or 4 */
 	struct os_facts facts;    /* detection commands and their output */
 	struct os_info os;        /* family OS_UNKNOWN if not detected */
 	bool have_profile;        /* osprof_for() gave a profile */

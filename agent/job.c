@@ -457,7 +457,10 @@ const struct guest_wait *job_wait(struct job *j)
 	return &j->wait;
 }
 
-static void step_wait_init(struct job *j)
+/* interrupted: the step was running when its process stopped; its
+ * recorded UPID or unanswered request is looked at before sending again. A
+ * step that failed, or runs afresh, has nothing to resume. */
+static void step_wait_init(struct job *j, bool interrupted)
 {
 	j->wait = j->env->wait;
 	j->wait.clock = &j->env->stop_clock;
@@ -471,8 +474,7 @@ static void step_wait_init(struct job *j)
 		.ctx = j,
 	};
 	j->wait.hooks = (j->wf->steps[j->cur].flags & JOB_STEP_TASK) ? &j->hooks : NULL;
-	/* a step run afresh has nothing to resume */
-	bool resumed = j->steps[j->cur].attempts > 0;
+	bool resumed = interrupted && j->steps[j->cur].attempts > 0;
 	j->resume_upid_taken = !resumed;
 	j->resume_unknown_taken = !resumed;
 }
@@ -674,8 +676,7 @@ static int undo_steps(struct job *j, size_t upto)
 		if (j->steps[i].state != STEP_DONE || !d->undo)
 			continue;
 		j->cur = i;
-		step_wait_init(j);
-		j->resume_upid_taken = j->resume_unknown_taken = true;
+		step_wait_init(j, false);
 		double t0 = pve_clock_now(j->env->clock);
 		if (d->undo(j) < 0) {
 			rc = -1;
@@ -696,7 +697,8 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 {
 	const struct job_workflow *wf = j->wf;
 	j->pve = c;
-	j->resumed = j->state == JOB_INTERRUPTED || j->state == JOB_RUNNING;
+	j->resumed = j->state == JOB_INTERRUPTED || j->state == JOB_RUNNING ||
+		     j->state == JOB_NEEDS_ATTENTION;
 	if (!job_state_open(j->state)) {
 		/* finished already: report what it was */
 		return j->outcome = j->state == JOB_DONE ? JOB_OUT_DONE
@@ -733,7 +735,13 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 			emit(j, JOB_EV_DONE, NULL, 0, -1, "interrupted", j->ctx);
 			return j->outcome;
 		}
-		step_wait_init(j);
+		bool interrupted = j->steps[i].state == STEP_RUNNING;
+		step_wait_init(j, interrupted);
+		if (!interrupted) {
+			/* a new try of a failed step: its old task is history */
+			free(j->steps[i].upid);
+			j->steps[i].upid = NULL;
+		}
 		step_set(j, i, STEP_RUNNING);
 		save_step(j, i);
 		free(j->summary);
@@ -759,7 +767,7 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 			step_set(j, i, STEP_FAILED);
 			save_step(j, i);
 			enum job_outcome out = job_outcome_of_error(&j->err);
-			if (wf->undo_on_failure) {
+			if (wf->undo_on_failure && !(d->flags & JOB_STEP_NO_UNDO)) {
 				struct pve_error saved = {0};
 				pve_error_move(&saved, &j->err);
 				int ur = undo_steps(j, i);

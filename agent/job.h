@@ -49,7 +49,8 @@ enum step_rc {
 	STEP_RC_FAIL = -1,  /* failed: job_err() says why */
 };
 
-#define JOB_STEP_TASK 0x1u  /* starts PVE tasks through job_wait() */
+#define JOB_STEP_TASK 0x1u     /* starts PVE tasks through job_wait() */
+#define JOB_STEP_NO_UNDO 0x2u  /* its failure leaves the done steps as they are */
 
 struct job_step_def {
 	const char *name;

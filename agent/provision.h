@@ -60,7 +60,7 @@ struct up_inject {
 				     files; not no_inject, not no_start) */
 	enum inject_status status; /* INJ_CHANGED, INJ_UNCHANGED, INJ_FAILED or
 				      INJ_FAILED_PARTIAL */
-	int exit_code;            /* inject's (DESIGN.md 3): 0, 1, 2, 3, 4 */
+	int exit_code;            /* inject's (README "Exit codes"): 0, 1, 2, 3, 4 */
 	const char *failed_step;  /* "connect", "detect", "write", ... (static
 				     string) when failed, else NULL */
 	char *summary;            /* inject_result_summary(), or the SSH wait's

@@ -62,7 +62,7 @@ void ssh_error_clear(struct ssh_error *e);
 /* "connect", "timeout", "hostkey-unknown", "hostkey-changed", "auth",
  * "noent", "remote", "io", "config", "ok". */
 const char *ssh_err_kind_name(enum ssh_err_kind k);
-/* DESIGN.md 3: 4 for connect, timeout, host key and auth; 2 for config;
+/* README "Exit codes": 4 for connect, timeout, host key and auth; 2 for config;
  * 1 otherwise; 0 for SSH_OK. */
 int ssh_error_exit_code(const struct ssh_error *e);
 /* The message, or the kind's name when there is none; never NULL. */

@@ -77,7 +77,8 @@ int job_state_parse(const char *s, enum job_state *out)
 
 bool job_state_open(enum job_state s)
 {
-	return s == JOB_QUEUED || s == JOB_RUNNING || s == JOB_INTERRUPTED;
+	return s == JOB_QUEUED || s == JOB_RUNNING || s == JOB_INTERRUPTED ||
+	       s == JOB_NEEDS_ATTENTION;
 }
 
 const char *step_state_name(enum step_state s)
@@ -360,7 +361,8 @@ void store_jobs_free(struct store_job *v, size_t n)
 
 bool store_job_resumable(const struct store_job *j)
 {
-	if (j->state == JOB_INTERRUPTED || j->state == JOB_QUEUED)
+	if (j->state == JOB_INTERRUPTED || j->state == JOB_QUEUED ||
+	    j->state == JOB_NEEDS_ATTENTION)
 		return true;
 	if (j->state != JOB_RUNNING)
 		return false;
@@ -496,7 +498,8 @@ int store_job_find_open(struct store *s, const char *workflow, const char *subje
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
 			       "SELECT " JOB_COLS " FROM jobs WHERE workflow=? AND subject=? AND "
-			       "state IN ('queued', 'running', 'interrupted') ORDER BY id DESC",
+			       "state IN ('queued', 'running', 'interrupted', 'needs-attention') "
+			       "ORDER BY id DESC",
 			       -1, &st, NULL) != SQLITE_OK ||
 	    bind_text(st, 1, workflow) != SQLITE_OK || bind_text(st, 2, subject) != SQLITE_OK) {
 		sqlite3_finalize(st);

@@ -52,7 +52,8 @@ enum job_state {
 };
 const char *job_state_name(enum job_state s);     /* "queued", ... */
 int job_state_parse(const char *s, enum job_state *out);
-/* Queued, running or interrupted: not finished. */
+/* Not finished: queued, running, interrupted, or needing attention (a
+ * rerun or `pvagent resume` continues it). */
 bool job_state_open(enum job_state s);
 
 struct store_job {
@@ -67,8 +68,8 @@ struct store_job {
 	long pid;          /* process running it, 0 when none */
 };
 void store_job_free(struct store_job *j);
-/* Can this job be resumed now: interrupted or queued, or "running" while
- * no process of its pid runs any more (it was killed)? */
+/* Can this job be resumed now: interrupted, queued or needing attention,
+ * or "running" while no process of its pid runs any more (killed)? */
 bool store_job_resumable(const struct store_job *j);
 void store_jobs_free(struct store_job *v, size_t n);
 
@@ -78,7 +79,8 @@ int store_job_insert(struct store *s, const char *workflow, const char *subject,
 int store_job_update(struct store *s, const struct store_job *j, char **err);
 /* 1 found, 0 no such job, -1 error. */
 int store_job_get(struct store *s, long long id, struct store_job *out, char **err);
-/* The newest unfinished job of this workflow and subject: 1, 0, -1. */
+/* The newest unfinished job (job_state_open) of this workflow and
+ * subject: 1, 0, -1. */
 int store_job_find_open(struct store *s, const char *workflow, const char *subject,
 			struct store_job *out, char **err);
 /* The newest jobs first, at most limit (0: 50). */
