@@ -27,8 +27,10 @@ TEST_PKGS  = criterion
 DEB_PKGS = build-essential pkg-config clang cppcheck clang-tidy \
 	libcurl4-openssl-dev libssl-dev libjson-c-dev libssh2-1-dev libsqlite3-dev \
 	libmicrohttpd-dev libgnutls28-dev libpcre2-dev libcriterion-dev \
-	openssh-server openssh-client busybox-static jq
+	openssh-server openssh-client busybox-static jq python3-proxmoxer
 DEB_CMDS = cc make pkg-config clang cppcheck clang-tidy sshd ssh-keygen busybox jq
+# Python modules of Debian's /usr/bin/python3 (the bench's 1 s poller)
+PY_MODS  = proxmoxer
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter
 STD     = -std=c11 -D_GNU_SOURCE
@@ -178,10 +180,10 @@ lint: check-deps
 # deps: every build and test dependency; installs what is missing when run
 # as root on Debian, otherwise prints the apt-get line and fails.
 deps:
-	@sh tests/tools/deps.sh "$(DEB_PKGS)" "$(DEB_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)"
+	@sh tests/tools/deps.sh "$(DEB_PKGS)" "$(DEB_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)" "$(PY_MODS)"
 
 check-deps:
-	@sh tests/tools/deps.sh --check "$(DEB_PKGS)" "$(DEB_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)"
+	@sh tests/tools/deps.sh --check "$(DEB_PKGS)" "$(DEB_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)" "$(PY_MODS)"
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 \

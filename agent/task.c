@@ -228,40 +228,40 @@ enum task_line_kind task_parse_line(const char *line, struct task_progress *p)
 	return TASK_LINE_OTHER;
 }
 
-double task_poll_delay(unsigned n)
-{
-	double d = 0.1;
-	for (unsigned i = 0; i < n && d < 1.0; i++)
-		d *= 2;
-	return d > 1.0 ? 1.0 : d;
-}
-
 void task_sched_init(struct task_sched *s, double first_s, double max_s)
 {
 	memset(s, 0, sizeof *s);
-	s->first = first_s > 0 ? first_s : 0.1;
-	s->max = max_s > 0 ? max_s : 1.0;
+	s->first = first_s > 0 ? first_s : 1.0;
+	s->max = max_s > 0 ? max_s : 2.0;
 	if (s->max < s->first)
 		s->max = s->first;
+	s->step = s->first < 0.15 ? s->first : 0.15;
+	s->margin = s->first < 0.1 ? s->first : 0.1;
+	s->gap = s->first;
+	s->base = -1;
 	s->best = -1;
 	s->end = -1;
 }
 
-void task_sched_progress(struct task_sched *s, double now, unsigned lines, double percent)
+void task_sched_log(struct task_sched *s, double now, unsigned lines, unsigned progress,
+		    double percent)
 {
 	double gap = now - s->last_read;
 	s->last_read = now;
-	if (!lines || !(percent >= 0)) /* no line, or NaN */
+	if (lines)
+		s->last_line = now;
+	if (!progress || !(percent >= 0)) /* no line, or NaN */
 		return;
 	if (percent > 100)
 		percent = 100;
 	/* When the last new line was written: somewhere in the gap since the
 	 * previous read; with k lines in it, about gap / (2k) before now. */
-	double at = gap > 0 ? now - gap / (2.0 * lines) : now;
+	double at = gap > 0 ? now - gap / (2.0 * progress) : now;
 	if (s->best >= 0 && percent < s->best) {
 		/* Going backwards: the next transfer (disk) began in the gap,
 		 * at the earliest at the previous read. */
 		s->seg = gap > 0 ? now - gap : now;
+		s->base = -1;
 		s->best = -1;
 		s->end = -1;
 	}
@@ -274,48 +274,66 @@ void task_sched_progress(struct task_sched *s, double now, unsigned lines, doubl
 	if (percent <= s->best)
 		return; /* no news */
 	s->best = percent;
-	double took = at - s->seg;
-	if (took <= 0)
-		return; /* no rate from a zero span */
-	double end = at + took * (100.0 - percent) / percent;
+	double rate = -1;
+	if (s->base >= 0 && at > s->base_at)
+		rate = (percent - s->base) / (at - s->base_at);
+	else if (s->base < 0 && s->seg >= 0 && at > s->seg)
+		rate = percent / (at - s->seg);
+	if (s->base < 0) {
+		s->base = percent;
+		s->base_at = at;
+	}
+	if (!(rate > 0))
+		return; /* no rate from a zero span (or an unknown start) */
+	double end = at + (100.0 - percent) / rate;
 	if (end >= 0) /* false for NaN */
 		s->end = end;
 }
 
-double task_sched_next(struct task_sched *s, double now)
+double task_sched_next(struct task_sched *s, double now, bool *status)
 {
-	if (s->was_extra && s->end >= 0 && (now >= s->end || s->best >= 90)) {
-		/* The poll just after the estimated end found the task still
-		 * running, with the copy done or nearly (after it PVE still
-		 * writes the config and drops the lock). Follow that tail
-		 * closely: the plain schedule starts again from first_s, once
-		 * per estimate. */
-		s->n = 0;
-		s->end = -1;
-		s->was_extra = false;
-	}
-	if (!s->was_extra) {
-		/* The previous poll (or the start) was one of the plain
-		 * schedule: the next one is the next delay from now. */
-		double p = s->first * task_poll_delay(s->n) / 0.1;
-		s->grid = now + (p > s->max ? s->max : p);
-		s->n++;
-		s->extra_done = false;
-	}
-	s->was_extra = false;
-	double d = s->grid - now;
-	if (d < s->first) /* an extra poll came just before */
+	double d;
+	*status = false;
+	if (s->n++ == 0) {
 		d = s->first;
-	if (d > s->max)
-		d = s->max;
-	if (s->end < 0 || s->extra_done)
-		return d;
-	double until = s->end + s->first / 4 - now;
-	if (until > 0 && until < d) {
-		/* Poll just after the estimated end, once per plain delay. */
-		s->was_extra = true;
-		s->extra_done = true;
-		d = until < s->first ? s->first : until;
+	} else if (s->end < 0) {
+		/* Nothing to estimate from: first, then doubling up to max. */
+		d = s->gap;
+		s->gap = s->gap * 2 > s->max ? s->max : s->gap * 2;
+	} else if (s->end > now) {
+		double left = s->end - now;
+		s->tails = 0;
+		if (left > TASK_SCHED_NEAR_S) {
+			/* Far: halve the time left, so the estimate is refined
+			 * as it gets nearer; never longer than twice the time
+			 * waited so far. */
+			double cap = 2 * now > s->max ? 2 * now : s->max;
+			d = left / 2 > cap ? cap : left / 2;
+		} else {
+			d = left + s->margin; /* just after the estimated end */
+		}
+	} else {
+		/* Past the estimate and still running: follow the tail,
+		 * step, step, 2 step, 4 step, ... up to max. */
+		d = s->step;
+		for (unsigned i = 1; i < s->tails && d < s->max; i++)
+			d *= 2;
+		if (d > s->max)
+			d = s->max;
+		s->tails++;
+	}
+	if (d < s->step)
+		d = s->step;
+	/* Request n never before n first_s: no more requests than polling
+	 * every first_s would have made by the time it sees the end. */
+	if (now + d < s->n * s->first)
+		d = s->n * s->first - now;
+	if (now - s->last_line >= TASK_SCHED_SILENT_S) {
+		/* A silent log: every other request asks the status. */
+		s->status_next = !s->status_next;
+		*status = s->status_next;
+	} else {
+		s->status_next = false;
 	}
 	return d;
 }
@@ -360,8 +378,11 @@ struct logstate {
 	struct task_result *res;
 	task_progress_fn progress;
 	void *ctx;
-	unsigned read_lines;     /* progress lines in the current read_log() */
+	unsigned read_new;       /* lines in the current read_log() */
+	unsigned read_lines;     /* progress lines in it */
 	double read_percent;     /* the percentage of the last of them */
+	char *final;             /* the exit status in PVE's last line of a
+				    finished task, when it is the last line read */
 };
 
 static int ring_push(struct logstate *ls, const char *line)
@@ -392,13 +413,34 @@ static char *ring_join(const struct logstate *ls)
 	return sbuf_steal(&b);
 }
 
-static void ring_free(struct logstate *ls)
+static void logstate_free(struct logstate *ls)
 {
 	for (unsigned i = 0; i < ls->count; i++)
 		free(ls->ring[(ls->head + i) % ls->cap]);
 	free(ls->ring);
 	ls->ring = NULL;
 	ls->count = 0;
+	free(ls->final);
+	ls->final = NULL;
+}
+
+/* The exit status in the last line PVE's worker writes before it exits
+ * ("TASK OK", "TASK ERROR: msg", "TASK WARNINGS: n"), parsed as PVE's
+ * upid_read_status does; NULL for any other line. */
+static const char *final_status(const char *line)
+{
+	if (strcmp(line, "TASK OK") == 0)
+		return "OK";
+	if (strncmp(line, "TASK ERROR: ", 12) == 0 && line[12])
+		return line + 12;
+	if (strncmp(line, "TASK WARNINGS: ", 15) == 0 && line[15]) {
+		const char *d = line + 15;
+		while (isdigit((unsigned char)*d))
+			d++;
+		if (!*d)
+			return line + 5;
+	}
+	return NULL;
 }
 
 static int take_line(struct logstate *ls, const char *line)
@@ -406,6 +448,12 @@ static int take_line(struct logstate *ls, const char *line)
 	struct task_progress p;
 	enum task_line_kind k = task_parse_line(line, &p);
 	struct task_result *r = ls->res;
+	const char *fin = final_status(line);
+	free(ls->final);
+	ls->final = NULL;
+	if (fin && !(ls->final = strdup(fin)))
+		return -1;
+	ls->read_new++;
 	switch (k) {
 	case TASK_LINE_DOWNTIME:
 		r->downtime_ms = p.downtime_ms;
@@ -447,7 +495,11 @@ static char *task_path(const char *node, const char *upid, const char *what)
 	return r;
 }
 
-/* Read log lines from ls->next on, until a short page. */
+/* What PVE answers for a log it cannot open (a task not visible yet). */
+#define LOG_UNOPENED "unable to open file - "
+
+/* Read log lines from ls->next on, until a short page. Returns 0, 1 when
+ * PVE could not open the log (nothing read), -1 on error. */
 static int read_log(struct pve *c, const char *node, const char *upid, struct logstate *ls,
 		    struct pve_error *err)
 {
@@ -457,6 +509,7 @@ static int read_log(struct pve *c, const char *node, const char *upid, struct lo
 		return -1;
 	}
 	int ret = -1;
+	ls->read_new = 0;
 	ls->read_lines = 0;
 	ls->read_percent = -1;
 	for (;;) {
@@ -464,6 +517,7 @@ static int read_log(struct pve *c, const char *node, const char *upid, struct lo
 		pve_params_add_int(&p, "start", (long long)ls->next);
 		pve_params_add_int(&p, "limit", LOG_PAGE);
 		json_object *d = NULL;
+		ls->res->log_reads++;
 		int rc = pve_get(c, path, &p, &d, err);
 		pve_params_free(&p);
 		if (rc < 0)
@@ -488,6 +542,13 @@ static int read_log(struct pve *c, const char *node, const char *upid, struct lo
 				n = 0;
 				break;
 			}
+			/* A missing log file is answered as its only line. */
+			if (n == 1 && ls->next == 0 &&
+			    strncmp(txt, LOG_UNOPENED, strlen(LOG_UNOPENED)) == 0) {
+				n = 0;
+				ret = 1;
+				break;
+			}
 			if (take_line(ls, txt) < 0)
 				bad = 1;
 			/* "n" is the 1-based line number: the next read starts there. */
@@ -499,6 +560,8 @@ static int read_log(struct pve *c, const char *node, const char *upid, struct lo
 			pve_error_set(err, PVE_ERR_INTERNAL, "out of memory");
 			break;
 		}
+		if (ret == 1)
+			break;
 		if (n < LOG_PAGE) {
 			ret = 0;
 			break;
@@ -537,11 +600,13 @@ int task_log_tail(struct pve *c, const char *upid, unsigned n, char **out,
 		return -1;
 	}
 	int rc = read_log(c, u.node, upid, &ls, err);
+	if (rc == 1)
+		rc = 0; /* no log file: an empty log */
 	if (rc == 0 && !(*out = ring_join(&ls))) {
 		pve_error_set(err, PVE_ERR_INTERNAL, "out of memory");
 		rc = -1;
 	}
-	ring_free(&ls);
+	logstate_free(&ls);
 	task_result_free(&res);
 	task_upid_free(&u);
 	return rc;
@@ -554,6 +619,40 @@ static bool not_visible_yet(const struct pve_error *e)
 	return e->kind == PVE_ERR_PARAM || e->kind == PVE_ERR_BAD_REQUEST ||
 	       e->kind == PVE_ERR_NOT_FOUND;
 }
+
+/* One status request: 1 stopped (*exitstatus set), 0 running, -1 error. */
+static int poll_status(struct pve *c, const char *spath, const char *upid, char **exitstatus,
+		       struct pve_error *err)
+{
+	json_object *st = NULL, *s = NULL, *x = NULL;
+	if (pve_get(c, spath, NULL, &st, err) < 0)
+		return -1;
+	const char *status = NULL;
+	if (st && json_object_object_get_ex(st, "status", &s))
+		status = json_object_get_string(s);
+	if (!status) {
+		if (st)
+			json_object_put(st);
+		pve_error_set(err, PVE_ERR_PROTOCOL, "task %s: status without \"status\"", upid);
+		return -1;
+	}
+	int r = 0;
+	if (strcmp(status, "stopped") == 0) {
+		const char *es = "unknown";
+		if (json_object_object_get_ex(st, "exitstatus", &x) && x)
+			es = json_object_get_string(x);
+		r = 1;
+		if (!(*exitstatus = strdup(es))) {
+			pve_error_set(err, PVE_ERR_INTERNAL, "out of memory");
+			r = -1;
+		}
+	}
+	json_object_put(st);
+	return r;
+}
+
+/* What one request of the wait found. */
+enum probe { PROBE_RUNNING, PROBE_STOPPED, PROBE_UNSEEN };
 
 int task_wait(struct pve *c, const char *upid, const struct task_wait_opts *o,
 	      struct task_result *res, struct pve_error *err)
@@ -585,8 +684,6 @@ int task_wait(struct pve *c, const char *upid, const struct task_wait_opts *o,
 		goto out;
 	}
 	double timeout = o->timeout_s == 0 ? 1800.0 : o->timeout_s;
-	double first = o->first_poll_s > 0 ? o->first_poll_s : 0.1;
-	double maxp = o->max_poll_s > 0 ? o->max_poll_s : 1.0;
 	double grace = o->grace_s > 0 ? o->grace_s : 10.0;
 	if (logstate_init(&ls, o->tail_lines ? o->tail_lines : 12, res, o->progress,
 			  o->progress_ctx) < 0 ||
@@ -595,55 +692,52 @@ int task_wait(struct pve *c, const char *upid, const struct task_wait_opts *o,
 		goto out;
 	}
 	struct task_sched sched;
-	task_sched_init(&sched, first, maxp);
-	double t0 = pve_clock_now(o->clock);
+	task_sched_init(&sched, o->first_poll_s, o->max_poll_s);
+	if (o->attach)
+		sched.seg = -1;
+	bool log_done = false; /* the end came with the log's last line */
+	double t0 = pve_clock_now(o->clock), el = 0;
 	for (;;) {
-		pve_clock_sleep(o->clock, task_sched_next(&sched, pve_clock_now(o->clock) - t0));
-		json_object *st = NULL;
-		res->polls++;
-		if (pve_get(c, spath, NULL, &st, err) < 0) {
-			if (not_visible_yet(err) && pve_clock_now(o->clock) - t0 < grace) {
-				log_debug("task %s not visible yet (%s)", upid,
-					  err->message ? err->message : "");
-				pve_error_clear(err);
-				continue;
-			}
-			goto out;
-		}
-		json_object *s = NULL, *x = NULL;
-		const char *status = NULL;
-		if (st && json_object_object_get_ex(st, "status", &s))
-			status = json_object_get_string(s);
-		if (!status) {
-			if (st)
-				json_object_put(st);
-			pve_error_set(err, PVE_ERR_PROTOCOL, "task %s: status without \"status\"",
-				      upid);
-			goto out;
-		}
-		bool stopped = strcmp(status, "stopped") == 0;
-		if (stopped) {
-			const char *es = "unknown";
-			if (json_object_object_get_ex(st, "exitstatus", &x) && x)
-				es = json_object_get_string(x);
-			exitstatus = strdup(es);
-		}
-		json_object_put(st);
-		if (stopped && !exitstatus) {
-			pve_error_set(err, PVE_ERR_INTERNAL, "out of memory");
-			goto out;
-		}
-		if (stopped)
-			break;
-		double el = pve_clock_now(o->clock) - t0;
-		/* At 100% the log has nothing for the schedule; read it now and
-		 * then (once per max_poll_s) for the progress callback only. */
-		if (o->progress && (sched.best < 100 || el - sched.last_read >= maxp)) {
-			if (read_log(c, u.node, upid, &ls, err) < 0)
-				goto out;
+		bool want_status = false;
+		double d = task_sched_next(&sched, el, &want_status);
+		if (timeout > 0 && el + d > timeout)
+			d = timeout > el ? timeout - el : 0;
+		pve_clock_sleep(o->clock, d);
+		enum probe found = PROBE_RUNNING;
+		int r = 0;
+		if (!want_status) {
+			r = read_log(c, u.node, upid, &ls, err);
 			el = pve_clock_now(o->clock) - t0;
-			task_sched_progress(&sched, el, ls.read_lines, ls.read_percent);
+			if (r >= 0)
+				task_sched_log(&sched, el, ls.read_new, ls.read_lines,
+					       ls.read_percent);
+			if (r == 0 && ls.final) {
+				exitstatus = ls.final;
+				ls.final = NULL;
+				log_done = true;
+				found = PROBE_STOPPED;
+			} else if (r == 1) {
+				found = PROBE_UNSEEN;
+				/* past the grace, the status call tells why */
+				want_status = el >= grace;
+			}
 		}
+		if (r >= 0 && want_status) {
+			res->polls++;
+			r = poll_status(c, spath, upid, &exitstatus, err);
+			el = pve_clock_now(o->clock) - t0;
+			found = r == 1 ? PROBE_STOPPED : PROBE_RUNNING;
+		}
+		if (r < 0) {
+			if (!not_visible_yet(err) || el >= grace)
+				goto out;
+			pve_error_clear(err);
+			found = PROBE_UNSEEN;
+		}
+		if (found == PROBE_STOPPED)
+			break;
+		if (found == PROBE_UNSEEN)
+			log_debug("task %s not visible yet", upid);
 		if (timeout > 0 && el >= timeout) {
 			pve_error_set(err, PVE_ERR_TASK_TIMEOUT,
 				      "%s %s on %s still running after %.0f s; not stopped, "
@@ -653,10 +747,11 @@ int task_wait(struct pve *c, const char *upid, const struct task_wait_opts *o,
 			goto out;
 		}
 	}
-	res->elapsed_s = pve_clock_now(o->clock) - t0;
-	/* The rest of the log: warnings, downtime, and the tail on failure. */
+	res->elapsed_s = el;
+	/* The rest of the log (warnings, downtime, and the tail on failure)
+	 * unless the read that saw the end brought it. */
 	struct pve_error lerr = {0};
-	if (read_log(c, u.node, upid, &ls, &lerr) < 0)
+	if (!log_done && read_log(c, u.node, upid, &ls, &lerr) < 0)
 		log_debug("reading the log of task %s: %s", upid,
 			  lerr.message ? lerr.message : "");
 	if (task_exit_ok(exitstatus, &res->warnings)) {
@@ -682,7 +777,7 @@ out:
 	    err->kind != PVE_ERR_TASK_TIMEOUT)
 		err->what = strprintf("waiting for task %s", upid);
 	free(spath);
-	ring_free(&ls);
+	logstate_free(&ls);
 	task_upid_free(&u);
 	if (keep && exitstatus)
 		res->exitstatus = exitstatus;

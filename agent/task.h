@@ -1,8 +1,9 @@
 /* task.h - PVE tasks: UPID parsing and formatting, starting a task-creating
- * call, waiting on a task (poll schedule 100 ms doubling to 1 s, plus a
- * poll just after the end estimated from the progress in its log), reading
- * its log for progress (clone and migration percentages), migration
- * downtime and duration, warnings, and the log tail of a failed task. */
+ * call, waiting on a task (log reads from the last line seen, placed by the
+ * end estimated from its progress, which also show the end; status polls
+ * only for a silent log), reading its log for progress (clone and
+ * migration percentages), migration downtime and duration, warnings, and
+ * the log tail of a failed task. */
 #ifndef PVAGENT_TASK_H
 #define PVAGENT_TASK_H
 
@@ -55,66 +56,86 @@ enum task_line_kind task_parse_line(const char *line, struct task_progress *p);
  * bytes. Returns 0 and sets *bytes and *end (after the unit), or -1. */
 int task_parse_size(const char *s, double *bytes, const char **end);
 
-/* Delay before status poll number n (0 = the first poll): 0.1 s doubling
- * up to 1 s. Pure. */
-double task_poll_delay(unsigned n);
-
-/* The status poll schedule of task_wait(). Times are seconds since the
- * wait began. The plain schedule is task_poll_delay() scaled to first_s and
- * capped at max_s: first_s, 2 first_s, 4 first_s, ... max_s after each poll
- * of it. Without progress that is all.
+/* The request schedule of task_wait(). Times are seconds since the wait
+ * began; pure: the caller passes them (task_wait() its clock's).
  *
- * Progress lines (a percentage) from the log reads add polls to it: the
- * time the last new line of a read was written is estimated (within the
- * gap since the previous read; the more lines came in, the nearer the read:
- * now - gap / (2 lines)), the transfer's rate follows from its start (0;
- * the time of a "0%" line, estimated the same way; or, when the percentage
- * goes backwards, e.g. for the next disk, the previous read) and its end is
- * that time plus the rest at that rate. When the estimated end plus a
- * quarter of first_s comes before the next plain poll, one extra poll is
- * made then. If that poll finds the task still running past the estimate
- * or with the copy at 90% or more (PVE writes the config and drops the
- * lock after the copy), the plain schedule starts again from first_s, once
- * per estimate, to follow that tail; otherwise it
- * goes on underneath, unchanged (a stalled task is polled as without
- * progress, at most max_s apart). At most one
- * extra poll per plain delay, none sooner than first_s after the previous
- * poll. Percentages of 0 give no estimate and ones not above the best seen
+ * Every request is a log read from the last line seen (`start=`): it brings
+ * the progress and also shows the end, since PVE's worker writes "TASK OK",
+ * "TASK ERROR: ..." or "TASK WARNINGS: n" as the last line of its log
+ * before it exits (the status call reads exactly that line).
+ *
+ * Without an estimate the first read comes after first_s, the next ones
+ * first_s apart, the gap doubling up to max_s (with the defaults 1 and 2:
+ * at 1, 2, 4, 6, 8 s). Whatever the estimate, request n never comes before
+ * n first_s, and no gap is shorter than min(0.15, first_s): by the time
+ * it sees the end, the wait has made no more requests than polling every
+ * first_s would have.
+ *
+ * Progress lines (a percentage) give an estimate of the end: the time the
+ * last new line of a read was written is estimated within the gap since
+ * the previous read (now - gap / (2 lines)); the rate counts from the first
+ * percentage above 0 of the transfer, or for that first one from the
+ * transfer's start (the wait's start, unless seg was set < 0 for a task
+ * that ran before the wait; the time of a "0%" line; or, when the
+ * percentage goes backwards, e.g. for the next disk, the previous read).
+ * While the estimated end is more than TASK_SCHED_NEAR_S ahead the next
+ * read halves the time left, at most max(max_s, 2 x time waited) later;
+ * nearer, it comes just after the estimate (+ min(0.1, first_s)). Once the end
+ * estimate has passed (or the copy is at 100%) with the task still running,
+ * its tail is followed: gaps of min(0.15, first_s), the same again, then
+ * doubling up to max_s. Percentages of 0 give no estimate, ones not above the best seen
  * of the transfer change nothing; > 100 counts as 100, NaN and < 0 as no
- * line. Pure: the caller passes the times (task_wait() its clock's). */
+ * line.
+ *
+ * A log that brought no new line for TASK_SCHED_SILENT_S makes every other
+ * request a status poll (a worker killed before its last line). */
+#define TASK_SCHED_NEAR_S 2.0
+#define TASK_SCHED_SILENT_S 10.0
+
 struct task_sched {
-	double first, max;     /* bounds of a delay (seconds) */
-	unsigned n;            /* plain delays given so far */
-	double grid;           /* time of the next plain poll */
-	bool was_extra;        /* the last delay given was an extra poll's */
-	bool extra_done;       /* an extra poll was given in this plain delay */
-	double seg;            /* start of the current transfer */
-	double best;           /* highest percentage of it, < 0: none yet */
-	double end;            /* its estimated end, < 0: none */
+	double first, max;     /* first read; longest gap without progress */
+	double step;           /* first gap past the estimated end */
+	double margin;         /* a read this long after the estimated end */
+	unsigned n;            /* delays given so far */
+	double gap;            /* the next gap without an estimate */
+	unsigned tails;        /* reads past the estimated end */
 	double last_read;      /* time of the previous log read */
+	double last_line;      /* time of the last read that brought a line */
+	bool status_next;      /* the last silent-log request was a status poll */
+	/* the current transfer */
+	double seg;            /* its start, < 0: unknown */
+	double base_at, base;  /* its first percentage above 0 and its time;
+				  base < 0: none yet */
+	double best;           /* its highest percentage, < 0: none yet */
+	double end;            /* the task's estimated end, < 0: none */
 };
 
 void task_sched_init(struct task_sched *s, double first_s, double max_s);
-/* A log read at time now brought `lines` new progress lines, the last of
- * them at percent (ignored when lines is 0). */
-void task_sched_progress(struct task_sched *s, double now, unsigned lines, double percent);
-/* The delay before the next status poll, the previous one at time now. */
-double task_sched_next(struct task_sched *s, double now);
+/* A log read at time now brought `lines` new lines, `progress` of them
+ * with a percentage, the last of those at percent. */
+void task_sched_log(struct task_sched *s, double now, unsigned lines, unsigned progress,
+		    double percent);
+/* The delay before the next request, the previous one (or the start) at
+ * time now. *status is set when it should be a status poll. */
+double task_sched_next(struct task_sched *s, double now, bool *status);
 
 typedef void (*task_progress_fn)(void *ctx, const struct task_progress *p);
 
 struct task_wait_opts {
 	double timeout_s;        /* give up waiting after this; 0: 1800; < 0: never */
-	double first_poll_s;     /* 0: 0.1 */
-	double max_poll_s;       /* 0: 1.0 */
-	double grace_s;          /* a status 400/404 this soon after the wait
-				    began means "not visible yet"; 0: 10 */
+	double first_poll_s;     /* the first request; 0: 1.0 */
+	double max_poll_s;       /* the longest gap while the log shows no
+				    progress; 0: 2.0 */
+	double grace_s;          /* a status 400/404, or a log PVE cannot open,
+				    this soon after the wait began means "not
+				    visible yet"; 0: 10 */
 	unsigned tail_lines;     /* log lines kept for a failure; 0: 12 */
 	const struct pve_clock *clock;  /* NULL: real time */
-	task_progress_fn progress;      /* called for progress lines, may be NULL;
-					   with it the log is also read while
-					   the task runs (see task_sched) */
+	task_progress_fn progress;      /* called for progress lines, may be NULL */
 	void *progress_ctx;
+	bool attach;             /* the task may have run before the wait began
+				    (re-attaching to a recorded UPID): no rate
+				    is counted from the wait's start */
 };
 
 struct task_result {
@@ -126,18 +147,20 @@ struct task_result {
 	long duration_s;         /* migration duration, -1 if none */
 	double elapsed_s;        /* time spent waiting */
 	unsigned polls;          /* status requests made */
+	unsigned log_reads;      /* log requests made (pages included) */
 };
 void task_result_free(struct task_result *r);
 
 /* Is exitstatus a success ("OK" or "WARNINGS: n")? Sets *warnings. */
 bool task_exit_ok(const char *exitstatus, int *warnings);
 
-/* Wait until the task stops, polling its status on the task_sched
- * schedule (first_poll_s, max_poll_s). With opts->progress the log is read
- * after each status poll that finds the task running, except while the
- * current transfer is at 100% (then at most once per max_poll_s); without
- * it the log is read once, at the end. Returns 0 when it ended with OK or
- * WARNINGS (the warning lines are logged as warnings and returned in res).
+/* Wait until the task stops, on the task_sched schedule (first_poll_s,
+ * max_poll_s): log reads from the last line seen, each page passed to
+ * opts->progress, ending when the log's last line is PVE's "TASK ..." line
+ * (the exit status is read from it as PVE does); the status polls of a
+ * silent log end it too, and then the rest of the log is read. Never more
+ * than one request at a time. Returns 0 when it ended with OK or WARNINGS
+ * (the warning lines are logged as warnings and returned in res).
  * On an error exit status returns -1 with err->kind PVE_ERR_TASK, err->message
  * "TYPE ID on NODE failed: EXITSTATUS", err->upid and err->detail (the last
  * log lines). After opts->timeout_s: PVE_ERR_TASK_TIMEOUT (task untouched,

@@ -116,17 +116,37 @@ static void list_tasks(struct cluster *c, const struct sim_req *req,
 	ptrvec_free(&sel);
 }
 
+/* The task of a .../tasks/{upid}[/what] route, or NULL with r answered:
+ * for a UPID the node has no log file of, PVE's read_task_log answers the
+ * open error as the log's one line, the other routes "no such task". */
 static struct sim_task *lookup(struct cluster *c, const struct sim_req *req,
-			       const char *node, const char *upid,
+			       const char *node, const char *upid, const char *what,
 			       struct sim_resp *r)
 {
 	struct sim_task *t = task_find(c, upid);
 	if (!t || strcmp(t->node, node) != 0 || !t->started) {
-		if (strncmp(upid, "UPID:", 5) != 0)
+		if (strncmp(upid, "UPID:", 5) != 0) {
 			resp_param_error(r, "upid", "unable to parse worker upid '%s'",
 					 upid);
-		else
-			resp_error(r, 500, "no such task");
+		} else if (what && strcmp(what, "log") == 0) {
+			json_object *arr = json_object_new_array(), *o = json_object_new_object();
+			if (!arr || !o) {
+				json_object_put(arr);
+				json_object_put(o);
+				resp_error(r, 500, "out of memory");
+				return NULL;
+			}
+			json_object_object_add(o, "n", json_object_new_int64(1));
+			json_object_object_add(
+				o, "t",
+				json_object_new_string("unable to open file - No such file or directory"));
+			json_object_array_add(arr, o);
+			resp_data(r, arr);
+			r->has_total = true;
+			r->total = 1;
+		} else {
+			resp_param_error(r, "upid", "no such task");
+		}
 		return NULL;
 	}
 	if (!task_owned(req, t) && !priv_check(req, r, "/nodes", "Sys.Audit"))
@@ -140,6 +160,8 @@ static void task_log_route(const struct sim_req *req, struct sim_task *t,
 	long long start = param_int(req, "start", 0);
 	long long limit = param_int(req, "limit", 50);
 	size_t vis = task_visible_lines(t, req->now);
+	if (limit == 0) /* PVE: read to the end */
+		limit = (long long)vis;
 	json_object *arr = json_object_new_array();
 	if (!arr) {
 		resp_error(r, 500, "out of memory");
@@ -156,17 +178,19 @@ static void task_log_route(const struct sim_req *req, struct sim_task *t,
 		json_object_object_add(o, "t", json_object_new_string(t->lines[i].text));
 		json_object_array_add(arr, o);
 	}
-	if (json_object_array_length(arr) == 0) {
+	/* PVE pads only an empty log (ExtJS wants a row); past the end of a
+	 * log with lines the answer is []. */
+	if (vis == 0) {
 		json_object *o = json_object_new_object();
 		if (o) {
-			json_object_object_add(o, "n", json_object_new_int64(start + 1));
+			json_object_object_add(o, "n", json_object_new_int64(1));
 			json_object_object_add(o, "t", json_object_new_string("no content"));
 			json_object_array_add(arr, o);
 		}
 	}
 	resp_data(r, arr);
 	r->has_total = true;
-	r->total = (long long)vis;
+	r->total = vis ? (long long)vis : 1;
 }
 
 bool routes_tasks(struct cluster *c, const struct sim_req *req,
@@ -211,7 +235,7 @@ bool routes_tasks(struct cluster *c, const struct sim_req *req,
 		list_tasks(c, req, s[1], r);
 		return true;
 	}
-	struct sim_task *t = lookup(c, req, s[1], s[3], r);
+	struct sim_task *t = lookup(c, req, s[1], s[3], pp->n == 5 ? s[4] : NULL, r);
 	if (!t)
 		return true;
 	if (pp->n == 4 && get) {

@@ -451,6 +451,19 @@ Test(cluster, task_log_paging_and_list)
 			     json_object_array_get_idx(r.data, 0), "n")),
 		     3);
 	cr_assert_gt(r.total, 50);
+	long long total = r.total;
+	sim_resp_clear(&r);
+	/* limit=0 reads to the end, as PVE's dump_logfile does */
+	call(c, "GET", path, "{\"start\":\"2\",\"limit\":\"0\"}", T0 + 1000, &r);
+	cr_assert_eq((long long)json_object_array_length(r.data), total - 2);
+	sim_resp_clear(&r);
+	/* past the end: [] (only an empty log is padded with "no content") */
+	char past[32];
+	snprintf(past, sizeof past, "{\"start\":\"%lld\"}", total);
+	call(c, "GET", path, past, T0 + 1000, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_eq(json_object_array_length(r.data), 0);
+	cr_assert_eq(r.total, total);
 	sim_resp_clear(&r);
 	call(c, "GET", "/nodes/pve1/tasks", "{\"typefilter\":\"qmclone\"}", T0 + 1000, &r);
 	cr_assert_eq(json_object_array_length(r.data), 1);
@@ -1212,7 +1225,16 @@ Test(cluster, upid_fields_match_task_status)
 	/* an unknown task */
 	call(c, "GET", "/nodes/pve1/tasks/UPID:pve1:00000001:00000001:00000001:x:1:root@pam:/status",
 	     NULL, T0 + 8, &r);
-	expect_error(&r, 500, "no such task");
+	expect_error(&r, 400, "Parameter verification failed.");
+	cr_assert_str_eq(jstr(r.errors, "upid"), "no such task");
+	sim_resp_clear(&r);
+	/* its log: PVE answers the open error as the only line */
+	call(c, "GET", "/nodes/pve1/tasks/UPID:pve1:00000001:00000001:00000001:x:1:root@pam:/log",
+	     NULL, T0 + 8, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_eq(json_object_array_length(r.data), 1);
+	cr_assert_str_eq(jstr(json_object_array_get_idx(r.data, 0), "t"),
+			 "unable to open file - No such file or directory");
 	sim_resp_clear(&r);
 	free(u);
 	cluster_free(c);

@@ -1,13 +1,13 @@
 #!/bin/sh
-# deps.sh - check pvagent's build and test dependencies (commands and
-# pkg-config modules). With --check only report; otherwise, as root on
-# Debian, install what is missing with apt-get, else print the exact
-# apt-get line and fail.
-#   deps.sh [--check] "DEB PACKAGES" "COMMANDS" "PKG-CONFIG MODULES"
+# deps.sh - check pvagent's build and test dependencies (commands,
+# pkg-config modules and modules of Debian's /usr/bin/python3). With --check
+# only report; otherwise, as root on Debian, install what is missing with
+# apt-get, else print the exact apt-get line and fail.
+#   deps.sh [--check] "DEB PACKAGES" "COMMANDS" "PKG-CONFIG MODULES" ["PYTHON MODULES"]
 set -u
 check_only=0
 if [ "${1:-}" = "--check" ]; then check_only=1; shift; fi
-debs=$1 cmds=$2 mods=$3
+debs=$1 cmds=$2 mods=$3 pymods=${4:-}
 
 missing() {
 	out=""
@@ -21,6 +21,9 @@ missing() {
 	else
 		out="$out cmd:pkg-config"
 	fi
+	for m in $pymods; do
+		/usr/bin/python3 -c "import $m" >/dev/null 2>&1 || out="$out py:$m"
+	done
 	echo "$out"
 }
 

@@ -589,7 +589,12 @@ struct mock {
 	const char *statuses[16]; /* status answers in order; the last repeats */
 	int nstatus, status_calls;
 	const char *log[64];
+	int log_from[64];   /* line i is in the log from task request n on
+			       (status and log requests counted, 0: always) */
 	int nlog;
+	int log_missing;    /* the first log requests: PVE's answer for a log
+			       file not there yet */
+	int task_calls;
 };
 
 static void mock_gen_cert(struct mock *m)
@@ -754,6 +759,7 @@ static bool mock_answer(struct mock *m, struct mreq *q, int *st, const char **re
 	    strstr(path, "/tasks/")) {
 		int i = m->status_calls < m->nstatus ? m->status_calls : m->nstatus - 1;
 		m->status_calls++;
+		m->task_calls++;
 		if (i < 0) {
 			*st = 500;
 			*body = strdup("{\"data\":null}");
@@ -781,14 +787,24 @@ static bool mock_answer(struct mock *m, struct mreq *q, int *st, const char **re
 		int start = atoi(form_get(qs ? qs + 1 : "", "start", b, sizeof b) ?: "0");
 		int limit = atoi(form_get(qs ? qs + 1 : "", "limit", b, sizeof b) ?: "50");
 		struct sbuf o = {0};
+		int calls = ++m->task_calls;
+		if (calls <= m->log_missing) {
+			*st = 200;
+			*body = strdup("{\"data\":[{\"n\":1,\"t\":\"unable to open file - No "
+				       "such file or directory\"}],\"total\":1}");
+			return true;
+		}
+		int vis = 0;
+		while (vis < m->nlog && m->log_from[vis] <= calls)
+			vis++;
 		sbuf_add(&o, "{\"data\":[");
-		for (int i = start; i < m->nlog && i < start + limit; i++) {
+		for (int i = start; i < vis && i < start + limit; i++) {
 			json_object *s = json_object_new_string(m->log[i]);
 			sbuf_addf(&o, "%s{\"n\":%d,\"t\":%s}", i > start ? "," : "", i + 1,
 				  json_object_to_json_string(s));
 			json_object_put(s);
 		}
-		sbuf_addf(&o, "],\"total\":%d}", m->nlog);
+		sbuf_addf(&o, "],\"total\":%d}", vis);
 		*st = 200;
 		*body = sbuf_steal(&o);
 		return true;
@@ -1462,30 +1478,32 @@ static void prog_cb(void *ctx, const struct task_progress *p)
 	pr->last = p->percent;
 }
 
-/* A clone task: not visible on the first poll, then running for five
- * polls, then OK. With `percentages` its log (all of it there from the
- * start) has the copy's "transferred" lines up to 100%, otherwise none. The
- * sleeps before the polls go to fc. */
-static void clone_task_polls(bool percentages, struct fake_clock *fc, struct prog *pr)
+/* A clone task read through its log: PVE cannot open the log on the
+ * first request, the next ones show it growing, "TASK OK" comes with the
+ * seventh. With `percentages` the log has the copy's "transferred" lines
+ * (0% with the second request, 50% with the third, 100% with the fourth),
+ * otherwise none. The sleeps before the requests go to fc; the status is
+ * never asked. */
+static void clone_task_reads(bool percentages, struct fake_clock *fc, struct prog *pr)
 {
 	struct mock m;
 	mock_start(&m);
 	mock_task(&m);
-	m.statuses[0] = "HTTP 400 no such task";
-	m.statuses[1] = "running";
-	m.statuses[2] = "running";
-	m.statuses[3] = "running";
-	m.statuses[4] = "running";
-	m.statuses[5] = "running";
-	m.statuses[6] = "OK";
-	m.nstatus = 7;
+	m.statuses[0] = "running";
+	m.nstatus = 1;
+	m.log_missing = 1;
 	int nl = 0;
+	m.log_from[nl] = 2;
 	m.log[nl++] = "create full clone of drive scsi0 (local-lvm:base-9000-disk-0)";
 	if (percentages) {
+		m.log_from[nl] = 2;
 		m.log[nl++] = "transferred 0.0 B of 4.0 GiB (0.00%)";
+		m.log_from[nl] = 3;
 		m.log[nl++] = "transferred 2.0 GiB of 4.0 GiB (50.00%)";
+		m.log_from[nl] = 4;
 		m.log[nl++] = "transferred 4.0 GiB of 4.0 GiB (100.00%)";
 	}
+	m.log_from[nl] = 7;
 	m.log[nl++] = "TASK OK";
 	m.nlog = nl;
 	struct pve_clock clk = {fake_now, fake_sleep, fc};
@@ -1499,37 +1517,40 @@ static void clone_task_polls(bool percentages, struct fake_clock *fc, struct pro
 		     "%s", e.message);
 	pve_params_free(&p);
 	cr_expect_str_eq(res.exitstatus, "OK");
-	cr_expect_eq(res.polls, 7);
+	cr_expect_eq(res.polls, 0);
+	cr_expect_eq(res.log_reads, 7);
 	cr_expect_eq(res.downtime_ms, -1);
 	task_result_free(&res);
 	pve_free(c);
 	mock_stop(&m);
 	cr_expect_eq(mock_count(&m, "POST", "/api2/json/nodes/pve1/qemu/9000/clone"), 1);
-	cr_expect_eq(mock_count(&m, "GET", MOCK_TASK_PATH "/status"), 7);
+	cr_expect_eq(mock_count(&m, "GET", MOCK_TASK_PATH "/status"), 0);
+	cr_expect_eq(mock_count(&m, "GET", MOCK_TASK_PATH "/log"), 7);
 	pve_error_clear(&e);
 }
 
-Test(mock, task_ok_after_not_yet_visible_with_poll_schedule)
+Test(mock, task_ok_after_not_yet_visible_backs_off)
 {
-	/* No percentages: the plain schedule, 0.1 s doubling to 1 s. */
+	/* No percentages: 1 s, then 1 s doubling to 2 s. */
 	struct fake_clock fc = {0};
 	struct prog pr = {0};
-	clone_task_polls(false, &fc, &pr);
-	const double want[] = {0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0};
+	clone_task_reads(false, &fc, &pr);
+	const double want[] = {1, 1, 2, 2, 2, 2, 2};
 	cr_assert_eq(fc.n, 7);
 	for (int i = 0; i < 7; i++)
 		cr_expect_float_eq(fc.slept[i], want[i], 1e-9, "sleep %d = %f", i, fc.slept[i]);
 	cr_expect_eq(pr.n, 0);
 }
 
-Test(mock, task_past_its_estimated_end_keeps_the_plain_schedule)
+Test(mock, task_progress_places_a_read_after_the_estimated_end)
 {
-	/* The second poll reads 100% while the task still runs: its estimated
-	 * end has passed, no extra poll, the plain schedule goes on. */
+	/* 0% with the read at 2 s (written about 1.5 s), 50% at 4 s (about
+	 * 3 s): the end is estimated at 4.5 s and read just after; past it
+	 * the tail is followed, request n never before n s. */
 	struct fake_clock fc = {0};
 	struct prog pr = {0};
-	clone_task_polls(true, &fc, &pr);
-	const double want[] = {0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0};
+	clone_task_reads(true, &fc, &pr);
+	const double want[] = {1, 1, 2, 0.6, 0.4, 1, 1};
 	cr_assert_eq(fc.n, 7);
 	for (int i = 0; i < 7; i++)
 		cr_expect_float_eq(fc.slept[i], want[i], 1e-9, "sleep %d = %f", i, fc.slept[i]);
@@ -1537,6 +1558,40 @@ Test(mock, task_past_its_estimated_end_keeps_the_plain_schedule)
 	cr_expect_float_eq(pr.pct[0], 0.0, 1e-9);
 	cr_expect_float_eq(pr.pct[1], 50.0, 1e-9);
 	cr_expect_float_eq(pr.pct[2], 100.0, 1e-9);
+}
+
+Test(mock, task_silent_log_asks_the_status)
+{
+	/* A log that never gets its last line (a killed worker): after 10 s
+	 * of silence the status is asked every other time and ends it; then
+	 * the rest of the log is read. */
+	struct mock m;
+	mock_start(&m);
+	mock_task(&m);
+	for (int i = 0; i < 9; i++)
+		m.statuses[i] = "running";
+	m.statuses[9] = "unexpected status";
+	m.nstatus = 10;
+	m.log[0] = "starting";
+	m.nlog = 1;
+	struct fake_clock fc = {0};
+	struct pve_clock clk = {fake_now, fake_sleep, &fc};
+	struct pve *c = mock_client(&m, false, NULL);
+	struct pve_error e = {0};
+	struct task_result res;
+	struct task_wait_opts wo = {.clock = &clk};
+	cr_expect_eq(task_wait(c, MOCK_UPID, &wo, &res, &e), -1);
+	cr_expect_eq(e.kind, PVE_ERR_TASK);
+	cr_expect_str_eq(res.exitstatus, "unexpected status");
+	cr_expect_eq(res.polls, 10);
+	/* reads at 1, 2, 4, ... 12 s; from 14 s status and log in turn, the
+	 * tenth status at 50 s; then the rest of the log */
+	cr_expect_float_eq(fc.t, 50.0, 1e-9, "%f", fc.t);
+	cr_expect_eq(res.log_reads, 7 + 9 + 1, "%u log reads", res.log_reads);
+	task_result_free(&res);
+	pve_free(c);
+	mock_stop(&m);
+	pve_error_clear(&e);
 }
 
 Test(mock, task_warnings_are_success_and_shown)
@@ -1563,6 +1618,8 @@ Test(mock, task_warnings_are_success_and_shown)
 	struct task_result res;
 	struct task_wait_opts wo = {.clock = &clk};
 	cr_assert_eq(task_wait(c, MOCK_UPID, &wo, &res, &e), 0, "%s", e.message);
+	cr_expect_eq(res.polls, 0, "the log's last line ended it");
+	cr_expect_eq(res.log_reads, 1);
 	cr_expect_eq(res.warnings, 2);
 	cr_assert_eq(res.n_warning_lines, 2);
 	cr_expect_str_eq(res.warning_lines[1], "WARN: something else");
@@ -2153,12 +2210,17 @@ Test(sim, task_wait_ok_poll_schedule_and_progress)
 		     "%s", e.message ? e.message : "");
 	pve_params_free(&p);
 	cr_expect_str_eq(res.exitstatus, "OK");
-	cr_expect(sc.n >= 1);
+	cr_expect(sc.n >= 2);
+	cr_expect_float_eq(sc.slept[0], 1.0, 1e-9, "the first read after 1 s");
+	double t = 0;
 	for (int i = 0; i < sc.n && i < 64; i++) {
-		cr_expect_float_eq(sc.slept[i], task_poll_delay((unsigned)i), 1e-9, "sleep %d = %f",
-				   i, sc.slept[i]);
+		t += sc.slept[i];
+		cr_expect(sc.slept[i] >= 0.15 - 1e-9 && t >= i + 1 - 1e-9, "sleep %d = %f", i,
+			  sc.slept[i]);
 	}
-	cr_expect_eq(res.polls, (unsigned)sc.n);
+	/* Log reads only, the last of them with "TASK OK". */
+	cr_expect_eq(res.polls, 0);
+	cr_expect_eq(res.log_reads, (unsigned)sc.n);
 	/* The clone log's percentages reached the callback in order. */
 	cr_expect(pr.n >= 10, "progress lines seen: %d", pr.n);
 	for (int i = 1; i < pr.n && i < 32; i++)

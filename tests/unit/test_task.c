@@ -1,8 +1,9 @@
 /* test_task.c - Criterion tests for agent/task.*: UPID parse/format, task
  * log line parsing (clone/mirror percentages, migration progress, downtime,
- * duration, warnings), sizes, the poll schedule (plain and brought forward
- * by progress, driven by made-up times: nothing sleeps) and exit statuses. The
- * task_wait() tests against the simulator are in test_pve.c. */
+ * duration, warnings), sizes, the request schedule (backing off without
+ * progress, placed by the estimated end with it, never more requests than
+ * polling each second; driven by made-up times: nothing sleeps) and exit
+ * statuses. The task_wait() tests against the simulator are in test_pve.c. */
 #include "task.h"
 
 #include <criterion/criterion.h>
@@ -154,218 +155,248 @@ Test(tasklog, warnings_and_other)
 	cr_expect_eq(task_parse_line(NULL, &p), TASK_LINE_OTHER);
 }
 
-Test(task, poll_schedule)
-{
-	const double want[] = {0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0};
-	for (unsigned i = 0; i < sizeof want / sizeof *want; i++)
-		cr_expect_float_eq(task_poll_delay(i), want[i], 1e-9, "delay %u", i);
-	cr_expect_float_eq(task_poll_delay(1000000), 1.0, 1e-9);
-}
+/* A task seen through task_sched with the defaults (first 1 s, max 2 s):
+ * its log gets a line at `lead`, then a progress line every copy / steps
+ * seconds from lead to lead + copy (percent 100 i / steps), none after
+ * `stall` (< 0: no stall); it ends tail seconds after the copy, or at
+ * `end` when that is > 0. Each log read gets the lines written since the
+ * previous one; a status poll gets nothing. Every delay must be at least
+ * 0.15 s and request n must not come before n s. Records the request
+ * times in at[] (may be NULL) and the status polls in *status; returns
+ * the number of requests (the last one saw the end, unless max ran out). */
+struct fake_task {
+	double lead, copy, tail, stall, end;
+	int steps;
+};
 
-/* A task seen through task_sched with first 0.1 s and max 1 s: it ends at
- * `end`; its log gets a progress line every `step` seconds from 0 to `xfer`
- * (percent 100 t / xfer), none after `stall` (< 0: no stall). Each status
- * poll that finds it running reads the new lines. Every delay must lie in
- * [0.1, 1]. Records the poll times in at[] and returns their number (the
- * last one saw the end, unless max_polls ran out). */
-static unsigned follow(double end, double step, double xfer, double stall, double *at,
-		       unsigned max_polls)
+static unsigned follow(const struct fake_task *ft, double *at, unsigned max, unsigned *status)
 {
 	struct task_sched s;
-	task_sched_init(&s, 0.1, 1.0);
+	task_sched_init(&s, 0, 0);
 	double t = 0, last = 0;
+	double end = ft->end > 0 ? ft->end : ft->lead + ft->copy + ft->tail;
 	unsigned n = 0;
-	long nlines = (long)(xfer / step + 0.5);
-	while (n < max_polls) {
-		double d = task_sched_next(&s, t);
-		cr_assert(d >= 0.1 - 1e-9 && d <= 1.0 + 1e-9, "delay %f at %f", d, t);
+	if (status)
+		*status = 0;
+	while (n < max) {
+		bool st = false;
+		double d = task_sched_next(&s, t, &st);
+		cr_assert(d >= 0.15 - 1e-9, "delay %f at %f", d, t);
 		t += d;
-		at[n++] = t;
+		cr_assert(t >= n + 1 - 1e-9, "request %u at %f", n + 1, t);
+		if (at)
+			at[n] = t;
+		n++;
+		if (st && status)
+			(*status)++;
 		if (t >= end)
 			break;
-		unsigned k = 0;
+		if (st)
+			continue;
+		unsigned k = 0, prog = 0;
 		double pct = -1;
-		for (long i = 0; i <= nlines; i++) {
-			double lt = (double)i * step;
-			if (lt > last && lt <= t && (stall < 0 || lt <= stall)) {
+		if (ft->lead > last && ft->lead <= t)
+			k++;
+		for (int i = 0; i <= ft->steps; i++) {
+			double lt = ft->lead + ft->copy * i / ft->steps;
+			if (lt > last && lt <= t && (ft->stall < 0 || lt <= ft->stall)) {
 				k++;
-				pct = 100.0 * lt / xfer;
+				prog++;
+				pct = 100.0 * i / ft->steps;
 			}
 		}
-		/* the line at 0 counts as written just after the wait began */
-		if (last == 0 && k == 0 && t > 0) {
-			k = 1;
-			pct = 0;
-		}
-		task_sched_progress(&s, t, k, pct);
+		task_sched_log(&s, t, k, prog, pct);
 		last = t;
 	}
 	return n;
 }
 
-Test(task, sched_without_progress_doubles)
+Test(task, sched_without_progress_backs_off_to_max)
 {
-	const double want[] = {0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 1.0};
+	const double want[] = {1, 1, 2, 2, 2, 2};
 	struct task_sched s;
-	task_sched_init(&s, 0, 0); /* defaults: 0.1 and 1 */
+	task_sched_init(&s, 0, 0); /* defaults: 1 and 2 */
 	double t = 0;
 	for (unsigned i = 0; i < sizeof want / sizeof *want; i++) {
-		double d = task_sched_next(&s, t);
+		bool st = true;
+		double d = task_sched_next(&s, t, &st);
 		cr_expect_float_eq(d, want[i], 1e-9, "delay %u = %f", i, d);
+		cr_expect_not(st, "a log that brings lines is read");
 		t += d;
-		/* no lines, or only 0%: nothing to estimate from */
-		task_sched_progress(&s, t, i % 2 ? 0 : 1, i % 2 ? 50.0 : 0.0);
+		/* lines, but none or only 0%: nothing to estimate from */
+		task_sched_log(&s, t, 1, i % 2 ? 0 : 1, i % 2 ? 50.0 : 0.0);
 	}
 	/* scaled: first 0.5, max 3 */
-	const double want2[] = {0.5, 1.0, 2.0, 3.0, 3.0};
+	const double want2[] = {0.5, 0.5, 1.0, 2.0, 3.0, 3.0};
 	task_sched_init(&s, 0.5, 3);
+	t = 0;
 	for (unsigned i = 0; i < sizeof want2 / sizeof *want2; i++) {
-		double d = task_sched_next(&s, 0);
+		bool st;
+		double d = task_sched_next(&s, t, &st);
 		cr_expect_float_eq(d, want2[i], 1e-9, "delay %u = %f", i, d);
+		t += d;
+		task_sched_log(&s, t, 1, 0, -1);
 	}
 }
 
-Test(task, sched_half_after_one_second_polls_just_after_two)
+Test(task, sched_never_more_requests_than_polling_each_second)
 {
-	/* 50% after 1 s, a line per 1% (0.02 s): the plain schedule polls at
-	 * 0.1, 0.3, 0.7 and 1.5 s (75%), and the next poll comes just after
-	 * 2 s instead of at 2.5 s. */
-	struct task_sched s;
-	task_sched_init(&s, 0.1, 1.0);
-	const double polls[] = {0.1, 0.3, 0.7, 1.5};
-	const unsigned lines[] = {6, 10, 20, 40};
-	const double pct[] = {5, 15, 35, 75};
-	double t = 0;
-	for (unsigned i = 0; i < 4; i++) {
-		t += task_sched_next(&s, t);
-		cr_expect_float_eq(t, polls[i], 1e-9, "poll %u at %f", i, t);
-		task_sched_progress(&s, t, lines[i], pct[i]);
-	}
-	double next = t + task_sched_next(&s, t);
-	cr_expect(next > 2.0 && next <= 2.05, "next poll at %f", next);
-
-	/* A 2 s copy with a line per 1% (qemu-img): the end is seen within
-	 * 0.1 s with no more polls than the plain schedule (0.1 0.3 0.7 1.5
-	 * 2.5) makes. */
-	double at[64];
-	unsigned n = follow(2.0, 0.02, 2.0, -1, at, 64);
-	cr_expect(at[n - 1] >= 2.0 && at[n - 1] <= 2.1, "end seen at %f", at[n - 1]);
-	cr_expect_leq(n, 5);
-	cr_expect_float_eq(at[0], 0.1, 1e-9, "the first poll stays at 0.1 s");
-
-	/* A line per second (drive-mirror, the simulator): 50% is seen at
-	 * 1.5 s having been written some time after 0.7 s; the end is still
-	 * seen before the 2.5 s of the plain schedule, with as many polls. */
-	n = follow(2.0, 1.0, 2.0, -1, at, 64);
-	cr_expect(at[n - 1] >= 2.0 && at[n - 1] <= 2.3, "end seen at %f", at[n - 1]);
-	cr_expect_leq(n, 5);
-
-	/* A 20 s copy with a line per second: seen within 0.3 s. */
-	n = follow(20.0, 1.0, 20.0, -1, at, 64);
-	cr_expect(at[n - 1] >= 20.0 && at[n - 1] <= 20.3, "end seen at %f", at[n - 1]);
-}
-
-Test(task, sched_follows_the_tail_after_the_copy)
-{
-	/* The copy (a line every 0.1 s) is done at 1.7 s, the task ends at
-	 * 2.0 s (PVE writes the config and drops the lock): the poll at the
-	 * estimated end finds it running and the quick schedule restarts, so
-	 * the end is seen before the plain schedule's 2.5 s poll. */
-	double at[64];
-	unsigned n = follow(2.0, 0.1, 1.7, -1, at, 64);
-	cr_expect(at[n - 1] >= 2.0 && at[n - 1] < 2.45, "end seen at %f", at[n - 1]);
-	cr_expect_leq(n, 8, "%u polls", n);
-}
-
-Test(task, sched_stalled_task_falls_back_to_max)
-{
-	/* The copy stops at 50% after 1 s and the task runs on for a minute:
-	 * past the estimated end (about 2 s) only the plain schedule is left,
-	 * a poll a second. */
-	double at[256];
-	unsigned n = follow(60.0, 0.02, 2.0, 1.0, at, 256);
-	cr_assert_lt(n, 256);
-	cr_expect_geq(at[n - 1], 60.0);
-	unsigned ones = 0;
-	for (unsigned i = 1; i < n; i++) {
-		double d = at[i] - at[i - 1];
-		if (at[i - 1] >= 5.0) {
-			cr_expect_float_eq(d, 1.0, 1e-9, "delay %f at %f", d, at[i - 1]);
-			ones++;
+	/* Copies of 0.5 s to 2 minutes with the simulator's timing (0.2 s
+	 * before, 0.3 s after, a line per 5% down to 1%): never more requests
+	 * than a 1 s poller needs, and from 7 s on the end is seen within
+	 * 0.15 s with far fewer (about 2 log2 of its length). */
+	for (double copy = 0.5; copy <= 120; copy *= 1.07) {
+		int steps = copy * 20 < 20 ? 20 : copy * 20 > 100 ? 100 : (int)(copy * 20);
+		struct fake_task ft = {0.2, copy, 0.3, -1, 0, steps};
+		double at[256];
+		unsigned n = follow(&ft, at, 256, NULL);
+		double end = copy + 0.5, seen = at[n - 1];
+		cr_assert_geq(seen, end);
+		cr_expect_leq(n, (unsigned)ceil(end), "%u requests for a %.2f s task", n, end);
+		if (end >= 7) {
+			cr_expect_leq(seen - end, 0.15, "%.2f s task seen %.3f s late", end,
+				      seen - end);
+			cr_expect_leq(n, 3 + 2 * log2(end), "%u requests for %.2f s", n, end);
 		}
 	}
-	cr_expect_geq(ones, 50);
-	cr_expect_leq(n, 70);
+}
+
+Test(task, sched_the_bench_clones)
+{
+	/* The bench's 2.5 s clone (400 MiB at 200 MiB/s): one read for the
+	 * rate at 1 s, one just after the end. */
+	struct fake_task ft = {0.2, 2.0, 0.3, -1, 0, 40};
+	double at[64];
+	unsigned n = follow(&ft, at, 64, NULL);
+	cr_expect_eq(n, 2, "%u requests", n);
+	cr_expect_float_eq(at[0], 1.0, 1e-9, "the first read at 1 s");
+	cr_expect(at[n - 1] >= 2.5 && at[n - 1] <= 2.6, "end seen at %f", at[n - 1]);
+
+	/* Its 60 s clone: at most 0.25 requests per task second. */
+	struct fake_task big = {0.2, 59.5, 0.3, -1, 0, 100};
+	double at2[64];
+	n = follow(&big, at2, 64, NULL);
+	cr_expect_leq(n, 15, "%u requests", n);
+	cr_expect(at2[n - 1] >= 60 && at2[n - 1] <= 60.15, "end seen at %f", at2[n - 1]);
+}
+
+Test(task, sched_stalled_task_backs_off_to_max)
+{
+	/* The copy stops at 50% after 2 s and the task runs on for a minute:
+	 * past the estimated end the tail is followed, the gap growing to
+	 * 2 s, no more. */
+	struct fake_task ft = {0.2, 4.0, 0, 2.2, 60, 100};
+	double at[256];
+	unsigned n = follow(&ft, at, 256, NULL);
+	cr_assert_lt(n, 256);
+	cr_expect_geq(at[n - 1], 60.0);
+	unsigned twos = 0;
+	for (unsigned i = 1; i < n; i++) {
+		double d = at[i] - at[i - 1];
+		cr_expect_leq(d, 2.0 + 1e-9, "delay %f at %f", d, at[i - 1]);
+		if (at[i - 1] >= 10.0 && d >= 2.0 - 1e-9)
+			twos++;
+	}
+	cr_expect_geq(twos, 20);
+	cr_expect_leq(n, 36, "%u requests", n);
+}
+
+Test(task, sched_silent_log_asks_the_status_every_other_time)
+{
+	/* No line at all for a minute (a worker killed before its last
+	 * line): after 10 s every other request is a status poll. */
+	struct fake_task ft = {100, 1, 0, -1, 60, 20};
+	double at[64];
+	unsigned st = 0;
+	unsigned n = follow(&ft, at, 64, &st);
+	cr_expect_geq(at[n - 1], 60.0);
+	cr_expect(st >= n / 2 - 4 && st <= n / 2, "%u status polls of %u", st, n);
+	/* A log that brings lines: never a status poll. */
+	struct fake_task busy = {0.2, 30, 0.3, -1, 0, 100};
+	follow(&busy, NULL, 64, &st);
+	cr_expect_eq(st, 0);
+}
+
+Test(task, sched_attached_wait_needs_two_reads_for_a_rate)
+{
+	/* A wait that began while the task ran: the first read's 50% says
+	 * nothing about the rate; the second gives it. */
+	struct task_sched s;
+	bool st;
+	task_sched_init(&s, 0, 0);
+	s.seg = -1;
+	double t = task_sched_next(&s, 0, &st);
+	task_sched_log(&s, t, 30, 30, 50.0);
+	cr_expect_float_eq(s.end, -1, 1e-9);
+	double d = task_sched_next(&s, t, &st);
+	cr_expect_float_eq(d, 1.0, 1e-9);
+	t += d;
+	task_sched_log(&s, t, 5, 5, 60.0);
+	cr_expect(s.end > t + 3 && s.end < t + 5, "end %f at %f", s.end, t);
 }
 
 Test(task, sched_bogus_percentages)
 {
 	struct task_sched s;
+	bool st;
 	double d;
 	/* A percentage at time 0 (no time passed): no rate, no estimate. */
 	task_sched_init(&s, 0.1, 1.0);
-	task_sched_progress(&s, 0, 3, 50.0);
-	d = task_sched_next(&s, 0);
+	task_sched_log(&s, 0, 3, 3, 50.0);
+	cr_expect_float_eq(s.end, -1, 1e-9);
+	d = task_sched_next(&s, 0, &st);
 	cr_expect_float_eq(d, 0.1, 1e-9);
 
 	/* Negative and NaN are ignored; the plain schedule goes on. */
 	task_sched_init(&s, 0.1, 1.0);
-	d = task_sched_next(&s, 0);
+	d = task_sched_next(&s, 0, &st);
 	cr_expect_float_eq(d, 0.1, 1e-9);
-	task_sched_progress(&s, 0.1, 1, -5.0);
-	d = task_sched_next(&s, 0.1);
+	task_sched_log(&s, 0.1, 1, 1, -5.0);
+	d = task_sched_next(&s, 0.1, &st);
+	cr_expect_float_eq(d, 0.1, 1e-9);
+	task_sched_log(&s, 0.2, 1, 1, NAN);
+	d = task_sched_next(&s, 0.2, &st);
 	cr_expect_float_eq(d, 0.2, 1e-9);
-	task_sched_progress(&s, 0.3, 1, NAN);
-	d = task_sched_next(&s, 0.3);
-	cr_expect_float_eq(d, 0.4, 1e-9);
+	cr_expect_float_eq(s.end, -1, 1e-9);
 
-	/* Above 100 counts as 100: the end is now, already past for the next
-	 * poll, which stays on the plain schedule. */
+	/* Above 100 counts as 100: the end is now, already past: the tail
+	 * is followed at the shortest step. */
 	task_sched_init(&s, 0.1, 1.0);
-	d = task_sched_next(&s, 0);
-	cr_expect_float_eq(d, 0.1, 1e-9);
-	task_sched_progress(&s, 0.1, 1, 250.0);
+	d = task_sched_next(&s, 0, &st);
+	task_sched_log(&s, 0.1, 1, 1, 250.0);
 	cr_expect_float_eq(s.best, 100.0, 1e-9);
-	d = task_sched_next(&s, 0.1);
-	cr_expect_float_eq(d, 0.2, 1e-9, "delay %f", d);
+	d = task_sched_next(&s, 0.1, &st);
+	cr_expect_float_eq(d, 0.1, 1e-9, "delay %f", d);
 
-	/* A tiny percentage far into the task: an end far ahead, the plain
-	 * schedule (never more than 1 s). */
-	task_sched_init(&s, 0.1, 1.0);
-	task_sched_progress(&s, 0.1, 1, 0.001);
-	for (int i = 0; i < 10; i++) {
-		d = task_sched_next(&s, 0.1);
-		cr_expect(d >= 0.1 && d <= 1.0, "delay %f", d);
-	}
-
-	/* An estimated end just ahead: never sooner than first. */
-	task_sched_init(&s, 0.5, 3.0);
-	task_sched_progress(&s, 1.0, 100, 99.0);
-	d = task_sched_next(&s, 1.0);
-	cr_expect_float_eq(d, 0.5, 1e-9, "delay %f", d);
+	/* A tiny percentage early: an end far ahead, the next read at most
+	 * max(max, 2 x waited) later. */
+	task_sched_init(&s, 1.0, 2.0);
+	d = task_sched_next(&s, 0, &st);
+	task_sched_log(&s, 1.0, 1, 1, 0.001);
+	cr_expect_gt(s.end, 1000);
+	d = task_sched_next(&s, 1.0, &st);
+	cr_expect_float_eq(d, 2.0, 1e-9, "delay %f", d);
 
 	/* Going backwards (the next disk): a new transfer, timed from the
 	 * gap it began in, not an end in the past. */
-	task_sched_init(&s, 0.1, 1.0);
+	task_sched_init(&s, 0, 0);
 	double t = 0;
-	t += task_sched_next(&s, t); /* 0.1 */
-	task_sched_progress(&s, t, 1, 0.0);
-	t += task_sched_next(&s, t); /* 0.3 */
-	task_sched_progress(&s, t, 1, 60.0);
-	t += task_sched_next(&s, t);
-	task_sched_progress(&s, t, 1, 100.0);
-	t += task_sched_next(&s, t);
-	task_sched_progress(&s, t, 1, 10.0); /* disk 2 at 10% */
+	t += task_sched_next(&s, t, &st); /* 1 */
+	task_sched_log(&s, t, 2, 2, 40.0);
+	t += task_sched_next(&s, t, &st);
+	task_sched_log(&s, t, 2, 2, 100.0);
+	t += task_sched_next(&s, t, &st);
+	task_sched_log(&s, t, 1, 1, 10.0); /* disk 2 at 10% */
 	cr_expect_float_eq(s.best, 10.0, 1e-9);
 	cr_expect_gt(s.end, t, "end %f now %f", s.end, t);
 	for (int i = 0; i < 20; i++) {
-		d = task_sched_next(&s, t);
-		cr_expect(d >= 0.1 - 1e-9 && d <= 1.0 + 1e-9, "delay %f", d);
+		d = task_sched_next(&s, t, &st);
+		cr_expect(d >= 0.15 - 1e-9 && d <= 2 * t + 1e-9, "delay %f", d);
 		t += d;
 	}
 	/* The same percentage again is no news. */
 	double end = s.end;
-	task_sched_progress(&s, t, 2, 10.0);
+	task_sched_log(&s, t, 2, 2, 10.0);
 	cr_expect_float_eq(s.end, end, 1e-9);
 }
 
