@@ -60,18 +60,48 @@ int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e);
 int cli_load_conf(struct cli *cli);
 /* Load the configuration (once) and open the PVE client; 0 or an exit code. */
 int cli_connect_pve(struct cli *cli);
-/* Parse "--opt" style options of a subcommand; returns the option
- * character, -1 at the end, '?' on a usage error (already reported). */
-int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+/* A command's options and arguments, parsed by the command table's
+ * declaration (pvagent.c): the options in the order given, then the
+ * positional arguments, their number already checked. */
+struct cmd_opt {
+	int opt;           /* the option character */
+	const char *val;   /* its argument, or NULL */
+};
+struct cmd_args {
+	const char *cmd;
+	struct cmd_opt *v;
+	size_t n;
+	int argc;          /* positional arguments */
+	char **argv;
+	char **cmdline;    /* the whole command line from the command's name */
+};
+
+/* One command, declared as tmux declares its cmd_entry: the options and
+ * the number of arguments it takes, and the handler that builds a request
+ * from them, runs it and prints. */
+struct cmd_entry {
+	const char *name;
+	const char *usage;             /* "NAME [--purge]" */
+	const char *help;
+	const char *shortopts;         /* for getopt ("t:n:") */
+	const struct option *longopts; /* NULL: none */
+	const char *repeatable;        /* options that may be given more than once */
+	int min_args, max_args;        /* positional arguments; max -1: any number */
+	const char *arg_name;          /* what they are, for messages ("guest name") */
+	int (*run)(struct cli *cli, const struct cmd_args *a);
+};
+
+/* Parse argv (argv[0] the command's name) by e into *a (free with
+ * cmd_args_free). 0, or EXIT_USAGE after saying what is wrong. */
+int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_args *a);
+void cmd_args_free(struct cmd_args *a);
 /* The public half of [ssh] identity, for ${pubkey}; NULL if there is none. */
 char *cli_read_pubkey(const struct conf *c);
 
-int cmd_inject(struct cli *cli, int argc, char **argv);
-int cmd_virtio(struct cli *cli, int argc, char **argv);
-int cmd_bench(struct cli *cli, int argc, char **argv);
-int cmd_jobs(struct cli *cli, int argc, char **argv);
-int cmd_job(struct cli *cli, int argc, char **argv);
-int cmd_resume(struct cli *cli, int argc, char **argv);
-int cmd_cancel(struct cli *cli, int argc, char **argv);
+/* The command entries of cli_guest.c and cli_jobs.c. */
+extern const struct cmd_entry cmd_inject_entry, cmd_virtio_entry, cmd_bench_entry;
+extern const struct cmd_entry cmd_jobs_entry, cmd_job_entry, cmd_resume_entry, cmd_cancel_entry;
+/* Parse argv by e and run it (cli_jobs.c runs a stored command line). */
+int cmd_dispatch(struct cli *cli, const struct cmd_entry *e, int argc, char **argv);
 
 #endif

@@ -228,47 +228,44 @@ static int guest_target_open(struct cli *cli, const struct target_req *req,
 
 /* ---- inject ----------------------------------------------------------------- */
 
-int cmd_inject(struct cli *cli, int argc, char **argv)
+static const struct option inject_opts[] = {
+	{"dry-run", no_argument, NULL, 'd'},
+	{"template", required_argument, NULL, 't'},
+	{"var", required_argument, NULL, 'V'},
+	{"address", required_argument, NULL, 'a'},
+	{0},
+};
+
+static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 {
-	static const struct option lo[] = {
-		{"dry-run", no_argument, NULL, 'd'},
-		{"template", required_argument, NULL, 't'},
-		{"var", required_argument, NULL, 'V'},
-		{"address", required_argument, NULL, 'a'},
-		{0},
-	};
 	bool dry_run = false;
 	const char *tname_opt = NULL, *address = NULL;
 	struct tmpl_kvlist vars = {0};
 	char *err = NULL;
-	int opt, rc = 0;
-	while (rc == 0 && (opt = cli_getopt(argc, argv, "t:", lo)) != -1) {
-		if (opt == 'd') {
-			dry_run = true;
-		} else if (opt == 't') {
-			tname_opt = optarg;
-		} else if (opt == 'a') {
-			address = optarg;
-		} else if (opt == 'V') {
-			if (tmpl_var_arg(&vars, optarg, &err) < 0) {
-				fprintf(stderr, "pvagent inject: --var %s: %s\n", optarg,
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < a->n; i++) {
+		const char *arg = a->v[i].val;
+		switch (a->v[i].opt) {
+		case 'd': dry_run = true; break;
+		case 't': tname_opt = arg; break;
+		case 'a': address = arg; break;
+		case 'V':
+			if (tmpl_var_arg(&vars, arg, &err) < 0) {
+				fprintf(stderr, "pvagent inject: --var %s: %s\n", arg,
 					err ? err : "expected K=V");
 				free(err);
 				err = NULL;
 				rc = EXIT_USAGE;
 			}
-		} else {
-			rc = EXIT_USAGE;
+			break;
+		default: rc = EXIT_USAGE; break;
 		}
 	}
-	if (rc == 0 && optind + 1 != argc)
-		rc = cli_usage_error("inject", "needs exactly one guest name",
-				 optind < argc ? argv[optind] : "NAME");
 	if (rc) {
 		tmpl_kvlist_free(&vars);
 		return rc;
 	}
-	const char *name = argv[optind];
+	const char *name = a->argv[0];
 	struct target_req treq = {
 		.cmd = "inject",
 		.name = name,
@@ -444,33 +441,30 @@ static int parse_size_mib(const char *cmd, const char *arg, unsigned *out)
 	return 0;
 }
 
-int cmd_bench(struct cli *cli, int argc, char **argv)
+static const struct option bench_opts[] = {
+	{"size", required_argument, NULL, 's'},
+	{"address", required_argument, NULL, 'a'},
+	{"template", required_argument, NULL, 't'},
+	{0},
+};
+
+static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 {
-	static const struct option lo[] = {
-		{"size", required_argument, NULL, 's'},
-		{"address", required_argument, NULL, 'a'},
-		{"template", required_argument, NULL, 't'},
-		{0},
-	};
 	const char *address = NULL, *tname = NULL;
 	unsigned size = 0;
-	int opt, rc = 0;
-	while (rc == 0 && (opt = cli_getopt(argc, argv, "t:", lo)) != -1) {
-		if (opt == 's')
-			rc = parse_size_mib("bench", optarg, &size);
-		else if (opt == 'a')
-			address = optarg;
-		else if (opt == 't')
-			tname = optarg;
-		else
-			rc = EXIT_USAGE;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < a->n; i++) {
+		const char *arg = a->v[i].val;
+		switch (a->v[i].opt) {
+		case 's': rc = parse_size_mib("bench", arg, &size); break;
+		case 'a': address = arg; break;
+		case 't': tname = arg; break;
+		default: rc = EXIT_USAGE; break;
+		}
 	}
-	if (rc == 0 && optind + 1 != argc)
-		rc = cli_usage_error("bench", "needs exactly one guest name",
-				 optind < argc ? argv[optind] : "NAME");
 	if (rc)
 		return rc;
-	const char *name = argv[optind];
+	const char *name = a->argv[0];
 	struct target_req treq = {.cmd = "bench", .name = name, .tmpl_name = tname,
 				  .address = address, .tmpl_optional = true};
 	struct guest_target gt;
@@ -586,51 +580,50 @@ static void on_convert_event(void *ctx, const struct convert_event *ev)
 	fflush(stdout);
 }
 
-int cmd_virtio(struct cli *cli, int argc, char **argv)
+static const struct option virtio_opts[] = {
+	{"bench", no_argument, NULL, 'b'},
+	{"dry-run", no_argument, NULL, 'd'},
+	{"disk-bus", required_argument, NULL, 'B'},
+	{"size", required_argument, NULL, 's'},
+	{"address", required_argument, NULL, 'a'},
+	{"template", required_argument, NULL, 't'},
+	{"timeout", required_argument, NULL, 'T'},
+	{0},
+};
+
+static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 {
-	static const struct option lo[] = {
-		{"bench", no_argument, NULL, 'b'},
-		{"dry-run", no_argument, NULL, 'd'},
-		{"disk-bus", required_argument, NULL, 'B'},
-		{"size", required_argument, NULL, 's'},
-		{"address", required_argument, NULL, 'a'},
-		{"template", required_argument, NULL, 't'},
-		{"timeout", required_argument, NULL, 'T'},
-		{0},
-	};
 	const char *address = NULL, *tname = NULL;
 	bool bench = false, dry = false;
 	enum convert_bus cbus = CONVERT_BUS_AUTO;
 	unsigned size = 0;
 	double timeout = 0;
-	int opt, rc = 0;
-	while (rc == 0 && (opt = cli_getopt(argc, argv, "t:", lo)) != -1) {
-		switch (opt) {
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < a->n; i++) {
+		const char *arg = a->v[i].val;
+		switch (a->v[i].opt) {
 		case 'b': bench = true; break;
 		case 'd': dry = true; break;
 		case 'B':
-			if (convert_bus_parse(optarg, &cbus) < 0)
-				rc = cli_usage_error("virtio", "--disk-bus: virtio-blk or virtio-scsi", optarg);
+			if (convert_bus_parse(arg, &cbus) < 0)
+				rc = cli_usage_error("virtio", "--disk-bus: virtio-blk or virtio-scsi", arg);
 			break;
-		case 's': rc = parse_size_mib("virtio", optarg, &size); break;
-		case 'a': address = optarg; break;
-		case 't': tname = optarg; break;
+		case 's': rc = parse_size_mib("virtio", arg, &size); break;
+		case 'a': address = arg; break;
+		case 't': tname = arg; break;
 		case 'T': {
 			char *end = NULL;
-			timeout = strtod(optarg, &end);
-			if (end == optarg || *end || timeout < 1 || timeout > 86400)
-				rc = cli_usage_error("virtio", "--timeout: seconds from 1 to 86400", optarg);
+			timeout = strtod(arg, &end);
+			if (end == arg || *end || timeout < 1 || timeout > 86400)
+				rc = cli_usage_error("virtio", "--timeout: seconds from 1 to 86400", arg);
 			break;
 		}
 		default: rc = EXIT_USAGE; break;
 		}
 	}
-	if (rc == 0 && optind + 1 != argc)
-		rc = cli_usage_error("virtio", "needs exactly one guest name",
-				 optind < argc ? argv[optind] : "NAME");
 	if (rc)
 		return rc;
-	const char *name = argv[optind];
+	const char *name = a->argv[0];
 	struct target_req treq = {.cmd = "virtio", .name = name, .tmpl_name = tname,
 				  .address = address, .tmpl_optional = true};
 	struct guest_target gt;
@@ -656,7 +649,7 @@ int cmd_virtio(struct cli *cli, int argc, char **argv)
 		.dry_run = dry,
 		.store = dry ? NULL : cli_store(cli),
 		.stop = &cli_stop,
-		.cli_args = (const char *const *)argv,
+		.cli_args = (const char *const *)a->cmdline,
 		.wait = &w,
 		.verify_timeout_s = timeout,
 		.bench = bench && !dry ? virtio_bench_hook : NULL,
@@ -708,3 +701,24 @@ out:
 	guest_target_free(&gt);
 	return rc;
 }
+
+/* ---- the entries ---------------------------------------------------------------- */
+
+const struct cmd_entry cmd_inject_entry = {
+	"inject", "NAME [--dry-run] [-t TEMPLATE] [--var K=V]... [--address A]",
+	"apply the template's guest files and hostname over SSH (--dry-run: show diffs)", "t:",
+	inject_opts, "V", 1, 1, "guest name", cmd_inject,
+};
+const struct cmd_entry cmd_virtio_entry = {
+	"virtio",
+	"NAME [--dry-run] [--bench [--size MiB]] [--disk-bus virtio-blk|virtio-scsi] "
+	"[--address A] [-t TEMPLATE] [--timeout S]",
+	"convert IDE disks and e1000 NICs to virtio, rolling back on failure", "t:", virtio_opts,
+	NULL, 1, 1, "guest name", cmd_virtio,
+};
+const struct cmd_entry cmd_bench_entry = {
+	"bench", "NAME [--size MiB] [--address A] [-t TEMPLATE]",
+	"in-guest disk benchmark: sequential write/read, diskinfo, random reads; stored and "
+	"compared",
+	"t:", bench_opts, NULL, 1, 1, "guest name", cmd_bench,
+};

@@ -30,15 +30,14 @@ static int open_store(struct cli *cli, const char *cmd, struct store **out)
 	return 0;
 }
 
-static int parse_id(const char *cmd, int argc, char **argv, long long *id)
+static int parse_id(const struct cmd_args *a, long long *id)
 {
-	if (optind + 1 != argc)
-		return cli_usage_error(cmd, "needs one job ID", optind < argc ? argv[optind] : "ID");
+	const char *arg = a->argv[0];
 	char *end;
 	errno = 0;
-	*id = strtoll(argv[optind], &end, 10);
-	if (errno || !*argv[optind] || *end || *id <= 0)
-		return cli_usage_error(cmd, "not a job ID", argv[optind]);
+	*id = strtoll(arg, &end, 10);
+	if (errno || !*arg || *end || *id <= 0)
+		return cli_usage_error(a->cmd, "not a job ID", arg);
 	return 0;
 }
 
@@ -96,21 +95,16 @@ static json_object *job_json(const struct store_job *j)
 	return o;
 }
 
-int cmd_jobs(struct cli *cli, int argc, char **argv)
+static int cmd_jobs(struct cli *cli, const struct cmd_args *args)
 {
-	static const struct option lo[] = {{"limit", required_argument, NULL, 'n'}, {0}};
 	long limit = 20;
-	int opt;
-	while ((opt = cli_getopt(argc, argv, "n:", lo)) != -1) {
-		if (opt != 'n')
-			return EXIT_USAGE;
+	for (size_t i = 0; i < args->n; i++) {
 		char *end;
-		limit = strtol(optarg, &end, 10);
+		limit = strtol(args->v[i].val, &end, 10);
 		if (*end || limit < 1 || limit > 10000)
-			return cli_usage_error("jobs", "--limit: expected 1 to 10000, not", optarg);
+			return cli_usage_error("jobs", "--limit: expected 1 to 10000, not",
+					       args->v[i].val);
 	}
-	if (optind != argc)
-		return cli_usage_error("jobs", "takes no arguments:", argv[optind]);
 	struct store *st;
 	int rc = open_store(cli, "jobs", &st);
 	if (rc)
@@ -154,13 +148,10 @@ int cmd_jobs(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-int cmd_job(struct cli *cli, int argc, char **argv)
+static int cmd_job(struct cli *cli, const struct cmd_args *args)
 {
-	int opt;
-	while ((opt = cli_getopt(argc, argv, "", NULL)) != -1)
-		return EXIT_USAGE;
 	long long id;
-	int rc = parse_id("job", argc, argv, &id);
+	int rc = parse_id(args, &id);
 	if (rc)
 		return rc;
 	struct store *st;
@@ -302,13 +293,35 @@ static int load_open_job(struct cli *cli, const char *cmd, long long id, struct 
 	return 0;
 }
 
-int cmd_resume(struct cli *cli, int argc, char **argv)
+/* The command line stored with the job (params "argv"), dispatched again. */
+static int rerun_command(struct cli *cli, const struct store_job *sj)
 {
-	int opt;
-	while ((opt = cli_getopt(argc, argv, "", NULL)) != -1)
-		return EXIT_USAGE;
+	json_object *p = json_tokener_parse(sj->params ? sj->params : "{}"), *a;
+	if (!json_object_object_get_ex(p, "argv", &a) || !json_object_is_type(a, json_type_array) ||
+	    json_object_array_length(a) < 2) {
+		fprintf(stderr, "pvagent resume: job %lld has no command line; run 'pvagent %s %s' "
+				"again to resume it\n",
+			sj->id, sj->workflow, sj->subject);
+		json_object_put(p);
+		return 1;
+	}
+	size_t n = json_object_array_length(a);
+	char **argv = calloc(n + 1, sizeof *argv);
+	int rc = 1;
+	if (argv) {
+		for (size_t i = 0; i < n; i++)
+			argv[i] = (char *)json_object_get_string(json_object_array_get_idx(a, i));
+		rc = cmd_dispatch(cli, &cmd_virtio_entry, (int)n, argv);
+		free(argv);
+	}
+	json_object_put(p);
+	return rc;
+}
+
+static int cmd_resume(struct cli *cli, const struct cmd_args *a)
+{
 	long long id;
-	int rc = parse_id("resume", argc, argv, &id);
+	int rc = parse_id(a, &id);
 	if (rc)
 		return rc;
 	struct store_job sj;
@@ -324,6 +337,13 @@ int cmd_resume(struct cli *cli, int argc, char **argv)
 				sj.workflow);
 		store_job_free(&sj);
 		return 1;
+	}
+	if (strcmp(sj.workflow, "virtio") == 0) {
+		/* the guest commands resume their own job: run the command line
+		 * the job was made with again */
+		rc = rerun_command(cli, &sj);
+		store_job_free(&sj);
+		return rc;
 	}
 	store_job_free(&sj);
 	struct pve_opts po = cli_pve_opts(&cli->conf);
@@ -354,13 +374,10 @@ int cmd_resume(struct cli *cli, int argc, char **argv)
 	return rc;
 }
 
-int cmd_cancel(struct cli *cli, int argc, char **argv)
+static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 {
-	int opt;
-	while ((opt = cli_getopt(argc, argv, "", NULL)) != -1)
-		return EXIT_USAGE;
 	long long id;
-	int rc = parse_id("cancel", argc, argv, &id);
+	int rc = parse_id(a, &id);
 	if (rc)
 		return rc;
 	struct store_job sj;
@@ -419,3 +436,24 @@ int cmd_cancel(struct cli *cli, int argc, char **argv)
 	store_job_free(&sj);
 	return 0;
 }
+
+/* ---- the entries ---------------------------------------------------------------- */
+
+static const struct option jobs_opts[] = {{"limit", required_argument, NULL, 'n'}, {0}};
+
+const struct cmd_entry cmd_jobs_entry = {
+	"jobs", "[--limit N]", "recent jobs with their state and duration", "n:", jobs_opts, NULL,
+	0, 0, NULL, cmd_jobs,
+};
+const struct cmd_entry cmd_job_entry = {
+	"job", "ID", "one job: its steps (state, UPID, time) and events", "", NULL, NULL, 1, 1,
+	"job ID", cmd_job,
+};
+const struct cmd_entry cmd_resume_entry = {
+	"resume", "ID", "continue an interrupted job, or one that needs attention", "", NULL, NULL,
+	1, 1, "job ID", cmd_resume,
+};
+const struct cmd_entry cmd_cancel_entry = {
+	"cancel", "ID", "end an unfinished job (a running one stops after its step)", "", NULL,
+	NULL, 1, 1, "job ID", cmd_cancel,
+};

@@ -504,6 +504,7 @@ int guest_wait_task(struct pve *c, const char *upid, const char *step, const str
 	struct task_wait_opts o = {
 		.timeout_s = w_task_timeout(w),
 		.clock = w_clock(w),
+		.attach = w && w->attach,
 		.progress = task_prog,
 		.progress_ctx = &pc,
 	};
@@ -602,6 +603,18 @@ static int wait_task_timeout(struct pve *c, const char *upid, const char *step,
 	return guest_wait_task(c, upid, step, &w2, NULL, err);
 }
 
+/* An unanswered request sent at sent_at (unix time) may still be taking
+ * effect until a request timeout after it: wait that long before looking,
+ * or the look would miss a request still on its way and send a second. */
+static void settle(struct pve *c, const struct guest_wait *w, double sent_at)
+{
+	double left = sent_at + pve_request_timeout_s(c) - clock_unix_now();
+	if (left <= 0)
+		return;
+	log_info("waiting %.1f s for an unanswered request to land before looking", left);
+	pve_clock_sleep(w_clock(w), left);
+}
+
 /* Run a task-starting request on an existing guest: a locked guest is
  * waited for and the request sent again; a UPID is handed to the hooks
  * and waited on, and never sent again; a lost answer is resolved by
@@ -619,7 +632,9 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 	char *upid = hook_resume_upid(w);
 	if (upid) {
 		log_debug("VM %d: waiting for the %s task an earlier run started", g->vmid, step);
-		int rc = wait_task_timeout(c, upid, step, task_timeout, w, err);
+		struct guest_wait wa = w ? *w : (struct guest_wait){0};
+		wa.attach = true;
+		int rc = wait_task_timeout(c, upid, step, task_timeout, &wa, err);
 		free(upid);
 		return rc;
 	}
@@ -628,6 +643,8 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 		return pve_error_oom(err);
 	struct pve_call_opts co = {.stop_if_maybe_applied = eff != NULL};
 	bool look_first = hook_resume_unknown(w) && eff;
+	if (look_first && w->hooks->resume_sent_at)
+		settle(c, w, w->hooks->resume_sent_at(w->hooks->ctx));
 	int rc = -1, resends = 0;
 	for (int attempt = 0;; attempt++) {
 		if (look_first) {
@@ -651,7 +668,9 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 					 path, upid);
 				pve_error_clear(err);
 				hook_started(w, upid);
-				rc = wait_task_timeout(c, upid, step, task_timeout, w, err);
+				struct guest_wait wa = w ? *w : (struct guest_wait){0};
+				wa.attach = true;
+				rc = wait_task_timeout(c, upid, step, task_timeout, &wa, err);
 				free(upid);
 				break;
 			}
@@ -681,6 +700,9 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 			if (err->ambiguous && eff && resends < AMBIGUOUS_RESENDS) {
 				log_info("%s %s: %s; looking whether it took effect", method, path,
 					 err->message ? err->message : "no answer");
+				/* given up on by us, the request may still be on its way */
+				if (err->kind == PVE_ERR_TIMEOUT)
+					settle(c, w, clock_unix_now() - pve_request_timeout_s(c));
 				resends++;
 				look_first = true;
 				continue;

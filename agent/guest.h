@@ -137,6 +137,8 @@ struct guest_task_hooks {
 	 * true once; the first task-starting call then looks at PVE before
 	 * sending (see guest_task's lost answers). */
 	bool (*resume_unknown)(void *ctx);
+	/* When (unix seconds) the earlier run sent that request. */
+	double (*resume_sent_at)(void *ctx);
 	void *ctx;
 };
 
@@ -150,6 +152,8 @@ struct guest_wait {
 	guest_progress_fn progress;    /* may be NULL */
 	void *progress_ctx;
 	const struct guest_task_hooks *hooks; /* may be NULL */
+	bool attach;             /* waits are on tasks that may have run for a
+				    while (re-attaching to a recorded UPID) */
 };
 
 /* Wait (bounded by lock_timeout_s) until the guest has no lock; progress

@@ -194,6 +194,25 @@ static int save_step(struct job *j, size_t i)
 	return rc;
 }
 
+static bool tx_begin(struct job *j)
+{
+	if (!j->env->store || !j->id)
+		return false;
+	char *serr = NULL;
+	if (store_tx_begin(j->env->store, &serr) < 0) {
+		store_warn(j, "a transaction", serr);
+		return false;
+	}
+	return true;
+}
+
+static void tx_commit(struct job *j)
+{
+	char *serr = NULL;
+	if (store_tx_commit(j->env->store, &serr) < 0)
+		store_warn(j, "a step", serr);
+}
+
 int job_save(struct job *j)
 {
 	return save_job(j);
@@ -223,8 +242,8 @@ static void emit(struct job *j, enum job_ev_kind kind, const char *step, double 
 	if (env->on_event)
 		env->on_event(env->event_ctx, &ev);
 	pthread_mutex_unlock(&env->mu);
-	/* progress without a percentage or text is not worth a row */
-	if (env->store && j->id && (kind != JOB_EV_PROGRESS || text)) {
+	/* percentages come and go; the store keeps what was said */
+	if (env->store && j->id && (kind != JOB_EV_PROGRESS || (text && pct < 0))) {
 		struct store_event se = {
 			.time = ev.time,
 			.step = (char *)step,
@@ -410,15 +429,22 @@ static void hook_sending(void *ctx, int vmid)
 	st->attempts++;
 	free(st->upid);
 	st->upid = NULL;
+	char at[64];
+	snprintf(at, sizeof at, "%s_sent_at", j->wf->steps[j->cur].name);
+	json_object_object_add(j->vars, at, json_object_new_double(clock_unix_now()));
 	if (vmid > 0) {
 		/* a create's candidate VMID: what a resumed step looks at */
 		char key[64];
 		snprintf(key, sizeof key, "%s_vmid", j->wf->steps[j->cur].name);
 		if (job_set_int(j, key, vmid) < 0)
 			oom(j);
-		save_job(j);
 	}
+	/* the vars and the step in one commit, before the request goes out */
+	bool tx = tx_begin(j);
+	save_job(j);
 	save_step(j, j->cur);
+	if (tx)
+		tx_commit(j);
 }
 
 static void hook_started(void *ctx, const char *upid)
@@ -452,6 +478,26 @@ static bool hook_resume_unknown(void *ctx)
 	return j->steps[j->cur].attempts > 0 && !j->steps[j->cur].upid;
 }
 
+static double hook_resume_sent_at(void *ctx)
+{
+	struct job *j = ctx;
+	char at[64];
+	snprintf(at, sizeof at, "%s_sent_at", j->wf->steps[j->cur].name);
+	json_object *v;
+	return json_object_object_get_ex(j->vars, at, &v) ? json_object_get_double(v) : 0;
+}
+
+void job_settle(struct job *j)
+{
+	double sent = hook_resume_sent_at(j);
+	double left = j->pve ? sent + pve_request_timeout_s(j->pve) - clock_unix_now() : 0;
+	if (sent <= 0 || left <= 0)
+		return;
+	log_info("%s: waiting %.1f s for the request the earlier run sent to land", j->subject,
+		 left);
+	pve_clock_sleep(&j->env->stop_clock, left);
+}
+
 const struct guest_wait *job_wait(struct job *j)
 {
 	return &j->wait;
@@ -471,6 +517,7 @@ static void step_wait_init(struct job *j, bool interrupted)
 		.started = hook_started,
 		.resume_upid = hook_resume_upid,
 		.resume_unknown = hook_resume_unknown,
+		.resume_sent_at = hook_resume_sent_at,
 		.ctx = j,
 	};
 	j->wait.hooks = (j->wf->steps[j->cur].flags & JOB_STEP_TASK) ? &j->hooks : NULL;
@@ -785,10 +832,14 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 		j->steps[i].result = j->summary ? strdup(j->summary) : NULL;
 		j->elapsed[i] = el;
 		step_set(j, i, rc == STEP_RC_SKIP ? STEP_SKIPPED : STEP_DONE);
+		/* the step's end, the vars it learned and its event: one commit */
+		bool tx = tx_begin(j);
 		save_step(j, i);
 		save_job(j);
 		if (rc != STEP_RC_SKIP)
 			emit(j, JOB_EV_STEP, d->name, el, -1, j->summary, NULL);
+		if (tx)
+			tx_commit(j);
 		if (rc == STEP_RC_END) {
 			for (size_t k = i + 1; k < wf->n_steps; k++) {
 				step_set(j, k, STEP_SKIPPED);

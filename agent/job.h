@@ -191,6 +191,10 @@ int job_step_attempts(const struct job *j);
 /* The guest waits for the current step: the env's timeouts and its stop
  * clock, progress as job events of this step, and the task hooks. */
 const struct guest_wait *job_wait(struct job *j);
+/* The current step's request was sent by an earlier run and never
+ * answered: wait until it can no longer be on its way (its send time plus
+ * the client's request timeout) before looking whether it took effect. */
+void job_settle(struct job *j);
 /* Has a stop been asked for? */
 bool job_stopping(const struct job *j);
 

@@ -31,24 +31,6 @@
 #include <string.h>
 #include <unistd.h>
 
-struct command {
-	const char *name;
-	const char *args;
-	const char *help;
-	int (*run)(struct cli *cli, int argc, char **argv);
-};
-
-static const struct command commands[];
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: pvagent [-c CONF] [--json] [-v|-q] COMMAND [ARGS]\n\ncommands:\n");
-	for (const struct command *c = commands; c->name; c++)
-		fprintf(f, "  %s %s\n      %s\n", c->name, c->args, c->help);
-	fprintf(f, "\nconfiguration: -c CONF, $PVAGENT_CONF, ./conf/pvagent.conf, "
-		   "/etc/pvagent/pvagent.conf\n");
-}
-
 int cli_usage_error(const char *cmd, const char *what, const char *arg)
 {
 	fprintf(stderr, "pvagent %s: %s '%s'\n(see pvagent --help)\n", cmd, what, arg);
@@ -200,20 +182,106 @@ static double num(json_object *o, const char *k)
 	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_double(v) : 0;
 }
 
-/* Parse "--opt" style options of a subcommand; returns the option
- * character, -1 at the end, '?' on a usage error (already reported). */
-int cli_getopt(int argc, char **argv, const char *shortopts,
-		      const struct option *longopts)
+/* ---- command arguments ----------------------------------------------------- */
+
+void cmd_args_free(struct cmd_args *a)
 {
-	return getopt_long(argc, argv, shortopts, longopts, NULL);
+	free(a->v);
+	memset(a, 0, sizeof *a);
+}
+
+static const char *opt_name(const struct cmd_entry *e, int opt, char *buf, size_t n)
+{
+	for (const struct option *o = e->longopts; o && o->name; o++)
+		if (o->val == opt) {
+			snprintf(buf, n, "--%s", o->name);
+			return buf;
+		}
+	snprintf(buf, n, "-%c", opt);
+	return buf;
+}
+
+int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_args *a)
+{
+	memset(a, 0, sizeof *a);
+	a->cmd = e->name;
+	a->cmdline = argv;
+	/* optind 0: GNU getopt starts afresh, permuting options and arguments */
+	optind = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, e->shortopts ? e->shortopts : "", e->longopts,
+				  NULL)) != -1) {
+		if (opt == '?' || opt == ':') {
+			cmd_args_free(a);
+			fprintf(stderr, "(see pvagent %s --help)\n", e->name);
+			return EXIT_USAGE;
+		}
+		const char *val = optarg;
+		bool again = false;
+		for (size_t i = 0; i < a->n; i++) {
+			if (a->v[i].opt != opt || (e->repeatable && strchr(e->repeatable, opt)))
+				continue;
+			if ((val && a->v[i].val && strcmp(val, a->v[i].val) != 0) ||
+			    (!val != !a->v[i].val)) {
+				char nb[64];
+				fprintf(stderr, "pvagent %s: %s given twice with different values "
+						"('%s' and '%s')\n",
+					e->name, opt_name(e, opt, nb, sizeof nb),
+					a->v[i].val ? a->v[i].val : "", val ? val : "");
+				cmd_args_free(a);
+				return EXIT_USAGE;
+			}
+			again = true;
+		}
+		if (again)
+			continue;
+		struct cmd_opt *nv = realloc(a->v, (a->n + 1) * sizeof *nv);
+		if (!nv) {
+			cmd_args_free(a);
+			fprintf(stderr, "pvagent: out of memory\n");
+			return 1;
+		}
+		a->v = nv;
+		a->v[a->n++] = (struct cmd_opt){opt, val};
+	}
+	a->argc = argc - optind;
+	a->argv = argv + optind;
+	const char *what = e->arg_name ? e->arg_name : "argument";
+	if (a->argc < e->min_args || (e->max_args >= 0 && a->argc > e->max_args)) {
+		if (e->max_args == 0)
+			fprintf(stderr, "pvagent %s: takes no arguments, not '%s'\n", e->name,
+				a->argv[0]);
+		else if (a->argc < e->min_args && e->min_args == e->max_args)
+			fprintf(stderr, "pvagent %s: needs %s %s\n", e->name,
+				e->min_args == 1 ? "one" : "more", what);
+		else if (a->argc < e->min_args)
+			fprintf(stderr, "pvagent %s: needs at least one %s\n", e->name, what);
+		else
+			fprintf(stderr, "pvagent %s: takes one %s, not also '%s'\n", e->name, what,
+				a->argv[e->max_args]);
+		fprintf(stderr, "usage: pvagent %s %s\n", e->name, e->usage);
+		cmd_args_free(a);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+int cmd_dispatch(struct cli *cli, const struct cmd_entry *e, int argc, char **argv)
+{
+	struct cmd_args a;
+	int rc = cmd_args_parse(e, argc, argv, &a);
+	if (rc)
+		return rc;
+	rc = e->run(cli, &a);
+	cmd_args_free(&a);
+	return rc;
 }
 
 /* ---- nodes ---------------------------------------------------------------- */
 
-static int cmd_nodes(struct cli *cli, int argc, char **argv)
+static int cmd_nodes(struct cli *cli, const struct cmd_args *a)
 {
-	if (argc > 1)
-		return cli_usage_error("nodes", "unexpected argument", argv[1]);
+	(void)a;
 	int rc = cli_connect_pve(cli);
 	if (rc)
 		return rc;
@@ -249,19 +317,12 @@ static int cmd_nodes(struct cli *cli, int argc, char **argv)
 
 /* ---- list ----------------------------------------------------------------- */
 
-static int cmd_list(struct cli *cli, int argc, char **argv)
+static int cmd_list(struct cli *cli, const struct cmd_args *a)
 {
-	static const struct option lo[] = {{"node", required_argument, NULL, 'n'}, {0}};
 	const char *node = NULL;
-	int opt;
-	while ((opt = cli_getopt(argc, argv, "n:", lo)) != -1) {
-		if (opt == 'n')
-			node = optarg;
-		else
-			return EXIT_USAGE;
-	}
-	if (optind < argc)
-		return cli_usage_error("list", "unexpected argument", argv[optind]);
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].opt == 'n')
+			node = a->v[i].val;
 	int rc = cli_connect_pve(cli);
 	if (rc)
 		return rc;
@@ -298,10 +359,9 @@ static int cmd_list(struct cli *cli, int argc, char **argv)
 
 /* ---- templates -------------------------------------------------------------- */
 
-static int cmd_templates(struct cli *cli, int argc, char **argv)
+static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 {
-	if (argc > 1)
-		return cli_usage_error("templates", "unexpected argument", argv[1]);
+	(void)args;
 	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
@@ -543,37 +603,31 @@ static int parse_count(const char *cmd, const char *opt, const char *arg, long m
 	return 0;
 }
 
-static int cmd_up(struct cli *cli, int argc, char **argv)
+static int cmd_up(struct cli *cli, const struct cmd_args *a)
 {
-	static const struct option lo[] = {
-		{"template", required_argument, NULL, 't'}, {"node", required_argument, NULL, 'n'},
-		{"vmid", required_argument, NULL, 'i'},     {"storage", required_argument, NULL, 's'},
-		{"set", required_argument, NULL, 'S'},      {"var", required_argument, NULL, 'V'},
-		{"parallel", required_argument, NULL, 'p'}, {"no-start", no_argument, NULL, 'N'},
-		{"full", no_argument, NULL, 'f'},           {"no-inject", no_argument, NULL, 'I'},
-		{0},
-	};
 	const char *tname = NULL, *node = NULL, *storage = NULL;
 	long vmid = 0, parallel = 4;
 	bool no_start = false, full = false, no_inject = false;
 	struct tmpl_kvlist sets = {0}, vars = {0};
 	char *err = NULL;
-	int opt, rc = 0;
-	while (rc == 0 && (opt = cli_getopt(argc, argv, "t:n:", lo)) != -1) {
-		switch (opt) {
-		case 't': tname = optarg; break;
-		case 'n': node = optarg; break;
-		case 's': storage = optarg; break;
-		case 'i': rc = parse_count("up", "--vmid", optarg, 100, 999999999, &vmid); break;
-		case 'p': rc = parse_count("up", "--parallel", optarg, 1, 64, &parallel); break;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < a->n; i++) {
+		const char *arg = a->v[i].val;
+		switch (a->v[i].opt) {
+		case 't': tname = arg; break;
+		case 'n': node = arg; break;
+		case 's': storage = arg; break;
+		case 'i': rc = parse_count("up", "--vmid", arg, 100, 999999999, &vmid); break;
+		case 'p': rc = parse_count("up", "--parallel", arg, 1, 64, &parallel); break;
 		case 'N': no_start = true; break;
 		case 'f': full = true; break;
 		case 'I': no_inject = true; break;
 		case 'S':
 		case 'V':
-			if (tmpl_var_arg(opt == 'S' ? &sets : &vars, optarg, &err) < 0) {
-				fprintf(stderr, "pvagent up: %s %s: %s\n", opt == 'S' ? "--set" : "--var",
-					optarg, err ? err : "expected KEY=VALUE");
+			if (tmpl_var_arg(a->v[i].opt == 'S' ? &sets : &vars, arg, &err) < 0) {
+				fprintf(stderr, "pvagent up: %s %s: %s\n",
+					a->v[i].opt == 'S' ? "--set" : "--var", arg,
+					err ? err : "expected KEY=VALUE");
 				free(err);
 				rc = EXIT_USAGE;
 			}
@@ -581,8 +635,6 @@ static int cmd_up(struct cli *cli, int argc, char **argv)
 		default: rc = EXIT_USAGE; break;
 		}
 	}
-	if (rc == 0 && optind >= argc)
-		rc = cli_usage_error("up", "needs at least one guest name", "NAME");
 	if (rc == 0 && !tname)
 		rc = cli_usage_error("up", "needs a template", "-t TEMPLATE");
 	if (rc == 0)
@@ -602,8 +654,8 @@ static int cmd_up(struct cli *cli, int argc, char **argv)
 	struct pve_opts po = cli_pve_opts(&cli->conf);
 	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
 	struct up_request req = {
-		.names = (const char *const *)(argv + optind),
-		.n_names = (size_t)(argc - optind),
+		.names = (const char *const *)a->argv,
+		.n_names = (size_t)a->argc,
 		.tmpl = t,
 		.node = node ? node : cli->conf.pve.node,
 		.storage = storage,
@@ -640,26 +692,18 @@ static int cmd_up(struct cli *cli, int argc, char **argv)
 	return rc;
 }
 
-static int cmd_down(struct cli *cli, int argc, char **argv)
+static int cmd_down(struct cli *cli, const struct cmd_args *a)
 {
-	static const struct option lo[] = {{"purge", no_argument, NULL, 'P'}, {0}};
 	bool purge = false;
-	int opt;
-	while ((opt = cli_getopt(argc, argv, "", lo)) != -1) {
-		if (opt == 'P')
-			purge = true;
-		else
-			return EXIT_USAGE;
-	}
-	if (optind + 1 != argc)
-		return cli_usage_error("down", "needs exactly one guest name", optind < argc ? argv[optind] : "NAME");
+	for (size_t i = 0; i < a->n; i++)
+		purge = purge || a->v[i].opt == 'P';
 	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
 	struct pve_opts po = cli_pve_opts(&cli->conf);
 	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
 	struct down_request req = {
-		.name = argv[optind],
+		.name = a->argv[0],
 		.purge = purge,
 		.pve_opts = &po,
 		.on_event = on_up_event,
@@ -679,30 +723,56 @@ static int cmd_down(struct cli *cli, int argc, char **argv)
 
 /* ---- command table and main ---------------------------------------------- */
 
-static const struct command commands[] = {
-	{"nodes", "", "nodes with CPU, memory and status", cmd_nodes},
-	{"list", "[--node N]", "guests: vmid, name, node, type, status, disk bus, NIC", cmd_list},
-	{"templates", "", "the templates pvagent can provision from", cmd_templates},
-	{"up", "NAME... -t TEMPLATE [--node N] [--vmid ID] [--storage S] [--set K=V]... "
-	       "[--var K=V]... [--parallel K] [--no-start] [--full] [--no-inject]",
-	 "provision guests, or converge existing ones; then inject the template's guest files",
-	 cmd_up},
-	{"down", "NAME [--purge]", "shut down and delete a guest", cmd_down},
-	{"inject", "NAME [--dry-run] [-t TEMPLATE] [--var K=V]... [--address A]",
-	 "apply the template's guest files and hostname over SSH (--dry-run: show diffs)",
-	 cmd_inject},
-	{"virtio", "NAME [--dry-run] [--bench [--size MiB]] [--disk-bus virtio-blk|virtio-scsi] "
-		   "[--address A] [-t TEMPLATE] [--timeout S]",
-	 "convert IDE disks and e1000 NICs to virtio, rolling back on failure", cmd_virtio},
-	{"bench", "NAME [--size MiB] [--address A] [-t TEMPLATE]",
-	 "in-guest disk benchmark: sequential write/read, diskinfo, random reads; stored and compared",
-	 cmd_bench},
-	{"jobs", "[--limit N]", "recent jobs with their state and duration", cmd_jobs},
-	{"job", "ID", "one job: its steps (state, UPID, time) and events", cmd_job},
-	{"resume", "ID", "continue an interrupted job", cmd_resume},
-	{"cancel", "ID", "end an unfinished job (a running one stops after its step)", cmd_cancel},
-	{NULL, NULL, NULL, NULL},
+static const struct option list_opts[] = {{"node", required_argument, NULL, 'n'}, {0}};
+static const struct option up_opts[] = {
+	{"template", required_argument, NULL, 't'}, {"node", required_argument, NULL, 'n'},
+	{"vmid", required_argument, NULL, 'i'},     {"storage", required_argument, NULL, 's'},
+	{"set", required_argument, NULL, 'S'},      {"var", required_argument, NULL, 'V'},
+	{"parallel", required_argument, NULL, 'p'}, {"no-start", no_argument, NULL, 'N'},
+	{"full", no_argument, NULL, 'f'},           {"no-inject", no_argument, NULL, 'I'},
+	{0},
 };
+static const struct option down_opts[] = {{"purge", no_argument, NULL, 'P'}, {0}};
+
+static const struct cmd_entry cmd_nodes_entry = {
+	"nodes", "", "nodes with CPU, memory and status", NULL, NULL, NULL, 0, 0, NULL, cmd_nodes,
+};
+static const struct cmd_entry cmd_list_entry = {
+	"list", "[--node N]", "guests: vmid, name, node, type, status, disk bus, NIC", "n:",
+	list_opts, NULL, 0, 0, NULL, cmd_list,
+};
+static const struct cmd_entry cmd_templates_entry = {
+	"templates", "", "the templates pvagent can provision from", NULL, NULL, NULL, 0, 0, NULL,
+	cmd_templates,
+};
+static const struct cmd_entry cmd_up_entry = {
+	"up",
+	"NAME... -t TEMPLATE [--node N] [--vmid ID] [--storage S] [--set K=V]... [--var K=V]... "
+	"[--parallel K] [--no-start] [--full] [--no-inject]",
+	"provision guests, or converge existing ones; then inject the template's guest files",
+	"t:n:", up_opts, "SV", 1, -1, "guest name", cmd_up,
+};
+static const struct cmd_entry cmd_down_entry = {
+	"down", "NAME [--purge]", "shut down and delete a guest", "", down_opts, NULL, 1, 1,
+	"guest name", cmd_down,
+};
+
+static const struct cmd_entry *const commands[] = {
+	&cmd_nodes_entry,  &cmd_list_entry,   &cmd_templates_entry, &cmd_up_entry,
+	&cmd_down_entry,   &cmd_inject_entry, &cmd_virtio_entry,    &cmd_bench_entry,
+	&cmd_jobs_entry,   &cmd_job_entry,    &cmd_resume_entry,    &cmd_cancel_entry,
+};
+#define N_COMMANDS (sizeof commands / sizeof *commands)
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pvagent [-c CONF] [--json] [-v|-q] COMMAND [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "  %s %s\n      %s\n", commands[i]->name, commands[i]->usage,
+			commands[i]->help);
+	fprintf(f, "\nconfiguration: -c CONF, $PVAGENT_CONF, ./conf/pvagent.conf, "
+		   "/etc/pvagent/pvagent.conf\n");
+}
 
 int main(int argc, char **argv)
 {
@@ -732,22 +802,20 @@ int main(int argc, char **argv)
 	}
 	log_set_level(log_level_from_verbosity(cli.verbosity));
 	const char *name = argv[optind];
-	const struct command *cmd = commands;
-	while (cmd->name && strcmp(cmd->name, name) != 0)
-		cmd++;
-	if (!cmd->name) {
+	const struct cmd_entry *cmd = NULL;
+	for (size_t i = 0; i < N_COMMANDS && !cmd; i++)
+		if (strcmp(commands[i]->name, name) == 0)
+			cmd = commands[i];
+	if (!cmd) {
 		fprintf(stderr, "pvagent: unknown command '%s'\n", name);
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	/* The subcommand parses its own options from its name on; optind 0
-	 * makes GNU getopt start afresh (permuting again, unlike the "+"
-	 * mode of the global options above). */
-	int sub_argc = argc - optind;
-	char **sub_argv = argv + optind;
-	optind = 0;
+	/* The command's options and arguments are parsed from its name on, by
+	 * its entry (GNU getopt permuting again, unlike the "+" mode of the
+	 * global options above). */
 	catch_stop_signals();
-	int rc = cmd->run(&cli, sub_argc, sub_argv);
+	int rc = cmd_dispatch(&cli, cmd, argc - optind, argv + optind);
 	pve_free(cli.pve);
 	store_close(cli.store);
 	if (cli.conf_loaded)

@@ -341,6 +341,11 @@ const char *pve_identity(const struct pve *c)
 	return c->use_token ? c->token_id : c->user;
 }
 
+double pve_request_timeout_s(const struct pve *c)
+{
+	return (double)c->timeout_ms / 1000.0;
+}
+
 unsigned long pve_request_count(const struct pve *c)
 {
 	return c->nreq;

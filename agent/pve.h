@@ -127,6 +127,9 @@ int pve_login(struct pve *c, struct pve_error *err);
 const char *pve_url(const struct pve *c);
 /* Identity used: token id or user. */
 const char *pve_identity(const struct pve *c);
+/* How long one request may take (pve_opts.timeout_ms), in seconds: an
+ * unanswered request may still take effect until then. */
+double pve_request_timeout_s(const struct pve *c);
 /* Requests sent so far (each attempt counts). */
 unsigned long pve_request_count(const struct pve *c);
 

@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,7 +20,25 @@
 struct store {
 	sqlite3 *db;
 	char *path;
+	/* One connection for every thread: a transaction (store_tx_begin)
+	 * and each single write hold this lock, so that no other thread's
+	 * statement lands inside another's transaction. Recursive: the writes
+	 * inside a transaction take it again. */
+	pthread_mutex_t mu;
+	bool mu_ok;
 };
+
+static void lock(struct store *s)
+{
+	if (s->mu_ok)
+		pthread_mutex_lock(&s->mu);
+}
+
+static void unlock(struct store *s)
+{
+	if (s->mu_ok)
+		pthread_mutex_unlock(&s->mu);
+}
 
 static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_err(char **err, const char *fmt, ...)
@@ -256,6 +275,17 @@ int store_open(const char *path, struct store **out, char **err)
 		set_err(err, "%s: out of memory", path);
 		return -1;
 	}
+	pthread_mutexattr_t ma;
+	if (pthread_mutexattr_init(&ma) == 0) {
+		if (pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE) == 0 &&
+		    pthread_mutex_init(&s->mu, &ma) == 0)
+			s->mu_ok = true;
+		pthread_mutexattr_destroy(&ma);
+	}
+	if (!s->mu_ok) {
+		set_err(err, "%s: cannot make a lock", path);
+		goto fail;
+	}
 	if (make_parent(path) < 0) {
 		set_err(err, "%s: cannot create its directory: %s", path, strerror(errno));
 		goto fail;
@@ -289,8 +319,29 @@ void store_close(struct store *s)
 	if (!s)
 		return;
 	sqlite3_close(s->db);
+	if (s->mu_ok)
+		pthread_mutex_destroy(&s->mu);
 	free(s->path);
 	free(s);
+}
+
+int store_tx_begin(struct store *s, char **err)
+{
+	lock(s);
+	if (exec(s, "BEGIN IMMEDIATE", err, "transaction") < 0) {
+		unlock(s);
+		return -1;
+	}
+	return 0;
+}
+
+int store_tx_commit(struct store *s, char **err)
+{
+	int rc = exec(s, "COMMIT", err, "commit");
+	if (rc < 0)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	unlock(s);
+	return rc;
 }
 
 sqlite3 *store_db(struct store *s)
@@ -369,7 +420,7 @@ bool store_job_resumable(const struct store_job *j)
 	return j->pid <= 0 || (kill((pid_t)j->pid, 0) < 0 && errno == ESRCH);
 }
 
-int store_job_insert(struct store *s, const char *workflow, const char *subject,
+static int store_job_insert_locked(struct store *s, const char *workflow, const char *subject,
 		     const char *params, double now, long long *id, char **err)
 {
 	sqlite3_stmt *st = NULL;
@@ -389,7 +440,16 @@ int store_job_insert(struct store *s, const char *workflow, const char *subject,
 	return 0;
 }
 
-int store_job_update(struct store *s, const struct store_job *j, char **err)
+int store_job_insert(struct store *s, const char *workflow, const char *subject,
+		     const char *params, double now, long long *id, char **err)
+{
+	lock(s);
+	int rc = store_job_insert_locked(s, workflow, subject, params, now, id, err);
+	unlock(s);
+	return rc;
+}
+
+static int store_job_update_locked(struct store *s, const struct store_job *j, char **err)
 {
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
@@ -406,6 +466,14 @@ int store_job_update(struct store *s, const struct store_job *j, char **err)
 		return db_fail(s, err, "job update");
 	}
 	return run_done(s, st, err, "job update");
+}
+
+int store_job_update(struct store *s, const struct store_job *j, char **err)
+{
+	lock(s);
+	int rc = store_job_update_locked(s, j, err);
+	unlock(s);
+	return rc;
 }
 
 #define JOB_COLS "id, workflow, subject, params, vars, state, created, started, ended, error, pid"
@@ -534,7 +602,7 @@ void store_steps_free(struct store_step *v, size_t n)
 	free(v);
 }
 
-int store_step_put(struct store *s, long long job, const struct store_step *x, char **err)
+static int store_step_put_locked(struct store *s, long long job, const struct store_step *x, char **err)
 {
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
@@ -551,6 +619,14 @@ int store_step_put(struct store *s, long long job, const struct store_step *x, c
 		return db_fail(s, err, "step");
 	}
 	return run_done(s, st, err, "step");
+}
+
+int store_step_put(struct store *s, long long job, const struct store_step *x, char **err)
+{
+	lock(s);
+	int rc = store_step_put_locked(s, job, x, err);
+	unlock(s);
+	return rc;
 }
 
 int store_steps_get(struct store *s, long long job, struct store_step **out, size_t *n,
@@ -618,7 +694,7 @@ void store_events_free(struct store_event *v, size_t n)
 	free(v);
 }
 
-int store_event_add(struct store *s, long long job, const struct store_event *ev, char **err)
+static int store_event_add_locked(struct store *s, long long job, const struct store_event *ev, char **err)
 {
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
@@ -635,6 +711,14 @@ int store_event_add(struct store *s, long long job, const struct store_event *ev
 		return db_fail(s, err, "event");
 	}
 	return run_done(s, st, err, "event");
+}
+
+int store_event_add(struct store *s, long long job, const struct store_event *ev, char **err)
+{
+	lock(s);
+	int rc = store_event_add_locked(s, job, ev, err);
+	unlock(s);
+	return rc;
 }
 
 int store_events_get(struct store *s, long long job, struct store_event **out, size_t *n,

@@ -39,6 +39,12 @@ sqlite3 *store_db(struct store *s);
 const char *store_file(const struct store *s);
 int store_schema_version(struct store *s, int *version, char **err);
 
+/* Group writes into one commit (one fsync): the writes between begin and
+ * commit land together or not at all, and no other thread's write comes
+ * between them. */
+int store_tx_begin(struct store *s, char **err);
+int store_tx_commit(struct store *s, char **err);
+
 /* ---- jobs ---------------------------------------------------------------- */
 
 enum job_state {

@@ -589,11 +589,16 @@ static int resume_claim(struct job *j, struct up_ctx *u, const char *step, const
 		}
 		log_info("%s: waiting for the %s task an earlier run started (%s)", job_subject(j),
 			 step, upid);
-		if (guest_wait_task(c, upid, step, job_wait(j), NULL, err) < 0)
+		struct guest_wait wa = *job_wait(j);
+		wa.attach = true;
+		if (guest_wait_task(c, upid, step, &wa, NULL, err) < 0)
 			return -1;
-	} else if (job_step_attempts(j) == 0 || vmid <= 0 ||
-		   !guest_vmid_is_named(c, vmid, job_subject(j), job_wait(j))) {
+	} else if (job_step_attempts(j) == 0 || vmid <= 0) {
 		return 0;
+	} else {
+		job_settle(j);
+		if (!guest_vmid_is_named(c, vmid, job_subject(j), job_wait(j)))
+			return 0;
 	}
 	struct guest_ref g = {0};
 	int r = guest_find_by_vmid(c, vmid, &g, err);

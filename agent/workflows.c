@@ -1,4 +1,5 @@
 /* workflows.c - every workflow the engine can run or resume, by name. */
+#include "convert.h"
 #include "job.h"
 #include "wf_up.h"
 
@@ -7,6 +8,7 @@
 static const struct job_workflow *const workflows[] = {
 	&wf_up,
 	&wf_down,
+	&wf_virtio,
 };
 
 const struct job_workflow *job_workflow_find(const char *name)

@@ -84,7 +84,7 @@ static void world_start(struct world *w, double time_scale)
 	free(body);
 	w->conf = strprintf("%s/pvagent.conf", w->dir);
 	char *conf = strprintf("[pve]\nurl = %s\ntoken_id = %s\ntoken_secret_file = %s\n"
-			       "fingerprint = %s\nnode = pve1\n"
+			       "fingerprint = %s\nnode = pve1\ntimeout = 3\n"
 			       "[paths]\ntemplates = %s\nstate = %s\n",
 			       sim.url, sim.token_id, secret, sim.fingerprint, tdir, w->dir);
 	write_text(w->conf, conf, 0600);
