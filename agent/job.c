@@ -28,6 +28,7 @@ struct job {
 	double created, started, ended;
 	struct store_step *steps;     /* wf->n_steps */
 	double *elapsed;              /* per step, seconds */
+	bool *dirty;                  /* per step: changed since it was stored */
 	size_t cur;
 	void *ctx;
 	bool ctx_open;
@@ -185,6 +186,7 @@ static int save_job(struct job *j)
 
 static int save_step(struct job *j, size_t i)
 {
+	j->dirty[i] = false;
 	if (!j->env->store || !j->id)
 		return 0;
 	char *serr = NULL;
@@ -194,16 +196,21 @@ static int save_step(struct job *j, size_t i)
 	return rc;
 }
 
-static bool tx_begin(struct job *j)
+static bool tx_begin_as(struct job *j, bool durable)
 {
 	if (!j->env->store || !j->id)
 		return false;
 	char *serr = NULL;
-	if (store_tx_begin(j->env->store, &serr) < 0) {
+	if (store_tx_begin(j->env->store, durable, &serr) < 0) {
 		store_warn(j, "a transaction", serr);
 		return false;
 	}
 	return true;
+}
+
+static bool tx_begin(struct job *j)
+{
+	return tx_begin_as(j, false);
 }
 
 static void tx_commit(struct job *j)
@@ -439,8 +446,9 @@ static void hook_sending(void *ctx, int vmid)
 		if (job_set_int(j, key, vmid) < 0)
 			oom(j);
 	}
-	/* the vars and the step in one commit, before the request goes out */
-	bool tx = tx_begin(j);
+	/* the vars and the step in one commit, on disk before the request goes
+	 * out */
+	bool tx = tx_begin_as(j, true);
 	save_job(j);
 	save_step(j, j->cur);
 	if (tx)
@@ -537,10 +545,12 @@ static struct job *job_alloc(struct job_env *env, const struct job_workflow *wf)
 	j->wf = wf;
 	j->steps = calloc(wf->n_steps ? wf->n_steps : 1, sizeof *j->steps);
 	j->elapsed = calloc(wf->n_steps ? wf->n_steps : 1, sizeof *j->elapsed);
+	j->dirty = calloc(wf->n_steps ? wf->n_steps : 1, sizeof *j->dirty);
 	j->ctx = calloc(1, wf->ctx_size ? wf->ctx_size : 1);
-	if (!j->steps || !j->ctx || !j->elapsed) {
+	if (!j->steps || !j->ctx || !j->elapsed || !j->dirty) {
 		free(j->steps);
 		free(j->elapsed);
+		free(j->dirty);
 		free(j->ctx);
 		free(j);
 		return NULL;
@@ -682,6 +692,7 @@ void job_free(struct job *j)
 		free(j->steps);
 	}
 	free(j->elapsed);
+	free(j->dirty);
 	json_object_put(j->params);
 	json_object_put(j->vars);
 	pve_error_clear(&j->err);
@@ -704,13 +715,32 @@ static void step_set(struct job *j, size_t i, enum step_state s)
 		st->ended = clock_unix_now();
 }
 
-static void finish(struct job *j, enum job_state state, enum job_outcome outcome)
+/* Store the steps changed since they were last stored. Step rows are
+ * written with the next commit that matters (a step's end, the job's),
+ * not when a step begins: a step stopped before it sent anything is run
+ * afresh, and one that sent a request recorded that itself (the hooks). */
+static void flush_steps(struct job *j)
+{
+	for (size_t i = 0; i < j->wf->n_steps; i++)
+		if (j->dirty[i])
+			save_step(j, i);
+}
+
+/* The job's end: its steps, its state and its last event in one commit. */
+static enum job_outcome finish(struct job *j, enum job_state state, enum job_outcome outcome,
+			       const char *word)
 {
 	j->state = state;
 	j->outcome = outcome;
 	if (state != JOB_INTERRUPTED)
 		j->ended = clock_unix_now();
+	bool tx = tx_begin(j);
+	flush_steps(j);
 	save_job(j);
+	emit(j, JOB_EV_DONE, NULL, 0, -1, word, j->ctx);
+	if (tx)
+		tx_commit(j);
+	return outcome;
 }
 
 /* Undo the done steps before index upto, last first. 0 when every undo
@@ -731,7 +761,7 @@ static int undo_steps(struct job *j, size_t upto)
 			continue;
 		}
 		step_set(j, i, STEP_UNDONE);
-		save_step(j, i);
+		j->dirty[i] = true;
 		char *name = strprintf("undo %s", d->name);
 		emit(j, JOB_EV_STEP, name ? name : d->name, pve_clock_now(j->env->clock) - t0, -1,
 		     "undone", NULL);
@@ -758,18 +788,20 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 	j->state = JOB_RUNNING;
 	if (j->started <= 0)
 		j->started = clock_unix_now();
-	save_job(j);
 	if (!j->ctx_open && wf->open) {
 		if (wf->open(j, j->ctx) < 0) {
 			if (j->err.kind == PVE_OK)
 				pve_error_set(&j->err, PVE_ERR_INTERNAL, "%s: cannot start", wf->name);
-			finish(j, JOB_FAILED, job_outcome_of_error(&j->err));
-			emit(j, JOB_EV_DONE, NULL, 0, -1, job_outcome_name(j->outcome), j->ctx);
-			return j->outcome;
+			return finish(j, JOB_FAILED, job_outcome_of_error(&j->err),
+				      job_outcome_name(job_outcome_of_error(&j->err)));
 		}
 	}
 	j->ctx_open = true;
+	bool tx = tx_begin(j);
+	save_job(j);
 	emit(j, JOB_EV_BEGIN, NULL, 0, -1, j->resumed ? "resumed" : NULL, NULL);
+	if (tx)
+		tx_commit(j);
 	size_t i = 0;
 	while (i < wf->n_steps &&
 	       (j->steps[i].state == STEP_DONE || j->steps[i].state == STEP_SKIPPED))
@@ -777,11 +809,8 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 	for (; i < wf->n_steps; i++) {
 		const struct job_step_def *d = &wf->steps[i];
 		j->cur = i;
-		if (env_stopping(j->env)) {
-			finish(j, JOB_INTERRUPTED, JOB_OUT_INTERRUPTED);
-			emit(j, JOB_EV_DONE, NULL, 0, -1, "interrupted", j->ctx);
-			return j->outcome;
-		}
+		if (env_stopping(j->env))
+			return finish(j, JOB_INTERRUPTED, JOB_OUT_INTERRUPTED, "interrupted");
 		bool interrupted = j->steps[i].state == STEP_RUNNING;
 		step_wait_init(j, interrupted);
 		if (!interrupted) {
@@ -790,7 +819,7 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 			j->steps[i].upid = NULL;
 		}
 		step_set(j, i, STEP_RUNNING);
-		save_step(j, i);
+		j->dirty[i] = true;
 		free(j->summary);
 		j->summary = NULL;
 		j->step_t0 = pve_clock_now(j->env->clock);
@@ -801,10 +830,8 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 			 * and send count are recorded) */
 			log_debug("%s: step %s interrupted", j->subject, d->name);
 			pve_error_clear(&j->err);
-			save_step(j, i);
-			finish(j, JOB_INTERRUPTED, JOB_OUT_INTERRUPTED);
-			emit(j, JOB_EV_DONE, NULL, 0, -1, "interrupted", j->ctx);
-			return j->outcome;
+			j->dirty[i] = true;
+			return finish(j, JOB_INTERRUPTED, JOB_OUT_INTERRUPTED, "interrupted");
 		}
 		if (rc == STEP_RC_FAIL) {
 			if (j->err.kind == PVE_OK)
@@ -812,7 +839,7 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 			free(j->steps[i].error);
 			j->steps[i].error = err_json_text(&j->err);
 			step_set(j, i, STEP_FAILED);
-			save_step(j, i);
+			j->dirty[i] = true;
 			enum job_outcome out = job_outcome_of_error(&j->err);
 			if (wf->undo_on_failure && !(d->flags & JOB_STEP_NO_UNDO)) {
 				struct pve_error saved = {0};
@@ -824,35 +851,35 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 			}
 			if (j->left && out != JOB_OUT_USAGE && out != JOB_OUT_UNREACHABLE)
 				out = JOB_OUT_NEEDS_ATTENTION;
-			finish(j, out == JOB_OUT_NEEDS_ATTENTION ? JOB_NEEDS_ATTENTION : JOB_FAILED, out);
-			emit(j, JOB_EV_DONE, NULL, 0, -1, "failed", j->ctx);
-			return j->outcome;
+			return finish(j, out == JOB_OUT_NEEDS_ATTENTION ? JOB_NEEDS_ATTENTION : JOB_FAILED,
+				      out, "failed");
 		}
 		free(j->steps[i].result);
 		j->steps[i].result = j->summary ? strdup(j->summary) : NULL;
 		j->elapsed[i] = el;
 		step_set(j, i, rc == STEP_RC_SKIP ? STEP_SKIPPED : STEP_DONE);
-		/* the step's end, the vars it learned and its event: one commit */
-		bool tx = tx_begin(j);
-		save_step(j, i);
-		save_job(j);
-		if (rc != STEP_RC_SKIP)
+		j->dirty[i] = true;
+		if (rc == STEP_RC_OK) {
+			/* the step's end, the vars it learned and its event: one
+			 * commit (a skipped step waits for the next one) */
+			tx = tx_begin(j);
+			flush_steps(j);
+			save_job(j);
 			emit(j, JOB_EV_STEP, d->name, el, -1, j->summary, NULL);
-		if (tx)
-			tx_commit(j);
-		if (rc == STEP_RC_END) {
+			if (tx)
+				tx_commit(j);
+		} else if (rc == STEP_RC_END) {
+			emit(j, JOB_EV_STEP, d->name, el, -1, j->summary, NULL);
 			for (size_t k = i + 1; k < wf->n_steps; k++) {
 				step_set(j, k, STEP_SKIPPED);
-				save_step(j, k);
+				j->dirty[k] = true;
 			}
 			break;
 		}
 	}
 	free(j->left);
 	j->left = NULL;
-	finish(j, JOB_DONE, JOB_OUT_DONE);
-	emit(j, JOB_EV_DONE, NULL, 0, -1, "done", j->ctx);
-	return j->outcome;
+	return finish(j, JOB_DONE, JOB_OUT_DONE, "done");
 }
 
 /* ---- several jobs ------------------------------------------------------------------------------ */
@@ -888,8 +915,7 @@ static void *run_worker(void *arg)
 		if (!c) {
 			if (j->err.kind == PVE_OK)
 				pve_error_set(&j->err, PVE_ERR_CONFIG, "no PVE connection");
-			finish(j, JOB_FAILED, job_outcome_of_error(&j->err));
-			emit(j, JOB_EV_DONE, NULL, 0, -1, "failed", j->ctx);
+			finish(j, JOB_FAILED, job_outcome_of_error(&j->err), "failed");
 			continue;
 		}
 		job_run(j, c);

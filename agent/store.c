@@ -26,6 +26,7 @@ struct store {
 	 * inside a transaction take it again. */
 	pthread_mutex_t mu;
 	bool mu_ok;
+	bool durable;   /* the open transaction is synced to disk (FULL) */
 };
 
 static void lock(struct store *s)
@@ -304,7 +305,7 @@ int store_open(const char *path, struct store **out, char **err)
 	/* WAL answers the mode now in effect; a file system that cannot do WAL
 	 * keeps the rollback journal, which still works. */
 	if (exec(s, "PRAGMA journal_mode=WAL", err, "journal mode") < 0 ||
-	    exec(s, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", err, "pragmas") < 0 ||
+	    exec(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON", err, "pragmas") < 0 ||
 	    migrate(s, err) < 0)
 		goto fail;
 	*out = s;
@@ -325,10 +326,17 @@ void store_close(struct store *s)
 	free(s);
 }
 
-int store_tx_begin(struct store *s, char **err)
+int store_tx_begin(struct store *s, bool durable, char **err)
 {
 	lock(s);
+	if (durable && exec(s, "PRAGMA synchronous=FULL", err, "synchronous") < 0) {
+		unlock(s);
+		return -1;
+	}
+	s->durable = durable;
 	if (exec(s, "BEGIN IMMEDIATE", err, "transaction") < 0) {
+		if (durable)
+			sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
 		unlock(s);
 		return -1;
 	}
@@ -340,6 +348,9 @@ int store_tx_commit(struct store *s, char **err)
 	int rc = exec(s, "COMMIT", err, "commit");
 	if (rc < 0)
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	if (s->durable)
+		sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+	s->durable = false;
 	unlock(s);
 	return rc;
 }

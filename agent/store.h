@@ -1,8 +1,11 @@
 /* store.h - state.db, the one SQLite database under [paths] state: jobs,
  * their steps and events (job.h), bench results (bench.h), and the schema
- * version with its migrations. WAL mode, a busy timeout, and synchronous
- * FULL: a row written here is on disk before the call returns, so a step
- * marked "sent" before its request is sent is still marked after a crash.
+ * version with its migrations. WAL mode and a busy timeout. Every commit
+ * survives a crash of pvagent (the WAL is written before it returns);
+ * synchronous=NORMAL leaves the fsync to the checkpoints, except for a
+ * durable transaction (store_tx_begin), which is on disk before its commit
+ * returns: the engine marks a step "sent" so, before the request goes out,
+ * so that even a power loss cannot make it send that request twice.
  *
  * Tables (readable with sqlite3; README "Architecture" documents them):
  *   meta(key PRIMARY KEY, value)          key 'schema_version'
@@ -39,10 +42,10 @@ sqlite3 *store_db(struct store *s);
 const char *store_file(const struct store *s);
 int store_schema_version(struct store *s, int *version, char **err);
 
-/* Group writes into one commit (one fsync): the writes between begin and
- * commit land together or not at all, and no other thread's write comes
- * between them. */
-int store_tx_begin(struct store *s, char **err);
+/* Group writes into one commit: the writes between begin and commit land
+ * together or not at all, and no other thread's write comes between them.
+ * durable: synced to disk (fsync) before store_tx_commit returns. */
+int store_tx_begin(struct store *s, bool durable, char **err);
 int store_tx_commit(struct store *s, char **err);
 
 /* ---- jobs ---------------------------------------------------------------- */
