@@ -8,6 +8,8 @@
 #include "convert.h"
 #include "guest.h"
 #include "inject.h"
+#include "wf_bench.h"
+#include "wf_inject.h"
 #include "log.h"
 #include "output.h"
 #include "pvecfg.h"
@@ -287,7 +289,7 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 		.on_event = on_inject_event,
 		.event_ctx = cli,
 	};
-	inject_run(&req, &res);
+	inject_job_run(cli_store(cli), &cli_stop, &req, (const char *const *)a->cmdline, &res);
 	rc = res.exit_code;
 	if (cli->json) {
 		json_object *o = inject_result_json(&res);
@@ -311,48 +313,6 @@ out:
 }
 
 /* ---- bench and virtio ------------------------------------------------------------ */
-
-/* The boot disk of a qemu config as the guest names it ("ad0", "vtbd0",
- * "sda") and the bus and NIC labels ("ide", "virtio-blk", "virtio-scsi",
- * "sata", "scsi"; "e1000", "virtio", "-"). name NULL when the profile
- * cannot tell; labels static. */
-static void guest_disk_of(json_object *config, const struct os_profile *p, char **name,
-			  const char **bus, const char **nic)
-{
-	struct pvecfg_hw hw = {0};
-	*name = NULL;
-	*bus = "-";
-	*nic = "-";
-	if (!config || pvecfg_hw_read(config, &hw) < 0)
-		return;
-	json_object *v = NULL;
-	const char *boot = json_object_object_get_ex(config, "boot", &v) ? json_object_get_string(v)
-									: NULL;
-	const char *bootdisk = json_object_object_get_ex(config, "bootdisk", &v)
-				       ? json_object_get_string(v) : NULL;
-	const struct pvecfg_disk *d = pvecfg_boot_disk(&hw, boot, bootdisk);
-	if (d) {
-		bool vscsi = hw.scsihw && strncmp(hw.scsihw, "virtio-scsi", 11) == 0;
-		unsigned idx = 0; /* among the non-cdrom disks of its bus, in PVE order */
-		for (const struct pvecfg_disk *x = hw.disks; x < d; x++)
-			idx += !x->cdrom && x->bus == d->bus;
-		enum dbus db = DBUS_IDE;
-		switch (d->bus) {
-		case BUS_IDE: *bus = "ide"; db = DBUS_IDE; break;
-		case BUS_VIRTIO: *bus = "virtio-blk"; db = DBUS_VIRTIO_BLK; break;
-		case BUS_SCSI: *bus = vscsi ? "virtio-scsi" : "scsi"; db = DBUS_VIRTIO_SCSI; break;
-		case BUS_SATA: *bus = "sata"; break;
-		default: break;
-		}
-		if (p && d->bus != BUS_SATA && (d->bus != BUS_SCSI || vscsi))
-			*name = osprof_disk_name(p, db, idx);
-	}
-	if (hw.n_nics && hw.nics[0].model)
-		*nic = strcmp(hw.nics[0].model, "virtio") == 0 ? "virtio"
-		     : strcmp(hw.nics[0].model, "e1000") == 0 ? "e1000"
-		     : strcmp(hw.nics[0].model, "e1000e") == 0 ? "e1000e" : "other";
-	pvecfg_hw_free(&hw);
-}
 
 struct bench_ctx {
 	struct cli *cli;
@@ -378,6 +338,15 @@ static void on_bench_event(void *ctx, const char *step, const char *text)
 		printf("  bench    %-8s %s\n", step, text ? text : "");
 		fflush(stdout);
 	}
+}
+
+static void on_bench_detected(void *ctx, const char *os, const char *disk, const char *bus,
+			      const char *nic)
+{
+	struct bench_ctx *bc = ctx;
+	if (!bc->cli->json)
+		printf("%s: benchmark on %s (%s/%s), %s\n", bc->name, os ? os : "?", bus, nic,
+		       disk ? disk : "no raw disk");
 }
 
 /* Run the benchmark on an open session and store the result. 0 or -1
@@ -469,30 +438,12 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 				  .address = address, .tmpl_optional = true};
 	struct guest_target gt;
 	struct bench_ctx bc = {.cli = cli, .name = name, .size_mib = size};
-	struct ssh_session *s = NULL;
-	struct inject_result det = {0};
-	struct bench_result last = {0}, now = {0};
-	char *disk = NULL, *err = NULL;
+	struct bench_result last = {0};
+	struct bench_job_result res = {0};
 	rc = guest_target_open(cli, &treq, &gt);
 	if (rc)
 		goto out;
-	bc.vmid = gt.ref.vmid;
 	bc.db = bench_db_path(cli->conf.paths.state);
-	struct ssh_error se = {0};
-	if (ssh_connect(&gt.ssh, &s, &se) < 0) {
-		fprintf(stderr, "pvagent bench: %s: %s\n", name, ssh_error_str(&se));
-		rc = ssh_error_exit_code(&se);
-		ssh_error_clear(&se);
-		goto out;
-	}
-	struct inject_request dq = {.session = s, .ssh = &gt.ssh};
-	if (inject_run(&dq, &det) < 0) {
-		fprintf(stderr, "pvagent bench: %s: %s\n", name, det.error ? det.error : "no OS");
-		rc = det.exit_code ? det.exit_code : 1;
-		goto out;
-	}
-	const char *bus, *nic;
-	guest_disk_of(gt.config, det.have_profile ? &det.profile : NULL, &disk, &bus, &nic);
 	char *lerr = NULL;
 	int have_last = bc.db ? bench_last(bc.db, name, gt.ref.vmid, &last, &lerr) : 0;
 	if (have_last < 0) {
@@ -500,12 +451,21 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 		have_last = 0;
 	}
 	free(lerr);
-	if (!cli->json)
-		printf("%s: benchmark on %s (%s/%s), %s\n", name, det.os_desc ? det.os_desc : "?",
-		       bus, nic, disk ? disk : "no raw disk");
-	if (bench_once(&bc, s, det.os.family, disk, bus, nic, &now, &err) < 0) {
-		fprintf(stderr, "pvagent bench: %s: %s\n", name, err ? err : "failed");
-		rc = now.exit_code ? now.exit_code : 1;
+	struct bench_job_request q = {
+		.name = name,
+		.vmid = gt.ref.vmid,
+		.ssh = &gt.ssh,
+		.config = gt.config,
+		.size_mib = size,
+		.db = bc.db,
+		.on_event = on_bench_event,
+		.event_ctx = &bc,
+		.on_detected = on_bench_detected,
+	};
+	if (bench_job_run(cli_store(cli), &cli_stop, &q, (const char *const *)a->cmdline, &res) <
+	    0) {
+		fprintf(stderr, "pvagent bench: %s: %s\n", name, res.error ? res.error : "failed");
+		rc = res.exit_code ? res.exit_code : 1;
 		goto out;
 	}
 	if (cli->json) {
@@ -513,25 +473,21 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 		json_object_object_add(o, "command", json_object_new_string("bench"));
 		json_object_object_add(o, "result", json_object_new_string("ok"));
 		json_object_object_add(o, "name", json_object_new_string(name));
-		json_object_object_add(o, "bench", bench_result_json(&now));
+		json_object_object_add(o, "bench", bench_result_json(&res.now));
 		if (have_last)
-			json_object_object_add(o, "compare", bench_compare_json(&last, &now));
+			json_object_object_add(o, "compare", bench_compare_json(&last, &res.now));
 		out_json_line(stdout, o);
 		json_object_put(o);
 	} else {
-		bench_print(&now, stdout);
+		bench_print(&res.now, stdout);
 		if (have_last) {
 			printf("\ncompared with the last run:\n");
-			bench_compare_table(&last, &now, stdout);
+			bench_compare_table(&last, &res.now, stdout);
 		}
 	}
 out:
-	free(err);
-	free(disk);
 	bench_result_free(&last);
-	bench_result_free(&now);
-	inject_result_free(&det);
-	ssh_close(s);
+	bench_job_result_free(&res);
 	bench_ctx_free(&bc);
 	guest_target_free(&gt);
 	return rc;

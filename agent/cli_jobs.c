@@ -311,7 +311,17 @@ static int rerun_command(struct cli *cli, const struct store_job *sj)
 	if (argv) {
 		for (size_t i = 0; i < n; i++)
 			argv[i] = (char *)json_object_get_string(json_object_array_get_idx(a, i));
-		rc = cmd_dispatch(cli, &cmd_virtio_entry, (int)n, argv);
+		static const struct cmd_entry *const guest_cmds[] = {
+			&cmd_virtio_entry, &cmd_inject_entry, &cmd_bench_entry};
+		const struct cmd_entry *e = NULL;
+		for (size_t i = 0; i < sizeof guest_cmds / sizeof *guest_cmds && !e; i++)
+			if (strcmp(guest_cmds[i]->name, argv[0]) == 0)
+				e = guest_cmds[i];
+		if (e)
+			rc = cmd_dispatch(cli, e, (int)n, argv);
+		else
+			fprintf(stderr, "pvagent resume: job %lld: cannot resume '%s'\n", sj->id,
+				argv[0]);
 		free(argv);
 	}
 	json_object_put(p);
@@ -338,7 +348,7 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 		store_job_free(&sj);
 		return 1;
 	}
-	if (strcmp(sj.workflow, "virtio") == 0) {
+	if (wf != &wf_up && wf != &wf_down) {
 		/* the guest commands resume their own job: run the command line
 		 * the job was made with again */
 		rc = rerun_command(cli, &sj);

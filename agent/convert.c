@@ -1743,17 +1743,11 @@ static int virtio_job(struct job_env *env, const struct convert_request *req, st
 			return job_load(env, id, &wf_virtio, out, err) == 1 ? 0 : -1;
 		}
 	}
-	json_object *params = json_object_new_object();
+	json_object *params = job_cli_params(req->cli_args);
 	if (!params)
 		return pve_error_oom(err);
 	json_object_object_add(params, "vmid", json_object_new_int(req->guest->vmid));
 	json_object_object_add(params, "bus", json_object_new_int(req->bus));
-	if (req->cli_args) {
-		json_object *a = json_object_new_array();
-		for (const char *const *p = req->cli_args; a && *p; p++)
-			json_object_array_add(a, json_object_new_string(*p));
-		json_object_object_add(params, "argv", a);
-	}
 	int rc = job_new(env, &wf_virtio, subject, params, out, err);
 	json_object_put(params);
 	return rc;

@@ -703,6 +703,21 @@ void job_free(struct job *j)
 	free(j);
 }
 
+/* {"argv": [...]}: the command line, for `pvagent resume`. */
+json_object *job_cli_params(const char *const *cli_args)
+{
+	json_object *p = json_object_new_object(), *a = json_object_new_array();
+	if (!p || !a) {
+		json_object_put(p);
+		json_object_put(a);
+		return NULL;
+	}
+	for (const char *const *c = cli_args; c && *c; c++)
+		json_object_array_add(a, json_object_new_string(*c));
+	json_object_object_add(p, "argv", a);
+	return p;
+}
+
 /* ---- running ----------------------------------------------------------------------------------- */
 
 static void step_set(struct job *j, size_t i, enum step_state s)

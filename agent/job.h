@@ -122,6 +122,9 @@ int job_new(struct job_env *env, const struct job_workflow *wf, const char *subj
 int job_load(struct job_env *env, long long id, const struct job_workflow *wf,
 	     struct job **out, struct pve_error *err);
 void job_free(struct job *j);
+/* Params holding the command line a job was made by ({"argv": [...]}), so
+ * that `pvagent resume` can run it again; NULL on OOM. */
+json_object *job_cli_params(const char *const *cli_args);
 
 /* Run the job from its first unfinished step with this PVE client. */
 enum job_outcome job_run(struct job *j, struct pve *c);

@@ -1,6 +1,8 @@
 /* workflows.c - every workflow the engine can run or resume, by name. */
 #include "convert.h"
 #include "job.h"
+#include "wf_bench.h"
+#include "wf_inject.h"
 #include "wf_up.h"
 
 #include <string.h>
@@ -9,6 +11,8 @@ static const struct job_workflow *const workflows[] = {
 	&wf_up,
 	&wf_down,
 	&wf_virtio,
+	&wf_inject,
+	&wf_bench,
 };
 
 const struct job_workflow *job_workflow_find(const char *name)

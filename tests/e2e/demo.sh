@@ -111,6 +111,17 @@ run down web1
 run down web1
 run list
 
+say "Every up, down, virtio, inject and bench was a job in state.db: steps, UPIDs, events"
+run jobs --limit 8
+vj=$(pvagent --json jobs --limit 100 | jq -r '[.jobs[] | select(.workflow == "up")][-1].id')
+[ -n "$vj" ] && [ "$vj" != null ] || fail "no up job in the store"
+run job "$vj"
+open=$(pvagent --json jobs --limit 100 |
+	jq -r '[.jobs[] | select(.state != "done" and .state != "cancelled")] | length')
+[ "$open" = 0 ] || fail "$open jobs did not end done"
+pvagent --json job "$vj" | jq -e '.job.steps[] | select(.name == "clone") | .upid' >/dev/null ||
+	fail "the clone step of job $vj has no UPID"
+
 bad=$(requests_failing_schema)
 [ -z "$bad" ] || fail "requests refused by the simulator's schema check: $bad"
 say "Done: every request pvagent sent passed the PVE API schema check ($(wc -l <"$E2E_DIR/requests.jsonl") requests)"

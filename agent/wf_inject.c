@@ -1,0 +1,113 @@
+/* wf_inject.c - `pvagent inject` as a job: connect, then inject (the
+ * guest's files and hostname, written atomically with backups, every file
+ * put back on a failure: inject.h). Kept in the store like every job, so
+ * `pvagent jobs` shows it; a rerun is the resume (inject changes nothing
+ * on a guest that matches). */
+#include "wf_inject.h"
+
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct inject_ctx {
+	const struct inject_request *req;
+	struct inject_result *res;
+	struct ssh_session *s;
+};
+
+/* The job's error from an exit code (its outcome stands for the code). */
+static enum step_rc failed(struct job *j, int code, const char *msg)
+{
+	enum pve_err_kind k = code == 2 ? PVE_ERR_CONFIG : code == 4 ? PVE_ERR_CONNECT : PVE_ERR_API;
+	pve_error_set(job_err(j), k, "%s", msg ? msg : "failed");
+	job_err(j)->ambiguous = code == 3;
+	return STEP_RC_FAIL;
+}
+
+static enum step_rc st_connect(struct job *j)
+{
+	struct inject_ctx *x = job_ctx(j);
+	if (x->req->session)
+		return STEP_RC_SKIP;
+	struct ssh_error e = {0};
+	if (ssh_connect(x->req->ssh, &x->s, &e) < 0) {
+		int code = ssh_error_exit_code(&e);
+		x->res->exit_code = code ? code : 1;
+		x->res->failed_step = INJ_STEP_CONNECT;
+		x->res->error = strprintf("connect: %s", ssh_error_str(&e));
+		ssh_error_clear(&e);
+		return failed(j, x->res->exit_code, x->res->error);
+	}
+	job_summary(j, "%s", x->req->ssh->host);
+	return STEP_RC_OK;
+}
+
+static enum step_rc st_inject(struct job *j)
+{
+	struct inject_ctx *x = job_ctx(j);
+	struct inject_request q = *x->req;
+	if (!q.session)
+		q.session = x->s;
+	inject_result_free(x->res);
+	if (inject_run(&q, x->res) < 0)
+		return failed(j, x->res->exit_code ? x->res->exit_code : 1, x->res->error);
+	char *sum = inject_result_summary(x->res);
+	job_summary(j, "%s", sum ? sum : "done");
+	free(sum);
+	return STEP_RC_OK;
+}
+
+static void inject_close(struct job *j, void *ctx)
+{
+	(void)j;
+	struct inject_ctx *x = ctx;
+	ssh_close(x->s);
+	x->s = NULL;
+}
+
+static const struct job_step_def inject_steps[] = {
+	{"connect", st_connect, NULL, 0},
+	{"inject", st_inject, NULL, 0},
+};
+
+const struct job_workflow wf_inject = {
+	.name = "inject",
+	.steps = inject_steps,
+	.n_steps = sizeof inject_steps / sizeof *inject_steps,
+	.ctx_size = sizeof(struct inject_ctx),
+	.close = inject_close,
+};
+
+int inject_job_run(struct store *store, volatile sig_atomic_t *stop,
+		   const struct inject_request *req, const char *const *cli_args,
+		   struct inject_result *res)
+{
+	memset(res, 0, sizeof *res);
+	struct job_env env = {.store = req->dry_run ? NULL : store, .stop = stop};
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	json_object *params = job_cli_params(cli_args);
+	int made = job_env_init(&env) == 0 ? job_new(&env, &wf_inject, req->name ? req->name : "",
+						     params, &j, &e)
+					   : -1;
+	json_object_put(params);
+	if (made < 0) {
+		res->exit_code = 1;
+		res->error = strdup(e.message ? e.message : "cannot make the job");
+		pve_error_clear(&e);
+		job_env_fini(&env);
+		return -1;
+	}
+	struct inject_ctx *x = job_ctx(j);
+	x->req = req;
+	x->res = res;
+	enum job_outcome o = job_run(j, NULL);
+	if (o == JOB_OUT_INTERRUPTED && !res->error) {
+		res->exit_code = 130;
+		res->error = strdup("interrupted");
+	}
+	job_free(j);
+	job_env_fini(&env);
+	return o == JOB_OUT_DONE ? 0 : -1;
+}

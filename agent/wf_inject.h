@@ -1,0 +1,22 @@
+/* wf_inject.h - `inject` as a job of the engine (wf_inject.c). */
+#ifndef PVAGENT_WF_INJECT_H
+#define PVAGENT_WF_INJECT_H
+
+#include "inject.h"
+#include "job.h"
+#include "store.h"
+
+#include <signal.h>
+
+extern const struct job_workflow wf_inject;
+
+/* Run inject (inject.h) as a job kept in store (NULL, or a dry run: not
+ * kept), stopping between its steps when *stop is set; cli_args (may be
+ * NULL) is the command line kept with it. Returns and fills *res as
+ * inject_run() does; an interrupted job has exit code 130. */
+int inject_job_run(struct store *store, volatile sig_atomic_t *stop,
+		   const struct inject_request *req, const char *const *cli_args,
+		   struct inject_result *res);
+
+
+#endif
