@@ -27,22 +27,6 @@
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(char **err, const char *fmt, ...)
-{
-	if (!err)
-		return;
-	free(*err);
-	struct sbuf b = {0};
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = sbuf_vaddf(&b, fmt, ap);
-	va_end(ap);
-	*err = rc == 0 ? sbuf_steal(&b) : NULL;
-	if (rc != 0)
-		sbuf_free(&b);
-}
-
 static bool is_digit(char c)
 {
 	return c >= '0' && c <= '9';
@@ -414,7 +398,7 @@ int bench_parse_dd(const char *out, uint64_t bs, struct bench_dd *dd, char **err
 		int rc = dd_summary(l, le, &b, &s);
 		if (rc < 0) {
 			char *q = quote_line(line, len);
-			set_err(err, "dd summary not understood: '%s'", q ? q : "");
+			err_setf(err, "dd summary not understood: '%s'", q ? q : "");
 			free(q);
 			return -1;
 		}
@@ -427,13 +411,13 @@ int bench_parse_dd(const char *out, uint64_t bs, struct bench_dd *dd, char **err
 	dd->have_records = have_in && have_out;
 	if (!dd->have_summary && !have_out) {
 		char *q = first_line(out);
-		set_err(err, "dd printed no records or byte count: '%s'", q ? q : "");
+		err_setf(err, "dd printed no records or byte count: '%s'", q ? q : "");
 		free(q);
 		return -1;
 	}
 	if (!dd->have_summary) {
 		if (bs && dd->full_out > UINT64_MAX / bs) {
-			set_err(err, "dd record count %" PRIu64 " out of range", dd->full_out);
+			err_setf(err, "dd record count %" PRIu64 " out of range", dd->full_out);
 			return -1;
 		}
 		dd->bytes = dd->full_out * bs;
@@ -524,21 +508,21 @@ int bench_parse_diskinfo(const char *out, struct bench_result *r, char **err)
 				   : strcmp(key, "diskinfo_overhead_ms") == 0 ? "msec/sector" : "msec";
 		if (!di_value(l, le, unit, &v)) {
 			char *q = quote_line(line, len);
-			set_err(err, "diskinfo '%s' line not understood: '%s'", what, q ? q : "");
+			err_setf(err, "diskinfo '%s' line not understood: '%s'", what, q ? q : "");
 			free(q);
 			return -1;
 		}
 		if (transfer)
 			v = v * 1024.0 / 1e6;
 		if (bench_add_figure(r, key, v) < 0) {
-			set_err(err, "out of memory");
+			err_setf(err, "out of memory");
 			return -1;
 		}
 		found++;
 	}
 	if (!found) {
 		char *q = first_line(out);
-		set_err(err, "no diskinfo -c/-t figures in the output: '%s'", q ? q : "");
+		err_setf(err, "no diskinfo -c/-t figures in the output: '%s'", q ? q : "");
 		free(q);
 		return -1;
 	}
@@ -568,13 +552,13 @@ int bench_parse_fio(const char *out, double *iops, double *bw_kib, char **err)
 	}
 	if (!start) {
 		char *q = first_line(out);
-		set_err(err, "fio printed no JSON: '%s'", q ? q : "");
+		err_setf(err, "fio printed no JSON: '%s'", q ? q : "");
 		free(q);
 		return -1;
 	}
 	json_tokener *tok = json_tokener_new();
 	if (!tok) {
-		set_err(err, "out of memory");
+		err_setf(err, "out of memory");
 		return -1;
 	}
 	size_t n = strlen(start);
@@ -584,30 +568,30 @@ int bench_parse_fio(const char *out, double *iops, double *bw_kib, char **err)
 	int rc = -1;
 	json_object *jobs = NULL;
 	if (!o) {
-		set_err(err, "fio JSON not understood: %s",
+		err_setf(err, "fio JSON not understood: %s",
 			je == json_tokener_continue ? "it ends early" : json_tokener_error_desc(je));
 		return -1;
 	}
 	if (!json_object_object_get_ex(o, "jobs", &jobs) ||
 	    !json_object_is_type(jobs, json_type_array) || json_object_array_length(jobs) == 0) {
-		set_err(err, "fio JSON has no \"jobs\"");
+		err_setf(err, "fio JSON has no \"jobs\"");
 		goto out;
 	}
 	for (size_t i = 0; i < json_object_array_length(jobs); i++) {
 		json_object *j = json_object_array_get_idx(jobs, i), *rd = NULL, *e = NULL;
 		if (!json_object_is_type(j, json_type_object)) {
-			set_err(err, "fio JSON: jobs[%zu] is not an object", i);
+			err_setf(err, "fio JSON: jobs[%zu] is not an object", i);
 			goto out;
 		}
 		if (json_object_object_get_ex(j, "error", &e) && json_object_get_int(e) != 0) {
-			set_err(err, "fio JSON: jobs[%zu] ended with error %d", i, json_object_get_int(e));
+			err_setf(err, "fio JSON: jobs[%zu] ended with error %d", i, json_object_get_int(e));
 			goto out;
 		}
 		double v, bw;
 		if (!json_object_object_get_ex(j, "read", &rd) ||
 		    !json_object_is_type(rd, json_type_object) || !json_number(rd, "iops", &v) ||
 		    !json_number(rd, "bw", &bw)) {
-			set_err(err, "fio JSON: jobs[%zu].read has no \"iops\" and \"bw\" numbers", i);
+			err_setf(err, "fio JSON: jobs[%zu].read has no \"iops\" and \"bw\" numbers", i);
 			goto out;
 		}
 		*iops += v;
@@ -950,14 +934,14 @@ static int figures_from_json(json_object *a, const char *where, struct bench_res
 			     char **err)
 {
 	if (!json_object_is_type(a, json_type_array)) {
-		set_err(err, "%s: not an array", where);
+		err_setf(err, "%s: not an array", where);
 		return -1;
 	}
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *f = json_object_array_get_idx(a, i);
 		json_object *k = NULL, *l = NULL, *u = NULL, *v = NULL, *h = NULL;
 		if (!json_object_is_type(f, json_type_object)) {
-			set_err(err, "%s[%zu]: not an object", where, i);
+			err_setf(err, "%s[%zu]: not an object", where, i);
 			return -1;
 		}
 		const char *missing = NULL;
@@ -974,13 +958,13 @@ static int figures_from_json(json_object *a, const char *where, struct bench_res
 		else if (!member(f, "higher_is_better", json_type_boolean, &h))
 			missing = "higher_is_better";
 		if (missing) {
-			set_err(err, "%s[%zu].%s: missing or of the wrong type", where, i, missing);
+			err_setf(err, "%s[%zu].%s: missing or of the wrong type", where, i, missing);
 			return -1;
 		}
 		if (bench_add_figure_full(r, json_object_get_string(k), json_object_get_string(l),
 					  json_object_get_string(u), json_object_get_double(v),
 					  json_object_get_boolean(h)) < 0) {
-			set_err(err, "out of memory");
+			err_setf(err, "out of memory");
 			return -1;
 		}
 	}
@@ -990,17 +974,17 @@ static int figures_from_json(json_object *a, const char *where, struct bench_res
 static int notes_from_json(json_object *a, const char *where, struct bench_result *r, char **err)
 {
 	if (!json_object_is_type(a, json_type_array)) {
-		set_err(err, "%s: not an array", where);
+		err_setf(err, "%s: not an array", where);
 		return -1;
 	}
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *s = json_object_array_get_idx(a, i);
 		if (!json_object_is_type(s, json_type_string)) {
-			set_err(err, "%s[%zu]: not a string", where, i);
+			err_setf(err, "%s[%zu]: not a string", where, i);
 			return -1;
 		}
 		if (add_note_str(r, json_object_get_string(s)) < 0) {
-			set_err(err, "out of memory");
+			err_setf(err, "out of memory");
 			return -1;
 		}
 	}
@@ -1013,12 +997,12 @@ static int opt_string(json_object *o, const char *k, char **dst, char **err)
 	if (!json_object_object_get_ex(o, k, &v) || !v)
 		return 0;
 	if (!json_object_is_type(v, json_type_string)) {
-		set_err(err, "$.%s: not a string", k);
+		err_setf(err, "$.%s: not a string", k);
 		return -1;
 	}
 	*dst = strdup(json_object_get_string(v));
 	if (!*dst) {
-		set_err(err, "out of memory");
+		err_setf(err, "out of memory");
 		return -1;
 	}
 	return 0;
@@ -1030,24 +1014,24 @@ int bench_result_from_json(const json_object *o, struct bench_result *r, char **
 	json_object *obj = (json_object *)o; /* json-c's getters take no const */
 	json_object *v = NULL;
 	if (!json_object_is_type(obj, json_type_object)) {
-		set_err(err, "$: not an object");
+		err_setf(err, "$: not an object");
 		return -1;
 	}
 	if (!json_object_object_get_ex(obj, "ts", &v) || !json_object_is_type(v, json_type_int)) {
-		set_err(err, "$.ts: missing or not an integer");
+		err_setf(err, "$.ts: missing or not an integer");
 		goto fail;
 	}
 	r->ts = json_object_get_int64(v);
 	if (!json_object_object_get_ex(obj, "size_mib", &v) || !json_object_is_type(v, json_type_int) ||
 	    json_object_get_int64(v) < 0 || json_object_get_int64(v) > BENCH_MAX_SIZE_MIB) {
-		set_err(err, "$.size_mib: missing or not an integer in 0..%u", BENCH_MAX_SIZE_MIB);
+		err_setf(err, "$.size_mib: missing or not an integer in 0..%u", BENCH_MAX_SIZE_MIB);
 		goto fail;
 	}
 	r->size_mib = (unsigned)json_object_get_int64(v);
 	if (opt_string(obj, "bus", &r->bus, err) < 0 || opt_string(obj, "nic", &r->nic, err) < 0)
 		goto fail;
 	if (!json_object_object_get_ex(obj, "figures", &v)) {
-		set_err(err, "$.figures: missing");
+		err_setf(err, "$.figures: missing");
 		goto fail;
 	}
 	if (figures_from_json(v, "$.figures", r, err) < 0)
@@ -1082,7 +1066,7 @@ int bench_store(const char *db_path, const char *guest, int vmid,
 		const struct bench_result *res, char **err)
 {
 	if (!guest || !*guest) {
-		set_err(err, "bench_store: no guest name");
+		err_setf(err, "bench_store: no guest name");
 		return -1;
 	}
 	json_object *figs = figures_json(res), *notes = notes_json(res);
@@ -1091,7 +1075,7 @@ int bench_store(const char *db_path, const char *guest, int vmid,
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 	if (!figs || !notes) {
-		set_err(err, "out of memory");
+		err_setf(err, "out of memory");
 		goto out;
 	}
 	if (db_open(db_path, &store, &db, err) < 0)
@@ -1113,7 +1097,7 @@ int bench_store(const char *db_path, const char *guest, int vmid,
 	    sqlite3_bind_text(st, 8, json_object_to_json_string_ext(notes, JSON_C_TO_STRING_PLAIN), -1,
 			      SQLITE_TRANSIENT) != SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_DONE) {
-		set_err(err, "%s: cannot store the result: %s", db_path, sqlite3_errmsg(db));
+		err_setf(err, "%s: cannot store the result: %s", db_path, sqlite3_errmsg(db));
 		goto out;
 	}
 	rc = 0;
@@ -1132,7 +1116,7 @@ static json_object *column_json(sqlite3_stmt *st, int col, const char *db_path, 
 	const char *text = (const char *)sqlite3_column_text(st, col);
 	json_object *o = text ? json_tokener_parse(text) : NULL;
 	if (!o)
-		set_err(err, "%s: bench row %lld: %s is not JSON", db_path, id, name);
+		err_setf(err, "%s: bench row %lld: %s is not JSON", db_path, id, name);
 	return o;
 }
 
@@ -1143,7 +1127,7 @@ int bench_last(const char *db_path, const char *guest, int vmid, struct bench_re
 	if (access(db_path, F_OK) < 0) {
 		if (errno == ENOENT)
 			return 0;
-		set_err(err, "%s: %s", db_path, strerror(errno));
+		err_setf(err, "%s: %s", db_path, strerror(errno));
 		return -1;
 	}
 	struct store *store = NULL;
@@ -1159,7 +1143,7 @@ int bench_last(const char *db_path, const char *guest, int vmid, struct bench_re
 			       -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_bind_text(st, 1, guest, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
 	    sqlite3_bind_int64(st, 2, vmid) != SQLITE_OK) {
-		set_err(err, "%s: cannot query: %s", db_path, sqlite3_errmsg(db));
+		err_setf(err, "%s: cannot query: %s", db_path, sqlite3_errmsg(db));
 		goto out;
 	}
 	int step = sqlite3_step(st);
@@ -1168,7 +1152,7 @@ int bench_last(const char *db_path, const char *guest, int vmid, struct bench_re
 		goto out;
 	}
 	if (step != SQLITE_ROW) {
-		set_err(err, "%s: cannot query: %s", db_path, sqlite3_errmsg(db));
+		err_setf(err, "%s: cannot query: %s", db_path, sqlite3_errmsg(db));
 		goto out;
 	}
 	long long id = sqlite3_column_int64(st, 0);
@@ -1177,12 +1161,12 @@ int bench_last(const char *db_path, const char *guest, int vmid, struct bench_re
 	const char *nic = (const char *)sqlite3_column_text(st, 3);
 	long long size = sqlite3_column_int64(st, 4);
 	if (size < 0 || size > BENCH_MAX_SIZE_MIB) {
-		set_err(err, "%s: bench row %lld: size_mib %lld out of range", db_path, id, size);
+		err_setf(err, "%s: bench row %lld: size_mib %lld out of range", db_path, id, size);
 		goto out;
 	}
 	res->size_mib = (unsigned)size;
 	if ((bus && !(res->bus = strdup(bus))) || (nic && !(res->nic = strdup(nic)))) {
-		set_err(err, "out of memory");
+		err_setf(err, "out of memory");
 		goto out;
 	}
 	char *where = strprintf("%s: bench row %lld: figures", db_path, id);

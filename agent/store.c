@@ -41,23 +41,9 @@ static void unlock(struct store *s)
 		pthread_mutex_unlock(&s->mu);
 }
 
-static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(char **err, const char *fmt, ...)
-{
-	if (!err)
-		return;
-	free(*err);
-	va_list ap;
-	va_start(ap, fmt);
-	struct sbuf b = {0};
-	*err = sbuf_vaddf(&b, fmt, ap) == 0 ? sbuf_steal(&b) : NULL;
-	sbuf_free(&b);
-	va_end(ap);
-}
-
 static int db_fail(struct store *s, char **err, const char *what)
 {
-	set_err(err, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+	err_setf(err, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
 	return -1;
 }
 
@@ -147,7 +133,7 @@ static int exec(struct store *s, const char *sql, char **err, const char *what)
 {
 	char *msg = NULL;
 	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		set_err(err, "%s: %s: %s", s->path, what, msg ? msg : sqlite3_errmsg(s->db));
+		err_setf(err, "%s: %s: %s", s->path, what, msg ? msg : sqlite3_errmsg(s->db));
 		sqlite3_free(msg);
 		return -1;
 	}
@@ -203,7 +189,7 @@ static int migrate(struct store *s, char **err)
 	if (store_schema_version(s, &v, err) < 0)
 		goto fail;
 	if (v > STORE_SCHEMA_VERSION) {
-		set_err(err, "%s: schema version %d is newer than this pvagent's (%d)", s->path, v,
+		err_setf(err, "%s: schema version %d is newer than this pvagent's (%d)", s->path, v,
 			STORE_SCHEMA_VERSION);
 		goto fail;
 	}
@@ -217,7 +203,7 @@ static int migrate(struct store *s, char **err)
 			      "INSERT OR REPLACE INTO meta VALUES('schema_version', %d);",
 			      STORE_SCHEMA_VERSION);
 	if (!sql) {
-		set_err(err, "%s: out of memory", s->path);
+		err_setf(err, "%s: out of memory", s->path);
 		goto fail;
 	}
 	int rc = exec(s, sql, err, "migration");
@@ -273,7 +259,7 @@ int store_open(const char *path, struct store **out, char **err)
 	struct store *s = calloc(1, sizeof *s);
 	if (!s || !(s->path = strdup(path))) {
 		free(s);
-		set_err(err, "%s: out of memory", path);
+		err_setf(err, "%s: out of memory", path);
 		return -1;
 	}
 	pthread_mutexattr_t ma;
@@ -284,18 +270,18 @@ int store_open(const char *path, struct store **out, char **err)
 		pthread_mutexattr_destroy(&ma);
 	}
 	if (!s->mu_ok) {
-		set_err(err, "%s: cannot make a lock", path);
+		err_setf(err, "%s: cannot make a lock", path);
 		goto fail;
 	}
 	if (make_parent(path) < 0) {
-		set_err(err, "%s: cannot create its directory: %s", path, strerror(errno));
+		err_setf(err, "%s: cannot create its directory: %s", path, strerror(errno));
 		goto fail;
 	}
 	int rc = sqlite3_open_v2(path, &s->db,
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 				 NULL);
 	if (rc != SQLITE_OK) {
-		set_err(err, "%s: %s", path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+		err_setf(err, "%s: %s", path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 		goto fail;
 	}
 	if (sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS) != SQLITE_OK) {
@@ -392,7 +378,7 @@ static int run_done(struct store *s, sqlite3_stmt *st, char **err, const char *w
 {
 	int rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE) {
-		set_err(err, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+		err_setf(err, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
 		sqlite3_finalize(st);
 		return -1;
 	}
@@ -497,12 +483,12 @@ static int job_row(struct store *s, sqlite3_stmt *st, struct store_job *j, char 
 	    col_text(st, 3, &j->params) < 0 || col_text(st, 4, &j->vars) < 0 ||
 	    col_text(st, 9, &j->error) < 0) {
 		store_job_free(j);
-		set_err(err, "%s: out of memory", s->path);
+		err_setf(err, "%s: out of memory", s->path);
 		return -1;
 	}
 	const char *state = (const char *)sqlite3_column_text(st, 5);
 	if (job_state_parse(state, &j->state) < 0) {
-		set_err(err, "%s: jobs row %lld: state '%s' unknown", s->path, j->id,
+		err_setf(err, "%s: jobs row %lld: state '%s' unknown", s->path, j->id,
 			state ? state : "");
 		store_job_free(j);
 		return -1;
@@ -524,7 +510,7 @@ static int job_query(struct store *s, sqlite3_stmt *st, struct store_job **out, 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW && *n < max) {
 		struct store_job *nv = realloc(*out, (*n + 1) * sizeof *nv);
 		if (!nv) {
-			set_err(err, "%s: out of memory", s->path);
+			err_setf(err, "%s: out of memory", s->path);
 			goto fail;
 		}
 		*out = nv;
@@ -669,7 +655,7 @@ int store_steps_get(struct store *s, long long job, struct store_step **out, siz
 			goto nomem;
 		const char *state = (const char *)sqlite3_column_text(st, 2);
 		if (step_state_parse(state, &x->state) < 0) {
-			set_err(err, "%s: steps row %lld/%d: state '%s' unknown", s->path, job, x->idx,
+			err_setf(err, "%s: steps row %lld/%d: state '%s' unknown", s->path, job, x->idx,
 				state ? state : "");
 			goto fail;
 		}
@@ -684,7 +670,7 @@ int store_steps_get(struct store *s, long long job, struct store_step **out, siz
 	sqlite3_finalize(st);
 	return 0;
 nomem:
-	set_err(err, "%s: out of memory", s->path);
+	err_setf(err, "%s: out of memory", s->path);
 fail:
 	sqlite3_finalize(st);
 	store_steps_free(*out, *n);
@@ -769,7 +755,7 @@ int store_events_get(struct store *s, long long job, struct store_event **out, s
 	sqlite3_finalize(st);
 	return 0;
 nomem:
-	set_err(err, "%s: out of memory", s->path);
+	err_setf(err, "%s: out of memory", s->path);
 fail:
 	sqlite3_finalize(st);
 	store_events_free(*out, *n);

@@ -143,3 +143,18 @@ char *strprintf(const char *fmt, ...)
 	}
 	return sbuf_steal(&b);
 }
+
+void err_setf(char **err, const char *fmt, ...)
+{
+	if (!err)
+		return;
+	free(*err);
+	struct sbuf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = sbuf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	*err = rc == 0 ? sbuf_steal(&b) : NULL;
+	if (rc != 0)
+		sbuf_free(&b);
+}

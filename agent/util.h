@@ -35,5 +35,8 @@ int read_file(const char *path, char **out, size_t *len);
 
 /* malloc'd printf; NULL on failure. */
 char *strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Replace *err (freed; err may be NULL) with a malloc'd printf message:
+ * the one way a "char **err" out-parameter is filled. */
+void err_setf(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif
