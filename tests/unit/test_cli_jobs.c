@@ -2,8 +2,9 @@
  * default build/san/pvagent) against the simulator in real time: Ctrl-C
  * (SIGINT) during a clone keeps the job interrupted with its UPID and
  * exits 130, and `pvagent resume` finishes it without cloning again;
- * SIGKILL right after each task-starting request of `up` was sent, then
- * the same command again: one guest, each request effective once; `jobs`
+ * SIGKILL right after each task-starting request of `up` and `down` was
+ * sent, then the same command again: one guest (none after down), each
+ * request effective once; `jobs`
  * and `job` show what happened. The tool is started as a child and the
  * tests wait for states in its state.db (never for time). */
 #include "simproc.h"
@@ -123,9 +124,9 @@ static int pv(const struct world *w, char **out, ...)
 	return rc;
 }
 
-/* Start `pvagent -c CONF up NAME -t jobvm --set size=40G` in the
- * background, its output into a file. */
-static pid_t up_bg(const struct world *w, const char *name, const char *out_path)
+/* Start `pvagent -c CONF up NAME -t jobvm --set size=40G` (or, down,
+ * `pvagent -c CONF down NAME`) in the background, its output into a file. */
+static pid_t cmd_bg(const struct world *w, const char *name, const char *out_path, bool down)
 {
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
@@ -135,8 +136,11 @@ static pid_t up_bg(const struct world *w, const char *name, const char *out_path
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execl(w->bin, w->bin, "-c", w->conf, "up", name, "-t", "jobvm", "--set", "size=40G",
-		      (char *)NULL);
+		if (down)
+			execl(w->bin, w->bin, "-c", w->conf, "down", name, (char *)NULL);
+		else
+			execl(w->bin, w->bin, "-c", w->conf, "up", name, "-t", "jobvm", "--set",
+			      "size=40G", (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -214,7 +218,7 @@ Test(cli_jobs, ctrl_c_during_a_clone_keeps_the_job_and_resume_finishes_it)
 	static struct world w;
 	world_start(&w, 1); /* real time: the clone takes seconds */
 	char *outp = strprintf("%s/up.out", w.dir);
-	child = up_bg(&w, "int1", outp);
+	child = cmd_bg(&w, "int1", outp, false);
 	wait_sent(&w, "int1", "clone", true);
 	cr_assert_eq(kill(child, SIGINT), 0);
 	int status = 0;
@@ -257,29 +261,35 @@ Test(cli_jobs, ctrl_c_during_a_clone_keeps_the_job_and_resume_finishes_it)
 }
 
 /* SIGKILL while a task-starting request is in flight (the simulator holds
- * its answer back), then the same command again. */
+ * its answer back), then the same command again. down: the guest is made
+ * first and `down` is the command killed. */
 static void killed_after(const char *method, const char *rx, const char *suffix,
-			 const char *step)
+			 const char *step, bool down)
 {
 	static struct world w;
 	world_start(&w, 100);
+	char *out = NULL;
+	if (down) {
+		cr_assert_eq(pv(&w, &out, "up", "kill1", "-t", "jobvm", NULL), 0, "%s", out);
+		free(out);
+	}
 	char *rule = strprintf("{\"method\":\"%s\",\"path\":\"%s\",\"nth\":1,\"action\":\"delay\","
 			       "\"ms\":1500}",
 			       method, rx);
 	cr_assert_eq(simproc_fault(&sim, rule), 0);
 	free(rule);
 	char *outp = strprintf("%s/up.out", w.dir);
-	child = up_bg(&w, "kill1", outp);
+	child = cmd_bg(&w, "kill1", outp, down);
 	wait_sent(&w, "kill1", step, false);
 	cr_assert_eq(kill(child, SIGKILL), 0);
 	cr_assert_eq(waitpid(child, NULL, 0), child);
 	child = -1;
-	char *out = NULL;
-	int rc = pv(&w, &out, "up", "kill1", "-t", "jobvm", "--set", "size=40G", NULL);
+	int rc = down ? pv(&w, &out, "down", "kill1", NULL)
+		      : pv(&w, &out, "up", "kill1", "-t", "jobvm", "--set", "size=40G", NULL);
 	cr_assert_eq(rc, 0, "rerun after SIGKILL at %s:\n%s", step, out);
 	cr_assert(strstr(out, "resumed"), "the rerun resumed the killed job:\n%s", out);
 	free(out);
-	cr_assert_eq(guests_named("kill1"), 1);
+	cr_assert_eq(guests_named("kill1"), down ? 0 : 1);
 	cr_assert_leq(requests(method, suffix, 200), 1, "%s took effect twice", step);
 	free(outp);
 	world_free(&w);
@@ -287,15 +297,25 @@ static void killed_after(const char *method, const char *rx, const char *suffix,
 
 Test(cli_jobs, sigkill_after_the_clone_was_sent)
 {
-	killed_after("POST", "/qemu/9024/clone$", "/qemu/9024/clone", "clone");
+	killed_after("POST", "/qemu/9024/clone$", "/qemu/9024/clone", "clone", false);
 }
 
 Test(cli_jobs, sigkill_after_the_resize_was_sent)
 {
-	killed_after("PUT", "/resize$", "/resize", "resize");
+	killed_after("PUT", "/resize$", "/resize", "resize", false);
 }
 
 Test(cli_jobs, sigkill_after_the_start_was_sent)
 {
-	killed_after("POST", "/status/start$", "/status/start", "start");
+	killed_after("POST", "/status/start$", "/status/start", "start", false);
+}
+
+Test(cli_jobs, sigkill_after_the_shutdown_was_sent)
+{
+	killed_after("POST", "/status/shutdown$", "/status/shutdown", "shutdown", true);
+}
+
+Test(cli_jobs, sigkill_after_the_delete_was_sent)
+{
+	killed_after("DELETE", "/qemu/[0-9]+$", "/qemu/100", "delete", true);
 }
