@@ -309,19 +309,32 @@ static int rerun_command(struct cli *cli, const struct store_job *sj)
 	char **argv = calloc(n + 1, sizeof *argv);
 	int rc = 1;
 	if (argv) {
-		for (size_t i = 0; i < n; i++)
-			argv[i] = (char *)json_object_get_string(json_object_array_get_idx(a, i));
+		size_t got = 0;
+		for (; got < n; got++) {
+			const char *arg = json_object_get_string(json_object_array_get_idx(a, got));
+			if (!arg)
+				break;
+			argv[got] = (char *)arg;
+		}
+		const char *name = argv[0];
+		if (got < n || !name) {
+			fprintf(stderr, "pvagent resume: job %lld: its command line is damaged\n",
+				sj->id);
+			free(argv);
+			json_object_put(p);
+			return 1;
+		}
 		static const struct cmd_entry *const guest_cmds[] = {
-			&cmd_virtio_entry, &cmd_inject_entry, &cmd_bench_entry};
+			&cmd_virtio_entry, &cmd_inject_entry, &cmd_bench_entry, NULL};
 		const struct cmd_entry *e = NULL;
-		for (size_t i = 0; i < sizeof guest_cmds / sizeof *guest_cmds && !e; i++)
-			if (strcmp(guest_cmds[i]->name, argv[0]) == 0)
-				e = guest_cmds[i];
+		for (const struct cmd_entry *const *c = guest_cmds; *c && !e; c++)
+			if (strcmp((*c)->name, name) == 0)
+				e = *c;
 		if (e)
 			rc = cmd_dispatch(cli, e, (int)n, argv);
 		else
 			fprintf(stderr, "pvagent resume: job %lld: cannot resume '%s'\n", sj->id,
-				argv[0]);
+				name);
 		free(argv);
 	}
 	json_object_put(p);
@@ -406,7 +419,7 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 		/* the process records the job as interrupted; wait (bounded) */
 		struct store *st = cli_store(cli);
 		for (int i = 0; i < 600 && sj.state == JOB_RUNNING; i++) {
-			struct timespec ts = {0, 100 * 1000 * 1000};
+			struct timespec ts = {0, 100L * 1000 * 1000};
 			nanosleep(&ts, NULL);
 			store_job_free(&sj);
 			char *err = NULL;

@@ -536,6 +536,16 @@ static void step_wait_init(struct job *j, bool interrupted)
 
 /* ---- making and loading ------------------------------------------------------------------------ */
 
+/* Free what a step record holds and zero it. */
+static void step_rec_clear(struct store_step *st)
+{
+	free(st->name);
+	free(st->upid);
+	free(st->result);
+	free(st->error);
+	memset(st, 0, sizeof *st);
+}
+
 static struct job *job_alloc(struct job_env *env, const struct job_workflow *wf)
 {
 	struct job *j = calloc(1, sizeof *j);
@@ -659,7 +669,7 @@ int job_load(struct job_env *env, long long id, const struct job_workflow *wf, s
 		if (k < 0 || (size_t)k >= wf->n_steps || strcmp(steps[i].name, wf->steps[k].name) != 0)
 			continue; /* a step this version does not have */
 		struct store_step *d = &j->steps[k];
-		free(d->name);
+		step_rec_clear(d);
 		*d = steps[i];
 		memset(&steps[i], 0, sizeof steps[i]);
 		if (d->ended > d->started && d->started > 0)
@@ -683,12 +693,8 @@ void job_free(struct job *j)
 		j->wf->close(j, j->ctx);
 	free(j->ctx);
 	if (j->steps) {
-		for (size_t i = 0; i < j->wf->n_steps; i++) {
-			free(j->steps[i].name);
-			free(j->steps[i].upid);
-			free(j->steps[i].result);
-			free(j->steps[i].error);
-		}
+		for (size_t i = 0; i < j->wf->n_steps; i++)
+			step_rec_clear(&j->steps[i]);
 		free(j->steps);
 	}
 	free(j->elapsed);

@@ -772,7 +772,7 @@ int provision_up(const struct up_request *req, struct up_result **results, struc
 		}
 	}
 	struct up_result *res = calloc(req->n_names, sizeof *res);
-	struct job **jobs = calloc(req->n_names, sizeof *jobs);
+	struct job **jobs = calloc(req->n_names, sizeof(struct job *));
 	struct job_env env;
 	if (!res || !jobs) {
 		free(res);

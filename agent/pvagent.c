@@ -761,15 +761,14 @@ static const struct cmd_entry *const commands[] = {
 	&cmd_nodes_entry,  &cmd_list_entry,   &cmd_templates_entry, &cmd_up_entry,
 	&cmd_down_entry,   &cmd_inject_entry, &cmd_virtio_entry,    &cmd_bench_entry,
 	&cmd_jobs_entry,   &cmd_job_entry,    &cmd_resume_entry,    &cmd_cancel_entry,
+	NULL,
 };
-#define N_COMMANDS (sizeof commands / sizeof *commands)
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: pvagent [-c CONF] [--json] [-v|-q] COMMAND [ARGS]\n\ncommands:\n");
-	for (size_t i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "  %s %s\n      %s\n", commands[i]->name, commands[i]->usage,
-			commands[i]->help);
+	for (const struct cmd_entry *const *c = commands; *c; c++)
+		fprintf(f, "  %s %s\n      %s\n", (*c)->name, (*c)->usage, (*c)->help);
 	fprintf(f, "\nconfiguration: -c CONF, $PVAGENT_CONF, ./conf/pvagent.conf, "
 		   "/etc/pvagent/pvagent.conf\n");
 }
@@ -803,9 +802,9 @@ int main(int argc, char **argv)
 	log_set_level(log_level_from_verbosity(cli.verbosity));
 	const char *name = argv[optind];
 	const struct cmd_entry *cmd = NULL;
-	for (size_t i = 0; i < N_COMMANDS && !cmd; i++)
-		if (strcmp(commands[i]->name, name) == 0)
-			cmd = commands[i];
+	for (const struct cmd_entry *const *c = commands; *c && !cmd; c++)
+		if (strcmp((*c)->name, name) == 0)
+			cmd = *c;
 	if (!cmd) {
 		fprintf(stderr, "pvagent: unknown command '%s'\n", name);
 		usage(stderr);

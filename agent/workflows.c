@@ -13,12 +13,13 @@ static const struct job_workflow *const workflows[] = {
 	&wf_virtio,
 	&wf_inject,
 	&wf_bench,
+	NULL,
 };
 
 const struct job_workflow *job_workflow_find(const char *name)
 {
-	for (size_t i = 0; name && i < sizeof workflows / sizeof *workflows; i++)
-		if (strcmp(workflows[i]->name, name) == 0)
-			return workflows[i];
+	for (const struct job_workflow *const *w = workflows; name && *w; w++)
+		if (strcmp((*w)->name, name) == 0)
+			return *w;
 	return NULL;
 }

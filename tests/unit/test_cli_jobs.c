@@ -175,7 +175,7 @@ static void wait_sent(const struct world *w, const char *name, const char *step,
 		int status;
 		cr_assert_eq(waitpid(child, &status, WNOHANG), 0,
 			     "pvagent ended before step %s was sent", step);
-		struct timespec ts = {0, 20 * 1000 * 1000};
+		struct timespec ts = {0, 20L * 1000 * 1000};
 		nanosleep(&ts, NULL); /* polling a state, bounded */
 	}
 	cr_assert_fail("step %s of %s was never sent", step, name);

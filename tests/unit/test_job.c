@@ -178,7 +178,7 @@ static enum step_rc toy_run(struct job *j, int i)
 	runs[i]++;
 	char key[16];
 	snprintf(key, sizeof key, "s%d", i);
-	cr_assert_eq(job_set_int(j, key, i * 10), 0);
+	cr_assert_eq(job_set_int(j, key, (long long)i * 10), 0);
 	if (i == fail_at)
 		return job_fail(j, PVE_ERR_API, "step %d failed", i);
 	job_summary(j, "step %d ran", i);
