@@ -118,9 +118,11 @@ int rw_kv_get(const char *path, const char *text, const char *key,
  * vlans_em0, ...) gets a copy for newif on the next line, same value and
  * comment, unless newif's variable is already set; list variables
  * (*_interfaces) get newif beside oldif.
- * FINAL: oldif variables are dropped where the newif one exists (renamed
- * where not), oldif is removed from lists, single-interface variables
- * (*_interface="em0") are set to newif. */
+ * FINAL: oldif variables are dropped where the newif one exists (where not,
+ * the last assignment is renamed and earlier ones dropped, as PREPARE
+ * followed by FINAL does), every oldif leaves lists, single-interface
+ * variables (*_interface="em0") are set to newif. Every oldif component of
+ * a name is renamed (ifconfig_em0_em0 -> ifconfig_vtnet0_vtnet0). */
 int rw_rcconf_nic(const char *path, const char *text, const char *oldif,
 		  const char *newif, enum rw_phase phase, char **out,
 		  char **err);

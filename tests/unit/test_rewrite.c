@@ -457,6 +457,59 @@ Test(rc_conf, unterminated_quote_is_error)
 	free(err);
 }
 
+/* Found by fuzzing (tests/fuzz/regress/rw_rcconf/): a copy still naming
+ * em0 was copied again on every pass. */
+Test(rc_conf, every_old_component_renamed)
+{
+	char *prep = rcnic("ifconfig_em0_em0=\"x\"\n", RW_PREPARE);
+	cr_assert_str_eq(prep, "ifconfig_em0_em0=\"x\"\nifconfig_vtnet0_vtnet0=\"x\"\n");
+	char *fin = rcnic(prep, RW_FINAL), *fin2 = rcnic("ifconfig_em0_em0=\"x\"\n", RW_FINAL);
+	cr_assert_str_eq(fin, "ifconfig_vtnet0_vtnet0=\"x\"\n");
+	cr_assert_str_eq(fin2, fin);
+	free(prep);
+	free(fin);
+	free(fin2);
+}
+
+/* Found by fuzzing: FINAL straight from the original renamed every
+ * assignment, FINAL after PREPARE (which copies only the last) kept one. */
+Test(rc_conf, final_keeps_the_last_assignment_only)
+{
+	const char *in = "ifconfig_em0_ipv6=\"inet6 -accept_rtadv\"\nsshd_enable=\"YES\"\n"
+			 "ifconfig_em0_ipv6=\"inet6 accept_rtadv\"\n";
+	char *fin = rcnic(in, RW_FINAL), *prep = rcnic(in, RW_PREPARE), *staged = rcnic(prep, RW_FINAL);
+	cr_assert_str_eq(fin, "sshd_enable=\"YES\"\nifconfig_vtnet0_ipv6=\"inet6 accept_rtadv\"\n");
+	cr_assert_str_eq(staged, fin);
+	free(fin);
+	free(prep);
+	free(staged);
+}
+
+/* Found by fuzzing: FINAL dropped only the first of a repeated em0. */
+Test(rc_conf, final_drops_every_listed_old_name)
+{
+	char *fin = rcnic("network_interfaces=\"lo0 em0 em0\"\n", RW_FINAL);
+	cr_assert_str_eq(fin, "network_interfaces=\"lo0 vtnet0\"\n");
+	free(fin);
+	fin = rcnic("network_interfaces=\"em0 vtnet0 em0\"\n", RW_FINAL);
+	cr_assert_str_eq(fin, "network_interfaces=\"vtnet0\"\n");
+	free(fin);
+}
+
+/* Found by fuzzing: a list named after the NIC was copied as an em0
+ * variable, and the copy, a list naming em0, was edited by the next pass. */
+Test(rc_conf, lists_are_edited_in_their_value_only)
+{
+	const char *in = "cloned_em0_interfaces=\"em0 em1\"\n";
+	char *prep = rcnic(in, RW_PREPARE), *fin = rcnic(prep, RW_FINAL), *fin2 = rcnic(in, RW_FINAL);
+	cr_assert_str_eq(prep, "cloned_em0_interfaces=\"em0 vtnet0 em1\"\n");
+	cr_assert_str_eq(fin, "cloned_em0_interfaces=\"vtnet0 em1\"\n");
+	cr_assert_str_eq(fin2, fin);
+	free(prep);
+	free(fin);
+	free(fin2);
+}
+
 /* fstab */
 static char *fst(const char *in, const struct name_map *disks, const struct name_map *labels,
 		 enum rw_phase ph, struct sbuf *notes)
