@@ -1259,13 +1259,14 @@ static int line_has_word(const struct line *l, const char *z)
 /* auto / allow-* line. PREPARE/SWITCH: each oldif word (or alias of it)
  * gets its newif form after it unless present. FINAL: oldif words are
  * dropped where the newif form is present, renamed where not; a line left
- * with no interface is dropped. Separators are kept. */
+ * with no interface is dropped (one that named none is kept). Separators
+ * are kept. */
 static int auto_line(struct sbuf *b, const struct line *l, const char *oldif,
 		     const char *newif, enum rw_phase phase)
 {
 	struct sbuf o = {0};
 	size_t kw = skip_word(l->s, skip_ws(l->s, 0, l->len), l->len);
-	int rc = sbuf_addn(&o, l->s, kw), words = 0;
+	int rc = sbuf_addn(&o, l->s, kw), words = 0, dropped = 0;
 	size_t p = kw;
 	while (rc == 0) {
 		size_t w0 = skip_ws(l->s, p, l->len);
@@ -1290,11 +1291,23 @@ static int auto_line(struct sbuf *b, const struct line *l, const char *oldif,
 			if (rc == 0)
 				rc = sbuf_add(&o, nw);
 			words++;
-		} /* else: dropped with its separator */
+		} else {
+			/* dropped with the blanks after it, so the next word
+			 * (the newif PREPARE added) takes its place and its
+			 * spacing, as in a rename; the last word goes with the
+			 * blanks before it */
+			size_t nx = skip_ws(l->s, w1, l->len);
+			if (nx < l->len && l->s[nx] != '#') {
+				rc = sbuf_addn(&o, l->s + p, w0 - p);
+				w1 = nx;
+			}
+			dropped = 1;
+		}
 		free(nw);
 		p = w1;
 	}
-	if (rc == 0 && words > 0) {
+	/* only a line this emptied goes: "auto" alone was not ours */
+	if (rc == 0 && (words > 0 || !dropped)) {
 		rc = sbuf_addn(b, sbuf_str(&o), o.len);
 		if (rc == 0 && l->nl)
 			rc = sbuf_addc(b, '\n');
@@ -1340,21 +1353,24 @@ int rw_interfaces_nic(const char *path, const char *text, const char *oldif,
 		while (end < ls.n && !is_blank_or_comment(&ls.v[end]) && !is_stanza_start(&ls.v[end]))
 			end++;
 		int have_new = have_iface(&ls, newname, l->s + f0, f1 - f0);
-		free(newname);
-		if (phase == RW_FINAL) {
-			if (!have_new)
-				for (size_t j = i; j < end && rc == 0; j++)
-					rc = emit_subst(&b, &ls.v[j], oldif, newif, 0);
-		} else {
-			for (size_t j = i; j < end && rc == 0; j++)
-				rc = add_line(&b, &ls.v[j]);
-			for (size_t j = i; j < end && rc == 0 && !have_new; j++) {
-				if (j == i)
-					rc = ensure_nl(&b);
-				if (rc == 0)
-					rc = emit_subst(&b, &ls.v[j], oldif, newif, 1);
-			}
+		int fin = phase == RW_FINAL;
+		for (size_t j = i; j < end && rc == 0 && !fin; j++)
+			rc = add_line(&b, &ls.v[j]);
+		if (rc == 0 && !have_new) {
+			/* FINAL renames the stanza, PREPARE and SWITCH add a
+			 * renamed copy. The header renames the interface only: an
+			 * oldif word among the family and method words is not the
+			 * interface, and renaming it made the copy's family differ
+			 * from the one have_iface() looks for on the next pass. */
+			struct line head = *l;
+			head.nl = fin ? l->nl : 1;
+			rc = fin ? 0 : ensure_nl(&b);
+			if (rc == 0)
+				rc = emit_replaced(&b, &head, n0, n1 - n0, newname);
+			for (size_t j = i + 1; j < end && rc == 0; j++)
+				rc = emit_subst(&b, &ls.v[j], oldif, newif, !fin);
 		}
+		free(newname);
 		i = end - 1;
 	}
 	free(ls.v);

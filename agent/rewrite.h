@@ -170,8 +170,9 @@ int rw_modules_ensure(const char *path, const char *text,
 
 /* /etc/network/interfaces NIC rename oldif -> newif.
  * PREPARE/SWITCH: each "iface oldif ..." stanza gets a copy for newif right
- * after it (unless newif already has one for that address family), and
- * auto/allow-* lines naming oldif name newif too.
+ * after it (unless newif already has one for that address family; the
+ * copy's header renames the interface only, its option lines every oldif
+ * word), and auto/allow-* lines naming oldif name newif too.
  * FINAL: oldif stanzas whose newif copy exists are dropped (with the blank
  * line before them) and oldif leaves auto/allow-* lines. */
 int rw_interfaces_nic(const char *path, const char *text, const char *oldif,

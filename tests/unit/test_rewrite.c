@@ -884,6 +884,49 @@ Test(interfaces, aliases_and_vlans)
 	free(fin);
 }
 
+/* Found by fuzzing (tests/fuzz/regress/rw_interfaces/): the copy renamed
+ * an eth0 in the family word too, so the next pass, looking for "ens3 eth0",
+ * added another stanza. */
+Test(interfaces, copy_renames_the_interface_only)
+{
+	const char *in = "auto eth0\niface eth0 eth0 manual\n\tup ip link set eth0 up\n";
+	char *prep = ifc(in, "eth0", "ens3", RW_PREPARE);
+	cr_assert_str_eq(prep, "auto eth0 ens3\niface eth0 eth0 manual\n\tup ip link set eth0 up\n"
+			       "iface ens3 eth0 manual\n\tup ip link set ens3 up\n");
+	char *fin = ifc(prep, "eth0", "ens3", RW_FINAL), *fin2 = ifc(in, "eth0", "ens3", RW_FINAL);
+	cr_assert_str_eq(fin, "auto ens3\niface ens3 eth0 manual\n\tup ip link set ens3 up\n");
+	cr_assert_str_eq(fin2, fin);
+	free(prep);
+	free(fin);
+	free(fin2);
+}
+
+/* Found by fuzzing: FINAL dropped eth0 with the blanks before it, so after
+ * PREPARE the line's spacing differed from a direct rename. */
+Test(interfaces, final_keeps_the_spacing_of_a_rename)
+{
+	const char *in = "auto lo  eth0\niface eth0 inet dhcp\n";
+	char *prep = ifc(in, "eth0", "ens3", RW_PREPARE);
+	char *fin = ifc(prep, "eth0", "ens3", RW_FINAL), *fin2 = ifc(in, "eth0", "ens3", RW_FINAL);
+	cr_assert_str_eq(prep, "auto lo  eth0 ens3\niface eth0 inet dhcp\niface ens3 inet dhcp\n");
+	cr_assert_str_eq(fin, "auto lo  ens3\niface ens3 inet dhcp\n");
+	cr_assert_str_eq(fin2, fin);
+	free(prep);
+	free(fin);
+	free(fin2);
+}
+
+/* Found by fuzzing: an auto/allow-* line naming no interface was dropped. */
+Test(interfaces, auto_line_without_names_kept)
+{
+	const char *in = "allow-hotplug\nauto\niface eth0 inet dhcp\n";
+	char *prep = ifc(in, "eth0", "ens3", RW_PREPARE), *fin = ifc(in, "eth0", "ens3", RW_FINAL);
+	cr_assert_str_eq(prep, "allow-hotplug\nauto\niface eth0 inet dhcp\niface ens3 inet dhcp\n");
+	cr_assert_str_eq(fin, "allow-hotplug\nauto\niface ens3 inet dhcp\n");
+	free(prep);
+	free(fin);
+}
+
 /* netplan */
 Test(netplan, pin_mac_block_style)
 {
