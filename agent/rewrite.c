@@ -1483,14 +1483,22 @@ int rw_netplan_pin_mac(const char *path, const char *text, const char *ifname,
 
 /* ---- udev ---------------------------------------------------------------------------- */
 
-/* Offset of `key` at a token start (after start, ',' or blank), or -1 */
+/* Offset of `key` at a token start (after start, ',' or blank) outside a
+ * quoted value, or -1. Text inside quotes is never a key: in
+ * DRIVERS==", NAME=" ..." the NAME=" is part of the DRIVERS value, and
+ * taking it for a key made the second pass, after that value became "?*",
+ * find another NAME=. */
 static size_t find_key(const char *s, size_t len, const char *key)
 {
 	size_t kl = strlen(key);
-	for (size_t i = 0; i + kl <= len; i++)
-		if ((i == 0 || s[i - 1] == ',' || s[i - 1] == ' ' || s[i - 1] == '\t') &&
+	int quoted = 0;
+	for (size_t i = 0; i + kl <= len; i++) {
+		if (!quoted && (i == 0 || s[i - 1] == ',' || s[i - 1] == ' ' || s[i - 1] == '\t') &&
 		    memcmp(s + i, key, kl) == 0)
 			return i;
+		if (s[i] == '"')
+			quoted = !quoted;
+	}
 	return (size_t)-1;
 }
 

@@ -190,7 +190,7 @@ int rw_netplan_pin_mac(const char *path, const char *text, const char *ifname,
 /* udev persistent-net rules: in rules that set NAME=, a driver-specific
  * DRIVERS=="e1000" becomes DRIVERS=="?*" so the MAC rule still names the
  * NIC after the model change; names in the nics map (old -> new) are
- * renamed in NAME="old". */
+ * renamed in NAME="old". Keys are only looked for outside quoted values. */
 int rw_udev_net(const char *path, const char *text,
 		const struct name_map *nics, char **out, char **err);
 

@@ -982,3 +982,25 @@ Test(udev, driver_specific_rule_and_rename)
 	cr_assert_str_eq(err, "r:1: unterminated NAME=\"...\"");
 	free(err);
 }
+
+/* Found by fuzzing (tests/fuzz/regress/rw_udev/): a NAME=" inside the
+ * DRIVERS value was taken for the rule's NAME; once the value became "?*"
+ * the second pass found the real one and renamed it. */
+Test(udev, keys_inside_quotes_are_values)
+{
+	const char *in = "SUBSYSTEM==\"net\", DRIVERS==\", NAME=\" x\", ATTR{address}==\"52:54:00:12:34:56\", "
+			 "NAME=\"eth0\"\n";
+	struct name_map nics = {0};
+	cr_assert_eq(name_map_add(&nics, "eth0", "ens3"), 0);
+	char *out, *err;
+	cr_assert_eq(rw_udev_net("70-persistent-net.rules", in, &nics, &out, &err), 0, "%s", err);
+	/* the quotes pair up as DRIVERS==", NAME=" and " x", ...: no NAME= key */
+	cr_assert_str_eq(out, in);
+	free(out);
+	/* a value holding ", NAME" is still a value; the real keys are renamed */
+	const char *rule = "DRIVERS==\"e1000\", ATTR{x}==\"a, NAME=\", NAME=\"eth0\"\n";
+	cr_assert_eq(rw_udev_net("r", rule, &nics, &out, &err), 0, "%s", err);
+	cr_assert_str_eq(out, "DRIVERS==\"?*\", ATTR{x}==\"a, NAME=\", NAME=\"ens3\"\n");
+	free(out);
+	name_map_free(&nics);
+}
