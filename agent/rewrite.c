@@ -884,8 +884,12 @@ int rw_fstab(const char *path, const char *text, const struct rw_devmaps *dm,
 		} else if (is_swap) {
 			int have_target = nameset_has(&specs, d.target, strlen(d.target));
 			if (phase == RW_FINAL) {
+				/* renamed once: a repeated old line is dropped, as
+				 * after PREPARE, which copied only the first */
 				if (!have_target)
 					rc = emit_replaced(&b, l, s0, s1 - s0, d.target);
+				if (rc == 0 && !have_target)
+					rc = nameset_add(&specs, d.target, strlen(d.target));
 			} else {
 				rc = add_line(&b, l);
 				if (rc == 0 && !have_target) {

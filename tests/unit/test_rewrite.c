@@ -582,6 +582,24 @@ Test(fstab, whole_disk_map_and_swap_both_names)
 	name_map_free(&disks);
 }
 
+/* Found by fuzzing (tests/fuzz/regress/rw_fstab/): FINAL renamed both
+ * copies of a repeated swap line, FINAL after PREPARE kept one. */
+Test(fstab, repeated_swap_line_renamed_once)
+{
+	struct name_map disks = {0};
+	cr_assert_eq(name_map_add(&disks, "ada0", "vtbd0"), 0);
+	const char *in = "/dev/ada0p3\tnone\tswap\tsw\t0\t0\n/dev/ada0p3\tnone\tswap\tsw\t0\t0\n";
+	char *fin = fst(in, &disks, NULL, RW_FINAL, NULL);
+	char *prep = fst(in, &disks, NULL, RW_PREPARE, NULL);
+	char *staged = fst(prep, &disks, NULL, RW_FINAL, NULL);
+	cr_assert_str_eq(fin, "/dev/vtbd0p3\tnone\tswap\tsw\t0\t0\n");
+	cr_assert_str_eq(staged, fin);
+	free(fin);
+	free(prep);
+	free(staged);
+	name_map_free(&disks);
+}
+
 Test(fstab, zfs_root_swap_by_device_name)
 {
 	/* bsdinstall ZFS: no / line, swap by device name; no GPT label known */
