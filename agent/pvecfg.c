@@ -4,6 +4,7 @@
 
 #include "util.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -265,8 +266,15 @@ static int read_nic(struct pvecfg_hw *hw, const char *key, const char *val)
 int pvecfg_hw_read(json_object *config, struct pvecfg_hw *out)
 {
 	memset(out, 0, sizeof *out);
+	/* PVE's answer, not ours: "data" may be null, an array, ... */
+	if (!json_object_is_type(config, json_type_object)) {
+		errno = EINVAL;
+		return -1;
+	}
 	json_object_object_foreach(config, key, v) {
 		const char *val = json_object_get_string(v);
+		if (!val)
+			continue; /* a JSON null: the key is not set */
 		int index = 0;
 		enum disk_bus bus = pvecfg_disk_key(key, &index);
 		int rc = 0;
