@@ -152,3 +152,14 @@ Test(pvecfg, data_that_is_not_an_object)
 	pvecfg_hw_free(&hw);
 	json_object_put(c);
 }
+
+/* Found by fuzzing (tests/fuzz/regress/propstr/): with a key twice, or two
+ * values without a key, a string was not equal to itself. */
+Test(propstr, equal_with_repeated_entries)
+{
+	cr_expect(propstr_equal("local-lvm:vm-100-disk-0,size0", "local-lvm:vm-100-disk-0,size0"));
+	cr_expect(propstr_equal("size0,local-lvm:vm-100-disk-0", "local-lvm:vm-100-disk-0,size0"));
+	cr_expect(propstr_equal("bridge=vmbr0,bridge=vmbr1", "bridge=vmbr1,bridge=vmbr0"));
+	cr_expect_not(propstr_equal("bridge=vmbr0,bridge=vmbr0", "bridge=vmbr0,bridge=vmbr1"));
+	cr_expect_not(propstr_equal("a,b", "a,a"));
+}
