@@ -436,6 +436,10 @@ int parse_size(const char *s, uint64_t *out)
 	}
 	if (*end)
 		return -1;
+	/* strtod takes "inf" and "nan"; neither, nor 2^64 bytes or more,
+	 * converts to uint64_t */
+	if (!(v * (double)mult < 18446744073709551616.0))
+		return -1;
 	*out = (uint64_t)(v * (double)mult);
 	return 0;
 }

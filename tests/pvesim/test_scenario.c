@@ -247,6 +247,14 @@ Test(scenario, bad_config_values)
 	expect_err(BASE_HEAD "\"guests\":[{\"vmid\":100,\"node\":\"pve1\","
 			     "\"config\":{\"template\":2}}]}",
 		   "$.guests[0].config.template: must be 0 or 1, not '2'");
+	/* found by fuzzing (tests/fuzz/regress/sim_scenario/): sizes past
+	 * 2^64 bytes, or inf, converted to uint64_t */
+	expect_err(BASE_HEAD "\"guests\":[{\"vmid\":100,\"node\":\"pve1\","
+			     "\"config\":{\"virtio0\":\"local-lvm:vm-100-disk-0,size=1e300G\"}}]}",
+		   "$.guests[0].config.virtio0: invalid size '1e300G'");
+	expect_err(BASE_HEAD "\"guests\":[{\"vmid\":100,\"node\":\"pve1\","
+			     "\"config\":{\"virtio0\":\"local-lvm:vm-100-disk-0,size=inf\"}}]}",
+		   "$.guests[0].config.virtio0: invalid size 'inf'");
 }
 
 Test(scenario, status_and_address)
