@@ -436,11 +436,15 @@ int parse_size(const char *s, uint64_t *out)
 	}
 	if (*end)
 		return -1;
-	/* strtod takes "inf" and "nan"; neither, nor 2^64 bytes or more,
-	 * converts to uint64_t */
-	if (!(v * (double)mult < 18446744073709551616.0))
+	return bytes_of(v, mult, out); /* strtod takes "inf" and "nan" */
+}
+
+int bytes_of(double n, uint64_t unit, uint64_t *out)
+{
+	double b = n * (double)unit;
+	if (!(b >= 0 && b < 18446744073709551616.0))
 		return -1;
-	*out = (uint64_t)(v * (double)mult);
+	*out = (uint64_t)b;
 	return 0;
 }
 
