@@ -177,6 +177,45 @@ lint: check-deps
 	  {} -- $(STD) -Iagent -Itests/pvesim -Itests/support \
 	  $(call pc_cflags,$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS))
 
+# ---- fuzzing (tests/fuzz) --------------------------------------------------
+# make fuzz: one libFuzzer binary per target (clang, ASan + UBSan) in
+# build/fuzz/bin/, each run in turn for FUZZ_SECONDS over its checked-in
+# corpus and regression inputs (tests/fuzz/corpus/T, tests/fuzz/regress/T);
+# prints executions, exec/s, coverage and findings per target. New inputs
+# go to build/fuzz/corpus/T, findings to build/fuzz/findings/T. make test
+# needs none of this: test_fuzz_replay (gcc, sanitizer tree) replays the
+# same bodies over the same inputs once. Debian 12's libFuzzer runtime is
+# in libclang-rt-14-dev (clang only recommends it).
+DEB_PKGS += libclang-rt-14-dev
+FUZZ_SECONDS ?= 60
+FUZZ       = build/fuzz
+FUZZ_CC    = clang
+FUZZ_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_SRC   = $(filter-out tests/fuzz/fuzz_main.c,$(wildcard tests/fuzz/*.c))
+FUZZ_NAMES = $(notdir $(wildcard tests/fuzz/corpus/*))
+.PHONY: fuzz fuzz-run
+
+$(FUZZ)/%.o: %.c $(wildcard agent/*.h tests/pvesim/*.h tests/fuzz/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(TEST_CFLAGS) -c $< -o $@
+$(FUZZ)/libfuzz.a: $(call objs,$(FUZZ),$(FUZZ_SRC) $(AGENT_SRC) $(SIM_SRC))
+	rm -f $@; ar rcs $@ $^
+$(FUZZ)/bin/%: tests/fuzz/fuzz_main.c tests/fuzz/fuzz.h $(FUZZ)/libfuzz.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(TEST_CFLAGS) -DFUZZ_FN=fuzz_$* -o $@ $< \
+	  $(FUZZ)/libfuzz.a $(AGENT_LIBS) $(SIM_LIBS)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-run
+fuzz-run: $(addprefix $(FUZZ)/bin/,$(FUZZ_NAMES))
+	@sh tests/fuzz/run.sh $(FUZZ) $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+# the replay suite links the target bodies and the simulator
+$(call objs,$(SAN),$(FUZZ_SRC) tests/unit/test_fuzz_replay.c): tests/fuzz/fuzz.h
+$(SAN)/tests/unit/test_fuzz_replay: $(SAN)/tests/unit/test_fuzz_replay.o \
+	  $(call objs,$(SAN),$(FUZZ_SRC)) $(SAN)/libsupport.a $(SAN)/libpvesim.a $(SAN)/libpvagent.a
+	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
+
 # deps: every build and test dependency; installs what is missing when run
 # as root on Debian, otherwise prints the apt-get line and fails.
 deps:

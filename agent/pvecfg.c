@@ -4,6 +4,7 @@
 
 #include "util.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,16 @@ char *propstr_format(const struct propstr *p)
 	return sbuf_steal(&b);
 }
 
+/* How many entries of p are key=value (key NULL: a leading value). */
+static size_t count_kv(const struct propstr *p, const char *key, const char *value)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < p->n; i++)
+		n += (key ? p->v[i].key && strcmp(p->v[i].key, key) == 0 : !p->v[i].key) &&
+		     strcmp(p->v[i].value, value) == 0;
+	return n;
+}
+
 bool propstr_equal(const char *a, const char *b)
 {
 	struct propstr pa, pb;
@@ -117,11 +128,13 @@ bool propstr_equal(const char *a, const char *b)
 		propstr_free(&pa);
 		return false;
 	}
+	/* The same entries as multisets: with a key given twice (or two
+	 * values without a key), looking up the first one only made a string
+	 * unequal to itself. */
 	bool eq = pa.n == pb.n;
-	for (size_t i = 0; eq && i < pa.n; i++) {
-		const char *v = propstr_get(&pb, pa.v[i].key);
-		eq = v && strcmp(v, pa.v[i].value) == 0;
-	}
+	for (size_t i = 0; eq && i < pa.n; i++)
+		eq = count_kv(&pa, pa.v[i].key, pa.v[i].value) ==
+		     count_kv(&pb, pa.v[i].key, pa.v[i].value);
 	propstr_free(&pa);
 	propstr_free(&pb);
 	return eq;
@@ -265,8 +278,15 @@ static int read_nic(struct pvecfg_hw *hw, const char *key, const char *val)
 int pvecfg_hw_read(json_object *config, struct pvecfg_hw *out)
 {
 	memset(out, 0, sizeof *out);
+	/* PVE's answer, not ours: "data" may be null, an array, ... */
+	if (!json_object_is_type(config, json_type_object)) {
+		errno = EINVAL;
+		return -1;
+	}
 	json_object_object_foreach(config, key, v) {
 		const char *val = json_object_get_string(v);
+		if (!val)
+			continue; /* a JSON null: the key is not set */
 		int index = 0;
 		enum disk_bus bus = pvecfg_disk_key(key, &index);
 		int rc = 0;

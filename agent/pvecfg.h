@@ -66,7 +66,8 @@ struct pvecfg_hw {
 };
 
 /* Read disks and NICs from a qemu config object (GET .../config data),
- * sorted by key. Returns 0 or -1 (out of memory). */
+ * sorted by key; keys whose value is JSON null are skipped. Returns 0, or
+ * -1: out of memory, or errno EINVAL when config is not an object. */
 int pvecfg_hw_read(json_object *config, struct pvecfg_hw *out);
 void pvecfg_hw_free(struct pvecfg_hw *hw);
 /* The disk the guest boots from: the first disk of "order=a;b" in boot,

@@ -470,6 +470,32 @@ static size_t name_component(const char *name, size_t nlen, const char *ifname)
 	return (size_t)-1;
 }
 
+/* name with every '_'-separated component equal to oldif replaced by newif
+ * (ifconfig_em0_alias0 -> ifconfig_vtnet0_alias0). All of them, not just
+ * the first: a copy still naming oldif (ifconfig_em0_em0 ->
+ * ifconfig_vtnet0_em0) would be copied again by the next pass. */
+static char *rename_components(const char *name, size_t nlen, const char *oldif,
+			       const char *newif)
+{
+	struct sbuf b = {0};
+	int rc = 0;
+	for (size_t i = 0; i < nlen && rc == 0;) {
+		size_t e = i;
+		while (e < nlen && name[e] != '_')
+			e++;
+		rc = span_eq(name + i, e - i, oldif) ? sbuf_add(&b, newif)
+						      : sbuf_addn(&b, name + i, e - i);
+		if (rc == 0 && e < nlen)
+			rc = sbuf_addc(&b, '_');
+		i = e + 1;
+	}
+	if (rc < 0) {
+		sbuf_free(&b);
+		return NULL;
+	}
+	return sbuf_steal(&b);
+}
+
 static char *replace_span(const char *s, size_t len, size_t off, size_t olen,
 			  const char *with)
 {
@@ -538,6 +564,34 @@ static void nameset_free(struct nameset *ns)
 	ns->n = 0;
 }
 
+/* FINAL for a list value: every oldif word leaves it with one separating
+ * blank, except that the first becomes newif when newif is not listed.
+ * Every one, not just the first: "em0 em0" gave "vtnet0 em0" and a
+ * second pass then "vtnet0". malloc'd. */
+static char *list_final(const char *val, size_t len, const char *oldif, const char *newif,
+			int has_new)
+{
+	size_t ol = strlen(oldif), w;
+	char *cur = strndup(val, len);
+	while (cur && (w = find_word(cur, strlen(cur), oldif)) != (size_t)-1) {
+		size_t n = strlen(cur), s0 = w, e0 = w + ol;
+		char *next;
+		if (!has_new) {
+			next = replace_span(cur, n, w, ol, newif);
+			has_new = 1;
+		} else {
+			if (e0 < n)
+				e0++;
+			else if (s0 > 0)
+				s0--;
+			next = replace_span(cur, n, s0, e0 - s0, "");
+		}
+		free(cur);
+		cur = next;
+	}
+	return cur;
+}
+
 /* Emit line l with its value replaced by "newval" (double quoted). */
 static int emit_with_value(struct sbuf *b, const struct line *l,
 			   const struct kvline *kl, const char *newval)
@@ -586,9 +640,14 @@ int rw_rcconf_nic(const char *path, const char *text, const char *oldif,
 		}
 		const char *name = l->s + kl->name_off;
 		const char *val = l->s + kl->in_off;
-		size_t comp = name_component(name, kl->name_len, oldif);
-		if (comp != (size_t)-1) {
-			char *newname = replace_span(name, kl->name_len, comp, olen, newif);
+		/* A list (*_interfaces) or single-interface (*_interface)
+		 * variable is edited in its value only, even when its name has
+		 * an oldif component: a renamed copy would be a list naming
+		 * oldif, which the next pass would edit again. */
+		int is_list = ends_with(name, kl->name_len, "_interfaces");
+		int is_single = ends_with(name, kl->name_len, "_interface");
+		if (!is_list && !is_single && name_component(name, kl->name_len, oldif) != (size_t)-1) {
+			char *newname = rename_components(name, kl->name_len, oldif, newif);
 			if (!newname) {
 				rc = -1;
 				break;
@@ -601,7 +660,9 @@ int rw_rcconf_nic(const char *path, const char *text, const char *oldif,
 				    memcmp(ls.v[j].s + ke[j].kl.name_off, name, kl->name_len) == 0)
 					is_last = 0;
 			struct line copy = *l;
-			char *renamed = replace_span(l->s, l->len, kl->name_off + comp, olen, newif);
+			size_t after = kl->name_off + kl->name_len;
+			char *renamed = strprintf("%.*s%s%.*s", (int)kl->name_off, l->s, newname,
+						  (int)(l->len - after), l->s + after);
 			if (!renamed) {
 				free(newname);
 				rc = -1;
@@ -611,10 +672,14 @@ int rw_rcconf_nic(const char *path, const char *text, const char *oldif,
 			copy.len = strlen(renamed);
 			copy.nl = 1;
 			if (phase == RW_FINAL) {
-				if (!have_new) {
+				/* Only the last assignment is renamed; earlier ones
+				 * are dropped, as on the staged path, where PREPARE
+				 * copied only the last and FINAL drops every oldif
+				 * line once newif is set. */
+				if (!have_new && is_last) {
 					copy.nl = l->nl;
 					rc = add_line(&b, &copy);
-					if (rc == 0 && is_last)
+					if (rc == 0)
 						rc = nameset_add(&assigned, newname, strlen(newname));
 				}
 			} else {
@@ -631,7 +696,7 @@ int rw_rcconf_nic(const char *path, const char *text, const char *oldif,
 			free(newname);
 			continue;
 		}
-		if (ends_with(name, kl->name_len, "_interfaces")) {
+		if (is_list) {
 			size_t w = find_word(val, kl->in_len, oldif);
 			int has_new = find_word(val, kl->in_len, newif) != (size_t)-1;
 			char *nv = NULL;
@@ -646,14 +711,7 @@ int rw_rcconf_nic(const char *path, const char *text, const char *oldif,
 				}
 				nv = sbuf_steal(&v);
 			} else if (w != (size_t)-1 && phase == RW_FINAL) {
-				/* drop oldif and one separating blank */
-				size_t s0 = w, e0 = w + olen;
-				if (e0 < kl->in_len)
-					e0++;
-				else if (s0 > 0)
-					s0--;
-				nv = has_new ? replace_span(val, kl->in_len, s0, e0 - s0, "")
-					     : replace_span(val, kl->in_len, w, olen, newif);
+				nv = list_final(val, kl->in_len, oldif, newif, has_new);
 			} else {
 				rc = add_line(&b, l);
 				continue;
@@ -666,7 +724,7 @@ int rw_rcconf_nic(const char *path, const char *text, const char *oldif,
 			free(nv);
 			continue;
 		}
-		if (phase == RW_FINAL && ends_with(name, kl->name_len, "_interface") &&
+		if (phase == RW_FINAL && is_single &&
 		    span_eq(val, kl->in_len, oldif)) {
 			rc = emit_with_value(&b, l, kl, newif);
 			continue;
@@ -826,8 +884,12 @@ int rw_fstab(const char *path, const char *text, const struct rw_devmaps *dm,
 		} else if (is_swap) {
 			int have_target = nameset_has(&specs, d.target, strlen(d.target));
 			if (phase == RW_FINAL) {
+				/* renamed once: a repeated old line is dropped, as
+				 * after PREPARE, which copied only the first */
 				if (!have_target)
 					rc = emit_replaced(&b, l, s0, s1 - s0, d.target);
+				if (rc == 0 && !have_target)
+					rc = nameset_add(&specs, d.target, strlen(d.target));
 			} else {
 				rc = add_line(&b, l);
 				if (rc == 0 && !have_target) {
@@ -1201,13 +1263,14 @@ static int line_has_word(const struct line *l, const char *z)
 /* auto / allow-* line. PREPARE/SWITCH: each oldif word (or alias of it)
  * gets its newif form after it unless present. FINAL: oldif words are
  * dropped where the newif form is present, renamed where not; a line left
- * with no interface is dropped. Separators are kept. */
+ * with no interface is dropped (one that named none is kept). Separators
+ * are kept. */
 static int auto_line(struct sbuf *b, const struct line *l, const char *oldif,
 		     const char *newif, enum rw_phase phase)
 {
 	struct sbuf o = {0};
 	size_t kw = skip_word(l->s, skip_ws(l->s, 0, l->len), l->len);
-	int rc = sbuf_addn(&o, l->s, kw), words = 0;
+	int rc = sbuf_addn(&o, l->s, kw), words = 0, dropped = 0;
 	size_t p = kw;
 	while (rc == 0) {
 		size_t w0 = skip_ws(l->s, p, l->len);
@@ -1232,11 +1295,23 @@ static int auto_line(struct sbuf *b, const struct line *l, const char *oldif,
 			if (rc == 0)
 				rc = sbuf_add(&o, nw);
 			words++;
-		} /* else: dropped with its separator */
+		} else {
+			/* dropped with the blanks after it, so the next word
+			 * (the newif PREPARE added) takes its place and its
+			 * spacing, as in a rename; the last word goes with the
+			 * blanks before it */
+			size_t nx = skip_ws(l->s, w1, l->len);
+			if (nx < l->len && l->s[nx] != '#') {
+				rc = sbuf_addn(&o, l->s + p, w0 - p);
+				w1 = nx;
+			}
+			dropped = 1;
+		}
 		free(nw);
 		p = w1;
 	}
-	if (rc == 0 && words > 0) {
+	/* only a line this emptied goes: "auto" alone was not ours */
+	if (rc == 0 && (words > 0 || !dropped)) {
 		rc = sbuf_addn(b, sbuf_str(&o), o.len);
 		if (rc == 0 && l->nl)
 			rc = sbuf_addc(b, '\n');
@@ -1282,21 +1357,24 @@ int rw_interfaces_nic(const char *path, const char *text, const char *oldif,
 		while (end < ls.n && !is_blank_or_comment(&ls.v[end]) && !is_stanza_start(&ls.v[end]))
 			end++;
 		int have_new = have_iface(&ls, newname, l->s + f0, f1 - f0);
-		free(newname);
-		if (phase == RW_FINAL) {
-			if (!have_new)
-				for (size_t j = i; j < end && rc == 0; j++)
-					rc = emit_subst(&b, &ls.v[j], oldif, newif, 0);
-		} else {
-			for (size_t j = i; j < end && rc == 0; j++)
-				rc = add_line(&b, &ls.v[j]);
-			for (size_t j = i; j < end && rc == 0 && !have_new; j++) {
-				if (j == i)
-					rc = ensure_nl(&b);
-				if (rc == 0)
-					rc = emit_subst(&b, &ls.v[j], oldif, newif, 1);
-			}
+		int fin = phase == RW_FINAL;
+		for (size_t j = i; j < end && rc == 0 && !fin; j++)
+			rc = add_line(&b, &ls.v[j]);
+		if (rc == 0 && !have_new) {
+			/* FINAL renames the stanza, PREPARE and SWITCH add a
+			 * renamed copy. The header renames the interface only: an
+			 * oldif word among the family and method words is not the
+			 * interface, and renaming it made the copy's family differ
+			 * from the one have_iface() looks for on the next pass. */
+			struct line head = *l;
+			head.nl = fin ? l->nl : 1;
+			rc = fin ? 0 : ensure_nl(&b);
+			if (rc == 0)
+				rc = emit_replaced(&b, &head, n0, n1 - n0, newname);
+			for (size_t j = i + 1; j < end && rc == 0; j++)
+				rc = emit_subst(&b, &ls.v[j], oldif, newif, !fin);
 		}
+		free(newname);
 		i = end - 1;
 	}
 	free(ls.v);
@@ -1409,14 +1487,22 @@ int rw_netplan_pin_mac(const char *path, const char *text, const char *ifname,
 
 /* ---- udev ---------------------------------------------------------------------------- */
 
-/* Offset of `key` at a token start (after start, ',' or blank), or -1 */
+/* Offset of `key` at a token start (after start, ',' or blank) outside a
+ * quoted value, or -1. Text inside quotes is never a key: in
+ * DRIVERS==", NAME=" ..." the NAME=" is part of the DRIVERS value, and
+ * taking it for a key made the second pass, after that value became "?*",
+ * find another NAME=. */
 static size_t find_key(const char *s, size_t len, const char *key)
 {
 	size_t kl = strlen(key);
-	for (size_t i = 0; i + kl <= len; i++)
-		if ((i == 0 || s[i - 1] == ',' || s[i - 1] == ' ' || s[i - 1] == '\t') &&
+	int quoted = 0;
+	for (size_t i = 0; i + kl <= len; i++) {
+		if (!quoted && (i == 0 || s[i - 1] == ',' || s[i - 1] == ' ' || s[i - 1] == '\t') &&
 		    memcmp(s + i, key, kl) == 0)
 			return i;
+		if (s[i] == '"')
+			quoted = !quoted;
+	}
 	return (size_t)-1;
 }
 

@@ -118,9 +118,11 @@ int rw_kv_get(const char *path, const char *text, const char *key,
  * vlans_em0, ...) gets a copy for newif on the next line, same value and
  * comment, unless newif's variable is already set; list variables
  * (*_interfaces) get newif beside oldif.
- * FINAL: oldif variables are dropped where the newif one exists (renamed
- * where not), oldif is removed from lists, single-interface variables
- * (*_interface="em0") are set to newif. */
+ * FINAL: oldif variables are dropped where the newif one exists (where not,
+ * the last assignment is renamed and earlier ones dropped, as PREPARE
+ * followed by FINAL does), every oldif leaves lists, single-interface
+ * variables (*_interface="em0") are set to newif. Every oldif component of
+ * a name is renamed (ifconfig_em0_em0 -> ifconfig_vtnet0_vtnet0). */
 int rw_rcconf_nic(const char *path, const char *text, const char *oldif,
 		  const char *newif, enum rw_phase phase, char **out,
 		  char **err);
@@ -168,8 +170,9 @@ int rw_modules_ensure(const char *path, const char *text,
 
 /* /etc/network/interfaces NIC rename oldif -> newif.
  * PREPARE/SWITCH: each "iface oldif ..." stanza gets a copy for newif right
- * after it (unless newif already has one for that address family), and
- * auto/allow-* lines naming oldif name newif too.
+ * after it (unless newif already has one for that address family; the
+ * copy's header renames the interface only, its option lines every oldif
+ * word), and auto/allow-* lines naming oldif name newif too.
  * FINAL: oldif stanzas whose newif copy exists are dropped (with the blank
  * line before them) and oldif leaves auto/allow-* lines. */
 int rw_interfaces_nic(const char *path, const char *text, const char *oldif,
@@ -187,7 +190,7 @@ int rw_netplan_pin_mac(const char *path, const char *text, const char *ifname,
 /* udev persistent-net rules: in rules that set NAME=, a driver-specific
  * DRIVERS=="e1000" becomes DRIVERS=="?*" so the MAC rule still names the
  * NIC after the model change; names in the nics map (old -> new) are
- * renamed in NAME="old". */
+ * renamed in NAME="old". Keys are only looked for outside quoted values. */
 int rw_udev_net(const char *path, const char *text,
 		const struct name_map *nics, char **out, char **err);
 

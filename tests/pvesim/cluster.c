@@ -436,7 +436,15 @@ int parse_size(const char *s, uint64_t *out)
 	}
 	if (*end)
 		return -1;
-	*out = (uint64_t)(v * (double)mult);
+	return bytes_of(v, mult, out); /* strtod takes "inf" and "nan" */
+}
+
+int bytes_of(double n, uint64_t unit, uint64_t *out)
+{
+	double b = n * (double)unit;
+	if (!(b >= 0 && b < 18446744073709551616.0))
+		return -1;
+	*out = (uint64_t)b;
 	return 0;
 }
 

@@ -134,6 +134,9 @@ bool drive_is_cdrom(const char *value);
 bool drive_is_cloudinit(const char *value);
 /* Parse "32G", "512M", "1T", "100K", "1024" (bytes) -> bytes; -1 on error. */
 int parse_size(const char *s, uint64_t *out);
+/* n units (a scenario's size_mib, ...) -> bytes; -1 when that is negative,
+ * NaN, or 2^64 or more, which no uint64_t holds. */
+int bytes_of(double n, uint64_t unit, uint64_t *out);
 /* "32G" style (G when whole GiB, else M, else bytes); malloc'd. */
 char *format_size(uint64_t bytes);
 /* "1.5 GiB" style for task logs; malloc'd. */

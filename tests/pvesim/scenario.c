@@ -284,8 +284,8 @@ static int load_storage_volumes(struct sctx *x, struct sim_storage *s,
 			double d = json_object_get_double(v);
 			if (d <= 0)
 				rc = sfail(x, vp, "size_mib must be positive");
-			else
-				size = (uint64_t)(d * (double)MiB);
+			else if (bytes_of(d, MiB, &size) < 0)
+				rc = sfail(x, vp, "size_mib is too large");
 		}
 		if (rc == 0 &&
 		    member(x, o, vp, "content", json_type_string, false, &v) > 0) {
@@ -440,8 +440,8 @@ static int load_storages(struct sctx *x, json_object *arr)
 			double d = json_object_get_double(v);
 			if (d <= 0)
 				rc = sfail(x, p, "size_gib must be positive");
-			else
-				s->size = (uint64_t)(d * (double)GiB);
+			else if (bytes_of(d, GiB, &s->size) < 0)
+				rc = sfail(x, p, "size_gib is too large");
 		}
 		if (rc == 0 &&
 		    member(x, o, p, "volumes", json_type_array, false, &v) > 0)

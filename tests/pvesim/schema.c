@@ -1325,6 +1325,8 @@ static int pset_build(struct schema *s, struct pset *ps, json_object *props, int
 static const struct prop *pset_get(const struct pset *ps, const char *name)
 {
 	struct prop key = {.name = name};
+	if (!ps->n)
+		return NULL; /* ps->v is NULL then, which bsearch must not get */
 	return bsearch(&key, ps->v, ps->n, sizeof(*ps->v), prop_cmp);
 }
 

@@ -247,6 +247,28 @@ Test(scenario, bad_config_values)
 	expect_err(BASE_HEAD "\"guests\":[{\"vmid\":100,\"node\":\"pve1\","
 			     "\"config\":{\"template\":2}}]}",
 		   "$.guests[0].config.template: must be 0 or 1, not '2'");
+	/* found by fuzzing (tests/fuzz/regress/sim_scenario/): sizes past
+	 * 2^64 bytes, or inf, converted to uint64_t */
+	expect_err(BASE_HEAD "\"guests\":[{\"vmid\":100,\"node\":\"pve1\","
+			     "\"config\":{\"virtio0\":\"local-lvm:vm-100-disk-0,size=1e300G\"}}]}",
+		   "$.guests[0].config.virtio0: invalid size '1e300G'");
+	expect_err(BASE_HEAD "\"guests\":[{\"vmid\":100,\"node\":\"pve1\","
+			     "\"config\":{\"virtio0\":\"local-lvm:vm-100-disk-0,size=inf\"}}]}",
+		   "$.guests[0].config.virtio0: invalid size 'inf'");
+}
+
+/* Found by fuzzing (tests/fuzz/regress/sim_scenario/): sizes too large for
+ * uint64_t were converted anyway. */
+Test(scenario, storage_sizes_too_large)
+{
+	expect_err("{\"pve_version\":\"8.4\",\"nodes\":[{\"name\":\"pve1\"}],\"storages\":[{"
+		   "\"id\":\"local\",\"type\":\"dir\",\"nodes\":[\"pve1\"],\"content\":\"iso\","
+		   "\"size_gib\":1e300}]}",
+		   "$.storages[0]: size_gib is too large");
+	expect_err("{\"pve_version\":\"8.4\",\"nodes\":[{\"name\":\"pve1\"}],\"storages\":[{"
+		   "\"id\":\"local\",\"type\":\"dir\",\"nodes\":[\"pve1\"],\"content\":\"iso\","
+		   "\"volumes\":[{\"volid\":\"local:iso/x.iso\",\"size_mib\":1e300}]}]}",
+		   "size_mib is too large");
 }
 
 Test(scenario, status_and_address)

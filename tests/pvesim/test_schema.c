@@ -290,6 +290,14 @@ Test(schema8, reject_unknown_param)
 	    "property is not defined in schema and the schema does not allow additional properties");
 }
 
+/* Found by fuzzing (tests/fuzz/regress/sim_schema/): a method without
+ * parameters looked unknown ones up with bsearch on a NULL array. */
+Test(schema8, unknown_param_of_a_method_without_parameters)
+{
+	bad(S8, "GET", "/nodes", "{\"cores\":\"4\"}", "cores",
+	    "property is not defined in schema and the schema does not allow additional properties");
+}
+
 Test(schema8, reject_missing_required)
 {
 	bad(S8, "POST", VM "/migrate", "{\"online\":\"1\"}", "target",

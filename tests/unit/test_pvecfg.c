@@ -2,6 +2,7 @@
 #include "pvecfg.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdlib.h>
 
 Test(propstr, parse_format_roundtrip_keeps_order)
@@ -124,4 +125,41 @@ Test(pvecfg, no_disks_no_nics)
 	free(n);
 	pvecfg_hw_free(&hw);
 	json_object_put(c);
+}
+
+/* Found by fuzzing (tests/fuzz/regress/pvecfg_hw/): the config "data" is
+ * PVE's answer and need not be an object; a JSON null value is "not set". */
+Test(pvecfg, data_that_is_not_an_object)
+{
+	const char *const bad[] = {"null", "[{\"ide0\":\"local-lvm:vm-100-disk-0\"}]", "\"ide0\"", "1"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		json_object *c = json_tokener_parse(bad[i]); /* NULL for "null" */
+		struct pvecfg_hw hw;
+		errno = 0;
+		cr_expect_eq(pvecfg_hw_read(c, &hw), -1, "%s", bad[i]);
+		cr_expect_eq(errno, EINVAL, "%s", bad[i]);
+		cr_expect_eq(hw.n_disks + hw.n_nics, 0);
+		json_object_put(c);
+	}
+	json_object *c = cfg("{\"ide0\":null,\"net0\":null,\"scsihw\":null,"
+			     "\"virtio0\":\"local-lvm:vm-100-disk-0,size=8G\"}");
+	struct pvecfg_hw hw;
+	cr_assert_eq(pvecfg_hw_read(c, &hw), 0);
+	cr_expect_eq(hw.n_disks, 1);
+	cr_expect_str_eq(hw.disks[0].key, "virtio0");
+	cr_expect_eq(hw.n_nics, 0);
+	cr_expect_null(hw.scsihw);
+	pvecfg_hw_free(&hw);
+	json_object_put(c);
+}
+
+/* Found by fuzzing (tests/fuzz/regress/propstr/): with a key twice, or two
+ * values without a key, a string was not equal to itself. */
+Test(propstr, equal_with_repeated_entries)
+{
+	cr_expect(propstr_equal("local-lvm:vm-100-disk-0,size0", "local-lvm:vm-100-disk-0,size0"));
+	cr_expect(propstr_equal("size0,local-lvm:vm-100-disk-0", "local-lvm:vm-100-disk-0,size0"));
+	cr_expect(propstr_equal("bridge=vmbr0,bridge=vmbr1", "bridge=vmbr1,bridge=vmbr0"));
+	cr_expect_not(propstr_equal("bridge=vmbr0,bridge=vmbr0", "bridge=vmbr0,bridge=vmbr1"));
+	cr_expect_not(propstr_equal("a,b", "a,a"));
 }

@@ -457,6 +457,59 @@ Test(rc_conf, unterminated_quote_is_error)
 	free(err);
 }
 
+/* Found by fuzzing (tests/fuzz/regress/rw_rcconf/): a copy still naming
+ * em0 was copied again on every pass. */
+Test(rc_conf, every_old_component_renamed)
+{
+	char *prep = rcnic("ifconfig_em0_em0=\"x\"\n", RW_PREPARE);
+	cr_assert_str_eq(prep, "ifconfig_em0_em0=\"x\"\nifconfig_vtnet0_vtnet0=\"x\"\n");
+	char *fin = rcnic(prep, RW_FINAL), *fin2 = rcnic("ifconfig_em0_em0=\"x\"\n", RW_FINAL);
+	cr_assert_str_eq(fin, "ifconfig_vtnet0_vtnet0=\"x\"\n");
+	cr_assert_str_eq(fin2, fin);
+	free(prep);
+	free(fin);
+	free(fin2);
+}
+
+/* Found by fuzzing: FINAL straight from the original renamed every
+ * assignment, FINAL after PREPARE (which copies only the last) kept one. */
+Test(rc_conf, final_keeps_the_last_assignment_only)
+{
+	const char *in = "ifconfig_em0_ipv6=\"inet6 -accept_rtadv\"\nsshd_enable=\"YES\"\n"
+			 "ifconfig_em0_ipv6=\"inet6 accept_rtadv\"\n";
+	char *fin = rcnic(in, RW_FINAL), *prep = rcnic(in, RW_PREPARE), *staged = rcnic(prep, RW_FINAL);
+	cr_assert_str_eq(fin, "sshd_enable=\"YES\"\nifconfig_vtnet0_ipv6=\"inet6 accept_rtadv\"\n");
+	cr_assert_str_eq(staged, fin);
+	free(fin);
+	free(prep);
+	free(staged);
+}
+
+/* Found by fuzzing: FINAL dropped only the first of a repeated em0. */
+Test(rc_conf, final_drops_every_listed_old_name)
+{
+	char *fin = rcnic("network_interfaces=\"lo0 em0 em0\"\n", RW_FINAL);
+	cr_assert_str_eq(fin, "network_interfaces=\"lo0 vtnet0\"\n");
+	free(fin);
+	fin = rcnic("network_interfaces=\"em0 vtnet0 em0\"\n", RW_FINAL);
+	cr_assert_str_eq(fin, "network_interfaces=\"vtnet0\"\n");
+	free(fin);
+}
+
+/* Found by fuzzing: a list named after the NIC was copied as an em0
+ * variable, and the copy, a list naming em0, was edited by the next pass. */
+Test(rc_conf, lists_are_edited_in_their_value_only)
+{
+	const char *in = "cloned_em0_interfaces=\"em0 em1\"\n";
+	char *prep = rcnic(in, RW_PREPARE), *fin = rcnic(prep, RW_FINAL), *fin2 = rcnic(in, RW_FINAL);
+	cr_assert_str_eq(prep, "cloned_em0_interfaces=\"em0 vtnet0 em1\"\n");
+	cr_assert_str_eq(fin, "cloned_em0_interfaces=\"vtnet0 em1\"\n");
+	cr_assert_str_eq(fin2, fin);
+	free(prep);
+	free(fin);
+	free(fin2);
+}
+
 /* fstab */
 static char *fst(const char *in, const struct name_map *disks, const struct name_map *labels,
 		 enum rw_phase ph, struct sbuf *notes)
@@ -526,6 +579,24 @@ Test(fstab, whole_disk_map_and_swap_both_names)
 			      "/dev/ada01p1 /x ufs rw 2 2\n");
 	free(prep);
 	free(fin);
+	name_map_free(&disks);
+}
+
+/* Found by fuzzing (tests/fuzz/regress/rw_fstab/): FINAL renamed both
+ * copies of a repeated swap line, FINAL after PREPARE kept one. */
+Test(fstab, repeated_swap_line_renamed_once)
+{
+	struct name_map disks = {0};
+	cr_assert_eq(name_map_add(&disks, "ada0", "vtbd0"), 0);
+	const char *in = "/dev/ada0p3\tnone\tswap\tsw\t0\t0\n/dev/ada0p3\tnone\tswap\tsw\t0\t0\n";
+	char *fin = fst(in, &disks, NULL, RW_FINAL, NULL);
+	char *prep = fst(in, &disks, NULL, RW_PREPARE, NULL);
+	char *staged = fst(prep, &disks, NULL, RW_FINAL, NULL);
+	cr_assert_str_eq(fin, "/dev/vtbd0p3\tnone\tswap\tsw\t0\t0\n");
+	cr_assert_str_eq(staged, fin);
+	free(fin);
+	free(prep);
+	free(staged);
 	name_map_free(&disks);
 }
 
@@ -831,6 +902,49 @@ Test(interfaces, aliases_and_vlans)
 	free(fin);
 }
 
+/* Found by fuzzing (tests/fuzz/regress/rw_interfaces/): the copy renamed
+ * an eth0 in the family word too, so the next pass, looking for "ens3 eth0",
+ * added another stanza. */
+Test(interfaces, copy_renames_the_interface_only)
+{
+	const char *in = "auto eth0\niface eth0 eth0 manual\n\tup ip link set eth0 up\n";
+	char *prep = ifc(in, "eth0", "ens3", RW_PREPARE);
+	cr_assert_str_eq(prep, "auto eth0 ens3\niface eth0 eth0 manual\n\tup ip link set eth0 up\n"
+			       "iface ens3 eth0 manual\n\tup ip link set ens3 up\n");
+	char *fin = ifc(prep, "eth0", "ens3", RW_FINAL), *fin2 = ifc(in, "eth0", "ens3", RW_FINAL);
+	cr_assert_str_eq(fin, "auto ens3\niface ens3 eth0 manual\n\tup ip link set ens3 up\n");
+	cr_assert_str_eq(fin2, fin);
+	free(prep);
+	free(fin);
+	free(fin2);
+}
+
+/* Found by fuzzing: FINAL dropped eth0 with the blanks before it, so after
+ * PREPARE the line's spacing differed from a direct rename. */
+Test(interfaces, final_keeps_the_spacing_of_a_rename)
+{
+	const char *in = "auto lo  eth0\niface eth0 inet dhcp\n";
+	char *prep = ifc(in, "eth0", "ens3", RW_PREPARE);
+	char *fin = ifc(prep, "eth0", "ens3", RW_FINAL), *fin2 = ifc(in, "eth0", "ens3", RW_FINAL);
+	cr_assert_str_eq(prep, "auto lo  eth0 ens3\niface eth0 inet dhcp\niface ens3 inet dhcp\n");
+	cr_assert_str_eq(fin, "auto lo  ens3\niface ens3 inet dhcp\n");
+	cr_assert_str_eq(fin2, fin);
+	free(prep);
+	free(fin);
+	free(fin2);
+}
+
+/* Found by fuzzing: an auto/allow-* line naming no interface was dropped. */
+Test(interfaces, auto_line_without_names_kept)
+{
+	const char *in = "allow-hotplug\nauto\niface eth0 inet dhcp\n";
+	char *prep = ifc(in, "eth0", "ens3", RW_PREPARE), *fin = ifc(in, "eth0", "ens3", RW_FINAL);
+	cr_assert_str_eq(prep, "allow-hotplug\nauto\niface eth0 inet dhcp\niface ens3 inet dhcp\n");
+	cr_assert_str_eq(fin, "allow-hotplug\nauto\niface ens3 inet dhcp\n");
+	free(prep);
+	free(fin);
+}
+
 /* netplan */
 Test(netplan, pin_mac_block_style)
 {
@@ -885,4 +999,26 @@ Test(udev, driver_specific_rule_and_rename)
 	cr_assert_eq(rw_udev_net("r", "SUBSYSTEM==\"net\", NAME=\"eth0\n", NULL, &out, &err), -1);
 	cr_assert_str_eq(err, "r:1: unterminated NAME=\"...\"");
 	free(err);
+}
+
+/* Found by fuzzing (tests/fuzz/regress/rw_udev/): a NAME=" inside the
+ * DRIVERS value was taken for the rule's NAME; once the value became "?*"
+ * the second pass found the real one and renamed it. */
+Test(udev, keys_inside_quotes_are_values)
+{
+	const char *in = "SUBSYSTEM==\"net\", DRIVERS==\", NAME=\" x\", ATTR{address}==\"52:54:00:12:34:56\", "
+			 "NAME=\"eth0\"\n";
+	struct name_map nics = {0};
+	cr_assert_eq(name_map_add(&nics, "eth0", "ens3"), 0);
+	char *out, *err;
+	cr_assert_eq(rw_udev_net("70-persistent-net.rules", in, &nics, &out, &err), 0, "%s", err);
+	/* the quotes pair up as DRIVERS==", NAME=" and " x", ...: no NAME= key */
+	cr_assert_str_eq(out, in);
+	free(out);
+	/* a value holding ", NAME" is still a value; the real keys are renamed */
+	const char *rule = "DRIVERS==\"e1000\", ATTR{x}==\"a, NAME=\", NAME=\"eth0\"\n";
+	cr_assert_eq(rw_udev_net("r", rule, &nics, &out, &err), 0, "%s", err);
+	cr_assert_str_eq(out, "DRIVERS==\"?*\", ATTR{x}==\"a, NAME=\", NAME=\"ens3\"\n");
+	free(out);
+	name_map_free(&nics);
 }
