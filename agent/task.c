@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,8 @@ enum task_line_kind task_parse_line(const char *line, struct task_progress *p)
 			p->percent = x / y * 100.0;
 			if (p->percent > 100)
 				p->percent = 100;
+			if (!(p->percent >= 0)) /* NaN from sizes beyond a double */
+				p->percent = -1;
 			return TASK_LINE_MIGRATION;
 		}
 	}
@@ -199,7 +202,7 @@ enum task_line_kind task_parse_line(const char *line, struct task_progress *p)
 		if (e && strncmp(e, " (", 2) == 0) {
 			char *pe = NULL;
 			double pc = strtod(e + 2, &pe);
-			if (pe != e + 2 && *pe == '%') {
+			if (pe != e + 2 && *pe == '%' && !isnan(pc)) {
 				p->transferred = x;
 				p->total = y;
 				p->percent = pc < 0 ? 0 : pc > 100 ? 100 : pc;

@@ -299,14 +299,12 @@ static int upid_same(const struct task_upid *a, const struct task_upid *b)
 	       strcmp(a->id, b->id) == 0 && strcmp(a->user, b->user) == 0;
 }
 
-/* A percentage is -1 (not in the line) or within 0..100, or NaN: a
- * "(nan%)" line, or sizes too large for a double ("1e308 PiB of 1e308
- * PiB"), give NaN (tests/fuzz/regress/task/percent-nan). task.h promises
- * 0..100 or -1, but every consumer tests percent >= 0, which NaN fails
- * like -1; task.c is left to its owner. */
+/* A percentage is -1 (not in the line) or within 0..100, never NaN (a
+ * "(nan%)" line, or sizes too large for a double, once gave NaN:
+ * tests/fuzz/regress/task/percent-nan). */
 static int pct_ok(double v)
 {
-	return v == -1 || isnan(v) || (v >= 0 && v <= 100);
+	return v == -1 || (v >= 0 && v <= 100);
 }
 
 static int task_line(const char *line)

@@ -414,3 +414,13 @@ Test(task, exit_status)
 	cr_expect_not(task_exit_ok(NULL, &w));
 	cr_expect_not(task_exit_ok("ok", NULL));
 }
+
+Test(task_parse, a_nan_percentage_is_no_percentage)
+{
+	/* found by fuzzing (tests/fuzz/regress/task/percent-nan) */
+	struct task_progress p;
+	task_parse_line("transferred 1.0 GiB of 2.0 GiB (nan%)", &p);
+	cr_assert_float_eq(p.percent, -1, 1e-9);
+	task_parse_line("migration active, transferred 1e308 PiB of 1e308 PiB VM-state, 1 MiB/s", &p);
+	cr_assert(p.percent == -1 || (p.percent >= 0 && p.percent <= 100), "%f", p.percent);
+}
