@@ -148,6 +148,12 @@ static void route_create(struct cluster *c, const struct sim_req *req,
 	}
 	if (!vm_priv_check(req, r, (int)vmid, "VM.Allocate"))
 		return;
+	json_object_object_foreach(req->params, ck, cv)
+	{
+		(void)cv;
+		if (!create_meta(ck) && config_key_check(req, "qemu", ck, false, r) < 0)
+			return;
+	}
 	struct sim_guest *old = cluster_guest(c, (int)vmid);
 	if (old) {
 		resp_error(r, 500, "unable to create VM %lld - %s %lld already exists on node '%s'",

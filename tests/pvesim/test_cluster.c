@@ -47,23 +47,31 @@ static struct cluster *load_text(const char *text)
 	return c;
 }
 
-/* One request. params: JSON object text or NULL. */
-static void call_as(struct cluster *c, const char *privs, const char *method,
-		    const char *path, const char *params, double now,
-		    const char *task_fail, struct sim_resp *r)
+/* One request as userid. params: JSON object text or NULL. */
+static void call_user(struct cluster *c, const char *userid, const char *privs,
+		      const char *method, const char *path, const char *params, double now,
+		      const char *task_fail, struct sim_resp *r)
 {
 	json_object *p = params ? json_tokener_parse(params) : json_object_new_object();
 	cr_assert_not_null(p, "bad params %s", params);
 	struct sim_req req = {.method = method,
 			      .path = path,
 			      .params = p,
-			      .userid = "root@pam!pvagent",
+			      .userid = userid,
 			      .privs = privs,
 			      .task_fail = task_fail,
 			      .now = now};
 	memset(r, 0, sizeof(*r));
 	cluster_handle(c, &req, r);
 	json_object_put(p);
+}
+
+/* One request with the scenario's token root@pam!pvagent. */
+static void call_as(struct cluster *c, const char *privs, const char *method,
+		    const char *path, const char *params, double now,
+		    const char *task_fail, struct sim_resp *r)
+{
+	call_user(c, "root@pam!pvagent", privs, method, path, params, now, task_fail, r);
 }
 
 static void call(struct cluster *c, const char *method, const char *path,
@@ -616,6 +624,76 @@ Test(cluster, config_disk_switch_makes_unused)
 	free(vol);
 	free(ide0);
 	free(digest);
+	cluster_free(c);
+}
+
+static void expect_param_error(struct sim_resp *r, const char *param, const char *msg)
+{
+	cr_assert_eq(r->status, 400, "status %d (%s), want 400", r->status,
+		     r->message ? r->message : "");
+	json_object *e = r->errors ? json_object_object_get(r->errors, param) : NULL;
+	cr_assert_not_null(e, "no error for '%s'", param);
+	cr_assert_str_eq(json_object_get_string(e), msg);
+}
+
+/* qemu-server: parent, snaptime, vmstate, runningmachine, runningcpu and
+ * meta are not in the config schema; keys in none of the permission lists
+ * are root@pam's alone, not its tokens'. */
+Test(cluster, config_keys_pve_keeps_and_root_only_keys)
+{
+	struct cluster *c = load("demo.json");
+	struct sim_resp r;
+	const char *p = "/nodes/pve1/qemu/9000/config";
+	const char *const internal[] = {"parent", "snaptime", "vmstate", "runningmachine",
+					"runningcpu", "meta"};
+	for (size_t i = 0; i < sizeof internal / sizeof internal[0]; i++) {
+		char params[128];
+		snprintf(params, sizeof params, "{\"%s\":\"x\"}", internal[i]);
+		call_user(c, "root@pam", "all", "PUT", p, params, T0, NULL, &r);
+		expect_param_error(&r, internal[i], "property is not defined in schema and the "
+						    "schema does not allow additional properties");
+		sim_resp_clear(&r);
+		call(c, "POST", p, params, T0, &r);
+		expect_param_error(&r, internal[i], "property is not defined in schema and the "
+						    "schema does not allow additional properties");
+		sim_resp_clear(&r);
+	}
+	call_user(c, "root@pam", "all", "PUT", p, "{\"delete\":\"parent\"}", T0, NULL, &r);
+	expect_param_error(&r, "delete", "unknown option 'parent'");
+	sim_resp_clear(&r);
+	const char *const root_only[] = {"vmgenid", "hookscript", "args", "affinity"};
+	const char *const values[] = {"1", "local:snippets/hook.pl", "-no-reboot", "0-1"};
+	for (size_t i = 0; i < sizeof root_only / sizeof root_only[0]; i++) {
+		char params[128], msg[128];
+		snprintf(params, sizeof params, "{\"%s\":\"%s\"}", root_only[i], values[i]);
+		snprintf(msg, sizeof msg, "only root can set '%s' config", root_only[i]);
+		call(c, "PUT", p, params, T0, &r);
+		expect_error(&r, 500, msg);
+		sim_resp_clear(&r);
+		call_user(c, "admin@pve", "all", "PUT", p, params, T0, NULL, &r);
+		expect_error(&r, 500, msg);
+		sim_resp_clear(&r);
+		call_user(c, "root@pam", "all", "PUT", p, params, T0, NULL, &r);
+		cr_assert_eq(r.status, 200, "root@pam sets %s: %s", root_only[i],
+			     r.message ? r.message : "");
+		sim_resp_clear(&r);
+	}
+	/* deleting is checked as setting */
+	call(c, "PUT", p, "{\"delete\":\"meta\"}", T0, &r);
+	expect_error(&r, 500, "only root can set 'meta' config");
+	sim_resp_clear(&r);
+	call(c, "PUT", p, "{\"delete\":\"args\"}", T0, &r);
+	expect_error(&r, 500, "only root can set 'args' config");
+	sim_resp_clear(&r);
+	/* the listed keys stay open to tokens with the privilege */
+	call(c, "PUT", p, "{\"description\":\"x\",\"cores\":\"2\",\"tags\":\"a\"}", T0, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	sim_resp_clear(&r);
+	/* creating a guest takes the same rules */
+	call(c, "POST", "/nodes/pve1/qemu", "{\"vmid\":\"150\",\"args\":\"-S\"}", T0, &r);
+	expect_error(&r, 500, "only root can set 'args' config");
+	sim_resp_clear(&r);
+	cr_assert_null(cluster_guest(c, 150));
 	cluster_free(c);
 }
 
