@@ -394,10 +394,8 @@ int config_commit_delete(struct cluster *c, struct sim_guest *g,
 		boot_order_drop(g, key);
 	}
 	free(vol);
+	/* bootdisk stays, naming the disk that is gone (as in PVE) */
 	json_object_object_del(g->config, key);
-	if (strcmp(key, "bootdisk") != 0 && cfg_str(g->config, "bootdisk") &&
-	    strcmp(cfg_str(g->config, "bootdisk"), key) == 0)
-		json_object_object_del(g->config, "bootdisk");
 	return 0;
 }
 
@@ -559,6 +557,40 @@ static int split_list(const char *s, struct ptrvec *out)
 	return 0;
 }
 
+static bool listed(const struct ptrvec *v, const char *k)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->v[i], k) == 0)
+			return true;
+	return false;
+}
+
+/* qemu-server's worker check of a new "boot: order=a;b": every device is
+ * in the config, its pending part or this request, and not deleted by it.
+ * NULL or the error (malloc'd). */
+static char *boot_order_error(const struct sim_guest *g, const struct sim_req *req,
+			      const struct ptrvec *dels)
+{
+	const char *boot = param_str(req, "boot");
+	char *order = boot ? prop_get(boot, "order") : NULL;
+	struct ptrvec devs = {0};
+	char *err = NULL;
+	if (order && split_list(order, &devs) < 0)
+		err = strdup("out of memory");
+	for (size_t i = 0; !err && i < devs.n; i++) {
+		const char *d = devs.v[i];
+		bool exists = cfg_str(g->config, d) || cfg_str(g->pending, d) ||
+			      json_object_object_get_ex(req->params, d, NULL);
+		if (!exists || listed(dels, d))
+			err = strprintf("invalid bootorder: device '%s' does not exist'", d);
+	}
+	for (size_t i = 0; i < devs.n; i++)
+		free(devs.v[i]);
+	ptrvec_free(&devs);
+	free(order);
+	return err;
+}
+
 int config_update(struct cluster *c, const struct sim_req *req,
 		  struct sim_guest *g, struct sim_resp *r, double *cost,
 		  struct sbuf *log)
@@ -626,6 +658,14 @@ int config_update(struct cluster *c, const struct sim_req *req,
 			resp_param_error(r, "delete", "unable to delete 'lock'");
 			rc = -1;
 		}
+	}
+	/* the worker's checks: a failed task for POST, the error for PUT */
+	char *werr = rc == 0 && strcmp(g->type, "qemu") == 0 ? boot_order_error(g, req, &dels)
+							      : NULL;
+	if (werr) {
+		resp_error(r, 500, "%s", werr);
+		free(werr);
+		rc = -2;
 	}
 	/* prepare values (allocations happen here, as in PVE) */
 	json_object *set = json_object_new_object();
@@ -698,6 +738,17 @@ int config_update(struct cluster *c, const struct sim_req *req,
 		}
 	}
 	if (rc == 0) {
+		/* a boot order replaces the legacy bootdisk (unless this very
+		 * request sets it) */
+		const char *boot = cfg_str(set, "boot");
+		if (boot && strstr(boot, "order=") && cfg_str(g->config, "bootdisk") &&
+		    !cfg_str(set, "bootdisk")) {
+			if (hot_key(g, "bootdisk"))
+				config_commit_delete(c, g, "bootdisk", false);
+			else
+				json_object_array_add(g->pending_delete,
+						      json_object_new_string("bootdisk"));
+		}
 		json_object_object_foreach(set, k, v)
 		{
 			const char *val = json_object_get_string(v);

@@ -35,7 +35,11 @@ int config_key_check(const struct sim_req *req, const char *type, const char *ke
 		     bool deleting, struct sim_resp *r);
 
 /* PUT/POST config: validate and apply params to g (pending when running).
- * Returns 0, or -1 with r filled. *cost: seconds of storage work. */
+ * Returns 0, or -1 with r filled, or -2 with r filled when the refusal is
+ * the worker's in PVE (a qmconfig task failing with r->message for POST):
+ * a boot order naming a device that does not exist. Setting "boot:
+ * order=..." deletes bootdisk; deleting a disk keeps it. *cost: seconds of
+ * storage work. */
 int config_update(struct cluster *c, const struct sim_req *req,
 		  struct sim_guest *g, struct sim_resp *r, double *cost,
 		  struct sbuf *log);

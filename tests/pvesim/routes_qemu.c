@@ -524,7 +524,20 @@ static void route_config_write(struct cluster *c, const struct sim_req *req,
 {
 	double cost = 0;
 	struct sbuf log = {0};
-	if (config_update(c, req, g, r, &cost, &log) < 0) {
+	int rc = config_update(c, req, g, r, &cost, &log);
+	if (rc == -2 && async) {
+		/* refused by the worker: the task fails */
+		char *msg = r->message ? strdup(r->message) : NULL;
+		sim_resp_clear(r);
+		struct sim_task *t = guest_task(c, req, g, "qmconfig", 0.2);
+		if (t)
+			task_fail_at(t, 0.1, msg ? msg : "error");
+		free(msg);
+		sbuf_free(&log);
+		resp_task(r, t);
+		return;
+	}
+	if (rc < 0) {
 		sbuf_free(&log);
 		return;
 	}

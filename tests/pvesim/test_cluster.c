@@ -1275,6 +1275,54 @@ Test(cluster, ha_managed_vm_migrates_through_ha)
 	cluster_free(c);
 }
 
+/* qemu-server: a boot order names devices that exist (in the config, its
+ * pending part or the request, not deleted by it); setting one drops the
+ * legacy bootdisk; deleting a disk leaves bootdisk alone. */
+Test(cluster, boot_order_devices_and_bootdisk)
+{
+	struct cluster *c = load_text(
+		"{\"pve_version\":\"8.4\",\"nodes\":[{\"name\":\"a\"}],"
+		"\"storages\":[{\"id\":\"thin\",\"type\":\"lvmthin\",\"content\":\"images\"}],"
+		"\"guests\":[{\"vmid\":100,\"node\":\"a\",\"config\":"
+		"{\"ide0\":\"thin:vm-100-disk-0,size=4G\",\"boot\":\"cdn\",\"bootdisk\":\"ide0\","
+		"\"net0\":\"e1000=BC:24:11:00:00:64,bridge=vmbr0\"}}]}");
+	const char *p = "/nodes/a/qemu/100/config";
+	struct sim_resp r;
+	call(c, "PUT", p, "{\"boot\":\"order=virtio0;net0\"}", T0, &r);
+	expect_error(&r, 500, "invalid bootorder: device 'virtio0' does not exist'");
+	sim_resp_clear(&r);
+	call(c, "PUT", p, "{\"delete\":\"ide0\",\"boot\":\"order=ide0\"}", T0, &r);
+	expect_error(&r, 500, "invalid bootorder: device 'ide0' does not exist'");
+	sim_resp_clear(&r);
+	/* POST: the worker's error ends the task */
+	char *u = start_task(c, "POST", p, "{\"boot\":\"order=scsi3\"}", T0);
+	char *st = wait_task(c, u, T0, NULL);
+	cr_assert_str_eq(st, "invalid bootorder: device 'scsi3' does not exist'");
+	free(st);
+	free(u);
+	json_object *conf = get_config(c, p, T0 + 2);
+	cr_assert_str_eq(jstr(conf, "boot"), "cdn", "nothing changed");
+	json_object_put(conf);
+	/* deleting the disk keeps bootdisk */
+	call(c, "PUT", p, "{\"delete\":\"ide0\"}", T0 + 3, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	sim_resp_clear(&r);
+	conf = get_config(c, p, T0 + 3);
+	cr_assert_null(jstr(conf, "ide0"));
+	cr_assert_str_eq(jstr(conf, "bootdisk"), "ide0");
+	json_object_put(conf);
+	/* a device this request adds counts; order= removes bootdisk */
+	call(c, "PUT", p,
+	     "{\"virtio0\":\"thin:vm-100-disk-0\",\"boot\":\"order=virtio0;net0\"}", T0 + 4, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	sim_resp_clear(&r);
+	conf = get_config(c, p, T0 + 4);
+	cr_assert_str_eq(jstr(conf, "boot"), "order=virtio0;net0");
+	cr_assert_null(jstr(conf, "bootdisk"), "order= replaces bootdisk");
+	json_object_put(conf);
+	cluster_free(c);
+}
+
 Test(cluster, upid_fields_match_task_status)
 {
 	struct cluster *c = load("demo.json");
