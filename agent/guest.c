@@ -1369,6 +1369,43 @@ static bool status_is(const struct guest_ref *g, const char *status)
 	return g->status && strcmp(g->status, status) == 0;
 }
 
+/* After a power task that ended well: wait (up to limit) until PVE shows
+ * the state asked for. The task of a guest the HA stack manages (hastart,
+ * hastop) ends as soon as the request is queued; the CRM and the node's
+ * LRM make the change some seconds later. Anything else shows it at the
+ * first read. 0; -1 with PVE_ERR_TASK_TIMEOUT when it never came, or the
+ * read's error. */
+static int wait_status(struct pve *c, struct guest_ref *g, const char *want, const char *step,
+		       double limit, const struct guest_wait *w, struct pve_error *err)
+{
+	const struct pve_clock *clk = w_clock(w);
+	double t0 = pve_clock_now(clk);
+	for (unsigned n = 0;; n++) {
+		free(g->status);
+		g->status = NULL; /* unknown until read */
+		if (guest_refresh(c, g, err) < 0)
+			return -1;
+		if (status_is(g, want)) {
+			if (n > 0)
+				progress(w, step, 100, "VM %d is %s after %.0f s", g->vmid, want,
+					 pve_clock_now(clk) - t0);
+			return 0;
+		}
+		double waited = pve_clock_now(clk) - t0;
+		if (waited >= limit) {
+			pve_error_set(err, PVE_ERR_TASK_TIMEOUT,
+				      "VM %d on %s is %s, not %s, %.0f s after its %s task ended "
+				      "(an HA-managed guest changes state when the HA stack gets "
+				      "to it: see 'ha-manager status')",
+				      g->vmid, g->node, g->status ? g->status : "in an unknown state",
+				      want, waited, step);
+			return -1;
+		}
+		progress(w, step, -1, "waiting for VM %d to be %s (%.0f s)", g->vmid, want, waited);
+		pve_clock_sleep(clk, w_poll(w));
+	}
+}
+
 int guest_start(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 		struct pve_error *err)
 {
@@ -1391,8 +1428,15 @@ int guest_start(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 	/* qemu says "already running" from inside the start task: believed
 	 * once the status confirms it */
 	struct pve_error failed = {0};
-	if (rc < 0)
-		pve_error_move(&failed, err);
+	if (rc == 0) {
+		int ws = wait_status(c, g, "running", "start", w_lock_timeout(w), w, err);
+		if (ws < 0 && err->kind != PVE_ERR_TASK_TIMEOUT)
+			pve_error_clear(err); /* a failed read: the step itself succeeded */
+		else if (ws < 0)
+			return -1;
+		return 0;
+	}
+	pve_error_move(&failed, err);
 	free(g->status);
 	g->status = NULL; /* unknown until read */
 	if (guest_refresh(c, g, err) < 0) {
@@ -1424,8 +1468,11 @@ int guest_stop(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 	int rc = guest_task(c, g, "POST", "/status/stop", NULL, "stop", "not running", 0, &eff, w,
 			    NULL,
 			    err);
-	if (rc == 0 && guest_refresh(c, g, err) < 0)
-		pve_error_clear(err); /* the step itself succeeded */
+	if (rc == 0 && wait_status(c, g, "stopped", "stop", w_lock_timeout(w), w, err) < 0) {
+		if (err->kind == PVE_ERR_TASK_TIMEOUT)
+			return -1;
+		pve_error_clear(err); /* a failed read: the step itself succeeded */
+	}
 	return rc;
 }
 
@@ -1445,6 +1492,14 @@ int guest_shutdown(struct pve *c, struct guest_ref *g, const struct guest_wait *
 	int rc = guest_task(c, g, "POST", "/status/shutdown", &p, "shutdown", "not running",
 			    tmo + 60, &eff, w, NULL, err);
 	pve_params_free(&p);
+	if (rc == 0) {
+		/* HA: the hastop task ended; the shutdown itself comes later */
+		rc = wait_status(c, g, "stopped", "shutdown", tmo + 60, w, err);
+		if (rc < 0 && err->kind != PVE_ERR_TASK_TIMEOUT) {
+			pve_error_clear(err); /* a failed read: the step itself succeeded */
+			rc = 0;
+		}
+	}
 	if (rc < 0 && (err->kind == PVE_ERR_TASK || err->kind == PVE_ERR_TASK_TIMEOUT)) {
 		log_warn("VM %d did not shut down cleanly (%s); stopping it", g->vmid,
 			 err->message ? err->message : "timeout");
@@ -1455,8 +1510,6 @@ int guest_shutdown(struct pve *c, struct guest_ref *g, const struct guest_wait *
 			*forced = true;
 		rc = guest_stop(c, g, w, err);
 	}
-	if (rc == 0 && guest_refresh(c, g, err) < 0)
-		pve_error_clear(err); /* the step itself succeeded */
 	return rc;
 }
 

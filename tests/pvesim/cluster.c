@@ -916,19 +916,24 @@ void cluster_destroy_guest(struct cluster *c, int vmid)
 	cluster_remove_guest(c, vmid);
 }
 
-const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g)
+json_object *cluster_ha_entry(const struct cluster *c, const char *sid)
 {
-	char sid[32];
-	snprintf(sid, sizeof(sid), "%s:%d",
-		 strcmp(g->type, "qemu") == 0 ? "vm" : "ct", g->vmid);
 	size_t n = json_object_array_length(c->ha);
 	for (size_t i = 0; i < n; i++) {
 		json_object *e = json_object_array_get_idx(c->ha, i);
 		const char *s = cfg_str(e, "sid");
 		if (s && strcmp(s, sid) == 0)
-			return cfg_str(e, "state");
+			return e;
 	}
 	return NULL;
+}
+
+const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g)
+{
+	char sid[32];
+	snprintf(sid, sizeof(sid), "%s:%d",
+		 strcmp(g->type, "qemu") == 0 ? "vm" : "ct", g->vmid);
+	return cfg_str(cluster_ha_entry(c, sid), "state");
 }
 
 /* ---- simapi.h entry points ---------------------------------------------- */

@@ -217,6 +217,14 @@ struct sim_guest *guest_new(int vmid, const char *type, const char *node);
 void cluster_destroy_guest(struct cluster *c, int vmid);
 /* HA state of a guest ("started", ...) or NULL when HA does not manage it. */
 const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g);
+/* The HA resource entry {sid, state, ...} of sid ("vm:100"), or NULL. */
+json_object *cluster_ha_entry(const struct cluster *c, const char *sid);
+/* The node's LRM carrying out an HA request for a VM HA_DELAY seconds
+ * after req->now, as root@pam: action "start", "stop" or "shutdown" with
+ * the real qmstart/qmstop/qmshutdown task (nothing when the VM is already
+ * so). */
+void qemu_ha_carry_out(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+		       const char *action);
 
 /* ---- route families (routes_*.c) ---------------------------------------- */
 /* Each returns true when it recognised the route (and filled resp). */

@@ -1275,6 +1275,72 @@ Test(cluster, ha_managed_vm_migrates_through_ha)
 	cluster_free(c);
 }
 
+static const char *vm_status(struct cluster *c, const char *node, int vmid, double now)
+{
+	static char buf[32];
+	char path[96];
+	snprintf(path, sizeof path, "/nodes/%s/qemu/%d/status/current", node, vmid);
+	struct sim_resp r;
+	call(c, "GET", path, NULL, now, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	snprintf(buf, sizeof buf, "%s", jstr(r.data, "status"));
+	sim_resp_clear(&r);
+	return buf;
+}
+
+/* qemu-server: an HA-managed VM's start, stop and shutdown only queue a
+ * request to the HA stack (hastart/hastop, done at once); the guest
+ * changes state when the CRM and LRM get to it. */
+Test(cluster, ha_managed_vm_power_goes_through_ha)
+{
+	struct cluster *c = load_text(
+		"{\"pve_version\":\"8.4\",\"nodes\":[{\"name\":\"a\"}],"
+		"\"storages\":[{\"id\":\"ceph\",\"type\":\"rbd\",\"content\":\"images\"}],"
+		"\"guests\":[{\"vmid\":100,\"node\":\"a\",\"config\":"
+		"{\"memory\":\"512\",\"virtio0\":\"ceph:vm-100-disk-0,size=4G\"}}],"
+		"\"ha\":[{\"sid\":\"vm:100\",\"state\":\"stopped\"}]}");
+	char *u = start_task(c, "POST", "/nodes/a/qemu/100/status/start", NULL, T0);
+	cr_assert(strstr(u, ":hastart:100:"), "%s", u);
+	double end = 0;
+	char *st = wait_task(c, u, T0, &end);
+	cr_assert_str_eq(st, "OK");
+	free(st);
+	char *log = task_log_text(c, u, end, NULL);
+	cr_assert(strstr(log, "Requesting HA start for VM 100"), "%s", log);
+	free(log);
+	free(u);
+	cr_assert_str_eq(vm_status(c, "a", 100, end), "stopped", "the task ends before the start");
+	cr_assert_str_eq(vm_status(c, "a", 100, T0 + 10), "running");
+	struct sim_resp r;
+	call(c, "GET", "/nodes/a/qemu/100/status/current", NULL, T0 + 10, &r);
+	cr_assert_str_eq(jstr(json_object_object_get(r.data, "ha"), "state"), "started");
+	sim_resp_clear(&r);
+	const char *const downs[] = {"shutdown", "stop"};
+	double t = T0 + 20;
+	for (size_t i = 0; i < 2; i++) {
+		char path[64];
+		snprintf(path, sizeof path, "/nodes/a/qemu/100/status/%s", downs[i]);
+		u = start_task(c, "POST", path, NULL, t);
+		cr_assert(strstr(u, ":hastop:100:"), "%s", u);
+		st = wait_task(c, u, t, &end);
+		cr_assert_str_eq(st, "OK");
+		free(st);
+		free(u);
+		cr_assert_str_eq(vm_status(c, "a", 100, end), "running", "%s: not yet", downs[i]);
+		cr_assert_str_eq(vm_status(c, "a", 100, t + 15), "stopped", "%s", downs[i]);
+		call(c, "GET", "/nodes/a/qemu/100/status/current", NULL, t + 15, &r);
+		cr_assert_str_eq(jstr(json_object_object_get(r.data, "ha"), "state"), "stopped");
+		sim_resp_clear(&r);
+		/* back up for the next one */
+		u = start_task(c, "POST", "/nodes/a/qemu/100/status/start", NULL, t + 20);
+		free(wait_task(c, u, t + 20, NULL));
+		free(u);
+		cr_assert_str_eq(vm_status(c, "a", 100, t + 35), "running");
+		t += 40;
+	}
+	cluster_free(c);
+}
+
 /* qemu-server: a boot order names devices that exist (in the config, its
  * pending part or the request, not deleted by it); setting one drops the
  * legacy bootdisk; deleting a disk leaves bootdisk alone. */

@@ -310,8 +310,8 @@ static void write_text(const char *path, const char *text)
 
 /* ide0: the boot disk's value (NULL: "local-lvm:vm-190-disk-0,size=16G");
  * extra: more config members, e.g. ",\"ide1\": \"...\"" */
-static void fx_start_ide(struct fx *f, const char *fixture, const char *addr, const char *ide0,
-			 const char *extra)
+static void fx_start_ha(struct fx *f, const char *fixture, const char *addr, const char *ide0,
+			const char *extra, const char *ha)
 {
 	memset(f, 0, sizeof *f);
 	const char *sim_bin = getenv("PVESIM_BIN");
@@ -332,13 +332,13 @@ static void fx_start_ide(struct fx *f, const char *fixture, const char *addr, co
 		" \"nodes\": [\"pve1\"], \"content\": \"iso,vztmpl,backup\", \"size_gib\": 100}],\n"
 		" \"tokens\": [{\"id\": \"root@pam!pvagent\","
 		" \"secret\": \"6b1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\", \"privs\": \"all\"}],\n"
-		" \"users\": [], \"ha\": [], \"faults\": [],\n"
+		" \"users\": [], \"ha\": %s, \"faults\": [],\n"
 		" \"guests\": [{\"vmid\": 190, \"node\": \"pve1\", \"type\": \"qemu\", \"status\": \"running\",\n"
 		"   \"fixture\": \"%s\", \"address\": \"%s\", \"root\": \"%s\",\n"
 		"   \"config\": {\"name\": \"g190\", \"memory\": \"1024\", \"cores\": 1, \"ostype\": \"%s\","
 		" \"boot\": \"order=ide0;net0\", \"ide0\": \"%s\","
 		" \"net0\": \"e1000=%s,bridge=vmbr0\"%s}}]}\n",
-		fixture, f->ge.sd.addr, f->ge.sd.root, bsd ? "other" : "l26",
+		ha ? ha : "[]", fixture, f->ge.sd.addr, f->ge.sd.root, bsd ? "other" : "l26",
 		ide0 ? ide0 : "local-lvm:vm-190-disk-0,size=16G", fixture_mac(fixture),
 		extra ? extra : "");
 	char *path = strprintf("%s/scenario.json", f->ge.sd.etc);
@@ -365,6 +365,12 @@ static void fx_start_ide(struct fx *f, const char *fixture, const char *addr, co
 	f->so = guestenv_ssh_opts(&f->ge);
 	f->journal = strprintf("%s/journal", f->ge.sd.etc);
 	cr_assert_not_null(f->journal);
+}
+
+static void fx_start_ide(struct fx *f, const char *fixture, const char *addr, const char *ide0,
+			 const char *extra)
+{
+	fx_start_ha(f, fixture, addr, ide0, extra, NULL);
 }
 
 static void fx_start(struct fx *f, const char *fixture, const char *addr, const char *extra)
@@ -999,5 +1005,31 @@ Test(convert_run, ssd_ide_disk_with_a_snapshot_rolls_back_exactly)
 	expect_original(&f);
 	free(before);
 	free(after);
+	fx_stop(&f);
+}
+
+/* HA manages the guest: its shutdown and start are hastop/hastart tasks
+ * that end before the guest changes state; virtio waits for the state. */
+Test(convert_run, ha_managed_guest_converts)
+{
+	static struct fx f;
+	fx_start_ha(&f, "freebsd-9.0", "127.0.1.202", NULL, NULL,
+		    "[{\"sid\": \"vm:190\", \"state\": \"started\"}]");
+	struct convert_result r;
+	int rc = run(&f, CONVERT_BUS_BLK, false, 0, &r);
+	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
+		     r.failed_step, r.error, sbuf_str(&f.events));
+	cr_expect_eq(r.status, CONV_DONE);
+	convert_result_free(&r);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_gt(simproc_count_requests(log, "POST", "*/status/shutdown", -1), 0);
+	json_object_put(log);
+	expect_config(&f, "virtio0", "local-lvm:vm-190-disk-0,size=16G");
+	expect_config(&f, "ide0", NULL);
+	expect_config(&f, "unused0", NULL);
+	char *st = boot_state(&f);
+	cr_expect_str_eq(st, "up");
+	free(st);
+	expect_tree(&f, "expected-final");
 	fx_stop(&f);
 }

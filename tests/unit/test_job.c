@@ -549,6 +549,57 @@ Test(job_sim, a_resumed_clone_waits_for_the_recorded_task_instead_of_cloning_aga
 	fx_stop(&f);
 }
 
+/* The guest's status as PVE shows it now (no clock moved). */
+static char *vm_status_now(struct fx *f, int vmid)
+{
+	char *path = strprintf("/nodes/pve1/qemu/%d/status/current", vmid);
+	long st = 0;
+	json_object *d = NULL, *data = NULL, *v = NULL;
+	cr_assert_eq(sim_api(&f->sp, "GET", path, NULL, &st, &d), 0);
+	cr_assert_eq(st, 200);
+	cr_assert(json_object_object_get_ex(d, "data", &data) &&
+		  json_object_object_get_ex(data, "status", &v));
+	char *out = strdup(json_object_get_string(v));
+	json_object_put(d);
+	free(path);
+	return out;
+}
+
+/* An HA-managed guest: PVE's start is a hastart task that ends once the
+ * request is queued; up waits for the guest to run, not for the task. */
+Test(job_sim, up_starts_an_ha_managed_guest_and_waits_until_it_runs)
+{
+	static struct fx f;
+	fx_start(&f);
+	struct up_result r;
+	cr_assert_eq(run_up(&f, "ha1", &r), JOB_OUT_DONE, "%s", r.error.message ? r.error.message : "");
+	int vmid = r.vmid;
+	up_result_free(&r);
+	char *path = strprintf("/nodes/pve1/qemu/%d/status/stop", vmid);
+	long st = 0;
+	json_object *d = NULL;
+	cr_assert_eq(sim_api(&f.sp, "POST", path, NULL, &st, &d), 0);
+	cr_assert_eq(st, 200);
+	json_object_put(d);
+	free(path);
+	cr_assert_eq(simproc_advance(&f.sp, 5), 0);
+	char *sid = strprintf("sid=vm:%d&state=stopped", vmid);
+	cr_assert_eq(sim_api(&f.sp, "POST", "/cluster/ha/resources", sid, &st, &d), 0);
+	cr_assert_eq(st, 200, "%s", d ? json_object_to_json_string(d) : "?");
+	json_object_put(d);
+	free(sid);
+	char *s0 = vm_status_now(&f, vmid);
+	cr_assert_str_eq(s0, "stopped");
+	free(s0);
+	cr_assert_eq(run_up(&f, "ha1", &r), JOB_OUT_DONE, "%s", r.error.message ? r.error.message : "");
+	up_result_free(&r);
+	cr_assert_eq(requests(&f, "POST", "/status/start", -1), 2);
+	char *s1 = vm_status_now(&f, vmid);
+	cr_expect_str_eq(s1, "running", "up returned before the HA stack started the guest");
+	free(s1);
+	fx_stop(&f);
+}
+
 Test(job_sim, a_lost_start_answer_is_resolved_by_looking_not_by_sending_again)
 {
 	static struct fx f;
