@@ -210,9 +210,11 @@ static json_object *vm_resource(const struct cluster *c,
 	free(id);
 	jadd_str(o, "type", g->type);
 	jadd_int(o, "vmid", g->vmid);
-	jadd_str(o, "name", guest_name(g));
+	/* name and status as the last status update saw them */
+	if (g->res_seen && g->res_name)
+		jadd_str(o, "name", g->res_name);
 	jadd_str(o, "node", g->node);
-	jadd_str(o, "status", g->running ? "running" : "stopped");
+	jadd_str(o, "status", !g->res_seen ? "unknown" : g->res_running ? "running" : "stopped");
 	jadd_int(o, "template", guest_is_template(g) ? 1 : 0);
 	uint64_t mem = guest_memory(g);
 	json_object_object_add(o, "maxmem", json_object_new_uint64(mem));

@@ -1389,6 +1389,73 @@ Test(cluster, boot_order_devices_and_bootdisk)
 	cluster_free(c);
 }
 
+/* The guest's entry in /cluster/resources (borrowed from *list, which the
+ * caller puts), or NULL. */
+static json_object *resource_of(struct cluster *c, int vmid, double now, json_object **list)
+{
+	struct sim_resp r;
+	call(c, "GET", "/cluster/resources", "{\"type\":\"vm\"}", now, &r);
+	cr_assert_eq(r.status, 200);
+	*list = json_object_get(r.data);
+	sim_resp_clear(&r);
+	for (size_t i = 0; i < json_object_array_length(*list); i++) {
+		json_object *e = json_object_array_get_idx(*list, i);
+		if (json_object_get_int(json_object_object_get(e, "vmid")) == vmid)
+			return e;
+	}
+	return NULL;
+}
+
+static void expect_resource(struct cluster *c, int vmid, double now, const char *name,
+			    const char *status)
+{
+	json_object *list = NULL;
+	json_object *e = resource_of(c, vmid, now, &list);
+	cr_assert_not_null(e, "VM %d not in /cluster/resources", vmid);
+	if (name)
+		cr_expect_str_eq(jstr(e, "name"), name, "at +%.0f s", now - T0);
+	else
+		cr_expect_null(jstr(e, "name"), "at +%.0f s: no name yet", now - T0);
+	cr_expect_str_eq(jstr(e, "status"), status, "at +%.0f s", now - T0);
+	json_object_put(list);
+}
+
+/* pvestatd: /cluster/resources takes names and status every 10 s; a new
+ * guest is listed at once, without a name, status "unknown"; the node's
+ * own list reads the configs. The updates come at the nodes' uptime
+ * 10k s; the scenario's nodes came up a day before T0, so at T0 + 10k. */
+Test(cluster, resources_lag_behind_the_node_lists)
+{
+	struct cluster *c = load("demo.json");
+	char *u = start_task(c, "POST", "/nodes/pve1/qemu/9024/clone",
+			     "{\"newid\":\"130\",\"name\":\"n1\"}", T0 + 1);
+	free(wait_task(c, u, T0 + 1, NULL));
+	free(u);
+	expect_resource(c, 130, T0 + 5, NULL, "unknown");
+	struct sim_resp r;
+	call(c, "GET", "/nodes/pve1/qemu", NULL, T0 + 5, &r);
+	bool named = false;
+	for (size_t i = 0; i < json_object_array_length(r.data); i++) {
+		json_object *e = json_object_array_get_idx(r.data, i);
+		if (json_object_get_int(json_object_object_get(e, "vmid")) == 130)
+			named = jstr(e, "name") && strcmp(jstr(e, "name"), "n1") == 0 &&
+				strcmp(jstr(e, "status"), "stopped") == 0;
+	}
+	cr_assert(named, "the node list is current");
+	sim_resp_clear(&r);
+	expect_resource(c, 130, T0 + 11, "n1", "stopped");
+	/* a rename and a start show at the next update */
+	call(c, "PUT", "/nodes/pve1/qemu/130/config", "{\"name\":\"n2\"}", T0 + 12, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	sim_resp_clear(&r);
+	u = start_task(c, "POST", "/nodes/pve1/qemu/130/status/start", NULL, T0 + 12);
+	free(wait_task(c, u, T0 + 12, NULL));
+	free(u);
+	expect_resource(c, 130, T0 + 16, "n1", "stopped");
+	expect_resource(c, 130, T0 + 21, "n2", "running");
+	cluster_free(c);
+}
+
 Test(cluster, upid_fields_match_task_status)
 {
 	struct cluster *c = load("demo.json");
