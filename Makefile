@@ -47,9 +47,9 @@ AGENT_SRC   = $(filter-out $(AGENT_MAINS) $(CLI_SRC),$(wildcard agent/*.c))
 MAIN_SRC    = $(wildcard $(AGENT_MAINS))
 SIM_MAIN    = tests/pvesim/pvesim.c
 SIM_SRC     = $(filter-out $(SIM_MAIN) tests/pvesim/test_%.c,$(wildcard tests/pvesim/*.c))
-# agent modules the simulator links (its boot model reads the fixtures'
-# label facts with osprof's parsers)
-SIM_AGENT   = agent/util.c agent/osprof.c agent/rewrite.c
+# agent modules the simulator links: plain helpers only (its boot model
+# reads guest files and fixture facts with its own parsers, bootread.c)
+SIM_AGENT   = agent/util.c
 SUPPORT_SRC = $(wildcard tests/support/*.c)
 UNIT_TESTS  = $(wildcard tests/unit/test_*.c)
 SIM_TESTS   = $(wildcard tests/pvesim/test_*.c)

@@ -21,6 +21,7 @@
 #include "job.h"
 #include "log.h"
 #include "pvecfg.h"
+#include "pvekeys.h"
 #include "rewrite.h"
 #include "util.h"
 
@@ -135,22 +136,18 @@ static bool nic_model_moves(const char *model)
 	return model && (strcmp(model, "e1000") == 0 || strcmp(model, "e1000e") == 0);
 }
 
-/* Disk options that only the IDE/SATA bus takes. */
-static bool ide_only_option(const char *key, enum vbus bus)
-{
-	return key && (strcmp(key, "model") == 0 ||
-		       (bus == VBUS_VIRTIO_BLK && strcmp(key, "wwn") == 0));
-}
-
-/* The same drive value without the IDE-only options. */
+/* The same drive value with only the options the target bus's drive
+ * format has (PVE 8.4 schema, pvekeys.h): an IDE disk's model=, ssd= or
+ * wwn= does not exist on virtio-blk and PVE would refuse the value. */
 static char *disk_value_for(const char *value, enum vbus bus)
 {
+	const char *bus_name = bus == VBUS_VIRTIO_SCSI ? "scsi" : "virtio";
 	struct propstr in, out = {0};
 	if (propstr_parse(value, &in) < 0)
 		return NULL;
 	int rc = 0;
 	for (size_t i = 0; i < in.n && rc == 0; i++)
-		if (!ide_only_option(in.v[i].key, bus))
+		if (!in.v[i].key || pvekey_drive_option(bus_name, in.v[i].key))
 			rc = propstr_set(&out, in.v[i].key, in.v[i].value);
 	char *s = rc == 0 ? propstr_format(&out) : NULL;
 	propstr_free(&in);
@@ -351,10 +348,16 @@ static bool is_unused_key(const char *k)
 	return strncmp(k, "unused", 6) == 0;
 }
 
-/* Keys the config holds for PVE's own bookkeeping, not for the guest. */
+/* Keys the rollback leaves alone: what is not a parameter of PVE's config
+ * method (parent, snaptime, vmstate, runningmachine, runningcpu, meta: PVE
+ * keeps them for itself and refuses them), PVE's bookkeeping that is (the
+ * digest, the lock, the generation id; vmgenid is root@pam's alone) and
+ * unusedN (deleting one destroys its volume). */
 static bool meta_key(const char *k)
 {
-	return strcmp(k, "digest") == 0 || strcmp(k, "lock") == 0 || is_unused_key(k);
+	const struct pvekey *pk = pvekey_lookup(PVEKEY_QEMU, k);
+	return !pk || !(pk->where & PVEKEY_CONFIG) || strcmp(k, "digest") == 0 ||
+	       strcmp(k, "lock") == 0 || strcmp(k, "vmgenid") == 0 || is_unused_key(k);
 }
 
 int convert_restore_plan(json_object *saved, json_object *current, char **delete_keys,

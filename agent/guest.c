@@ -310,6 +310,83 @@ static int cmp_vmid(const void *a, const void *b)
 	return (x->vmid > y->vmid) - (x->vmid < y->vmid);
 }
 
+/* /cluster/resources lags: PVE's status daemon updates names and status
+ * about every 10 s, so a guest made since shows there without a name and
+ * with status "unknown" (a rename or a start shows late too). A node's own
+ * list (GET /nodes/N/qemu, /lxc, /openvz) reads the configs and is
+ * current: take name, status, lock and template from it for every entry of
+ * a node and type that has such an entry. */
+static int fill_from_node_lists(struct pve *c, struct guest_list *l, struct pve_error *err)
+{
+	struct sbuf done = {0}; /* "\nnode/type\n" of the lists read */
+	int rc = 0;
+	for (size_t i = 0; i < l->n && rc == 0; i++) {
+		const struct guest_ref *g = &l->v[i];
+		if ((g->name && !(g->status && strcmp(g->status, "unknown") == 0)) || !g->node)
+			continue;
+		char *key = strprintf("\n%s/%s\n", g->node, guest_type_name(g->type));
+		if (!key) {
+			rc = pve_error_oom(err);
+			break;
+		}
+		bool seen = done.len && strstr(sbuf_str(&done), key);
+		if (!seen && sbuf_add(&done, done.len ? key + 1 : key) < 0)
+			rc = pve_error_oom(err);
+		char *nodep = seen || rc ? NULL : pve_path_escape(g->node);
+		char *path = nodep ? strprintf("/nodes/%s/%s", nodep, guest_type_name(g->type)) : NULL;
+		free(key);
+		free(nodep);
+		if (seen || rc)
+			continue;
+		if (!path) {
+			rc = pve_error_oom(err);
+			break;
+		}
+		json_object *d = NULL;
+		struct pve_error lerr = {0};
+		if (pve_get(c, path, NULL, &d, &lerr) < 0) {
+			/* an offline node: its guests stay as the cluster shows them */
+			log_debug("%s: %s", path, lerr.message ? lerr.message : "failed");
+			pve_error_clear(&lerr);
+		}
+		free(path);
+		size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
+		for (size_t k = 0; k < n && rc == 0; k++) {
+			json_object *it = json_object_array_get_idx(d, k);
+			long long vmid;
+			if (!json_int(it, "vmid", &vmid))
+				continue;
+			for (size_t m = 0; m < l->n && rc == 0; m++) {
+				struct guest_ref *t = &l->v[m];
+				if (t->vmid != vmid || t->type != l->v[i].type || !t->node ||
+				    strcmp(t->node, l->v[i].node) != 0)
+					continue;
+				const char *lock = json_str(it, "lock");
+				char *nm = NULL, *st = NULL, *lk = NULL;
+				if (dupstr(&nm, json_str(it, "name")) < 0 ||
+				    dupstr(&st, json_str(it, "status")) < 0 ||
+				    dupstr(&lk, lock && *lock ? lock : NULL) < 0) {
+					free(nm);
+					free(st);
+					rc = pve_error_oom(err);
+					break;
+				}
+				free(t->name);
+				t->name = nm;
+				free(t->status);
+				t->status = st;
+				free(t->lock);
+				t->lock = lk;
+				long long tpl = 0;
+				t->template = json_int(it, "template", &tpl) && tpl != 0;
+			}
+		}
+		json_object_put(d);
+	}
+	sbuf_free(&done);
+	return rc;
+}
+
 int guest_list(struct pve *c, const char *node, struct guest_list *out, struct pve_error *err)
 {
 	out->v = NULL;
@@ -350,6 +427,10 @@ int guest_list(struct pve *c, const char *node, struct guest_list *out, struct p
 		out->v[out->n++] = g;
 	}
 	json_object_put(d);
+	if (fill_from_node_lists(c, out, err) < 0) {
+		guest_list_free(out);
+		return -1;
+	}
 	qsort(out->v, out->n, sizeof *out->v, cmp_vmid);
 	return 0;
 }
@@ -404,6 +485,18 @@ int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
 		return -1;
 	int rc = guest_list_find_name(&l, name, out, err);
 	guest_list_free(&l);
+	/* the listing's status and name can be 10 s old: read them */
+	if (rc == 1 && guest_refresh(c, out, err) < 0) {
+		guest_ref_clear(out);
+		if (err->kind != PVE_ERR_NOT_FOUND)
+			return -1;
+		pve_error_clear(err); /* deleted meanwhile */
+		rc = 0;
+	}
+	if (rc == 1 && (!out->name || strcasecmp(out->name, name) != 0)) {
+		guest_ref_clear(out); /* renamed meanwhile */
+		rc = 0;
+	}
 	return rc;
 }
 
@@ -1369,6 +1462,43 @@ static bool status_is(const struct guest_ref *g, const char *status)
 	return g->status && strcmp(g->status, status) == 0;
 }
 
+/* After a power task that ended well: wait (up to limit) until PVE shows
+ * the state asked for. The task of a guest the HA stack manages (hastart,
+ * hastop) ends as soon as the request is queued; the CRM and the node's
+ * LRM make the change some seconds later. Anything else shows it at the
+ * first read. 0; -1 with PVE_ERR_TASK_TIMEOUT when it never came, or the
+ * read's error. */
+static int wait_status(struct pve *c, struct guest_ref *g, const char *want, const char *step,
+		       double limit, const struct guest_wait *w, struct pve_error *err)
+{
+	const struct pve_clock *clk = w_clock(w);
+	double t0 = pve_clock_now(clk);
+	for (unsigned n = 0;; n++) {
+		free(g->status);
+		g->status = NULL; /* unknown until read */
+		if (guest_refresh(c, g, err) < 0)
+			return -1;
+		if (status_is(g, want)) {
+			if (n > 0)
+				progress(w, step, 100, "VM %d is %s after %.0f s", g->vmid, want,
+					 pve_clock_now(clk) - t0);
+			return 0;
+		}
+		double waited = pve_clock_now(clk) - t0;
+		if (waited >= limit) {
+			pve_error_set(err, PVE_ERR_TASK_TIMEOUT,
+				      "VM %d on %s is %s, not %s, %.0f s after its %s task ended "
+				      "(an HA-managed guest changes state when the HA stack gets "
+				      "to it: see 'ha-manager status')",
+				      g->vmid, g->node, g->status ? g->status : "in an unknown state",
+				      want, waited, step);
+			return -1;
+		}
+		progress(w, step, -1, "waiting for VM %d to be %s (%.0f s)", g->vmid, want, waited);
+		pve_clock_sleep(clk, w_poll(w));
+	}
+}
+
 int guest_start(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 		struct pve_error *err)
 {
@@ -1391,8 +1521,15 @@ int guest_start(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 	/* qemu says "already running" from inside the start task: believed
 	 * once the status confirms it */
 	struct pve_error failed = {0};
-	if (rc < 0)
-		pve_error_move(&failed, err);
+	if (rc == 0) {
+		int ws = wait_status(c, g, "running", "start", w_lock_timeout(w), w, err);
+		if (ws < 0 && err->kind != PVE_ERR_TASK_TIMEOUT)
+			pve_error_clear(err); /* a failed read: the step itself succeeded */
+		else if (ws < 0)
+			return -1;
+		return 0;
+	}
+	pve_error_move(&failed, err);
 	free(g->status);
 	g->status = NULL; /* unknown until read */
 	if (guest_refresh(c, g, err) < 0) {
@@ -1424,8 +1561,11 @@ int guest_stop(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 	int rc = guest_task(c, g, "POST", "/status/stop", NULL, "stop", "not running", 0, &eff, w,
 			    NULL,
 			    err);
-	if (rc == 0 && guest_refresh(c, g, err) < 0)
-		pve_error_clear(err); /* the step itself succeeded */
+	if (rc == 0 && wait_status(c, g, "stopped", "stop", w_lock_timeout(w), w, err) < 0) {
+		if (err->kind == PVE_ERR_TASK_TIMEOUT)
+			return -1;
+		pve_error_clear(err); /* a failed read: the step itself succeeded */
+	}
 	return rc;
 }
 
@@ -1445,6 +1585,14 @@ int guest_shutdown(struct pve *c, struct guest_ref *g, const struct guest_wait *
 	int rc = guest_task(c, g, "POST", "/status/shutdown", &p, "shutdown", "not running",
 			    tmo + 60, &eff, w, NULL, err);
 	pve_params_free(&p);
+	if (rc == 0) {
+		/* HA: the hastop task ended; the shutdown itself comes later */
+		rc = wait_status(c, g, "stopped", "shutdown", tmo + 60, w, err);
+		if (rc < 0 && err->kind != PVE_ERR_TASK_TIMEOUT) {
+			pve_error_clear(err); /* a failed read: the step itself succeeded */
+			rc = 0;
+		}
+	}
 	if (rc < 0 && (err->kind == PVE_ERR_TASK || err->kind == PVE_ERR_TASK_TIMEOUT)) {
 		log_warn("VM %d did not shut down cleanly (%s); stopping it", g->vmid,
 			 err->message ? err->message : "timeout");
@@ -1455,8 +1603,6 @@ int guest_shutdown(struct pve *c, struct guest_ref *g, const struct guest_wait *
 			*forced = true;
 		rc = guest_stop(c, g, w, err);
 	}
-	if (rc == 0 && guest_refresh(c, g, err) < 0)
-		pve_error_clear(err); /* the step itself succeeded */
 	return rc;
 }
 

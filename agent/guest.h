@@ -87,14 +87,20 @@ void guest_version_cache_clear(void);
 /* ---- finding ---------------------------------------------------------------- */
 
 /* Every guest of the cluster (GET /cluster/resources?type=vm), sorted by
- * vmid; node NULL for all nodes. Templates included. */
+ * vmid; node NULL for all nodes. Templates included. That list takes names
+ * and status from PVE's status daemon, about every 10 s: an entry made
+ * since (no name, status "unknown") gets them from its node's own list
+ * (GET /nodes/N/qemu or /lxc, read from the configs), one per node and
+ * type; other entries' status and name can be that old. */
 int guest_list(struct pve *c, const char *node, struct guest_list *out,
 	       struct pve_error *err);
 
 /* The guest called name (compared case-insensitively, as DNS names are),
  * cluster-wide. Returns 1 and fills out when found,
  * 0 when there is none, -1 on error; two or more guests with this name are
- * an error (PVE_ERR_API) naming every VMID. One GET /cluster/resources. */
+ * an error (PVE_ERR_API) naming every VMID. guest_list(), then for a hit
+ * its status/current (status and name as they are now; renamed meanwhile:
+ * not found). */
 int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
 		       struct pve_error *err);
 /* The guest with this VMID: 1 found, 0 none, -1 error. */

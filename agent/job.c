@@ -265,6 +265,8 @@ static void emit(struct job *j, enum job_ev_kind kind, const char *step, double 
 }
 
 static void vemit(struct job *j, enum job_ev_kind kind, double pct, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+static void vemit(struct job *j, enum job_ev_kind kind, double pct, const char *fmt, va_list ap)
 {
 	struct sbuf b = {0};
 	if (sbuf_vaddf(&b, fmt, ap) == 0)

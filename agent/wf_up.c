@@ -404,6 +404,19 @@ static enum step_rc up_find(struct job *j)
 	int found = guest_list_find_name(&u->listing, name, &g, err);
 	if (found < 0)
 		return STEP_RC_FAIL;
+	/* the cluster listing's status (and name) can be 10 s old: read them */
+	if (found && guest_refresh(c, &g, err) < 0) {
+		guest_ref_clear(&g);
+		if (err->kind != PVE_ERR_NOT_FOUND)
+			return STEP_RC_FAIL;
+		pve_error_clear(err); /* deleted meanwhile */
+		found = 0;
+	}
+	if (found && (!g.name || strcasecmp(g.name, name) != 0)) {
+		log_debug("%s: VMID %d was renamed to '%s'", name, g.vmid, g.name ? g.name : "");
+		guest_ref_clear(&g);
+		found = 0;
+	}
 	if (found) {
 		enum step_rc rc = STEP_RC_FAIL;
 		if (g.template)

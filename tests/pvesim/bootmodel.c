@@ -6,8 +6,8 @@
  * block devices of /proc/partitions. */
 #include "bootmodel.h"
 
+#include "bootread.h"
 #include "cluster.h"
-#include "osprof.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -90,21 +90,52 @@ static bool has_line_prefix(const char *text, const char *prefix)
 	return false;
 }
 
-/* loader.conf: is name set to YES (name="YES" / name=YES)? */
+/* loader.conf: is name set to YES (name="YES" / name=YES, any case)? A
+ * file that does not read says no (check_files reports it). */
 static bool loader_yes(const char *text, const char *name)
 {
-	if (!text)
-		return false;
-	char *a = strprintf("%s=\"YES\"", name);
-	char *b = strprintf("%s=YES", name);
-	char *c = strprintf("%s=\"yes\"", name);
-	bool ok = a && b && c &&
-		  (has_line_prefix(text, a) || has_line_prefix(text, b) ||
-		   has_line_prefix(text, c));
-	free(a);
-	free(b);
-	free(c);
-	return ok;
+	char *v = NULL, *err = NULL;
+	bool yes = text && br_var_get("boot/loader.conf", text, name, &v, &err) == 1 && v &&
+		   strcasecmp(v, "YES") == 0;
+	free(v);
+	free(err);
+	return yes;
+}
+
+/* The guest's files the boot reads, checked line by line before anything
+ * is judged from them: a line that does not read stops the boot where that
+ * file is read (loader.conf: the loader, fstab: the mounts, rc.conf: the
+ * network). 0, or the set_fail() result. */
+static int set_fail(struct boot_result *r, enum boot_state st, char *reason);
+static int check_files(const char *root, bool fbsd, struct boot_result *r)
+{
+	static const struct {
+		const char *path;
+		bool fbsd_only, fstab;
+		enum boot_state st;
+		const char *stage;
+	} files[] = {
+		{"boot/loader.conf", true, false, BOOT_MOUNTROOT, "loader"},
+		{"etc/fstab", false, true, BOOT_SINGLE_USER, NULL},
+		{"etc/rc.conf", true, false, BOOT_NO_NETWORK, "no network"},
+	};
+	for (size_t i = 0; root && i < sizeof files / sizeof files[0]; i++) {
+		if (files[i].fbsd_only && !fbsd)
+			continue;
+		char *text = guest_file(root, files[i].path), *err = NULL;
+		int bad = text && (files[i].fstab ? br_fstab_check(files[i].path, text, &err)
+						  : br_var_get(files[i].path, text, NULL, NULL, &err)) < 0;
+		free(text);
+		if (bad) {
+			const char *stage = files[i].stage ? files[i].stage
+							   : fbsd ? "single-user mode" : "emergency mode";
+			char *why = strprintf("%s: %s", stage, err ? err : "out of memory");
+			free(err);
+			return set_fail(r, files[i].st, why);
+		}
+		free(err);
+	}
+	return 0;
 }
 
 /* Field `n` (0-based, whitespace separated) of a line into a new string. */
@@ -209,7 +240,7 @@ struct pdisk {
 
 /* What the fixture recorded about its file system labels. */
 struct labels {
-	struct name_map map; /* device it was installed on (no /dev/) -> spec */
+	struct br_labels map; /* device it was installed on (no /dev/) -> spec */
 	bool gpt, ufsid, uuid; /* the facts hold "gpart show -l", "dumpfs",
 				* "blkid": labels of that kind are checked */
 };
@@ -370,34 +401,39 @@ static const char *boot_disk(json_object *conf, struct disk *d, size_t n)
  * label can be checked (every label resolves). */
 static int load_labels(const char *root, struct labels *l)
 {
-	char *text = root ? guest_file(root, ".pvagent-facts/facts") : NULL;
+	static const char path[] = ".pvagent-facts/facts";
+	char *text = root ? guest_file(root, path) : NULL;
 	if (!text)
 		return 0;
-	struct os_facts f = {0};
+	struct br_facts f = {0};
 	char *err = NULL;
-	int rc = 0;
-	if (os_facts_parse(".pvagent-facts/facts", text, &f, &err) == 0) {
-		for (size_t i = 0; rc == 0 && i < f.n; i++) {
-			const char *cmd = f.v[i].cmd, *out = f.v[i].out;
-			if (strcmp(cmd, "gpart show -l") == 0) {
-				l->gpt = true;
-				rc = osprof_parse_gpart_labels(out, &l->map);
-			} else if (strcmp(cmd, "blkid") == 0) {
-				l->uuid = true;
-				rc = osprof_parse_blkid(out, &l->map);
-			} else if (strncmp(cmd, "dumpfs /dev/", 12) == 0) {
-				l->ufsid = true;
-				char *dev = strndup(cmd + 12, strcspn(cmd + 12, " |"));
-				rc = dev ? osprof_parse_dumpfs(dev, out, &l->map) : -1;
-				free(dev);
-			}
+	int rc = br_facts_parse(path, text, &f, &err);
+	for (size_t i = 0; rc == 0 && i < f.n; i++) {
+		const char *cmd = f.v[i].cmd, *out = f.v[i].out;
+		size_t line = f.v[i].line;
+		if (strcmp(cmd, "gpart show -l") == 0) {
+			l->gpt = true;
+			rc = br_gpart_labels(path, line, out, &l->map, &err);
+		} else if (strcmp(cmd, "blkid") == 0) {
+			l->uuid = true;
+			rc = br_blkid(path, line, out, &l->map, &err);
+		} else if (strncmp(cmd, "dumpfs /dev/", 12) == 0) {
+			l->ufsid = true;
+			char *dev = strndup(cmd + 12, strcspn(cmd + 12, " |"));
+			rc = dev ? br_dumpfs(path, line, dev, out, &l->map, &err) : -1;
+			free(dev);
 		}
 	}
-	/* a facts file that does not parse is no facts: labels unchecked */
+	if (rc < 0) {
+		/* facts that do not read are no facts: labels unchecked */
+		fprintf(stderr, "pvesim: %s: %s\n", root, err ? err : "out of memory");
+		br_labels_free(&l->map);
+		l->gpt = l->uuid = l->ufsid = false;
+	}
 	free(err);
-	os_facts_free(&f);
+	br_facts_free(&f);
 	free(text);
-	return rc;
+	return 0;
 }
 
 /* Length of the disk part of a device name (no /dev/): FreeBSD letters and
@@ -485,8 +521,8 @@ static int resolve(const struct eval *e, const char *spec, const char *fstype, c
 	if (kind == 1) {
 		const char *installed = NULL;
 		for (size_t i = 0; i < e->lab.map.n && !installed; i++)
-			if (strcmp(e->lab.map.v[i].to, norm) == 0)
-				installed = e->lab.map.v[i].from;
+			if (strcmp(e->lab.map.v[i].spec, norm) == 0)
+				installed = e->lab.map.v[i].dev;
 		free(norm);
 		if (!installed)
 			return 0;
@@ -527,27 +563,18 @@ static int loader_mountfrom(const char *root, char **type, char **dev)
 	*type = *dev = NULL;
 	char *loader = guest_file(root, "boot/loader.conf");
 	int rc = 0;
-	size_t len;
-	for (const char *p = loader; loader && (p = next_line(p, &len)) != NULL;
-	     p += len + (p[len] ? 1 : 0)) {
-		const char *k = "vfs.root.mountfrom=";
-		if (len <= strlen(k) || strncmp(p, k, strlen(k)) != 0)
-			continue;
-		const char *v = p + strlen(k);
-		if (*v == '"')
-			v++;
-		const char *end = v;
-		while (end < p + len && *end != '"')
-			end++;
-		const char *colon = memchr(v, ':', (size_t)(end - v));
-		if (!colon)
-			continue;
-		free(*type);
-		free(*dev);
-		*type = strndup(v, (size_t)(colon - v));
-		*dev = strndup(colon + 1, (size_t)(end - colon - 1));
-		rc = *type && *dev ? 1 : -1;
+	char *mf = NULL, *err = NULL;
+	if (loader && br_var_get("boot/loader.conf", loader, "vfs.root.mountfrom", &mf, &err) == 1 &&
+	    mf) {
+		const char *colon = strchr(mf, ':');
+		if (colon) {
+			*type = strndup(mf, (size_t)(colon - mf));
+			*dev = strdup(colon + 1);
+			rc = *type && *dev ? 1 : -1;
+		}
 	}
+	free(mf);
+	free(err);
 	if (rc == 0 && loader && loader_yes(loader, "zfs_load")) {
 		char *fstab = guest_file(root, "etc/fstab");
 		char *fsroot = fstab ? fstab_root(fstab) : NULL;
@@ -868,10 +895,11 @@ static int check_net(struct eval *e)
 		return 0;
 	if (e->os.fam == FAM_FREEBSD) {
 		char *rc_conf = guest_file(e->root, "etc/rc.conf");
-		char *want = strprintf("ifconfig_%s=", r->nic);
+		char *want = strprintf("ifconfig_%s", r->nic), *err = NULL;
 		bool ok = rc_conf && want &&
-			  (has_line_prefix(rc_conf, want) ||
-			   has_line_prefix(rc_conf, "ifconfig_DEFAULT="));
+			  (br_var_get("etc/rc.conf", rc_conf, want, NULL, &err) == 1 ||
+			   br_var_get("etc/rc.conf", rc_conf, "ifconfig_DEFAULT", NULL, &err) == 1);
+		free(err);
 		free(rc_conf);
 		free(want);
 		if (!ok)
@@ -1115,7 +1143,7 @@ static int linux_blockdevs(struct eval *e)
 		linux_devno(disk, &major, &minor, &per);
 		uint64_t parts = 0; /* bit n: partition n */
 		for (size_t k = 0; k < e->lab.map.n; k++) {
-			char *cur = current_dev(e, e->lab.map.v[k].from);
+			char *cur = current_dev(e, e->lab.map.v[k].dev);
 			if (!cur && errno)
 				return -1;
 			unsigned pn = cur ? part_of(cur, disk) : 0;
@@ -1202,6 +1230,8 @@ int bootmodel_eval(const char *fixture, const char *root, json_object *config,
 		rc = nic_facts(&e);
 	if (rc == 0)
 		rc = load_labels(root, &e.lab);
+	if (rc == 0 && root)
+		rc = check_files(root, e.os.fam == FAM_FREEBSD, out);
 	if (rc == 0 && !e.boot_key)
 		rc = set_fail(out, e.os.fam == FAM_FREEBSD ? BOOT_MOUNTROOT
 							  : BOOT_INITRAMFS,
@@ -1231,7 +1261,7 @@ int bootmodel_eval(const char *fixture, const char *root, json_object *config,
 		rc = linux_blockdevs(&e);
 	free(e.boot_dev);
 	free(e.prim);
-	name_map_free(&e.lab.map);
+	br_labels_free(&e.lab.map);
 	out->reachable = rc == 0 && out->state == BOOT_UP;
 	return rc;
 }

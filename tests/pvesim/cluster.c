@@ -16,6 +16,7 @@
 #include <gnutls/gnutls.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +215,7 @@ void guest_free(struct sim_guest *g)
 	free(g->fixture);
 	free(g->address);
 	free(g->root);
+	free(g->res_name);
 	boot_result_clear(&g->boot);
 	free(g);
 }
@@ -905,6 +907,7 @@ struct sim_guest *guest_new(int vmid, const char *type, const char *node)
 	g->pending = json_object_new_object();
 	g->pending_delete = json_object_new_array();
 	g->snapshots = json_object_new_object();
+	g->res_at = -1;
 	if (!g->type || !g->node || !g->config || !g->pending ||
 	    !g->pending_delete || !g->snapshots) {
 		guest_free(g);
@@ -924,19 +927,48 @@ void cluster_destroy_guest(struct cluster *c, int vmid)
 	cluster_remove_guest(c, vmid);
 }
 
-const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g)
+void cluster_status_update(struct cluster *c, double now, bool force)
 {
-	char sid[32];
-	snprintf(sid, sizeof(sid), "%s:%d",
-		 strcmp(g->type, "qemu") == 0 ? "vm" : "ct", g->vmid);
+	for (size_t i = 0; i < c->guests.n; i++) {
+		struct sim_guest *g = c->guests.v[i];
+		if (g->res_at < 0 && !force) {
+			/* in the cluster's VM list from now on, not yet sampled */
+			g->res_at = now;
+			continue;
+		}
+		double since = floor((g->res_at - c->boot_time) / STATUS_PERIOD);
+		if (!force && floor((now - c->boot_time) / STATUS_PERIOD) <= since)
+			continue;
+		const char *name = guest_name(g);
+		char *nm = name ? strdup(name) : NULL;
+		if (name && !nm)
+			continue; /* out of memory: next time */
+		free(g->res_name);
+		g->res_name = nm;
+		g->res_running = g->running;
+		g->res_seen = true;
+		g->res_at = now;
+	}
+}
+
+json_object *cluster_ha_entry(const struct cluster *c, const char *sid)
+{
 	size_t n = json_object_array_length(c->ha);
 	for (size_t i = 0; i < n; i++) {
 		json_object *e = json_object_array_get_idx(c->ha, i);
 		const char *s = cfg_str(e, "sid");
 		if (s && strcmp(s, sid) == 0)
-			return cfg_str(e, "state");
+			return e;
 	}
 	return NULL;
+}
+
+const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g)
+{
+	char sid[32];
+	snprintf(sid, sizeof(sid), "%s:%d",
+		 strcmp(g->type, "qemu") == 0 ? "vm" : "ct", g->vmid);
+	return cfg_str(cluster_ha_entry(c, sid), "state");
 }
 
 /* ---- simapi.h entry points ---------------------------------------------- */
@@ -1054,6 +1086,7 @@ struct cluster *cluster_load_with(const char *scenario_path, double now,
 		}
 		guest_eval_boot(g);
 	}
+	cluster_status_update(c, now, true);
 	return c;
 }
 
@@ -1131,6 +1164,7 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 		local.privs = "";
 	const struct sim_req *req = &local;
 	tasks_advance(c, req->now);
+	cluster_status_update(c, req->now, false);
 	struct path_parts pp;
 	if (!req->params || !req->method ||
 	    path_split(req->path ? req->path : "", &pp) < 0) {
@@ -1150,6 +1184,7 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 		resp->status = 200;
 	/* effects of tasks that are already over (zero-length tasks) */
 	tasks_advance(c, req->now);
+	cluster_status_update(c, req->now, false); /* guests made by this request */
 	json_object_put(empty);
 }
 

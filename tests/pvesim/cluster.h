@@ -63,6 +63,12 @@ struct sim_guest {
 	char *fixture, *address, *root;
 	double started_at;
 	unsigned boots;  /* starts so far (the boot file's boot-id) */
+	/* What /cluster/resources shows: the last status update (every
+	 * STATUS_PERIOD s); until the first, no name and status "unknown". */
+	double res_at;   /* time of that update; < 0: not in the list yet */
+	bool res_seen;
+	char *res_name;
+	bool res_running;
 	struct boot_result boot;
 	bool booted; /* boot model evaluated for the current run */
 };
@@ -218,8 +224,22 @@ bool vm_priv_check(const struct sim_req *req, struct sim_resp *r, int vmid,
 struct sim_guest *guest_new(int vmid, const char *type, const char *node);
 /* Remove a guest and every volume it owns (not templates or ISOs). */
 void cluster_destroy_guest(struct cluster *c, int vmid);
+/* PVE's status daemon: every STATUS_PERIOD s (since the cluster came up)
+ * /cluster/resources takes each guest's name and status anew. Called
+ * around every request; force: take them now (scenario load). */
+#define STATUS_PERIOD 10.0
+void cluster_status_update(struct cluster *c, double now, bool force);
+
 /* HA state of a guest ("started", ...) or NULL when HA does not manage it. */
 const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g);
+/* The HA resource entry {sid, state, ...} of sid ("vm:100"), or NULL. */
+json_object *cluster_ha_entry(const struct cluster *c, const char *sid);
+/* The node's LRM carrying out an HA request for a VM HA_DELAY seconds
+ * after req->now, as root@pam: action "start", "stop" or "shutdown" with
+ * the real qmstart/qmstop/qmshutdown task (nothing when the VM is already
+ * so). */
+void qemu_ha_carry_out(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+		       const char *action);
 
 /* ---- route families (routes_*.c) ---------------------------------------- */
 /* Each returns true when it recognised the route (and filled resp). */

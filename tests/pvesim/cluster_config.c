@@ -394,10 +394,8 @@ int config_commit_delete(struct cluster *c, struct sim_guest *g,
 		boot_order_drop(g, key);
 	}
 	free(vol);
+	/* bootdisk stays, naming the disk that is gone (as in PVE) */
 	json_object_object_del(g->config, key);
-	if (strcmp(key, "bootdisk") != 0 && cfg_str(g->config, "bootdisk") &&
-	    strcmp(cfg_str(g->config, "bootdisk"), key) == 0)
-		json_object_object_del(g->config, "bootdisk");
 	return 0;
 }
 
@@ -426,6 +424,89 @@ void config_apply_pending(struct cluster *c, struct sim_guest *g)
 }
 
 /* ---- update ------------------------------------------------------------- */
+/* Config keys PVE keeps for itself: qemu-server's json_config_properties()
+ * leaves them out of the create and config methods' schema, so no one can
+ * set them (deleting vmstate and friends is allowed). */
+static bool internal_key(const char *k)
+{
+	static const char *const keys[] = {"parent", "snaptime", "vmstate", "runningmachine",
+					   "runningcpu", "meta", NULL};
+	for (size_t i = 0; keys[i]; i++)
+		if (strcmp(k, keys[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool in_list(const char *k, const char *const *list)
+{
+	for (size_t i = 0; list[i]; i++)
+		if (strcmp(k, list[i]) == 0)
+			return true;
+	return false;
+}
+
+/* "net3" with base "net": an index follows. */
+static bool indexed(const char *k, const char *base)
+{
+	size_t n = strlen(base);
+	if (strncmp(k, base, n) != 0 || !k[n])
+		return false;
+	for (const char *p = k + n; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return false;
+	return true;
+}
+
+/* qemu-server 8.4 check_vm_modify_config_perm: a key in none of its lists
+ * (cpu, memory, hwtype, general, power, disk, network, cloud-init options,
+ * drives, unusedN, serialN, usbN, hostpciN, virtiofsN, tags, vmstate) is
+ * for root@pam alone ("catches args, lock, etc."). */
+static bool root_only_key(const char *k)
+{
+	static const char *const listed[] = {
+		/* cpu */ "cores", "cpu", "runningcpu", "cpulimit", "cpuunits", "numa", "smp",
+		"sockets", "vcpus",
+		/* memory */ "memory", "balloon", "shares",
+		/* hwtype */ "acpi", "hotplug", "kvm", "machine", "runningmachine", "scsihw",
+		"smbios1", "tablet", "vga", "watchdog", "audio0", "rng0",
+		/* general */ "agent", "autostart", "bios", "description", "keyboard", "localtime",
+		"migrate_downtime", "migrate_speed", "name", "onboot", "ostype", "protection",
+		"reboot", "startdate", "startup", "tdf", "template",
+		/* power, disk, cloud-init */ "freeze", "boot", "bootdisk", "vmstatestorage",
+		"cicustom", "cipassword", "citype", "ciuser", "ciupgrade", "nameserver",
+		"searchdomain", "sshkeys", "vmstate", "tags", "cdrom", NULL};
+	static const char *const families[] = {"unused", "serial", "usb", "hostpci", "virtiofs",
+					       "numa", "net", "ipconfig", NULL};
+	if (is_drive_key(k) || in_list(k, listed))
+		return false;
+	for (size_t i = 0; families[i]; i++)
+		if (indexed(k, families[i]))
+			return false;
+	return true;
+}
+
+int config_key_check(const struct sim_req *req, const char *type, const char *key,
+		     bool deleting, struct sim_resp *r)
+{
+	if (strcmp(type, "qemu") != 0)
+		return 0;
+	if (!deleting && internal_key(key)) {
+		resp_param_error(r, key, "property is not defined in schema and the schema "
+					 "does not allow additional properties");
+		return -1;
+	}
+	if (deleting && (strcmp(key, "parent") == 0 || strcmp(key, "snaptime") == 0)) {
+		resp_param_error(r, "delete", "unknown option '%s'", key);
+		return -1;
+	}
+	/* root@pam itself: its API tokens are other users to this check */
+	if (strcmp(req->userid, "root@pam") != 0 && root_only_key(key)) {
+		resp_error(r, 500, "only root can set '%s' config", key);
+		return -1;
+	}
+	return 0;
+}
+
 static bool is_meta_param(const char *k)
 {
 	static const char *const meta[] = {
@@ -476,6 +557,40 @@ static int split_list(const char *s, struct ptrvec *out)
 	return 0;
 }
 
+static bool listed(const struct ptrvec *v, const char *k)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->v[i], k) == 0)
+			return true;
+	return false;
+}
+
+/* qemu-server's worker check of a new "boot: order=a;b": every device is
+ * in the config, its pending part or this request, and not deleted by it.
+ * NULL or the error (malloc'd). */
+static char *boot_order_error(const struct sim_guest *g, const struct sim_req *req,
+			      const struct ptrvec *dels)
+{
+	const char *boot = param_str(req, "boot");
+	char *order = boot ? prop_get(boot, "order") : NULL;
+	struct ptrvec devs = {0};
+	char *err = NULL;
+	if (order && split_list(order, &devs) < 0)
+		err = strdup("out of memory");
+	for (size_t i = 0; !err && i < devs.n; i++) {
+		const char *d = devs.v[i];
+		bool exists = cfg_str(g->config, d) || cfg_str(g->pending, d) ||
+			      json_object_object_get_ex(req->params, d, NULL);
+		if (!exists || listed(dels, d))
+			err = strprintf("invalid bootorder: device '%s' does not exist'", d);
+	}
+	for (size_t i = 0; i < devs.n; i++)
+		free(devs.v[i]);
+	ptrvec_free(&devs);
+	free(order);
+	return err;
+}
+
 int config_update(struct cluster *c, const struct sim_req *req,
 		  struct sim_guest *g, struct sim_resp *r, double *cost,
 		  struct sbuf *log)
@@ -492,9 +607,18 @@ int config_update(struct cluster *c, const struct sim_req *req,
 		resp_error(r, 500, "out of memory");
 		rc = -1;
 	}
-	/* privileges */
+	/* keys no one sets, then privileges (PVE: deletes first) */
+	if (rc == 0 && req->params) {
+		json_object_object_foreach(req->params, k, v)
+		{
+			(void)v;
+			if (rc == 0 && !is_meta_param(k) && internal_key(k))
+				rc = config_key_check(req, g->type, k, false, r);
+		}
+	}
 	for (size_t i = 0; rc == 0 && i < dels.n; i++)
-		if (!priv_check(req, r, vmpath,
+		if (config_key_check(req, g->type, dels.v[i], true, r) < 0 ||
+		    !priv_check(req, r, vmpath,
 				config_key_priv(g->type, dels.v[i],
 						cfg_str(g->config, dels.v[i]))))
 			rc = -1;
@@ -502,9 +626,10 @@ int config_update(struct cluster *c, const struct sim_req *req,
 		json_object_object_foreach(req->params, k, v)
 		{
 			if (rc == 0 && !is_meta_param(k) &&
-			    !priv_check(req, r, vmpath,
-					config_key_priv(g->type, k,
-							json_object_get_string(v))))
+			    (config_key_check(req, g->type, k, false, r) < 0 ||
+			     !priv_check(req, r, vmpath,
+					 config_key_priv(g->type, k,
+							 json_object_get_string(v)))))
 				rc = -1;
 		}
 	}
@@ -533,6 +658,14 @@ int config_update(struct cluster *c, const struct sim_req *req,
 			resp_param_error(r, "delete", "unable to delete 'lock'");
 			rc = -1;
 		}
+	}
+	/* the worker's checks: a failed task for POST, the error for PUT */
+	char *werr = rc == 0 && strcmp(g->type, "qemu") == 0 ? boot_order_error(g, req, &dels)
+							      : NULL;
+	if (werr) {
+		resp_error(r, 500, "%s", werr);
+		free(werr);
+		rc = -2;
 	}
 	/* prepare values (allocations happen here, as in PVE) */
 	json_object *set = json_object_new_object();
@@ -605,6 +738,17 @@ int config_update(struct cluster *c, const struct sim_req *req,
 		}
 	}
 	if (rc == 0) {
+		/* a boot order replaces the legacy bootdisk (unless this very
+		 * request sets it) */
+		const char *boot = cfg_str(set, "boot");
+		if (boot && strstr(boot, "order=") && cfg_str(g->config, "bootdisk") &&
+		    !cfg_str(set, "bootdisk")) {
+			if (hot_key(g, "bootdisk"))
+				config_commit_delete(c, g, "bootdisk", false);
+			else
+				json_object_array_add(g->pending_delete,
+						      json_object_new_string("bootdisk"));
+		}
 		json_object_object_foreach(set, k, v)
 		{
 			const char *val = json_object_get_string(v);

@@ -23,8 +23,23 @@ int config_alloc_drive(struct cluster *c, const struct sim_req *req,
 const char *config_key_priv(const char *type, const char *key,
 			    const char *value);
 
+/* The per-key refusals of a qemu config write or create before any
+ * privilege: the keys PVE keeps for itself (parent, snaptime, vmstate,
+ * runningmachine, runningcpu, meta) answer the schema's 400 when set,
+ * parent and snaptime "unknown option" when deleted; a key outside
+ * qemu-server's permission lists (args, hookscript, vmgenid, affinity, ...)
+ * is refused for all but root@pam itself (its API tokens too): 500 "only
+ * root can set 'KEY' config". type: "qemu" (others pass). 0, or -1 with
+ * r filled. */
+int config_key_check(const struct sim_req *req, const char *type, const char *key,
+		     bool deleting, struct sim_resp *r);
+
 /* PUT/POST config: validate and apply params to g (pending when running).
- * Returns 0, or -1 with r filled. *cost: seconds of storage work. */
+ * Returns 0, or -1 with r filled, or -2 with r filled when the refusal is
+ * the worker's in PVE (a qmconfig task failing with r->message for POST):
+ * a boot order naming a device that does not exist. Setting "boot:
+ * order=..." deletes bootdisk; deleting a disk keeps it. *cost: seconds of
+ * storage work. */
 int config_update(struct cluster *c, const struct sim_req *req,
 		  struct sim_guest *g, struct sim_resp *r, double *cost,
 		  struct sbuf *log);

@@ -210,9 +210,11 @@ static json_object *vm_resource(const struct cluster *c,
 	free(id);
 	jadd_str(o, "type", g->type);
 	jadd_int(o, "vmid", g->vmid);
-	jadd_str(o, "name", guest_name(g));
+	/* name and status as the last status update saw them */
+	if (g->res_seen && g->res_name)
+		jadd_str(o, "name", g->res_name);
 	jadd_str(o, "node", g->node);
-	jadd_str(o, "status", g->running ? "running" : "stopped");
+	jadd_str(o, "status", !g->res_seen ? "unknown" : g->res_running ? "running" : "stopped");
 	jadd_int(o, "template", guest_is_template(g) ? 1 : 0);
 	uint64_t mem = guest_memory(g);
 	json_object_object_add(o, "maxmem", json_object_new_uint64(mem));
@@ -538,16 +540,44 @@ static void route_ha_status(struct cluster *c, const struct sim_req *req,
 	resp_data(r, arr);
 }
 
-static json_object *ha_entry(struct cluster *c, const char *sid)
+
+/* POST /cluster/ha/resources (pve-ha-manager): put a guest under HA; a
+ * VM asked "started" that is not running is started by the LRM later. */
+static void route_ha_add(struct cluster *c, const struct sim_req *req, struct sim_resp *r)
 {
-	size_t n = json_object_array_length(c->ha);
-	for (size_t i = 0; i < n; i++) {
-		json_object *e = json_object_array_get_idx(c->ha, i);
-		const char *s = cfg_str(e, "sid");
-		if (s && strcmp(s, sid) == 0)
-			return e;
+	if (!priv_check(req, r, "/", "Sys.Console"))
+		return;
+	const char *sid_in = param_str(req, "sid");
+	const char *state = param_str(req, "state");
+	if (!sid_in) {
+		resp_param_error(r, "sid", "property is missing and it is not optional");
+		return;
 	}
-	return NULL;
+	bool ct = strncmp(sid_in, "ct:", 3) == 0;
+	const char *num = strchr(sid_in, ':') ? strchr(sid_in, ':') + 1 : sid_in;
+	int vmid = atoi(num);
+	char sid[32];
+	snprintf(sid, sizeof sid, "%s:%d", ct ? "ct" : "vm", vmid);
+	struct sim_guest *g = cluster_guest(c, vmid);
+	if (!g || strcmp(g->type, ct ? "lxc" : "qemu") != 0) {
+		resp_error(r, 500, "resource '%s' does not exist in cluster", sid);
+		return;
+	}
+	if (cluster_ha_entry(c, sid)) {
+		resp_error(r, 500, "resource ID '%s' already defined", sid);
+		return;
+	}
+	json_object *e = json_object_new_object();
+	if (!e) {
+		resp_error(r, 500, "out of memory");
+		return;
+	}
+	jadd_str(e, "sid", sid);
+	jadd_str(e, "state", state ? state : "started");
+	json_object_array_add(c->ha, e);
+	if (!ct && (!state || strcmp(state, "started") == 0))
+		qemu_ha_carry_out(c, req, g, "start");
+	resp_data(r, NULL);
 }
 
 static void route_ha_migrate(struct cluster *c, const struct sim_req *req,
@@ -556,7 +586,7 @@ static void route_ha_migrate(struct cluster *c, const struct sim_req *req,
 	if (!priv_check(req, r, "/", "Sys.Console"))
 		return;
 	const char *target = param_str(req, "node");
-	json_object *e = ha_entry(c, sid);
+	json_object *e = cluster_ha_entry(c, sid);
 	if (!e) {
 		resp_error(r, 500, "service '%s' is not managed by HA", sid);
 		return;
@@ -763,13 +793,18 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 			return true;
 		}
 		if (n >= 3 && strcmp(s[1], "ha") == 0) {
+			if (n == 3 && strcmp(req->method, "POST") == 0 &&
+			    strcmp(s[2], "resources") == 0) {
+				route_ha_add(c, req, r);
+				return true;
+			}
 			if (n == 3 && get && strcmp(s[2], "resources") == 0) {
 				if (priv_check(req, r, "/", "Sys.Audit"))
 					route_ha_resources(c, r);
 				return true;
 			}
 			if (n == 4 && get && strcmp(s[2], "resources") == 0) {
-				json_object *e = ha_entry(c, s[3]), *copy = NULL;
+				json_object *e = cluster_ha_entry(c, s[3]), *copy = NULL;
 				if (!priv_check(req, r, "/", "Sys.Audit"))
 					return true;
 				if (!e) {

@@ -148,6 +148,12 @@ static void route_create(struct cluster *c, const struct sim_req *req,
 	}
 	if (!vm_priv_check(req, r, (int)vmid, "VM.Allocate"))
 		return;
+	json_object_object_foreach(req->params, ck, cv)
+	{
+		(void)cv;
+		if (!create_meta(ck) && config_key_check(req, "qemu", ck, false, r) < 0)
+			return;
+	}
 	struct sim_guest *old = cluster_guest(c, (int)vmid);
 	if (old) {
 		resp_error(r, 500, "unable to create VM %lld - %s %lld already exists on node '%s'",
@@ -518,7 +524,20 @@ static void route_config_write(struct cluster *c, const struct sim_req *req,
 {
 	double cost = 0;
 	struct sbuf log = {0};
-	if (config_update(c, req, g, r, &cost, &log) < 0) {
+	int rc = config_update(c, req, g, r, &cost, &log);
+	if (rc == -2 && async) {
+		/* refused by the worker: the task fails */
+		char *msg = r->message ? strdup(r->message) : NULL;
+		sim_resp_clear(r);
+		struct sim_task *t = guest_task(c, req, g, "qmconfig", 0.2);
+		if (t)
+			task_fail_at(t, 0.1, msg ? msg : "error");
+		free(msg);
+		sbuf_free(&log);
+		resp_task(r, t);
+		return;
+	}
+	if (rc < 0) {
 		sbuf_free(&log);
 		return;
 	}
@@ -643,12 +662,78 @@ static void route_status_current(const struct cluster *c,
 	resp_data(r, o);
 }
 
+static void power_direct(struct cluster *c, const struct sim_req *req,
+			 struct sim_guest *g, const char *action,
+			 struct sim_resp *r);
+
+/* An HA-managed VM is not started or stopped by the API call: qemu-server
+ * runs "ha-manager set vm:ID --state started" (or "crm-command stop vm:ID
+ * TIMEOUT") in a "hastart"/"hastop" task that ends as soon as the request
+ * is queued; the CRM and the node's LRM carry it out HA_DELAY later, as
+ * root@pam, with the real qmstart/qmshutdown/qmstop task. */
+#define HA_DELAY 5.0
+static void route_ha_power(struct cluster *c, const struct sim_req *req,
+			   struct sim_guest *g, const char *action,
+			   struct sim_resp *r)
+{
+	bool start = strcmp(action, "start") == 0;
+	struct sim_task *t = guest_task(c, req, g, start ? "hastart" : "hastop", 0.5);
+	if (!t) {
+		resp_error(r, 500, "out of memory");
+		return;
+	}
+	t->vmid = 0; /* holds no guest */
+	task_log(t, 0.1, "Requesting HA %s for VM %d", start ? "start" : "stop", g->vmid);
+	char sid[32];
+	snprintf(sid, sizeof sid, "vm:%d", g->vmid);
+	json_object *e = cluster_ha_entry(c, sid);
+	if (e)
+		json_object_object_add(e, "state",
+				       json_object_new_string(start ? "started" : "stopped"));
+	qemu_ha_carry_out(c, req, g, action);
+	task_apply_fault(t, req->task_fail);
+	resp_task(r, t);
+}
+
+void qemu_ha_carry_out(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+		       const char *action)
+{
+	bool start = strcmp(action, "start") == 0;
+	if (start ? g->running : !g->running)
+		return;
+	struct sim_req hreq = *req;
+	hreq.userid = "root@pam";
+	hreq.privs = "all";
+	hreq.task_fail = NULL;
+	hreq.now = req->now + HA_DELAY;
+	struct sim_resp tmp = {0};
+	power_direct(c, &hreq, g, action, &tmp);
+	sim_resp_clear(&tmp);
+}
+
 static void route_power(struct cluster *c, const struct sim_req *req,
 			struct sim_guest *g, const char *action,
 			struct sim_resp *r)
 {
 	if (!vm_priv_check(req, r, g->vmid, "VM.PowerMgmt"))
 		return;
+	bool ha_action = strcmp(action, "start") == 0 || strcmp(action, "stop") == 0 ||
+			 strcmp(action, "shutdown") == 0;
+	if (ha_action && cluster_ha_state(c, g)) {
+		if (strcmp(action, "start") == 0 && guest_is_template(g)) {
+			resp_error(r, 500, "you can't start a vm if it's a template");
+			return;
+		}
+		route_ha_power(c, req, g, action, r);
+		return;
+	}
+	power_direct(c, req, g, action, r);
+}
+
+static void power_direct(struct cluster *c, const struct sim_req *req,
+			 struct sim_guest *g, const char *action,
+			 struct sim_resp *r)
+{
 	struct sim_task *t = NULL;
 	if (strcmp(action, "start") == 0) {
 		if (guest_is_template(g)) {

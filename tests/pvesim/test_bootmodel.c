@@ -1,10 +1,12 @@
 /* test_bootmodel.c - the boot model as a pure function over a PVE config
  * and a guest root written here under a temp dir (or copied from a fixture
- * with its facts), and the files bootfacts.c writes from its result. */
+ * with its facts), the files bootfacts.c writes from its result, and its
+ * own strict readers of facts, fstab, loader.conf and rc.conf (bootread.h). */
 #include <criterion/criterion.h>
 
 #include "bootfacts.h"
 #include "bootmodel.h"
+#include "bootread.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -81,6 +83,110 @@ static void freebsd90_installed(void)
 			 "/dev/ad0s1a / ufs rw 1 1\n"
 			 "/dev/ad0s1f /usr ufs rw 2 2\n");
 	put("etc/rc.conf", "hostname=\"fbsd90\"\nifconfig_em0=\"DHCP\"\nsshd_enable=\"YES\"\n");
+}
+
+Test(bootread, facts_and_labels)
+{
+	struct br_facts f;
+	char *err = NULL;
+	cr_assert_eq(br_facts_parse("facts", "$ uname -sr\nFreeBSD 9.0-RELEASE\n\n$ gpart show -l\n"
+						"=>  40  67108784  ada0  GPT  (32G)\n"
+						"    40    532480     1  efiboot0  (260M)\n"
+						"  533544   984        - free -  (492K)\n"
+						"  534528  4194304    3  (null)  (2.0G)\n",
+				     &f, &err),
+		     0, "%s", err);
+	cr_assert_eq(f.n, 2);
+	cr_assert_str_eq(f.v[1].cmd, "gpart show -l");
+	cr_assert_eq(f.v[1].line, 4);
+	struct br_labels l = {0};
+	cr_assert_eq(br_gpart_labels("facts", 4, f.v[1].out, &l, &err), 0, "%s", err);
+	cr_assert_eq(l.n, 1, "(null) labels and free space are none");
+	cr_assert_str_eq(l.v[0].dev, "ada0p1");
+	cr_assert_str_eq(l.v[0].spec, "/dev/gpt/efiboot0");
+	cr_assert_eq(br_blkid("facts", 9, "/dev/sda1: UUID=\"f7a0\" TYPE=\"ext4\"\n"
+					  "/dev/sda2: PARTUUID=\"0c7e\"\n", &l, &err), 0, "%s", err);
+	cr_assert_str_eq(l.v[1].spec, "UUID=f7a0");
+	cr_assert_eq(br_dumpfs("facts", 12, "ad0s1a", "magic\t19540119 (UFS2)\n"
+				"superblock location\t65536\tid\t[ 4f13ff5d 2bf8a1c6 ]\n", &l, &err), 0);
+	cr_assert_str_eq(l.v[2].spec, "/dev/ufsid/4f13ff5d2bf8a1c6");
+	br_labels_free(&l);
+	br_facts_free(&f);
+	/* bad input: file, line and field named */
+	cr_assert_eq(br_facts_parse("facts", "stray output\n$ uname\n", &f, &err), -1);
+	cr_assert_str_eq(err, "facts:1: output: before the first \"$ command\" line");
+	free(err);
+	cr_assert_eq(br_gpart_labels("facts", 4, "=> 40 100 ada0 GPT\n  40 x 1 a (1M)\n", &l, &err),
+		     -1);
+	cr_assert_str_eq(err, "facts:4: gpart show -l, output line 2: field 1 (start): want "
+			      "\"START SIZE INDEX LABEL\" after a \"=>\" line");
+	free(err);
+	cr_assert_eq(br_blkid("facts", 9, "sda1 UUID=\"x\"\n", &l, &err), -1);
+	cr_assert(strstr(err, "facts:9: blkid, output line 1: field 1 (device)"), "%s", err);
+	free(err);
+	cr_assert_eq(br_dumpfs("facts", 12, "ad0s1a", "dumpfs: /dev/ad0s1a: No such file\n", &l, &err),
+		     -1);
+	cr_assert(strstr(err, "facts:12: dumpfs ad0s1a: field id"), "%s", err);
+	free(err);
+	br_labels_free(&l);
+}
+
+Test(bootread, loader_rc_conf_and_fstab)
+{
+	char *v = NULL, *err = NULL;
+	const char *loader = "# comment\n\nvirtio_load=\"YES\"  # the module\n"
+			     "security.bsd.allow_destructive_dtrace=0\nvirtio_load=\"NO\"\n";
+	cr_assert_eq(br_var_get("boot/loader.conf", loader, "virtio_load", &v, &err), 1, "%s", err);
+	cr_assert_str_eq(v, "NO", "the last assignment counts");
+	free(v);
+	cr_assert_eq(br_var_get("boot/loader.conf", loader, "zfs_load", &v, &err), 0);
+	cr_assert_null(v);
+	cr_assert_eq(br_var_get("etc/rc.conf", "hostname=\"x\"\nifconfig_em0=\"DHCP\n", "hostname",
+				&v, &err), -1);
+	cr_assert_str_eq(err, "etc/rc.conf:2: field value of ifconfig_em0: no closing quote");
+	free(err);
+	cr_assert_eq(br_var_get("etc/rc.conf", "sshd_enable YES\n", NULL, NULL, &err), -1);
+	cr_assert_str_eq(err, "etc/rc.conf:1: field name: want NAME=VALUE");
+	free(err);
+	cr_assert_eq(br_var_get("etc/rc.conf", "a=\"b\" c\n", NULL, NULL, &err), -1);
+	cr_assert_str_eq(err, "etc/rc.conf:1: field value of a: text after the value");
+	free(err);
+	cr_assert_eq(br_fstab_check("etc/fstab", "# dev mp type opts\n/dev/ad0s1a / ufs rw 1 1\n"
+						 "proc /proc procfs rw\n", &err), 0, "%s", err);
+	cr_assert_eq(br_fstab_check("etc/fstab", "/dev/ad0s1a / ufs rw 1 1\n/dev/ad0s1f /usr\n",
+				    &err), -1);
+	cr_assert_str_eq(err, "etc/fstab:2: field 3 (type): missing");
+	free(err);
+	cr_assert_eq(br_fstab_check("etc/fstab", "/dev/ad0s1a / ufs rw one 1\n", &err), -1);
+	cr_assert_str_eq(err, "etc/fstab:1: field 5 (dump): 'one' is not a number");
+	free(err);
+}
+
+/* A guest file the boot cannot read stops the boot where it is read. */
+Test(bootmodel, unreadable_files_stop_the_boot)
+{
+	mkroot();
+	freebsd90_installed();
+	put("etc/fstab", "/dev/ad0s1a / ufs rw 1 1\n/dev/ad0s1f /usr\n");
+	struct boot_result b;
+	eval("freebsd-9.0", root, FB_IDE, &b);
+	cr_assert_eq(b.state, BOOT_SINGLE_USER);
+	cr_assert_str_eq(b.reason, "single-user mode: etc/fstab:2: field 3 (type): missing");
+	boot_result_clear(&b);
+	freebsd90_installed();
+	put("etc/rc.conf", "hostname=\"fbsd90\"\nifconfig_em0=\"DHCP\n");
+	eval("freebsd-9.0", root, FB_IDE, &b);
+	cr_assert_eq(b.state, BOOT_NO_NETWORK);
+	cr_assert_str_eq(b.reason,
+			 "no network: etc/rc.conf:2: field value of ifconfig_em0: no closing quote");
+	boot_result_clear(&b);
+	freebsd90_installed();
+	put("boot/loader.conf", "virtio_load=YES\nif_vtnet_load \"YES\"\n");
+	eval("freebsd-9.0", root, FB_IDE, &b);
+	cr_assert_eq(b.state, BOOT_MOUNTROOT);
+	cr_assert_str_eq(b.reason, "loader: boot/loader.conf:2: field name: want NAME=VALUE");
+	boot_result_clear(&b);
+	rmtree(root);
 }
 
 Test(bootmodel, freebsd90_on_ide_boots)

@@ -47,23 +47,31 @@ static struct cluster *load_text(const char *text)
 	return c;
 }
 
-/* One request. params: JSON object text or NULL. */
-static void call_as(struct cluster *c, const char *privs, const char *method,
-		    const char *path, const char *params, double now,
-		    const char *task_fail, struct sim_resp *r)
+/* One request as userid. params: JSON object text or NULL. */
+static void call_user(struct cluster *c, const char *userid, const char *privs,
+		      const char *method, const char *path, const char *params, double now,
+		      const char *task_fail, struct sim_resp *r)
 {
 	json_object *p = params ? json_tokener_parse(params) : json_object_new_object();
 	cr_assert_not_null(p, "bad params %s", params);
 	struct sim_req req = {.method = method,
 			      .path = path,
 			      .params = p,
-			      .userid = "root@pam!pvagent",
+			      .userid = userid,
 			      .privs = privs,
 			      .task_fail = task_fail,
 			      .now = now};
 	memset(r, 0, sizeof(*r));
 	cluster_handle(c, &req, r);
 	json_object_put(p);
+}
+
+/* One request with the scenario's token root@pam!pvagent. */
+static void call_as(struct cluster *c, const char *privs, const char *method,
+		    const char *path, const char *params, double now,
+		    const char *task_fail, struct sim_resp *r)
+{
+	call_user(c, "root@pam!pvagent", privs, method, path, params, now, task_fail, r);
 }
 
 static void call(struct cluster *c, const char *method, const char *path,
@@ -616,6 +624,76 @@ Test(cluster, config_disk_switch_makes_unused)
 	free(vol);
 	free(ide0);
 	free(digest);
+	cluster_free(c);
+}
+
+static void expect_param_error(struct sim_resp *r, const char *param, const char *msg)
+{
+	cr_assert_eq(r->status, 400, "status %d (%s), want 400", r->status,
+		     r->message ? r->message : "");
+	json_object *e = r->errors ? json_object_object_get(r->errors, param) : NULL;
+	cr_assert_not_null(e, "no error for '%s'", param);
+	cr_assert_str_eq(json_object_get_string(e), msg);
+}
+
+/* qemu-server: parent, snaptime, vmstate, runningmachine, runningcpu and
+ * meta are not in the config schema; keys in none of the permission lists
+ * are root@pam's alone, not its tokens'. */
+Test(cluster, config_keys_pve_keeps_and_root_only_keys)
+{
+	struct cluster *c = load("demo.json");
+	struct sim_resp r;
+	const char *p = "/nodes/pve1/qemu/9000/config";
+	const char *const internal[] = {"parent", "snaptime", "vmstate", "runningmachine",
+					"runningcpu", "meta"};
+	for (size_t i = 0; i < sizeof internal / sizeof internal[0]; i++) {
+		char params[128];
+		snprintf(params, sizeof params, "{\"%s\":\"x\"}", internal[i]);
+		call_user(c, "root@pam", "all", "PUT", p, params, T0, NULL, &r);
+		expect_param_error(&r, internal[i], "property is not defined in schema and the "
+						    "schema does not allow additional properties");
+		sim_resp_clear(&r);
+		call(c, "POST", p, params, T0, &r);
+		expect_param_error(&r, internal[i], "property is not defined in schema and the "
+						    "schema does not allow additional properties");
+		sim_resp_clear(&r);
+	}
+	call_user(c, "root@pam", "all", "PUT", p, "{\"delete\":\"parent\"}", T0, NULL, &r);
+	expect_param_error(&r, "delete", "unknown option 'parent'");
+	sim_resp_clear(&r);
+	const char *const root_only[] = {"vmgenid", "hookscript", "args", "affinity"};
+	const char *const values[] = {"1", "local:snippets/hook.pl", "-no-reboot", "0-1"};
+	for (size_t i = 0; i < sizeof root_only / sizeof root_only[0]; i++) {
+		char params[128], msg[128];
+		snprintf(params, sizeof params, "{\"%s\":\"%s\"}", root_only[i], values[i]);
+		snprintf(msg, sizeof msg, "only root can set '%s' config", root_only[i]);
+		call(c, "PUT", p, params, T0, &r);
+		expect_error(&r, 500, msg);
+		sim_resp_clear(&r);
+		call_user(c, "admin@pve", "all", "PUT", p, params, T0, NULL, &r);
+		expect_error(&r, 500, msg);
+		sim_resp_clear(&r);
+		call_user(c, "root@pam", "all", "PUT", p, params, T0, NULL, &r);
+		cr_assert_eq(r.status, 200, "root@pam sets %s: %s", root_only[i],
+			     r.message ? r.message : "");
+		sim_resp_clear(&r);
+	}
+	/* deleting is checked as setting */
+	call(c, "PUT", p, "{\"delete\":\"meta\"}", T0, &r);
+	expect_error(&r, 500, "only root can set 'meta' config");
+	sim_resp_clear(&r);
+	call(c, "PUT", p, "{\"delete\":\"args\"}", T0, &r);
+	expect_error(&r, 500, "only root can set 'args' config");
+	sim_resp_clear(&r);
+	/* the listed keys stay open to tokens with the privilege */
+	call(c, "PUT", p, "{\"description\":\"x\",\"cores\":\"2\",\"tags\":\"a\"}", T0, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	sim_resp_clear(&r);
+	/* creating a guest takes the same rules */
+	call(c, "POST", "/nodes/pve1/qemu", "{\"vmid\":\"150\",\"args\":\"-S\"}", T0, &r);
+	expect_error(&r, 500, "only root can set 'args' config");
+	sim_resp_clear(&r);
+	cr_assert_null(cluster_guest(c, 150));
 	cluster_free(c);
 }
 
@@ -1194,6 +1272,187 @@ Test(cluster, ha_managed_vm_migrates_through_ha)
 	sim_resp_clear(&r);
 	free(st);
 	free(u);
+	cluster_free(c);
+}
+
+static const char *vm_status(struct cluster *c, const char *node, int vmid, double now)
+{
+	static char buf[32];
+	char path[96];
+	snprintf(path, sizeof path, "/nodes/%s/qemu/%d/status/current", node, vmid);
+	struct sim_resp r;
+	call(c, "GET", path, NULL, now, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	snprintf(buf, sizeof buf, "%s", jstr(r.data, "status"));
+	sim_resp_clear(&r);
+	return buf;
+}
+
+/* qemu-server: an HA-managed VM's start, stop and shutdown only queue a
+ * request to the HA stack (hastart/hastop, done at once); the guest
+ * changes state when the CRM and LRM get to it. */
+Test(cluster, ha_managed_vm_power_goes_through_ha)
+{
+	struct cluster *c = load_text(
+		"{\"pve_version\":\"8.4\",\"nodes\":[{\"name\":\"a\"}],"
+		"\"storages\":[{\"id\":\"ceph\",\"type\":\"rbd\",\"content\":\"images\"}],"
+		"\"guests\":[{\"vmid\":100,\"node\":\"a\",\"config\":"
+		"{\"memory\":\"512\",\"virtio0\":\"ceph:vm-100-disk-0,size=4G\"}}],"
+		"\"ha\":[{\"sid\":\"vm:100\",\"state\":\"stopped\"}]}");
+	char *u = start_task(c, "POST", "/nodes/a/qemu/100/status/start", NULL, T0);
+	cr_assert(strstr(u, ":hastart:100:"), "%s", u);
+	double end = 0;
+	char *st = wait_task(c, u, T0, &end);
+	cr_assert_str_eq(st, "OK");
+	free(st);
+	char *log = task_log_text(c, u, end, NULL);
+	cr_assert(strstr(log, "Requesting HA start for VM 100"), "%s", log);
+	free(log);
+	free(u);
+	cr_assert_str_eq(vm_status(c, "a", 100, end), "stopped", "the task ends before the start");
+	cr_assert_str_eq(vm_status(c, "a", 100, T0 + 10), "running");
+	struct sim_resp r;
+	call(c, "GET", "/nodes/a/qemu/100/status/current", NULL, T0 + 10, &r);
+	cr_assert_str_eq(jstr(json_object_object_get(r.data, "ha"), "state"), "started");
+	sim_resp_clear(&r);
+	const char *const downs[] = {"shutdown", "stop"};
+	double t = T0 + 20;
+	for (size_t i = 0; i < 2; i++) {
+		char path[64];
+		snprintf(path, sizeof path, "/nodes/a/qemu/100/status/%s", downs[i]);
+		u = start_task(c, "POST", path, NULL, t);
+		cr_assert(strstr(u, ":hastop:100:"), "%s", u);
+		st = wait_task(c, u, t, &end);
+		cr_assert_str_eq(st, "OK");
+		free(st);
+		free(u);
+		cr_assert_str_eq(vm_status(c, "a", 100, end), "running", "%s: not yet", downs[i]);
+		cr_assert_str_eq(vm_status(c, "a", 100, t + 15), "stopped", "%s", downs[i]);
+		call(c, "GET", "/nodes/a/qemu/100/status/current", NULL, t + 15, &r);
+		cr_assert_str_eq(jstr(json_object_object_get(r.data, "ha"), "state"), "stopped");
+		sim_resp_clear(&r);
+		/* back up for the next one */
+		u = start_task(c, "POST", "/nodes/a/qemu/100/status/start", NULL, t + 20);
+		free(wait_task(c, u, t + 20, NULL));
+		free(u);
+		cr_assert_str_eq(vm_status(c, "a", 100, t + 35), "running");
+		t += 40;
+	}
+	cluster_free(c);
+}
+
+/* qemu-server: a boot order names devices that exist (in the config, its
+ * pending part or the request, not deleted by it); setting one drops the
+ * legacy bootdisk; deleting a disk leaves bootdisk alone. */
+Test(cluster, boot_order_devices_and_bootdisk)
+{
+	struct cluster *c = load_text(
+		"{\"pve_version\":\"8.4\",\"nodes\":[{\"name\":\"a\"}],"
+		"\"storages\":[{\"id\":\"thin\",\"type\":\"lvmthin\",\"content\":\"images\"}],"
+		"\"guests\":[{\"vmid\":100,\"node\":\"a\",\"config\":"
+		"{\"ide0\":\"thin:vm-100-disk-0,size=4G\",\"boot\":\"cdn\",\"bootdisk\":\"ide0\","
+		"\"net0\":\"e1000=BC:24:11:00:00:64,bridge=vmbr0\"}}]}");
+	const char *p = "/nodes/a/qemu/100/config";
+	struct sim_resp r;
+	call(c, "PUT", p, "{\"boot\":\"order=virtio0;net0\"}", T0, &r);
+	expect_error(&r, 500, "invalid bootorder: device 'virtio0' does not exist'");
+	sim_resp_clear(&r);
+	call(c, "PUT", p, "{\"delete\":\"ide0\",\"boot\":\"order=ide0\"}", T0, &r);
+	expect_error(&r, 500, "invalid bootorder: device 'ide0' does not exist'");
+	sim_resp_clear(&r);
+	/* POST: the worker's error ends the task */
+	char *u = start_task(c, "POST", p, "{\"boot\":\"order=scsi3\"}", T0);
+	char *st = wait_task(c, u, T0, NULL);
+	cr_assert_str_eq(st, "invalid bootorder: device 'scsi3' does not exist'");
+	free(st);
+	free(u);
+	json_object *conf = get_config(c, p, T0 + 2);
+	cr_assert_str_eq(jstr(conf, "boot"), "cdn", "nothing changed");
+	json_object_put(conf);
+	/* deleting the disk keeps bootdisk */
+	call(c, "PUT", p, "{\"delete\":\"ide0\"}", T0 + 3, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	sim_resp_clear(&r);
+	conf = get_config(c, p, T0 + 3);
+	cr_assert_null(jstr(conf, "ide0"));
+	cr_assert_str_eq(jstr(conf, "bootdisk"), "ide0");
+	json_object_put(conf);
+	/* a device this request adds counts; order= removes bootdisk */
+	call(c, "PUT", p,
+	     "{\"virtio0\":\"thin:vm-100-disk-0\",\"boot\":\"order=virtio0;net0\"}", T0 + 4, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	sim_resp_clear(&r);
+	conf = get_config(c, p, T0 + 4);
+	cr_assert_str_eq(jstr(conf, "boot"), "order=virtio0;net0");
+	cr_assert_null(jstr(conf, "bootdisk"), "order= replaces bootdisk");
+	json_object_put(conf);
+	cluster_free(c);
+}
+
+/* The guest's entry in /cluster/resources (borrowed from *list, which the
+ * caller puts), or NULL. */
+static json_object *resource_of(struct cluster *c, int vmid, double now, json_object **list)
+{
+	struct sim_resp r;
+	call(c, "GET", "/cluster/resources", "{\"type\":\"vm\"}", now, &r);
+	cr_assert_eq(r.status, 200);
+	*list = json_object_get(r.data);
+	sim_resp_clear(&r);
+	for (size_t i = 0; i < json_object_array_length(*list); i++) {
+		json_object *e = json_object_array_get_idx(*list, i);
+		if (json_object_get_int(json_object_object_get(e, "vmid")) == vmid)
+			return e;
+	}
+	return NULL;
+}
+
+static void expect_resource(struct cluster *c, int vmid, double now, const char *name,
+			    const char *status)
+{
+	json_object *list = NULL;
+	json_object *e = resource_of(c, vmid, now, &list);
+	cr_assert_not_null(e, "VM %d not in /cluster/resources", vmid);
+	if (name)
+		cr_expect_str_eq(jstr(e, "name"), name, "at +%.0f s", now - T0);
+	else
+		cr_expect_null(jstr(e, "name"), "at +%.0f s: no name yet", now - T0);
+	cr_expect_str_eq(jstr(e, "status"), status, "at +%.0f s", now - T0);
+	json_object_put(list);
+}
+
+/* pvestatd: /cluster/resources takes names and status every 10 s; a new
+ * guest is listed at once, without a name, status "unknown"; the node's
+ * own list reads the configs. The updates come at the nodes' uptime
+ * 10k s; the scenario's nodes came up a day before T0, so at T0 + 10k. */
+Test(cluster, resources_lag_behind_the_node_lists)
+{
+	struct cluster *c = load("demo.json");
+	char *u = start_task(c, "POST", "/nodes/pve1/qemu/9024/clone",
+			     "{\"newid\":\"130\",\"name\":\"n1\"}", T0 + 1);
+	free(wait_task(c, u, T0 + 1, NULL));
+	free(u);
+	expect_resource(c, 130, T0 + 5, NULL, "unknown");
+	struct sim_resp r;
+	call(c, "GET", "/nodes/pve1/qemu", NULL, T0 + 5, &r);
+	bool named = false;
+	for (size_t i = 0; i < json_object_array_length(r.data); i++) {
+		json_object *e = json_object_array_get_idx(r.data, i);
+		if (json_object_get_int(json_object_object_get(e, "vmid")) == 130)
+			named = jstr(e, "name") && strcmp(jstr(e, "name"), "n1") == 0 &&
+				strcmp(jstr(e, "status"), "stopped") == 0;
+	}
+	cr_assert(named, "the node list is current");
+	sim_resp_clear(&r);
+	expect_resource(c, 130, T0 + 11, "n1", "stopped");
+	/* a rename and a start show at the next update */
+	call(c, "PUT", "/nodes/pve1/qemu/130/config", "{\"name\":\"n2\"}", T0 + 12, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	sim_resp_clear(&r);
+	u = start_task(c, "POST", "/nodes/pve1/qemu/130/status/start", NULL, T0 + 12);
+	free(wait_task(c, u, T0 + 12, NULL));
+	free(u);
+	expect_resource(c, 130, T0 + 16, "n1", "stopped");
+	expect_resource(c, 130, T0 + 21, "n2", "running");
 	cluster_free(c);
 }
 

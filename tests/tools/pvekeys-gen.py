@@ -40,8 +40,19 @@ def load(path):
     return {n["path"]: n for n in walk(json.loads(text))}
 
 
+# qemu disk buses whose drive property strings are listed (the options of
+# ide[n], sata[n], scsi[n], virtio[n] in the config method's schema)
+DRIVE_BUSES = ("ide", "sata", "scsi", "virtio")
+
+
 def main():
     pve8, pve3 = load(sys.argv[1]), load(sys.argv[2])
+    props = pve8[METHODS["qemu"][1]]["info"]["PUT"]["parameters"]["properties"]
+    drive_opts = []
+    for bus in DRIVE_BUSES:
+        fmt = props[bus + "[n]"]["format"]
+        for opt in sorted(fmt):
+            drive_opts.append((bus, opt))
     rows = []
     for kind, (create, config) in METHODS.items():
         tree = pve3 if kind == "openvz" else pve8
@@ -79,7 +90,8 @@ def main():
  *   pve3-openvz-apidata.generated.json (PVE 3.4, pve-manager 3.4-16):
  *     POST /nodes/{node}/openvz, PUT /nodes/{node}/openvz/{vmid}/config
  * Index ranges: "(n is 0 to N)" from the description, otherwise the MAX_*
- * constants of qemu-server 8.4 / pve-container 5.3. */
+ * constants of qemu-server 8.4 / pve-container 5.3. Drive options: the
+ * format of ide[n], sata[n], scsi[n] and virtio[n] of the qemu config PUT. */
 #include "pvekeys.h"
 
 #include <string.h>
@@ -92,6 +104,23 @@ const struct pvekey pvekeys[] = {
     out.write("""};
 
 const size_t pvekeys_count = sizeof pvekeys / sizeof pvekeys[0];
+
+/* Options of the qemu drive property strings per bus (PVE 8.4 schema). */
+static const struct {
+	const char *bus, *opt;
+} drive_opts[] = {
+""")
+    for bus, opt in drive_opts:
+        out.write('\t{"%s", "%s"},\n' % (bus, opt))
+    out.write("""};
+
+bool pvekey_drive_option(const char *bus, const char *opt)
+{
+	for (size_t i = 0; i < sizeof drive_opts / sizeof drive_opts[0]; i++)
+		if (strcmp(drive_opts[i].bus, bus) == 0 && strcmp(drive_opts[i].opt, opt) == 0)
+			return true;
+	return false;
+}
 
 const struct pvekey *pvekey_lookup(enum pvekey_kind kind, const char *param)
 {

@@ -190,6 +190,54 @@ Test(convert_restore, puts_the_saved_config_back_without_touching_unused)
 	json_object_put(saved);
 }
 
+Test(convert_target, keeps_only_the_options_of_the_target_bus)
+{
+	json_object *c = cfg("{\"ide0\":\"local-lvm:vm-1-disk-0,discard=on,model=QEMU_HD,"
+			     "ssd=1,wwn=0x5000c50015ea71ac,cache=none,size=32G\","
+			     "\"boot\":\"order=ide0\"}");
+	struct convert_target t;
+	char *err = NULL;
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), 0, "%s", err);
+	cr_assert_str_eq(param(&t, "virtio0"), "local-lvm:vm-1-disk-0,discard=on,cache=none,size=32G",
+			 "virtio-blk has no model, ssd or wwn");
+	convert_target_free(&t);
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_SCSI, &t, &err), 0, "%s", err);
+	cr_assert_str_eq(param(&t, "scsi0"),
+			 "local-lvm:vm-1-disk-0,discard=on,ssd=1,wwn=0x5000c50015ea71ac,cache=none,"
+			 "size=32G",
+			 "SCSI has ssd and wwn, not model");
+	convert_target_free(&t);
+	json_object_put(c);
+}
+
+Test(convert_restore, never_touches_what_pve_keeps_for_itself)
+{
+	/* saved after an earlier snapshot; now pvagent's own is the parent */
+	json_object *saved = cfg("{\"name\":\"g\",\"boot\":\"order=ide0\",\"parent\":\"before\","
+				 "\"ide0\":\"local-lvm:vm-1-disk-0,ssd=1,size=16G\","
+				 "\"meta\":\"creation-qemu=8.1.5,ctime=1700000000\","
+				 "\"vmgenid\":\"1b2a3c4d-0000-4000-8000-000000000001\","
+				 "\"digest\":\"aaaa\",\"lock\":\"backup\"}");
+	json_object *cur = cfg("{\"name\":\"g\",\"boot\":\"order=virtio0\","
+			       "\"parent\":\"pvagent_virtio\",\"snaptime\":\"1700000100\","
+			       "\"runningmachine\":\"pc-i440fx-8.1+pve0\",\"runningcpu\":\"kvm64\","
+			       "\"vmstate\":\"local-lvm:vm-1-state-x\","
+			       "\"virtio0\":\"local-lvm:vm-1-disk-0,size=16G\","
+			       "\"vmgenid\":\"1b2a3c4d-0000-4000-8000-000000000002\","
+			       "\"digest\":\"bbbb\"}");
+	char *del = NULL;
+	struct pve_params set = {0};
+	cr_assert_eq(convert_restore_plan(saved, cur, &del, &set), 0);
+	cr_assert_str_eq(del, "virtio0", "no parent, snaptime, vmstate, running* in the delete");
+	cr_assert_str_eq(pve_params_get(&set, "ide0"), "local-lvm:vm-1-disk-0,ssd=1,size=16G");
+	cr_assert_str_eq(pve_params_get(&set, "boot"), "order=ide0");
+	cr_assert_eq(set.n, 2, "parent, meta, vmgenid, digest, lock are never sent");
+	free(del);
+	pve_params_free(&set);
+	json_object_put(cur);
+	json_object_put(saved);
+}
+
 Test(convert_names, bus_and_status)
 {
 	enum convert_bus b;
@@ -260,8 +308,10 @@ static void write_text(const char *path, const char *text)
 	cr_assert_eq(fclose(fp), 0);
 }
 
-/* extra_disks: more config members, e.g. ",\"ide1\": \"...\"" */
-static void fx_start(struct fx *f, const char *fixture, const char *addr, const char *extra)
+/* ide0: the boot disk's value (NULL: "local-lvm:vm-190-disk-0,size=16G");
+ * extra: more config members, e.g. ",\"ide1\": \"...\"" */
+static void fx_start_ha(struct fx *f, const char *fixture, const char *addr, const char *ide0,
+			const char *extra, const char *ha)
 {
 	memset(f, 0, sizeof *f);
 	const char *sim_bin = getenv("PVESIM_BIN");
@@ -282,13 +332,14 @@ static void fx_start(struct fx *f, const char *fixture, const char *addr, const 
 		" \"nodes\": [\"pve1\"], \"content\": \"iso,vztmpl,backup\", \"size_gib\": 100}],\n"
 		" \"tokens\": [{\"id\": \"root@pam!pvagent\","
 		" \"secret\": \"6b1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\", \"privs\": \"all\"}],\n"
-		" \"users\": [], \"ha\": [], \"faults\": [],\n"
+		" \"users\": [], \"ha\": %s, \"faults\": [],\n"
 		" \"guests\": [{\"vmid\": 190, \"node\": \"pve1\", \"type\": \"qemu\", \"status\": \"running\",\n"
 		"   \"fixture\": \"%s\", \"address\": \"%s\", \"root\": \"%s\",\n"
 		"   \"config\": {\"name\": \"g190\", \"memory\": \"1024\", \"cores\": 1, \"ostype\": \"%s\","
-		" \"boot\": \"order=ide0;net0\", \"ide0\": \"local-lvm:vm-190-disk-0,size=16G\","
+		" \"boot\": \"order=ide0;net0\", \"ide0\": \"%s\","
 		" \"net0\": \"e1000=%s,bridge=vmbr0\"%s}}]}\n",
-		fixture, f->ge.sd.addr, f->ge.sd.root, bsd ? "other" : "l26", fixture_mac(fixture),
+		ha ? ha : "[]", fixture, f->ge.sd.addr, f->ge.sd.root, bsd ? "other" : "l26",
+		ide0 ? ide0 : "local-lvm:vm-190-disk-0,size=16G", fixture_mac(fixture),
 		extra ? extra : "");
 	char *path = strprintf("%s/scenario.json", f->ge.sd.etc);
 	cr_assert(scen && path);
@@ -314,6 +365,17 @@ static void fx_start(struct fx *f, const char *fixture, const char *addr, const 
 	f->so = guestenv_ssh_opts(&f->ge);
 	f->journal = strprintf("%s/journal", f->ge.sd.etc);
 	cr_assert_not_null(f->journal);
+}
+
+static void fx_start_ide(struct fx *f, const char *fixture, const char *addr, const char *ide0,
+			 const char *extra)
+{
+	fx_start_ha(f, fixture, addr, ide0, extra, NULL);
+}
+
+static void fx_start(struct fx *f, const char *fixture, const char *addr, const char *extra)
+{
+	fx_start_ide(f, fixture, addr, NULL, extra);
 }
 
 static void fx_stop(struct fx *f)
@@ -843,5 +905,131 @@ Test(convert_run, killed_between_switch_and_verify_rerun_recovers)
 	st = boot_state(&f);
 	cr_expect_str_eq(st, "up");
 	free(st);
+	fx_stop(&f);
+}
+
+/* ---- a disk with options virtio-blk lacks, snapshots before pvagent's ------------- */
+
+#define SSD_DISK "local-lvm:vm-190-disk-0,ssd=1,discard=on,size=16G"
+/* What a PVE 8 guest's config holds beside the devices (the token may set
+ * none of them). */
+#define PVE_KEYS ",\"meta\": \"creation-qemu=8.1.5,ctime=1700000000\"," \
+		 " \"vmgenid\": \"3f1c2b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b\"," \
+		 " \"smbios1\": \"uuid=5b0c6ae4-00be-4d3c-9d0e-0000000000be\""
+
+/* An earlier snapshot of the user's: "parent" in the config from now on. */
+static void user_snapshot(struct fx *f)
+{
+	struct guest_ref g = {0};
+	struct pve_error e = {0};
+	cr_assert_eq(guest_find_by_vmid(f->c, 190, &g, &e), 1, "%s", e.message ? e.message : "?");
+	struct guest_wait w = {.clock = &f->clk};
+	bool existed = false;
+	cr_assert_eq(guest_snapshot(f->c, &g, "before", "the user's", &w, &existed, &e), 0, "%s",
+		     e.message ? e.message : "?");
+	guest_ref_clear(&g);
+	char *parent = config_value(f, "parent");
+	cr_assert_str_eq(parent, "before");
+	free(parent);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The guest's config without the digest (and parent, which the
+ * conversion's own snapshot moves on), as sorted "key=value\n" lines. */
+static char *config_text(struct fx *f)
+{
+	json_object *g = guest_state(f), *cfgo = NULL;
+	cr_assert(json_object_object_get_ex(g, "config", &cfgo));
+	char *lines[128];
+	size_t n = 0;
+	json_object_object_foreach(cfgo, k, v) {
+		if (strcmp(k, "digest") != 0 && strcmp(k, "parent") != 0 && n < 128)
+			lines[n++] = strprintf("%s=%s\n", k, json_object_get_string(v));
+	}
+	qsort(lines, n, sizeof lines[0], cmp_str);
+	struct sbuf b = {0};
+	for (size_t i = 0; i < n; i++) {
+		sbuf_add(&b, lines[i]);
+		free(lines[i]);
+	}
+	json_object_put(g);
+	return sbuf_steal(&b);
+}
+
+Test(convert_run, ssd_ide_disk_with_a_snapshot_converts_through_a_token)
+{
+	static struct fx f;
+	fx_start_ide(&f, "freebsd-9.0", "127.0.1.200", SSD_DISK, PVE_KEYS);
+	cr_assert(strchr(f.sp.token_id, '!'), "the agent talks through an API token");
+	user_snapshot(&f);
+	struct convert_result r;
+	int rc = run(&f, CONVERT_BUS_BLK, false, 0, &r);
+	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
+		     r.failed_step, r.error, sbuf_str(&f.events));
+	cr_expect_eq(r.status, CONV_DONE);
+	convert_result_free(&r);
+	expect_config(&f, "virtio0", "local-lvm:vm-190-disk-0,discard=on,size=16G");
+	expect_config(&f, "ide0", NULL);
+	expect_config(&f, "parent", "pvagent_virtio");
+	expect_config(&f, "meta", "creation-qemu=8.1.5,ctime=1700000000");
+	char *st = boot_state(&f);
+	cr_expect_str_eq(st, "up");
+	free(st);
+	fx_stop(&f);
+}
+
+Test(convert_run, ssd_ide_disk_with_a_snapshot_rolls_back_exactly)
+{
+	static struct fx f;
+	fx_start_ide(&f, "freebsd-9.0", "127.0.1.201", SSD_DISK, PVE_KEYS);
+	user_snapshot(&f);
+	char *before = config_text(&f);
+	f.hook = break_fstab;
+	struct convert_result r;
+	cr_assert_eq(run(&f, CONVERT_BUS_BLK, false, 3, &r), -1);
+	cr_expect_eq(r.status, CONV_FAILED, "%s: %s\n%s\nevents:\n%s", convert_status_name(r.status),
+		     r.error ? r.error : "", r.recovery ? r.recovery : "", sbuf_str(&f.events));
+	cr_expect(r.rolled_back);
+	convert_result_free(&r);
+	char *after = config_text(&f);
+	cr_expect_str_eq(after, before, "the rollback restores the config exactly:\n%s---\n%s", before,
+			 after);
+	expect_config(&f, "parent", "pvagent_virtio");
+	char *st = boot_state(&f);
+	cr_expect_str_eq(st, "up", "the guest runs again on IDE/e1000");
+	free(st);
+	expect_original(&f);
+	free(before);
+	free(after);
+	fx_stop(&f);
+}
+
+/* HA manages the guest: its shutdown and start are hastop/hastart tasks
+ * that end before the guest changes state; virtio waits for the state. */
+Test(convert_run, ha_managed_guest_converts)
+{
+	static struct fx f;
+	fx_start_ha(&f, "freebsd-9.0", "127.0.1.202", NULL, NULL,
+		    "[{\"sid\": \"vm:190\", \"state\": \"started\"}]");
+	struct convert_result r;
+	int rc = run(&f, CONVERT_BUS_BLK, false, 0, &r);
+	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
+		     r.failed_step, r.error, sbuf_str(&f.events));
+	cr_expect_eq(r.status, CONV_DONE);
+	convert_result_free(&r);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_gt(simproc_count_requests(log, "POST", "*/status/shutdown", -1), 0);
+	json_object_put(log);
+	expect_config(&f, "virtio0", "local-lvm:vm-190-disk-0,size=16G");
+	expect_config(&f, "ide0", NULL);
+	expect_config(&f, "unused0", NULL);
+	char *st = boot_state(&f);
+	cr_expect_str_eq(st, "up");
+	free(st);
+	expect_tree(&f, "expected-final");
 	fx_stop(&f);
 }

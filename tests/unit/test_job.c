@@ -549,6 +549,137 @@ Test(job_sim, a_resumed_clone_waits_for_the_recorded_task_instead_of_cloning_aga
 	fx_stop(&f);
 }
 
+/* The guest's status as PVE shows it now (no clock moved). */
+static char *vm_status_now(struct fx *f, int vmid)
+{
+	char *path = strprintf("/nodes/pve1/qemu/%d/status/current", vmid);
+	long st = 0;
+	json_object *d = NULL, *data = NULL, *v = NULL;
+	cr_assert_eq(sim_api(&f->sp, "GET", path, NULL, &st, &d), 0);
+	cr_assert_eq(st, 200);
+	cr_assert(json_object_object_get_ex(d, "data", &data) &&
+		  json_object_object_get_ex(data, "status", &v));
+	char *out = strdup(json_object_get_string(v));
+	json_object_put(d);
+	free(path);
+	return out;
+}
+
+/* An HA-managed guest: PVE's start is a hastart task that ends once the
+ * request is queued; up waits for the guest to run, not for the task. */
+Test(job_sim, up_starts_an_ha_managed_guest_and_waits_until_it_runs)
+{
+	static struct fx f;
+	fx_start(&f);
+	struct up_result r;
+	cr_assert_eq(run_up(&f, "ha1", &r), JOB_OUT_DONE, "%s", r.error.message ? r.error.message : "");
+	int vmid = r.vmid;
+	up_result_free(&r);
+	char *path = strprintf("/nodes/pve1/qemu/%d/status/stop", vmid);
+	long st = 0;
+	json_object *d = NULL;
+	cr_assert_eq(sim_api(&f.sp, "POST", path, NULL, &st, &d), 0);
+	cr_assert_eq(st, 200);
+	json_object_put(d);
+	free(path);
+	cr_assert_eq(simproc_advance(&f.sp, 5), 0);
+	char *sid = strprintf("sid=vm:%d&state=stopped", vmid);
+	cr_assert_eq(sim_api(&f.sp, "POST", "/cluster/ha/resources", sid, &st, &d), 0);
+	cr_assert_eq(st, 200, "%s", d ? json_object_to_json_string(d) : "?");
+	json_object_put(d);
+	free(sid);
+	char *s0 = vm_status_now(&f, vmid);
+	cr_assert_str_eq(s0, "stopped");
+	free(s0);
+	cr_assert_eq(run_up(&f, "ha1", &r), JOB_OUT_DONE, "%s", r.error.message ? r.error.message : "");
+	up_result_free(&r);
+	cr_assert_eq(requests(&f, "POST", "/status/start", -1), 2);
+	char *s1 = vm_status_now(&f, vmid);
+	cr_expect_str_eq(s1, "running", "up returned before the HA stack started the guest");
+	free(s1);
+	fx_stop(&f);
+}
+
+/* GET data of path (new reference). */
+static json_object *api_data(struct fx *f, const char *path)
+{
+	long st = 0;
+	json_object *d = NULL, *data = NULL;
+	cr_assert_eq(sim_api(&f->sp, "GET", path, NULL, &st, &d), 0);
+	cr_assert_eq(st, 200, "%s: %ld", path, st);
+	cr_assert(json_object_object_get_ex(d, "data", &data));
+	json_object_get(data);
+	json_object_put(d);
+	return data;
+}
+
+/* Move the simulator's clock just past one of PVE's 10 s status updates
+ * (they come every 10 s of the nodes' uptime), so that the next seconds
+ * see none. */
+static void just_after_status_update(struct fx *f)
+{
+	json_object *ns = api_data(f, "/nodes/pve1/status"), *up = NULL;
+	cr_assert(json_object_object_get_ex(ns, "uptime", &up));
+	long long u = json_object_get_int64(up);
+	json_object_put(ns);
+	cr_assert_eq(simproc_advance(&f->sp, (double)(10 - u % 10) + 0.3), 0);
+}
+
+/* A guest just made (a linked clone named name), still without its name
+ * and with status "unknown" in /cluster/resources; its VMID. */
+static int fresh_guest(struct fx *f, int newid, const char *name)
+{
+	just_after_status_update(f);
+	char *body = strprintf("newid=%d&name=%s&full=0", newid, name);
+	long st = 0;
+	json_object *d = NULL;
+	cr_assert_eq(sim_api(&f->sp, "POST", "/nodes/pve1/qemu/9024/clone", body, &st, &d), 0);
+	cr_assert_eq(st, 200, "%s", d ? json_object_to_json_string(d) : "?");
+	json_object_put(d);
+	free(body);
+	cr_assert_eq(simproc_advance(&f->sp, 3), 0); /* the linked clone is done */
+	json_object *res = api_data(f, "/cluster/resources?type=vm");
+	bool lagging = false;
+	for (size_t i = 0; i < json_object_array_length(res); i++) {
+		json_object *e = json_object_array_get_idx(res, i), *v = NULL;
+		if (json_object_object_get_ex(e, "vmid", &v) && json_object_get_int(v) == newid)
+			lagging = json_object_object_get_ex(e, "status", &v) &&
+				  strcmp(json_object_get_string(v), "unknown") == 0 &&
+				  !json_object_object_get_ex(e, "name", NULL);
+	}
+	json_object_put(res);
+	cr_assert(lagging, "the cluster's list should not show %s yet", name);
+	return newid;
+}
+
+/* /cluster/resources shows a new guest without its name for up to 10 s:
+ * a rerun of up right after the create finds it all the same. */
+Test(job_sim, up_right_after_a_create_finds_the_guest_the_cluster_list_does_not_name_yet)
+{
+	static struct fx f;
+	fx_start(&f);
+	int vmid = fresh_guest(&f, 340, "fresh1");
+	struct up_result r;
+	cr_assert_eq(run_up(&f, "fresh1", &r), JOB_OUT_DONE, "%s",
+		     r.error.message ? r.error.message : "");
+	cr_expect_eq(r.vmid, vmid, "up took the existing guest");
+	cr_expect_neq(r.status, UP_CREATED);
+	up_result_free(&r);
+	cr_expect_eq(guests_named(&f, "fresh1"), 1, "never a second guest");
+	cr_expect_eq(requests(&f, "POST", "/clone", -1), 1, "cloned once (by the test)");
+	fx_stop(&f);
+}
+
+Test(job_sim, down_right_after_a_create_deletes_the_guest)
+{
+	static struct fx f;
+	fx_start(&f);
+	fresh_guest(&f, 341, "fresh2");
+	cr_assert_eq(run_down(&f, "fresh2"), JOB_OUT_DONE);
+	cr_expect_eq(guests_named(&f, "fresh2"), 0, "down found and deleted it");
+	fx_stop(&f);
+}
+
 Test(job_sim, a_lost_start_answer_is_resolved_by_looking_not_by_sending_again)
 {
 	static struct fx f;
