@@ -58,6 +58,7 @@ void br_facts_free(struct br_facts *f)
 	f->n = 0;
 }
 
+/* Takes cmd only when it returns 0. */
 static int fact_add(struct br_facts *f, char *cmd, struct sbuf *out, size_t line)
 {
 	struct br_fact *nv = realloc(f->v, (f->n + 1) * sizeof *nv);
@@ -65,7 +66,6 @@ static int fact_add(struct br_facts *f, char *cmd, struct sbuf *out, size_t line
 	if (!o) {
 		if (nv)
 			f->v = nv;
-		free(cmd);
 		return -1;
 	}
 	f->v = nv;
@@ -114,10 +114,8 @@ int br_facts_parse(const char *path, const char *text, struct br_facts *f, char 
 		}
 		p += len + (p[len] ? 1 : 0);
 	}
-	if (cmd && fact_add(f, cmd, &out, cmd_line) < 0) {
-		cmd = NULL;
+	if (cmd && fact_add(f, cmd, &out, cmd_line) < 0)
 		goto nomem;
-	}
 	sbuf_free(&out);
 	return 0;
 nomem:
@@ -169,11 +167,10 @@ int br_gpart_labels(const char *path, size_t line, const char *out, struct br_la
 		k++;
 		char *buf = malloc(len + 1), *w[8];
 		size_t n = buf ? words(p, len, buf, w, 8) : 0;
+		bool is_free = n >= 3 && strcmp(w[2], "-") == 0; /* "- free -" */
 		if (!buf) {
 			rc = oom(err);
-		} else if (n == 0) {
-			/* a blank line between providers */
-		} else if (strcmp(w[0], "=>") == 0) {
+		} else if (n > 0 && strcmp(w[0], "=>") == 0) {
 			if (n < 5 || !all_digits(w[1]) || !all_digits(w[2])) {
 				*err = strprintf("%s:%zu: gpart show -l, output line %zu: field 4 "
 						 "(scheme): want \"=> START SIZE PROVIDER SCHEME\"",
@@ -186,18 +183,22 @@ int br_gpart_labels(const char *path, size_t line, const char *out, struct br_la
 				if (!provider)
 					rc = oom(err);
 			}
-		} else if (!provider || n < 4 || !all_digits(w[0]) || !all_digits(w[1])) {
-			*err = strprintf("%s:%zu: gpart show -l, output line %zu: field 1 (start): "
-					 "want \"START SIZE INDEX LABEL\" after a \"=>\" line",
-					 path, line, k);
+		} else if (n > 0 && (!provider || n < 4)) {
+			*err = strprintf("%s:%zu: gpart show -l, output line %zu: field %zu: want "
+					 "\"START SIZE INDEX LABEL\" after a \"=>\" line",
+					 path, line, k, provider ? n + 1 : (size_t)1);
 			rc = -1;
-		} else if (strcmp(w[2], "-") == 0) {
-			/* "- free -" */
-		} else if (!all_digits(w[2])) {
-			*err = strprintf("%s:%zu: gpart show -l, output line %zu: field 3 (index): "
-					 "'%s' is not a number", path, line, k, w[2]);
+		} else if (n > 0 && (!all_digits(w[0]) || !all_digits(w[1]) ||
+				     (!is_free && !all_digits(w[2])))) {
+			size_t bad = !all_digits(w[0]) ? 0 : !all_digits(w[1]) ? 1 : 2;
+			static const char *const names[] = {"start", "size", "index"};
+			*err = strprintf("%s:%zu: gpart show -l, output line %zu: field %zu (%s): "
+					 "'%s' is not a number", path, line, k, bad + 1, names[bad],
+					 w[bad]);
 			rc = -1;
-		} else if (gpt && w[3][0] != '(') {
+		} else if (n > 0 && !is_free && gpt && w[3][0] != '(') {
+			/* a labelled partition; blank lines, free space and
+			 * "(null)" labels name nothing */
 			char *dev = strprintf("%sp%s", provider, w[2]);
 			char *spec = strprintf("/dev/gpt/%s", w[3]);
 			if (!dev || !spec || label_add(l, dev, spec) < 0)

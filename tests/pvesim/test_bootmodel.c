@@ -118,8 +118,12 @@ Test(bootread, facts_and_labels)
 	free(err);
 	cr_assert_eq(br_gpart_labels("facts", 4, "=> 40 100 ada0 GPT\n  40 x 1 a (1M)\n", &l, &err),
 		     -1);
-	cr_assert_str_eq(err, "facts:4: gpart show -l, output line 2: field 1 (start): want "
-			      "\"START SIZE INDEX LABEL\" after a \"=>\" line");
+	cr_assert_str_eq(err, "facts:4: gpart show -l, output line 2: field 2 (size): 'x' is not a "
+			      "number");
+	free(err);
+	cr_assert_eq(br_gpart_labels("facts", 4, "  40 100 1 a (1M)\n", &l, &err), -1);
+	cr_assert_str_eq(err, "facts:4: gpart show -l, output line 1: field 1: want \"START SIZE "
+			      "INDEX LABEL\" after a \"=>\" line");
 	free(err);
 	cr_assert_eq(br_blkid("facts", 9, "sda1 UUID=\"x\"\n", &l, &err), -1);
 	cr_assert(strstr(err, "facts:9: blkid, output line 1: field 1 (device)"), "%s", err);
