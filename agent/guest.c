@@ -315,14 +315,16 @@ static int cmp_vmid(const void *a, const void *b)
  * with status "unknown" (a rename or a start shows late too). A node's own
  * list (GET /nodes/N/qemu, /lxc, /openvz) reads the configs and is
  * current: take name, status, lock and template from it for every entry of
- * a node and type that has such an entry. */
+ * a node and type that has an entry without a name. */
 static int fill_from_node_lists(struct pve *c, struct guest_list *l, struct pve_error *err)
 {
 	struct sbuf done = {0}; /* "\nnode/type\n" of the lists read */
 	int rc = 0;
 	for (size_t i = 0; i < l->n && rc == 0; i++) {
 		const struct guest_ref *g = &l->v[i];
-		if ((g->name && !(g->status && strcmp(g->status, "unknown") == 0)) || !g->node)
+		/* only nameless entries matter to a search by name (a status is
+		 * read again where it matters) */
+		if (g->name || !g->node)
 			continue;
 		char *key = strprintf("\n%s/%s\n", g->node, guest_type_name(g->type));
 		if (!key) {
