@@ -384,6 +384,7 @@ static void fx_stop(struct fx *f)
 	cr_assert_eq(guestenv_watch_stop(&f->ge), 0);
 	pve_free(f->c);
 	guest_version_cache_clear();
+	guest_made_cache_clear();
 	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
 	simclock_destroy(&f->sc);
 	guestenv_stop(&f->ge);
