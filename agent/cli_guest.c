@@ -23,43 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- inject: printing ---------------------------------------------------------- */
-
-static void on_inject_event(void *ctx, const struct inject_event *ev)
-{
-	struct cli *cli = ctx;
-	if (cli->json) {
-		json_object *o = json_object_new_object();
-		static const char *kinds[] = {"step", "diff", "file", "note"};
-		json_object_object_add(o, "event", json_object_new_string(kinds[ev->kind]));
-		json_object_object_add(o, "step", json_object_new_string(inject_step_name(ev->step)));
-		if (ev->path)
-			json_object_object_add(o, "path", json_object_new_string(ev->path));
-		if (ev->text)
-			json_object_object_add(o, "text", json_object_new_string(ev->text));
-		if (ev->kind == INJ_EV_STEP)
-			json_object_object_add(o, "seconds", json_object_new_double(ev->elapsed_s));
-		out_json_line(stdout, o);
-		json_object_put(o);
-		return;
-	}
-	switch (ev->kind) {
-	case INJ_EV_DIFF:
-		fputs(ev->text ? ev->text : "", stdout);
-		break;
-	case INJ_EV_STEP:
-		printf("  %-8s %6.1fs%s%s\n", inject_step_name(ev->step), ev->elapsed_s,
-		       ev->text ? "  " : "", ev->text ? ev->text : "");
-		break;
-	case INJ_EV_NOTE:
-		printf("  note: %s\n", ev->text ? ev->text : "");
-		break;
-	default:
-		break;
-	}
-	fflush(stdout);
-}
+#include <unistd.h>
 
 static enum guest_addr_source addr_source(enum tmpl_addr a)
 {
@@ -286,10 +250,12 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 		.expect_os = gt.tmpl->os,
 		.ssh = &gt.ssh,
 		.dry_run = dry_run,
-		.on_event = on_inject_event,
-		.event_ctx = cli,
 	};
-	inject_job_run(cli_store(cli), &cli_stop, &req, (const char *const *)a->cmdline, &res);
+	struct event_print ep = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO),
+				 .file_diffs = true, .dry_run = dry_run};
+	inject_job_run(cli_store(cli), &cli_stop, &req, (const char *const *)a->cmdline,
+		       on_job_event, &ep, &res);
+	end_progress_line(&ep);
 	rc = res.exit_code;
 	if (cli->json) {
 		json_object *o = inject_result_json(&res);
@@ -313,91 +279,6 @@ out:
 }
 
 /* ---- bench and virtio ------------------------------------------------------------ */
-
-struct bench_ctx {
-	struct cli *cli;
-	const char *name;
-	int vmid;
-	unsigned size_mib;
-	char *db;                 /* state.db, or NULL: results not stored */
-	struct bench_result before, after;
-	bool have_before, have_after;
-};
-
-static void on_bench_event(void *ctx, const char *step, const char *text)
-{
-	struct bench_ctx *bc = ctx;
-	if (bc->cli->json) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "event", json_object_new_string("bench"));
-		json_object_object_add(o, "step", json_object_new_string(step));
-		json_object_object_add(o, "text", json_object_new_string(text ? text : ""));
-		out_json_line(stdout, o);
-		json_object_put(o);
-	} else {
-		printf("  bench    %-8s %s\n", step, text ? text : "");
-		fflush(stdout);
-	}
-}
-
-static void on_bench_detected(void *ctx, const char *os, const char *disk, const char *bus,
-			      const char *nic)
-{
-	struct bench_ctx *bc = ctx;
-	if (!bc->cli->json)
-		printf("%s: benchmark on %s (%s/%s), %s\n", bc->name, os ? os : "?", bus, nic,
-		       disk ? disk : "no raw disk");
-}
-
-/* Run the benchmark on an open session and store the result. 0 or -1
- * (*err). */
-static int bench_once(struct bench_ctx *bc, struct ssh_session *s, enum os_family os,
-		      const char *disk, const char *bus, const char *nic,
-		      struct bench_result *res, char **err)
-{
-	struct bench_request q = {
-		.os = os,
-		.size_mib = bc->size_mib,
-		.raw_disk = disk,
-		.bus = bus,
-		.nic = nic,
-		.on_event = on_bench_event,
-		.event_ctx = bc,
-	};
-	if (bench_run(s, &q, res, err) < 0)
-		return -1;
-	char *serr = NULL;
-	if (bc->db && bench_store(bc->db, bc->name, bc->vmid, res, &serr) < 0) {
-		log_warn("%s: the result was not stored in %s: %s", bc->name, bc->db,
-			 serr ? serr : "error");
-		free(serr);
-	}
-	return 0;
-}
-
-static int virtio_bench_hook(void *ctx, struct ssh_session *s, const char *when,
-			     const struct os_info *os, const char *disk, const char *bus,
-			     const char *nic, char **err)
-{
-	struct bench_ctx *bc = ctx;
-	bool after = strcmp(when, "after") == 0;
-	struct bench_result *r = after ? &bc->after : &bc->before;
-	bench_result_free(r);
-	if (bench_once(bc, s, os->family, disk, bus, nic, r, err) < 0)
-		return -1;
-	if (after)
-		bc->have_after = true;
-	else
-		bc->have_before = true;
-	return 0;
-}
-
-static void bench_ctx_free(struct bench_ctx *bc)
-{
-	bench_result_free(&bc->before);
-	bench_result_free(&bc->after);
-	free(bc->db);
-}
 
 static int parse_size_mib(const char *cmd, const char *arg, unsigned *out)
 {
@@ -437,33 +318,35 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 	struct target_req treq = {.cmd = "bench", .name = name, .tmpl_name = tname,
 				  .address = address, .tmpl_optional = true};
 	struct guest_target gt;
-	struct bench_ctx bc = {.cli = cli, .name = name, .size_mib = size};
 	struct bench_result last = {0};
 	struct bench_job_result res = {0};
+	char *db = NULL;
 	rc = guest_target_open(cli, &treq, &gt);
 	if (rc)
 		goto out;
-	bc.db = bench_db_path(cli->conf.paths.state);
+	db = bench_db_path(cli->conf.paths.state);
 	char *lerr = NULL;
-	int have_last = bc.db ? bench_last(bc.db, name, gt.ref.vmid, &last, &lerr) : 0;
+	int have_last = db ? bench_last(db, name, gt.ref.vmid, &last, &lerr) : 0;
 	if (have_last < 0) {
 		log_warn("%s: cannot read earlier results: %s", name, lerr ? lerr : "error");
 		have_last = 0;
 	}
 	free(lerr);
+	struct event_print ep = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO)};
 	struct bench_job_request q = {
 		.name = name,
 		.vmid = gt.ref.vmid,
 		.ssh = &gt.ssh,
 		.config = gt.config,
 		.size_mib = size,
-		.db = bc.db,
-		.on_event = on_bench_event,
-		.event_ctx = &bc,
-		.on_detected = on_bench_detected,
+		.db = db,
+		.on_event = on_job_event,
+		.event_ctx = &ep,
 	};
-	if (bench_job_run(cli_store(cli), &cli_stop, &q, (const char *const *)a->cmdline, &res) <
-	    0) {
+	int brc = bench_job_run(cli_store(cli), &cli_stop, &q, (const char *const *)a->cmdline,
+				&res);
+	end_progress_line(&ep);
+	if (brc < 0) {
 		fprintf(stderr, "pvagent bench: %s: %s\n", name, res.error ? res.error : "failed");
 		rc = res.exit_code ? res.exit_code : 1;
 		goto out;
@@ -488,52 +371,9 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 out:
 	bench_result_free(&last);
 	bench_job_result_free(&res);
-	bench_ctx_free(&bc);
+	free(db);
 	guest_target_free(&gt);
 	return rc;
-}
-
-struct virtio_print {
-	struct cli *cli;
-	bool dry_run;
-};
-
-static void on_convert_event(void *ctx, const struct convert_event *ev)
-{
-	struct virtio_print *vp = ctx;
-	static const char *const kinds[] = {"step", "diff", "config", "note"};
-	if (vp->cli->json) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "event", json_object_new_string(kinds[ev->kind]));
-		json_object_object_add(o, "step", json_object_new_string(ev->step ? ev->step : ""));
-		if (ev->path)
-			json_object_object_add(o, "path", json_object_new_string(ev->path));
-		if (ev->text)
-			json_object_object_add(o, "text", json_object_new_string(ev->text));
-		if (ev->kind == CONV_EV_STEP)
-			json_object_object_add(o, "seconds", json_object_new_double(ev->elapsed_s));
-		out_json_line(stdout, o);
-		json_object_put(o);
-		return;
-	}
-	switch (ev->kind) {
-	case CONV_EV_STEP:
-		printf("  %-12s %6.1fs  %s\n", ev->step ? ev->step : "", ev->elapsed_s,
-		       ev->text ? ev->text : "");
-		break;
-	case CONV_EV_DIFF:
-		if (vp->dry_run || vp->cli->verbosity > 0)
-			fputs(ev->text ? ev->text : "", stdout);
-		break;
-	case CONV_EV_CONFIG:
-		printf("  %-12s         %s%s\n", ev->step ? ev->step : "",
-		       vp->dry_run ? "would set " : "", ev->text ? ev->text : "");
-		break;
-	case CONV_EV_NOTE:
-		printf("  note: %s\n", ev->text ? ev->text : "");
-		break;
-	}
-	fflush(stdout);
 }
 
 static const struct option virtio_opts[] = {
@@ -583,19 +423,19 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 	struct target_req treq = {.cmd = "virtio", .name = name, .tmpl_name = tname,
 				  .address = address, .tmpl_optional = true};
 	struct guest_target gt;
-	struct bench_ctx bc = {.cli = cli, .name = name, .size_mib = size};
 	struct convert_result res = {0};
+	char *db = NULL;
 	rc = guest_target_open(cli, &treq, &gt);
 	if (rc)
 		goto out;
-	bc.vmid = gt.ref.vmid;
-	bc.db = bench_db_path(cli->conf.paths.state);
-	if (!bc.db) {
+	db = bench_db_path(cli->conf.paths.state);
+	if (!db) {
 		fprintf(stderr, "pvagent virtio: out of memory\n");
 		rc = 1;
 		goto out;
 	}
-	struct virtio_print vp = {cli, dry};
+	struct event_print ep = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO),
+				 .file_diffs = dry, .dry_run = dry};
 	struct guest_wait w = {0};
 	struct convert_request q = {
 		.pve = cli->pve,
@@ -608,30 +448,29 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 		.cli_args = (const char *const *)a->cmdline,
 		.wait = &w,
 		.verify_timeout_s = timeout,
-		.bench = bench && !dry ? virtio_bench_hook : NULL,
-		.bench_ctx = &bc,
-		.on_event = on_convert_event,
-		.event_ctx = &vp,
+		.bench = bench && !dry,
+		.bench_size_mib = size,
+		.bench_db = db,
+		.on_event = on_job_event,
+		.event_ctx = &ep,
 	};
 	if (!cli->json)
 		printf("%s: %s\n", name, dry ? "virtio conversion plan (nothing is changed)"
 					    : "converting to virtio");
 	convert_run(&q, &res);
+	end_progress_line(&ep);
 	rc = res.exit_code;
-	bool table = bc.have_before && bc.have_after;
 	if (cli->json) {
 		json_object *o = convert_result_json(&res);
 		json_object_object_add(o, "command", json_object_new_string("virtio"));
 		json_object_object_add(o, "name", json_object_new_string(name));
 		json_object_object_add(o, "result", json_object_new_string(rc ? "error" : "ok"));
-		if (table)
-			json_object_object_add(o, "bench", bench_compare_json(&bc.before, &bc.after));
 		out_json_line(stdout, o);
 		json_object_put(o);
 	} else {
-		if (table) {
+		if (res.have_bench_before && res.have_bench_after) {
 			printf("\n");
-			bench_compare_table(&bc.before, &bc.after, stdout);
+			bench_compare_table(&res.bench_before, &res.bench_after, stdout);
 		}
 		switch (res.status) {
 		case CONV_DONE:
@@ -653,7 +492,7 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 	}
 out:
 	convert_result_free(&res);
-	bench_ctx_free(&bc);
+	free(db);
 	guest_target_free(&gt);
 	return rc;
 }

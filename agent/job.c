@@ -227,8 +227,8 @@ int job_save(struct job *j)
 
 /* ---- events ------------------------------------------------------------------------------- */
 
-static void emit(struct job *j, enum job_ev_kind kind, const char *step, double elapsed,
-		 double pct, const char *text, const void *result)
+static void emit_ev(struct job *j, enum job_ev_kind kind, const char *step, double elapsed,
+		    double pct, const char *text, const char *path, const void *result)
 {
 	struct job_event ev = {
 		.kind = kind,
@@ -241,6 +241,7 @@ static void emit(struct job *j, enum job_ev_kind kind, const char *step, double 
 		.elapsed_s = elapsed,
 		.percent = pct,
 		.text = text,
+		.path = path,
 		.time = clock_unix_now(),
 		.result = result,
 	};
@@ -262,6 +263,12 @@ static void emit(struct job *j, enum job_ev_kind kind, const char *step, double 
 		if (store_event_add(env->store, j->id, &se, &serr) < 0)
 			store_warn(j, "an event", serr);
 	}
+}
+
+static void emit(struct job *j, enum job_ev_kind kind, const char *step, double elapsed,
+		 double pct, const char *text, const void *result)
+{
+	emit_ev(j, kind, step, elapsed, pct, text, NULL, result);
 }
 
 static void vemit(struct job *j, enum job_ev_kind kind, double pct, const char *fmt, va_list ap)
@@ -293,6 +300,11 @@ void job_note(struct job *j, const char *fmt, ...)
 void job_diff(struct job *j, const char *text)
 {
 	emit(j, JOB_EV_DIFF, j->wf->steps[j->cur].name, 0, -1, text, NULL);
+}
+
+void job_file_diff(struct job *j, const char *path, const char *diff)
+{
+	emit_ev(j, JOB_EV_DIFF, j->wf->steps[j->cur].name, 0, -1, diff, path, NULL);
 }
 
 void job_summary(struct job *j, const char *fmt, ...)

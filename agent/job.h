@@ -178,6 +178,8 @@ void job_summary(struct job *j, const char *fmt, ...) __attribute__((format(prin
 void job_progress(struct job *j, double percent, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void job_diff(struct job *j, const char *text);
+/* A file's change (a unified diff) in the guest. */
+void job_file_diff(struct job *j, const char *path, const char *diff);
 void job_note(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Say what a failure would leave behind from now on (NULL: nothing). */
 void job_set_left(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -424,7 +424,7 @@ static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 
 /* ---- up / down -------------------------------------------------------------- */
 
-void end_progress_line(struct up_print *pp)
+void end_progress_line(struct event_print *pp)
 {
 	if (pp->progress_shown) {
 		fputc('\n', stdout);
@@ -478,9 +478,9 @@ static json_object *result_json(const struct up_result *r)
 	return o;
 }
 
-void on_up_event(void *ctx, const struct job_event *ev)
+void on_job_event(void *ctx, const struct job_event *ev)
 {
-	struct up_print *pp = ctx;
+	struct event_print *pp = ctx;
 	if (pp->cli->json) {
 		if (ev->kind == JOB_EV_DONE)
 			return; /* the final result object carries it */
@@ -500,12 +500,18 @@ void on_up_event(void *ctx, const struct job_event *ev)
 		return;
 	case JOB_EV_STEP:
 		end_progress_line(pp);
-		printf("  %s: %-8s %6.1fs%s%s\n", ev->name, ev->step ? ev->step : "", ev->elapsed_s,
-		       ev->text ? "  " : "", ev->text ? ev->text : "");
+		printf("  %s: %-12s %6.1fs%s%s\n", ev->name, ev->step ? ev->step : "",
+		       ev->elapsed_s, ev->text ? "  " : "", ev->text ? ev->text : "");
 		break;
 	case JOB_EV_DIFF:
 		end_progress_line(pp);
-		printf("  %s: change %s\n", ev->name, ev->text ? ev->text : "");
+		if (ev->path) {
+			if (pp->file_diffs || pp->cli->verbosity > 0)
+				fputs(ev->text ? ev->text : "", stdout);
+		} else {
+			printf("  %s: %s %s\n", ev->name, pp->dry_run ? "would change" : "change",
+			       ev->text ? ev->text : "");
+		}
 		break;
 	case JOB_EV_NOTE:
 		end_progress_line(pp);
@@ -652,7 +658,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	}
 	char *pubkey = cli_read_pubkey(&cli->conf);
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
+	struct event_print pp = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO)};
 	struct up_request req = {
 		.names = (const char *const *)a->argv,
 		.n_names = (size_t)a->argc,
@@ -669,7 +675,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		.conf = &cli->conf,
 		.no_inject = no_inject,
 		.pve_opts = &po,
-		.on_event = on_up_event,
+		.on_event = on_job_event,
 		.event_ctx = &pp,
 		.store = cli_store(cli),
 		.stop = &cli_stop,
@@ -701,12 +707,12 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 	if (rc)
 		return rc;
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
+	struct event_print pp = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO)};
 	struct down_request req = {
 		.name = a->argv[0],
 		.purge = purge,
 		.pve_opts = &po,
-		.on_event = on_up_event,
+		.on_event = on_job_event,
 		.event_ctx = &pp,
 		.store = cli_store(cli),
 		.stop = &cli_stop,

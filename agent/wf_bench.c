@@ -67,6 +67,11 @@ void bench_guest_disk(json_object *config, const struct os_profile *p, char **na
 }
 
 
+void bench_job_progress(void *job, const char *phase, const char *text)
+{
+	job_note(job, "%s: %s", phase, text ? text : "");
+}
+
 /* The job's error from an exit code and message (also the result's). */
 static enum step_rc failed(struct job *j, struct bench_ctx *x, int code, const char *msg)
 {
@@ -101,8 +106,6 @@ static enum step_rc st_detect(struct job *j)
 		return failed(j, x, x->det.exit_code, x->det.error ? x->det.error : "no OS");
 	bench_guest_disk(x->req->config, x->det.have_profile ? &x->det.profile : NULL, &x->disk,
 			 &x->bus, &x->nic);
-	if (x->req->on_detected)
-		x->req->on_detected(x->req->event_ctx, x->det.os_desc, x->disk, x->bus, x->nic);
 	job_summary(j, "%s, %s (%s/%s)", x->det.os_desc ? x->det.os_desc : "?",
 		    x->disk ? x->disk : "no raw disk", x->bus, x->nic);
 	return STEP_RC_OK;
@@ -117,8 +120,8 @@ static enum step_rc st_measure(struct job *j)
 		.raw_disk = x->disk,
 		.bus = x->bus,
 		.nic = x->nic,
-		.on_event = x->req->on_event,
-		.event_ctx = x->req->event_ctx,
+		.on_event = bench_job_progress,
+		.event_ctx = j,
 	};
 	char *err = NULL;
 	bench_result_free(&x->res->now);
@@ -177,7 +180,12 @@ int bench_job_run(struct store *store, volatile sig_atomic_t *stop,
 		  struct bench_job_result *r)
 {
 	memset(r, 0, sizeof *r);
-	struct job_env env = {.store = store, .stop = stop};
+	struct job_env env = {
+		.store = store,
+		.stop = stop,
+		.on_event = req->on_event,
+		.event_ctx = req->event_ctx,
+	};
 	struct job *j = NULL;
 	struct pve_error e = {0};
 	json_object *params = job_cli_params(cli_args);

@@ -20,12 +20,10 @@ struct bench_job_request {
 	json_object *config;        /* its PVE config: the boot disk, bus and NIC */
 	unsigned size_mib;          /* 0: the default */
 	const char *db;             /* state.db to store the result in, or NULL */
-	bench_event_fn on_event;    /* bench's progress; may be NULL */
+	/* The job's events (event.h): the detect step's summary names the OS,
+	 * disk, bus and NIC; bench's phases are notes. May be NULL. */
+	job_event_fn on_event;
 	void *event_ctx;
-	/* Once the OS is known: its description, the disk (NULL when none),
-	 * bus and NIC labels. May be NULL. */
-	void (*on_detected)(void *ctx, const char *os, const char *disk, const char *bus,
-			    const char *nic);
 };
 
 struct bench_job_result {
@@ -40,6 +38,11 @@ void bench_job_result_free(struct bench_job_result *r);
 int bench_job_run(struct store *store, volatile sig_atomic_t *stop,
 		  const struct bench_job_request *req, const char *const *cli_args,
 		  struct bench_job_result *r);
+
+/* A bench_event_fn (bench.h) for a bench run inside a job (ctx: the
+ * struct job): each phase's result becomes a note of the current step
+ * ("write: sequential write: 23.8 MB/s ..."). */
+void bench_job_progress(void *job, const char *phase, const char *text);
 
 /* The boot disk of a qemu config as the guest names it ("ad0", "vtbd0",
  * "sda") and the bus and NIC labels ("ide", "virtio-blk", "virtio-scsi",

@@ -25,6 +25,30 @@ static enum step_rc failed(struct job *j, int code, const char *msg)
 	return STEP_RC_FAIL;
 }
 
+void inject_job_event(void *job, const struct inject_event *ev)
+{
+	struct job *j = job;
+	const char *text = ev->text ? ev->text : "";
+	switch (ev->kind) {
+	case INJ_EV_DIFF:
+		job_file_diff(j, ev->path, text);
+		break;
+	case INJ_EV_NOTE:
+		if (ev->path)
+			job_note(j, "%s: %s", ev->path, text);
+		else
+			job_note(j, "%s", text);
+		break;
+	case INJ_EV_STEP:
+		job_progress(j, -1, "%s: %s", inject_step_name(ev->step), text);
+		break;
+	case INJ_EV_FILE:
+		if (ev->step == INJ_STEP_ROLLBACK)
+			job_progress(j, -1, "rollback: %s %s", ev->path ? ev->path : "", text);
+		break;
+	}
+}
+
 static enum step_rc st_connect(struct job *j)
 {
 	struct inject_ctx *x = job_ctx(j);
@@ -49,6 +73,8 @@ static enum step_rc st_inject(struct job *j)
 	struct inject_request q = *x->req;
 	if (!q.session)
 		q.session = x->s;
+	q.on_event = inject_job_event;
+	q.event_ctx = j;
 	inject_result_free(x->res);
 	if (inject_run(&q, x->res) < 0)
 		return failed(j, x->res->exit_code ? x->res->exit_code : 1, x->res->error);
@@ -81,10 +107,15 @@ const struct job_workflow wf_inject = {
 
 int inject_job_run(struct store *store, volatile sig_atomic_t *stop,
 		   const struct inject_request *req, const char *const *cli_args,
-		   struct inject_result *res)
+		   job_event_fn on_event, void *event_ctx, struct inject_result *res)
 {
 	memset(res, 0, sizeof *res);
-	struct job_env env = {.store = req->dry_run ? NULL : store, .stop = stop};
+	struct job_env env = {
+		.store = req->dry_run ? NULL : store,
+		.stop = stop,
+		.on_event = on_event,
+		.event_ctx = event_ctx,
+	};
 	struct job *j = NULL;
 	struct pve_error e = {0};
 	json_object *params = job_cli_params(cli_args);
