@@ -419,7 +419,8 @@ static int tcp_connect(const char *host, int port, int64_t deadline, int *fd_out
 	}
 	freeaddrinfo(res);
 	if (timed_out)
-		return sshi_fail(err, SSH_ERR_TIMEOUT, "connecting to %s port %d timed out", host, port);
+		return sshi_fail(err, SSH_ERR_TIMEOUT, "connecting to %s port %d timed out", host,
+				 port);
 	return sshi_fail(err, SSH_ERR_CONNECT, "cannot connect to %s port %d: %s", host, port,
 			 strerror(last));
 }
@@ -637,8 +638,8 @@ static int check_host_key(struct ssh_session *s, const struct ssh_opts *o, struc
 	if (!s->host_fp)
 		return sshi_fail_oom(err);
 	if (ti == N_KEY_TYPES)
-		return sshi_fail(err, SSH_ERR_CONNECT, "host key of %s has a type libssh2 cannot check",
-				 s->target);
+		return sshi_fail(err, SSH_ERR_CONNECT,
+				 "host key of %s has a type libssh2 cannot check", s->target);
 	const char *label = key_types[ti].label;
 	struct libssh2_knownhost *ext = NULL;
 	int rc = libssh2_knownhost_checkp(k->kh, s->host, s->port, key, keylen,
@@ -651,8 +652,9 @@ static int check_host_key(struct ssh_session *s, const struct ssh_opts *o, struc
 		return 0;
 	}
 	if (rc == LIBSSH2_KNOWNHOST_CHECK_FAILURE)
-		return sshi_fail(err, SSH_ERR_CONFIG, "cannot check the host key of %s against %s: %s",
-				 s->target, o->known_hosts, sshi_lib_errmsg(s->sess));
+		return sshi_fail(err, SSH_ERR_CONFIG,
+				 "cannot check the host key of %s against %s: %s", s->target,
+				 o->known_hosts, sshi_lib_errmsg(s->sess));
 	if (rc == LIBSSH2_KNOWNHOST_CHECK_MISMATCH || k->any) {
 		struct sbuf old = {0};
 		int bad = 0;

@@ -115,8 +115,8 @@ static int sftp_fail(struct ssh_session *s, const char *what, const char *path,
 		sshi_break_session(s, err, e == LIBSSH2_ERROR_TIMEOUT ? SSH_ERR_TIMEOUT : SSH_ERR_CONNECT,
 				   w ? w : what);
 	} else {
-		sshi_fail(err, SSH_ERR_CONNECT, "%s on %s failed, SFTP channel lost: %s", w ? w : what,
-			  s->target, sshi_lib_errmsg(s->sess));
+		sshi_fail(err, SSH_ERR_CONNECT, "%s on %s failed, SFTP channel lost: %s",
+			  w ? w : what, s->target, sshi_lib_errmsg(s->sess));
 		s->sftp_dead = 1;
 	}
 	free(w);
@@ -131,8 +131,8 @@ static int sftp_again(struct ssh_session *s, int64_t deadline, const char *what,
 {
 	LIBSSH2_CHANNEL *ch = s->sftp ? libssh2_sftp_get_channel(s->sftp) : NULL;
 	if (s->sftp_dead)
-		return sshi_fail(err, SSH_ERR_CONNECT, "%s %s on %s failed: SFTP channel lost", what,
-				 path, s->target);
+		return sshi_fail(err, SSH_ERR_CONNECT, "%s %s on %s failed: SFTP channel lost",
+				 what, path, s->target);
 	if (ch && libssh2_channel_eof(ch)) {
 		s->sftp_dead = 1;
 		return sshi_fail(err, SSH_ERR_CONNECT,
@@ -385,8 +385,9 @@ static int chan_read_exact(struct ssh_session *s, LIBSSH2_CHANNEL *ch, unsigned 
 			return sftp_fail(s, "rename", path, err);
 		if (r == 0) {
 			s->sftp_dead = 1;
-			return sshi_fail(err, SSH_ERR_CONNECT, "rename %s on %s failed: the SFTP server "
-					 "closed the channel", path, s->target);
+			return sshi_fail(err, SSH_ERR_CONNECT,
+					 "rename %s on %s failed: the SFTP server closed the channel",
+					 path, s->target);
 		}
 		p += r;
 		n -= (size_t)r;
@@ -431,7 +432,8 @@ static int sftp_posix_rename(struct ssh_session *s, const char *from, const char
 			return -1;
 		uint32_t plen = sshi_get_u32(hdr);
 		if (plen < 5 || plen > (1u << 20))
-			return sshi_break_session(s, err, SSH_ERR_CONNECT, "rename (bad SFTP reply)");
+			return sshi_break_session(s, err, SSH_ERR_CONNECT,
+						  "rename (bad SFTP reply)");
 		unsigned char *rest = malloc(plen);
 		if (!rest)
 			return sshi_fail_oom(err);
@@ -681,8 +683,8 @@ int ssh_write_file_atomic(struct ssh_session *s, const char *path, const void *d
 			if (n < 0)
 				SFTP_CHECK(s, n, "resolve", target, err);
 			else
-				sshi_fail(err, SSH_ERR_REMOTE, "resolve %s on %s: path too long", target,
-					  s->target);
+				sshi_fail(err, SSH_ERR_REMOTE, "resolve %s on %s: path too long",
+					  target, s->target);
 			goto out;
 		}
 		real[n] = '\0';
