@@ -1,4 +1,4 @@
-/* test_bench.c - the in-guest disk benchmark (agent/bench.*): the dd,
+/* test_bench.c - the in-guest disk benchmark (agent/bench*): the dd,
  * diskinfo and fio parsers on real output formats and on garbage, the
  * result's text, side-by-side table and JSON, the state.db store; and
  * bench_run against real sshd chroots of the fixture guests
