@@ -778,7 +778,7 @@ static void run_bench(struct run *r, bool virtio)
 		.raw_disk = disk,
 		.bus = virtio ? vbus_name(r->vp.bus) : "ide",
 		.nic = r->t.nnics ? (virtio ? "virtio" : "e1000") : "-",
-		.on_event = bench_job_progress,
+		.on_event = bench_job_phase,
 		.event_ctx = r->j.job,
 	};
 	struct bench_result *res = virtio ? &r->res->bench_after : &r->res->bench_before;

@@ -67,7 +67,7 @@ void bench_guest_disk(json_object *config, const struct os_profile *p, char **na
 }
 
 
-void bench_job_progress(void *job, const char *phase, const char *text)
+void bench_job_phase(void *job, const char *phase, const char *text)
 {
 	job_note(job, "%s: %s", phase, text ? text : "");
 }
@@ -120,7 +120,7 @@ static enum step_rc st_measure(struct job *j)
 		.raw_disk = x->disk,
 		.bus = x->bus,
 		.nic = x->nic,
-		.on_event = bench_job_progress,
+		.on_event = bench_job_phase,
 		.event_ctx = j,
 	};
 	char *err = NULL;

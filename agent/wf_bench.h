@@ -42,7 +42,7 @@ int bench_job_run(struct store *store, volatile sig_atomic_t *stop,
 /* A bench_event_fn (bench.h) for a bench run inside a job (ctx: the
  * struct job): each phase's result becomes a note of the current step
  * ("write: sequential write: 23.8 MB/s ..."). */
-void bench_job_progress(void *job, const char *phase, const char *text);
+void bench_job_phase(void *job, const char *phase, const char *text);
 
 /* The boot disk of a qemu config as the guest names it ("ad0", "vtbd0",
  * "sda") and the bus and NIC labels ("ide", "virtio-blk", "virtio-scsi",
