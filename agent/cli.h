@@ -98,8 +98,6 @@ struct cmd_entry {
  * cmd_args_free). 0, or EXIT_USAGE after saying what is wrong. */
 int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_args *a);
 void cmd_args_free(struct cmd_args *a);
-/* The public half of [ssh] identity, for ${pubkey}; NULL if there is none. */
-char *cli_read_pubkey(const struct conf *c);
 
 /* The command entries of cli_guest.c and cli_jobs.c. */
 extern const struct cmd_entry cmd_inject_entry, cmd_virtio_entry, cmd_bench_entry;

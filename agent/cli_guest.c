@@ -13,6 +13,7 @@
 #include "log.h"
 #include "output.h"
 #include "pvecfg.h"
+#include "target.h"
 #include "pve.h"
 #include "tmpl.h"
 #include "util.h"
@@ -25,171 +26,30 @@
 #include <string.h>
 #include <unistd.h>
 
-static enum guest_addr_source addr_source(enum tmpl_addr a)
-{
-	return a == TMPL_ADDR_STATIC ? GUEST_ADDR_STATIC
-	     : a == TMPL_ADDR_CLOUDINIT ? GUEST_ADDR_CONFIG : GUEST_ADDR_AGENT;
-}
-
-/* ---- a guest to work on over SSH (inject; virtio and bench next) ------------ */
-
-struct target_req {
-	const char *cmd;                /* "inject": the messages' prefix */
-	const char *name;               /* the guest's name */
-	const char *tmpl_name;          /* -t TEMPLATE, or NULL: the one the
-					   description names */
-	const char *address;            /* --address, or NULL: look it up */
-	const struct tmpl_kvlist *vars; /* --var K=V (may be NULL) */
-	bool tmpl_optional;             /* without a template, go on with the
-					   [ssh] settings alone */
-};
-
-struct guest_target {
-	struct guest_ref ref;
-	json_object *config;            /* the guest's PVE config */
-	char *tmpl_name;                /* or NULL (no template) */
-	struct tmpl *tmpl;              /* or NULL (no template) */
-	struct tmpl_inst inst;          /* tmpl expanded for this guest */
-	char *address;
-	struct ssh_opts ssh;            /* borrows from cli->conf, inst and address */
-};
-
-static void guest_target_free(struct guest_target *gt)
-{
-	free(gt->address);
-	tmpl_inst_free(&gt->inst);
-	tmpl_free(gt->tmpl);
-	free(gt->tmpl_name);
-	json_object_put(gt->config);
-	guest_ref_clear(&gt->ref);
-	memset(gt, 0, sizeof *gt);
-}
-
-/* --address: a host name or address, nothing a command line could take
- * for an option or split. */
-static bool address_ok(const char *a)
-{
-	if (!a || !*a || *a == '-' || strlen(a) > 253)
-		return false;
-	for (const char *p = a; *p; p++)
-		if ((unsigned char)*p <= ' ' || *p == 0x7f)
-			return false;
-	return true;
-}
-
-/* Load and expand the template (-t, or the one the description names) for
- * the guest. 0, or an exit code (reported). Without a template to use and
- * req->tmpl_optional, 0 with gt->tmpl NULL. */
-static int target_template(struct cli *cli, const struct target_req *req, const char *pubkey,
-			   struct guest_target *gt)
-{
-	char *err = NULL;
-	json_object *d = NULL;
-	if (req->tmpl_name)
-		gt->tmpl_name = strdup(req->tmpl_name);
-	else if (json_object_object_get_ex(gt->config, "description", &d))
-		gt->tmpl_name = inject_template_from_description(json_object_get_string(d));
-	if (req->tmpl_name && !gt->tmpl_name) {
-		fprintf(stderr, "pvagent %s: out of memory\n", req->cmd);
-		return 1;
-	}
-	if (!gt->tmpl_name) {
-		if (req->tmpl_optional)
-			return 0;
-		fprintf(stderr, "pvagent %s: %s was not made from a pvagent template: "
-				"name one with -t TEMPLATE\n", req->cmd, req->name);
-		return EXIT_USAGE;
-	}
-	struct tmpl *t = NULL;
-	int lr = tmpl_load((const char *const *)cli->conf.paths.templates, gt->tmpl_name, &t, &err);
-	gt->tmpl = t;
-	if (lr < 0) {
-		if (req->tmpl_optional && !req->tmpl_name) {
-			log_warn("%s: template %s (from the description) not used: %s", req->name,
-				 gt->tmpl_name, err ? err : "cannot load it");
-			free(err);
-			free(gt->tmpl_name);
-			gt->tmpl_name = NULL;
-			gt->tmpl = NULL;
-			return 0;
-		}
-		fprintf(stderr, "pvagent %s: %s\n", req->cmd, err ? err : "cannot load the template");
-		free(err);
-		return EXIT_USAGE;
-	}
-	struct tmpl_kvlist vars = {0};
-	char vmid[24];
-	snprintf(vmid, sizeof vmid, "%d", gt->ref.vmid);
-	int bad = 0;
-	for (size_t i = 0; req->vars && i < req->vars->n && !bad; i++)
-		bad = tmpl_kvlist_set(&vars, req->vars->items[i].key, req->vars->items[i].value) < 0;
-	if (bad || tmpl_kvlist_set(&vars, "name", req->name) < 0 ||
-	    tmpl_kvlist_set(&vars, "vmid", vmid) < 0 ||
-	    (gt->ref.node && tmpl_kvlist_set(&vars, "node", gt->ref.node) < 0) ||
-	    (pubkey && tmpl_kvlist_set(&vars, "pubkey", pubkey) < 0) ||
-	    tmpl_expand(gt->tmpl, &vars, &gt->inst, &err) < 0) {
-		fprintf(stderr, "pvagent %s: %s\n", req->cmd, err ? err : "out of memory");
-		free(err);
-		tmpl_kvlist_free(&vars);
-		return EXIT_USAGE;
-	}
-	tmpl_kvlist_free(&vars);
-	return 0;
-}
-
-/* Find the guest by name, read its config, load and expand its template,
- * find its address (--address, else the template's [guest] address
- * method, else the guest agent) and build the SSH options ([ssh] of the
- * configuration, the template's [guest] user and port). 0, or an exit
- * code after saying why; *gt is filled either way (guest_target_free). */
-static int guest_target_open(struct cli *cli, const struct target_req *req,
-			     struct guest_target *gt)
+/* The guest a command works on (target.h), or an exit code after saying
+ * why. */
+static int open_target(struct cli *cli, const char *cmd, const struct target_req *req,
+		       struct guest_target *gt)
 {
 	memset(gt, 0, sizeof *gt);
-	if (req->address && !address_ok(req->address))
-		return cli_usage_error(req->cmd, "bad --address", req->address);
 	int rc = cli_connect_pve(cli);
 	if (rc)
 		return rc;
 	struct pve_error e = {0};
-	int found = guest_find_by_name(cli->pve, req->name, &gt->ref, &e);
-	if (found < 0 || (found == 1 && guest_get_config(cli->pve, &gt->ref, &gt->config, &e) < 0))
-		return cli_fail_pve(cli, req->cmd, &e);
-	if (found == 0) {
-		fprintf(stderr, "pvagent %s: no guest named '%s'\n", req->cmd, req->name);
-		return 1;
-	}
-	char *pubkey = cli_read_pubkey(&cli->conf); /* for ${pubkey} */
-	rc = target_template(cli, req, pubkey, gt);
-	free(pubkey);
-	if (rc)
-		return rc;
-	if (req->address) {
-		gt->address = strdup(req->address);
-		if (!gt->address) {
-			fprintf(stderr, "pvagent %s: out of memory\n", req->cmd);
-			return 1;
-		}
-	} else {
-		struct guest_wait w = {.address_timeout_s = 60};
-		enum guest_addr_source src = gt->tmpl ? addr_source(gt->tmpl->guest.address)
-						      : GUEST_ADDR_AGENT;
-		if (guest_address(cli->pve, &gt->ref, src, gt->tmpl ? gt->inst.guest.ip.value : NULL,
-				  &w, &gt->address, &e) < 0) {
-			gt->address = NULL;
-			rc = cli_fail_pve(cli, req->cmd, &e);
-			log_error("%s: its address is unknown; give it with --address A", req->name);
-			return rc;
-		}
-	}
-	struct ssh_opts so;
-	if (inject_ssh_opts(&cli->conf, gt->tmpl ? &gt->inst : NULL, gt->address, &so) < 0) {
-		fprintf(stderr, "pvagent %s: set [ssh] known_hosts (or [paths] state) in %s\n",
-			req->cmd, cli->conf.path);
-		return EXIT_USAGE;
-	}
-	gt->ssh = so;
+	if (guest_target_open(cli->pve, &cli->conf, req, gt, &e) < 0)
+		return cli_fail_pve(cli, cmd, &e);
 	return 0;
+}
+
+/* --var K=V into vars; 0 or EXIT_USAGE (said). */
+static int parse_var(const char *cmd, const char *arg, struct tmpl_kvlist *vars)
+{
+	char *err = NULL;
+	if (tmpl_var_arg(vars, arg, &err) == 0)
+		return 0;
+	fprintf(stderr, "pvagent %s: --var %s: %s\n", cmd, arg, err ? err : "expected K=V");
+	free(err);
+	return EXIT_USAGE;
 }
 
 /* ---- inject ----------------------------------------------------------------- */
@@ -207,7 +67,6 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 	bool dry_run = false;
 	const char *tname_opt = NULL, *address = NULL;
 	struct tmpl_kvlist vars = {0};
-	char *err = NULL;
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < a->n; i++) {
 		const char *arg = a->v[i].val;
@@ -215,15 +74,7 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 		case 'd': dry_run = true; break;
 		case 't': tname_opt = arg; break;
 		case 'a': address = arg; break;
-		case 'V':
-			if (tmpl_var_arg(&vars, arg, &err) < 0) {
-				fprintf(stderr, "pvagent inject: --var %s: %s\n", arg,
-					err ? err : "expected K=V");
-				free(err);
-				err = NULL;
-				rc = EXIT_USAGE;
-			}
-			break;
+		case 'V': rc = parse_var(a->cmd, arg, &vars); break;
 		default: rc = EXIT_USAGE; break;
 		}
 	}
@@ -233,7 +84,6 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 	}
 	const char *name = a->argv[0];
 	struct target_req treq = {
-		.cmd = "inject",
 		.name = name,
 		.tmpl_name = tname_opt,
 		.address = address,
@@ -241,7 +91,7 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 	};
 	struct guest_target gt;
 	struct inject_result res = {0};
-	rc = guest_target_open(cli, &treq, &gt);
+	rc = open_target(cli, a->cmd, &treq, &gt);
 	if (rc)
 		goto out;
 	struct inject_request req = {
@@ -295,12 +145,14 @@ static const struct option bench_opts[] = {
 	{"size", required_argument, NULL, 's'},
 	{"address", required_argument, NULL, 'a'},
 	{"template", required_argument, NULL, 't'},
+	{"var", required_argument, NULL, 'V'},
 	{0},
 };
 
 static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 {
 	const char *address = NULL, *tname = NULL;
+	struct tmpl_kvlist vars = {0};
 	unsigned size = 0;
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < a->n; i++) {
@@ -309,19 +161,22 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 		case 's': rc = parse_size_mib("bench", arg, &size); break;
 		case 'a': address = arg; break;
 		case 't': tname = arg; break;
+		case 'V': rc = parse_var(a->cmd, arg, &vars); break;
 		default: rc = EXIT_USAGE; break;
 		}
 	}
-	if (rc)
+	if (rc) {
+		tmpl_kvlist_free(&vars);
 		return rc;
+	}
 	const char *name = a->argv[0];
-	struct target_req treq = {.cmd = "bench", .name = name, .tmpl_name = tname,
-				  .address = address, .tmpl_optional = true};
+	struct target_req treq = {.name = name, .tmpl_name = tname, .address = address,
+				  .vars = &vars, .tmpl_optional = true};
 	struct guest_target gt;
 	struct bench_result last = {0};
 	struct bench_job_result res = {0};
 	char *db = NULL;
-	rc = guest_target_open(cli, &treq, &gt);
+	rc = open_target(cli, a->cmd, &treq, &gt);
 	if (rc)
 		goto out;
 	db = bench_db_path(cli->conf.paths.state);
@@ -373,6 +228,7 @@ out:
 	bench_job_result_free(&res);
 	free(db);
 	guest_target_free(&gt);
+	tmpl_kvlist_free(&vars);
 	return rc;
 }
 
@@ -384,12 +240,14 @@ static const struct option virtio_opts[] = {
 	{"address", required_argument, NULL, 'a'},
 	{"template", required_argument, NULL, 't'},
 	{"timeout", required_argument, NULL, 'T'},
+	{"var", required_argument, NULL, 'V'},
 	{0},
 };
 
 static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 {
 	const char *address = NULL, *tname = NULL;
+	struct tmpl_kvlist vars = {0};
 	bool bench = false, dry = false;
 	enum convert_bus cbus = CONVERT_BUS_AUTO;
 	unsigned size = 0;
@@ -414,18 +272,21 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 				rc = cli_usage_error("virtio", "--timeout: seconds from 1 to 86400", arg);
 			break;
 		}
+		case 'V': rc = parse_var(a->cmd, arg, &vars); break;
 		default: rc = EXIT_USAGE; break;
 		}
 	}
-	if (rc)
+	if (rc) {
+		tmpl_kvlist_free(&vars);
 		return rc;
+	}
 	const char *name = a->argv[0];
-	struct target_req treq = {.cmd = "virtio", .name = name, .tmpl_name = tname,
-				  .address = address, .tmpl_optional = true};
+	struct target_req treq = {.name = name, .tmpl_name = tname, .address = address,
+				  .vars = &vars, .tmpl_optional = true};
 	struct guest_target gt;
 	struct convert_result res = {0};
 	char *db = NULL;
-	rc = guest_target_open(cli, &treq, &gt);
+	rc = open_target(cli, a->cmd, &treq, &gt);
 	if (rc)
 		goto out;
 	db = bench_db_path(cli->conf.paths.state);
@@ -494,6 +355,7 @@ out:
 	convert_result_free(&res);
 	free(db);
 	guest_target_free(&gt);
+	tmpl_kvlist_free(&vars);
 	return rc;
 }
 
@@ -507,13 +369,13 @@ const struct cmd_entry cmd_inject_entry = {
 const struct cmd_entry cmd_virtio_entry = {
 	"virtio",
 	"NAME [--dry-run] [--bench [--size MiB]] [--disk-bus virtio-blk|virtio-scsi] "
-	"[--address A] [-t TEMPLATE] [--timeout S]",
+	"[--address A] [-t TEMPLATE] [--var K=V]... [--timeout S]",
 	"convert IDE disks and e1000 NICs to virtio, rolling back on failure", "t:", virtio_opts,
-	NULL, 1, 1, "guest name", cmd_virtio,
+	"V", 1, 1, "guest name", cmd_virtio,
 };
 const struct cmd_entry cmd_bench_entry = {
-	"bench", "NAME [--size MiB] [--address A] [-t TEMPLATE]",
+	"bench", "NAME [--size MiB] [--address A] [-t TEMPLATE] [--var K=V]...",
 	"in-guest disk benchmark: sequential write/read, diskinfo, random reads; stored and "
 	"compared",
-	"t:", bench_opts, NULL, 1, 1, "guest name", cmd_bench,
+	"t:", bench_opts, "V", 1, 1, "guest name", cmd_bench,
 };

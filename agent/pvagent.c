@@ -582,19 +582,6 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 }
 
 /* The public half of [ssh] identity, for ${pubkey}; NULL if there is none. */
-char *cli_read_pubkey(const struct conf *c)
-{
-	if (!c->ssh.identity)
-		return NULL;
-	char *path = strprintf("%s.pub", c->ssh.identity), *text = NULL;
-	if (path && read_file(path, &text, NULL) < 0)
-		text = NULL;
-	free(path);
-	if (text)
-		text[strcspn(text, "\n")] = '\0';
-	return text;
-}
-
 static int parse_count(const char *cmd, const char *opt, const char *arg, long min, long max,
 		       long *out)
 {
@@ -656,7 +643,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		tmpl_kvlist_free(&vars);
 		return rc;
 	}
-	char *pubkey = cli_read_pubkey(&cli->conf);
+	char *pubkey = inject_read_pubkey(&cli->conf);
 	struct pve_opts po = cli_pve_opts(&cli->conf);
 	struct event_print pp = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO)};
 	struct up_request req = {
