@@ -103,13 +103,15 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 	};
 	struct event_print ep = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO),
 				 .file_diffs = true, .dry_run = dry_run};
-	inject_job_run(cli_store(cli), &cli_stop, &req, (const char *const *)a->cmdline,
-		       on_job_event, &ep, &res);
+	enum job_outcome out = inject_job_run(cli_store(cli), &cli_stop, &req,
+					      (const char *const *)a->cmdline, on_job_event, &ep,
+					      &res);
 	end_progress_line(&ep);
-	rc = res.exit_code;
+	rc = cli_exit_code(out);
 	if (cli->json) {
 		json_object *o = inject_result_json(&res);
 		json_object_object_add(o, "result", json_object_new_string(rc ? "error" : "ok"));
+		json_object_object_add(o, "exit", json_object_new_int(rc));
 		json_object_object_add(o, "command", json_object_new_string("inject"));
 		out_json_line(stdout, o);
 		json_object_put(o);
@@ -203,7 +205,7 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 	end_progress_line(&ep);
 	if (brc < 0) {
 		fprintf(stderr, "pvagent bench: %s: %s\n", name, res.error ? res.error : "failed");
-		rc = res.exit_code ? res.exit_code : 1;
+		rc = cli_exit_code(res.outcome);
 		goto out;
 	}
 	if (cli->json) {
@@ -320,12 +322,13 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 					    : "converting to virtio");
 	convert_run(&q, &res);
 	end_progress_line(&ep);
-	rc = res.exit_code;
+	rc = cli_exit_code(res.outcome);
 	if (cli->json) {
 		json_object *o = convert_result_json(&res);
 		json_object_object_add(o, "command", json_object_new_string("virtio"));
 		json_object_object_add(o, "name", json_object_new_string(name));
 		json_object_object_add(o, "result", json_object_new_string(rc ? "error" : "ok"));
+		json_object_object_add(o, "exit", json_object_new_int(rc));
 		out_json_line(stdout, o);
 		json_object_put(o);
 	} else {

@@ -105,7 +105,7 @@ json_object *convert_result_json(const struct convert_result *r)
 	if (!o)
 		return NULL;
 	jadd_str(o, "status", convert_status_name(r->status));
-	json_object_object_add(o, "exit_code", json_object_new_int(r->exit_code));
+	jadd_str(o, "outcome", job_outcome_name(r->outcome));
 	jadd_str(o, "os", r->os_desc);
 	jadd_str(o, "bus", r->bus);
 	jadd_str(o, "snapshot", r->snapshot);
@@ -439,6 +439,8 @@ static json_object *journal_files(struct journal *j)
 struct run {
 	const struct convert_request *req;
 	struct convert_result *res;
+	int code;                     /* the failure's class, as README "Exit codes"
+					 numbers it (lower modules say it so) */
 	struct guest_ref g;           /* our copy (status changes) */
 	struct guest_wait w;
 	struct journal j;
@@ -473,9 +475,9 @@ static void note_path(struct run *r, const char *path, const char *text)
 }
 
 /* Record a failure of the current step (the first one wins). */
-static int failf(struct run *r, int exit_code, const char *fmt, ...)
+static int failf(struct run *r, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static int failf(struct run *r, int exit_code, const char *fmt, ...)
+static int failf(struct run *r, int code, const char *fmt, ...)
 {
 	struct convert_result *res = r->res;
 	if (!res->error) {
@@ -486,7 +488,7 @@ static int failf(struct run *r, int exit_code, const char *fmt, ...)
 		va_end(ap);
 		res->error = sbuf_steal(&b);
 		res->failed_step = strdup(r->step ? r->step : "?");
-		res->exit_code = exit_code;
+		r->code = code;
 	}
 	return -1;
 }
@@ -1275,14 +1277,14 @@ static int rollback(struct run *r)
 		r->res->recovery = recovery_text(r, now);
 		json_object_put(now);
 		r->res->status = CONV_STUCK;
-		r->res->exit_code = 3;
+		r->code = 3;
 	} else {
 		r->res->error = strprintf("%s failed: %s; rolled back: the guest runs on IDE/e1000 "
 					  "with its original files",
 					  was ? was : "?", what ? what : "error");
 		r->res->rolled_back = true;
 		r->res->status = CONV_FAILED;
-		r->res->exit_code = 1;
+		r->code = 1;
 		job_note(r->j.job, "rolled back: the guest is back on IDE/e1000");
 	}
 	json_object_put(cur);
@@ -1337,7 +1339,7 @@ static int dry_run(struct run *r)
 		 r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nnics == 1 ? "" : "s",
 		 vbus_name(r->vp.bus));
 	r->res->status = CONV_DRY_RUN;
-	r->res->exit_code = 0;
+	r->code = 0;
 	return 0;
 }
 
@@ -1364,10 +1366,7 @@ static double verify_timeout(const struct run *r)
  * outcome the exit code stands for). */
 static enum step_rc step_failed(struct job *j, struct run *r)
 {
-	int code = r->res->exit_code ? r->res->exit_code : 1;
-	enum pve_err_kind k = code == 2 ? PVE_ERR_CONFIG : code == 4 ? PVE_ERR_CONNECT : PVE_ERR_API;
-	pve_error_set(job_err(j), k, "%s", r->res->error ? r->res->error : "failed");
-	job_err(j)->ambiguous = code == 3;
+	job_fail_class(j, r->code ? r->code : 1, r->res->error);
 	if (r->res->recovery)
 		job_set_left(j, "%s", r->res->recovery);
 	return STEP_RC_FAIL;
@@ -1411,7 +1410,7 @@ static enum step_rc st_preflight(struct job *j)
 	convert_target_free(&probe);
 	if (nothing) {
 		res->status = CONV_ALREADY;
-		res->exit_code = 0;
+		r->code = 0;
 		job_summary(r->j.job, "already virtio: no IDE disk or e1000 NIC");
 		return STEP_RC_END;
 	}
@@ -1628,7 +1627,7 @@ static enum step_rc st_finish(struct job *j)
 		res->error = strprintf("converted and verified, but dropping the old names failed: %s",
 				       e0 ? e0 : "error");
 		free(e0);
-		res->exit_code = 3;
+		r->code = 3;
 		res->recovery = strprintf("The guest works on virtio; its files still hold the old "
 					  "names beside the new ones. Run pvagent virtio %s again "
 					  "to finish (job %lld).",
@@ -1637,7 +1636,7 @@ static enum step_rc st_finish(struct job *j)
 	}
 	job_summary(r->j.job, "%zu file%s cleaned of the old names", n, n == 1 ? "" : "s");
 	res->status = CONV_DONE;
-	res->exit_code = 0;
+	r->code = 0;
 	return STEP_RC_OK;
 }
 
@@ -1747,12 +1746,12 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 {
 	memset(res, 0, sizeof *res);
 	if (!req->pve || !req->guest || !req->ssh) {
-		res->exit_code = 2;
+		res->outcome = JOB_OUT_USAGE;
 		res->error = strdup("convert: missing PVE client, guest or SSH options");
 		return -1;
 	}
 	if (req->guest->type != GUEST_QEMU) {
-		res->exit_code = 2;
+		res->outcome = JOB_OUT_USAGE;
 		res->error = strprintf("%s is a container: containers have no emulated disks to "
 				       "convert", req->guest->name ? req->guest->name : "the guest");
 		return -1;
@@ -1770,7 +1769,7 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 	struct pve_error e = {0};
 	struct job *j = NULL;
 	if (job_env_init(&env) < 0 || virtio_job(&env, req, &j, &e) < 0) {
-		res->exit_code = e.kind == PVE_ERR_LOCKED ? 1 : pve_error_exit_code(&e);
+		res->outcome = e.kind == PVE_ERR_LOCKED ? JOB_OUT_FAILED : job_outcome_of_error(&e);
 		res->error = strdup(e.message ? e.message : "cannot make the job");
 		pve_error_clear(&e);
 		job_env_fini(&env);
@@ -1780,7 +1779,7 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 	r->req = req;
 	r->res = res;
 	if (guest_ref_copy(&r->g, req->guest) < 0) {
-		res->exit_code = 1;
+		res->outcome = JOB_OUT_FAILED;
 		res->error = strdup("out of memory");
 		job_free(j);
 		job_env_fini(&env);
@@ -1789,7 +1788,6 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 	r->w = env.wait;
 	enum job_outcome o = job_run(j, req->pve);
 	if (o == JOB_OUT_INTERRUPTED && !res->error) {
-		res->exit_code = 130;
 		res->error = strprintf("interrupted; resume with 'pvagent resume %lld' or run the "
 				       "same command again", job_id(j));
 	}
@@ -1797,8 +1795,7 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 			 res->status == CONV_DRY_RUN
 		 ? 0
 		 : -1;
-	if (rc < 0 && res->exit_code == 0)
-		res->exit_code = 1;
+	res->outcome = rc == 0 ? JOB_OUT_DONE : o == JOB_OUT_DONE ? JOB_OUT_FAILED : o;
 	if (rc < 0 && res->status != CONV_STUCK)
 		res->status = CONV_FAILED;
 	job_free(j);

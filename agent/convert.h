@@ -55,6 +55,7 @@
 #include "bench.h"
 #include "event.h"
 #include "guest.h"
+#include "job.h"
 #include "osprof.h"
 #include "pve.h"
 #include "ssh.h"
@@ -104,7 +105,7 @@ struct convert_request {
 
 struct convert_result {
 	enum convert_status status;
-	int exit_code;         /* README "Exit codes" */
+	enum job_outcome outcome; /* the mains turn it into an exit code */
 	char *os_desc;         /* "FreeBSD 9.0-RELEASE" or NULL */
 	char *bus;             /* "virtio-blk", "virtio-scsi" or NULL */
 	char *failed_step;     /* on failure */
@@ -129,7 +130,7 @@ extern const struct job_workflow wf_virtio;
  * CONV_DRY_RUN, -1 otherwise; *res is always filled. */
 int convert_run(const struct convert_request *req, struct convert_result *res);
 
-/* {"status", "exit_code", "os", "bus", "snapshot", "changes", "resumed",
+/* {"status", "outcome", "os", "bus", "snapshot", "changes", "resumed",
  * "rolled_back", "failed_step", "error", "recovery", "bench" (the
  * before/after comparison, bench.h)}; new reference. */
 json_object *convert_result_json(const struct convert_result *r);

@@ -92,6 +92,19 @@ static char *gpath(const struct guest_ref *g, const char *suffix)
 	return p;
 }
 
+/* GET the guest's path suffix ("/config", "/status/current"). */
+static int gget(struct pve *c, const struct guest_ref *g, const char *suffix, json_object **d,
+		struct pve_error *err)
+{
+	*d = NULL;
+	char *path = gpath(g, suffix);
+	if (!path)
+		return pve_error_oom(err);
+	int rc = pve_get(c, path, NULL, d, err);
+	free(path);
+	return rc < 0 ? -1 : 0;
+}
+
 static bool msg_has(const struct pve_error *e, const char *needle)
 {
 	return e->message && strcasestr(e->message, needle) != NULL;
@@ -601,13 +614,8 @@ int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out, struct pv
 
 int guest_refresh(struct pve *c, struct guest_ref *g, struct pve_error *err)
 {
-	char *path = gpath(g, "/status/current");
-	if (!path)
-		return pve_error_oom(err);
 	json_object *d = NULL;
-	int rc = pve_get(c, path, NULL, &d, err);
-	free(path);
-	if (rc < 0)
+	if (gget(c, g, "/status/current", &d, err) < 0)
 		return -1;
 	const char *lock = json_str(d, "lock");
 	char *status = NULL, *lk = NULL, *name = NULL;
@@ -924,13 +932,8 @@ static int shows_gone(struct pve *c, struct guest_ref *g, const void *arg, struc
 static int shows_snapshot(struct pve *c, struct guest_ref *g, const void *arg,
 			  struct pve_error *err)
 {
-	char *path = gpath(g, "/snapshot");
-	if (!path)
-		return pve_error_oom(err);
 	json_object *d = NULL;
-	int rc = pve_get(c, path, NULL, &d, err);
-	free(path);
-	if (rc < 0)
+	if (gget(c, g, "/snapshot", &d, err) < 0)
 		return -1;
 	int found = 0;
 	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
@@ -1448,19 +1451,15 @@ int guest_clone(struct pve *c, const struct guest_clone_req *req, const struct g
 int guest_get_config(struct pve *c, const struct guest_ref *g, json_object **config,
 		     struct pve_error *err)
 {
-	*config = NULL;
-	char *path = gpath(g, "/config");
-	if (!path)
-		return pve_error_oom(err);
-	int rc = pve_get(c, path, NULL, config, err);
-	free(path);
-	if (rc == 0 && !json_object_is_type(*config, json_type_object)) {
+	if (gget(c, g, "/config", config, err) < 0)
+		return -1;
+	if (!json_object_is_type(*config, json_type_object)) {
 		json_object_put(*config);
 		*config = NULL;
 		pve_error_set(err, PVE_ERR_PROTOCOL, "GET config of VM %d: not an object", g->vmid);
 		return -1;
 	}
-	return rc < 0 ? -1 : 0;
+	return 0;
 }
 
 /* An async config change shows only as its running task (the caller
@@ -1495,14 +1494,10 @@ int guest_pending(struct pve *c, const struct guest_ref *g, char **keys, struct 
 	*keys = NULL;
 	if (g->type == GUEST_OPENVZ)
 		return 0;
-	char *path = gpath(g, "/pending");
-	if (!path)
-		return pve_error_oom(err);
 	json_object *d = NULL;
-	int rc = pve_get(c, path, NULL, &d, err);
-	free(path);
-	if (rc < 0)
+	if (gget(c, g, "/pending", &d, err) < 0)
 		return -1;
+	int rc = 0;
 	struct sbuf b = {0};
 	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {

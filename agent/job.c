@@ -351,6 +351,14 @@ enum step_rc job_fail(struct job *j, enum pve_err_kind kind, const char *fmt, ..
 	return STEP_RC_FAIL;
 }
 
+enum step_rc job_fail_class(struct job *j, int code, const char *msg)
+{
+	enum pve_err_kind k = code == 2 ? PVE_ERR_CONFIG : code == 4 ? PVE_ERR_CONNECT : PVE_ERR_API;
+	pve_error_set(&j->err, k, "%s", msg ? msg : "failed");
+	j->err.ambiguous = code == 3;
+	return STEP_RC_FAIL;
+}
+
 /* ---- accessors ------------------------------------------------------------------------------ */
 
 long long job_id(const struct job *j) { return j->id; }

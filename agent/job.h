@@ -189,6 +189,12 @@ struct pve_error *job_err(struct job *j);
 enum step_rc job_fail(struct job *j, enum pve_err_kind kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Fail with msg as a lower module classified the failure, by the numbers
+ * of README "Exit codes" (ssh_error_exit_code, inject's and bench's
+ * results): 2 a bad request (usage), 3 something left (needs attention),
+ * 4 unreachable, anything else failed. */
+enum step_rc job_fail_class(struct job *j, int code, const char *msg);
+
 /* The current step as stored: its UPID and send count from an earlier run
  * (the step was interrupted after sending). */
 const char *job_step_upid(const struct job *j);

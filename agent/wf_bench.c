@@ -72,16 +72,13 @@ void bench_job_phase(void *job, const char *phase, const char *text)
 	job_note(job, "%s: %s", phase, text ? text : "");
 }
 
-/* The job's error from an exit code and message (also the result's). */
+/* The job's error from a lower module's class and message (also the
+ * result's). */
 static enum step_rc failed(struct job *j, struct bench_ctx *x, int code, const char *msg)
 {
-	x->res->exit_code = code ? code : 1;
 	free(x->res->error);
 	x->res->error = strdup(msg ? msg : "failed");
-	enum pve_err_kind k = code == 2 ? PVE_ERR_CONFIG : code == 4 ? PVE_ERR_CONNECT : PVE_ERR_API;
-	pve_error_set(job_err(j), k, "%s", msg ? msg : "failed");
-	job_err(j)->ambiguous = code == 3;
-	return STEP_RC_FAIL;
+	return job_fail_class(j, code, msg);
 }
 
 static enum step_rc st_connect(struct job *j)
@@ -194,7 +191,7 @@ int bench_job_run(struct store *store, volatile sig_atomic_t *stop,
 					   : -1;
 	json_object_put(params);
 	if (made < 0) {
-		r->exit_code = 1;
+		r->outcome = JOB_OUT_FAILED;
 		r->error = strdup(e.message ? e.message : "cannot make the job");
 		pve_error_clear(&e);
 		job_env_fini(&env);
@@ -204,10 +201,9 @@ int bench_job_run(struct store *store, volatile sig_atomic_t *stop,
 	x->req = req;
 	x->res = r;
 	enum job_outcome o = job_run(j, NULL);
-	if (o == JOB_OUT_INTERRUPTED && !r->error) {
-		r->exit_code = 130;
+	if (o == JOB_OUT_INTERRUPTED && !r->error)
 		r->error = strdup("interrupted");
-	}
+	r->outcome = o;
 	job_free(j);
 	job_env_fini(&env);
 	return o == JOB_OUT_DONE ? 0 : -1;

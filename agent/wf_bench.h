@@ -28,13 +28,14 @@ struct bench_job_request {
 
 struct bench_job_result {
 	struct bench_result now;    /* the figures */
-	int exit_code;              /* 0, or 1, 2, 3, 4, 130 (README "Exit codes") */
+	enum job_outcome outcome;   /* the mains turn it into an exit code */
 	char *error;                /* what failed, or NULL */
 };
 void bench_job_result_free(struct bench_job_result *r);
 
 /* Run the benchmark as a job kept in store (may be NULL); cli_args (may be
- * NULL) is the command line kept with it. 0, or -1 with r->error. */
+ * NULL) is the command line kept with it. 0 (r->outcome done), or -1 with
+ * r->outcome and r->error. */
 int bench_job_run(struct store *store, volatile sig_atomic_t *stop,
 		  const struct bench_job_request *req, const char *const *cli_args,
 		  struct bench_job_result *r);

@@ -551,7 +551,7 @@ static void convert_ok(const char *fixture, const char *addr, enum convert_bus b
 	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
 		     r.failed_step, r.error, sbuf_str(&f.events));
 	cr_expect_eq(r.status, CONV_DONE);
-	cr_expect_eq(r.exit_code, 0);
+	cr_expect_eq(r.outcome, JOB_OUT_DONE);
 	cr_expect_str_eq(r.snapshot, "pvagent_virtio");
 	convert_result_free(&r);
 	expect_config(&f, disk_key, "local-lvm:vm-190-disk-0,size=16G");
@@ -663,7 +663,7 @@ static void expect_rolled_back(struct fx *f, const struct convert_result *r, con
 {
 	cr_expect_eq(r->status, CONV_FAILED, "%s: %s\n%s\nevents:\n%s", convert_status_name(r->status),
 		     r->error ? r->error : "", r->recovery ? r->recovery : "", sbuf_str(&f->events));
-	cr_expect_eq(r->exit_code, 1);
+	cr_expect_eq(r->outcome, JOB_OUT_FAILED);
 	cr_expect(r->error && strstr(r->error, why), "error: %s (want '%s')\n%s",
 		  r->error ? r->error : "(null)", why, sbuf_str(&f->events));
 	expect_config(f, "ide0", "local-lvm:vm-190-disk-0,size=16G");
@@ -690,7 +690,7 @@ Test(convert_run, kmod_not_installable_stops_before_pve)
 	char *before = guestenv_snapshot(&f.ge);
 	struct convert_result r;
 	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 0, &r), -1);
-	cr_expect_eq(r.exit_code, 1);
+	cr_expect_eq(r.outcome, JOB_OUT_FAILED);
 	cr_expect(r.error && strstr(r.error, "cannot install virtio-kmod"), "%s", r.error);
 	cr_expect(r.error && strstr(r.error, "nothing on PVE was changed"), "%s", r.error);
 	cr_expect_str_eq(r.failed_step, "prepare");
@@ -848,7 +848,7 @@ Test(convert_run, failed_rollback_needs_attention)
 	struct convert_result r;
 	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 2, &r), -1);
 	cr_expect_eq(r.status, CONV_STUCK);
-	cr_expect_eq(r.exit_code, 3);
+	cr_expect_eq(r.outcome, JOB_OUT_NEEDS_ATTENTION);
 	cr_expect_not(r.rolled_back);
 	cr_expect(r.error && strstr(r.error, "then the rollback failed reaching the guest over SSH"),
 		  "%s", r.error);
