@@ -1795,7 +1795,11 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 			 res->status == CONV_DRY_RUN
 		 ? 0
 		 : -1;
-	res->outcome = rc == 0 ? JOB_OUT_DONE : o == JOB_OUT_DONE ? JOB_OUT_FAILED : o;
+	/* a failure's class is the last word on it: a rollback that worked
+	 * makes an unreachable guest a clean failure */
+	res->outcome = rc == 0			? JOB_OUT_DONE
+		     : o == JOB_OUT_INTERRUPTED ? o
+						: job_outcome_of_class(r->code ? r->code : 1);
 	if (rc < 0 && res->status != CONV_STUCK)
 		res->status = CONV_FAILED;
 	job_free(j);

@@ -359,6 +359,17 @@ enum step_rc job_fail_class(struct job *j, int code, const char *msg)
 	return STEP_RC_FAIL;
 }
 
+enum job_outcome job_outcome_of_class(int code)
+{
+	switch (code) {
+	case 0: return JOB_OUT_DONE;
+	case 2: return JOB_OUT_USAGE;
+	case 3: return JOB_OUT_NEEDS_ATTENTION;
+	case 4: return JOB_OUT_UNREACHABLE;
+	default: return JOB_OUT_FAILED;
+	}
+}
+
 /* ---- accessors ------------------------------------------------------------------------------ */
 
 long long job_id(const struct job *j) { return j->id; }

@@ -194,6 +194,8 @@ enum step_rc job_fail(struct job *j, enum pve_err_kind kind, const char *fmt, ..
  * results): 2 a bad request (usage), 3 something left (needs attention),
  * 4 unreachable, anything else failed. */
 enum step_rc job_fail_class(struct job *j, int code, const char *msg);
+/* The outcome a failure of that class has. */
+enum job_outcome job_outcome_of_class(int code);
 
 /* The current step as stored: its UPID and send count from an earlier run
  * (the step was interrupted after sending). */
