@@ -84,6 +84,8 @@ $(REL)/agent/%.o: agent/%.c $(wildcard agent/*.h)
 $(REL)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h agent/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SIM_CFLAGS) -c $< -o $@
+# where pvagentd finds the pvagent it runs jobs with, once installed
+$(REL)/agent/jobproc.o $(SAN)/agent/jobproc.o: AGENT_CFLAGS += -DPVAGENT_CLI='"$(BINDIR)/pvagent"'
 $(REL)/libpvagent.a: $(call objs,$(REL),$(AGENT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^
