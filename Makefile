@@ -18,6 +18,7 @@ SBINDIR  = $(PREFIX)/sbin
 MANDIR   = $(PREFIX)/share/man
 DATADIR  = $(PREFIX)/share/pvagent
 SYSCONFDIR ?= /etc
+UNITDIR ?= $(SYSCONFDIR)/systemd/system
 
 AGENT_PKGS = libcurl json-c libssh2 sqlite3 openssl
 SIM_PKGS   = libmicrohttpd gnutls json-c libpcre2-8
@@ -91,8 +92,10 @@ $(REL)/libpvagent.a: $(call objs,$(REL),$(AGENT_SRC))
 	rm -f $@; ar rcs $@ $^
 pvagent: $(call objs,$(REL),agent/pvagent.c $(CLI_SRC)) $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
+# the daemon links only what it uses (its jobs run in pvagent): no libcurl,
+# libssh2 or OpenSSL pages in its memory
 pvagentd: $(REL)/agent/pvagentd.o $(REL)/libpvagent.a
-	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
+	$(CC) $(CFLAGS) -Wl,--as-needed -o $@ $^ $(AGENT_LIBS)
 tests/pvesim/pvesim: $(call objs,$(REL),$(SIM_MAIN) $(SIM_SRC) $(SIM_AGENT))
 	$(CC) $(CFLAGS) -o $@ $^ $(SIM_LIBS)
 
@@ -156,6 +159,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-run
 test-run: $(SAN_PROGS) $(TEST_BINS)
 	@PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
+	  PVAGENTD_BIN=$(abspath $(SAN)/pvagentd) \
 	  GUESTD_BIN=$(abspath $(SAN)/guestd) sh tests/run-tests.sh $(TEST_BINS) $(wildcard tests/e2e/*.sh)
 
 demo: deps
@@ -228,11 +232,15 @@ check-deps:
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 \
-	  $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(DATADIR)/templates $(DESTDIR)$(SYSCONFDIR)/pvagent
+	  $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DATADIR)/templates \
+	  $(DESTDIR)$(SYSCONFDIR)/pvagent $(DESTDIR)$(UNITDIR)
 	$(if $(wildcard pvagent),install -m 0755 pvagent $(DESTDIR)$(BINDIR)/)
 	$(if $(wildcard pvagentd),install -m 0755 pvagentd $(DESTDIR)$(SBINDIR)/)
 	$(if $(wildcard conf/man/*.1),install -m 0644 $(wildcard conf/man/*.1) $(DESTDIR)$(MANDIR)/man1/)
 	$(if $(wildcard conf/man/*.5),install -m 0644 $(wildcard conf/man/*.5) $(DESTDIR)$(MANDIR)/man5/)
+	$(if $(wildcard conf/man/*.8),install -m 0644 $(wildcard conf/man/*.8) $(DESTDIR)$(MANDIR)/man8/)
+	sed 's|@SBINDIR@|$(SBINDIR)|g' conf/pvagentd.service >$(DESTDIR)$(UNITDIR)/pvagentd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/pvagentd.service
 	$(if $(wildcard templates/*.tmpl),install -m 0644 $(wildcard templates/*.tmpl) $(DESTDIR)$(DATADIR)/templates/)
 	$(if $(wildcard conf/pvagent.conf.example),install -m 0644 conf/pvagent.conf.example $(DESTDIR)$(SYSCONFDIR)/pvagent/)
 

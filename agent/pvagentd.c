@@ -11,11 +11,11 @@
  *
  * Exit: 0 after SIGTERM/SIGINT or a good --check; 1 cannot start (the
  * store is locked by another daemon, the socket); 2 configuration. */
+#include "clock.h"
 #include "conf.h"
 #include "ctl.h"
 #include "ctl_server.h"
 #include "jobproc.h"
-#include "job.h"
 #include "json.h"
 #include "log.h"
 #include "metrics.h"
@@ -1092,7 +1092,8 @@ static void resume_all(struct daemon *d)
 	/* oldest first */
 	for (size_t i = n; i-- > 0;) {
 		const struct store_job *sj = &v[i];
-		if (!store_job_resumable(sj) || !job_workflow_find(sj->workflow))
+		/* (a workflow this pvagent does not know: its resume says so) */
+		if (!store_job_resumable(sj))
 			continue;
 		if (sj->state == JOB_NEEDS_ATTENTION) {
 			log_info("job %lld (%s %s) needs attention: not resumed; 'pvagent resume "
