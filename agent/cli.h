@@ -108,6 +108,8 @@ extern const struct cmd_entry cmd_up_entry, cmd_down_entry, cmd_status_entry;
 /* pvagentd (cli_daemon.c). Run by the daemon: send the engine's events to
  * it ($PVAGENT_EVENT_FD). */
 void cli_daemon_child_init(void);
+/* ... and at its end this process's PVE request counts (pve_stats). */
+void cli_daemon_child_end(void);
 /* Is our output a terminal (progress redrawn in place)? $PVAGENT_TTY
  * (set by the daemon for its children) wins over isatty(1). */
 bool cli_stdout_tty(void);
@@ -118,6 +120,8 @@ int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct c
 /* Watch job id in the daemon: 0 (then cli_daemon_follow), or non-zero
  * when the daemon does not run it (or none answers). */
 int cli_daemon_watch(struct cli *cli, long long id, struct ctl_client *c);
+/* Cancel job id in the daemon: *handled false when no daemon has it. */
+int cli_daemon_cancel(struct cli *cli, long long id, bool *handled);
 /* Print its events after since (unix time) until it ends: its exit code. */
 int cli_daemon_follow(struct cli *cli, struct ctl_client *c, double since);
 

@@ -58,6 +58,36 @@ void cli_daemon_child_init(void)
 	job_event_tap(tap_event, NULL);
 }
 
+void cli_daemon_child_end(void)
+{
+	if (event_fd < 0)
+		return;
+	job_event_tap(NULL, NULL);
+	struct pve_stats st;
+	pve_stats_get(&st);
+	json_object *o = json_object_new_object(), *rq = json_object_new_object(),
+		    *rt = json_object_new_object();
+	const char *names[] = {"GET", "POST", "PUT", "DELETE", "other"};
+	unsigned long counts[] = {st.get, st.post, st.put, st.del, st.other};
+	for (size_t i = 0; i < 5; i++)
+		if (counts[i])
+			json_object_object_add(rq, names[i], json_object_new_int64((int64_t)counts[i]));
+	for (size_t k = 0; k < sizeof st.retries / sizeof st.retries[0]; k++)
+		if (st.retries[k])
+			json_object_object_add(rt, pve_err_kind_name((enum pve_err_kind)k),
+					       json_object_new_int64((int64_t)st.retries[k]));
+	json_object_object_add(o, "event", json_object_new_string("stats"));
+	json_object_object_add(o, "requests", rq);
+	json_object_object_add(o, "retries", rt);
+	struct sbuf b = {0};
+	if (ctl_line_add(&b, o) == 0) {
+		ssize_t w = write(event_fd, b.s, b.len);
+		(void)w; /* the daemon may have gone: the counts are lost then */
+	}
+	sbuf_free(&b);
+	json_object_put(o);
+}
+
 bool cli_stdout_tty(void)
 {
 	const char *v = getenv("PVAGENT_TTY");
@@ -277,6 +307,46 @@ int cli_daemon_watch(struct cli *cli, long long id, struct ctl_client *c)
 	if (rc)
 		ctl_client_close(c);
 	return rc;
+}
+
+int cli_daemon_cancel(struct cli *cli, long long id, bool *handled)
+{
+	*handled = false;
+	struct ctl_client c;
+	int rc = connect_daemon(cli, &c, true);
+	if (rc)
+		return 0;
+	json_object *req = json_object_new_object(), *ans = NULL;
+	json_object_object_add(req, "id", json_object_new_int(1));
+	json_object_object_add(req, "op", json_object_new_string("cancel"));
+	json_object_object_add(req, "job", json_object_new_int64(id));
+	char *err = NULL;
+	if (ctl_client_call(&c, req, &ans, &err) == 1 &&
+	    json_object_get_boolean(json_object_object_get(ans, "ok"))) {
+		*handled = true;
+		const char *state = json_str(ans, "state");
+		bool removed = state && strcmp(state, "removed") == 0;
+		if (cli->json) {
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "result", json_object_new_string("ok"));
+			json_object_object_add(o, "command", json_object_new_string("cancel"));
+			json_object_object_add(o, "job", json_object_new_int64(id));
+			json_object_object_add(o, "daemon", json_object_new_string(state ? state : ""));
+			out_json_line(stdout, o);
+			json_object_put(o);
+		} else if (removed) {
+			printf("job %lld: taken out of pvagentd's queue before it ran again\n", id);
+		} else {
+			printf("job %lld: pvagentd stops it after its current step and records it "
+			       "cancelled; what its done steps did stays: see 'pvagent job %lld'\n",
+			       id, id);
+		}
+	}
+	free(err);
+	json_object_put(ans);
+	json_object_put(req);
+	ctl_client_close(&c);
+	return 0;
 }
 
 int cli_daemon_follow(struct cli *cli, struct ctl_client *c, double since)

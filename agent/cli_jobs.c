@@ -419,6 +419,11 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 	int rc = parse_id(a, &id);
 	if (rc)
 		return rc;
+	/* a job pvagentd has (queued or running) is cancelled there */
+	bool handled = false;
+	rc = cli_daemon_cancel(cli, id, &handled);
+	if (handled)
+		return rc;
 	struct store_job sj;
 	if ((rc = load_open_job(cli, "cancel", id, &sj)))
 		return rc;

@@ -209,6 +209,10 @@ int ctl_conn_read(struct ctl_conn *c)
 			return 0;
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n == 0) {
+			c->rd_eof = true;
+			return 0;
+		}
 		c->eof = true;
 		return -1;
 	}

@@ -37,7 +37,8 @@ struct ctl_conn {
 	struct ctl_lines in;
 	struct sbuf out;
 	size_t out_pos;
-	bool eof;           /* the peer closed its end (or an error) */
+	bool rd_eof;        /* the peer will send no more (it may still read) */
+	bool eof;           /* gone: an error, or it closed both ends */
 };
 
 /* Accept one connection (non-blocking) and check its peer. 1: *c filled,
@@ -45,7 +46,8 @@ struct ctl_conn {
  * and the socket closed; *who says who, malloc'd) or accept failed
  * (*who NULL). */
 int ctl_accept(struct ctl_listener *l, struct ctl_conn *c, char **who);
-/* Read what there is. 0, or -1 when the peer has gone (c->eof). */
+/* Read what there is. 0 (c->rd_eof when it sent its last byte), or -1
+ * when the peer has gone (c->eof). */
 int ctl_conn_read(struct ctl_conn *c);
 /* Queue o as a line and write what can be written. 0, or -1 (dropped:
  * gone, or too much queued). */

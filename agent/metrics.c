@@ -52,6 +52,16 @@ int metrics_exit(struct metrics *m, int code)
 	return add(&m->exits, &m->n_exits, c, "", 0);
 }
 
+int metrics_requests(struct metrics *m, const char *method, double n)
+{
+	return add(&m->requests, &m->n_requests, method, "", n);
+}
+
+int metrics_retries(struct metrics *m, const char *kind, double n)
+{
+	return add(&m->retries, &m->n_retries, kind, "", n);
+}
+
 /* A label value: backslash, double quote and newline escaped. */
 static int label(struct sbuf *b, const char *s)
 {
@@ -99,6 +109,16 @@ char *metrics_text(const struct metrics *m)
 	for (size_t i = 0; !r && i < m->n_exits; i++)
 		r = row(&b, "pvagent_daemon_jobs_total", "exit", m->exits[i].a, NULL, NULL,
 			m->exits[i].count);
+	r = r ? r : sbuf_add(&b, "# HELP pvagent_pve_requests_total PVE API requests the jobs "
+				 "sent, by method.\n# TYPE pvagent_pve_requests_total counter\n");
+	for (size_t i = 0; !r && i < m->n_requests; i++)
+		r = row(&b, "pvagent_pve_requests_total", "method", m->requests[i].a, NULL, NULL,
+			m->requests[i].sum);
+	r = r ? r : sbuf_add(&b, "# HELP pvagent_pve_retries_total Retried PVE API requests, by "
+				 "the kind of error.\n# TYPE pvagent_pve_retries_total counter\n");
+	for (size_t i = 0; !r && i < m->n_retries; i++)
+		r = row(&b, "pvagent_pve_retries_total", "kind", m->retries[i].a, NULL, NULL,
+			m->retries[i].sum);
 	r = r ? r : sbuf_addf(&b, "# HELP pvagent_daemon_start_time_seconds When the daemon "
 				  "started (unix time).\n# TYPE pvagent_daemon_start_time_seconds "
 				  "gauge\npvagent_daemon_start_time_seconds %.3f\n", m->start_time);
@@ -168,5 +188,7 @@ void metrics_free(struct metrics *m)
 	rows_free(m->jobs, m->n_jobs);
 	rows_free(m->steps, m->n_steps);
 	rows_free(m->exits, m->n_exits);
+	rows_free(m->requests, m->n_requests);
+	rows_free(m->retries, m->n_retries);
 	memset(m, 0, sizeof *m);
 }

@@ -824,6 +824,8 @@ int main(int argc, char **argv)
 	if (cli.local)
 		cli_daemon_child_init();
 	int rc = cmd_dispatch(&cli, cmd, argc - optind, argv + optind);
+	if (cli.local)
+		cli_daemon_child_end();
 	pve_free(cli.pve);
 	store_close(cli.store);
 	if (cli.conf_loaded)

@@ -148,6 +148,22 @@ static bool djob_has(const struct djob *j, long long id)
 	return false;
 }
 
+/* Remember a store job of j. 0 or -1 (OOM, said). */
+static int djob_add_job(struct djob *j, long long id)
+{
+	for (size_t i = 0; i < j->n_jobs; i++)
+		if (j->jobs[i] == id)
+			return 0;
+	long long *nv = realloc(j->jobs, (j->n_jobs + 1) * sizeof *nv);
+	if (!nv) {
+		log_warn("ticket %llu: out of memory", j->it->ticket);
+		return -1;
+	}
+	j->jobs = nv;
+	nv[j->n_jobs++] = id;
+	return 0;
+}
+
 static struct djob *find_by_job(struct daemon *d, long long id)
 {
 	for (struct sched_item *it = d->q.head; it; it = it->next)
@@ -397,15 +413,26 @@ static void on_child_event(struct daemon *d, struct djob *j, const char *line, s
 			 (long)j->proc.pid);
 		return;
 	}
-	long long id = 0;
-	if (json_int(o, "job", &id) && id > 0 && !djob_has(j, id)) {
-		long long *nv = realloc(j->jobs, (j->n_jobs + 1) * sizeof *nv);
-		if (nv) {
-			j->jobs = nv;
-			nv[j->n_jobs++] = id;
-		}
-	}
 	const char *kind = json_str(o, "event"), *wf = json_str(o, "workflow");
+	if (kind && strcmp(kind, "stats") == 0) {
+		/* the child's PVE request counts, for the metrics only */
+		const char *keys[] = {"requests", "retries"};
+		for (int k = 0; k < 2; k++) {
+			json_object *m = json_object_object_get(o, keys[k]);
+			if (!m || !json_object_is_type(m, json_type_object))
+				continue;
+			json_object_object_foreach(m, name, val) {
+				double n = json_object_get_double(val);
+				if ((k ? metrics_retries(&d->m, name, n) : metrics_requests(&d->m, name, n)) < 0)
+					log_warn("metrics: out of memory");
+			}
+		}
+		json_object_put(o);
+		return;
+	}
+	long long id = 0;
+	if (json_int(o, "job", &id) && id > 0)
+		djob_add_job(j, id);
 	if (wf && !j->workflow)
 		j->workflow = strdup(wf);
 	wf = wf ? wf : j->argv[0];
@@ -591,6 +618,8 @@ static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json
 	if (json_int(req, "verbosity", &v))
 		j->verbosity = v < -3 ? -3 : v > 3 ? 3 : (int)v;
 	j->resume_id = strcmp(argv[0], "resume") == 0 ? jid : 0;
+	if (j->resume_id)
+		djob_add_job(j, jid);
 	if (add_watcher(j, c, id) < 0)
 		log_warn("ticket %llu: out of memory: nobody watches it", j->it->ticket);
 	json_object *ok = ctl_ok(id);
@@ -659,6 +688,7 @@ static void req_cancel(struct daemon *d, struct dconn *c, json_object *req, json
 			json_object_object_add(ok, "state", json_object_new_string("removed"));
 		answer(c, ok);
 		log_info("ticket %llu (%s) cancelled before it started", j->it->ticket, j->what);
+		j->cancel = true; /* a resume's job is recorded cancelled */
 		j->exited = true;
 		j->code = 1;
 		end_djob(d, j);
@@ -769,9 +799,33 @@ static void conn_drop(struct daemon *d, struct dconn *c)
 	free(c);
 }
 
+/* Does a command stream to c? */
+static bool conn_watching(struct daemon *d, const struct dconn *c)
+{
+	for (struct sched_item *it = d->q.head; it; it = it->next) {
+		const struct djob *j = it->data;
+		for (size_t i = 0; i < j->n_w; i++)
+			if (j->w[i].conn == c)
+				return true;
+	}
+	return false;
+}
+
+/* Drop the connections that are gone, or have sent their last request
+ * and have nothing more to get. */
+static void sweep_conns(struct daemon *d)
+{
+	for (struct dconn *c = d->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->c.eof || (c->c.rd_eof && !ctl_conn_pending(&c->c) && !conn_watching(d, c)))
+			conn_drop(d, c);
+	}
+}
+
 static void on_conn_readable(struct daemon *d, struct dconn *c)
 {
-	ctl_conn_read(&c->c);
+	if (!c->c.rd_eof)
+		ctl_conn_read(&c->c);
 	char *line;
 	size_t len;
 	int r;
@@ -953,9 +1007,11 @@ static int run(struct daemon *d)
 		bool oom = pm_add(&m, d->sig_fd, POLLIN, SRC_SIG, NULL) < 0;
 		if (!d->stopping && d->lis.fd >= 0)
 			oom |= pm_add(&m, d->lis.fd, POLLIN, SRC_LISTEN, NULL) < 0;
+		sweep_conns(d);
 		for (struct dconn *c = d->conns; c; c = c->next)
 			oom |= pm_add(&m, c->c.fd,
-				      (short)(POLLIN | (ctl_conn_pending(&c->c) ? POLLOUT : 0)),
+				      (short)((c->c.rd_eof ? 0 : POLLIN) |
+					      (ctl_conn_pending(&c->c) ? POLLOUT : 0)),
 				      SRC_CONN, c) < 0;
 		for (struct sched_item *it = d->q.head; it; it = it->next) {
 			struct djob *j = it->data;
@@ -1003,6 +1059,8 @@ static int run(struct daemon *d)
 					ctl_conn_flush(&c->c);
 				if (m.p[i].revents & (POLLIN | POLLHUP | POLLERR))
 					on_conn_readable(d, c);
+				if ((m.p[i].revents & (POLLHUP | POLLERR)) && c->c.rd_eof)
+					c->c.eof = true; /* both ends closed */
 				if (c->c.eof)
 					conn_drop(d, c);
 				break;
@@ -1112,6 +1170,7 @@ static void resume_all(struct daemon *d)
 			continue;
 		}
 		j->resume_id = sj->id;
+		djob_add_job(j, sj->id);
 		log_info("job %lld (%s %s, %s): resuming", sj->id, sj->workflow, sj->subject,
 			 job_state_name(sj->state));
 	}

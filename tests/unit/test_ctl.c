@@ -150,6 +150,9 @@ Test(metrics, text_format_and_atomic_file)
 	cr_assert_eq(metrics_step(&m, "up", "clone", 2.5), 0);
 	cr_assert_eq(metrics_step(&m, "up", "clone", 1.5), 0);
 	cr_assert_eq(metrics_exit(&m, 0), 0);
+	cr_assert_eq(metrics_requests(&m, "GET", 7), 0);
+	cr_assert_eq(metrics_requests(&m, "GET", 3), 0);
+	cr_assert_eq(metrics_retries(&m, "transient", 2), 0);
 	char *t = metrics_text(&m);
 	cr_assert_not_null(t);
 	cr_assert(strstr(t, "pvagent_jobs_total{workflow=\"up\",result=\"done\"} 2\n"), "%s", t);
@@ -157,6 +160,8 @@ Test(metrics, text_format_and_atomic_file)
 	cr_assert(strstr(t, "pvagent_step_seconds_sum{workflow=\"up\",step=\"clone\"} 4\n"), "%s", t);
 	cr_assert(strstr(t, "pvagent_step_seconds_count{workflow=\"up\",step=\"clone\"} 2\n"), "%s", t);
 	cr_assert(strstr(t, "pvagent_daemon_jobs_total{exit=\"0\"} 1\n"), "%s", t);
+	cr_assert(strstr(t, "pvagent_pve_requests_total{method=\"GET\"} 10\n"), "%s", t);
+	cr_assert(strstr(t, "pvagent_pve_retries_total{kind=\"transient\"} 2\n"), "%s", t);
 	char dir[] = "/tmp/pvagent-test-metrics.XXXXXX";
 	cr_assert_not_null(mkdtemp(dir));
 	char path[128], *err = NULL, *back = NULL;

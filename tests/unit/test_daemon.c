@@ -11,6 +11,7 @@
  * the same store refused; idle without wakeups (/proc/PID/status). Tests
  * wait for states (the socket, the store, the daemon's log, waitpid),
  * never for time, except the idle window, which is the measurement. */
+#include "clirun.h"
 #include "ctl_client.h"
 #include "simproc.h"
 #include "sshd.h"
@@ -60,11 +61,7 @@ struct world {
 
 static void write_text(const char *path, const char *text, mode_t mode)
 {
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f, "cannot write %s", path);
-	cr_assert_eq(fputs(text, f) < 0, 0);
-	cr_assert_eq(fclose(f), 0);
-	cr_assert_eq(chmod(path, mode), 0);
+	cr_assert_eq(test_write_file(path, text, mode), 0, "cannot write %s", path);
 }
 
 static void write_conf(const struct world *w, unsigned workers, const char *extra)
@@ -223,38 +220,17 @@ static void daemon_stop(struct world *w)
 /* Run pvagent to the end; *out: stdout and stderr. */
 static int pv(const struct world *w, char **out, ...)
 {
-	const char *argv[24] = {w->bin, "-c", w->conf};
-	size_t n = 3;
 	va_list ap;
 	va_start(ap, out);
-	for (const char *a; (a = va_arg(ap, const char *)) && n + 1 < 24;)
-		argv[n++] = a;
+	int rc = test_pvagentv(w->bin, w->conf, out, ap);
 	va_end(ap);
-	argv[n] = NULL;
-	int rc = test_run(argv, NULL, out);
-	cr_assert_geq(rc, 0);
-	cr_assert_null(strstr(*out, "Sanitizer"), "sanitizer report:\n%s", *out);
-	cr_assert_null(strstr(*out, "runtime error"), "UBSan:\n%s", *out);
+	cr_assert_neq(rc, -1, "cannot run %s", w->bin);
+	cr_assert_neq(rc, -2, "sanitizer report:\n%s", *out);
 	return rc;
 }
 
-static int requests(const char *method, const char *suffix, int status)
-{
-	json_object *log = simproc_requests(&sim);
-	char *pat = strprintf("*%s", suffix);
-	int n = simproc_count_requests(log, method, pat, status);
-	free(pat);
-	json_object_put(log);
-	return n;
-}
-
-static int guests_named(const char *name)
-{
-	json_object *st = simproc_state(&sim);
-	int n = simproc_count_named(st, name);
-	json_object_put(st);
-	return n;
-}
+#define requests(m, suffix, status) simproc_count(&sim, (m), (suffix), (status))
+#define guests_named(name) simproc_named(&sim, (name))
 
 /* A query on the store: the first column of the first row as an integer
  * (-1 when there is none). */
@@ -380,7 +356,7 @@ static char *normalised(const char *out, const char *name)
 Test(daemon, up_through_the_daemon_is_the_same_as_in_process)
 {
 	static struct world w;
-	world_start(&w, 100, 2, NULL);
+	world_start(&w, 100, 2, "metrics_file = metrics.prom\n");
 	daemon_start(&w);
 	char *d_out = NULL, *l_out = NULL;
 	int d_rc = pv(&w, &d_out, "--json", "up", "same1", "-t", "jobvm", NULL);
@@ -426,6 +402,16 @@ Test(daemon, up_through_the_daemon_is_the_same_as_in_process)
 	free(l_out);
 	cr_assert_eq(guests_named("same1"), 1);
 	cr_assert_eq(requests("POST", "/qemu/9024/clone", -1), 2);
+	/* the metrics of the three daemon jobs */
+	char *mp = strprintf("%s/metrics.prom", w.dir), *m = NULL;
+	cr_assert_eq(read_file(mp, &m, NULL), 0);
+	cr_assert(strstr(m, "pvagent_jobs_total{workflow=\"up\",result=\"done\"} 2\n"), "%s", m);
+	cr_assert(strstr(m, "pvagent_step_seconds_count{workflow=\"up\",step=\"clone\"} 1\n"), "%s",
+		  m);
+	cr_assert(strstr(m, "pvagent_daemon_jobs_total{exit=\"2\"} 1\n"), "%s", m);
+	cr_assert(strstr(m, "pvagent_pve_requests_total{method=\"POST\"} "), "%s", m);
+	free(m);
+	free(mp);
 	daemon_stop(&w);
 	world_free(&w);
 }
@@ -701,6 +687,7 @@ Test(daemon, bad_requests_get_errors_and_the_daemon_keeps_serving)
 			     "{\"id\":6,\"op\":\"submit\",\"argv\":[\"up\",\"x\"],\"guests\":[\"y\"]}\n"
 			     "{\"id\":7,\"op\":\"watch\",\"job\":99}\n"
 			     "{\"id\":8,\"op\":\"status\"}\n";
+	char *err = NULL;
 	json_object *a = raw_lines(&w, lines, sizeof lines - 1, 8);
 	cr_assert_str_eq(ans_error(a, 0), "bad_request");
 	cr_assert_str_eq(ans_error(a, 1), "unknown_op");
@@ -729,9 +716,23 @@ Test(daemon, bad_requests_get_errors_and_the_daemon_keeps_serving)
 	cr_assert(json_object_get_boolean(json_object_object_get(ok, "ok")));
 	cr_assert_eq(json_object_get_int(json_object_object_get(ok, "id")), 9);
 	json_object_put(a);
+	/* a client that sends its request and closes its sending end still
+	 * gets the answer, then the daemon closes */
+	struct ctl_client hc;
+	connect_daemon(&w, &hc);
+	const char one[] = "{\"id\":11,\"op\":\"status\"}\n";
+	cr_assert_eq(send(hc.fd, one, sizeof one - 1, MSG_NOSIGNAL), (ssize_t)(sizeof one - 1));
+	cr_assert_eq(shutdown(hc.fd, SHUT_WR), 0);
+	json_object *hm = NULL;
+	cr_assert_eq(ctl_client_recv(&hc, &hm, 60000, &err), 1, "%s", err ? err : "");
+	cr_assert_eq(json_object_get_int(json_object_object_get(hm, "id")), 11);
+	json_object_put(hm);
+	cr_assert_eq(ctl_client_recv(&hc, &hm, 60000, &err), -1, "closed after the answer");
+	free(err);
+	err = NULL;
+	ctl_client_close(&hc);
 	/* the idle client is still served, and so is a job */
 	json_object *req = json_tokener_parse("{\"id\":10,\"op\":\"jobs\"}"), *ans = NULL;
-	char *err = NULL;
 	cr_assert_eq(ctl_client_call(&idle, req, &ans, &err), 1, "%s", err ? err : "");
 	cr_assert(json_object_get_boolean(json_object_object_get(ans, "ok")));
 	json_object_put(ans);
@@ -851,5 +852,36 @@ Test(daemon, idle_means_no_wakeups)
 	json_object_put(req);
 	ctl_client_close(&c);
 	daemon_stop(&w);
+	world_free(&w);
+}
+
+Test(daemon, cancel_stops_a_running_job_and_records_it_cancelled)
+{
+	static struct world w;
+	world_start(&w, 10, 2, NULL);
+	daemon_start(&w);
+	char *outp = strprintf("%s/up.out", w.dir);
+	const char *args[] = {"up", "can1", "-t", "jobvm", NULL};
+	client_pid = bg(&w, outp, args);
+	wait_db(&w, CLONE_SENT, NULL, 1, "the clone was sent");
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "cancel", "1", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "pvagentd stops it after its current step"), "%s", out);
+	free(out);
+	int st = 0;
+	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
+	client_pid = -1;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "client status %d", st);
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'cancelled'", NULL, 1,
+		"job 1 recorded cancelled");
+	/* a cancelled job is not resumed at the next start */
+	daemon_stop(&w);
+	daemon_start(&w);
+	json_object *ans = call(&w, "{\"id\":2,\"op\":\"jobs\"}");
+	cr_assert_eq(json_object_array_length(json_object_object_get(ans, "running")), 0);
+	cr_assert_eq(json_object_array_length(json_object_object_get(ans, "queued")), 0);
+	json_object_put(ans);
+	daemon_stop(&w);
+	free(outp);
 	world_free(&w);
 }
