@@ -450,12 +450,17 @@ static int cmd_status(struct cli *cli, const struct cmd_args *a)
 		json_object *win = json_object_object_get(ans, "windows");
 		for (size_t i = 0; win && i < json_object_array_length(win); i++) {
 			json_object *x = json_object_array_get_idx(win, i);
-			long st = 0;
-			long long sm = 0;
-			if (json_int(x, "start_minute", &sm))
-				st = (long)sm;
-			printf("window %s: node %s, %02ld:%02ld for %ss\n", json_text(x, "name"),
-			       json_text(x, "node"), st / 60, st % 60, json_text(x, "duration"));
+			long long next = 0;
+			char when[64] = "never (no days)";
+			struct tm lt;
+			time_t t;
+			if (json_int(x, "next", &next) && next > 0 && (t = (time_t)next, localtime_r(&t, &lt)))
+				strftime(when, sizeof when, "%a %Y-%m-%d %H:%M", &lt);
+			json_object *open = json_object_object_get(x, "open");
+			printf("window %s: node %s, %s %s, for %ss\n", json_text(x, "name"),
+			       json_text(x, "node"), open && json_object_get_boolean(open) ? "open since"
+											 : "next",
+			       when, json_text(x, "duration"));
 		}
 	}
 	json_object_put(ans);

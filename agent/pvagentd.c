@@ -706,6 +706,29 @@ static void req_cancel(struct daemon *d, struct dconn *c, json_object *req, json
 		 j->it->ticket, j->what);
 }
 
+/* When window w next starts (local time), or started if it is open now:
+ * 0 when its days are none. */
+static time_t window_next(const struct conf_window *w, time_t now)
+{
+	struct tm today;
+	if (!localtime_r(&now, &today))
+		return 0;
+	for (int day = -1; day <= 7; day++) {
+		struct tm t = today;
+		t.tm_mday += day;
+		t.tm_hour = 0;
+		t.tm_min = w->start;
+		t.tm_sec = 0;
+		t.tm_isdst = -1;
+		time_t start = mktime(&t);
+		if (start == (time_t)-1 || !(w->days & (1u << t.tm_wday)))
+			continue;
+		if (start + (time_t)w->duration > now)
+			return start;
+	}
+	return 0;
+}
+
 static void req_list(struct daemon *d, struct dconn *c, json_object *id, enum ctl_op op)
 {
 	json_object *ok = ctl_ok(id), *run = json_object_new_array(), *qd = json_object_new_array();
@@ -738,6 +761,11 @@ static void req_list(struct daemon *d, struct dconn *c, json_object *id, enum ct
 			json_object_object_add(x, "days", json_object_new_int((int)cw->days));
 			json_object_object_add(x, "start_minute", json_object_new_int(cw->start));
 			json_object_object_add(x, "duration", json_object_new_int((int)cw->duration));
+			time_t now = time(NULL), next = window_next(cw, now);
+			if (next) {
+				json_object_object_add(x, "next", json_object_new_int64((int64_t)next));
+				json_object_object_add(x, "open", json_object_new_boolean(next <= now));
+			}
 			json_object_array_add(win, x);
 		}
 		json_object_object_add(ok, "windows", win);
