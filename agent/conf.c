@@ -722,6 +722,10 @@ static void load_window(struct ctx *x, const struct ini_section *s,
 	get_uint(x, s, "max_workers", 1, 64, &w->max_workers);
 }
 
+#ifndef PVAGENT_TEMPLATES
+#define PVAGENT_TEMPLATES "/usr/local/share/pvagent/templates" /* $(DATADIR)/templates */
+#endif
+
 static int set_defaults(struct conf *c)
 {
 	c->pve.timeout = 30;
@@ -739,7 +743,7 @@ static int set_defaults(struct conf *c)
 	if (!c->ssh.user || !c->paths.state || !c->paths.socket || !c->paths.templates)
 		return -1;
 	c->paths.templates[0] = strdup("./templates");
-	c->paths.templates[1] = strdup("/usr/local/share/pvagent/templates");
+	c->paths.templates[1] = strdup(PVAGENT_TEMPLATES);
 	c->paths.n_templates = 2;
 	return c->paths.templates[0] && c->paths.templates[1] ? 0 : -1;
 }
