@@ -46,7 +46,7 @@ int ctl_lines_feed(struct ctl_lines *l, const char *data, size_t n)
 			continue;
 		}
 		/* forget the lines already handed out */
-		if (l->pos && (l->pos == l->buf.len || l->pos > 65536)) {
+		if (l->buf.s && l->pos && (l->pos == l->buf.len || l->pos > 65536)) {
 			memmove(l->buf.s, l->buf.s + l->pos, l->buf.len - l->pos + 1);
 			l->buf.len -= l->pos;
 			l->pos = 0;

@@ -22,7 +22,7 @@
 #include <stddef.h>
 
 #define PVAGENT_VERSION "0.9.0"
-#define CTL_MAX_LINE (1024u * 1024u)
+#define CTL_MAX_LINE ((size_t)1024 * 1024)
 
 enum ctl_op {
 	CTL_OP_SUBMIT,

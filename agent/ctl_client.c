@@ -68,7 +68,7 @@ int ctl_client_recv(struct ctl_client *c, json_object **msg, int timeout_ms, cha
 		size_t len;
 		int r = ctl_lines_next(&c->in, &line, &len);
 		if (r < 0) {
-			err_setf(err, "the daemon sent a line longer than %u bytes", CTL_MAX_LINE);
+			err_setf(err, "the daemon sent a line longer than %zu bytes", CTL_MAX_LINE);
 			return -1;
 		}
 		if (r > 0) {

@@ -131,27 +131,34 @@ static bool in_group(uid_t uid, gid_t peer_gid, gid_t gid)
 	if (peer_gid == gid)
 		return true;
 	struct passwd pw, *res = NULL;
-	char buf[16384];
-	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || !res)
-		return false;
+	char *buf = NULL;
+	for (size_t n = 4096; n <= (1u << 24); n *= 2) {
+		free(buf);
+		buf = malloc(n);
+		if (!buf)
+			return false;
+		int r = getpwuid_r(uid, &pw, buf, n, &res);
+		if (r != ERANGE)
+			break;
+		res = NULL;
+	}
+	bool found = false;
 	int n = 64;
-	for (int round = 0; round < 8; round++) {
+	for (int round = 0; res && round < 8; round++) {
 		gid_t *g = malloc((size_t)n * sizeof *g);
 		if (!g)
-			return false;
+			break;
 		int want = n;
 		int r = getgrouplist(pw.pw_name, pw.pw_gid, g, &want);
-		if (r >= 0) {
-			bool found = false;
-			for (int i = 0; i < want && !found; i++)
-				found = g[i] == gid;
-			free(g);
-			return found;
-		}
+		for (int i = 0; r >= 0 && i < want && !found; i++)
+			found = g[i] == gid;
 		free(g);
+		if (r >= 0)
+			break;
 		n = want > n ? want : n * 2;
 	}
-	return false;
+	free(buf);
+	return found;
 }
 
 int ctl_accept(struct ctl_listener *l, struct ctl_conn *c, char **who)

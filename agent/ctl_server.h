@@ -28,7 +28,7 @@ void ctl_listener_close(struct ctl_listener *l);
 
 /* Output a connection may have queued before it is dropped (a watcher
  * that does not read). */
-#define CTL_MAX_QUEUED (64u * 1024u * 1024u)
+#define CTL_MAX_QUEUED ((size_t)64 * 1024 * 1024)
 
 struct ctl_conn {
 	int fd;

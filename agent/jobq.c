@@ -122,6 +122,10 @@ struct sched_item *sched_find(const struct sched *s, unsigned long long ticket)
 
 void sched_free(struct sched *s)
 {
-	while (s->head)
-		sched_remove(s, s->head);
+	for (struct sched_item *it = s->head, *next; it; it = next) {
+		next = it->next;
+		item_free(it);
+	}
+	s->head = s->tail = NULL;
+	s->n_running = s->n_queued = 0;
 }

@@ -81,7 +81,7 @@ static int row(struct sbuf *b, const char *name, const char *la, const char *va,
 {
 	int r = sbuf_addf(b, "%s{%s=\"", name, la);
 	r = r ? r : label(b, va);
-	if (lb) {
+	if (lb && vb) {
 		r = r ? r : sbuf_addf(b, "\",%s=\"", lb);
 		r = r ? r : label(b, vb);
 	}

@@ -303,6 +303,17 @@ static void schedule(struct daemon *d)
 		start_djob(d, it->data);
 }
 
+/* Tell j's watchers something as a "queued" event (the CLI shows it). */
+static void tell(struct djob *j, const char *text)
+{
+	json_object *ev = daemon_event(j, "queued");
+	if (ev) {
+		json_object_object_add(ev, "text", json_object_new_string(text));
+		broadcast(j, ev);
+	}
+	json_object_put(ev);
+}
+
 /* Say why a new item waits (a guest in use by an earlier one, or the
  * workers or its node are busy). */
 static void tell_waiting(struct daemon *d, struct djob *j)
@@ -323,12 +334,7 @@ static void tell_waiting(struct daemon *d, struct djob *j)
 	if (!text)
 		return;
 	log_info("ticket %llu (%s) %s", j->it->ticket, j->what, text);
-	json_object *ev = daemon_event(j, "queued");
-	if (ev) {
-		json_object_object_add(ev, "text", json_object_new_string(text));
-		broadcast(j, ev);
-	}
-	json_object_put(ev);
+	tell(j, text);
 	free(text);
 }
 
@@ -689,6 +695,7 @@ static void req_cancel(struct daemon *d, struct dconn *c, json_object *req, json
 		answer(c, ok);
 		log_info("ticket %llu (%s) cancelled before it started", j->it->ticket, j->what);
 		j->cancel = true; /* a resume's job is recorded cancelled */
+		tell(j, "cancelled before it started");
 		j->exited = true;
 		j->code = 1;
 		end_djob(d, j);
@@ -859,9 +866,9 @@ static void on_conn_readable(struct daemon *d, struct dconn *c)
 	int r;
 	while (!c->c.eof && (r = ctl_lines_next(&c->c.in, &line, &len)) != 0) {
 		if (r < 0) {
-			log_info("uid %u: a request line longer than %u bytes", (unsigned)c->c.uid,
+			log_info("uid %u: a request line longer than %zu bytes", (unsigned)c->c.uid,
 				 CTL_MAX_LINE);
-			answer(c, ctl_error(NULL, "too_long", "a request line is at most %u bytes",
+			answer(c, ctl_error(NULL, "too_long", "a request line is at most %zu bytes",
 					    CTL_MAX_LINE));
 			continue;
 		}
@@ -933,6 +940,7 @@ static void begin_stop(struct daemon *d, int sig)
 		struct djob *j = it->data;
 		if (j->started)
 			continue;
+		tell(j, "pvagentd is stopping: this command did not run; nothing of it was done");
 		j->exited = true;
 		j->code = 130;
 		end_djob(d, j);

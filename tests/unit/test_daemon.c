@@ -702,7 +702,7 @@ Test(daemon, bad_requests_get_errors_and_the_daemon_keeps_serving)
 		json_object_object_get(json_object_array_get_idx(a, 7), "ok")));
 	json_object_put(a);
 	/* a 10 MiB line, then a good request on the same connection */
-	size_t big = 10u * 1024 * 1024;
+	size_t big = (size_t)10 * 1024 * 1024;
 	char *buf = malloc(big + 64);
 	cr_assert_not_null(buf);
 	memcpy(buf, "{\"id\":1,\"op\":\"status\",\"pad\":\"", 30);
@@ -881,6 +881,34 @@ Test(daemon, cancel_stops_a_running_job_and_records_it_cancelled)
 	cr_assert_eq(json_object_array_length(json_object_object_get(ans, "running")), 0);
 	cr_assert_eq(json_object_array_length(json_object_object_get(ans, "queued")), 0);
 	json_object_put(ans);
+	daemon_stop(&w);
+	free(outp);
+	world_free(&w);
+}
+
+Test(daemon, ctrl_c_detaches_and_the_job_goes_on)
+{
+	static struct world w;
+	world_start(&w, 10, 2, NULL);
+	daemon_start(&w);
+	char *outp = strprintf("%s/up.out", w.dir);
+	const char *args[] = {"up", "det1", "-t", "jobvm", NULL};
+	client_pid = bg(&w, outp, args);
+	wait_db(&w, CLONE_SENT, NULL, 1, "the clone was sent");
+	cr_assert_eq(kill(client_pid, SIGINT), 0);
+	int st = 0;
+	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
+	client_pid = -1;
+	char *out = NULL;
+	cr_assert_eq(read_file(outp, &out, NULL), 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "client status %d:\n%s", st, out);
+	cr_assert(strstr(out, "detached; job 1 goes on in pvagentd: follow it with 'pvagent job 1 "
+			      "--follow'"), "%s", out);
+	free(out);
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'", NULL, 1,
+		"the detached job ended done");
+	cr_assert_eq(requests("POST", "/qemu/9024/clone", -1), 1);
+	cr_assert_eq(guests_named("det1"), 1);
 	daemon_stop(&w);
 	free(outp);
 	world_free(&w);
