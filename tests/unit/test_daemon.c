@@ -488,23 +488,39 @@ static void wait_gone(pid_t pid)
 	"SELECT count(*) FROM steps s JOIN jobs j ON s.job = j.id WHERE j.id = 1 AND "       \
 	"s.name = 'clone' AND s.attempts > 0 AND s.upid IS NOT NULL"
 
+/* `pvagent up NAME -t jobvm` in the background (client_pid), through the
+ * daemon, until its clone was sent with the UPID recorded; its output
+ * file (malloc'd). */
+static char *up_until_clone(const struct world *w, const char *name)
+{
+	char *outp = strprintf("%s/up.out", w->dir);
+	const char *args[] = {"up", name, "-t", "jobvm", NULL};
+	client_pid = bg(w, outp, args);
+	wait_db(w, CLONE_SENT, NULL, 1, "the clone was sent with its UPID recorded");
+	return outp;
+}
+
+/* The background client's end: its wait status. */
+static int client_end(void)
+{
+	int st = 0;
+	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
+	client_pid = -1;
+	return st;
+}
+
 Test(daemon, sigkill_during_a_clone_then_restart_resumes_without_cloning_again)
 {
 	static struct world w;
 	world_start(&w, 10, 2, NULL); /* the clone takes seconds */
 	daemon_start(&w);
-	char *outp = strprintf("%s/up.out", w.dir);
-	const char *args[] = {"up", "kill1", "-t", "jobvm", NULL};
-	client_pid = bg(&w, outp, args);
-	wait_db(&w, CLONE_SENT, NULL, 1, "the clone was sent with its UPID recorded");
+	char *outp = up_until_clone(&w, "kill1");
 	pid_t child = job_pid(&w);
 	cr_assert_gt(child, 0);
 	cr_assert_eq(kill(daemon_pid, SIGKILL), 0);
 	cr_assert_eq(waitpid(daemon_pid, NULL, 0), daemon_pid);
 	daemon_pid = -1;
-	int st = 0;
-	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
-	client_pid = -1;
+	int st = client_end();
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "the client saw the daemon go");
 	wait_gone(child); /* the job's process died with its daemon */
 	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'running'",
@@ -527,14 +543,9 @@ Test(daemon, sigterm_records_the_job_interrupted_and_the_next_start_resumes_it)
 	static struct world w;
 	world_start(&w, 10, 2, NULL);
 	daemon_start(&w);
-	char *outp = strprintf("%s/up.out", w.dir);
-	const char *args[] = {"up", "term1", "-t", "jobvm", NULL};
-	client_pid = bg(&w, outp, args);
-	wait_db(&w, CLONE_SENT, NULL, 1, "the clone was sent");
+	char *outp = up_until_clone(&w, "term1");
 	daemon_stop(&w); /* exit 0 */
-	int st = 0;
-	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
-	client_pid = -1;
+	int st = client_end();
 	char *out = NULL;
 	cr_assert_eq(read_file(outp, &out, NULL), 0);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "client status %d:\n%s", st, out);
@@ -558,10 +569,7 @@ Test(daemon, job_follow_streams_until_the_job_ends)
 	static struct world w;
 	world_start(&w, 10, 2, NULL);
 	daemon_start(&w);
-	char *outp = strprintf("%s/up.out", w.dir);
-	const char *args[] = {"up", "fol1", "-t", "jobvm", NULL};
-	client_pid = bg(&w, outp, args);
-	wait_db(&w, CLONE_SENT, NULL, 1, "the clone was sent");
+	char *outp = up_until_clone(&w, "fol1");
 	char *out = NULL;
 	cr_assert_eq(pv(&w, &out, "job", "1", "--follow", NULL), 0, "%s", out);
 	cr_assert(strstr(out, "step     start"), "the start step came while following:\n%s", out);
@@ -569,9 +577,7 @@ Test(daemon, job_follow_streams_until_the_job_ends)
 	free(out);
 	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'", NULL),
 		     1);
-	int st = 0;
-	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
-	client_pid = -1;
+	int st = client_end();
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	/* a job the daemon does not run: printed as stored, exit 0 */
 	cr_assert_eq(pv(&w, &out, "job", "1", "--follow", NULL), 0, "%s", out);
@@ -860,17 +866,12 @@ Test(daemon, cancel_stops_a_running_job_and_records_it_cancelled)
 	static struct world w;
 	world_start(&w, 10, 2, NULL);
 	daemon_start(&w);
-	char *outp = strprintf("%s/up.out", w.dir);
-	const char *args[] = {"up", "can1", "-t", "jobvm", NULL};
-	client_pid = bg(&w, outp, args);
-	wait_db(&w, CLONE_SENT, NULL, 1, "the clone was sent");
+	char *outp = up_until_clone(&w, "can1");
 	char *out = NULL;
 	cr_assert_eq(pv(&w, &out, "cancel", "1", NULL), 0, "%s", out);
 	cr_assert(strstr(out, "pvagentd stops it after its current step"), "%s", out);
 	free(out);
-	int st = 0;
-	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
-	client_pid = -1;
+	int st = client_end();
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "client status %d", st);
 	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'cancelled'", NULL, 1,
 		"job 1 recorded cancelled");
@@ -891,14 +892,9 @@ Test(daemon, ctrl_c_detaches_and_the_job_goes_on)
 	static struct world w;
 	world_start(&w, 10, 2, NULL);
 	daemon_start(&w);
-	char *outp = strprintf("%s/up.out", w.dir);
-	const char *args[] = {"up", "det1", "-t", "jobvm", NULL};
-	client_pid = bg(&w, outp, args);
-	wait_db(&w, CLONE_SENT, NULL, 1, "the clone was sent");
+	char *outp = up_until_clone(&w, "det1");
 	cr_assert_eq(kill(client_pid, SIGINT), 0);
-	int st = 0;
-	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
-	client_pid = -1;
+	int st = client_end();
 	char *out = NULL;
 	cr_assert_eq(read_file(outp, &out, NULL), 0);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "client status %d:\n%s", st, out);
