@@ -909,3 +909,41 @@ Test(daemon, ctrl_c_detaches_and_the_job_goes_on)
 	free(outp);
 	world_free(&w);
 }
+
+Test(daemon, check_validates_and_status_tells_the_daemon)
+{
+	static struct world w;
+	world_start(&w, 100, 3, NULL);
+	char *out = NULL;
+	const char *check[] = {w.dbin, "-c", w.conf, "--check", NULL};
+	cr_assert_eq(test_run(check, NULL, &out), 0, "%s", out);
+	cr_assert(strstr(out, "configuration ok; 1 templates, 0 invalid"), "%s", out);
+	free(out);
+	char *bad = strprintf("%s/broken.tmpl", w.tdir);
+	write_text(bad, "[template]\nkind = nonsense\n", 0644);
+	cr_assert_eq(test_run(check, NULL, &out), 2, "%s", out);
+	cr_assert(strstr(out, "broken.tmpl"), "the invalid template is named:\n%s", out);
+	free(out);
+	cr_assert_eq(unlink(bad), 0);
+	free(bad);
+	/* no daemon: status says so (exit 1); jobs run in the process */
+	cr_assert_eq(pv(&w, &out, "status", NULL), 1, "%s", out);
+	cr_assert(strstr(out, "pvagentd is not running"), "%s", out);
+	free(out);
+	daemon_start(&w);
+	cr_assert_eq(pv(&w, &out, "status", NULL), 0, "%s", out);
+	char *want = strprintf("pvagentd %s, pid %d, up ", "0.9.0", (int)daemon_pid);
+	cr_assert(strstr(out, want), "%s", out);
+	cr_assert(strstr(out, "workers: 0 of 3 busy (at most 2 per node); queue: 0"), "%s", out);
+	free(want);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "--json", "status", NULL), 0, "%s", out);
+	json_object *o = json_tokener_parse(out), *dm;
+	cr_assert_not_null(o, "%s", out);
+	cr_assert(json_object_object_get_ex(o, "daemon", &dm));
+	cr_assert_eq(json_object_get_int(json_object_object_get(dm, "pid")), daemon_pid);
+	json_object_put(o);
+	free(out);
+	daemon_stop(&w);
+	world_free(&w);
+}
