@@ -120,6 +120,10 @@ int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct c
 /* Watch job id in the daemon: 0 (then cli_daemon_follow), or non-zero
  * when the daemon does not run it (or none answers). */
 int cli_daemon_watch(struct cli *cli, long long id, struct ctl_client *c);
+/* The daemon's queued commands (the JSON array of its "jobs" answer):
+ * 1 with *queued, 0 when no daemon answers. */
+int cli_daemon_queued(struct cli *cli, json_object **queued);
+void cli_daemon_print_queued(json_object *queued);
 /* Cancel job id in the daemon: *handled false when no daemon has it. */
 int cli_daemon_cancel(struct cli *cli, long long id, bool *handled);
 /* Print its events after since (unix time) until it ends: its exit code. */

@@ -356,6 +356,35 @@ int cli_daemon_follow(struct cli *cli, struct ctl_client *c, double since)
 	return rc;
 }
 
+/* ---- jobs: what waits in the daemon's queue ------------------------------------ */
+
+int cli_daemon_queued(struct cli *cli, json_object **queued)
+{
+	*queued = NULL;
+	struct ctl_client c;
+	if (connect_daemon(cli, &c, true))
+		return 0;
+	json_object *req = json_object_new_object(), *ans = NULL;
+	json_object_object_add(req, "id", json_object_new_int(1));
+	json_object_object_add(req, "op", json_object_new_string("jobs"));
+	char *err = NULL;
+	if (ctl_client_call(&c, req, &ans, &err) == 1 &&
+	    json_object_get_boolean(json_object_object_get(ans, "ok")))
+		*queued = json_object_get(json_object_object_get(ans, "queued"));
+	free(err);
+	json_object_put(ans);
+	json_object_put(req);
+	ctl_client_close(&c);
+	return *queued ? 1 : 0;
+}
+
+static void print_items(const char *title, json_object *a);
+
+void cli_daemon_print_queued(json_object *queued)
+{
+	print_items("\nqueued in pvagentd (not started yet)", queued);
+}
+
 /* ---- status --------------------------------------------------------------------------- */
 
 static void print_items(const char *title, json_object *a)

@@ -117,6 +117,8 @@ static int cmd_jobs(struct cli *cli, const struct cmd_args *args)
 		free(err);
 		return 1;
 	}
+	json_object *queued = NULL;
+	cli_daemon_queued(cli, &queued);
 	if (cli->json) {
 		json_object *o = json_object_new_object(), *a = json_object_new_array();
 		for (size_t i = 0; i < n; i++)
@@ -124,6 +126,8 @@ static int cmd_jobs(struct cli *cli, const struct cmd_args *args)
 		json_object_object_add(o, "result", json_object_new_string("ok"));
 		json_object_object_add(o, "command", json_object_new_string("jobs"));
 		json_object_object_add(o, "jobs", a);
+		if (queued)
+			json_object_object_add(o, "daemon_queued", json_object_get(queued));
 		out_json_line(stdout, o);
 		json_object_put(o);
 	} else {
@@ -143,7 +147,10 @@ static int cmd_jobs(struct cli *cli, const struct cmd_args *args)
 		if (t)
 			table_print(t, stdout);
 		table_free(t);
+		if (queued && json_object_array_length(queued))
+			cli_daemon_print_queued(queued);
 	}
+	json_object_put(queued);
 	store_jobs_free(v, n);
 	return 0;
 }

@@ -947,3 +947,36 @@ Test(daemon, check_validates_and_status_tells_the_daemon)
 	daemon_stop(&w);
 	world_free(&w);
 }
+
+Test(daemon, with_one_worker_the_second_command_waits_and_jobs_shows_it)
+{
+	static struct world w;
+	world_start(&w, 10, 1, NULL);
+	daemon_start(&w);
+	char *outp = up_until_clone(&w, "one1");
+	char *outq = strprintf("%s/q.out", w.dir);
+	const char *args[] = {"up", "one2", "-t", "jobvm", NULL};
+	pid_t second = bg(&w, outq, args);
+	wait_log(&w, "ticket 2 (up -t jobvm one2) waiting: all 1 workers are busy");
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "jobs", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "queued in pvagentd (not started yet)") &&
+		  strstr(out, "up -t jobvm one2"), "%s", out);
+	free(out);
+	int st = client_end();
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "first client %d", st);
+	cr_assert_eq(waitpid(second, &st, 0), second);
+	cr_assert_eq(read_file(outq, &out, NULL), 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "second client %d:\n%s", st, out);
+	cr_assert(strstr(out, "waiting: all 1 workers are busy") && strstr(out, "created"), "%s",
+		  out);
+	free(out);
+	/* one after the other */
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs a JOIN jobs b ON a.id < b.id WHERE "
+				"a.started < b.ended AND b.started < a.ended", NULL),
+		     0);
+	daemon_stop(&w);
+	free(outp);
+	free(outq);
+	world_free(&w);
+}
