@@ -43,14 +43,17 @@ struct store *cli_store(struct cli *cli);
 /* Client options from the loaded configuration. */
 struct pve_opts cli_pve_opts(const struct conf *c);
 
-/* up/down output: events as lines or JSON, then the results. */
-struct up_print {
+/* Every command's job events (event.h) as lines or JSON lines; then
+ * each command prints its result. */
+struct event_print {
 	struct cli *cli;
 	bool tty;          /* progress lines are redrawn in place */
 	bool progress_shown;
+	bool file_diffs;   /* print the diffs of guest files (dry runs, -v) */
+	bool dry_run;      /* config changes are "would change" */
 };
-void on_up_event(void *ctx, const struct job_event *ev);
-void end_progress_line(struct up_print *pp);
+void on_job_event(void *ctx, const struct job_event *ev);
+void end_progress_line(struct event_print *pp);
 void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
 		   int code);
 
@@ -97,8 +100,6 @@ struct cmd_entry {
  * cmd_args_free). 0, or EXIT_USAGE after saying what is wrong. */
 int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_args *a);
 void cmd_args_free(struct cmd_args *a);
-/* The public half of [ssh] identity, for ${pubkey}; NULL if there is none. */
-char *cli_read_pubkey(const struct conf *c);
 
 /* The command entries of cli_guest.c and cli_jobs.c. */
 extern const struct cmd_entry cmd_inject_entry, cmd_virtio_entry, cmd_bench_entry;

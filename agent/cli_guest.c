@@ -13,6 +13,7 @@
 #include "log.h"
 #include "output.h"
 #include "pvecfg.h"
+#include "target.h"
 #include "pve.h"
 #include "tmpl.h"
 #include "util.h"
@@ -23,209 +24,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-/* ---- inject: printing ---------------------------------------------------------- */
-
-static void on_inject_event(void *ctx, const struct inject_event *ev)
-{
-	struct cli *cli = ctx;
-	if (cli->json) {
-		json_object *o = json_object_new_object();
-		static const char *kinds[] = {"step", "diff", "file", "note"};
-		json_object_object_add(o, "event", json_object_new_string(kinds[ev->kind]));
-		json_object_object_add(o, "step", json_object_new_string(inject_step_name(ev->step)));
-		if (ev->path)
-			json_object_object_add(o, "path", json_object_new_string(ev->path));
-		if (ev->text)
-			json_object_object_add(o, "text", json_object_new_string(ev->text));
-		if (ev->kind == INJ_EV_STEP)
-			json_object_object_add(o, "seconds", json_object_new_double(ev->elapsed_s));
-		out_json_line(stdout, o);
-		json_object_put(o);
-		return;
-	}
-	switch (ev->kind) {
-	case INJ_EV_DIFF:
-		fputs(ev->text ? ev->text : "", stdout);
-		break;
-	case INJ_EV_STEP:
-		printf("  %-8s %6.1fs%s%s\n", inject_step_name(ev->step), ev->elapsed_s,
-		       ev->text ? "  " : "", ev->text ? ev->text : "");
-		break;
-	case INJ_EV_NOTE:
-		printf("  note: %s\n", ev->text ? ev->text : "");
-		break;
-	default:
-		break;
-	}
-	fflush(stdout);
-}
-
-static enum guest_addr_source addr_source(enum tmpl_addr a)
-{
-	return a == TMPL_ADDR_STATIC ? GUEST_ADDR_STATIC
-	     : a == TMPL_ADDR_CLOUDINIT ? GUEST_ADDR_CONFIG : GUEST_ADDR_AGENT;
-}
-
-/* ---- a guest to work on over SSH (inject; virtio and bench next) ------------ */
-
-struct target_req {
-	const char *cmd;                /* "inject": the messages' prefix */
-	const char *name;               /* the guest's name */
-	const char *tmpl_name;          /* -t TEMPLATE, or NULL: the one the
-					   description names */
-	const char *address;            /* --address, or NULL: look it up */
-	const struct tmpl_kvlist *vars; /* --var K=V (may be NULL) */
-	bool tmpl_optional;             /* without a template, go on with the
-					   [ssh] settings alone */
-};
-
-struct guest_target {
-	struct guest_ref ref;
-	json_object *config;            /* the guest's PVE config */
-	char *tmpl_name;                /* or NULL (no template) */
-	struct tmpl *tmpl;              /* or NULL (no template) */
-	struct tmpl_inst inst;          /* tmpl expanded for this guest */
-	char *address;
-	struct ssh_opts ssh;            /* borrows from cli->conf, inst and address */
-};
-
-static void guest_target_free(struct guest_target *gt)
-{
-	free(gt->address);
-	tmpl_inst_free(&gt->inst);
-	tmpl_free(gt->tmpl);
-	free(gt->tmpl_name);
-	json_object_put(gt->config);
-	guest_ref_clear(&gt->ref);
-	memset(gt, 0, sizeof *gt);
-}
-
-/* --address: a host name or address, nothing a command line could take
- * for an option or split. */
-static bool address_ok(const char *a)
-{
-	if (!a || !*a || *a == '-' || strlen(a) > 253)
-		return false;
-	for (const char *p = a; *p; p++)
-		if ((unsigned char)*p <= ' ' || *p == 0x7f)
-			return false;
-	return true;
-}
-
-/* Load and expand the template (-t, or the one the description names) for
- * the guest. 0, or an exit code (reported). Without a template to use and
- * req->tmpl_optional, 0 with gt->tmpl NULL. */
-static int target_template(struct cli *cli, const struct target_req *req, const char *pubkey,
-			   struct guest_target *gt)
-{
-	char *err = NULL;
-	json_object *d = NULL;
-	if (req->tmpl_name)
-		gt->tmpl_name = strdup(req->tmpl_name);
-	else if (json_object_object_get_ex(gt->config, "description", &d))
-		gt->tmpl_name = inject_template_from_description(json_object_get_string(d));
-	if (req->tmpl_name && !gt->tmpl_name) {
-		fprintf(stderr, "pvagent %s: out of memory\n", req->cmd);
-		return 1;
-	}
-	if (!gt->tmpl_name) {
-		if (req->tmpl_optional)
-			return 0;
-		fprintf(stderr, "pvagent %s: %s was not made from a pvagent template: "
-				"name one with -t TEMPLATE\n", req->cmd, req->name);
-		return EXIT_USAGE;
-	}
-	struct tmpl *t = NULL;
-	int lr = tmpl_load((const char *const *)cli->conf.paths.templates, gt->tmpl_name, &t, &err);
-	gt->tmpl = t;
-	if (lr < 0) {
-		if (req->tmpl_optional && !req->tmpl_name) {
-			log_warn("%s: template %s (from the description) not used: %s", req->name,
-				 gt->tmpl_name, err ? err : "cannot load it");
-			free(err);
-			free(gt->tmpl_name);
-			gt->tmpl_name = NULL;
-			gt->tmpl = NULL;
-			return 0;
-		}
-		fprintf(stderr, "pvagent %s: %s\n", req->cmd, err ? err : "cannot load the template");
-		free(err);
-		return EXIT_USAGE;
-	}
-	struct tmpl_kvlist vars = {0};
-	char vmid[24];
-	snprintf(vmid, sizeof vmid, "%d", gt->ref.vmid);
-	int bad = 0;
-	for (size_t i = 0; req->vars && i < req->vars->n && !bad; i++)
-		bad = tmpl_kvlist_set(&vars, req->vars->items[i].key, req->vars->items[i].value) < 0;
-	if (bad || tmpl_kvlist_set(&vars, "name", req->name) < 0 ||
-	    tmpl_kvlist_set(&vars, "vmid", vmid) < 0 ||
-	    (gt->ref.node && tmpl_kvlist_set(&vars, "node", gt->ref.node) < 0) ||
-	    (pubkey && tmpl_kvlist_set(&vars, "pubkey", pubkey) < 0) ||
-	    tmpl_expand(gt->tmpl, &vars, &gt->inst, &err) < 0) {
-		fprintf(stderr, "pvagent %s: %s\n", req->cmd, err ? err : "out of memory");
-		free(err);
-		tmpl_kvlist_free(&vars);
-		return EXIT_USAGE;
-	}
-	tmpl_kvlist_free(&vars);
-	return 0;
-}
-
-/* Find the guest by name, read its config, load and expand its template,
- * find its address (--address, else the template's [guest] address
- * method, else the guest agent) and build the SSH options ([ssh] of the
- * configuration, the template's [guest] user and port). 0, or an exit
- * code after saying why; *gt is filled either way (guest_target_free). */
-static int guest_target_open(struct cli *cli, const struct target_req *req,
-			     struct guest_target *gt)
+/* The guest a command works on (target.h), or an exit code after saying
+ * why. */
+static int open_target(struct cli *cli, const char *cmd, const struct target_req *req,
+		       struct guest_target *gt)
 {
 	memset(gt, 0, sizeof *gt);
-	if (req->address && !address_ok(req->address))
-		return cli_usage_error(req->cmd, "bad --address", req->address);
 	int rc = cli_connect_pve(cli);
 	if (rc)
 		return rc;
 	struct pve_error e = {0};
-	int found = guest_find_by_name(cli->pve, req->name, &gt->ref, &e);
-	if (found < 0 || (found == 1 && guest_get_config(cli->pve, &gt->ref, &gt->config, &e) < 0))
-		return cli_fail_pve(cli, req->cmd, &e);
-	if (found == 0) {
-		fprintf(stderr, "pvagent %s: no guest named '%s'\n", req->cmd, req->name);
-		return 1;
-	}
-	char *pubkey = cli_read_pubkey(&cli->conf); /* for ${pubkey} */
-	rc = target_template(cli, req, pubkey, gt);
-	free(pubkey);
-	if (rc)
-		return rc;
-	if (req->address) {
-		gt->address = strdup(req->address);
-		if (!gt->address) {
-			fprintf(stderr, "pvagent %s: out of memory\n", req->cmd);
-			return 1;
-		}
-	} else {
-		struct guest_wait w = {.address_timeout_s = 60};
-		enum guest_addr_source src = gt->tmpl ? addr_source(gt->tmpl->guest.address)
-						      : GUEST_ADDR_AGENT;
-		if (guest_address(cli->pve, &gt->ref, src, gt->tmpl ? gt->inst.guest.ip.value : NULL,
-				  &w, &gt->address, &e) < 0) {
-			gt->address = NULL;
-			rc = cli_fail_pve(cli, req->cmd, &e);
-			log_error("%s: its address is unknown; give it with --address A", req->name);
-			return rc;
-		}
-	}
-	struct ssh_opts so;
-	if (inject_ssh_opts(&cli->conf, gt->tmpl ? &gt->inst : NULL, gt->address, &so) < 0) {
-		fprintf(stderr, "pvagent %s: set [ssh] known_hosts (or [paths] state) in %s\n",
-			req->cmd, cli->conf.path);
-		return EXIT_USAGE;
-	}
-	gt->ssh = so;
+	if (guest_target_open(cli->pve, &cli->conf, req, gt, &e) < 0)
+		return cli_fail_pve(cli, cmd, &e);
 	return 0;
+}
+
+/* --var K=V into vars; 0 or EXIT_USAGE (said). */
+static int parse_var(const char *cmd, const char *arg, struct tmpl_kvlist *vars)
+{
+	char *err = NULL;
+	if (tmpl_var_arg(vars, arg, &err) == 0)
+		return 0;
+	fprintf(stderr, "pvagent %s: --var %s: %s\n", cmd, arg, err ? err : "expected K=V");
+	free(err);
+	return EXIT_USAGE;
 }
 
 /* ---- inject ----------------------------------------------------------------- */
@@ -243,7 +67,6 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 	bool dry_run = false;
 	const char *tname_opt = NULL, *address = NULL;
 	struct tmpl_kvlist vars = {0};
-	char *err = NULL;
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < a->n; i++) {
 		const char *arg = a->v[i].val;
@@ -251,15 +74,7 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 		case 'd': dry_run = true; break;
 		case 't': tname_opt = arg; break;
 		case 'a': address = arg; break;
-		case 'V':
-			if (tmpl_var_arg(&vars, arg, &err) < 0) {
-				fprintf(stderr, "pvagent inject: --var %s: %s\n", arg,
-					err ? err : "expected K=V");
-				free(err);
-				err = NULL;
-				rc = EXIT_USAGE;
-			}
-			break;
+		case 'V': rc = parse_var(a->cmd, arg, &vars); break;
 		default: rc = EXIT_USAGE; break;
 		}
 	}
@@ -269,7 +84,6 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 	}
 	const char *name = a->argv[0];
 	struct target_req treq = {
-		.cmd = "inject",
 		.name = name,
 		.tmpl_name = tname_opt,
 		.address = address,
@@ -277,7 +91,7 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 	};
 	struct guest_target gt;
 	struct inject_result res = {0};
-	rc = guest_target_open(cli, &treq, &gt);
+	rc = open_target(cli, a->cmd, &treq, &gt);
 	if (rc)
 		goto out;
 	struct inject_request req = {
@@ -286,14 +100,18 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 		.expect_os = gt.tmpl->os,
 		.ssh = &gt.ssh,
 		.dry_run = dry_run,
-		.on_event = on_inject_event,
-		.event_ctx = cli,
 	};
-	inject_job_run(cli_store(cli), &cli_stop, &req, (const char *const *)a->cmdline, &res);
-	rc = res.exit_code;
+	struct event_print ep = {.cli = cli, .tty = !cli->json && cli_stdout_tty(),
+				 .file_diffs = true, .dry_run = dry_run};
+	enum job_outcome out = inject_job_run(cli_store(cli), &cli_stop, &req,
+					      (const char *const *)a->cmdline, on_job_event, &ep,
+					      &res);
+	end_progress_line(&ep);
+	rc = cli_exit_code(out);
 	if (cli->json) {
 		json_object *o = inject_result_json(&res);
 		json_object_object_add(o, "result", json_object_new_string(rc ? "error" : "ok"));
+		json_object_object_add(o, "exit", json_object_new_int(rc));
 		json_object_object_add(o, "command", json_object_new_string("inject"));
 		out_json_line(stdout, o);
 		json_object_put(o);
@@ -314,91 +132,6 @@ out:
 
 /* ---- bench and virtio ------------------------------------------------------------ */
 
-struct bench_ctx {
-	struct cli *cli;
-	const char *name;
-	int vmid;
-	unsigned size_mib;
-	char *db;                 /* state.db, or NULL: results not stored */
-	struct bench_result before, after;
-	bool have_before, have_after;
-};
-
-static void on_bench_event(void *ctx, const char *step, const char *text)
-{
-	struct bench_ctx *bc = ctx;
-	if (bc->cli->json) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "event", json_object_new_string("bench"));
-		json_object_object_add(o, "step", json_object_new_string(step));
-		json_object_object_add(o, "text", json_object_new_string(text ? text : ""));
-		out_json_line(stdout, o);
-		json_object_put(o);
-	} else {
-		printf("  bench    %-8s %s\n", step, text ? text : "");
-		fflush(stdout);
-	}
-}
-
-static void on_bench_detected(void *ctx, const char *os, const char *disk, const char *bus,
-			      const char *nic)
-{
-	struct bench_ctx *bc = ctx;
-	if (!bc->cli->json)
-		printf("%s: benchmark on %s (%s/%s), %s\n", bc->name, os ? os : "?", bus, nic,
-		       disk ? disk : "no raw disk");
-}
-
-/* Run the benchmark on an open session and store the result. 0 or -1
- * (*err). */
-static int bench_once(struct bench_ctx *bc, struct ssh_session *s, enum os_family os,
-		      const char *disk, const char *bus, const char *nic,
-		      struct bench_result *res, char **err)
-{
-	struct bench_request q = {
-		.os = os,
-		.size_mib = bc->size_mib,
-		.raw_disk = disk,
-		.bus = bus,
-		.nic = nic,
-		.on_event = on_bench_event,
-		.event_ctx = bc,
-	};
-	if (bench_run(s, &q, res, err) < 0)
-		return -1;
-	char *serr = NULL;
-	if (bc->db && bench_store(bc->db, bc->name, bc->vmid, res, &serr) < 0) {
-		log_warn("%s: the result was not stored in %s: %s", bc->name, bc->db,
-			 serr ? serr : "error");
-		free(serr);
-	}
-	return 0;
-}
-
-static int virtio_bench_hook(void *ctx, struct ssh_session *s, const char *when,
-			     const struct os_info *os, const char *disk, const char *bus,
-			     const char *nic, char **err)
-{
-	struct bench_ctx *bc = ctx;
-	bool after = strcmp(when, "after") == 0;
-	struct bench_result *r = after ? &bc->after : &bc->before;
-	bench_result_free(r);
-	if (bench_once(bc, s, os->family, disk, bus, nic, r, err) < 0)
-		return -1;
-	if (after)
-		bc->have_after = true;
-	else
-		bc->have_before = true;
-	return 0;
-}
-
-static void bench_ctx_free(struct bench_ctx *bc)
-{
-	bench_result_free(&bc->before);
-	bench_result_free(&bc->after);
-	free(bc->db);
-}
-
 static int parse_size_mib(const char *cmd, const char *arg, unsigned *out)
 {
 	char *end = NULL;
@@ -414,12 +147,14 @@ static const struct option bench_opts[] = {
 	{"size", required_argument, NULL, 's'},
 	{"address", required_argument, NULL, 'a'},
 	{"template", required_argument, NULL, 't'},
+	{"var", required_argument, NULL, 'V'},
 	{0},
 };
 
 static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 {
 	const char *address = NULL, *tname = NULL;
+	struct tmpl_kvlist vars = {0};
 	unsigned size = 0;
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < a->n; i++) {
@@ -428,44 +163,49 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 		case 's': rc = parse_size_mib("bench", arg, &size); break;
 		case 'a': address = arg; break;
 		case 't': tname = arg; break;
+		case 'V': rc = parse_var(a->cmd, arg, &vars); break;
 		default: rc = EXIT_USAGE; break;
 		}
 	}
-	if (rc)
+	if (rc) {
+		tmpl_kvlist_free(&vars);
 		return rc;
+	}
 	const char *name = a->argv[0];
-	struct target_req treq = {.cmd = "bench", .name = name, .tmpl_name = tname,
-				  .address = address, .tmpl_optional = true};
+	struct target_req treq = {.name = name, .tmpl_name = tname, .address = address,
+				  .vars = &vars, .tmpl_optional = true};
 	struct guest_target gt;
-	struct bench_ctx bc = {.cli = cli, .name = name, .size_mib = size};
 	struct bench_result last = {0};
 	struct bench_job_result res = {0};
-	rc = guest_target_open(cli, &treq, &gt);
+	char *db = NULL;
+	rc = open_target(cli, a->cmd, &treq, &gt);
 	if (rc)
 		goto out;
-	bc.db = bench_db_path(cli->conf.paths.state);
+	db = bench_db_path(cli->conf.paths.state);
 	char *lerr = NULL;
-	int have_last = bc.db ? bench_last(bc.db, name, gt.ref.vmid, &last, &lerr) : 0;
+	int have_last = db ? bench_last(db, name, gt.ref.vmid, &last, &lerr) : 0;
 	if (have_last < 0) {
 		log_warn("%s: cannot read earlier results: %s", name, lerr ? lerr : "error");
 		have_last = 0;
 	}
 	free(lerr);
+	struct event_print ep = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
 	struct bench_job_request q = {
 		.name = name,
 		.vmid = gt.ref.vmid,
 		.ssh = &gt.ssh,
 		.config = gt.config,
 		.size_mib = size,
-		.db = bc.db,
-		.on_event = on_bench_event,
-		.event_ctx = &bc,
-		.on_detected = on_bench_detected,
+		.db = db,
+		.on_event = on_job_event,
+		.event_ctx = &ep,
 	};
-	if (bench_job_run(cli_store(cli), &cli_stop, &q, (const char *const *)a->cmdline, &res) <
-	    0) {
+	int brc = bench_job_run(cli_store(cli), &cli_stop, &q, (const char *const *)a->cmdline,
+				&res);
+	end_progress_line(&ep);
+	if (brc < 0) {
 		fprintf(stderr, "pvagent bench: %s: %s\n", name, res.error ? res.error : "failed");
-		rc = res.exit_code ? res.exit_code : 1;
+		rc = cli_exit_code(res.outcome);
 		goto out;
 	}
 	if (cli->json) {
@@ -488,52 +228,10 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 out:
 	bench_result_free(&last);
 	bench_job_result_free(&res);
-	bench_ctx_free(&bc);
+	free(db);
 	guest_target_free(&gt);
+	tmpl_kvlist_free(&vars);
 	return rc;
-}
-
-struct virtio_print {
-	struct cli *cli;
-	bool dry_run;
-};
-
-static void on_convert_event(void *ctx, const struct convert_event *ev)
-{
-	struct virtio_print *vp = ctx;
-	static const char *const kinds[] = {"step", "diff", "config", "note"};
-	if (vp->cli->json) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "event", json_object_new_string(kinds[ev->kind]));
-		json_object_object_add(o, "step", json_object_new_string(ev->step ? ev->step : ""));
-		if (ev->path)
-			json_object_object_add(o, "path", json_object_new_string(ev->path));
-		if (ev->text)
-			json_object_object_add(o, "text", json_object_new_string(ev->text));
-		if (ev->kind == CONV_EV_STEP)
-			json_object_object_add(o, "seconds", json_object_new_double(ev->elapsed_s));
-		out_json_line(stdout, o);
-		json_object_put(o);
-		return;
-	}
-	switch (ev->kind) {
-	case CONV_EV_STEP:
-		printf("  %-12s %6.1fs  %s\n", ev->step ? ev->step : "", ev->elapsed_s,
-		       ev->text ? ev->text : "");
-		break;
-	case CONV_EV_DIFF:
-		if (vp->dry_run || vp->cli->verbosity > 0)
-			fputs(ev->text ? ev->text : "", stdout);
-		break;
-	case CONV_EV_CONFIG:
-		printf("  %-12s         %s%s\n", ev->step ? ev->step : "",
-		       vp->dry_run ? "would set " : "", ev->text ? ev->text : "");
-		break;
-	case CONV_EV_NOTE:
-		printf("  note: %s\n", ev->text ? ev->text : "");
-		break;
-	}
-	fflush(stdout);
 }
 
 static const struct option virtio_opts[] = {
@@ -544,12 +242,14 @@ static const struct option virtio_opts[] = {
 	{"address", required_argument, NULL, 'a'},
 	{"template", required_argument, NULL, 't'},
 	{"timeout", required_argument, NULL, 'T'},
+	{"var", required_argument, NULL, 'V'},
 	{0},
 };
 
 static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 {
 	const char *address = NULL, *tname = NULL;
+	struct tmpl_kvlist vars = {0};
 	bool bench = false, dry = false;
 	enum convert_bus cbus = CONVERT_BUS_AUTO;
 	unsigned size = 0;
@@ -574,28 +274,31 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 				rc = cli_usage_error("virtio", "--timeout: seconds from 1 to 86400", arg);
 			break;
 		}
+		case 'V': rc = parse_var(a->cmd, arg, &vars); break;
 		default: rc = EXIT_USAGE; break;
 		}
 	}
-	if (rc)
+	if (rc) {
+		tmpl_kvlist_free(&vars);
 		return rc;
+	}
 	const char *name = a->argv[0];
-	struct target_req treq = {.cmd = "virtio", .name = name, .tmpl_name = tname,
-				  .address = address, .tmpl_optional = true};
+	struct target_req treq = {.name = name, .tmpl_name = tname, .address = address,
+				  .vars = &vars, .tmpl_optional = true};
 	struct guest_target gt;
-	struct bench_ctx bc = {.cli = cli, .name = name, .size_mib = size};
 	struct convert_result res = {0};
-	rc = guest_target_open(cli, &treq, &gt);
+	char *db = NULL;
+	rc = open_target(cli, a->cmd, &treq, &gt);
 	if (rc)
 		goto out;
-	bc.vmid = gt.ref.vmid;
-	bc.db = bench_db_path(cli->conf.paths.state);
-	if (!bc.db) {
+	db = bench_db_path(cli->conf.paths.state);
+	if (!db) {
 		fprintf(stderr, "pvagent virtio: out of memory\n");
 		rc = 1;
 		goto out;
 	}
-	struct virtio_print vp = {cli, dry};
+	struct event_print ep = {.cli = cli, .tty = !cli->json && cli_stdout_tty(),
+				 .file_diffs = dry, .dry_run = dry};
 	struct guest_wait w = {0};
 	struct convert_request q = {
 		.pve = cli->pve,
@@ -608,30 +311,30 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 		.cli_args = (const char *const *)a->cmdline,
 		.wait = &w,
 		.verify_timeout_s = timeout,
-		.bench = bench && !dry ? virtio_bench_hook : NULL,
-		.bench_ctx = &bc,
-		.on_event = on_convert_event,
-		.event_ctx = &vp,
+		.bench = bench && !dry,
+		.bench_size_mib = size,
+		.bench_db = db,
+		.on_event = on_job_event,
+		.event_ctx = &ep,
 	};
 	if (!cli->json)
 		printf("%s: %s\n", name, dry ? "virtio conversion plan (nothing is changed)"
 					    : "converting to virtio");
 	convert_run(&q, &res);
-	rc = res.exit_code;
-	bool table = bc.have_before && bc.have_after;
+	end_progress_line(&ep);
+	rc = cli_exit_code(res.outcome);
 	if (cli->json) {
 		json_object *o = convert_result_json(&res);
 		json_object_object_add(o, "command", json_object_new_string("virtio"));
 		json_object_object_add(o, "name", json_object_new_string(name));
 		json_object_object_add(o, "result", json_object_new_string(rc ? "error" : "ok"));
-		if (table)
-			json_object_object_add(o, "bench", bench_compare_json(&bc.before, &bc.after));
+		json_object_object_add(o, "exit", json_object_new_int(rc));
 		out_json_line(stdout, o);
 		json_object_put(o);
 	} else {
-		if (table) {
+		if (res.have_bench_before && res.have_bench_after) {
 			printf("\n");
-			bench_compare_table(&bc.before, &bc.after, stdout);
+			bench_compare_table(&res.bench_before, &res.bench_after, stdout);
 		}
 		switch (res.status) {
 		case CONV_DONE:
@@ -653,8 +356,9 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 	}
 out:
 	convert_result_free(&res);
-	bench_ctx_free(&bc);
+	free(db);
 	guest_target_free(&gt);
+	tmpl_kvlist_free(&vars);
 	return rc;
 }
 
@@ -668,13 +372,13 @@ const struct cmd_entry cmd_inject_entry = {
 const struct cmd_entry cmd_virtio_entry = {
 	"virtio",
 	"NAME [--dry-run] [--bench [--size MiB]] [--disk-bus virtio-blk|virtio-scsi] "
-	"[--address A] [-t TEMPLATE] [--timeout S]",
+	"[--address A] [-t TEMPLATE] [--var K=V]... [--timeout S]",
 	"convert IDE disks and e1000 NICs to virtio, rolling back on failure", "t:", virtio_opts,
-	NULL, 1, 1, "guest name", cmd_virtio,
+	"V", 1, 1, "guest name", cmd_virtio,
 };
 const struct cmd_entry cmd_bench_entry = {
-	"bench", "NAME [--size MiB] [--address A] [-t TEMPLATE]",
+	"bench", "NAME [--size MiB] [--address A] [-t TEMPLATE] [--var K=V]...",
 	"in-guest disk benchmark: sequential write/read, diskinfo, random reads; stored and "
 	"compared",
-	"t:", bench_opts, NULL, 1, 1, "guest name", cmd_bench,
+	"t:", bench_opts, "V", 1, 1, "guest name", cmd_bench,
 };

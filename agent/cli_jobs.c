@@ -393,10 +393,10 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 	}
 	store_job_free(&sj);
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	struct up_print pp = {cli, !cli->json && cli_stdout_tty(), false};
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
 	struct job_env env = {
 		.store = cli_store(cli),
-		.on_event = on_up_event,
+		.on_event = on_job_event,
 		.event_ctx = &pp,
 		.stop = &cli_stop,
 		.conf = &cli->conf,

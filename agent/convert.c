@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "diff.h"
+#include "wf_bench.h"
+#include "wf_inject.h"
 #include "inject.h"
 #include "job.h"
 #include "log.h"
@@ -87,6 +89,8 @@ void convert_result_free(struct convert_result *r)
 	free(r->recovery);
 	free(r->snapshot);
 	strv_free(r->changes, r->n_changes);
+	bench_result_free(&r->bench_before);
+	bench_result_free(&r->bench_after);
 	memset(r, 0, sizeof *r);
 }
 
@@ -101,7 +105,7 @@ json_object *convert_result_json(const struct convert_result *r)
 	if (!o)
 		return NULL;
 	jadd_str(o, "status", convert_status_name(r->status));
-	json_object_object_add(o, "exit_code", json_object_new_int(r->exit_code));
+	jadd_str(o, "outcome", job_outcome_name(r->outcome));
 	jadd_str(o, "os", r->os_desc);
 	jadd_str(o, "bus", r->bus);
 	jadd_str(o, "snapshot", r->snapshot);
@@ -117,6 +121,9 @@ json_object *convert_result_json(const struct convert_result *r)
 	}
 	if (r->recovery)
 		jadd_str(o, "recovery", r->recovery);
+	if (r->have_bench_before && r->have_bench_after)
+		json_object_object_add(o, "bench",
+				       bench_compare_json(&r->bench_before, &r->bench_after));
 	return o;
 }
 
@@ -432,6 +439,8 @@ static json_object *journal_files(struct journal *j)
 struct run {
 	const struct convert_request *req;
 	struct convert_result *res;
+	int code;                     /* the failure's class, as README "Exit codes"
+					 numbers it (lower modules say it so) */
 	struct guest_ref g;           /* our copy (status changes) */
 	struct guest_wait w;
 	struct journal j;
@@ -447,57 +456,28 @@ struct run {
 	bool files_restored;          /* the originals are back (rollback or undo) */
 	enum rw_phase phase;          /* for the inject edit */
 	const char *step;
-	double t0;
 };
 
-static void emit(struct run *r, enum convert_event_kind kind, const char *path, const char *text)
-{
-	if (!r->req->on_event)
-		return;
-	struct convert_event ev = {kind, r->step, path, text, 0};
-	r->req->on_event(r->req->event_ctx, &ev);
-}
-
-static void emitf(struct run *r, enum convert_event_kind kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void emitf(struct run *r, enum convert_event_kind kind, const char *fmt, ...)
-{
-	struct sbuf b = {0};
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = sbuf_vaddf(&b, fmt, ap);
-	va_end(ap);
-	if (rc == 0)
-		emit(r, kind, NULL, sbuf_str(&b));
-	sbuf_free(&b);
-}
-
+/* The step failures are named by (r->step: the engine's step, or the
+ * part of it under way, such as "rollback"). */
 static void step_begin(struct run *r, const char *step)
 {
 	r->step = step;
-	r->t0 = pve_clock_now(NULL);
 }
 
-static void step_done(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void step_done(struct run *r, const char *fmt, ...)
+/* A note about a file of the guest. */
+static void note_path(struct run *r, const char *path, const char *text)
 {
-	struct sbuf b = {0};
-	va_list ap;
-	va_start(ap, fmt);
-	sbuf_vaddf(&b, fmt, ap);
-	va_end(ap);
-	if (r->req->on_event) {
-		struct convert_event ev = {CONV_EV_STEP, r->step, NULL, sbuf_str(&b),
-					   pve_clock_now(NULL) - r->t0};
-		r->req->on_event(r->req->event_ctx, &ev);
-	}
-	sbuf_free(&b);
+	if (path)
+		job_note(r->j.job, "%s: %s", path, text ? text : "");
+	else
+		job_note(r->j.job, "%s", text ? text : "");
 }
 
 /* Record a failure of the current step (the first one wins). */
-static int failf(struct run *r, int exit_code, const char *fmt, ...)
+static int failf(struct run *r, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static int failf(struct run *r, int exit_code, const char *fmt, ...)
+static int failf(struct run *r, int code, const char *fmt, ...)
 {
 	struct convert_result *res = r->res;
 	if (!res->error) {
@@ -508,7 +488,7 @@ static int failf(struct run *r, int exit_code, const char *fmt, ...)
 		va_end(ap);
 		res->error = sbuf_steal(&b);
 		res->failed_step = strdup(r->step ? r->step : "?");
-		res->exit_code = exit_code;
+		r->code = code;
 	}
 	return -1;
 }
@@ -598,22 +578,13 @@ static int edit_fn(void *ctx, const struct inject_result *ires, const char *path
 			size_t n = strcspn(p, "\n");
 			char *line = strndup(p, n);
 			if (line)
-				emit(r, CONV_EV_NOTE, path, line);
+				note_path(r, path, line);
 			free(line);
 			p += n + (p[n] ? 1 : 0);
 		}
 	}
 	sbuf_free(&notes);
 	return rc;
-}
-
-static void on_inject(void *ctx, const struct inject_event *ev)
-{
-	struct run *r = ctx;
-	if (ev->kind == INJ_EV_DIFF)
-		emit(r, CONV_EV_DIFF, ev->path, ev->text);
-	else if (ev->kind == INJ_EV_NOTE)
-		emit(r, CONV_EV_NOTE, ev->path, ev->text);
 }
 
 /* Run one phase's edits through inject; record the originals. */
@@ -628,8 +599,8 @@ static int run_phase(struct run *r, enum rw_phase phase, bool dry_run, size_t *c
 		.edit_why = "virtio",
 		.edit = edit_fn,
 		.edit_ctx = r,
-		.on_event = on_inject,
-		.event_ctx = r,
+		.on_event = inject_job_event,
+		.event_ctx = r->j.job,
 	};
 	struct inject_result ir = {0};
 	int rc = inject_run(&q, &ir);
@@ -798,20 +769,36 @@ static char *boot_disk_name(const struct run *r, bool virtio)
 	return osprof_disk_name(&r->det.profile, b, r->t.boot_index);
 }
 
-static void run_bench(struct run *r, const char *when, bool virtio)
+static void run_bench(struct run *r, bool virtio)
 {
-	if (!r->req->bench)
-		return;
+	const struct convert_request *q = r->req;
 	step_begin(r, virtio ? "bench-after" : "bench-before");
 	char *disk = boot_disk_name(r, virtio);
+	struct bench_request bq = {
+		.os = r->det.os.family,
+		.size_mib = q->bench_size_mib,
+		.raw_disk = disk,
+		.bus = virtio ? vbus_name(r->vp.bus) : "ide",
+		.nic = r->t.nnics ? (virtio ? "virtio" : "e1000") : "-",
+		.on_event = bench_job_phase,
+		.event_ctx = r->j.job,
+	};
+	struct bench_result *res = virtio ? &r->res->bench_after : &r->res->bench_before;
+	bool *have = virtio ? &r->res->have_bench_after : &r->res->have_bench_before;
+	bench_result_free(res);
+	*have = false;
 	char *err = NULL;
-	const char *bus = virtio ? vbus_name(r->vp.bus) : "ide";
-	const char *nic = r->t.nnics ? (virtio ? "virtio" : "e1000") : "-";
-	if (r->req->bench(r->req->bench_ctx, r->s, when, &r->det.os, disk, bus, nic, &err) < 0)
-		emitf(r, CONV_EV_NOTE, "benchmark %s the switch failed: %s", when,
-		      err ? err : "error");
-	else
-		step_done(r, "%s on %s/%s", disk ? disk : "?", bus, nic);
+	if (bench_run(r->s, &bq, res, &err) < 0) {
+		job_note(r->j.job, "benchmark %s the switch failed: %s", virtio ? "after" : "before",
+			 err ? err : "error");
+	} else {
+		*have = true;
+		job_summary(r->j.job, "%s on %s/%s", disk ? disk : "?", bq.bus, bq.nic);
+		if (q->bench_db && bench_store(q->bench_db, r->g.name ? r->g.name : "", r->g.vmid,
+					       res, &err) < 0)
+			job_note(r->j.job, "the figures were not stored in %s: %s", q->bench_db,
+				 err ? err : "error");
+	}
 	free(err);
 	free(disk);
 }
@@ -826,7 +813,7 @@ static int install_kmod(struct run *r)
 	struct ssh_stat st;
 	struct ssh_error e = {0};
 	if (ssh_stat(r->s, p->kmod_check, &st, &e) == 0) {
-		emitf(r, CONV_EV_NOTE, "%s is installed (%s)", p->kmod_pkg, p->kmod_check);
+		job_note(r->j.job, "%s is installed (%s)", p->kmod_pkg, p->kmod_check);
 		return 0;
 	}
 	if (e.kind != SSH_ERR_NOENT)
@@ -856,7 +843,7 @@ static int install_kmod(struct run *r)
 		ssh_error_clear(&e);
 		return -1;
 	}
-	emitf(r, CONV_EV_NOTE, "installed %s", p->kmod_pkg);
+	job_note(r->j.job, "installed %s", p->kmod_pkg);
 	return 0;
 }
 
@@ -916,7 +903,7 @@ static int rebuild_initramfs(struct run *r)
 		}
 	}
 	free(out);
-	emitf(r, CONV_EV_NOTE, "initramfs rebuilt with the virtio modules");
+	job_note(r->j.job, "initramfs rebuilt with the virtio modules");
 	return 0;
 }
 
@@ -938,7 +925,7 @@ static int restore_files(struct run *r)
 			log_error("rollback: %s: %s", path, ssh_error_str(&e));
 			rc = -1;
 		} else {
-			emitf(r, CONV_EV_NOTE, "restored %s", path);
+			job_note(r->j.job, "restored %s", path);
 		}
 		ssh_error_clear(&e);
 	}
@@ -949,7 +936,7 @@ static int restore_files(struct run *r)
 		struct ssh_exec_opts xo = {.timeout_ms = 600000};
 		if (ssh_exec_cmdline(r->s, r->det.profile.initramfs_update, &xo, &rr, &e) < 0 ||
 		    rr.exit_status != 0)
-			emitf(r, CONV_EV_NOTE, "'%s' failed after the restore; the old initramfs "
+			job_note(r->j.job, "'%s' failed after the restore; the old initramfs "
 					       "also holds the virtio modules, which is harmless",
 			      r->det.profile.initramfs_update);
 		ssh_result_free(&rr);
@@ -1129,7 +1116,7 @@ static int power(struct run *r, bool on)
 	if (rc < 0)
 		return fail_pve(r, &e, on ? "starting the guest" : "shutting the guest down");
 	if (forced)
-		emitf(r, CONV_EV_NOTE, "the guest did not shut down cleanly in time: stopped");
+		job_note(r->j.job, "the guest did not shut down cleanly in time: stopped");
 	return 0;
 }
 
@@ -1230,7 +1217,7 @@ static int rollback(struct run *r)
 	char *what = r->res->error ? strdup(r->res->error) : NULL;
 	const char *was = r->step;
 	step_begin(r, "rollback");
-	emitf(r, CONV_EV_NOTE, "%s failed: %s; rolling back to IDE/e1000", was ? was : "?",
+	job_note(r->j.job, "%s failed: %s; rolling back to IDE/e1000", was ? was : "?",
 	      what ? what : "error");
 	close_session(r);
 	struct pve_error e = {0};
@@ -1290,15 +1277,15 @@ static int rollback(struct run *r)
 		r->res->recovery = recovery_text(r, now);
 		json_object_put(now);
 		r->res->status = CONV_STUCK;
-		r->res->exit_code = 3;
+		r->code = 3;
 	} else {
 		r->res->error = strprintf("%s failed: %s; rolled back: the guest runs on IDE/e1000 "
 					  "with its original files",
 					  was ? was : "?", what ? what : "error");
 		r->res->rolled_back = true;
 		r->res->status = CONV_FAILED;
-		r->res->exit_code = 1;
-		step_done(r, "the guest is back on IDE/e1000");
+		r->code = 1;
+		job_note(r->j.job, "rolled back: the guest is back on IDE/e1000");
 	}
 	json_object_put(cur);
 	pve_error_clear(&e);
@@ -1318,17 +1305,17 @@ static int take_snapshot(struct run *r)
 			   "before pvagent virtio (IDE/e1000 config and disks)", &r->w, &existed,
 			   &e) == 0) {
 		r->res->snapshot = strdup(SNAPSHOT_NAME);
-		step_done(r, "%s %s (delete it with: qm delsnapshot %d %s)", SNAPSHOT_NAME,
+		job_summary(r->j.job, "%s %s (delete it with: qm delsnapshot %d %s)", SNAPSHOT_NAME,
 			  existed ? "exists already" : "taken", r->g.vmid, SNAPSHOT_NAME);
 		return 0;
 	}
 	int code = pve_error_exit_code(&e);
 	if (code == 4) /* PVE unreachable: stop here */
 		return fail_pve(r, &e, "snapshot");
-	emitf(r, CONV_EV_NOTE, "no snapshot taken (%s): the rollback relies on the saved config "
+	job_note(r->j.job, "no snapshot taken (%s): the rollback relies on the saved config "
 			       "and the file backups", e.message ? e.message : "refused");
 	pve_error_clear(&e);
-	step_done(r, "none");
+	job_summary(r->j.job, "none");
 	return 0;
 }
 
@@ -1337,20 +1324,22 @@ static int dry_run(struct run *r)
 	step_begin(r, "prepare");
 	size_t n1 = 0;
 	if (r->det.profile.kmod_install)
-		emitf(r, CONV_EV_NOTE, "would install %s unless %s exists: %s",
+		job_note(r->j.job, "would install %s unless %s exists: %s",
 		      r->det.profile.kmod_pkg, r->det.profile.kmod_check, r->det.profile.kmod_install);
 	if (run_phase(r, RW_PREPARE, true, &n1) < 0)
 		return -1;
 	if (r->det.profile.family == OS_LINUX && r->det.profile.initramfs_update)
-		emitf(r, CONV_EV_NOTE, "would run %s", r->det.profile.initramfs_update);
-	step_done(r, "%zu file%s to change while on IDE/e1000", n1, n1 == 1 ? "" : "s");
+		job_note(r->j.job, "would run %s", r->det.profile.initramfs_update);
+	job_note(r->j.job, "prepare: %zu file%s to change while on IDE/e1000", n1,
+		 n1 == 1 ? "" : "s");
 	step_begin(r, "config");
 	for (size_t i = 0; i < r->t.n_lines; i++)
-		emit(r, CONV_EV_CONFIG, NULL, r->t.lines[i]);
-	step_done(r, "%u disk%s, %u NIC%s to %s", r->t.ndisks, r->t.ndisks == 1 ? "" : "s",
-		  r->t.nnics, r->t.nnics == 1 ? "" : "s", vbus_name(r->vp.bus));
+		job_diff(r->j.job, r->t.lines[i]);
+	job_note(r->j.job, "config: %u disk%s, %u NIC%s to %s", r->t.ndisks,
+		 r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nnics == 1 ? "" : "s",
+		 vbus_name(r->vp.bus));
 	r->res->status = CONV_DRY_RUN;
-	r->res->exit_code = 0;
+	r->code = 0;
 	return 0;
 }
 
@@ -1377,10 +1366,7 @@ static double verify_timeout(const struct run *r)
  * outcome the exit code stands for). */
 static enum step_rc step_failed(struct job *j, struct run *r)
 {
-	int code = r->res->exit_code ? r->res->exit_code : 1;
-	enum pve_err_kind k = code == 2 ? PVE_ERR_CONFIG : code == 4 ? PVE_ERR_CONNECT : PVE_ERR_API;
-	pve_error_set(job_err(j), k, "%s", r->res->error ? r->res->error : "failed");
-	job_err(j)->ambiguous = code == 3;
+	job_fail_class(j, r->code ? r->code : 1, r->res->error);
 	if (r->res->recovery)
 		job_set_left(j, "%s", r->res->recovery);
 	return STEP_RC_FAIL;
@@ -1424,8 +1410,8 @@ static enum step_rc st_preflight(struct job *j)
 	convert_target_free(&probe);
 	if (nothing) {
 		res->status = CONV_ALREADY;
-		res->exit_code = 0;
-		step_done(r, "already virtio: no IDE disk or e1000 NIC");
+		r->code = 0;
+		job_summary(r->j.job, "already virtio: no IDE disk or e1000 NIC");
 		return STEP_RC_END;
 	}
 	bool running = r->g.status && strcmp(r->g.status, "running") == 0;
@@ -1435,7 +1421,7 @@ static enum step_rc st_preflight(struct job *j)
 		return step_failed(j, r);
 	}
 	if (!running) {
-		emitf(r, CONV_EV_NOTE, "the guest is %s: starting it on IDE/e1000",
+		job_note(r->j.job, "the guest is %s: starting it on IDE/e1000",
 		      r->g.status ? r->g.status : "stopped");
 		if (power(r, true) < 0)
 			return step_failed(j, r);
@@ -1448,7 +1434,7 @@ static enum step_rc st_preflight(struct job *j)
 			failf(r, 1, "out of memory");
 			return step_failed(j, r);
 		}
-	step_done(r, "%s: %u IDE disk%s, %u e1000 NIC%s -> %s", res->os_desc ? res->os_desc : "?",
+	job_summary(r->j.job, "%s: %u IDE disk%s, %u e1000 NIC%s -> %s", res->os_desc ? res->os_desc : "?",
 		  r->t.ndisks, r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nnics == 1 ? "" : "s",
 		  vbus_name(r->vp.bus));
 	if (q->dry_run)
@@ -1483,7 +1469,7 @@ static enum step_rc st_bench_before(struct job *j)
 		return STEP_RC_SKIP;
 	if (ensure_plan(r, 30) < 0)
 		return step_failed(j, r);
-	run_bench(r, "before", false);
+	run_bench(r, false);
 	return STEP_RC_OK;
 }
 
@@ -1497,11 +1483,11 @@ static enum step_rc st_prepare(struct job *j)
 	if (run_phase(r, RW_PREPARE, false, &n) < 0 || rebuild_initramfs(r) < 0) {
 		if (json_object_object_length(journal_files(&r->j)) && restore_files(r) == 0) {
 			r->files_restored = true;
-			emitf(r, CONV_EV_NOTE, "files put back; nothing on PVE was changed");
+			job_note(r->j.job, "files put back; nothing on PVE was changed");
 		}
 		return step_failed(j, r);
 	}
-	step_done(r, "%zu file%s changed; the guest still boots on IDE/e1000", n,
+	job_summary(r->j.job, "%zu file%s changed; the guest still boots on IDE/e1000", n,
 		  n == 1 ? "" : "s");
 	return STEP_RC_OK;
 }
@@ -1538,7 +1524,7 @@ static int ensure_switched(struct run *r)
 		if (power(r, false) < 0 || apply_target(r) < 0)
 			return -1;
 		for (size_t i = 0; i < r->t.n_lines; i++)
-			emit(r, CONV_EV_CONFIG, NULL, r->t.lines[i]);
+			job_diff(r->j.job, r->t.lines[i]);
 	}
 	return power(r, true);
 }
@@ -1581,7 +1567,7 @@ static enum step_rc st_switch(struct job *j)
 		rollback(r);
 		return step_failed(j, r);
 	}
-	step_done(r, "config changed, guest started");
+	job_summary(r->j.job, "config changed, guest started");
 	return STEP_RC_OK;
 }
 
@@ -1623,8 +1609,8 @@ static enum step_rc st_verify(struct job *j)
 	if (verify_guest(r) < 0)
 		return step_failed(j, r);
 	if (journal_set_phase(&r->j, "verified") < 0)
-		emitf(r, CONV_EV_NOTE, "cannot update the journal of job %lld", job_id(j));
-	step_done(r, "the guest runs on %s with all its file systems and NICs",
+		job_note(r->j.job, "cannot update the journal of job %lld", job_id(j));
+	job_summary(r->j.job, "the guest runs on %s with all its file systems and NICs",
 		  vbus_name(r->vp.bus));
 	return STEP_RC_OK;
 }
@@ -1641,16 +1627,16 @@ static enum step_rc st_finish(struct job *j)
 		res->error = strprintf("converted and verified, but dropping the old names failed: %s",
 				       e0 ? e0 : "error");
 		free(e0);
-		res->exit_code = 3;
+		r->code = 3;
 		res->recovery = strprintf("The guest works on virtio; its files still hold the old "
 					  "names beside the new ones. Run pvagent virtio %s again "
 					  "to finish (job %lld).",
 					  r->g.name ? r->g.name : "NAME", job_id(j));
 		return step_failed(j, r);
 	}
-	step_done(r, "%zu file%s cleaned of the old names", n, n == 1 ? "" : "s");
+	job_summary(r->j.job, "%zu file%s cleaned of the old names", n, n == 1 ? "" : "s");
 	res->status = CONV_DONE;
-	res->exit_code = 0;
+	r->code = 0;
 	return STEP_RC_OK;
 }
 
@@ -1661,7 +1647,7 @@ static enum step_rc st_bench_after(struct job *j)
 		return STEP_RC_SKIP;
 	if (ensure_plan(r, verify_timeout(r)) < 0)
 		return step_failed(j, r);
-	run_bench(r, "after", true);
+	run_bench(r, true);
 	return STEP_RC_OK;
 }
 
@@ -1675,7 +1661,7 @@ static int virtio_open(struct job *j, void *ctx)
 		/* resumed: the config saved before anything changed */
 		r->saved = cfg;
 		r->res->resumed = true;
-		emitf(r, CONV_EV_NOTE, "resuming an interrupted conversion (job %lld, phase %s)",
+		job_note(r->j.job, "resuming an interrupted conversion (job %lld, phase %s)",
 		      job_id(j), journal_phase(&r->j));
 	}
 	return 0;
@@ -1760,12 +1746,12 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 {
 	memset(res, 0, sizeof *res);
 	if (!req->pve || !req->guest || !req->ssh) {
-		res->exit_code = 2;
+		res->outcome = JOB_OUT_USAGE;
 		res->error = strdup("convert: missing PVE client, guest or SSH options");
 		return -1;
 	}
 	if (req->guest->type != GUEST_QEMU) {
-		res->exit_code = 2;
+		res->outcome = JOB_OUT_USAGE;
 		res->error = strprintf("%s is a container: containers have no emulated disks to "
 				       "convert", req->guest->name ? req->guest->name : "the guest");
 		return -1;
@@ -1775,13 +1761,15 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 		.store = req->dry_run ? NULL : req->store,
 		.clock = req->clock,
 		.stop = req->stop,
+		.on_event = req->on_event,
+		.event_ctx = req->event_ctx,
 	};
 	if (req->wait)
 		env.wait = *req->wait;
 	struct pve_error e = {0};
 	struct job *j = NULL;
 	if (job_env_init(&env) < 0 || virtio_job(&env, req, &j, &e) < 0) {
-		res->exit_code = e.kind == PVE_ERR_LOCKED ? 1 : pve_error_exit_code(&e);
+		res->outcome = e.kind == PVE_ERR_LOCKED ? JOB_OUT_FAILED : job_outcome_of_error(&e);
 		res->error = strdup(e.message ? e.message : "cannot make the job");
 		pve_error_clear(&e);
 		job_env_fini(&env);
@@ -1791,7 +1779,7 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 	r->req = req;
 	r->res = res;
 	if (guest_ref_copy(&r->g, req->guest) < 0) {
-		res->exit_code = 1;
+		res->outcome = JOB_OUT_FAILED;
 		res->error = strdup("out of memory");
 		job_free(j);
 		job_env_fini(&env);
@@ -1800,7 +1788,6 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 	r->w = env.wait;
 	enum job_outcome o = job_run(j, req->pve);
 	if (o == JOB_OUT_INTERRUPTED && !res->error) {
-		res->exit_code = 130;
 		res->error = strprintf("interrupted; resume with 'pvagent resume %lld' or run the "
 				       "same command again", job_id(j));
 	}
@@ -1808,8 +1795,7 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 			 res->status == CONV_DRY_RUN
 		 ? 0
 		 : -1;
-	if (rc < 0 && res->exit_code == 0)
-		res->exit_code = 1;
+	res->outcome = rc == 0 ? JOB_OUT_DONE : o == JOB_OUT_DONE ? JOB_OUT_FAILED : o;
 	if (rc < 0 && res->status != CONV_STUCK)
 		res->status = CONV_FAILED;
 	job_free(j);

@@ -34,16 +34,17 @@
  *              to its original text. Exit 1. If the rollback fails too:
  *              exit 3 with the state left and how to recover by hand.
  *
- * Journal: before anything changes, <journal_dir>/<vmid>.json holds the
- * saved config, the phase and the original text of every file changed
- * (written atomically). A run that finds it resumes: prepared guests are
- * prepared again (idempotent), a guest whose switch had begun is brought
- * to the converted config and verified (or rolled back). The journal is
- * removed when the conversion ends, converted or rolled back.
+ * Journal: before anything changes, the job's vars (job.h, kept in
+ * state.db) hold the saved config, the phase and the original text of
+ * every file changed. A run that finds the open job resumes it: prepared
+ * guests are prepared again (idempotent), a guest whose switch had begun
+ * is brought to the converted config and verified (or rolled back).
  *
- * Bench: when bench is set it is called with the guest's session before
- * the prepare step and after the finish step (convert.h knows nothing of
- * how the figures are taken). */
+ * Bench: with bench set, the in-guest benchmark (bench.h) runs before the
+ * prepare step and after the finish step on the guest's session; its
+ * phases are notes, its figures the result's and, with
+ * bench_db, stored. A failed benchmark is a note, never a conversion
+ * failure. */
 #ifndef PVAGENT_CONVERT_H
 #define PVAGENT_CONVERT_H
 
@@ -51,7 +52,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "bench.h"
+#include "event.h"
 #include "guest.h"
+#include "job.h"
 #include "osprof.h"
 #include "pve.h"
 #include "ssh.h"
@@ -73,32 +77,6 @@ enum convert_status {
 /* "failed", "converted", "already-virtio", "dry-run", "needs-attention". */
 const char *convert_status_name(enum convert_status s);
 
-enum convert_event_kind {
-	CONV_EV_STEP,   /* a step ended: step, elapsed_s, text */
-	CONV_EV_DIFF,   /* a file diff: path, text (unified diff), step "prepare"
-			   or "switch" or "finish" */
-	CONV_EV_CONFIG, /* a PVE config change line: text "ide0 -> virtio0: ..." */
-	CONV_EV_NOTE,   /* something worth saying: text */
-};
-
-struct convert_event {
-	enum convert_event_kind kind;
-	const char *step;
-	const char *path;
-	const char *text;
-	double elapsed_s;
-};
-typedef void (*convert_event_fn)(void *ctx, const struct convert_event *ev);
-
-/* Bench hook: when is "before" or "after"; disk is the boot disk as the
- * guest names it ("ad0", "vtbd0", "sda", "vda"); bus and nic are the PVE
- * bus and model labels ("ide", "virtio-blk"; "e1000", "virtio"). A failed
- * bench is reported as a note, never a conversion failure: return -1 with
- * *err (malloc'd) for that. */
-typedef int (*convert_bench_fn)(void *ctx, struct ssh_session *s, const char *when,
-				const struct os_info *os, const char *disk,
-				const char *bus, const char *nic, char **err);
-
 struct convert_request {
 	struct pve *pve;
 	const struct guest_ref *guest;   /* found by name (node, vmid, type) */
@@ -113,15 +91,21 @@ struct convert_request {
 	const struct guest_wait *wait;   /* PVE waits; NULL: defaults */
 	double verify_timeout_s;         /* SSH back after a start; 0: 300 */
 	const struct pve_clock *clock;   /* for the SSH waits; NULL: real time */
-	convert_bench_fn bench;          /* may be NULL */
-	void *bench_ctx;
-	convert_event_fn on_event;       /* may be NULL */
+	bool bench;                      /* benchmark before and after */
+	unsigned bench_size_mib;         /* 0: bench.h's default */
+	const char *bench_db;            /* state.db for the figures, or NULL */
+	/* The job's events (event.h): each step's end with its summary; a
+	 * file's change as a JOB_EV_DIFF with its path (unified diff); each
+	 * PVE config change as a JOB_EV_DIFF line "ide0 -> virtio0: ..."
+	 * (in step "switch", or "preflight" for a dry run); notes. May be
+	 * NULL. */
+	job_event_fn on_event;
 	void *event_ctx;
 };
 
 struct convert_result {
 	enum convert_status status;
-	int exit_code;         /* README "Exit codes" */
+	enum job_outcome outcome; /* the mains turn it into an exit code */
 	char *os_desc;         /* "FreeBSD 9.0-RELEASE" or NULL */
 	char *bus;             /* "virtio-blk", "virtio-scsi" or NULL */
 	char *failed_step;     /* on failure */
@@ -132,6 +116,9 @@ struct convert_result {
 	bool rolled_back;      /* the rollback ran and succeeded */
 	char **changes;        /* config change lines */
 	size_t n_changes;
+	/* the benchmark's figures on the old and the new bus (bench set) */
+	struct bench_result bench_before, bench_after;
+	bool have_bench_before, have_bench_after;
 };
 void convert_result_free(struct convert_result *r);
 
@@ -143,8 +130,9 @@ extern const struct job_workflow wf_virtio;
  * CONV_DRY_RUN, -1 otherwise; *res is always filled. */
 int convert_run(const struct convert_request *req, struct convert_result *res);
 
-/* {"status", "exit_code", "os", "bus", "snapshot", "changes", "resumed",
- * "rolled_back", "failed_step", "error", "recovery"}; new reference. */
+/* {"status", "outcome", "os", "bus", "snapshot", "changes", "resumed",
+ * "rolled_back", "failed_step", "error", "recovery", "bench" (the
+ * before/after comparison, bench.h)}; new reference. */
 json_object *convert_result_json(const struct convert_result *r);
 
 /* ---- pure parts (exposed for tests) -------------------------------------------- */

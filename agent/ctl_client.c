@@ -108,8 +108,20 @@ int ctl_client_recv(struct ctl_client *c, json_object **msg, int timeout_ms, cha
 int ctl_client_call(struct ctl_client *c, json_object *req, json_object **answer, char **err)
 {
 	*answer = NULL;
-	if (ctl_client_send(c, req, err) < 0)
+	if (ctl_client_send(c, req, err) < 0) {
+		/* refused before a request is read: the daemon said why and
+		 * closed; that answer is still to be read */
+		json_object *m = NULL;
+		char *e2 = NULL;
+		if (ctl_client_recv(c, &m, 1000, &e2) == 1 && json_object_object_get_ex(m, "ok", NULL)) {
+			free(e2);
+			*answer = m;
+			return 1;
+		}
+		json_object_put(m);
+		free(e2);
 		return -1;
+	}
 	for (;;) {
 		json_object *m = NULL;
 		int r = ctl_client_recv(c, &m, 30000, err);

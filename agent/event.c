@@ -33,6 +33,8 @@ json_object *job_event_json(const struct job_event *ev)
 		json_object_object_add(o, "seconds", json_object_new_double(ev->elapsed_s));
 	if (ev->kind == JOB_EV_PROGRESS && ev->percent >= 0)
 		json_object_object_add(o, "percent", json_object_new_double(ev->percent));
+	if (ev->path)
+		json_object_object_add(o, "path", json_object_new_string(ev->path));
 	if (ev->text)
 		json_object_object_add(o, "text", json_object_new_string(ev->text));
 	if (ev->time > 0)

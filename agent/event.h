@@ -10,7 +10,8 @@ enum job_ev_kind {
 	JOB_EV_BEGIN,     /* work on the subject begins */
 	JOB_EV_STEP,      /* a step ended: step, elapsed_s, text (its summary) */
 	JOB_EV_PROGRESS,  /* inside a step: step, percent (-1 unknown), text */
-	JOB_EV_DIFF,      /* one config difference: text "cores: 1 -> 2" */
+	JOB_EV_DIFF,      /* one config difference: text "cores: 1 -> 2"; or, with
+			     path, a file's change as a unified diff */
 	JOB_EV_NOTE,      /* something worth telling: text */
 	JOB_EV_DONE,      /* the job ended: text is its result word */
 };
@@ -29,6 +30,7 @@ struct job_event {
 	double elapsed_s;         /* JOB_EV_STEP: the step's duration */
 	double percent;           /* JOB_EV_PROGRESS: 0..100, < 0 unknown */
 	const char *text;         /* may be NULL */
+	const char *path;         /* JOB_EV_DIFF of a file: its path; else NULL */
 	double time;              /* unix seconds */
 	const void *result;       /* JOB_EV_DONE: the workflow's result */
 };
@@ -38,7 +40,8 @@ struct job_event {
 typedef void (*job_event_fn)(void *ctx, const struct job_event *ev);
 
 /* {"event":KIND,"job":N,"name":...,"vmid":...,"node":...,"step":...,
- *  "seconds":... (step),"percent":... (progress),"text":...,"time":...};
+ *  "seconds":... (step),"percent":... (progress),"path":... (a file's
+ *  diff),"text":...,"time":...};
  * members without a value are left out. NULL when out of memory. */
 json_object *job_event_json(const struct job_event *ev);
 

@@ -92,6 +92,19 @@ static char *gpath(const struct guest_ref *g, const char *suffix)
 	return p;
 }
 
+/* GET the guest's path suffix ("/config", "/status/current"). */
+static int gget(struct pve *c, const struct guest_ref *g, const char *suffix, json_object **d,
+		struct pve_error *err)
+{
+	*d = NULL;
+	char *path = gpath(g, suffix);
+	if (!path)
+		return pve_error_oom(err);
+	int rc = pve_get(c, path, NULL, d, err);
+	free(path);
+	return rc < 0 ? -1 : 0;
+}
+
 static bool msg_has(const struct pve_error *e, const char *needle)
 {
 	return e->message && strcasestr(e->message, needle) != NULL;
@@ -255,6 +268,91 @@ void guest_version_cache_clear(void)
 	pthread_mutex_unlock(&vcache_mu);
 }
 
+/* ---- guests made by this process ------------------------------------------------ */
+
+/* The last guests this process created, with the names it gave them: while
+ * /cluster/resources still shows one of them without a name (status lag,
+ * below), its name is known without reading the node's list. A bounded
+ * ring: the lag lasts seconds, so only recent guests matter. Keyed by the
+ * API URL, node, type and VMID; a guest deleted by us leaves it. */
+#define MADE_MAX 64
+struct made_ent {
+	char *url, *node, *name;
+	enum guest_type type;
+	int vmid;
+};
+static pthread_mutex_t made_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct made_ent made_ring[MADE_MAX];
+static size_t made_next;
+
+static void made_ent_clear(struct made_ent *e)
+{
+	free(e->url);
+	free(e->node);
+	free(e->name);
+	memset(e, 0, sizeof *e);
+}
+
+static bool made_match(const struct made_ent *e, const char *url, const struct guest_ref *g)
+{
+	return e->url && e->vmid == g->vmid && e->type == g->type && g->node &&
+	       strcmp(e->url, url) == 0 && strcmp(e->node, g->node) == 0;
+}
+
+static void made_forget(const struct pve *c, const struct guest_ref *g)
+{
+	const char *url = pve_url(c);
+	if (!url)
+		return;
+	pthread_mutex_lock(&made_mu);
+	for (size_t i = 0; i < MADE_MAX; i++)
+		if (made_match(&made_ring[i], url, g))
+			made_ent_clear(&made_ring[i]);
+	pthread_mutex_unlock(&made_mu);
+}
+
+static void made_remember(const struct pve *c, const struct guest_ref *g)
+{
+	const char *url = pve_url(c);
+	if (!url || !g->node || !g->name)
+		return;
+	made_forget(c, g);
+	struct made_ent e = {strdup(url), strdup(g->node), strdup(g->name), g->type, g->vmid};
+	if (!e.url || !e.node || !e.name) {
+		made_ent_clear(&e); /* only a shortcut: the node list is read instead */
+		return;
+	}
+	pthread_mutex_lock(&made_mu);
+	made_ent_clear(&made_ring[made_next]);
+	made_ring[made_next] = e;
+	made_next = (made_next + 1) % MADE_MAX;
+	pthread_mutex_unlock(&made_mu);
+}
+
+/* Fill g's name when this process made it. true: filled (or OOM: false). */
+static bool made_fill(const struct pve *c, struct guest_ref *g)
+{
+	const char *url = pve_url(c);
+	bool hit = false;
+	if (!url)
+		return false;
+	pthread_mutex_lock(&made_mu);
+	for (size_t i = 0; i < MADE_MAX && !hit; i++)
+		if (made_match(&made_ring[i], url, g))
+			hit = dupstr(&g->name, made_ring[i].name) == 0;
+	pthread_mutex_unlock(&made_mu);
+	return hit;
+}
+
+void guest_made_cache_clear(void)
+{
+	pthread_mutex_lock(&made_mu);
+	for (size_t i = 0; i < MADE_MAX; i++)
+		made_ent_clear(&made_ring[i]);
+	made_next = 0;
+	pthread_mutex_unlock(&made_mu);
+}
+
 int guest_pve_major(struct pve *c, int *major, struct pve_error *err)
 {
 	if (vcache_get(c, major))
@@ -323,8 +421,9 @@ static int fill_from_node_lists(struct pve *c, struct guest_list *l, struct pve_
 	for (size_t i = 0; i < l->n && rc == 0; i++) {
 		const struct guest_ref *g = &l->v[i];
 		/* only nameless entries matter to a search by name (a status is
-		 * read again where it matters) */
-		if (g->name || !g->node)
+		 * read again where it matters), and only those this process
+		 * did not make */
+		if (g->name || !g->node || made_fill(c, &l->v[i]))
 			continue;
 		char *key = strprintf("\n%s/%s\n", g->node, guest_type_name(g->type));
 		if (!key) {
@@ -515,13 +614,8 @@ int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out, struct pv
 
 int guest_refresh(struct pve *c, struct guest_ref *g, struct pve_error *err)
 {
-	char *path = gpath(g, "/status/current");
-	if (!path)
-		return pve_error_oom(err);
 	json_object *d = NULL;
-	int rc = pve_get(c, path, NULL, &d, err);
-	free(path);
-	if (rc < 0)
+	if (gget(c, g, "/status/current", &d, err) < 0)
 		return -1;
 	const char *lock = json_str(d, "lock");
 	char *status = NULL, *lk = NULL, *name = NULL;
@@ -838,13 +932,8 @@ static int shows_gone(struct pve *c, struct guest_ref *g, const void *arg, struc
 static int shows_snapshot(struct pve *c, struct guest_ref *g, const void *arg,
 			  struct pve_error *err)
 {
-	char *path = gpath(g, "/snapshot");
-	if (!path)
-		return pve_error_oom(err);
 	json_object *d = NULL;
-	int rc = pve_get(c, path, NULL, &d, err);
-	free(path);
-	if (rc < 0)
+	if (gget(c, g, "/snapshot", &d, err) < 0)
 		return -1;
 	int found = 0;
 	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
@@ -938,6 +1027,79 @@ static int next_vmid(struct pve *c, const struct guest_vmid_policy *pol, int las
 	return 0;
 }
 
+/* VMIDs this process is claiming right now: PVE's nextid answers the
+ * same free VMID to every worker that asks before the first one's guest
+ * exists, so each worker takes the next one no other worker of ours holds
+ * (a VMID someone else takes still answers "already exists"). */
+struct vmid_hold {
+	char *url;
+	int vmid;
+};
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct vmid_hold *holds;
+static size_t n_holds;
+
+static bool vmid_held(const char *url, int vmid)
+{
+	for (size_t i = 0; i < n_holds; i++)
+		if (holds[i].vmid == vmid && strcmp(holds[i].url, url) == 0)
+			return true;
+	return false;
+}
+
+/* Release *held (0: none). */
+static void vmid_release(const struct pve *c, int *held)
+{
+	const char *url = pve_url(c);
+	if (*held <= 0 || !url)
+		return;
+	pthread_mutex_lock(&hold_mu);
+	for (size_t i = 0; i < n_holds; i++) {
+		if (holds[i].vmid == *held && strcmp(holds[i].url, url) == 0) {
+			free(holds[i].url);
+			holds[i] = holds[--n_holds];
+			break;
+		}
+	}
+	if (!n_holds) {
+		free(holds);
+		holds = NULL;
+	}
+	pthread_mutex_unlock(&hold_mu);
+	*held = 0;
+}
+
+/* The first VMID from vmid up that no other claim of ours holds (within
+ * the policy's range), held in *held from now on (the previous one
+ * released). Without memory for the hold, vmid itself. */
+static int vmid_reserve(const struct pve *c, const struct guest_vmid_policy *pol, int vmid,
+			int *held)
+{
+	vmid_release(c, held);
+	const char *url = pve_url(c);
+	char *u = url ? strdup(url) : NULL;
+	if (!u)
+		return vmid;
+	int max = pol->range_min > 0 && pol->range_max >= pol->range_min ? pol->range_max
+									  : 999999999;
+	pthread_mutex_lock(&hold_mu);
+	int id = vmid;
+	while (id < max && vmid_held(u, id))
+		id++;
+	if (vmid_held(u, id))
+		id = vmid; /* the range is held by us: PVE decides */
+	struct vmid_hold *nh = realloc(holds, (n_holds + 1) * sizeof *nh);
+	if (nh) {
+		holds = nh;
+		holds[n_holds++] = (struct vmid_hold){u, id};
+		*held = id;
+		u = NULL;
+	}
+	pthread_mutex_unlock(&hold_mu);
+	free(u);
+	return id;
+}
+
 struct ours_ctx {
 	int vmid;
 	const char *name;
@@ -995,7 +1157,8 @@ struct claim {
  * "clone" lock before the task ends) and stopped unless the request asked
  * PVE to start it (then its status is left unknown). Nothing to look up;
  * a later change that still meets a lock waits on PVE's "locked" answer. */
-static int made(const struct claim *cl, int vmid, struct guest_ref *out, struct pve_error *err)
+static int made(struct pve *c, const struct claim *cl, int vmid, struct guest_ref *out,
+		struct pve_error *err)
 {
 	memset(out, 0, sizeof *out);
 	out->vmid = vmid;
@@ -1006,6 +1169,7 @@ static int made(const struct claim *cl, int vmid, struct guest_ref *out, struct 
 		guest_ref_clear(out);
 		return pve_error_oom(err);
 	}
+	made_remember(c, out);
 	return 0;
 }
 
@@ -1027,11 +1191,13 @@ static int adopt(struct pve *c, const struct claim *cl, int vmid, const struct g
 	}
 	if (guest_wait_unlocked(c, out, w, err) < 0)
 		return -1;
+	if (out->name && cl->name && strcasecmp(out->name, cl->name) == 0)
+		made_remember(c, out);
 	return 0;
 }
 
-static int claim_run(struct pve *c, const struct claim *cl, const struct guest_wait *w,
-		     struct guest_ref *out, int *claims_out, struct pve_error *err)
+static int claim_attempts(struct pve *c, const struct claim *cl, const struct guest_wait *w,
+			  int *held, struct guest_ref *out, int *claims_out, struct pve_error *err)
 {
 	const struct guest_vmid_policy *pol = cl->pol;
 	int max = pol->max_claims > 0 ? pol->max_claims : DEF_MAX_CLAIMS;
@@ -1050,6 +1216,8 @@ static int claim_run(struct pve *c, const struct claim *cl, const struct guest_w
 				vmid = pol->vmid;
 			} else if (next_vmid(c, pol, last, err, &vmid) < 0) {
 				return -1;
+			} else {
+				vmid = vmid_reserve(c, pol, vmid, held);
 			}
 		}
 		same_again = false;
@@ -1074,11 +1242,18 @@ static int claim_run(struct pve *c, const struct claim *cl, const struct guest_w
 			if (!upid) /* no task to wait on: look */
 				return adopt(c, cl, vmid, w, out, err);
 			hook_started(w, upid);
+			/* the guest exists from now on, with our name once the
+			 * task ends: a listing meanwhile knows whose it is */
+			struct guest_ref mine = {.vmid = vmid, .type = cl->type,
+						 .node = (char *)cl->node, .name = (char *)cl->name};
+			made_remember(c, &mine);
 			int wr = guest_wait_task(c, upid, cl->step, w, NULL, err);
 			free(upid);
-			if (wr < 0)
+			if (wr < 0) {
+				made_forget(c, &mine);
 				return -1; /* never sent again */
-			return made(cl, vmid, out, err);
+			}
+			return made(c, cl, vmid, out, err);
 		}
 		/* failed: decide whether the next VMID may be tried */
 		if (err->kind == PVE_ERR_EXISTS && !err->ambiguous) {
@@ -1152,6 +1327,17 @@ static int claim_run(struct pve *c, const struct claim *cl, const struct guest_w
 		      "them)",
 		      cl->name, claims);
 	return -1;
+}
+
+/* Claim a VMID by creating the guest (cl->send), trying the next VMID
+ * when one is taken. */
+static int claim_run(struct pve *c, const struct claim *cl, const struct guest_wait *w,
+		     struct guest_ref *out, int *claims_out, struct pve_error *err)
+{
+	int held = 0;
+	int rc = claim_attempts(c, cl, w, &held, out, claims_out, err);
+	vmid_release(c, &held);
+	return rc;
 }
 
 /* ---- create -------------------------------------------------------------------- */
@@ -1265,19 +1451,15 @@ int guest_clone(struct pve *c, const struct guest_clone_req *req, const struct g
 int guest_get_config(struct pve *c, const struct guest_ref *g, json_object **config,
 		     struct pve_error *err)
 {
-	*config = NULL;
-	char *path = gpath(g, "/config");
-	if (!path)
-		return pve_error_oom(err);
-	int rc = pve_get(c, path, NULL, config, err);
-	free(path);
-	if (rc == 0 && !json_object_is_type(*config, json_type_object)) {
+	if (gget(c, g, "/config", config, err) < 0)
+		return -1;
+	if (!json_object_is_type(*config, json_type_object)) {
 		json_object_put(*config);
 		*config = NULL;
 		pve_error_set(err, PVE_ERR_PROTOCOL, "GET config of VM %d: not an object", g->vmid);
 		return -1;
 	}
-	return rc < 0 ? -1 : 0;
+	return 0;
 }
 
 /* An async config change shows only as its running task (the caller
@@ -1312,14 +1494,10 @@ int guest_pending(struct pve *c, const struct guest_ref *g, char **keys, struct 
 	*keys = NULL;
 	if (g->type == GUEST_OPENVZ)
 		return 0;
-	char *path = gpath(g, "/pending");
-	if (!path)
-		return pve_error_oom(err);
 	json_object *d = NULL;
-	int rc = pve_get(c, path, NULL, &d, err);
-	free(path);
-	if (rc < 0)
+	if (gget(c, g, "/pending", &d, err) < 0)
 		return -1;
+	int rc = 0;
 	struct sbuf b = {0};
 	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
@@ -1632,6 +1810,8 @@ int guest_delete(struct pve *c, struct guest_ref *g, bool purge, const struct gu
 		pve_error_clear(err);
 		return 0;
 	}
+	if (rc == 0)
+		made_forget(c, g);
 	if (rc == 0 && deleted)
 		*deleted = true;
 	return rc;

@@ -239,8 +239,8 @@ void job_event_tap(job_event_fn fn, void *ctx)
 	pthread_mutex_unlock(&tap_mu);
 }
 
-static void emit(struct job *j, enum job_ev_kind kind, const char *step, double elapsed,
-		 double pct, const char *text, const void *result)
+static void emit_ev(struct job *j, enum job_ev_kind kind, const char *step, double elapsed,
+		    double pct, const char *text, const char *path, const void *result)
 {
 	struct job_event ev = {
 		.kind = kind,
@@ -253,6 +253,7 @@ static void emit(struct job *j, enum job_ev_kind kind, const char *step, double 
 		.elapsed_s = elapsed,
 		.percent = pct,
 		.text = text,
+		.path = path,
 		.time = clock_unix_now(),
 		.result = result,
 	};
@@ -278,6 +279,12 @@ static void emit(struct job *j, enum job_ev_kind kind, const char *step, double 
 		if (store_event_add(env->store, j->id, &se, &serr) < 0)
 			store_warn(j, "an event", serr);
 	}
+}
+
+static void emit(struct job *j, enum job_ev_kind kind, const char *step, double elapsed,
+		 double pct, const char *text, const void *result)
+{
+	emit_ev(j, kind, step, elapsed, pct, text, NULL, result);
 }
 
 static void vemit(struct job *j, enum job_ev_kind kind, double pct, const char *fmt, va_list ap)
@@ -309,6 +316,11 @@ void job_note(struct job *j, const char *fmt, ...)
 void job_diff(struct job *j, const char *text)
 {
 	emit(j, JOB_EV_DIFF, j->wf->steps[j->cur].name, 0, -1, text, NULL);
+}
+
+void job_file_diff(struct job *j, const char *path, const char *diff)
+{
+	emit_ev(j, JOB_EV_DIFF, j->wf->steps[j->cur].name, 0, -1, diff, path, NULL);
 }
 
 void job_summary(struct job *j, const char *fmt, ...)
@@ -352,6 +364,14 @@ enum step_rc job_fail(struct job *j, enum pve_err_kind kind, const char *fmt, ..
 		oom(j);
 	sbuf_free(&b);
 	va_end(ap);
+	return STEP_RC_FAIL;
+}
+
+enum step_rc job_fail_class(struct job *j, int code, const char *msg)
+{
+	enum pve_err_kind k = code == 2 ? PVE_ERR_CONFIG : code == 4 ? PVE_ERR_CONNECT : PVE_ERR_API;
+	pve_error_set(&j->err, k, "%s", msg ? msg : "failed");
+	j->err.ambiguous = code == 3;
 	return STEP_RC_FAIL;
 }
 

@@ -183,6 +183,8 @@ void job_summary(struct job *j, const char *fmt, ...) __attribute__((format(prin
 void job_progress(struct job *j, double percent, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void job_diff(struct job *j, const char *text);
+/* A file's change (a unified diff) in the guest. */
+void job_file_diff(struct job *j, const char *path, const char *diff);
 void job_note(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Say what a failure would leave behind from now on (NULL: nothing). */
 void job_set_left(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -191,6 +193,12 @@ struct pve_error *job_err(struct job *j);
 /* Fill the error and return STEP_RC_FAIL. */
 enum step_rc job_fail(struct job *j, enum pve_err_kind kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* Fail with msg as a lower module classified the failure, by the numbers
+ * of README "Exit codes" (ssh_error_exit_code, inject's and bench's
+ * results): 2 a bad request (usage), 3 something left (needs attention),
+ * 4 unreachable, anything else failed. */
+enum step_rc job_fail_class(struct job *j, int code, const char *msg);
 
 /* The current step as stored: its UPID and send count from an earlier run
  * (the step was interrupted after sending). */

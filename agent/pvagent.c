@@ -427,7 +427,7 @@ static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 
 /* ---- up / down -------------------------------------------------------------- */
 
-void end_progress_line(struct up_print *pp)
+void end_progress_line(struct event_print *pp)
 {
 	if (pp->progress_shown) {
 		fputc('\n', stdout);
@@ -481,9 +481,9 @@ static json_object *result_json(const struct up_result *r)
 	return o;
 }
 
-void on_up_event(void *ctx, const struct job_event *ev)
+void on_job_event(void *ctx, const struct job_event *ev)
 {
-	struct up_print *pp = ctx;
+	struct event_print *pp = ctx;
 	if (pp->cli->json) {
 		if (ev->kind == JOB_EV_DONE)
 			return; /* the final result object carries it */
@@ -503,12 +503,18 @@ void on_up_event(void *ctx, const struct job_event *ev)
 		return;
 	case JOB_EV_STEP:
 		end_progress_line(pp);
-		printf("  %s: %-8s %6.1fs%s%s\n", ev->name, ev->step ? ev->step : "", ev->elapsed_s,
-		       ev->text ? "  " : "", ev->text ? ev->text : "");
+		printf("  %s: %-12s %6.1fs%s%s\n", ev->name, ev->step ? ev->step : "",
+		       ev->elapsed_s, ev->text ? "  " : "", ev->text ? ev->text : "");
 		break;
 	case JOB_EV_DIFF:
 		end_progress_line(pp);
-		printf("  %s: change %s\n", ev->name, ev->text ? ev->text : "");
+		if (ev->path) {
+			if (pp->file_diffs || pp->cli->verbosity > 0)
+				fputs(ev->text ? ev->text : "", stdout);
+		} else {
+			printf("  %s: %s %s\n", ev->name, pp->dry_run ? "would change" : "change",
+			       ev->text ? ev->text : "");
+		}
 		break;
 	case JOB_EV_NOTE:
 		end_progress_line(pp);
@@ -579,19 +585,6 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 }
 
 /* The public half of [ssh] identity, for ${pubkey}; NULL if there is none. */
-char *cli_read_pubkey(const struct conf *c)
-{
-	if (!c->ssh.identity)
-		return NULL;
-	char *path = strprintf("%s.pub", c->ssh.identity), *text = NULL;
-	if (path && read_file(path, &text, NULL) < 0)
-		text = NULL;
-	free(path);
-	if (text)
-		text[strcspn(text, "\n")] = '\0';
-	return text;
-}
-
 static int parse_count(const char *cmd, const char *opt, const char *arg, long min, long max,
 		       long *out)
 {
@@ -653,9 +646,9 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		tmpl_kvlist_free(&vars);
 		return rc;
 	}
-	char *pubkey = cli_read_pubkey(&cli->conf);
+	char *pubkey = inject_read_pubkey(&cli->conf);
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	struct up_print pp = {cli, !cli->json && cli_stdout_tty(), false};
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
 	struct up_request req = {
 		.names = (const char *const *)a->argv,
 		.n_names = (size_t)a->argc,
@@ -672,7 +665,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		.conf = &cli->conf,
 		.no_inject = no_inject,
 		.pve_opts = &po,
-		.on_event = on_up_event,
+		.on_event = on_job_event,
 		.event_ctx = &pp,
 		.store = cli_store(cli),
 		.stop = &cli_stop,
@@ -704,12 +697,12 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 	if (rc)
 		return rc;
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	struct up_print pp = {cli, !cli->json && cli_stdout_tty(), false};
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
 	struct down_request req = {
 		.name = a->argv[0],
 		.purge = purge,
 		.pve_opts = &po,
-		.on_event = on_up_event,
+		.on_event = on_job_event,
 		.event_ctx = &pp,
 		.store = cli_store(cli),
 		.stop = &cli_stop,

@@ -67,16 +67,18 @@ void bench_guest_disk(json_object *config, const struct os_profile *p, char **na
 }
 
 
-/* The job's error from an exit code and message (also the result's). */
+void bench_job_phase(void *job, const char *phase, const char *text)
+{
+	job_note(job, "%s: %s", phase, text ? text : "");
+}
+
+/* The job's error from a lower module's class and message (also the
+ * result's). */
 static enum step_rc failed(struct job *j, struct bench_ctx *x, int code, const char *msg)
 {
-	x->res->exit_code = code ? code : 1;
 	free(x->res->error);
 	x->res->error = strdup(msg ? msg : "failed");
-	enum pve_err_kind k = code == 2 ? PVE_ERR_CONFIG : code == 4 ? PVE_ERR_CONNECT : PVE_ERR_API;
-	pve_error_set(job_err(j), k, "%s", msg ? msg : "failed");
-	job_err(j)->ambiguous = code == 3;
-	return STEP_RC_FAIL;
+	return job_fail_class(j, code, msg);
 }
 
 static enum step_rc st_connect(struct job *j)
@@ -101,8 +103,6 @@ static enum step_rc st_detect(struct job *j)
 		return failed(j, x, x->det.exit_code, x->det.error ? x->det.error : "no OS");
 	bench_guest_disk(x->req->config, x->det.have_profile ? &x->det.profile : NULL, &x->disk,
 			 &x->bus, &x->nic);
-	if (x->req->on_detected)
-		x->req->on_detected(x->req->event_ctx, x->det.os_desc, x->disk, x->bus, x->nic);
 	job_summary(j, "%s, %s (%s/%s)", x->det.os_desc ? x->det.os_desc : "?",
 		    x->disk ? x->disk : "no raw disk", x->bus, x->nic);
 	return STEP_RC_OK;
@@ -117,8 +117,8 @@ static enum step_rc st_measure(struct job *j)
 		.raw_disk = x->disk,
 		.bus = x->bus,
 		.nic = x->nic,
-		.on_event = x->req->on_event,
-		.event_ctx = x->req->event_ctx,
+		.on_event = bench_job_phase,
+		.event_ctx = j,
 	};
 	char *err = NULL;
 	bench_result_free(&x->res->now);
@@ -177,7 +177,12 @@ int bench_job_run(struct store *store, volatile sig_atomic_t *stop,
 		  struct bench_job_result *r)
 {
 	memset(r, 0, sizeof *r);
-	struct job_env env = {.store = store, .stop = stop};
+	struct job_env env = {
+		.store = store,
+		.stop = stop,
+		.on_event = req->on_event,
+		.event_ctx = req->event_ctx,
+	};
 	struct job *j = NULL;
 	struct pve_error e = {0};
 	json_object *params = job_cli_params(cli_args);
@@ -186,7 +191,7 @@ int bench_job_run(struct store *store, volatile sig_atomic_t *stop,
 					   : -1;
 	json_object_put(params);
 	if (made < 0) {
-		r->exit_code = 1;
+		r->outcome = JOB_OUT_FAILED;
 		r->error = strdup(e.message ? e.message : "cannot make the job");
 		pve_error_clear(&e);
 		job_env_fini(&env);
@@ -196,10 +201,9 @@ int bench_job_run(struct store *store, volatile sig_atomic_t *stop,
 	x->req = req;
 	x->res = r;
 	enum job_outcome o = job_run(j, NULL);
-	if (o == JOB_OUT_INTERRUPTED && !r->error) {
-		r->exit_code = 130;
+	if (o == JOB_OUT_INTERRUPTED && !r->error)
 		r->error = strdup("interrupted");
-	}
+	r->outcome = o;
 	job_free(j);
 	job_env_fini(&env);
 	return o == JOB_OUT_DONE ? 0 : -1;

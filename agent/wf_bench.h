@@ -20,26 +20,30 @@ struct bench_job_request {
 	json_object *config;        /* its PVE config: the boot disk, bus and NIC */
 	unsigned size_mib;          /* 0: the default */
 	const char *db;             /* state.db to store the result in, or NULL */
-	bench_event_fn on_event;    /* bench's progress; may be NULL */
+	/* The job's events (event.h): the detect step's summary names the OS,
+	 * disk, bus and NIC; bench's phases are notes. May be NULL. */
+	job_event_fn on_event;
 	void *event_ctx;
-	/* Once the OS is known: its description, the disk (NULL when none),
-	 * bus and NIC labels. May be NULL. */
-	void (*on_detected)(void *ctx, const char *os, const char *disk, const char *bus,
-			    const char *nic);
 };
 
 struct bench_job_result {
 	struct bench_result now;    /* the figures */
-	int exit_code;              /* 0, or 1, 2, 3, 4, 130 (README "Exit codes") */
+	enum job_outcome outcome;   /* the mains turn it into an exit code */
 	char *error;                /* what failed, or NULL */
 };
 void bench_job_result_free(struct bench_job_result *r);
 
 /* Run the benchmark as a job kept in store (may be NULL); cli_args (may be
- * NULL) is the command line kept with it. 0, or -1 with r->error. */
+ * NULL) is the command line kept with it. 0 (r->outcome done), or -1 with
+ * r->outcome and r->error. */
 int bench_job_run(struct store *store, volatile sig_atomic_t *stop,
 		  const struct bench_job_request *req, const char *const *cli_args,
 		  struct bench_job_result *r);
+
+/* A bench_event_fn (bench.h) for a bench run inside a job (ctx: the
+ * struct job): each phase's result becomes a note of the current step
+ * ("write: sequential write: 23.8 MB/s ..."). */
+void bench_job_phase(void *job, const char *phase, const char *text);
 
 /* The boot disk of a qemu config as the guest names it ("ad0", "vtbd0",
  * "sda") and the bus and NIC labels ("ide", "virtio-blk", "virtio-scsi",

@@ -16,13 +16,28 @@ struct inject_ctx {
 	struct ssh_session *s;
 };
 
-/* The job's error from an exit code (its outcome stands for the code). */
-static enum step_rc failed(struct job *j, int code, const char *msg)
+void inject_job_event(void *job, const struct inject_event *ev)
 {
-	enum pve_err_kind k = code == 2 ? PVE_ERR_CONFIG : code == 4 ? PVE_ERR_CONNECT : PVE_ERR_API;
-	pve_error_set(job_err(j), k, "%s", msg ? msg : "failed");
-	job_err(j)->ambiguous = code == 3;
-	return STEP_RC_FAIL;
+	struct job *j = job;
+	const char *text = ev->text ? ev->text : "";
+	switch (ev->kind) {
+	case INJ_EV_DIFF:
+		job_file_diff(j, ev->path, text);
+		break;
+	case INJ_EV_NOTE:
+		if (ev->path)
+			job_note(j, "%s: %s", ev->path, text);
+		else
+			job_note(j, "%s", text);
+		break;
+	case INJ_EV_STEP:
+		job_progress(j, -1, "%s: %s", inject_step_name(ev->step), text);
+		break;
+	case INJ_EV_FILE:
+		if (ev->step == INJ_STEP_ROLLBACK)
+			job_progress(j, -1, "rollback: %s %s", ev->path ? ev->path : "", text);
+		break;
+	}
 }
 
 static enum step_rc st_connect(struct job *j)
@@ -37,7 +52,7 @@ static enum step_rc st_connect(struct job *j)
 		x->res->failed_step = INJ_STEP_CONNECT;
 		x->res->error = strprintf("connect: %s", ssh_error_str(&e));
 		ssh_error_clear(&e);
-		return failed(j, x->res->exit_code, x->res->error);
+		return job_fail_class(j, x->res->exit_code, x->res->error);
 	}
 	job_summary(j, "%s", x->req->ssh->host);
 	return STEP_RC_OK;
@@ -49,9 +64,11 @@ static enum step_rc st_inject(struct job *j)
 	struct inject_request q = *x->req;
 	if (!q.session)
 		q.session = x->s;
+	q.on_event = inject_job_event;
+	q.event_ctx = j;
 	inject_result_free(x->res);
 	if (inject_run(&q, x->res) < 0)
-		return failed(j, x->res->exit_code ? x->res->exit_code : 1, x->res->error);
+		return job_fail_class(j, x->res->exit_code ? x->res->exit_code : 1, x->res->error);
 	char *sum = inject_result_summary(x->res);
 	job_summary(j, "%s", sum ? sum : "done");
 	free(sum);
@@ -79,12 +96,17 @@ const struct job_workflow wf_inject = {
 	.close = inject_close,
 };
 
-int inject_job_run(struct store *store, volatile sig_atomic_t *stop,
+enum job_outcome inject_job_run(struct store *store, volatile sig_atomic_t *stop,
 		   const struct inject_request *req, const char *const *cli_args,
-		   struct inject_result *res)
+		   job_event_fn on_event, void *event_ctx, struct inject_result *res)
 {
 	memset(res, 0, sizeof *res);
-	struct job_env env = {.store = req->dry_run ? NULL : store, .stop = stop};
+	struct job_env env = {
+		.store = req->dry_run ? NULL : store,
+		.stop = stop,
+		.on_event = on_event,
+		.event_ctx = event_ctx,
+	};
 	struct job *j = NULL;
 	struct pve_error e = {0};
 	json_object *params = job_cli_params(cli_args);
@@ -97,17 +119,15 @@ int inject_job_run(struct store *store, volatile sig_atomic_t *stop,
 		res->error = strdup(e.message ? e.message : "cannot make the job");
 		pve_error_clear(&e);
 		job_env_fini(&env);
-		return -1;
+		return JOB_OUT_FAILED;
 	}
 	struct inject_ctx *x = job_ctx(j);
 	x->req = req;
 	x->res = res;
 	enum job_outcome o = job_run(j, NULL);
-	if (o == JOB_OUT_INTERRUPTED && !res->error) {
-		res->exit_code = 130;
+	if (o == JOB_OUT_INTERRUPTED && !res->error)
 		res->error = strdup("interrupted");
-	}
 	job_free(j);
 	job_env_fini(&env);
-	return o == JOB_OUT_DONE ? 0 : -1;
+	return o;
 }

@@ -12,6 +12,7 @@
 #include "pvekeys.h"
 #include "task.h"
 #include "util.h"
+#include "wf_inject.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -1045,19 +1046,6 @@ static int wait_ssh(struct job *j, struct up_ctx *u, const struct ssh_opts *so,
 	return -1;
 }
 
-/* inject's steps and notes, as progress of the "inject" step. */
-static void on_inject_event(void *ctx, const struct inject_event *ev)
-{
-	struct job *j = ctx;
-	if (ev->kind == INJ_EV_STEP)
-		job_progress(j, -1, "%s: %s", inject_step_name(ev->step), ev->text ? ev->text : "");
-	else if (ev->kind == INJ_EV_NOTE)
-		job_progress(j, -1, "note: %s", ev->text ? ev->text : "");
-	else if (ev->kind == INJ_EV_FILE && ev->step == INJ_STEP_ROLLBACK)
-		job_progress(j, -1, "rollback: %s %s", ev->path ? ev->path : "",
-			     ev->text ? ev->text : "");
-}
-
 static int store_inject(struct job *j, const struct up_inject *ui)
 {
 	json_object *o = json_object_new_object();
@@ -1097,7 +1085,7 @@ static enum step_rc up_inject(struct job *j)
 		.expect_os = u->tmpl->os,
 		.session = s,
 		.ssh = &so,
-		.on_event = on_inject_event,
+		.on_event = inject_job_event,
 		.event_ctx = j,
 	};
 	struct inject_result ires;

@@ -1,4 +1,4 @@
-/* test_bench.c - the in-guest disk benchmark (agent/bench.*): the dd,
+/* test_bench.c - the in-guest disk benchmark (agent/bench*): the dd,
  * diskinfo and fio parsers on real output formats and on garbage, the
  * result's text, side-by-side table and JSON, the state.db store; and
  * bench_run against real sshd chroots of the fixture guests
@@ -651,7 +651,7 @@ static bool has_note(const struct bench_result *r, const char *start)
 
 Test(bench, freebsd_ide_then_virtio_blk)
 {
-	struct ssh_session *s = start("freebsd-9.0", "127.0.1.140", "ide");
+	struct ssh_session *s = start("freebsd-9.0", "127.0.1.180", "ide");
 	struct bench_request req = {.os = OS_FREEBSD, .size_mib = 16, .raw_disk = "ad0",
 				    .bus = "ide", .nic = "e1000"};
 	struct bench_result ide, vb;
@@ -720,7 +720,7 @@ Test(bench, freebsd_ide_then_virtio_blk)
 
 Test(bench, freebsd_without_raw_disk)
 {
-	struct ssh_session *s = start("freebsd-9.0", "127.0.1.141", "virtio-blk");
+	struct ssh_session *s = start("freebsd-9.0", "127.0.1.181", "virtio-blk");
 	struct bench_request req = {.os = OS_FREEBSD, .size_mib = 4, .bus = "virtio-blk",
 				    .nic = "virtio"};
 	struct bench_result res;
@@ -743,7 +743,7 @@ Test(bench, freebsd_without_raw_disk)
  * (sysctl -n hw.physmem; the sysctl stand-in answers the fixture's fact). */
 Test(bench, freebsd_file_larger_than_ram)
 {
-	struct ssh_session *s = start("freebsd-9.0", "127.0.1.146", "ide");
+	struct ssh_session *s = start("freebsd-9.0", "127.0.1.186", "ide");
 	char *facts = NULL;
 	cr_assert_eq(guestenv_read(&ge, "/.pvagent-facts/facts", &facts), 0);
 	char *more = strprintf("%s$ sysctl -n hw.physmem\n2097152\n", facts);
@@ -783,7 +783,7 @@ Test(bench, freebsd_file_larger_than_ram)
 
 Test(bench, ubuntu_fio_and_size)
 {
-	struct ssh_session *s = start("ubuntu-24.04", "127.0.1.142", "virtio-scsi");
+	struct ssh_session *s = start("ubuntu-24.04", "127.0.1.182", "virtio-scsi");
 	cr_assert_eq(guestenv_write(&ge, "/.pvagent-facts/fio", "fio-3.36\n", 0644), 0);
 	struct bench_request req = {.os = OS_LINUX, .size_mib = 8, .raw_disk = "sda",
 				    .bus = "virtio-scsi", .nic = "virtio", .fio_runtime_s = 1};
@@ -831,7 +831,7 @@ Test(bench, ubuntu_fio_and_size)
 
 Test(bench, hostile_directory_name)
 {
-	struct ssh_session *s = start("ubuntu-24.04", "127.0.1.143", "ide");
+	struct ssh_session *s = start("ubuntu-24.04", "127.0.1.183", "ide");
 	cr_assert_eq(guestenv_write(&ge, "/.pvagent-facts/fio", "fio-3.36\n", 0644), 0);
 	static const char dir[] = "/var/tmp/it's \"q\" $(touch pwned1) `touch pwned2`; "
 				  "touch pwned3 a:b \\ %s end";
@@ -862,7 +862,7 @@ Test(bench, hostile_directory_name)
 
 Test(bench, connection_lost_leaves_a_named_directory)
 {
-	struct ssh_session *s = start("ubuntu-24.04", "127.0.1.144", "ide");
+	struct ssh_session *s = start("ubuntu-24.04", "127.0.1.184", "ide");
 	struct bench_request req = {.os = OS_LINUX, .size_mib = 2, .bus = "ide", .nic = "e1000"};
 	struct bench_result res;
 	struct cap c;
@@ -886,7 +886,7 @@ Test(bench, connection_lost_leaves_a_named_directory)
 
 Test(bench, bad_requests)
 {
-	struct ssh_session *s = start("freebsd-9.0", "127.0.1.145", NULL);
+	struct ssh_session *s = start("freebsd-9.0", "127.0.1.185", NULL);
 	struct bench_result res;
 	char *err = NULL;
 	struct bench_request req = {.os = OS_UNKNOWN};

@@ -267,7 +267,7 @@ struct fx {
 	struct sbuf events;
 	const char *fixture;
 	/* fault hook: called for each event (after it is recorded) */
-	void (*hook)(struct fx *f, const struct convert_event *ev);
+	void (*hook)(struct fx *f, const struct job_event *ev);
 	int hook_fired;
 };
 
@@ -384,6 +384,7 @@ static void fx_stop(struct fx *f)
 	cr_assert_eq(guestenv_watch_stop(&f->ge), 0);
 	pve_free(f->c);
 	guest_version_cache_clear();
+	guest_made_cache_clear();
 	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
 	simclock_destroy(&f->sc);
 	guestenv_stop(&f->ge);
@@ -391,12 +392,18 @@ static void fx_stop(struct fx *f)
 	sbuf_free(&f->events);
 }
 
-static void on_event(void *ctx, const struct convert_event *ev)
+/* A PVE config change line ("ide0 -> virtio0: ..."). */
+static bool is_config_change(const struct job_event *ev)
+{
+	return ev->kind == JOB_EV_DIFF && !ev->path;
+}
+
+static void on_event(void *ctx, const struct job_event *ev)
 {
 	struct fx *f = ctx;
-	static const char *const kinds[] = {"step", "diff", "config", "note"};
-	sbuf_addf(&f->events, "%s %s%s%s: %s\n", kinds[ev->kind], ev->step ? ev->step : "-",
-		  ev->path ? " " : "", ev->path ? ev->path : "", ev->text ? ev->text : "");
+	sbuf_addf(&f->events, "%s %s%s%s: %s\n", job_ev_kind_name(ev->kind),
+		  ev->step ? ev->step : "-", ev->path ? " " : "", ev->path ? ev->path : "",
+		  ev->text ? ev->text : "");
 	if (f->hook)
 		f->hook(f, ev);
 }
@@ -544,7 +551,7 @@ static void convert_ok(const char *fixture, const char *addr, enum convert_bus b
 	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
 		     r.failed_step, r.error, sbuf_str(&f.events));
 	cr_expect_eq(r.status, CONV_DONE);
-	cr_expect_eq(r.exit_code, 0);
+	cr_expect_eq(r.outcome, JOB_OUT_DONE);
 	cr_expect_str_eq(r.snapshot, "pvagent_virtio");
 	convert_result_free(&r);
 	expect_config(&f, disk_key, "local-lvm:vm-190-disk-0,size=16G");
@@ -636,9 +643,9 @@ Test(convert_run, dry_run_changes_nothing)
 	char *after = guestenv_snapshot(&f.ge);
 	cr_expect_str_eq(after, before, "a dry run writes nothing in the guest");
 	const char *ev = sbuf_str(&f.events);
-	cr_expect(strstr(ev, "diff prepare /boot/loader.conf"), "%s", ev);
+	cr_expect(strstr(ev, "diff preflight /boot/loader.conf"), "%s", ev);
 	cr_expect(strstr(ev, "+virtio_blk_load=\"YES\""), "%s", ev);
-	cr_expect(strstr(ev, "config config: ide0 -> virtio0"), "%s", ev);
+	cr_expect(strstr(ev, "diff preflight: ide0 -> virtio0"), "%s", ev);
 	cr_expect(strstr(ev, "pkg_add"), "the kmod install is shown: %s", ev);
 	expect_config(&f, "ide0", "local-lvm:vm-190-disk-0,size=16G");
 	json_object *log = simproc_requests(&f.sp);
@@ -656,7 +663,7 @@ static void expect_rolled_back(struct fx *f, const struct convert_result *r, con
 {
 	cr_expect_eq(r->status, CONV_FAILED, "%s: %s\n%s\nevents:\n%s", convert_status_name(r->status),
 		     r->error ? r->error : "", r->recovery ? r->recovery : "", sbuf_str(&f->events));
-	cr_expect_eq(r->exit_code, 1);
+	cr_expect_eq(r->outcome, JOB_OUT_FAILED);
 	cr_expect(r->error && strstr(r->error, why), "error: %s (want '%s')\n%s",
 		  r->error ? r->error : "(null)", why, sbuf_str(&f->events));
 	expect_config(f, "ide0", "local-lvm:vm-190-disk-0,size=16G");
@@ -683,7 +690,7 @@ Test(convert_run, kmod_not_installable_stops_before_pve)
 	char *before = guestenv_snapshot(&f.ge);
 	struct convert_result r;
 	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 0, &r), -1);
-	cr_expect_eq(r.exit_code, 1);
+	cr_expect_eq(r.outcome, JOB_OUT_FAILED);
 	cr_expect(r.error && strstr(r.error, "cannot install virtio-kmod"), "%s", r.error);
 	cr_expect(r.error && strstr(r.error, "nothing on PVE was changed"), "%s", r.error);
 	cr_expect_str_eq(r.failed_step, "prepare");
@@ -730,9 +737,9 @@ static void root_on_ide(struct sbuf *out, const char *line, size_t n)
 
 /* Between the config change and the start: put the root back on the IDE
  * name, as if the edit had been lost: virtio boots to mountroot>. */
-static void break_fstab(struct fx *f, const struct convert_event *ev)
+static void break_fstab(struct fx *f, const struct job_event *ev)
 {
-	if (ev->kind != CONV_EV_CONFIG || f->hook_fired++)
+	if (!is_config_change(ev) || f->hook_fired++)
 		return;
 	edit_guest_lines(f, "/etc/fstab", root_on_ide);
 }
@@ -759,9 +766,9 @@ static void no_vtnet(struct sbuf *out, const char *line, size_t n)
 }
 
 /* The NIC's rc.conf line lost before the boot: virtio boots without network. */
-static void drop_vtnet(struct fx *f, const struct convert_event *ev)
+static void drop_vtnet(struct fx *f, const struct job_event *ev)
 {
-	if (ev->kind != CONV_EV_CONFIG || f->hook_fired++)
+	if (!is_config_change(ev) || f->hook_fired++)
 		return;
 	edit_guest_lines(f, "/etc/rc.conf", no_vtnet);
 }
@@ -781,13 +788,13 @@ Test(convert_run, nic_config_missing_rolls_back)
 /* The guest boots but its sshd never answers: the watcher is stopped and
  * the sshd paused at the switch, and the watcher comes back when the
  * rollback begins. */
-static void silence_guest(struct fx *f, const struct convert_event *ev)
+static void silence_guest(struct fx *f, const struct job_event *ev)
 {
-	if (ev->kind == CONV_EV_CONFIG && f->hook_fired == 0) {
+	if (is_config_change(ev) && f->hook_fired == 0) {
 		f->hook_fired = 1;
 		cr_assert_eq(guestenv_watch_stop(&f->ge), 0);
 		cr_assert_eq(guestenv_pause(&f->ge), 0);
-	} else if (ev->kind == CONV_EV_NOTE && ev->text && strstr(ev->text, "rolling back") &&
+	} else if (ev->kind == JOB_EV_NOTE && ev->text && strstr(ev->text, "rolling back") &&
 		   f->hook_fired == 1) {
 		f->hook_fired++;
 		cr_assert_eq(guestenv_resume(&f->ge), 0);
@@ -824,9 +831,9 @@ Test(convert_run, pve_error_during_the_config_change_rolls_back)
 
 /* Neither virtio nor the rollback brings SSH back: the sshd is paused for
  * good at the switch. */
-static void silence_for_good(struct fx *f, const struct convert_event *ev)
+static void silence_for_good(struct fx *f, const struct job_event *ev)
 {
-	if (ev->kind == CONV_EV_CONFIG && f->hook_fired == 0) {
+	if (is_config_change(ev) && f->hook_fired == 0) {
 		f->hook_fired = 1;
 		cr_assert_eq(guestenv_watch_stop(&f->ge), 0);
 		cr_assert_eq(guestenv_pause(&f->ge), 0);
@@ -841,7 +848,7 @@ Test(convert_run, failed_rollback_needs_attention)
 	struct convert_result r;
 	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 2, &r), -1);
 	cr_expect_eq(r.status, CONV_STUCK);
-	cr_expect_eq(r.exit_code, 3);
+	cr_expect_eq(r.outcome, JOB_OUT_NEEDS_ATTENTION);
 	cr_expect_not(r.rolled_back);
 	cr_expect(r.error && strstr(r.error, "then the rollback failed reaching the guest over SSH"),
 		  "%s", r.error);
@@ -868,10 +875,10 @@ Test(convert_run, failed_rollback_needs_attention)
 
 /* The agent killed (SIGKILL) between the switch and the verify; the rerun
  * finds the journal and finishes. */
-static void die(struct fx *f, const struct convert_event *ev)
+static void die(struct fx *f, const struct job_event *ev)
 {
 	(void)f;
-	if (ev->kind == CONV_EV_CONFIG)
+	if (is_config_change(ev))
 		raise(SIGKILL);
 }
 

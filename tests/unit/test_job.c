@@ -426,6 +426,7 @@ static void fx_stop(struct fx *f)
 	rm_rf(f->dir);
 	free(f->dir);
 	guest_version_cache_clear();
+	guest_made_cache_clear();
 	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
 	simclock_destroy(&f->sc);
 }
@@ -625,6 +626,23 @@ static void just_after_status_update(struct fx *f)
 	cr_assert_eq(simproc_advance(&f->sp, (double)(10 - u % 10) + 0.3), 0);
 }
 
+/* Does /cluster/resources still show VMID vmid without a name, status
+ * "unknown"? */
+static bool lagging(struct fx *f, int vmid)
+{
+	json_object *res = api_data(f, "/cluster/resources?type=vm");
+	bool lag = false;
+	for (size_t i = 0; i < json_object_array_length(res); i++) {
+		json_object *e = json_object_array_get_idx(res, i), *v = NULL;
+		if (json_object_object_get_ex(e, "vmid", &v) && json_object_get_int(v) == vmid)
+			lag = json_object_object_get_ex(e, "status", &v) &&
+			      strcmp(json_object_get_string(v), "unknown") == 0 &&
+			      !json_object_object_get_ex(e, "name", NULL);
+	}
+	json_object_put(res);
+	return lag;
+}
+
 /* A guest just made (a linked clone named name), still without its name
  * and with status "unknown" in /cluster/resources; its VMID. */
 static int fresh_guest(struct fx *f, int newid, const char *name)
@@ -638,17 +656,7 @@ static int fresh_guest(struct fx *f, int newid, const char *name)
 	json_object_put(d);
 	free(body);
 	cr_assert_eq(simproc_advance(&f->sp, 3), 0); /* the linked clone is done */
-	json_object *res = api_data(f, "/cluster/resources?type=vm");
-	bool lagging = false;
-	for (size_t i = 0; i < json_object_array_length(res); i++) {
-		json_object *e = json_object_array_get_idx(res, i), *v = NULL;
-		if (json_object_object_get_ex(e, "vmid", &v) && json_object_get_int(v) == newid)
-			lagging = json_object_object_get_ex(e, "status", &v) &&
-				  strcmp(json_object_get_string(v), "unknown") == 0 &&
-				  !json_object_object_get_ex(e, "name", NULL);
-	}
-	json_object_put(res);
-	cr_assert(lagging, "the cluster's list should not show %s yet", name);
+	cr_assert(lagging(f, newid), "the cluster's list should not show %s yet", name);
 	return newid;
 }
 
@@ -667,6 +675,44 @@ Test(job_sim, up_right_after_a_create_finds_the_guest_the_cluster_list_does_not_
 	up_result_free(&r);
 	cr_expect_eq(guests_named(&f, "fresh1"), 1, "never a second guest");
 	cr_expect_eq(requests(&f, "POST", "/clone", -1), 1, "cloned once (by the test)");
+	fx_stop(&f);
+}
+
+/* A guest this process made is known by name while the cluster's list
+ * lags: a listing (up's find step, its check for a concurrent twin after
+ * the clone) does not read the node's list for it. */
+Test(job_sim, a_guest_made_here_needs_no_node_list_while_the_cluster_list_lags)
+{
+	static struct fx f;
+	fx_start(&f);
+	struct pve_error e = {0};
+	struct guest_ref src = {0};
+	cr_assert_eq(guest_find_by_vmid(f.c, 9024, &src, &e), 1);
+	just_after_status_update(&f);
+	struct guest_clone_req req = {.source = &src, .name = "made1", .full = false};
+	struct guest_wait w = {.clock = &f.clk, .poll_s = 1};
+	struct guest_ref g = {0};
+	cr_assert_eq(guest_clone(f.c, &req, &w, &g, NULL, &e), 0, "%s",
+		     e.message ? e.message : "");
+	struct guest_list l;
+	cr_assert_eq(guest_list(f.c, NULL, &l, &e), 0);
+	struct guest_ref found = {0};
+	cr_expect_eq(guest_list_find_name(&l, "made1", &found, &e), 1, "found by name");
+	cr_expect_eq(found.vmid, g.vmid);
+	guest_list_free(&l);
+	cr_assert(lagging(&f, g.vmid), "the cluster's list should not name VMID %d yet", g.vmid);
+	cr_expect_eq(requests(&f, "GET", "/nodes/pve1/qemu", -1), 0,
+		     "the node's list was not needed");
+	/* another process does not know it: it reads the node's list */
+	guest_made_cache_clear();
+	cr_assert_eq(guest_list(f.c, NULL, &l, &e), 0);
+	guest_ref_clear(&found);
+	cr_expect_eq(guest_list_find_name(&l, "made1", &found, &e), 1, "found by name");
+	guest_list_free(&l);
+	cr_expect_eq(requests(&f, "GET", "/nodes/pve1/qemu", -1), 1);
+	guest_ref_clear(&found);
+	guest_ref_clear(&g);
+	guest_ref_clear(&src);
 	fx_stop(&f);
 }
 

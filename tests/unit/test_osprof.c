@@ -1,7 +1,7 @@
-/* test_osprof.c - osprof.c: facts transcripts, OS detection over the
- * fixtures' captured command output, per-version profiles (kmod, loader
- * lines, initramfs modules, virtio-scsi), device and NIC names, label/MAC
- * parsers and the virtio plan. */
+/* test_osprof.c - osprof.c, osprof_detect.c and virtio_plan.c: facts
+ * transcripts, OS detection over the fixtures' captured command output,
+ * per-version profiles (kmod, loader lines, initramfs modules, virtio-scsi),
+ * device and NIC names, label/MAC parsers and the virtio plan. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>

@@ -424,6 +424,7 @@ static void fx_stop(struct fx *f)
 	tmpl_free(f->t);
 	sbuf_free(&f->ev.text);
 	guest_version_cache_clear();
+	guest_made_cache_clear();
 	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
 	simclock_destroy(&f->sc);
 }
@@ -708,6 +709,33 @@ Test(provision_sim, parallel_rollout_caps_in_flight)
 	cr_assert_eq(simproc_count_requests(log, "POST", "*/status/start", -1), 0);
 	json_object_put(log);
 	up_results_free(res, 5);
+	fx_stop(&f);
+}
+
+/* PVE's nextid answers every worker the same VMID until the first clone
+ * exists: the workers of one run never send a clone for a VMID another of
+ * them holds. */
+Test(provision_sim, parallel_workers_never_claim_the_same_vmid)
+{
+	static struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	const char *names[] = {"va", "vb", "vc", "vd", "ve", "vf", "vg", "vh"};
+	struct up_request req = up_req(&f, names, 8);
+	req.parallel = 4;
+	req.client = NULL;
+	req.no_start = true;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 8);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(f.ev.max_in_flight, 4, "four ran at once");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/clone", -1), 8,
+		     "one clone request per guest, none refused as 'already exists'");
+	cr_expect_eq(simproc_count_requests(log, "GET", "*/cluster/nextid", -1), 8);
+	json_object_put(log);
+	up_results_free(res, 8);
 	fx_stop(&f);
 }
 

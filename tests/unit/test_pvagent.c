@@ -125,6 +125,13 @@ static void world_start(struct world *w, const char *addr)
 	cr_assert_eq(sbuf_addf(&t, common, "clistatic", ge.sd.port), 0);
 	cr_assert_eq(sbuf_addf(&t, "address = static\nip = %s\n", ge.sd.addr), 0);
 	write_text(p, sbuf_str(&t), 0644);
+	sbuf_reset(&t);
+	free(p);
+	/* cliip: the address is a variable, as in the shipped freebsd-9.0 */
+	p = strprintf("%s/cliip.tmpl", tdir);
+	cr_assert_eq(sbuf_addf(&t, common, "cliip", ge.sd.port), 0);
+	cr_assert_eq(sbuf_add(&t, "address = static\nip = ${ip}\n[vars]\nip =\n"), 0);
+	write_text(p, sbuf_str(&t), 0644);
 	sbuf_free(&t);
 	free(p);
 
@@ -250,6 +257,11 @@ Test(pvagent_cli, inject_address_for_a_guest_pve_cannot_locate)
 	cr_expect_str_eq(jpath(o, (const char *const[]){"result", NULL}), "ok");
 	cr_expect_str_eq(jpath(o, (const char *const[]){"status", NULL}), "unchanged");
 	json_object_put(o);
+	free(out);
+
+	/* a template whose address is ${ip}: --address stands for it */
+	rc = pv(&w, &out, "inject", "cli1", "-t", "cliip", "--address", ge.sd.addr, NULL);
+	cr_expect_eq(rc, 0, "--address satisfies ${ip}: %s", out);
 	free(out);
 	world_free(&w);
 }

@@ -1,4 +1,4 @@
-/* test_ssh.c - Criterion tests for agent/ssh.* against a real OpenSSH sshd
+/* test_ssh.c - Criterion tests for agent/ssh* against a real OpenSSH sshd
  * (tests/support/sshd.*) chrooted into a busybox tree: exec, quoting of
  * hostile values, host key policies, identities and ssh-agent, SFTP read
  * and atomic write with backup, a guest dying mid-write, timeouts. Each

@@ -1,0 +1,161 @@
+/* target.c - the guest a guest command works on (target.h): find it,
+ * read its config, load and expand its template, find its address, build
+ * its SSH options. */
+#include "target.h"
+
+#include "inject.h"
+#include "log.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void guest_target_free(struct guest_target *gt)
+{
+	free(gt->address);
+	tmpl_inst_free(&gt->inst);
+	tmpl_free(gt->tmpl);
+	free(gt->tmpl_name);
+	json_object_put(gt->config);
+	guest_ref_clear(&gt->ref);
+	memset(gt, 0, sizeof *gt);
+}
+
+static enum guest_addr_source addr_source(enum tmpl_addr a)
+{
+	return a == TMPL_ADDR_STATIC ? GUEST_ADDR_STATIC
+	     : a == TMPL_ADDR_CLOUDINIT ? GUEST_ADDR_CONFIG : GUEST_ADDR_AGENT;
+}
+
+/* A host name or address, nothing a command line could take for an
+ * option or split. */
+static bool address_ok(const char *a)
+{
+	if (!a || !*a || *a == '-' || strlen(a) > 253)
+		return false;
+	for (const char *p = a; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* The variables the template is expanded with: --var, then the guest's
+ * name, VMID, node and the [ssh] public key; an address given stands for
+ * ${ip} when the template declares it and --var does not set it. */
+static int target_vars(const struct target_req *req, const struct guest_target *gt,
+		       const char *pubkey, struct tmpl_kvlist *vars)
+{
+	char vmid[24];
+	snprintf(vmid, sizeof vmid, "%d", gt->ref.vmid);
+	for (size_t i = 0; req->vars && i < req->vars->n; i++)
+		if (tmpl_kvlist_set(vars, req->vars->items[i].key, req->vars->items[i].value) < 0)
+			return -1;
+	if (req->address && tmpl_kvlist_get(&gt->tmpl->vars, "ip") && !tmpl_kvlist_get(vars, "ip") &&
+	    tmpl_kvlist_set(vars, "ip", req->address) < 0)
+		return -1;
+	if (tmpl_kvlist_set(vars, "name", req->name) < 0 ||
+	    tmpl_kvlist_set(vars, "vmid", vmid) < 0 ||
+	    (gt->ref.node && tmpl_kvlist_set(vars, "node", gt->ref.node) < 0) ||
+	    (pubkey && tmpl_kvlist_set(vars, "pubkey", pubkey) < 0))
+		return -1;
+	return 0;
+}
+
+/* Load and expand the template (-t, or the one the description names).
+ * Without one to use and req->tmpl_optional: 0 with gt->tmpl NULL. */
+static int target_template(const struct conf *conf, const struct target_req *req,
+			   struct guest_target *gt, struct pve_error *err)
+{
+	json_object *d = NULL;
+	if (req->tmpl_name)
+		gt->tmpl_name = strdup(req->tmpl_name);
+	else if (json_object_object_get_ex(gt->config, "description", &d))
+		gt->tmpl_name = inject_template_from_description(json_object_get_string(d));
+	if (req->tmpl_name && !gt->tmpl_name)
+		return pve_error_oom(err);
+	if (!gt->tmpl_name) {
+		if (req->tmpl_optional)
+			return 0;
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "%s was not made from a pvagent template: name one with -t TEMPLATE",
+			      req->name);
+		return -1;
+	}
+	char *msg = NULL;
+	struct tmpl *t = NULL;
+	int lr = tmpl_load((const char *const *)conf->paths.templates, gt->tmpl_name, &t, &msg);
+	gt->tmpl = t;
+	if (lr < 0) {
+		if (req->tmpl_optional && !req->tmpl_name) {
+			log_warn("%s: template %s (from the description) not used: %s", req->name,
+				 gt->tmpl_name, msg ? msg : "cannot load it");
+			free(msg);
+			free(gt->tmpl_name);
+			gt->tmpl_name = NULL;
+			gt->tmpl = NULL;
+			return 0;
+		}
+		pve_error_set(err, PVE_ERR_CONFIG, "%s", msg ? msg : "cannot load the template");
+		free(msg);
+		return -1;
+	}
+	char *pubkey = inject_read_pubkey(conf); /* for ${pubkey} */
+	struct tmpl_kvlist vars = {0};
+	int rc = 0;
+	if (target_vars(req, gt, pubkey, &vars) < 0) {
+		rc = pve_error_oom(err);
+	} else if (tmpl_expand(gt->tmpl, &vars, &gt->inst, &msg) < 0) {
+		pve_error_set(err, PVE_ERR_CONFIG, "%s", msg ? msg : "out of memory");
+		rc = -1;
+	}
+	free(msg);
+	free(pubkey);
+	tmpl_kvlist_free(&vars);
+	return rc;
+}
+
+int guest_target_open(struct pve *c, const struct conf *conf, const struct target_req *req,
+		      struct guest_target *gt, struct pve_error *err)
+{
+	memset(gt, 0, sizeof *gt);
+	if (req->address && !address_ok(req->address)) {
+		pve_error_set(err, PVE_ERR_CONFIG, "bad --address '%s'", req->address);
+		return -1;
+	}
+	int found = guest_find_by_name(c, req->name, &gt->ref, err);
+	if (found < 0 || (found == 1 && guest_get_config(c, &gt->ref, &gt->config, err) < 0))
+		return -1;
+	if (found == 0) {
+		pve_error_set(err, PVE_ERR_NOT_FOUND, "no guest named '%s'", req->name);
+		return -1;
+	}
+	if (target_template(conf, req, gt, err) < 0)
+		return -1;
+	if (req->address) {
+		gt->address = strdup(req->address);
+		if (!gt->address)
+			return pve_error_oom(err);
+	} else {
+		struct guest_wait w = {
+			.address_timeout_s = req->address_timeout_s > 0 ? req->address_timeout_s : 60,
+		};
+		enum guest_addr_source src = gt->tmpl ? addr_source(gt->tmpl->guest.address)
+						      : GUEST_ADDR_AGENT;
+		if (guest_address(c, &gt->ref, src, gt->tmpl ? gt->inst.guest.ip.value : NULL, &w,
+				  &gt->address, err) < 0) {
+			gt->address = NULL;
+			char *m = pve_error_format(err);
+			pve_error_set(err, err->kind, "%s; give the address with --address A",
+				      m ? m : "its address is unknown");
+			free(m);
+			return -1;
+		}
+	}
+	if (inject_ssh_opts(conf, gt->tmpl ? &gt->inst : NULL, gt->address, &gt->ssh) < 0) {
+		pve_error_set(err, PVE_ERR_CONFIG, "set [ssh] known_hosts (or [paths] state) in %s",
+			      conf->path ? conf->path : "pvagent.conf");
+		return -1;
+	}
+	return 0;
+}
