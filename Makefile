@@ -8,7 +8,8 @@
 #   make demo       the whole flow against the bundled simulator
 #   make bench      benchmarks (ratios and counts)
 #   make lint       cppcheck and clang-tidy, zero findings
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (UNITDIR for the systemd unit)
+#   make deb        Debian package (conf/debian/) in build/deb/, checked by lintian
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -18,6 +19,7 @@ SBINDIR  = $(PREFIX)/sbin
 MANDIR   = $(PREFIX)/share/man
 DATADIR  = $(PREFIX)/share/pvagent
 SYSCONFDIR ?= /etc
+UNITDIR ?= $(SYSCONFDIR)/systemd/system
 
 AGENT_PKGS = libcurl json-c libssh2 sqlite3 openssl
 SIM_PKGS   = libmicrohttpd gnutls json-c libpcre2-8
@@ -84,13 +86,19 @@ $(REL)/agent/%.o: agent/%.c $(wildcard agent/*.h)
 $(REL)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h agent/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SIM_CFLAGS) -c $< -o $@
+# where pvagentd finds the pvagent it runs jobs with, once installed
+$(REL)/agent/jobproc.o $(SAN)/agent/jobproc.o: AGENT_CFLAGS += -DPVAGENT_CLI='"$(BINDIR)/pvagent"'
+# and the shipped templates' directory, the last of the default search path
+$(REL)/agent/conf.o $(SAN)/agent/conf.o: AGENT_CFLAGS += -DPVAGENT_TEMPLATES='"$(DATADIR)/templates"'
 $(REL)/libpvagent.a: $(call objs,$(REL),$(AGENT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^
 pvagent: $(call objs,$(REL),agent/pvagent.c $(CLI_SRC)) $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
+# the daemon links only what it uses (its jobs run in pvagent): no libcurl,
+# libssh2 or OpenSSL pages in its memory
 pvagentd: $(REL)/agent/pvagentd.o $(REL)/libpvagent.a
-	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
+	$(CC) $(CFLAGS) -Wl,--as-needed -o $@ $^ $(AGENT_LIBS)
 tests/pvesim/pvesim: $(call objs,$(REL),$(SIM_MAIN) $(SIM_SRC) $(SIM_AGENT))
 	$(CC) $(CFLAGS) -o $@ $^ $(SIM_LIBS)
 
@@ -154,6 +162,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-run
 test-run: $(SAN_PROGS) $(TEST_BINS)
 	@PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
+	  PVAGENTD_BIN=$(abspath $(SAN)/pvagentd) \
 	  GUESTD_BIN=$(abspath $(SAN)/guestd) sh tests/run-tests.sh $(TEST_BINS) $(wildcard tests/e2e/*.sh)
 
 demo: deps
@@ -224,15 +233,36 @@ deps:
 check-deps:
 	@sh tests/tools/deps.sh --check "$(DEB_PKGS)" "$(DEB_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)" "$(PY_MODS)"
 
-install: all
+# what install builds first (make deb: the two programs only)
+INSTALL_DEPS ?= all
+install: $(INSTALL_DEPS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 \
-	  $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(DATADIR)/templates $(DESTDIR)$(SYSCONFDIR)/pvagent
+	  $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DATADIR)/templates \
+	  $(DESTDIR)$(SYSCONFDIR)/pvagent $(DESTDIR)$(UNITDIR)
 	$(if $(wildcard pvagent),install -m 0755 pvagent $(DESTDIR)$(BINDIR)/)
 	$(if $(wildcard pvagentd),install -m 0755 pvagentd $(DESTDIR)$(SBINDIR)/)
 	$(if $(wildcard conf/man/*.1),install -m 0644 $(wildcard conf/man/*.1) $(DESTDIR)$(MANDIR)/man1/)
 	$(if $(wildcard conf/man/*.5),install -m 0644 $(wildcard conf/man/*.5) $(DESTDIR)$(MANDIR)/man5/)
+	$(if $(wildcard conf/man/*.8),install -m 0644 $(wildcard conf/man/*.8) $(DESTDIR)$(MANDIR)/man8/)
+	sed 's|@SBINDIR@|$(SBINDIR)|g' conf/pvagentd.service >$(DESTDIR)$(UNITDIR)/pvagentd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/pvagentd.service
 	$(if $(wildcard templates/*.tmpl),install -m 0644 $(wildcard templates/*.tmpl) $(DESTDIR)$(DATADIR)/templates/)
 	$(if $(wildcard conf/pvagent.conf.example),install -m 0644 conf/pvagent.conf.example $(DESTDIR)$(SYSCONFDIR)/pvagent/)
+
+# make deb: a Debian package of the tree as it is (conf/debian/ becomes
+# debian/), built with dpkg-buildpackage into build/deb/, then lintian.
+DEB_TOOLS = debhelper lintian dpkg-dev fakeroot
+DEB_VERSION = $(shell sed -n '1s/.*(\(.*\)).*/\1/p' conf/debian/changelog)
+.PHONY: deb
+deb:
+	@for p in $(DEB_TOOLS); do dpkg -s $$p >/dev/null 2>&1 || \
+	  { echo "make deb needs: apt-get install $(DEB_TOOLS)"; exit 1; }; done
+	rm -rf build/deb && mkdir -p build/deb/pvagent-$(DEB_VERSION)
+	git ls-files -co --exclude-standard | grep -v '^conf/debian/' | \
+	  tar -cf - -T - | tar -xf - -C build/deb/pvagent-$(DEB_VERSION)
+	cp -r conf/debian build/deb/pvagent-$(DEB_VERSION)/debian
+	cd build/deb/pvagent-$(DEB_VERSION) && dpkg-buildpackage -us -uc -b
+	lintian --info build/deb/pvagent_$(DEB_VERSION)_*.deb
 
 clean:
 	rm -rf build pvagent pvagentd tests/pvesim/pvesim tests/guests/guestd

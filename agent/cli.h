@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "conf.h"
+#include "ctl_client.h"
 #include "job.h"
 #include "provision.h"
 #include "pve.h"
@@ -21,6 +22,7 @@
 struct cli {
 	const char *conf_path;
 	bool json;
+	bool local;            /* --local: never through pvagentd */
 	int verbosity;
 	struct conf conf;
 	bool conf_loaded;
@@ -102,6 +104,32 @@ void cmd_args_free(struct cmd_args *a);
 /* The command entries of cli_guest.c and cli_jobs.c. */
 extern const struct cmd_entry cmd_inject_entry, cmd_virtio_entry, cmd_bench_entry;
 extern const struct cmd_entry cmd_jobs_entry, cmd_job_entry, cmd_resume_entry, cmd_cancel_entry;
+extern const struct cmd_entry cmd_up_entry, cmd_down_entry, cmd_status_entry;
+
+/* pvagentd (cli_daemon.c). Run by the daemon: send the engine's events to
+ * it ($PVAGENT_EVENT_FD). */
+void cli_daemon_child_init(void);
+/* ... and at its end this process's PVE request counts (pve_stats). */
+void cli_daemon_child_end(void);
+/* Is our output a terminal (progress redrawn in place)? $PVAGENT_TTY
+ * (set by the daemon for its children) wins over isatty(1). */
+bool cli_stdout_tty(void);
+/* A job command with a daemon answering: submit it there and print what
+ * it prints; *handled false (and 0) when it is to run in this process. */
+int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,
+		      bool *handled);
+/* Watch job id in the daemon: 0 (then cli_daemon_follow), or non-zero
+ * when the daemon does not run it (or none answers). */
+int cli_daemon_watch(struct cli *cli, long long id, struct ctl_client *c);
+/* The daemon's queued commands (the JSON array of its "jobs" answer):
+ * 1 with *queued, 0 when no daemon answers. */
+int cli_daemon_queued(struct cli *cli, json_object **queued);
+void cli_daemon_print_queued(json_object *queued);
+/* Cancel job id in the daemon: *handled false when no daemon has it. */
+int cli_daemon_cancel(struct cli *cli, long long id, bool *handled);
+/* Print its events after since (unix time) until it ends: its exit code. */
+int cli_daemon_follow(struct cli *cli, struct ctl_client *c, double since);
+
 /* Parse argv by e and run it (cli_jobs.c runs a stored command line). */
 int cmd_dispatch(struct cli *cli, const struct cmd_entry *e, int argc, char **argv);
 

@@ -101,7 +101,7 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 		.ssh = &gt.ssh,
 		.dry_run = dry_run,
 	};
-	struct event_print ep = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO),
+	struct event_print ep = {.cli = cli, .tty = !cli->json && cli_stdout_tty(),
 				 .file_diffs = true, .dry_run = dry_run};
 	enum job_outcome out = inject_job_run(cli_store(cli), &cli_stop, &req,
 					      (const char *const *)a->cmdline, on_job_event, &ep,
@@ -189,7 +189,7 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 		have_last = 0;
 	}
 	free(lerr);
-	struct event_print ep = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO)};
+	struct event_print ep = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
 	struct bench_job_request q = {
 		.name = name,
 		.vmid = gt.ref.vmid,
@@ -297,7 +297,7 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 		rc = 1;
 		goto out;
 	}
-	struct event_print ep = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO),
+	struct event_print ep = {.cli = cli, .tty = !cli->json && cli_stdout_tty(),
 				 .file_diffs = dry, .dry_run = dry};
 	struct guest_wait w = {0};
 	struct convert_request q = {

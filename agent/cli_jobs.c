@@ -117,6 +117,8 @@ static int cmd_jobs(struct cli *cli, const struct cmd_args *args)
 		free(err);
 		return 1;
 	}
+	json_object *queued = NULL;
+	cli_daemon_queued(cli, &queued);
 	if (cli->json) {
 		json_object *o = json_object_new_object(), *a = json_object_new_array();
 		for (size_t i = 0; i < n; i++)
@@ -124,6 +126,8 @@ static int cmd_jobs(struct cli *cli, const struct cmd_args *args)
 		json_object_object_add(o, "result", json_object_new_string("ok"));
 		json_object_object_add(o, "command", json_object_new_string("jobs"));
 		json_object_object_add(o, "jobs", a);
+		if (queued)
+			json_object_object_add(o, "daemon_queued", json_object_get(queued));
 		out_json_line(stdout, o);
 		json_object_put(o);
 	} else {
@@ -143,7 +147,10 @@ static int cmd_jobs(struct cli *cli, const struct cmd_args *args)
 		if (t)
 			table_print(t, stdout);
 		table_free(t);
+		if (queued && json_object_array_length(queued))
+			cli_daemon_print_queued(queued);
 	}
+	json_object_put(queued);
 	store_jobs_free(v, n);
 	return 0;
 }
@@ -154,9 +161,15 @@ static int cmd_job(struct cli *cli, const struct cmd_args *args)
 	int rc = parse_id(args, &id);
 	if (rc)
 		return rc;
+	bool follow = false;
+	for (size_t i = 0; i < args->n; i++)
+		follow = follow || args->v[i].opt == 'f';
 	struct store *st;
 	if ((rc = open_store(cli, "job", &st)))
 		return rc;
+	/* --follow: watch first, then print what is stored, then what comes */
+	struct ctl_client wc;
+	bool watching = follow && cli_daemon_watch(cli, id, &wc) == 0;
 	struct store_job j;
 	struct store_step *steps = NULL;
 	struct store_event *evs = NULL;
@@ -165,6 +178,8 @@ static int cmd_job(struct cli *cli, const struct cmd_args *args)
 	int r = store_job_get(st, id, &j, &err);
 	if (r == 0) {
 		fprintf(stderr, "pvagent job: no job %lld in %s\n", id, store_file(st));
+		if (watching)
+			ctl_client_close(&wc);
 		return 1;
 	}
 	if (r < 0 || store_steps_get(st, id, &steps, &ns, &err) < 0 ||
@@ -174,8 +189,11 @@ static int cmd_job(struct cli *cli, const struct cmd_args *args)
 		if (r > 0)
 			store_job_free(&j);
 		store_steps_free(steps, ns);
+		if (watching)
+			ctl_client_close(&wc);
 		return 1;
 	}
+	double since = ne ? evs[ne - 1].time : 0;
 	if (cli->json) {
 		json_object *o = job_json(&j), *a = json_object_new_array(), *e = json_object_new_array();
 		json_object_object_add(o, "params", json_tokener_parse(j.params ? j.params : "{}"));
@@ -258,12 +276,17 @@ static int cmd_job(struct cli *cli, const struct cmd_args *args)
 		if (left)
 			printf("left: %s\n", left);
 		json_object_put(eo);
-		if (store_job_resumable(&j))
+		if (!watching && store_job_resumable(&j))
 			printf("resume it with: pvagent resume %lld\n", j.id);
 	}
+	if (follow && !watching && job_state_open(j.state))
+		log_info("job %lld does not run in pvagentd (%s)", id,
+			 j.state == JOB_RUNNING ? "another process runs it" : job_state_name(j.state));
 	store_job_free(&j);
 	store_steps_free(steps, ns);
 	store_events_free(evs, ne);
+	if (watching)
+		return cli_daemon_follow(cli, &wc, since);
 	return 0;
 }
 
@@ -370,7 +393,7 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 	}
 	store_job_free(&sj);
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	struct event_print pp = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO)};
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
 	struct job_env env = {
 		.store = cli_store(cli),
 		.on_event = on_job_event,
@@ -402,6 +425,11 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 	long long id;
 	int rc = parse_id(a, &id);
 	if (rc)
+		return rc;
+	/* a job pvagentd has (queued or running) is cancelled there */
+	bool handled = false;
+	rc = cli_daemon_cancel(cli, id, &handled);
+	if (handled)
 		return rc;
 	struct store_job sj;
 	if ((rc = load_open_job(cli, "cancel", id, &sj)))
@@ -468,9 +496,13 @@ const struct cmd_entry cmd_jobs_entry = {
 	"jobs", "[--limit N]", "recent jobs with their state and duration", "n:", jobs_opts, NULL,
 	0, 0, NULL, cmd_jobs,
 };
+static const struct option job_opts[] = {{"follow", no_argument, NULL, 'f'}, {0}};
+
 const struct cmd_entry cmd_job_entry = {
-	"job", "ID", "one job: its steps (state, UPID, time) and events", "", NULL, NULL, 1, 1,
-	"job ID", cmd_job,
+	"job", "ID [--follow]",
+	"one job: its steps (state, UPID, time) and events; --follow: then its events as they "
+	"come, while pvagentd runs it (exit: its exit code)",
+	"f", job_opts, NULL, 1, 1, "job ID", cmd_job,
 };
 const struct cmd_entry cmd_resume_entry = {
 	"resume", "ID", "continue an interrupted job, or one that needs attention", "", NULL, NULL,

@@ -48,7 +48,9 @@ static const struct ini_key_spec paths_keys[] = {
 };
 static const struct ini_key_spec daemon_keys[] = {
 	{"workers", 0},
+	{"node_jobs", 0},
 	{"socket_group", 0},
+	{"metrics_file", 0},
 	{NULL, 0},
 };
 static const struct ini_key_spec migrate_keys[] = {
@@ -607,7 +609,9 @@ static void load_paths(struct ctx *x, const struct ini_section *s)
 static void load_daemon(struct ctx *x, const struct ini_section *s)
 {
 	get_uint(x, s, "workers", 1, 256, &x->c->daemon.workers);
+	get_uint(x, s, "node_jobs", 1, 256, &x->c->daemon.node_jobs);
 	get_word(x, s, "socket_group", "._-", "group name", &x->c->daemon.socket_group);
+	get_path(x, s, "metrics_file", &x->c->daemon.metrics_file);
 }
 
 static void load_migrate(struct ctx *x, const struct ini_section *s)
@@ -718,13 +722,18 @@ static void load_window(struct ctx *x, const struct ini_section *s,
 	get_uint(x, s, "max_workers", 1, 64, &w->max_workers);
 }
 
+#ifndef PVAGENT_TEMPLATES
+#define PVAGENT_TEMPLATES "/usr/local/share/pvagent/templates" /* $(DATADIR)/templates */
+#endif
+
 static int set_defaults(struct conf *c)
 {
 	c->pve.timeout = 30;
 	c->ssh.timeout = 30;
 	c->ssh.port = 22;
 	c->ssh.host_key_policy = CONF_HKP_STRICT;
-	c->daemon.workers = 4;
+	c->daemon.workers = 2;
+	c->daemon.node_jobs = 2;
 	c->migrate.max_workers = 2;
 	c->migrate.timeout = 3600;
 	c->ssh.user = strdup("root");
@@ -734,7 +743,7 @@ static int set_defaults(struct conf *c)
 	if (!c->ssh.user || !c->paths.state || !c->paths.socket || !c->paths.templates)
 		return -1;
 	c->paths.templates[0] = strdup("./templates");
-	c->paths.templates[1] = strdup("/usr/local/share/pvagent/templates");
+	c->paths.templates[1] = strdup(PVAGENT_TEMPLATES);
 	c->paths.n_templates = 2;
 	return c->paths.templates[0] && c->paths.templates[1] ? 0 : -1;
 }
@@ -871,6 +880,7 @@ void conf_free(struct conf *c)
 	free(c->paths.state);
 	free(c->paths.socket);
 	free(c->daemon.socket_group);
+	free(c->daemon.metrics_file);
 	free(c->migrate.target_storage);
 	for (size_t i = 0; i < c->n_windows; i++) {
 		struct conf_window *w = &c->windows[i];

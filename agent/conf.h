@@ -65,8 +65,10 @@ struct conf {
 		char *socket;            /* default /run/pvagent/pvagentd.sock */
 	} paths;
 	struct {
-		unsigned workers;        /* default 4 */
+		unsigned workers;        /* jobs in flight; default 2 */
+		unsigned node_jobs;      /* jobs in flight per node; default 2 */
 		char *socket_group;      /* or NULL: the daemon's own group */
+		char *metrics_file;      /* Prometheus text file, or NULL: none */
 	} daemon;
 	struct {
 		unsigned max_workers;    /* parallel migrations; default 2 */

@@ -227,6 +227,18 @@ int job_save(struct job *j)
 
 /* ---- events ------------------------------------------------------------------------------- */
 
+static pthread_mutex_t tap_mu = PTHREAD_MUTEX_INITIALIZER;
+static job_event_fn tap_fn;
+static void *tap_ctx;
+
+void job_event_tap(job_event_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&tap_mu);
+	tap_fn = fn;
+	tap_ctx = ctx;
+	pthread_mutex_unlock(&tap_mu);
+}
+
 static void emit_ev(struct job *j, enum job_ev_kind kind, const char *step, double elapsed,
 		    double pct, const char *text, const char *path, const void *result)
 {
@@ -250,6 +262,10 @@ static void emit_ev(struct job *j, enum job_ev_kind kind, const char *step, doub
 	if (env->on_event)
 		env->on_event(env->event_ctx, &ev);
 	pthread_mutex_unlock(&env->mu);
+	pthread_mutex_lock(&tap_mu);
+	if (tap_fn)
+		tap_fn(tap_ctx, &ev);
+	pthread_mutex_unlock(&tap_mu);
 	/* percentages come and go; the store keeps what was said */
 	if (env->store && j->id && (kind != JOB_EV_PROGRESS || (text && pct < 0))) {
 		struct store_event se = {

@@ -111,6 +111,11 @@ struct job_env {
 int job_env_init(struct job_env *env);
 void job_env_fini(struct job_env *env);
 
+/* A process-wide tap: every event of every env also goes to fn (after the
+ * env's own sink; calls are serialised). pvagent run by pvagentd passes
+ * them to the daemon this way (cli_daemon.c). NULL: none. */
+void job_event_tap(job_event_fn fn, void *ctx);
+
 /* ---- making and loading jobs ---------------------------------------------------- */
 
 /* A new job of wf on subject with params (a JSON object, copied), stored

@@ -272,7 +272,10 @@ int cmd_dispatch(struct cli *cli, const struct cmd_entry *e, int argc, char **ar
 	int rc = cmd_args_parse(e, argc, argv, &a);
 	if (rc)
 		return rc;
-	rc = e->run(cli, &a);
+	bool handled = false;
+	rc = cli_daemon_submit(cli, e, &a, &handled);
+	if (!handled)
+		rc = e->run(cli, &a);
 	cmd_args_free(&a);
 	return rc;
 }
@@ -645,7 +648,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	}
 	char *pubkey = inject_read_pubkey(&cli->conf);
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	struct event_print pp = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO)};
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
 	struct up_request req = {
 		.names = (const char *const *)a->argv,
 		.n_names = (size_t)a->argc,
@@ -694,7 +697,7 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 	if (rc)
 		return rc;
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	struct event_print pp = {.cli = cli, .tty = !cli->json && isatty(STDOUT_FILENO)};
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
 	struct down_request req = {
 		.name = a->argv[0],
 		.purge = purge,
@@ -738,14 +741,14 @@ static const struct cmd_entry cmd_templates_entry = {
 	"templates", "", "the templates pvagent can provision from", NULL, NULL, NULL, 0, 0, NULL,
 	cmd_templates,
 };
-static const struct cmd_entry cmd_up_entry = {
+const struct cmd_entry cmd_up_entry = {
 	"up",
 	"NAME... -t TEMPLATE [--node N] [--vmid ID] [--storage S] [--set K=V]... [--var K=V]... "
 	"[--parallel K] [--no-start] [--full] [--no-inject]",
 	"provision guests, or converge existing ones; then inject the template's guest files",
 	"t:n:", up_opts, "SV", 1, -1, "guest name", cmd_up,
 };
-static const struct cmd_entry cmd_down_entry = {
+const struct cmd_entry cmd_down_entry = {
 	"down", "NAME [--purge]", "shut down and delete a guest", "", down_opts, NULL, 1, 1,
 	"guest name", cmd_down,
 };
@@ -754,12 +757,14 @@ static const struct cmd_entry *const commands[] = {
 	&cmd_nodes_entry,  &cmd_list_entry,   &cmd_templates_entry, &cmd_up_entry,
 	&cmd_down_entry,   &cmd_inject_entry, &cmd_virtio_entry,    &cmd_bench_entry,
 	&cmd_jobs_entry,   &cmd_job_entry,    &cmd_resume_entry,    &cmd_cancel_entry,
-	NULL,
+	&cmd_status_entry, NULL,
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: pvagent [-c CONF] [--json] [-v|-q] COMMAND [ARGS]\n\ncommands:\n");
+	fprintf(f, "usage: pvagent [-c CONF] [--json] [--local] [-v|-q] COMMAND [ARGS]\n\n"
+		   "Job commands go to pvagentd when it runs (--local: in this process).\n\n"
+		   "commands:\n");
 	for (const struct cmd_entry *const *c = commands; *c; c++)
 		fprintf(f, "  %s %s\n      %s\n", (*c)->name, (*c)->usage, (*c)->help);
 	fprintf(f, "\nconfiguration: -c CONF, $PVAGENT_CONF, ./conf/pvagent.conf, "
@@ -771,6 +776,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"json", no_argument, NULL, 'j'},
+		{"local", no_argument, NULL, 'L'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
@@ -782,6 +788,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'c': cli.conf_path = optarg; break;
 		case 'j': cli.json = true; break;
+		case 'L': cli.local = true; break;
 		case 'v': cli.verbosity++; break;
 		case 'q': cli.verbosity--; break;
 		case 'h': usage(stdout); return 0;
@@ -807,7 +814,11 @@ int main(int argc, char **argv)
 	 * its entry (GNU getopt permuting again, unlike the "+" mode of the
 	 * global options above). */
 	catch_stop_signals();
+	if (cli.local)
+		cli_daemon_child_init();
 	int rc = cmd_dispatch(&cli, cmd, argc - optind, argv + optind);
+	if (cli.local)
+		cli_daemon_child_end();
 	pve_free(cli.pve);
 	store_close(cli.store);
 	if (cli.conf_loaded)

@@ -351,6 +351,24 @@ unsigned long pve_request_count(const struct pve *c)
 	return c->nreq;
 }
 
+static struct pve_stats stats; /* updated atomically */
+
+static void count_request(const char *method)
+{
+	unsigned long *n = strcmp(method, "GET") == 0 ? &stats.get
+			 : strcmp(method, "POST") == 0 ? &stats.post
+			 : strcmp(method, "PUT") == 0 ? &stats.put
+			 : strcmp(method, "DELETE") == 0 ? &stats.del : &stats.other;
+	__atomic_fetch_add(n, 1, __ATOMIC_RELAXED);
+}
+
+void pve_stats_get(struct pve_stats *out)
+{
+	unsigned long *src = (unsigned long *)&stats, *dst = (unsigned long *)out;
+	for (size_t i = 0; i < sizeof stats / sizeof(unsigned long); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
 int pve_parse_fingerprint(const char *s, unsigned char out[32])
 {
 	size_t n = 0;
@@ -955,6 +973,7 @@ static int http_once(struct pve *c, const char *method, const char *path, const 
 			  form ? form : "");
 	double t0 = pve_clock_now(NULL);
 	c->nreq++;
+	count_request(method);
 	rc = curl_easy_perform(c->curl);
 	double ms = (pve_clock_now(NULL) - t0) * 1000.0;
 	/* The header list and URL must not outlive this call in the handle. */
@@ -1145,6 +1164,8 @@ static int call(struct pve *c, const char *method, const char *path, const char 
 			return -1;
 		}
 		long ms = pve_backoff_ms(attempt, c->retry_base_ms, c->retry_max_ms, rng_next(c));
+		if ((size_t)err->kind < sizeof stats.retries / sizeof stats.retries[0])
+			__atomic_fetch_add(&stats.retries[err->kind], 1, __ATOMIC_RELAXED);
 		log_debug("%s %s: %s; retry %d of %d in %ld ms", method, path,
 			  err->message ? err->message : pve_err_kind_name(err->kind), attempt,
 			  max - 1, ms);

@@ -132,6 +132,14 @@ const char *pve_identity(const struct pve *c);
 double pve_request_timeout_s(const struct pve *c);
 /* Requests sent so far (each attempt counts). */
 unsigned long pve_request_count(const struct pve *c);
+/* Counts of this process, every client together: requests sent (each
+ * attempt) by method, and retries by the kind of error that caused them
+ * (pvagentd's metrics). */
+struct pve_stats {
+	unsigned long get, post, put, del, other;
+	unsigned long retries[PVE_ERR_INTERNAL + 1];
+};
+void pve_stats_get(struct pve_stats *out);
 
 /* Per-call options for pve_request(). */
 struct pve_call_opts {

@@ -97,7 +97,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 		"[ssh]\nuser = admin\nidentity = id_ed25519\nknown_hosts = ~/kh\n"
 		"host_key_policy = tofu\ntimeout = 45\nport = 2222\n\n"
 		"[paths]\ntemplates = tmpl:/usr/share/t\nstate = /var/tmp/st\nsocket = run/s.sock\n\n"
-		"[daemon]\nworkers = 8\nsocket_group = pvagent\n\n"
+		"[daemon]\nworkers = 8\nnode_jobs = 3\nsocket_group = pvagent\nmetrics_file = m.prom\n\n"
 		"[migrate]\nmax_workers = 3\nbwlimit = 100000\nwith_local_disks = yes\n"
 		"target_storage = local-lvm\ntimeout = 2h\n\n"
 		"[window \"night\"]\nnode = pve2\ndays = mon-fri\nstart = 02:30\nduration = 90m\n"
@@ -148,6 +148,8 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 	free(want);
 
 	cr_expect_eq(c.daemon.workers, 8);
+	cr_expect_eq(c.daemon.node_jobs, 3);
+	cr_expect(c.daemon.metrics_file && strstr(c.daemon.metrics_file, "/m.prom"));
 	cr_expect_str_eq(c.daemon.socket_group, "pvagent");
 	cr_expect_eq(c.migrate.max_workers, 3);
 	cr_expect_eq(c.migrate.bwlimit, 100000);
@@ -167,7 +169,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 	cr_expect_str_eq(w->to[1], "pve3");
 	cr_expect_null(w->to[2]);
 	cr_expect_eq(w->max_workers, 1);
-	cr_expect_eq(w->line, 33);
+	cr_expect_eq(w->line, 35);
 	w = &c.windows[1];
 	cr_expect_eq(w->days, 0x63); /* fri, sat, sun, mon (wraps) */
 	cr_expect_eq(w->duration, 86400);
@@ -203,7 +205,9 @@ Test(conf, defaults_and_password_auth, .init = setup, .fini = teardown)
 	cr_expect_str_eq(c.paths.templates[1], "/usr/local/share/pvagent/templates");
 	cr_expect_str_eq(c.paths.state, "/var/lib/pvagent");
 	cr_expect_str_eq(c.paths.socket, "/run/pvagent/pvagentd.sock");
-	cr_expect_eq(c.daemon.workers, 4);
+	cr_expect_eq(c.daemon.workers, 2);
+	cr_expect_eq(c.daemon.node_jobs, 2);
+	cr_expect_null(c.daemon.metrics_file);
 	cr_expect_null(c.daemon.socket_group);
 	cr_expect_eq(c.migrate.max_workers, 2);
 	cr_expect_eq(c.migrate.bwlimit, 0);
@@ -342,6 +346,8 @@ Test(validate, durations_numbers_enums, .init = setup, .fini = teardown)
 		   "pvagent.conf:6: [ssh] port: '-1' is not an integer from 1 to 65535");
 	expect_err(PVE_OK "[daemon]\nworkers = 0\n",
 		   "pvagent.conf:6: [daemon] workers: '0' is not an integer from 1 to 256");
+	expect_err(PVE_OK "[daemon]\nworkers = 2\nnode_jobs = x\n",
+		   "pvagent.conf:7: [daemon] node_jobs: 'x' is not an integer from 1 to 256");
 	expect_err(PVE_OK "[migrate]\nwith_local_disks = maybe\n",
 		   "pvagent.conf:6: [migrate] with_local_disks: 'maybe' is not yes or no");
 	expect_err(PVE_OK "[paths]\ntemplates = a::b\n",
@@ -432,7 +438,7 @@ Test(example, loads_and_documents_every_key, .init = setup, .fini = teardown)
 	static const char *const keys[] = {
 		"url", "token_id", "token_secret_file", "user", "password_file", "fingerprint",
 		"ca_file", "insecure", "node", "timeout", "identity", "known_hosts",
-		"host_key_policy", "port", "templates", "state", "socket", "workers", "socket_group",
+		"host_key_policy", "port", "templates", "state", "socket", "workers", "node_jobs", "socket_group", "metrics_file",
 		"max_workers", "bwlimit", "with_local_disks", "target_storage", "days", "start",
 		"duration", "to",
 	};

@@ -1,0 +1,504 @@
+/* cli_daemon.c - the command-line tool with pvagentd: a job command is
+ * submitted to the daemon when its socket answers (unless --local), and
+ * what the daemon's pvagent child prints comes back and is printed here,
+ * so output, progress and exit code are those of an in-process run;
+ * Ctrl-C detaches (the job goes on). Also `status`, `job ID --follow`,
+ * and the child's side: its engine events go to the daemon on
+ * $PVAGENT_EVENT_FD (jobproc.h). */
+#include "cli.h"
+
+#include "ctl_client.h"
+#include "json.h"
+#include "log.h"
+#include "output.h"
+#include "util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the daemon's child: events to the daemon ------------------------------ */
+
+static int event_fd = -1;
+
+static void tap_event(void *ctx, const struct job_event *ev)
+{
+	(void)ctx;
+	json_object *o = job_event_json(ev);
+	struct sbuf b = {0};
+	if (o && ev->workflow)
+		json_object_object_add(o, "workflow", json_object_new_string(ev->workflow));
+	if (o && ctl_line_add(&b, o) == 0) {
+		size_t off = 0;
+		while (off < b.len) {
+			ssize_t w = write(event_fd, b.s + off, b.len - off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				break; /* the daemon has gone: the job goes on */
+			off += (size_t)w;
+		}
+	}
+	sbuf_free(&b);
+	json_object_put(o);
+}
+
+void cli_daemon_child_init(void)
+{
+	const char *v = getenv("PVAGENT_EVENT_FD");
+	char *end = NULL;
+	long fd = v ? strtol(v, &end, 10) : -1;
+	if (!v || !end || *end || fd < 3 || fd > 1024)
+		return;
+	event_fd = (int)fd;
+	job_event_tap(tap_event, NULL);
+}
+
+void cli_daemon_child_end(void)
+{
+	if (event_fd < 0)
+		return;
+	job_event_tap(NULL, NULL);
+	struct pve_stats st;
+	pve_stats_get(&st);
+	json_object *o = json_object_new_object(), *rq = json_object_new_object(),
+		    *rt = json_object_new_object();
+	const char *names[] = {"GET", "POST", "PUT", "DELETE", "other"};
+	unsigned long counts[] = {st.get, st.post, st.put, st.del, st.other};
+	for (size_t i = 0; i < 5; i++)
+		if (counts[i])
+			json_object_object_add(rq, names[i], json_object_new_int64((int64_t)counts[i]));
+	for (size_t k = 0; k < sizeof st.retries / sizeof st.retries[0]; k++)
+		if (st.retries[k])
+			json_object_object_add(rt, pve_err_kind_name((enum pve_err_kind)k),
+					       json_object_new_int64((int64_t)st.retries[k]));
+	json_object_object_add(o, "event", json_object_new_string("stats"));
+	json_object_object_add(o, "requests", rq);
+	json_object_object_add(o, "retries", rt);
+	struct sbuf b = {0};
+	if (ctl_line_add(&b, o) == 0) {
+		ssize_t w = write(event_fd, b.s, b.len);
+		(void)w; /* the daemon may have gone: the counts are lost then */
+	}
+	sbuf_free(&b);
+	json_object_put(o);
+}
+
+bool cli_stdout_tty(void)
+{
+	const char *v = getenv("PVAGENT_TTY");
+	if (v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0))
+		return *v == '1';
+	return isatty(STDOUT_FILENO) != 0;
+}
+
+/* ---- talking to the daemon ------------------------------------------------------ */
+
+static volatile sig_atomic_t detach;
+
+static void on_detach_signal(int sig)
+{
+	(void)sig;
+	detach = 1;
+}
+
+/* Connect: 0 connected, 1 no daemon, or an exit code (said). */
+static int connect_daemon(struct cli *cli, struct ctl_client *c, bool quiet)
+{
+	int rc = cli_load_conf(cli);
+	if (rc)
+		return rc;
+	char *err = NULL;
+	int r = ctl_client_connect(cli->conf.paths.socket, c, &err);
+	if (r < 0) {
+		if (!quiet)
+			log_warn("cannot reach pvagentd: %s", err ? err : "error");
+		free(err);
+		return 1;
+	}
+	return r;
+}
+
+static void write_all(FILE *f, const char *s, size_t n)
+{
+	if (n && fwrite(s, 1, n, f) != n)
+		return;
+	fflush(f);
+}
+
+/* Pass the daemon's stream for ticket on: output to our stdout/stderr,
+ * waiting notes to stderr; until its exit (its code), the connection
+ * ends (1) or Ctrl-C (detach: EXIT_INTERRUPTED after saying how to
+ * follow). follow: print engine events as `pvagent job` lines (or JSON
+ * lines) instead of the submitter's output, those after since only. */
+static int stream(struct cli *cli, struct ctl_client *c, bool follow, double since)
+{
+	struct sigaction sa, old_int, old_term;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_detach_signal;
+	sigemptyset(&sa.sa_mask);
+	detach = 0;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	long long job = 0;
+	int rc = 1;
+	for (;;) {
+		if (detach) {
+			fflush(stdout);
+			if (job)
+				fprintf(stderr, "\npvagent: detached; job %lld goes on in pvagentd: "
+						"follow it with 'pvagent job %lld --follow'\n", job, job);
+			else
+				fprintf(stderr, "\npvagent: detached; the command waits in pvagentd's "
+						"queue ('pvagent status'); once it runs, 'pvagent jobs' "
+						"names its job: follow it with 'pvagent job ID --follow'\n");
+			rc = EXIT_INTERRUPTED;
+			break;
+		}
+		json_object *m = NULL;
+		char *err = NULL;
+		int r = ctl_client_recv(c, &m, -1, &err);
+		if (r == 0)
+			continue;
+		if (r < 0) {
+			log_error("pvagentd: %s", err ? err : "connection lost");
+			free(err);
+			break;
+		}
+		const char *ev = json_str(m, "event");
+		long long v = 0;
+		if (!job && json_int(m, "job", &v) && v > 0)
+			job = v;
+		if (!ev) {
+			json_object_put(m);
+			continue;
+		}
+		if (strcmp(ev, "exit") == 0) {
+			rc = json_int(m, "code", &v) ? (int)v : 1;
+			json_object_put(m);
+			break;
+		}
+		if (strcmp(ev, "queued") == 0) {
+			log_info("%s", json_str(m, "text") ? json_str(m, "text") : "queued");
+		} else if (strcmp(ev, "output") == 0) {
+			json_object *d = NULL;
+			if (!follow && json_object_object_get_ex(m, "data", &d) && json_int(m, "fd", &v))
+				write_all(v == 2 ? stderr : stdout, json_object_get_string(d),
+					  (size_t)json_object_get_string_len(d));
+		} else if (follow && strcmp(ev, "start") != 0) {
+			json_object *t = NULL;
+			double tm = json_object_object_get_ex(m, "time", &t) ? json_object_get_double(t)
+									      : 0;
+			if (tm > since && cli->json) {
+				json_object_object_del(m, "id");
+				json_object_object_del(m, "ticket");
+				out_json_line(stdout, m);
+			} else if (tm > since &&
+				   !(strcmp(ev, "progress") == 0 &&
+				     json_object_object_get_ex(m, "percent", NULL))) {
+				char tb[32] = "?";
+				time_t s = (time_t)tm;
+				struct tm lt;
+				if (localtime_r(&s, &lt))
+					strftime(tb, sizeof tb, "%Y-%m-%d %H:%M:%S", &lt);
+				printf("  %s %-8s %-8s %s\n", tb, ev,
+				       json_str(m, "step") ? json_str(m, "step") : "",
+				       json_str(m, "text") ? json_str(m, "text") : "");
+				fflush(stdout);
+			}
+		}
+		json_object_put(m);
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return rc;
+}
+
+static const struct cmd_entry *const submittable[] = {
+	&cmd_up_entry, &cmd_down_entry,  &cmd_inject_entry, &cmd_virtio_entry,
+	&cmd_bench_entry, &cmd_resume_entry, NULL,
+};
+
+int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,
+		      bool *handled)
+{
+	*handled = false;
+	bool ok = false;
+	for (const struct cmd_entry *const *s = submittable; *s && !ok; s++)
+		ok = *s == e;
+	if (!ok || cli->local)
+		return 0;
+	struct ctl_client c;
+	int rc = connect_daemon(cli, &c, false);
+	if (rc == 1)
+		return 0; /* no daemon: in this process */
+	*handled = true;
+	if (rc)
+		return rc;
+	json_object *req = json_object_new_object(), *argv = json_object_new_array(),
+		    *guests = json_object_new_array();
+	for (char **p = a->cmdline; p && *p; p++)
+		json_object_array_add(argv, json_object_new_string(*p));
+	const char *node = NULL;
+	if (e == &cmd_up_entry) {
+		for (size_t i = 0; i < a->n; i++)
+			if (a->v[i].opt == 'n')
+				node = a->v[i].val;
+		node = node ? node : cli->conf.pve.node;
+	}
+	if (e != &cmd_resume_entry)
+		for (int i = 0; i < (e == &cmd_up_entry ? a->argc : 1); i++)
+			json_object_array_add(guests, json_object_new_string(a->argv[i]));
+	json_object_object_add(req, "id", json_object_new_int(1));
+	json_object_object_add(req, "op", json_object_new_string("submit"));
+	json_object_object_add(req, "argv", argv);
+	json_object_object_add(req, "guests", guests);
+	if (node)
+		json_object_object_add(req, "node", json_object_new_string(node));
+	json_object_object_add(req, "json", json_object_new_boolean(cli->json));
+	json_object_object_add(req, "tty", json_object_new_boolean(!cli->json && cli_stdout_tty()));
+	json_object_object_add(req, "verbosity", json_object_new_int(cli->verbosity));
+	json_object *ans = NULL;
+	char *err = NULL;
+	if (ctl_client_call(&c, req, &ans, &err) < 0) {
+		log_error("pvagentd: %s", err ? err : "no answer");
+		free(err);
+		rc = 1;
+	} else if (!json_object_get_boolean(json_object_object_get(ans, "ok"))) {
+		log_error("pvagentd: %s", json_str(ans, "message") ? json_str(ans, "message")
+								    : "refused the job");
+		rc = 1;
+	} else {
+		log_debug("pvagentd: ticket %s", json_text(ans, "ticket"));
+		rc = stream(cli, &c, false, 0);
+	}
+	json_object_put(ans);
+	json_object_put(req);
+	ctl_client_close(&c);
+	return rc;
+}
+
+/* ---- job ID --follow -------------------------------------------------------------- */
+
+int cli_daemon_watch(struct cli *cli, long long id, struct ctl_client *c)
+{
+	int rc = connect_daemon(cli, c, true);
+	if (rc)
+		return rc;
+	json_object *req = json_object_new_object(), *ans = NULL;
+	json_object_object_add(req, "id", json_object_new_int(1));
+	json_object_object_add(req, "op", json_object_new_string("watch"));
+	json_object_object_add(req, "job", json_object_new_int64(id));
+	char *err = NULL;
+	rc = 0;
+	if (ctl_client_call(c, req, &ans, &err) < 0) {
+		log_warn("pvagentd: %s", err ? err : "no answer");
+		free(err);
+		rc = 1;
+	} else if (!json_object_get_boolean(json_object_object_get(ans, "ok"))) {
+		rc = 1; /* not in the daemon */
+	}
+	json_object_put(ans);
+	json_object_put(req);
+	if (rc)
+		ctl_client_close(c);
+	return rc;
+}
+
+int cli_daemon_cancel(struct cli *cli, long long id, bool *handled)
+{
+	*handled = false;
+	struct ctl_client c;
+	int rc = connect_daemon(cli, &c, true);
+	if (rc)
+		return 0;
+	json_object *req = json_object_new_object(), *ans = NULL;
+	json_object_object_add(req, "id", json_object_new_int(1));
+	json_object_object_add(req, "op", json_object_new_string("cancel"));
+	json_object_object_add(req, "job", json_object_new_int64(id));
+	char *err = NULL;
+	if (ctl_client_call(&c, req, &ans, &err) == 1 &&
+	    json_object_get_boolean(json_object_object_get(ans, "ok"))) {
+		*handled = true;
+		const char *state = json_str(ans, "state");
+		bool removed = state && strcmp(state, "removed") == 0;
+		if (cli->json) {
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "result", json_object_new_string("ok"));
+			json_object_object_add(o, "command", json_object_new_string("cancel"));
+			json_object_object_add(o, "job", json_object_new_int64(id));
+			json_object_object_add(o, "daemon", json_object_new_string(state ? state : ""));
+			out_json_line(stdout, o);
+			json_object_put(o);
+		} else if (removed) {
+			printf("job %lld: taken out of pvagentd's queue before it ran again\n", id);
+		} else {
+			printf("job %lld: pvagentd stops it after its current step and records it "
+			       "cancelled; what its done steps did stays: see 'pvagent job %lld'\n",
+			       id, id);
+		}
+	}
+	free(err);
+	json_object_put(ans);
+	json_object_put(req);
+	ctl_client_close(&c);
+	return 0;
+}
+
+int cli_daemon_follow(struct cli *cli, struct ctl_client *c, double since)
+{
+	int rc = stream(cli, c, true, since);
+	ctl_client_close(c);
+	return rc;
+}
+
+/* ---- jobs: what waits in the daemon's queue ------------------------------------ */
+
+int cli_daemon_queued(struct cli *cli, json_object **queued)
+{
+	*queued = NULL;
+	struct ctl_client c;
+	if (connect_daemon(cli, &c, true))
+		return 0;
+	json_object *req = json_object_new_object(), *ans = NULL;
+	json_object_object_add(req, "id", json_object_new_int(1));
+	json_object_object_add(req, "op", json_object_new_string("jobs"));
+	char *err = NULL;
+	if (ctl_client_call(&c, req, &ans, &err) == 1 &&
+	    json_object_get_boolean(json_object_object_get(ans, "ok")))
+		*queued = json_object_get(json_object_object_get(ans, "queued"));
+	free(err);
+	json_object_put(ans);
+	json_object_put(req);
+	ctl_client_close(&c);
+	return *queued ? 1 : 0;
+}
+
+static void print_items(const char *title, json_object *a);
+
+void cli_daemon_print_queued(json_object *queued)
+{
+	print_items("\nqueued in pvagentd (not started yet)", queued);
+}
+
+/* ---- status --------------------------------------------------------------------------- */
+
+static void print_items(const char *title, json_object *a)
+{
+	size_t n = a ? json_object_array_length(a) : 0;
+	if (!n)
+		return;
+	printf("%s:\n", title);
+	const char *hdr[] = {"TICKET", "JOBS", "PID", "TIME", "COMMAND"};
+	struct table *t = table_new(5, hdr);
+	for (size_t i = 0; t && i < n; i++) {
+		json_object *o = json_object_array_get_idx(a, i), *v;
+		struct sbuf jobs = {0}, cmd = {0};
+		if (json_object_object_get_ex(o, "jobs", &v))
+			for (size_t k = 0; k < json_object_array_length(v); k++)
+				sbuf_addf(&jobs, "%s%s", k ? "," : "",
+					  json_object_get_string(json_object_array_get_idx(v, k)));
+		if (json_object_object_get_ex(o, "argv", &v))
+			for (size_t k = 0; k < json_object_array_length(v); k++)
+				sbuf_addf(&cmd, "%s%s", k ? " " : "",
+					  json_object_get_string(json_object_array_get_idx(v, k)));
+		char secs[32];
+		json_object *s = NULL;
+		snprintf(secs, sizeof secs, "%.1fs",
+			 json_object_object_get_ex(o, "seconds", &s) ? json_object_get_double(s) : 0);
+		const char *row[] = {json_text(o, "ticket"), jobs.len ? sbuf_str(&jobs) : NULL,
+				     json_text(o, "pid"), secs, sbuf_str(&cmd)};
+		table_add(t, row);
+		sbuf_free(&jobs);
+		sbuf_free(&cmd);
+	}
+	if (t)
+		table_print(t, stdout);
+	table_free(t);
+}
+
+static int cmd_status(struct cli *cli, const struct cmd_args *a)
+{
+	(void)a;
+	struct ctl_client c;
+	int rc = connect_daemon(cli, &c, false);
+	if (rc == 1) {
+		if (cli->json) {
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "result", json_object_new_string("error"));
+			json_object_object_add(o, "command", json_object_new_string("status"));
+			json_object_object_add(o, "message", json_object_new_string("pvagentd is not "
+										       "running"));
+			json_object_object_add(o, "exit", json_object_new_int(1));
+			out_json_line(stdout, o);
+			json_object_put(o);
+		}
+		log_error("pvagentd is not running (nothing answers on %s); jobs run in the "
+			  "pvagent process", cli->conf.paths.socket);
+		return 1;
+	}
+	if (rc)
+		return rc;
+	json_object *req = json_object_new_object(), *ans = NULL;
+	json_object_object_add(req, "id", json_object_new_int(1));
+	json_object_object_add(req, "op", json_object_new_string("status"));
+	char *err = NULL;
+	rc = 0;
+	if (ctl_client_call(&c, req, &ans, &err) < 0 ||
+	    !json_object_get_boolean(json_object_object_get(ans, "ok"))) {
+		log_error("pvagentd: %s", err ? err : json_str(ans, "message") ? json_str(ans, "message")
+										   : "no answer");
+		free(err);
+		rc = 1;
+	} else if (cli->json) {
+		json_object *o = json_object_new_object();
+		json_object_object_del(ans, "id");
+		json_object_object_del(ans, "ok");
+		json_object_object_add(o, "result", json_object_new_string("ok"));
+		json_object_object_add(o, "command", json_object_new_string("status"));
+		json_object_object_add(o, "daemon", json_object_get(ans));
+		out_json_line(stdout, o);
+		json_object_put(o);
+	} else {
+		json_object *w = json_object_object_get(ans, "workers"), *u = NULL;
+		long secs = json_object_object_get_ex(ans, "uptime", &u)
+				    ? (long)json_object_get_double(u) : 0;
+		printf("pvagentd %s, pid %s, up %ldd %02ld:%02ld:%02ld\n", json_text(ans, "version"),
+		       json_text(ans, "pid"), secs / 86400, secs % 86400 / 3600, secs % 3600 / 60,
+		       secs % 60);
+		printf("workers: %s of %s busy (at most %s per node); queue: %s\n",
+		       json_text(w, "busy"), json_text(w, "total"), json_text(ans, "node_jobs"),
+		       json_text(ans, "queue"));
+		printf("config: %s; store: %s\n", json_text(ans, "config"), json_text(ans, "store"));
+		print_items("running", json_object_object_get(ans, "running"));
+		print_items("queued", json_object_object_get(ans, "queued"));
+		json_object *win = json_object_object_get(ans, "windows");
+		for (size_t i = 0; win && i < json_object_array_length(win); i++) {
+			json_object *x = json_object_array_get_idx(win, i);
+			long long next = 0;
+			char when[64] = "never (no days)";
+			struct tm lt;
+			time_t t;
+			if (json_int(x, "next", &next) && next > 0 && (t = (time_t)next, localtime_r(&t, &lt)))
+				strftime(when, sizeof when, "%a %Y-%m-%d %H:%M", &lt);
+			json_object *open = json_object_object_get(x, "open");
+			printf("window %s: node %s, %s %s, for %ss\n", json_text(x, "name"),
+			       json_text(x, "node"), open && json_object_get_boolean(open) ? "open since"
+											 : "next",
+			       when, json_text(x, "duration"));
+		}
+	}
+	json_object_put(ans);
+	json_object_put(req);
+	ctl_client_close(&c);
+	return rc;
+}
+
+const struct cmd_entry cmd_status_entry = {
+	"status", "", "pvagentd: pid, uptime, version, workers, queue, running jobs", NULL, NULL,
+	NULL, 0, 0, NULL, cmd_status,
+};

@@ -1,0 +1,67 @@
+/* clirun.c - running pvagent from tests, test files, simulator counts
+ * (clirun.h). */
+#include "clirun.h"
+
+#include "sshd.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int test_write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	int bad = fputs(text, f) < 0;
+	bad |= fclose(f) != 0;
+	return bad || chmod(path, mode) < 0 ? -1 : 0;
+}
+
+int test_pvagentv(const char *bin, const char *conf, char **out, va_list ap)
+{
+	const char *argv[32] = {bin, "-c", conf};
+	size_t n = 3;
+	for (const char *a; (a = va_arg(ap, const char *));) {
+		if (n + 1 >= sizeof argv / sizeof argv[0]) {
+			fprintf(stderr, "test_pvagent: too many arguments\n");
+			*out = NULL;
+			return -1;
+		}
+		argv[n++] = a;
+	}
+	argv[n] = NULL;
+	int rc = test_run(argv, NULL, out);
+	if (rc >= 0 && *out && (strstr(*out, "Sanitizer") || strstr(*out, "runtime error")))
+		return -2;
+	return rc;
+}
+
+int test_pvagent(const char *bin, const char *conf, char **out, ...)
+{
+	va_list ap;
+	va_start(ap, out);
+	int rc = test_pvagentv(bin, conf, out, ap);
+	va_end(ap);
+	return rc;
+}
+
+int simproc_count(struct simproc *sp, const char *method, const char *suffix, int status)
+{
+	json_object *log = simproc_requests(sp);
+	char *pat = strprintf("*%s", suffix);
+	int n = pat ? simproc_count_requests(log, method, pat, status) : -1;
+	free(pat);
+	json_object_put(log);
+	return n;
+}
+
+int simproc_named(struct simproc *sp, const char *name)
+{
+	json_object *st = simproc_state(sp);
+	int n = simproc_count_named(st, name);
+	json_object_put(st);
+	return n;
+}

@@ -1,0 +1,28 @@
+/* clirun.h - test support: running the pvagent tool to its end from a
+ * test (its output checked for sanitizer reports), writing the small
+ * files a test sets up, and the simulator's request and guest counts the
+ * CLI tests assert on. */
+#ifndef TESTS_CLIRUN_H
+#define TESTS_CLIRUN_H
+
+#include "simproc.h"
+
+#include <stdarg.h>
+#include <sys/types.h>
+
+/* Write text to path with mode. 0, or -1 (errno). */
+int test_write_file(const char *path, const char *text, mode_t mode);
+
+/* Run `bin -c conf ARGS...` (NULL-terminated) to its end; *out gets its
+ * stdout and stderr (malloc'd). Returns its exit status; -1 when it could
+ * not run; -2 when its output has a sanitizer report (*out kept). */
+int test_pvagent(const char *bin, const char *conf, char **out, ...);
+int test_pvagentv(const char *bin, const char *conf, char **out, va_list ap);
+
+/* Requests in the simulator's log with method and a path ending in
+ * suffix, of status (any when < 0). */
+int simproc_count(struct simproc *sp, const char *method, const char *suffix, int status);
+/* Guests of that name in the simulator's state. */
+int simproc_named(struct simproc *sp, const char *name);
+
+#endif

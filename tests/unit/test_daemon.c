@@ -1,0 +1,986 @@
+/* test_daemon.c - pvagentd ($PVAGENTD_BIN, default build/san/pvagentd)
+ * with the real pvagent ($PVAGENT_BIN) against the simulator: `up`
+ * through the daemon prints, exits and emits as in-process; 20 clients at
+ * once (each job runs once, one job at a time per guest); SIGKILL during
+ * a clone and a restart (the job resumes, one clone, one guest); SIGTERM
+ * (exit 0, the job interrupted, resumed at the next start); `job ID
+ * --follow`; a peer outside the socket group refused (SO_PEERCRED, a
+ * forked child under another uid); malformed, 10 MiB and unknown
+ * requests answered with errors while the daemon keeps serving; SIGHUP
+ * with a broken file keeping the old configuration; a second daemon on
+ * the same store refused; idle without wakeups (/proc/PID/status). Tests
+ * wait for states (the socket, the store, the daemon's log, waitpid),
+ * never for time, except the idle window, which is the measurement. */
+#include "clirun.h"
+#include "ctl_client.h"
+#include "simproc.h"
+#include "sshd.h"
+#include "store.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct simproc sim;
+static pid_t daemon_pid = -1, client_pid = -1;
+
+static void cleanup(void)
+{
+	pid_t *p[] = {&client_pid, &daemon_pid};
+	for (int i = 0; i < 2; i++)
+		if (*p[i] > 0) {
+			kill(*p[i], SIGKILL);
+			waitpid(*p[i], NULL, 0);
+			*p[i] = -1;
+		}
+	simproc_stop(&sim);
+}
+
+TestSuite(daemon, .fini = cleanup, .timeout = 240);
+
+struct world {
+	char *dir, *conf, *db, *sock, *log, *secret, *tdir;
+	const char *bin, *dbin;
+	unsigned workers;
+};
+
+static void write_text(const char *path, const char *text, mode_t mode)
+{
+	cr_assert_eq(test_write_file(path, text, mode), 0, "cannot write %s", path);
+}
+
+static void write_conf(const struct world *w, unsigned workers, const char *extra)
+{
+	char *conf = strprintf("[pve]\nurl = %s\ntoken_id = %s\ntoken_secret_file = %s\n"
+			       "fingerprint = %s\nnode = pve1\ntimeout = 3\n"
+			       "[paths]\ntemplates = %s\nstate = %s\nsocket = %s\n"
+			       "[daemon]\nworkers = %u\n%s",
+			       sim.url, sim.token_id, w->secret, sim.fingerprint, w->tdir, w->dir,
+			       w->sock, workers, extra ? extra : "");
+	write_text(w->conf, conf, 0600);
+	free(conf);
+}
+
+static void world_start(struct world *w, double time_scale, unsigned workers, const char *extra)
+{
+	memset(w, 0, sizeof *w);
+	const char *bin = getenv("PVAGENT_BIN"), *dbin = getenv("PVAGENTD_BIN");
+	w->bin = bin ? bin : "build/san/pvagent";
+	w->dbin = dbin ? dbin : "build/san/pvagentd";
+	if (access(w->bin, X_OK) < 0 || access(w->dbin, X_OK) < 0)
+		cr_skip_test("no pvagent/pvagentd (make build/san/pvagent build/san/pvagentd)");
+	char tmpl[] = "/tmp/pvagent-test-daemon.XXXXXX";
+	cr_assert_not_null(mkdtemp(tmpl));
+	w->dir = strdup(tmpl);
+	char scale[32];
+	snprintf(scale, sizeof scale, "%g", time_scale);
+	const char *args[] = {"--time-scale", scale, NULL};
+	cr_assert_eq(simproc_start(&sim, "tests/pvesim/scenarios/demo.json", args), 0);
+	w->tdir = strprintf("%s/templates", w->dir);
+	cr_assert_eq(mkdir(w->tdir, 0755), 0);
+	char *t = strprintf("%s/jobvm.tmpl", w->tdir), *text = NULL;
+	cr_assert_eq(read_file("tests/unit/data/job-vm.tmpl", &text, NULL), 0);
+	write_text(t, text, 0644);
+	free(text);
+	free(t);
+	w->secret = strprintf("%s/token.secret", w->dir);
+	char *body = strprintf("%s\n", sim.token_secret);
+	write_text(w->secret, body, 0600);
+	free(body);
+	w->conf = strprintf("%s/pvagent.conf", w->dir);
+	w->sock = strprintf("%s/pvagentd.sock", w->dir);
+	w->log = strprintf("%s/pvagentd.log", w->dir);
+	w->workers = workers;
+	write_conf(w, workers, extra);
+	w->db = store_path(w->dir);
+}
+
+static char *daemon_log(const struct world *w)
+{
+	char *text = NULL;
+	if (read_file(w->log, &text, NULL) < 0)
+		return strdup("");
+	return text;
+}
+
+static void assert_clean_log(const struct world *w)
+{
+	char *log = daemon_log(w);
+	cr_assert_null(strstr(log, "Sanitizer"), "daemon sanitizer report:\n%s", log);
+	cr_assert_null(strstr(log, "runtime error"), "daemon UBSan:\n%s", log);
+	free(log);
+}
+
+static void world_free(struct world *w)
+{
+	cr_assert_eq(simproc_stop(&sim), 0, "simulator did not exit cleanly");
+	char *cmd = strprintf("rm -rf '%s'", w->dir);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	free(w->dir);
+	free(w->conf);
+	free(w->db);
+	free(w->sock);
+	free(w->log);
+	free(w->secret);
+	free(w->tdir);
+}
+
+/* Start `pvagentd -c CONF -f`, its stderr appended to the log. */
+static pid_t daemon_spawn(const struct world *w)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = open(w->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		setenv("PVAGENT_BIN", w->bin, 1);
+		execl(w->dbin, w->dbin, "-c", w->conf, "-f", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Connect to the daemon's socket; bounded wait for it to answer. */
+static void connect_daemon(const struct world *w, struct ctl_client *c)
+{
+	for (int i = 0; i < 2000; i++) {
+		char *err = NULL;
+		int r = ctl_client_connect(w->sock, c, &err);
+		free(err);
+		if (r == 0)
+			return;
+		if (daemon_pid > 0) {
+			int st;
+			pid_t got = waitpid(daemon_pid, &st, WNOHANG);
+			if (got == daemon_pid) {
+				daemon_pid = -1;
+				char *log = daemon_log(w);
+				cr_assert_fail("pvagentd ended (status %d):\n%s", st, log);
+			}
+		}
+		struct timespec ts = {0, 10L * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a state (the socket), bounded */
+	}
+	cr_assert_fail("pvagentd never answered on %s", w->sock);
+}
+
+/* One request, its answer (the first line with "ok"). */
+static json_object *call(const struct world *w, const char *req)
+{
+	struct ctl_client c;
+	connect_daemon(w, &c);
+	json_object *r = json_tokener_parse(req), *ans = NULL;
+	cr_assert_not_null(r);
+	char *err = NULL;
+	cr_assert_eq(ctl_client_call(&c, r, &ans, &err), 1, "%s", err ? err : "");
+	json_object_put(r);
+	ctl_client_close(&c);
+	return ans;
+}
+
+static void daemon_start(struct world *w)
+{
+	daemon_pid = daemon_spawn(w);
+	json_object *st = call(w, "{\"id\":1,\"op\":\"status\"}");
+	json_object_put(st);
+}
+
+static void daemon_stop(struct world *w)
+{
+	cr_assert_eq(kill(daemon_pid, SIGTERM), 0);
+	int st = 0;
+	cr_assert_eq(waitpid(daemon_pid, &st, 0), daemon_pid);
+	daemon_pid = -1;
+	char *log = daemon_log(w);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "pvagentd status %d:\n%s", st, log);
+	free(log);
+	assert_clean_log(w);
+	cr_assert_neq(access(w->sock, F_OK), 0, "the socket is removed");
+}
+
+/* Run pvagent to the end; *out: stdout and stderr. */
+static int pv(const struct world *w, char **out, ...)
+{
+	va_list ap;
+	va_start(ap, out);
+	int rc = test_pvagentv(w->bin, w->conf, out, ap);
+	va_end(ap);
+	cr_assert_neq(rc, -1, "cannot run %s", w->bin);
+	cr_assert_neq(rc, -2, "sanitizer report:\n%s", *out);
+	return rc;
+}
+
+#define requests(m, suffix, status) simproc_count(&sim, (m), (suffix), (status))
+#define guests_named(name) simproc_named(&sim, (name))
+
+/* A query on the store: the first column of the first row as an integer
+ * (-1 when there is none). */
+static long long db_int(const struct world *w, const char *sql, const char *arg)
+{
+	sqlite3 *db = NULL;
+	long long v = -1;
+	if (access(w->db, F_OK) == 0 &&
+	    sqlite3_open_v2(w->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+		sqlite3_busy_timeout(db, 2000);
+		sqlite3_stmt *st = NULL;
+		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+			if (arg)
+				sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
+			if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+				v = sqlite3_column_int64(st, 0);
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return v;
+}
+
+/* Bounded wait until the query gives want. */
+static void wait_db(const struct world *w, const char *sql, const char *arg, long long want,
+		    const char *what)
+{
+	for (int i = 0; i < 6000; i++) {
+		if (db_int(w, sql, arg) == want)
+			return;
+		struct timespec ts = {0, 20L * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a state (the store), bounded */
+	}
+	char *log = daemon_log(w);
+	cr_assert_fail("never: %s\n%s", what, log);
+}
+
+/* Bounded wait for a line in the daemon's log. */
+static void wait_log(const struct world *w, const char *needle)
+{
+	for (int i = 0; i < 3000; i++) {
+		char *log = daemon_log(w);
+		bool found = strstr(log, needle) != NULL;
+		free(log);
+		if (found)
+			return;
+		struct timespec ts = {0, 10L * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a state (the log), bounded */
+	}
+	char *log = daemon_log(w);
+	cr_assert_fail("'%s' never in the daemon's log:\n%s", needle, log);
+}
+
+static pid_t bg(const struct world *w, const char *out_path, const char *const *args)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		const char *argv[24] = {w->bin, "-c", w->conf};
+		size_t n = 3;
+		for (size_t i = 0; args[i] && n + 1 < 24; i++)
+			argv[n++] = args[i];
+		argv[n] = NULL;
+		execv(w->bin, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The (event, step) sequence of the JSON lines in out, and the last line. */
+static char *event_shape(const char *out, json_object **last)
+{
+	struct sbuf b = {0};
+	*last = NULL;
+	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (*p != '{')
+			continue;
+		char *one = strndup(p, strcspn(p, "\n"));
+		json_object *o = json_tokener_parse(one), *v;
+		free(one);
+		cr_assert_not_null(o);
+		if (json_object_object_get_ex(o, "event", &v)) {
+			json_object *s = NULL;
+			json_object_object_get_ex(o, "step", &s);
+			sbuf_addf(&b, "%s:%s ", json_object_get_string(v),
+				  s ? json_object_get_string(s) : "");
+		}
+		json_object_put(*last);
+		*last = o;
+	}
+	return sbuf_steal(&b);
+}
+
+/* Text output with the numbers of seconds and guest names made equal. */
+static char *normalised(const char *out, const char *name)
+{
+	struct sbuf b = {0};
+	size_t nl = strlen(name);
+	for (const char *p = out; *p;) {
+		if (strncmp(p, name, nl) == 0) {
+			sbuf_add(&b, "NAME");
+			p += nl;
+		} else if (*p >= '0' && *p <= '9') {
+			while ((*p >= '0' && *p <= '9') || *p == '.')
+				p++;
+			sbuf_addc(&b, '#');
+		} else if (*p == ' ') {
+			while (*p == ' ')
+				p++;
+			sbuf_addc(&b, ' ');
+		} else {
+			sbuf_addc(&b, *p++);
+		}
+	}
+	return sbuf_steal(&b);
+}
+
+Test(daemon, up_through_the_daemon_is_the_same_as_in_process)
+{
+	static struct world w;
+	world_start(&w, 100, 2, "metrics_file = metrics.prom\n");
+	daemon_start(&w);
+	char *d_out = NULL, *l_out = NULL;
+	int d_rc = pv(&w, &d_out, "--json", "up", "same1", "-t", "jobvm", NULL);
+	int l_rc = pv(&w, &l_out, "--local", "--json", "up", "same2", "-t", "jobvm", NULL);
+	cr_assert_eq(d_rc, 0, "%s", d_out);
+	cr_assert_eq(l_rc, 0, "%s", l_out);
+	wait_log(&w, "ticket 1 (up");
+	char *log = daemon_log(&w);
+	cr_assert_null(strstr(log, "same2"), "--local did not go through the daemon:\n%s", log);
+	free(log);
+	json_object *dl, *ll;
+	char *ds = event_shape(d_out, &dl), *ls = event_shape(l_out, &ll);
+	cr_assert_str_eq(ds, ls, "daemon:\n%s\nin-process:\n%s", d_out, l_out);
+	cr_assert(strstr(ds, "begin:") && strstr(ds, "step:clone"), "%s", ds);
+	json_object *g, *st;
+	cr_assert(json_object_object_get_ex(dl, "guests", &g));
+	cr_assert(json_object_object_get_ex(json_object_array_get_idx(g, 0), "status", &st));
+	cr_assert_str_eq(json_object_get_string(st), "created");
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(dl, "result")), "ok");
+	json_object_put(dl);
+	json_object_put(ll);
+	free(ds);
+	free(ls);
+	free(d_out);
+	free(l_out);
+	/* text: the same lines but for the times (a converging rerun) */
+	cr_assert_eq(pv(&w, &d_out, "up", "same1", "-t", "jobvm", NULL), 0);
+	cr_assert_eq(pv(&w, &l_out, "--local", "up", "same2", "-t", "jobvm", NULL), 0);
+	char *dn = normalised(d_out, "same1"), *ln = normalised(l_out, "same2");
+	cr_assert_str_eq(dn, ln, "daemon:\n%s\nin-process:\n%s", d_out, l_out);
+	cr_assert(strstr(d_out, "unchanged"), "%s", d_out);
+	free(dn);
+	free(ln);
+	free(d_out);
+	free(l_out);
+	/* a usage error: the same words and exit code */
+	d_rc = pv(&w, &d_out, "up", "same3", "-t", "nosuch", NULL);
+	l_rc = pv(&w, &l_out, "--local", "up", "same3", "-t", "nosuch", NULL);
+	cr_assert_eq(d_rc, 2, "%s", d_out);
+	cr_assert_eq(l_rc, 2, "%s", l_out);
+	cr_assert_str_eq(d_out, l_out);
+	free(d_out);
+	free(l_out);
+	cr_assert_eq(guests_named("same1"), 1);
+	cr_assert_eq(requests("POST", "/qemu/9024/clone", -1), 2);
+	/* the metrics of the three daemon jobs */
+	char *mp = strprintf("%s/metrics.prom", w.dir), *m = NULL;
+	cr_assert_eq(read_file(mp, &m, NULL), 0);
+	cr_assert(strstr(m, "pvagent_jobs_total{workflow=\"up\",result=\"done\"} 2\n"), "%s", m);
+	cr_assert(strstr(m, "pvagent_step_seconds_count{workflow=\"up\",step=\"clone\"} 1\n"), "%s",
+		  m);
+	cr_assert(strstr(m, "pvagent_daemon_jobs_total{exit=\"2\"} 1\n"), "%s", m);
+	cr_assert(strstr(m, "pvagent_pve_requests_total{method=\"POST\"} "), "%s", m);
+	free(m);
+	free(mp);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+Test(daemon, twenty_clients_each_job_once_one_at_a_time_per_guest)
+{
+	static struct world w;
+	world_start(&w, 100, 4, NULL);
+	daemon_start(&w);
+	enum { N = 20, GUESTS = 5 };
+	pid_t pids[N];
+	char *outs[N], names[N][16];
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof names[i], "many%d", i % GUESTS);
+		outs[i] = strprintf("%s/c%d.out", w.dir, i);
+		const char *args[] = {"up", names[i], "-t", "jobvm", NULL};
+		pids[i] = bg(&w, outs[i], args);
+	}
+	for (int i = 0; i < N; i++) {
+		int st = 0;
+		cr_assert_eq(waitpid(pids[i], &st, 0), pids[i]);
+		char *out = NULL;
+		cr_assert_eq(read_file(outs[i], &out, NULL), 0);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %d: %d\n%s", i, st, out);
+		cr_assert(strstr(out, "created") || strstr(out, "unchanged"), "%s", out);
+		cr_assert_null(strstr(out, "Sanitizer"), "%s", out);
+		free(out);
+		free(outs[i]);
+	}
+	/* every submission ran once: 20 jobs, all done; one guest each */
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs", NULL), N);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE state = 'done'", NULL), N);
+	for (int g = 0; g < GUESTS; g++) {
+		cr_assert_eq(guests_named(names[g]), 1, "%s", names[g]);
+		cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE subject = ?", names[g]),
+			     N / GUESTS);
+	}
+	cr_assert_eq(requests("POST", "/qemu/9024/clone", 200), GUESTS);
+	/* no two jobs of one guest overlapped in time */
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs a JOIN jobs b ON a.subject = b.subject "
+				"AND a.id < b.id WHERE a.started < b.ended AND b.started < a.ended",
+			    NULL),
+		     0, "jobs of one guest ran at the same time");
+	char *log = daemon_log(&w);
+	cr_assert(strstr(log, "waiting: guest many"), "nobody waited for a guest:\n%s", log);
+	free(log);
+	json_object *st = call(&w, "{\"id\":2,\"op\":\"status\"}"), *wk;
+	cr_assert(json_object_object_get_ex(st, "workers", &wk));
+	cr_assert_eq(json_object_get_int(json_object_object_get(wk, "total")), 4);
+	cr_assert_eq(json_object_get_int(json_object_object_get(wk, "busy")), 0);
+	json_object_put(st);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+/* The pid the store has for job 1, once it has one. */
+static pid_t job_pid(const struct world *w)
+{
+	return (pid_t)db_int(w, "SELECT pid FROM jobs WHERE id = 1", NULL);
+}
+
+static void wait_gone(pid_t pid)
+{
+	for (int i = 0; i < 3000; i++) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return;
+		struct timespec ts = {0, 10L * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a state (the process), bounded */
+	}
+	cr_assert_fail("process %d outlived its daemon", (int)pid);
+}
+
+#define CLONE_SENT                                                                           \
+	"SELECT count(*) FROM steps s JOIN jobs j ON s.job = j.id WHERE j.id = 1 AND "       \
+	"s.name = 'clone' AND s.attempts > 0 AND s.upid IS NOT NULL"
+
+/* `pvagent up NAME -t jobvm` in the background (client_pid), through the
+ * daemon, until its clone was sent with the UPID recorded; its output
+ * file (malloc'd). */
+static char *up_until_clone(const struct world *w, const char *name)
+{
+	char *outp = strprintf("%s/up.out", w->dir);
+	const char *args[] = {"up", name, "-t", "jobvm", NULL};
+	client_pid = bg(w, outp, args);
+	wait_db(w, CLONE_SENT, NULL, 1, "the clone was sent with its UPID recorded");
+	return outp;
+}
+
+/* The background client's end: its wait status. */
+static int client_end(void)
+{
+	int st = 0;
+	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
+	client_pid = -1;
+	return st;
+}
+
+Test(daemon, sigkill_during_a_clone_then_restart_resumes_without_cloning_again)
+{
+	static struct world w;
+	world_start(&w, 10, 2, NULL); /* the clone takes seconds */
+	daemon_start(&w);
+	char *outp = up_until_clone(&w, "kill1");
+	pid_t child = job_pid(&w);
+	cr_assert_gt(child, 0);
+	cr_assert_eq(kill(daemon_pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(daemon_pid, NULL, 0), daemon_pid);
+	daemon_pid = -1;
+	int st = client_end();
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "the client saw the daemon go");
+	wait_gone(child); /* the job's process died with its daemon */
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'running'",
+			    NULL),
+		     1);
+	daemon_start(&w);
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'", NULL, 1,
+		"the resumed job ended done");
+	cr_assert_eq(requests("POST", "/qemu/9024/clone", -1), 1, "the clone was sent again");
+	cr_assert_eq(guests_named("kill1"), 1);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs", NULL), 1);
+	wait_log(&w, "job 1 (up kill1, running): resuming");
+	daemon_stop(&w);
+	free(outp);
+	world_free(&w);
+}
+
+Test(daemon, sigterm_records_the_job_interrupted_and_the_next_start_resumes_it)
+{
+	static struct world w;
+	world_start(&w, 10, 2, NULL);
+	daemon_start(&w);
+	char *outp = up_until_clone(&w, "term1");
+	daemon_stop(&w); /* exit 0 */
+	int st = client_end();
+	char *out = NULL;
+	cr_assert_eq(read_file(outp, &out, NULL), 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "client status %d:\n%s", st, out);
+	cr_assert(strstr(out, "interrupted"), "%s", out);
+	free(out);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = "
+				"'interrupted'", NULL),
+		     1);
+	daemon_start(&w);
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'", NULL, 1,
+		"the resumed job ended done");
+	cr_assert_eq(requests("POST", "/qemu/9024/clone", -1), 1);
+	cr_assert_eq(guests_named("term1"), 1);
+	daemon_stop(&w);
+	free(outp);
+	world_free(&w);
+}
+
+Test(daemon, job_follow_streams_until_the_job_ends)
+{
+	static struct world w;
+	world_start(&w, 10, 2, NULL);
+	daemon_start(&w);
+	char *outp = up_until_clone(&w, "fol1");
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "job", "1", "--follow", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "step     start"), "the start step came while following:\n%s", out);
+	cr_assert(strstr(out, "done"), "%s", out);
+	free(out);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'", NULL),
+		     1);
+	int st = client_end();
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* a job the daemon does not run: printed as stored, exit 0 */
+	cr_assert_eq(pv(&w, &out, "job", "1", "--follow", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "job 1: up fol1, done"), "%s", out);
+	free(out);
+	daemon_stop(&w);
+	free(outp);
+	world_free(&w);
+}
+
+/* In a child under uid 12345 and gid: connect and ask for the status;
+ * exit 0 answered ok, 3 refused, other: something else. */
+static int as_other_user(const struct world *w, gid_t gid)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(12345) < 0)
+			_exit(10);
+		struct ctl_client c;
+		char *err = NULL;
+		if (ctl_client_connect(w->sock, &c, &err) != 0)
+			_exit(11);
+		json_object *req = json_tokener_parse("{\"id\":7,\"op\":\"status\"}"), *ans = NULL;
+		/* a refused peer's connection may be closed before it sends: the
+		 * refusal is still there to read */
+		(void)ctl_client_send(&c, req, &err);
+		int r = ctl_client_recv(&c, &ans, 30000, &err);
+		int code = 12;
+		if (r == 1) {
+			const char *e = json_object_get_string(json_object_object_get(ans, "error"));
+			code = json_object_get_boolean(json_object_object_get(ans, "ok")) ? 0
+			     : e && strcmp(e, "refused") == 0 ? 3 : 13;
+		}
+		_exit(code);
+	}
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+Test(daemon, a_peer_outside_the_group_is_refused)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (setuid in a child)");
+	struct group *g = getgrnam("nogroup");
+	if (!g)
+		cr_skip_test("no group 'nogroup'");
+	gid_t gid = g->gr_gid;
+	static struct world w;
+	world_start(&w, 100, 2, "socket_group = nogroup\n");
+	daemon_start(&w);
+	struct stat st;
+	cr_assert_eq(stat(w.sock, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0660, "mode %o", st.st_mode & 0777);
+	cr_assert_eq(st.st_gid, gid);
+	/* past the file's permission, so that the peer check is what refuses */
+	cr_assert_eq(chmod(w.dir, 0711), 0);
+	cr_assert_eq(chmod(w.sock, 0666), 0);
+	int code = as_other_user(&w, 12345);
+	cr_assert_eq(code, 3, "uid 12345 outside the group was not refused (%d)", code);
+	cr_assert_eq(as_other_user(&w, gid), 0, "a member of the group was refused");
+	wait_log(&w, "refused pid");
+	json_object *ans = call(&w, "{\"id\":8,\"op\":\"status\"}");
+	cr_assert(json_object_get_boolean(json_object_object_get(ans, "ok")));
+	json_object_put(ans);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+/* Raw lines to the socket; the answers (lines) read until n came. */
+static json_object *raw_lines(const struct world *w, const char *data, size_t len, int n)
+{
+	struct ctl_client c;
+	connect_daemon(w, &c);
+	size_t off = 0;
+	while (off < len) {
+		ssize_t k = send(c.fd, data + off, len - off, MSG_NOSIGNAL);
+		cr_assert_gt(k, 0, "send: %s", strerror(errno));
+		off += (size_t)k;
+	}
+	json_object *a = json_object_new_array();
+	for (int i = 0; i < n; i++) {
+		json_object *m = NULL;
+		char *err = NULL;
+		cr_assert_eq(ctl_client_recv(&c, &m, 60000, &err), 1, "answer %d: %s", i,
+			     err ? err : "timeout");
+		json_object_array_add(a, m);
+	}
+	ctl_client_close(&c);
+	return a;
+}
+
+static const char *ans_error(json_object *a, size_t i)
+{
+	json_object *o = json_object_array_get_idx(a, i);
+	cr_assert_not_null(o);
+	cr_assert(!json_object_get_boolean(json_object_object_get(o, "ok")), "%s",
+		  json_object_to_json_string(o));
+	return json_object_get_string(json_object_object_get(o, "error"));
+}
+
+Test(daemon, bad_requests_get_errors_and_the_daemon_keeps_serving)
+{
+	static struct world w;
+	world_start(&w, 100, 2, NULL);
+	daemon_start(&w);
+	/* a client that stays connected and idle meanwhile */
+	struct ctl_client idle;
+	connect_daemon(&w, &idle);
+	const char lines[] = "this is not json\n"
+			     "{\"id\":2,\"op\":\"frobnicate\"}\n"
+			     "[1,2]\n"
+			     "{\"id\":4}\n"
+			     "{\"id\":5,\"op\":\"submit\",\"argv\":[\"nodes\"]}\n"
+			     "{\"id\":6,\"op\":\"submit\",\"argv\":[\"up\",\"x\"],\"guests\":[\"y\"]}\n"
+			     "{\"id\":7,\"op\":\"watch\",\"job\":99}\n"
+			     "{\"id\":8,\"op\":\"status\"}\n";
+	char *err = NULL;
+	json_object *a = raw_lines(&w, lines, sizeof lines - 1, 8);
+	cr_assert_str_eq(ans_error(a, 0), "bad_request");
+	cr_assert_str_eq(ans_error(a, 1), "unknown_op");
+	cr_assert_eq(json_object_get_int(json_object_object_get(json_object_array_get_idx(a, 1),
+								"id")), 2);
+	cr_assert_str_eq(ans_error(a, 2), "bad_request");
+	cr_assert_str_eq(ans_error(a, 3), "bad_request");
+	cr_assert_str_eq(ans_error(a, 4), "bad_request");
+	cr_assert_str_eq(ans_error(a, 5), "bad_request");
+	cr_assert_str_eq(ans_error(a, 6), "not_found");
+	cr_assert(json_object_get_boolean(
+		json_object_object_get(json_object_array_get_idx(a, 7), "ok")));
+	json_object_put(a);
+	/* a 10 MiB line, then a good request on the same connection */
+	size_t big = (size_t)10 * 1024 * 1024;
+	char *buf = malloc(big + 64);
+	cr_assert_not_null(buf);
+	memcpy(buf, "{\"id\":1,\"op\":\"status\",\"pad\":\"", 30);
+	memset(buf + 30, 'x', big - 30);
+	size_t len = big;
+	len += (size_t)sprintf(buf + len, "\"}\n{\"id\":9,\"op\":\"status\"}\n");
+	a = raw_lines(&w, buf, len, 2);
+	free(buf);
+	cr_assert_str_eq(ans_error(a, 0), "too_long");
+	json_object *ok = json_object_array_get_idx(a, 1);
+	cr_assert(json_object_get_boolean(json_object_object_get(ok, "ok")));
+	cr_assert_eq(json_object_get_int(json_object_object_get(ok, "id")), 9);
+	json_object_put(a);
+	/* a client that sends its request and closes its sending end still
+	 * gets the answer, then the daemon closes */
+	struct ctl_client hc;
+	connect_daemon(&w, &hc);
+	const char one[] = "{\"id\":11,\"op\":\"status\"}\n";
+	cr_assert_eq(send(hc.fd, one, sizeof one - 1, MSG_NOSIGNAL), (ssize_t)(sizeof one - 1));
+	cr_assert_eq(shutdown(hc.fd, SHUT_WR), 0);
+	json_object *hm = NULL;
+	cr_assert_eq(ctl_client_recv(&hc, &hm, 60000, &err), 1, "%s", err ? err : "");
+	cr_assert_eq(json_object_get_int(json_object_object_get(hm, "id")), 11);
+	json_object_put(hm);
+	cr_assert_eq(ctl_client_recv(&hc, &hm, 60000, &err), -1, "closed after the answer");
+	free(err);
+	err = NULL;
+	ctl_client_close(&hc);
+	/* the idle client is still served, and so is a job */
+	json_object *req = json_tokener_parse("{\"id\":10,\"op\":\"jobs\"}"), *ans = NULL;
+	cr_assert_eq(ctl_client_call(&idle, req, &ans, &err), 1, "%s", err ? err : "");
+	cr_assert(json_object_get_boolean(json_object_object_get(ans, "ok")));
+	json_object_put(ans);
+	json_object_put(req);
+	ctl_client_close(&idle);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "up", "after1", "-t", "jobvm", NULL), 0, "%s", out);
+	free(out);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+static int status_workers(const struct world *w)
+{
+	json_object *st = call(w, "{\"id\":3,\"op\":\"status\"}"), *wk;
+	cr_assert(json_object_object_get_ex(st, "workers", &wk));
+	int n = json_object_get_int(json_object_object_get(wk, "total"));
+	json_object_put(st);
+	return n;
+}
+
+Test(daemon, sighup_with_a_broken_file_keeps_the_old_configuration)
+{
+	static struct world w;
+	world_start(&w, 100, 3, NULL);
+	daemon_start(&w);
+	cr_assert_eq(status_workers(&w), 3);
+	write_text(w.conf, "[pve]\nurl = https://127.0.0.1:1\n[daemon]\nworkers = lots\n", 0600);
+	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
+	wait_log(&w, "keeping the configuration loaded before");
+	char *log = daemon_log(&w);
+	cr_assert(strstr(log, "pvagent.conf:4: [daemon] workers"), "%s", log);
+	free(log);
+	cr_assert_eq(status_workers(&w), 3);
+	write_conf(&w, 5, NULL);
+	cr_assert_eq(kill(daemon_pid, SIGHUP), 0);
+	wait_log(&w, "5 workers, 2 per node");
+	cr_assert_eq(status_workers(&w), 5);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "up", "hup1", "-t", "jobvm", NULL), 0, "%s", out);
+	free(out);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+Test(daemon, a_second_daemon_on_the_same_store_refuses_to_start)
+{
+	static struct world w;
+	world_start(&w, 100, 2, NULL);
+	daemon_start(&w);
+	const char *argv[] = {w.dbin, "-c", w.conf, "-f", NULL};
+	char *out = NULL;
+	int rc = test_run(argv, NULL, &out);
+	cr_assert_eq(rc, 1, "%s", out);
+	char *want = strprintf("another pvagentd (pid %d) holds the store", (int)daemon_pid);
+	cr_assert(strstr(out, want), "%s", out);
+	free(want);
+	free(out);
+	json_object *st = call(&w, "{\"id\":1,\"op\":\"status\"}");
+	cr_assert_eq(json_object_get_int(json_object_object_get(st, "pid")), daemon_pid);
+	json_object_put(st);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+static long ctxt_switches(pid_t pid)
+{
+	char *path = strprintf("/proc/%d/status", (int)pid), *text = NULL;
+	cr_assert_eq(read_file(path, &text, NULL), 0);
+	free(path);
+	const char *p = strstr(text, "\nvoluntary_ctxt_switches:");
+	cr_assert_not_null(p);
+	long v = strtol(p + strlen("\nvoluntary_ctxt_switches:"), NULL, 10);
+	free(text);
+	return v;
+}
+
+Test(daemon, idle_means_no_wakeups)
+{
+	static struct world w;
+	world_start(&w, 100, 2, NULL);
+	daemon_start(&w);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "up", "idle1", "-t", "jobvm", NULL), 0, "%s", out);
+	free(out);
+	/* a connection held open over the window, so that nothing is left
+	 * to handle in it */
+	struct ctl_client c;
+	connect_daemon(&w, &c);
+	json_object *req = json_tokener_parse("{\"id\":1,\"op\":\"status\"}"), *ans = NULL;
+	char *err = NULL;
+	cr_assert_eq(ctl_client_call(&c, req, &ans, &err), 1);
+	cr_assert_eq(json_object_get_int(json_object_object_get(
+			     json_object_object_get(ans, "workers"), "busy")), 0);
+	json_object_put(ans);
+	/* from the moment it sleeps again (the answer is out before it is
+	 * back in poll) */
+	bool asleep = false;
+	for (int i = 0; i < 1000 && !asleep; i++) {
+		char *path = strprintf("/proc/%d/status", (int)daemon_pid), *text = NULL;
+		cr_assert_eq(read_file(path, &text, NULL), 0);
+		asleep = strstr(text, "\nState:\tS") != NULL;
+		free(text);
+		free(path);
+		struct timespec ts = {0, 1000L * 1000};
+		if (!asleep)
+			nanosleep(&ts, NULL); /* polling a state, bounded */
+	}
+	cr_assert(asleep, "pvagentd never went back to sleep");
+	long before = ctxt_switches(daemon_pid);
+	struct timespec ts = {2, 500L * 1000 * 1000};
+	nanosleep(&ts, NULL); /* the idle window: the measurement itself */
+	long after = ctxt_switches(daemon_pid);
+	cr_assert_eq(after, before, "the idle daemon woke %ld times in 2.5 s", after - before);
+	cr_assert_eq(ctl_client_call(&c, req, &ans, &err), 1, "still answers");
+	json_object_put(ans);
+	json_object_put(req);
+	ctl_client_close(&c);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+Test(daemon, cancel_stops_a_running_job_and_records_it_cancelled)
+{
+	static struct world w;
+	world_start(&w, 10, 2, NULL);
+	daemon_start(&w);
+	char *outp = up_until_clone(&w, "can1");
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "cancel", "1", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "pvagentd stops it after its current step"), "%s", out);
+	free(out);
+	int st = client_end();
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "client status %d", st);
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'cancelled'", NULL, 1,
+		"job 1 recorded cancelled");
+	/* a cancelled job is not resumed at the next start */
+	daemon_stop(&w);
+	daemon_start(&w);
+	json_object *ans = call(&w, "{\"id\":2,\"op\":\"jobs\"}");
+	cr_assert_eq(json_object_array_length(json_object_object_get(ans, "running")), 0);
+	cr_assert_eq(json_object_array_length(json_object_object_get(ans, "queued")), 0);
+	json_object_put(ans);
+	daemon_stop(&w);
+	free(outp);
+	world_free(&w);
+}
+
+Test(daemon, ctrl_c_detaches_and_the_job_goes_on)
+{
+	static struct world w;
+	world_start(&w, 10, 2, NULL);
+	daemon_start(&w);
+	char *outp = up_until_clone(&w, "det1");
+	cr_assert_eq(kill(client_pid, SIGINT), 0);
+	int st = client_end();
+	char *out = NULL;
+	cr_assert_eq(read_file(outp, &out, NULL), 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "client status %d:\n%s", st, out);
+	cr_assert(strstr(out, "detached; job 1 goes on in pvagentd: follow it with 'pvagent job 1 "
+			      "--follow'"), "%s", out);
+	free(out);
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'", NULL, 1,
+		"the detached job ended done");
+	cr_assert_eq(requests("POST", "/qemu/9024/clone", -1), 1);
+	cr_assert_eq(guests_named("det1"), 1);
+	daemon_stop(&w);
+	free(outp);
+	world_free(&w);
+}
+
+Test(daemon, check_validates_and_status_tells_the_daemon)
+{
+	static struct world w;
+	world_start(&w, 100, 3, NULL);
+	char *out = NULL;
+	const char *check[] = {w.dbin, "-c", w.conf, "--check", NULL};
+	cr_assert_eq(test_run(check, NULL, &out), 0, "%s", out);
+	cr_assert(strstr(out, "configuration ok; 1 templates, 0 invalid"), "%s", out);
+	free(out);
+	char *bad = strprintf("%s/broken.tmpl", w.tdir);
+	write_text(bad, "[template]\nkind = nonsense\n", 0644);
+	cr_assert_eq(test_run(check, NULL, &out), 2, "%s", out);
+	cr_assert(strstr(out, "broken.tmpl"), "the invalid template is named:\n%s", out);
+	free(out);
+	cr_assert_eq(unlink(bad), 0);
+	free(bad);
+	/* no daemon: status says so (exit 1); jobs run in the process */
+	cr_assert_eq(pv(&w, &out, "status", NULL), 1, "%s", out);
+	cr_assert(strstr(out, "pvagentd is not running"), "%s", out);
+	free(out);
+	daemon_start(&w);
+	cr_assert_eq(pv(&w, &out, "status", NULL), 0, "%s", out);
+	char *want = strprintf("pvagentd %s, pid %d, up ", "0.9.0", (int)daemon_pid);
+	cr_assert(strstr(out, want), "%s", out);
+	cr_assert(strstr(out, "workers: 0 of 3 busy (at most 2 per node); queue: 0"), "%s", out);
+	free(want);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "--json", "status", NULL), 0, "%s", out);
+	json_object *o = json_tokener_parse(out), *dm;
+	cr_assert_not_null(o, "%s", out);
+	cr_assert(json_object_object_get_ex(o, "daemon", &dm));
+	cr_assert_eq(json_object_get_int(json_object_object_get(dm, "pid")), daemon_pid);
+	json_object_put(o);
+	free(out);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+Test(daemon, with_one_worker_the_second_command_waits_and_jobs_shows_it)
+{
+	static struct world w;
+	world_start(&w, 10, 1, NULL);
+	daemon_start(&w);
+	char *outp = up_until_clone(&w, "one1");
+	char *outq = strprintf("%s/q.out", w.dir);
+	const char *args[] = {"up", "one2", "-t", "jobvm", NULL};
+	pid_t second = bg(&w, outq, args);
+	wait_log(&w, "ticket 2 (up -t jobvm one2) waiting: all 1 workers are busy");
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "jobs", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "queued in pvagentd (not started yet)") &&
+		  strstr(out, "up -t jobvm one2"), "%s", out);
+	free(out);
+	int st = client_end();
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "first client %d", st);
+	cr_assert_eq(waitpid(second, &st, 0), second);
+	cr_assert_eq(read_file(outq, &out, NULL), 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "second client %d:\n%s", st, out);
+	cr_assert(strstr(out, "waiting: all 1 workers are busy") && strstr(out, "created"), "%s",
+		  out);
+	free(out);
+	/* one after the other */
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs a JOIN jobs b ON a.id < b.id WHERE "
+				"a.started < b.ended AND b.started < a.ended", NULL),
+		     0);
+	daemon_stop(&w);
+	free(outp);
+	free(outq);
+	world_free(&w);
+}
