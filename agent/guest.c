@@ -1342,33 +1342,6 @@ int guest_pending(struct pve *c, const struct guest_ref *g, char **keys, struct 
 	return 0;
 }
 
-/* "32G", "512M", "1T", "100K", plain bytes -> bytes. */
-static int parse_size(const char *s, double *out)
-{
-	if (!s || !*s)
-		return -1;
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	double m = 1;
-	switch (toupper((unsigned char)*end)) {
-	case 0: m = 1; break;
-	case 'K': m = 1024.0; break;
-	case 'M': m = 1024.0 * 1024; break;
-	case 'G': m = 1024.0 * 1024 * 1024; break;
-	case 'T': m = 1024.0 * 1024 * 1024 * 1024; break;
-	default: return -1;
-	}
-	if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2]) &&
-	    !(toupper((unsigned char)end[1]) == 'I' && toupper((unsigned char)end[2]) == 'B' &&
-	      !end[3]))
-		return -1;
-	*out = v * m;
-	return 0;
-}
-
 struct size_want {
 	const char *disk;
 	double bytes;
@@ -1382,7 +1355,7 @@ static double disk_size(json_object *conf, const char *disk)
 	double have = -1;
 	if (val && propstr_parse(val, &ps) == 0) {
 		const char *cur = propstr_get(&ps, "size");
-		if (cur && parse_size(cur, &have) < 0)
+		if (cur && pvecfg_parse_size(cur, &have) < 0)
 			have = -1;
 		propstr_free(&ps);
 	}
@@ -1406,7 +1379,7 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const cha
 	if (changed)
 		*changed = false;
 	double want;
-	if (parse_size(size, &want) < 0) {
+	if (pvecfg_parse_size(size, &want) < 0) {
 		pve_error_set(err, PVE_ERR_CONFIG, "disk size '%s': expected a size like 32G", size);
 		return -1;
 	}
