@@ -57,6 +57,9 @@ static const struct ini_key_spec migrate_keys[] = {
 	{"with_local_disks", 0},
 	{"target_storage", 0},
 	{"timeout", 0},
+	{"memory_reserve", 0},
+	{"per_target", 0},
+	{"probe_port", 0},
 	{NULL, 0},
 };
 static const struct ini_key_spec window_keys[] = {
@@ -618,6 +621,9 @@ static void load_migrate(struct ctx *x, const struct ini_section *s)
 	get_bool(x, s, "with_local_disks", &c->migrate.with_local_disks);
 	get_word(x, s, "target_storage", "-_.", "storage id", &c->migrate.target_storage);
 	get_duration(x, s, "timeout", &c->migrate.timeout);
+	get_uint(x, s, "memory_reserve", 0, 1u << 24, &c->migrate.memory_reserve);
+	get_uint(x, s, "per_target", 1, 64, &c->migrate.per_target);
+	get_uint(x, s, "probe_port", 1, 65535, &c->migrate.probe_port);
 }
 
 static int parse_day(const char *s, size_t n)
@@ -727,6 +733,8 @@ static int set_defaults(struct conf *c)
 	c->daemon.workers = 4;
 	c->migrate.max_workers = 2;
 	c->migrate.timeout = 3600;
+	c->migrate.memory_reserve = 1024;
+	c->migrate.per_target = 2;
 	c->ssh.user = strdup("root");
 	c->paths.state = strdup("/var/lib/pvagent");
 	c->paths.socket = strdup("/run/pvagent/pvagentd.sock");

@@ -74,6 +74,10 @@ struct conf {
 		int with_local_disks;    /* default 0 */
 		char *target_storage;    /* or NULL: same storage */
 		unsigned timeout;        /* seconds per migration; default 3600 */
+		unsigned memory_reserve; /* MiB kept free on a target; default 1024 */
+		unsigned per_target;     /* migrations into one node at once; default 2 */
+		unsigned probe_port;     /* TCP port probed for the downtime clients
+					  * see; 0: the [ssh] port */
 	} migrate;
 	struct conf_window *windows;
 	size_t n_windows;

@@ -99,6 +99,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 		"[paths]\ntemplates = tmpl:/usr/share/t\nstate = /var/tmp/st\nsocket = run/s.sock\n\n"
 		"[daemon]\nworkers = 8\nsocket_group = pvagent\n\n"
 		"[migrate]\nmax_workers = 3\nbwlimit = 100000\nwith_local_disks = yes\n"
+		"memory_reserve = 2048\nper_target = 3\nprobe_port = 2222\n"
 		"target_storage = local-lvm\ntimeout = 2h\n\n"
 		"[window \"night\"]\nnode = pve2\ndays = mon-fri\nstart = 02:30\nduration = 90m\n"
 		"to = pve1,pve3\nmax_workers = 1\n\n"
@@ -154,6 +155,9 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 	cr_expect_eq(c.migrate.with_local_disks, 1);
 	cr_expect_str_eq(c.migrate.target_storage, "local-lvm");
 	cr_expect_eq(c.migrate.timeout, 7200);
+	cr_expect_eq(c.migrate.memory_reserve, 2048);
+	cr_expect_eq(c.migrate.per_target, 3);
+	cr_expect_eq(c.migrate.probe_port, 2222);
 
 	cr_assert_eq(c.n_windows, 2);
 	const struct conf_window *w = &c.windows[0];
@@ -167,7 +171,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 	cr_expect_str_eq(w->to[1], "pve3");
 	cr_expect_null(w->to[2]);
 	cr_expect_eq(w->max_workers, 1);
-	cr_expect_eq(w->line, 33);
+	cr_expect_eq(w->line, 36);
 	w = &c.windows[1];
 	cr_expect_eq(w->days, 0x63); /* fri, sat, sun, mon (wraps) */
 	cr_expect_eq(w->duration, 86400);
@@ -209,6 +213,9 @@ Test(conf, defaults_and_password_auth, .init = setup, .fini = teardown)
 	cr_expect_eq(c.migrate.bwlimit, 0);
 	cr_expect_eq(c.migrate.with_local_disks, 0);
 	cr_expect_eq(c.migrate.timeout, 3600);
+	cr_expect_eq(c.migrate.memory_reserve, 1024);
+	cr_expect_eq(c.migrate.per_target, 2);
+	cr_expect_eq(c.migrate.probe_port, 0);
 	cr_expect_eq(c.n_windows, 0);
 	conf_free(&c);
 	free(p);
