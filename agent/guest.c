@@ -690,12 +690,12 @@ static void hook_started(const struct guest_wait *w, const char *upid)
 
 static int wait_task_timeout(struct pve *c, const char *upid, const char *step,
 			     double task_timeout, const struct guest_wait *w,
-			     struct pve_error *err)
+			     struct task_result *res, struct pve_error *err)
 {
 	struct guest_wait w2 = w ? *w : (struct guest_wait){0};
 	if (task_timeout > 0)
 		w2.task_timeout_s = task_timeout;
-	return guest_wait_task(c, upid, step, &w2, NULL, err);
+	return guest_wait_task(c, upid, step, &w2, res, err);
 }
 
 /* An unanswered request sent at sent_at (unix time) may still be taking
@@ -717,10 +717,11 @@ static void settle(struct pve *c, const struct guest_wait *w, double sent_at)
  * meaning "nothing to do" (e.g. "already running"); *noop is set when
  * that came back. A resumed step (hooks) first waits for the task its
  * earlier run recorded. */
-static int guest_task(struct pve *c, struct guest_ref *g, const char *method, const char *suffix,
-		      const struct pve_params *params, const char *step, const char *ok_msg,
-		      double task_timeout, const struct effect *eff, const struct guest_wait *w,
-		      bool *noop, struct pve_error *err)
+static int guest_task_res(struct pve *c, struct guest_ref *g, const char *method,
+			  const char *suffix, const struct pve_params *params, const char *step,
+			  const char *ok_msg, double task_timeout, const struct effect *eff,
+			  const struct guest_wait *w, bool *noop, struct task_result *res,
+			  struct pve_error *err)
 {
 	if (noop)
 		*noop = false;
@@ -729,7 +730,7 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 		log_debug("VM %d: waiting for the %s task an earlier run started", g->vmid, step);
 		struct guest_wait wa = w ? *w : (struct guest_wait){0};
 		wa.attach = true;
-		int rc = wait_task_timeout(c, upid, step, task_timeout, &wa, err);
+		int rc = wait_task_timeout(c, upid, step, task_timeout, &wa, res, err);
 		free(upid);
 		return rc;
 	}
@@ -765,7 +766,7 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 				hook_started(w, upid);
 				struct guest_wait wa = w ? *w : (struct guest_wait){0};
 				wa.attach = true;
-				rc = wait_task_timeout(c, upid, step, task_timeout, &wa, err);
+				rc = wait_task_timeout(c, upid, step, task_timeout, &wa, res, err);
 				free(upid);
 				break;
 			}
@@ -809,12 +810,21 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 			break;
 		}
 		hook_started(w, upid);
-		rc = wait_task_timeout(c, upid, step, task_timeout, w, err);
+		rc = wait_task_timeout(c, upid, step, task_timeout, w, res, err);
 		free(upid);
 		break;
 	}
 	free(path);
 	return rc;
+}
+
+static int guest_task(struct pve *c, struct guest_ref *g, const char *method, const char *suffix,
+		      const struct pve_params *params, const char *step, const char *ok_msg,
+		      double task_timeout, const struct effect *eff, const struct guest_wait *w,
+		      bool *noop, struct pve_error *err)
+{
+	return guest_task_res(c, g, method, suffix, params, step, ok_msg, task_timeout, eff, w,
+			      noop, NULL, err);
 }
 
 static int shows_status(struct pve *c, struct guest_ref *g, const void *arg,
@@ -854,6 +864,31 @@ static int shows_snapshot(struct pve *c, struct guest_ref *g, const void *arg,
 	}
 	json_object_put(d);
 	return found;
+}
+
+/* The guest is on the node (arg) now. */
+static int shows_on_node(struct pve *c, struct guest_ref *g, const void *arg,
+			 struct pve_error *err)
+{
+	struct guest_ref now = {0};
+	int found = guest_find_by_vmid(c, g->vmid, &now, err);
+	int on = found == 1 && now.node && strcmp(now.node, (const char *)arg) == 0;
+	guest_ref_clear(&now);
+	return found < 0 ? -1 : on;
+}
+
+int guest_migrate(struct pve *c, struct guest_ref *g, const struct pve_params *params,
+		  const struct guest_wait *w, struct task_result *res, struct pve_error *err)
+{
+	const char *target = pve_params_get(params, "target");
+	if (!target)
+		return pve_error_set(err, PVE_ERR_INTERNAL, "migrate without a target"), -1;
+	memset(res, 0, sizeof *res);
+	res->downtime_ms = res->duration_s = -1;
+	res->speed = res->transferred = -1;
+	const struct effect eff = {"qmigrate", "vzmigrate", shows_on_node, target};
+	return guest_task_res(c, g, "POST", "/migrate", params, "migrate", NULL, 0, &eff, w, NULL,
+			      res, err);
 }
 
 int guest_snapshot(struct pve *c, struct guest_ref *g, const char *name,

@@ -3,6 +3,7 @@
 #include "job.h"
 #include "wf_bench.h"
 #include "wf_inject.h"
+#include "wf_migrate.h"
 #include "wf_up.h"
 
 #include <string.h>
@@ -13,6 +14,7 @@ static const struct job_workflow *const workflows[] = {
 	&wf_virtio,
 	&wf_inject,
 	&wf_bench,
+	&wf_migrate,
 	NULL,
 };
 

@@ -6,6 +6,7 @@
 
 #include "bootfacts.h"
 #include "cluster_config.h"
+#include "guestnet.h"
 #include "scenario.h"
 #include "tasks.h"
 #include "util.h"
@@ -1314,4 +1315,31 @@ json_object *cluster_state(struct cluster *c, double now)
 	json_object_deep_copy(c->ha, &ha, NULL);
 	json_object_object_add(st, "ha", ha);
 	return st;
+}
+
+int cluster_net_start(struct cluster *c, double (*now)(void *), void *ctx, char **err)
+{
+	for (size_t i = 0; i < c->guests.n; i++) {
+		struct sim_guest *g = c->guests.v[i];
+		if (!g->listen_port)
+			continue;
+		if (!c->net && !(c->net = guestnet_start(now, ctx))) {
+			*err = strdup("cannot start the guest listeners");
+			return -1;
+		}
+		if (guestnet_listen(c->net, g->address, g->listen_port) < 0) {
+			*err = strprintf("cannot listen on %s:%u for VM %d: %s", g->address,
+					 g->listen_port, g->vmid, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void cluster_net_stop(struct cluster *c)
+{
+	if (c && c->net) {
+		guestnet_stop(c->net);
+		c->net = NULL;
+	}
 }

@@ -550,6 +550,10 @@ bool routes_ct(struct cluster *c, const struct sim_req *req,
 			resp_param_error(r, "target", "property is missing and it is not optional");
 			return true;
 		}
+		if (!openvz && cluster_ha_state(c, g)) {
+			guest_ha_migrate_request(c, req, g, target, r);
+			return true;
+		}
 		struct sim_task *t = ct_start_migration(
 			c, req, g, target, param_bool(req, "restart", false),
 			param_bool(req, "online", false), req->now, r);

@@ -1,0 +1,215 @@
+/* cli_migrate.c - the migration commands of pvagent: migrate (one guest
+ * as a wf_migrate job, its figures printed), with drain, undrain and
+ * windows beside it. Printing follows pvagent.c (text lines, or JSON
+ * lines with --json). */
+#include "cli.h"
+#include "json.h"
+#include "log.h"
+#include "migrate_plan.h"
+#include "output.h"
+#include "util.h"
+#include "wf_migrate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int parse_num(const char *cmd, const char *opt, const char *arg, long min, long max,
+		     long *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (!*arg || *end || v < min || v > max) {
+		fprintf(stderr, "pvagent %s: %s %s: expected a number from %ld to %ld\n", cmd, opt,
+			arg, min, max);
+		return EXIT_USAGE;
+	}
+	*out = v;
+	return 0;
+}
+
+static double var_num(json_object *v, const char *key)
+{
+	long long x = -1;
+	return json_int(v, key, &x) ? (double)x : -1;
+}
+
+/* One migration's line and JSON object from its vars. */
+static json_object *migration_json(struct job *j)
+{
+	json_object *v = job_vars(j), *o = json_object_new_object();
+	if (!o)
+		return NULL;
+	enum job_outcome out = job_outcome(j);
+	json_object_object_add(o, "name", json_object_new_string(job_subject(j)));
+	json_object_object_add(o, "vmid", job_vmid(j) ? json_object_new_int(job_vmid(j)) : NULL);
+	json_object_object_add(o, "node", job_node(j) ? json_object_new_string(job_node(j)) : NULL);
+	json_object_object_add(o, "outcome", json_object_new_string(job_outcome_name(out)));
+	static const char *const keys[] = {"method", "type", "targetstorage"};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		if (json_str(v, keys[i]))
+			json_object_object_add(o, keys[i], json_object_new_string(json_str(v, keys[i])));
+	static const char *const nums[] = {"duration_s", "elapsed_s", "downtime_ms", "probe_gap_ms",
+					   "speed", "transferred", "estimate_s", "memory",
+					   "disk_bytes"};
+	for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
+		double x = var_num(v, nums[i]);
+		if (x >= 0)
+			json_object_object_add(o, nums[i], json_object_new_int64((long long)x));
+	}
+	long long via = 0;
+	json_object_object_add(o, "via_ha", json_object_new_boolean(json_int(v, "via_ha", &via) && via));
+	if (job_id(j))
+		json_object_object_add(o, "job", json_object_new_int64(job_id(j)));
+	const struct pve_error *e = job_error(j);
+	if (e->kind != PVE_OK) {
+		char *m = pve_error_format(e);
+		json_object_object_add(o, "error", json_object_new_string(m ? m : "error"));
+		free(m);
+	}
+	if (job_left(j))
+		json_object_object_add(o, "left", json_object_new_string(job_left(j)));
+	return o;
+}
+
+static void print_migration(struct cli *cli, struct job *j, const char *target, bool dry_run,
+			    int code)
+{
+	json_object *o = migration_json(j);
+	json_object *v = job_vars(j);
+	if (cli->json) {
+		json_object *r = json_object_new_object();
+		json_object_object_add(r, "result", json_object_new_string(code ? "error" : "ok"));
+		json_object_object_add(r, "command", json_object_new_string("migrate"));
+		json_object_object_add(r, "dry_run", json_object_new_boolean(dry_run));
+		json_object_object_add(r, "migration", o);
+		json_object_object_add(r, "exit", json_object_new_int(code));
+		out_json_line(stdout, r);
+		json_object_put(r);
+		return;
+	}
+	json_object_put(o);
+	const char *name = job_subject(j), *method = json_str(v, "method");
+	const struct pve_error *e = job_error(j);
+	if (e->kind != PVE_OK) {
+		char *m = pve_error_format(e);
+		log_error("%s: %s", name, m ? m : "failed");
+		free(m);
+		if (job_left(j))
+			log_error("%s: needs attention: %s; run the same command again, or 'pvagent "
+				  "resume %lld'", name, job_left(j), job_id(j));
+		return;
+	}
+	if (method && strcmp(method, "none") == 0) {
+		printf("%s: already on %s\n", name, target);
+		return;
+	}
+	if (dry_run) {
+		printf("%s: would migrate to %s (%s%s), about %.0f s\n", name, target,
+		       method ? method : "?", var_num(v, "via_ha") > 0 ? ", through HA" : "",
+		       var_num(v, "estimate_s"));
+		return;
+	}
+	double speed = var_num(v, "speed"), bytes = var_num(v, "transferred");
+	double dt = var_num(v, "downtime_ms"), gap = var_num(v, "probe_gap_ms");
+	double dur = var_num(v, "duration_s");
+	printf("%s: migrated to %s (%s) in %.0f s", name, target, method ? method : "?",
+	       dur >= 0 ? dur : var_num(v, "elapsed_s"));
+	if (bytes >= 0)
+		printf(", %.1f MiB", bytes / 1048576.0);
+	if (speed >= 0)
+		printf(" at %.1f MiB/s", speed / 1048576.0);
+	if (dt >= 0)
+		printf(", downtime %.0f ms (PVE)", dt);
+	long long probed = 0;
+	if (gap >= 0)
+		printf(", clients saw %.0f ms", gap);
+	else if (json_int(v, "probed", &probed) && probed)
+		printf(", clients saw no gap");
+	printf("\n");
+}
+
+static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
+{
+	const char *storage = NULL;
+	long bw = 0, md = 0;
+	bool dry = false;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < a->n; i++) {
+		const char *arg = a->v[i].val, *why = NULL;
+		switch (a->v[i].opt) {
+		case 's':
+		case 'm':
+			if (storage)
+				rc = cli_usage_error("migrate", "give one of --storage and --storage-map",
+						     arg);
+			else if (!migrate_map_valid(arg, &why) ||
+				 (a->v[i].opt == 's' && strchr(arg, ':')))
+				rc = cli_usage_error("migrate", a->v[i].opt == 's'
+						     ? "--storage: expected a storage id"
+						     : "--storage-map: expected SRC:DST,...", arg);
+			storage = arg;
+			break;
+		case 'b': rc = parse_num("migrate", "--bwlimit", arg, 1, 1 << 20, &bw); break;
+		case 'D': rc = parse_num("migrate", "--max-downtime", arg, 1, 600000, &md); break;
+		case 'n': dry = true; break;
+		default: rc = EXIT_USAGE; break;
+		}
+	}
+	if (rc == 0)
+		rc = cli_connect_pve(cli);
+	if (rc)
+		return rc;
+	const char *name = a->argv[0], *target = a->argv[1];
+	json_object *params =
+		wf_migrate_params(target, storage, (unsigned)bw, (unsigned)md, dry);
+	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
+	struct job_env env = {
+		.store = dry ? NULL : cli_store(cli),
+		.on_event = on_up_event,
+		.event_ctx = &pp,
+		.stop = &cli_stop,
+		.conf = &cli->conf,
+	};
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	if (params && cli->conf.migrate.timeout)
+		env.wait.task_timeout_s = cli->conf.migrate.timeout;
+	if (!params || job_env_init(&env) < 0) {
+		json_object_put(params);
+		fprintf(stderr, "pvagent migrate: out of memory\n");
+		return 1;
+	}
+	if (job_for_subject(&env, &wf_migrate, name, params, &j, &e) < 0) {
+		rc = cli_fail_pve(cli, "migrate", &e);
+	} else {
+		enum job_outcome o = job_run(j, cli->pve);
+		end_progress_line(&pp);
+		rc = cli_exit_code(o);
+		print_migration(cli, j, target, dry, rc);
+	}
+	pve_error_clear(&e);
+	json_object_put(params);
+	job_free(j);
+	job_env_fini(&env);
+	return rc;
+}
+
+static const struct option migrate_opts[] = {
+	{"storage", required_argument, NULL, 's'},
+	{"storage-map", required_argument, NULL, 'm'},
+	{"bwlimit", required_argument, NULL, 'b'},
+	{"max-downtime", required_argument, NULL, 'D'},
+	{"dry-run", no_argument, NULL, 'n'},
+	{0},
+};
+
+const struct cmd_entry cmd_migrate_entry = {
+	"migrate",
+	"NAME NODE [--storage S | --storage-map SRC:DST,...] [--bwlimit MiB/s] "
+	"[--max-downtime MS] [--dry-run]",
+	"move a guest to NODE: live (qemu), restart (lxc) or online (OpenVZ); prints the "
+	"downtime PVE measured and the one clients saw",
+	"", migrate_opts, NULL, 2, 2, "guest name and node", cmd_migrate,
+};
