@@ -866,15 +866,42 @@ static int shows_snapshot(struct pve *c, struct guest_ref *g, const void *arg,
 	return found;
 }
 
+int guest_on_node(struct pve *c, const struct guest_ref *g, const char *node, char **status,
+		  struct pve_error *err)
+{
+	struct guest_ref there = *g;
+	there.node = (char *)node;
+	char *path = gpath(&there, "/status/current");
+	if (status)
+		*status = NULL;
+	if (!path)
+		return pve_error_oom(err);
+	json_object *d = NULL;
+	int rc = pve_get(c, path, NULL, &d, err);
+	free(path);
+	if (rc < 0) {
+		/* PVE: "Configuration file 'nodes/N/qemu-server/V.conf' does not exist" */
+		if (err->kind == PVE_ERR_NOT_FOUND ||
+		    (err->message && strstr(err->message, "does not exist"))) {
+			pve_error_clear(err);
+			return 0;
+		}
+		return -1;
+	}
+	const char *st = json_str(d, "status");
+	if (status && st && dupstr(status, st) < 0) {
+		json_object_put(d);
+		return pve_error_oom(err);
+	}
+	json_object_put(d);
+	return 1;
+}
+
 /* The guest is on the node (arg) now. */
 static int shows_on_node(struct pve *c, struct guest_ref *g, const void *arg,
 			 struct pve_error *err)
 {
-	struct guest_ref now = {0};
-	int found = guest_find_by_vmid(c, g->vmid, &now, err);
-	int on = found == 1 && now.node && strcmp(now.node, (const char *)arg) == 0;
-	guest_ref_clear(&now);
-	return found < 0 ? -1 : on;
+	return guest_on_node(c, g, (const char *)arg, NULL, err);
 }
 
 int guest_migrate(struct pve *c, struct guest_ref *g, const struct pve_params *params,

@@ -321,6 +321,12 @@ int guest_delete(struct pve *c, struct guest_ref *g, bool purge,
 int guest_migrate(struct pve *c, struct guest_ref *g, const struct pve_params *params,
 		  const struct guest_wait *w, struct task_result *res, struct pve_error *err);
 
+/* Is the guest's config on node now (GET /nodes/NODE/TYPE/VMID/status/
+ * current, not the cluster listing, which lags)? 1 yes (*status, if not
+ * NULL, its status, malloc'd), 0 no, -1 error. */
+int guest_on_node(struct pve *c, const struct guest_ref *g, const char *node, char **status,
+		  struct pve_error *err);
+
 /* ---- address ------------------------------------------------------------------ */
 
 enum guest_addr_source {

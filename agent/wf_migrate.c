@@ -333,16 +333,17 @@ static int restore_downtime(struct job *j)
 	const char *prev = json_str(job_vars(j), "prev_downtime");
 	if (!prev)
 		return 0;
-	struct guest_ref now = {0};
-	int found = guest_find_by_vmid(job_pve(j), m->g.vmid, &now, job_err(j));
-	if (found <= 0) {
-		guest_ref_clear(&now);
-		return found < 0 ? -1 : 0;
+	/* after the migration it is on the target, after a failed one not */
+	int on = guest_on_node(job_pve(j), &m->g, m->target, NULL, job_err(j));
+	if (on < 0)
+		return -1;
+	if (on && strcmp(m->g.node, m->target) != 0) {
+		char *node = strdup(m->target);
+		if (!node)
+			return pve_error_oom(job_err(j));
+		free(m->g.node);
+		m->g.node = node;
 	}
-	free(m->g.node);
-	m->g.node = now.node;
-	now.node = NULL;
-	guest_ref_clear(&now);
 	if (set_downtime(j, prev) < 0)
 		return -1;
 	return job_set_str(j, "prev_downtime", NULL);
@@ -468,6 +469,10 @@ static enum step_rc mig_migrate(struct job *j)
 		task_result_free(&res);
 		return STEP_RC_FAIL;
 	}
+	if (m->plan.method == MIG_RESTART && res.downtime_ms < 0)
+		/* a restart migration is down from its shutdown to its start */
+		res.downtime_ms = res.duration_s >= 0 ? res.duration_s * 1000
+						      : (long)(res.elapsed_s * 1000);
 	keep_figures(j, &res);
 	task_result_free(&res);
 	job_set_int(j, "elapsed_s", (long long)(clock_unix_now() - t0 + 0.5));
@@ -496,32 +501,33 @@ static enum step_rc mig_migrate(struct job *j)
 static enum step_rc mig_verify(struct job *j)
 {
 	struct mig_ctx *m = job_ctx(j);
-	struct guest_ref now = {0};
-	int found = guest_find_by_vmid(job_pve(j), m->g.vmid, &now, job_err(j));
-	if (found < 0) {
-		guest_ref_clear(&now);
+	char *status = NULL;
+	int on = guest_on_node(job_pve(j), &m->g, m->target, &status, job_err(j));
+	if (on < 0)
 		return STEP_RC_FAIL;
-	}
 	enum step_rc rc = STEP_RC_OK;
-	if (!found || !now.node || strcmp(now.node, m->target) != 0) {
+	if (!on) {
 		job_set_left(j, "VM %d is not on %s after its migration task ended", m->g.vmid,
 			     m->target);
-		rc = job_fail(j, PVE_ERR_API, "VM %d is on %s, not on %s, after the migration",
-			      m->g.vmid, now.node ? now.node : "no node", m->target);
-	} else if (m->running && (!now.status || strcmp(now.status, "running") != 0)) {
+		rc = job_fail(j, PVE_ERR_API, "VM %d is not on %s after the migration", m->g.vmid,
+			      m->target);
+	} else if (m->running && (!status || strcmp(status, "running") != 0)) {
 		job_set_left(j, "VM %d is %s on %s; it ran before", m->g.vmid,
-			     now.status ? now.status : "not running", m->target);
+			     status ? status : "not running", m->target);
 		rc = job_fail(j, PVE_ERR_API, "VM %d is %s on %s after the migration", m->g.vmid,
-			      now.status ? now.status : "not running", m->target);
+			      status ? status : "not running", m->target);
 	} else {
-		job_summary(j, "%s on %s", now.status ? now.status : "present", m->target);
-		free(m->g.node);
-		m->g.node = now.node;
-		now.node = NULL;
-		if (job_set_guest(j, m->g.vmid, m->g.node) < 0)
+		job_summary(j, "%s on %s", status ? status : "present", m->target);
+		char *node = strdup(m->target);
+		if (!node || job_set_guest(j, m->g.vmid, node) < 0) {
+			free(node);
 			rc = pve_error_oom(job_err(j));
+		} else {
+			free(m->g.node);
+			m->g.node = node;
+		}
 	}
-	guest_ref_clear(&now);
+	free(status);
 	return rc;
 }
 

@@ -1224,6 +1224,8 @@ static json_object *state_guest(const struct cluster *c,
 	if (g->address)
 		json_object_object_add(o, "address",
 				       json_object_new_string(g->address));
+	if (g->listen_port)
+		jadd_int(o, "listen_port", (int)g->listen_port);
 	if (g->root)
 		json_object_object_add(o, "root", json_object_new_string(g->root));
 	json_object_object_add(o, "boot", boot_result_json(&g->boot));
@@ -1321,13 +1323,13 @@ int cluster_net_start(struct cluster *c, double (*now)(void *), void *ctx, char 
 {
 	for (size_t i = 0; i < c->guests.n; i++) {
 		struct sim_guest *g = c->guests.v[i];
-		if (!g->listen_port)
+		if (!g->listen_port && !g->listen_any)
 			continue;
 		if (!c->net && !(c->net = guestnet_start(now, ctx))) {
 			*err = strdup("cannot start the guest listeners");
 			return -1;
 		}
-		if (guestnet_listen(c->net, g->address, g->listen_port) < 0) {
+		if (guestnet_listen(c->net, g->address, g->listen_port, &g->listen_port) < 0) {
 			*err = strprintf("cannot listen on %s:%u for VM %d: %s", g->address,
 					 g->listen_port, g->vmid, strerror(errno));
 			return -1;

@@ -62,6 +62,7 @@ struct sim_guest {
 	json_object *snapshots; /* name -> {config, snaptime, description} */
 	char *fixture, *address, *root;
 	unsigned listen_port; /* with address: a TCP listener there (guestnet.h) */
+	bool listen_any;      /* listen_port 0 in the scenario: a free port */
 	double started_at;
 	unsigned boots;  /* starts so far (the boot file's boot-id) */
 	/* What /cluster/resources shows: the last status update (every

@@ -133,11 +133,13 @@ static int to_sa(const char *addr, unsigned port, struct sockaddr_in *sa)
 											   : -1;
 }
 
-int guestnet_listen(struct guestnet *n, const char *addr, unsigned port)
+int guestnet_listen(struct guestnet *n, const char *addr, unsigned port, unsigned *bound)
 {
 	struct sockaddr_in sa;
-	if (!n || to_sa(addr, port, &sa) < 0)
+	if (!n || to_sa(addr, port ? port : 1, &sa) < 0)
 		return -1;
+	sa.sin_port = htons((uint16_t)port);
+	*bound = port;
 	pthread_mutex_lock(&n->mu);
 	int rc = 0;
 	if (!find(n, &sa)) {
@@ -148,6 +150,13 @@ int guestnet_listen(struct guestnet *n, const char *addr, unsigned port)
 		if (fd < 0) {
 			rc = -1;
 		} else {
+			socklen_t sl = sizeof sa;
+			if (!port && getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
+				close(fd);
+				pthread_mutex_unlock(&n->mu);
+				return -1;
+			}
+			*bound = ntohs(sa.sin_port);
 			memset(&v[n->n], 0, sizeof v[n->n]);
 			v[n->n].sa = sa;
 			v[n->n].fd = fd;

@@ -13,8 +13,9 @@ typedef double (*guestnet_clock_fn)(void *ctx);
 
 /* Start the thread (no endpoints yet). NULL on failure. */
 struct guestnet *guestnet_start(guestnet_clock_fn now, void *ctx);
-/* Serve addr:port from now on. 0, or -1 (the address cannot be bound). */
-int guestnet_listen(struct guestnet *n, const char *addr, unsigned port);
+/* Serve addr:port from now on (port 0: a free one); *bound gets the port.
+ * 0, or -1 (the address cannot be bound). */
+int guestnet_listen(struct guestnet *n, const char *addr, unsigned port, unsigned *bound);
 /* addr:port is closed from `from` to `to` (simulated seconds). */
 void guestnet_down(struct guestnet *n, const char *addr, unsigned port, double from, double to);
 void guestnet_stop(struct guestnet *n);

@@ -850,9 +850,11 @@ static int load_guest(struct sctx *x, json_object *o, const char *p)
 		return -1;
 	if (has) {
 		int port = json_object_get_int(v);
-		if (port < 1 || port > 65535 || !g->address)
-			return sfail(x, p, "listen_port needs an address and a port 1-65535");
+		if (port < 0 || port > 65535 || !g->address)
+			return sfail(x, p, "listen_port needs an address and a port 0-65535 "
+					   "(0: any free port)");
 		g->listen_port = (unsigned)port;
+		g->listen_any = port == 0;
 	}
 	has = member(x, o, p, "root", json_type_string, false, &v);
 	if (has < 0)

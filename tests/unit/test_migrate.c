@@ -1,0 +1,420 @@
+/* test_migrate.c - the migrate workflow (agent/wf_migrate.c) against the
+ * PVE simulator (tests/pvesim/scenarios/migrate.json, and the PVE 3
+ * scenario for OpenVZ): every refusal with nothing sent (the request log
+ * proves it), qemu online with shared disks and with local disks and a
+ * storage map, offline, lxc restart, OpenVZ online, HA-managed guests
+ * (the child task followed), already on the target, the downtime limit
+ * set and put back, and the probe's gap against the simulated downtime
+ * (real time, guest listeners on 127.0.1.210-229). */
+#include <criterion/criterion.h>
+
+#include "job.h"
+#include "json.h"
+#include "simclock.h"
+#include "simproc.h"
+#include "wf_migrate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SCEN "tests/pvesim/scenarios/migrate.json"
+#define PVE3 "tests/pvesim/scenarios/pve3.json"
+
+struct fx {
+	struct simproc sp;
+	struct simclock sc;
+	bool simtime;
+	struct pve_opts opts;
+	struct pve *c;
+	struct conf conf;
+	struct job_env env;
+};
+
+static void fx_start(struct fx *f, const char *scenario, bool simtime)
+{
+	memset(f, 0, sizeof *f);
+	cr_assert_eq(simproc_start(&f->sp, scenario, NULL), 0, "simulator did not start");
+	f->simtime = simtime;
+	if (simtime)
+		simclock_init(&f->sc, &f->sp);
+	f->opts = (struct pve_opts){
+		.url = f->sp.url,
+		.token_id = f->sp.token_id,
+		.token_secret = f->sp.token_secret,
+		.fingerprint = f->sp.fingerprint,
+		.retry_base_ms = 50,
+		.retry_max_ms = 200,
+		.clock = simtime ? &f->sc.clock : NULL,
+	};
+	struct pve_error e = {0};
+	f->c = pve_new(&f->opts, &e);
+	cr_assert_not_null(f->c, "pve_new: %s", e.message ? e.message : "?");
+	f->conf.migrate.memory_reserve = 1024;
+	f->conf.migrate.probe_port = 1; /* the tests that probe name the port */
+	f->conf.migrate.timeout = 600;
+	f->env.conf = &f->conf;
+	f->env.clock = simtime ? &f->sc.clock : NULL;
+	f->env.wait.clock = f->env.clock;
+	f->env.wait.poll_s = simtime ? 1.0 : 0.2;
+	cr_assert_eq(job_env_init(&f->env), 0);
+}
+
+static void fx_stop(struct fx *f)
+{
+	job_env_fini(&f->env);
+	pve_free(f->c);
+	if (f->simtime)
+		simclock_destroy(&f->sc);
+	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
+}
+
+/* Run one migration; the job is returned for its vars (job_free it). */
+static struct job *migrate(struct fx *f, const char *name, json_object *params,
+			   enum job_outcome *out)
+{
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(job_new(&f->env, &wf_migrate, name, params, &j, &e), 0, "job_new: %s",
+		     e.message ? e.message : "?");
+	json_object_put(params);
+	*out = job_run(j, f->c);
+	return j;
+}
+
+static long long var(struct job *j, const char *key)
+{
+	long long v = -12345;
+	json_int(job_vars(j), key, &v);
+	return v;
+}
+
+static json_object *sim_guest(json_object *state, int vmid)
+{
+	json_object *cl = NULL, *guests = NULL;
+	json_object_object_get_ex(state, "cluster", &cl);
+	json_object_object_get_ex(cl, "guests", &guests);
+	for (size_t i = 0; guests && i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i);
+		long long id = 0;
+		if (json_int(g, "vmid", &id) && id == vmid)
+			return g;
+	}
+	return NULL;
+}
+
+/* The port the simulator listens on for the guest. */
+static long long sim_port(struct fx *f, int vmid)
+{
+	json_object *st = simproc_state(&f->sp);
+	long long port = 0;
+	cr_assert(json_int(sim_guest(st, vmid), "listen_port", &port) && port > 0);
+	json_object_put(st);
+	return port;
+}
+
+/* The guest's node in the simulator's state. */
+static const char *sim_node_of(json_object *state, int vmid)
+{
+	json_object *cl = NULL, *guests = NULL;
+	json_object_object_get_ex(state, "cluster", &cl);
+	json_object_object_get_ex(cl, "guests", &guests);
+	for (size_t i = 0; guests && i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i);
+		long long id = 0;
+		if (json_int(g, "vmid", &id) && id == vmid)
+			return json_str(g, "node");
+	}
+	return NULL;
+}
+
+static json_object *find_request(json_object *log, const char *method, const char *path,
+				 int nth)
+{
+	for (size_t i = 0; i < json_object_array_length(log); i++) {
+		json_object *r = json_object_array_get_idx(log, i);
+		if (strcmp(json_str(r, "method"), method) == 0 &&
+		    strcmp(json_str(r, "path"), path) == 0 && nth-- == 0)
+			return r;
+	}
+	return NULL;
+}
+
+static const char *param(json_object *req, const char *key)
+{
+	json_object *p = NULL;
+	json_object_object_get_ex(req, "params", &p);
+	return json_str(p, key);
+}
+
+/* ---- refusals: exit 2, nothing sent ------------------------------------------- */
+
+static void refused(struct fx *f, const char *name, const char *target, const char *map,
+		    const char *needle)
+{
+	enum job_outcome o;
+	struct job *j = migrate(f, name, wf_migrate_params(target, map, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_USAGE, "%s -> %s: outcome %s", name, target, job_outcome_name(o));
+	const char *msg = job_error(j)->message;
+	cr_expect(msg && strstr(msg, needle), "%s -> %s: '%s' lacks '%s'", name, target,
+		  msg ? msg : "(none)", needle);
+	job_free(j);
+}
+
+Test(migrate, refusals_send_nothing)
+{
+	struct fx f;
+	fx_start(&f, SCEN, true);
+	refused(&f, "web1", "pve4", NULL, "node 'pve4' is offline");
+	refused(&f, "web1", "pve9", NULL, "there is no node 'pve9'");
+	refused(&f, "big1", "pve3", NULL, "not enough free memory on node 'pve3'");
+	refused(&f, "fast1", "pve2", NULL, "storage 'fast' is not available on node 'pve2'");
+	refused(&f, "fast1", "pve2", "fast:nvme", "nor the mapped one");
+	refused(&f, "gpu1", "pve2", NULL, "hostpci0 (PCI passthrough");
+	refused(&f, "gpu1", "pve2", NULL, "usb0 (USB passthrough");
+	refused(&f, "mapped1", "pve2", NULL, "hostpci0 mapped 'gpu' without live migration");
+	refused(&f, "iso1", "pve2", NULL, "qm set 104 --ide2 none,media=cdrom");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0,
+		     "a refused migration sent a request");
+	cr_expect_eq(simproc_count_requests(log, "PUT", "*/config", -1), 0);
+	json_object_put(log);
+	fx_stop(&f);
+}
+
+/* ---- methods ------------------------------------------------------------------------ */
+
+Test(migrate, qemu_online_shared)
+{
+	struct fx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "web1", wf_migrate_params("pve2", NULL, 40, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu/100/migrate",
+					    -1), 1);
+	json_object *r = find_request(log, "POST", "/nodes/pve1/qemu/100/migrate", 0);
+	cr_assert_not_null(r);
+	cr_expect_str_eq(param(r, "online"), "1");
+	cr_expect_str_eq(param(r, "bwlimit"), "40960");
+	cr_expect_null(param(r, "with-local-disks"));
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 100), "pve2");
+	json_object_put(st);
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
+	cr_expect_eq(var(j, "downtime_ms"), 30 + (100 * 7) % 60); /* the simulator's */
+	cr_expect_gt(var(j, "speed"), 90ll << 20);
+	cr_expect_eq(var(j, "transferred"), 2048ll << 20);
+	cr_expect_geq(var(j, "duration_s"), 20);
+	cr_expect_str_eq(job_node(j), "pve2");
+	json_object_put(log);
+	job_free(j);
+	/* again: already there, nothing sent */
+	j = migrate(&f, "web1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE);
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "none");
+	log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 1);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(migrate, qemu_local_disks_and_storage_map)
+{
+	struct fx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	/* local-lvm exists on pve2: the disk is copied to the same storage id */
+	struct job *j = migrate(&f, "db1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	job_free(j);
+	/* fast exists on pve1 only: mapped */
+	j = migrate(&f, "fast1", wf_migrate_params("pve2", "fast:local-lvm", 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_eq(var(j, "disk_bytes"), 1ll << 30);
+	job_free(j);
+	json_object *log = simproc_requests(&f.sp);
+	json_object *r = find_request(log, "POST", "/nodes/pve1/qemu/101/migrate", 0);
+	cr_assert_not_null(r);
+	cr_expect_str_eq(param(r, "with-local-disks"), "1");
+	cr_expect_null(param(r, "targetstorage"));
+	r = find_request(log, "POST", "/nodes/pve1/qemu/102/migrate", 0);
+	cr_assert_not_null(r);
+	cr_expect_str_eq(param(r, "with-local-disks"), "1");
+	cr_expect_str_eq(param(r, "targetstorage"), "fast:local-lvm");
+	json_object_put(log);
+	long status = 0;
+	json_object *cfg = NULL;
+	cr_assert_eq(sim_api(&f.sp, "GET", "/nodes/pve2/qemu/102/config", NULL, &status,
+			     &cfg), 0);
+	json_object *d = NULL;
+	cr_assert_eq(status, 200);
+	cr_assert(json_object_object_get_ex(cfg, "data", &d));
+	cr_assert_not_null(json_str(d, "scsi0"));
+	cr_expect(strncmp(json_str(d, "scsi0"), "local-lvm:", 10) == 0, "scsi0 %s",
+		  json_str(d, "scsi0"));
+	json_object_put(cfg);
+	fx_stop(&f);
+}
+
+Test(migrate, qemu_offline)
+{
+	struct fx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "cold1", wf_migrate_params("pve3", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "offline");
+	json_object *log = simproc_requests(&f.sp);
+	json_object *r = find_request(log, "POST", "/nodes/pve1/qemu/107/migrate", 0);
+	cr_assert_not_null(r);
+	cr_expect_null(param(r, "online"));
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(migrate, lxc_restart)
+{
+	struct fx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "ct1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "restart");
+	/* stop to running: the restart migration's length */
+	cr_expect_geq(var(j, "downtime_ms"), 3000);
+	json_object *log = simproc_requests(&f.sp);
+	json_object *r = find_request(log, "POST", "/nodes/pve1/lxc/200/migrate", 0);
+	cr_assert_not_null(r);
+	cr_expect_str_eq(param(r, "restart"), "1");
+	cr_expect_str_eq(param(r, "timeout"), "180");
+	json_object_put(log);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 200), "pve2");
+	json_object_put(st);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(migrate, ha_managed_follows_the_child_task)
+{
+	struct fx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "ha1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	long long via = 0;
+	cr_expect(json_int(job_vars(j), "via_ha", &via) && via);
+	cr_expect_not_null(json_str(job_vars(j), "child_upid"));
+	cr_expect(strstr(json_str(job_vars(j), "child_upid"), ":qmigrate:106:root@pam:"));
+	/* the child's figures, not the HA request's */
+	cr_expect_eq(var(j, "downtime_ms"), 30 + (106 * 7) % 60);
+	job_free(j);
+	/* a container through HA too */
+	j = migrate(&f, "hact1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect(strstr(json_str(job_vars(j), "child_upid"), ":vzmigrate:201:root@pam:"));
+	job_free(j);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 106), "pve2");
+	cr_expect_str_eq(sim_node_of(st, 201), "pve2");
+	json_object_put(st);
+	fx_stop(&f);
+}
+
+Test(migrate, max_downtime_set_and_put_back)
+{
+	struct fx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "web1", wf_migrate_params("pve2", NULL, 0, 50, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *log = simproc_requests(&f.sp);
+	json_object *set = find_request(log, "PUT", "/nodes/pve1/qemu/100/config", 0);
+	cr_assert_not_null(set);
+	cr_expect_str_eq(param(set, "migrate_downtime"), "0.050");
+	json_object *back = find_request(log, "PUT", "/nodes/pve2/qemu/100/config", 0);
+	cr_assert_not_null(back, "the limit was not put back on the target");
+	cr_expect_str_eq(param(back, "delete"), "migrate_downtime");
+	json_object_put(log);
+	long status = 0;
+	json_object *cfg = NULL, *d = NULL;
+	cr_assert_eq(sim_api(&f.sp, "GET", "/nodes/pve2/qemu/100/config", NULL, &status,
+			     &cfg), 0);
+	cr_assert_eq(status, 200);
+	cr_assert(json_object_object_get_ex(cfg, "data", &d));
+	cr_assert_not_null(json_str(d, "name"));
+	cr_expect_null(json_str(d, "migrate_downtime"));
+	json_object_put(cfg);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(migrate, dry_run_sends_nothing)
+{
+	struct fx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "db1", wf_migrate_params("pve2", NULL, 0, 0, true), &o);
+	cr_assert_eq(o, JOB_OUT_DONE);
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
+	long long wl = 0;
+	cr_expect(json_int(job_vars(j), "with_local_disks", &wl) && wl);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+/* ---- OpenVZ on PVE 3 ------------------------------------------------------------------ */
+
+Test(migrate, openvz_online_on_pve3)
+{
+	struct fx f;
+	fx_start(&f, PVE3, true);
+	enum job_outcome o;
+	json_object *p = wf_migrate_params("pve2", NULL, 0, 0, false);
+	/* nothing listens there: the probe finds no gap and says so */
+	json_object_object_add(p, "address", json_object_new_string("127.0.1.229"));
+	struct job *j = migrate(&f, "ct101", p, &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
+	cr_expect_geq(var(j, "duration_s"), 1);
+	long long probed = 1;
+	cr_expect(json_int(job_vars(j), "probed", &probed) && !probed);
+	json_object *log = simproc_requests(&f.sp);
+	json_object *r = find_request(log, "POST", "/nodes/pve1/openvz/101/migrate", 0);
+	cr_assert_not_null(r);
+	cr_expect_str_eq(param(r, "online"), "1");
+	json_object_put(log);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 101), "pve2");
+	json_object_put(st);
+	job_free(j);
+	fx_stop(&f);
+}
+
+/* ---- the downtime clients see -------------------------------------------------------- */
+
+Test(migrate, probe_gap_is_the_simulated_downtime, .timeout = 60)
+{
+	struct fx f;
+	fx_start(&f, SCEN, false); /* real time: the probe measures real gaps */
+	enum job_outcome o;
+	json_object *p = wf_migrate_params("pve2", NULL, 0, 0, false);
+	json_object_object_add(p, "probe_port", json_object_new_int64(sim_port(&f, 109)));
+	struct job *j = migrate(&f, "tiny1", p, &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	long long sim = 30 + (109 * 7) % 60;
+	cr_expect_eq(var(j, "downtime_ms"), sim);
+	long long gap = var(j, "probe_gap_ms");
+	cr_expect(gap >= sim - 20 && gap <= sim + 20, "probe saw %lld ms, the simulator %lld ms",
+		  gap, sim);
+	job_free(j);
+	fx_stop(&f);
+}
