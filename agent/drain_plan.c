@@ -62,6 +62,11 @@ static const char *refusal(const struct dp_input *in, const struct dp_node *n,
 {
 	if (!n->online)
 		return "offline";
+	if (g->blocker) {
+		sbuf_reset(sb);
+		sbuf_addf(sb, "uses the local resource %s", g->blocker);
+		return sbuf_str(sb);
+	}
 	if (g->allowed && !in_list(g->allowed, g->n_allowed, n->name))
 		return "not among PVE's allowed nodes";
 	for (size_t i = 0; i < g->n_storages; i++)

@@ -39,6 +39,8 @@ struct dp_guest {
 	size_t n_storages;
 	const char *const *allowed;    /* PVE's allowed_nodes; NULL: any */
 	size_t n_allowed;
+	const char *blocker;           /* a local resource that keeps it here
+					  ("hostpci0"), or NULL */
 };
 
 struct dp_input {

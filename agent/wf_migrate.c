@@ -10,6 +10,7 @@
 #include "json.h"
 #include "log.h"
 #include "migrate_plan.h"
+#include "migrate_store.h"
 #include "probe.h"
 #include "util.h"
 
@@ -166,6 +167,8 @@ static int save_plan(struct job *j, struct mig_ctx *m)
 	return 0;
 }
 
+static int retag(struct job *j, const char *home, bool unhome);
+
 /* Find the guest and its facts, plan, refuse with PVE's reason. */
 static enum step_rc mig_plan_step(struct job *j)
 {
@@ -185,6 +188,11 @@ static enum step_rc mig_plan_step(struct job *j)
 		if (job_set_guest(j, m->g.vmid, m->g.node) < 0 ||
 		    job_set_str(j, "method", "none") < 0)
 			return pve_error_oom(err);
+		/* an undrain of a guest someone brought home already: the tag goes */
+		long long x = 0;
+		if (!m->dry_run && json_int(job_params(j), "unhome", &x) && x &&
+		    retag(j, NULL, true) < 0)
+			return STEP_RC_FAIL;
 		job_summary(j, "already on %s", m->target);
 		return STEP_RC_END;
 	}
@@ -574,6 +582,35 @@ static int retag(struct job *j, const char *home, bool unhome)
 	return rc;
 }
 
+/* Keep the migration's figures (and the guest's home) in the store. */
+static void record(struct job *j, const char *home, bool unhome)
+{
+	struct mig_ctx *m = job_ctx(j);
+	struct store *st = job_env(j)->store;
+	if (!st)
+		return;
+	json_object *v = job_vars(j);
+	long long dur = -1, el = -1, dt = -1, gap = -1;
+	json_int(v, "duration_s", &dur);
+	json_int(v, "elapsed_s", &el);
+	json_int(v, "downtime_ms", &dt);
+	json_int(v, "probe_gap_ms", &gap);
+	const char *src = json_str(v, "node");
+	struct mig_record r = {
+		.vmid = m->g.vmid, .name = job_subject(j), .src = src ? src : "?",
+		.dst = m->target, .method = mig_method_name(m->plan.method),
+		.ts = clock_unix_now(), .seconds = (double)(dur >= 0 ? dur : el),
+		.mem_bytes = m->plan.memory, .disk_bytes = m->plan.disk_bytes,
+		.downtime_ms = (long)dt, .probe_gap_ms = (long)gap,
+	};
+	char *err = NULL;
+	if ((r.seconds > 0 && migstore_add(st, &r, &err) < 0) ||
+	    ((home || unhome) &&
+	     migstore_set_home(st, m->g.vmid, job_subject(j), home, r.ts, &err) < 0))
+		log_warn("%s: %s", job_subject(j), err ? err : "cannot record the migration");
+	free(err);
+}
+
 static enum step_rc mig_finish(struct job *j)
 {
 	long long x = 0;
@@ -584,6 +621,7 @@ static enum step_rc mig_finish(struct job *j)
 		return STEP_RC_FAIL;
 	if ((home || unhome) && retag(j, home, unhome) < 0)
 		return STEP_RC_FAIL;
+	record(j, home, unhome);
 	if (!json_object_object_get_ex(job_vars(j), "prev_downtime", NULL) && !home && !unhome)
 		return STEP_RC_SKIP;
 	job_summary(j, "%s%s", home ? "home tag " WF_HOME_TAG : unhome ? "home tag removed" : "",

@@ -3,6 +3,7 @@
 #include "job.h"
 #include "wf_bench.h"
 #include "wf_inject.h"
+#include "wf_drain.h"
 #include "wf_migrate.h"
 #include "wf_up.h"
 
@@ -15,6 +16,8 @@ static const struct job_workflow *const workflows[] = {
 	&wf_inject,
 	&wf_bench,
 	&wf_migrate,
+	&wf_drain,
+	&wf_undrain,
 	NULL,
 };
 

