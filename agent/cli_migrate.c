@@ -8,6 +8,7 @@
 #include "migrate_plan.h"
 #include "output.h"
 #include "util.h"
+#include "wf_drain.h"
 #include "wf_migrate.h"
 
 #include <stdio.h>
@@ -212,4 +213,207 @@ const struct cmd_entry cmd_migrate_entry = {
 	"move a guest to NODE: live (qemu), restart (lxc) or online (OpenVZ); prints the "
 	"downtime PVE measured and the one clients saw",
 	"", migrate_opts, NULL, 2, 2, "guest name and node", cmd_migrate,
+};
+
+/* ---- drain and undrain ------------------------------------------------------------- */
+
+static void fmt_num(char *buf, size_t n, json_object *m, const char *key, const char *unit,
+		    double div)
+{
+	json_object *v = NULL;
+	buf[0] = '\0';
+	if (json_object_object_get_ex(m, key, &v) && v && json_object_get_double(v) >= 0)
+		snprintf(buf, n, "%.0f%s", json_object_get_double(v) / div, unit);
+}
+
+static void print_drain(struct cli *cli, const char *cmd, struct job *j, bool dry_run, int code)
+{
+	json_object *v = job_vars(j), *moves = NULL, *free_after = NULL;
+	json_object_object_get_ex(v, "moves", &moves);
+	json_object_object_get_ex(v, "free_after", &free_after);
+	if (cli->json) {
+		json_object *r = json_object_new_object(), *mv = NULL, *fa = NULL;
+		json_object_deep_copy(moves, &mv, NULL);
+		json_object_deep_copy(free_after, &fa, NULL);
+		json_object_object_add(r, "result", json_object_new_string(code ? "error" : "ok"));
+		json_object_object_add(r, "command", json_object_new_string(cmd));
+		json_object_object_add(r, "node", json_object_new_string(job_subject(j)));
+		json_object_object_add(r, "dry_run", json_object_new_boolean(dry_run));
+		json_object_object_add(r, "moves", mv);
+		json_object_object_add(r, "free_after", fa);
+		if (job_id(j))
+			json_object_object_add(r, "job", json_object_new_int64(job_id(j)));
+		if (job_error(j)->kind != PVE_OK) {
+			char *m = pve_error_format(job_error(j));
+			json_object_object_add(r, "error", json_object_new_string(m ? m : "error"));
+			free(m);
+		}
+		json_object_object_add(r, "exit", json_object_new_int(code));
+		out_json_line(stdout, r);
+		json_object_put(r);
+		return;
+	}
+	const char *hdr[] = {"GUEST", "VMID", "MEMORY", "METHOD", "TARGET",
+			     dry_run ? "ESTIMATE" : "TIME", dry_run ? "PLAN" : "RESULT",
+			     "DOWNTIME", "WHY"};
+	struct table *t = table_new(9, hdr);
+	for (size_t i = 0; t && moves && i < json_object_array_length(moves); i++) {
+		json_object *m = json_object_array_get_idx(moves, i);
+		char vmid[16], mem[32], est[32], dt[48];
+		long long id = 0;
+		json_int(m, "vmid", &id);
+		snprintf(vmid, sizeof vmid, "%lld", id);
+		fmt_num(mem, sizeof mem, m, "memory", " MiB", 1048576.0);
+		fmt_num(est, sizeof est, m, dry_run ? "estimate_s" : "seconds", " s", 1);
+		fmt_num(dt, sizeof dt, m, "downtime_ms", " ms", 1);
+		long long gap = -1;
+		if (json_int(m, "probe_gap_ms", &gap) && gap >= 0) {
+			size_t l = strlen(dt);
+			snprintf(dt + l, sizeof dt - l, "%s(seen %lld ms)", l ? " " : "", gap);
+		}
+		const char *row[] = {json_str(m, "name"), vmid, mem, json_str(m, "method"),
+				     json_str(m, "target"), est, json_str(m, "status"), dt,
+				     json_str(m, "why")};
+		table_add(t, row);
+	}
+	if (t)
+		table_print(t, stdout);
+	table_free(t);
+	if (free_after && json_object_object_length(free_after)) {
+		printf("free memory after the drain:");
+		json_object_object_foreach(free_after, node, bytes)
+			printf(" %s %.1f GiB", node, json_object_get_double(bytes) / 1073741824.0);
+		printf("\n");
+	}
+	const struct pve_error *e = job_error(j);
+	if (e->kind != PVE_OK) {
+		char *m = pve_error_format(e);
+		log_error("%s %s: %s", cmd, job_subject(j), m ? m : "failed");
+		free(m);
+	}
+	if (job_left(j))
+		log_error("%s %s: needs attention: %s", cmd, job_subject(j), job_left(j));
+}
+
+/* "N1,N2" -> a NULL-terminated list (the string is cut in place). */
+static int split_nodes(char *s, const char ***out, size_t *n)
+{
+	size_t cap = 1;
+	for (const char *p = s; *p; p++)
+		cap += *p == ',';
+	const char **v = calloc(cap + 1, sizeof *v);
+	if (!v)
+		return -1;
+	*n = 0;
+	for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		v[(*n)++] = t;
+	*out = v;
+	return 0;
+}
+
+static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
+{
+	const char *cmd = undrain ? "undrain" : "drain";
+	char *to = NULL;
+	long workers = 0;
+	bool dry = false, partial = false;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < a->n; i++) {
+		const char *arg = a->v[i].val;
+		switch (a->v[i].opt) {
+		case 't':
+			free(to);
+			if (!(to = strdup(arg)))
+				rc = 1;
+			break;
+		case 'k': rc = parse_num(cmd, "--max-workers", arg, 1, 64, &workers); break;
+		case 'p': partial = true; break;
+		case 'n': dry = true; break;
+		default: rc = EXIT_USAGE; break;
+		}
+	}
+	const char **tov = NULL;
+	size_t n_to = 0;
+	if (rc == 0 && to && split_nodes(to, &tov, &n_to) < 0)
+		rc = 1;
+	if (rc == 0)
+		rc = cli_connect_pve(cli);
+	if (rc) {
+		free(tov);
+		free(to);
+		return rc;
+	}
+	struct pve_opts po = cli_pve_opts(&cli->conf);
+	json_object *params = wf_drain_params(tov, n_to, (unsigned)workers,
+					      cli->conf.migrate.per_target, partial, dry, 0);
+	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
+	struct job_env env = {
+		.store = dry ? NULL : cli_store(cli),
+		.on_event = on_up_event,
+		.event_ctx = &pp,
+		.stop = &cli_stop,
+		.conf = &cli->conf,
+	};
+	env.wait.task_timeout_s = cli->conf.migrate.timeout;
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	if (!params || job_env_init(&env) < 0) {
+		json_object_put(params);
+		free(tov);
+		free(to);
+		fprintf(stderr, "pvagent %s: out of memory\n", cmd);
+		return 1;
+	}
+	if (job_for_subject(&env, undrain ? &wf_undrain : &wf_drain, a->argv[0], params, &j, &e) <
+	    0) {
+		rc = cli_fail_pve(cli, cmd, &e);
+	} else {
+		wf_drain_attach(j, &po);
+		enum job_outcome o = job_run(j, cli->pve);
+		end_progress_line(&pp);
+		rc = cli_exit_code(o);
+		print_drain(cli, cmd, j, dry, rc);
+	}
+	pve_error_clear(&e);
+	json_object_put(params);
+	job_free(j);
+	job_env_fini(&env);
+	free(tov);
+	free(to);
+	return rc;
+}
+
+static int cmd_drain(struct cli *cli, const struct cmd_args *a)
+{
+	return run_drain(cli, a, false);
+}
+
+static int cmd_undrain(struct cli *cli, const struct cmd_args *a)
+{
+	return run_drain(cli, a, true);
+}
+
+static const struct option drain_opts[] = {
+	{"to", required_argument, NULL, 't'},
+	{"max-workers", required_argument, NULL, 'k'},
+	{"partial", no_argument, NULL, 'p'},
+	{"dry-run", no_argument, NULL, 'n'},
+	{0},
+};
+static const struct option undrain_opts[] = {
+	{"max-workers", required_argument, NULL, 'k'},
+	{"dry-run", no_argument, NULL, 'n'},
+	{0},
+};
+
+const struct cmd_entry cmd_drain_entry = {
+	"drain", "NODE [--to N1,N2,...] [--max-workers K] [--partial] [--dry-run]",
+	"move every guest off NODE (templates and pvagent-pin guests stay), K at a time; "
+	"each moved guest is tagged pvagent-home-NODE",
+	"", drain_opts, NULL, 1, 1, "node", cmd_drain,
+};
+const struct cmd_entry cmd_undrain_entry = {
+	"undrain", "NODE [--max-workers K] [--dry-run]",
+	"bring every guest tagged pvagent-home-NODE back to NODE and remove the tag",
+	"", undrain_opts, NULL, 1, 1, "node", cmd_undrain,
 };

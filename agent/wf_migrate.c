@@ -617,14 +617,17 @@ static enum step_rc mig_finish(struct job *j)
 	json_object *p = job_params(j);
 	const char *home = json_str(p, "home");
 	bool unhome = json_int(p, "unhome", &x) && x;
+	bool had_limit = json_object_object_get_ex(job_vars(j), "prev_downtime", NULL);
 	if (restore_downtime(j) < 0)
 		return STEP_RC_FAIL;
 	if ((home || unhome) && retag(j, home, unhome) < 0)
 		return STEP_RC_FAIL;
 	record(j, home, unhome);
-	if (!json_object_object_get_ex(job_vars(j), "prev_downtime", NULL) && !home && !unhome)
+	if (!had_limit && !home && !unhome)
 		return STEP_RC_SKIP;
-	job_summary(j, "%s%s", home ? "home tag " WF_HOME_TAG : unhome ? "home tag removed" : "",
+	job_summary(j, "%s%s%s%s", had_limit ? "migrate_downtime put back" : "",
+		    had_limit && (home || unhome) ? "; " : "",
+		    home ? "home tag " WF_HOME_TAG : unhome ? "home tag removed" : "",
 		    home ? home : "");
 	return STEP_RC_OK;
 }
