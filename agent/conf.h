@@ -13,6 +13,8 @@
 #ifndef PVAGENT_CONF_H
 #define PVAGENT_CONF_H
 
+#include "calendar.h"
+
 #include <stddef.h>
 
 enum conf_host_key_policy {
@@ -31,6 +33,9 @@ struct conf_window {
 	size_t n_to;
 	unsigned max_workers;  /* 0: from [migrate] */
 	int line;              /* line of the section header */
+	char *schedule;        /* PVE calendar event as given, or NULL (days + start) */
+	int schedule_line;
+	struct cal_event cal;  /* when it opens (from schedule, or days + start) */
 };
 
 struct conf {

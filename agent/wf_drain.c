@@ -545,6 +545,7 @@ struct pool {
 	char **targets;
 	char *state;             /* per move: 0 pending, 1 running, 2 done, 3 not to run */
 	bool undrain;
+	double unix0, mono0;     /* unix time = unix0 + (the env's clock - mono0) */
 };
 
 /* The next move that may start now: pending, its target below per_target.
@@ -654,7 +655,7 @@ static void *worker_main(void *arg)
 			json_object *e = NULL;
 			double est = json_object_object_get_ex(m, "estimate_s", &e)
 					     ? json_object_get_double(e) : 0;
-			double now = clk ? pve_clock_now(clk) : clock_unix_now();
+			double now = p->unix0 + (pve_clock_now(clk) - p->mono0);
 			if (now + est > d->deadline) {
 				char *why = strprintf("not started: about %.0f s from now it would end "
 						      "%.0f s after the window closes",
@@ -684,7 +685,8 @@ static enum step_rc move_step(struct job *j, bool undrain)
 	json_object *moves = NULL;
 	json_object_object_get_ex(job_vars(j), "moves", &moves);
 	size_t n = moves ? json_object_array_length(moves) : 0;
-	struct pool p = {.drain = j, .moves = moves, .n = n, .undrain = undrain};
+	struct pool p = {.drain = j, .moves = moves, .n = n, .undrain = undrain,
+			 .unix0 = clock_unix_now(), .mono0 = pve_clock_now(job_env(j)->clock)};
 	p.targets = calloc(n + 1, sizeof *p.targets);
 	p.state = calloc(n + 1, 1);
 	unsigned k = d->max_workers ? d->max_workers : 1;
