@@ -100,7 +100,8 @@ char *cli_read_pubkey(const struct conf *c);
 
 /* The command entries of cli_guest.c and cli_jobs.c. */
 extern const struct cmd_entry cmd_inject_entry, cmd_virtio_entry, cmd_bench_entry;
-extern const struct cmd_entry cmd_migrate_entry, cmd_drain_entry, cmd_undrain_entry;
+extern const struct cmd_entry cmd_migrate_entry, cmd_drain_entry, cmd_undrain_entry,
+	cmd_windows_entry;
 extern const struct cmd_entry cmd_jobs_entry, cmd_job_entry, cmd_resume_entry, cmd_cancel_entry;
 /* Parse argv by e and run it (cli_jobs.c runs a stored command line). */
 int cmd_dispatch(struct cli *cli, const struct cmd_entry *e, int argc, char **argv);

@@ -10,10 +10,12 @@
 #include "util.h"
 #include "wf_drain.h"
 #include "wf_migrate.h"
+#include "window.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int parse_num(const char *cmd, const char *opt, const char *arg, long min, long max,
@@ -416,4 +418,85 @@ const struct cmd_entry cmd_undrain_entry = {
 	"undrain", "NODE [--max-workers K] [--dry-run]",
 	"bring every guest tagged pvagent-home-NODE back to NODE and remove the tag",
 	"", undrain_opts, NULL, 1, 1, "node", cmd_undrain,
+};
+
+/* ---- windows ------------------------------------------------------------------------ */
+
+static void fmt_time(char *buf, size_t n, time_t t)
+{
+	struct tm tm;
+	if (!localtime_r(&t, &tm) || !strftime(buf, n, "%a %Y-%m-%d %H:%M", &tm))
+		snprintf(buf, n, "%lld", (long long)t);
+}
+
+static int cmd_windows(struct cli *cli, const struct cmd_args *a)
+{
+	(void)a;
+	int rc = cli_load_conf(cli);
+	if (rc)
+		return rc;
+	const struct conf *c = &cli->conf;
+	time_t now = time(NULL);
+	json_object *arr = cli->json ? json_object_new_array() : NULL;
+	const char *hdr[] = {"WINDOW", "NODE", "SCHEDULE", "DURATION", "TO", "NEXT", "UNTIL", "STATE"};
+	struct table *t = cli->json ? NULL : table_new(8, hdr);
+	for (size_t i = 0; i < c->n_windows; i++) {
+		const struct conf_window *w = &c->windows[i];
+		time_t s = 0, e = 0;
+		bool has = window_next(w, now, &s, &e) == 0;
+		char sched[64], dur[32], from[48] = "", until[48] = "";
+		struct sbuf to = {0};
+		if (w->schedule)
+			snprintf(sched, sizeof sched, "%s", w->schedule);
+		else
+			snprintf(sched, sizeof sched, "days %02d:%02d", w->start / 60, w->start % 60);
+		snprintf(dur, sizeof dur, "%um", w->duration / 60);
+		for (size_t k = 0; k < w->n_to; k++)
+			sbuf_addf(&to, "%s%s", k ? "," : "", w->to[k]);
+		if (has) {
+			fmt_time(from, sizeof from, s);
+			fmt_time(until, sizeof until, e);
+		}
+		const char *state = !has ? "never" : s <= now ? "open" : "scheduled";
+		if (arr) {
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "name", json_object_new_string(w->name));
+			json_object_object_add(o, "node", json_object_new_string(w->node));
+			json_object_object_add(o, "schedule", json_object_new_string(sched));
+			json_object_object_add(o, "duration_s", json_object_new_int64(w->duration));
+			json_object_object_add(o, "to", json_object_new_string(sbuf_str(&to)));
+			json_object_object_add(o, "state", json_object_new_string(state));
+			if (has) {
+				json_object_object_add(o, "next", json_object_new_int64((long long)s));
+				json_object_object_add(o, "until", json_object_new_int64((long long)e));
+			}
+			json_object_array_add(arr, o);
+		} else if (t) {
+			const char *row[] = {w->name, w->node, sched, dur,
+					     to.len ? sbuf_str(&to) : "any", from, until, state};
+			table_add(t, row);
+		}
+		sbuf_free(&to);
+	}
+	if (arr) {
+		json_object *r = json_object_new_object();
+		json_object_object_add(r, "result", json_object_new_string("ok"));
+		json_object_object_add(r, "command", json_object_new_string("windows"));
+		json_object_object_add(r, "windows", arr);
+		json_object_object_add(r, "exit", json_object_new_int(0));
+		out_json_line(stdout, r);
+		json_object_put(r);
+	} else if (t) {
+		if (c->n_windows)
+			table_print(t, stdout);
+		else
+			printf("no maintenance windows in %s\n", c->path ? c->path : "the configuration");
+	}
+	table_free(t);
+	return 0;
+}
+
+const struct cmd_entry cmd_windows_entry = {
+	"windows", "", "maintenance windows ([window] in pvagent.conf) and when they open next",
+	NULL, NULL, NULL, 0, 0, NULL, cmd_windows,
 };

@@ -760,7 +760,7 @@ static const struct cmd_entry cmd_down_entry = {
 static const struct cmd_entry *const commands[] = {
 	&cmd_nodes_entry,  &cmd_list_entry,   &cmd_templates_entry, &cmd_up_entry,
 	&cmd_down_entry,   &cmd_inject_entry, &cmd_virtio_entry,    &cmd_bench_entry,
-	&cmd_migrate_entry, &cmd_drain_entry,  &cmd_undrain_entry,
+	&cmd_migrate_entry, &cmd_drain_entry,  &cmd_undrain_entry,   &cmd_windows_entry,
 	&cmd_jobs_entry,   &cmd_job_entry,    &cmd_resume_entry,    &cmd_cancel_entry,
 	NULL,
 };

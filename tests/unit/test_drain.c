@@ -12,10 +12,12 @@
 #include "simclock.h"
 #include "simproc.h"
 #include "wf_drain.h"
+#include "window.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SCEN "tests/pvesim/scenarios/drain.json"
 
@@ -234,5 +236,63 @@ Test(drain, a_failure_does_not_stop_the_others, .timeout = 240)
 		cr_expect_str_neq(node, "pve1", "%d was not moved", MOVERS[i]);
 	}
 	job_free(j);
+	fx_stop(&f);
+}
+
+/* A window due now (its schedule is this second) whose drain runs in
+ * simulated time: what would end after the window closes is not started,
+ * and says so. */
+Test(drain, window_deadline_skips_what_would_not_finish, .timeout = 240)
+{
+	setenv("TZ", "UTC", 1);
+	tzset();
+	struct fx f;
+	fx_start(&f);
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	char sched[16];
+	strftime(sched, sizeof sched, "%H:%M:%S", &tm);
+	struct conf_window w = {.name = "maint", .node = "pve1", .duration = 60, .max_workers = 1};
+	const char *why = NULL;
+	cr_assert_eq(cal_parse(sched, &w.cal, &why), 0, "%s", why ? why : "");
+	f.conf.windows = &w;
+	f.conf.n_windows = 1;
+	f.conf.migrate.max_workers = 4;
+	size_t idx = 9;
+	time_t start, end;
+	cr_assert_eq(window_next_due(&f.conf, now, &idx, &start, &end), 0);
+	cr_expect_eq(idx, 0);
+	cr_expect_leq(start, now, "the window is due");
+	cr_expect_eq(end, start + 60);
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, window_drain_params(&f.conf, &w, end), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *moves = NULL;
+	json_object_object_get_ex(job_vars(j), "moves", &moves);
+	int moved = 0, skipped = 0;
+	char node[32], tags[128];
+	for (size_t i = 0; i < json_object_array_length(moves); i++) {
+		json_object *m = json_object_array_get_idx(moves, i);
+		const char *st = json_str(m, "status");
+		long long vmid = 0;
+		json_int(m, "vmid", &vmid);
+		if (strcmp(st, "moved") == 0)
+			moved++;
+		if (strcmp(st, "skipped") != 0)
+			continue;
+		skipped++;
+		cr_expect(strstr(json_str(m, "why"), "after the window closes"), "%s",
+			  json_str(m, "why"));
+		sim_guest(&f, (int)vmid, node, sizeof node, tags, sizeof tags);
+		cr_expect_str_eq(node, "pve1", "skipped %lld moved anyway", vmid);
+	}
+	cr_expect_geq(moved, 2);
+	cr_expect_geq(skipped, 1);
+	/* the moves that ran ended inside the window (simulated time) */
+	cr_expect_leq(f.sc.offset, 60 + 10, "the drain ran %.0f s of simulated time", f.sc.offset);
+	job_free(j);
+	f.conf.windows = NULL;
+	f.conf.n_windows = 0;
 	fx_stop(&f);
 }
