@@ -18,24 +18,56 @@
 #include <time.h>
 #include <unistd.h>
 
-static int parse_num(const char *cmd, const char *opt, const char *arg, long min, long max,
-		     long *out)
-{
-	char *end;
-	long v = strtol(arg, &end, 10);
-	if (!*arg || *end || v < min || v > max) {
-		fprintf(stderr, "pvagent %s: %s %s: expected a number from %ld to %ld\n", cmd, opt,
-			arg, min, max);
-		return EXIT_USAGE;
-	}
-	*out = v;
-	return 0;
-}
-
 static double var_num(json_object *v, const char *key)
 {
 	long long x = -1;
 	return json_int(v, key, &x) ? (double)x : -1;
+}
+
+/* Run one job of wf on subject (an interrupted one of the same request is
+ * resumed) with events as lines or JSON, then print its result; params
+ * are taken. po: client options for a drain's workers (NULL: none). */
+struct job_print {
+	void (*print)(struct cli *cli, struct job *j, const void *ctx, int code);
+	const void *ctx;
+};
+
+static int run_job(struct cli *cli, const char *cmd, const struct job_workflow *wf,
+		   const char *subject, json_object *params, bool dry, const struct pve_opts *po,
+		   const struct job_print *out)
+{
+	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
+	struct job_env env = {
+		.store = dry ? NULL : cli_store(cli),
+		.on_event = on_up_event,
+		.event_ctx = &pp,
+		.stop = &cli_stop,
+		.conf = &cli->conf,
+	};
+	env.wait.task_timeout_s = cli->conf.migrate.timeout;
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	int rc;
+	if (!params || job_env_init(&env) < 0) {
+		json_object_put(params);
+		fprintf(stderr, "pvagent %s: out of memory\n", cmd);
+		return 1;
+	}
+	if (job_for_subject(&env, wf, subject, params, &j, &e) < 0) {
+		rc = cli_fail_pve(cli, cmd, &e);
+	} else {
+		if (po)
+			wf_drain_attach(j, po);
+		enum job_outcome o = job_run(j, cli->pve);
+		end_progress_line(&pp);
+		rc = cli_exit_code(o);
+		out->print(cli, j, out->ctx, rc);
+	}
+	pve_error_clear(&e);
+	json_object_put(params);
+	job_free(j);
+	job_env_fini(&env);
+	return rc;
 }
 
 /* One migration's line and JSON object from its vars. */
@@ -133,6 +165,17 @@ static void print_migration(struct cli *cli, struct job *j, const char *target, 
 	printf("\n");
 }
 
+struct migrate_print {
+	const char *target;
+	bool dry_run;
+};
+
+static void print_migration_cb(struct cli *cli, struct job *j, const void *ctx, int code)
+{
+	const struct migrate_print *mp = ctx;
+	print_migration(cli, j, mp->target, mp->dry_run, code);
+}
+
 static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 {
 	const char *storage = NULL;
@@ -154,8 +197,8 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 						     : "--storage-map: expected SRC:DST,...", arg);
 			storage = arg;
 			break;
-		case 'b': rc = parse_num("migrate", "--bwlimit", arg, 1, 1 << 20, &bw); break;
-		case 'D': rc = parse_num("migrate", "--max-downtime", arg, 1, 600000, &md); break;
+		case 'b': rc = cli_parse_count("migrate", "--bwlimit", arg, 1, 1 << 20, &bw); break;
+		case 'D': rc = cli_parse_count("migrate", "--max-downtime", arg, 1, 600000, &md); break;
 		case 'n': dry = true; break;
 		default: rc = EXIT_USAGE; break;
 		}
@@ -164,39 +207,11 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 		rc = cli_connect_pve(cli);
 	if (rc)
 		return rc;
-	const char *name = a->argv[0], *target = a->argv[1];
-	json_object *params =
-		wf_migrate_params(target, storage, (unsigned)bw, (unsigned)md, dry);
-	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
-	struct job_env env = {
-		.store = dry ? NULL : cli_store(cli),
-		.on_event = on_up_event,
-		.event_ctx = &pp,
-		.stop = &cli_stop,
-		.conf = &cli->conf,
-	};
-	struct job *j = NULL;
-	struct pve_error e = {0};
-	if (params && cli->conf.migrate.timeout)
-		env.wait.task_timeout_s = cli->conf.migrate.timeout;
-	if (!params || job_env_init(&env) < 0) {
-		json_object_put(params);
-		fprintf(stderr, "pvagent migrate: out of memory\n");
-		return 1;
-	}
-	if (job_for_subject(&env, &wf_migrate, name, params, &j, &e) < 0) {
-		rc = cli_fail_pve(cli, "migrate", &e);
-	} else {
-		enum job_outcome o = job_run(j, cli->pve);
-		end_progress_line(&pp);
-		rc = cli_exit_code(o);
-		print_migration(cli, j, target, dry, rc);
-	}
-	pve_error_clear(&e);
-	json_object_put(params);
-	job_free(j);
-	job_env_fini(&env);
-	return rc;
+	struct migrate_print mp = {a->argv[1], dry};
+	const struct job_print out = {print_migration_cb, &mp};
+	return run_job(cli, "migrate", &wf_migrate, a->argv[0],
+		       wf_migrate_params(a->argv[1], storage, (unsigned)bw, (unsigned)md, dry), dry,
+		       NULL, &out);
 }
 
 static const struct option migrate_opts[] = {
@@ -297,6 +312,17 @@ static void print_drain(struct cli *cli, const char *cmd, struct job *j, bool dr
 		log_error("%s %s: needs attention: %s", cmd, job_subject(j), job_left(j));
 }
 
+struct drain_print {
+	const char *cmd;
+	bool dry_run;
+};
+
+static void print_drain_cb(struct cli *cli, struct job *j, const void *ctx, int code)
+{
+	const struct drain_print *dp = ctx;
+	print_drain(cli, dp->cmd, j, dp->dry_run, code);
+}
+
 /* "N1,N2" -> a NULL-terminated list (the string is cut in place). */
 static int split_nodes(char *s, const char ***out, size_t *n)
 {
@@ -328,7 +354,7 @@ static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 			if (!(to = strdup(arg)))
 				rc = 1;
 			break;
-		case 'k': rc = parse_num(cmd, "--max-workers", arg, 1, 64, &workers); break;
+		case 'k': rc = cli_parse_count(cmd, "--max-workers", arg, 1, 64, &workers); break;
 		case 'p': partial = true; break;
 		case 'n': dry = true; break;
 		default: rc = EXIT_USAGE; break;
@@ -346,40 +372,12 @@ static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 		return rc;
 	}
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	json_object *params = wf_drain_params(tov, n_to, (unsigned)workers,
-					      cli->conf.migrate.per_target, partial, dry, 0);
-	struct up_print pp = {cli, !cli->json && isatty(STDOUT_FILENO), false};
-	struct job_env env = {
-		.store = dry ? NULL : cli_store(cli),
-		.on_event = on_up_event,
-		.event_ctx = &pp,
-		.stop = &cli_stop,
-		.conf = &cli->conf,
-	};
-	env.wait.task_timeout_s = cli->conf.migrate.timeout;
-	struct job *j = NULL;
-	struct pve_error e = {0};
-	if (!params || job_env_init(&env) < 0) {
-		json_object_put(params);
-		free(tov);
-		free(to);
-		fprintf(stderr, "pvagent %s: out of memory\n", cmd);
-		return 1;
-	}
-	if (job_for_subject(&env, undrain ? &wf_undrain : &wf_drain, a->argv[0], params, &j, &e) <
-	    0) {
-		rc = cli_fail_pve(cli, cmd, &e);
-	} else {
-		wf_drain_attach(j, &po);
-		enum job_outcome o = job_run(j, cli->pve);
-		end_progress_line(&pp);
-		rc = cli_exit_code(o);
-		print_drain(cli, cmd, j, dry, rc);
-	}
-	pve_error_clear(&e);
-	json_object_put(params);
-	job_free(j);
-	job_env_fini(&env);
+	struct drain_print dp = {cmd, dry};
+	const struct job_print out = {print_drain_cb, &dp};
+	rc = run_job(cli, cmd, undrain ? &wf_undrain : &wf_drain, a->argv[0],
+		     wf_drain_params(tov, n_to, (unsigned)workers, cli->conf.migrate.per_target,
+				     partial, dry, 0),
+		     dry, &po, &out);
 	free(tov);
 	free(to);
 	return rc;

@@ -589,7 +589,7 @@ char *cli_read_pubkey(const struct conf *c)
 	return text;
 }
 
-static int parse_count(const char *cmd, const char *opt, const char *arg, long min, long max,
+int cli_parse_count(const char *cmd, const char *opt, const char *arg, long min, long max,
 		       long *out)
 {
 	char *end;
@@ -617,8 +617,8 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		case 't': tname = arg; break;
 		case 'n': node = arg; break;
 		case 's': storage = arg; break;
-		case 'i': rc = parse_count("up", "--vmid", arg, 100, 999999999, &vmid); break;
-		case 'p': rc = parse_count("up", "--parallel", arg, 1, 64, &parallel); break;
+		case 'i': rc = cli_parse_count("up", "--vmid", arg, 100, 999999999, &vmid); break;
+		case 'p': rc = cli_parse_count("up", "--parallel", arg, 1, 64, &parallel); break;
 		case 'N': no_start = true; break;
 		case 'f': full = true; break;
 		case 'I': no_inject = true; break;

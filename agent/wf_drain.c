@@ -14,7 +14,6 @@
 #include "wf_migrate.h"
 
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,25 +68,6 @@ static int drain_open(struct job *j, void *ctx)
 	if (json_object_object_get_ex(p, "deadline", &dl))
 		d->deadline = json_object_get_double(dl);
 	return 0;
-}
-
-static int get_json(struct pve *c, json_object **out, const struct pve_params *q,
-		    struct pve_error *err, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int get_json(struct pve *c, json_object **out, const struct pve_params *q,
-		    struct pve_error *err, const char *fmt, ...)
-{
-	struct sbuf b = {0};
-	va_list ap;
-	va_start(ap, fmt);
-	int r = sbuf_vaddf(&b, fmt, ap);
-	va_end(ap);
-	if (r < 0) {
-		sbuf_free(&b);
-		return pve_error_oom(err);
-	}
-	r = pve_get(c, sbuf_str(&b), q, out, err);
-	sbuf_free(&b);
-	return r;
 }
 
 /* Does the tag list (';', ',' or ' ' separated) hold tag? */
@@ -234,7 +214,7 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 	struct pve *c = job_pve(j);
 	struct pve_error *err = job_err(j);
 	const char *node = job_subject(j);
-	if (guest_list(c, node, &f->guests, err) < 0 || get_json(c, &f->nodes, NULL, err, "/nodes") < 0)
+	if (guest_list(c, node, &f->guests, err) < 0 || pve_getf(c, &f->nodes, NULL, err, "/nodes") < 0)
 		return -1;
 	size_t ng = f->guests.n, nn = json_object_array_length(f->nodes);
 	f->n_nodes = nn;
@@ -266,7 +246,7 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		if (!d->name || !d->online)
 			continue;
 		char *pn = pve_path_escape(d->name);
-		int r = pn ? get_json(c, &f->node_storages[i], NULL, err, "/nodes/%s/storage", pn)
+		int r = pn ? pve_getf(c, &f->node_storages[i], NULL, err, "/nodes/%s/storage", pn)
 			   : pve_error_oom(err);
 		free(pn);
 		if (r < 0)
@@ -296,7 +276,7 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		d->type = g->type;
 		d->template = g->template;
 		if ((rc = guest_get_config(c, g, &f->configs[i], err)) < 0 ||
-		    (rc = get_json(c, &f->status[i], NULL, err, "/nodes/%s/%s/%d/status/current",
+		    (rc = pve_getf(c, &f->status[i], NULL, err, "/nodes/%s/%s/%d/status/current",
 				   pnode, guest_type_name(g->type), g->vmid)) < 0)
 			break;
 		json_object *cfg = f->configs[i], *st = f->status[i];
@@ -319,7 +299,7 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		}
 		d->storages = f->dg_st[i];
 		if (g->type == GUEST_QEMU && !g->template) {
-			if ((rc = get_json(c, &f->pre[i], NULL, err, "/nodes/%s/qemu/%d/migrate",
+			if ((rc = pve_getf(c, &f->pre[i], NULL, err, "/nodes/%s/qemu/%d/migrate",
 					   pnode, g->vmid)) < 0)
 				break;
 			json_object *al = NULL;
@@ -380,7 +360,7 @@ static enum step_rc drain_plan_step(struct job *j)
 	enum step_rc rc = STEP_RC_FAIL;
 	const char **tov = NULL;
 	char *pn = pve_path_escape(d->node);
-	if (!pn || get_json(job_pve(j), &src_st, NULL, err, "/nodes/%s/storage", pn) < 0 ||
+	if (!pn || pve_getf(job_pve(j), &src_st, NULL, err, "/nodes/%s/storage", pn) < 0 ||
 	    gather(j, &f, src_st) < 0)
 		goto out;
 	json_object_object_get_ex(job_params(j), "to", &to);

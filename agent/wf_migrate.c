@@ -14,7 +14,6 @@
 #include "probe.h"
 #include "util.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,32 +102,12 @@ static void mig_close(struct job *j, void *ctx)
 	mig_plan_free(&m->plan);
 }
 
-/* GET path (printf-style) into *out. */
-static int get_json(struct pve *c, json_object **out, const struct pve_params *q,
-		    struct pve_error *err, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int get_json(struct pve *c, json_object **out, const struct pve_params *q,
-		    struct pve_error *err, const char *fmt, ...)
-{
-	struct sbuf b = {0};
-	va_list ap;
-	va_start(ap, fmt);
-	int r = sbuf_vaddf(&b, fmt, ap);
-	va_end(ap);
-	if (r < 0) {
-		sbuf_free(&b);
-		return pve_error_oom(err);
-	}
-	r = pve_get(c, sbuf_str(&b), q, out, err);
-	sbuf_free(&b);
-	return r;
-}
-
 /* The target in GET /nodes: known, online, free memory. */
 static int target_node(struct pve *c, const char *target, struct mig_facts *f,
 		       struct pve_error *err)
 {
 	json_object *nodes = NULL;
-	if (get_json(c, &nodes, NULL, err, "/nodes") < 0)
+	if (pve_getf(c, &nodes, NULL, err, "/nodes") < 0)
 		return -1;
 	size_t n = json_object_is_type(nodes, json_type_array) ? json_object_array_length(nodes) : 0;
 	for (size_t i = 0; i < n; i++) {
@@ -209,7 +188,7 @@ static enum step_rc mig_plan_step(struct job *j)
 		pve_error_oom(err);
 		goto out;
 	}
-	if (get_json(c, &status, NULL, err, "/nodes/%s/%s/%d/status/current", path_node,
+	if (pve_getf(c, &status, NULL, err, "/nodes/%s/%s/%d/status/current", path_node,
 		     guest_type_name(m->g.type), m->g.vmid) < 0 ||
 	    guest_get_config(c, &m->g, &config, err) < 0)
 		goto out;
@@ -225,7 +204,7 @@ static enum step_rc mig_plan_step(struct job *j)
 	if (m->g.type == GUEST_QEMU) {
 		struct pve_params q = {0};
 		pve_params_add(&q, "target", m->target);
-		int r = get_json(c, &pre, &q, err, "/nodes/%s/qemu/%d/migrate", path_node,
+		int r = pve_getf(c, &pre, &q, err, "/nodes/%s/qemu/%d/migrate", path_node,
 				 m->g.vmid);
 		pve_params_free(&q);
 		if (r < 0)
@@ -236,7 +215,7 @@ static enum step_rc mig_plan_step(struct job *j)
 		goto out;
 	if (f.target_online) {
 		char *tn = pve_path_escape(m->target);
-		int r = tn ? get_json(c, &storages, NULL, err, "/nodes/%s/storage", tn)
+		int r = tn ? pve_getf(c, &storages, NULL, err, "/nodes/%s/storage", tn)
 			   : pve_error_oom(err);
 		free(tn);
 		if (r < 0)
@@ -385,7 +364,7 @@ static int ha_child(struct job *j, long long since, char **upid)
 		pve_params_add_int(&q, "vmid", m->g.vmid);
 		pve_params_add(&q, "typefilter", type);
 		pve_params_add(&q, "source", "all");
-		int r = get_json(job_pve(j), &tasks, &q, job_err(j), "/nodes/%s/tasks", node);
+		int r = pve_getf(job_pve(j), &tasks, &q, job_err(j), "/nodes/%s/tasks", node);
 		pve_params_free(&q);
 		if (r < 0)
 			break;

@@ -358,7 +358,7 @@ Test(validate, durations_numbers_enums, .init = setup, .fini = teardown)
 Test(validate, windows, .init = setup, .fini = teardown)
 {
 	expect_err(PVE_OK "[window \"w\"]\nnode = pve2\nduration = 1h\n",
-		   "pvagent.conf:5: [window \"w\"] start: missing required key");
+		   "pvagent.conf:5: [window \"w\"] schedule: required (or days and start)");
 	expect_err(PVE_OK "[window \"w\"]\nnode = pve2\nstart = 25:00\nduration = 1h\ndays = someday\n",
 		   "pvagent.conf:9: [window \"w\"] days: 'someday': expected daily, or days like mon-fri or sat,sun\n"
 		   "pvagent.conf:7: [window \"w\"] start: '25:00': expected HH:MM (24-hour, local time)");

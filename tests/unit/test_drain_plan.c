@@ -28,18 +28,18 @@ static const char *const LVM[] = {"local-lvm"};
 /* 12 guests on pve1: qemu and lxc, running and stopped, one template, one
  * pinned, one too large for any target. */
 static const struct dp_guest GUESTS[] = {
-	{"web1", 100, GUEST_QEMU, true, false, false, 4 * GiB, 2, 0, NULL, 0, NULL, 0},
-	{"web2", 101, GUEST_QEMU, true, false, false, 4 * GiB, 2, 0, NULL, 0, NULL, 0},
-	{"db1", 102, GUEST_QEMU, true, false, false, 8 * GiB, 4, 32 * GiB, LVM, 1, NULL, 0},
-	{"db2", 103, GUEST_QEMU, true, false, false, 6 * GiB, 4, 0, NULL, 0, NULL, 0},
-	{"cache", 104, GUEST_QEMU, true, false, false, 2 * GiB, 1, 0, NULL, 0, NULL, 0},
-	{"huge", 105, GUEST_QEMU, true, false, false, 40 * GiB, 8, 0, NULL, 0, NULL, 0},
-	{"tmpl", 9000, GUEST_QEMU, false, true, false, 2 * GiB, 2, 0, NULL, 0, NULL, 0},
-	{"pinned", 106, GUEST_QEMU, true, false, true, 1 * GiB, 1, 0, NULL, 0, NULL, 0},
-	{"ct1", 200, GUEST_LXC, true, false, false, 1 * GiB, 1, 8 * GiB, LVM, 1, NULL, 0},
-	{"ct2", 201, GUEST_LXC, true, false, false, 512 * MiB, 1, 0, NULL, 0, NULL, 0},
-	{"ct3", 202, GUEST_LXC, false, false, false, 512 * MiB, 1, 0, NULL, 0, NULL, 0},
-	{"cold", 107, GUEST_QEMU, false, false, false, 16 * GiB, 2, 0, NULL, 0, NULL, 0},
+	{"web1", 100, GUEST_QEMU, true, false, false, 4 * GiB, 2, 0, NULL, 0, NULL, 0, NULL},
+	{"web2", 101, GUEST_QEMU, true, false, false, 4 * GiB, 2, 0, NULL, 0, NULL, 0, NULL},
+	{"db1", 102, GUEST_QEMU, true, false, false, 8 * GiB, 4, 32 * GiB, LVM, 1, NULL, 0, NULL},
+	{"db2", 103, GUEST_QEMU, true, false, false, 6 * GiB, 4, 0, NULL, 0, NULL, 0, NULL},
+	{"cache", 104, GUEST_QEMU, true, false, false, 2 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
+	{"huge", 105, GUEST_QEMU, true, false, false, 40 * GiB, 8, 0, NULL, 0, NULL, 0, NULL},
+	{"tmpl", 9000, GUEST_QEMU, false, true, false, 2 * GiB, 2, 0, NULL, 0, NULL, 0, NULL},
+	{"pinned", 106, GUEST_QEMU, true, false, true, 1 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
+	{"ct1", 200, GUEST_LXC, true, false, false, 1 * GiB, 1, 8 * GiB, LVM, 1, NULL, 0, NULL},
+	{"ct2", 201, GUEST_LXC, true, false, false, 512 * MiB, 1, 0, NULL, 0, NULL, 0, NULL},
+	{"ct3", 202, GUEST_LXC, false, false, false, 512 * MiB, 1, 0, NULL, 0, NULL, 0, NULL},
+	{"cold", 107, GUEST_QEMU, false, false, false, 16 * GiB, 2, 0, NULL, 0, NULL, 0, NULL},
 };
 
 static const struct dp_move *move_of(const struct dp_plan *p, const char *name)
@@ -109,8 +109,8 @@ Test(drain_plan, to_and_allowed_nodes)
 	static const char *const only3[] = {"pve3"};
 	static const char *const allowed2[] = {"pve2"};
 	struct dp_guest g[] = {
-		{"a", 1, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, allowed2, 1},
-		{"b", 2, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0},
+		{"a", 1, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, allowed2, 1, NULL},
+		{"b", 2, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
 	};
 	struct dp_input in = {
 		.source = "pve1", .nodes = NODES, .n_nodes = 4, .guests = g, .n_guests = 2,
@@ -157,7 +157,7 @@ Test(drain_plan, thousand_guests_sixteen_nodes_fast)
 	for (int i = 0; i < 1000; i++) {
 		snprintf(gnames[i], sizeof gnames[i], "g%d", i);
 		guests[i] = (struct dp_guest){gnames[i], 100 + i, GUEST_QEMU, true, false, false,
-					      (uint64_t)(1 + i % 8) * GiB, 2, 0, NULL, 0, NULL, 0};
+					      (uint64_t)(1 + i % 8) * GiB, 2, 0, NULL, 0, NULL, 0, NULL};
 	}
 	struct dp_input in = {.source = "n0", .nodes = nodes, .n_nodes = 16, .guests = guests,
 			      .n_guests = 1000, .reserve = 1 * GiB};
