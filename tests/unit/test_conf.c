@@ -440,8 +440,8 @@ Test(example, loads_and_documents_every_key, .init = setup, .fini = teardown)
 		"url", "token_id", "token_secret_file", "user", "password_file", "fingerprint",
 		"ca_file", "insecure", "node", "timeout", "identity", "known_hosts",
 		"host_key_policy", "port", "templates", "state", "socket", "workers", "socket_group",
-		"max_workers", "bwlimit", "with_local_disks", "target_storage", "days", "start",
-		"duration", "to",
+		"max_workers", "bwlimit", "with_local_disks", "target_storage", "memory_reserve",
+		"per_target", "probe_port", "schedule", "action", "duration", "to",
 	};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		char *a = NULL, *b = NULL;
