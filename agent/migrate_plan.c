@@ -367,7 +367,7 @@ int migrate_plan(const struct mig_facts *f, struct mig_plan *out)
 }
 
 int migrate_plan_params(const struct mig_plan *p, const struct mig_facts *f,
-			unsigned bwlimit_mib, struct pve_params *out)
+			unsigned bwlimit_kib, struct pve_params *out)
 {
 	pve_params_add(out, "target", f->target);
 	switch (f->type) {
@@ -393,8 +393,8 @@ int migrate_plan_params(const struct mig_plan *p, const struct mig_facts *f,
 			pve_params_add(out, "online", "1");
 		break;
 	}
-	if (bwlimit_mib && f->type != GUEST_OPENVZ)
-		pve_params_add_int(out, "bwlimit", (long long)bwlimit_mib * 1024);
+	if (bwlimit_kib && f->type != GUEST_OPENVZ)
+		pve_params_add_int(out, "bwlimit", (long long)bwlimit_kib);
 	return out->failed ? -1 : 0;
 }
 

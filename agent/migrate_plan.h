@@ -61,10 +61,10 @@ int migrate_plan(const struct mig_facts *f, struct mig_plan *out);
 
 /* The POST parameters of the migration request (qemu: target, online,
  * with-local-disks, targetstorage, bwlimit; lxc: target, restart,
- * timeout, target-storage, bwlimit; OpenVZ: target, online). bwlimit_mib
- * in MiB/s (0: none), sent in KiB/s as PVE takes it. */
+ * timeout, target-storage, bwlimit; OpenVZ: target, online). bwlimit_kib
+ * in KiB/s as PVE takes it (0: none). */
 int migrate_plan_params(const struct mig_plan *p, const struct mig_facts *f,
-			unsigned bwlimit_mib, struct pve_params *out);
+			unsigned bwlimit_kib, struct pve_params *out);
 
 /* The storage a source storage maps to under map ("DST", or
  * "SRC:DST,SRC2:DST2"; a source not named keeps its storage); malloc'd. */

@@ -21,7 +21,7 @@ struct mig_ctx {
 	struct guest_ref g;
 	const char *target;        /* from params */
 	const char *storage_map;
-	long long bwlimit, max_downtime, probe_port;
+	long long bwlimit, max_downtime, probe_port; /* bwlimit in KiB/s */
 	const char *address;       /* params, else vars */
 	bool dry_run;
 	/* the plan, made by the plan step or read back from its vars */
@@ -63,6 +63,10 @@ static int mig_open(struct job *j, void *ctx)
 	m->dry_run = json_int(p, "dry_run", &x) && x;
 	m->address = json_str(p, "address");
 	const struct conf *cf = job_env(j)->conf;
+	/* params in MiB/s, [migrate] bwlimit in KiB/s as PVE takes it */
+	m->bwlimit = m->bwlimit ? m->bwlimit * 1024 : cf ? cf->migrate.bwlimit : 0;
+	if (!m->storage_map && cf)
+		m->storage_map = cf->migrate.target_storage;
 	if (!m->probe_port)
 		m->probe_port = cf && cf->migrate.probe_port ? cf->migrate.probe_port
 			      : cf && cf->ssh.port ? cf->ssh.port : 22;

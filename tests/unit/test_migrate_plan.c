@@ -54,7 +54,7 @@ Test(migrate_plan, shared_online)
 	cr_expect_eq(p.method, MIG_ONLINE);
 	cr_expect_not(p.with_local_disks);
 	struct pve_params pp = {0};
-	cr_assert_eq(migrate_plan_params(&p, &f, 50, &pp), 0);
+	cr_assert_eq(migrate_plan_params(&p, &f, 51200, &pp), 0);
 	cr_expect_str_eq(pve_params_get(&pp, "target"), "pve2");
 	cr_expect_str_eq(pve_params_get(&pp, "online"), "1");
 	cr_expect_str_eq(pve_params_get(&pp, "bwlimit"), "51200");
@@ -247,7 +247,7 @@ Test(migrate_plan, openvz_online)
 	cr_expect_null(p.refusal);
 	cr_expect_eq(p.method, MIG_ONLINE);
 	struct pve_params pp = {0};
-	cr_assert_eq(migrate_plan_params(&p, &f, 10, &pp), 0);
+	cr_assert_eq(migrate_plan_params(&p, &f, 10240, &pp), 0);
 	cr_expect_str_eq(pve_params_get(&pp, "online"), "1");
 	cr_expect_null(pve_params_get(&pp, "bwlimit")); /* PVE 3 has none */
 	pve_params_free(&pp);
