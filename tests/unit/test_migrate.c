@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include "job.h"
+#include "store.h"
 #include "json.h"
 #include "simclock.h"
 #include "simproc.h"
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
 
 #define SCEN "tests/pvesim/scenarios/migrate.json"
@@ -416,5 +418,71 @@ Test(migrate, probe_gap_is_the_simulated_downtime, .timeout = 60)
 	cr_expect(gap >= sim - 20 && gap <= sim + 20, "probe saw %lld ms, the simulator %lld ms",
 		  gap, sim);
 	job_free(j);
+	fx_stop(&f);
+}
+
+/* ---- interrupted and resumed: the task is waited for, never sent twice ------------ */
+
+static volatile sig_atomic_t stop_flag;
+
+static void stop_on_progress(void *ctx, const struct job_event *ev)
+{
+	(void)ctx;
+	if (ev->kind == JOB_EV_PROGRESS && ev->step && strcmp(ev->step, "migrate") == 0)
+		stop_flag = 1;
+}
+
+Test(migrate, interrupted_then_resumed_reattaches, .timeout = 120)
+{
+	struct fx f;
+	fx_start(&f, SCEN, true);
+	char dir[] = "/tmp/test_migrate.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char *path = NULL, *err = NULL;
+	cr_assert_gt(asprintf(&path, "%s/state.db", dir), 0);
+	struct store *st = NULL;
+	cr_assert_eq(store_open(path, &st, &err), 0, "%s", err ? err : "?");
+	job_env_fini(&f.env);
+	f.env.store = st;
+	f.env.stop = &stop_flag;
+	f.env.on_event = stop_on_progress;
+	cr_assert_eq(job_env_init(&f.env), 0);
+	/* the first run stops at the first progress line of the migration */
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	json_object *p = wf_migrate_params("pve2", NULL, 0, 0, false);
+	cr_assert_eq(job_for_subject(&f.env, &wf_migrate, "web1", p, &j, &e), 0);
+	cr_assert_eq(job_run(j, f.c), JOB_OUT_INTERRUPTED);
+	long long id = job_id(j);
+	job_free(j);
+	/* the second run of the same request resumes that job */
+	stop_flag = 0;
+	f.env.on_event = NULL;
+	j = NULL;
+	cr_assert_eq(job_for_subject(&f.env, &wf_migrate, "web1", p, &j, &e), 0);
+	json_object_put(p);
+	cr_expect_eq(job_id(j), id);
+	cr_assert_eq(job_run(j, f.c), JOB_OUT_DONE,
+		     "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect(job_resumed(j));
+	cr_expect_eq(var(j, "downtime_ms"), 30 + (100 * 7) % 60);
+	job_free(j);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 1,
+		     "the migration was sent twice");
+	json_object_put(log);
+	json_object *state = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(state, 100), "pve2");
+	json_object_put(state);
+	job_env_fini(&f.env);
+	f.env.store = NULL;
+	f.env.stop = NULL;
+	cr_assert_eq(job_env_init(&f.env), 0);
+	store_close(st);
+	char *cmd = NULL;
+	cr_assert_gt(asprintf(&cmd, "rm -rf '%s'", dir), 0);
+	cr_expect_eq(system(cmd), 0);
+	free(cmd);
+	free(path);
 	fx_stop(&f);
 }
