@@ -161,6 +161,16 @@ uint64_t node_mem_used(const struct cluster *c, const char *node)
 		if (g->running && strcmp(g->node, node) == 0)
 			used += guest_memory(g);
 	}
+	/* a running guest migrating here holds its memory on both nodes until
+	 * the migration ends (the target's QEMU or container is up) */
+	for (size_t i = 0; i < c->tasks.n; i++) {
+		const struct sim_task *t = c->tasks.v[i];
+		const struct sim_guest *g = t->vmid ? cluster_guest(c, t->vmid) : NULL;
+		if (!t->finished && t->target && strcmp(t->target, node) == 0 && g && g->running &&
+		    strcmp(g->node, node) != 0 &&
+		    (strcmp(t->type, "qmigrate") == 0 || strcmp(t->type, "vzmigrate") == 0))
+			used += guest_memory(g);
+	}
 	return used;
 }
 

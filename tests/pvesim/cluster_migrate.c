@@ -534,7 +534,8 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 	at += 0.5;
 	mlog(c, t, at, "starting VM %d on remote node '%s'", g->vmid, target);
 	struct sim_node *tnode = tn;
-	if (node_mem_free(c, tnode) < guest_memory(g)) {
+	/* its own task already counts its memory on the target (node_mem_used) */
+	if (node_mem_used(c, tnode->name) + 1 * GiB > tnode->memory) {
 		mlog(c, t, at + 0.5,
 		     "kvm: cannot set up guest memory 'pc.ram': Cannot allocate memory");
 		free_disks(d, n);

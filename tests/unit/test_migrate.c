@@ -486,3 +486,33 @@ Test(migrate, interrupted_then_resumed_reattaches, .timeout = 120)
 	free(path);
 	fx_stop(&f);
 }
+
+/* ---- a target runs out of memory --------------------------------------------------- */
+
+Test(migrate, memory_held_by_an_incoming_migration_counts)
+{
+	struct fx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	/* pve3 (8 GiB) has room for mid1 (5 GiB + the 1 GiB reserve) */
+	struct job *j = migrate(&f, "mid1", wf_migrate_params("pve3", NULL, 0, 0, true), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	job_free(j);
+	/* while web1 (2 GiB) migrates there, it has not */
+	long status = 0;
+	json_object *r = NULL;
+	cr_assert_eq(sim_api(&f.sp, "POST", "/nodes/pve1/qemu/100/migrate", "target=pve3&online=1",
+			     &status, &r), 0);
+	cr_assert_eq(status, 200);
+	json_object_put(r);
+	j = migrate(&f, "mid1", wf_migrate_params("pve3", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_USAGE);
+	cr_expect(job_error(j)->message &&
+		  strstr(job_error(j)->message, "not enough free memory on node 'pve3': 5120 MiB free"),
+		  "%s", job_error(j)->message ? job_error(j)->message : "");
+	job_free(j);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu/110/migrate", -1), 0);
+	json_object_put(log);
+	fx_stop(&f);
+}
