@@ -86,45 +86,41 @@ static bool has_tag(const char *tags, const char *tag)
 
 /* ---- facts for the planner ------------------------------------------------------ */
 
+/* What PVE said about one guest of the node, and about one node. */
+struct gfacts {
+	json_object *config, *status, *pre;
+	const char **storages, **allowed;
+};
+struct nfacts {
+	json_object *storages;          /* GET /nodes/N/storage */
+	const char **ids;
+};
+
 struct facts {
 	struct guest_list guests;       /* on the node */
 	json_object *nodes;             /* GET /nodes */
-	json_object **node_storages;    /* per /nodes entry: GET /nodes/N/storage */
-	json_object **configs, **status, **pre; /* per guest */
+	struct gfacts *g;               /* per guest */
+	struct nfacts *n;               /* per /nodes entry */
 	struct dp_node *dn;
-	const char ***dn_st;
 	struct dp_guest *dg;
-	const char ***dg_st, ***dg_allowed;
 	size_t n_nodes;
 };
 
 static void facts_free(struct facts *f)
 {
-	for (size_t i = 0; i < f->guests.n; i++) {
-		if (f->configs)
-			json_object_put(f->configs[i]);
-		if (f->status)
-			json_object_put(f->status[i]);
-		if (f->pre)
-			json_object_put(f->pre[i]);
-		if (f->dg_st)
-			free(f->dg_st[i]);
-		if (f->dg_allowed)
-			free(f->dg_allowed[i]);
+	for (size_t i = 0; f->g && i < f->guests.n; i++) {
+		json_object_put(f->g[i].config);
+		json_object_put(f->g[i].status);
+		json_object_put(f->g[i].pre);
+		free(f->g[i].storages);
+		free(f->g[i].allowed);
 	}
-	for (size_t i = 0; i < f->n_nodes; i++) {
-		if (f->node_storages)
-			json_object_put(f->node_storages[i]);
-		if (f->dn_st)
-			free(f->dn_st[i]);
+	for (size_t i = 0; f->n && i < f->n_nodes; i++) {
+		json_object_put(f->n[i].storages);
+		free(f->n[i].ids);
 	}
-	free(f->configs);
-	free(f->status);
-	free(f->pre);
-	free(f->dg_st);
-	free(f->dg_allowed);
-	free(f->node_storages);
-	free(f->dn_st);
+	free(f->g);
+	free(f->n);
 	free(f->dn);
 	free(f->dg);
 	json_object_put(f->nodes);
@@ -218,17 +214,11 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		return -1;
 	size_t ng = f->guests.n, nn = json_object_array_length(f->nodes);
 	f->n_nodes = nn;
-	f->configs = calloc(ng + 1, sizeof *f->configs);
-	f->status = calloc(ng + 1, sizeof *f->status);
-	f->pre = calloc(ng + 1, sizeof *f->pre);
+	f->g = calloc(ng + 1, sizeof *f->g);
 	f->dg = calloc(ng + 1, sizeof *f->dg);
-	f->dg_st = calloc(ng + 1, sizeof *f->dg_st);
-	f->dg_allowed = calloc(ng + 1, sizeof *f->dg_allowed);
+	f->n = calloc(nn + 1, sizeof *f->n);
 	f->dn = calloc(nn + 1, sizeof *f->dn);
-	f->dn_st = calloc(nn + 1, sizeof *f->dn_st);
-	f->node_storages = calloc(nn + 1, sizeof *f->node_storages);
-	if (!f->configs || !f->status || !f->pre || !f->dg || !f->dg_st || !f->dg_allowed ||
-	    !f->dn || !f->dn_st || !f->node_storages)
+	if (!f->g || !f->dg || !f->n || !f->dn)
 		return pve_error_oom(err);
 	for (size_t i = 0; i < nn; i++) {
 		json_object *e = json_object_array_get_idx(f->nodes, i);
@@ -246,23 +236,23 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		if (!d->name || !d->online)
 			continue;
 		char *pn = pve_path_escape(d->name);
-		int r = pn ? pve_getf(c, &f->node_storages[i], NULL, err, "/nodes/%s/storage", pn)
+		int r = pn ? pve_getf(c, &f->n[i].storages, NULL, err, "/nodes/%s/storage", pn)
 			   : pve_error_oom(err);
 		free(pn);
 		if (r < 0)
 			return -1;
-		size_t ns = json_object_array_length(f->node_storages[i]);
-		f->dn_st[i] = calloc(ns + 1, sizeof **f->dn_st);
-		if (!f->dn_st[i])
+		size_t ns = json_object_array_length(f->n[i].storages);
+		f->n[i].ids = calloc(ns + 1, sizeof *f->n[i].ids);
+		if (!f->n[i].ids)
 			return pve_error_oom(err);
 		for (size_t k = 0; k < ns; k++) {
-			json_object *se = json_object_array_get_idx(f->node_storages[i], k);
+			json_object *se = json_object_array_get_idx(f->n[i].storages, k);
 			long long act = 1;
 			json_int(se, "active", &act);
 			if (json_str(se, "storage") && act)
-				f->dn_st[i][d->n_storages++] = json_str(se, "storage");
+				f->n[i].ids[d->n_storages++] = json_str(se, "storage");
 		}
-		d->storages = f->dn_st[i];
+		d->storages = f->n[i].ids;
 	}
 	char *pnode = pve_path_escape(node);
 	if (!pnode)
@@ -275,50 +265,50 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		d->vmid = g->vmid;
 		d->type = g->type;
 		d->template = g->template;
-		if ((rc = guest_get_config(c, g, &f->configs[i], err)) < 0 ||
-		    (rc = pve_getf(c, &f->status[i], NULL, err, "/nodes/%s/%s/%d/status/current",
+		if ((rc = guest_get_config(c, g, &f->g[i].config, err)) < 0 ||
+		    (rc = pve_getf(c, &f->g[i].status, NULL, err, "/nodes/%s/%s/%d/status/current",
 				   pnode, guest_type_name(g->type), g->vmid)) < 0)
 			break;
-		json_object *cfg = f->configs[i], *st = f->status[i];
+		json_object *cfg = f->g[i].config, *st = f->g[i].status;
 		const char *s = json_str(st, "status");
 		long long v = 0;
 		d->running = s && strcmp(s, "running") == 0;
 		if (json_int(st, "maxmem", &v) && v > 0)
 			d->memory = (uint64_t)v;
 		long long cores = 1, sockets = 1;
-		json_int(cfg, g->type == GUEST_QEMU ? "cores" : "cores", &cores);
+		json_int(cfg, "cores", &cores);
 		if (g->type == GUEST_OPENVZ)
 			json_int(cfg, "cpus", &cores);
 		json_int(cfg, "sockets", &sockets);
 		d->cpus = (unsigned)(cores * (sockets > 0 ? sockets : 1));
 		d->pinned = has_tag(json_str(cfg, "tags"), DRAIN_PIN_TAG);
-		if (local_storages(cfg, src_storages, &f->dg_st[i], &d->n_storages,
+		if (local_storages(cfg, src_storages, &f->g[i].storages, &d->n_storages,
 				   &d->disk_bytes) < 0) {
 			rc = pve_error_oom(err);
 			break;
 		}
-		d->storages = f->dg_st[i];
+		d->storages = f->g[i].storages;
 		if (g->type == GUEST_QEMU && !g->template) {
-			if ((rc = pve_getf(c, &f->pre[i], NULL, err, "/nodes/%s/qemu/%d/migrate",
+			if ((rc = pve_getf(c, &f->g[i].pre, NULL, err, "/nodes/%s/qemu/%d/migrate",
 					   pnode, g->vmid)) < 0)
 				break;
 			json_object *al = NULL;
-			if (json_object_object_get_ex(f->pre[i], "allowed_nodes", &al) &&
+			if (json_object_object_get_ex(f->g[i].pre, "allowed_nodes", &al) &&
 			    json_object_is_type(al, json_type_array)) {
 				size_t na = json_object_array_length(al);
-				f->dg_allowed[i] = calloc(na + 1, sizeof **f->dg_allowed);
-				if (!f->dg_allowed[i]) {
+				f->g[i].allowed = calloc(na + 1, sizeof *f->g[i].allowed);
+				if (!f->g[i].allowed) {
 					rc = pve_error_oom(err);
 					break;
 				}
 				for (size_t k = 0; k < na; k++)
-					f->dg_allowed[i][k] =
+					f->g[i].allowed[k] =
 						json_object_get_string(json_object_array_get_idx(al, k));
-				d->allowed = f->dg_allowed[i];
+				d->allowed = f->g[i].allowed;
 				d->n_allowed = na;
 			}
 			json_object *lr = NULL;
-			if (json_object_object_get_ex(f->pre[i], "local_resources", &lr) &&
+			if (json_object_object_get_ex(f->g[i].pre, "local_resources", &lr) &&
 			    json_object_array_length(lr) > 0)
 				d->blocker = json_object_get_string(json_object_array_get_idx(lr, 0));
 		}

@@ -441,10 +441,10 @@ static enum step_rc mig_migrate(struct job *j)
 	if (rc == 0 && m->plan.via_ha) {
 		/* the HA request's task only queued it: follow the migration */
 		char *upid = child ? strdup(child) : NULL;
-		if (child && !upid)
-			rc = pve_error_oom(err);
-		else if (!child && (rc = ha_child(j, since, &upid)) == 0 &&
-			 (job_set_str(j, "child_upid", upid) < 0 || job_save(j) < 0))
+		bool oom = child && !upid;
+		if (!child && (rc = ha_child(j, since, &upid)) == 0)
+			oom = job_set_str(j, "child_upid", upid) < 0 || job_save(j) < 0;
+		if (oom)
 			rc = pve_error_oom(err);
 		if (rc == 0) {
 			task_result_free(&res);

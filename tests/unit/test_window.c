@@ -58,17 +58,17 @@ Test(calendar, pve_examples, .init = utc)
 	expect_next("sun 02:00", now, at(6, 2, 0, 0));
 	expect_next("mon..fri 22:30", now, at(1, 22, 30, 0));
 	expect_next("mon..fri 09:30", now, at(2, 9, 30, 0));
-	expect_next("*-*-01 03:00", now, at(1, 3, 0, 0) + 31 * 86400); /* 2027-01-01 */
+	expect_next("*-*-01 03:00", now, at(1, 3, 0, 0) + (time_t)31 * 86400); /* 2027-01-01 */
 	expect_next("sat,sun 12:00", now, at(5, 12, 0, 0));
 	expect_next("daily", now, at(2, 0, 0, 0));
 	expect_next("hourly", now, at(1, 11, 0, 0));
 	expect_next("weekly", now, at(7, 0, 0, 0));
-	expect_next("monthly", now, at(1, 0, 0, 0) + 31 * 86400);
+	expect_next("monthly", now, at(1, 0, 0, 0) + (time_t)31 * 86400);
 	expect_next("*/15", now, at(1, 10, 15, 0));
 	expect_next("30", now, at(1, 10, 30, 0));
 	expect_next("8..18/4:00", now, at(1, 12, 0, 0));
 	expect_next("sat *-1..7 15:00", now, at(5, 15, 0, 0)); /* the first Saturday */
-	expect_next("2027-01-15 08:00", now, at(1, 8, 0, 0) + 45 * 86400);
+	expect_next("2027-01-15 08:00", now, at(1, 8, 0, 0) + (time_t)45 * 86400);
 	expect_next("10:00:30", now, at(1, 10, 0, 30));
 	expect_next("tue", now, at(8, 0, 0, 0));
 	expect_next("12,14:05", now, at(1, 12, 5, 0));
