@@ -145,23 +145,29 @@ static int parse_year(const char *s, size_t n, struct cal_event *e, const char *
 	return 0;
 }
 
+/* Split s[0..n) at sep into at most 3 parts; the number of parts (4:
+ * more than 3). */
+static size_t split3(const char *s, size_t n, char sep, const char *parts[3], size_t len[3])
+{
+	const char *end = s + n;
+	size_t k = 0;
+	for (const char *p = s;; k++) {
+		const char *c = memchr(p, sep, (size_t)(end - p));
+		if (k == 3)
+			return 4;
+		parts[k] = p;
+		len[k] = (size_t)((c ? c : end) - p);
+		if (!c)
+			return k + 1;
+		p = c + 1;
+	}
+}
+
 static int parse_date(const char *s, size_t n, struct cal_event *e, const char **why)
 {
-	const char *parts[3], *end = s + n;
-	size_t len[3], k = 0;
-	for (const char *p = s;;) {
-		const char *d = memchr(p, '-', (size_t)(end - p));
-		if (k == 3) {
-			*why = "a date is [YEARS-]MONTHS-DAYS";
-			return -1;
-		}
-		parts[k] = p;
-		len[k++] = (size_t)((d ? d : end) - p);
-		if (!d)
-			break;
-		p = d + 1;
-	}
-	if (k < 2) {
+	const char *parts[3];
+	size_t len[3], k = split3(s, n, '-', parts, len);
+	if (k < 2 || k > 3) {
 		*why = "a date is [YEARS-]MONTHS-DAYS";
 		return -1;
 	}
@@ -182,19 +188,11 @@ static int parse_date(const char *s, size_t n, struct cal_event *e, const char *
 
 static int parse_time(const char *s, size_t n, struct cal_event *e, const char **why)
 {
-	const char *parts[3], *end = s + n;
-	size_t len[3], k = 0;
-	for (const char *p = s;;) {
-		const char *c = memchr(p, ':', (size_t)(end - p));
-		if (k == 3) {
-			*why = "a time is [HOURS:]MINUTES[:SECONDS]";
-			return -1;
-		}
-		parts[k] = p;
-		len[k++] = (size_t)((c ? c : end) - p);
-		if (!c)
-			break;
-		p = c + 1;
+	const char *parts[3];
+	size_t len[3], k = split3(s, n, ':', parts, len);
+	if (k > 3) {
+		*why = "a time is [HOURS:]MINUTES[:SECONDS]";
+		return -1;
 	}
 	uint64_t bits;
 	size_t mi = k == 1 ? 0 : 1;
