@@ -10,8 +10,7 @@
 #include "drain_plan.h"
 #include "job.h"
 #include "json.h"
-#include "simclock.h"
-#include "simproc.h"
+#include "migfx.h"
 #include "wf_drain.h"
 #include "wf_migrate.h"
 
@@ -32,54 +31,21 @@ static double mono(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-struct sim {
-	struct simproc sp;
-	struct simclock sc;
-	bool simtime;
-	struct pve_opts opts;
-	struct pve *c;
-	struct conf conf;
-	struct job_env env;
-};
-
-static int sim_start(struct sim *s, const char *scen, const char *scale, bool simtime)
+static int sim_start(struct migfx *s, const char *scen, const char *scale, bool simtime)
 {
-	memset(s, 0, sizeof *s);
 	const char *args[] = {"--time-scale", scale, NULL};
-	if (simproc_start(&s->sp, scen, scale ? args : NULL) < 0)
+	if (migfx_start(s, scen, scale ? args : NULL, simtime) < 0)
 		return -1;
-	s->simtime = simtime;
-	if (simtime)
-		simclock_init(&s->sc, &s->sp);
-	s->opts = (struct pve_opts){.url = s->sp.url, .token_id = s->sp.token_id,
-				    .token_secret = s->sp.token_secret,
-				    .fingerprint = s->sp.fingerprint,
-				    .clock = simtime ? &s->sc.clock : NULL};
-	struct pve_error e = {0};
-	if (!(s->c = pve_new(&s->opts, &e))) {
-		fprintf(stderr, "migrate bench: %s\n", e.message ? e.message : "pve_new");
-		return -1;
-	}
-	s->conf.migrate.memory_reserve = 1024;
-	s->conf.migrate.probe_port = 1;
-	s->conf.migrate.timeout = 600;
-	s->conf.migrate.per_target = 4;
-	s->env.conf = &s->conf;
-	s->env.clock = simtime ? &s->sc.clock : NULL;
-	s->env.wait.clock = s->env.clock;
-	return job_env_init(&s->env);
+	s->conf.migrate.per_target = 4; /* only K limits the window */
+	return 0;
 }
 
-static void sim_stop(struct sim *s)
+static void sim_stop(struct migfx *s)
 {
-	job_env_fini(&s->env);
-	pve_free(s->c);
-	if (s->simtime)
-		simclock_destroy(&s->sc);
-	simproc_stop(&s->sp);
+	migfx_stop(s);
 }
 
-static struct job *run(struct sim *s, const struct job_workflow *wf, const char *subject,
+static struct job *run(struct migfx *s, const struct job_workflow *wf, const char *subject,
 		       json_object *params, enum job_outcome *o)
 {
 	struct job *j = NULL;
@@ -98,7 +64,7 @@ static struct job *run(struct sim *s, const struct job_workflow *wf, const char 
 
 static int requests_per_migration(void)
 {
-	struct sim s;
+	struct migfx s;
 	if (sim_start(&s, MSCEN, NULL, true) < 0)
 		return -1;
 	enum job_outcome o = JOB_OUT_FAILED;
@@ -155,7 +121,7 @@ static int plan_time(void)
 
 static int drain_makespan(void)
 {
-	struct sim s;
+	struct migfx s;
 	if (sim_start(&s, DSCEN, "10", false) < 0)
 		return -1;
 	enum job_outcome o = JOB_OUT_FAILED;
@@ -193,7 +159,7 @@ static int drain_makespan(void)
 
 static int probe_accuracy(void)
 {
-	struct sim s;
+	struct migfx s;
 	if (sim_start(&s, MSCEN, NULL, false) < 0)
 		return -1;
 	json_object *st = simproc_state(&s.sp), *cl = NULL, *guests = NULL;

@@ -9,8 +9,7 @@
 
 #include "job.h"
 #include "json.h"
-#include "simclock.h"
-#include "simproc.h"
+#include "migfx.h"
 #include "wf_drain.h"
 #include "window.h"
 
@@ -21,52 +20,17 @@
 
 #define SCEN "tests/pvesim/scenarios/drain.json"
 
-struct fx {
-	struct simproc sp;
-	struct simclock sc;
-	struct pve_opts opts;
-	struct pve *c;
-	struct conf conf;
-	struct job_env env;
-};
-
-static void fx_start(struct fx *f)
+static void fx_start(struct migfx *f)
 {
-	memset(f, 0, sizeof *f);
-	cr_assert_eq(simproc_start(&f->sp, SCEN, NULL), 0, "simulator did not start");
-	simclock_init(&f->sc, &f->sp);
-	f->opts = (struct pve_opts){
-		.url = f->sp.url,
-		.token_id = f->sp.token_id,
-		.token_secret = f->sp.token_secret,
-		.fingerprint = f->sp.fingerprint,
-		.retry_base_ms = 50,
-		.retry_max_ms = 200,
-		.clock = &f->sc.clock,
-	};
-	struct pve_error e = {0};
-	f->c = pve_new(&f->opts, &e);
-	cr_assert_not_null(f->c, "pve_new: %s", e.message ? e.message : "?");
-	f->conf.migrate.memory_reserve = 1024;
-	f->conf.migrate.probe_port = 1;
-	f->conf.migrate.timeout = 600;
-	f->conf.migrate.per_target = 2;
-	f->env.conf = &f->conf;
-	f->env.clock = &f->sc.clock;
-	f->env.wait.clock = &f->sc.clock;
-	f->env.wait.poll_s = 1.0;
-	cr_assert_eq(job_env_init(&f->env), 0);
+	cr_assert_eq(migfx_start(f, SCEN, NULL, true), 0, "simulator did not start");
 }
 
-static void fx_stop(struct fx *f)
+static void fx_stop(struct migfx *f)
 {
-	job_env_fini(&f->env);
-	pve_free(f->c);
-	simclock_destroy(&f->sc);
-	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
+	cr_assert_eq(migfx_stop(f), 0, "simulator did not exit cleanly");
 }
 
-static struct job *run(struct fx *f, const struct job_workflow *wf, json_object *params,
+static struct job *run(struct migfx *f, const struct job_workflow *wf, json_object *params,
 		       enum job_outcome *out)
 {
 	struct job *j = NULL;
@@ -93,7 +57,7 @@ static json_object *move_of(struct job *j, const char *name)
 }
 
 /* The guest in the simulator: its node and tags. */
-static void sim_guest(struct fx *f, int vmid, char *node, size_t nn, char *tags, size_t nt)
+static void sim_guest(struct migfx *f, int vmid, char *node, size_t nn, char *tags, size_t nt)
 {
 	json_object *st = simproc_state(&f->sp), *cl = NULL, *guests = NULL;
 	json_object_object_get_ex(st, "cluster", &cl);
@@ -115,7 +79,7 @@ static const int MOVERS[] = {303, 304, 305, 306, 307, 308, 309, 310, 311};
 
 Test(drain, dry_run_plans_and_sends_nothing)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f);
 	enum job_outcome o;
 	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, true, 0), &o);
@@ -137,7 +101,7 @@ Test(drain, dry_run_plans_and_sends_nothing)
 
 Test(drain, fits_nowhere_moves_nothing)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f);
 	enum job_outcome o;
 	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, false, false, 0), &o);
@@ -152,7 +116,7 @@ Test(drain, fits_nowhere_moves_nothing)
 
 Test(drain, partial_then_undrain, .timeout = 240)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f);
 	enum job_outcome o;
 	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, false, 0), &o);
@@ -214,7 +178,7 @@ Test(drain, partial_then_undrain, .timeout = 240)
 
 Test(drain, a_failure_does_not_stop_the_others, .timeout = 240)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f);
 	cr_assert_eq(simproc_fault(&f.sp, "{\"method\":\"POST\",\"path\":\"^/nodes/pve1/qemu/304/"
 					  "migrate$\",\"action\":\"task_fail\",\"message\":"
@@ -246,7 +210,7 @@ Test(drain, window_deadline_skips_what_would_not_finish, .timeout = 240)
 {
 	setenv("TZ", "UTC", 1);
 	tzset();
-	struct fx f;
+	struct migfx f;
 	fx_start(&f);
 	time_t now = time(NULL);
 	struct tm tm;

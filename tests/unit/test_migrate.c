@@ -11,8 +11,7 @@
 #include "job.h"
 #include "store.h"
 #include "json.h"
-#include "simclock.h"
-#include "simproc.h"
+#include "migfx.h"
 #include "wf_migrate.h"
 
 #include <stdio.h>
@@ -24,56 +23,18 @@
 #define SCEN "tests/pvesim/scenarios/migrate.json"
 #define PVE3 "tests/pvesim/scenarios/pve3.json"
 
-struct fx {
-	struct simproc sp;
-	struct simclock sc;
-	bool simtime;
-	struct pve_opts opts;
-	struct pve *c;
-	struct conf conf;
-	struct job_env env;
-};
-
-static void fx_start(struct fx *f, const char *scenario, bool simtime)
+static void fx_start(struct migfx *f, const char *scenario, bool simtime)
 {
-	memset(f, 0, sizeof *f);
-	cr_assert_eq(simproc_start(&f->sp, scenario, NULL), 0, "simulator did not start");
-	f->simtime = simtime;
-	if (simtime)
-		simclock_init(&f->sc, &f->sp);
-	f->opts = (struct pve_opts){
-		.url = f->sp.url,
-		.token_id = f->sp.token_id,
-		.token_secret = f->sp.token_secret,
-		.fingerprint = f->sp.fingerprint,
-		.retry_base_ms = 50,
-		.retry_max_ms = 200,
-		.clock = simtime ? &f->sc.clock : NULL,
-	};
-	struct pve_error e = {0};
-	f->c = pve_new(&f->opts, &e);
-	cr_assert_not_null(f->c, "pve_new: %s", e.message ? e.message : "?");
-	f->conf.migrate.memory_reserve = 1024;
-	f->conf.migrate.probe_port = 1; /* the tests that probe name the port */
-	f->conf.migrate.timeout = 600;
-	f->env.conf = &f->conf;
-	f->env.clock = simtime ? &f->sc.clock : NULL;
-	f->env.wait.clock = f->env.clock;
-	f->env.wait.poll_s = simtime ? 1.0 : 0.2;
-	cr_assert_eq(job_env_init(&f->env), 0);
+	cr_assert_eq(migfx_start(f, scenario, NULL, simtime), 0, "simulator did not start");
 }
 
-static void fx_stop(struct fx *f)
+static void fx_stop(struct migfx *f)
 {
-	job_env_fini(&f->env);
-	pve_free(f->c);
-	if (f->simtime)
-		simclock_destroy(&f->sc);
-	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
+	cr_assert_eq(migfx_stop(f), 0, "simulator did not exit cleanly");
 }
 
 /* Run one migration; the job is returned for its vars (job_free it). */
-static struct job *migrate(struct fx *f, const char *name, json_object *params,
+static struct job *migrate(struct migfx *f, const char *name, json_object *params,
 			   enum job_outcome *out)
 {
 	struct job *j = NULL;
@@ -107,7 +68,7 @@ static json_object *sim_guest(json_object *state, int vmid)
 }
 
 /* The port the simulator listens on for the guest. */
-static long long sim_port(struct fx *f, int vmid)
+static long long sim_port(struct migfx *f, int vmid)
 {
 	json_object *st = simproc_state(&f->sp);
 	long long port = 0;
@@ -152,7 +113,7 @@ static const char *param(json_object *req, const char *key)
 
 /* ---- refusals: exit 2, nothing sent ------------------------------------------- */
 
-static void refused(struct fx *f, const char *name, const char *target, const char *map,
+static void refused(struct migfx *f, const char *name, const char *target, const char *map,
 		    const char *needle)
 {
 	enum job_outcome o;
@@ -166,7 +127,7 @@ static void refused(struct fx *f, const char *name, const char *target, const ch
 
 Test(migrate, refusals_send_nothing)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f, SCEN, true);
 	refused(&f, "web1", "pve4", NULL, "node 'pve4' is offline");
 	refused(&f, "web1", "pve9", NULL, "there is no node 'pve9'");
@@ -189,7 +150,7 @@ Test(migrate, refusals_send_nothing)
 
 Test(migrate, qemu_online_shared)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f, SCEN, true);
 	enum job_outcome o;
 	struct job *j = migrate(&f, "web1", wf_migrate_params("pve2", NULL, 40, 0, false), &o);
@@ -226,7 +187,7 @@ Test(migrate, qemu_online_shared)
 
 Test(migrate, qemu_local_disks_and_storage_map)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f, SCEN, true);
 	enum job_outcome o;
 	/* local-lvm exists on pve2: the disk is copied to the same storage id */
@@ -264,7 +225,7 @@ Test(migrate, qemu_local_disks_and_storage_map)
 
 Test(migrate, qemu_offline)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f, SCEN, true);
 	enum job_outcome o;
 	struct job *j = migrate(&f, "cold1", wf_migrate_params("pve3", NULL, 0, 0, false), &o);
@@ -281,7 +242,7 @@ Test(migrate, qemu_offline)
 
 Test(migrate, lxc_restart)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f, SCEN, true);
 	enum job_outcome o;
 	struct job *j = migrate(&f, "ct1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
@@ -304,7 +265,7 @@ Test(migrate, lxc_restart)
 
 Test(migrate, ha_managed_follows_the_child_task)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f, SCEN, true);
 	enum job_outcome o;
 	struct job *j = migrate(&f, "ha1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
@@ -330,7 +291,7 @@ Test(migrate, ha_managed_follows_the_child_task)
 
 Test(migrate, max_downtime_set_and_put_back)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f, SCEN, true);
 	enum job_outcome o;
 	struct job *j = migrate(&f, "web1", wf_migrate_params("pve2", NULL, 0, 50, false), &o);
@@ -358,7 +319,7 @@ Test(migrate, max_downtime_set_and_put_back)
 
 Test(migrate, dry_run_sends_nothing)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f, SCEN, true);
 	enum job_outcome o;
 	struct job *j = migrate(&f, "db1", wf_migrate_params("pve2", NULL, 0, 0, true), &o);
@@ -377,7 +338,7 @@ Test(migrate, dry_run_sends_nothing)
 
 Test(migrate, openvz_online_on_pve3)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f, PVE3, true);
 	enum job_outcome o;
 	json_object *p = wf_migrate_params("pve2", NULL, 0, 0, false);
@@ -405,7 +366,7 @@ Test(migrate, openvz_online_on_pve3)
 
 Test(migrate, probe_gap_is_the_simulated_downtime, .timeout = 60)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f, SCEN, false); /* real time: the probe measures real gaps */
 	enum job_outcome o;
 	json_object *p = wf_migrate_params("pve2", NULL, 0, 0, false);
@@ -434,7 +395,7 @@ static void stop_on_progress(void *ctx, const struct job_event *ev)
 
 Test(migrate, interrupted_then_resumed_reattaches, .timeout = 120)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f, SCEN, true);
 	char dir[] = "/tmp/test_migrate.XXXXXX";
 	cr_assert_not_null(mkdtemp(dir));
@@ -491,7 +452,7 @@ Test(migrate, interrupted_then_resumed_reattaches, .timeout = 120)
 
 Test(migrate, memory_held_by_an_incoming_migration_counts)
 {
-	struct fx f;
+	struct migfx f;
 	fx_start(&f, SCEN, true);
 	enum job_outcome o;
 	/* pve3 (8 GiB) has room for mid1 (5 GiB + the 1 GiB reserve) */
