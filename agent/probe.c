@@ -85,11 +85,9 @@ static void *probe_main(void *arg)
 	return NULL;
 }
 
-struct probe *probe_start(const char *addr, unsigned port, unsigned interval_ms, double max_s)
+/* addr:port into p->sa; -1 when addr is not an IPv4 or IPv6 literal. */
+static int set_addr(struct probe *p, const char *addr, unsigned port)
 {
-	struct probe *p = calloc(1, sizeof *p);
-	if (!p)
-		return NULL;
 	struct sockaddr_in *s4 = (struct sockaddr_in *)&p->sa;
 	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&p->sa;
 	if (addr && inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
@@ -101,8 +99,28 @@ struct probe *probe_start(const char *addr, unsigned port, unsigned interval_ms,
 		s6->sin6_port = htons((uint16_t)port);
 		p->salen = sizeof *s6;
 	} else {
-		free(p);
 		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+int probe_once(const char *addr, unsigned port, unsigned timeout_ms)
+{
+	struct probe p;
+	memset(&p, 0, sizeof p);
+	if (set_addr(&p, addr, port) < 0)
+		return -1;
+	return try_connect(&p, (int)timeout_ms) ? 1 : 0;
+}
+
+struct probe *probe_start(const char *addr, unsigned port, unsigned interval_ms, double max_s)
+{
+	struct probe *p = calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	if (set_addr(p, addr, port) < 0) {
+		free(p);
 		return NULL;
 	}
 	p->interval_ms = interval_ms ? interval_ms : 10;

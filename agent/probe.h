@@ -23,4 +23,8 @@ struct probe *probe_start(const char *addr, unsigned port, unsigned interval_ms,
 /* Stop, join and free; *out filled (may be NULL). */
 void probe_stop(struct probe *p, struct probe_result *out);
 
+/* One connect to addr:port within timeout_ms: 1 accepted, 0 not, -1 addr
+ * is not a literal. */
+int probe_once(const char *addr, unsigned port, unsigned timeout_ms);
+
 #endif

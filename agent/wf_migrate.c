@@ -22,7 +22,7 @@ struct mig_ctx {
 	const char *target;        /* from params */
 	const char *storage_map;
 	long long bwlimit, max_downtime, probe_port; /* bwlimit in KiB/s */
-	const char *address;       /* params, else vars */
+	char *address;             /* params, else vars (a copy) */
 	bool dry_run;
 	/* the plan, made by the plan step or read back from its vars */
 	struct mig_plan plan;
@@ -61,7 +61,8 @@ static int mig_open(struct job *j, void *ctx)
 	json_int(p, "max_downtime", &m->max_downtime);
 	json_int(p, "probe_port", &m->probe_port);
 	m->dry_run = json_int(p, "dry_run", &x) && x;
-	m->address = json_str(p, "address");
+	if (json_str(p, "address") && !(m->address = strdup(json_str(p, "address"))))
+		return pve_error_oom(job_err(j));
 	const struct conf *cf = job_env(j)->conf;
 	/* params in MiB/s, [migrate] bwlimit in KiB/s as PVE takes it */
 	m->bwlimit = m->bwlimit ? m->bwlimit * 1024 : cf ? cf->migrate.bwlimit : 0;
@@ -92,8 +93,9 @@ static int mig_open(struct job *j, void *ctx)
 			m->plan.memory = (uint64_t)x;
 		if (json_int(v, "disk_bytes", &x))
 			m->plan.disk_bytes = (uint64_t)x;
-		if (!m->address)
-			m->address = json_str(v, "address");
+		if (!m->address && json_str(v, "address") &&
+		    !(m->address = strdup(json_str(v, "address"))))
+			return pve_error_oom(job_err(j));
 	}
 	return 0;
 }
@@ -104,6 +106,7 @@ static void mig_close(struct job *j, void *ctx)
 	struct mig_ctx *m = ctx;
 	guest_ref_clear(&m->g);
 	mig_plan_free(&m->plan);
+	free(m->address);
 }
 
 /* The target in GET /nodes: known, online, free memory. */
@@ -237,14 +240,7 @@ static enum step_rc mig_plan_step(struct job *j)
 		goto out;
 	}
 	if (!m->address && m->running) {
-		char *a = guest_config_address(config, m->g.type);
-		if (a && job_set_str(j, "address", a) < 0) {
-			free(a);
-			pve_error_oom(err);
-			goto out;
-		}
-		free(a);
-		m->address = json_str(job_vars(j), "address");
+		m->address = guest_config_address(config, m->g.type);
 	}
 	if (save_plan(j, m) < 0) {
 		pve_error_oom(err);
@@ -508,7 +504,15 @@ static enum step_rc mig_verify(struct job *j)
 		rc = job_fail(j, PVE_ERR_API, "VM %d is %s on %s after the migration", m->g.vmid,
 			      status ? status : "not running", m->target);
 	} else {
-		job_summary(j, "%s on %s", status ? status : "present", m->target);
+		/* reachable again (the probe's port), when the guest has an address */
+		int up = m->running && m->address
+				 ? probe_once(m->address, (unsigned)m->probe_port, 2000) : -1;
+		job_summary(j, "%s on %s%s", status ? status : "present", m->target,
+			    up == 1 ? ", answers on its port" : up == 0 ? ", its port does not answer"
+								    : "");
+		if (up == 0)
+			job_note(j, "%s: %s port %lld does not answer after the migration",
+				 job_subject(j), m->address, m->probe_port);
 		char *node = strdup(m->target);
 		if (!node || job_set_guest(j, m->g.vmid, node) < 0) {
 			free(node);

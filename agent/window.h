@@ -26,5 +26,7 @@ int window_next_due(const struct conf *c, time_t now, size_t *index, time_t *sta
  * with its targets, max_workers or [migrate]'s, partial, deadline = end). */
 json_object *window_drain_params(const struct conf *c, const struct conf_window *w,
 				 time_t end);
+/* The params of the undrain (wf_undrain) it runs when it closes. */
+json_object *window_undrain_params(const struct conf *c, const struct conf_window *w);
 
 #endif

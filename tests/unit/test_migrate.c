@@ -378,6 +378,12 @@ Test(migrate, probe_gap_is_the_simulated_downtime, .timeout = 60)
 	long long gap = var(j, "probe_gap_ms");
 	cr_expect(gap >= sim - 20 && gap <= sim + 20, "probe saw %lld ms, the simulator %lld ms",
 		  gap, sim);
+	/* and the guest answers on the target afterwards */
+	size_t n = 0;
+	const struct store_step *steps = job_steps(j, &n);
+	cr_assert_geq(n, 4);
+	cr_expect(steps[3].result && strstr(steps[3].result, "running on pve2, answers on its port"),
+		  "verify: %s", steps[3].result ? steps[3].result : "(none)");
 	job_free(j);
 	fx_stop(&f);
 }
