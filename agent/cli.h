@@ -61,6 +61,9 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 int cli_usage_error(const char *cmd, const char *what, const char *arg);
 /* Report a PVE error and return its exit code. */
 int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e);
+/* arg as a number from min to max into *out: 0, or EXIT_USAGE (said). */
+int cli_parse_count(const char *cmd, const char *opt, const char *arg, long min, long max,
+		    long *out);
 /* Load the configuration (once); 0 or an exit code (said). */
 int cli_load_conf(struct cli *cli);
 /* Load the configuration (once) and open the PVE client; 0 or an exit code. */
@@ -103,6 +106,8 @@ void cmd_args_free(struct cmd_args *a);
 
 /* The command entries of cli_guest.c and cli_jobs.c. */
 extern const struct cmd_entry cmd_inject_entry, cmd_virtio_entry, cmd_bench_entry;
+extern const struct cmd_entry cmd_migrate_entry, cmd_drain_entry, cmd_undrain_entry,
+	cmd_windows_entry;
 extern const struct cmd_entry cmd_jobs_entry, cmd_job_entry, cmd_resume_entry, cmd_cancel_entry;
 extern const struct cmd_entry cmd_up_entry, cmd_down_entry, cmd_status_entry;
 

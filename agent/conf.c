@@ -1,6 +1,7 @@
 /* conf.c - pvagent.conf loading and validation (see conf.h). Every problem
  * is reported as "FILE:LINE: [section] key: what", all of them at once. */
 #include "conf.h"
+#include "calendar.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,12 +60,17 @@ static const struct ini_key_spec migrate_keys[] = {
 	{"with_local_disks", 0},
 	{"target_storage", 0},
 	{"timeout", 0},
+	{"memory_reserve", 0},
+	{"per_target", 0},
+	{"probe_port", 0},
 	{NULL, 0},
 };
 static const struct ini_key_spec window_keys[] = {
 	{"node", INI_KEY_REQUIRED},
+	{"schedule", 0},
+	{"action", 0},
 	{"days", 0},
-	{"start", INI_KEY_REQUIRED},
+	{"start", 0},
 	{"duration", INI_KEY_REQUIRED},
 	{"to", 0},
 	{"max_workers", 0},
@@ -622,6 +628,9 @@ static void load_migrate(struct ctx *x, const struct ini_section *s)
 	get_bool(x, s, "with_local_disks", &c->migrate.with_local_disks);
 	get_word(x, s, "target_storage", "-_.", "storage id", &c->migrate.target_storage);
 	get_duration(x, s, "timeout", &c->migrate.timeout);
+	get_uint(x, s, "memory_reserve", 0, 1u << 24, &c->migrate.memory_reserve);
+	get_uint(x, s, "per_target", 1, 64, &c->migrate.per_target);
+	get_uint(x, s, "probe_port", 1, 65535, &c->migrate.probe_port);
 }
 
 static int parse_day(const char *s, size_t n)
@@ -695,6 +704,32 @@ static void load_window(struct ctx *x, const struct ini_section *s,
 			cerr(x, e->line, s, e->key, "'%s': expected HH:MM (24-hour, local time)", v);
 	}
 	get_duration(x, s, "duration", &w->duration);
+	/* the schedule: PVE's calendar event, or days + start */
+	e = get(s, "schedule");
+	if (e && (get(s, "start") || get(s, "days"))) {
+		cerr(x, e->line, s, e->key, "give schedule, or days and start, not both");
+	} else if (e) {
+		const char *why = NULL;
+		w->schedule_line = e->line;
+		if (cal_parse(e->value, &w->cal, &why) < 0)
+			cerr(x, e->line, s, e->key, "'%s': %s (PVE calendar event, e.g. 'sun 02:00', "
+				 "'mon..fri 22:30', '*-*-01 03:00')", e->value, why);
+		w->schedule = xstrdup(x, e->value);
+	} else if (!get(s, "start")) {
+		cerr(x, s->line, s, "schedule", "required (or days and start)");
+	} else {
+		memset(&w->cal, 0, sizeof w->cal);
+		w->cal.weekdays = (uint8_t)w->days;
+		w->cal.months = 0x1ffe;
+		w->cal.days = 0xfffffffe;
+		w->cal.hours = 1u << (w->start / 60);
+		w->cal.minutes = 1ull << (w->start % 60);
+		w->cal.seconds = 1;
+	}
+	e = get(s, "action");
+	if (e && strcmp(e->value, "drain") != 0)
+		cerr(x, e->line, s, e->key, "'%s': the only action is drain (drain at the start, "
+			 "undrain at the end)", e->value);
 	e = get(s, "to");
 	if (e) {
 		size_t n = 1;
@@ -736,6 +771,8 @@ static int set_defaults(struct conf *c)
 	c->daemon.node_jobs = 2;
 	c->migrate.max_workers = 2;
 	c->migrate.timeout = 3600;
+	c->migrate.memory_reserve = 1024;
+	c->migrate.per_target = 2;
 	c->ssh.user = strdup("root");
 	c->paths.state = strdup("/var/lib/pvagent");
 	c->paths.socket = strdup("/run/pvagent/pvagentd.sock");
@@ -886,6 +923,7 @@ void conf_free(struct conf *c)
 		struct conf_window *w = &c->windows[i];
 		free(w->name);
 		free(w->node);
+		free(w->schedule);
 		for (size_t j = 0; j < w->n_to; j++)
 			free(w->to[j]);
 		free(w->to);

@@ -13,6 +13,8 @@
 #ifndef PVAGENT_CONF_H
 #define PVAGENT_CONF_H
 
+#include "calendar.h"
+
 #include <stddef.h>
 
 enum conf_host_key_policy {
@@ -31,6 +33,9 @@ struct conf_window {
 	size_t n_to;
 	unsigned max_workers;  /* 0: from [migrate] */
 	int line;              /* line of the section header */
+	char *schedule;        /* PVE calendar event as given, or NULL (days + start) */
+	int schedule_line;
+	struct cal_event cal;  /* when it opens (from schedule, or days + start) */
 };
 
 struct conf {
@@ -76,6 +81,10 @@ struct conf {
 		int with_local_disks;    /* default 0 */
 		char *target_storage;    /* or NULL: same storage */
 		unsigned timeout;        /* seconds per migration; default 3600 */
+		unsigned memory_reserve; /* MiB kept free on a target; default 1024 */
+		unsigned per_target;     /* migrations into one node at once; default 2 */
+		unsigned probe_port;     /* TCP port probed for the downtime clients
+					  * see; 0: the [ssh] port */
 	} migrate;
 	struct conf_window *windows;
 	size_t n_windows;

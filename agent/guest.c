@@ -784,12 +784,12 @@ static void hook_started(const struct guest_wait *w, const char *upid)
 
 static int wait_task_timeout(struct pve *c, const char *upid, const char *step,
 			     double task_timeout, const struct guest_wait *w,
-			     struct pve_error *err)
+			     struct task_result *res, struct pve_error *err)
 {
 	struct guest_wait w2 = w ? *w : (struct guest_wait){0};
 	if (task_timeout > 0)
 		w2.task_timeout_s = task_timeout;
-	return guest_wait_task(c, upid, step, &w2, NULL, err);
+	return guest_wait_task(c, upid, step, &w2, res, err);
 }
 
 /* An unanswered request sent at sent_at (unix time) may still be taking
@@ -811,10 +811,11 @@ static void settle(struct pve *c, const struct guest_wait *w, double sent_at)
  * meaning "nothing to do" (e.g. "already running"); *noop is set when
  * that came back. A resumed step (hooks) first waits for the task its
  * earlier run recorded. */
-static int guest_task(struct pve *c, struct guest_ref *g, const char *method, const char *suffix,
-		      const struct pve_params *params, const char *step, const char *ok_msg,
-		      double task_timeout, const struct effect *eff, const struct guest_wait *w,
-		      bool *noop, struct pve_error *err)
+static int guest_task_res(struct pve *c, struct guest_ref *g, const char *method,
+			  const char *suffix, const struct pve_params *params, const char *step,
+			  const char *ok_msg, double task_timeout, const struct effect *eff,
+			  const struct guest_wait *w, bool *noop, struct task_result *res,
+			  struct pve_error *err)
 {
 	if (noop)
 		*noop = false;
@@ -823,7 +824,7 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 		log_debug("VM %d: waiting for the %s task an earlier run started", g->vmid, step);
 		struct guest_wait wa = w ? *w : (struct guest_wait){0};
 		wa.attach = true;
-		int rc = wait_task_timeout(c, upid, step, task_timeout, &wa, err);
+		int rc = wait_task_timeout(c, upid, step, task_timeout, &wa, res, err);
 		free(upid);
 		return rc;
 	}
@@ -859,7 +860,7 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 				hook_started(w, upid);
 				struct guest_wait wa = w ? *w : (struct guest_wait){0};
 				wa.attach = true;
-				rc = wait_task_timeout(c, upid, step, task_timeout, &wa, err);
+				rc = wait_task_timeout(c, upid, step, task_timeout, &wa, res, err);
 				free(upid);
 				break;
 			}
@@ -903,12 +904,21 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 			break;
 		}
 		hook_started(w, upid);
-		rc = wait_task_timeout(c, upid, step, task_timeout, w, err);
+		rc = wait_task_timeout(c, upid, step, task_timeout, w, res, err);
 		free(upid);
 		break;
 	}
 	free(path);
 	return rc;
+}
+
+static int guest_task(struct pve *c, struct guest_ref *g, const char *method, const char *suffix,
+		      const struct pve_params *params, const char *step, const char *ok_msg,
+		      double task_timeout, const struct effect *eff, const struct guest_wait *w,
+		      bool *noop, struct pve_error *err)
+{
+	return guest_task_res(c, g, method, suffix, params, step, ok_msg, task_timeout, eff, w,
+			      noop, NULL, err);
 }
 
 static int shows_status(struct pve *c, struct guest_ref *g, const void *arg,
@@ -943,6 +953,58 @@ static int shows_snapshot(struct pve *c, struct guest_ref *g, const void *arg,
 	}
 	json_object_put(d);
 	return found;
+}
+
+int guest_on_node(struct pve *c, const struct guest_ref *g, const char *node, char **status,
+		  struct pve_error *err)
+{
+	struct guest_ref there = *g;
+	there.node = (char *)node;
+	char *path = gpath(&there, "/status/current");
+	if (status)
+		*status = NULL;
+	if (!path)
+		return pve_error_oom(err);
+	json_object *d = NULL;
+	int rc = pve_get(c, path, NULL, &d, err);
+	free(path);
+	if (rc < 0) {
+		/* PVE: "Configuration file 'nodes/N/qemu-server/V.conf' does not exist" */
+		if (err->kind == PVE_ERR_NOT_FOUND ||
+		    (err->message && strstr(err->message, "does not exist"))) {
+			pve_error_clear(err);
+			return 0;
+		}
+		return -1;
+	}
+	const char *st = json_str(d, "status");
+	if (status && st && dupstr(status, st) < 0) {
+		json_object_put(d);
+		return pve_error_oom(err);
+	}
+	json_object_put(d);
+	return 1;
+}
+
+/* The guest is on the node (arg) now. */
+static int shows_on_node(struct pve *c, struct guest_ref *g, const void *arg,
+			 struct pve_error *err)
+{
+	return guest_on_node(c, g, (const char *)arg, NULL, err);
+}
+
+int guest_migrate(struct pve *c, struct guest_ref *g, const struct pve_params *params,
+		  const struct guest_wait *w, struct task_result *res, struct pve_error *err)
+{
+	const char *target = pve_params_get(params, "target");
+	if (!target)
+		return pve_error_set(err, PVE_ERR_INTERNAL, "migrate without a target"), -1;
+	memset(res, 0, sizeof *res);
+	res->downtime_ms = res->duration_s = -1;
+	res->speed = res->transferred = -1;
+	const struct effect eff = {"qmigrate", "vzmigrate", shows_on_node, target};
+	return guest_task_res(c, g, "POST", "/migrate", params, "migrate", NULL, 0, &eff, w, NULL,
+			      res, err);
 }
 
 int guest_snapshot(struct pve *c, struct guest_ref *g, const char *name,
@@ -1520,33 +1582,6 @@ int guest_pending(struct pve *c, const struct guest_ref *g, char **keys, struct 
 	return 0;
 }
 
-/* "32G", "512M", "1T", "100K", plain bytes -> bytes. */
-static int parse_size(const char *s, double *out)
-{
-	if (!s || !*s)
-		return -1;
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	double m = 1;
-	switch (toupper((unsigned char)*end)) {
-	case 0: m = 1; break;
-	case 'K': m = 1024.0; break;
-	case 'M': m = 1024.0 * 1024; break;
-	case 'G': m = 1024.0 * 1024 * 1024; break;
-	case 'T': m = 1024.0 * 1024 * 1024 * 1024; break;
-	default: return -1;
-	}
-	if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2]) &&
-	    !(toupper((unsigned char)end[1]) == 'I' && toupper((unsigned char)end[2]) == 'B' &&
-	      !end[3]))
-		return -1;
-	*out = v * m;
-	return 0;
-}
-
 struct size_want {
 	const char *disk;
 	double bytes;
@@ -1560,7 +1595,7 @@ static double disk_size(json_object *conf, const char *disk)
 	double have = -1;
 	if (val && propstr_parse(val, &ps) == 0) {
 		const char *cur = propstr_get(&ps, "size");
-		if (cur && parse_size(cur, &have) < 0)
+		if (cur && pvecfg_parse_size(cur, &have) < 0)
 			have = -1;
 		propstr_free(&ps);
 	}
@@ -1584,7 +1619,7 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const cha
 	if (changed)
 		*changed = false;
 	double want;
-	if (parse_size(size, &want) < 0) {
+	if (pvecfg_parse_size(size, &want) < 0) {
 		pve_error_set(err, PVE_ERR_CONFIG, "disk size '%s': expected a size like 32G", size);
 		return -1;
 	}

@@ -313,6 +313,24 @@ int guest_stop(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 int guest_delete(struct pve *c, struct guest_ref *g, bool purge,
 		 const struct guest_wait *w, bool *deleted, struct pve_error *err);
 
+/* ---- migration ------------------------------------------------------------ */
+
+/* POST .../migrate with params (target, and what migrate_plan_params()
+ * chose) and wait for the task; res (required) gets its figures (downtime,
+ * duration, speed, VM-state bytes) from the log. An HA-managed guest
+ * answers with the HA request's task ("hamigrate"), whose figures are
+ * none: the caller follows the child task (guest_find_task). A lost answer
+ * is resolved by looking: a running qmigrate/vzmigrate task for the guest,
+ * or the guest on the target already. */
+int guest_migrate(struct pve *c, struct guest_ref *g, const struct pve_params *params,
+		  const struct guest_wait *w, struct task_result *res, struct pve_error *err);
+
+/* Is the guest's config on node now (GET /nodes/NODE/TYPE/VMID/status/
+ * current, not the cluster listing, which lags)? 1 yes (*status, if not
+ * NULL, its status, malloc'd), 0 no, -1 error. */
+int guest_on_node(struct pve *c, const struct guest_ref *g, const char *node, char **status,
+		  struct pve_error *err);
+
 /* ---- address ------------------------------------------------------------------ */
 
 enum guest_addr_source {

@@ -1038,3 +1038,49 @@ enum job_outcome job_run_all(struct job **jobs, size_t n, unsigned parallel,
 			worst = jobs[i]->outcome;
 	return worst;
 }
+
+/* ---- the job for a request ---------------------------------------------------- */
+
+int job_for_subject(struct job_env *env, const struct job_workflow *wf, const char *subject,
+		    json_object *params, struct job **out, struct pve_error *err)
+{
+	if (env->store) {
+		struct store_job sj;
+		char *serr = NULL;
+		int r = store_job_find_open(env->store, wf->name, subject, &sj, &serr);
+		if (r < 0) {
+			pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "store");
+			free(serr);
+			return -1;
+		}
+		if (r == 1) {
+			const char *mine = json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN);
+			bool same = sj.params && strcmp(sj.params, mine) == 0 &&
+				    store_job_resumable(&sj);
+			long long id = sj.id;
+			if (!store_job_resumable(&sj)) {
+				pve_error_set(err, PVE_ERR_LOCKED,
+					      "%s: %s job %lld (process %ld) is working on it", subject,
+					      wf->name, id, sj.pid);
+				store_job_free(&sj);
+				return -1;
+			}
+			if (same) {
+				store_job_free(&sj);
+				log_info("%s: resuming interrupted %s job %lld", subject, wf->name, id);
+				return job_load(env, id, wf, out, err) == 1 ? 0 : -1;
+			}
+			/* another request for the same guest replaces the old job */
+			log_info("%s: interrupted %s job %lld is superseded by this one", subject,
+				 wf->name, id);
+			sj.state = JOB_CANCELLED;
+			sj.ended = clock_unix_now();
+			if (store_job_update(env->store, &sj, &serr) < 0) {
+				log_warn("%s", serr ? serr : "cannot record the old job");
+				free(serr);
+			}
+			store_job_free(&sj);
+		}
+	}
+	return job_new(env, wf, subject, params, out, err);
+}

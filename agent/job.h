@@ -127,6 +127,12 @@ int job_new(struct job_env *env, const struct job_workflow *wf, const char *subj
 int job_load(struct job_env *env, long long id, const struct job_workflow *wf,
 	     struct job **out, struct pve_error *err);
 void job_free(struct job *j);
+/* The job for one subject: an interrupted one of the same workflow and
+ * subject with the same params is resumed (re-attaching to its task);
+ * one with other params is superseded (cancelled); one still running in
+ * another process is PVE_ERR_LOCKED; otherwise a new one is made. */
+int job_for_subject(struct job_env *env, const struct job_workflow *wf, const char *subject,
+		    json_object *params, struct job **out, struct pve_error *err);
 /* Params holding the command line a job was made by ({"argv": [...]}), so
  * that `pvagent resume` can run it again; NULL on OOM. */
 json_object *job_cli_params(const char *const *cli_args);

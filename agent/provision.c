@@ -664,52 +664,6 @@ static int env_of(struct job_env *env, struct store *store, const struct guest_w
 	return job_env_init(env);
 }
 
-/* The job for one subject: an interrupted one of the same request is
- * resumed, otherwise a new one is made. */
-static int job_for(struct job_env *env, const struct job_workflow *wf, const char *subject,
-		   json_object *params, struct job **out, struct pve_error *err)
-{
-	if (env->store) {
-		struct store_job sj;
-		char *serr = NULL;
-		int r = store_job_find_open(env->store, wf->name, subject, &sj, &serr);
-		if (r < 0) {
-			pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "store");
-			free(serr);
-			return -1;
-		}
-		if (r == 1) {
-			const char *mine = json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN);
-			bool same = sj.params && strcmp(sj.params, mine) == 0 &&
-				    store_job_resumable(&sj);
-			long long id = sj.id;
-			if (!store_job_resumable(&sj)) {
-				pve_error_set(err, PVE_ERR_LOCKED,
-					      "%s: %s job %lld (process %ld) is working on it", subject,
-					      wf->name, id, sj.pid);
-				store_job_free(&sj);
-				return -1;
-			}
-			if (same) {
-				store_job_free(&sj);
-				log_info("%s: resuming interrupted %s job %lld", subject, wf->name, id);
-				return job_load(env, id, wf, out, err) == 1 ? 0 : -1;
-			}
-			/* another request for the same guest replaces the old job */
-			log_info("%s: interrupted %s job %lld is superseded by this one", subject,
-				 wf->name, id);
-			sj.state = JOB_CANCELLED;
-			sj.ended = clock_unix_now();
-			if (store_job_update(env->store, &sj, &serr) < 0) {
-				log_warn("%s", serr ? serr : "cannot record the old job");
-				free(serr);
-			}
-			store_job_free(&sj);
-		}
-	}
-	return job_new(env, wf, subject, params, out, err);
-}
-
 static void jobs_free(struct job **jobs, size_t n)
 {
 	for (size_t i = 0; jobs && i < n; i++)
@@ -791,7 +745,7 @@ int provision_up(const struct up_request *req, struct up_result **results, struc
 		json_object *params = wf_up_params(req, req->names[i]);
 		if (!res[i].name || !params)
 			rc = pve_error_oom(err);
-		else if (job_for(&env, &wf_up, req->names[i], params, &jobs[i], err) < 0)
+		else if (job_for_subject(&env, &wf_up, req->names[i], params, &jobs[i], err) < 0)
 			rc = -1;
 		else
 			wf_up_attach(jobs[i], req->tmpl, &res[i]);
@@ -839,7 +793,7 @@ int provision_down(const struct down_request *req, struct up_result *res)
 		pve_error_oom(err);
 	} else {
 		json_object_object_add(params, "purge", json_object_new_boolean(req->purge));
-		if (job_for(&env, &wf_down, req->name, params, &j, err) == 0) {
+		if (job_for_subject(&env, &wf_down, req->name, params, &j, err) == 0) {
 			wf_down_attach(j, res);
 			job_run_all(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);
 			wf_down_result(j);

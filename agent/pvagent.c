@@ -584,8 +584,7 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 	}
 }
 
-/* The public half of [ssh] identity, for ${pubkey}; NULL if there is none. */
-static int parse_count(const char *cmd, const char *opt, const char *arg, long min, long max,
+int cli_parse_count(const char *cmd, const char *opt, const char *arg, long min, long max,
 		       long *out)
 {
 	char *end;
@@ -613,8 +612,8 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		case 't': tname = arg; break;
 		case 'n': node = arg; break;
 		case 's': storage = arg; break;
-		case 'i': rc = parse_count("up", "--vmid", arg, 100, 999999999, &vmid); break;
-		case 'p': rc = parse_count("up", "--parallel", arg, 1, 64, &parallel); break;
+		case 'i': rc = cli_parse_count("up", "--vmid", arg, 100, 999999999, &vmid); break;
+		case 'p': rc = cli_parse_count("up", "--parallel", arg, 1, 64, &parallel); break;
 		case 'N': no_start = true; break;
 		case 'f': full = true; break;
 		case 'I': no_inject = true; break;
@@ -756,6 +755,7 @@ const struct cmd_entry cmd_down_entry = {
 static const struct cmd_entry *const commands[] = {
 	&cmd_nodes_entry,  &cmd_list_entry,   &cmd_templates_entry, &cmd_up_entry,
 	&cmd_down_entry,   &cmd_inject_entry, &cmd_virtio_entry,    &cmd_bench_entry,
+	&cmd_migrate_entry, &cmd_drain_entry,  &cmd_undrain_entry,   &cmd_windows_entry,
 	&cmd_jobs_entry,   &cmd_job_entry,    &cmd_resume_entry,    &cmd_cancel_entry,
 	&cmd_status_entry, NULL,
 };

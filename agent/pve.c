@@ -7,6 +7,7 @@
 #include "log.h"
 #include "util.h"
 
+#include <stdarg.h>
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -1228,6 +1229,23 @@ int pve_login(struct pve *c, struct pve_error *err)
 	if (d)
 		json_object_put(d);
 	return rc < 0 ? -1 : 0;
+}
+
+int pve_getf(struct pve *c, json_object **data, const struct pve_params *params,
+	     struct pve_error *err, const char *fmt, ...)
+{
+	struct sbuf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	int r = sbuf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	if (r < 0) {
+		sbuf_free(&b);
+		return pve_error_oom(err);
+	}
+	r = pve_get(c, sbuf_str(&b), params, data, err);
+	sbuf_free(&b);
+	return r;
 }
 
 int pve_get(struct pve *c, const char *path, const struct pve_params *params,

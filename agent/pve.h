@@ -180,6 +180,10 @@ int pve_request(struct pve *c, const char *method, const char *path,
 
 int pve_get(struct pve *c, const char *path, const struct pve_params *params,
 	    json_object **data, struct pve_error *err);
+/* pve_get() of a path made printf-style from fmt (values escaped by the
+ * caller: pve_path_escape()). */
+int pve_getf(struct pve *c, json_object **data, const struct pve_params *params,
+	     struct pve_error *err, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 int pve_post(struct pve *c, const char *path, const struct pve_params *params,
 	     json_object **data, struct pve_error *err);
 int pve_put(struct pve *c, const char *path, const struct pve_params *params,

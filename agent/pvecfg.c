@@ -4,6 +4,7 @@
 
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,4 +383,30 @@ char *pvecfg_hw_nic_summary(const struct pvecfg_hw *hw)
 		return NULL;
 	}
 	return sbuf_steal(&b);
+}
+
+int pvecfg_parse_size(const char *s, double *out)
+{
+	if (!s || !*s)
+		return -1;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	double m = 1;
+	switch (toupper((unsigned char)*end)) {
+	case 0: m = 1; break;
+	case 'K': m = 1024.0; break;
+	case 'M': m = 1024.0 * 1024; break;
+	case 'G': m = 1024.0 * 1024 * 1024; break;
+	case 'T': m = 1024.0 * 1024 * 1024 * 1024; break;
+	default: return -1;
+	}
+	if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2]) &&
+	    !(toupper((unsigned char)end[1]) == 'I' && toupper((unsigned char)end[2]) == 'B' &&
+	      !end[3]))
+		return -1;
+	*out = v * m;
+	return 0;
 }

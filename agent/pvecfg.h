@@ -33,6 +33,9 @@ char *propstr_format(const struct propstr *p);
 /* Same key/value sets, in any order? (PVE reorders keys when it writes a
  * config back, so converge compares this way.) */
 bool propstr_equal(const char *a, const char *b);
+/* A config size ("32G", "512M", "1T", "100K", "8GiB", plain bytes) in
+ * bytes. Returns 0, or -1 when s is not such a size. */
+int pvecfg_parse_size(const char *s, double *out);
 
 enum disk_bus { BUS_NONE = 0, BUS_IDE, BUS_SATA, BUS_SCSI, BUS_VIRTIO };
 

@@ -127,6 +127,15 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"id INTEGER PRIMARY KEY, job INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, "
 	"time REAL NOT NULL, step TEXT, kind TEXT NOT NULL, percent REAL, message TEXT);"
 	"CREATE INDEX events_job ON events(job, id);",
+	/* 2 -> 3: migrations (migrate_store.h) */
+	"CREATE TABLE migrations("
+	"id INTEGER PRIMARY KEY, vmid INTEGER NOT NULL, name TEXT NOT NULL, "
+	"src TEXT NOT NULL, dst TEXT NOT NULL, method TEXT NOT NULL, ts REAL NOT NULL, "
+	"seconds REAL NOT NULL, mem_bytes INTEGER NOT NULL, disk_bytes INTEGER NOT NULL, "
+	"downtime_ms INTEGER, probe_gap_ms INTEGER);"
+	"CREATE INDEX migrations_pair ON migrations(src, dst, ts);"
+	"CREATE TABLE homes("
+	"vmid INTEGER PRIMARY KEY, name TEXT NOT NULL, home TEXT NOT NULL, ts REAL NOT NULL);",
 };
 
 static int exec(struct store *s, const char *sql, char **err, const char *what)

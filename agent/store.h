@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 struct store;
 

@@ -179,7 +179,7 @@ static long parse_hms(const char *s)
 
 enum task_line_kind task_parse_line(const char *line, struct task_progress *p)
 {
-	*p = (struct task_progress){-1, -1, -1, -1, -1, line};
+	*p = (struct task_progress){-1, -1, -1, -1, -1, line, -1};
 	const char *s;
 	if (!line)
 		return TASK_LINE_OTHER;
@@ -210,16 +210,35 @@ enum task_line_kind task_parse_line(const char *line, struct task_progress *p)
 			}
 		}
 	}
-	if (strstr(line, "migration speed:") && (s = strstr(line, " - downtime "))) {
+	const char *sp = strstr(line, "migration speed: ");
+	if (sp && (s = strstr(line, " - downtime "))) {
 		char *e = NULL;
 		long ms = strtol(s + strlen(" - downtime "), &e, 10);
 		if (e != s + strlen(" - downtime ") && strncmp(e, " ms", 3) == 0 && ms >= 0) {
+			/* PVE 8 "457.0 MiB/s", PVE 3/4 "256.00 MB/s" */
+			double bps;
+			const char *ue = NULL;
 			p->downtime_ms = ms;
+			if (task_parse_size(sp + strlen("migration speed: "), &bps, &ue) == 0 &&
+			    strncmp(ue, "/s", 2) == 0 && bps >= 0 && !isinf(bps))
+				p->speed = bps;
 			return TASK_LINE_DOWNTIME;
 		}
 	}
-	if ((s = strstr(line, "migration finished successfully (duration "))) {
-		long d = parse_hms(s + strlen("migration finished successfully (duration "));
+	if ((s = strstr(line, "migration completed, transferred "))) {
+		double x;
+		const char *e = NULL;
+		if (task_parse_size(s + strlen("migration completed, transferred "), &x, &e) == 0 &&
+		    x >= 0 && !isinf(x)) {
+			p->transferred = x;
+			return TASK_LINE_COMPLETED;
+		}
+	}
+	/* OpenVZ (PVE 2.x/3.x) wrote "successfuly" */
+	if ((s = strstr(line, "migration finished successfully (duration ")) ||
+	    (s = strstr(line, "migration finished successfuly (duration "))) {
+		s = strchr(s, '(') + strlen("(duration ");
+		long d = parse_hms(s);
 		if (d >= 0) {
 			p->duration_s = d;
 			p->percent = 100;
@@ -460,6 +479,11 @@ static int take_line(struct logstate *ls, const char *line)
 	switch (k) {
 	case TASK_LINE_DOWNTIME:
 		r->downtime_ms = p.downtime_ms;
+		if (p.speed >= 0)
+			r->speed = p.speed;
+		break;
+	case TASK_LINE_COMPLETED:
+		r->transferred = p.transferred;
 		break;
 	case TASK_LINE_FINISHED:
 		r->duration_s = p.duration_s;
@@ -678,6 +702,7 @@ int task_wait(struct pve *c, const char *upid, const struct task_wait_opts *o,
 	memset(res, 0, sizeof *res);
 	res->downtime_ms = -1;
 	res->duration_s = -1;
+	res->speed = res->transferred = -1;
 	pve_error_clear(err);
 	memset(&u, 0, sizeof u);
 	memset(&ls, 0, sizeof ls);
@@ -831,6 +856,7 @@ int task_run(struct pve *c, const char *method, const char *path,
 	if (res) {
 		memset(res, 0, sizeof *res);
 		res->downtime_ms = res->duration_s = -1;
+		res->speed = res->transferred = -1;
 	}
 	int rc = task_start(c, method, path, params, copts, &upid, err);
 	if (rc < 0 || !upid)

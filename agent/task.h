@@ -38,6 +38,7 @@ struct task_progress {
 	long downtime_ms;        /* migration: "downtime N ms" */
 	long duration_s;         /* migration: "(duration HH:MM:SS)" */
 	const char *line;        /* the log line (borrowed) */
+	double speed;            /* migration: average bytes/s ("migration speed: X MiB/s") */
 };
 
 enum task_line_kind {
@@ -45,7 +46,10 @@ enum task_line_kind {
 	TASK_LINE_TRANSFER,      /* "transferred X of Y (Z%)" (clone, mirror) */
 	TASK_LINE_MIGRATION,     /* "migration active, transferred X of Y VM-state" */
 	TASK_LINE_DOWNTIME,      /* "average migration speed: ... - downtime N ms" */
-	TASK_LINE_FINISHED,      /* "migration finished successfully (duration ..)" */
+	TASK_LINE_FINISHED,      /* "migration finished successfully (duration ..)",
+				    OpenVZ's "successfuly" */
+	TASK_LINE_COMPLETED,     /* "migration completed, transferred X VM-state"
+				    (PVE 8; transferred set) */
 	TASK_LINE_WARNING,       /* "WARN: ..." or "WARNING: ..." */
 };
 
@@ -145,6 +149,8 @@ struct task_result {
 	size_t n_warning_lines;
 	long downtime_ms;        /* -1 if the log had none */
 	long duration_s;         /* migration duration, -1 if none */
+	double speed;            /* migration average bytes/s, -1 if none */
+	double transferred;      /* migration VM-state bytes, -1 if none */
 	double elapsed_s;        /* time spent waiting */
 	unsigned polls;          /* status requests made */
 	unsigned log_reads;      /* log requests made (pages included) */

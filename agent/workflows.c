@@ -3,6 +3,8 @@
 #include "job.h"
 #include "wf_bench.h"
 #include "wf_inject.h"
+#include "wf_drain.h"
+#include "wf_migrate.h"
 #include "wf_up.h"
 
 #include <string.h>
@@ -13,6 +15,9 @@ static const struct job_workflow *const workflows[] = {
 	&wf_virtio,
 	&wf_inject,
 	&wf_bench,
+	&wf_migrate,
+	&wf_drain,
+	&wf_undrain,
 	NULL,
 };
 

@@ -103,6 +103,28 @@ run list
 say "Run up again: it converges (applies the difference) instead of making a second guest"
 run up web1 -t freebsd-14 --set cores=4 --no-inject
 
+say "Migrate web1 live to pve2: the downtime PVE measured, and the one clients saw"
+run migrate web1 pve2 --max-downtime 100 | tee "$E2E_DIR/migrate.out"
+grep -qE '^web1: migrated to pve2 \(online\) in [0-9]+ s.*downtime [0-9]+ ms \(PVE\)' \
+	"$E2E_DIR/migrate.out" || fail "migrate printed no downtime"
+run migrate web1 pve2 | tee "$E2E_DIR/migrate2.out"
+grep -q '^web1: already on pve2$' "$E2E_DIR/migrate2.out" || fail "a second migrate moved web1 again"
+
+say "Drain pve1 for maintenance (templates stay), then bring its guests home"
+run drain pve1 --dry-run
+run drain pve1 --max-workers 2 | tee "$E2E_DIR/drain.out"
+grep -qE '^ct1 .* restart +pve2 .* moved ' "$E2E_DIR/drain.out" ||
+	fail "drain did not move ct1 by a restart migration"
+run list --node pve1
+pvagent --json list --node pve1 | jq -e '[.guests[] | select(.template | not)] | length == 0' \
+	>/dev/null || fail "drain left guests on pve1"
+run undrain pve1
+pvagent --json list --node pve2 | jq -e '[.guests[] | select(.name == "web1")] | length == 1' \
+	>/dev/null || fail "undrain moved web1, which was not drained from pve1"
+run undrain pve1 | tee "$E2E_DIR/undrain2.out"
+grep -q '0 guests to bring home' "$E2E_DIR/undrain2.out" || fail "a second undrain moved something"
+run migrate web1 pve1
+
 say "Clean up"
 run down db1
 run down app1

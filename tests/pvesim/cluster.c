@@ -6,6 +6,7 @@
 
 #include "bootfacts.h"
 #include "cluster_config.h"
+#include "guestnet.h"
 #include "scenario.h"
 #include "tasks.h"
 #include "util.h"
@@ -158,6 +159,16 @@ uint64_t node_mem_used(const struct cluster *c, const char *node)
 	for (size_t i = 0; i < c->guests.n; i++) {
 		const struct sim_guest *g = c->guests.v[i];
 		if (g->running && strcmp(g->node, node) == 0)
+			used += guest_memory(g);
+	}
+	/* a running guest migrating here holds its memory on both nodes until
+	 * the migration ends (the target's QEMU or container is up) */
+	for (size_t i = 0; i < c->tasks.n; i++) {
+		const struct sim_task *t = c->tasks.v[i];
+		const struct sim_guest *g = t->vmid ? cluster_guest(c, t->vmid) : NULL;
+		if (!t->finished && t->target && strcmp(t->target, node) == 0 && g && g->running &&
+		    strcmp(g->node, node) != 0 &&
+		    (strcmp(t->type, "qmigrate") == 0 || strcmp(t->type, "vzmigrate") == 0))
 			used += guest_memory(g);
 	}
 	return used;
@@ -1223,6 +1234,8 @@ static json_object *state_guest(const struct cluster *c,
 	if (g->address)
 		json_object_object_add(o, "address",
 				       json_object_new_string(g->address));
+	if (g->listen_port)
+		jadd_int(o, "listen_port", (int)g->listen_port);
 	if (g->root)
 		json_object_object_add(o, "root", json_object_new_string(g->root));
 	json_object_object_add(o, "boot", boot_result_json(&g->boot));
@@ -1314,4 +1327,31 @@ json_object *cluster_state(struct cluster *c, double now)
 	json_object_deep_copy(c->ha, &ha, NULL);
 	json_object_object_add(st, "ha", ha);
 	return st;
+}
+
+int cluster_net_start(struct cluster *c, double (*now)(void *), void *ctx, char **err)
+{
+	for (size_t i = 0; i < c->guests.n; i++) {
+		struct sim_guest *g = c->guests.v[i];
+		if (!g->listen_port && !g->listen_any)
+			continue;
+		if (!c->net && !(c->net = guestnet_start(now, ctx))) {
+			*err = strdup("cannot start the guest listeners");
+			return -1;
+		}
+		if (guestnet_listen(c->net, g->address, g->listen_port, &g->listen_port) < 0) {
+			*err = strprintf("cannot listen on %s:%u for VM %d: %s", g->address,
+					 g->listen_port, g->vmid, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void cluster_net_stop(struct cluster *c)
+{
+	if (c && c->net) {
+		guestnet_stop(c->net);
+		c->net = NULL;
+	}
 }

@@ -61,6 +61,8 @@ struct sim_guest {
 	json_object *pending_delete; /* array of keys */
 	json_object *snapshots; /* name -> {config, snaptime, description} */
 	char *fixture, *address, *root;
+	unsigned listen_port; /* with address: a TCP listener there (guestnet.h) */
+	bool listen_any;      /* listen_port 0 in the scenario: a free port */
 	double started_at;
 	unsigned boots;  /* starts so far (the boot file's boot-id) */
 	/* What /cluster/resources shows: the last status update (every
@@ -79,6 +81,8 @@ struct sim_cred {
 	char *privs;
 };
 
+struct guestnet;
+
 struct cluster {
 	char *scenario_path;
 	char *version;  /* "8.4" */
@@ -95,6 +99,7 @@ struct cluster {
 	json_object *faults;    /* scenario faults (array) or NULL */
 	unsigned next_pid;
 	double boot_time;       /* simulated time the cluster came up */
+	struct guestnet *net;   /* the guests' listeners, or NULL */
 };
 
 /* ---- lookups ------------------------------------------------------------ */
@@ -238,6 +243,10 @@ json_object *cluster_ha_entry(const struct cluster *c, const char *sid);
  * after req->now, as root@pam: action "start", "stop" or "shutdown" with
  * the real qmstart/qmstop/qmshutdown task (nothing when the VM is already
  * so). */
+/* POST .../migrate of an HA-managed guest: a "hamigrate" task that queues
+ * the migration, which the CRM starts 2 s later as root@pam. */
+void guest_ha_migrate_request(struct cluster *c, const struct sim_req *req,
+			      struct sim_guest *g, const char *target, struct sim_resp *r);
 void qemu_ha_carry_out(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
 		       const char *action);
 

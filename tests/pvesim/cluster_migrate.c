@@ -4,6 +4,7 @@
  * PVE's refusals and task logs (reference E3). Shared by the migrate
  * routes, migrateall and HA. */
 #include "cluster.h"
+#include "guestnet.h"
 #include "tasks.h"
 #include "util.h"
 
@@ -102,6 +103,51 @@ static char *map_storage(const char *map, const char *src)
 	return strdup(src);
 }
 
+/* Config keys PVE cannot migrate (QemuMigrate::Helpers::check_local_resources):
+ * hostpci/usb/serial/parallel/virtiofs N, ivshmem; a serial "socket" and a
+ * usb "spice" are fine. Mapped devices (mapping=NAME) go into mapped (an
+ * object key -> {name}); a mapped one blocks only a running VM (the
+ * simulator has no live-migration capable mappings). Returns a new array. */
+static json_object *local_resources(const struct sim_guest *g, json_object *mapped)
+{
+	json_object *a = json_object_new_array();
+	if (!a)
+		return NULL;
+	json_object_object_foreach(g->config, k, v)
+	{
+		const char *val = json_object_get_string(v);
+		size_t pl = strcspn(k, "0123456789");
+		bool numbered = k[pl] && strspn(k + pl, "0123456789") == strlen(k + pl);
+		static const char *const kinds[] = {"hostpci", "usb", "serial", "parallel",
+						    "virtiofs"};
+		bool dev = false;
+		for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+			dev |= numbered && strlen(kinds[i]) == pl && strncmp(k, kinds[i], pl) == 0;
+		if (strcmp(k, "ivshmem") == 0) {
+			json_object_array_add(a, json_object_new_string(k));
+			continue;
+		}
+		if (!dev || !val)
+			continue;
+		if (strncmp(k, "serial", 6) == 0 && strcmp(val, "socket") == 0)
+			continue;
+		if (strncmp(k, "usb", 3) == 0 && strstr(val, "host=spice"))
+			continue;
+		char *map = prop_get(val, "mapping");
+		if (map && mapped) {
+			json_object *e = json_object_new_object();
+			if (e) {
+				json_object_object_add(e, "name", json_object_new_string(map));
+				json_object_object_add(mapped, k, e);
+			}
+		}
+		if (!map || g->running)
+			json_object_array_add(a, json_object_new_string(k));
+		free(map);
+	}
+	return a;
+}
+
 json_object *qemu_migrate_precondition(struct cluster *c,
 				       const struct sim_guest *g,
 				       const char *target)
@@ -164,8 +210,17 @@ json_object *qemu_migrate_precondition(struct cluster *c,
 	json_object_object_add(o, "allowed_nodes", allowed);
 	json_object_object_add(o, "not_allowed_nodes", notallowed);
 	json_object_object_add(o, "local_disks", ld);
-	json_object_object_add(o, "local_resources", json_object_new_array());
-	json_object_object_add(o, "mapped-resources", json_object_new_array());
+	json_object *mapped = json_object_new_object();
+	json_object *names = json_object_new_array();
+	json_object_object_add(o, "local_resources", local_resources(g, mapped));
+	json_object_object_foreach(mapped, mk, mv)
+	{
+		(void)mv;
+		json_object_array_add(names, json_object_new_string(mk));
+	}
+	json_object_object_add(o, "mapped-resources", names);
+	json_object_object_add(o, "mapped-resource-info", mapped);
+	json_object_object_add(o, "has-dbus-vmstate", json_object_new_int(1));
 	return o;
 }
 
@@ -200,6 +255,13 @@ static void mlog(struct cluster *c, struct sim_task *t, double at,
 		task_log(t, at, "%s %s", stamp, sbuf_str(&b));
 	free(stamp);
 	sbuf_free(&b);
+}
+
+/* The guest's own address is unreachable from `from` to `to` (sim time). */
+static void guest_down(struct cluster *c, const struct sim_guest *g, double from, double to)
+{
+	if (g->listen_port && g->address)
+		guestnet_down(c->net, g->address, g->listen_port, from, to);
 }
 
 static void migration_abort(struct cluster *c, struct sim_task *t, double at,
@@ -388,11 +450,38 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 		task_fail_at(t, 0.1, "out of memory");
 		return t;
 	}
+	json_object *lres = local_resources(g, NULL);
+	size_t nres = lres ? json_object_array_length(lres) : 0;
+	if (nres) {
+		struct sbuf keys = {0};
+		for (size_t i = 0; i < nres; i++)
+			sbuf_addf(&keys, "%s%s", i ? ", " : "",
+				  json_object_get_string(json_object_array_get_idx(lres, i)));
+		char *msg = strprintf("can't migrate VM which uses local devices: %s",
+				      sbuf_str(&keys));
+		migration_abort(c, t, 0.2, msg ? msg : "local devices");
+		free(msg);
+		sbuf_free(&keys);
+		json_object_put(lres);
+		free_disks(d, n);
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
+	json_object_put(lres);
 	uint64_t disk_total = 0;
 	bool attached = false;
 	for (size_t i = 0; i < n; i++) {
-		if (d[i].cdrom)
-			continue;
+		if (d[i].cdrom) {
+			/* QemuMigrate: a local ISO in a CD drive stops the migration */
+			char *msg = strprintf("can't migrate local cdrom drive (%s)", d[i].volid);
+			mlog(c, t, at, "ERROR: %s", msg ? msg : "local cdrom");
+			migration_abort(c, t, 0.3, "Problem found while scanning volumes - "
+						   "can't migrate local cdrom drive");
+			free(msg);
+			free_disks(d, n);
+			task_apply_fault(t, req->task_fail);
+			return t;
+		}
 		mlog(c, t, at, "found local disk '%s' (%s)", d[i].volid,
 		     d[i].unused ? "referenced by unused" : "attached");
 		disk_total += d[i].size;
@@ -445,7 +534,8 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 	at += 0.5;
 	mlog(c, t, at, "starting VM %d on remote node '%s'", g->vmid, target);
 	struct sim_node *tnode = tn;
-	if (node_mem_free(c, tnode) < guest_memory(g)) {
+	/* its own task already counts its memory on the target (node_mem_used) */
+	if (node_mem_used(c, tnode->name) + 1 * GiB > tnode->memory) {
 		mlog(c, t, at + 0.5,
 		     "kvm: cannot set up guest memory 'pc.ram': Cannot allocate memory");
 		free_disks(d, n);
@@ -507,6 +597,9 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 	     avg ? avg : "?", downtime);
 	mlog(c, t, at + 0.1, "migration completed, transferred %s VM-state",
 	     tot ? tot : "?");
+	mlog(c, t, at + 0.1, "migration status: completed");
+	/* the guest is paused for the downtime just before the end */
+	guest_down(c, g, t->start + at + 0.1 - downtime / 1000.0, t->start + at + 0.1);
 	free(avg);
 	free(tot);
 	if (disk_total) {
@@ -587,6 +680,7 @@ struct sim_task *ct_start_migration(struct cluster *c,
 			mlog(c, t, at + 1.9, "load 2nd level quota");
 			mlog(c, t, at + 2.0, "starting container on remote node '%s'", target);
 			mlog(c, t, at + 2.1, "restore container state");
+			guest_down(c, g, t->start + at, t->start + at + 2.1);
 			at += 2.5;
 		}
 		mlog(c, t, at, "removing container files on local node");
@@ -621,6 +715,8 @@ struct sim_task *ct_start_migration(struct cluster *c,
 	if (restarted) {
 		mlog(c, t, at + 0.1, "start container on target node");
 		at += 1.0;
+		/* down from the shutdown until it runs on the target */
+		guest_down(c, g, t->start + 0.1, t->start + at);
 	}
 	finish_ok(c, t, at + 0.2);
 	task_apply_fault(t, req->task_fail);

@@ -550,6 +550,10 @@ bool routes_ct(struct cluster *c, const struct sim_req *req,
 			resp_param_error(r, "target", "property is missing and it is not optional");
 			return true;
 		}
+		if (!openvz && cluster_ha_state(c, g)) {
+			guest_ha_migrate_request(c, req, g, target, r);
+			return true;
+		}
 		struct sim_task *t = ct_start_migration(
 			c, req, g, target, param_bool(req, "restart", false),
 			param_bool(req, "online", false), req->now, r);
@@ -559,8 +563,16 @@ bool routes_ct(struct cluster *c, const struct sim_req *req,
 	}
 	if (strcmp(sub, "status") == 0) {
 		if (n == 6 && get && strcmp(s[5], "current") == 0) {
-			if (vm_priv_check(req, r, g->vmid, "VM.Audit"))
-				resp_data(r, ct_entry(g, req->now, true));
+			if (vm_priv_check(req, r, g->vmid, "VM.Audit")) {
+				json_object *o = ct_entry(g, req->now, true), *ha = NULL;
+				const char *hs = cluster_ha_state(c, g);
+				/* pve-container reports HA like qemu-server */
+				if (o && hs && json_object_object_get_ex(o, "ha", &ha)) {
+					jadd_int(ha, "managed", 1);
+					jadd_str(ha, "state", hs);
+				}
+				resp_data(r, o);
+			}
 			return true;
 		}
 		if (n == 6 && post && !(openvz && strcmp(s[5], "reboot") == 0)) {

@@ -1330,11 +1330,12 @@ static void route_destroy(struct cluster *c, const struct sim_req *req,
 	resp_task(r, t);
 }
 
-/* An HA-managed VM is not migrated by the API call: it asks the HA stack
- * ("hamigrate" task), whose CRM then runs the migration as root@pam. */
-static void route_ha_request(struct cluster *c, const struct sim_req *req,
-			     struct sim_guest *g, const char *target,
-			     struct sim_resp *r)
+/* An HA-managed guest is not migrated by the API call: it asks the HA
+ * stack ("hamigrate" task, qemu-server and pve-container alike), whose CRM
+ * then runs the migration (a restart migration for a container) as
+ * root@pam on the source node. */
+void guest_ha_migrate_request(struct cluster *c, const struct sim_req *req,
+			      struct sim_guest *g, const char *target, struct sim_resp *r)
 {
 	if (strcmp(target, g->node) == 0) {
 		resp_param_error(r, "target", "target is local node.");
@@ -1350,14 +1351,20 @@ static void route_ha_request(struct cluster *c, const struct sim_req *req,
 		return;
 	}
 	t->vmid = 0; /* holds no guest */
-	task_log(t, 0.1, "Requesting HA migration for VM %d to node %s", g->vmid, target);
+	bool qemu = strcmp(g->type, "qemu") == 0;
+	task_log(t, 0.1, "Requesting HA %s for %s %d to node %s",
+		 qemu ? "migration" : "relocation", qemu ? "VM" : "CT", g->vmid, target);
 	struct sim_req hreq = *req;
 	hreq.userid = "root@pam";
 	hreq.privs = "all";
 	hreq.task_fail = NULL;
 	struct sim_resp tmp = {0};
-	qemu_start_migration(c, &hreq, g, target, g->running, true, NULL,
-			     req->now + 2.0, &tmp);
+	if (qemu)
+		qemu_start_migration(c, &hreq, g, target, g->running, true, NULL,
+				     req->now + 2.0, &tmp);
+	else
+		ct_start_migration(c, &hreq, g, target, g->running, false, req->now + 2.0,
+				   &tmp);
 	sim_resp_clear(&tmp);
 	task_apply_fault(t, req->task_fail);
 	resp_task(r, t);
@@ -1479,7 +1486,7 @@ bool routes_qemu(struct cluster *c, const struct sim_req *req,
 			return true;
 		}
 		if (cluster_ha_state(c, g)) {
-			route_ha_request(c, req, g, target, r);
+			guest_ha_migrate_request(c, req, g, target, r);
 			return true;
 		}
 		struct sim_task *t = qemu_start_migration(

@@ -775,7 +775,7 @@ static int load_guest(struct sctx *x, json_object *o, const char *p)
 {
 	static const char *const keys[] = {"vmid",    "node",    "type",
 					   "config",  "status",  "fixture",
-					   "address", "root",    NULL};
+					   "address", "root",    "listen_port", NULL};
 	json_object *v;
 	if (!json_object_is_type(o, json_type_object))
 		return sfail(x, p, "must be an object, not %s", type_name(o));
@@ -844,6 +844,17 @@ static int load_guest(struct sctx *x, json_object *o, const char *p)
 				     json_object_get_string(v));
 		if (!(g->address = strdup(json_object_get_string(v))))
 			return -1;
+	}
+	has = member(x, o, p, "listen_port", json_type_int, false, &v);
+	if (has < 0)
+		return -1;
+	if (has) {
+		int port = json_object_get_int(v);
+		if (port < 0 || port > 65535 || !g->address)
+			return sfail(x, p, "listen_port needs an address and a port 0-65535 "
+					   "(0: any free port)");
+		g->listen_port = (unsigned)port;
+		g->listen_any = port == 0;
 	}
 	has = member(x, o, p, "root", json_type_string, false, &v);
 	if (has < 0)

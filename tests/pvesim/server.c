@@ -60,6 +60,11 @@ static double sim_now(const struct server *sv)
 	return sv->sim0 + real * sv->scale + sv->offset;
 }
 
+static double net_clock(void *ctx)
+{
+	return sim_now(ctx);
+}
+
 static void real_sleep(double seconds)
 {
 	if (seconds <= 0)
@@ -635,6 +640,8 @@ struct server *server_start(struct cluster *c, struct schema *s, const struct se
 		if (rc < 0)
 			goto fail;
 	}
+	if (cluster_net_start(c, net_clock, sv, err) < 0)
+		goto fail;
 	if (parse_listen(o->listen ? o->listen : "127.0.0.1:0", &sa, &ip, err) < 0)
 		goto fail;
 	if (simtls_make(&sv->tls, ip, err) < 0)
@@ -688,6 +695,7 @@ void server_stop(struct server *sv)
 		return;
 	if (sv->mhd)
 		MHD_stop_daemon(sv->mhd);
+	cluster_net_stop(sv->cluster);
 	if (sv->log)
 		fclose(sv->log);
 	faults_free(sv->faults);

@@ -88,6 +88,10 @@ void sim_resp_clear(struct sim_resp *resp);
  * guest started or stopped, its boot file written). Requests do this
  * themselves; POST /_sim/advance calls it after moving the clock. */
 void cluster_advance(struct cluster *c, double now);
+/* Start the listeners of the guests with a listen_port (guestnet.h), on
+ * the server's clock. 0, or -1 with *err. */
+int cluster_net_start(struct cluster *c, double (*now)(void *), void *ctx, char **err);
+void cluster_net_stop(struct cluster *c);
 
 /* Whole cluster state for GET /_sim/state (new reference): nodes, storages,
  * guests with config, status, lock, boot model, tasks. */

@@ -142,6 +142,10 @@ static void task_finish(struct cluster *c, struct sim_task *t)
 			free(t->lines[i].text);
 	}
 	t->nlines = keep;
+	/* the closing line is the last one (PVE's worker writes it before it
+	 * exits), also when a line's time and the end differ by rounding */
+	if (keep && t->lines[keep - 1].at > len)
+		len = t->lines[keep - 1].at;
 	bool ok = t->error == NULL;
 	if (ok && t->warnings > 0)
 		t->exitstatus = strprintf("WARNINGS: %d", t->warnings);

@@ -99,6 +99,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 		"[paths]\ntemplates = tmpl:/usr/share/t\nstate = /var/tmp/st\nsocket = run/s.sock\n\n"
 		"[daemon]\nworkers = 8\nnode_jobs = 3\nsocket_group = pvagent\nmetrics_file = m.prom\n\n"
 		"[migrate]\nmax_workers = 3\nbwlimit = 100000\nwith_local_disks = yes\n"
+		"memory_reserve = 2048\nper_target = 3\nprobe_port = 2222\n"
 		"target_storage = local-lvm\ntimeout = 2h\n\n"
 		"[window \"night\"]\nnode = pve2\ndays = mon-fri\nstart = 02:30\nduration = 90m\n"
 		"to = pve1,pve3\nmax_workers = 1\n\n"
@@ -156,6 +157,9 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 	cr_expect_eq(c.migrate.with_local_disks, 1);
 	cr_expect_str_eq(c.migrate.target_storage, "local-lvm");
 	cr_expect_eq(c.migrate.timeout, 7200);
+	cr_expect_eq(c.migrate.memory_reserve, 2048);
+	cr_expect_eq(c.migrate.per_target, 3);
+	cr_expect_eq(c.migrate.probe_port, 2222);
 
 	cr_assert_eq(c.n_windows, 2);
 	const struct conf_window *w = &c.windows[0];
@@ -169,7 +173,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 	cr_expect_str_eq(w->to[1], "pve3");
 	cr_expect_null(w->to[2]);
 	cr_expect_eq(w->max_workers, 1);
-	cr_expect_eq(w->line, 35);
+	cr_expect_eq(w->line, 36);
 	w = &c.windows[1];
 	cr_expect_eq(w->days, 0x63); /* fri, sat, sun, mon (wraps) */
 	cr_expect_eq(w->duration, 86400);
@@ -213,6 +217,9 @@ Test(conf, defaults_and_password_auth, .init = setup, .fini = teardown)
 	cr_expect_eq(c.migrate.bwlimit, 0);
 	cr_expect_eq(c.migrate.with_local_disks, 0);
 	cr_expect_eq(c.migrate.timeout, 3600);
+	cr_expect_eq(c.migrate.memory_reserve, 1024);
+	cr_expect_eq(c.migrate.per_target, 2);
+	cr_expect_eq(c.migrate.probe_port, 0);
 	cr_expect_eq(c.n_windows, 0);
 	conf_free(&c);
 	free(p);
@@ -357,7 +364,7 @@ Test(validate, durations_numbers_enums, .init = setup, .fini = teardown)
 Test(validate, windows, .init = setup, .fini = teardown)
 {
 	expect_err(PVE_OK "[window \"w\"]\nnode = pve2\nduration = 1h\n",
-		   "pvagent.conf:5: [window \"w\"] start: missing required key");
+		   "pvagent.conf:5: [window \"w\"] schedule: required (or days and start)");
 	expect_err(PVE_OK "[window \"w\"]\nnode = pve2\nstart = 25:00\nduration = 1h\ndays = someday\n",
 		   "pvagent.conf:9: [window \"w\"] days: 'someday': expected daily, or days like mon-fri or sat,sun\n"
 		   "pvagent.conf:7: [window \"w\"] start: '25:00': expected HH:MM (24-hour, local time)");
@@ -438,9 +445,10 @@ Test(example, loads_and_documents_every_key, .init = setup, .fini = teardown)
 	static const char *const keys[] = {
 		"url", "token_id", "token_secret_file", "user", "password_file", "fingerprint",
 		"ca_file", "insecure", "node", "timeout", "identity", "known_hosts",
-		"host_key_policy", "port", "templates", "state", "socket", "workers", "node_jobs", "socket_group", "metrics_file",
-		"max_workers", "bwlimit", "with_local_disks", "target_storage", "days", "start",
-		"duration", "to",
+		"host_key_policy", "port", "templates", "state", "socket", "workers", "node_jobs",
+		"socket_group", "metrics_file",
+		"max_workers", "bwlimit", "with_local_disks", "target_storage", "memory_reserve",
+		"per_target", "probe_port", "schedule", "action", "duration", "to",
 	};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		char *a = NULL, *b = NULL;

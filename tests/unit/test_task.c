@@ -124,6 +124,20 @@ Test(tasklog, migration_lines)
 				     &p),
 		     TASK_LINE_DOWNTIME);
 	cr_expect_eq(p.downtime_ms, 57);
+	cr_expect_float_eq(p.speed, 256e6, 1);
+	cr_assert_eq(task_parse_line("2024-05-01 10:00:09 average migration speed: 457.0 MiB/s - "
+				     "downtime 73 ms", &p),
+		     TASK_LINE_DOWNTIME);
+	cr_expect_float_eq(p.speed, 457.0 * 1048576, 1);
+	cr_assert_eq(task_parse_line("2024-05-01 10:00:09 migration completed, transferred 2.0 GiB "
+				     "VM-state", &p),
+		     TASK_LINE_COMPLETED);
+	cr_expect_float_eq(p.transferred, 2.0 * 1073741824, 1);
+	/* OpenVZ on PVE 2.x/3.x */
+	cr_assert_eq(task_parse_line("Nov 30 10:00:12 migration finished successfuly (duration "
+				     "00:00:12)", &p),
+		     TASK_LINE_FINISHED);
+	cr_expect_eq(p.duration_s, 12);
 	/* The configured limit is not the measured downtime. */
 	cr_expect_eq(task_parse_line("2024-05-01 10:00:00 migration downtime limit: 100 ms", &p),
 		     TASK_LINE_OTHER);

@@ -1,0 +1,500 @@
+/* cli_migrate.c - the migration commands of pvagent: migrate (one guest
+ * as a wf_migrate job, its figures printed), with drain, undrain and
+ * windows beside it. Printing follows pvagent.c (text lines, or JSON
+ * lines with --json). */
+#include "cli.h"
+#include "json.h"
+#include "log.h"
+#include "migrate_plan.h"
+#include "output.h"
+#include "util.h"
+#include "wf_drain.h"
+#include "wf_migrate.h"
+#include "window.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double var_num(json_object *v, const char *key)
+{
+	long long x = -1;
+	return json_int(v, key, &x) ? (double)x : -1;
+}
+
+/* Run one job of wf on subject (an interrupted one of the same request is
+ * resumed) with events as lines or JSON, then print its result; params
+ * are taken. po: client options for a drain's workers (NULL: none). */
+struct job_print {
+	void (*print)(struct cli *cli, struct job *j, const void *ctx, int code);
+	const void *ctx;
+};
+
+static int run_job(struct cli *cli, const char *cmd, const struct job_workflow *wf,
+		   const char *subject, json_object *params, bool dry, const struct pve_opts *po,
+		   const struct job_print *out)
+{
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
+	struct job_env env = {
+		.store = dry ? NULL : cli_store(cli),
+		.on_event = on_job_event,
+		.event_ctx = &pp,
+		.stop = &cli_stop,
+		.conf = &cli->conf,
+	};
+	env.wait.task_timeout_s = cli->conf.migrate.timeout;
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	int rc;
+	if (!params || job_env_init(&env) < 0) {
+		json_object_put(params);
+		fprintf(stderr, "pvagent %s: out of memory\n", cmd);
+		return 1;
+	}
+	if (job_for_subject(&env, wf, subject, params, &j, &e) < 0) {
+		rc = cli_fail_pve(cli, cmd, &e);
+	} else {
+		if (po)
+			wf_drain_attach(j, po);
+		enum job_outcome o = job_run(j, cli->pve);
+		end_progress_line(&pp);
+		rc = cli_exit_code(o);
+		out->print(cli, j, out->ctx, rc);
+	}
+	pve_error_clear(&e);
+	json_object_put(params);
+	job_free(j);
+	job_env_fini(&env);
+	return rc;
+}
+
+/* One migration's line and JSON object from its vars. */
+static json_object *migration_json(struct job *j)
+{
+	json_object *v = job_vars(j), *o = json_object_new_object();
+	if (!o)
+		return NULL;
+	enum job_outcome out = job_outcome(j);
+	json_object_object_add(o, "name", json_object_new_string(job_subject(j)));
+	json_object_object_add(o, "vmid", job_vmid(j) ? json_object_new_int(job_vmid(j)) : NULL);
+	json_object_object_add(o, "node", job_node(j) ? json_object_new_string(job_node(j)) : NULL);
+	json_object_object_add(o, "outcome", json_object_new_string(job_outcome_name(out)));
+	static const char *const keys[] = {"method", "type", "targetstorage"};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		if (json_str(v, keys[i]))
+			json_object_object_add(o, keys[i], json_object_new_string(json_str(v, keys[i])));
+	static const char *const nums[] = {"duration_s", "elapsed_s", "downtime_ms", "probe_gap_ms",
+					   "speed", "transferred", "estimate_s", "memory",
+					   "disk_bytes"};
+	for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
+		double x = var_num(v, nums[i]);
+		if (x >= 0)
+			json_object_object_add(o, nums[i], json_object_new_int64((long long)x));
+	}
+	long long via = 0;
+	json_object_object_add(o, "via_ha", json_object_new_boolean(json_int(v, "via_ha", &via) && via));
+	if (job_id(j))
+		json_object_object_add(o, "job", json_object_new_int64(job_id(j)));
+	const struct pve_error *e = job_error(j);
+	if (e->kind != PVE_OK) {
+		char *m = pve_error_format(e);
+		json_object_object_add(o, "error", json_object_new_string(m ? m : "error"));
+		free(m);
+	}
+	if (job_left(j))
+		json_object_object_add(o, "left", json_object_new_string(job_left(j)));
+	return o;
+}
+
+static void print_migration(struct cli *cli, struct job *j, const char *target, bool dry_run,
+			    int code)
+{
+	json_object *o = migration_json(j);
+	json_object *v = job_vars(j);
+	if (cli->json) {
+		json_object *r = json_object_new_object();
+		json_object_object_add(r, "result", json_object_new_string(code ? "error" : "ok"));
+		json_object_object_add(r, "command", json_object_new_string("migrate"));
+		json_object_object_add(r, "dry_run", json_object_new_boolean(dry_run));
+		json_object_object_add(r, "migration", o);
+		json_object_object_add(r, "exit", json_object_new_int(code));
+		out_json_line(stdout, r);
+		json_object_put(r);
+		return;
+	}
+	json_object_put(o);
+	const char *name = job_subject(j), *method = json_str(v, "method");
+	const struct pve_error *e = job_error(j);
+	if (e->kind != PVE_OK) {
+		char *m = pve_error_format(e);
+		log_error("%s: %s", name, m ? m : "failed");
+		free(m);
+		if (job_left(j))
+			log_error("%s: needs attention: %s; run the same command again, or 'pvagent "
+				  "resume %lld'", name, job_left(j), job_id(j));
+		return;
+	}
+	if (method && strcmp(method, "none") == 0) {
+		printf("%s: already on %s\n", name, target);
+		return;
+	}
+	if (dry_run) {
+		printf("%s: would migrate to %s (%s%s), about %.0f s\n", name, target,
+		       method ? method : "?", var_num(v, "via_ha") > 0 ? ", through HA" : "",
+		       var_num(v, "estimate_s"));
+		return;
+	}
+	double speed = var_num(v, "speed"), bytes = var_num(v, "transferred");
+	double dt = var_num(v, "downtime_ms"), gap = var_num(v, "probe_gap_ms");
+	double dur = var_num(v, "duration_s");
+	printf("%s: migrated to %s (%s) in %.0f s", name, target, method ? method : "?",
+	       dur >= 0 ? dur : var_num(v, "elapsed_s"));
+	if (bytes >= 0)
+		printf(", %.1f MiB", bytes / 1048576.0);
+	if (speed >= 0)
+		printf(" at %.1f MiB/s", speed / 1048576.0);
+	if (dt >= 0)
+		printf(", downtime %.0f ms (PVE)", dt);
+	long long probed = 0;
+	if (gap >= 0)
+		printf(", clients saw %.0f ms", gap);
+	else if (json_int(v, "probed", &probed) && probed)
+		printf(", clients saw no gap");
+	printf("\n");
+}
+
+struct migrate_print {
+	const char *target;
+	bool dry_run;
+};
+
+static void print_migration_cb(struct cli *cli, struct job *j, const void *ctx, int code)
+{
+	const struct migrate_print *mp = ctx;
+	print_migration(cli, j, mp->target, mp->dry_run, code);
+}
+
+static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
+{
+	const char *storage = NULL;
+	long bw = 0, md = 0;
+	bool dry = false;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < a->n; i++) {
+		const char *arg = a->v[i].val, *why = NULL;
+		switch (a->v[i].opt) {
+		case 's':
+		case 'm':
+			if (storage)
+				rc = cli_usage_error("migrate", "give one of --storage and --storage-map",
+						     arg);
+			else if (!migrate_map_valid(arg, &why) ||
+				 (a->v[i].opt == 's' && strchr(arg, ':')))
+				rc = cli_usage_error("migrate", a->v[i].opt == 's'
+						     ? "--storage: expected a storage id"
+						     : "--storage-map: expected SRC:DST,...", arg);
+			storage = arg;
+			break;
+		case 'b': rc = cli_parse_count("migrate", "--bwlimit", arg, 1, 1 << 20, &bw); break;
+		case 'D': rc = cli_parse_count("migrate", "--max-downtime", arg, 1, 600000, &md); break;
+		case 'n': dry = true; break;
+		default: rc = EXIT_USAGE; break;
+		}
+	}
+	if (rc == 0)
+		rc = cli_connect_pve(cli);
+	if (rc)
+		return rc;
+	struct migrate_print mp = {a->argv[1], dry};
+	const struct job_print out = {print_migration_cb, &mp};
+	return run_job(cli, "migrate", &wf_migrate, a->argv[0],
+		       wf_migrate_params(a->argv[1], storage, (unsigned)bw, (unsigned)md, dry), dry,
+		       NULL, &out);
+}
+
+static const struct option migrate_opts[] = {
+	{"storage", required_argument, NULL, 's'},
+	{"storage-map", required_argument, NULL, 'm'},
+	{"bwlimit", required_argument, NULL, 'b'},
+	{"max-downtime", required_argument, NULL, 'D'},
+	{"dry-run", no_argument, NULL, 'n'},
+	{0},
+};
+
+const struct cmd_entry cmd_migrate_entry = {
+	"migrate",
+	"NAME NODE [--storage S | --storage-map SRC:DST,...] [--bwlimit MiB/s] "
+	"[--max-downtime MS] [--dry-run]",
+	"move a guest to NODE: live (qemu), restart (lxc) or online (OpenVZ); prints the "
+	"downtime PVE measured and the one clients saw",
+	"", migrate_opts, NULL, 2, 2, "guest name and node", cmd_migrate,
+};
+
+/* ---- drain and undrain ------------------------------------------------------------- */
+
+static void fmt_num(char *buf, size_t n, json_object *m, const char *key, const char *unit,
+		    double div)
+{
+	json_object *v = NULL;
+	buf[0] = '\0';
+	if (json_object_object_get_ex(m, key, &v) && v && json_object_get_double(v) >= 0)
+		snprintf(buf, n, "%.0f%s", json_object_get_double(v) / div, unit);
+}
+
+static void print_drain(struct cli *cli, const char *cmd, struct job *j, bool dry_run, int code)
+{
+	json_object *v = job_vars(j), *moves = NULL, *free_after = NULL;
+	json_object_object_get_ex(v, "moves", &moves);
+	json_object_object_get_ex(v, "free_after", &free_after);
+	if (cli->json) {
+		json_object *r = json_object_new_object(), *mv = NULL, *fa = NULL;
+		json_object_deep_copy(moves, &mv, NULL);
+		json_object_deep_copy(free_after, &fa, NULL);
+		json_object_object_add(r, "result", json_object_new_string(code ? "error" : "ok"));
+		json_object_object_add(r, "command", json_object_new_string(cmd));
+		json_object_object_add(r, "node", json_object_new_string(job_subject(j)));
+		json_object_object_add(r, "dry_run", json_object_new_boolean(dry_run));
+		json_object_object_add(r, "moves", mv);
+		json_object_object_add(r, "free_after", fa);
+		if (job_id(j))
+			json_object_object_add(r, "job", json_object_new_int64(job_id(j)));
+		if (job_error(j)->kind != PVE_OK) {
+			char *m = pve_error_format(job_error(j));
+			json_object_object_add(r, "error", json_object_new_string(m ? m : "error"));
+			free(m);
+		}
+		json_object_object_add(r, "exit", json_object_new_int(code));
+		out_json_line(stdout, r);
+		json_object_put(r);
+		return;
+	}
+	const char *hdr[] = {"GUEST", "VMID", "MEMORY", "METHOD", "TARGET",
+			     dry_run ? "ESTIMATE" : "TIME", dry_run ? "PLAN" : "RESULT",
+			     "DOWNTIME", "WHY"};
+	struct table *t = table_new(9, hdr);
+	for (size_t i = 0; t && moves && i < json_object_array_length(moves); i++) {
+		json_object *m = json_object_array_get_idx(moves, i);
+		char vmid[16], mem[32], est[32], dt[48];
+		long long id = 0;
+		json_int(m, "vmid", &id);
+		snprintf(vmid, sizeof vmid, "%lld", id);
+		fmt_num(mem, sizeof mem, m, "memory", " MiB", 1048576.0);
+		fmt_num(est, sizeof est, m, dry_run ? "estimate_s" : "seconds", " s", 1);
+		fmt_num(dt, sizeof dt, m, "downtime_ms", " ms", 1);
+		long long gap = -1;
+		if (json_int(m, "probe_gap_ms", &gap) && gap >= 0) {
+			size_t l = strlen(dt);
+			snprintf(dt + l, sizeof dt - l, "%s(seen %lld ms)", l ? " " : "", gap);
+		}
+		const char *row[] = {json_str(m, "name"), vmid, mem, json_str(m, "method"),
+				     json_str(m, "target"), est, json_str(m, "status"), dt,
+				     json_str(m, "why")};
+		table_add(t, row);
+	}
+	if (t)
+		table_print(t, stdout);
+	table_free(t);
+	if (free_after && json_object_object_length(free_after)) {
+		printf("free memory after the drain:");
+		json_object_object_foreach(free_after, node, bytes)
+			printf(" %s %.1f GiB", node, json_object_get_double(bytes) / 1073741824.0);
+		printf("\n");
+	}
+	const struct pve_error *e = job_error(j);
+	if (e->kind != PVE_OK) {
+		char *m = pve_error_format(e);
+		log_error("%s %s: %s", cmd, job_subject(j), m ? m : "failed");
+		free(m);
+	}
+	if (job_left(j))
+		log_error("%s %s: needs attention: %s", cmd, job_subject(j), job_left(j));
+}
+
+struct drain_print {
+	const char *cmd;
+	bool dry_run;
+};
+
+static void print_drain_cb(struct cli *cli, struct job *j, const void *ctx, int code)
+{
+	const struct drain_print *dp = ctx;
+	print_drain(cli, dp->cmd, j, dp->dry_run, code);
+}
+
+/* "N1,N2" -> a NULL-terminated list (the string is cut in place). */
+static int split_nodes(char *s, const char ***out, size_t *n)
+{
+	size_t cap = 1;
+	for (const char *p = s; *p; p++)
+		cap += *p == ',';
+	const char **v = calloc(cap + 1, sizeof *v);
+	if (!v)
+		return -1;
+	*n = 0;
+	for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		v[(*n)++] = t;
+	*out = v;
+	return 0;
+}
+
+static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
+{
+	const char *cmd = undrain ? "undrain" : "drain";
+	char *to = NULL;
+	long workers = 0;
+	bool dry = false, partial = false;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < a->n; i++) {
+		const char *arg = a->v[i].val;
+		switch (a->v[i].opt) {
+		case 't':
+			free(to);
+			if (!(to = strdup(arg)))
+				rc = 1;
+			break;
+		case 'k': rc = cli_parse_count(cmd, "--max-workers", arg, 1, 64, &workers); break;
+		case 'p': partial = true; break;
+		case 'n': dry = true; break;
+		default: rc = EXIT_USAGE; break;
+		}
+	}
+	const char **tov = NULL;
+	size_t n_to = 0;
+	if (rc == 0 && to && split_nodes(to, &tov, &n_to) < 0)
+		rc = 1;
+	if (rc == 0)
+		rc = cli_connect_pve(cli);
+	if (rc) {
+		free(tov);
+		free(to);
+		return rc;
+	}
+	struct pve_opts po = cli_pve_opts(&cli->conf);
+	struct drain_print dp = {cmd, dry};
+	const struct job_print out = {print_drain_cb, &dp};
+	rc = run_job(cli, cmd, undrain ? &wf_undrain : &wf_drain, a->argv[0],
+		     wf_drain_params(tov, n_to, (unsigned)workers, cli->conf.migrate.per_target,
+				     partial, dry, 0),
+		     dry, &po, &out);
+	free(tov);
+	free(to);
+	return rc;
+}
+
+static int cmd_drain(struct cli *cli, const struct cmd_args *a)
+{
+	return run_drain(cli, a, false);
+}
+
+static int cmd_undrain(struct cli *cli, const struct cmd_args *a)
+{
+	return run_drain(cli, a, true);
+}
+
+static const struct option drain_opts[] = {
+	{"to", required_argument, NULL, 't'},
+	{"max-workers", required_argument, NULL, 'k'},
+	{"partial", no_argument, NULL, 'p'},
+	{"dry-run", no_argument, NULL, 'n'},
+	{0},
+};
+static const struct option undrain_opts[] = {
+	{"max-workers", required_argument, NULL, 'k'},
+	{"dry-run", no_argument, NULL, 'n'},
+	{0},
+};
+
+const struct cmd_entry cmd_drain_entry = {
+	"drain", "NODE [--to N1,N2,...] [--max-workers K] [--partial] [--dry-run]",
+	"move every guest off NODE (templates and pvagent-pin guests stay), K at a time; "
+	"each moved guest is tagged pvagent-home-NODE",
+	"", drain_opts, NULL, 1, 1, "node", cmd_drain,
+};
+const struct cmd_entry cmd_undrain_entry = {
+	"undrain", "NODE [--max-workers K] [--dry-run]",
+	"bring every guest tagged pvagent-home-NODE back to NODE and remove the tag",
+	"", undrain_opts, NULL, 1, 1, "node", cmd_undrain,
+};
+
+/* ---- windows ------------------------------------------------------------------------ */
+
+static void fmt_time(char *buf, size_t n, time_t t)
+{
+	struct tm tm;
+	if (!localtime_r(&t, &tm) || !strftime(buf, n, "%a %Y-%m-%d %H:%M", &tm))
+		snprintf(buf, n, "%lld", (long long)t);
+}
+
+static int cmd_windows(struct cli *cli, const struct cmd_args *a)
+{
+	(void)a;
+	int rc = cli_load_conf(cli);
+	if (rc)
+		return rc;
+	const struct conf *c = &cli->conf;
+	time_t now = time(NULL);
+	json_object *arr = cli->json ? json_object_new_array() : NULL;
+	const char *hdr[] = {"WINDOW", "NODE", "SCHEDULE", "DURATION", "TO", "NEXT", "UNTIL", "STATE"};
+	struct table *t = cli->json ? NULL : table_new(8, hdr);
+	for (size_t i = 0; i < c->n_windows; i++) {
+		const struct conf_window *w = &c->windows[i];
+		time_t s = 0, e = 0;
+		bool has = window_next(w, now, &s, &e) == 0;
+		char sched[64], dur[32], from[48] = "", until[48] = "";
+		struct sbuf to = {0};
+		if (w->schedule)
+			snprintf(sched, sizeof sched, "%s", w->schedule);
+		else
+			snprintf(sched, sizeof sched, "days %02d:%02d", w->start / 60, w->start % 60);
+		snprintf(dur, sizeof dur, "%um", w->duration / 60);
+		for (size_t k = 0; k < w->n_to; k++)
+			sbuf_addf(&to, "%s%s", k ? "," : "", w->to[k]);
+		if (has) {
+			fmt_time(from, sizeof from, s);
+			fmt_time(until, sizeof until, e);
+		}
+		const char *state = !has ? "never" : s <= now ? "open" : "scheduled";
+		if (arr) {
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "name", json_object_new_string(w->name));
+			json_object_object_add(o, "node", json_object_new_string(w->node));
+			json_object_object_add(o, "schedule", json_object_new_string(sched));
+			json_object_object_add(o, "duration_s", json_object_new_int64(w->duration));
+			json_object_object_add(o, "to", json_object_new_string(sbuf_str(&to)));
+			json_object_object_add(o, "state", json_object_new_string(state));
+			if (has) {
+				json_object_object_add(o, "next", json_object_new_int64((long long)s));
+				json_object_object_add(o, "until", json_object_new_int64((long long)e));
+			}
+			json_object_array_add(arr, o);
+		} else if (t) {
+			const char *row[] = {w->name, w->node, sched, dur,
+					     to.len ? sbuf_str(&to) : "any", from, until, state};
+			table_add(t, row);
+		}
+		sbuf_free(&to);
+	}
+	if (arr) {
+		json_object *r = json_object_new_object();
+		json_object_object_add(r, "result", json_object_new_string("ok"));
+		json_object_object_add(r, "command", json_object_new_string("windows"));
+		json_object_object_add(r, "windows", arr);
+		json_object_object_add(r, "exit", json_object_new_int(0));
+		out_json_line(stdout, r);
+		json_object_put(r);
+	} else if (t) {
+		if (c->n_windows)
+			table_print(t, stdout);
+		else
+			printf("no maintenance windows in %s\n", c->path ? c->path : "the configuration");
+	}
+	table_free(t);
+	return 0;
+}
+
+const struct cmd_entry cmd_windows_entry = {
+	"windows", "", "maintenance windows ([window] in pvagent.conf) and when they open next",
+	NULL, NULL, NULL, 0, 0, NULL, cmd_windows,
+};

@@ -1,0 +1,232 @@
+/* drain_plan.c - drain placement and the sliding-window schedule
+ * (drain_plan.h). Pure. */
+#include "drain_plan.h"
+
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MiB (1024.0 * 1024.0)
+
+const char *dp_status_name(enum dp_status s)
+{
+	switch (s) {
+	case DP_MOVE: return "move";
+	case DP_STAY_TEMPLATE: return "template";
+	case DP_STAY_PINNED: return "pinned";
+	case DP_NOWHERE: return "fits nowhere";
+	}
+	return "?";
+}
+
+void drain_plan_free(struct dp_plan *p)
+{
+	for (size_t i = 0; p->moves && i < p->n_moves; i++)
+		free(p->moves[i].why);
+	free(p->moves);
+	free(p->free_after);
+	memset(p, 0, sizeof *p);
+}
+
+static bool in_list(const char *const *v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] && strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
+static bool is_target(const struct dp_input *in, const struct dp_node *n)
+{
+	if (strcmp(n->name, in->source) == 0)
+		return false;
+	return in->to ? in_list(in->to, in->n_to, n->name) : true;
+}
+
+/* Guests to move: the largest memory first (then by VMID). */
+static int by_memory(const void *a, const void *b, void *ctx)
+{
+	const struct dp_input *in = ctx;
+	const struct dp_guest *x = &in->guests[*(const size_t *)a];
+	const struct dp_guest *y = &in->guests[*(const size_t *)b];
+	if (x->memory != y->memory)
+		return x->memory > y->memory ? -1 : 1;
+	return (x->vmid > y->vmid) - (x->vmid < y->vmid);
+}
+
+/* Why node n cannot take guest g with `avail` bytes free after the
+ * reserve, or NULL when it can (static text or sb). */
+static const char *refusal(const struct dp_input *in, const struct dp_node *n,
+			   const struct dp_guest *g, double avail, struct sbuf *sb)
+{
+	if (!n->online)
+		return "offline";
+	if (g->blocker) {
+		sbuf_reset(sb);
+		sbuf_addf(sb, "uses the local resource %s", g->blocker);
+		return sbuf_str(sb);
+	}
+	if (g->allowed && !in_list(g->allowed, g->n_allowed, n->name))
+		return "not among PVE's allowed nodes";
+	for (size_t i = 0; i < g->n_storages; i++)
+		if (!in_list(n->storages, n->n_storages, g->storages[i])) {
+			sbuf_reset(sb);
+			sbuf_addf(sb, "no storage '%s'", g->storages[i]);
+			return sbuf_str(sb);
+		}
+	if (g->cpus && n->cpus && g->cpus > n->cpus) {
+		sbuf_reset(sb);
+		sbuf_addf(sb, "%u CPUs, the guest has %u vCPUs", n->cpus, g->cpus);
+		return sbuf_str(sb);
+	}
+	if (g->running && avail < (double)g->memory) {
+		sbuf_reset(sb);
+		sbuf_addf(sb, "%.0f MiB free after the reserve, needs %.0f MiB",
+			  avail > 0 ? avail / MiB : 0, (double)g->memory / MiB);
+		return sbuf_str(sb);
+	}
+	return NULL;
+}
+
+int drain_plan(const struct dp_input *in, struct dp_plan *out)
+{
+	memset(out, 0, sizeof *out);
+	size_t *order = calloc(in->n_guests ? in->n_guests : 1, sizeof *order);
+	double *avail = calloc(in->n_nodes ? in->n_nodes : 1, sizeof *avail);
+	out->moves = calloc(in->n_guests ? in->n_guests : 1, sizeof *out->moves);
+	out->free_after = calloc(in->n_nodes ? in->n_nodes : 1, sizeof *out->free_after);
+	struct sbuf sb = {0}, why = {0};
+	if (!order || !avail || !out->moves || !out->free_after) {
+		free(order);
+		free(avail);
+		drain_plan_free(out);
+		return -1;
+	}
+	for (size_t i = 0; i < in->n_nodes; i++) {
+		const struct dp_node *n = &in->nodes[i];
+		double free_b = n->mem_total > n->mem_used ? (double)(n->mem_total - n->mem_used) : 0;
+		avail[i] = free_b - (double)in->reserve;
+	}
+	for (size_t i = 0; i < in->n_guests; i++)
+		order[i] = i;
+	qsort_r(order, in->n_guests, sizeof *order, by_memory, (void *)in);
+	size_t nm = 0;
+	/* the moves first, largest first; then what stays */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t k = 0; k < in->n_guests; k++) {
+			const struct dp_guest *g = &in->guests[order[k]];
+			bool stays = g->template || g->pinned;
+			if ((pass == 0) == stays)
+				continue;
+			struct dp_move *m = &out->moves[nm++];
+			m->guest = order[k];
+			if (stays) {
+				m->status = g->template ? DP_STAY_TEMPLATE : DP_STAY_PINNED;
+				continue;
+			}
+			m->method = g->running ? (g->type == GUEST_LXC ? MIG_RESTART : MIG_ONLINE)
+					       : MIG_OFFLINE;
+			m->estimate_s = migrate_estimate_s(m->method, g->memory, g->disk_bytes,
+							   in->mem_bps, in->disk_bps);
+			size_t best = in->n_nodes;
+			sbuf_reset(&why);
+			for (size_t i = 0; i < in->n_nodes; i++) {
+				const struct dp_node *n = &in->nodes[i];
+				if (!is_target(in, n))
+					continue;
+				const char *r = refusal(in, n, g, avail[i], &sb);
+				if (r) {
+					sbuf_addf(&why, "%s%s: %s", why.len ? "; " : "", n->name, r);
+					continue;
+				}
+				if (best == in->n_nodes || avail[i] > avail[best])
+					best = i;
+			}
+			if (best == in->n_nodes) {
+				m->status = DP_NOWHERE;
+				out->n_nowhere++;
+				if (!why.len)
+					sbuf_add(&why, "no target nodes");
+				m->why = sbuf_steal(&why);
+				if (!m->why) {
+					free(order);
+					free(avail);
+					sbuf_free(&sb);
+					out->n_moves = nm;
+					drain_plan_free(out);
+					return -1;
+				}
+				continue;
+			}
+			m->status = DP_MOVE;
+			m->target = best;
+			if (g->running)
+				avail[best] -= (double)g->memory;
+		}
+	}
+	out->n_moves = nm;
+	for (size_t i = 0; i < in->n_nodes; i++) {
+		double f = avail[i] + (double)in->reserve;
+		out->free_after[i] = f > 0 ? (uint64_t)f : 0;
+	}
+	free(order);
+	free(avail);
+	sbuf_free(&sb);
+	sbuf_free(&why);
+	return 0;
+}
+
+double drain_schedule(const double *durations, const size_t *targets, size_t n, unsigned k,
+		      unsigned per_target, double *starts)
+{
+	if (!k)
+		k = 1;
+	double *end = calloc(n ? n : 1, sizeof *end);
+	char *state = calloc(n ? n : 1, 1); /* 0 pending, 1 running, 2 done */
+	if (!end || !state) {
+		free(end);
+		free(state);
+		return -1;
+	}
+	double t = 0, makespan = 0;
+	size_t done = 0;
+	while (done < n) {
+		unsigned running = 0;
+		for (size_t i = 0; i < n; i++)
+			running += state[i] == 1;
+		/* start what may start now, in order */
+		for (size_t i = 0; i < n && running < k; i++) {
+			if (state[i] != 0)
+				continue;
+			unsigned into = 0;
+			for (size_t j = 0; per_target && j < n; j++)
+				into += state[j] == 1 && targets && targets[j] == targets[i];
+			if (per_target && into >= per_target)
+				continue;
+			state[i] = 1;
+			running++;
+			end[i] = t + durations[i];
+			if (starts)
+				starts[i] = t;
+		}
+		/* the next end */
+		double next = -1;
+		for (size_t i = 0; i < n; i++)
+			if (state[i] == 1 && (next < 0 || end[i] < next))
+				next = end[i];
+		if (next < 0)
+			break; /* nothing runs and nothing may start: cannot happen */
+		t = next;
+		for (size_t i = 0; i < n; i++)
+			if (state[i] == 1 && end[i] <= t) {
+				state[i] = 2;
+				done++;
+				if (end[i] > makespan)
+					makespan = end[i];
+			}
+	}
+	free(end);
+	free(state);
+	return makespan;
+}

@@ -1,0 +1,416 @@
+/* migrate_plan.c - the migration planner (migrate_plan.h): refusals with
+ * PVE's reasons and how to fix them, the method by guest kind and state,
+ * the request's parameters, and a duration estimate. Pure. */
+#include "migrate_plan.h"
+
+#include "json.h"
+#include "pvecfg.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MiB (1024.0 * 1024.0)
+
+const char *mig_method_name(enum mig_method m)
+{
+	switch (m) {
+	case MIG_NONE: return "none";
+	case MIG_ONLINE: return "online";
+	case MIG_OFFLINE: return "offline";
+	case MIG_RESTART: return "restart";
+	}
+	return "?";
+}
+
+void mig_plan_free(struct mig_plan *p)
+{
+	free(p->targetstorage);
+	free(p->refusal);
+	memset(p, 0, sizeof *p);
+}
+
+static bool storage_id_ok(const char *s, size_t n)
+{
+	if (n == 0 || !isalpha((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
+			return false;
+	return true;
+}
+
+bool migrate_map_valid(const char *map, const char **why)
+{
+	static const char *bad = "expected a storage id, or SRC:DST pairs separated by ','";
+	if (!map || !*map) {
+		*why = bad;
+		return false;
+	}
+	bool pairs = strchr(map, ':') != NULL;
+	for (const char *p = map;;) {
+		const char *e = strchrnul(p, ',');
+		const char *colon = memchr(p, ':', (size_t)(e - p));
+		if (pairs != (colon != NULL) ||
+		    (colon && (!storage_id_ok(p, (size_t)(colon - p)) ||
+			       !storage_id_ok(colon + 1, (size_t)(e - colon - 1)))) ||
+		    (!colon && (!storage_id_ok(p, (size_t)(e - p)) || *e))) {
+			*why = bad;
+			return false;
+		}
+		if (!*e)
+			return true;
+		p = e + 1;
+	}
+}
+
+char *migrate_map_storage(const char *map, const char *src)
+{
+	if (!map)
+		return strdup(src);
+	if (!strchr(map, ':'))
+		return strdup(map);
+	size_t sl = strlen(src);
+	for (const char *p = map;;) {
+		const char *e = strchrnul(p, ',');
+		const char *colon = memchr(p, ':', (size_t)(e - p));
+		if (colon && (size_t)(colon - p) == sl && strncmp(p, src, sl) == 0)
+			return strndup(colon + 1, (size_t)(e - colon - 1));
+		if (!*e)
+			return strdup(src);
+		p = e + 1;
+	}
+}
+
+/* The target's entry for storage id in GET /nodes/T/storage, or NULL. */
+static json_object *target_storage(const struct mig_facts *f, const char *id)
+{
+	size_t n = json_object_is_type(f->target_storages, json_type_array)
+			   ? json_object_array_length(f->target_storages) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(f->target_storages, i);
+		const char *s = json_str(e, "storage");
+		long long enabled = 1, active = 1;
+		json_int(e, "enabled", &enabled);
+		json_int(e, "active", &active);
+		if (s && strcmp(s, id) == 0 && enabled && active)
+			return e;
+	}
+	return NULL;
+}
+
+static bool storage_shared(const struct mig_facts *f, const char *id)
+{
+	long long shared = 0;
+	json_object *e = target_storage(f, id);
+	return e && json_int(e, "shared", &shared) && shared;
+}
+
+static int refuse(struct mig_plan *p, struct sbuf *b)
+{
+	if (!b->len)
+		return -1;
+	p->refusal = sbuf_steal(b);
+	return p->refusal ? 0 : -1;
+}
+
+/* The storage id of a volume id ("local-lvm:vm-100-disk-0" -> "local-lvm"),
+ * malloc'd; NULL for a path or "none". */
+static char *volid_storage(const char *volid)
+{
+	const char *c = volid ? strchr(volid, ':') : NULL;
+	if (!c || volid[0] == '/')
+		return NULL;
+	return strndup(volid, (size_t)(c - volid));
+}
+
+/* Every mapped storage named by the request exists on the target. */
+static int check_map_targets(const struct mig_facts *f, struct mig_plan *p)
+{
+	if (!f->storage_map || !f->target_storages)
+		return 0;
+	const char *m = f->storage_map;
+	for (const char *q = m;;) {
+		const char *e = strchrnul(q, ',');
+		const char *colon = memchr(q, ':', (size_t)(e - q));
+		const char *d = colon ? colon + 1 : q;
+		char *id = strndup(d, (size_t)(e - d));
+		if (!id)
+			return -1;
+		if (!target_storage(f, id)) {
+			struct sbuf b = {0};
+			sbuf_addf(&b, "storage '%s' is not available on node '%s': name a storage "
+				      "that node has (pvagent nodes; pvesm status on %s)",
+				  id, f->target, f->target);
+			free(id);
+			return refuse(p, &b);
+		}
+		free(id);
+		if (!*e)
+			return 0;
+		q = e + 1;
+	}
+}
+
+static int check_memory(const struct mig_facts *f, struct mig_plan *p)
+{
+	if (!f->running || f->target_mem_free >= f->memory + f->memory_reserve)
+		return 0;
+	struct sbuf b = {0};
+	sbuf_addf(&b, "not enough free memory on node '%s': %.0f MiB free, the guest needs %.0f MiB "
+		      "plus the reserve of %.0f MiB ([migrate] memory_reserve); free memory "
+		      "there or choose another node",
+		  f->target, (double)f->target_mem_free / MiB, (double)f->memory / MiB,
+		  (double)f->memory_reserve / MiB);
+	return refuse(p, &b);
+}
+
+/* How to get rid of a local resource that blocks migration. */
+static const char *resource_fix(const char *key)
+{
+	if (strncmp(key, "hostpci", 7) == 0)
+		return "PCI passthrough: remove it, or map the device on every node and mark "
+		       "the mapping live-migration capable";
+	if (strncmp(key, "usb", 3) == 0 || strcmp(key, "hostusb") == 0)
+		return "USB passthrough: remove it, or use a USB mapping present on the target";
+	if (strncmp(key, "serial", 6) == 0 || strncmp(key, "parallel", 8) == 0)
+		return "a host device: remove it or use 'socket'";
+	if (strncmp(key, "virtiofs", 8) == 0)
+		return "a directory mapping: map it on the target too";
+	return "remove it from the guest's config";
+}
+
+static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
+{
+	json_object *pre = f->precondition, *lr = NULL, *na = NULL, *entry = NULL, *ld = NULL;
+	struct sbuf b = {0};
+	/* local resources (passthrough, host devices) */
+	size_t n = json_object_object_get_ex(pre, "local_resources", &lr) &&
+			   json_object_is_type(lr, json_type_array)
+			   ? json_object_array_length(lr) : 0;
+	if (n) {
+		json_object *mri = NULL;
+		json_object_object_get_ex(pre, "mapped-resource-info", &mri);
+		sbuf_addf(&b, "VM %d uses local resources that PVE cannot migrate%s:", f->vmid,
+			  f->running ? " while it runs" : "");
+		for (size_t i = 0; i < n; i++) {
+			const char *k = json_object_get_string(json_object_array_get_idx(lr, i));
+			json_object *mi = NULL;
+			const char *mname = k && json_object_object_get_ex(mri, k, &mi)
+						    ? json_str(mi, "name") : NULL;
+			sbuf_addf(&b, " %s%s%s%s (%s);", k ? k : "?", mname ? " mapped '" : "",
+				  mname ? mname : "", mname ? "' without live migration" : "",
+				  mname && f->running ? "stop the VM to migrate it offline"
+						      : resource_fix(k ? k : ""));
+		}
+		return refuse(p, &b);
+	}
+	/* the target as PVE sees it */
+	if (json_object_object_get_ex(pre, "not_allowed_nodes", &na) &&
+	    json_object_object_get_ex(na, f->target, &entry)) {
+		json_object *us = NULL, *ur = NULL, *bh = NULL;
+		size_t nu = json_object_object_get_ex(entry, "unavailable_storages", &us) &&
+				    json_object_is_type(us, json_type_array)
+				    ? json_object_array_length(us) : 0;
+		for (size_t i = 0; i < nu; i++) {
+			const char *sid = json_object_get_string(json_object_array_get_idx(us, i));
+			char *dst = sid ? migrate_map_storage(f->storage_map, sid) : NULL;
+			if (!dst)
+				return -1;
+			bool ok = strcmp(dst, sid) != 0 && target_storage(f, dst);
+			if (!ok)
+				sbuf_addf(&b, "%sstorage '%s' is not available on node '%s'%s",
+					  b.len ? "; " : "", sid, f->target,
+					  strcmp(dst, sid) ? " (nor the mapped one)" : "");
+			free(dst);
+		}
+		if (b.len)
+			sbuf_addf(&b, ": map it to a storage of '%s' with --storage-map %s:DST "
+				      "(or --storage DST)",
+				  f->target,
+				  json_object_get_string(json_object_array_get_idx(us, 0)));
+		if (json_object_object_get_ex(entry, "unavailable-resources", &ur) &&
+		    json_object_array_length(ur) > 0)
+			sbuf_addf(&b, "%smapped resources %s have no mapping on node '%s': add the "
+				      "node to the resource mapping",
+				  b.len ? "; " : "", json_object_to_json_string(ur), f->target);
+		if (json_object_object_get_ex(entry, "blocking-ha-resources", &bh) &&
+		    json_object_array_length(bh) > 0)
+			sbuf_addf(&b, "%sHA resources %s keep VM %d off node '%s' (HA rules)",
+				  b.len ? "; " : "", json_object_to_json_string(bh), f->vmid,
+				  f->target);
+		if (b.len)
+			return refuse(p, &b);
+		sbuf_free(&b);
+	}
+	/* local disks: CD drives with local ISOs stop PVE; others are copied */
+	size_t nd = json_object_object_get_ex(pre, "local_disks", &ld) &&
+			    json_object_is_type(ld, json_type_array)
+			    ? json_object_array_length(ld) : 0;
+	bool copies = false;
+	for (size_t i = 0; i < nd; i++) {
+		json_object *d = json_object_array_get_idx(ld, i);
+		long long cd = 0, unused = 0, size = 0;
+		json_int(d, "cdrom", &cd);
+		json_int(d, "is_unused", &unused);
+		const char *volid = json_str(d, "volid"), *drive = json_str(d, "drivename");
+		if (cd) {
+			sbuf_addf(&b, "VM %d has a local ISO '%s' in its CD drive%s%s: eject it "
+				      "(qm set %d --%s none,media=cdrom) or keep the ISO on shared "
+				      "storage",
+				  f->vmid, volid ? volid : "?", drive ? " " : "", drive ? drive : "",
+				  f->vmid, drive ? drive : "ide2");
+			return refuse(p, &b);
+		}
+		copies = true;
+		if (json_int(d, "size", &size) && size > 0)
+			p->disk_bytes += (uint64_t)size;
+	}
+	if (check_map_targets(f, p) < 0 || p->refusal)
+		return p->refusal ? 0 : -1;
+	if (check_memory(f, p) < 0 || p->refusal)
+		return p->refusal ? 0 : -1;
+	p->method = f->running ? MIG_ONLINE : MIG_OFFLINE;
+	p->with_local_disks = copies && f->running;
+	if (copies && f->storage_map && !(p->targetstorage = strdup(f->storage_map)))
+		return -1;
+	return 0;
+}
+
+/* lxc and OpenVZ: the volumes of the config must land on storages the
+ * target has; bind mounts and devices are host-local. */
+static int ct_plan(const struct mig_facts *f, struct mig_plan *p)
+{
+	struct sbuf b = {0};
+	json_object_object_foreach(f->config, k, v)
+	{
+		bool rootfs = strcmp(k, "rootfs") == 0;
+		bool mp = strncmp(k, "mp", 2) == 0 && isdigit((unsigned char)k[2]);
+		if (strncmp(k, "dev", 3) == 0 && isdigit((unsigned char)k[3])) {
+			sbuf_addf(&b, "CT %d passes host device %s (%s) through: remove it to "
+				      "migrate",
+				  f->vmid, k, json_object_get_string(v));
+			return refuse(p, &b);
+		}
+		if (!rootfs && !mp)
+			continue;
+		struct propstr ps;
+		if (propstr_parse(json_object_get_string(v), &ps) < 0)
+			return -1;
+		const char *vol = propstr_get(&ps, NULL);
+		if (vol && vol[0] == '/') {
+			sbuf_addf(&b, "CT %d has %s, a bind mount of the host path %s: remove it "
+				      "(pct set %d --delete %s) or make it shared (shared=1) when "
+				      "the path exists on every node",
+				  f->vmid, k, vol, f->vmid, k);
+			propstr_free(&ps);
+			return refuse(p, &b);
+		}
+		char *sid = volid_storage(vol);
+		char *dst = sid ? migrate_map_storage(f->storage_map, sid) : NULL;
+		if (sid && !dst) {
+			free(sid);
+			propstr_free(&ps);
+			return -1;
+		}
+		if (dst && f->target_storages && !target_storage(f, dst)) {
+			sbuf_addf(&b, "storage '%s' of %s is not available on node '%s': map it "
+				      "with --storage-map %s:DST (or --storage DST)",
+				  dst, k, f->target, sid);
+			free(sid);
+			free(dst);
+			propstr_free(&ps);
+			return refuse(p, &b);
+		}
+		double sz = 0;
+		const char *size = propstr_get(&ps, "size");
+		if (dst && !storage_shared(f, dst) && size && pvecfg_parse_size(size, &sz) == 0)
+			p->disk_bytes += (uint64_t)sz;
+		free(sid);
+		free(dst);
+		propstr_free(&ps);
+	}
+	if (f->type == GUEST_OPENVZ && f->storage_map) {
+		sbuf_addf(&b, "OpenVZ containers migrate to the same storage: drop --storage");
+		return refuse(p, &b);
+	}
+	if (check_map_targets(f, p) < 0 || p->refusal)
+		return p->refusal ? 0 : -1;
+	if (check_memory(f, p) < 0 || p->refusal)
+		return p->refusal ? 0 : -1;
+	p->method = !f->running ? MIG_OFFLINE : f->type == GUEST_OPENVZ ? MIG_ONLINE : MIG_RESTART;
+	if (f->storage_map && !(p->targetstorage = strdup(f->storage_map)))
+		return -1;
+	return 0;
+}
+
+int migrate_plan(const struct mig_facts *f, struct mig_plan *out)
+{
+	memset(out, 0, sizeof *out);
+	out->memory = f->memory;
+	out->via_ha = f->ha_managed;
+	struct sbuf b = {0};
+	if (f->source && f->target && strcmp(f->source, f->target) == 0)
+		return 0; /* MIG_NONE */
+	if (!f->target_known) {
+		sbuf_addf(&b, "there is no node '%s' in the cluster (pvagent nodes)", f->target);
+		return refuse(out, &b);
+	}
+	if (!f->target_online) {
+		sbuf_addf(&b, "node '%s' is offline", f->target);
+		return refuse(out, &b);
+	}
+	if (f->type == GUEST_QEMU)
+		return qemu_plan(f, out);
+	return ct_plan(f, out);
+}
+
+int migrate_plan_params(const struct mig_plan *p, const struct mig_facts *f,
+			unsigned bwlimit_kib, struct pve_params *out)
+{
+	pve_params_add(out, "target", f->target);
+	switch (f->type) {
+	case GUEST_QEMU:
+		if (p->method == MIG_ONLINE)
+			pve_params_add(out, "online", "1");
+		if (p->with_local_disks)
+			pve_params_add(out, "with-local-disks", "1");
+		if (p->targetstorage)
+			pve_params_add(out, "targetstorage", p->targetstorage);
+		break;
+	case GUEST_LXC:
+		if (p->method == MIG_RESTART) {
+			pve_params_add(out, "restart", "1");
+			pve_params_add_int(out, "timeout",
+					   f->restart_timeout ? (long long)f->restart_timeout : 180);
+		}
+		if (p->targetstorage)
+			pve_params_add(out, "target-storage", p->targetstorage);
+		break;
+	case GUEST_OPENVZ:
+		if (p->method == MIG_ONLINE)
+			pve_params_add(out, "online", "1");
+		break;
+	}
+	if (bwlimit_kib && f->type != GUEST_OPENVZ)
+		pve_params_add_int(out, "bwlimit", (long long)bwlimit_kib);
+	return out->failed ? -1 : 0;
+}
+
+double migrate_estimate_s(enum mig_method m, uint64_t memory, uint64_t disk_bytes,
+			  double mem_bps, double disk_bps)
+{
+	if (m == MIG_NONE)
+		return 0;
+	if (!(mem_bps > 0))
+		mem_bps = 100 * MiB;
+	if (!(disk_bps > 0))
+		disk_bps = 200 * MiB;
+	double s = 3.0 + (double)disk_bytes / disk_bps;
+	if (m == MIG_ONLINE)
+		s += (double)memory / mem_bps;
+	if (m == MIG_RESTART)
+		s += 5.0; /* shutdown and start */
+	return s;
+}

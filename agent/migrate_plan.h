@@ -1,0 +1,81 @@
+/* migrate_plan.h - the migration planner (README "Migration and
+ * maintenance"): from what PVE said about a guest and its target (the
+ * qemu precondition of GET .../migrate, the target node's status and
+ * storages, the guest's config) decide whether the migration can run, how
+ * (online, offline, restart; through HA), with which PVE parameters, and
+ * otherwise why not, in words that say how to fix it. Pure: no I/O. */
+#ifndef PVAGENT_MIGRATE_PLAN_H
+#define PVAGENT_MIGRATE_PLAN_H
+
+#include "guest.h"
+#include "pve.h"
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum mig_method {
+	MIG_NONE = 0,   /* already on the target: nothing to do */
+	MIG_ONLINE,     /* qemu live migration; OpenVZ online migration */
+	MIG_OFFLINE,    /* stopped guest */
+	MIG_RESTART,    /* running LXC container: stop, move, start */
+};
+const char *mig_method_name(enum mig_method m);
+
+/* What is known; every member borrowed. */
+struct mig_facts {
+	enum guest_type type;
+	int vmid;
+	const char *source;        /* the node the guest is on */
+	const char *target;
+	bool running;
+	bool ha_managed;
+	uint64_t memory;           /* bytes the guest uses when running */
+	json_object *config;       /* the guest's config (GET .../config) */
+	json_object *precondition; /* qemu: GET .../migrate; NULL otherwise */
+	/* the target node */
+	bool target_known;         /* a member of the cluster */
+	bool target_online;
+	uint64_t target_mem_free;  /* maxmem - mem, bytes */
+	json_object *target_storages; /* GET /nodes/T/storage (array), or NULL */
+	/* the request */
+	const char *storage_map;   /* --storage S or --storage-map S:D,...; NULL */
+	uint64_t memory_reserve;   /* [migrate] memory_reserve, bytes */
+	unsigned restart_timeout;  /* lxc restart: shutdown timeout, s (0: 180) */
+};
+
+struct mig_plan {
+	enum mig_method method;
+	bool via_ha;               /* through the HA stack: follow its child task */
+	bool with_local_disks;     /* qemu: local disks are copied */
+	char *targetstorage;       /* PVE's targetstorage/target-storage, or NULL */
+	uint64_t disk_bytes;       /* local disk bytes to copy */
+	uint64_t memory;           /* bytes of memory to move (live) */
+	char *refusal;             /* why it cannot run (malloc'd), or NULL */
+};
+void mig_plan_free(struct mig_plan *p);
+
+/* Decide. Returns 0 with out filled (out->refusal set when PVE would
+ * refuse, or the target cannot take the guest), -1 out of memory. */
+int migrate_plan(const struct mig_facts *f, struct mig_plan *out);
+
+/* The POST parameters of the migration request (qemu: target, online,
+ * with-local-disks, targetstorage, bwlimit; lxc: target, restart,
+ * timeout, target-storage, bwlimit; OpenVZ: target, online). bwlimit_kib
+ * in KiB/s as PVE takes it (0: none). */
+int migrate_plan_params(const struct mig_plan *p, const struct mig_facts *f,
+			unsigned bwlimit_kib, struct pve_params *out);
+
+/* The storage a source storage maps to under map ("DST", or
+ * "SRC:DST,SRC2:DST2"; a source not named keeps its storage); malloc'd. */
+char *migrate_map_storage(const char *map, const char *src);
+/* Is map a valid --storage / --storage-map value? *why static on false. */
+bool migrate_map_valid(const char *map, const char **why);
+
+/* Estimated seconds for a migration: memory at mem_bps (live), disks at
+ * disk_bps, plus fixed overhead. Speeds <= 0 use defaults (100 MiB/s
+ * memory, 200 MiB/s disks). */
+double migrate_estimate_s(enum mig_method m, uint64_t memory, uint64_t disk_bytes,
+			  double mem_bps, double disk_bps);
+
+#endif

@@ -1,0 +1,790 @@
+/* wf_drain.c - the `drain` and `undrain` workflows (wf_drain.h): a plan
+ * step each (drain: facts from PVE into drain_plan(); undrain: the guests
+ * whose home tag names the node), and one shared move step that runs the
+ * planned migrations as wf_migrate jobs in a sliding window. */
+#include "wf_drain.h"
+
+#include "clock.h"
+#include "drain_plan.h"
+#include "json.h"
+#include "log.h"
+#include "migrate_store.h"
+#include "pvecfg.h"
+#include "util.h"
+#include "wf_migrate.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct drain_ctx {
+	const struct pve_opts *po;
+	const char *node;
+	unsigned max_workers, per_target;
+	bool partial, dry_run;
+	double deadline;
+};
+
+void wf_drain_attach(struct job *j, const struct pve_opts *po)
+{
+	struct drain_ctx *d = job_ctx(j);
+	d->po = po;
+}
+
+json_object *wf_drain_params(const char *const *to, size_t n_to, unsigned max_workers,
+			     unsigned per_target, bool partial, bool dry_run, double deadline)
+{
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+	if (!o || !a) {
+		json_object_put(o);
+		json_object_put(a);
+		return NULL;
+	}
+	for (size_t i = 0; i < n_to; i++)
+		json_object_array_add(a, json_object_new_string(to[i]));
+	json_object_object_add(o, "to", a);
+	json_object_object_add(o, "max_workers", json_object_new_int64(max_workers));
+	json_object_object_add(o, "per_target", json_object_new_int64(per_target));
+	json_object_object_add(o, "partial", json_object_new_boolean(partial));
+	json_object_object_add(o, "dry_run", json_object_new_boolean(dry_run));
+	if (deadline > 0)
+		json_object_object_add(o, "deadline", json_object_new_double(deadline));
+	return o;
+}
+
+static int drain_open(struct job *j, void *ctx)
+{
+	struct drain_ctx *d = ctx;
+	json_object *p = job_params(j), *dl = NULL;
+	long long x = 0;
+	const struct conf *cf = job_env(j)->conf;
+	d->node = job_subject(j);
+	d->max_workers = json_int(p, "max_workers", &x) && x > 0 ? (unsigned)x
+		       : cf && cf->migrate.max_workers ? cf->migrate.max_workers : 2;
+	d->per_target = json_int(p, "per_target", &x) && x > 0 ? (unsigned)x
+		      : cf && cf->migrate.per_target ? cf->migrate.per_target : 2;
+	d->partial = json_int(p, "partial", &x) && x;
+	d->dry_run = json_int(p, "dry_run", &x) && x;
+	if (json_object_object_get_ex(p, "deadline", &dl))
+		d->deadline = json_object_get_double(dl);
+	return 0;
+}
+
+/* Does the tag list (';', ',' or ' ' separated) hold tag? */
+static bool has_tag(const char *tags, const char *tag)
+{
+	size_t n = strlen(tag);
+	for (const char *p = tags; p && *p;) {
+		size_t l = strcspn(p, ";, ");
+		if (l == n && strncmp(p, tag, n) == 0)
+			return true;
+		p += l;
+		p += strspn(p, ";, ");
+	}
+	return false;
+}
+
+/* ---- facts for the planner ------------------------------------------------------ */
+
+/* What PVE said about one guest of the node, and about one node. */
+struct gfacts {
+	json_object *config, *status, *pre;
+	const char **storages, **allowed;
+};
+struct nfacts {
+	json_object *storages;          /* GET /nodes/N/storage */
+	const char **ids;
+};
+
+struct facts {
+	struct guest_list guests;       /* on the node */
+	json_object *nodes;             /* GET /nodes */
+	struct gfacts *g;               /* per guest */
+	struct nfacts *n;               /* per /nodes entry */
+	struct dp_node *dn;
+	struct dp_guest *dg;
+	size_t n_nodes;
+};
+
+static void facts_free(struct facts *f)
+{
+	for (size_t i = 0; f->g && i < f->guests.n; i++) {
+		json_object_put(f->g[i].config);
+		json_object_put(f->g[i].status);
+		json_object_put(f->g[i].pre);
+		free(f->g[i].storages);
+		free(f->g[i].allowed);
+	}
+	for (size_t i = 0; f->n && i < f->n_nodes; i++) {
+		json_object_put(f->n[i].storages);
+		free(f->n[i].ids);
+	}
+	free(f->g);
+	free(f->n);
+	free(f->dn);
+	free(f->dg);
+	json_object_put(f->nodes);
+	guest_list_free(&f->guests);
+	memset(f, 0, sizeof *f);
+}
+
+/* Is storage id shared (from the source node's storage list)? */
+static bool shared_on(json_object *storages, const char *id)
+{
+	for (size_t i = 0; storages && i < json_object_array_length(storages); i++) {
+		json_object *e = json_object_array_get_idx(storages, i);
+		long long sh = 0;
+		const char *s = json_str(e, "storage");
+		if (s && strcmp(s, id) == 0)
+			return json_int(e, "shared", &sh) && sh;
+	}
+	return false;
+}
+
+/* The local storages a guest's config uses (borrowed from config; volume
+ * ids "STORAGE:..." of disks, rootfs and mount points), deduplicated. */
+static int local_storages(json_object *config, json_object *src_storages, const char ***out,
+			  size_t *n, uint64_t *bytes)
+{
+	*out = NULL;
+	*n = 0;
+	size_t cap = 0;
+	json_object_object_foreach(config, k, v)
+	{
+		int idx;
+		bool disk = pvecfg_disk_key(k, &idx) != BUS_NONE || strcmp(k, "rootfs") == 0 ||
+			    (strncmp(k, "mp", 2) == 0 && k[2] >= '0' && k[2] <= '9') ||
+			    strncmp(k, "efidisk", 7) == 0 || strncmp(k, "tpmstate", 8) == 0;
+		const char *val = json_object_get_string(v);
+		if (!disk || !val || strstr(val, "media=cdrom"))
+			continue;
+		const char *colon = strchr(val, ':');
+		if (!colon || val[0] == '/')
+			continue;
+		size_t l = (size_t)(colon - val);
+		char id[128];
+		if (l >= sizeof id)
+			continue;
+		memcpy(id, val, l);
+		id[l] = '\0';
+		if (shared_on(src_storages, id))
+			continue;
+		struct propstr ps;
+		double sz = 0;
+		if (propstr_parse(val, &ps) == 0) {
+			const char *size = propstr_get(&ps, "size");
+			if (size && pvecfg_parse_size(size, &sz) == 0)
+				*bytes += (uint64_t)sz;
+			propstr_free(&ps);
+		}
+		bool seen = false;
+		for (size_t i = 0; i < *n; i++)
+			seen |= strlen((*out)[i]) == l && strncmp((*out)[i], val, l) == 0;
+		if (seen)
+			continue;
+		/* the id as a string owned by the config: the volume id's prefix
+		 * is not NUL-terminated, so keep it in the storage list of the
+		 * source instead */
+		const char *owned = NULL;
+		for (size_t i = 0; src_storages && i < json_object_array_length(src_storages); i++) {
+			const char *s = json_str(json_object_array_get_idx(src_storages, i), "storage");
+			if (s && strcmp(s, id) == 0)
+				owned = s;
+		}
+		if (!owned)
+			continue; /* not on the source: PVE will say */
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 4;
+			const char **nv = realloc(*out, cap * sizeof *nv);
+			if (!nv)
+				return -1;
+			*out = nv;
+		}
+		(*out)[(*n)++] = owned;
+	}
+	return 0;
+}
+
+static int gather(struct job *j, struct facts *f, json_object *src_storages)
+{
+	struct pve *c = job_pve(j);
+	struct pve_error *err = job_err(j);
+	const char *node = job_subject(j);
+	if (guest_list(c, node, &f->guests, err) < 0 || pve_getf(c, &f->nodes, NULL, err, "/nodes") < 0)
+		return -1;
+	size_t ng = f->guests.n, nn = json_object_array_length(f->nodes);
+	f->n_nodes = nn;
+	f->g = calloc(ng + 1, sizeof *f->g);
+	f->dg = calloc(ng + 1, sizeof *f->dg);
+	f->n = calloc(nn + 1, sizeof *f->n);
+	f->dn = calloc(nn + 1, sizeof *f->dn);
+	if (!f->g || !f->dg || !f->n || !f->dn)
+		return pve_error_oom(err);
+	for (size_t i = 0; i < nn; i++) {
+		json_object *e = json_object_array_get_idx(f->nodes, i);
+		struct dp_node *d = &f->dn[i];
+		long long v = 0;
+		d->name = json_str(e, "node");
+		const char *st = json_str(e, "status");
+		d->online = st && strcmp(st, "online") == 0;
+		if (json_int(e, "maxmem", &v))
+			d->mem_total = (uint64_t)v;
+		if (json_int(e, "mem", &v))
+			d->mem_used = (uint64_t)v;
+		if (json_int(e, "maxcpu", &v))
+			d->cpus = (unsigned)v;
+		if (!d->name || !d->online)
+			continue;
+		char *pn = pve_path_escape(d->name);
+		int r = pn ? pve_getf(c, &f->n[i].storages, NULL, err, "/nodes/%s/storage", pn)
+			   : pve_error_oom(err);
+		free(pn);
+		if (r < 0)
+			return -1;
+		size_t ns = json_object_array_length(f->n[i].storages);
+		f->n[i].ids = calloc(ns + 1, sizeof *f->n[i].ids);
+		if (!f->n[i].ids)
+			return pve_error_oom(err);
+		for (size_t k = 0; k < ns; k++) {
+			json_object *se = json_object_array_get_idx(f->n[i].storages, k);
+			long long act = 1;
+			json_int(se, "active", &act);
+			if (json_str(se, "storage") && act)
+				f->n[i].ids[d->n_storages++] = json_str(se, "storage");
+		}
+		d->storages = f->n[i].ids;
+	}
+	char *pnode = pve_path_escape(node);
+	if (!pnode)
+		return pve_error_oom(err);
+	int rc = 0;
+	for (size_t i = 0; i < ng && rc == 0; i++) {
+		struct guest_ref *g = &f->guests.v[i];
+		struct dp_guest *d = &f->dg[i];
+		d->name = g->name ? g->name : "";
+		d->vmid = g->vmid;
+		d->type = g->type;
+		d->template = g->template;
+		if ((rc = guest_get_config(c, g, &f->g[i].config, err)) < 0 ||
+		    (rc = pve_getf(c, &f->g[i].status, NULL, err, "/nodes/%s/%s/%d/status/current",
+				   pnode, guest_type_name(g->type), g->vmid)) < 0)
+			break;
+		json_object *cfg = f->g[i].config, *st = f->g[i].status;
+		const char *s = json_str(st, "status");
+		long long v = 0;
+		d->running = s && strcmp(s, "running") == 0;
+		if (json_int(st, "maxmem", &v) && v > 0)
+			d->memory = (uint64_t)v;
+		long long cores = 1, sockets = 1;
+		json_int(cfg, "cores", &cores);
+		if (g->type == GUEST_OPENVZ)
+			json_int(cfg, "cpus", &cores);
+		json_int(cfg, "sockets", &sockets);
+		d->cpus = (unsigned)(cores * (sockets > 0 ? sockets : 1));
+		d->pinned = has_tag(json_str(cfg, "tags"), DRAIN_PIN_TAG);
+		if (local_storages(cfg, src_storages, &f->g[i].storages, &d->n_storages,
+				   &d->disk_bytes) < 0) {
+			rc = pve_error_oom(err);
+			break;
+		}
+		d->storages = f->g[i].storages;
+		if (g->type == GUEST_QEMU && !g->template) {
+			if ((rc = pve_getf(c, &f->g[i].pre, NULL, err, "/nodes/%s/qemu/%d/migrate",
+					   pnode, g->vmid)) < 0)
+				break;
+			json_object *al = NULL;
+			if (json_object_object_get_ex(f->g[i].pre, "allowed_nodes", &al) &&
+			    json_object_is_type(al, json_type_array)) {
+				size_t na = json_object_array_length(al);
+				f->g[i].allowed = calloc(na + 1, sizeof *f->g[i].allowed);
+				if (!f->g[i].allowed) {
+					rc = pve_error_oom(err);
+					break;
+				}
+				for (size_t k = 0; k < na; k++)
+					f->g[i].allowed[k] =
+						json_object_get_string(json_object_array_get_idx(al, k));
+				d->allowed = f->g[i].allowed;
+				d->n_allowed = na;
+			}
+			json_object *lr = NULL;
+			if (json_object_object_get_ex(f->g[i].pre, "local_resources", &lr) &&
+			    json_object_array_length(lr) > 0)
+				d->blocker = json_object_get_string(json_object_array_get_idx(lr, 0));
+		}
+	}
+	free(pnode);
+	return rc;
+}
+
+static int add_move(json_object *moves, const struct dp_input *in, const struct dp_move *m,
+		    const char *target)
+{
+	const struct dp_guest *g = &in->guests[m->guest];
+	json_object *o = json_object_new_object();
+	if (!o)
+		return -1;
+	json_object_object_add(o, "name", json_object_new_string(g->name));
+	json_object_object_add(o, "vmid", json_object_new_int(g->vmid));
+	json_object_object_add(o, "type", json_object_new_string(guest_type_name(g->type)));
+	json_object_object_add(o, "memory", json_object_new_int64((long long)g->memory));
+	json_object_object_add(o, "status", json_object_new_string(dp_status_name(m->status)));
+	if (m->status == DP_MOVE || m->status == DP_NOWHERE) {
+		json_object_object_add(o, "method", json_object_new_string(mig_method_name(m->method)));
+		json_object_object_add(o, "estimate_s", json_object_new_double(m->estimate_s));
+	}
+	if (target)
+		json_object_object_add(o, "target", json_object_new_string(target));
+	if (m->why)
+		json_object_object_add(o, "why", json_object_new_string(m->why));
+	return json_object_array_add(moves, o);
+}
+
+static enum step_rc drain_plan_step(struct job *j)
+{
+	struct drain_ctx *d = job_ctx(j);
+	struct pve_error *err = job_err(j);
+	struct facts f = {0};
+	json_object *src_st = NULL, *to = NULL;
+	struct dp_plan plan = {0};
+	enum step_rc rc = STEP_RC_FAIL;
+	const char **tov = NULL;
+	char *pn = pve_path_escape(d->node);
+	if (!pn || pve_getf(job_pve(j), &src_st, NULL, err, "/nodes/%s/storage", pn) < 0 ||
+	    gather(j, &f, src_st) < 0)
+		goto out;
+	json_object_object_get_ex(job_params(j), "to", &to);
+	size_t n_to = to ? json_object_array_length(to) : 0;
+	if (n_to && !(tov = calloc(n_to, sizeof *tov))) {
+		pve_error_oom(err);
+		goto out;
+	}
+	for (size_t i = 0; i < n_to; i++) {
+		tov[i] = json_object_get_string(json_object_array_get_idx(to, i));
+		bool known = false;
+		for (size_t k = 0; k < f.n_nodes; k++)
+			known |= f.dn[k].name && strcmp(f.dn[k].name, tov[i]) == 0;
+		if (!known) {
+			rc = job_fail(j, PVE_ERR_CONFIG, "--to: there is no node '%s'", tov[i]);
+			goto out;
+		}
+	}
+	const struct conf *cf = job_env(j)->conf;
+	struct dp_input in = {
+		.source = d->node, .nodes = f.dn, .n_nodes = f.n_nodes, .guests = f.dg,
+		.n_guests = f.guests.n, .to = n_to ? tov : NULL, .n_to = n_to,
+		.reserve = (uint64_t)(cf ? cf->migrate.memory_reserve : 1024) << 20,
+	};
+	if (drain_plan(&in, &plan) < 0) {
+		pve_error_oom(err);
+		goto out;
+	}
+	/* measured speeds per target make the estimates (and the deadline) */
+	struct store *st = job_env(j)->store;
+	json_object *moves = json_object_new_array(), *free_after = json_object_new_object();
+	if (!moves || !free_after) {
+		json_object_put(moves);
+		json_object_put(free_after);
+		pve_error_oom(err);
+		goto out;
+	}
+	double total = 0;
+	size_t n_move = 0;
+	for (size_t i = 0; i < plan.n_moves; i++) {
+		struct dp_move *m = &plan.moves[i];
+		const char *target = m->status == DP_MOVE ? f.dn[m->target].name : NULL;
+		double mb = 0, db = 0;
+		char *serr = NULL;
+		if (st && target && migstore_speeds(st, d->node, target, &mb, &db, &serr) == 0 &&
+		    (mb > 0 || db > 0)) {
+			const struct dp_guest *g = &f.dg[m->guest];
+			m->estimate_s = migrate_estimate_s(m->method, g->memory, g->disk_bytes, mb, db);
+		}
+		free(serr);
+		if (m->status == DP_MOVE) {
+			total += m->estimate_s;
+			n_move++;
+		}
+		if (add_move(moves, &in, m, target) < 0) {
+			json_object_put(moves);
+			json_object_put(free_after);
+			pve_error_oom(err);
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < f.n_nodes; i++)
+		if (f.dn[i].name && f.dn[i].online && strcmp(f.dn[i].name, d->node) != 0)
+			json_object_object_add(free_after, f.dn[i].name,
+					       json_object_new_int64((long long)plan.free_after[i]));
+	json_object_object_add(job_vars(j), "moves", moves);
+	json_object_object_add(job_vars(j), "free_after", free_after);
+	if (plan.n_nowhere && !d->partial) {
+		struct sbuf b = {0};
+		for (size_t i = 0; i < plan.n_moves; i++)
+			if (plan.moves[i].status == DP_NOWHERE)
+				sbuf_addf(&b, "%s%s (%s)", b.len ? "; " : "",
+					  f.dg[plan.moves[i].guest].name, plan.moves[i].why);
+		rc = job_fail(j, PVE_ERR_API, "%zu guest%s of %s fit%s nowhere, nothing moved "
+				 "(--partial moves the others): %s",
+			      plan.n_nowhere, plan.n_nowhere == 1 ? "" : "s", d->node,
+			      plan.n_nowhere == 1 ? "s" : "", sbuf_str(&b));
+		sbuf_free(&b);
+		goto out;
+	}
+	job_summary(j, "%zu to move (about %.0f s of migrations), %zu stay%s", n_move, total,
+		    plan.n_moves - n_move - plan.n_nowhere,
+		    plan.n_nowhere ? ", some fit nowhere" : "");
+	rc = d->dry_run ? STEP_RC_END : STEP_RC_OK;
+out:
+	free(pn);
+	free(tov);
+	drain_plan_free(&plan);
+	json_object_put(src_st);
+	facts_free(&f);
+	return rc;
+}
+
+/* ---- undrain: the guests whose home is the node -------------------------------- */
+
+static enum step_rc undrain_plan_step(struct job *j)
+{
+	struct drain_ctx *d = job_ctx(j);
+	struct pve_error *err = job_err(j);
+	struct guest_list all = {0};
+	char *tag = strprintf(WF_HOME_TAG "%s", d->node);
+	json_object *moves = json_object_new_array();
+	enum step_rc rc = STEP_RC_FAIL;
+	if (!tag || !moves) {
+		pve_error_oom(err);
+		goto out;
+	}
+	if (guest_list(job_pve(j), NULL, &all, err) < 0)
+		goto out;
+	size_t n = 0;
+	for (size_t i = 0; i < all.n; i++) {
+		struct guest_ref *g = &all.v[i];
+		json_object *cfg = NULL;
+		if (g->template)
+			continue;
+		if (guest_get_config(job_pve(j), g, &cfg, err) < 0) {
+			if (err->kind == PVE_ERR_NOT_FOUND) { /* gone meanwhile */
+				pve_error_clear(err);
+				continue;
+			}
+			goto out;
+		}
+		bool home = has_tag(json_str(cfg, "tags"), tag);
+		json_object_put(cfg);
+		if (!home)
+			continue;
+		json_object *o = json_object_new_object();
+		if (!o || json_object_array_add(moves, o) < 0) {
+			json_object_put(o);
+			pve_error_oom(err);
+			goto out;
+		}
+		json_object_object_add(o, "name", json_object_new_string(g->name ? g->name : ""));
+		json_object_object_add(o, "vmid", json_object_new_int(g->vmid));
+		json_object_object_add(o, "type", json_object_new_string(guest_type_name(g->type)));
+		json_object_object_add(o, "status", json_object_new_string("move"));
+		json_object_object_add(o, "target", json_object_new_string(d->node));
+		json_object_object_add(o, "from", json_object_new_string(g->node ? g->node : ""));
+		n++;
+	}
+	json_object_object_add(job_vars(j), "moves", moves);
+	moves = NULL;
+	job_summary(j, "%zu guest%s to bring home to %s", n, n == 1 ? "" : "s", d->node);
+	rc = d->dry_run || n == 0 ? STEP_RC_END : STEP_RC_OK;
+out:
+	json_object_put(moves);
+	free(tag);
+	guest_list_free(&all);
+	return rc;
+}
+
+/* ---- the moves: a sliding window of migration jobs -------------------------------- */
+
+struct pool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct job *drain;
+	json_object *moves;
+	size_t n, next_hint;
+	unsigned running;
+	unsigned *into;          /* per move: in flight into its target (by index) */
+	char **targets;
+	char *state;             /* per move: 0 pending, 1 running, 2 done, 3 not to run */
+	bool undrain;
+	double unix0, mono0;     /* unix time = unix0 + (the env's clock - mono0) */
+};
+
+/* The next move that may start now: pending, its target below per_target.
+ * -1 none now; -2 none left at all. Called locked. */
+static long pick(struct pool *p)
+{
+	struct drain_ctx *d = job_ctx(p->drain);
+	bool pending = false;
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->state[i] != 0)
+			continue;
+		pending = true;
+		unsigned in = 0;
+		for (size_t k = 0; k < p->n; k++)
+			in += p->state[k] == 1 && strcmp(p->targets[k], p->targets[i]) == 0;
+		if (in < d->per_target)
+			return (long)i;
+	}
+	return pending ? -1 : -2;
+}
+
+static void run_one(struct pool *p, size_t i, struct pve *c)
+{
+	struct job *dj = p->drain;
+	struct drain_ctx *d = job_ctx(dj);
+	json_object *m = json_object_array_get_idx(p->moves, i);
+	const char *name = json_str(m, "name");
+	json_object *params = wf_migrate_params(p->targets[i], NULL, 0, 0, false);
+	struct job *mj = NULL;
+	struct pve_error e = {0};
+	enum job_outcome o = JOB_OUT_FAILED;
+	double t0 = clock_unix_now();
+	if (params) {
+		if (p->undrain)
+			json_object_object_add(params, "unhome", json_object_new_boolean(1));
+		else
+			json_object_object_add(params, "home", json_object_new_string(d->node));
+	}
+	if (!params || job_for_subject(job_env(dj), &wf_migrate, name, params, &mj, &e) < 0) {
+		if (e.kind == PVE_OK)
+			pve_error_oom(&e);
+	} else {
+		o = job_run(mj, c);
+	}
+	pthread_mutex_lock(&p->mu);
+	json_object_object_add(m, "status",
+			       json_object_new_string(o == JOB_OUT_DONE ? "moved"
+						      : o == JOB_OUT_NEEDS_ATTENTION ? "needs-attention"
+						      : o == JOB_OUT_INTERRUPTED ? "interrupted"
+						      : "failed"));
+	json_object_object_add(m, "seconds", json_object_new_double(clock_unix_now() - t0));
+	if (mj) {
+		json_object *v = job_vars(mj);
+		long long x;
+		if (json_int(v, "downtime_ms", &x))
+			json_object_object_add(m, "downtime_ms", json_object_new_int64(x));
+		if (json_int(v, "probe_gap_ms", &x))
+			json_object_object_add(m, "probe_gap_ms", json_object_new_int64(x));
+		if (job_id(mj))
+			json_object_object_add(m, "job", json_object_new_int64(job_id(mj)));
+		if (job_error(mj)->kind != PVE_OK) {
+			char *msg = pve_error_format(job_error(mj));
+			json_object_object_add(m, "why", json_object_new_string(msg ? msg : "failed"));
+			free(msg);
+		}
+	} else if (e.kind != PVE_OK) {
+		char *msg = pve_error_format(&e);
+		json_object_object_add(m, "why", json_object_new_string(msg ? msg : "failed"));
+		free(msg);
+	}
+	p->state[i] = 2;
+	p->running--;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pve_error_clear(&e);
+	job_free(mj);
+	json_object_put(params);
+}
+
+struct worker {
+	struct pool *p;
+	struct pve *c;
+	bool own;
+	pthread_t th;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct pool *p = w->p;
+	struct drain_ctx *d = job_ctx(p->drain);
+	const struct pve_clock *clk = job_env(p->drain)->clock;
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		if (job_stopping(p->drain))
+			break;
+		long i = pick(p);
+		if (i == -2)
+			break;
+		if (i == -1) {
+			pthread_cond_wait(&p->cv, &p->mu);
+			continue;
+		}
+		json_object *m = json_object_array_get_idx(p->moves, (size_t)i);
+		/* a deadline: start nothing that would end after it */
+		if (d->deadline > 0) {
+			json_object *e = NULL;
+			double est = json_object_object_get_ex(m, "estimate_s", &e)
+					     ? json_object_get_double(e) : 0;
+			double now = p->unix0 + (pve_clock_now(clk) - p->mono0);
+			if (now + est > d->deadline) {
+				char *why = strprintf("not started: about %.0f s from now it would end "
+						      "%.0f s after the window closes",
+						      est, now + est - d->deadline);
+				json_object_object_add(m, "status", json_object_new_string("skipped"));
+				json_object_object_add(m, "why", json_object_new_string(why ? why : "deadline"));
+				free(why);
+				p->state[i] = 3;
+				pthread_cond_broadcast(&p->cv);
+				continue;
+			}
+		}
+		p->state[i] = 1;
+		p->running++;
+		pthread_mutex_unlock(&p->mu);
+		run_one(p, (size_t)i, w->c);
+		pthread_mutex_lock(&p->mu);
+	}
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+static enum step_rc move_step(struct job *j, bool undrain)
+{
+	struct drain_ctx *d = job_ctx(j);
+	json_object *moves = NULL;
+	json_object_object_get_ex(job_vars(j), "moves", &moves);
+	size_t n = moves ? json_object_array_length(moves) : 0;
+	struct pool p = {.drain = j, .moves = moves, .n = n, .undrain = undrain,
+			 .unix0 = clock_unix_now(), .mono0 = pve_clock_now(job_env(j)->clock)};
+	p.targets = calloc(n + 1, sizeof *p.targets);
+	p.state = calloc(n + 1, 1);
+	unsigned k = d->max_workers ? d->max_workers : 1;
+	if (!d->po)
+		k = 1;
+	struct worker *w = calloc(k, sizeof *w);
+	if (!p.targets || !p.state || !w) {
+		free(p.targets);
+		free(p.state);
+		free(w);
+		return pve_error_oom(job_err(j));
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *m = json_object_array_get_idx(moves, i);
+		const char *st = json_str(m, "status"), *t = json_str(m, "target");
+		p.targets[i] = (char *)(t ? t : "");
+		/* move what is planned; on a resumed run, what has not moved */
+		p.state[i] = st && t && (strcmp(st, "move") == 0 || strcmp(st, "failed") == 0 ||
+					 strcmp(st, "interrupted") == 0 ||
+					 strcmp(st, "needs-attention") == 0) ? 0 : 3;
+	}
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.cv, NULL);
+	unsigned started = 0;
+	for (unsigned i = 0; i < k; i++) {
+		w[i].p = &p;
+		if (d->po) {
+			struct pve_error e = {0};
+			w[i].c = pve_new(d->po, &e);
+			w[i].own = true;
+			pve_error_clear(&e);
+			if (!w[i].c)
+				break;
+		} else {
+			w[i].c = job_pve(j);
+		}
+		if (pthread_create(&w[i].th, NULL, worker_main, &w[i]) != 0) {
+			if (w[i].own)
+				pve_free(w[i].c);
+			break;
+		}
+		started++;
+	}
+	if (!started)
+		worker_main(&(struct worker){.p = &p, .c = job_pve(j)});
+	for (unsigned i = 0; i < started; i++) {
+		pthread_join(w[i].th, NULL);
+		if (w[i].own)
+			pve_free(w[i].c);
+	}
+	pthread_cond_destroy(&p.cv);
+	pthread_mutex_destroy(&p.mu);
+	free(w);
+	free(p.targets);
+	free(p.state);
+	/* the summary */
+	size_t moved = 0, failed = 0, attention = 0, skipped = 0, interrupted = 0;
+	struct sbuf b = {0};
+	for (size_t i = 0; i < n; i++) {
+		json_object *m = json_object_array_get_idx(moves, i);
+		const char *st = json_str(m, "status");
+		if (!st)
+			continue;
+		moved += strcmp(st, "moved") == 0;
+		skipped += strcmp(st, "skipped") == 0;
+		interrupted += strcmp(st, "interrupted") == 0;
+		if (strcmp(st, "failed") == 0 || strcmp(st, "needs-attention") == 0) {
+			failed++;
+			attention += strcmp(st, "needs-attention") == 0;
+			sbuf_addf(&b, "%s%s", b.len ? ", " : "", json_str(m, "name"));
+		}
+	}
+	if (job_save(j) < 0) {
+		sbuf_free(&b);
+		return pve_error_oom(job_err(j));
+	}
+	if (interrupted || job_stopping(j)) {
+		sbuf_free(&b);
+		return job_fail(j, PVE_ERR_API, "interrupted"); /* the engine keeps it resumable */
+	}
+	enum step_rc rc = STEP_RC_OK;
+	if (attention)
+		job_set_left(j, "%zu migration%s need attention (pvagent jobs)", attention,
+			     attention == 1 ? "" : "s");
+	if (failed)
+		rc = job_fail(j, PVE_ERR_API, "%zu of %zu migrations failed: %s", failed,
+			      moved + failed, sbuf_str(&b));
+	else if (skipped)
+		job_summary(j, "%zu moved, %zu not started (the window closes first)", moved,
+			    skipped);
+	else
+		job_summary(j, "%zu moved", moved);
+	sbuf_free(&b);
+	return rc;
+}
+
+static enum step_rc drain_move_step(struct job *j)
+{
+	return move_step(j, false);
+}
+
+static enum step_rc undrain_move_step(struct job *j)
+{
+	return move_step(j, true);
+}
+
+static const struct job_step_def drain_steps[] = {
+	{"plan", drain_plan_step, NULL, 0},
+	{"move", drain_move_step, NULL, JOB_STEP_NO_UNDO},
+};
+
+static const struct job_step_def undrain_steps[] = {
+	{"plan", undrain_plan_step, NULL, 0},
+	{"move", undrain_move_step, NULL, JOB_STEP_NO_UNDO},
+};
+
+const struct job_workflow wf_drain = {
+	.name = "drain",
+	.steps = drain_steps,
+	.n_steps = sizeof drain_steps / sizeof *drain_steps,
+	.ctx_size = sizeof(struct drain_ctx),
+	.open = drain_open,
+};
+
+const struct job_workflow wf_undrain = {
+	.name = "undrain",
+	.steps = undrain_steps,
+	.n_steps = sizeof undrain_steps / sizeof *undrain_steps,
+	.ctx_size = sizeof(struct drain_ctx),
+	.open = drain_open,
+};

@@ -1,0 +1,32 @@
+/* wf_drain.h - `drain NODE` and `undrain NODE` as jobs of the engine
+ * (wf_drain.c). A drain plans (drain_plan.h) from what PVE says about the
+ * node's guests and the targets, refuses before moving anything when a
+ * guest fits nowhere (unless partial), then moves the guests as wf_migrate
+ * jobs in a sliding window (max_workers in flight, at most per_target
+ * into one node), tagging each moved guest pvagent-home-NODE. An undrain
+ * moves every guest whose home tag names NODE back and removes the tag.
+ * With a deadline (maintenance windows), a migration whose estimate would
+ * end after it is not started.
+ *
+ * Params (subject = NODE): to (array of node names), max_workers,
+ * per_target, partial, dry_run, deadline (unix seconds; 0 none).
+ * Vars: "moves": [{name, vmid, type, memory, method, target, status
+ * ("move", "template", "pinned", "fits nowhere", "skipped", or after the
+ * run "moved", "failed", "needs-attention"), why, estimate_s, job,
+ * downtime_ms, probe_gap_ms, seconds}], "free_after": {node: bytes}. */
+#ifndef PVAGENT_WF_DRAIN_H
+#define PVAGENT_WF_DRAIN_H
+
+#include "job.h"
+
+extern const struct job_workflow wf_drain, wf_undrain;
+
+/* What the caller hands the job (not kept in the store): the client
+ * options for the workers' PVE clients (NULL: one worker on the job's
+ * client). Call before job_run. */
+void wf_drain_attach(struct job *j, const struct pve_opts *po);
+
+json_object *wf_drain_params(const char *const *to, size_t n_to, unsigned max_workers,
+			     unsigned per_target, bool partial, bool dry_run, double deadline);
+
+#endif

@@ -1,0 +1,638 @@
+/* wf_migrate.c - the `migrate` workflow on the job engine (wf_migrate.h):
+ * plan from what PVE says (migrate_plan.h), refuse before sending
+ * anything, set the downtime limit for this migration, migrate (the task
+ * through job_wait(), the TCP probe beside it, an HA request's child task
+ * followed), verify the guest on the target, put the downtime limit back
+ * and keep the home tag. */
+#include "wf_migrate.h"
+
+#include "clock.h"
+#include "json.h"
+#include "log.h"
+#include "migrate_plan.h"
+#include "migrate_store.h"
+#include "probe.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct mig_ctx {
+	struct guest_ref g;
+	const char *target;        /* from params */
+	const char *storage_map;
+	long long bwlimit, max_downtime, probe_port; /* bwlimit in KiB/s */
+	char *address;             /* params, else vars (a copy) */
+	bool dry_run;
+	/* the plan, made by the plan step or read back from its vars */
+	struct mig_plan plan;
+	bool running;
+	unsigned restart_timeout;
+};
+
+json_object *wf_migrate_params(const char *target, const char *storage_map,
+			       unsigned bwlimit_mib, unsigned max_downtime_ms, bool dry_run)
+{
+	json_object *o = json_object_new_object();
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "target", json_object_new_string(target));
+	if (storage_map)
+		json_object_object_add(o, "storage_map", json_object_new_string(storage_map));
+	if (bwlimit_mib)
+		json_object_object_add(o, "bwlimit", json_object_new_int64(bwlimit_mib));
+	if (max_downtime_ms)
+		json_object_object_add(o, "max_downtime", json_object_new_int64(max_downtime_ms));
+	if (dry_run)
+		json_object_object_add(o, "dry_run", json_object_new_boolean(1));
+	return o;
+}
+
+static int mig_open(struct job *j, void *ctx)
+{
+	struct mig_ctx *m = ctx;
+	json_object *p = job_params(j), *v = job_vars(j);
+	long long x = 0;
+	m->target = json_str(p, "target");
+	if (!m->target || !*m->target)
+		return pve_error_set(job_err(j), PVE_ERR_CONFIG, "migrate: no target node"), -1;
+	m->storage_map = json_str(p, "storage_map");
+	json_int(p, "bwlimit", &m->bwlimit);
+	json_int(p, "max_downtime", &m->max_downtime);
+	json_int(p, "probe_port", &m->probe_port);
+	m->dry_run = json_int(p, "dry_run", &x) && x;
+	if (json_str(p, "address") && !(m->address = strdup(json_str(p, "address"))))
+		return pve_error_oom(job_err(j));
+	const struct conf *cf = job_env(j)->conf;
+	/* params in MiB/s, [migrate] bwlimit in KiB/s as PVE takes it */
+	m->bwlimit = m->bwlimit ? m->bwlimit * 1024 : cf ? cf->migrate.bwlimit : 0;
+	if (!m->storage_map && cf)
+		m->storage_map = cf->migrate.target_storage;
+	if (!m->probe_port)
+		m->probe_port = cf && cf->migrate.probe_port ? cf->migrate.probe_port
+			      : cf && cf->ssh.port ? cf->ssh.port : 22;
+	m->restart_timeout = 180;
+	if (json_int(v, "vmid", &x)) {
+		/* resumed: what the plan step found and decided */
+		const char *node = json_str(v, "node"), *type = json_str(v, "type");
+		const char *ts = json_str(v, "targetstorage");
+		m->g.vmid = (int)x;
+		if (type)
+			guest_type_parse(type, &m->g.type);
+		if ((node && !(m->g.node = strdup(node))) || !(m->g.name = strdup(job_subject(j))) ||
+		    (ts && !(m->plan.targetstorage = strdup(ts))))
+			return pve_error_oom(job_err(j));
+		const char *meth = json_str(v, "method");
+		for (int k = MIG_NONE; meth && k <= MIG_RESTART; k++)
+			if (strcmp(meth, mig_method_name((enum mig_method)k)) == 0)
+				m->plan.method = (enum mig_method)k;
+		m->plan.via_ha = json_int(v, "via_ha", &x) && x;
+		m->plan.with_local_disks = json_int(v, "with_local_disks", &x) && x;
+		m->running = json_int(v, "was_running", &x) && x;
+		if (json_int(v, "memory", &x))
+			m->plan.memory = (uint64_t)x;
+		if (json_int(v, "disk_bytes", &x))
+			m->plan.disk_bytes = (uint64_t)x;
+		if (!m->address && json_str(v, "address") &&
+		    !(m->address = strdup(json_str(v, "address"))))
+			return pve_error_oom(job_err(j));
+	}
+	return 0;
+}
+
+static void mig_close(struct job *j, void *ctx)
+{
+	(void)j;
+	struct mig_ctx *m = ctx;
+	guest_ref_clear(&m->g);
+	mig_plan_free(&m->plan);
+	free(m->address);
+}
+
+/* The target in GET /nodes: known, online, free memory. */
+static int target_node(struct pve *c, const char *target, struct mig_facts *f,
+		       struct pve_error *err)
+{
+	json_object *nodes = NULL;
+	if (pve_getf(c, &nodes, NULL, err, "/nodes") < 0)
+		return -1;
+	size_t n = json_object_is_type(nodes, json_type_array) ? json_object_array_length(nodes) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(nodes, i);
+		const char *name = json_str(e, "node"), *st = json_str(e, "status");
+		if (!name || strcmp(name, target) != 0)
+			continue;
+		long long maxmem = 0, mem = 0;
+		json_int(e, "maxmem", &maxmem);
+		json_int(e, "mem", &mem);
+		f->target_known = true;
+		f->target_online = st && strcmp(st, "online") == 0;
+		f->target_mem_free = maxmem > mem ? (uint64_t)(maxmem - mem) : 0;
+	}
+	json_object_put(nodes);
+	return 0;
+}
+
+static int save_plan(struct job *j, struct mig_ctx *m)
+{
+	const struct mig_plan *p = &m->plan;
+	if (job_set_guest(j, m->g.vmid, m->g.node) < 0 ||
+	    job_set_str(j, "type", guest_type_name(m->g.type)) < 0 ||
+	    job_set_str(j, "method", mig_method_name(p->method)) < 0 ||
+	    job_set_bool(j, "via_ha", p->via_ha) < 0 ||
+	    job_set_bool(j, "with_local_disks", p->with_local_disks) < 0 ||
+	    job_set_bool(j, "was_running", m->running) < 0 ||
+	    job_set_str(j, "targetstorage", p->targetstorage) < 0 ||
+	    job_set_int(j, "memory", (long long)p->memory) < 0 ||
+	    job_set_int(j, "disk_bytes", (long long)p->disk_bytes) < 0 ||
+	    job_set_int(j, "estimate_s",
+			(long long)migrate_estimate_s(p->method, p->memory, p->disk_bytes, 0, 0)) <
+		    0 ||
+	    job_set_str(j, "address", m->address) < 0)
+		return -1;
+	return 0;
+}
+
+static int retag(struct job *j, const char *home, bool unhome);
+
+/* Find the guest and its facts, plan, refuse with PVE's reason. */
+static enum step_rc mig_plan_step(struct job *j)
+{
+	struct mig_ctx *m = job_ctx(j);
+	struct pve *c = job_pve(j);
+	struct pve_error *err = job_err(j);
+	guest_ref_clear(&m->g);
+	int found = guest_find_by_name(c, job_subject(j), &m->g, err);
+	if (found < 0)
+		return STEP_RC_FAIL;
+	if (!found)
+		return job_fail(j, PVE_ERR_NOT_FOUND, "no guest named '%s'", job_subject(j));
+	if (m->g.template)
+		return job_fail(j, PVE_ERR_CONFIG, "'%s' (VMID %d) is a template; pvagent does not "
+				"migrate templates", job_subject(j), m->g.vmid);
+	if (m->g.node && strcmp(m->g.node, m->target) == 0) {
+		if (job_set_guest(j, m->g.vmid, m->g.node) < 0 ||
+		    job_set_str(j, "method", "none") < 0)
+			return pve_error_oom(err);
+		/* an undrain of a guest someone brought home already: the tag goes */
+		long long x = 0;
+		if (!m->dry_run && json_int(job_params(j), "unhome", &x) && x &&
+		    retag(j, NULL, true) < 0)
+			return STEP_RC_FAIL;
+		job_summary(j, "already on %s", m->target);
+		return STEP_RC_END;
+	}
+	json_object *status = NULL, *config = NULL, *pre = NULL, *storages = NULL, *ha = NULL;
+	struct mig_facts f = {
+		.type = m->g.type, .vmid = m->g.vmid, .source = m->g.node, .target = m->target,
+		.storage_map = m->storage_map, .restart_timeout = m->restart_timeout,
+	};
+	const struct conf *cf = job_env(j)->conf;
+	f.memory_reserve = (uint64_t)(cf ? cf->migrate.memory_reserve : 1024) << 20;
+	enum step_rc rc = STEP_RC_FAIL;
+	char *path_node = pve_path_escape(m->g.node);
+	if (!path_node) {
+		pve_error_oom(err);
+		goto out;
+	}
+	if (pve_getf(c, &status, NULL, err, "/nodes/%s/%s/%d/status/current", path_node,
+		     guest_type_name(m->g.type), m->g.vmid) < 0 ||
+	    guest_get_config(c, &m->g, &config, err) < 0)
+		goto out;
+	long long mem = 0, managed = 0;
+	const char *st = json_str(status, "status");
+	m->running = st && strcmp(st, "running") == 0;
+	f.running = m->running;
+	if (json_int(status, "maxmem", &mem) && mem > 0)
+		f.memory = (uint64_t)mem;
+	f.ha_managed = json_object_object_get_ex(status, "ha", &ha) &&
+		       json_int(ha, "managed", &managed) && managed;
+	f.config = config;
+	if (m->g.type == GUEST_QEMU) {
+		struct pve_params q = {0};
+		pve_params_add(&q, "target", m->target);
+		int r = pve_getf(c, &pre, &q, err, "/nodes/%s/qemu/%d/migrate", path_node,
+				 m->g.vmid);
+		pve_params_free(&q);
+		if (r < 0)
+			goto out;
+		f.precondition = pre;
+	}
+	if (target_node(c, m->target, &f, err) < 0)
+		goto out;
+	if (f.target_online) {
+		char *tn = pve_path_escape(m->target);
+		int r = tn ? pve_getf(c, &storages, NULL, err, "/nodes/%s/storage", tn)
+			   : pve_error_oom(err);
+		free(tn);
+		if (r < 0)
+			goto out;
+		f.target_storages = storages;
+	}
+	mig_plan_free(&m->plan);
+	if (migrate_plan(&f, &m->plan) < 0) {
+		pve_error_oom(err);
+		goto out;
+	}
+	if (m->plan.refusal) {
+		rc = job_fail(j, PVE_ERR_CONFIG, "cannot migrate %s to %s: %s", job_subject(j),
+			      m->target, m->plan.refusal);
+		goto out;
+	}
+	if (!m->address && m->running) {
+		m->address = guest_config_address(config, m->g.type);
+	}
+	if (save_plan(j, m) < 0) {
+		pve_error_oom(err);
+		goto out;
+	}
+	job_summary(j, "%s %s migration%s to %s%s%s, about %.0f s", guest_type_name(m->g.type),
+		    mig_method_name(m->plan.method), m->plan.via_ha ? " through HA" : "",
+		    m->target, m->plan.with_local_disks ? " with local disks" : "",
+		    m->plan.targetstorage ? " (storage map)" : "",
+		    migrate_estimate_s(m->plan.method, m->plan.memory, m->plan.disk_bytes, 0, 0));
+	rc = m->dry_run ? STEP_RC_END : STEP_RC_OK;
+out:
+	free(path_node);
+	json_object_put(status);
+	json_object_put(config);
+	json_object_put(pre);
+	json_object_put(storages);
+	return rc;
+}
+
+/* ---- the downtime limit for this migration ------------------------------------- */
+
+static bool wants_downtime(const struct mig_ctx *m)
+{
+	return m->max_downtime > 0 && m->g.type == GUEST_QEMU && m->plan.method == MIG_ONLINE;
+}
+
+static int set_downtime(struct job *j, const char *value)
+{
+	struct mig_ctx *m = job_ctx(j);
+	struct pve_params p = {0};
+	int rc;
+	if (value && *value) {
+		pve_params_add(&p, "migrate_downtime", value);
+		rc = guest_set_config(job_pve(j), &m->g, &p, NULL, NULL, false, job_wait(j),
+				      job_err(j));
+	} else {
+		rc = guest_set_config(job_pve(j), &m->g, &p, "migrate_downtime", NULL, false,
+				      job_wait(j), job_err(j));
+	}
+	pve_params_free(&p);
+	return rc;
+}
+
+static enum step_rc mig_downtime(struct job *j)
+{
+	struct mig_ctx *m = job_ctx(j);
+	if (!wants_downtime(m))
+		return STEP_RC_SKIP;
+	json_object *config = NULL;
+	if (!json_object_object_get_ex(job_vars(j), "prev_downtime", NULL)) {
+		if (guest_get_config(job_pve(j), &m->g, &config, job_err(j)) < 0)
+			return STEP_RC_FAIL;
+		char *prev = json_scalar_dup(config, "migrate_downtime");
+		json_object_put(config);
+		int r = job_set_str(j, "prev_downtime", prev ? prev : "");
+		free(prev);
+		if (r < 0 || job_save(j) < 0)
+			return pve_error_oom(job_err(j));
+	}
+	char *v = strprintf("%.3f", (double)m->max_downtime / 1000.0);
+	if (!v)
+		return pve_error_oom(job_err(j));
+	int r = set_downtime(j, v);
+	if (r == 0)
+		job_summary(j, "migrate_downtime %s s for this migration (was %s)", v,
+			    *json_str(job_vars(j), "prev_downtime")
+				    ? json_str(job_vars(j), "prev_downtime") : "PVE's default");
+	free(v);
+	return r < 0 ? STEP_RC_FAIL : STEP_RC_OK;
+}
+
+/* Put the limit back on the node the guest is on now. */
+static int restore_downtime(struct job *j)
+{
+	struct mig_ctx *m = job_ctx(j);
+	const char *prev = json_str(job_vars(j), "prev_downtime");
+	if (!prev)
+		return 0;
+	/* after the migration it is on the target, after a failed one not */
+	int on = guest_on_node(job_pve(j), &m->g, m->target, NULL, job_err(j));
+	if (on < 0)
+		return -1;
+	if (on && strcmp(m->g.node, m->target) != 0) {
+		char *node = strdup(m->target);
+		if (!node)
+			return pve_error_oom(job_err(j));
+		free(m->g.node);
+		m->g.node = node;
+	}
+	if (set_downtime(j, prev) < 0)
+		return -1;
+	return job_set_str(j, "prev_downtime", NULL);
+}
+
+static int mig_downtime_undo(struct job *j)
+{
+	return restore_downtime(j);
+}
+
+/* ---- the migration ------------------------------------------------------------- */
+
+/* The migration task the HA stack started for the guest after our
+ * request at since (unix seconds): its UPID (malloc'd) once it shows on
+ * the source node, waiting up to the lock timeout. */
+static int ha_child(struct job *j, long long since, char **upid)
+{
+	struct mig_ctx *m = job_ctx(j);
+	const struct guest_wait *w = job_wait(j);
+	const struct pve_clock *clk = job_env(j)->clock;
+	double limit = pve_clock_now(clk) + (w->lock_timeout_s > 0 ? w->lock_timeout_s : 300);
+	const char *type = m->g.type == GUEST_QEMU ? "qmigrate" : "vzmigrate";
+	char *node = pve_path_escape(m->g.node);
+	if (!node)
+		return pve_error_oom(job_err(j));
+	*upid = NULL;
+	int rc = -1;
+	for (;;) {
+		json_object *tasks = NULL;
+		struct pve_params q = {0};
+		pve_params_add_int(&q, "vmid", m->g.vmid);
+		pve_params_add(&q, "typefilter", type);
+		pve_params_add(&q, "source", "all");
+		int r = pve_getf(job_pve(j), &tasks, &q, job_err(j), "/nodes/%s/tasks", node);
+		pve_params_free(&q);
+		if (r < 0)
+			break;
+		size_t n = json_object_is_type(tasks, json_type_array)
+				   ? json_object_array_length(tasks) : 0;
+		long long best = -1;
+		for (size_t i = 0; i < n; i++) {
+			json_object *t = json_object_array_get_idx(tasks, i);
+			long long st = 0;
+			const char *u = json_str(t, "upid");
+			if (u && json_int(t, "starttime", &st) && st >= since && st > best) {
+				free(*upid);
+				*upid = strdup(u);
+				best = st;
+			}
+		}
+		json_object_put(tasks);
+		if (best >= 0) {
+			rc = *upid ? 0 : pve_error_oom(job_err(j));
+			break;
+		}
+		if (job_stopping(j) || pve_clock_now(clk) > limit) {
+			pve_error_set(job_err(j), PVE_ERR_TASK_TIMEOUT,
+				      "the HA stack started no %s task for VM %d", type, m->g.vmid);
+			break;
+		}
+		pve_clock_sleep(clk, w->poll_s > 0 ? w->poll_s : 1.0);
+	}
+	free(node);
+	return rc;
+}
+
+static void keep_figures(struct job *j, const struct task_result *r)
+{
+	if (r->downtime_ms >= 0)
+		job_set_int(j, "downtime_ms", r->downtime_ms);
+	if (r->duration_s >= 0)
+		job_set_int(j, "duration_s", r->duration_s);
+	if (r->speed >= 0)
+		job_set_int(j, "speed", (long long)r->speed);
+	if (r->transferred >= 0)
+		job_set_int(j, "transferred", (long long)r->transferred);
+}
+
+static enum step_rc mig_migrate(struct job *j)
+{
+	struct mig_ctx *m = job_ctx(j);
+	struct pve_error *err = job_err(j);
+	struct mig_facts f = {.type = m->g.type, .target = m->target,
+			      .restart_timeout = m->restart_timeout};
+	struct pve_params p = {0};
+	if (migrate_plan_params(&m->plan, &f, (unsigned)m->bwlimit, &p) < 0) {
+		pve_params_free(&p);
+		return pve_error_oom(err);
+	}
+	struct probe *pr = NULL;
+	if (m->address && m->running)
+		pr = probe_start(m->address, (unsigned)m->probe_port, 10,
+				 job_env(j)->conf ? job_env(j)->conf->migrate.timeout : 3600);
+	double t0 = clock_unix_now();
+	long long since = (long long)t0 - 2;
+	struct task_result res;
+	const char *child = json_str(job_vars(j), "child_upid");
+	int rc = 0;
+	if (!child)
+		rc = guest_migrate(job_pve(j), &m->g, &p, job_wait(j), &res, err);
+	else
+		memset(&res, 0, sizeof res);
+	pve_params_free(&p);
+	if (rc == 0 && m->plan.via_ha) {
+		/* the HA request's task only queued it: follow the migration */
+		char *upid = child ? strdup(child) : NULL;
+		bool oom = child && !upid;
+		if (!child && (rc = ha_child(j, since, &upid)) == 0)
+			oom = job_set_str(j, "child_upid", upid) < 0 || job_save(j) < 0;
+		if (oom)
+			rc = pve_error_oom(err);
+		if (rc == 0) {
+			task_result_free(&res);
+			struct guest_wait w = *job_wait(j);
+			w.attach = true;
+			rc = guest_wait_task(job_pve(j), upid, "migrate", &w, &res, err);
+		}
+		free(upid);
+	}
+	struct probe_result pres = {.longest_gap_ms = -1};
+	probe_stop(pr, &pres);
+	if (rc < 0) {
+		task_result_free(&res);
+		return STEP_RC_FAIL;
+	}
+	if (m->plan.method == MIG_RESTART && res.downtime_ms < 0)
+		/* a restart migration is down from its shutdown to its start */
+		res.downtime_ms = res.duration_s >= 0 ? res.duration_s * 1000
+						      : (long)(res.elapsed_s * 1000);
+	keep_figures(j, &res);
+	task_result_free(&res);
+	job_set_int(j, "elapsed_s", (long long)(clock_unix_now() - t0 + 0.5));
+	job_set_bool(j, "probed", pr != NULL && pres.ever_ok);
+	job_set_int(j, "probe_gap_ms", pres.longest_gap_ms >= 0
+				       ? (long long)(pres.longest_gap_ms + 0.5) : -1);
+	json_object *v = job_vars(j);
+	long long dt = -1, gap = -1;
+	json_int(v, "downtime_ms", &dt);
+	json_int(v, "probe_gap_ms", &gap);
+	struct sbuf s = {0};
+	sbuf_addf(&s, "on %s", m->target);
+	if (dt >= 0)
+		sbuf_addf(&s, ", downtime %lld ms", dt);
+	if (gap >= 0)
+		sbuf_addf(&s, ", clients saw %lld ms", gap);
+	else if (pr && pres.ever_ok)
+		sbuf_addf(&s, ", clients saw no gap");
+	job_summary(j, "%s", sbuf_str(&s));
+	sbuf_free(&s);
+	return STEP_RC_OK;
+}
+
+/* ---- after --------------------------------------------------------------------- */
+
+static enum step_rc mig_verify(struct job *j)
+{
+	struct mig_ctx *m = job_ctx(j);
+	char *status = NULL;
+	int on = guest_on_node(job_pve(j), &m->g, m->target, &status, job_err(j));
+	if (on < 0)
+		return STEP_RC_FAIL;
+	enum step_rc rc = STEP_RC_OK;
+	if (!on) {
+		job_set_left(j, "VM %d is not on %s after its migration task ended", m->g.vmid,
+			     m->target);
+		rc = job_fail(j, PVE_ERR_API, "VM %d is not on %s after the migration", m->g.vmid,
+			      m->target);
+	} else if (m->running && (!status || strcmp(status, "running") != 0)) {
+		job_set_left(j, "VM %d is %s on %s; it ran before", m->g.vmid,
+			     status ? status : "not running", m->target);
+		rc = job_fail(j, PVE_ERR_API, "VM %d is %s on %s after the migration", m->g.vmid,
+			      status ? status : "not running", m->target);
+	} else {
+		/* reachable again (the probe's port), when the guest has an address */
+		int up = m->running && m->address
+				 ? probe_once(m->address, (unsigned)m->probe_port, 2000) : -1;
+		job_summary(j, "%s on %s%s", status ? status : "present", m->target,
+			    up == 1 ? ", answers on its port" : up == 0 ? ", its port does not answer"
+								    : "");
+		if (up == 0)
+			job_note(j, "%s: %s port %lld does not answer after the migration",
+				 job_subject(j), m->address, m->probe_port);
+		char *node = strdup(m->target);
+		if (!node || job_set_guest(j, m->g.vmid, node) < 0) {
+			free(node);
+			rc = pve_error_oom(job_err(j));
+		} else {
+			free(m->g.node);
+			m->g.node = node;
+		}
+	}
+	free(status);
+	return rc;
+}
+
+/* The home tag: "pvagent-home-NODE" added (home) or removed (unhome).
+ * PVE keeps tags ';'-separated (',' and ' ' are read too). */
+static int retag(struct job *j, const char *home, bool unhome)
+{
+	struct mig_ctx *m = job_ctx(j);
+	json_object *config = NULL;
+	if (guest_get_config(job_pve(j), &m->g, &config, job_err(j)) < 0)
+		return -1;
+	const char *tags = json_str(config, "tags");
+	struct sbuf b = {0};
+	bool had = false, changed = false;
+	char *copy = strdup(tags ? tags : "");
+	for (char *save = NULL, *t = copy ? strtok_r(copy, ";, ", &save) : NULL; t;
+	     t = strtok_r(NULL, ";, ", &save)) {
+		bool is_home = strncmp(t, WF_HOME_TAG, strlen(WF_HOME_TAG)) == 0;
+		if (is_home && (unhome || (home && strcmp(t + strlen(WF_HOME_TAG), home) != 0))) {
+			changed = true;
+			continue;
+		}
+		had |= is_home;
+		sbuf_addf(&b, "%s%s", b.len ? ";" : "", t);
+	}
+	if (home && !had) {
+		sbuf_addf(&b, "%s%s%s", b.len ? ";" : "", WF_HOME_TAG, home);
+		changed = true;
+	}
+	int rc = 0;
+	if (!copy)
+		rc = pve_error_oom(job_err(j));
+	else if (changed) {
+		struct pve_params p = {0};
+		if (b.len)
+			pve_params_add(&p, "tags", sbuf_str(&b));
+		rc = guest_set_config(job_pve(j), &m->g, &p, b.len ? NULL : "tags", NULL, false,
+				      job_wait(j), job_err(j));
+		pve_params_free(&p);
+	}
+	free(copy);
+	sbuf_free(&b);
+	json_object_put(config);
+	return rc;
+}
+
+/* Keep the migration's figures (and the guest's home) in the store. */
+static void record(struct job *j, const char *home, bool unhome)
+{
+	struct mig_ctx *m = job_ctx(j);
+	struct store *st = job_env(j)->store;
+	if (!st)
+		return;
+	json_object *v = job_vars(j);
+	long long dur = -1, el = -1, dt = -1, gap = -1;
+	json_int(v, "duration_s", &dur);
+	json_int(v, "elapsed_s", &el);
+	json_int(v, "downtime_ms", &dt);
+	json_int(v, "probe_gap_ms", &gap);
+	const char *src = json_str(v, "node");
+	struct mig_record r = {
+		.vmid = m->g.vmid, .name = job_subject(j), .src = src ? src : "?",
+		.dst = m->target, .method = mig_method_name(m->plan.method),
+		.ts = clock_unix_now(), .seconds = (double)(dur >= 0 ? dur : el),
+		.mem_bytes = m->plan.memory, .disk_bytes = m->plan.disk_bytes,
+		.downtime_ms = (long)dt, .probe_gap_ms = (long)gap,
+	};
+	char *err = NULL;
+	if ((r.seconds > 0 && migstore_add(st, &r, &err) < 0) ||
+	    ((home || unhome) &&
+	     migstore_set_home(st, m->g.vmid, job_subject(j), home, r.ts, &err) < 0))
+		log_warn("%s: %s", job_subject(j), err ? err : "cannot record the migration");
+	free(err);
+}
+
+static enum step_rc mig_finish(struct job *j)
+{
+	long long x = 0;
+	json_object *p = job_params(j);
+	const char *home = json_str(p, "home");
+	bool unhome = json_int(p, "unhome", &x) && x;
+	bool had_limit = json_object_object_get_ex(job_vars(j), "prev_downtime", NULL);
+	if (restore_downtime(j) < 0)
+		return STEP_RC_FAIL;
+	if ((home || unhome) && retag(j, home, unhome) < 0)
+		return STEP_RC_FAIL;
+	record(j, home, unhome);
+	if (!had_limit && !home && !unhome)
+		return STEP_RC_SKIP;
+	job_summary(j, "%s%s%s%s", had_limit ? "migrate_downtime put back" : "",
+		    had_limit && (home || unhome) ? "; " : "",
+		    home ? "home tag " WF_HOME_TAG : unhome ? "home tag removed" : "",
+		    home ? home : "");
+	return STEP_RC_OK;
+}
+
+static const struct job_step_def mig_steps[] = {
+	{"plan", mig_plan_step, NULL, 0},
+	{"downtime", mig_downtime, mig_downtime_undo, 0},
+	{"migrate", mig_migrate, NULL, JOB_STEP_TASK},
+	{"verify", mig_verify, NULL, JOB_STEP_NO_UNDO},
+	{"finish", mig_finish, NULL, JOB_STEP_NO_UNDO},
+};
+
+const struct job_workflow wf_migrate = {
+	.name = "migrate",
+	.steps = mig_steps,
+	.n_steps = sizeof mig_steps / sizeof *mig_steps,
+	.ctx_size = sizeof(struct mig_ctx),
+	.open = mig_open,
+	.close = mig_close,
+	.undo_on_failure = true,
+};

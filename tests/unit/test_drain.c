@@ -1,0 +1,262 @@
+/* test_drain.c - drain and undrain (agent/wf_drain.c) against the PVE
+ * simulator (tests/pvesim/scenarios/drain.json: 12 mixed guests on pve1,
+ * two targets, a pinned guest, a template and one that fits nowhere): the
+ * dry run sends nothing, a drain that cannot place every guest moves
+ * nothing, --partial moves the rest with home tags and never overcommits,
+ * a failure in the middle does not stop the others, undrain brings them
+ * home and is idempotent, and a deadline leaves what would not finish. */
+#include <criterion/criterion.h>
+
+#include "job.h"
+#include "json.h"
+#include "migfx.h"
+#include "wf_drain.h"
+#include "window.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SCEN "tests/pvesim/scenarios/drain.json"
+
+static void fx_start(struct migfx *f)
+{
+	cr_assert_eq(migfx_start(f, SCEN, NULL, true), 0, "simulator did not start");
+}
+
+static void fx_stop(struct migfx *f)
+{
+	cr_assert_eq(migfx_stop(f), 0, "simulator did not exit cleanly");
+}
+
+static struct job *run(struct migfx *f, const struct job_workflow *wf, json_object *params,
+		       enum job_outcome *out)
+{
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(job_new(&f->env, wf, "pve1", params, &j, &e), 0, "job_new: %s",
+		     e.message ? e.message : "?");
+	json_object_put(params);
+	wf_drain_attach(j, &f->opts);
+	*out = job_run(j, f->c);
+	return j;
+}
+
+static json_object *move_of(struct job *j, const char *name)
+{
+	json_object *moves = NULL;
+	cr_assert(json_object_object_get_ex(job_vars(j), "moves", &moves));
+	for (size_t i = 0; i < json_object_array_length(moves); i++) {
+		json_object *m = json_object_array_get_idx(moves, i);
+		if (strcmp(json_str(m, "name"), name) == 0)
+			return m;
+	}
+	cr_assert_fail("%s is not in the plan", name);
+	return NULL;
+}
+
+/* The guest in the simulator: its node and tags. */
+static void sim_guest(struct migfx *f, int vmid, char *node, size_t nn, char *tags, size_t nt)
+{
+	json_object *st = simproc_state(&f->sp), *cl = NULL, *guests = NULL;
+	json_object_object_get_ex(st, "cluster", &cl);
+	json_object_object_get_ex(cl, "guests", &guests);
+	node[0] = tags[0] = '\0';
+	for (size_t i = 0; guests && i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i), *cfg = NULL;
+		long long id = 0;
+		if (!json_int(g, "vmid", &id) || id != vmid)
+			continue;
+		snprintf(node, nn, "%s", json_str(g, "node"));
+		json_object_object_get_ex(g, "config", &cfg);
+		snprintf(tags, nt, "%s", json_str(cfg, "tags") ? json_str(cfg, "tags") : "");
+	}
+	json_object_put(st);
+}
+
+static const int MOVERS[] = {303, 304, 305, 306, 307, 308, 309, 310, 311};
+
+Test(drain, dry_run_plans_and_sends_nothing)
+{
+	struct migfx f;
+	fx_start(&f);
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, true, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(move_of(j, "base"), "status"), "template");
+	cr_expect_str_eq(json_str(move_of(j, "pinned"), "status"), "pinned");
+	json_object *huge = move_of(j, "huge");
+	cr_expect_str_eq(json_str(huge, "status"), "fits nowhere");
+	cr_expect(strstr(json_str(huge, "why"), "pve2: 10240 MiB free after the reserve, needs "
+						"20480 MiB"), "%s", json_str(huge, "why"));
+	cr_expect_str_eq(json_str(move_of(j, "ct1"), "method"), "restart");
+	cr_expect_str_eq(json_str(move_of(j, "cold1"), "method"), "offline");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(drain, fits_nowhere_moves_nothing)
+{
+	struct migfx f;
+	fx_start(&f);
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, false, false, 0), &o);
+	cr_expect_eq(o, JOB_OUT_FAILED);
+	cr_expect(strstr(job_error(j)->message, "huge ("), "%s", job_error(j)->message);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(drain, partial_then_undrain, .timeout = 240)
+{
+	struct migfx f;
+	fx_start(&f);
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, false, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	char node[32], tags[128];
+	long long took[4] = {0};
+	for (size_t i = 0; i < sizeof MOVERS / sizeof *MOVERS; i++) {
+		sim_guest(&f, MOVERS[i], node, sizeof node, tags, sizeof tags);
+		cr_expect(strcmp(node, "pve2") == 0 || strcmp(node, "pve3") == 0, "%d on %s",
+			  MOVERS[i], node);
+		cr_expect(strstr(tags, "pvagent-home-pve1"), "%d tags '%s'", MOVERS[i], tags);
+	}
+	json_object *moves = NULL;
+	json_object_object_get_ex(job_vars(j), "moves", &moves);
+	for (size_t i = 0; i < json_object_array_length(moves); i++) {
+		json_object *m = json_object_array_get_idx(moves, i);
+		const char *t = json_str(m, "target");
+		long long mem = 0;
+		json_int(m, "memory", &mem);
+		if (t && strcmp(json_str(m, "method"), "offline") != 0)
+			took[t[3] - '0'] += mem;
+		if (strcmp(json_str(m, "status"), "moved") == 0)
+			cr_expect_not_null(json_object_object_get(m, "seconds"));
+	}
+	/* never overcommitted: free minus the 1 GiB reserve */
+	cr_expect_leq(took[2], 10ll << 30);
+	cr_expect_leq(took[3], 6ll << 30);
+	cr_expect_gt(took[2], 0);
+	cr_expect_gt(took[3], 0);
+	sim_guest(&f, 301, node, sizeof node, tags, sizeof tags);
+	cr_expect_str_eq(node, "pve1");
+	sim_guest(&f, 300, node, sizeof node, tags, sizeof tags);
+	cr_expect_str_eq(node, "pve1");
+	sim_guest(&f, 302, node, sizeof node, tags, sizeof tags);
+	cr_expect_str_eq(node, "pve1");
+	job_free(j);
+
+	j = run(&f, &wf_undrain, wf_drain_params(NULL, 0, 4, 0, false, false, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	for (size_t i = 0; i < sizeof MOVERS / sizeof *MOVERS; i++) {
+		sim_guest(&f, MOVERS[i], node, sizeof node, tags, sizeof tags);
+		cr_expect_str_eq(node, "pve1", "%d not home", MOVERS[i]);
+		cr_expect_null(strstr(tags, "pvagent-home"), "%d tags '%s'", MOVERS[i], tags);
+	}
+	job_free(j);
+	/* again: nothing to bring home, nothing sent */
+	json_object *log = simproc_requests(&f.sp);
+	int before = simproc_count_requests(log, "POST", "*/migrate", -1);
+	json_object_put(log);
+	cr_expect_eq(before, 18);
+	j = run(&f, &wf_undrain, wf_drain_params(NULL, 0, 4, 0, false, false, 0), &o);
+	cr_expect_eq(o, JOB_OUT_DONE);
+	log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), before);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(drain, a_failure_does_not_stop_the_others, .timeout = 240)
+{
+	struct migfx f;
+	fx_start(&f);
+	cr_assert_eq(simproc_fault(&f.sp, "{\"method\":\"POST\",\"path\":\"^/nodes/pve1/qemu/304/"
+					  "migrate$\",\"action\":\"task_fail\",\"message\":"
+					  "\"migration aborted\"}"), 0);
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 2, 0, true, false, 0), &o);
+	cr_expect_eq(o, JOB_OUT_FAILED);
+	cr_expect(strstr(job_error(j)->message, "1 of 9 migrations failed: web2"), "%s",
+		  job_error(j)->message);
+	cr_expect_str_eq(json_str(move_of(j, "web2"), "status"), "failed");
+	char node[32], tags[128];
+	sim_guest(&f, 304, node, sizeof node, tags, sizeof tags);
+	cr_expect_str_eq(node, "pve1");
+	cr_expect_null(strstr(tags, "pvagent-home"));
+	for (size_t i = 0; i < sizeof MOVERS / sizeof *MOVERS; i++) {
+		if (MOVERS[i] == 304)
+			continue;
+		sim_guest(&f, MOVERS[i], node, sizeof node, tags, sizeof tags);
+		cr_expect_str_neq(node, "pve1", "%d was not moved", MOVERS[i]);
+	}
+	job_free(j);
+	fx_stop(&f);
+}
+
+/* A window due now (its schedule is this second) whose drain runs in
+ * simulated time: what would end after the window closes is not started,
+ * and says so. */
+Test(drain, window_deadline_skips_what_would_not_finish, .timeout = 240)
+{
+	setenv("TZ", "UTC", 1);
+	tzset();
+	struct migfx f;
+	fx_start(&f);
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	char sched[16];
+	strftime(sched, sizeof sched, "%H:%M:%S", &tm);
+	struct conf_window w = {.name = "maint", .node = "pve1", .duration = 60, .max_workers = 1};
+	const char *why = NULL;
+	cr_assert_eq(cal_parse(sched, &w.cal, &why), 0, "%s", why ? why : "");
+	f.conf.windows = &w;
+	f.conf.n_windows = 1;
+	f.conf.migrate.max_workers = 4;
+	size_t idx = 9;
+	time_t start, end;
+	cr_assert_eq(window_next_due(&f.conf, now, &idx, &start, &end), 0);
+	cr_expect_eq(idx, 0);
+	cr_expect_leq(start, now, "the window is due");
+	cr_expect_eq(end, start + 60);
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, window_drain_params(&f.conf, &w, end), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *moves = NULL;
+	json_object_object_get_ex(job_vars(j), "moves", &moves);
+	int moved = 0, skipped = 0;
+	char node[32], tags[128];
+	for (size_t i = 0; i < json_object_array_length(moves); i++) {
+		json_object *m = json_object_array_get_idx(moves, i);
+		const char *st = json_str(m, "status");
+		long long vmid = 0;
+		json_int(m, "vmid", &vmid);
+		if (strcmp(st, "moved") == 0)
+			moved++;
+		if (strcmp(st, "skipped") != 0)
+			continue;
+		skipped++;
+		cr_expect(strstr(json_str(m, "why"), "after the window closes"), "%s",
+			  json_str(m, "why"));
+		sim_guest(&f, (int)vmid, node, sizeof node, tags, sizeof tags);
+		cr_expect_str_eq(node, "pve1", "skipped %lld moved anyway", vmid);
+	}
+	cr_expect_geq(moved, 2);
+	cr_expect_geq(skipped, 1);
+	/* the moves that ran ended inside the window (simulated time) */
+	cr_expect_leq(f.sc.offset, 60 + 10, "the drain ran %.0f s of simulated time", f.sc.offset);
+	job_free(j);
+	f.conf.windows = NULL;
+	f.conf.n_windows = 0;
+	fx_stop(&f);
+}

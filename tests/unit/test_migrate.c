@@ -1,0 +1,485 @@
+/* test_migrate.c - the migrate workflow (agent/wf_migrate.c) against the
+ * PVE simulator (tests/pvesim/scenarios/migrate.json, and the PVE 3
+ * scenario for OpenVZ): every refusal with nothing sent (the request log
+ * proves it), qemu online with shared disks and with local disks and a
+ * storage map, offline, lxc restart, OpenVZ online, HA-managed guests
+ * (the child task followed), already on the target, the downtime limit
+ * set and put back, and the probe's gap against the simulated downtime
+ * (real time, guest listeners on 127.0.1.210-229). */
+#include <criterion/criterion.h>
+
+#include "job.h"
+#include "store.h"
+#include "json.h"
+#include "migfx.h"
+#include "wf_migrate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <unistd.h>
+
+#define SCEN "tests/pvesim/scenarios/migrate.json"
+#define PVE3 "tests/pvesim/scenarios/pve3.json"
+
+static void fx_start(struct migfx *f, const char *scenario, bool simtime)
+{
+	cr_assert_eq(migfx_start(f, scenario, NULL, simtime), 0, "simulator did not start");
+}
+
+static void fx_stop(struct migfx *f)
+{
+	cr_assert_eq(migfx_stop(f), 0, "simulator did not exit cleanly");
+}
+
+/* Run one migration; the job is returned for its vars (job_free it). */
+static struct job *migrate(struct migfx *f, const char *name, json_object *params,
+			   enum job_outcome *out)
+{
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(job_new(&f->env, &wf_migrate, name, params, &j, &e), 0, "job_new: %s",
+		     e.message ? e.message : "?");
+	json_object_put(params);
+	*out = job_run(j, f->c);
+	return j;
+}
+
+static long long var(struct job *j, const char *key)
+{
+	long long v = -12345;
+	json_int(job_vars(j), key, &v);
+	return v;
+}
+
+static json_object *sim_guest(json_object *state, int vmid)
+{
+	json_object *cl = NULL, *guests = NULL;
+	json_object_object_get_ex(state, "cluster", &cl);
+	json_object_object_get_ex(cl, "guests", &guests);
+	for (size_t i = 0; guests && i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i);
+		long long id = 0;
+		if (json_int(g, "vmid", &id) && id == vmid)
+			return g;
+	}
+	return NULL;
+}
+
+/* The port the simulator listens on for the guest. */
+static long long sim_port(struct migfx *f, int vmid)
+{
+	json_object *st = simproc_state(&f->sp);
+	long long port = 0;
+	cr_assert(json_int(sim_guest(st, vmid), "listen_port", &port) && port > 0);
+	json_object_put(st);
+	return port;
+}
+
+/* The guest's node in the simulator's state. */
+static const char *sim_node_of(json_object *state, int vmid)
+{
+	json_object *cl = NULL, *guests = NULL;
+	json_object_object_get_ex(state, "cluster", &cl);
+	json_object_object_get_ex(cl, "guests", &guests);
+	for (size_t i = 0; guests && i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i);
+		long long id = 0;
+		if (json_int(g, "vmid", &id) && id == vmid)
+			return json_str(g, "node");
+	}
+	return NULL;
+}
+
+static json_object *find_request(json_object *log, const char *method, const char *path,
+				 int nth)
+{
+	for (size_t i = 0; i < json_object_array_length(log); i++) {
+		json_object *r = json_object_array_get_idx(log, i);
+		if (strcmp(json_str(r, "method"), method) == 0 &&
+		    strcmp(json_str(r, "path"), path) == 0 && nth-- == 0)
+			return r;
+	}
+	return NULL;
+}
+
+static const char *param(json_object *req, const char *key)
+{
+	json_object *p = NULL;
+	json_object_object_get_ex(req, "params", &p);
+	return json_str(p, key);
+}
+
+/* ---- refusals: exit 2, nothing sent ------------------------------------------- */
+
+static void refused(struct migfx *f, const char *name, const char *target, const char *map,
+		    const char *needle)
+{
+	enum job_outcome o;
+	struct job *j = migrate(f, name, wf_migrate_params(target, map, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_USAGE, "%s -> %s: outcome %s", name, target, job_outcome_name(o));
+	const char *msg = job_error(j)->message;
+	cr_expect(msg && strstr(msg, needle), "%s -> %s: '%s' lacks '%s'", name, target,
+		  msg ? msg : "(none)", needle);
+	job_free(j);
+}
+
+Test(migrate, refusals_send_nothing)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, true);
+	refused(&f, "web1", "pve4", NULL, "node 'pve4' is offline");
+	refused(&f, "web1", "pve9", NULL, "there is no node 'pve9'");
+	refused(&f, "big1", "pve3", NULL, "not enough free memory on node 'pve3'");
+	refused(&f, "fast1", "pve2", NULL, "storage 'fast' is not available on node 'pve2'");
+	refused(&f, "fast1", "pve2", "fast:nvme", "nor the mapped one");
+	refused(&f, "gpu1", "pve2", NULL, "hostpci0 (PCI passthrough");
+	refused(&f, "gpu1", "pve2", NULL, "usb0 (USB passthrough");
+	refused(&f, "mapped1", "pve2", NULL, "hostpci0 mapped 'gpu' without live migration");
+	refused(&f, "iso1", "pve2", NULL, "qm set 104 --ide2 none,media=cdrom");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0,
+		     "a refused migration sent a request");
+	cr_expect_eq(simproc_count_requests(log, "PUT", "*/config", -1), 0);
+	json_object_put(log);
+	fx_stop(&f);
+}
+
+/* ---- methods ------------------------------------------------------------------------ */
+
+Test(migrate, qemu_online_shared)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "web1", wf_migrate_params("pve2", NULL, 40, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu/100/migrate",
+					    -1), 1);
+	json_object *r = find_request(log, "POST", "/nodes/pve1/qemu/100/migrate", 0);
+	cr_assert_not_null(r);
+	cr_expect_str_eq(param(r, "online"), "1");
+	cr_expect_str_eq(param(r, "bwlimit"), "40960");
+	cr_expect_null(param(r, "with-local-disks"));
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 100), "pve2");
+	json_object_put(st);
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
+	cr_expect_eq(var(j, "downtime_ms"), 30 + (100 * 7) % 60); /* the simulator's */
+	cr_expect_gt(var(j, "speed"), 90ll << 20);
+	cr_expect_eq(var(j, "transferred"), 2048ll << 20);
+	cr_expect_geq(var(j, "duration_s"), 20);
+	cr_expect_str_eq(job_node(j), "pve2");
+	json_object_put(log);
+	job_free(j);
+	/* again: already there, nothing sent */
+	j = migrate(&f, "web1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE);
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "none");
+	log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 1);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(migrate, qemu_local_disks_and_storage_map)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	/* local-lvm exists on pve2: the disk is copied to the same storage id */
+	struct job *j = migrate(&f, "db1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	job_free(j);
+	/* fast exists on pve1 only: mapped */
+	j = migrate(&f, "fast1", wf_migrate_params("pve2", "fast:local-lvm", 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_eq(var(j, "disk_bytes"), 1ll << 30);
+	job_free(j);
+	json_object *log = simproc_requests(&f.sp);
+	json_object *r = find_request(log, "POST", "/nodes/pve1/qemu/101/migrate", 0);
+	cr_assert_not_null(r);
+	cr_expect_str_eq(param(r, "with-local-disks"), "1");
+	cr_expect_null(param(r, "targetstorage"));
+	r = find_request(log, "POST", "/nodes/pve1/qemu/102/migrate", 0);
+	cr_assert_not_null(r);
+	cr_expect_str_eq(param(r, "with-local-disks"), "1");
+	cr_expect_str_eq(param(r, "targetstorage"), "fast:local-lvm");
+	json_object_put(log);
+	long status = 0;
+	json_object *cfg = NULL;
+	cr_assert_eq(sim_api(&f.sp, "GET", "/nodes/pve2/qemu/102/config", NULL, &status,
+			     &cfg), 0);
+	json_object *d = NULL;
+	cr_assert_eq(status, 200);
+	cr_assert(json_object_object_get_ex(cfg, "data", &d));
+	cr_assert_not_null(json_str(d, "scsi0"));
+	cr_expect(strncmp(json_str(d, "scsi0"), "local-lvm:", 10) == 0, "scsi0 %s",
+		  json_str(d, "scsi0"));
+	json_object_put(cfg);
+	fx_stop(&f);
+}
+
+Test(migrate, qemu_offline)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "cold1", wf_migrate_params("pve3", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "offline");
+	json_object *log = simproc_requests(&f.sp);
+	json_object *r = find_request(log, "POST", "/nodes/pve1/qemu/107/migrate", 0);
+	cr_assert_not_null(r);
+	cr_expect_null(param(r, "online"));
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(migrate, lxc_restart)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "ct1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "restart");
+	/* stop to running: the restart migration's length */
+	cr_expect_geq(var(j, "downtime_ms"), 3000);
+	json_object *log = simproc_requests(&f.sp);
+	json_object *r = find_request(log, "POST", "/nodes/pve1/lxc/200/migrate", 0);
+	cr_assert_not_null(r);
+	cr_expect_str_eq(param(r, "restart"), "1");
+	cr_expect_str_eq(param(r, "timeout"), "180");
+	json_object_put(log);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 200), "pve2");
+	json_object_put(st);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(migrate, ha_managed_follows_the_child_task)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "ha1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	long long via = 0;
+	cr_expect(json_int(job_vars(j), "via_ha", &via) && via);
+	cr_expect_not_null(json_str(job_vars(j), "child_upid"));
+	cr_expect(strstr(json_str(job_vars(j), "child_upid"), ":qmigrate:106:root@pam:"));
+	/* the child's figures, not the HA request's */
+	cr_expect_eq(var(j, "downtime_ms"), 30 + (106 * 7) % 60);
+	job_free(j);
+	/* a container through HA too */
+	j = migrate(&f, "hact1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect(strstr(json_str(job_vars(j), "child_upid"), ":vzmigrate:201:root@pam:"));
+	job_free(j);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 106), "pve2");
+	cr_expect_str_eq(sim_node_of(st, 201), "pve2");
+	json_object_put(st);
+	fx_stop(&f);
+}
+
+Test(migrate, max_downtime_set_and_put_back)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "web1", wf_migrate_params("pve2", NULL, 0, 50, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *log = simproc_requests(&f.sp);
+	json_object *set = find_request(log, "PUT", "/nodes/pve1/qemu/100/config", 0);
+	cr_assert_not_null(set);
+	cr_expect_str_eq(param(set, "migrate_downtime"), "0.050");
+	json_object *back = find_request(log, "PUT", "/nodes/pve2/qemu/100/config", 0);
+	cr_assert_not_null(back, "the limit was not put back on the target");
+	cr_expect_str_eq(param(back, "delete"), "migrate_downtime");
+	json_object_put(log);
+	long status = 0;
+	json_object *cfg = NULL, *d = NULL;
+	cr_assert_eq(sim_api(&f.sp, "GET", "/nodes/pve2/qemu/100/config", NULL, &status,
+			     &cfg), 0);
+	cr_assert_eq(status, 200);
+	cr_assert(json_object_object_get_ex(cfg, "data", &d));
+	cr_assert_not_null(json_str(d, "name"));
+	cr_expect_null(json_str(d, "migrate_downtime"));
+	json_object_put(cfg);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(migrate, dry_run_sends_nothing)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "db1", wf_migrate_params("pve2", NULL, 0, 0, true), &o);
+	cr_assert_eq(o, JOB_OUT_DONE);
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
+	long long wl = 0;
+	cr_expect(json_int(job_vars(j), "with_local_disks", &wl) && wl);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+/* ---- OpenVZ on PVE 3 ------------------------------------------------------------------ */
+
+Test(migrate, openvz_online_on_pve3)
+{
+	struct migfx f;
+	fx_start(&f, PVE3, true);
+	enum job_outcome o;
+	json_object *p = wf_migrate_params("pve2", NULL, 0, 0, false);
+	/* nothing listens there: the probe finds no gap and says so */
+	json_object_object_add(p, "address", json_object_new_string("127.0.1.229"));
+	struct job *j = migrate(&f, "ct101", p, &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
+	cr_expect_geq(var(j, "duration_s"), 1);
+	long long probed = 1;
+	cr_expect(json_int(job_vars(j), "probed", &probed) && !probed);
+	json_object *log = simproc_requests(&f.sp);
+	json_object *r = find_request(log, "POST", "/nodes/pve1/openvz/101/migrate", 0);
+	cr_assert_not_null(r);
+	cr_expect_str_eq(param(r, "online"), "1");
+	json_object_put(log);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 101), "pve2");
+	json_object_put(st);
+	job_free(j);
+	fx_stop(&f);
+}
+
+/* ---- the downtime clients see -------------------------------------------------------- */
+
+Test(migrate, probe_gap_is_the_simulated_downtime, .timeout = 60)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, false); /* real time: the probe measures real gaps */
+	enum job_outcome o;
+	json_object *p = wf_migrate_params("pve2", NULL, 0, 0, false);
+	json_object_object_add(p, "probe_port", json_object_new_int64(sim_port(&f, 109)));
+	struct job *j = migrate(&f, "tiny1", p, &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	long long sim = 30 + (109 * 7) % 60;
+	cr_expect_eq(var(j, "downtime_ms"), sim);
+	long long gap = var(j, "probe_gap_ms");
+	cr_expect(gap >= sim - 20 && gap <= sim + 20, "probe saw %lld ms, the simulator %lld ms",
+		  gap, sim);
+	/* and the guest answers on the target afterwards */
+	size_t n = 0;
+	const struct store_step *steps = job_steps(j, &n);
+	cr_assert_geq(n, 4);
+	cr_expect(steps[3].result && strstr(steps[3].result, "running on pve2, answers on its port"),
+		  "verify: %s", steps[3].result ? steps[3].result : "(none)");
+	job_free(j);
+	fx_stop(&f);
+}
+
+/* ---- interrupted and resumed: the task is waited for, never sent twice ------------ */
+
+static volatile sig_atomic_t stop_flag;
+
+static void stop_on_progress(void *ctx, const struct job_event *ev)
+{
+	(void)ctx;
+	if (ev->kind == JOB_EV_PROGRESS && ev->step && strcmp(ev->step, "migrate") == 0)
+		stop_flag = 1;
+}
+
+Test(migrate, interrupted_then_resumed_reattaches, .timeout = 120)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, true);
+	char dir[] = "/tmp/test_migrate.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char *path = NULL, *err = NULL;
+	cr_assert_gt(asprintf(&path, "%s/state.db", dir), 0);
+	struct store *st = NULL;
+	cr_assert_eq(store_open(path, &st, &err), 0, "%s", err ? err : "?");
+	job_env_fini(&f.env);
+	f.env.store = st;
+	f.env.stop = &stop_flag;
+	f.env.on_event = stop_on_progress;
+	cr_assert_eq(job_env_init(&f.env), 0);
+	/* the first run stops at the first progress line of the migration */
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	json_object *p = wf_migrate_params("pve2", NULL, 0, 0, false);
+	cr_assert_eq(job_for_subject(&f.env, &wf_migrate, "web1", p, &j, &e), 0);
+	cr_assert_eq(job_run(j, f.c), JOB_OUT_INTERRUPTED);
+	long long id = job_id(j);
+	job_free(j);
+	/* the second run of the same request resumes that job */
+	stop_flag = 0;
+	f.env.on_event = NULL;
+	j = NULL;
+	cr_assert_eq(job_for_subject(&f.env, &wf_migrate, "web1", p, &j, &e), 0);
+	json_object_put(p);
+	cr_expect_eq(job_id(j), id);
+	cr_assert_eq(job_run(j, f.c), JOB_OUT_DONE,
+		     "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect(job_resumed(j));
+	cr_expect_eq(var(j, "downtime_ms"), 30 + (100 * 7) % 60);
+	job_free(j);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 1,
+		     "the migration was sent twice");
+	json_object_put(log);
+	json_object *state = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(state, 100), "pve2");
+	json_object_put(state);
+	job_env_fini(&f.env);
+	f.env.store = NULL;
+	f.env.stop = NULL;
+	cr_assert_eq(job_env_init(&f.env), 0);
+	store_close(st);
+	char *cmd = NULL;
+	cr_assert_gt(asprintf(&cmd, "rm -rf '%s'", dir), 0);
+	cr_expect_eq(system(cmd), 0);
+	free(cmd);
+	free(path);
+	fx_stop(&f);
+}
+
+/* ---- a target runs out of memory --------------------------------------------------- */
+
+Test(migrate, memory_held_by_an_incoming_migration_counts)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, true);
+	enum job_outcome o;
+	/* pve3 (8 GiB) has room for mid1 (5 GiB + the 1 GiB reserve) */
+	struct job *j = migrate(&f, "mid1", wf_migrate_params("pve3", NULL, 0, 0, true), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	job_free(j);
+	/* while web1 (2 GiB) migrates there, it has not */
+	long status = 0;
+	json_object *r = NULL;
+	cr_assert_eq(sim_api(&f.sp, "POST", "/nodes/pve1/qemu/100/migrate", "target=pve3&online=1",
+			     &status, &r), 0);
+	cr_assert_eq(status, 200);
+	json_object_put(r);
+	j = migrate(&f, "mid1", wf_migrate_params("pve3", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_USAGE);
+	cr_expect(job_error(j)->message &&
+		  strstr(job_error(j)->message, "not enough free memory on node 'pve3': 5120 MiB free"),
+		  "%s", job_error(j)->message ? job_error(j)->message : "");
+	job_free(j);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu/110/migrate", -1), 0);
+	json_object_put(log);
+	fx_stop(&f);
+}

@@ -1,0 +1,279 @@
+/* test_migrate_plan.c - the pure migration planner: every refusal (not
+ * allowed, offline, memory with reserve, storage missing, local resources
+ * and mapped ones, local ISO, bind mounts), the method by kind and state,
+ * storage maps, the request parameters, and the estimate. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "migrate_plan.h"
+
+#define MiB (1024ull * 1024ull)
+
+static json_object *J(const char *s)
+{
+	json_object *o = json_tokener_parse(s);
+	cr_assert_not_null(o, "bad test JSON: %s", s);
+	return o;
+}
+
+static const char *STORAGES =
+	"[{\"storage\":\"local\",\"enabled\":1,\"active\":1,\"shared\":0},"
+	" {\"storage\":\"local-lvm\",\"enabled\":1,\"active\":1,\"shared\":0},"
+	" {\"storage\":\"ceph\",\"enabled\":1,\"active\":1,\"shared\":1}]";
+
+static struct mig_facts qemu_facts(json_object *pre, json_object *st)
+{
+	return (struct mig_facts){
+		.type = GUEST_QEMU, .vmid = 100, .source = "pve1", .target = "pve2",
+		.running = true, .memory = 2048 * MiB, .precondition = pre,
+		.target_known = true, .target_online = true, .target_mem_free = 8192 * MiB,
+		.target_storages = st, .memory_reserve = 1024 * MiB,
+	};
+}
+
+Test(migrate_plan, already_there)
+{
+	struct mig_facts f = qemu_facts(NULL, NULL);
+	f.target = "pve1";
+	struct mig_plan p;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_eq(p.method, MIG_NONE);
+	cr_expect_null(p.refusal);
+	mig_plan_free(&p);
+}
+
+Test(migrate_plan, shared_online)
+{
+	json_object *pre = J("{\"running\":1,\"allowed_nodes\":[\"pve2\"],\"not_allowed_nodes\":{},"
+			     "\"local_disks\":[],\"local_resources\":[],\"mapped-resource-info\":{}}");
+	json_object *st = J(STORAGES);
+	struct mig_facts f = qemu_facts(pre, st);
+	struct mig_plan p;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_eq(p.method, MIG_ONLINE);
+	cr_expect_not(p.with_local_disks);
+	struct pve_params pp = {0};
+	cr_assert_eq(migrate_plan_params(&p, &f, 51200, &pp), 0);
+	cr_expect_str_eq(pve_params_get(&pp, "target"), "pve2");
+	cr_expect_str_eq(pve_params_get(&pp, "online"), "1");
+	cr_expect_str_eq(pve_params_get(&pp, "bwlimit"), "51200");
+	cr_expect_null(pve_params_get(&pp, "with-local-disks"));
+	pve_params_free(&pp);
+	mig_plan_free(&p);
+	json_object_put(pre);
+	json_object_put(st);
+}
+
+Test(migrate_plan, local_disks_with_map)
+{
+	json_object *pre = J("{\"running\":1,\"allowed_nodes\":[],\"not_allowed_nodes\":"
+			     "{\"pve2\":{\"unavailable_storages\":[\"fast\"]}},"
+			     "\"local_disks\":[{\"volid\":\"fast:vm-100-disk-0\",\"size\":10737418240,"
+			     "\"cdrom\":0,\"is_unused\":0,\"drivename\":\"scsi0\"}],"
+			     "\"local_resources\":[]}");
+	json_object *st = J(STORAGES);
+	struct mig_facts f = qemu_facts(pre, st);
+	struct mig_plan p;
+	/* without a map: refused, naming the storage and the fix */
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_assert_not_null(p.refusal);
+	cr_expect(strstr(p.refusal, "storage 'fast' is not available on node 'pve2'"), "%s",
+		  p.refusal);
+	cr_expect(strstr(p.refusal, "--storage-map fast:DST"), "%s", p.refusal);
+	mig_plan_free(&p);
+	/* mapped to a storage the target has */
+	f.storage_map = "fast:local-lvm";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_eq(p.method, MIG_ONLINE);
+	cr_expect(p.with_local_disks);
+	cr_expect_eq(p.disk_bytes, 10737418240ull);
+	struct pve_params pp = {0};
+	cr_assert_eq(migrate_plan_params(&p, &f, 0, &pp), 0);
+	cr_expect_str_eq(pve_params_get(&pp, "with-local-disks"), "1");
+	cr_expect_str_eq(pve_params_get(&pp, "targetstorage"), "fast:local-lvm");
+	cr_expect_null(pve_params_get(&pp, "bwlimit"));
+	pve_params_free(&pp);
+	mig_plan_free(&p);
+	/* mapped to one it does not have */
+	f.storage_map = "fast:nvme";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_assert_not_null(p.refusal);
+	cr_expect(strstr(p.refusal, "nor the mapped one"), "%s", p.refusal);
+	mig_plan_free(&p);
+	json_object_put(pre);
+	json_object_put(st);
+}
+
+Test(migrate_plan, local_resources_say_which_and_how)
+{
+	json_object *pre = J("{\"running\":1,\"local_disks\":[],"
+			     "\"local_resources\":[\"hostpci0\",\"usb1\"],"
+			     "\"mapped-resource-info\":{\"hostpci0\":{\"name\":\"gpu\"}}}");
+	struct mig_facts f = qemu_facts(pre, NULL);
+	struct mig_plan p;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_assert_not_null(p.refusal);
+	cr_expect(strstr(p.refusal, "hostpci0 mapped 'gpu' without live migration (stop the VM"),
+		  "%s", p.refusal);
+	cr_expect(strstr(p.refusal, "usb1 (USB passthrough"), "%s", p.refusal);
+	mig_plan_free(&p);
+	json_object_put(pre);
+}
+
+Test(migrate_plan, local_iso)
+{
+	json_object *pre = J("{\"running\":0,\"local_resources\":[],\"local_disks\":"
+			     "[{\"volid\":\"local:iso/ubuntu.iso\",\"cdrom\":1,\"is_unused\":0,"
+			     "\"size\":1000,\"drivename\":\"ide2\"}]}");
+	struct mig_facts f = qemu_facts(pre, NULL);
+	f.running = false;
+	struct mig_plan p;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_assert_not_null(p.refusal);
+	cr_expect(strstr(p.refusal, "local ISO 'local:iso/ubuntu.iso' in its CD drive ide2"), "%s",
+		  p.refusal);
+	cr_expect(strstr(p.refusal, "qm set 100 --ide2 none,media=cdrom"), "%s", p.refusal);
+	mig_plan_free(&p);
+	json_object_put(pre);
+}
+
+Test(migrate_plan, offline_and_unknown_target)
+{
+	struct mig_facts f = qemu_facts(NULL, NULL);
+	struct mig_plan p;
+	f.target_online = false;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_str_eq(p.refusal, "node 'pve2' is offline");
+	mig_plan_free(&p);
+	f.target_known = false;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect(strstr(p.refusal, "there is no node 'pve2'"));
+	mig_plan_free(&p);
+}
+
+Test(migrate_plan, memory_counts_the_reserve)
+{
+	struct mig_facts f = qemu_facts(NULL, NULL);
+	f.target_mem_free = 2560 * MiB; /* 2 GiB guest + 1 GiB reserve do not fit */
+	struct mig_plan p;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_assert_not_null(p.refusal);
+	cr_expect(strstr(p.refusal, "not enough free memory on node 'pve2': 2560 MiB free, the "
+				    "guest needs 2048 MiB plus the reserve of 1024 MiB"),
+		  "%s", p.refusal);
+	mig_plan_free(&p);
+	f.target_mem_free = 3072 * MiB;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal);
+	mig_plan_free(&p);
+	/* a stopped guest needs no memory there to move */
+	f.target_mem_free = 0;
+	f.running = false;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal);
+	cr_expect_eq(p.method, MIG_OFFLINE);
+	mig_plan_free(&p);
+}
+
+Test(migrate_plan, lxc_restart_and_storage)
+{
+	json_object *cfg = J("{\"hostname\":\"ct1\",\"memory\":512,"
+			     "\"rootfs\":\"local-lvm:vm-200-disk-0,size=8G\"}");
+	json_object *st = J(STORAGES);
+	struct mig_facts f = {
+		.type = GUEST_LXC, .vmid = 200, .source = "pve1", .target = "pve2",
+		.running = true, .memory = 512 * MiB, .config = cfg, .target_known = true,
+		.target_online = true, .target_mem_free = 4096 * MiB, .target_storages = st,
+		.restart_timeout = 60,
+	};
+	struct mig_plan p;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_eq(p.method, MIG_RESTART);
+	cr_expect_eq(p.disk_bytes, 8ull << 30);
+	struct pve_params pp = {0};
+	cr_assert_eq(migrate_plan_params(&p, &f, 0, &pp), 0);
+	cr_expect_str_eq(pve_params_get(&pp, "restart"), "1");
+	cr_expect_str_eq(pve_params_get(&pp, "timeout"), "60");
+	cr_expect_null(pve_params_get(&pp, "online"));
+	pve_params_free(&pp);
+	mig_plan_free(&p);
+	/* a storage the target lacks */
+	f.storage_map = "nvme";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_assert_not_null(p.refusal);
+	cr_expect(strstr(p.refusal, "storage 'nvme' of rootfs is not available on node 'pve2'"),
+		  "%s", p.refusal);
+	mig_plan_free(&p);
+	/* stopped: offline */
+	f.storage_map = NULL;
+	f.running = false;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_eq(p.method, MIG_OFFLINE);
+	mig_plan_free(&p);
+	json_object_put(cfg);
+	json_object_put(st);
+}
+
+Test(migrate_plan, lxc_bind_mount_refused)
+{
+	json_object *cfg = J("{\"rootfs\":\"ceph:vm-200-disk-0,size=8G\","
+			     "\"mp0\":\"/srv/data,mp=/data\"}");
+	struct mig_facts f = {
+		.type = GUEST_LXC, .vmid = 200, .source = "pve1", .target = "pve2",
+		.config = cfg, .target_known = true, .target_online = true,
+	};
+	struct mig_plan p;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_assert_not_null(p.refusal);
+	cr_expect(strstr(p.refusal, "mp0, a bind mount of the host path /srv/data"), "%s",
+		  p.refusal);
+	mig_plan_free(&p);
+	json_object_put(cfg);
+}
+
+Test(migrate_plan, openvz_online)
+{
+	json_object *cfg = J("{\"hostname\":\"vz1\",\"memory\":512}");
+	struct mig_facts f = {
+		.type = GUEST_OPENVZ, .vmid = 300, .source = "pve1", .target = "pve2",
+		.running = true, .memory = 512 * MiB, .config = cfg, .target_known = true,
+		.target_online = true, .target_mem_free = 1024 * MiB,
+	};
+	struct mig_plan p;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal);
+	cr_expect_eq(p.method, MIG_ONLINE);
+	struct pve_params pp = {0};
+	cr_assert_eq(migrate_plan_params(&p, &f, 10240, &pp), 0);
+	cr_expect_str_eq(pve_params_get(&pp, "online"), "1");
+	cr_expect_null(pve_params_get(&pp, "bwlimit")); /* PVE 3 has none */
+	pve_params_free(&pp);
+	mig_plan_free(&p);
+	json_object_put(cfg);
+}
+
+Test(migrate_plan, maps_and_estimate)
+{
+	const char *why;
+	cr_expect(migrate_map_valid("local-lvm", &why));
+	cr_expect(migrate_map_valid("a:b,c:d", &why));
+	cr_expect_not(migrate_map_valid("a:b,c", &why));
+	cr_expect_not(migrate_map_valid("a:", &why));
+	cr_expect_not(migrate_map_valid("", &why));
+	cr_expect_not(migrate_map_valid("a b", &why));
+	char *s = migrate_map_storage("a:b,c:d", "c");
+	cr_expect_str_eq(s, "d");
+	free(s);
+	s = migrate_map_storage("a:b", "x");
+	cr_expect_str_eq(s, "x");
+	free(s);
+	s = migrate_map_storage("dst", "x");
+	cr_expect_str_eq(s, "dst");
+	free(s);
+	cr_expect_float_eq(migrate_estimate_s(MIG_ONLINE, 1024 * MiB, 0, 0, 0), 3.0 + 10.24, 1e-9);
+	cr_expect_float_eq(migrate_estimate_s(MIG_OFFLINE, 1024 * MiB, 200 * MiB, 0, 0), 4.0, 1e-9);
+	cr_expect_float_eq(migrate_estimate_s(MIG_NONE, 1, 1, 0, 0), 0, 1e-9);
+}
