@@ -38,6 +38,53 @@ const char *up_status_name(enum up_status s)
 	return "?";
 }
 
+json_object *up_result_json(const struct up_result *r)
+{
+	json_object *o = json_object_new_object();
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "name", json_object_new_string(r->name ? r->name : ""));
+	json_object_object_add(o, "status", json_object_new_string(up_status_name(r->status)));
+	json_object_object_add(o, "vmid", r->vmid ? json_object_new_int(r->vmid) : NULL);
+	json_object_object_add(o, "node", r->node ? json_object_new_string(r->node) : NULL);
+	json_object_object_add(o, "type", json_object_new_string(guest_type_name(r->type)));
+	json_object_object_add(o, "address", r->address ? json_object_new_string(r->address) : NULL);
+	json_object *steps = json_object_new_object();
+	for (size_t i = 0; i < r->n_steps; i++)
+		json_object_object_add(steps, r->steps[i].step,
+				       json_object_new_double(r->steps[i].elapsed_s));
+	json_object_object_add(o, "steps", steps);
+	json_object *diff = json_object_new_array();
+	for (size_t i = 0; i < r->n_diff; i++)
+		json_object_array_add(diff, json_object_new_string(r->diff[i]));
+	json_object_object_add(o, "changes", diff);
+	json_object_object_add(o, "pending", r->pending ? json_object_new_string(r->pending) : NULL);
+	json_object *inj = NULL;
+	if (r->inject.ran) {
+		inj = json_object_new_object();
+		json_object_object_add(inj, "status",
+				       json_object_new_string(inject_status_name(r->inject.status)));
+		json_object_object_add(inj, "exit_code", json_object_new_int(r->inject.exit_code));
+		json_object_object_add(inj, "summary", r->inject.summary
+				       ? json_object_new_string(r->inject.summary) : NULL);
+		if (r->inject.failed_step)
+			json_object_object_add(inj, "failed_step",
+					       json_object_new_string(r->inject.failed_step));
+	}
+	json_object_object_add(o, "inject", inj);
+	if (r->job)
+		json_object_object_add(o, "job", json_object_new_int64(r->job));
+	json_object_object_add(o, "outcome", json_object_new_string(job_outcome_name(r->outcome)));
+	if (r->left)
+		json_object_object_add(o, "left", json_object_new_string(r->left));
+	if (r->error.kind != PVE_OK) {
+		char *m = pve_error_format(&r->error);
+		json_object_object_add(o, "error", json_object_new_string(m ? m : "error"));
+		free(m);
+	}
+	return o;
+}
+
 void up_result_free(struct up_result *r)
 {
 	if (!r)

@@ -34,6 +34,7 @@
 #include "pve.h"
 #include "tmpl.h"
 
+#include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -92,6 +93,11 @@ struct up_result {
 				   whose exit code is inject's */
 };
 void up_result_free(struct up_result *r);
+/* {"name", "status", "vmid", "node", "type", "address", "steps" {step:
+ * seconds}, "changes", "pending", "inject" {"status", "exit_code",
+ * "summary", "failed_step"} or null, "job", "outcome", "left", "error"};
+ * new reference, NULL when out of memory. */
+json_object *up_result_json(const struct up_result *r);
 void up_results_free(struct up_result *r, size_t n);
 
 /* ---- up ------------------------------------------------------------------------ */

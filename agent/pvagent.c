@@ -435,52 +435,6 @@ void end_progress_line(struct event_print *pp)
 	}
 }
 
-static json_object *result_json(const struct up_result *r)
-{
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "name", json_object_new_string(r->name ? r->name : ""));
-	json_object_object_add(o, "status", json_object_new_string(up_status_name(r->status)));
-	json_object_object_add(o, "vmid", r->vmid ? json_object_new_int(r->vmid) : NULL);
-	json_object_object_add(o, "node", r->node ? json_object_new_string(r->node) : NULL);
-	json_object_object_add(o, "type", json_object_new_string(guest_type_name(r->type)));
-	json_object_object_add(o, "address", r->address ? json_object_new_string(r->address) : NULL);
-	json_object *steps = json_object_new_object();
-	for (size_t i = 0; i < r->n_steps; i++)
-		json_object_object_add(steps, r->steps[i].step,
-				       json_object_new_double(r->steps[i].elapsed_s));
-	json_object_object_add(o, "steps", steps);
-	json_object *diff = json_object_new_array();
-	for (size_t i = 0; i < r->n_diff; i++)
-		json_object_array_add(diff, json_object_new_string(r->diff[i]));
-	json_object_object_add(o, "changes", diff);
-	json_object_object_add(o, "pending", r->pending ? json_object_new_string(r->pending) : NULL);
-	json_object *inj = NULL;
-	if (r->inject.ran) {
-		inj = json_object_new_object();
-		json_object_object_add(inj, "status",
-				       json_object_new_string(inject_status_name(r->inject.status)));
-		json_object_object_add(inj, "exit_code", json_object_new_int(r->inject.exit_code));
-		json_object_object_add(inj, "summary", r->inject.summary
-				       ? json_object_new_string(r->inject.summary) : NULL);
-		if (r->inject.failed_step)
-			json_object_object_add(inj, "failed_step",
-					       json_object_new_string(r->inject.failed_step));
-	}
-	json_object_object_add(o, "inject", inj);
-	if (r->job)
-		json_object_object_add(o, "job", json_object_new_int64(r->job));
-	json_object_object_add(o, "outcome", json_object_new_string(job_outcome_name(r->outcome)));
-	if (r->left)
-		json_object_object_add(o, "left", json_object_new_string(r->left));
-	if (r->error.kind != PVE_OK) {
-		char *m = pve_error_format(&r->error);
-		json_object_object_add(o, "error", json_object_new_string(m ? m : "error"));
-		json_object_object_add(o, "exit", json_object_new_int(cli_exit_code(r->outcome)));
-		free(m);
-	}
-	return o;
-}
-
 void on_job_event(void *ctx, const struct job_event *ev)
 {
 	struct event_print *pp = ctx;
@@ -535,8 +489,13 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 {
 	if (cli->json) {
 		json_object *o = json_object_new_object(), *a = json_object_new_array();
-		for (size_t i = 0; i < n; i++)
-			json_object_array_add(a, result_json(&r[i]));
+		for (size_t i = 0; i < n; i++) {
+			json_object *g = up_result_json(&r[i]);
+			if (g && r[i].error.kind != PVE_OK)
+				json_object_object_add(g, "exit",
+						       json_object_new_int(cli_exit_code(r[i].outcome)));
+			json_object_array_add(a, g);
+		}
 		json_object_object_add(o, "result", json_object_new_string(code ? "error" : "ok"));
 		json_object_object_add(o, "command", json_object_new_string(cmd));
 		json_object_object_add(o, "guests", a);
