@@ -199,7 +199,8 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 			json_object *mi = NULL;
 			const char *mname = k && json_object_object_get_ex(mri, k, &mi)
 						    ? json_str(mi, "name") : NULL;
-			sbuf_addf(&b, " %s%s%s%s (%s);", k ? k : "?", mname ? " mapped '" : "",
+			sbuf_addf(&b, "%s %s%s%s%s (%s)", i ? ";" : "", k ? k : "?",
+				  mname ? " mapped '" : "",
 				  mname ? mname : "", mname ? "' without live migration" : "",
 				  mname && f->running ? "stop the VM to migrate it offline"
 						      : resource_fix(k ? k : ""));
