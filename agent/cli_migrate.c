@@ -339,10 +339,39 @@ static int split_nodes(char *s, const char ***out, size_t *n)
 	return 0;
 }
 
+/* --window NAME: the drain (or undrain) the window runs on its node:
+ * its targets and workers, partial, and its end as the deadline. The
+ * daemon runs these when a window opens and closes; by hand, a drain
+ * needs the window open. 0, or EXIT_USAGE (said). */
+static int window_params(struct cli *cli, const char *cmd, const char *name, const char *node,
+			 bool undrain, json_object **params)
+{
+	const struct conf_window *w = NULL;
+	for (size_t i = 0; i < cli->conf.n_windows && !w; i++)
+		if (strcmp(cli->conf.windows[i].name, name) == 0)
+			w = &cli->conf.windows[i];
+	if (!w)
+		return cli_usage_error(cmd, "--window: no [window] section of that name", name);
+	if (strcmp(w->node, node) != 0) {
+		fprintf(stderr, "pvagent %s: window %s is for node %s, not %s\n", cmd, name,
+			w->node, node);
+		return EXIT_USAGE;
+	}
+	time_t now = time(NULL), start = 0, end = 0;
+	if (!undrain && (window_next(w, now, &start, &end) < 0 || start > now)) {
+		fprintf(stderr, "pvagent %s: window %s is not open now\n", cmd, name);
+		return EXIT_USAGE;
+	}
+	*params = undrain ? window_undrain_params(&cli->conf, w)
+			  : window_drain_params(&cli->conf, w, end);
+	return *params ? 0 : 1;
+}
+
 static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 {
 	const char *cmd = undrain ? "undrain" : "drain";
 	char *to = NULL;
+	const char *window = NULL;
 	long workers = 0;
 	bool dry = false, partial = false;
 	int rc = 0;
@@ -357,8 +386,13 @@ static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 		case 'k': rc = cli_parse_count(cmd, "--max-workers", arg, 1, 64, &workers); break;
 		case 'p': partial = true; break;
 		case 'n': dry = true; break;
+		case 'w': window = arg; break;
 		default: rc = EXIT_USAGE; break;
 		}
+	}
+	if (rc == 0 && window && (to || workers || partial || dry)) {
+		fprintf(stderr, "pvagent %s: --window takes the window's own settings\n", cmd);
+		rc = EXIT_USAGE;
 	}
 	const char **tov = NULL;
 	size_t n_to = 0;
@@ -371,13 +405,22 @@ static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 		free(to);
 		return rc;
 	}
+	json_object *params = NULL;
+	if (window)
+		rc = window_params(cli, cmd, window, a->argv[0], undrain, &params);
+	else
+		params = wf_drain_params(tov, n_to, (unsigned)workers, cli->conf.migrate.per_target,
+					 partial, dry, 0);
+	if (rc) {
+		free(tov);
+		free(to);
+		return rc;
+	}
 	struct pve_opts po = cli_pve_opts(&cli->conf);
 	struct drain_print dp = {cmd, dry};
 	const struct job_print out = {print_drain_cb, &dp};
-	rc = run_job(cli, cmd, undrain ? &wf_undrain : &wf_drain, a->argv[0],
-		     wf_drain_params(tov, n_to, (unsigned)workers, cli->conf.migrate.per_target,
-				     partial, dry, 0),
-		     dry, &po, &out);
+	rc = run_job(cli, cmd, undrain ? &wf_undrain : &wf_drain, a->argv[0], params, dry, &po,
+		     &out);
 	free(tov);
 	free(to);
 	return rc;
@@ -398,22 +441,24 @@ static const struct option drain_opts[] = {
 	{"max-workers", required_argument, NULL, 'k'},
 	{"partial", no_argument, NULL, 'p'},
 	{"dry-run", no_argument, NULL, 'n'},
+	{"window", required_argument, NULL, 'w'},
 	{0},
 };
 static const struct option undrain_opts[] = {
 	{"max-workers", required_argument, NULL, 'k'},
 	{"dry-run", no_argument, NULL, 'n'},
+	{"window", required_argument, NULL, 'w'},
 	{0},
 };
 
 const struct cmd_entry cmd_drain_entry = {
-	"drain", "NODE [--to N1,N2,...] [--max-workers K] [--partial] [--dry-run]",
+	"drain", "NODE [--to N1,N2,...] [--max-workers K] [--partial] [--dry-run] | NODE --window W",
 	"move every guest off NODE (templates and pvagent-pin guests stay), K at a time; "
 	"each moved guest is tagged pvagent-home-NODE",
 	"", drain_opts, NULL, 1, 1, "node", cmd_drain,
 };
 const struct cmd_entry cmd_undrain_entry = {
-	"undrain", "NODE [--max-workers K] [--dry-run]",
+	"undrain", "NODE [--max-workers K] [--dry-run] | NODE --window W",
 	"bring every guest tagged pvagent-home-NODE back to NODE and remove the tag",
 	"", undrain_opts, NULL, 1, 1, "node", cmd_undrain,
 };

@@ -23,6 +23,7 @@
 #include "store.h"
 #include "tmpl.h"
 #include "util.h"
+#include "window.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,6 +91,13 @@ struct daemon {
 	char *bin;
 	struct metrics m;
 	bool foreground;
+	/* per [window] of conf: the occurrence drained (its start) and, until
+	 * its undrain is queued, its end */
+	struct dwin {
+		char *name;
+		time_t drained, end;
+	} *win;
+	size_t n_win;
 };
 
 static double mono_now(void)
@@ -713,29 +721,6 @@ static void req_cancel(struct daemon *d, struct dconn *c, json_object *req, json
 		 j->it->ticket, j->what);
 }
 
-/* When window w next starts (local time), or started if it is open now:
- * 0 when its days are none. */
-static time_t window_next(const struct conf_window *w, time_t now)
-{
-	struct tm today;
-	if (!localtime_r(&now, &today))
-		return 0;
-	for (int day = -1; day <= 7; day++) {
-		struct tm t = today;
-		t.tm_mday += day;
-		t.tm_hour = 0;
-		t.tm_min = w->start;
-		t.tm_sec = 0;
-		t.tm_isdst = -1;
-		time_t start = mktime(&t);
-		if (start == (time_t)-1 || !(w->days & (1u << t.tm_wday)))
-			continue;
-		if (start + (time_t)w->duration > now)
-			return start;
-	}
-	return 0;
-}
-
 static void req_list(struct daemon *d, struct dconn *c, json_object *id, enum ctl_op op)
 {
 	json_object *ok = ctl_ok(id), *run = json_object_new_array(), *qd = json_object_new_array();
@@ -765,11 +750,12 @@ static void req_list(struct daemon *d, struct dconn *c, json_object *id, enum ct
 			json_object *x = json_object_new_object();
 			json_object_object_add(x, "name", json_object_new_string(cw->name));
 			json_object_object_add(x, "node", json_object_new_string(cw->node));
-			json_object_object_add(x, "days", json_object_new_int((int)cw->days));
-			json_object_object_add(x, "start_minute", json_object_new_int(cw->start));
+			if (cw->schedule)
+				json_object_object_add(x, "schedule",
+						       json_object_new_string(cw->schedule));
 			json_object_object_add(x, "duration", json_object_new_int((int)cw->duration));
-			time_t now = time(NULL), next = window_next(cw, now);
-			if (next) {
+			time_t now = time(NULL), next = 0, end = 0;
+			if (window_next(cw, now, &next, &end) == 0) {
 				json_object_object_add(x, "next", json_object_new_int64((int64_t)next));
 				json_object_object_add(x, "open", json_object_new_boolean(next <= now));
 			}
@@ -902,6 +888,83 @@ static void on_accept(struct daemon *d)
 	}
 }
 
+/* ---- maintenance windows ------------------------------------------------------------ */
+
+/* The window state for d->conf's windows, kept by name across a reload
+ * (a reload during an open window does not drain it again). */
+static int windows_sync(struct daemon *d)
+{
+	struct dwin *nw = calloc(d->conf.n_windows ? d->conf.n_windows : 1, sizeof *nw);
+	if (!nw)
+		return -1;
+	for (size_t i = 0; i < d->conf.n_windows; i++) {
+		if (!(nw[i].name = strdup(d->conf.windows[i].name))) {
+			for (size_t k = 0; k < i; k++)
+				free(nw[k].name);
+			free(nw);
+			return -1;
+		}
+		for (size_t k = 0; k < d->n_win; k++)
+			if (strcmp(d->win[k].name, nw[i].name) == 0) {
+				nw[i].drained = d->win[k].drained;
+				nw[i].end = d->win[k].end;
+			}
+	}
+	for (size_t k = 0; k < d->n_win; k++)
+		free(d->win[k].name);
+	free(d->win);
+	d->win = nw;
+	d->n_win = d->conf.n_windows;
+	return 0;
+}
+
+/* Queue `drain NODE --window NAME` (or undrain) as a command of the
+ * daemon's own. */
+static void window_queue(struct daemon *d, const struct conf_window *w, bool undrain)
+{
+	const char *argv[] = {undrain ? "undrain" : "drain", w->node, "--window", w->name};
+	char *err = NULL;
+	struct djob *j = djob_queue(d, argv, 4, NULL, 0, NULL, &err);
+	if (!j) {
+		log_error("window %s: cannot queue its %s: %s", w->name, argv[0],
+			  err ? err : "out of memory");
+		free(err);
+		return;
+	}
+	log_info("window %s: %s %s queued", w->name, argv[0], w->node);
+}
+
+/* Queue what the windows ask for now: a drain when one opens (once per
+ * occurrence), the undrain when it closes. The seconds until the next
+ * such moment, or -1 when none is ahead. */
+static double windows_tick(struct daemon *d)
+{
+	time_t now = time(NULL);
+	double next = -1;
+	for (size_t i = 0; i < d->n_win && i < d->conf.n_windows; i++) {
+		const struct conf_window *w = &d->conf.windows[i];
+		struct dwin *s = &d->win[i];
+		if (s->end && now >= s->end) {
+			window_queue(d, w, true);
+			s->end = 0;
+		}
+		time_t start, end;
+		if (window_next(w, now, &start, &end) == 0) {
+			if (start <= now && now < end && s->drained != start) {
+				window_queue(d, w, false);
+				s->drained = start;
+				s->end = end;
+			}
+			time_t at = start > now ? start : end;
+			if (next < 0 || (double)(at - now) < next)
+				next = (double)(at - now);
+		}
+		if (s->end && (next < 0 || (double)(s->end - now) < next))
+			next = (double)(s->end - now);
+	}
+	return next;
+}
+
 /* ---- configuration, signals, stopping ------------------------------------------- */
 
 static void reload(struct daemon *d)
@@ -921,6 +984,8 @@ static void reload(struct daemon *d)
 	d->q.node_jobs = nc.daemon.node_jobs;
 	conf_free(&d->conf);
 	d->conf = nc;
+	if (windows_sync(d) < 0)
+		log_error("reload: out of memory for the maintenance windows");
 	log_info("reloaded %s: %u workers, %u per node", d->conf.path, d->q.workers,
 		 d->q.node_jobs);
 	schedule(d);
@@ -1039,6 +1104,10 @@ static int run(struct daemon *d)
 	for (;;) {
 		if (d->stopping && !d->q.head)
 			break;
+		/* the windows' drains and undrains, queued before the jobs'
+		 * pipes are polled */
+		double due = d->stopping ? -1 : windows_tick(d);
+		schedule(d);
 		m.n = 0;
 		bool oom = pm_add(&m, d->sig_fd, POLLIN, SRC_SIG, NULL) < 0;
 		if (!d->stopping && d->lis.fd >= 0)
@@ -1063,12 +1132,15 @@ static int run(struct daemon *d)
 			rc = 1;
 			break;
 		}
-		/* nothing is due while idle: wait for an fd; stopping: until
-		 * the grace period ends */
+		/* nothing is due while idle: wait for an fd, or until a
+		 * maintenance window opens or closes; stopping: until the
+		 * grace period ends */
 		int timeout = -1;
 		if (d->stopping) {
 			double left = d->stop_deadline - mono_now();
 			timeout = left > 0 ? (int)(left * 1000) + 1 : 0;
+		} else if (due >= 0) {
+			timeout = due > 86400 ? 86400 * 1000 : (int)(due * 1000) + 1;
 		}
 		int pr = poll(m.p, m.n, timeout);
 		if (pr < 0 && errno != EINTR) {
@@ -1369,6 +1441,10 @@ int main(int argc, char **argv)
 	d.started_at = clock_unix_now();
 	d.m.start_time = d.started_at;
 	resume_all(&d);
+	if (windows_sync(&d) < 0) {
+		log_error("out of memory for the maintenance windows");
+		goto out;
+	}
 	if (ctl_listen(d.conf.paths.socket, d.conf.daemon.socket_group, &d.lis, &err) < 0) {
 		log_error("control socket: %s", err ? err : "cannot listen");
 		free(err);
@@ -1395,6 +1471,9 @@ out:
 		close(d.sig_fd);
 	free(d.bin);
 	metrics_free(&d.m);
+	for (size_t i = 0; i < d.n_win; i++)
+		free(d.win[i].name);
+	free(d.win);
 	conf_free(&d.conf);
 	log_set_sink(NULL, NULL);
 	log_secret_clear();

@@ -788,3 +788,17 @@ const struct job_workflow wf_undrain = {
 	.ctx_size = sizeof(struct drain_ctx),
 	.open = drain_open,
 };
+
+json_object *window_drain_params(const struct conf *c, const struct conf_window *w,
+				 time_t end)
+{
+	unsigned k = w->max_workers ? w->max_workers : c->migrate.max_workers;
+	return wf_drain_params((const char *const *)w->to, w->n_to, k, c->migrate.per_target,
+			       true, false, (double)end);
+}
+
+json_object *window_undrain_params(const struct conf *c, const struct conf_window *w)
+{
+	unsigned k = w->max_workers ? w->max_workers : c->migrate.max_workers;
+	return wf_drain_params(NULL, 0, k, c->migrate.per_target, false, false, 0);
+}

@@ -1,8 +1,9 @@
-/* window.c - maintenance windows: occurrences and the drain they run
- * (window.h). */
+/* window.c - maintenance windows: their occurrences (window.h). Pure: the
+ * configuration and the calendar only, so that pvagentd links nothing
+ * else for them. */
 #include "window.h"
 
-#include "wf_drain.h"
+#include <stdlib.h>
 
 int window_next(const struct conf_window *w, time_t now, time_t *start, time_t *end)
 {
@@ -33,18 +34,4 @@ int window_next_due(const struct conf *c, time_t now, size_t *index, time_t *sta
 		}
 	}
 	return any ? 0 : -1;
-}
-
-json_object *window_drain_params(const struct conf *c, const struct conf_window *w,
-				 time_t end)
-{
-	unsigned k = w->max_workers ? w->max_workers : c->migrate.max_workers;
-	return wf_drain_params((const char *const *)w->to, w->n_to, k, c->migrate.per_target,
-			       true, false, (double)end);
-}
-
-json_object *window_undrain_params(const struct conf *c, const struct conf_window *w)
-{
-	unsigned k = w->max_workers ? w->max_workers : c->migrate.max_workers;
-	return wf_drain_params(NULL, 0, k, c->migrate.per_target, false, false, 0);
 }

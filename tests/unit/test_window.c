@@ -8,6 +8,7 @@
 #include "conf.h"
 #include "json.h"
 #include "util.h"
+#include "wf_drain.h"
 #include "window.h"
 
 #include <stdio.h>
