@@ -265,8 +265,10 @@ int ini_load(const char *path, struct ini *out, char **err)
 	size_t len = 0;
 	*err = NULL;
 	memset(out, 0, sizeof *out);
-	if (read_file(path, &text, &len) < 0) {
-		*err = strprintf("%s: %s", path, strerror(errno));
+	char *why = NULL;
+	if (read_small_file(path, INI_MAX_BYTES, RF_TRUSTED, &text, &len, &why) < 0) {
+		*err = strprintf("%s: %s", path, why ? why : "out of memory");
+		free(why);
 		return -1;
 	}
 	int rc = ini_parse(path, text, len, out, err);
@@ -354,8 +356,52 @@ static const struct ini_key_spec *find_key(const struct ini_key_spec *keys,
 		nerr++;                                               \
 	} while (0)
 
-int ini_validate(const struct ini *ini, const struct ini_section_spec *specs,
-		 struct sbuf *errs)
+/* Order of sections by (name, label, position), for finding duplicates in
+ * O(n log n) instead of comparing each section with all before it. */
+static int sec_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct ini *ini = ctx;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct ini_section *x = &ini->sections[i], *y = &ini->sections[j];
+	int c = strcmp(x->name, y->name);
+	if (!c && x->label != y->label)
+		c = !x->label ? -1 : !y->label ? 1 : strcmp(x->label, y->label);
+	return c ? c : (i > j) - (i < j);
+}
+
+/* first[i] = index of the first section with the name and label of
+ * section i (i itself when it is the first). NULL if memory ran out. */
+static size_t *first_sections(const struct ini *ini)
+{
+	size_t n = ini->n_sections;
+	size_t *order = malloc((n ? n : 1) * sizeof *order);
+	size_t *first = malloc((n ? n : 1) * sizeof *first);
+	if (!order || !first) {
+		free(order);
+		free(first);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof *order, sec_cmp, (void *)ini);
+	for (size_t k = 0; k < n; k++) {
+		size_t i = order[k];
+		if (k > 0) {
+			const struct ini_section *p = &ini->sections[order[k - 1]];
+			const struct ini_section *q = &ini->sections[i];
+			if (strcmp(p->name, q->name) == 0 && streq_opt(p->label, q->label)) {
+				first[i] = first[order[k - 1]];
+				continue;
+			}
+		}
+		first[i] = i;
+	}
+	free(order);
+	return first;
+}
+
+static int validate(const struct ini *ini, const struct ini_section_spec *specs,
+		    struct sbuf *errs, const size_t *first)
 {
 	int nerr = 0;
 	for (size_t i = 0; i < ini->n_sections; i++) {
@@ -377,18 +423,11 @@ int ini_validate(const struct ini *ini, const struct ini_section_spec *specs,
 			    sec->name);
 			continue;
 		}
-		int dup = 0;
-		for (size_t j = 0; j < i && !dup; j++) {
-			const struct ini_section *o = &ini->sections[j];
-			if (strcmp(o->name, sec->name) == 0 &&
-			    streq_opt(o->label, sec->label)) {
-				ERR(sec->line, sec, NULL,
-				    "duplicate section (first at line %d)", o->line);
-				dup = 1;
-			}
-		}
-		if (dup)
+		if (first[i] != i) {
+			ERR(sec->line, sec, NULL, "duplicate section (first at line %d)",
+			    ini->sections[first[i]].line);
 			continue;
+		}
 		for (size_t k = 0; k < sec->n_entries; k++) {
 			const struct ini_entry *e = &sec->entries[k];
 			const struct ini_key_spec *ks = find_key(sp->keys, e->key);
@@ -436,4 +475,15 @@ int ini_validate(const struct ini *ini, const struct ini_section_spec *specs,
 		}
 	}
 	return nerr;
+}
+
+int ini_validate(const struct ini *ini, const struct ini_section_spec *specs,
+		 struct sbuf *errs)
+{
+	size_t *first = first_sections(ini);
+	if (!first)
+		return -1;
+	int rc = validate(ini, specs, errs, first);
+	free(first);
+	return rc;
 }

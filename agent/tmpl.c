@@ -13,6 +13,7 @@
 
 #include "conf.h"
 #include "ini.h"
+#include "log.h"
 #include "pvekeys.h"
 #include "util.h"
 
@@ -952,6 +953,7 @@ int tmpl_load(const char *const *dirs, const char *name, struct tmpl **out,
 	}
 	struct sbuf tried = {0};
 	for (size_t i = 0; dirs && dirs[i]; i++) {
+		log_debug("templates: looking for %s in %s", name, dirs[i]);
 		char *p = strprintf("%s/%s.tmpl", dirs[i], name);
 		if (!p)
 			break;
@@ -1030,6 +1032,7 @@ int tmpl_list(const char *const *dirs, struct tmpl_info **out, size_t *n,
 	*n = 0;
 	*err = NULL;
 	for (size_t d = 0; dirs && dirs[d]; d++) {
+		log_debug("templates: listing %s", dirs[d]);
 		DIR *dir = opendir(dirs[d]);
 		if (!dir) {
 			if (errno == ENOENT || errno == ENOTDIR)

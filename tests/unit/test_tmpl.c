@@ -561,6 +561,47 @@ Test(search, dirs_in_order_and_missing, .init = mkscratch, .fini = rmscratch)
 	free(b);
 }
 
+Test(search, unsafe_and_device_templates_listed_invalid, .init = mkscratch, .fini = rmscratch)
+{
+	char *d = NULL;
+	cr_assert_gt(asprintf(&d, "%s/t", scratch), 0);
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *ok = write_tmpl(d, "ok", QEMU_HEAD "[pve]\nmemory = 1024\n");
+	char *gw = write_tmpl(d, "gw", QEMU_HEAD "[pve]\nmemory = 1024\n");
+	cr_assert_eq(chmod(gw, 0666), 0);
+	char *zero = NULL;
+	cr_assert_gt(asprintf(&zero, "%s/zero.tmpl", d), 0);
+	cr_assert_eq(symlink("/dev/zero", zero), 0);
+	const char *dirs[] = {d, NULL};
+	struct tmpl_info *list = NULL;
+	size_t n = 0;
+	char *err = NULL;
+	cr_assert_eq(tmpl_list(dirs, &list, &n, &err), 0, "%s", err);
+	cr_assert_eq(n, 3);
+	cr_expect_str_eq(list[0].name, "gw");
+	cr_expect_null(list[0].tmpl);
+	char *want = NULL;
+	cr_assert_gt(asprintf(&want, "%s: writable by group or others (mode 0666); run: chmod go-w %s",
+			      gw, gw), 0);
+	cr_expect_str_eq(list[0].error, want);
+	free(want);
+	cr_expect_not_null(list[1].tmpl, "%s", list[1].error);
+	cr_expect_str_eq(list[2].name, "zero");
+	cr_expect_null(list[2].tmpl);
+	cr_assert_gt(asprintf(&want, "%s: not a regular file (a character device)", zero), 0);
+	cr_expect_str_eq(list[2].error, want);
+	free(want);
+	tmpl_list_free(list, n);
+	struct tmpl *t = NULL;
+	cr_assert_eq(tmpl_load(dirs, "zero", &t, &err), -1);
+	cr_expect(strstr(err, "not a regular file (a character device)"), "%s", err);
+	free(err);
+	free(ok);
+	free(gw);
+	free(zero);
+	free(d);
+}
+
 /* ---- PVE key table --------------------------------------------------------- */
 
 Test(pvekeys, lookup)
