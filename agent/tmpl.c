@@ -393,12 +393,14 @@ static int all_chars(const char *s, const char *extra)
 	return 1;
 }
 
-/* Check v against the PVE schema of [pve] key (pvecheck.h); reports and
- * returns 1 when it does not suit. */
-static int value_problem(struct ctx *x, int line, const char *key, const char *v)
+/* Check v against the PVE schema of key (pvecheck.h), a key of section
+ * title ("[pve]", "[cloud-init]"); reports and returns 1 when it does not
+ * suit. */
+static int value_problem(struct ctx *x, const char *title, int line, const char *key,
+			 const char *v)
 {
 	if (!*v) {
-		xerr(x, line, "[pve]", key, "empty value (leave the key out instead)");
+		xerr(x, line, title, key, "empty value (leave the key out instead)");
 		return 1;
 	}
 	char *why = NULL;
@@ -406,7 +408,7 @@ static int value_problem(struct ctx *x, int line, const char *key, const char *v
 	if (rc < 0)
 		x->oom = 1;
 	else if (rc > 0)
-		xerr(x, line, "[pve]", key, "%s", why);
+		xerr(x, line, title, key, "%s", why);
 	free(why);
 	return rc != 0;
 }
@@ -675,7 +677,7 @@ static void load_pve(struct ctx *x, struct tmpl *t, const struct ini_section *s)
 		int refs = 0;
 		char *lit = expand(x, T, &kv, &refs);
 		if (lit && !refs)
-			value_problem(x, e->line, e->key, lit);
+			value_problem(x, T, e->line, e->key, lit);
 		free(lit);
 		if (tmpl_kvlist_add(&t->pve, e->key, e->value, e->line) < 0)
 			x->oom = 1;
@@ -1146,7 +1148,7 @@ int tmpl_expand(const struct tmpl *t, const struct tmpl_kvlist *vars,
 		char *v = expand(&x, "[pve]", kv, NULL);
 		if (!v)
 			continue;
-		if (!value_problem(&x, kv->line, kv->key, v) &&
+		if (!value_problem(&x, "[pve]", kv->line, kv->key, v) &&
 		    tmpl_kvlist_add(&out->pve, kv->key, v, kv->line) < 0)
 			x.oom = 1;
 		free(v);
@@ -1163,6 +1165,8 @@ int tmpl_expand(const struct tmpl *t, const struct tmpl_kvlist *vars,
 			check_ipconfig(&x, "[cloud-init]", kv, v);
 		else if (strcmp(kv->key, "ciuser") == 0 && !all_chars(v, "._-"))
 			xerr(&x, kv->line, "[cloud-init]", kv->key, "'%s' is not a user name", v);
+		if (x.nerr == before && t->kind == TMPL_QEMU)
+			value_problem(&x, "[cloud-init]", kv->line, kv->key, v);
 		if (x.nerr == before) {
 			if (strcmp(kv->key, "ipconfig0") == 0 && !ipc0)
 				ipc0 = chk(&x, strdup(v));

@@ -660,6 +660,27 @@ Test(schema, bad_values_listed_invalid, .init = mkscratch, .fini = rmscratch)
 	free(d);
 }
 
+/* [cloud-init] values are PVE parameters too: checked after expansion. */
+Test(schema, cloud_init_values_checked, .init = mkscratch, .fini = rmscratch)
+{
+	char *err = NULL;
+	struct tmpl *t = load_text(QEMU_HEAD "[vars]\ndns = 192.0.2.53\n\n"
+				   "[cloud-init]\nnameserver = ${dns}\n", &err);
+	cr_assert_not_null(t, "%s", err);
+	struct tmpl_kvlist v = {0};
+	struct tmpl_inst in;
+	std_vars(&v, "x", "100");
+	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
+	tmpl_inst_free(&in);
+	cr_assert_eq(tmpl_var_arg(&v, "dns=192.0.2.999", &err), 0);
+	cr_assert_eq(tmpl_expand(t, &v, &in, &err), -1);
+	cr_expect_str_eq(msg(err), "16: [cloud-init] nameserver: '192.0.2.999' is not a list of "
+				   "IP addresses");
+	free(err);
+	tmpl_kvlist_free(&v);
+	tmpl_free(t);
+}
+
 Test(schema, checker_cases)
 {
 	static const struct {
