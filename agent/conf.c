@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ini.h"
+#include "log.h"
 #include "util.h"
 
 #define SYSTEM_CONF "/etc/pvagent/pvagent.conf"
@@ -302,96 +304,46 @@ static void get_path(struct ctx *x, const struct ini_section *s,
 
 /* ---- secret files -------------------------------------------------------- */
 
-/* Check that path is a private regular file; with content != NULL also read
- * its first line. Reports through cerr on failure. */
+/* Check that path is a private regular file (not a link: a link's target
+ * is not what the config names); with content != NULL also keep its one
+ * line. Reports through cerr on failure. */
 static int read_secret(struct ctx *x, const struct ini_section *s,
 		       const struct ini_entry *e, const char *path,
 		       char **content)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0) {
-		cerr(x, e->line, s, e->key, "%s: %s", path, strerror(errno));
+	char *text = NULL, *why = NULL;
+	size_t len = 0;
+	if (read_small_file(path, CONF_SECRET_MAX, RF_PRIVATE | RF_NOFOLLOW, &text, &len,
+			    &why) < 0) {
+		if (!why)
+			x->oom = 1;
+		else
+			cerr(x, e->line, s, e->key, "%s: %s", path, why);
+		free(why);
 		return -1;
 	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		cerr(x, e->line, s, e->key, "%s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		cerr(x, e->line, s, e->key, "%s: not a regular file", path);
-		close(fd);
-		return -1;
-	}
-	if (st.st_mode & 077) {
-		cerr(x, e->line, s, e->key,
-		     "%s: permissions %04o are too open (group or others have access); run: chmod 600 %s",
-		     path, (unsigned)(st.st_mode & 07777), path);
-		close(fd);
-		return -1;
-	}
-	if (st.st_uid != geteuid() && st.st_uid != 0) {
-		cerr(x, e->line, s, e->key, "%s: owned by uid %u, not by you",
-		     path, (unsigned)st.st_uid);
-		close(fd);
-		return -1;
-	}
-	if (!content) {
-		close(fd);
-		return 0;
-	}
-	struct sbuf b = {0};
-	char chunk[4096];
-	int failed = 0;
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof chunk);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			cerr(x, e->line, s, e->key, "%s: %s", path, strerror(errno));
-			failed = 1;
-			break;
-		}
-		if (n == 0)
-			break;
-		if (sbuf_addn(&b, chunk, (size_t)n) < 0) {
-			x->oom = failed = 1;
-			break;
-		}
-		if (b.len > 65536) {
-			cerr(x, e->line, s, e->key, "%s: too large for a secret", path);
-			failed = 1;
-			break;
-		}
-	}
-	memset(chunk, 0, sizeof chunk);
-	close(fd);
-	/* one line; trailing newline and blanks dropped */
-	size_t len = b.len;
-	while (len && (b.s[len - 1] == '\n' || b.s[len - 1] == '\r' ||
-		       b.s[len - 1] == ' ' || b.s[len - 1] == '\t'))
-		len--;
-	int bad = 0;
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)b.s[i] < 0x20 || b.s[i] == 0x7f)
-			bad = 1;
 	int rc = -1;
-	if (failed) {
-		/* already reported */
-	} else if (len == 0) {
+	size_t n = len;
+	while (n && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' ' ||
+		     text[n - 1] == '\t'))
+		n--;
+	int bad = 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f)
+			bad = 1;
+	if (!content) {
+		rc = 0;
+	} else if (n == 0) {
 		cerr(x, e->line, s, e->key, "%s: file is empty", path);
 	} else if (bad) {
 		cerr(x, e->line, s, e->key,
 		     "%s: must hold one line without control characters", path);
 	} else {
-		b.s[len] = '\0';
-		*content = chk(x, strdup(b.s));
+		*content = chk(x, strndup(text, n));
 		rc = *content ? 0 : -1;
 	}
-	if (b.s)
-		memset(b.s, 0, b.cap);
-	sbuf_free(&b);
+	explicit_bzero(text, len);
+	free(text);
 	return rc;
 }
 
@@ -481,13 +433,17 @@ static void load_pve(struct ctx *x, const struct ini_section *s)
 	e = get(s, "fingerprint");
 	if (e) {
 		const char *v = e->value;
+		/* as openssl x509 -noout -fingerprint -sha256 prints it */
+		if (strncasecmp(v, "sha256 Fingerprint=", 19) == 0)
+			v += 19;
 		int ok = strlen(v) == 95;
 		for (size_t i = 0; ok && i < 95; i++)
 			ok = (i % 3 == 2) ? v[i] == ':' : is_hex(v[i]);
 		if (!ok) {
 			cerr(x, e->line, s, e->key,
-			     "'%s' is not a SHA-256 fingerprint (32 colon-separated hex pairs, as PVE shows it)",
-			     v);
+			     "'%s' is not a SHA-256 fingerprint (32 colon-separated hex pairs, as "
+			     "pvenode cert info or openssl x509 -fingerprint -sha256 show it)",
+			     e->value);
 		} else {
 			c->pve.fingerprint = xstrdup(x, v);
 			for (char *p = c->pve.fingerprint; p && *p; p++)
@@ -817,6 +773,11 @@ int conf_load(const char *path, struct conf *out, char **err)
 	*err = NULL;
 	memset(out, 0, sizeof *out);
 	x.c = out;
+	if (path && !*path) {
+		*err = strdup("the configuration file name is empty: give -c the path of a "
+			      "pvagent.conf (see man pvagent.conf)");
+		return -1;
+	}
 	int rc = find_conf(path, &file, err);
 	if (rc < 0) {
 		if (rc == -1 && !*err)
@@ -827,6 +788,7 @@ int conf_load(const char *path, struct conf *out, char **err)
 		free(file);
 		return -1;
 	}
+	log_debug("configuration: %s", file);
 	out->path = file;
 	const char *slash = strrchr(file, '/');
 	x.dir = slash ? strndup(file, slash == file ? 1 : (size_t)(slash - file)) : strdup(".");

@@ -7,15 +7,21 @@
  *   booleans    yes/no, true/false, on/off, 1/0 ([pve] insecure: yes/no only)
  *   paths       a relative path is taken relative to the directory of the
  *               configuration file; "~/" is the user's home directory
- * Secret files (token_secret_file, password_file, [ssh] identity) must be
- * regular files owned by the user (or root) with no group or other
- * permission bits (as ssh requires of private keys). */
+ * The configuration file itself must be a regular file of at most
+ * INI_MAX_BYTES, owned by the user or root and not writable by group or
+ * others (ini_load). Secret files (token_secret_file, password_file, [ssh]
+ * identity) must be regular files (not symbolic links) of at most
+ * CONF_SECRET_MAX bytes owned by the user (or root) with no group or other
+ * permission bits (as ssh requires of private keys). -v (log_debug) names
+ * the file that was loaded. */
 #ifndef PVAGENT_CONF_H
 #define PVAGENT_CONF_H
 
 #include "calendar.h"
 
 #include <stddef.h>
+
+#define CONF_SECRET_MAX 65536 /* bytes of a secret file */
 
 enum conf_host_key_policy {
 	CONF_HKP_STRICT, /* unknown or changed host key: refuse */

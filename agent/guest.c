@@ -1614,10 +1614,12 @@ static int shows_size(struct pve *c, struct guest_ref *g, const void *arg, struc
 }
 
 int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const char *size,
-		 const struct guest_wait *w, bool *changed, struct pve_error *err)
+		 const struct guest_wait *w, bool *changed, bool *larger, struct pve_error *err)
 {
 	if (changed)
 		*changed = false;
+	if (larger)
+		*larger = false;
 	double want;
 	if (pvecfg_parse_size(size, &want) < 0) {
 		pve_error_set(err, PVE_ERR_CONFIG, "disk size '%s': expected a size like 32G", size);
@@ -1635,6 +1637,8 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const cha
 		free(curdup);
 		double want_gb = want / (1024.0 * 1024 * 1024);
 		if (have >= want_gb) {
+			if (larger)
+				*larger = have > want_gb;
 			rc = 0;
 		} else {
 			struct pve_params p = {0};
@@ -1656,6 +1660,8 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const cha
 	json_object_put(conf);
 	if (have >= want) {
 		log_debug("VM %d %s is already %s or larger", g->vmid, disk, size);
+		if (larger)
+			*larger = have > want;
 		return 0;
 	}
 	struct pve_params p = {0};

@@ -271,11 +271,12 @@ int guest_pending(struct pve *c, const struct guest_ref *g, char **keys,
 		  struct pve_error *err);
 
 /* Grow disk (qemu "virtio0", lxc "rootfs") to size ("32G"); a disk
- * already that large or larger is left alone (returns 0, *changed false).
- * OpenVZ: sets "disk" in GB. */
+ * already that large or larger is left alone (returns 0, *changed false;
+ * *larger true when it is larger than size: disks never shrink). OpenVZ:
+ * sets "disk" in GB. changed and larger may be NULL. */
 int guest_resize(struct pve *c, struct guest_ref *g, const char *disk,
 		 const char *size, const struct guest_wait *w, bool *changed,
-		 struct pve_error *err);
+		 bool *larger, struct pve_error *err);
 
 /* Take a snapshot named name (qemu: without RAM state; lxc) with a
  * description (may be NULL), waiting for the task. A snapshot of that name

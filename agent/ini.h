@@ -49,7 +49,11 @@ struct ini {
  * "PATH:LINE: what" message (or NULL if memory ran out). */
 int ini_parse(const char *path, const char *text, size_t len, struct ini *out,
 	      char **err);
-/* Read and parse a file. */
+/* Read and parse a file: a configuration or a template, so it must be
+ * trusted (read_small_file RF_TRUSTED: a regular file owned by the user or
+ * root, not writable by group or others) and at most INI_MAX_BYTES long;
+ * *err says which file and why otherwise. */
+#define INI_MAX_BYTES (1024u * 1024u)
 int ini_load(const char *path, struct ini *out, char **err);
 void ini_free(struct ini *ini);
 

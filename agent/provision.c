@@ -10,6 +10,7 @@
 #include "json.h"
 #include "log.h"
 #include "pvecfg.h"
+#include "pvecheck.h"
 #include "pvekeys.h"
 #include "util.h"
 
@@ -718,6 +719,61 @@ static void jobs_free(struct job **jobs, size_t n)
 	free(jobs);
 }
 
+/* Every value as it will be sent, checked against the PVE schema before
+ * any request: --set KEY=VAL, the size to grow to, and the template
+ * expanded for each name (the VMID and node are not known yet: a VMID and
+ * node of the right form stand in for them). */
+static int check_values(const struct up_request *req, enum pvekey_kind kk, struct pve_error *err)
+{
+	static const struct pvekey_val size_val = {.type = PVEKEY_T_STRING, .format = "disk-size"};
+	for (size_t i = 0; req->sets && i < req->sets->n; i++) {
+		const struct tmpl_kv *kv = &req->sets->items[i];
+		char *why = NULL;
+		int r = strcmp(kv->key, "size") == 0 ? pvecheck_value(&size_val, kv->value, &why)
+						     : pvecheck_param(kk, kv->key, kv->value, &why);
+		if (r < 0)
+			return pve_error_oom(err);
+		if (r > 0) {
+			pve_error_set(err, PVE_ERR_CONFIG, "--set %s=%s: %s", kv->key, kv->value, why);
+			free(why);
+			return -1;
+		}
+	}
+	char id[24];
+	snprintf(id, sizeof id, "%d", req->vmid > 0 ? req->vmid : req->vmid_min > 0 ? req->vmid_min : 100);
+	for (size_t i = 0; i < req->n_names; i++) {
+		struct tmpl_kvlist vars = {0};
+		struct tmpl_inst inst;
+		char *msg = NULL;
+		int r = 0;
+		for (size_t j = 0; req->vars && j < req->vars->n && r == 0; j++)
+			r = tmpl_kvlist_set(&vars, req->vars->items[j].key, req->vars->items[j].value);
+		if (r == 0)
+			r = tmpl_kvlist_set(&vars, "name", req->names[i]);
+		if (r == 0)
+			r = tmpl_kvlist_set(&vars, "vmid", id);
+		if (r == 0)
+			r = tmpl_kvlist_set(&vars, "node", req->node ? req->node : "node");
+		if (r == 0 && req->storage)
+			r = tmpl_kvlist_set(&vars, "storage", req->storage);
+		if (r == 0 && req->pubkey)
+			r = tmpl_kvlist_set(&vars, "pubkey", req->pubkey);
+		if (r < 0) {
+			tmpl_kvlist_free(&vars);
+			return pve_error_oom(err);
+		}
+		r = tmpl_expand(req->tmpl, &vars, &inst, &msg);
+		tmpl_kvlist_free(&vars);
+		if (r < 0) {
+			pve_error_set(err, PVE_ERR_CONFIG, "%s", msg ? msg : "out of memory");
+			free(msg);
+			return -1;
+		}
+		tmpl_inst_free(&inst);
+	}
+	return 0;
+}
+
 int provision_up(const struct up_request *req, struct up_result **results, struct pve_error *err)
 {
 	*results = NULL;
@@ -772,6 +828,8 @@ int provision_up(const struct up_request *req, struct up_result **results, struc
 			return -1;
 		}
 	}
+	if (check_values(req, kk, err) < 0)
+		return -1;
 	struct up_result *res = calloc(req->n_names, sizeof *res);
 	struct job **jobs = calloc(req->n_names, sizeof(struct job *));
 	struct job_env env;

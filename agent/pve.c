@@ -375,7 +375,13 @@ int pve_parse_fingerprint(const char *s, unsigned char out[32])
 	size_t n = 0;
 	if (!s)
 		return -1;
-	if (strncasecmp(s, "sha256:", 7) == 0)
+	/* "sha256 Fingerprint=AA:..." (openssl x509 -fingerprint -sha256),
+	 * "SHA256:AA:..." */
+	while (*s == ' ')
+		s++;
+	if (strncasecmp(s, "sha256 fingerprint=", 19) == 0)
+		s += 19;
+	else if (strncasecmp(s, "sha256:", 7) == 0)
 		s += 7;
 	while (*s) {
 		if (*s == ':') {
@@ -449,31 +455,25 @@ void pve_free(struct pve *c)
 	free(c);
 }
 
-/* Read a one-line secret file, refusing one readable by group or others. */
+/* Read a one-line secret file: a private regular file, not a link, owned
+ * by the user or root (read_small_file RF_PRIVATE). */
+#define PVE_SECRET_MAX 65536
+
 static int read_secret(const char *path, const char *what, char **out, struct pve_error *err)
 {
-	struct stat st;
-	if (stat(path, &st) < 0) {
-		pve_error_set(err, PVE_ERR_CONFIG, "%s %s: %s", what, path, strerror(errno));
-		return -1;
-	}
-	if (st.st_mode & 077) {
-		pve_error_set(err, PVE_ERR_CONFIG,
-			      "%s %s is readable by group or others (mode %03o); "
-			      "chmod 600 it",
-			      what, path, (unsigned)(st.st_mode & 0777));
-		return -1;
-	}
-	char *s = NULL;
+	char *s = NULL, *why = NULL;
 	size_t len = 0;
-	if (read_file(path, &s, &len) < 0) {
-		pve_error_set(err, PVE_ERR_CONFIG, "%s %s: %s", what, path, strerror(errno));
+	if (read_small_file(path, PVE_SECRET_MAX, RF_PRIVATE | RF_NOFOLLOW, &s, &len, &why) < 0) {
+		pve_error_set(err, PVE_ERR_CONFIG, "%s %s: %s", what, path,
+			      why ? why : "out of memory");
+		free(why);
 		return -1;
 	}
+	size_t all = len;
 	while (len && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' '))
 		s[--len] = '\0';
 	if (!len || strlen(s) != len || strchr(s, '\n')) {
-		explicit_bzero(s, len);
+		explicit_bzero(s, all);
 		free(s);
 		pve_error_set(err, PVE_ERR_CONFIG, "%s %s must hold one non-empty line", what,
 			      path);

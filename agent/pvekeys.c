@@ -10,176 +10,663 @@
  *     POST /nodes/{node}/openvz, PUT /nodes/{node}/openvz/{vmid}/config
  * Index ranges: "(n is 0 to N)" from the description, otherwise the MAX_*
  * constants of qemu-server 8.4 / pve-container 5.3. Drive options: the
- * format of ide[n], sata[n], scsi[n] and virtio[n] of the qemu config PUT. */
+ * format of ide[n], sata[n], scsi[n] and virtio[n] of the qemu config PUT.
+ * Value schemas (pvekey_val): type, minimum/maximum, enum, min/maxLength,
+ * pattern (the schema's Perl regex as an anchored POSIX ERE), format name,
+ * and for property strings each key with its own schema, alias, keyAlias,
+ * default_key and optional flags. */
 #include "pvekeys.h"
 
 #include <string.h>
 
+/* Value schemas: enums, property strings, values. */
+static const struct pvekey_val val_0[] = {{PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_1[] = {{PVEKEY_T_STRING, "pve-cpuset", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_2[] = {"virtio", "isa", NULL};
+static const struct pvekey_prop props_3[] = {
+	{"enabled", NULL, NULL, 1, 0, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"freeze-fs-on-backup", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"fstrim_cloned_disks", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"type", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_2, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_4[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_3, 4}};
+static const struct pvekey_val val_5[] = {{PVEKEY_T_STRING, "pve-qemu-sev-fmt", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_6[] = {"x86_64", "aarch64", NULL};
+static const struct pvekey_val val_7[] = {{PVEKEY_T_STRING, NULL, enum_6, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_8[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 255, NULL, 0}};
+static const struct pvekey_val val_9[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_10[] = {"ich9-intel-hda", "intel-hda", "AC97", NULL};
+static const char *const enum_11[] = {"spice", "none", NULL};
+static const struct pvekey_prop props_12[] = {
+	{"device", NULL, NULL, 0, 0, {PVEKEY_T_STRING, NULL, enum_10, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"driver", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_11, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_13[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_12, 2}};
+static const struct pvekey_val val_14[] = {{PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 30.0, 1, 1, 0, 0, NULL, 0}};
+static const struct pvekey_val val_15[] = {{PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 1, 0, 0, 0, NULL, 0}};
+static const char *const enum_16[] = {"seabios", "ovmf", NULL};
+static const struct pvekey_val val_17[] = {{PVEKEY_T_STRING, NULL, enum_16, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_18[] = {{PVEKEY_T_STRING, "pve-qm-boot", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_19[] = {{PVEKEY_T_STRING, "pve-qm-bootdisk", NULL, "^((ide|sata|scsi|virtio)[0-9]+)$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_20[] = {"native", "threads", "io_uring", NULL};
+static const char *const enum_21[] = {"none", "writethrough", "writeback", "unsafe", "directsync", NULL};
+static const char *const enum_22[] = {"ignore", "on", NULL};
+static const char *const enum_23[] = {"raw", "qcow", "qed", "qcow2", "vmdk", "cloop", NULL};
+static const char *const enum_24[] = {"cdrom", "disk", NULL};
+static const char *const enum_25[] = {"ignore", "report", "stop", NULL};
+static const char *const enum_26[] = {"none", "lba", "auto", NULL};
+static const char *const enum_27[] = {"enospc", "ignore", "report", "stop", NULL};
+static const struct pvekey_prop props_28[] = {
+	{"aio", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_20, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"backup", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"bps_rd", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_rd_length", "bps_rd_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_rd_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"bps_wr", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_wr_length", "bps_wr_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_wr_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"cache", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_21, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"cyls", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"detect_zeroes", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"discard", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_22, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"file", NULL, NULL, 1, 0, {PVEKEY_T_STRING, "pve-volume-id-or-qm-path", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"format", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_23, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"heads", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"import-from", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "pve-volume-id-or-absolute-path", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_max", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"iops_rd", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_rd_length", "iops_rd_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_rd_max", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_rd_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"iops_wr", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_wr_length", "iops_wr_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_wr_max", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_wr_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"mbps", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_max", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_rd", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_rd_max", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_wr", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_wr_max", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"media", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_24, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"model", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "urlencoded", NULL, NULL, 0.0, 0.0, 0, 0, 0, 120, NULL, 0}},
+	{"replicate", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"rerror", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_25, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"secs", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"serial", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "urlencoded", NULL, NULL, 0.0, 0.0, 0, 0, 0, 60, NULL, 0}},
+	{"shared", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"size", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "disk-size", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"snapshot", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"ssd", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"trans", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_26, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"volume", "file", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"werror", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_27, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"wwn", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^((^(0x)[0-9a-fA-F]{16}))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_29[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_28, 49}};
+static const struct pvekey_val val_30[] = {{PVEKEY_T_STRING, "pve-qm-cicustom", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_31[] = {"configdrive2", "nocloud", "opennebula", NULL};
+static const struct pvekey_val val_32[] = {{PVEKEY_T_STRING, NULL, enum_31, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_33[] = {{PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_34[] = {{PVEKEY_T_STRING, "pve-vm-cpu-conf", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_35[] = {{PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 128.0, 1, 1, 0, 0, NULL, 0}};
+static const struct pvekey_val val_36[] = {{PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 262144.0, 1, 1, 0, 0, NULL, 0}};
+static const struct pvekey_val val_37[] = {{PVEKEY_T_STRING, "pve-configid-list", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_38[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 8192, NULL, 0}};
+static const struct pvekey_val val_39[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 40, NULL, 0}};
+static const char *const enum_40[] = {"2m", "4m", NULL};
+static const char *const enum_41[] = {"2011", "2023", "2023w", "2023k", NULL};
+static const struct pvekey_prop props_42[] = {
+	{"efitype", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_40, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"file", NULL, NULL, 1, 0, {PVEKEY_T_STRING, "pve-volume-id-or-qm-path", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"format", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_23, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"import-from", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "pve-volume-id-or-absolute-path", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"ms-cert", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_41, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"pre-enrolled-keys", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"size", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "disk-size", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"volume", "file", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_43[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_42, 8}};
+static const struct pvekey_val val_44[] = {{PVEKEY_T_STRING, "pve-volume-id", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_45[] = {{PVEKEY_T_STRING, "pve-qm-hostpci", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_46[] = {{PVEKEY_T_STRING, "pve-hotplug-features", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_47[] = {"any", "2", "1024", NULL};
+static const struct pvekey_val val_48[] = {{PVEKEY_T_STRING, NULL, enum_47, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_49[] = {{PVEKEY_T_STRING, "pve-storage-id", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_50[] = {{PVEKEY_T_STRING, "pve-qm-ipconfig", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_prop props_51[] = {
+	{"name", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^([a-zA-Z0-9-]+)$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"size", NULL, NULL, 0, 0, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_52[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_51, 2}};
+static const char *const enum_53[] = {"de", "de-ch", "da", "en-gb", "en-us", "es", "fi", "fr", "fr-be", "fr-ca", "fr-ch", "hu", "is", "it", "ja", "lt", "mk", "nl", "no", "pl", "pt", "pt-br", "sv", "sl", "tr", NULL};
+static const struct pvekey_val val_54[] = {{PVEKEY_T_STRING, NULL, enum_53, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_55[] = {"backup", "clone", "create", "migrate", "rollback", "snapshot", "snapshot-delete", "suspending", "suspended", NULL};
+static const struct pvekey_val val_56[] = {{PVEKEY_T_STRING, NULL, enum_55, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_57[] = {"intel", "virtio", NULL};
+static const struct pvekey_prop props_58[] = {
+	{"enable-s3", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"enable-s4", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"type", NULL, NULL, 1, 1, {PVEKEY_T_STRING, NULL, NULL, "^((pc|pc(-i440fx)?-[0-9]+(\\.[0-9]+)+(\\+pve[0-9]+)?(\\.pxe)?|q35|pc-q35-[0-9]+(\\.[0-9]+)+(\\+pve[0-9]+)?(\\.pxe)?|virt(-[0-9]+(\\.[0-9]+)+)?(\\+pve[0-9]+)?))$", 0.0, 0.0, 0, 0, 0, 40, NULL, 0}},
+	{"viommu", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_57, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_59[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_58, 4}};
+static const struct pvekey_prop props_60[] = {
+	{"current", NULL, NULL, 1, 0, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 16.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_61[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_60, 1}};
+static const struct pvekey_val val_62[] = {{PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 1, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_63[] = {{PVEKEY_T_STRING, "dns-name", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_64[] = {{PVEKEY_T_STRING, "address-list", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_65[] = {"e1000", "e1000-82540em", "e1000-82544gc", "e1000-82545em", "e1000e", "i82551", "i82557b", "i82559er", "ne2k_isa", "ne2k_pci", "pcnet", "rtl8139", "virtio", "vmxnet3", NULL};
+static const struct pvekey_prop props_66[] = {
+	{"bridge", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "pve-bridge-id", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"e1000", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"e1000-82540em", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"e1000-82544gc", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"e1000-82545em", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"e1000e", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"firewall", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"i82551", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"i82557b", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"i82559er", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"link_down", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"macaddr", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "mac-addr", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"model", NULL, NULL, 1, 0, {PVEKEY_T_STRING, NULL, enum_65, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mtu", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 65520.0, 1, 1, 0, 0, NULL, 0}},
+	{"ne2k_isa", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"ne2k_pci", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"pcnet", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"queues", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 64.0, 1, 1, 0, 0, NULL, 0}},
+	{"rate", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"rtl8139", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"tag", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 4094.0, 1, 1, 0, 0, NULL, 0}},
+	{"trunks", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^(([0-9]+(-[0-9]+)?(;[0-9]+(-[0-9]+)?)*))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"virtio", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"vmxnet3", "macaddr", "model", 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_67[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_66, 24}};
+static const struct pvekey_val val_68[] = {{PVEKEY_T_STRING, "pve-node", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_69[] = {"preferred", "bind", "interleave", NULL};
+static const struct pvekey_prop props_70[] = {
+	{"cpus", NULL, NULL, 0, 0, {PVEKEY_T_STRING, NULL, NULL, "^(([0-9]+(-[0-9]+)?(;[0-9]+(-[0-9]+)?)*))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"hostnodes", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^(([0-9]+(-[0-9]+)?(;[0-9]+(-[0-9]+)?)*))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"memory", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"policy", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_69, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_71[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_70, 4}};
+static const char *const enum_72[] = {"other", "wxp", "w2k", "w2k3", "w2k8", "wvista", "win7", "win8", "win10", "win11", "l24", "l26", "solaris", NULL};
+static const struct pvekey_val val_73[] = {{PVEKEY_T_STRING, NULL, enum_72, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_74[] = {{PVEKEY_T_STRING, NULL, NULL, "^(/dev/parport[0-9]+|/dev/usb/lp[0-9]+)$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_75[] = {{PVEKEY_T_STRING, "pve-poolid", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_76[] = {{PVEKEY_T_STRING, "pve-qm-rng", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_prop props_77[] = {
+	{"aio", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_20, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"backup", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"bps_rd", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_rd_length", "bps_rd_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_rd_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"bps_wr", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_wr_length", "bps_wr_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_wr_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"cache", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_21, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"cyls", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"detect_zeroes", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"discard", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_22, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"file", NULL, NULL, 1, 0, {PVEKEY_T_STRING, "pve-volume-id-or-qm-path", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"format", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_23, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"heads", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"import-from", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "pve-volume-id-or-absolute-path", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_max", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"iops_rd", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_rd_length", "iops_rd_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_rd_max", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_rd_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"iops_wr", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_wr_length", "iops_wr_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_wr_max", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_wr_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"mbps", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_max", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_rd", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_rd_max", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_wr", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_wr_max", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"media", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_24, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"replicate", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"rerror", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_25, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"secs", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"serial", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "urlencoded", NULL, NULL, 0.0, 0.0, 0, 0, 0, 60, NULL, 0}},
+	{"shared", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"size", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "disk-size", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"snapshot", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"ssd", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"trans", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_26, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"volume", "file", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"werror", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_27, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"wwn", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^((^(0x)[0-9a-fA-F]{16}))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_78[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_77, 48}};
+static const struct pvekey_prop props_79[] = {
+	{"aio", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_20, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"backup", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"bps_rd", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_rd_length", "bps_rd_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_rd_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"bps_wr", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_wr_length", "bps_wr_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_wr_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"cache", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_21, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"cyls", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"detect_zeroes", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"discard", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_22, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"file", NULL, NULL, 1, 0, {PVEKEY_T_STRING, "pve-volume-id-or-qm-path", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"format", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_23, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"heads", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"import-from", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "pve-volume-id-or-absolute-path", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_max", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"iops_rd", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_rd_length", "iops_rd_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_rd_max", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_rd_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"iops_wr", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_wr_length", "iops_wr_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_wr_max", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_wr_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"iothread", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_max", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_rd", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_rd_max", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_wr", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_wr_max", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"media", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_24, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"product", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^([A-Za-z0-9_[:space:]-]{0,16})$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"queues", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 2.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"replicate", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"rerror", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_25, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"ro", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"scsiblock", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"secs", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"serial", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "urlencoded", NULL, NULL, 0.0, 0.0, 0, 0, 0, 60, NULL, 0}},
+	{"shared", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"size", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "disk-size", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"snapshot", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"ssd", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"trans", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_26, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"vendor", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^([A-Za-z0-9_[:space:]-]{0,8})$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"volume", "file", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"werror", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_27, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"wwn", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^((^(0x)[0-9a-fA-F]{16}))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_80[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_79, 54}};
+static const char *const enum_81[] = {"lsi", "lsi53c810", "virtio-scsi-pci", "virtio-scsi-single", "megasas", "pvscsi", NULL};
+static const struct pvekey_val val_82[] = {{PVEKEY_T_STRING, NULL, enum_81, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_83[] = {{PVEKEY_T_STRING, NULL, NULL, "^((/dev/.+|socket))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_84[] = {{PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 50000.0, 1, 1, 0, 0, NULL, 0}};
+static const struct pvekey_val val_85[] = {{PVEKEY_T_STRING, "pve-qm-smbios1", NULL, NULL, 0.0, 0.0, 0, 0, 0, 512, NULL, 0}};
+static const char *const enum_86[] = {"off", "all", "filter", NULL};
+static const struct pvekey_prop props_87[] = {
+	{"foldersharing", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"videostreaming", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_86, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_88[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_87, 2}};
+static const struct pvekey_val val_89[] = {{PVEKEY_T_STRING, "urlencoded", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_90[] = {{PVEKEY_T_STRING, NULL, NULL, "^((now|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(T[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2})?))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_91[] = {{PVEKEY_T_STRING, "pve-startup-order", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_92[] = {{PVEKEY_T_STRING, "pve-tag-list", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_93[] = {"v1.2", "v2.0", NULL};
+static const struct pvekey_prop props_94[] = {
+	{"file", NULL, NULL, 1, 0, {PVEKEY_T_STRING, "pve-volume-id-or-qm-path", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"import-from", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "pve-volume-id-or-absolute-path", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"size", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "disk-size", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"version", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_93, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"volume", "file", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_95[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_94, 5}};
+static const struct pvekey_prop props_96[] = {
+	{"file", NULL, NULL, 1, 0, {PVEKEY_T_STRING, "pve-volume-id", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"volume", "file", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_97[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_96, 2}};
+static const struct pvekey_prop props_98[] = {
+	{"host", NULL, NULL, 1, 1, {PVEKEY_T_STRING, NULL, NULL, "^((((((0x)?([0-9A-Fa-f]{4}):(0x)?([0-9A-Fa-f]{4})))|((([0-9]+)-([0-9]+(\\.[0-9]+)*)))|[Ss][Pp][Ii][Cc][Ee])))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mapping", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "pve-configid", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"usb3", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_99[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_98, 3}};
+static const char *const enum_100[] = {"vnc", NULL};
+static const char *const enum_101[] = {"cirrus", "qxl", "qxl2", "qxl3", "qxl4", "none", "serial0", "serial1", "serial2", "serial3", "std", "virtio", "virtio-gl", "vmware", NULL};
+static const struct pvekey_prop props_102[] = {
+	{"clipboard", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_100, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"memory", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 4.0, 512.0, 1, 1, 0, 0, NULL, 0}},
+	{"type", NULL, NULL, 1, 1, {PVEKEY_T_STRING, NULL, enum_101, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_103[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_102, 3}};
+static const struct pvekey_prop props_104[] = {
+	{"aio", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_20, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"backup", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"bps_rd", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_rd_length", "bps_rd_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_rd_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"bps_wr", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_wr_length", "bps_wr_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"bps_wr_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"cache", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_21, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"cyls", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"detect_zeroes", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"discard", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_22, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"file", NULL, NULL, 1, 0, {PVEKEY_T_STRING, "pve-volume-id-or-qm-path", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"format", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_23, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"heads", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"import-from", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "pve-volume-id-or-absolute-path", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_max", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"iops_rd", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_rd_length", "iops_rd_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_rd_max", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_rd_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"iops_wr", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_wr_length", "iops_wr_max_length", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_wr_max", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"iops_wr_max_length", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"iothread", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_max", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_rd", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_rd_max", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_wr", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mbps_wr_max", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"media", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_24, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"replicate", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"rerror", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_25, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"ro", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"secs", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"serial", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "urlencoded", NULL, NULL, 0.0, 0.0, 0, 0, 0, 60, NULL, 0}},
+	{"shared", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"size", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "disk-size", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"snapshot", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"trans", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_26, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"volume", "file", NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"werror", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_27, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_105[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_104, 48}};
+static const char *const enum_106[] = {"auto", "always", "metadata", "never", NULL};
+static const struct pvekey_prop props_107[] = {
+	{"cache", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_106, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"direct-io", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"dirid", NULL, NULL, 1, 0, {PVEKEY_T_STRING, "pve-configid", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"expose-acl", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"expose-xattr", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_108[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_107, 5}};
+static const struct pvekey_val val_109[] = {{PVEKEY_T_STRING, NULL, NULL, "^(([a-fA-F0-9]{8}(-[a-fA-F0-9]{4}){3}-[a-fA-F0-9]{12}|[01]))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_110[] = {{PVEKEY_T_INTEGER, "pve-vmid", NULL, NULL, 100.0, 999999999.0, 1, 1, 0, 0, NULL, 0}};
+static const struct pvekey_val val_111[] = {{PVEKEY_T_STRING, "pve-qm-watchdog", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_112[] = {"amd64", "i386", "arm64", "armhf", "riscv32", "riscv64", NULL};
+static const struct pvekey_val val_113[] = {{PVEKEY_T_STRING, NULL, enum_112, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_114[] = {"shell", "console", "tty", NULL};
+static const struct pvekey_val val_115[] = {{PVEKEY_T_STRING, NULL, enum_114, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_116[] = {{PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 8192.0, 1, 1, 0, 0, NULL, 0}};
+static const struct pvekey_val val_117[] = {{PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 8192.0, 1, 1, 0, 0, NULL, 0}};
+static const struct pvekey_val val_118[] = {{PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 500000.0, 1, 1, 0, 0, NULL, 0}};
+static const struct pvekey_prop props_119[] = {
+	{"deny-write", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"gid", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+	{"mode", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^(0[0-7]{3})$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"path", NULL, NULL, 1, 1, {PVEKEY_T_STRING, "pve-lxc-dev-string", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"uid", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 0.0, 1, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_120[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_119, 5}};
+static const struct pvekey_prop props_121[] = {
+	{"force_rw_sys", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"fuse", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"keyctl", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mknod", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mount", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^(([a-zA-Z0-9_; ]+))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"nesting", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_122[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_121, 6}};
+static const struct pvekey_val val_123[] = {{PVEKEY_T_STRING, "dns-name", NULL, NULL, 0.0, 0.0, 0, 0, 0, 255, NULL, 0}};
+static const char *const enum_124[] = {"backup", "create", "destroyed", "disk", "fstrim", "migrate", "mounted", "rollback", "snapshot", "snapshot-delete", NULL};
+static const struct pvekey_val val_125[] = {{PVEKEY_T_STRING, NULL, enum_124, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_126[] = {{PVEKEY_T_INTEGER, NULL, NULL, NULL, 16.0, 0.0, 1, 0, 0, 0, NULL, 0}};
+static const struct pvekey_prop props_127[] = {
+	{"acl", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"backup", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mountoptions", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^((((discard|lazytime|noatime|nodev|noexec|nosuid))(;((discard|lazytime|noatime|nodev|noexec|nosuid)))*))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mp", NULL, NULL, 0, 0, {PVEKEY_T_STRING, "pve-lxc-mp-string", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"quota", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"replicate", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"ro", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"shared", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"size", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "disk-size", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"volume", NULL, NULL, 1, 0, {PVEKEY_T_STRING, "pve-lxc-mp-string", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_128[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_127, 10}};
+static const struct pvekey_val val_129[] = {{PVEKEY_T_STRING, "lxc-ip-with-ll-iface-list", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const char *const enum_130[] = {"veth", NULL};
+static const struct pvekey_prop props_131[] = {
+	{"bridge", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^([-_.[:alnum:]_0-9]+)$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"firewall", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"gw", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "ipv4", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"gw6", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "ipv6", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"hwaddr", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "mac-addr", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"ip", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "pve-ipv4-config", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"ip6", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "pve-ipv6-config", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"link_down", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mtu", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 64.0, 65535.0, 1, 1, 0, 0, NULL, 0}},
+	{"name", NULL, NULL, 0, 0, {PVEKEY_T_STRING, NULL, NULL, "^([-_.[:alnum:]_0-9]+)$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"rate", NULL, NULL, 0, 1, {PVEKEY_T_NUMBER, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"tag", NULL, NULL, 0, 1, {PVEKEY_T_INTEGER, NULL, NULL, NULL, 1.0, 4094.0, 1, 1, 0, 0, NULL, 0}},
+	{"trunks", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^(([0-9]+(;[0-9]+)*))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"type", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, enum_130, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_132[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_131, 14}};
+static const char *const enum_133[] = {"debian", "devuan", "ubuntu", "centos", "fedora", "opensuse", "archlinux", "alpine", "gentoo", "nixos", "unmanaged", NULL};
+static const struct pvekey_val val_134[] = {{PVEKEY_T_STRING, NULL, enum_133, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_135[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 5, 0, NULL, 0}};
+static const struct pvekey_prop props_136[] = {
+	{"acl", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"mountoptions", NULL, NULL, 0, 1, {PVEKEY_T_STRING, NULL, NULL, "^((((discard|lazytime|noatime|nodev|noexec|nosuid))(;((discard|lazytime|noatime|nodev|noexec|nosuid)))*))$", 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"quota", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"replicate", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"ro", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"shared", NULL, NULL, 0, 1, {PVEKEY_T_BOOLEAN, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"size", NULL, NULL, 0, 1, {PVEKEY_T_STRING, "disk-size", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+	{"volume", NULL, NULL, 1, 0, {PVEKEY_T_STRING, "pve-lxc-mp-string", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_137[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_136, 8}};
+static const struct pvekey_val val_138[] = {{PVEKEY_T_STRING, "dns-name-list", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_139[] = {{PVEKEY_T_STRING, "pve-ct-timezone", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_140[] = {{PVEKEY_T_INTEGER, NULL, NULL, NULL, 0.0, 6.0, 1, 1, 0, 0, NULL, 0}};
+static const struct pvekey_prop props_141[] = {
+	{"volume", NULL, NULL, 1, 0, {PVEKEY_T_STRING, "pve-volume-id", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}},
+};
+static const struct pvekey_val val_142[] = {{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, props_141, 1}};
+static const struct pvekey_val val_143[] = {{PVEKEY_T_STRING, "pve-openvz-netif", NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}};
+static const struct pvekey_val val_144[] = {{PVEKEY_T_INTEGER, "pve-vmid", NULL, NULL, 1.0, 0.0, 1, 0, 0, 0, NULL, 0}};
+
 const struct pvekey pvekeys[] = {
-	{PVEKEY_QEMU, "acpi", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "affinity", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "agent", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "amd-sev", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "arch", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "archive", -1, PVEKEY_T_STRING, PVEKEY_CREATE},
-	{PVEKEY_QEMU, "args", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "audio0", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "autostart", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "background_delay", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG},
-	{PVEKEY_QEMU, "balloon", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "bios", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "boot", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "bootdisk", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "bwlimit", -1, PVEKEY_T_INTEGER, PVEKEY_CREATE},
-	{PVEKEY_QEMU, "cdrom", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "cicustom", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "cipassword", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "citype", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "ciupgrade", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "ciuser", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "cores", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "cpu", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "cpulimit", -1, PVEKEY_T_NUMBER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "cpuunits", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "delete", -1, PVEKEY_T_STRING, PVEKEY_CONFIG},
-	{PVEKEY_QEMU, "description", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "digest", -1, PVEKEY_T_STRING, PVEKEY_CONFIG},
-	{PVEKEY_QEMU, "efidisk0", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "force", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "freeze", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "hookscript", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "hostpci", 15, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "hotplug", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "hugepages", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "ide", 3, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "import-working-storage", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "ipconfig", 31, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "ivshmem", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "keephugepages", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "keyboard", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "kvm", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "live-restore", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE},
-	{PVEKEY_QEMU, "localtime", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "lock", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "machine", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "memory", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "migrate_downtime", -1, PVEKEY_T_NUMBER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "migrate_speed", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "name", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "nameserver", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "net", 31, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "node", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "numa", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "numa", 7, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "onboot", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "ostype", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "parallel", 2, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "pool", -1, PVEKEY_T_STRING, PVEKEY_CREATE},
-	{PVEKEY_QEMU, "protection", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "reboot", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "revert", -1, PVEKEY_T_STRING, PVEKEY_CONFIG},
-	{PVEKEY_QEMU, "rng0", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "sata", 5, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "scsi", 30, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "scsihw", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "searchdomain", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "serial", 3, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "shares", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "skiplock", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG},
-	{PVEKEY_QEMU, "smbios1", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "smp", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "sockets", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "spice_enhancements", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "sshkeys", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "start", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE},
-	{PVEKEY_QEMU, "startdate", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "startup", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "storage", -1, PVEKEY_T_STRING, PVEKEY_CREATE},
-	{PVEKEY_QEMU, "tablet", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "tags", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "tdf", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "template", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "tpmstate0", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "unique", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE},
-	{PVEKEY_QEMU, "unused", 255, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "usb", 13, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "vcpus", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "vga", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "virtio", 15, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "virtiofs", 9, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "vmgenid", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "vmid", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "vmstatestorage", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_QEMU, "watchdog", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "arch", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "bwlimit", -1, PVEKEY_T_NUMBER, PVEKEY_CREATE},
-	{PVEKEY_LXC, "cmode", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "console", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "cores", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "cpulimit", -1, PVEKEY_T_NUMBER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "cpuunits", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "debug", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "delete", -1, PVEKEY_T_STRING, PVEKEY_CONFIG},
-	{PVEKEY_LXC, "description", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "dev", 255, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "digest", -1, PVEKEY_T_STRING, PVEKEY_CONFIG},
-	{PVEKEY_LXC, "features", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "force", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE},
-	{PVEKEY_LXC, "hookscript", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "hostname", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "ignore-unpack-errors", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE},
-	{PVEKEY_LXC, "lock", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "memory", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "mp", 255, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "nameserver", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "net", 31, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "node", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "onboot", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "ostemplate", -1, PVEKEY_T_STRING, PVEKEY_CREATE},
-	{PVEKEY_LXC, "ostype", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "password", -1, PVEKEY_T_STRING, PVEKEY_CREATE},
-	{PVEKEY_LXC, "pool", -1, PVEKEY_T_STRING, PVEKEY_CREATE},
-	{PVEKEY_LXC, "protection", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "restore", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE},
-	{PVEKEY_LXC, "revert", -1, PVEKEY_T_STRING, PVEKEY_CONFIG},
-	{PVEKEY_LXC, "rootfs", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "searchdomain", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "ssh-public-keys", -1, PVEKEY_T_STRING, PVEKEY_CREATE},
-	{PVEKEY_LXC, "start", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE},
-	{PVEKEY_LXC, "startup", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "storage", -1, PVEKEY_T_STRING, PVEKEY_CREATE},
-	{PVEKEY_LXC, "swap", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "tags", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "template", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "timezone", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "tty", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "unique", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE},
-	{PVEKEY_LXC, "unprivileged", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "unused", 255, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_LXC, "vmid", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "cpus", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "cpuunits", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "description", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "digest", -1, PVEKEY_T_STRING, PVEKEY_CONFIG},
-	{PVEKEY_OPENVZ, "disk", -1, PVEKEY_T_NUMBER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "force", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "hostname", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "ip_address", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "memory", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "nameserver", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "netif", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "node", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "onboot", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "ostemplate", -1, PVEKEY_T_STRING, PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "password", -1, PVEKEY_T_STRING, PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "pool", -1, PVEKEY_T_STRING, PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "quotatime", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "quotaugidlimit", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "restore", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "searchdomain", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "storage", -1, PVEKEY_T_STRING, PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "swap", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
-	{PVEKEY_OPENVZ, "vmid", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE},
+	{PVEKEY_QEMU, "acpi", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "affinity", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_1},
+	{PVEKEY_QEMU, "agent", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_4},
+	{PVEKEY_QEMU, "amd-sev", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_5},
+	{PVEKEY_QEMU, "arch", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_7},
+	{PVEKEY_QEMU, "archive", -1, PVEKEY_T_STRING, PVEKEY_CREATE, val_8},
+	{PVEKEY_QEMU, "args", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_9},
+	{PVEKEY_QEMU, "audio0", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_13},
+	{PVEKEY_QEMU, "autostart", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "background_delay", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG, val_14},
+	{PVEKEY_QEMU, "balloon", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_15},
+	{PVEKEY_QEMU, "bios", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_17},
+	{PVEKEY_QEMU, "boot", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_18},
+	{PVEKEY_QEMU, "bootdisk", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_19},
+	{PVEKEY_QEMU, "bwlimit", -1, PVEKEY_T_INTEGER, PVEKEY_CREATE, val_15},
+	{PVEKEY_QEMU, "cdrom", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_29},
+	{PVEKEY_QEMU, "cicustom", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_30},
+	{PVEKEY_QEMU, "cipassword", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_9},
+	{PVEKEY_QEMU, "citype", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_32},
+	{PVEKEY_QEMU, "ciupgrade", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "ciuser", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_9},
+	{PVEKEY_QEMU, "cores", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_33},
+	{PVEKEY_QEMU, "cpu", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_34},
+	{PVEKEY_QEMU, "cpulimit", -1, PVEKEY_T_NUMBER, PVEKEY_CONFIG | PVEKEY_CREATE, val_35},
+	{PVEKEY_QEMU, "cpuunits", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_36},
+	{PVEKEY_QEMU, "delete", -1, PVEKEY_T_STRING, PVEKEY_CONFIG, val_37},
+	{PVEKEY_QEMU, "description", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_38},
+	{PVEKEY_QEMU, "digest", -1, PVEKEY_T_STRING, PVEKEY_CONFIG, val_39},
+	{PVEKEY_QEMU, "efidisk0", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_43},
+	{PVEKEY_QEMU, "force", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "freeze", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "hookscript", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_44},
+	{PVEKEY_QEMU, "hostpci", 15, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_45},
+	{PVEKEY_QEMU, "hotplug", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_46},
+	{PVEKEY_QEMU, "hugepages", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_48},
+	{PVEKEY_QEMU, "ide", 3, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_29},
+	{PVEKEY_QEMU, "import-working-storage", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_49},
+	{PVEKEY_QEMU, "ipconfig", 31, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_50},
+	{PVEKEY_QEMU, "ivshmem", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_52},
+	{PVEKEY_QEMU, "keephugepages", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "keyboard", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_54},
+	{PVEKEY_QEMU, "kvm", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "live-restore", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "localtime", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "lock", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_56},
+	{PVEKEY_QEMU, "machine", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_59},
+	{PVEKEY_QEMU, "memory", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_61},
+	{PVEKEY_QEMU, "migrate_downtime", -1, PVEKEY_T_NUMBER, PVEKEY_CONFIG | PVEKEY_CREATE, val_62},
+	{PVEKEY_QEMU, "migrate_speed", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_15},
+	{PVEKEY_QEMU, "name", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_63},
+	{PVEKEY_QEMU, "nameserver", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_64},
+	{PVEKEY_QEMU, "net", 31, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_67},
+	{PVEKEY_QEMU, "node", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_68},
+	{PVEKEY_QEMU, "numa", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "numa", 7, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_71},
+	{PVEKEY_QEMU, "onboot", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "ostype", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_73},
+	{PVEKEY_QEMU, "parallel", 2, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_74},
+	{PVEKEY_QEMU, "pool", -1, PVEKEY_T_STRING, PVEKEY_CREATE, val_75},
+	{PVEKEY_QEMU, "protection", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "reboot", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "revert", -1, PVEKEY_T_STRING, PVEKEY_CONFIG, val_37},
+	{PVEKEY_QEMU, "rng0", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_76},
+	{PVEKEY_QEMU, "sata", 5, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_78},
+	{PVEKEY_QEMU, "scsi", 30, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_80},
+	{PVEKEY_QEMU, "scsihw", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_82},
+	{PVEKEY_QEMU, "searchdomain", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_9},
+	{PVEKEY_QEMU, "serial", 3, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_83},
+	{PVEKEY_QEMU, "shares", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_84},
+	{PVEKEY_QEMU, "skiplock", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG, val_0},
+	{PVEKEY_QEMU, "smbios1", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_85},
+	{PVEKEY_QEMU, "smp", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_33},
+	{PVEKEY_QEMU, "sockets", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_33},
+	{PVEKEY_QEMU, "spice_enhancements", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_88},
+	{PVEKEY_QEMU, "sshkeys", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_89},
+	{PVEKEY_QEMU, "start", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "startdate", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_90},
+	{PVEKEY_QEMU, "startup", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_91},
+	{PVEKEY_QEMU, "storage", -1, PVEKEY_T_STRING, PVEKEY_CREATE, val_49},
+	{PVEKEY_QEMU, "tablet", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "tags", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_92},
+	{PVEKEY_QEMU, "tdf", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "template", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "tpmstate0", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_95},
+	{PVEKEY_QEMU, "unique", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE, val_0},
+	{PVEKEY_QEMU, "unused", 255, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_97},
+	{PVEKEY_QEMU, "usb", 13, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_99},
+	{PVEKEY_QEMU, "vcpus", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_33},
+	{PVEKEY_QEMU, "vga", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_103},
+	{PVEKEY_QEMU, "virtio", 15, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_105},
+	{PVEKEY_QEMU, "virtiofs", 9, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_108},
+	{PVEKEY_QEMU, "vmgenid", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_109},
+	{PVEKEY_QEMU, "vmid", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_110},
+	{PVEKEY_QEMU, "vmstatestorage", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_49},
+	{PVEKEY_QEMU, "watchdog", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_111},
+	{PVEKEY_LXC, "arch", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_113},
+	{PVEKEY_LXC, "bwlimit", -1, PVEKEY_T_NUMBER, PVEKEY_CREATE, val_62},
+	{PVEKEY_LXC, "cmode", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_115},
+	{PVEKEY_LXC, "console", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_LXC, "cores", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_116},
+	{PVEKEY_LXC, "cpulimit", -1, PVEKEY_T_NUMBER, PVEKEY_CONFIG | PVEKEY_CREATE, val_117},
+	{PVEKEY_LXC, "cpuunits", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_118},
+	{PVEKEY_LXC, "debug", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_LXC, "delete", -1, PVEKEY_T_STRING, PVEKEY_CONFIG, val_37},
+	{PVEKEY_LXC, "description", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_38},
+	{PVEKEY_LXC, "dev", 255, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_120},
+	{PVEKEY_LXC, "digest", -1, PVEKEY_T_STRING, PVEKEY_CONFIG, val_39},
+	{PVEKEY_LXC, "features", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_122},
+	{PVEKEY_LXC, "force", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE, val_0},
+	{PVEKEY_LXC, "hookscript", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_44},
+	{PVEKEY_LXC, "hostname", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_123},
+	{PVEKEY_LXC, "ignore-unpack-errors", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE, val_0},
+	{PVEKEY_LXC, "lock", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_125},
+	{PVEKEY_LXC, "memory", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_126},
+	{PVEKEY_LXC, "mp", 255, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_128},
+	{PVEKEY_LXC, "nameserver", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_129},
+	{PVEKEY_LXC, "net", 31, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_132},
+	{PVEKEY_LXC, "node", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_68},
+	{PVEKEY_LXC, "onboot", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_LXC, "ostemplate", -1, PVEKEY_T_STRING, PVEKEY_CREATE, val_8},
+	{PVEKEY_LXC, "ostype", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_134},
+	{PVEKEY_LXC, "password", -1, PVEKEY_T_STRING, PVEKEY_CREATE, val_135},
+	{PVEKEY_LXC, "pool", -1, PVEKEY_T_STRING, PVEKEY_CREATE, val_75},
+	{PVEKEY_LXC, "protection", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_LXC, "restore", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE, val_0},
+	{PVEKEY_LXC, "revert", -1, PVEKEY_T_STRING, PVEKEY_CONFIG, val_37},
+	{PVEKEY_LXC, "rootfs", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_137},
+	{PVEKEY_LXC, "searchdomain", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_138},
+	{PVEKEY_LXC, "ssh-public-keys", -1, PVEKEY_T_STRING, PVEKEY_CREATE, val_9},
+	{PVEKEY_LXC, "start", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE, val_0},
+	{PVEKEY_LXC, "startup", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_91},
+	{PVEKEY_LXC, "storage", -1, PVEKEY_T_STRING, PVEKEY_CREATE, val_49},
+	{PVEKEY_LXC, "swap", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_15},
+	{PVEKEY_LXC, "tags", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_92},
+	{PVEKEY_LXC, "template", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_LXC, "timezone", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_139},
+	{PVEKEY_LXC, "tty", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_140},
+	{PVEKEY_LXC, "unique", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE, val_0},
+	{PVEKEY_LXC, "unprivileged", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_LXC, "unused", 255, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_142},
+	{PVEKEY_LXC, "vmid", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_110},
+	{PVEKEY_OPENVZ, "cpus", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_33},
+	{PVEKEY_OPENVZ, "cpuunits", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_118},
+	{PVEKEY_OPENVZ, "description", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_9},
+	{PVEKEY_OPENVZ, "digest", -1, PVEKEY_T_STRING, PVEKEY_CONFIG, val_39},
+	{PVEKEY_OPENVZ, "disk", -1, PVEKEY_T_NUMBER, PVEKEY_CONFIG | PVEKEY_CREATE, val_62},
+	{PVEKEY_OPENVZ, "force", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE, val_0},
+	{PVEKEY_OPENVZ, "hostname", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_8},
+	{PVEKEY_OPENVZ, "ip_address", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_9},
+	{PVEKEY_OPENVZ, "memory", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_126},
+	{PVEKEY_OPENVZ, "nameserver", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_9},
+	{PVEKEY_OPENVZ, "netif", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_143},
+	{PVEKEY_OPENVZ, "node", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_68},
+	{PVEKEY_OPENVZ, "onboot", -1, PVEKEY_T_BOOLEAN, PVEKEY_CONFIG | PVEKEY_CREATE, val_0},
+	{PVEKEY_OPENVZ, "ostemplate", -1, PVEKEY_T_STRING, PVEKEY_CREATE, val_8},
+	{PVEKEY_OPENVZ, "password", -1, PVEKEY_T_STRING, PVEKEY_CREATE, val_9},
+	{PVEKEY_OPENVZ, "pool", -1, PVEKEY_T_STRING, PVEKEY_CREATE, val_75},
+	{PVEKEY_OPENVZ, "quotatime", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_15},
+	{PVEKEY_OPENVZ, "quotaugidlimit", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_15},
+	{PVEKEY_OPENVZ, "restore", -1, PVEKEY_T_BOOLEAN, PVEKEY_CREATE, val_0},
+	{PVEKEY_OPENVZ, "searchdomain", -1, PVEKEY_T_STRING, PVEKEY_CONFIG | PVEKEY_CREATE, val_9},
+	{PVEKEY_OPENVZ, "storage", -1, PVEKEY_T_STRING, PVEKEY_CREATE, val_49},
+	{PVEKEY_OPENVZ, "swap", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_15},
+	{PVEKEY_OPENVZ, "vmid", -1, PVEKEY_T_INTEGER, PVEKEY_CONFIG | PVEKEY_CREATE, val_144},
 };
 
 const size_t pvekeys_count = sizeof pvekeys / sizeof pvekeys[0];

@@ -13,6 +13,8 @@
 
 #include "conf.h"
 #include "ini.h"
+#include "log.h"
+#include "pvecheck.h"
 #include "pvekeys.h"
 #include "util.h"
 
@@ -391,34 +393,24 @@ static int all_chars(const char *s, const char *extra)
 	return 1;
 }
 
-/* NULL if v suits the PVE type, else what is wrong. */
-static const char *type_problem(const struct pvekey *k, const char *v)
+/* Check v against the PVE schema of key (pvecheck.h), a key of section
+ * title ("[pve]", "[cloud-init]"); reports and returns 1 when it does not
+ * suit. */
+static int value_problem(struct ctx *x, const char *title, int line, const char *key,
+			 const char *v)
 {
-	if (!*v)
-		return "empty value (leave the key out instead)";
-	switch (k->type) {
-	case PVEKEY_T_BOOLEAN:
-		if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
-			return "must be 0 or 1 (a PVE boolean)";
-		break;
-	case PVEKEY_T_INTEGER: {
-		const char *p = v + (*v == '-');
-		if (!all_chars(p, "") || strspn(p, "0123456789") != strlen(p))
-			return "must be an integer";
-		break;
+	if (!*v) {
+		xerr(x, line, title, key, "empty value (leave the key out instead)");
+		return 1;
 	}
-	case PVEKEY_T_NUMBER: {
-		char *end;
-		errno = 0;
-		double d = strtod(v, &end);
-		if (*end || errno || !isfinite(d))
-			return "must be a number";
-		break;
-	}
-	case PVEKEY_T_STRING:
-		break;
-	}
-	return NULL;
+	char *why = NULL;
+	int rc = pvecheck_param((enum pvekey_kind)x->t->kind, key, v, &why);
+	if (rc < 0)
+		x->oom = 1;
+	else if (rc > 0)
+		xerr(x, line, title, key, "%s", why);
+	free(why);
+	return rc != 0;
 }
 
 static int is_shell_ident(const char *s)
@@ -684,11 +676,8 @@ static void load_pve(struct ctx *x, struct tmpl *t, const struct ini_section *s)
 		struct tmpl_kv kv = {e->key, e->value, e->line};
 		int refs = 0;
 		char *lit = expand(x, T, &kv, &refs);
-		if (lit && !refs) {
-			const char *p = type_problem(k, lit);
-			if (p)
-				xerr(x, e->line, T, e->key, "'%s': %s", lit, p);
-		}
+		if (lit && !refs)
+			value_problem(x, T, e->line, e->key, lit);
 		free(lit);
 		if (tmpl_kvlist_add(&t->pve, e->key, e->value, e->line) < 0)
 			x->oom = 1;
@@ -952,6 +941,7 @@ int tmpl_load(const char *const *dirs, const char *name, struct tmpl **out,
 	}
 	struct sbuf tried = {0};
 	for (size_t i = 0; dirs && dirs[i]; i++) {
+		log_debug("templates: looking for %s in %s", name, dirs[i]);
 		char *p = strprintf("%s/%s.tmpl", dirs[i], name);
 		if (!p)
 			break;
@@ -1030,6 +1020,7 @@ int tmpl_list(const char *const *dirs, struct tmpl_info **out, size_t *n,
 	*n = 0;
 	*err = NULL;
 	for (size_t d = 0; dirs && dirs[d]; d++) {
+		log_debug("templates: listing %s", dirs[d]);
 		DIR *dir = opendir(dirs[d]);
 		if (!dir) {
 			if (errno == ENOENT || errno == ENOTDIR)
@@ -1157,11 +1148,8 @@ int tmpl_expand(const struct tmpl *t, const struct tmpl_kvlist *vars,
 		char *v = expand(&x, "[pve]", kv, NULL);
 		if (!v)
 			continue;
-		const struct pvekey *k = pvekey_lookup((enum pvekey_kind)t->kind, kv->key);
-		const char *p = k ? type_problem(k, v) : NULL;
-		if (p)
-			xerr(&x, kv->line, "[pve]", kv->key, "'%s': %s", v, p);
-		else if (tmpl_kvlist_add(&out->pve, kv->key, v, kv->line) < 0)
+		if (!value_problem(&x, "[pve]", kv->line, kv->key, v) &&
+		    tmpl_kvlist_add(&out->pve, kv->key, v, kv->line) < 0)
 			x.oom = 1;
 		free(v);
 	}
@@ -1177,6 +1165,8 @@ int tmpl_expand(const struct tmpl *t, const struct tmpl_kvlist *vars,
 			check_ipconfig(&x, "[cloud-init]", kv, v);
 		else if (strcmp(kv->key, "ciuser") == 0 && !all_chars(v, "._-"))
 			xerr(&x, kv->line, "[cloud-init]", kv->key, "'%s' is not a user name", v);
+		if (x.nerr == before && t->kind == TMPL_QEMU)
+			value_problem(&x, "[cloud-init]", kv->line, kv->key, v);
 		if (x.nerr == before) {
 			if (strcmp(kv->key, "ipconfig0") == 0 && !ipc0)
 				ipc0 = chk(&x, strdup(v));

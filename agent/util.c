@@ -130,6 +130,105 @@ int read_file(const char *path, char **out, size_t *len)
 	return *out ? 0 : -1;
 }
 
+static const char *file_kind(mode_t m)
+{
+	return S_ISDIR(m)    ? "a directory"
+	       : S_ISCHR(m)  ? "a character device"
+	       : S_ISBLK(m)  ? "a block device"
+	       : S_ISFIFO(m) ? "a FIFO"
+	       : S_ISSOCK(m) ? "a socket"
+			     : "not a plain file";
+}
+
+int read_small_file(const char *path, size_t max, unsigned flags, char **out, size_t *len,
+		    char **why)
+{
+	*out = NULL;
+	*why = NULL;
+	if (!path || !*path) {
+		*why = strprintf("empty file name");
+		return -1;
+	}
+	int of = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+	if (flags & RF_NOFOLLOW)
+		of |= O_NOFOLLOW;
+	int fd = open(path, of);
+	if (fd < 0) {
+		if (errno == ELOOP && (flags & RF_NOFOLLOW))
+			*why = strprintf("is a symbolic link; name the file itself, not a link "
+					 "to it");
+		else
+			*why = strprintf("%s", strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		*why = strprintf("%s", strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*why = strprintf("not a regular file (%s)", file_kind(st.st_mode));
+		goto fail;
+	}
+	if ((flags & (RF_TRUSTED | RF_PRIVATE)) && st.st_uid != geteuid() && st.st_uid != 0) {
+		*why = strprintf("owned by uid %u, not by you (uid %u) or root",
+				 (unsigned)st.st_uid, (unsigned)geteuid());
+		goto fail;
+	}
+	if ((flags & RF_PRIVATE) && (st.st_mode & 077)) {
+		*why = strprintf("permissions %04o are too open (group or others have access); "
+				 "run: chmod 600 %s",
+				 (unsigned)(st.st_mode & 07777), path);
+		goto fail;
+	}
+	if ((flags & RF_TRUSTED) && (st.st_mode & 022)) {
+		*why = strprintf("writable by group or others (mode %04o); run: chmod go-w %s",
+				 (unsigned)(st.st_mode & 07777), path);
+		goto fail;
+	}
+	if (st.st_size < 0 || (unsigned long long)st.st_size > max) {
+		*why = strprintf("too large (%lld bytes; at most %zu)", (long long)st.st_size, max);
+		goto fail;
+	}
+	struct sbuf b = {0};
+	char chunk[16384];
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (n > 0 && sbuf_addn(&b, chunk, (size_t)n) < 0)) {
+			*why = strprintf("%s", strerror(errno));
+			explicit_bzero(chunk, sizeof chunk);
+			if (b.s)
+				explicit_bzero(b.s, b.len);
+			sbuf_free(&b);
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		if (b.len > max) { /* grew while being read */
+			*why = strprintf("too large (more than %zu bytes)", max);
+			explicit_bzero(chunk, sizeof chunk);
+			explicit_bzero(b.s, b.len);
+			sbuf_free(&b);
+			goto fail;
+		}
+	}
+	explicit_bzero(chunk, sizeof chunk);
+	close(fd);
+	if (len)
+		*len = b.len;
+	*out = sbuf_steal(&b);
+	if (!*out) {
+		*why = strprintf("out of memory");
+		return -1;
+	}
+	return 0;
+fail:
+	close(fd);
+	return -1;
+}
+
 char *strprintf(const char *fmt, ...)
 {
 	struct sbuf b = {0};

@@ -33,6 +33,25 @@ void sbuf_free(struct sbuf *b);
  * NULL) excludes the NUL. */
 int read_file(const char *path, char **out, size_t *len);
 
+/* What read_small_file demands of a file besides being a regular file of
+ * at most max bytes. */
+#define RF_TRUSTED 0x1u  /* owned by the user (euid) or root, and not
+			    writable by group or others (as ssh demands of
+			    its config files) */
+#define RF_PRIVATE 0x2u  /* no permission bits for group or others at all
+			    (secrets; implies RF_TRUSTED) */
+#define RF_NOFOLLOW 0x4u /* path itself must not be a symbolic link */
+
+/* Read a small file that decides what pvagent does (a configuration, a
+ * template, a secret): opened without blocking (a FIFO or device never
+ * hangs), refused unless a regular file of at most max bytes meeting flags.
+ * Returns 0 with *out as read_file does; -1 with *why a malloc'd reason
+ * without the path ("not a regular file (a character device)", "owned by
+ * uid 65534, not by you or root", "writable by group or others (mode 0664):
+ * run chmod go-w", ...; NULL if memory ran out). */
+int read_small_file(const char *path, size_t max, unsigned flags, char **out, size_t *len,
+		    char **why);
+
 /* malloc'd printf; NULL on failure. */
 char *strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Replace *err (freed; err may be NULL) with a malloc'd printf message:

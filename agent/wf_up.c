@@ -890,12 +890,20 @@ static enum step_rc up_resize(struct job *j)
 		pve_error_set(err, PVE_ERR_CONFIG, "VM %d has no disk to resize", u->g.vmid);
 		return STEP_RC_FAIL;
 	}
-	bool grown = false;
-	int r = guest_resize(job_pve(j), &u->g, disk, size, job_wait(j), &grown, err);
+	bool grown = false, larger = false;
+	int r = guest_resize(job_pve(j), &u->g, disk, size, job_wait(j), &grown, &larger, err);
 	if (r == 0) {
 		if (grown)
 			job_set_bool(j, "changed", true);
-		job_summary(j, "%s %s", disk, grown ? size : "unchanged");
+		if (larger) {
+			log_warn("%s: %s is larger than %s and stays so: disks never shrink",
+				 job_subject(j), disk, size);
+			job_note(j, "%s is larger than --set size=%s: disks never shrink, it keeps "
+				    "its size", disk, size);
+			job_summary(j, "%s kept (larger than %s; disks never shrink)", disk, size);
+		} else {
+			job_summary(j, "%s %s", disk, grown ? size : "unchanged");
+		}
 	}
 	free(disk);
 	return r < 0 ? STEP_RC_FAIL : STEP_RC_OK;

@@ -45,6 +45,115 @@ def load(path):
 DRIVE_BUSES = ("ide", "sata", "scsi", "virtio")
 
 
+# ---- value schemas ----------------------------------------------------------
+
+def perl_to_ere(p):
+    """Translate the Perl regexes of the schema into anchored POSIX extended
+    regexes: (?: and (?^: become plain groups, \\d \\s \\w classes,
+    {,N} becomes {0,N}; escaped characters inside brackets become literal
+    (a '-' moves to the end)."""
+    out, i, n = [], 0, len(p)
+    while i < n:
+        c = p[i]
+        if p.startswith("(?^:", i):
+            out.append("("); i += 4; continue
+        if p.startswith("(?:", i):
+            out.append("("); i += 3; continue
+        if c == "\\" and i + 1 < n:
+            d = p[i + 1]
+            out.append({"d": "[0-9]", "s": "[[:space:]]", "w": "[[:alnum:]_]"}.get(
+                d, d if d.isalnum() or d in "-_" else "\\" + d))
+            i += 2; continue
+        if c == "{" and p.startswith("{,", i):
+            out.append("{0,"); i += 2; continue
+        if c == "[":
+            j, body, dash = i + 1, [], False
+            if j < n and p[j] == "^":
+                body.append("^"); j += 1
+            while j < n and p[j] != "]":
+                if p[j] == "\\" and j + 1 < n:
+                    d = p[j + 1]
+                    if d == "-":
+                        dash = True
+                    else:
+                        body.append({"d": "0-9", "s": "[:space:]", "w": "[:alnum:]_"}.get(d, d))
+                    j += 2; continue
+                body.append(p[j]); j += 1
+            out.append("[" + "".join(body) + ("-" if dash else "") + "]")
+            i = j + 1; continue
+        out.append(c); i += 1
+    return "^(" + "".join(out) + ")$"
+
+
+def cstr(v):
+    if v is None:
+        return "NULL"
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+DEFS = []      # C definitions, in order
+SEEN = {}      # definition text -> its name
+
+
+def define(prefix, ctype, body):
+    key = (ctype, body)
+    if key not in SEEN:
+        name = "%s%d" % (prefix, len(SEEN))
+        SEEN[key] = name
+        DEFS.append("static const %s %s[] = %s;\n" % (ctype, name, body))
+    return SEEN[key]
+
+
+def formats_of(tree):
+    """Property-string formats the schema names only ("pve-qm-ide"), by the
+    dict of a parameter that spells them out."""
+    named = {"pve-qm-ide": ("/nodes/{node}/qemu/{vmid}/config", "PUT", "ide[n]")}
+    out = {}
+    for fmt, (path, meth, param) in named.items():
+        if path in tree:
+            out[fmt] = tree[path]["info"][meth]["parameters"]["properties"][param]["format"]
+    return out
+
+
+def val_init(p, formats):
+    """The C initializer of a struct pvekey_val for schema entry p."""
+    typ = p.get("type", "string")
+    fmt = p.get("format")
+    if isinstance(fmt, str) and fmt in formats:
+        fmt = formats[fmt]
+    props, nprops, fname = "NULL", 0, None
+    if isinstance(fmt, dict):
+        entries = []
+        for key in sorted(fmt):
+            sp = fmt[key]
+            entries.append("{%s, %s, %s, %d, %d, %s}" % (
+                cstr(key), cstr(sp.get("alias")), cstr(sp.get("keyAlias")),
+                1 if sp.get("default_key") else 0,
+                1 if sp.get("optional") or sp.get("alias") else 0,
+                val_init(sp, formats) if not sp.get("alias") else VAL_NONE))
+        props = define("props_", "struct pvekey_prop", "{\n\t" + ",\n\t".join(entries) + ",\n}")
+        nprops = len(entries)
+    elif isinstance(fmt, str):
+        fname = fmt
+    enums = "NULL"
+    if p.get("enum"):
+        enums = define("enum_", "char *const", "{" + ", ".join(cstr(e) for e in p["enum"]) + ", NULL}")
+    pat = perl_to_ere(p["pattern"]) if p.get("pattern") else None
+    mn, mx = p.get("minimum"), p.get("maximum")
+    return "{PVEKEY_T_%s, %s, %s, %s, %s, %s, %d, %d, %d, %d, %s, %d}" % (
+        typ.upper(), cstr(fname), enums, cstr(pat),
+        repr(float(mn)) if mn is not None else "0.0", repr(float(mx)) if mx is not None else "0.0",
+        mn is not None, mx is not None, int(p.get("minLength", 0)), int(p.get("maxLength", 0)),
+        props, nprops)
+
+
+VAL_NONE = "{PVEKEY_T_STRING, NULL, NULL, NULL, 0.0, 0.0, 0, 0, 0, 0, NULL, 0}"
+
+
+def emit_val(p, formats):
+    return define("val_", "struct pvekey_val", "{" + val_init(p, formats) + "}")
+
+
 def main():
     pve8, pve3 = load(sys.argv[1]), load(sys.argv[2])
     props = pve8[METHODS["qemu"][1]]["info"]["PUT"]["parameters"]["properties"]
@@ -68,6 +177,7 @@ def main():
                     k = keys.setdefault(name, {"where": set(), "type": p.get("type", "string")})
                     k["where"].add(where)
                     k["desc"] = p.get("description", "")
+                    k["schema"] = p
         for name in sorted(keys):
             k = keys[name]
             base, maxi = name, -1
@@ -77,7 +187,8 @@ def main():
                 maxi = SRC_MAX.get((kind, base), int(m.group(1)) if m else None)
                 if maxi is None:
                     sys.exit("no index range for %s %s" % (kind, name))
-            rows.append((kind, base, maxi, k["type"], sorted(k["where"])))
+            rows.append((kind, base, maxi, k["type"], sorted(k["where"]),
+                         emit_val(k["schema"], formats_of(tree))))
     out = sys.stdout
     out.write("""/* pvekeys.c - GENERATED by tests/tools/pvekeys-gen.py; do not edit by hand.
  * Parameter names of the PVE guest create and config methods, for checking
@@ -91,16 +202,25 @@ def main():
  *     POST /nodes/{node}/openvz, PUT /nodes/{node}/openvz/{vmid}/config
  * Index ranges: "(n is 0 to N)" from the description, otherwise the MAX_*
  * constants of qemu-server 8.4 / pve-container 5.3. Drive options: the
- * format of ide[n], sata[n], scsi[n] and virtio[n] of the qemu config PUT. */
+ * format of ide[n], sata[n], scsi[n] and virtio[n] of the qemu config PUT.
+ * Value schemas (pvekey_val): type, minimum/maximum, enum, min/maxLength,
+ * pattern (the schema's Perl regex as an anchored POSIX ERE), format name,
+ * and for property strings each key with its own schema, alias, keyAlias,
+ * default_key and optional flags. */
 #include "pvekeys.h"
 
 #include <string.h>
 
+""")
+    out.write("/* Value schemas: enums, property strings, values. */\n")
+    for d in DEFS:
+        out.write(d)
+    out.write("""
 const struct pvekey pvekeys[] = {
 """)
-    for kind, base, maxi, typ, where in rows:
-        out.write('\t{PVEKEY_%s, "%s", %d, PVEKEY_T_%s, %s},\n'
-                  % (kind.upper(), base, maxi, typ.upper(), " | ".join(where)))
+    for kind, base, maxi, typ, where, val in rows:
+        out.write('\t{PVEKEY_%s, "%s", %d, PVEKEY_T_%s, %s, %s},\n'
+                  % (kind.upper(), base, maxi, typ.upper(), " | ".join(where), val))
     out.write("""};
 
 const size_t pvekeys_count = sizeof pvekeys / sizeof pvekeys[0];

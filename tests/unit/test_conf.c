@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conf.h"
@@ -264,6 +265,121 @@ Test(secrets, group_readable_secret_refused, .init = setup, .fini = teardown)
 	free(p);
 }
 
+/* ---- trust and size limits (issue 11) ------------------------------------ */
+
+/* Load DIR/pvagent.conf (already written); the message must be
+ * "DIR/pvagent.conf: " + tail. */
+static void expect_conf_refused(const char *path, const char *tail)
+{
+	struct conf c;
+	char *err = NULL;
+	cr_assert_eq(conf_load(path, &c, &err), -1, "%s loaded", path);
+	cr_assert_not_null(err);
+	char *want = NULL;
+	cr_assert_gt(asprintf(&want, "%s: %s", path, tail), 0);
+	cr_expect_str_eq(err, want);
+	cr_expect_null(c.pve.url);
+	free(want);
+	free(err);
+}
+
+Test(trust, group_writable_config_refused, .init = setup, .fini = teardown)
+{
+	free(put("secret", "0f1e2d3c-aaaa-bbbb-cccc-000011112222\n", 0600));
+	char *p = put("pvagent.conf", PVE_OK, 0664);
+	char *tail = NULL;
+	cr_assert_gt(asprintf(&tail, "writable by group or others (mode 0664); run: chmod go-w %s", p), 0);
+	expect_conf_refused(p, tail);
+	free(tail);
+	cr_assert_eq(chmod(p, 0602), 0);
+	cr_assert_gt(asprintf(&tail, "writable by group or others (mode 0602); run: chmod go-w %s", p), 0);
+	expect_conf_refused(p, tail);
+	free(tail);
+	free(p);
+}
+
+Test(trust, config_of_another_user_refused, .init = setup, .fini = teardown)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to chown the file to nobody");
+	free(put("secret", "0f1e2d3c-aaaa-bbbb-cccc-000011112222\n", 0600));
+	char *p = put("pvagent.conf", PVE_OK, 0644);
+	cr_assert_eq(chown(p, 65534, 65534), 0);
+	expect_conf_refused(p, "owned by uid 65534, not by you (uid 0) or root");
+	free(p);
+}
+
+Test(trust, secret_file_symlink_named, .init = setup, .fini = teardown)
+{
+	free(put("real-secret", "0f1e2d3c-aaaa-bbbb-cccc-000011112222\n", 0600));
+	char *link = NULL;
+	cr_assert_gt(asprintf(&link, "%s/secret", dir), 0);
+	cr_assert_eq(symlink("real-secret", link), 0);
+	char *p = put("pvagent.conf", PVE_OK, 0644);
+	struct conf c;
+	char *err = NULL;
+	cr_assert_eq(conf_load(p, &c, &err), -1);
+	char *want = NULL;
+	cr_assert_gt(asprintf(&want, "%s:4: [pve] token_secret_file: %s: is a symbolic link; name "
+				     "the file itself, not a link to it", p, link), 0);
+	cr_expect_str_eq(err, want);
+	free(want);
+	free(err);
+	free(link);
+	free(p);
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+Test(limits, dev_zero_and_big_configs_refused, .init = setup, .fini = teardown)
+{
+	double t0 = mono();
+	/* reads nothing: refused from fstat; the bound is only against a
+	 * hang (the old code grew to gigabytes here) */
+	expect_conf_refused("/dev/zero", "not a regular file (a character device)");
+	cr_expect_lt(mono() - t0, 5.0);
+	char *fifo = NULL;
+	cr_assert_gt(asprintf(&fifo, "%s/fifo", dir), 0);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	expect_conf_refused(fifo, "not a regular file (a FIFO)");
+	free(fifo);
+	/* 1 MiB + 1 */
+	char *big = malloc(1024 * 1024 + 2);
+	cr_assert_not_null(big);
+	memset(big, '#', 1024 * 1024 + 1);
+	big[1024 * 1024 + 1] = '\0';
+	char *p = put("pvagent.conf", big, 0644);
+	free(big);
+	expect_conf_refused(p, "too large (1048577 bytes; at most 1048576)");
+	free(p);
+}
+
+Test(messages, empty_config_name_and_openssl_fingerprint, .init = setup, .fini = teardown)
+{
+	struct conf c;
+	char *err = NULL;
+	cr_assert_eq(conf_load("", &c, &err), -1);
+	cr_expect_str_eq(err, "the configuration file name is empty: give -c the path of a "
+			      "pvagent.conf (see man pvagent.conf)");
+	free(err);
+	free(put("secret", "0f1e2d3c-aaaa-bbbb-cccc-000011112222\n", 0600));
+	char *text = NULL;
+	cr_assert_gt(asprintf(&text, PVE_OK "fingerprint = sha256 Fingerprint=%s\n", FP), 0);
+	char *p = put("pvagent.conf", text, 0644);
+	free(text);
+	cr_assert_eq(conf_load(p, &c, &err), 0, "%s", err);
+	cr_expect_str_eq(c.pve.fingerprint,
+			 "5F:2B:0C:86:7E:41:9A:D3:10:6E:B8:72:F4:19:C1:0A:3D:55:E7:90:2B:6C:44:81:AF:03:"
+			 "9E:D2:7B:16:C8:E5");
+	conf_free(&c);
+	free(p);
+}
+
 Test(secrets, identity_mode_and_secret_content, .init = setup, .fini = teardown)
 {
 	free(put("key", "x", 0640));
@@ -307,11 +423,12 @@ Test(validate, fingerprint_and_trust, .init = setup, .fini = teardown)
 {
 	expect_err(PVE_OK "fingerprint = AB:CD\n",
 		   "pvagent.conf:5: [pve] fingerprint: 'AB:CD' is not a SHA-256 fingerprint "
-		   "(32 colon-separated hex pairs, as PVE shows it)");
+		   "(32 colon-separated hex pairs, as pvenode cert info or openssl x509 -fingerprint -sha256 show it)");
 	/* SHA-1 length (20 pairs) */
 	expect_err(PVE_OK "fingerprint = 5F:2B:0C:86:7E:41:9A:D3:10:6E:B8:72:F4:19:C1:0A:3D:55:E7:90\n",
 		   "pvagent.conf:5: [pve] fingerprint: '5F:2B:0C:86:7E:41:9A:D3:10:6E:B8:72:F4:19:C1:0A:3D:55:E7:90' "
-		   "is not a SHA-256 fingerprint (32 colon-separated hex pairs, as PVE shows it)");
+		   "is not a SHA-256 fingerprint (32 colon-separated hex pairs, as "
+		   "pvenode cert info or openssl x509 -fingerprint -sha256 show it)");
 	expect_err(PVE_OK "insecure = 1\n",
 		   "pvagent.conf:5: [pve] insecure: '1': write insecure = yes to turn certificate checks off, or leave it out");
 	char *text = NULL;

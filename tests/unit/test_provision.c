@@ -559,6 +559,103 @@ Test(provision_sim, clone_configure_start_address)
 	fx_stop(&f);
 }
 
+/* Issue 11: values are checked against the PVE schema before any request:
+ * a bad --set value, a bad size and a template value made bad by --var are
+ * refused with the key in the message, and PVE sees no POST or PUT. */
+Test(provision_sim, bad_values_refused_before_any_request)
+{
+	static struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", NULL);
+	const char *names[] = {"s1"};
+	char *longdesc = malloc(8194);
+	cr_assert_not_null(longdesc);
+	memset(longdesc, 'd', 8193);
+	longdesc[8193] = '\0';
+	static const struct {
+		const char *key, *value, *want;
+	} cases[] = {
+		{"cores", "abc", "--set cores=abc: 'abc': must be an integer"},
+		{"cores", "0", "--set cores=0: 0 is below the minimum 1"},
+		{"memory", "-5", "--set memory=-5: -5 is below the minimum 16"},
+		{"net0", "virtio,bridge=vmbr0,evil=1", "--set net0=virtio,bridge=vmbr0,evil=1: evil: unknown key"},
+		{"net0", "virtio=zz:00:00:00:00:01,bridge=vmbr0", "is not a unicast MAC address"},
+		{"ostype", "beos", "--set ostype=beos: 'beos' is not one of: other, "},
+		{"size", "banana", "--set size=banana: 'banana' is not a size"},
+		{"description", NULL, "8193 characters long, at most 8192 allowed"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct up_request req = up_req(&f, names, 1);
+		struct tmpl_kvlist sets = {0};
+		cr_assert_eq(tmpl_kvlist_add(&sets, cases[i].key,
+					     cases[i].value ? cases[i].value : longdesc, 0), 0);
+		req.sets = &sets;
+		struct up_result *res = NULL;
+		struct pve_error e = {0};
+		cr_assert_eq(provision_up(&req, &res, &e), -1, "%s accepted", cases[i].key);
+		cr_assert_null(res);
+		cr_expect_eq(e.kind, PVE_ERR_CONFIG);
+		cr_expect(e.message && strstr(e.message, cases[i].want), "%s: %s", cases[i].key,
+			  e.message ? e.message : "(none)");
+		pve_error_clear(&e);
+		tmpl_kvlist_free(&sets);
+	}
+	free(longdesc);
+	/* a template value that only --var makes bad: file, line and key */
+	struct up_request req = up_req(&f, names, 1);
+	struct tmpl_kvlist vars = {0};
+	cr_assert_eq(tmpl_kvlist_add(&vars, "bridge", "vmbr0,evil=1", 0), 0);
+	req.vars = &vars;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_expect(e.message && strstr(e.message, "ubuntu-24.04.tmpl:36: [pve] net0: ") &&
+			  strstr(e.message, ": [pve] net0: evil: unknown key (known: bridge, firewall,"),
+		  "%s", e.message ? e.message : "(none)");
+	pve_error_clear(&e);
+	tmpl_kvlist_free(&vars);
+
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*", -1), 0, "nothing created");
+	cr_expect_eq(simproc_count_requests(log, "PUT", "*", -1), 0, "nothing changed");
+	cr_expect_eq(simproc_count_requests(log, "DELETE", "*", -1), 0);
+	json_object_put(log);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_eq(simproc_count_named(st, "s1"), 0);
+	json_object_put(st);
+	fx_stop(&f);
+}
+
+/* Issue 11: --set size below the template's disk warns that disks never
+ * shrink (the disk keeps its size; no resize is sent). */
+Test(provision_sim, smaller_size_warned_disk_kept)
+{
+	static struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	const char *names[] = {"web2"};
+	struct up_request req = up_req(&f, names, 1);
+	struct tmpl_kvlist sets = {0};
+	tmpl_kvlist_add(&sets, "size", "10G", 0);
+	req.sets = &sets;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
+	cr_expect(strstr(sbuf_str(&f.ev.text), "web2 resize") &&
+			  strstr(sbuf_str(&f.ev.text), "scsi0 kept (larger than 10G; disks never shrink)"),
+		  "%s", sbuf_str(&f.ev.text));
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "PUT", "*/resize", -1), 0);
+	json_object_put(log);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect(strstr(st_conf(st, res[0].vmid, "scsi0"), "size=32G"), "%s",
+		  st_conf(st, res[0].vmid, "scsi0"));
+	json_object_put(st);
+	up_results_free(res, 1);
+	tmpl_kvlist_free(&sets);
+	fx_stop(&f);
+}
+
 /* The requests of one `up` that clones, configures and starts (task polls
  * and log reads aside): one listing finds both the name and the clone
  * source; the finished clone is known without looking it up; one listing

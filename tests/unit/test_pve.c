@@ -333,6 +333,19 @@ Test(fingerprint, parse)
 					   fp),
 		     -1); /* colons separate whole bytes */
 	cr_expect_eq(pve_parse_fingerprint(NULL, fp), -1);
+	/* openssl x509 -noout -fingerprint -sha256 prints it with a prefix */
+	memset(fp, 0, 32);
+	cr_expect_eq(pve_parse_fingerprint("sha256 Fingerprint=AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:"
+					   "23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:"
+					   "45:67:89",
+					   fp),
+		     0);
+	cr_expect_eq(fp[0], 0xAB);
+	cr_expect_eq(pve_parse_fingerprint("sha1 Fingerprint=AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:"
+					   "23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:"
+					   "45:67:89",
+					   fp),
+		     -1);
 }
 
 Test(backoff, bounded_with_jitter)
@@ -445,7 +458,7 @@ Test(opts, secret_files)
 	struct pve_opts o = {.url = "pve", .token_id = "root@pam!t", .token_secret_file = loose};
 	cr_expect_null(pve_new(&o, &e));
 	cr_expect_eq(e.kind, PVE_ERR_CONFIG);
-	cr_expect(strstr(e.message, "readable by group or others") != NULL, "%s", e.message);
+	cr_expect(strstr(e.message, "too open (group or others have access)") != NULL, "%s", e.message);
 
 	o.token_secret_file = tight;
 	struct pve *c = pve_new(&o, &e);

@@ -3,6 +3,7 @@
  * message; ${var} rules; the compiled-in PVE key table matches the schema
  * when ../shared/pve-api is present. Run from the repository root. */
 #include <criterion/criterion.h>
+#include <regex.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pvecheck.h"
 #include "pvekeys.h"
 #include "tmpl.h"
 #include "util.h"
@@ -525,14 +527,14 @@ Test(search, dirs_in_order_and_missing, .init = mkscratch, .fini = rmscratch)
 	cr_assert_gt(asprintf(&b, "%s/b", scratch), 0);
 	cr_assert_eq(mkdir(a, 0700), 0);
 	cr_assert_eq(mkdir(b, 0700), 0);
-	free(write_tmpl(a, "one", QEMU_HEAD "[pve]\nmemory = 1\n"));
-	free(write_tmpl(b, "one", QEMU_HEAD "[pve]\nmemory = 2\n"));
+	free(write_tmpl(a, "one", QEMU_HEAD "[pve]\nmemory = 1024\n"));
+	free(write_tmpl(b, "one", QEMU_HEAD "[pve]\nmemory = 2048\n"));
 	free(write_tmpl(b, "two", QEMU_HEAD "[pve]\nbogus = 2\n"));
 	const char *dirs[] = {"/nonexistent-dir", a, b, NULL};
 	struct tmpl *t = NULL;
 	char *err = NULL;
 	cr_assert_eq(tmpl_load(dirs, "one", &t, &err), 0, "%s", err);
-	cr_expect_str_eq(get(&t->pve, "memory"), "1");
+	cr_expect_str_eq(get(&t->pve, "memory"), "1024");
 	tmpl_free(t);
 	cr_assert_eq(tmpl_load(dirs, "three", &t, &err), -1);
 	char *want = NULL;
@@ -552,13 +554,205 @@ Test(search, dirs_in_order_and_missing, .init = mkscratch, .fini = rmscratch)
 	cr_assert_eq(n, 2);
 	cr_expect_str_eq(list[0].name, "one");
 	cr_expect_not_null(list[0].tmpl);
-	cr_expect_str_eq(get(&list[0].tmpl->pve, "memory"), "1");
+	cr_expect_str_eq(get(&list[0].tmpl->pve, "memory"), "1024");
 	cr_expect_str_eq(list[1].name, "two");
 	cr_expect_null(list[1].tmpl);
 	cr_expect(strstr(list[1].error, "two.tmpl:13: [pve] bogus: not a PVE qemu parameter (PVE 8.4 schema)"));
 	tmpl_list_free(list, n);
 	free(a);
 	free(b);
+}
+
+Test(search, unsafe_and_device_templates_listed_invalid, .init = mkscratch, .fini = rmscratch)
+{
+	char *d = NULL;
+	cr_assert_gt(asprintf(&d, "%s/t", scratch), 0);
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *ok = write_tmpl(d, "ok", QEMU_HEAD "[pve]\nmemory = 1024\n");
+	char *gw = write_tmpl(d, "gw", QEMU_HEAD "[pve]\nmemory = 1024\n");
+	cr_assert_eq(chmod(gw, 0666), 0);
+	char *zero = NULL;
+	cr_assert_gt(asprintf(&zero, "%s/zero.tmpl", d), 0);
+	cr_assert_eq(symlink("/dev/zero", zero), 0);
+	const char *dirs[] = {d, NULL};
+	struct tmpl_info *list = NULL;
+	size_t n = 0;
+	char *err = NULL;
+	cr_assert_eq(tmpl_list(dirs, &list, &n, &err), 0, "%s", err);
+	cr_assert_eq(n, 3);
+	cr_expect_str_eq(list[0].name, "gw");
+	cr_expect_null(list[0].tmpl);
+	char *want = NULL;
+	cr_assert_gt(asprintf(&want, "%s: writable by group or others (mode 0666); run: chmod go-w %s",
+			      gw, gw), 0);
+	cr_expect_str_eq(list[0].error, want);
+	free(want);
+	cr_expect_not_null(list[1].tmpl, "%s", list[1].error);
+	cr_expect_str_eq(list[2].name, "zero");
+	cr_expect_null(list[2].tmpl);
+	cr_assert_gt(asprintf(&want, "%s: not a regular file (a character device)", zero), 0);
+	cr_expect_str_eq(list[2].error, want);
+	free(want);
+	tmpl_list_free(list, n);
+	struct tmpl *t = NULL;
+	cr_assert_eq(tmpl_load(dirs, "zero", &t, &err), -1);
+	cr_expect(strstr(err, "not a regular file (a character device)"), "%s", err);
+	free(err);
+	free(ok);
+	free(gw);
+	free(zero);
+	free(d);
+}
+
+/* Issue 11: values checked against the PVE 8.4 schema at load; the listing
+ * marks such templates invalid with file, line and key. */
+Test(schema, bad_values_listed_invalid, .init = mkscratch, .fini = rmscratch)
+{
+	char *d = NULL;
+	cr_assert_gt(asprintf(&d, "%s/t", scratch), 0);
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *longdesc = malloc(8193 + 32);
+	cr_assert_not_null(longdesc);
+	strcpy(longdesc, "description = ");
+	size_t l = strlen(longdesc);
+	memset(longdesc + l, 'x', 8193);
+	strcpy(longdesc + l + 8193, "\n");
+	struct sbuf b = {0};
+	cr_assert_eq(sbuf_addf(&b, QEMU_HEAD "[pve]\nmemory = -5\n"
+				   "net0 = virtio,bridge=vmbr0,evil=1\n%s"
+				   "net1 = e1000=01:00:00:00:00:01,bridge=vmbr0\n"
+				   "scsi0 = local-lvm:vm-1-disk-0,iothread=maybe\n"
+				   "ostype = beos\ncores = 2\nnet2 = model=virtio,tag=5000\n",
+			       longdesc), 0);
+	free(longdesc);
+	char *bad = write_tmpl(d, "bad", sbuf_str(&b));
+	sbuf_free(&b);
+	free(write_tmpl(d, "good", QEMU_HEAD "[pve]\nmemory = 2048\n"
+			"net0 = virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1,tag=20\n"
+			"scsi0 = local-lvm:vm-${vmid}-disk-0,iothread=1,discard=on,size=32G\n"
+			"description = ok\nostype = l26\n"));
+	const char *dirs[] = {d, NULL};
+	struct tmpl_info *list = NULL;
+	size_t n = 0;
+	char *err = NULL;
+	cr_assert_eq(tmpl_list(dirs, &list, &n, &err), 0, "%s", err);
+	cr_assert_eq(n, 2);
+	cr_expect_null(list[0].tmpl);
+	cr_assert_not_null(list[0].error);
+	char *want = NULL;
+	cr_assert_gt(asprintf(&want,
+		"%s:13: [pve] memory: -5 is below the minimum 16\n"
+		"%s:14: [pve] net0: evil: unknown key (known: bridge, firewall, link_down, macaddr, "
+		"model, mtu, queues, rate, tag, trunks)\n"
+		"%s:15: [pve] description: 8193 characters long, at most 8192 allowed\n"
+		"%s:16: [pve] net1: macaddr: '01:00:00:00:00:01' is not a unicast MAC address "
+		"(XX:XX:XX:XX:XX:XX, first byte even)\n"
+		"%s:17: [pve] scsi0: iothread: 'maybe': must be 1 or 0 (or yes/no, on/off, true/false)\n"
+		"%s:18: [pve] ostype: 'beos' is not one of: other, wxp, w2k, w2k3, w2k8, wvista, win7, "
+		"win8, win10, win11, l24, l26, solaris\n"
+		"%s:20: [pve] net2: tag: 5000 is above the maximum 4094",
+		bad, bad, bad, bad, bad, bad, bad), 0);
+	cr_expect_str_eq(list[0].error, want);
+	free(want);
+	cr_expect_not_null(list[1].tmpl, "%s", list[1].error);
+	tmpl_list_free(list, n);
+	free(bad);
+	free(d);
+}
+
+/* [cloud-init] values are PVE parameters too: checked after expansion. */
+Test(schema, cloud_init_values_checked, .init = mkscratch, .fini = rmscratch)
+{
+	char *err = NULL;
+	struct tmpl *t = load_text(QEMU_HEAD "[vars]\ndns = 192.0.2.53\n\n"
+				   "[cloud-init]\nnameserver = ${dns}\n", &err);
+	cr_assert_not_null(t, "%s", err);
+	struct tmpl_kvlist v = {0};
+	struct tmpl_inst in;
+	std_vars(&v, "x", "100");
+	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
+	tmpl_inst_free(&in);
+	cr_assert_eq(tmpl_var_arg(&v, "dns=192.0.2.999", &err), 0);
+	cr_assert_eq(tmpl_expand(t, &v, &in, &err), -1);
+	cr_expect_str_eq(msg(err), "16: [cloud-init] nameserver: '192.0.2.999' is not a list of "
+				   "IP addresses");
+	free(err);
+	tmpl_kvlist_free(&v);
+	tmpl_free(t);
+}
+
+Test(schema, checker_cases)
+{
+	static const struct {
+		enum pvekey_kind k;
+		const char *param, *value, *want; /* want NULL: accepted */
+	} cases[] = {
+		{PVEKEY_QEMU, "memory", "2048", NULL},
+		{PVEKEY_QEMU, "memory", "current=1024", NULL},
+		{PVEKEY_QEMU, "memory", "current=8", "current: 8 is below the minimum 16"},
+		{PVEKEY_QEMU, "cores", "2", NULL},
+		{PVEKEY_QEMU, "cpulimit", "1.5", NULL},
+		{PVEKEY_QEMU, "cpulimit", "200", "200 is above the maximum 128"},
+		{PVEKEY_QEMU, "net0", "virtio,bridge=vmbr0", NULL},
+		{PVEKEY_QEMU, "net0", "bridge=vmbr0", "model missing"},
+		{PVEKEY_QEMU, "net0", "virtio,bridge=vmbr0,bridge=vmbr1", "bridge given twice"},
+		{PVEKEY_QEMU, "net0", "virtio,model=e1000", "model given twice"},
+		{PVEKEY_QEMU, "net0", "model=virtio,bridge=vm br0", "'vm br0' is not a bridge name"},
+		{PVEKEY_QEMU, "scsi0", "volume=local:iso/x.iso,media=cdrom", NULL},
+		{PVEKEY_QEMU, "scsi0", "local-lvm:32", NULL},
+		{PVEKEY_QEMU, "scsi0", "nostorage", "is not a volume"},
+		{PVEKEY_QEMU, "scsi0", "local-lvm:32,size=huge", "size: 'huge' is not a size"},
+		{PVEKEY_QEMU, "machine", "q35", NULL},
+		{PVEKEY_QEMU, "machine", "q36", "does not match"},
+		{PVEKEY_QEMU, "bootdisk", "scsi0", NULL},
+		{PVEKEY_QEMU, "bootdisk", "floppy0", "'floppy0' does not match"},
+		{PVEKEY_QEMU, "onboot", "yes", "'yes': must be 0 or 1 (a PVE boolean)"},
+		{PVEKEY_QEMU, "tags", "web;prod", NULL},
+		{PVEKEY_LXC, "net0", "name=eth0,bridge=vmbr0,ip=10.0.0.2/24,gw=10.0.0.1", NULL},
+		{PVEKEY_LXC, "net0", "name=eth0,ip=10.0.0.300/24", "ip: '10.0.0.300/24' is not a IPv4"},
+		{PVEKEY_LXC, "memory", "-5", "-5 is below the minimum 16"},
+		{PVEKEY_LXC, "hostname", "web-1.example.com", NULL},
+		{PVEKEY_LXC, "hostname", "-bad", "is not a DNS name"},
+		{PVEKEY_QEMU, "nosuch", "1", "not a PVE parameter"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *why = NULL;
+		int rc = pvecheck_param(cases[i].k, cases[i].param, cases[i].value, &why);
+		if (!cases[i].want) {
+			cr_expect_eq(rc, 0, "%s=%s: %s", cases[i].param, cases[i].value, why);
+		} else {
+			cr_expect_eq(rc, 1, "%s=%s accepted", cases[i].param, cases[i].value);
+			cr_expect(why && strstr(why, cases[i].want), "%s=%s: %s", cases[i].param,
+				  cases[i].value, why ? why : "(none)");
+		}
+		free(why);
+	}
+}
+
+/* Every pattern the generator translated from Perl compiles as a POSIX
+ * extended regex (a pattern that did not would check nothing). */
+static void compiles(const struct pvekey_val *v, const char *where)
+{
+	if (!v)
+		return;
+	if (v->pattern) {
+		regex_t re;
+		cr_expect_eq(regcomp(&re, v->pattern, REG_EXTENDED | REG_NOSUB), 0, "%s: %s", where,
+			     v->pattern);
+		regfree(&re);
+	}
+	for (size_t i = 0; i < v->n_props; i++)
+		compiles(&v->props[i].v, where);
+}
+
+Test(schema, patterns_compile)
+{
+	size_t with_val = 0;
+	for (size_t i = 0; i < pvekeys_count; i++) {
+		compiles(pvekeys[i].val, pvekeys[i].name);
+		with_val += pvekeys[i].val != NULL;
+	}
+	cr_expect_eq(with_val, pvekeys_count);
 }
 
 /* ---- PVE key table --------------------------------------------------------- */
