@@ -919,12 +919,14 @@ static int windows_sync(struct daemon *d)
 }
 
 /* Queue `drain NODE --window NAME` (or undrain) as a command of the
- * daemon's own. */
+ * daemon's own; the node's name is its exclusion key, so an undrain waits
+ * for the drain of its window to end. */
 static void window_queue(struct daemon *d, const struct conf_window *w, bool undrain)
 {
 	const char *argv[] = {undrain ? "undrain" : "drain", w->node, "--window", w->name};
+	const char *keys[] = {w->node};
 	char *err = NULL;
-	struct djob *j = djob_queue(d, argv, 4, NULL, 0, NULL, &err);
+	struct djob *j = djob_queue(d, argv, 4, keys, 1, NULL, &err);
 	if (!j) {
 		log_error("window %s: cannot queue its %s: %s", w->name, argv[0],
 			  err ? err : "out of memory");

@@ -984,3 +984,34 @@ Test(daemon, with_one_worker_the_second_command_waits_and_jobs_shows_it)
 	free(outq);
 	world_free(&w);
 }
+
+/* A window open now (since the start of this minute, closing seconds from
+ * now): the daemon queues its drain at once and, when it closes, the
+ * undrain; one drain per occurrence. */
+Test(daemon, a_window_drains_when_it_opens_and_undrains_when_it_closes)
+{
+	static struct world w;
+	time_t now = time(NULL);
+	struct tm tm;
+	cr_assert_not_null(localtime_r(&now, &tm));
+	char *extra = strprintf("[window \"now\"]\nnode = pve1\nschedule = %02d:%02d\n"
+				"duration = %ds\n",
+				tm.tm_hour, tm.tm_min, tm.tm_sec + 6);
+	world_start(&w, 10, 2, extra);
+	free(extra);
+	daemon_start(&w);
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE workflow = 'drain' AND subject = ?", "pve1", 1,
+		"the window's drain ran when it opened");
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE workflow = 'undrain' AND subject = ? AND "
+		    "state = 'done'",
+		"pve1", 1, "the undrain ran when the window closed");
+	cr_expect_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE workflow = 'drain'", NULL), 1,
+		     "one drain per occurrence");
+	char *log = daemon_log(&w);
+	cr_expect(strstr(log, "window now: drain pve1 queued"), "%s", log);
+	cr_expect(strstr(log, "window now: undrain pve1 queued"), "%s", log);
+	free(log);
+	daemon_stop(&w);
+	assert_clean_log(&w);
+	world_free(&w);
+}
