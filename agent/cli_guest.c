@@ -284,7 +284,7 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 	}
 	const char *name = a->argv[0];
 	struct target_req treq = {.name = name, .tmpl_name = tname, .address = address,
-				  .vars = &vars, .tmpl_optional = true};
+				  .vars = &vars, .tmpl_optional = true, .qemu_only = true};
 	struct guest_target gt;
 	struct convert_result res = {0};
 	char *db = NULL;

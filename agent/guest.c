@@ -7,6 +7,7 @@
 #include "json.h"
 #include "log.h"
 #include "pvecfg.h"
+#include "pvecheck.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -181,23 +182,24 @@ bool guest_name_valid(const char *name, const char **why)
 		*why = "a guest name must not be empty";
 		return false;
 	}
-	size_t n = strlen(name);
-	if (n > 63) {
-		*why = "a guest name is a DNS label: at most 63 characters";
-		return false;
-	}
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)name[i];
-		if (!(isascii(ch) && (isalnum(ch) || ch == '-'))) {
-			*why = "a guest name is a DNS label: only letters, digits and '-'";
-			return false;
-		}
-	}
-	if (name[0] == '-' || name[n - 1] == '-') {
-		*why = "a guest name is a DNS label: it must not start or end with '-'";
+	if (!pvecheck_dns_name(name)) {
+		*why = "a guest name is a DNS name: labels of 1 to 63 letters, digits and '-' (not "
+		       "first or last) joined by '.', at most 253 characters";
 		return false;
 	}
 	*why = NULL;
+	return true;
+}
+
+bool guest_arg_is_vmid(const char *arg, int *vmid)
+{
+	if (!arg || !*arg || strlen(arg) > 9)
+		return false;
+	for (const char *p = arg; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return false;
+	if (vmid)
+		*vmid = atoi(arg);
 	return true;
 }
 
@@ -577,6 +579,19 @@ int guest_list_find_vmid(const struct guest_list *l, int vmid, struct guest_ref 
 	return 0;
 }
 
+/* After a find (rc): the listing's status and name can be 10 s old: read
+ * them. 0 when it was deleted meanwhile. */
+static int refresh_found(struct pve *c, int rc, struct guest_ref *out, struct pve_error *err)
+{
+	if (rc != 1 || guest_refresh(c, out, err) == 0)
+		return rc;
+	guest_ref_clear(out);
+	if (err->kind != PVE_ERR_NOT_FOUND)
+		return -1;
+	pve_error_clear(err); /* deleted meanwhile */
+	return 0;
+}
+
 int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
 		       struct pve_error *err)
 {
@@ -586,14 +601,7 @@ int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
 		return -1;
 	int rc = guest_list_find_name(&l, name, out, err);
 	guest_list_free(&l);
-	/* the listing's status and name can be 10 s old: read them */
-	if (rc == 1 && guest_refresh(c, out, err) < 0) {
-		guest_ref_clear(out);
-		if (err->kind != PVE_ERR_NOT_FOUND)
-			return -1;
-		pve_error_clear(err); /* deleted meanwhile */
-		rc = 0;
-	}
+	rc = refresh_found(c, rc, out, err);
 	if (rc == 1 && (!out->name || strcasecmp(out->name, name) != 0)) {
 		guest_ref_clear(out); /* renamed meanwhile */
 		rc = 0;
@@ -610,6 +618,14 @@ int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out, struct pv
 	int rc = guest_list_find_vmid(&l, vmid, out, err);
 	guest_list_free(&l);
 	return rc;
+}
+
+int guest_find(struct pve *c, const char *arg, struct guest_ref *out, struct pve_error *err)
+{
+	int vmid;
+	if (!guest_arg_is_vmid(arg, &vmid))
+		return guest_find_by_name(c, arg, out, err);
+	return refresh_found(c, guest_find_by_vmid(c, vmid, out, err), out, err);
 }
 
 int guest_refresh(struct pve *c, struct guest_ref *g, struct pve_error *err)

@@ -69,10 +69,14 @@ void guest_list_free(struct guest_list *l);
 
 /* ---- names ----------------------------------------------------------------- */
 
-/* Is name a DNS label (1-63 of letters, digits and '-', not starting or
- * ending with '-')? On false, *why (if not NULL) points to a static
+/* Is name a DNS name as PVE's dns-name format has it (labels of 1-63
+ * letters, digits and '-', not starting or ending with '-', joined by '.';
+ * at most 253 characters)? On false, *why (if not NULL) points to a static
  * explanation. */
 bool guest_name_valid(const char *name, const char **why);
+/* Does a command's guest argument name a VMID (all digits)? Then *vmid
+ * (if not NULL) is it. */
+bool guest_arg_is_vmid(const char *arg, int *vmid);
 
 /* ---- PVE version -------------------------------------------------------- */
 
@@ -110,6 +114,10 @@ int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
 /* The guest with this VMID: 1 found, 0 none, -1 error. */
 int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out,
 		       struct pve_error *err);
+/* The guest a command's argument names: a VMID when all digits
+ * (guest_arg_is_vmid; its status read now), else a name
+ * (guest_find_by_name). 1 found, 0 none, -1 error. */
+int guest_find(struct pve *c, const char *arg, struct guest_ref *out, struct pve_error *err);
 /* The same look-ups in a listing already made with guest_list(), so that
  * one listing serves several (no request; out is a copy; -1 is a duplicate
  * name or out of memory). The listing is as old as it is: use a fresh one

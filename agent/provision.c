@@ -787,6 +787,12 @@ int provision_up(const struct up_request *req, struct up_result **results, struc
 			pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': %s", req->names[i], why);
 			return -1;
 		}
+		if (guest_arg_is_vmid(req->names[i], NULL)) {
+			pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': all digits would read as "
+				      "a VMID; give up a name (and --vmid ID for its VMID)",
+				      req->names[i]);
+			return -1;
+		}
 		for (size_t j = 0; j < i; j++) {
 			if (strcasecmp(req->names[i], req->names[j]) == 0) {
 				pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s' given twice",
@@ -882,7 +888,7 @@ int provision_down(const struct down_request *req, struct up_result *res)
 	if (!res->name)
 		return pve_error_oom(err);
 	const char *why;
-	if (!guest_name_valid(req->name, &why)) {
+	if (!guest_arg_is_vmid(req->name, NULL) && !guest_name_valid(req->name, &why)) {
 		pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': %s", req->name, why);
 		res->outcome = JOB_OUT_USAGE;
 		return -1;

@@ -103,7 +103,7 @@ void up_results_free(struct up_result *r, size_t n);
 /* ---- up ------------------------------------------------------------------------ */
 
 struct up_request {
-	const char *const *names;       /* guest names (DNS labels, distinct) */
+	const char *const *names;       /* guest names (DNS names, not all digits, distinct) */
 	size_t n_names;
 	const struct tmpl *tmpl;        /* loaded template */
 	const char *node;               /* target node; NULL: the template VM's

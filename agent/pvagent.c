@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 int cli_usage_error(const char *cmd, const char *what, const char *arg)
@@ -320,13 +321,49 @@ static int cmd_nodes(struct cli *cli, const struct cmd_args *a)
 
 /* ---- list ----------------------------------------------------------------- */
 
+/* A --node given: is it one of the cluster's? 0, or an exit code (said:
+ * EXIT_USAGE with the nodes there are). */
+static int check_node(struct cli *cli, const char *cmd, const char *node)
+{
+	int rc = cli_connect_pve(cli);
+	if (rc || !node)
+		return rc;
+	json_object *nodes = NULL;
+	struct pve_error e = {0};
+	if (inventory_nodes(cli->pve, &nodes, &e) < 0)
+		return cli_fail_pve(cli, cmd, &e);
+	size_t n = json_object_array_length(nodes), len = 1;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = json_text(json_object_array_get_idx(nodes, i), "node");
+		if (name && strcmp(name, node) == 0) {
+			json_object_put(nodes);
+			return 0;
+		}
+		len += (name ? strlen(name) : 0) + 2;
+	}
+	char *list = calloc(1, len);
+	for (size_t i = 0; list && i < n; i++) {
+		const char *name = json_text(json_object_array_get_idx(nodes, i), "node");
+		if (name) {
+			if (*list)
+				strcat(list, ", ");
+			strcat(list, name);
+		}
+	}
+	pve_error_set(&e, PVE_ERR_CONFIG, "no node '%s' in the cluster; nodes: %s", node,
+		      list && *list ? list : "none");
+	free(list);
+	json_object_put(nodes);
+	return cli_fail_pve(cli, cmd, &e);
+}
+
 static int cmd_list(struct cli *cli, const struct cmd_args *a)
 {
 	const char *node = NULL;
 	for (size_t i = 0; i < a->n; i++)
 		if (a->v[i].opt == 'n')
 			node = a->v[i].val;
-	int rc = cli_connect_pve(cli);
+	int rc = check_node(cli, "list", node);
 	if (rc)
 		return rc;
 	json_object *guests = NULL;
@@ -593,6 +630,8 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		rc = cli_usage_error("up", "needs a template", "-t TEMPLATE");
 	if (rc == 0)
 		rc = cli_load_conf(cli);
+	if (rc == 0 && node)
+		rc = check_node(cli, "up", node);
 	struct tmpl *t = NULL;
 	if (rc == 0 && tmpl_load((const char *const *)cli->conf.paths.templates, tname, &t, &err) < 0) {
 		fprintf(stderr, "pvagent up: %s\n", err ? err : "cannot load the template");
@@ -646,6 +685,8 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	return rc;
 }
 
+/* down NAME|VMID...: each its own job, one after the other; the exit code
+ * the worst outcome. */
 static int cmd_down(struct cli *cli, const struct cmd_args *a)
 {
 	bool purge = false;
@@ -654,26 +695,39 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
+	size_t n = (size_t)a->argc;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (strcasecmp(a->argv[i], a->argv[j]) == 0)
+				return cli_usage_error("down", "guest given twice", a->argv[i]);
+	struct up_result *res = calloc(n, sizeof *res);
+	if (!res) {
+		fprintf(stderr, "pvagent down: out of memory\n");
+		return 1;
+	}
 	struct pve_opts po = cli_pve_opts(&cli->conf);
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
-	struct down_request req = {
-		.name = a->argv[0],
-		.purge = purge,
-		.pve_opts = &po,
-		.on_event = on_job_event,
-		.event_ctx = &pp,
-		.store = cli_store(cli),
-		.stop = &cli_stop,
-	};
-	struct up_result res = {0};
-	provision_down(&req, &res);
-	end_progress_line(&pp);
-	rc = cli_exit_code(provision_outcome(&res, 1));
-	print_results(cli, "down", &res, 1, rc);
-	up_result_free(&res);
+	size_t done = 0;
+	for (; done < n && !cli_stop; done++) {
+		struct down_request req = {
+			.name = a->argv[done],
+			.purge = purge,
+			.pve_opts = &po,
+			.on_event = on_job_event,
+			.event_ctx = &pp,
+			.store = cli_store(cli),
+			.stop = &cli_stop,
+		};
+		provision_down(&req, &res[done]);
+		end_progress_line(&pp);
+	}
+	rc = cli_exit_code(provision_outcome(res, done));
+	if (done < n && rc == 0)
+		rc = EXIT_INTERRUPTED;
+	print_results(cli, "down", res, done, rc);
+	up_results_free(res, done);
 	return rc;
 }
-
 
 /* ---- command table and main ---------------------------------------------- */
 
@@ -707,8 +761,8 @@ const struct cmd_entry cmd_up_entry = {
 	"t:n:", up_opts, "SV", 1, -1, "guest name", cmd_up,
 };
 const struct cmd_entry cmd_down_entry = {
-	"down", "NAME [--purge]", "shut down and delete a guest", "", down_opts, NULL, 1, 1,
-	"guest name", cmd_down,
+	"down", "NAME|VMID... [--purge]", "shut down and delete guests", "", down_opts, NULL, 1, -1,
+	"guest name or VMID", cmd_down,
 };
 
 static const struct cmd_entry *const commands[] = {

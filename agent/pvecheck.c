@@ -60,7 +60,7 @@ static bool dns_label(const char *s, size_t n)
 	return n >= 1 && n <= 63 && alnum(s[0]) && alnum(s[n - 1]) && only(s, n, "-");
 }
 
-static bool dns_name(const char *s)
+bool pvecheck_dns_name(const char *s)
 {
 	size_t n = strlen(s);
 	if (!n || n > 253)
@@ -184,7 +184,7 @@ static bool list_of(const char *s, const char *seps, bool (*one)(const char *, s
 static bool dns_name_n(const char *s, size_t n)
 {
 	char *d = strndup(s, n);
-	bool ok = d && dns_name(d);
+	bool ok = d && pvecheck_dns_name(d);
 	free(d);
 	return ok;
 }
@@ -243,7 +243,7 @@ static int format_ok(const char *fmt, const char *s, const char **what)
 	case 3: ok = n > 0 && only(s, n, "-_."); break;
 	case 4: ok = n > 0 && only(s, n, "-_"); break;
 	case 5: ok = dns_label(s, n); break;
-	case 6: ok = dns_name(s); break;
+	case 6: ok = pvecheck_dns_name(s); break;
 	case 7: ok = list_of(s, ",; ", dns_name_n); break;
 	case 8: ok = vmid(s); break;
 	case 9: ok = mac(s); break;

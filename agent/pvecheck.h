@@ -28,4 +28,8 @@ int pvecheck_param(enum pvekey_kind kind, const char *param, const char *value, 
 /* The same for a value schema (a parameter's, or one property key's). */
 int pvecheck_value(const struct pvekey_val *v, const char *value, char **why);
 
+/* The dns-name format: labels of 1-63 letters, digits and '-' (not first
+ * or last) joined by '.', at most 253 characters. */
+bool pvecheck_dns_name(const char *s);
+
 #endif

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 
 struct target_req {
-	const char *name;               /* the guest's name */
+	const char *name;               /* the guest's name, or its VMID */
 	const char *tmpl_name;          /* -t TEMPLATE, or NULL: the one the
 					   description names */
 	const char *address;            /* --address, or NULL: look it up */
@@ -25,6 +25,7 @@ struct target_req {
 	bool tmpl_optional;             /* without a template, go on with the
 					   [ssh] settings alone */
 	double address_timeout_s;       /* looking it up; 0: 60 */
+	bool qemu_only;                 /* a container is a usage error */
 };
 
 struct guest_target {

@@ -68,7 +68,7 @@ static enum step_rc down_find(struct job *j)
 {
 	struct down_ctx *d = job_ctx(j);
 	struct pve_error *err = job_err(j);
-	int found = guest_find_by_name(job_pve(j), job_subject(j), &d->g, err);
+	int found = guest_find(job_pve(j), job_subject(j), &d->g, err);
 	if (found < 0)
 		return STEP_RC_FAIL;
 	if (!found) {

@@ -39,7 +39,7 @@ Test(guest_pure, type_names)
 	cr_assert_eq(guest_container_type(2), GUEST_OPENVZ);
 }
 
-Test(guest_pure, names_are_dns_labels)
+Test(guest_pure, names_are_dns_names)
 {
 	const char *why = NULL;
 	cr_assert(guest_name_valid("web1", &why));
@@ -59,7 +59,20 @@ Test(guest_pure, names_are_dns_labels)
 	cr_assert_not(guest_name_valid("-web", &why));
 	cr_assert_not(guest_name_valid("web-", &why));
 	cr_assert_not(guest_name_valid("web_1", &why));
-	cr_assert_not(guest_name_valid("web.example", &why));
+	cr_assert(guest_name_valid("web.example", NULL));
+	cr_assert(guest_name_valid("a.b-c.d9", NULL));
+	cr_assert_not(guest_name_valid("web..example", &why));
+	cr_assert_not(guest_name_valid(".web", &why));
+	cr_assert_not(guest_name_valid("web.", &why));
+	cr_assert_not(guest_name_valid("web.-x", &why));
+	cr_assert_not(guest_name_valid("web-.x", &why));
+	char dotted[80];
+	snprintf(dotted, sizeof dotted, "%s.x", label64);
+	cr_assert_not(guest_name_valid(dotted, &why));
+	cr_assert_not_null(strstr(why, "63"));
+	cr_assert(guest_arg_is_vmid("190", NULL));
+	cr_assert_not(guest_arg_is_vmid("190a", NULL));
+	cr_assert_not(guest_arg_is_vmid("", NULL));
 	cr_assert_not(guest_name_valid("web 1", &why));
 	cr_assert_not(guest_name_valid("w\xc3\xa9" "b", &why));
 	cr_assert_not(guest_name_valid("a;rm", &why));
