@@ -105,7 +105,8 @@ int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_
 void cmd_args_free(struct cmd_args *a);
 
 /* The command entries of cli_guest.c and cli_jobs.c. */
-extern const struct cmd_entry cmd_inject_entry, cmd_virtio_entry, cmd_bench_entry;
+extern const struct cmd_entry cmd_inject_entry, cmd_virtio_entry, cmd_bench_entry,
+	cmd_ssh_entry;
 extern const struct cmd_entry cmd_migrate_entry, cmd_drain_entry, cmd_undrain_entry,
 	cmd_windows_entry;
 extern const struct cmd_entry cmd_jobs_entry, cmd_job_entry, cmd_resume_entry, cmd_cancel_entry;

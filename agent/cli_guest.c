@@ -1,5 +1,5 @@
-/* cli_guest.c - the guest-side commands of pvagent: inject, virtio and
- * bench, and what they share: guest_target_open() finds the guest, loads
+/* cli_guest.c - the guest-side commands of pvagent: inject, virtio,
+ * bench and ssh, and what they share: guest_target_open() finds the guest, loads
  * and expands its template, finds its address and builds the SSH options.
  * Printing follows pvagent.c (text lines, or JSON lines with --json). */
 #include "bench.h"
@@ -362,6 +362,96 @@ out:
 	return rc;
 }
 
+/* ---- ssh ------------------------------------------------------------------------ */
+
+static const struct option ssh_opts[] = {
+	{"address", required_argument, NULL, 'a'},
+	{"template", required_argument, NULL, 't'},
+	{"var", required_argument, NULL, 'V'},
+	{0},
+};
+
+/* The system ssh with pvagent's identity, known_hosts and host key policy,
+ * the template's user and port and the address found; each word of the
+ * command quoted (ssh joins them for the remote shell). Replaces this
+ * process: returns only on failure. */
+static int cmd_ssh(struct cli *cli, const struct cmd_args *a)
+{
+	const char *address = NULL, *tname = NULL;
+	struct tmpl_kvlist vars = {0};
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < a->n; i++) {
+		const char *arg = a->v[i].val;
+		switch (a->v[i].opt) {
+		case 'a': address = arg; break;
+		case 't': tname = arg; break;
+		case 'V': rc = parse_var(a->cmd, arg, &vars); break;
+		default: rc = EXIT_USAGE; break;
+		}
+	}
+	struct guest_target gt;
+	memset(&gt, 0, sizeof gt);
+	struct target_req treq = {.name = a->argv[0], .tmpl_name = tname, .address = address,
+				  .vars = &vars, .tmpl_optional = true, .address_timeout_s = 10};
+	if (rc == 0)
+		rc = open_target(cli, a->cmd, &treq, &gt);
+	size_t nw = (size_t)a->argc - 1, n = 0;
+	char **quoted = calloc(nw + 1, sizeof *quoted);
+	const char **argv = calloc(16 + nw, sizeof *argv);
+	char *kh = NULL, *port = NULL;
+	if (rc == 0 && (!quoted || !argv)) {
+		fprintf(stderr, "pvagent ssh: out of memory\n");
+		rc = 1;
+	}
+	if (rc == 0) {
+		const struct ssh_opts *o = &gt.ssh;
+		kh = strprintf("UserKnownHostsFile=%s", o->known_hosts);
+		port = strprintf("%d", o->port > 0 ? o->port : 22);
+		argv[n++] = "ssh";
+		if (o->identity) {
+			argv[n++] = "-i";
+			argv[n++] = o->identity;
+			argv[n++] = "-o";
+			argv[n++] = "IdentitiesOnly=yes";
+		}
+		argv[n++] = "-o";
+		argv[n++] = kh;
+		argv[n++] = "-o";
+		argv[n++] = o->policy == SSH_HKP_TOFU ? "StrictHostKeyChecking=accept-new"
+						       : "StrictHostKeyChecking=yes";
+		argv[n++] = "-p";
+		argv[n++] = port;
+		argv[n++] = "-l";
+		argv[n++] = o->user ? o->user : "root";
+		argv[n++] = "--";
+		argv[n++] = o->host;
+		bool oom = !kh || !port;
+		for (size_t i = 0; i < nw && !oom; i++)
+			oom = !(argv[n++] = quoted[i] = ssh_quote(a->argv[i + 1]));
+		if (oom) {
+			fprintf(stderr, "pvagent ssh: out of memory\n");
+			rc = 1;
+		}
+	}
+	if (rc == 0) {
+		log_debug("ssh: %s@%s port %s", gt.ssh.user ? gt.ssh.user : "root", gt.ssh.host,
+			  port);
+		fflush(NULL);
+		execvp("ssh", (char *const *)argv);
+		fprintf(stderr, "pvagent ssh: cannot run ssh: %s\n", strerror(errno));
+		rc = errno == ENOENT ? 127 : 126;
+	}
+	for (size_t i = 0; quoted && i < nw; i++)
+		free(quoted[i]);
+	free(quoted);
+	free(argv);
+	free(kh);
+	free(port);
+	guest_target_free(&gt);
+	tmpl_kvlist_free(&vars);
+	return rc;
+}
+
 /* ---- the entries ---------------------------------------------------------------- */
 
 const struct cmd_entry cmd_inject_entry = {
@@ -381,4 +471,10 @@ const struct cmd_entry cmd_bench_entry = {
 	"in-guest disk benchmark: sequential write/read, diskinfo, random reads; stored and "
 	"compared",
 	"t:", bench_opts, "V", 1, 1, "guest name", cmd_bench,
+};
+const struct cmd_entry cmd_ssh_entry = {
+	"ssh", "NAME|VMID [--address A] [-t TEMPLATE] [--var K=V]... [-- COMMAND...]",
+	"the system ssh to the guest with pvagent's identity, known_hosts and the address it "
+	"finds",
+	"t:", ssh_opts, "V", 1, -1, "guest name or VMID", cmd_ssh,
 };

@@ -770,7 +770,9 @@ static const struct cmd_entry *const commands[] = {
 	&cmd_down_entry,   &cmd_inject_entry, &cmd_virtio_entry,    &cmd_bench_entry,
 	&cmd_migrate_entry, &cmd_drain_entry,  &cmd_undrain_entry,   &cmd_windows_entry,
 	&cmd_jobs_entry,   &cmd_job_entry,    &cmd_resume_entry,    &cmd_cancel_entry,
-	&cmd_status_entry, NULL,
+	&cmd_status_entry,
+	&cmd_ssh_entry,
+	NULL,
 };
 
 static void usage(FILE *f)

@@ -311,3 +311,25 @@ Test(cli_names, unknown_node_and_virtio_on_a_container)
 	free(out);
 	world_free(&w);
 }
+
+Test(cli_names, ssh_runs_a_command)
+{
+	if (access("/usr/bin/ssh", X_OK) < 0 && access("/bin/ssh", X_OK) < 0)
+		cr_skip_test("no ssh client");
+	struct world w;
+	world_start(&w, "127.0.1.243");
+	char *out = NULL;
+	/* the template names the address; the words are quoted one by one */
+	int rc = pv(&w, &out, "ssh", "cli1", "-t", "clistatic", "--", "echo", "hello", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "hello\n"), "%s", out);
+	free(out);
+	rc = pv(&w, &out, "ssh", "150", "-t", "clistatic", "--", "echo", "a  b;", "$HOME", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "a  b; $HOME\n"), "%s", out);
+	free(out);
+	rc = pv(&w, &out, "ssh", "nosuch", "--", "true", NULL);
+	cr_expect_eq(rc, 1, "%s", out);
+	free(out);
+	world_free(&w);
+}
