@@ -106,7 +106,7 @@ void cmd_args_free(struct cmd_args *a);
 
 /* The command entries of cli_guest.c and cli_jobs.c. */
 extern const struct cmd_entry cmd_inject_entry, cmd_virtio_entry, cmd_bench_entry,
-	cmd_ssh_entry;
+	cmd_ssh_entry, cmd_show_entry;
 extern const struct cmd_entry cmd_migrate_entry, cmd_drain_entry, cmd_undrain_entry,
 	cmd_windows_entry;
 extern const struct cmd_entry cmd_jobs_entry, cmd_job_entry, cmd_resume_entry, cmd_cancel_entry;

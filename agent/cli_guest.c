@@ -362,6 +362,116 @@ out:
 	return rc;
 }
 
+/* ---- show ----------------------------------------------------------------------- */
+
+/* The boot disk's bus and the NIC models (malloc'd, NULL when unknown). */
+static void show_hw(const struct guest_target *gt, char **disk, char **nic)
+{
+	*disk = *nic = NULL;
+	if (gt->ref.type != GUEST_QEMU) {
+		*disk = strdup(gt->ref.type == GUEST_LXC ? "rootfs" : "simfs");
+		*nic = strdup("veth");
+		return;
+	}
+	struct pvecfg_hw hw;
+	if (pvecfg_hw_read(gt->config, &hw) == 0) {
+		*disk = pvecfg_hw_disk_summary(&hw, json_text(gt->config, "boot"));
+		*nic = pvecfg_hw_nic_summary(&hw);
+		pvecfg_hw_free(&hw);
+	}
+}
+
+static json_object *jstr(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
+/* show NAME|VMID: config, status, disk bus and NIC, address (asked once),
+ * template, the last bench run. */
+static int cmd_show(struct cli *cli, const struct cmd_args *a)
+{
+	struct guest_target gt;
+	memset(&gt, 0, sizeof gt);
+	struct target_req treq = {.name = a->argv[0], .tmpl_optional = true,
+				  .address_timeout_s = 0.5};
+	int rc = cli_connect_pve(cli);
+	if (rc)
+		return rc;
+	struct pve_error e = {0};
+	if (guest_target_open(cli->pve, &cli->conf, &treq, &gt, &e) < 0) {
+		if (!gt.config) {
+			guest_target_free(&gt);
+			return cli_fail_pve(cli, a->cmd, &e);
+		}
+		pve_error_clear(&e); /* the address, or SSH settings: shown without */
+	}
+	char *disk, *nic, *berr = NULL;
+	show_hw(&gt, &disk, &nic);
+	char *db = bench_db_path(cli->conf.paths.state);
+	struct bench_result br = {0};
+	int have_bench = db ? bench_last(db, gt.ref.name ? gt.ref.name : a->argv[0], gt.ref.vmid,
+					 &br, &berr) : 0;
+	if (have_bench < 0)
+		log_warn("%s: bench history: %s", a->argv[0], berr ? berr : "cannot read it");
+	free(berr);
+	if (cli->json) {
+		json_object *o = json_object_new_object(), *b = NULL;
+		json_object_object_add(o, "command", json_object_new_string("show"));
+		json_object_object_add(o, "result", json_object_new_string("ok"));
+		json_object_object_add(o, "exit", json_object_new_int(0));
+		json_object_object_add(o, "name", jstr(gt.ref.name));
+		json_object_object_add(o, "vmid", json_object_new_int(gt.ref.vmid));
+		json_object_object_add(o, "node", jstr(gt.ref.node));
+		json_object_object_add(o, "type", jstr(guest_type_name(gt.ref.type)));
+		json_object_object_add(o, "status", jstr(gt.ref.status));
+		json_object_object_add(o, "disk_bus", jstr(disk));
+		json_object_object_add(o, "nic_model", jstr(nic));
+		json_object_object_add(o, "address", jstr(gt.address));
+		json_object_object_add(o, "template", jstr(gt.tmpl_name));
+		json_object_object_add(o, "config", json_object_get(gt.config));
+		if (have_bench == 1) {
+			b = json_object_new_object();
+			json_object *f = json_object_new_object();
+			json_object_object_add(b, "ts", json_object_new_int64(br.ts));
+			json_object_object_add(b, "bus", jstr(br.bus));
+			json_object_object_add(b, "nic", jstr(br.nic));
+			for (size_t i = 0; i < br.n_figs; i++)
+				json_object_object_add(f, br.figs[i].key,
+						       json_object_new_double(br.figs[i].value));
+			json_object_object_add(b, "figures", f);
+		}
+		json_object_object_add(o, "bench", b);
+		out_json_line(stdout, o);
+		json_object_put(o);
+	} else {
+		printf("name: %s\nvmid: %d\nnode: %s\ntype: %s\nstatus: %s\n",
+		       gt.ref.name ? gt.ref.name : "-", gt.ref.vmid, gt.ref.node ? gt.ref.node : "-",
+		       guest_type_name(gt.ref.type), gt.ref.status ? gt.ref.status : "-");
+		printf("disk bus: %s\nNIC: %s\naddress: %s\ntemplate: %s\n", disk ? disk : "-",
+		       nic ? nic : "-", gt.address ? gt.address : "unknown",
+		       gt.tmpl_name ? gt.tmpl_name : "-");
+		if (have_bench == 1) {
+			printf("last bench: %lld (%s, %s)\n", br.ts, br.bus ? br.bus : "-",
+			       br.nic ? br.nic : "-");
+			for (size_t i = 0; i < br.n_figs; i++)
+				printf("  %s = %.1f %s\n", br.figs[i].label ? br.figs[i].label
+									     : br.figs[i].key,
+				       br.figs[i].value, br.figs[i].unit ? br.figs[i].unit : "");
+		} else {
+			printf("last bench: none\n");
+		}
+		printf("config:\n");
+		json_object_object_foreach(gt.config, k, v) printf("  %s = %s\n", k,
+								    json_object_get_string(v));
+	}
+	bench_result_free(&br);
+	free(db);
+	free(disk);
+	free(nic);
+	guest_target_free(&gt);
+	return 0;
+}
+
 /* ---- ssh ------------------------------------------------------------------------ */
 
 static const struct option ssh_opts[] = {
@@ -477,4 +587,9 @@ const struct cmd_entry cmd_ssh_entry = {
 	"the system ssh to the guest with pvagent's identity, known_hosts and the address it "
 	"finds",
 	"t:", ssh_opts, "V", 1, -1, "guest name or VMID", cmd_ssh,
+};
+const struct cmd_entry cmd_show_entry = {
+	"show", "NAME|VMID",
+	"a guest's config, status, disk bus, NIC, address, template and last bench run", "",
+	NULL, NULL, 1, 1, "guest name or VMID", cmd_show,
 };

@@ -772,6 +772,7 @@ static const struct cmd_entry *const commands[] = {
 	&cmd_jobs_entry,   &cmd_job_entry,    &cmd_resume_entry,    &cmd_cancel_entry,
 	&cmd_status_entry,
 	&cmd_ssh_entry,
+	&cmd_show_entry,
 	NULL,
 };
 

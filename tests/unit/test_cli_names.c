@@ -333,3 +333,33 @@ Test(cli_names, ssh_runs_a_command)
 	free(out);
 	world_free(&w);
 }
+
+Test(cli_names, show_text_and_json)
+{
+	struct world w;
+	world_start(&w, "127.0.1.244");
+	char *out = NULL;
+	int rc = pv(&w, &out, "show", "cli1", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "vmid: 150\n"), "%s", out);
+	cr_expect(strstr(out, "status: running\n"), "%s", out);
+	cr_expect(strstr(out, "template: clitest\n"), "%s", out);
+	cr_expect(strstr(out, "disk bus: virtio"), "%s", out);
+	cr_expect(strstr(out, "address: unknown\n"), "no guest agent: %s", out);
+	cr_expect(strstr(out, "  cores = 1\n"), "%s", out);
+	free(out);
+
+	rc = pv(&w, &out, "--json", "show", "195", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	json_object *o = final_json(out);
+	cr_expect_str_eq(jpath(o, (const char *const[]){"name", NULL}), "ct1");
+	cr_expect_str_eq(jpath(o, (const char *const[]){"type", NULL}), "lxc");
+	cr_expect_str_eq(jpath(o, (const char *const[]){"config", "hostname", NULL}), "ct1");
+	json_object_put(o);
+	free(out);
+
+	rc = pv(&w, &out, "show", "nosuch", NULL);
+	cr_expect_eq(rc, 1, "%s", out);
+	free(out);
+	world_free(&w);
+}
