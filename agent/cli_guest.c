@@ -94,6 +94,7 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 	rc = open_target(cli, a->cmd, &treq, &gt);
 	if (rc)
 		goto out;
+	name = gt.ref.name ? gt.ref.name : name; /* given by VMID: its name */
 	struct inject_request req = {
 		.name = name,
 		.inst = &gt.inst,
@@ -181,6 +182,7 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 	rc = open_target(cli, a->cmd, &treq, &gt);
 	if (rc)
 		goto out;
+	name = gt.ref.name ? gt.ref.name : name; /* given by VMID: its name */
 	db = bench_db_path(cli->conf.paths.state);
 	char *lerr = NULL;
 	int have_last = db ? bench_last(db, name, gt.ref.vmid, &last, &lerr) : 0;
@@ -291,6 +293,7 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 	rc = open_target(cli, a->cmd, &treq, &gt);
 	if (rc)
 		goto out;
+	name = gt.ref.name ? gt.ref.name : name; /* given by VMID: its name */
 	db = bench_db_path(cli->conf.paths.state);
 	if (!db) {
 		fprintf(stderr, "pvagent virtio: out of memory\n");

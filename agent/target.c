@@ -54,7 +54,8 @@ static int target_vars(const struct target_req *req, const struct guest_target *
 	if (req->address && tmpl_kvlist_get(&gt->tmpl->vars, "ip") && !tmpl_kvlist_get(vars, "ip") &&
 	    tmpl_kvlist_set(vars, "ip", req->address) < 0)
 		return -1;
-	if (tmpl_kvlist_set(vars, "name", req->name) < 0 ||
+	/* the guest's own name, also when it was given by VMID */
+	if (tmpl_kvlist_set(vars, "name", gt->ref.name ? gt->ref.name : req->name) < 0 ||
 	    tmpl_kvlist_set(vars, "vmid", vmid) < 0 ||
 	    (gt->ref.node && tmpl_kvlist_set(vars, "node", gt->ref.node) < 0) ||
 	    (pubkey && tmpl_kvlist_set(vars, "pubkey", pubkey) < 0))

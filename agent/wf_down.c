@@ -79,6 +79,13 @@ static enum step_rc down_find(struct job *j)
 	}
 	d->res->vmid = d->g.vmid;
 	d->res->type = d->g.type;
+	if (d->g.name && guest_arg_is_vmid(job_subject(j), NULL)) {
+		char *nm = strdup(d->g.name); /* given by VMID: its name */
+		if (!nm)
+			return pve_error_oom(err);
+		free(d->res->name);
+		d->res->name = nm;
+	}
 	free(d->res->node);
 	d->res->node = d->g.node ? strdup(d->g.node) : NULL;
 	if (job_set_guest(j, d->g.vmid, d->g.node) < 0 ||

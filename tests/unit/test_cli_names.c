@@ -1,5 +1,6 @@
 /* test_cli_names.c - guests named by VMID or by a dotted DNS name, down
- * of several guests, an unknown --node, virtio on a container: the real
+ * of several guests, an unknown --node, virtio on a container, show and
+ * ssh, inject by VMID: the real
  * pvagent ($PVAGENT_BIN) against the simulator (tests/support/simproc),
  * with an sshd guest for the [ssh] settings (127.0.1.240-249). */
 #include "guestenv.h"
@@ -230,6 +231,7 @@ Test(cli_names, down_by_vmid_and_several)
 	cr_assert_eq(named("old1"), 1);
 	int rc = pv(&w, &out, "down", "190", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "old1"), "the result names the guest: %s", out);
 	cr_expect_null(strstr(out, "does not exist"), "%s", out);
 	free(out);
 	cr_expect_eq(named("old1"), 0, "VMID 190 was not deleted");
@@ -360,6 +362,26 @@ Test(cli_names, show_text_and_json)
 
 	rc = pv(&w, &out, "show", "nosuch", NULL);
 	cr_expect_eq(rc, 1, "%s", out);
+	free(out);
+	world_free(&w);
+}
+
+Test(cli_names, inject_by_vmid_uses_the_guests_name)
+{
+	struct world w;
+	world_start(&w, "127.0.1.245");
+	char *out = NULL;
+	int rc = pv(&w, &out, "inject", "150", "--address", ge.sd.addr, NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "cli1: changed"), "%s", out);
+	free(out);
+	char *rcconf = NULL;
+	cr_assert_eq(guestenv_read(&ge, "/etc/rc.conf", &rcconf), 0);
+	cr_expect(strstr(rcconf, "hostname=\"cli1\"\n"), "%s", rcconf);
+	free(rcconf);
+	rc = pv(&w, &out, "inject", "999", "--address", ge.sd.addr, NULL);
+	cr_expect_eq(rc, 1, "%s", out);
+	cr_expect(strstr(out, "no guest with VMID 999"), "%s", out);
 	free(out);
 	world_free(&w);
 }
