@@ -524,9 +524,10 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 		if (r[i].pending)
 			printf("%s: applied at the next restart: %s\n", r[i].name, r[i].pending);
 		if (r[i].outcome == JOB_OUT_INTERRUPTED) {
-			log_error("%s: interrupted; the job is kept: resume it with 'pvagent resume "
-				  "%lld' (or run the same command again)",
-				  r[i].name, r[i].job);
+			log_error("%s: interrupted%s%s; the job is kept: 'pvagent resume %lld' (or the "
+				  "same command again) waits for what PVE still does and finishes",
+				  r[i].name, r[i].left ? ": " : "", r[i].left ? r[i].left : "",
+				  r[i].job);
 			continue;
 		}
 		if (r[i].error.kind != PVE_OK) {

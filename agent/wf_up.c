@@ -1226,6 +1226,33 @@ const struct job_workflow wf_up = {
 
 /* ---- results ---------------------------------------------------------------------------------------------- */
 
+/* What an interrupted job leaves, in r->left: the step it stopped in, the
+ * PVE task of that step that goes on without us, the guest made so far. */
+static void say_interrupted(struct job *j, struct up_result *r, const struct store_step *st,
+			    size_t n)
+{
+	const struct store_step *at = NULL;
+	for (size_t i = 0; i < n && !at; i++)
+		if (st[i].state == STEP_RUNNING)
+			at = &st[i];
+	struct sbuf b = {0};
+	int bad = 0;
+	if (at)
+		bad |= sbuf_addf(&b, "stopped in step %s", at->name);
+	if (at && at->upid)
+		bad |= sbuf_addf(&b, "; its PVE task %s goes on without pvagent", at->upid);
+	if (job_vmid(j) > 0)
+		bad |= sbuf_addf(&b, "%sVM %d on %s exists", b.len ? "; " : "", job_vmid(j),
+				 job_node(j) ? job_node(j) : "?");
+	if (r->left)
+		bad |= sbuf_addf(&b, "%s%s", b.len ? "; " : "", r->left);
+	if (b.len && !bad) {
+		free(r->left);
+		r->left = sbuf_steal(&b);
+	}
+	sbuf_free(&b);
+}
+
 void wf_result_finish(struct job *j, struct up_result *r)
 {
 	for (size_t i = 0; i < r->n_steps; i++)
@@ -1247,6 +1274,8 @@ void wf_result_finish(struct job *j, struct up_result *r)
 	r->job = job_id(j);
 	r->outcome = job_outcome(j);
 	dup_into(&r->left, job_left(j));
+	if (r->outcome == JOB_OUT_INTERRUPTED)
+		say_interrupted(j, r, st, n);
 	pve_error_clear(&r->error);
 	json_object *v = job_vars(j);
 	if (r->outcome != JOB_OUT_DONE) {
