@@ -985,35 +985,32 @@ int main(int argc, char **argv)
 	}
 	log_set_level(log_level_from_verbosity(cli.verbosity));
 	const char *name = argv[optind];
-	if (strcmp(name, "__complete") == 0) {
-		int rc = complete(&cli, argc - optind, argv + optind);
-		pve_free(cli.pve);
-		if (cli.conf_loaded)
-			conf_free(&cli.conf);
-		pve_global_cleanup();
-		log_secret_clear();
-		return rc;
-	}
-	const struct cmd_entry *cmd = find_command(name);
-	if (!cmd) {
+	bool completing = strcmp(name, "__complete") == 0;
+	const struct cmd_entry *cmd = completing ? NULL : find_command(name);
+	if (!cmd && !completing) {
 		cli_error("unknown-command", NULL, "unknown command '%s'", name);
 		usage(stderr);
 		return finish_error(&cli, name, EXIT_USAGE);
 	}
-	if (asks_help(argc - optind, argv + optind)) {
+	if (cmd && asks_help(argc - optind, argv + optind)) {
 		command_help(stdout, cmd);
 		return 0;
 	}
 	/* The command's options and arguments are parsed from its name on, by
 	 * its entry (GNU getopt permuting again, unlike the "+" mode of the
 	 * global options above). */
-	catch_stop_signals();
-	if (cli.local)
-		cli_daemon_child_init();
-	int rc = cmd_dispatch(&cli, cmd, argc - optind, argv + optind);
-	if (cli.local)
-		cli_daemon_child_end();
-	rc = finish_error(&cli, name, rc);
+	int rc;
+	if (completing) {
+		rc = complete(&cli, argc - optind, argv + optind);
+	} else {
+		catch_stop_signals();
+		if (cli.local)
+			cli_daemon_child_init();
+		rc = cmd_dispatch(&cli, cmd, argc - optind, argv + optind);
+		if (cli.local)
+			cli_daemon_child_end();
+		rc = finish_error(&cli, name, rc);
+	}
 	pve_free(cli.pve);
 	store_close(cli.store);
 	if (cli.conf_loaded)
