@@ -22,7 +22,6 @@
 struct cli {
 	const char *conf_path;
 	bool json;
-	bool json_done;        /* --json: the final object printed */
 	bool local;            /* --local: never through pvagentd */
 	int verbosity;
 	struct conf conf;

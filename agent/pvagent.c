@@ -110,7 +110,6 @@ int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e)
 	char *msg = pve_error_format(e);
 	if (cli->json) {
 		print_error_json(cmd, code, pve_err_kind_name(e->kind), msg);
-		cli->json_done = true;
 	}
 	log_error("%s", msg ? msg : "error");
 	free(msg);
@@ -217,7 +216,6 @@ static void print_result(struct cli *cli, const char *cmd, const char *key, json
 	json_object_object_add(o, key, json_object_get(v));
 	out_json_line(stdout, o);
 	json_object_put(o);
-	cli->json_done = true;
 }
 
 static double num(json_object *o, const char *k)
@@ -553,7 +551,6 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 		json_object_object_add(o, "exit", json_object_new_int(code));
 		out_json_line(stdout, o);
 		json_object_put(o);
-		cli->json_done = true;
 		return;
 	}
 	const char *hdr[] = {"NAME", "VMID", "NODE", "ADDRESS", "RESULT", "TIME"};
@@ -933,14 +930,13 @@ static bool asks_help(int argc, char **argv)
 	return false;
 }
 
-/* With --json, a failed command that printed no final object prints the
- * error it said (cli_error); the kept message is freed. Returns rc. */
+/* With --json, a command that failed with an error said by cli_error and
+ * printed no final object prints it; the kept message is freed. Returns rc. */
 static int finish_error(struct cli *cli, const char *cmd, int rc)
 {
-	if (cli->json && rc != 0 && !cli->json_done)
+	if (cli->json && rc != 0 && cli_err.kind && !out_json_result_printed())
 		print_error_json(cli_err.cmd ? cli_err.cmd : cmd, rc,
-				 cli_err.kind ? cli_err.kind : "error",
-				 cli_err.message ? cli_err.message : "failed");
+				 cli_err.kind, cli_err.message ? cli_err.message : "failed");
 	free(cli_err.message);
 	cli_err.message = NULL;
 	return rc;

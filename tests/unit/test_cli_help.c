@@ -175,6 +175,18 @@ Test(cli_help, json_usage_error_object)
 	json_object_put(o);
 	free(out);
 
+	/* an error from PVE (nothing listens): one final object, the same shape */
+	int rc = RUN(&out, "-c", conf, "--json", "nodes");
+	cr_assert_eq(rc, 4, "%d: %s", rc, out);
+	o = final_json(out);
+	cr_assert_str_eq(str(o, "result", NULL), "error");
+	cr_assert_str_eq(str(o, "exit", NULL), "4");
+	cr_assert_str_eq(str(o, "error", "kind"), "connect");
+	const char *first = strstr(out, "\"result\"");
+	cr_assert(first && !strstr(first + 1, "\"result\""), "one final object: %s", out);
+	json_object_put(o);
+	free(out);
+
 	cr_assert_eq(RUN(&out, "-c", conf, "--json", "up", "x", "-t", "helptest", "--bogus"), 2);
 	o = final_json(out);
 	cr_assert_str_eq(str(o, "error", "message"), "unknown option '--bogus'");
