@@ -248,6 +248,8 @@ install: $(INSTALL_DEPS)
 	chmod 0644 $(DESTDIR)$(UNITDIR)/pvagentd.service
 	$(if $(wildcard templates/*.tmpl),install -m 0644 $(wildcard templates/*.tmpl) $(DESTDIR)$(DATADIR)/templates/)
 	$(if $(wildcard conf/pvagent.conf.example),install -m 0644 conf/pvagent.conf.example $(DESTDIR)$(SYSCONFDIR)/pvagent/)
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 0644 conf/pvagent.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pvagent
 
 # make deb: a Debian package of the tree as it is (conf/debian/ becomes
 # debian/), built with dpkg-buildpackage into build/deb/, then lintian.

@@ -59,6 +59,11 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 
 /* "pvagent CMD: WHAT 'ARG'" on stderr; returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *what, const char *arg);
+/* Every usage and configuration error goes through here: the message on
+ * stderr as given ("pvagent CMD: ..."), and kept (the first one) for the
+ * final JSON object with --json. Returns EXIT_USAGE. */
+int cli_error(const char *kind, const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Report a PVE error and return its exit code. */
 int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e);
 /* arg as a number from min to max into *out: 0, or EXIT_USAGE (said). */
@@ -97,6 +102,7 @@ struct cmd_entry {
 	int min_args, max_args;        /* positional arguments; max -1: any number */
 	const char *arg_name;          /* what they are, for messages ("guest name") */
 	int (*run)(struct cli *cli, const struct cmd_args *a);
+	const char *examples;          /* "pvagent up web1 -t ubuntu-24.04\n...": help */
 };
 
 /* Parse argv (argv[0] the command's name) by e into *a (free with

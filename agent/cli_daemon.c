@@ -500,5 +500,5 @@ static int cmd_status(struct cli *cli, const struct cmd_args *a)
 
 const struct cmd_entry cmd_status_entry = {
 	"status", "", "pvagentd: pid, uptime, version, workers, queue, running jobs", NULL, NULL,
-	NULL, 0, 0, NULL, cmd_status,
+	NULL, 0, 0, NULL, cmd_status, "pvagent status\npvagent --json status",
 };

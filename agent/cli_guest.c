@@ -571,6 +571,7 @@ const struct cmd_entry cmd_inject_entry = {
 	"inject", "NAME [--dry-run] [-t TEMPLATE] [--var K=V]... [--address A]",
 	"apply the template's guest files and hostname over SSH (--dry-run: show diffs)", "t:",
 	inject_opts, "V", 1, 1, "guest name", cmd_inject,
+	"pvagent inject web1 --dry-run\npvagent inject web1 -t ubuntu-24.04 --address 10.0.0.5",
 };
 const struct cmd_entry cmd_virtio_entry = {
 	"virtio",
@@ -578,21 +579,24 @@ const struct cmd_entry cmd_virtio_entry = {
 	"[--address A] [-t TEMPLATE] [--var K=V]... [--timeout S]",
 	"convert IDE disks and e1000 NICs to virtio, rolling back on failure", "t:", virtio_opts,
 	"V", 1, 1, "guest name", cmd_virtio,
+	"pvagent virtio old1 --dry-run\npvagent virtio old1 --bench --disk-bus virtio-scsi",
 };
 const struct cmd_entry cmd_bench_entry = {
 	"bench", "NAME [--size MiB] [--address A] [-t TEMPLATE] [--var K=V]...",
 	"in-guest disk benchmark: sequential write/read, diskinfo, random reads; stored and "
 	"compared",
 	"t:", bench_opts, "V", 1, 1, "guest name", cmd_bench,
+	"pvagent bench web1\npvagent bench web1 --size 512",
 };
 const struct cmd_entry cmd_ssh_entry = {
 	"ssh", "NAME|VMID [--address A] [-t TEMPLATE] [--var K=V]... [-- COMMAND...]",
 	"the system ssh to the guest with pvagent's identity, known_hosts and the address it "
 	"finds",
 	"t:", ssh_opts, "V", 1, -1, "guest name or VMID", cmd_ssh,
+	"pvagent ssh web1\npvagent ssh web1 -- uname -a\npvagent ssh 190 --address 192.0.2.10",
 };
 const struct cmd_entry cmd_show_entry = {
 	"show", "NAME|VMID",
 	"a guest's config, status, disk bus, NIC, address, template and last bench run", "",
-	NULL, NULL, 1, 1, "guest name or VMID", cmd_show,
+	NULL, NULL, 1, 1, "guest name or VMID", cmd_show, "pvagent show web1\npvagent --json show 190",
 };

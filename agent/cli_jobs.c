@@ -494,7 +494,7 @@ static const struct option jobs_opts[] = {{"limit", required_argument, NULL, 'n'
 
 const struct cmd_entry cmd_jobs_entry = {
 	"jobs", "[--limit N]", "recent jobs with their state and duration", "n:", jobs_opts, NULL,
-	0, 0, NULL, cmd_jobs,
+	0, 0, NULL, cmd_jobs, "pvagent jobs\npvagent jobs --limit 5",
 };
 static const struct option job_opts[] = {{"follow", no_argument, NULL, 'f'}, {0}};
 
@@ -502,13 +502,13 @@ const struct cmd_entry cmd_job_entry = {
 	"job", "ID [--follow]",
 	"one job: its steps (state, UPID, time) and events; --follow: then its events as they "
 	"come, while pvagentd runs it (exit: its exit code)",
-	"f", job_opts, NULL, 1, 1, "job ID", cmd_job,
+	"f", job_opts, NULL, 1, 1, "job ID", cmd_job, "pvagent job 12\npvagent job 12 --follow",
 };
 const struct cmd_entry cmd_resume_entry = {
 	"resume", "ID", "continue an interrupted job, or one that needs attention", "", NULL, NULL,
-	1, 1, "job ID", cmd_resume,
+	1, 1, "job ID", cmd_resume, "pvagent resume 12",
 };
 const struct cmd_entry cmd_cancel_entry = {
 	"cancel", "ID", "end an unfinished job (a running one stops after its step)", "", NULL,
-	NULL, 1, 1, "job ID", cmd_cancel,
+	NULL, 1, 1, "job ID", cmd_cancel, "pvagent cancel 12",
 };

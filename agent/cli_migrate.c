@@ -230,6 +230,7 @@ const struct cmd_entry cmd_migrate_entry = {
 	"move a guest to NODE: live (qemu), restart (lxc) or online (OpenVZ); prints the "
 	"downtime PVE measured and the one clients saw",
 	"", migrate_opts, NULL, 2, 2, "guest name and node", cmd_migrate,
+	"pvagent migrate web1 pve2\npvagent migrate web1 pve2 --storage-map local-lvm:fast --dry-run",
 };
 
 /* ---- drain and undrain ------------------------------------------------------------- */
@@ -456,11 +457,13 @@ const struct cmd_entry cmd_drain_entry = {
 	"move every guest off NODE (templates and pvagent-pin guests stay), K at a time; "
 	"each moved guest is tagged pvagent-home-NODE",
 	"", drain_opts, NULL, 1, 1, "node", cmd_drain,
+	"pvagent drain pve1 --dry-run\npvagent drain pve1 --to pve2,pve3 --max-workers 2",
 };
 const struct cmd_entry cmd_undrain_entry = {
 	"undrain", "NODE [--max-workers K] [--dry-run] | NODE --window W",
 	"bring every guest tagged pvagent-home-NODE back to NODE and remove the tag",
 	"", undrain_opts, NULL, 1, 1, "node", cmd_undrain,
+	"pvagent undrain pve1\npvagent undrain pve1 --window nightly",
 };
 
 /* ---- windows ------------------------------------------------------------------------ */
@@ -541,5 +544,5 @@ static int cmd_windows(struct cli *cli, const struct cmd_args *a)
 
 const struct cmd_entry cmd_windows_entry = {
 	"windows", "", "maintenance windows ([window] in pvagent.conf) and when they open next",
-	NULL, NULL, NULL, 0, 0, NULL, cmd_windows,
+	NULL, NULL, NULL, 0, 0, NULL, cmd_windows, "pvagent windows",
 };

@@ -83,8 +83,16 @@ void table_free(struct table *t)
 	free(t);
 }
 
+static bool result_printed;
+
+bool out_json_result_printed(void)
+{
+	return result_printed;
+}
+
 void out_json_line(FILE *f, json_object *o)
 {
+	result_printed = result_printed || json_object_object_get_ex(o, "result", NULL);
 	fprintf(f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 							   JSON_C_TO_STRING_NOSLASHESCAPE));
 	fflush(f);

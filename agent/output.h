@@ -5,6 +5,7 @@
 #define PVAGENT_OUTPUT_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 struct table;
@@ -19,6 +20,8 @@ void table_free(struct table *t);
 
 /* Print o as one compact JSON line on f and flush. */
 void out_json_line(FILE *f, json_object *o);
+/* Has out_json_line printed a final result object (one with "result")? */
+bool out_json_result_printed(void);
 
 /* "1.5 GiB" style byte count into buf (at least 16 bytes). */
 const char *out_bytes(char *buf, size_t len, double bytes);

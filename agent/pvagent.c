@@ -23,6 +23,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -32,10 +33,58 @@
 #include <strings.h>
 #include <unistd.h>
 
+/* The first usage or configuration error, for --json's final object. */
+static struct {
+	const char *kind, *cmd;
+	char *message;
+} cli_err;
+
+int cli_error(const char *kind, const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int len = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *msg = len >= 0 ? malloc((size_t)len + 1) : NULL;
+	if (msg) {
+		va_start(ap, fmt);
+		vsnprintf(msg, (size_t)len + 1, fmt, ap);
+		va_end(ap);
+	}
+	if (cmd)
+		fprintf(stderr, "pvagent %s: %s\n", cmd, msg ? msg : fmt);
+	else
+		fprintf(stderr, "pvagent: %s\n", msg ? msg : fmt);
+	if (!cli_err.kind) {
+		cli_err.kind = kind;
+		cli_err.cmd = cmd;
+		cli_err.message = msg;
+	} else {
+		free(msg);
+	}
+	return EXIT_USAGE;
+}
+
 int cli_usage_error(const char *cmd, const char *what, const char *arg)
 {
-	fprintf(stderr, "pvagent %s: %s '%s'\n(see pvagent --help)\n", cmd, what, arg);
+	cli_error("usage", cmd, "%s '%s'", what, arg);
+	fprintf(stderr, "(see pvagent %s --help)\n", cmd);
 	return EXIT_USAGE;
+}
+
+/* The error object, with --json, of an error said by cli_error or
+ * cli_fail_pve. */
+static void print_error_json(const char *cmd, int code, const char *kind, const char *msg)
+{
+	json_object *o = json_object_new_object(), *e = json_object_new_object();
+	json_object_object_add(o, "result", json_object_new_string("error"));
+	json_object_object_add(o, "command", cmd ? json_object_new_string(cmd) : NULL);
+	json_object_object_add(o, "exit", json_object_new_int(code));
+	json_object_object_add(e, "kind", json_object_new_string(kind));
+	json_object_object_add(e, "message", json_object_new_string(msg ? msg : "error"));
+	json_object_object_add(o, "error", e);
+	out_json_line(stdout, o);
+	json_object_put(o);
 }
 
 /* ---- configuration and client ------------------------------------------ */
@@ -47,7 +96,7 @@ int cli_load_conf(struct cli *cli)
 	char *err = NULL;
 	int rc = conf_load(cli->conf_path, &cli->conf, &err);
 	if (rc < 0) {
-		fprintf(stderr, "pvagent: %s\n", err ? err : "cannot load the configuration");
+		cli_error("config", NULL, "%s", err ? err : "cannot load the configuration");
 		free(err);
 		return EXIT_USAGE;
 	}
@@ -61,14 +110,7 @@ int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e)
 	int code = pve_error_exit_code(e);
 	char *msg = pve_error_format(e);
 	if (cli->json) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "result", json_object_new_string("error"));
-		json_object_object_add(o, "command", json_object_new_string(cmd));
-		json_object_object_add(o, "kind", json_object_new_string(pve_err_kind_name(e->kind)));
-		json_object_object_add(o, "message", json_object_new_string(msg ? msg : "error"));
-		json_object_object_add(o, "exit", json_object_new_int(code));
-		out_json_line(stdout, o);
-		json_object_put(o);
+		print_error_json(cmd, code, pve_err_kind_name(e->kind), msg);
 	}
 	log_error("%s", msg ? msg : "error");
 	free(msg);
@@ -213,6 +255,15 @@ int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_
 	while ((opt = getopt_long(argc, argv, e->shortopts ? e->shortopts : "", e->longopts,
 				  NULL)) != -1) {
 		if (opt == '?' || opt == ':') {
+			/* getopt said which on stderr; the same for --json */
+			const char *bad = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+			if (!cli_err.kind) {
+				cli_err.kind = "usage";
+				cli_err.cmd = e->name;
+				cli_err.message = optopt ? strprintf("option -%c: unknown or needs an "
+								     "argument", optopt)
+						  : strprintf("unknown option '%s'", bad);
+			}
 			cmd_args_free(a);
 			fprintf(stderr, "(see pvagent %s --help)\n", e->name);
 			return EXIT_USAGE;
@@ -225,10 +276,9 @@ int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_
 			if ((val && a->v[i].val && strcmp(val, a->v[i].val) != 0) ||
 			    (!val != !a->v[i].val)) {
 				char nb[64];
-				fprintf(stderr, "pvagent %s: %s given twice with different values "
-						"('%s' and '%s')\n",
-					e->name, opt_name(e, opt, nb, sizeof nb),
-					a->v[i].val ? a->v[i].val : "", val ? val : "");
+				cli_error("usage", e->name, "%s given twice with different values "
+					  "('%s' and '%s')", opt_name(e, opt, nb, sizeof nb),
+					  a->v[i].val ? a->v[i].val : "", val ? val : "");
 				cmd_args_free(a);
 				return EXIT_USAGE;
 			}
@@ -250,16 +300,15 @@ int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_
 	const char *what = e->arg_name ? e->arg_name : "argument";
 	if (a->argc < e->min_args || (e->max_args >= 0 && a->argc > e->max_args)) {
 		if (e->max_args == 0)
-			fprintf(stderr, "pvagent %s: takes no arguments, not '%s'\n", e->name,
-				a->argv[0]);
+			cli_error("usage", e->name, "takes no arguments, not '%s'", a->argv[0]);
 		else if (a->argc < e->min_args && e->min_args == e->max_args)
-			fprintf(stderr, "pvagent %s: needs %s %s\n", e->name,
-				e->min_args == 1 ? "one" : "more", what);
+			cli_error("usage", e->name, "needs %s %s",
+				  e->min_args == 1 ? "one" : "more", what);
 		else if (a->argc < e->min_args)
-			fprintf(stderr, "pvagent %s: needs at least one %s\n", e->name, what);
+			cli_error("usage", e->name, "needs at least one %s", what);
 		else
-			fprintf(stderr, "pvagent %s: takes one %s, not also '%s'\n", e->name, what,
-				a->argv[e->max_args]);
+			cli_error("usage", e->name, "takes one %s, not also '%s'", what,
+				  a->argv[e->max_args]);
 		fprintf(stderr, "usage: pvagent %s %s\n", e->name, e->usage);
 		cmd_args_free(a);
 		return EXIT_USAGE;
@@ -561,9 +610,10 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 		if (r[i].pending)
 			printf("%s: applied at the next restart: %s\n", r[i].name, r[i].pending);
 		if (r[i].outcome == JOB_OUT_INTERRUPTED) {
-			log_error("%s: interrupted; the job is kept: resume it with 'pvagent resume "
-				  "%lld' (or run the same command again)",
-				  r[i].name, r[i].job);
+			log_error("%s: interrupted%s%s; the job is kept: 'pvagent resume %lld' (or the "
+				  "same command again) waits for what PVE still does and finishes",
+				  r[i].name, r[i].left ? ": " : "", r[i].left ? r[i].left : "",
+				  r[i].job);
 			continue;
 		}
 		if (r[i].error.kind != PVE_OK) {
@@ -616,9 +666,9 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		case 'S':
 		case 'V':
 			if (tmpl_var_arg(a->v[i].opt == 'S' ? &sets : &vars, arg, &err) < 0) {
-				fprintf(stderr, "pvagent up: %s %s: %s\n",
-					a->v[i].opt == 'S' ? "--set" : "--var", arg,
-					err ? err : "expected KEY=VALUE");
+				cli_error("usage", "up", "%s %s: %s",
+					  a->v[i].opt == 'S' ? "--set" : "--var", arg,
+					  err ? err : "expected KEY=VALUE");
 				free(err);
 				rc = EXIT_USAGE;
 			}
@@ -634,7 +684,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		rc = check_node(cli, "up", node);
 	struct tmpl *t = NULL;
 	if (rc == 0 && tmpl_load((const char *const *)cli->conf.paths.templates, tname, &t, &err) < 0) {
-		fprintf(stderr, "pvagent up: %s\n", err ? err : "cannot load the template");
+		cli_error("template", "up", "%s", err ? err : "cannot load the template");
 		free(err);
 		rc = EXIT_USAGE;
 	}
@@ -744,14 +794,16 @@ static const struct option down_opts[] = {{"purge", no_argument, NULL, 'P'}, {0}
 
 static const struct cmd_entry cmd_nodes_entry = {
 	"nodes", "", "nodes with CPU, memory and status", NULL, NULL, NULL, 0, 0, NULL, cmd_nodes,
+	"pvagent nodes\npvagent --json nodes",
 };
 static const struct cmd_entry cmd_list_entry = {
 	"list", "[--node N]", "guests: vmid, name, node, type, status, disk bus, NIC", "n:",
 	list_opts, NULL, 0, 0, NULL, cmd_list,
+	"pvagent list\npvagent --json list --node pve1",
 };
 static const struct cmd_entry cmd_templates_entry = {
 	"templates", "", "the templates pvagent can provision from", NULL, NULL, NULL, 0, 0, NULL,
-	cmd_templates,
+	cmd_templates, "pvagent templates",
 };
 const struct cmd_entry cmd_up_entry = {
 	"up",
@@ -759,10 +811,23 @@ const struct cmd_entry cmd_up_entry = {
 	"[--parallel K] [--no-start] [--full] [--no-inject]",
 	"provision guests, or converge existing ones; then inject the template's guest files",
 	"t:n:", up_opts, "SV", 1, -1, "guest name", cmd_up,
+	"pvagent up web1 -t ubuntu-24.04\npvagent up w1 w2 w3 -t freebsd-14 --set cores=4 --parallel 2",
 };
 const struct cmd_entry cmd_down_entry = {
 	"down", "NAME|VMID... [--purge]", "shut down and delete guests", "", down_opts, NULL, 1, -1,
 	"guest name or VMID", cmd_down,
+	"pvagent down web1\npvagent down web1 --purge\npvagent down 190 web2.example.org",
+};
+
+static int cmd_help(struct cli *cli, const struct cmd_args *a);
+static int cmd_version(struct cli *cli, const struct cmd_args *a);
+static const struct cmd_entry cmd_help_entry = {
+	"help", "[COMMAND]", "this list, or a command's usage, options and examples", NULL, NULL,
+	NULL, 0, 1, "command", cmd_help, "pvagent help\npvagent help up",
+};
+static const struct cmd_entry cmd_version_entry = {
+	"version", "", "the version of pvagent (also --version)", NULL, NULL, NULL, 0, 0, NULL,
+	cmd_version, "pvagent version",
 };
 
 static const struct cmd_entry *const commands[] = {
@@ -770,21 +835,170 @@ static const struct cmd_entry *const commands[] = {
 	&cmd_down_entry,   &cmd_inject_entry, &cmd_virtio_entry,    &cmd_bench_entry,
 	&cmd_migrate_entry, &cmd_drain_entry,  &cmd_undrain_entry,   &cmd_windows_entry,
 	&cmd_jobs_entry,   &cmd_job_entry,    &cmd_resume_entry,    &cmd_cancel_entry,
-	&cmd_status_entry,
+	&cmd_status_entry, &cmd_help_entry,   &cmd_version_entry,
 	&cmd_ssh_entry,
 	&cmd_show_entry,
 	NULL,
 };
 
+static const struct cmd_entry *find_command(const char *name)
+{
+	for (const struct cmd_entry *const *c = commands; *c; c++)
+		if (strcmp((*c)->name, name) == 0)
+			return *c;
+	return NULL;
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: pvagent [-c CONF] [--json] [--local] [-v|-q] COMMAND [ARGS]\n\n"
+	fprintf(f, "usage: pvagent [-c CONF] [--json] [--local] [-v|-q] COMMAND [ARGS]\n"
+		   "       pvagent --version | help [COMMAND] | COMMAND --help\n\n"
 		   "Job commands go to pvagentd when it runs (--local: in this process).\n\n"
 		   "commands:\n");
 	for (const struct cmd_entry *const *c = commands; *c; c++)
-		fprintf(f, "  %s %s\n      %s\n", (*c)->name, (*c)->usage, (*c)->help);
+		fprintf(f, "  %-10s %s\n", (*c)->name, (*c)->help);
 	fprintf(f, "\nconfiguration: -c CONF, $PVAGENT_CONF, ./conf/pvagent.conf, "
-		   "/etc/pvagent/pvagent.conf\n");
+		   "/etc/pvagent/pvagent.conf\n"
+		   "pvagent help COMMAND: its options and examples\n");
+}
+
+/* The short option of a long one, when the entry's getopt string has it. */
+static int short_of(const struct cmd_entry *e, const struct option *o)
+{
+	return o->val > ' ' && o->val < 127 && e->shortopts && strchr(e->shortopts, o->val)
+		? o->val : 0;
+}
+
+/* pvagent help COMMAND, pvagent COMMAND --help */
+static void command_help(FILE *f, const struct cmd_entry *e)
+{
+	fprintf(f, "usage: pvagent %s%s%s\n\n%s\n", e->name, *e->usage ? " " : "", e->usage,
+		e->help);
+	if (e->longopts && e->longopts[0].name) {
+		fprintf(f, "\noptions:\n");
+		for (const struct option *o = e->longopts; o->name; o++) {
+			int c = short_of(e, o);
+			if (c)
+				fprintf(f, "  -%c, ", c);
+			else
+				fprintf(f, "      ");
+			fprintf(f, "--%s%s\n", o->name, o->has_arg == required_argument ? " ARG"
+				: o->has_arg == optional_argument ? "[=ARG]" : "");
+		}
+	}
+	if (e->examples) {
+		fprintf(f, "\nexamples:\n");
+		for (const char *p = e->examples; *p;) {
+			size_t n = strcspn(p, "\n");
+			fprintf(f, "  %.*s\n", (int)n, p);
+			p += n + (p[n] == '\n');
+		}
+	}
+}
+
+static int cmd_help(struct cli *cli, const struct cmd_args *a)
+{
+	(void)cli;
+	if (a->argc == 0) {
+		usage(stdout);
+		return 0;
+	}
+	const struct cmd_entry *e = find_command(a->argv[0]);
+	if (!e) {
+		cli_error("usage", "help", "unknown command '%s'", a->argv[0]);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	command_help(stdout, e);
+	return 0;
+}
+
+static int cmd_version(struct cli *cli, const struct cmd_args *a)
+{
+	(void)a;
+	if (cli->json) {
+		json_object *v = json_object_new_string(PVAGENT_VERSION);
+		print_result(cli, "version", "version", v);
+		json_object_put(v);
+	} else {
+		printf("pvagent %s\n", PVAGENT_VERSION);
+	}
+	return 0;
+}
+
+/* pvagent __complete commands|options CMD|templates|guests: one candidate
+ * a line, for conf/pvagent.bash-completion; quietly nothing on failure. */
+static int complete(struct cli *cli, int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "";
+	if (strcmp(what, "commands") == 0) {
+		for (const struct cmd_entry *const *c = commands; *c; c++)
+			printf("%s\n", (*c)->name);
+	} else if (strcmp(what, "options") == 0) {
+		const struct cmd_entry *e = argc > 2 ? find_command(argv[2]) : NULL;
+		for (const struct option *o = e && e->longopts ? e->longopts : NULL; o && o->name; o++)
+			printf("--%s\n", o->name);
+		if (e)
+			printf("--help\n");
+		else
+			printf("--config\n--json\n--local\n--verbose\n--quiet\n--help\n--version\n");
+	} else if (strcmp(what, "templates") == 0 || strcmp(what, "guests") == 0) {
+		char *err = NULL;
+		if (conf_load(cli->conf_path, &cli->conf, &err) < 0) {
+			free(err);
+			return 0;
+		}
+		cli->conf_loaded = true;
+		if (what[0] == 't') {
+			struct tmpl_info *list = NULL;
+			size_t n = 0;
+			if (tmpl_list((const char *const *)cli->conf.paths.templates, &list, &n, &err) < 0) {
+				free(err);
+				return 0;
+			}
+			for (size_t i = 0; i < n; i++)
+				printf("%s\n", list[i].name);
+			tmpl_list_free(list, n);
+			return 0;
+		}
+		/* a shell waits for this: two seconds at most */
+		cli->conf.pve.timeout = 2;
+		struct pve_opts o = cli_pve_opts(&cli->conf);
+		struct pve_error e = {0};
+		json_object *guests = NULL;
+		cli->pve = pve_new(&o, &e);
+		if (cli->pve && inventory_guests(cli->pve, NULL, &guests, &e) == 0) {
+			for (size_t i = 0; i < json_object_array_length(guests); i++) {
+				const char *n = json_text(json_object_array_get_idx(guests, i), "name");
+				if (n && *n)
+					printf("%s\n", n);
+			}
+		}
+		json_object_put(guests);
+		pve_error_clear(&e);
+	}
+	return 0;
+}
+
+/* COMMAND --help anywhere before "--" */
+static bool asks_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--help") == 0)
+			return true;
+	return false;
+}
+
+/* With --json, a command that failed with an error said by cli_error and
+ * printed no final object prints it; the kept message is freed. Returns rc. */
+static int finish_error(struct cli *cli, const char *cmd, int rc)
+{
+	if (cli->json && rc != 0 && cli_err.kind && !out_json_result_printed())
+		print_error_json(cli_err.cmd ? cli_err.cmd : cmd, rc,
+				 cli_err.kind, cli_err.message ? cli_err.message : "failed");
+	free(cli_err.message);
+	cli_err.message = NULL;
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -796,6 +1010,7 @@ int main(int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'R'},
 		{NULL, 0, NULL, 0},
 	};
 	struct cli cli = {0};
@@ -808,33 +1023,49 @@ int main(int argc, char **argv)
 		case 'v': cli.verbosity++; break;
 		case 'q': cli.verbosity--; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return EXIT_USAGE;
+		case 'R': printf("pvagent %s\n", PVAGENT_VERSION); return 0;
+		default:
+			if (!cli_err.kind) {
+				cli_err.kind = "usage";
+				cli_err.message = strprintf("unknown option '%s'", argv[optind - 1]);
+			}
+			usage(stderr);
+			return finish_error(&cli, NULL, EXIT_USAGE);
 		}
 	}
 	if (optind >= argc) {
+		cli_error("usage", NULL, "needs a command");
 		usage(stderr);
-		return EXIT_USAGE;
+		return finish_error(&cli, NULL, EXIT_USAGE);
 	}
 	log_set_level(log_level_from_verbosity(cli.verbosity));
 	const char *name = argv[optind];
-	const struct cmd_entry *cmd = NULL;
-	for (const struct cmd_entry *const *c = commands; *c && !cmd; c++)
-		if (strcmp((*c)->name, name) == 0)
-			cmd = *c;
-	if (!cmd) {
-		fprintf(stderr, "pvagent: unknown command '%s'\n", name);
+	bool completing = strcmp(name, "__complete") == 0;
+	const struct cmd_entry *cmd = completing ? NULL : find_command(name);
+	if (!cmd && !completing) {
+		cli_error("unknown-command", NULL, "unknown command '%s'", name);
 		usage(stderr);
-		return EXIT_USAGE;
+		return finish_error(&cli, name, EXIT_USAGE);
+	}
+	if (cmd && asks_help(argc - optind, argv + optind)) {
+		command_help(stdout, cmd);
+		return 0;
 	}
 	/* The command's options and arguments are parsed from its name on, by
 	 * its entry (GNU getopt permuting again, unlike the "+" mode of the
 	 * global options above). */
-	catch_stop_signals();
-	if (cli.local)
-		cli_daemon_child_init();
-	int rc = cmd_dispatch(&cli, cmd, argc - optind, argv + optind);
-	if (cli.local)
-		cli_daemon_child_end();
+	int rc;
+	if (completing) {
+		rc = complete(&cli, argc - optind, argv + optind);
+	} else {
+		catch_stop_signals();
+		if (cli.local)
+			cli_daemon_child_init();
+		rc = cmd_dispatch(&cli, cmd, argc - optind, argv + optind);
+		if (cli.local)
+			cli_daemon_child_end();
+		rc = finish_error(&cli, name, rc);
+	}
 	pve_free(cli.pve);
 	store_close(cli.store);
 	if (cli.conf_loaded)

@@ -651,6 +651,24 @@ static enum step_rc made(struct job *j, struct up_ctx *u)
 	return STEP_RC_OK;
 }
 
+/* Is storage shared, as node sees it (GET /nodes/NODE/storage/ID/status)? */
+static int storage_shared(struct pve *c, const char *node, const char *storage, bool *shared,
+			  struct pve_error *err)
+{
+	char *n = pve_path_escape(node), *s = pve_path_escape(storage);
+	json_object *d = NULL;
+	int rc = n && s ? pve_getf(c, &d, NULL, err, "/nodes/%s/storage/%s/status", n, s)
+			: pve_error_oom(err);
+	free(n);
+	free(s);
+	if (rc < 0)
+		return -1;
+	long long v = 0;
+	*shared = json_int(d, "shared", &v) && v != 0;
+	json_object_put(d);
+	return 0;
+}
+
 static bool wants_clone(struct job *j, struct up_ctx *u, const struct tmpl_inst *inst)
 {
 	return !pbool(job_vars(j), "exists") && u->t == GUEST_QEMU && inst->source.clone.value;
@@ -673,8 +691,21 @@ static enum step_rc up_clone(struct job *j)
 	rc = STEP_RC_FAIL;
 	if (find_source(c, u, inst.source.clone.value, &src, err) < 0)
 		goto out;
-	node = strdup(u->node ? u->node : src.node);
-	if (!node) {
+	bool full = u->full || inst.source.full;
+	const char *want = u->node ? u->node : src.node;
+	bool move = false;
+	if (strcmp(want, src.node) != 0) {
+		/* PVE clones onto another node only to shared storage ("can't
+		 * clone to non-shared storage"; a linked clone never): else
+		 * clone on the source's node and move it (the move step) */
+		const char *st = full ? inst.source.storage.value : NULL;
+		bool shared = false;
+		if (st && storage_shared(c, want, st, &shared, err) < 0)
+			goto out;
+		move = !shared;
+	}
+	node = strdup(move ? src.node : want);
+	if (!node || job_set_str(j, "move_to", move ? want : NULL) < 0) {
 		pve_error_oom(err);
 		goto out;
 	}
@@ -682,7 +713,6 @@ static enum step_rc up_clone(struct job *j)
 	if (r < 0)
 		goto out;
 	if (r == 0) {
-		bool full = u->full || inst.source.full;
 		struct guest_clone_req cr = {
 			.source = &src,
 			.name = job_subject(j),
@@ -703,6 +733,50 @@ out:
 	guest_ref_clear(&src);
 	tmpl_inst_free(&inst);
 	return rc;
+}
+
+/* A clone made on its source's node because the node asked for has no
+ * shared storage with it: an offline migration there (the guest is
+ * stopped; its disks are copied to the same storage on the target). */
+static enum step_rc up_move(struct job *j)
+{
+	struct up_ctx *u = job_ctx(j);
+	struct pve *c = job_pve(j);
+	struct pve_error *err = job_err(j);
+	const char *to = json_str(job_vars(j), "move_to");
+	if (!to || !u->g.node || !u->g.vmid)
+		return STEP_RC_SKIP;
+	char *from = strdup(u->g.node);
+	if (!from)
+		return pve_error_oom(err);
+	/* resumed after the migration: the guest is there already */
+	int on = strcmp(from, to) == 0 ? 1 : guest_on_node(c, &u->g, to, NULL, err);
+	if (on < 0) {
+		free(from);
+		return STEP_RC_FAIL;
+	}
+	if (!on) {
+		struct pve_params p = {0};
+		pve_params_add(&p, "target", to);
+		struct task_result tr = {0};
+		int rc = p.failed ? pve_error_oom(err)
+				  : guest_migrate(c, &u->g, &p, job_wait(j), &tr, err);
+		task_result_free(&tr);
+		pve_params_free(&p);
+		if (rc < 0) {
+			free(from);
+			return STEP_RC_FAIL;
+		}
+	}
+	if (dup_into(&u->g.node, to) < 0 || know_guest(j, u, &u->g) < 0) {
+		free(from);
+		return pve_error_oom(err);
+	}
+	job_set_left(j, "VM %d on %s was created and is left as it is", u->g.vmid, u->g.node);
+	job_summary(j, "VM %d from %s to %s (no shared storage: cloned there, migrated offline)",
+		    u->g.vmid, from, to);
+	free(from);
+	return STEP_RC_OK;
 }
 
 static enum step_rc up_create(struct job *j)
@@ -1132,6 +1206,7 @@ out:
 static const struct job_step_def up_steps[] = {
 	{"find", up_find, NULL, 0},
 	{"clone", up_clone, NULL, JOB_STEP_TASK},
+	{"move", up_move, NULL, JOB_STEP_TASK},
 	{"create", up_create, NULL, JOB_STEP_TASK},
 	{"config", up_config, NULL, JOB_STEP_TASK},
 	{"resize", up_resize, NULL, JOB_STEP_TASK},
@@ -1150,6 +1225,33 @@ const struct job_workflow wf_up = {
 };
 
 /* ---- results ---------------------------------------------------------------------------------------------- */
+
+/* What an interrupted job leaves, in r->left: the step it stopped in, the
+ * PVE task of that step that goes on without us, the guest made so far. */
+static void say_interrupted(struct job *j, struct up_result *r, const struct store_step *st,
+			    size_t n)
+{
+	const struct store_step *at = NULL;
+	for (size_t i = 0; i < n && !at; i++)
+		if (st[i].state == STEP_RUNNING)
+			at = &st[i];
+	struct sbuf b = {0};
+	int bad = 0;
+	if (at)
+		bad |= sbuf_addf(&b, "stopped in step %s", at->name);
+	if (at && at->upid)
+		bad |= sbuf_addf(&b, "; its PVE task %s goes on without pvagent", at->upid);
+	if (job_vmid(j) > 0)
+		bad |= sbuf_addf(&b, "%sVM %d on %s exists", b.len ? "; " : "", job_vmid(j),
+				 job_node(j) ? job_node(j) : "?");
+	if (r->left)
+		bad |= sbuf_addf(&b, "%s%s", b.len ? "; " : "", r->left);
+	if (b.len && !bad) {
+		free(r->left);
+		r->left = sbuf_steal(&b);
+	}
+	sbuf_free(&b);
+}
 
 void wf_result_finish(struct job *j, struct up_result *r)
 {
@@ -1172,6 +1274,8 @@ void wf_result_finish(struct job *j, struct up_result *r)
 	r->job = job_id(j);
 	r->outcome = job_outcome(j);
 	dup_into(&r->left, job_left(j));
+	if (r->outcome == JOB_OUT_INTERRUPTED)
+		say_interrupted(j, r, st, n);
 	pve_error_clear(&r->error);
 	json_object *v = job_vars(j);
 	if (r->outcome != JOB_OUT_DONE) {

@@ -235,6 +235,10 @@ void cluster_destroy_guest(struct cluster *c, int vmid);
 #define STATUS_PERIOD 10.0
 void cluster_status_update(struct cluster *c, double now, bool force);
 
+/* Seconds from an HA power request (hastart/hastop) to the node's LRM
+ * carrying it out. */
+#define HA_DELAY 5.0
+
 /* HA state of a guest ("started", ...) or NULL when HA does not manage it. */
 const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g);
 /* The HA resource entry {sid, state, ...} of sid ("vm:100"), or NULL. */

@@ -187,7 +187,9 @@ int main(int argc, char **argv)
 	const char *tid = cluster_first_token_id(c), *tsec = cluster_first_token_secret(c);
 	json_object_object_add(ready, "token_id", tid ? json_object_new_string(tid) : NULL);
 	json_object_object_add(ready, "token_secret", tsec ? json_object_new_string(tsec) : NULL);
-	printf("%s\n", json_object_to_json_string_ext(ready, JSON_C_TO_STRING_PLAIN));
+	/* as PVE writes JSON: "/" not escaped */
+	printf("%s\n", json_object_to_json_string_ext(ready, JSON_C_TO_STRING_PLAIN |
+							       JSON_C_TO_STRING_NOSLASHESCAPE));
 	fflush(stdout);
 	json_object_put(ready);
 

@@ -312,12 +312,67 @@ static void route_create(struct cluster *c, const struct sim_req *req,
 }
 
 /* ---- power -------------------------------------------------------------- */
+static void power_direct(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+			 const char *action, struct sim_resp *r);
+
+/* pve-container: an HA-managed CT's start, stop and shutdown only queue a
+ * request to the HA stack ("ha-manager set ct:ID --state started", or a
+ * crm-command stop) in a hastart/hastop task that ends at once; the
+ * node's LRM carries it out HA_DELAY later as root@pam with the real
+ * vzstart/vzshutdown/vzstop task. */
+static void route_ha_power(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+			   const char *action, struct sim_resp *r)
+{
+	bool start = strcmp(action, "start") == 0;
+	struct sim_task *t = ct_task(c, req, g->node, g->vmid, start ? "hastart" : "hastop", 0.5);
+	if (!t) {
+		resp_error(r, 500, "out of memory");
+		return;
+	}
+	t->vmid = 0; /* holds no guest */
+	task_log(t, 0.1, "Requesting HA %s for CT %d", start ? "start" : "stop", g->vmid);
+	char sid[32];
+	snprintf(sid, sizeof sid, "ct:%d", g->vmid);
+	json_object *e = cluster_ha_entry(c, sid);
+	if (e)
+		json_object_object_add(e, "state",
+				       json_object_new_string(start ? "started" : "stopped"));
+	if (start ? !g->running : g->running) {
+		struct sim_req hreq = *req;
+		hreq.userid = "root@pam";
+		hreq.privs = "all";
+		hreq.task_fail = NULL;
+		hreq.now = req->now + HA_DELAY;
+		struct sim_resp tmp = {0};
+		power_direct(c, &hreq, g, action, &tmp);
+		sim_resp_clear(&tmp);
+	}
+	task_apply_fault(t, req->task_fail);
+	resp_task(r, t);
+}
+
 static void route_power(struct cluster *c, const struct sim_req *req,
 			struct sim_guest *g, const char *action,
 			struct sim_resp *r)
 {
 	if (!vm_priv_check(req, r, g->vmid, "VM.PowerMgmt"))
 		return;
+	bool ha_action = strcmp(action, "start") == 0 || strcmp(action, "stop") == 0 ||
+			 strcmp(action, "shutdown") == 0;
+	if (ha_action && cluster_ha_state(c, g)) {
+		if (strcmp(action, "start") == 0 && guest_is_template(g)) {
+			resp_error(r, 500, "you can't start a CT if it's a template");
+			return;
+		}
+		route_ha_power(c, req, g, action, r);
+		return;
+	}
+	power_direct(c, req, g, action, r);
+}
+
+static void power_direct(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+			 const char *action, struct sim_resp *r)
+{
 	struct sim_task *t = NULL;
 	if (strcmp(action, "start") == 0) {
 		if (guest_is_template(g)) {

@@ -671,7 +671,6 @@ static void power_direct(struct cluster *c, const struct sim_req *req,
  * TIMEOUT") in a "hastart"/"hastop" task that ends as soon as the request
  * is queued; the CRM and the node's LRM carry it out HA_DELAY later, as
  * root@pam, with the real qmstart/qmshutdown/qmstop task. */
-#define HA_DELAY 5.0
 static void route_ha_power(struct cluster *c, const struct sim_req *req,
 			   struct sim_guest *g, const char *action,
 			   struct sim_resp *r)

@@ -165,7 +165,10 @@ static json_object *masked_params(json_object *params)
 static enum MHD_Result send_json(struct MHD_Connection *con, int status, json_object *body,
 				 const char *set_cookie)
 {
-	const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+	/* PVE's JSON (Perl's JSON module) does not escape "/" */
+	const char *text =
+		json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN |
+							     JSON_C_TO_STRING_NOSLASHESCAPE);
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text,
 								 MHD_RESPMEM_MUST_COPY);
 	if (!r)
@@ -221,7 +224,9 @@ static void log_request(struct server *sv, double now, const char *method, const
 	json_object_object_add(o, "upid", upid ? json_object_new_string(upid) : NULL);
 	json_object_object_add(o, "auth", json_object_new_string(auth));
 	json_object_object_add(o, "userid", userid ? json_object_new_string(userid) : NULL);
-	fprintf(sv->log, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	fprintf(sv->log, "%s\n",
+		json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+						      JSON_C_TO_STRING_NOSLASHESCAPE));
 	fflush(sv->log);
 	json_object_put(o);
 }

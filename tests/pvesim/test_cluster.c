@@ -1275,17 +1275,23 @@ Test(cluster, ha_managed_vm_migrates_through_ha)
 	cluster_free(c);
 }
 
-static const char *vm_status(struct cluster *c, const char *node, int vmid, double now)
+static const char *guest_status(struct cluster *c, const char *kind, const char *node, int vmid,
+				double now)
 {
 	static char buf[32];
 	char path[96];
-	snprintf(path, sizeof path, "/nodes/%s/qemu/%d/status/current", node, vmid);
+	snprintf(path, sizeof path, "/nodes/%s/%s/%d/status/current", node, kind, vmid);
 	struct sim_resp r;
 	call(c, "GET", path, NULL, now, &r);
 	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
 	snprintf(buf, sizeof buf, "%s", jstr(r.data, "status"));
 	sim_resp_clear(&r);
 	return buf;
+}
+
+static const char *vm_status(struct cluster *c, const char *node, int vmid, double now)
+{
+	return guest_status(c, "qemu", node, vmid, now);
 }
 
 /* qemu-server: an HA-managed VM's start, stop and shutdown only queue a
@@ -1338,6 +1344,41 @@ Test(cluster, ha_managed_vm_power_goes_through_ha)
 		cr_assert_str_eq(vm_status(c, "a", 100, t + 35), "running");
 		t += 40;
 	}
+	cluster_free(c);
+}
+
+/* pve-container likewise: an HA-managed container's start and shutdown
+ * are hastart/hastop tasks that end at once; the LRM starts and stops it
+ * HA_DELAY later. */
+Test(cluster, ha_managed_ct_power_goes_through_ha)
+{
+	struct cluster *c = load_text(
+		"{\"pve_version\":\"8.4\",\"nodes\":[{\"name\":\"a\"}],"
+		"\"storages\":[{\"id\":\"ceph\",\"type\":\"rbd\",\"content\":\"rootdir\"}],"
+		"\"guests\":[{\"vmid\":200,\"node\":\"a\",\"type\":\"lxc\",\"config\":"
+		"{\"memory\":\"512\",\"rootfs\":\"ceph:vm-200-disk-0,size=4G\"}}],"
+		"\"ha\":[{\"sid\":\"ct:200\",\"state\":\"stopped\"}]}");
+	char *u = start_task(c, "POST", "/nodes/a/lxc/200/status/start", NULL, T0);
+	cr_assert(strstr(u, ":hastart:200:"), "%s", u);
+	double end = 0;
+	char *st = wait_task(c, u, T0, &end);
+	cr_assert_str_eq(st, "OK");
+	free(st);
+	char *log = task_log_text(c, u, end, NULL);
+	cr_assert(strstr(log, "Requesting HA start for CT 200"), "%s", log);
+	free(log);
+	free(u);
+	cr_assert_str_eq(guest_status(c, "lxc", "a", 200, end), "stopped",
+			 "the task ends before the start");
+	cr_assert_str_eq(guest_status(c, "lxc", "a", 200, T0 + 10), "running");
+	u = start_task(c, "POST", "/nodes/a/lxc/200/status/shutdown", NULL, T0 + 20);
+	cr_assert(strstr(u, ":hastop:200:"), "%s", u);
+	st = wait_task(c, u, T0 + 20, &end);
+	cr_assert_str_eq(st, "OK");
+	free(st);
+	free(u);
+	cr_assert_str_eq(guest_status(c, "lxc", "a", 200, end), "running", "not yet");
+	cr_assert_str_eq(guest_status(c, "lxc", "a", 200, T0 + 35), "stopped");
 	cluster_free(c);
 }
 

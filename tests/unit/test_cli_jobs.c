@@ -228,6 +228,9 @@ Test(cli_jobs, ctrl_c_during_a_clone_keeps_the_job_and_resume_finishes_it)
 	cr_assert_eq(read_file(outp, &out, NULL), 0);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d:\n%s", status, out);
 	cr_assert(strstr(out, "pvagent resume 1"), "no resume hint:\n%s", out);
+	cr_expect(strstr(out, "stopped in step clone; its PVE task UPID:") &&
+			  strstr(out, ":qmclone:") && strstr(out, "goes on without pvagent"),
+		  "what goes on in PVE is said:\n%s", out);
 	free(out);
 
 	/* the store says interrupted, with the clone's UPID */

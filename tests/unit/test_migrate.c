@@ -289,6 +289,49 @@ Test(migrate, ha_managed_follows_the_child_task)
 	fx_stop(&f);
 }
 
+/* pvagent's power calls on an HA-managed container: PVE answers with a
+ * hastop/hastart task that ends before the LRM acts; the calls return
+ * once the container shows the state asked for. */
+Test(migrate, ha_managed_ct_shutdown_and_start_wait_for_the_lrm)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, true);
+	struct pve_error e = {0};
+	struct guest_ref g = {0};
+	cr_assert_eq(guest_find_by_name(f.c, "hact1", &g, &e), 1, "%s", e.message ? e.message : "");
+	cr_assert_str_eq(g.status, "running");
+	bool forced = true;
+	cr_assert_eq(guest_shutdown(f.c, &g, &f.env.wait, &forced, &e), 0, "%s",
+		     e.message ? e.message : "");
+	cr_expect_str_eq(g.status, "stopped", "returned once the LRM stopped it");
+	cr_expect_not(forced);
+	cr_assert_eq(guest_start(f.c, &g, &f.env.wait, &e), 0, "%s", e.message ? e.message : "");
+	cr_expect_str_eq(g.status, "running", "returned once the LRM started it");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/lxc/201/status/shutdown", -1), 1,
+		     "one request each: the HA task's quick end is not a failure to retry");
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/lxc/201/status/start", -1), 1);
+	json_object_put(log);
+	json_object *st = simproc_state(&f.sp), *cl = NULL, *tasks = NULL;
+	cr_expect_str_eq(json_str(sim_guest(st, 201), "status"), "running");
+	/* through HA: the requests' tasks, then the LRM's own as root@pam */
+	json_object_object_get_ex(st, "cluster", &cl);
+	json_object_object_get_ex(cl, "tasks", &tasks);
+	int ha = 0, lrm = 0;
+	for (size_t i = 0; tasks && i < json_object_array_length(tasks); i++) {
+		const char *type = json_str(json_object_array_get_idx(tasks, i), "type");
+		const char *user = json_str(json_object_array_get_idx(tasks, i), "user");
+		ha += type && (!strcmp(type, "hastop") || !strcmp(type, "hastart"));
+		lrm += type && user && !strcmp(user, "root@pam") &&
+		       (!strcmp(type, "vzshutdown") || !strcmp(type, "vzstart"));
+	}
+	cr_expect_eq(ha, 2, "hastop and hastart");
+	cr_expect_eq(lrm, 2, "the LRM's vzshutdown and vzstart");
+	json_object_put(st);
+	guest_ref_clear(&g);
+	fx_stop(&f);
+}
+
 Test(migrate, max_downtime_set_and_put_back)
 {
 	struct migfx f;

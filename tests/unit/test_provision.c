@@ -1159,6 +1159,37 @@ Test(provision_sim, create_from_iso)
 	fx_stop(&f);
 }
 
+/* up --node onto a node without shared storage with the template VM:
+ * PVE refuses a clone there ("can't clone to non-shared storage"), so the
+ * clone is made on the template's node and migrated offline. */
+Test(provision_sim, clone_to_a_node_without_shared_storage_is_cloned_then_moved)
+{
+	static struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
+	const char *names[] = {"far1"};
+	struct up_request req = up_req(&f, names, 1);
+	req.node = "pve2";
+	req.no_start = true;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = provision_up(&req, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(res[0].status, UP_CREATED);
+	cr_assert_str_eq(res[0].node, "pve2");
+	int vmid = res[0].vmid;
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(js(st_guest(st, vmid), "node"), "pve2");
+	json_object_put(st);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu/9024/clone", 200), 1,
+		     "cloned on the template's node");
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", 200), 1, "then moved");
+	json_object_put(log);
+	up_results_free(res, 1);
+	fx_stop(&f);
+}
+
 /* A container template written for LXC makes an OpenVZ container on PVE 3
  * (the same command on both). */
 Test(provision_sim, lxc_template_on_pve3_makes_openvz)

@@ -1,0 +1,243 @@
+/* test_cli_help.c - the pvagent tool's --version, help, COMMAND --help,
+ * the final --json error object of usage, configuration and
+ * unknown-command errors, and the bash completion script (bash -n, then
+ * its function run for real candidates). Runs $PVAGENT_BIN (default
+ * build/san/pvagent); no PVE: the config's url is a closed loopback port. */
+#include "clirun.h"
+#include "ctl.h"
+#include "sshd.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/pvagent-help-XXXXXX";
+static char *conf, *tdir;
+
+static const char *bin(void)
+{
+	const char *b = getenv("PVAGENT_BIN");
+	return b && *b ? b : "build/san/pvagent";
+}
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(dir));
+	tdir = strprintf("%s/templates", dir);
+	cr_assert_eq(mkdir(tdir, 0700), 0);
+	char *t = strprintf("%s/helptest.tmpl", tdir), *secret = strprintf("%s/secret", dir);
+	cr_assert_eq(test_write_file(t, "[template]\nkind = qemu\nos = freebsd\nos_version = 14.1\n"
+				     "[source]\nclone = fbsd-base\n", 0644), 0);
+	cr_assert_eq(test_write_file(secret, "00000000-0000-0000-0000-000000000000\n", 0600), 0);
+	conf = strprintf("%s/pvagent.conf", dir);
+	char fp[96] = "";
+	for (int i = 0; i < 32; i++)
+		strcat(fp, i ? ":00" : "00");
+	char *text = strprintf("[pve]\nurl = https://127.0.0.1:9\ntoken_id = root@pam!t\n"
+			       "token_secret_file = %s\nfingerprint = %s\nnode = pve1\n"
+			       "[paths]\ntemplates = %s\nstate = %s\n", secret, fp, tdir, dir);
+	cr_assert_eq(test_write_file(conf, text, 0600), 0);
+	free(text);
+	free(t);
+	free(secret);
+}
+
+static void teardown(void)
+{
+	char *cmd = strprintf("rm -rf '%s'", dir);
+	int rc = system(cmd);
+	(void)rc;
+	free(cmd);
+	free(conf);
+	free(tdir);
+}
+
+TestSuite(cli_help, .init = setup, .fini = teardown, .timeout = 60);
+
+/* Run pvagent with these arguments (no -c unless given). */
+static int run(char **out, const char *const *args)
+{
+	const char *argv[16] = {bin()};
+	size_t n = 1;
+	for (; args[n - 1]; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	int rc = test_run(argv, NULL, out);
+	cr_assert(rc < 0 || !*out || !strstr(*out, "Sanitizer"), "%s", *out);
+	return rc;
+}
+#define RUN(out, ...) run(out, (const char *const[]){__VA_ARGS__, NULL})
+
+/* The last line of out that is a JSON object. */
+static json_object *final_json(const char *out)
+{
+	const char *p = out, *last = NULL;
+	for (const char *l = p; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (*l == '{')
+			last = l;
+	cr_assert_not_null(last, "no JSON object in: %s", out);
+	size_t n = strcspn(last, "\n");
+	char *line = strndup(last, n);
+	json_object *o = json_tokener_parse(line);
+	free(line);
+	cr_assert_not_null(o, "not JSON: %s", last);
+	return o;
+}
+
+static const char *str(json_object *o, const char *k1, const char *k2)
+{
+	json_object *v = NULL;
+	if (!json_object_object_get_ex(o, k1, &v))
+		return NULL;
+	if (k2 && !json_object_object_get_ex(v, k2, &v))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+Test(cli_help, version)
+{
+	char *out = NULL;
+	cr_assert_eq(RUN(&out, "--version"), 0);
+	cr_assert_str_eq(out, "pvagent " PVAGENT_VERSION "\n");
+	free(out);
+	cr_assert_eq(RUN(&out, "version"), 0);
+	cr_assert_str_eq(out, "pvagent " PVAGENT_VERSION "\n");
+	free(out);
+}
+
+Test(cli_help, help_lists_every_command)
+{
+	char *out = NULL;
+	cr_assert_eq(RUN(&out, "help"), 0);
+	cr_assert_not_null(strstr(out, "  up         provision guests"), "%s", out);
+	cr_assert_not_null(strstr(out, "  migrate    "), "%s", out);
+	cr_assert_null(strstr(out, "__complete"));
+	free(out);
+	cr_assert_eq(RUN(&out, "help", "nosuch"), 2);
+	cr_assert_not_null(strstr(out, "unknown command 'nosuch'"), "%s", out);
+	cr_assert_not_null(strstr(out, "  down       "), "%s", out);
+	free(out);
+	cr_assert_eq(RUN(&out, "nosuch"), 2);
+	cr_assert_not_null(strstr(out, "pvagent: unknown command 'nosuch'"), "%s", out);
+	cr_assert_not_null(strstr(out, "  templates  "), "%s", out);
+	free(out);
+}
+
+/* COMMAND --help and help COMMAND: no configuration needed */
+Test(cli_help, command_help_without_a_config)
+{
+	char *out = NULL, *out2 = NULL;
+	cr_assert_eq(RUN(&out, "-c", "/nonexistent/pvagent.conf", "up", "--help"), 0);
+	cr_assert(strncmp(out, "usage: pvagent up NAME... -t TEMPLATE", 37) == 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\noptions:\n  -t, --template ARG\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "      --no-start\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "\nexamples:\n  pvagent up web1 -t ubuntu-24.04\n"), "%s", out);
+	cr_assert_eq(RUN(&out2, "-c", "/nonexistent/pvagent.conf", "help", "up"), 0);
+	cr_assert_str_eq(out, out2);
+	free(out);
+	free(out2);
+	cr_assert_eq(RUN(&out, "down", "web1", "--help"), 0);
+	cr_assert_not_null(strstr(out, "usage: pvagent down NAME|VMID... [--purge]\n"), "%s", out);
+	free(out);
+}
+
+Test(cli_help, json_usage_error_object)
+{
+	char *out = NULL;
+	cr_assert_eq(RUN(&out, "-c", conf, "--json", "up"), 2);
+	cr_assert_not_null(strstr(out, "pvagent up: needs at least one guest name\n"), "%s", out);
+	json_object *o = final_json(out);
+	cr_assert_str_eq(str(o, "result", NULL), "error");
+	cr_assert_str_eq(str(o, "command", NULL), "up");
+	cr_assert_str_eq(str(o, "exit", NULL), "2");
+	cr_assert_str_eq(str(o, "error", "kind"), "usage");
+	cr_assert_str_eq(str(o, "error", "message"), "needs at least one guest name");
+	json_object_put(o);
+	free(out);
+
+	cr_assert_eq(RUN(&out, "--json", "nosuchcmd"), 2);
+	o = final_json(out);
+	cr_assert_str_eq(str(o, "command", NULL), "nosuchcmd");
+	cr_assert_str_eq(str(o, "error", "kind"), "unknown-command");
+	cr_assert_str_eq(str(o, "error", "message"), "unknown command 'nosuchcmd'");
+	json_object_put(o);
+	free(out);
+
+	cr_assert_eq(RUN(&out, "-c", "/nonexistent/pvagent.conf", "--json", "nodes"), 2);
+	o = final_json(out);
+	cr_assert_str_eq(str(o, "command", NULL), "nodes");
+	cr_assert_str_eq(str(o, "error", "kind"), "config");
+	json_object_put(o);
+	free(out);
+
+	/* an error from PVE (nothing listens): one final object, the same shape */
+	int rc = RUN(&out, "-c", conf, "--json", "nodes");
+	cr_assert_eq(rc, 4, "%d: %s", rc, out);
+	o = final_json(out);
+	cr_assert_str_eq(str(o, "result", NULL), "error");
+	cr_assert_str_eq(str(o, "exit", NULL), "4");
+	cr_assert_str_eq(str(o, "error", "kind"), "connect");
+	const char *first = strstr(out, "\"result\"");
+	cr_assert(first && !strstr(first + 1, "\"result\""), "one final object: %s", out);
+	json_object_put(o);
+	free(out);
+
+	cr_assert_eq(RUN(&out, "-c", conf, "--json", "up", "x", "-t", "helptest", "--bogus"), 2);
+	o = final_json(out);
+	cr_assert_str_eq(str(o, "error", "message"), "unknown option '--bogus'");
+	json_object_put(o);
+	free(out);
+}
+
+Test(cli_help, complete_subcommand)
+{
+	char *out = NULL;
+	cr_assert_eq(RUN(&out, "-c", conf, "__complete", "templates"), 0);
+	cr_assert_str_eq(out, "helptest\n");
+	free(out);
+	/* no PVE answers: quietly nothing, at once */
+	cr_assert_eq(RUN(&out, "-c", conf, "__complete", "guests"), 0);
+	cr_assert_str_eq(out, "");
+	free(out);
+	cr_assert_eq(RUN(&out, "__complete", "options", "down"), 0);
+	cr_assert_str_eq(out, "--purge\n--help\n");
+	free(out);
+}
+
+/* Run the completion function for words (the last the one completed). */
+static char *complete_words(const char *words)
+{
+	char *script = strprintf("source conf/pvagent.bash-completion && "
+				 "COMP_WORDS=(%s %s) && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) && "
+				 "_pvagent && printf '%%s\\n' \"${COMPREPLY[@]}\"", bin(), words);
+	const char *argv[] = {"bash", "--norc", "-c", script, NULL};
+	char *out = NULL;
+	cr_assert_eq(test_run(argv, NULL, &out), 0, "%s", out ? out : "");
+	free(script);
+	return out;
+}
+
+Test(cli_help, bash_completion)
+{
+	const char *argv[] = {"bash", "-n", "conf/pvagent.bash-completion", NULL};
+	char *out = NULL;
+	cr_assert_eq(test_run(argv, NULL, &out), 0, "%s", out ? out : "");
+	free(out);
+	out = complete_words("u");
+	cr_assert_str_eq(out, "up\nundrain\n");
+	free(out);
+	out = complete_words("up --");
+	cr_assert_str_eq(out, "--template\n--node\n--vmid\n--storage\n--set\n--var\n--parallel\n"
+			      "--no-start\n--full\n--no-inject\n--help\n");
+	free(out);
+	char *w = strprintf("-c %s up web1 -t h", conf);
+	out = complete_words(w);
+	cr_assert_str_eq(out, "helptest\n");
+	free(out);
+	free(w);
+}
