@@ -26,7 +26,7 @@ json=$(pvagent --json list --node pve1)
 
 rc=0
 pvagent list --node pve9 || rc=$?
-[ $rc = 1 ] || fail "list --node pve9: exit $rc, want 1"
+[ $rc = 2 ] || fail "list --node pve9: exit $rc, want 2 (an unknown node is a usage error)"
 
 out=$(pvagent templates)
 echo "$out"
