@@ -239,6 +239,13 @@ void cluster_status_update(struct cluster *c, double now, bool force);
  * carrying it out. */
 #define HA_DELAY 5.0
 
+/* An HA power request for g (qemu-server and pve-container alike): its
+ * hastart/hastop task, which ends at once, and the resource's state set;
+ * the caller has the LRM carry it out HA_DELAY later. NULL: out of
+ * memory. */
+struct sim_task *cluster_ha_power_request(struct cluster *c, const struct sim_req *req,
+					  struct sim_guest *g, bool start);
+
 /* HA state of a guest ("started", ...) or NULL when HA does not manage it. */
 const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g);
 /* The HA resource entry {sid, state, ...} of sid ("vm:100"), or NULL. */

@@ -324,19 +324,11 @@ static void route_ha_power(struct cluster *c, const struct sim_req *req, struct 
 			   const char *action, struct sim_resp *r)
 {
 	bool start = strcmp(action, "start") == 0;
-	struct sim_task *t = ct_task(c, req, g->node, g->vmid, start ? "hastart" : "hastop", 0.5);
+	struct sim_task *t = cluster_ha_power_request(c, req, g, start);
 	if (!t) {
 		resp_error(r, 500, "out of memory");
 		return;
 	}
-	t->vmid = 0; /* holds no guest */
-	task_log(t, 0.1, "Requesting HA %s for CT %d", start ? "start" : "stop", g->vmid);
-	char sid[32];
-	snprintf(sid, sizeof sid, "ct:%d", g->vmid);
-	json_object *e = cluster_ha_entry(c, sid);
-	if (e)
-		json_object_object_add(e, "state",
-				       json_object_new_string(start ? "started" : "stopped"));
 	if (start ? !g->running : g->running) {
 		struct sim_req hreq = *req;
 		hreq.userid = "root@pam";

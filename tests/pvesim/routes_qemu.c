@@ -675,20 +675,11 @@ static void route_ha_power(struct cluster *c, const struct sim_req *req,
 			   struct sim_guest *g, const char *action,
 			   struct sim_resp *r)
 {
-	bool start = strcmp(action, "start") == 0;
-	struct sim_task *t = guest_task(c, req, g, start ? "hastart" : "hastop", 0.5);
+	struct sim_task *t = cluster_ha_power_request(c, req, g, strcmp(action, "start") == 0);
 	if (!t) {
 		resp_error(r, 500, "out of memory");
 		return;
 	}
-	t->vmid = 0; /* holds no guest */
-	task_log(t, 0.1, "Requesting HA %s for VM %d", start ? "start" : "stop", g->vmid);
-	char sid[32];
-	snprintf(sid, sizeof sid, "vm:%d", g->vmid);
-	json_object *e = cluster_ha_entry(c, sid);
-	if (e)
-		json_object_object_add(e, "state",
-				       json_object_new_string(start ? "started" : "stopped"));
 	qemu_ha_carry_out(c, req, g, action);
 	task_apply_fault(t, req->task_fail);
 	resp_task(r, t);
