@@ -47,6 +47,7 @@ enum up_status {
 	UP_UNCHANGED,   /* existed and matched */
 	UP_DELETED,     /* down: deleted */
 	UP_ABSENT,      /* down: did not exist */
+	UP_PLANNED,     /* --dry-run: plan[] and diff[] say what would be done */
 };
 const char *up_status_name(enum up_status s); /* "created", ... */
 
@@ -82,6 +83,10 @@ struct up_result {
 				   (changed while running), comma separated,
 				   or NULL */
 	size_t n_diff;
+	char **plan;            /* --dry-run: what would be done, step by step
+				   ("clone VM 9014 (fbsd-base) on pve1 as VMID
+				   101, full, onto local-lvm") */
+	size_t n_plan;
 	int claims;             /* create/clone requests issued */
 	struct up_inject inject;
 	long long job;          /* its job in the store, 0 when not stored */
@@ -120,6 +125,12 @@ struct up_request {
 	unsigned parallel;              /* at most this many in flight; 0: 4 */
 	bool no_start;
 	bool full;                      /* force a full clone (else [source] full) */
+	bool dry_run;                   /* plan only: reads, nothing sent that
+					   changes anything, nothing stored */
+	bool retemplate;                /* converge a guest made from another
+					   template (its description names it);
+					   otherwise that is refused, nothing
+					   changed */
 
 	/* Inject (templates with guest file sections, guests started):
 	 * conf gives the [ssh] settings (inject_ssh_opts with the template's
@@ -165,6 +176,7 @@ int provision_up(const struct up_request *req, struct up_result **results,
 struct down_request {
 	const char *name;
 	bool purge;
+	bool dry_run;                    /* say what would be done; send nothing */
 	const struct pve_opts *pve_opts; /* used when client is NULL */
 	struct pve *client;
 	struct guest_wait wait;

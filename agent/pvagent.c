@@ -648,7 +648,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 {
 	const char *tname = NULL, *node = NULL, *storage = NULL;
 	long vmid = 0, parallel = 4;
-	bool no_start = false, full = false, no_inject = false;
+	bool no_start = false, full = false, no_inject = false, retemplate = false, dry = false;
 	struct tmpl_kvlist sets = {0}, vars = {0};
 	char *err = NULL;
 	int rc = 0;
@@ -663,6 +663,8 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		case 'N': no_start = true; break;
 		case 'f': full = true; break;
 		case 'I': no_inject = true; break;
+		case 'R': retemplate = true; break;
+		case 'd': dry = true; break;
 		case 'S':
 		case 'V':
 			if (tmpl_var_arg(a->v[i].opt == 'S' ? &sets : &vars, arg, &err) < 0) {
@@ -695,7 +697,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	}
 	char *pubkey = inject_read_pubkey(&cli->conf);
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
 	struct up_request req = {
 		.names = (const char *const *)a->argv,
 		.n_names = (size_t)a->argc,
@@ -709,6 +711,8 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		.parallel = (unsigned)parallel,
 		.no_start = no_start,
 		.full = full,
+		.retemplate = retemplate,
+		.dry_run = dry,
 		.conf = &cli->conf,
 		.no_inject = no_inject,
 		.pve_opts = &po,
@@ -739,9 +743,11 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
  * the worst outcome. */
 static int cmd_down(struct cli *cli, const struct cmd_args *a)
 {
-	bool purge = false;
-	for (size_t i = 0; i < a->n; i++)
+	bool purge = false, dry = false;
+	for (size_t i = 0; i < a->n; i++) {
 		purge = purge || a->v[i].opt == 'P';
+		dry = dry || a->v[i].opt == 'd';
+	}
 	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
@@ -756,12 +762,13 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 		return 1;
 	}
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
 	size_t done = 0;
 	for (; done < n && !cli_stop; done++) {
 		struct down_request req = {
 			.name = a->argv[done],
 			.purge = purge,
+			.dry_run = dry,
 			.pve_opts = &po,
 			.on_event = on_job_event,
 			.event_ctx = &pp,
@@ -788,9 +795,11 @@ static const struct option up_opts[] = {
 	{"set", required_argument, NULL, 'S'},      {"var", required_argument, NULL, 'V'},
 	{"parallel", required_argument, NULL, 'p'}, {"no-start", no_argument, NULL, 'N'},
 	{"full", no_argument, NULL, 'f'},           {"no-inject", no_argument, NULL, 'I'},
+	{"retemplate", no_argument, NULL, 'R'},     {"dry-run", no_argument, NULL, 'd'},
 	{0},
 };
-static const struct option down_opts[] = {{"purge", no_argument, NULL, 'P'}, {0}};
+static const struct option down_opts[] = {
+	{"purge", no_argument, NULL, 'P'}, {"dry-run", no_argument, NULL, 'd'}, {0}};
 
 static const struct cmd_entry cmd_nodes_entry = {
 	"nodes", "", "nodes with CPU, memory and status", NULL, NULL, NULL, 0, 0, NULL, cmd_nodes,
@@ -808,15 +817,17 @@ static const struct cmd_entry cmd_templates_entry = {
 const struct cmd_entry cmd_up_entry = {
 	"up",
 	"NAME... -t TEMPLATE [--node N] [--vmid ID] [--storage S] [--set K=V]... [--var K=V]... "
-	"[--parallel K] [--no-start] [--full] [--no-inject]",
+	"[--parallel K] [--no-start] [--full] [--no-inject] [--retemplate] [--dry-run]",
 	"provision guests, or converge existing ones; then inject the template's guest files",
 	"t:n:", up_opts, "SV", 1, -1, "guest name", cmd_up,
-	"pvagent up web1 -t ubuntu-24.04\npvagent up w1 w2 w3 -t freebsd-14 --set cores=4 --parallel 2",
+	"pvagent up web1 -t ubuntu-24.04\npvagent up w1 w2 w3 -t freebsd-14 --set cores=4 --parallel 2\n"
+	"pvagent up web1 -t ubuntu-24.04 --set size=64G --dry-run",
 };
 const struct cmd_entry cmd_down_entry = {
-	"down", "NAME|VMID... [--purge]", "shut down and delete guests", "", down_opts, NULL, 1, -1,
-	"guest name or VMID", cmd_down,
-	"pvagent down web1\npvagent down web1 --purge\npvagent down 190 web2.example.org",
+	"down", "NAME|VMID... [--purge] [--dry-run]", "shut down and delete guests", "", down_opts,
+	NULL, 1, -1, "guest name or VMID", cmd_down,
+	"pvagent down web1\npvagent down web1 --purge\npvagent down 190 web2.example.org\n"
+	"pvagent down web1 --dry-run",
 };
 
 static int cmd_help(struct cli *cli, const struct cmd_args *a);

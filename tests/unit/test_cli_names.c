@@ -235,3 +235,109 @@ Test(cli_names, inject_by_vmid_uses_the_guests_name)
 	free(out);
 	world_free();
 }
+
+/* cli1 was made from clitest (its description says so): up with another
+ * template changes nothing and exits 2; --retemplate converges it. */
+Test(cli_names, up_with_another_template_is_refused_unless_retemplate)
+{
+	world_start("127.0.1.246");
+	char *out = NULL;
+	int rc = pv(&out, "up", "cli1", "-t", "clistatic", "--no-inject", NULL);
+	cr_expect_eq(rc, 2, "%s", out);
+	cr_expect(strstr(out, "was made from template clitest, not clistatic; nothing changed"),
+		  "%s", out);
+	cr_expect(strstr(out, "--retemplate"), "the way out is named: %s", out);
+	free(out);
+	json_object *log = simproc_requests(&cw.sim);
+	cr_expect_eq(simproc_count_requests(log, "PUT", "*/qemu/150/config", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/qemu/150/config", -1), 0);
+	json_object_put(log);
+
+	/* -t twice with different values is a usage error, before anything */
+	rc = pv(&out, "up", "cli1", "-t", "clitest", "-t", "clistatic", NULL);
+	cr_expect_eq(rc, 2, "%s", out);
+	free(out);
+
+	rc = pv(&out, "--json", "up", "cli1", "-t", "clistatic", "--no-inject", "--retemplate",
+		NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	free(out);
+	json_object *d = NULL, *v = NULL;
+	long st = 0;
+	cr_assert_eq(sim_api(&cw.sim, "GET", "/nodes/pve1/qemu/150/config", NULL, &st,
+			     &d), 0);
+	cr_assert_eq(st, 200);
+	cr_assert(json_object_object_get_ex(d, "data", &v) &&
+		  json_object_object_get_ex(v, "description", &v), "%s",
+		  json_object_to_json_string(d));
+	cr_expect(strstr(json_object_get_string(v), "(pvagent template clistatic)"), "%s",
+		  json_object_get_string(v));
+	json_object_put(d);
+	/* and from now on the same template converges it quietly */
+	rc = pv(&out, "up", "cli1", "-t", "clistatic", "--no-inject", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	free(out);
+	world_free();
+}
+
+/* Requests that change something (anything but GET) in the log so far. */
+static int writes(void)
+{
+	json_object *log = simproc_requests(&cw.sim);
+	int n = simproc_count_requests(log, "POST", "*", -1) +
+		simproc_count_requests(log, "PUT", "*", -1) +
+		simproc_count_requests(log, "DELETE", "*", -1);
+	json_object_put(log);
+	return n;
+}
+
+/* up and down --dry-run: the plan, key by key, from reads only; no job
+ * stored. */
+Test(cli_names, dry_run_plans_send_nothing)
+{
+	world_start("127.0.1.247");
+	char *out = NULL;
+	int w0 = writes();
+	int rc = pv(&out, "up", "new1", "-t", "clistatic", "--set", "size=40G", "--dry-run", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "would clone VM 9014 (fbsd-base) on pve1 as VMID "), "%s", out);
+	cr_expect(strstr(out, "would change description: (unset) -> new1: FreeBSD 14.1 (pvagent "
+			      "template clistatic)"), "%s", out);
+	cr_expect(strstr(out, "would grow virtio0 to 40G"), "%s", out);
+	cr_expect(strstr(out, "would start it"), "%s", out);
+	cr_expect(strstr(out, "would inject the template's 1 guest file section over SSH"), "%s",
+		  out);
+	cr_expect(strstr(out, "planned"), "%s", out);
+	free(out);
+	cr_expect_eq(simproc_named(&cw.sim, "new1"), 0);
+
+	/* an existing guest: only the keys that differ; JSON carries the plan */
+	rc = pv(&out, "--json", "up", "cli1", "-t", "clitest", "--set", "cores=3", "--set",
+		"size=8G", "--dry-run", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	json_object *o = final_json(out);
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "status", NULL}),
+			 "planned");
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "changes", "0", NULL}),
+			 "cores: 1 -> 3");
+	cr_expect_null(cli_jpath(o, (const char *const[]){"guests", "0", "changes", "1", NULL}));
+	const char *p0 = cli_jpath(o, (const char *const[]){"guests", "0", "plan", "0", NULL});
+	cr_expect(p0 && strstr(p0, "leave virtio0 as it is: larger than 8G, and disks never "
+				   "shrink"), "%s", out);
+	json_object_put(o);
+	free(out);
+
+	rc = pv(&out, "down", "cli1", "--purge", "--dry-run", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "would shut down VM 150 on pve1"), "%s", out);
+	cr_expect(strstr(out, "would delete VM 150 and its disks, and remove it from backup jobs"),
+		  "%s", out);
+	free(out);
+	cr_expect_eq(simproc_named(&cw.sim, "cli1"), 1);
+	cr_expect_eq(writes(), w0, "a dry run sent a request that changes something");
+	rc = pv(&out, "jobs", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect_null(strstr(out, "cli1"), "a dry run stored a job:\n%s", out);
+	free(out);
+	world_free();
+}
