@@ -90,6 +90,15 @@ $(REL)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h agent/*.h)
 $(REL)/agent/jobproc.o $(SAN)/agent/jobproc.o: AGENT_CFLAGS += -DPVAGENT_CLI='"$(BINDIR)/pvagent"'
 # and the shipped templates' directory, the last of the default search path
 $(REL)/agent/conf.o $(SAN)/agent/conf.o: AGENT_CFLAGS += -DPVAGENT_TEMPLATES='"$(DATADIR)/templates"'
+# Both are built in: a stamp holding them is rewritten when PREFIX changes
+# (make, then make install PREFIX=/usr), so those objects are rebuilt.
+INSTALL_PATHS = $(BINDIR) $(DATADIR)
+.PHONY: FORCE
+%/paths.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(INSTALL_PATHS)' | cmp -s - $@ || echo '$(INSTALL_PATHS)' >$@
+$(REL)/agent/jobproc.o $(REL)/agent/conf.o: $(REL)/paths.stamp
+$(SAN)/agent/jobproc.o $(SAN)/agent/conf.o: $(SAN)/paths.stamp
 $(REL)/libpvagent.a: $(call objs,$(REL),$(AGENT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^

@@ -458,9 +458,19 @@ static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 	size_t n = 0;
 	char *err = NULL;
 	if (tmpl_list((const char *const *)cli->conf.paths.templates, &list, &n, &err) < 0) {
-		fprintf(stderr, "pvagent: %s\n", err ? err : "cannot list templates");
+		cli_error("template", "templates", "%s", err ? err : "cannot list templates");
 		free(err);
 		return 1;
+	}
+	if (n == 0) {
+		/* say where it looked, so the fix is obvious */
+		struct sbuf b = {0};
+		for (char **d = cli->conf.paths.templates; d && *d; d++)
+			sbuf_addf(&b, "%s%s", d == cli->conf.paths.templates ? "" : ", ", *d);
+		log_warn("no templates found; searched: %s (set [paths] templates in %s)",
+			 b.len ? sbuf_str(&b) : "(no directories)",
+			 cli->conf.path ? cli->conf.path : "pvagent.conf");
+		sbuf_free(&b);
 	}
 	int bad = 0;
 	json_object *a = json_object_new_array();
