@@ -43,16 +43,19 @@ struct store *cli_store(struct cli *cli);
 /* Client options from the loaded configuration. */
 struct pve_opts cli_pve_opts(const struct conf *c);
 
-/* Every command's job events (event.h) as lines or JSON lines; then
- * each command prints its result. */
+/* Every command's job events (event.h) as lines or JSON lines
+ * (cli_progress.c); then each command prints its result. */
+struct live_line;
 struct event_print {
 	struct cli *cli;
-	bool tty;          /* progress lines are redrawn in place */
-	bool progress_shown;
+	bool tty;          /* a live line per guest in flight, redrawn in place */
 	bool file_diffs;   /* print the diffs of guest files (dry runs, -v) */
 	bool dry_run;      /* config changes are "would change" */
+	struct live_line *live; /* the live lines (tty) */
+	size_t n_live, drawn;
 };
 void on_job_event(void *ctx, const struct job_event *ev);
+/* Erase the live lines and forget them (before the result is printed). */
 void end_progress_line(struct event_print *pp);
 void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
 		   int code);

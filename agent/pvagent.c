@@ -523,63 +523,6 @@ static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 
 /* ---- up / down -------------------------------------------------------------- */
 
-void end_progress_line(struct event_print *pp)
-{
-	if (pp->progress_shown) {
-		fputc('\n', stdout);
-		pp->progress_shown = false;
-	}
-}
-
-void on_job_event(void *ctx, const struct job_event *ev)
-{
-	struct event_print *pp = ctx;
-	if (pp->cli->json) {
-		if (ev->kind == JOB_EV_DONE)
-			return; /* the final result object carries it */
-		json_object *o = job_event_json(ev);
-		if (o)
-			out_json_line(stdout, o);
-		json_object_put(o);
-		return;
-	}
-	switch (ev->kind) {
-	case JOB_EV_PROGRESS:
-		if (!pp->tty || ev->percent < 0)
-			return; /* one line per step otherwise */
-		printf("\r  %s: %s %3.0f%%", ev->name, ev->step ? ev->step : "", ev->percent);
-		fflush(stdout);
-		pp->progress_shown = true;
-		return;
-	case JOB_EV_STEP:
-		end_progress_line(pp);
-		printf("  %s: %-12s %6.1fs%s%s\n", ev->name, ev->step ? ev->step : "",
-		       ev->elapsed_s, ev->text ? "  " : "", ev->text ? ev->text : "");
-		break;
-	case JOB_EV_DIFF:
-		end_progress_line(pp);
-		if (ev->path) {
-			if (pp->file_diffs || pp->cli->verbosity > 0)
-				fputs(ev->text ? ev->text : "", stdout);
-		} else {
-			printf("  %s: %s %s\n", ev->name, pp->dry_run ? "would change" : "change",
-			       ev->text ? ev->text : "");
-		}
-		break;
-	case JOB_EV_NOTE:
-		end_progress_line(pp);
-		printf("  %s: note: %s\n", ev->name, ev->text ? ev->text : "");
-		break;
-	case JOB_EV_BEGIN:
-		end_progress_line(pp);
-		printf("  %s: begin%s%s\n", ev->name, ev->text ? " " : "", ev->text ? ev->text : "");
-		break;
-	default:
-		break;
-	}
-	fflush(stdout);
-}
-
 void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
 			  int code)
 {

@@ -341,3 +341,121 @@ Test(cli_names, dry_run_plans_send_nothing)
 	free(out);
 	world_free();
 }
+
+/* ---- the terminal's view ------------------------------------------------ */
+
+/* A tiny terminal: printable bytes, \r, \n, ESC[nA (up), ESC[J (clear to
+ * the end of the screen), ESC[2K (clear the line). rows[] is the screen
+ * (scrollback included); max_live the most lines that looked live ("NAME:
+ * starting", "...%", "... done") on the screen at once, counted before
+ * each erase. */
+struct screen {
+	char **rows;
+	size_t n, row, col;
+	int max_live;
+};
+
+static bool live_looking(const char *line)
+{
+	return strstr(line, ": starting") || strstr(line, "%") || strstr(line, " done");
+}
+
+static void count_live(struct screen *sc)
+{
+	int n = 0;
+	for (size_t i = 0; i < sc->n; i++)
+		n += live_looking(sc->rows[i]);
+	if (n > sc->max_live)
+		sc->max_live = n;
+}
+
+static char *row_at(struct screen *sc, size_t r)
+{
+	while (sc->n <= r) {
+		sc->rows = realloc(sc->rows, (sc->n + 1) * sizeof *sc->rows);
+		cr_assert_not_null(sc->rows);
+		sc->rows[sc->n] = calloc(1, 512);
+		cr_assert_not_null(sc->rows[sc->n]);
+		sc->n++;
+	}
+	return sc->rows[r];
+}
+
+static void render(struct screen *sc, const char *s)
+{
+	memset(sc, 0, sizeof *sc);
+	for (; *s; s++) {
+		if (*s == '\033' && s[1] == '[') {
+			const char *p = s + 2;
+			unsigned long num = strtoul(p, (char **)&p, 10);
+			if (*p == 'A') {
+				sc->row = num > sc->row ? 0 : sc->row - num;
+			} else if (*p == 'J') {
+				count_live(sc);
+				memset(row_at(sc, sc->row) + sc->col, 0, 512 - sc->col);
+				for (size_t i = sc->row + 1; i < sc->n; i++)
+					free(sc->rows[i]);
+				sc->n = sc->row + 1;
+			} else if (*p == 'K') {
+				memset(row_at(sc, sc->row), 0, 512);
+			}
+			s = p;
+			continue;
+		}
+		if (*s == '\r') {
+			sc->col = 0;
+		} else if (*s == '\n') {
+			sc->row++;
+			sc->col = 0;
+			row_at(sc, sc->row);
+		} else if (sc->col < 511) {
+			char *r = row_at(sc, sc->row);
+			r[sc->col++] = *s;
+		}
+	}
+	count_live(sc);
+}
+
+static void screen_free(struct screen *sc)
+{
+	for (size_t i = 0; i < sc->n; i++)
+		free(sc->rows[i]);
+	free(sc->rows);
+}
+
+/* up of two guests at once on a terminal: each has its own live line while
+ * both are in flight, and what stays on the screen is the permanent lines
+ * and the table, nothing half overwritten. */
+Test(cli_names, parallel_progress_on_a_terminal)
+{
+	world_start("127.0.1.248");
+	char *out = NULL;
+	int rc = test_pvagent_pty(cw.bin, cw.conf, 100, &out, "up", "tty1", "tty2", "-t",
+				  "clistatic", "--parallel", "2", "--no-inject", NULL);
+	cr_assert_neq(rc, -2, "sanitizer report:\n%s", out);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "\033[2K"), "live lines are cleared before they are drawn:\n%s", out);
+	struct screen sc;
+	render(&sc, out);
+	cr_expect_geq(sc.max_live, 2, "the two guests never had a live line each:\n%s", out);
+	size_t steps = 0;
+	for (size_t i = 0; i < sc.n; i++) {
+		const char *l = sc.rows[i];
+		cr_expect(!live_looking(l), "a live line stayed on the screen: '%s'", l);
+		cr_expect(!(strstr(l, "tty1") && strstr(l, "tty2")), "a line mixes both: '%s'", l);
+		steps += strncmp(l, "  tty", 5) == 0 && strstr(l, " clone ");
+	}
+	cr_expect_eq(steps, 2, "one clone step line per guest");
+	cr_expect(sc.n >= 3 && strstr(sc.rows[sc.n - 4], "NAME") && strstr(sc.rows[sc.n - 3], "created") &&
+			  strstr(sc.rows[sc.n - 2], "created"),
+		  "the table ends the output:\n%s", out);
+	screen_free(&sc);
+	free(out);
+
+	/* not a terminal: plain lines, no escape sequences */
+	rc = pv(&out, "down", "tty1", "tty2", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect_null(strchr(out, '\033'), "%s", out);
+	free(out);
+	world_free();
+}
