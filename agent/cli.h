@@ -29,6 +29,8 @@ struct cli {
 	struct pve *pve;
 	struct store *store;   /* state.db, opened on first use */
 	bool store_failed;
+	const char *subject;   /* the guest a guest command is about: the
+				  "name" of its --json error object */
 };
 
 /* Set by SIGINT/SIGTERM: jobs stop between steps (job.h). */
@@ -67,6 +69,9 @@ int cli_usage_error(const char *cmd, const char *what, const char *arg);
  * final JSON object with --json. Returns EXIT_USAGE. */
 int cli_error(const char *kind, const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* out_result_members of a job: its subject, guest, exit code and error
+ * (kind, message, the step it failed in). */
+void cli_job_result_members(json_object *o, struct job *j, int code);
 /* Report a PVE error and return its exit code. */
 int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e);
 /* arg as a number from min to max into *out: 0, or EXIT_USAGE (said). */

@@ -85,11 +85,6 @@ json_object *up_result_json(const struct up_result *r)
 	json_object_object_add(o, "outcome", json_object_new_string(job_outcome_name(r->outcome)));
 	if (r->left)
 		json_object_object_add(o, "left", json_object_new_string(r->left));
-	if (r->error.kind != PVE_OK) {
-		char *m = pve_error_format(&r->error);
-		json_object_object_add(o, "error", json_object_new_string(m ? m : "error"));
-		free(m);
-	}
 	return o;
 }
 
@@ -103,6 +98,7 @@ void up_result_free(struct up_result *r)
 	free(r->pending);
 	free(r->inject.summary);
 	free(r->left);
+	free(r->failed_step);
 	for (size_t i = 0; i < r->n_steps; i++)
 		free(r->steps[i].step);
 	free(r->steps);

@@ -92,6 +92,7 @@ struct up_result {
 	long long job;          /* its job in the store, 0 when not stored */
 	enum job_outcome outcome;
 	char *left;             /* what a failure left behind, or NULL */
+	char *failed_step;      /* the step it failed (or was interrupted) in */
 	struct pve_error error; /* kind PVE_OK unless failed; a failed inject:
 				   what "inject", the message starting with
 				   the inject step that failed, and a kind
@@ -100,8 +101,9 @@ struct up_result {
 void up_result_free(struct up_result *r);
 /* {"name", "status", "vmid", "node", "type", "address", "steps" {step:
  * seconds}, "changes", "pending", "inject" {"status", "exit_code",
- * "summary", "failed_step"} or null, "job", "outcome", "left", "error"};
- * new reference, NULL when out of memory. */
+ * "summary", "failed_step"} or null, "job", "outcome", "left"}; the CLI
+ * adds the members every result has (output.h out_result_members). New
+ * reference, NULL when out of memory. */
 json_object *up_result_json(const struct up_result *r);
 void up_results_free(struct up_result *r, size_t n);
 

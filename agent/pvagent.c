@@ -74,15 +74,13 @@ int cli_usage_error(const char *cmd, const char *what, const char *arg)
 
 /* The error object, with --json, of an error said by cli_error or
  * cli_fail_pve. */
-static void print_error_json(const char *cmd, int code, const char *kind, const char *msg)
+static void print_error_json(const struct cli *cli, const char *cmd, int code, const char *kind,
+			     const char *msg)
 {
-	json_object *o = json_object_new_object(), *e = json_object_new_object();
-	json_object_object_add(o, "result", json_object_new_string("error"));
+	json_object *o = json_object_new_object();
 	json_object_object_add(o, "command", cmd ? json_object_new_string(cmd) : NULL);
-	json_object_object_add(o, "exit", json_object_new_int(code));
-	json_object_object_add(e, "kind", json_object_new_string(kind));
-	json_object_object_add(e, "message", json_object_new_string(msg ? msg : "error"));
-	json_object_object_add(o, "error", e);
+	out_result_members(o, cli->subject, 0, NULL, code ? code : 1, kind, msg ? msg : "error",
+			   NULL);
 	out_json_line(stdout, o);
 	json_object_put(o);
 }
@@ -104,13 +102,23 @@ int cli_load_conf(struct cli *cli)
 	return 0;
 }
 
+void cli_job_result_members(json_object *o, struct job *j, int code)
+{
+	const struct pve_error *e = job_error(j);
+	char *m = e->kind != PVE_OK ? pve_error_format(e) : NULL;
+	out_result_members(o, job_subject(j), job_vmid(j), job_node(j), code,
+			   e->kind != PVE_OK ? pve_err_kind_name(e->kind) : NULL, m,
+			   job_failed_step(j));
+	free(m);
+}
+
 /* Report a PVE error and return its exit code. */
 int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e)
 {
 	int code = pve_error_exit_code(e);
 	char *msg = pve_error_format(e);
 	if (cli->json) {
-		print_error_json(cmd, code, pve_err_kind_name(e->kind), msg);
+		print_error_json(cli, cmd, code, pve_err_kind_name(e->kind), msg);
 	}
 	log_error("%s", msg ? msg : "error");
 	free(msg);
@@ -215,6 +223,7 @@ static void print_result(struct cli *cli, const char *cmd, const char *key, json
 	json_object_object_add(o, "result", json_object_new_string("ok"));
 	json_object_object_add(o, "command", json_object_new_string(cmd));
 	json_object_object_add(o, key, json_object_get(v));
+	json_object_object_add(o, "exit", json_object_new_int(0));
 	out_json_line(stdout, o);
 	json_object_put(o);
 }
@@ -530,9 +539,14 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 		json_object *o = json_object_new_object(), *a = json_object_new_array();
 		for (size_t i = 0; i < n; i++) {
 			json_object *g = up_result_json(&r[i]);
-			if (g && r[i].error.kind != PVE_OK)
-				json_object_object_add(g, "exit",
-						       json_object_new_int(cli_exit_code(r[i].outcome)));
+			bool failed = r[i].error.kind != PVE_OK;
+			char *m = failed ? pve_error_format(&r[i].error) : NULL;
+			if (g)
+				out_result_members(g, r[i].name, r[i].vmid, r[i].node,
+						   cli_exit_code(r[i].outcome),
+						   failed ? pve_err_kind_name(r[i].error.kind) : NULL,
+						   m, r[i].failed_step);
+			free(m);
 			json_object_array_add(a, g);
 		}
 		json_object_object_add(o, "result", json_object_new_string(code ? "error" : "ok"));
@@ -957,9 +971,12 @@ static bool asks_help(int argc, char **argv)
  * printed no final object prints it; the kept message is freed. Returns rc. */
 static int finish_error(struct cli *cli, const char *cmd, int rc)
 {
-	if (cli->json && rc != 0 && cli_err.kind && !out_json_result_printed())
-		print_error_json(cli_err.cmd ? cli_err.cmd : cmd, rc,
-				 cli_err.kind, cli_err.message ? cli_err.message : "failed");
+	/* every outcome ends with one final object; a message said only on
+	 * stderr (none kept) is pointed at */
+	if (cli->json && rc != 0 && !out_json_result_printed())
+		print_error_json(cli, cli_err.cmd ? cli_err.cmd : cmd, rc,
+				 cli_err.kind ? cli_err.kind : "failed",
+				 cli_err.message ? cli_err.message : "failed (see standard error)");
 	free(cli_err.message);
 	cli_err.message = NULL;
 	return rc;

@@ -1533,6 +1533,7 @@ void wf_result_finish(struct job *j, struct up_result *r)
 	}
 	r->job = job_id(j);
 	r->outcome = job_outcome(j);
+	dup_into(&r->failed_step, job_failed_step(j));
 	dup_into(&r->left, job_left(j));
 	if (r->outcome == JOB_OUT_INTERRUPTED)
 		say_interrupted(j, r, st, n);

@@ -459,3 +459,78 @@ Test(cli_names, parallel_progress_on_a_terminal)
 	free(out);
 	world_free();
 }
+
+/* The members every result has (name, vmid, node, result, exit, error
+ * {kind, message, step}), in each guest of a job command and at the top of
+ * a guest command, on success and on every kind of failure. */
+static void expect_shape(json_object *o, const char *name, const char *result, int exit,
+			 const char *kind, const char *step)
+{
+	const char *s = json_object_to_json_string(o);
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"name", NULL}), name, "%s", s);
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"result", NULL}), result, "%s", s);
+	json_object *v;
+	cr_expect(json_object_object_get_ex(o, "vmid", &v), "%s", s);
+	cr_expect(json_object_object_get_ex(o, "node", &v), "%s", s);
+	cr_expect(json_object_object_get_ex(o, "exit", &v) && json_object_get_int(v) == exit, "%s",
+		  s);
+	cr_assert(json_object_object_get_ex(o, "error", &v), "%s", s);
+	if (!kind) {
+		cr_expect_null(v, "%s", s);
+		return;
+	}
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"error", "kind", NULL}), kind, "%s", s);
+	cr_expect_not_null(cli_jpath(o, (const char *const[]){"error", "message", NULL}), "%s", s);
+	if (step)
+		cr_expect_str_eq(cli_jpath(o, (const char *const[]){"error", "step", NULL}), step,
+				 "%s", s);
+	else
+		cr_expect_null(cli_jpath(o, (const char *const[]){"error", "step", NULL}), "%s", s);
+}
+
+Test(cli_names, json_results_have_one_shape)
+{
+	world_start("127.0.1.249");
+	char *out = NULL;
+	json_object *o, *g;
+	/* success, in a job command's guest list */
+	int rc = pv(&out, "--json", "up", "js1", "-t", "clistatic", "--no-inject", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	o = final_json(out);
+	cr_assert(json_object_object_get_ex(o, "guests", &g));
+	expect_shape(json_object_array_get_idx(g, 0), "js1", "ok", 0, NULL, NULL);
+	json_object_put(o);
+	free(out);
+	/* a PVE failure in a step: the step is named */
+	cr_assert_eq(simproc_fault(&cw.sim, "{\"method\":\"POST\",\"path\":\"/clone$\",\"nth\":1,"
+					    "\"action\":\"status\",\"status\":400}"),
+		     0);
+	rc = pv(&out, "--json", "up", "js2", "-t", "clistatic", "--no-inject", NULL);
+	cr_expect_eq(rc, 1, "%s", out);
+	o = final_json(out);
+	cr_assert(json_object_object_get_ex(o, "guests", &g));
+	expect_shape(json_object_array_get_idx(g, 0), "js2", "error", 1, "bad-request", "clone");
+	json_object_put(o);
+	free(out);
+	/* an unknown guest of a guest command: named at the top */
+	rc = pv(&out, "--json", "virtio", "nosuch", NULL);
+	cr_expect_eq(rc, 1, "%s", out);
+	o = final_json(out);
+	expect_shape(o, "nosuch", "error", 1, "not-found", NULL);
+	json_object_put(o);
+	free(out);
+	/* a job that does not exist; a usage error */
+	rc = pv(&out, "--json", "job", "999", NULL);
+	cr_expect_eq(rc, 1, "%s", out);
+	o = final_json(out);
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"error", "kind", NULL}), "not-found");
+	json_object_put(o);
+	free(out);
+	rc = pv(&out, "--json", "inject", "js1", "--var", "oops", NULL);
+	cr_expect_eq(rc, 2, "%s", out);
+	o = final_json(out);
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"error", "kind", NULL}), "usage");
+	json_object_put(o);
+	free(out);
+	world_free();
+}
