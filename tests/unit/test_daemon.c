@@ -430,6 +430,31 @@ Test(daemon, up_through_the_daemon_is_the_same_as_in_process)
 	world_free(&w);
 }
 
+/* On a terminal the job's process (the daemon's child) draws the live
+ * lines, cut to the width of the client's terminal. */
+Test(daemon, live_lines_through_the_daemon_fit_the_clients_terminal)
+{
+	static struct world w;
+	world_start(&w, 100, 2, NULL);
+	daemon_start(&w);
+	char *out = NULL;
+	int rc = test_pvagent_pty(w.bin, w.conf, 60, &out, "up", "tty1", "-t", "jobvm", NULL);
+	cr_assert_neq(rc, -2, "sanitizer report:\n%s", out);
+	cr_expect_eq(rc, 0, "%s", out);
+	wait_log(&w, "ticket 1 (up");
+	size_t live = 0;
+	for (const char *p = strstr(out, "\033[2K"); p; p = strstr(p + 1, "\033[2K")) {
+		const char *line = p + 4;
+		size_t n = strcspn(line, "\r\n\033");
+		cr_expect_leq(n, 59, "a live line wider than the terminal: '%.*s'", (int)n, line);
+		live += n > 0;
+	}
+	cr_expect_gt(live, 0, "no live line was drawn:\n%s", out);
+	free(out);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
 Test(daemon, twenty_clients_each_job_once_one_at_a_time_per_guest)
 {
 	static struct world w;
