@@ -390,27 +390,21 @@ static int check_node(struct cli *cli, const char *cmd, const char *node)
 	struct pve_error e = {0};
 	if (inventory_nodes(cli->pve, &nodes, &e) < 0)
 		return cli_fail_pve(cli, cmd, &e);
-	size_t n = json_object_array_length(nodes), len = 1;
+	size_t n = json_object_array_length(nodes);
+	struct sbuf list = {0};
 	for (size_t i = 0; i < n; i++) {
 		const char *name = json_text(json_object_array_get_idx(nodes, i), "node");
 		if (name && strcmp(name, node) == 0) {
+			sbuf_free(&list);
 			json_object_put(nodes);
 			return 0;
 		}
-		len += (name ? strlen(name) : 0) + 2;
-	}
-	char *list = calloc(1, len);
-	for (size_t i = 0; list && i < n; i++) {
-		const char *name = json_text(json_object_array_get_idx(nodes, i), "node");
-		if (name) {
-			if (*list)
-				strcat(list, ", ");
-			strcat(list, name);
-		}
+		if (name)
+			sbuf_addf(&list, "%s%s", list.len ? ", " : "", name);
 	}
 	pve_error_set(&e, PVE_ERR_CONFIG, "no node '%s' in the cluster; nodes: %s", node,
-		      list && *list ? list : "none");
-	free(list);
+		      list.len ? sbuf_str(&list) : "none");
+	sbuf_free(&list);
 	json_object_put(nodes);
 	return cli_fail_pve(cli, cmd, &e);
 }
