@@ -484,14 +484,58 @@ int store_job_update(struct store *s, const struct store_job *j, char **err)
 
 #define JOB_COLS "id, workflow, subject, params, vars, state, created, started, ended, error, pid"
 
-static int job_row(struct store *s, sqlite3_stmt *st, struct store_job *j, char **err)
+/* ---- reading rows ------------------------------------------------------------------- */
+
+/* One row into elem (zeroed before the call); 0, or -1 with *err set
+ * (what it holds is freed by the caller's free function). */
+typedef int (*row_fn)(struct store *s, sqlite3_stmt *st, void *elem, void *ctx, char **err);
+typedef void (*rows_free_fn)(void *v, size_t n);
+
+/* Run the prepared query st (finalized here): up to max rows (0: all),
+ * each read by row into a growing array of elem_size elements at *out.
+ * 0, or -1 with *err (what) and *out NULL. */
+static int read_rows(struct store *s, sqlite3_stmt *st, const char *what, size_t elem_size,
+		     size_t max, row_fn row, void *ctx, rows_free_fn free_rows, void **out,
+		     size_t *n, char **err)
 {
-	memset(j, 0, sizeof *j);
+	*out = NULL;
+	*n = 0;
+	int rc = SQLITE_DONE;
+	while ((max == 0 || *n < max) && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		char *nv = realloc(*out, (*n + 1) * elem_size);
+		if (!nv) {
+			err_setf(err, "%s: out of memory", s->path);
+			goto fail;
+		}
+		*out = nv;
+		void *elem = nv + *n * elem_size;
+		memset(elem, 0, elem_size);
+		(*n)++;
+		if (row(s, st, elem, ctx, err) < 0)
+			goto fail;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		db_fail(s, err, what);
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	return 0;
+fail:
+	sqlite3_finalize(st);
+	free_rows(*out, *n);
+	*out = NULL;
+	*n = 0;
+	return -1;
+}
+
+static int job_row(struct store *s, sqlite3_stmt *st, void *elem, void *ctx, char **err)
+{
+	(void)ctx;
+	struct store_job *j = elem;
 	j->id = sqlite3_column_int64(st, 0);
 	if (col_text(st, 1, &j->workflow) < 0 || col_text(st, 2, &j->subject) < 0 ||
 	    col_text(st, 3, &j->params) < 0 || col_text(st, 4, &j->vars) < 0 ||
 	    col_text(st, 9, &j->error) < 0) {
-		store_job_free(j);
 		err_setf(err, "%s: out of memory", s->path);
 		return -1;
 	}
@@ -499,7 +543,6 @@ static int job_row(struct store *s, sqlite3_stmt *st, struct store_job *j, char 
 	if (job_state_parse(state, &j->state) < 0) {
 		err_setf(err, "%s: jobs row %lld: state '%s' unknown", s->path, j->id,
 			state ? state : "");
-		store_job_free(j);
 		return -1;
 	}
 	j->created = sqlite3_column_double(st, 6);
@@ -509,36 +552,19 @@ static int job_row(struct store *s, sqlite3_stmt *st, struct store_job *j, char 
 	return 0;
 }
 
-/* Run a prepared job query; up to max rows into *out (max 1: out is one). */
+static void jobs_free(void *v, size_t n)
+{
+	store_jobs_free(v, n);
+}
+
+/* Run a prepared job query; up to max rows into *out. */
 static int job_query(struct store *s, sqlite3_stmt *st, struct store_job **out, size_t *n,
 		     size_t max, char **err)
 {
-	*n = 0;
-	*out = NULL;
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && *n < max) {
-		struct store_job *nv = realloc(*out, (*n + 1) * sizeof *nv);
-		if (!nv) {
-			err_setf(err, "%s: out of memory", s->path);
-			goto fail;
-		}
-		*out = nv;
-		if (job_row(s, st, &nv[*n], err) < 0)
-			goto fail;
-		(*n)++;
-	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		db_fail(s, err, "jobs");
-		goto fail;
-	}
-	sqlite3_finalize(st);
-	return 0;
-fail:
-	sqlite3_finalize(st);
-	store_jobs_free(*out, *n);
-	*out = NULL;
-	*n = 0;
-	return -1;
+	void *v = NULL;
+	int rc = read_rows(s, st, "jobs", sizeof **out, max, job_row, NULL, jobs_free, &v, n, err);
+	*out = v;
+	return rc;
 }
 
 static int job_one(struct store *s, sqlite3_stmt *st, struct store_job *out, char **err)
@@ -635,6 +661,32 @@ int store_step_put(struct store *s, long long job, const struct store_step *x, c
 	return rc;
 }
 
+static int step_row(struct store *s, sqlite3_stmt *st, void *elem, void *ctx, char **err)
+{
+	struct store_step *x = elem;
+	x->idx = sqlite3_column_int(st, 0);
+	if (col_text(st, 1, &x->name) < 0 || col_text(st, 3, &x->upid) < 0 ||
+	    col_text(st, 5, &x->result) < 0 || col_text(st, 6, &x->error) < 0) {
+		err_setf(err, "%s: out of memory", s->path);
+		return -1;
+	}
+	const char *state = (const char *)sqlite3_column_text(st, 2);
+	if (step_state_parse(state, &x->state) < 0) {
+		err_setf(err, "%s: steps row %lld/%d: state '%s' unknown", s->path,
+			 *(const long long *)ctx, x->idx, state ? state : "");
+		return -1;
+	}
+	x->attempts = sqlite3_column_int(st, 4);
+	x->started = sqlite3_column_double(st, 7);
+	x->ended = sqlite3_column_double(st, 8);
+	return 0;
+}
+
+static void steps_free(void *v, size_t n)
+{
+	store_steps_free(v, n);
+}
+
 int store_steps_get(struct store *s, long long job, struct store_step **out, size_t *n,
 		    char **err)
 {
@@ -649,43 +701,10 @@ int store_steps_get(struct store *s, long long job, struct store_step **out, siz
 		sqlite3_finalize(st);
 		return db_fail(s, err, "steps");
 	}
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct store_step *nv = realloc(*out, (*n + 1) * sizeof *nv);
-		if (!nv)
-			goto nomem;
-		*out = nv;
-		struct store_step *x = &nv[*n];
-		memset(x, 0, sizeof *x);
-		(*n)++;
-		x->idx = sqlite3_column_int(st, 0);
-		if (col_text(st, 1, &x->name) < 0 || col_text(st, 3, &x->upid) < 0 ||
-		    col_text(st, 5, &x->result) < 0 || col_text(st, 6, &x->error) < 0)
-			goto nomem;
-		const char *state = (const char *)sqlite3_column_text(st, 2);
-		if (step_state_parse(state, &x->state) < 0) {
-			err_setf(err, "%s: steps row %lld/%d: state '%s' unknown", s->path, job, x->idx,
-				state ? state : "");
-			goto fail;
-		}
-		x->attempts = sqlite3_column_int(st, 4);
-		x->started = sqlite3_column_double(st, 7);
-		x->ended = sqlite3_column_double(st, 8);
-	}
-	if (rc != SQLITE_DONE) {
-		db_fail(s, err, "steps");
-		goto fail;
-	}
-	sqlite3_finalize(st);
-	return 0;
-nomem:
-	err_setf(err, "%s: out of memory", s->path);
-fail:
-	sqlite3_finalize(st);
-	store_steps_free(*out, *n);
-	*out = NULL;
-	*n = 0;
-	return -1;
+	void *v = NULL;
+	int rc = read_rows(s, st, "steps", sizeof **out, 0, step_row, &job, steps_free, &v, n, err);
+	*out = v;
+	return rc;
 }
 
 /* ---- events ------------------------------------------------------------------------ */
@@ -727,6 +746,25 @@ int store_event_add(struct store *s, long long job, const struct store_event *ev
 	return rc;
 }
 
+static int event_row(struct store *s, sqlite3_stmt *st, void *elem, void *ctx, char **err)
+{
+	(void)ctx;
+	struct store_event *e = elem;
+	e->time = sqlite3_column_double(st, 0);
+	e->percent = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_double(st, 3);
+	if (col_text(st, 1, &e->step) < 0 || col_text(st, 2, &e->kind) < 0 ||
+	    col_text(st, 4, &e->message) < 0) {
+		err_setf(err, "%s: out of memory", s->path);
+		return -1;
+	}
+	return 0;
+}
+
+static void events_free(void *v, size_t n)
+{
+	store_events_free(v, n);
+}
+
 int store_events_get(struct store *s, long long job, struct store_event **out, size_t *n,
 		     char **err)
 {
@@ -741,34 +779,9 @@ int store_events_get(struct store *s, long long job, struct store_event **out, s
 		sqlite3_finalize(st);
 		return db_fail(s, err, "events");
 	}
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct store_event *nv = realloc(*out, (*n + 1) * sizeof *nv);
-		if (!nv)
-			goto nomem;
-		*out = nv;
-		struct store_event *e = &nv[*n];
-		memset(e, 0, sizeof *e);
-		(*n)++;
-		e->time = sqlite3_column_double(st, 0);
-		e->percent = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1
-								      : sqlite3_column_double(st, 3);
-		if (col_text(st, 1, &e->step) < 0 || col_text(st, 2, &e->kind) < 0 ||
-		    col_text(st, 4, &e->message) < 0)
-			goto nomem;
-	}
-	if (rc != SQLITE_DONE) {
-		db_fail(s, err, "events");
-		goto fail;
-	}
-	sqlite3_finalize(st);
-	return 0;
-nomem:
-	err_setf(err, "%s: out of memory", s->path);
-fail:
-	sqlite3_finalize(st);
-	store_events_free(*out, *n);
-	*out = NULL;
-	*n = 0;
-	return -1;
+	void *v = NULL;
+	int rc = read_rows(s, st, "events", sizeof **out, 0, event_row, NULL, events_free, &v, n,
+			   err);
+	*out = v;
+	return rc;
 }
