@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -181,7 +180,7 @@ void qemu_guest_kill(struct qemu_guest *q)
 			q->pid = 0;
 			return;
 		}
-		struct timespec ts = {0, 20 * 1000 * 1000};
+		struct timespec ts = {0, 20L * 1000 * 1000};
 		nanosleep(&ts, NULL); /* a process's end has no descriptor to wait on here */
 	}
 	kill(q->pid, SIGKILL);
@@ -435,6 +434,40 @@ static char *first_disk_volid(json_object *config)
 	return NULL;
 }
 
+static int unix_connect(const char *dir, const char *name, char **err);
+
+/* Wait (up to 10 s) until QEMU's QMP socket accepts: QEMU is running. -1
+ * with QEMU's last words when it exited instead (a busy host forward, a
+ * bad option), as PVE's "start failed: QEMU exited with code 1". */
+static int started(struct qemu_guest *q, char **err)
+{
+	for (int i = 0; i < 200; i++) {
+		if (!qemu_guest_alive(q)) {
+			char *log = strprintf("%s/qemu.log", q->dir), *text = NULL;
+			size_t len = 0;
+			if (log && read_file(log, &text, &len) == 0) {
+				while (len > 0 && text[len - 1] == '\n')
+					text[--len] = '\0';
+				const char *last = strrchr(text, '\n');
+				err_setf(err, "start failed: %s", last ? last + 1 : text);
+			} else {
+				err_setf(err, "start failed: QEMU exited");
+			}
+			free(text);
+			free(log);
+			return -1;
+		}
+		int fd = unix_connect(q->dir, "qmp.sock", NULL);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		struct timespec ts = {0, 50L * 1000 * 1000};
+		nanosleep(&ts, NULL); /* QEMU says nothing when its socket is up */
+	}
+	return 0;
+}
+
 int qemu_guest_start(struct sim_guest *g, char **err)
 {
 	struct qemu_guest *q = g->qemu;
@@ -467,11 +500,9 @@ int qemu_guest_start(struct sim_guest *g, char **err)
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
-		/* the guest goes with the simulator, however it ends */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		child_stdio(log);
 		setpgid(0, 0);
-		execvp(argv[0], argv);
+		execvp(QEMU_BIN, argv);
 		_exit(127);
 	}
 	int saved = errno;
@@ -482,7 +513,7 @@ int qemu_guest_start(struct sim_guest *g, char **err)
 		return -1;
 	}
 	q->pid = pid;
-	return 0;
+	return started(q, err);
 }
 
 struct qemu_guest *qemu_guest_clone(struct qemu_guest *src, int src_vmid, const char *volid,

@@ -4,6 +4,7 @@
  * memory, cores and the guest agent's channel. Runs no QEMU (make lab
  * does). */
 #include "qemu_guest.h"
+#include "util.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -17,28 +18,15 @@ static char *joined(const char *json)
 	char **v = qemu_guest_argv(c, 101, "/run/q", "/run/q/disk.qcow2", "local-lvm:vm-101-disk-0",
 				   "127.0.4.9", 22, &err);
 	json_object_put(c);
-	if (!v) {
-		char *e = strdup(err ? err : "?");
-		free(err);
-		cr_assert(e);
-		char *r = malloc(strlen(e) + 8);
-		cr_assert(r);
-		strcpy(r, "ERROR: ");
-		strcat(r, e);
-		free(e);
-		return r;
-	}
-	size_t n = 1;
-	for (size_t i = 0; v[i]; i++)
-		n += strlen(v[i]) + 1;
-	char *s = calloc(1, n);
-	cr_assert(s);
-	for (size_t i = 0; v[i]; i++) {
-		if (i)
-			strcat(s, " ");
-		strcat(s, v[i]);
-	}
+	struct sbuf b = {0};
+	if (!v)
+		sbuf_addf(&b, "ERROR: %s", err ? err : "?");
+	for (size_t i = 0; v && v[i]; i++)
+		sbuf_addf(&b, "%s%s", i ? " " : "", v[i]);
+	free(err);
 	qemu_argv_free(v);
+	char *s = sbuf_steal(&b);
+	cr_assert(s, "out of memory");
 	return s;
 }
 
