@@ -187,9 +187,8 @@ lab-image: lab-deps
 lab: deps lab-deps
 	@$(MAKE) --no-print-directory lab-run
 lab-run: $(SAN_PROGS) $(LAB_BINS)
-	@dir=$$(bash tests/lab/image.sh | tail -n 1) && \
-	  LAB_IMAGE_DIR=$$dir PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
-	  TEST_LOGDIR=$(SAN)/lab-logs sh tests/run-tests.sh $(LAB_BINS)
+	@PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
+	  TEST_LOGDIR=$(SAN)/lab-logs sh tests/lab/run.sh $(LAB_BINS)
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run
