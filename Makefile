@@ -7,6 +7,8 @@
 #   make test       sanitizer build, every Criterion suite and end-to-end script
 #   make demo       the whole flow against the bundled simulator
 #   make bench      benchmarks (ratios and counts)
+#   make lab        real Debian guests under QEMU/TCG (tests/lab): builds the
+#                   image once (cached in /var/cache/pvagent-lab), runs the suite
 #   make lint       cppcheck and clang-tidy, zero findings
 #   make install    PREFIX=/usr/local DESTDIR= (UNITDIR for the systemd unit)
 #   make deb        Debian package (conf/debian/) in build/deb/, checked by lintian
@@ -156,6 +158,8 @@ $(SAN)/guestd: $(SAN)/tests/guests/guestd.o $(SAN)/libsupport.a $(SAN)/libpvagen
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS) $(SIM_LIBS)
 $(SAN)/tests/unit/test_%: $(SAN)/tests/unit/test_%.o $(SAN)/libsupport.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
+$(SAN)/tests/lab/test_%: $(SAN)/tests/lab/test_%.o $(SAN)/libsupport.a $(SAN)/libpvagent.a
+	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 $(SAN)/tests/pvesim/test_%: $(SAN)/tests/pvesim/test_%.o $(SAN)/libsupport.a $(SAN)/libpvesim.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 
@@ -174,6 +178,27 @@ test-run: $(SAN_PROGS) $(TEST_BINS)
 	@PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
 	  PVAGENTD_BIN=$(abspath $(SAN)/pvagentd) \
 	  GUESTD_BIN=$(abspath $(SAN)/guestd) sh tests/run-tests.sh $(TEST_BINS) $(wildcard tests/e2e/*.sh)
+
+# make lab: real guests (tests/lab, README "Lab"). Not part of make test: it
+# needs QEMU and about half an hour of TCG. lab-deps installs what the image
+# build and the guests need; the image is built once per machine (its
+# content hash names it in /var/cache/pvagent-lab).
+LAB_DEB_PKGS = qemu-system-x86 qemu-utils mmdebstrap e2fsprogs fdisk grub-pc-bin openssh-client
+LAB_BINS = $(patsubst %.c,$(SAN)/%,$(wildcard tests/lab/test_*.c))
+.PHONY: lab lab-deps lab-run lab-image
+lab-deps:
+	@missing=""; for p in $(LAB_DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends $$missing || \
+	    { apt-get update && apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends $$missing; }; \
+	  else echo "make lab needs: apt-get install$$missing"; exit 1; fi; fi
+lab-image: lab-deps
+	@bash tests/lab/image.sh >/dev/null
+lab: deps lab-deps
+	@$(MAKE) --no-print-directory lab-run
+lab-run: $(SAN_PROGS) $(LAB_BINS)
+	@PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
+	  TEST_LOGDIR=$(SAN)/lab-logs sh tests/lab/run.sh $(LAB_BINS)
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run

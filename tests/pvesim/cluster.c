@@ -7,6 +7,7 @@
 #include "bootfacts.h"
 #include "cluster_config.h"
 #include "guestnet.h"
+#include "qemu_guest.h"
 #include "scenario.h"
 #include "tasks.h"
 #include "util.h"
@@ -228,6 +229,7 @@ void guest_free(struct sim_guest *g)
 	free(g->root);
 	free(g->res_name);
 	boot_result_clear(&g->boot);
+	qemu_guest_free(g->qemu);
 	free(g);
 }
 
@@ -827,21 +829,24 @@ static void guest_assign_address(struct cluster *c, struct sim_guest *g)
 		return;
 	}
 	free(ip);
-	if (g->address)
-		return;
-	for (int n = 100; n < 255; n++) {
-		char *cand = strprintf("127.0.1.%d", n);
+	if (!g->address)
+		g->address = cluster_unused_address(c, "127.0.1", 100);
+}
+
+char *cluster_unused_address(const struct cluster *c, const char *net24, int from)
+{
+	for (int n = from; n < 255; n++) {
+		char *cand = strprintf("%s.%d", net24, n);
 		bool used = false;
 		for (size_t i = 0; cand && i < c->guests.n && !used; i++) {
 			const struct sim_guest *o = c->guests.v[i];
 			used = o->address && strcmp(o->address, cand) == 0;
 		}
-		if (cand && !used) {
-			g->address = cand;
-			return;
-		}
+		if (!cand || !used)
+			return cand;
 		free(cand);
 	}
+	return NULL;
 }
 
 void guest_started(struct cluster *c, struct sim_guest *g, double now)
@@ -852,11 +857,18 @@ void guest_started(struct cluster *c, struct sim_guest *g, double now)
 	g->started_at = now;
 	g->boots++;
 	guest_eval_boot(g);
+	char *qerr = NULL;
+	if (g->qemu && qemu_guest_start(g, &qerr) < 0) {
+		fprintf(stderr, "pvesim: VM %d: QEMU not started: %s\n", g->vmid, qerr ? qerr : "?");
+		g->running = false;
+	}
+	free(qerr);
 }
 
 void guest_stopped(struct cluster *c, struct sim_guest *g)
 {
 	g->running = false;
+	qemu_guest_kill(g->qemu);
 	config_apply_pending(c, g);
 	guest_eval_boot(g);
 }
@@ -1195,6 +1207,7 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 	if (!local.privs)
 		local.privs = "";
 	const struct sim_req *req = &local;
+	qemu_guests_poll(c, req->now);
 	tasks_advance(c, req->now);
 	cluster_status_update(c, req->now, false);
 	struct path_parts pp;
@@ -1260,6 +1273,14 @@ static json_object *state_guest(const struct cluster *c,
 	if (g->root)
 		json_object_object_add(o, "root", json_object_new_string(g->root));
 	json_object_object_add(o, "boot", boot_result_json(&g->boot));
+	if (g->qemu) {
+		json_object *q = json_object_new_object();
+		if (q) {
+			jadd_int(q, "pid", qemu_guest_pid(g->qemu));
+			jadd_str(q, "dir", qemu_guest_dir(g->qemu));
+		}
+		json_object_object_add(o, "qemu", q);
+	}
 	return o;
 }
 

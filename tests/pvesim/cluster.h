@@ -73,6 +73,7 @@ struct sim_guest {
 	bool res_running;
 	struct boot_result boot;
 	bool booted; /* boot model evaluated for the current run */
+	struct qemu_guest *qemu; /* a real QEMU process (qemu_guest.h), or NULL */
 };
 
 struct sim_cred {
@@ -82,6 +83,7 @@ struct sim_cred {
 };
 
 struct guestnet;
+struct qemu_guest;
 
 struct cluster {
 	char *scenario_path;
@@ -122,6 +124,9 @@ const char *guest_lock(const struct sim_guest *g);
 int guest_set_lock(struct sim_guest *g, const char *lock); /* NULL clears */
 void guest_free(struct sim_guest *g);
 int cluster_remove_guest(struct cluster *c, int vmid);
+/* The first NET24.N (N from `from` to 254) no guest has; malloc'd, NULL
+ * when all are taken or out of memory. */
+char *cluster_unused_address(const struct cluster *c, const char *net24, int from);
 /* Config key of the guest as a string (NULL if absent). */
 const char *cfg_str(json_object *conf, const char *key);
 /* Stable digest (hex SHA-1) of a config object; malloc'd. */

@@ -4,6 +4,7 @@
  * cluster_migrate.c. */
 #include "cluster.h"
 #include "cluster_config.h"
+#include "qemu_guest.h"
 #include "scenario.h"
 #include "tasks.h"
 #include "util.h"
@@ -81,7 +82,7 @@ static json_object *qemu_list_entry(const struct sim_guest *g, double now)
 	if (guest_lock(g))
 		jadd_str(o, "lock", guest_lock(g));
 	if (g->running)
-		jadd_int(o, "pid", 10000 + g->vmid % 50000);
+		jadd_int(o, "pid", g->qemu ? qemu_guest_pid(g->qemu) : 10000 + g->vmid % 50000);
 	jadd_int(o, "netin", 0);
 	jadd_int(o, "netout", 0);
 	jadd_int(o, "diskread", 0);
@@ -284,6 +285,31 @@ static char *linked_volid(struct cluster *c, const struct sim_storage *s,
 		free(v);
 	}
 	return NULL;
+}
+
+/* A clone of a QEMU-backed VM runs too: its disk an overlay of the
+ * source's, on the drive key that holds the source's disk, its SSH forward
+ * on an address of its own. */
+static int clone_qemu(struct cluster *c, struct sim_guest *src, struct sim_guest *g)
+{
+	char *err = NULL, *vol = NULL;
+	json_object_object_foreach(src->config, k, v)
+	{
+		const char *sv = json_object_get_string(v);
+		char *svol = is_drive_key(k) && !is_unused_key(k) && sv ? drive_volid(sv) : NULL;
+		const char *gv = svol ? cfg_str(g->config, k) : NULL;
+		if (!vol && gv && !drive_is_cdrom(sv) && !drive_is_cloudinit(sv))
+			vol = drive_volid(gv);
+		free(svol);
+	}
+	g->qemu = vol ? qemu_guest_clone(src->qemu, src->vmid, vol, &err) : NULL;
+	if (g->qemu && !g->address)
+		g->address = cluster_unused_address(c, "127.0.4", 10);
+	if (!g->qemu || !g->address)
+		fprintf(stderr, "pvesim: clone of VM %d: %s\n", src->vmid, err ? err : "no disk");
+	free(err);
+	free(vol);
+	return g->qemu && g->address ? 0 : -1;
 }
 
 static void route_clone(struct cluster *c, const struct sim_req *req,
@@ -510,6 +536,12 @@ static void route_clone(struct cluster *c, const struct sim_req *req,
 	free(nm);
 	if (desc)
 		json_object_object_add(g->config, "description", json_object_new_string(desc));
+	if (src->qemu && clone_qemu(c, src, g) < 0) {
+		task_discard(c, t);
+		cluster_destroy_guest(c, (int)newid);
+		resp_error(r, 500, "clone of the QEMU-backed VM %d failed", src->vmid);
+		return;
+	}
 	t->duration = at + 0.2;
 	t->end = t->start + t->duration;
 	t->on_end = clone_end;
@@ -762,6 +794,22 @@ static void power_direct(struct cluster *c, const struct sim_req *req,
 			return;
 		long long timeout = param_int(req, "timeout", 180);
 		bool force = param_bool(req, "forceStop", false);
+		if (g->qemu && g->running) {
+			/* the real guest: ACPI power button, stopped after the
+			 * timeout if it has not powered off (qemu_guests_poll ends
+			 * the task when the process exits) */
+			char *qerr = NULL;
+			t = guest_task(c, req, g, "qmshutdown", (double)timeout);
+			if (t && qemu_guest_powerdown(g->qemu, &qerr) < 0)
+				task_log(t, 0, "QMP: %s", qerr ? qerr : "no answer");
+			if (t)
+				t->on_end = task_end_stop;
+			free(qerr);
+			if (t)
+				task_apply_fault(t, req->task_fail);
+			resp_task(r, t);
+			return;
+		}
 		bool hung = g->running && (g->boot.state == BOOT_MOUNTROOT ||
 					   g->boot.state == BOOT_INITRAMFS ||
 					   g->boot.state == BOOT_SINGLE_USER);
@@ -1193,6 +1241,33 @@ static char *net0_mac(const struct sim_guest *g)
 	return mac;
 }
 
+/* A QEMU-backed guest: the real agent answers (qemu_guest.h). */
+static void route_agent_qemu(const struct sim_req *req, struct sim_guest *g, const char *cmd,
+			     struct sim_resp *r)
+{
+	static const char *const cmds[] = {"ping", "network-get-interfaces", "get-osinfo",
+					   "get-host-name", "info", NULL};
+	size_t i = 0;
+	while (cmds[i] && strcmp(cmds[i], cmd) != 0)
+		i++;
+	if (!cmds[i]) {
+		resp_error(r, 501, "Method '%s %s' not implemented", req->method, req->path);
+		return;
+	}
+	char *qcmd = strprintf("guest-%s", cmd), *err = NULL;
+	json_object *ret = qcmd ? qemu_guest_agent(g, qcmd, &err) : NULL;
+	json_object *res = ret ? json_object_new_object() : NULL;
+	if (res) {
+		json_object_object_add(res, "result", ret);
+		resp_data(r, res);
+	} else {
+		json_object_put(ret);
+		resp_error(r, 500, "%s", err ? err : "QEMU guest agent is not running");
+	}
+	free(qcmd);
+	free(err);
+}
+
 static void route_agent(const struct sim_req *req, struct sim_guest *g,
 			const char *cmd, struct sim_resp *r)
 {
@@ -1204,6 +1279,10 @@ static void route_agent(const struct sim_req *req, struct sim_guest *g,
 	}
 	if (!g->running) {
 		resp_error(r, 500, "VM %d is not running", g->vmid);
+		return;
+	}
+	if (g->qemu) {
+		route_agent_qemu(req, g, cmd, r);
 		return;
 	}
 	bool booted = req->now - g->started_at >= 5.0;

@@ -2,6 +2,7 @@
  * scenario.h). Every refusal names the file and the JSON path at fault. */
 #include "scenario.h"
 
+#include "qemu_guest.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct sctx {
 	const char *file;
@@ -771,11 +773,51 @@ static int guest_config(struct sctx *x, struct sim_guest *g, json_object *conf,
 	return rc;
 }
 
+/* "qemu": {"image": PATH, "format": "raw"|"qcow2"}: the guest runs as a real
+ * QEMU process (qemu_guest.h), reached at its address port 22. */
+static int load_guest_qemu(struct sctx *x, json_object *o, const char *p, struct sim_guest *g)
+{
+	static const char *const keys[] = {"image", "format", NULL};
+	json_object *q, *v;
+	int has = member(x, o, p, "qemu", json_type_object, false, &q);
+	if (has <= 0)
+		return has;
+	char *qp = jp(p, ".qemu");
+	if (!qp)
+		return -1;
+	int rc = -1;
+	if (check_keys(x, q, qp, keys) < 0 || member(x, q, qp, "image", json_type_string, true, &v) < 0)
+		goto out;
+	const char *img = json_object_get_string(v);
+	char *path = img[0] == '/' ? strdup(img) : strprintf("%s/%s", x->dir, img);
+	const char *fmt = "raw";
+	has = member(x, q, qp, "format", json_type_string, false, &v);
+	if (has > 0)
+		fmt = json_object_get_string(v);
+	if (!path || has < 0) {
+		free(path);
+		goto out;
+	}
+	if (strcmp(g->type, "qemu") != 0 || !g->address || g->fixture || g->running)
+		rc = sfail(x, qp, "a QEMU-backed guest is a stopped qemu guest with an address "
+				  "and no fixture");
+	else if (strcmp(fmt, "raw") != 0 && strcmp(fmt, "qcow2") != 0)
+		rc = sfail(x, qp, "format must be 'raw' or 'qcow2', not '%s'", fmt);
+	else if (access(path, R_OK) != 0)
+		rc = sfail(x, qp, "image '%s': %s", path, strerror(errno));
+	else
+		rc = (g->qemu = qemu_guest_new(path, fmt)) ? 0 : -1;
+	free(path);
+out:
+	free(qp);
+	return rc;
+}
+
 static int load_guest(struct sctx *x, json_object *o, const char *p)
 {
 	static const char *const keys[] = {"vmid",    "node",    "type",
 					   "config",  "status",  "fixture",
-					   "address", "root",    "listen_port", NULL};
+					   "address", "root",    "listen_port", "qemu", NULL};
 	json_object *v;
 	if (!json_object_is_type(o, json_type_object))
 		return sfail(x, p, "must be an object, not %s", type_name(o));
@@ -865,6 +907,8 @@ static int load_guest(struct sctx *x, json_object *o, const char *p)
 		if (!g->root)
 			return -1;
 	}
+	if (load_guest_qemu(x, o, p, g) < 0)
+		return -1;
 	if (member(x, o, p, "config", json_type_object, true, &v) < 0)
 		return -1;
 	if (json_object_deep_copy(v, &g->config, NULL) < 0)
