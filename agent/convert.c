@@ -1759,7 +1759,8 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 	struct job_env env = {
 		/* a dry run is not a job worth keeping */
 		.store = req->dry_run ? NULL : req->store,
-		.clock = req->clock,
+		/* PVE waits on the wait's clock, SSH waits on req->clock */
+		.clock = req->wait && req->wait->clock ? req->wait->clock : req->clock,
 		.stop = req->stop,
 		.on_event = req->on_event,
 		.event_ctx = req->event_ctx,
