@@ -19,6 +19,10 @@ int test_write_file(const char *path, const char *text, mode_t mode);
 int test_pvagent(const char *bin, const char *conf, char **out, ...);
 int test_pvagentv(const char *bin, const char *conf, char **out, va_list ap);
 
+/* The same on a pseudo-terminal of cols columns (stdin, stdout and stderr
+ * are its slave side); *out gets everything written to it, escape
+ * sequences included. */
+int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, char **out, ...);
 /* Start argv (NULL-terminated; argv[0] the program's path) in the
  * background, its stdout and stderr into out_path. Its pid, or -1. */
 pid_t test_spawn(const char *const *argv, const char *out_path);
