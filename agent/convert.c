@@ -333,21 +333,7 @@ static bool value_same(const char *a, const char *b)
 
 bool convert_target_applied(const struct convert_target *t, json_object *current)
 {
-	for (size_t i = 0; i < t->set.n; i++)
-		if (!value_same(json_text(current, t->set.v[i].key), t->set.v[i].value))
-			return false;
-	/* the deleted IDE keys are gone */
-	const char *p = t->delete_keys;
-	while (p && *p) {
-		size_t n = strcspn(p, ",");
-		char *k = strndup(p, n);
-		bool present = k && json_text(current, k) != NULL;
-		free(k);
-		if (present)
-			return false;
-		p += n + (p[n] ? 1 : 0);
-	}
-	return true;
+	return guest_config_shows(current, &t->set, t->delete_keys);
 }
 
 static bool is_unused_key(const char *k)
@@ -1560,11 +1546,13 @@ static enum step_rc st_switch(struct job *j)
 			if (!r->res->error)
 				failf(r, 1, "cannot store the journal");
 			rollback(r);
+			r->files_restored = r->res->rolled_back;
 			return step_failed(j, r);
 		}
 	}
 	if (ensure_target(r) < 0 || ensure_switched(r) < 0) {
 		rollback(r);
+		r->files_restored = r->res->rolled_back; /* prepare's undo has nothing to do */
 		return step_failed(j, r);
 	}
 	job_summary(r->j.job, "config changed, guest started");
@@ -1759,7 +1747,8 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 	struct job_env env = {
 		/* a dry run is not a job worth keeping */
 		.store = req->dry_run ? NULL : req->store,
-		.clock = req->clock,
+		/* PVE waits on the wait's clock, SSH waits on req->clock */
+		.clock = req->wait && req->wait->clock ? req->wait->clock : req->clock,
 		.stop = req->stop,
 		.on_event = req->on_event,
 		.event_ctx = req->event_ctx,

@@ -88,7 +88,8 @@ struct convert_request {
 	volatile sig_atomic_t *stop;     /* set by a signal: stop between steps */
 	const char *const *cli_args;     /* the command line, kept with the job
 					    for `pvagent resume` (may be NULL) */
-	const struct guest_wait *wait;   /* PVE waits; NULL: defaults */
+	const struct guest_wait *wait;   /* PVE waits (their clock: wait->clock,
+					    else clock); NULL: defaults */
 	double verify_timeout_s;         /* SSH back after a start; 0: 300 */
 	const struct pve_clock *clock;   /* for the SSH waits; NULL: real time */
 	bool bench;                      /* benchmark before and after */

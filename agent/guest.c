@@ -798,6 +798,12 @@ static void hook_started(const struct guest_wait *w, const char *upid)
 		w->hooks->started(w->hooks->ctx, upid);
 }
 
+static void hook_answered(const struct guest_wait *w)
+{
+	if (w && w->hooks && w->hooks->answered)
+		w->hooks->answered(w->hooks->ctx);
+}
+
 static int wait_task_timeout(struct pve *c, const char *upid, const char *step,
 			     double task_timeout, const struct guest_wait *w,
 			     struct task_result *res, struct pve_error *err)
@@ -808,16 +814,22 @@ static int wait_task_timeout(struct pve *c, const char *upid, const char *step,
 	return guest_wait_task(c, upid, step, &w2, res, err);
 }
 
-/* An unanswered request sent at sent_at (unix time) may still be taking
- * effect until a request timeout after it: wait that long before looking,
- * or the look would miss a request still on its way and send a second. */
-static void settle(struct pve *c, const struct guest_wait *w, double sent_at)
+/* A wait's clock that moved this much further than real time was stopped
+ * (job.c's stop clock jumps a day ahead). */
+#define CLOCK_JUMP_S 3600.0
+
+/* guest.h: real time in slices, ended when the wait's clock jumps. */
+void guest_settle(struct pve *c, const struct guest_wait *w, double sent_at)
 {
-	double left = sent_at + pve_request_timeout_s(c) - clock_unix_now();
+	double end = sent_at + pve_request_timeout_s(c), left = end - clock_unix_now();
 	if (left <= 0)
 		return;
 	log_info("waiting %.1f s for an unanswered request to land before looking", left);
-	pve_clock_sleep(w_clock(w), left);
+	const struct pve_clock *clk = w_clock(w);
+	double c0 = pve_clock_now(clk), r0 = clock_unix_now();
+	while ((left = end - clock_unix_now()) > 0 &&
+	       pve_clock_now(clk) - c0 < clock_unix_now() - r0 + CLOCK_JUMP_S)
+		pve_clock_sleep(NULL, left < 0.05 ? left : 0.05);
 }
 
 /* Run a task-starting request on an existing guest: a locked guest is
@@ -850,7 +862,7 @@ static int guest_task_res(struct pve *c, struct guest_ref *g, const char *method
 	struct pve_call_opts co = {.stop_if_maybe_applied = eff != NULL};
 	bool look_first = hook_resume_unknown(w) && eff;
 	if (look_first && w->hooks->resume_sent_at)
-		settle(c, w, w->hooks->resume_sent_at(w->hooks->ctx));
+		guest_settle(c, w, w->hooks->resume_sent_at(w->hooks->ctx));
 	int rc = -1, resends = 0;
 	for (int attempt = 0;; attempt++) {
 		if (look_first) {
@@ -906,9 +918,10 @@ static int guest_task_res(struct pve *c, struct guest_ref *g, const char *method
 			if (err->ambiguous && eff && resends < AMBIGUOUS_RESENDS) {
 				log_info("%s %s: %s; looking whether it took effect", method, path,
 					 err->message ? err->message : "no answer");
-				/* given up on by us, the request may still be on its way */
+				/* given up on by us, the request may still be on its
+				 * way: as long again as we waited for it */
 				if (err->kind == PVE_ERR_TIMEOUT)
-					settle(c, w, clock_unix_now() - pve_request_timeout_s(c));
+					guest_settle(c, w, clock_unix_now());
 				resends++;
 				look_first = true;
 				continue;
@@ -916,6 +929,7 @@ static int guest_task_res(struct pve *c, struct guest_ref *g, const char *method
 			break;
 		}
 		if (!upid) {
+			hook_answered(w);
 			rc = 0;
 			break;
 		}
@@ -1553,6 +1567,51 @@ int guest_get_config(struct pve *c, const struct guest_ref *g, json_object **con
 	return 0;
 }
 
+bool guest_config_shows(json_object *config, const struct pve_params *set,
+			const char *delete_keys)
+{
+	for (size_t i = 0; set && i < set->n; i++) {
+		const char *k = set->v[i].key, *want = set->v[i].value;
+		const char *have = json_text(config, k);
+		if (strcmp(k, "digest") == 0)
+			continue;
+		if (!have || !want || (strcmp(have, want) != 0 && !propstr_equal(have, want)))
+			return false;
+	}
+	for (const char *p = delete_keys; p && *p;) {
+		size_t n = strcspn(p, ",");
+		char *k = strndup(p, n);
+		bool present = !k || json_text(config, k) != NULL;
+		free(k);
+		if (present)
+			return false;
+		p += n + (p[n] ? 1 : 0);
+	}
+	return true;
+}
+
+/* The config shows the change (arg: the request's parameters). */
+static int shows_config(struct pve *c, struct guest_ref *g, const void *arg,
+			struct pve_error *err)
+{
+	const struct pve_params *p = arg;
+	struct pve_params set = {0};
+	const char *del = NULL;
+	for (size_t i = 0; i < p->n; i++) {
+		if (strcmp(p->v[i].key, "delete") == 0)
+			del = p->v[i].value;
+		else
+			pve_params_add(&set, p->v[i].key, p->v[i].value);
+	}
+	json_object *cfg = NULL;
+	int rc = set.failed ? pve_error_oom(err)
+	       : guest_get_config(c, g, &cfg, err) < 0 ? -1
+						       : guest_config_shows(cfg, &set, del);
+	json_object_put(cfg);
+	pve_params_free(&set);
+	return rc;
+}
+
 /* An async config change shows only as its running task (the caller
  * compares the config again). */
 static const struct effect eff_config = {"qmconfig", NULL, NULL, NULL};
@@ -1574,8 +1633,13 @@ int guest_set_config(struct pve *c, struct guest_ref *g, const struct pve_params
 	if (async && g->type == GUEST_QEMU)
 		rc = guest_task(c, g, "POST", "/config", &p, "config", NULL, 0, &eff_config, w, NULL,
 				err);
-	else
-		rc = guest_task(c, g, "PUT", "/config", &p, "config", NULL, 0, NULL, w, NULL, err);
+	else {
+		/* synchronous: no task, but an answer lost after the change
+		 * was made is resolved by reading the config, never by
+		 * sending the change again blindly */
+		const struct effect eff = {NULL, NULL, shows_config, &p};
+		rc = guest_task(c, g, "PUT", "/config", &p, "config", NULL, 0, &eff, w, NULL, err);
+	}
 	pve_params_free(&p);
 	return rc;
 }

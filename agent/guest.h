@@ -147,6 +147,9 @@ struct guest_task_hooks {
 	void (*sending)(void *ctx, int vmid);
 	/* PVE returned the task's UPID: called before any wait. */
 	void (*started)(void *ctx, const char *upid);
+	/* PVE answered without a task (a synchronous change): nothing of
+	 * that request is still on its way. May be NULL. */
+	void (*answered)(void *ctx);
 	/* Resumed step: the UPID its earlier run recorded, handed over once
 	 * (malloc'd), or NULL. The first task-starting call of the step waits
 	 * for that task instead of sending its request again. */
@@ -178,6 +181,14 @@ struct guest_wait {
  * reports the lock and the time waited. PVE_ERR_LOCKED on timeout. */
 int guest_wait_unlocked(struct pve *c, struct guest_ref *g,
 			const struct guest_wait *w, struct pve_error *err);
+
+/* An unanswered request sent at sent_at (unix time) may still take
+ * effect until a request timeout after it: wait until then before looking
+ * whether it did, or the look misses a request still on its way and a
+ * second one is sent. The request travels in real time whatever clock the
+ * waits run on (a test's simulated one), so the wait is in real time; it
+ * ends at once when w's clock jumps ahead (a stop, job.h). */
+void guest_settle(struct pve *c, const struct guest_wait *w, double sent_at);
 
 /* Wait for a task (task.h) with the guest_wait timeouts; step names it in
  * progress. res may be NULL. */
@@ -270,11 +281,19 @@ int guest_get_config(struct pve *c, const struct guest_ref *g,
  * PVE refuse if the config changed meanwhile (also while we waited for a
  * lock: the caller then reads the config again). A locked guest is waited
  * for and the change sent again. PUT (sync); for qemu with async true POST,
- * waiting for the task when one came back. */
+ * waiting for the task when one came back. A PUT whose answer was lost (a
+ * reset, a timeout, a 5xx that may come after the change) is not sent
+ * again before the config was read and does not show it. */
 int guest_set_config(struct pve *c, struct guest_ref *g,
 		     const struct pve_params *set, const char *delete_keys,
 		     const char *digest, bool async, const struct guest_wait *w,
 		     struct pve_error *err);
+
+/* Does config show the change: every key of set with its value (property
+ * strings compared option by option, in any order; "digest" ignored) and
+ * every key of delete_keys (comma separated, may be NULL) gone? */
+bool guest_config_shows(json_object *config, const struct pve_params *set,
+			const char *delete_keys);
 
 /* Config keys changed on a running guest that PVE applies only at the
  * next restart (GET .../pending: entries with a pending value or delete),

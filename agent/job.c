@@ -526,6 +526,17 @@ static void hook_started(void *ctx, const char *upid)
 	save_step(j, j->cur);
 }
 
+/* A synchronous answer: the step's last request is no longer on its way
+ * (a resumed job need not wait for it). */
+static void hook_answered(void *ctx)
+{
+	struct job *j = ctx;
+	char at[64];
+	snprintf(at, sizeof at, "%s_sent_at", j->wf->steps[j->cur].name);
+	json_object_object_del(j->vars, at);
+	save_job(j);
+}
+
 static char *hook_resume_upid(void *ctx)
 {
 	struct job *j = ctx;
@@ -557,12 +568,27 @@ static double hook_resume_sent_at(void *ctx)
 void job_settle(struct job *j)
 {
 	double sent = hook_resume_sent_at(j);
-	double left = j->pve ? sent + pve_request_timeout_s(j->pve) - clock_unix_now() : 0;
-	if (sent <= 0 || left <= 0)
-		return;
-	log_info("%s: waiting %.1f s for the request the earlier run sent to land", j->subject,
-		 left);
-	pve_clock_sleep(&j->env->stop_clock, left);
+	if (sent > 0 && j->pve)
+		guest_settle(j->pve, &j->wait, sent);
+}
+
+/* A resumed job: any step whose last request went out unanswered (sent,
+ * no UPID) may see it land yet, whichever step runs first now (an undo
+ * killed half way leaves its requests on the step it undid): wait for
+ * them before any step looks at PVE. */
+static void settle_unanswered(struct job *j)
+{
+	struct guest_wait w = j->env->wait;
+	w.clock = &j->env->stop_clock;
+	for (size_t i = 0; j->pve && i < j->wf->n_steps; i++) {
+		if (j->steps[i].attempts <= 0 || j->steps[i].upid)
+			continue;
+		char at[64];
+		snprintf(at, sizeof at, "%s_sent_at", j->wf->steps[i].name);
+		json_object *v;
+		if (json_object_object_get_ex(j->vars, at, &v))
+			guest_settle(j->pve, &w, json_object_get_double(v));
+	}
 }
 
 const struct guest_wait *job_wait(struct job *j)
@@ -582,6 +608,7 @@ static void step_wait_init(struct job *j, bool interrupted)
 	j->hooks = (struct guest_task_hooks){
 		.sending = hook_sending,
 		.started = hook_started,
+		.answered = hook_answered,
 		.resume_upid = hook_resume_upid,
 		.resume_unknown = hook_resume_unknown,
 		.resume_sent_at = hook_resume_sent_at,
@@ -882,6 +909,8 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 	emit(j, JOB_EV_BEGIN, NULL, 0, -1, j->resumed ? "resumed" : NULL, NULL);
 	if (tx)
 		tx_commit(j);
+	if (j->resumed)
+		settle_unanswered(j);
 	size_t i = 0;
 	while (i < wf->n_steps &&
 	       (j->steps[i].state == STEP_DONE || j->steps[i].state == STEP_SKIPPED))

@@ -6,6 +6,8 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +53,35 @@ int test_pvagent(const char *bin, const char *conf, char **out, ...)
 	int rc = test_pvagentv(bin, conf, out, ap);
 	va_end(ap);
 	return rc;
+}
+
+pid_t test_spawn(const char *const *argv, const char *out_path)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "test_spawn: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+void test_kill(pid_t *pid)
+{
+	if (*pid > 0) {
+		kill(*pid, SIGKILL);
+		waitpid(*pid, NULL, 0);
+	}
+	*pid = -1;
 }
 
 int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, char **out, ...)

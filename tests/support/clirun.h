@@ -23,6 +23,11 @@ int test_pvagentv(const char *bin, const char *conf, char **out, va_list ap);
  * are its slave side); *out gets everything written to it, escape
  * sequences included. */
 int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, char **out, ...);
+/* Start argv (NULL-terminated; argv[0] the program's path) in the
+ * background, its stdout and stderr into out_path. Its pid, or -1. */
+pid_t test_spawn(const char *const *argv, const char *out_path);
+/* SIGKILL the child *pid (when > 0), reap it, and set *pid to -1. */
+void test_kill(pid_t *pid);
 
 /* Requests in the simulator's log with method and a path ending in
  * suffix, of status (any when < 0). */

@@ -7,6 +7,7 @@
  * request effective once; `jobs`
  * and `job` show what happened. The tool is started as a child and the
  * tests wait for states in its state.db (never for time). */
+#include "clirun.h"
 #include "simproc.h"
 #include "sshd.h"
 #include "store.h"
@@ -14,7 +15,6 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -32,11 +32,7 @@ static pid_t child = -1;
 
 static void cleanup(void)
 {
-	if (child > 0) {
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-		child = -1;
-	}
+	test_kill(&child);
 	simproc_stop(&sim);
 }
 
@@ -128,21 +124,11 @@ static int pv(const struct world *w, char **out, ...)
  * `pvagent -c CONF down NAME`) in the background, its output into a file. */
 static pid_t cmd_bg(const struct world *w, const char *name, const char *out_path, bool down)
 {
-	pid_t pid = fork();
+	const char *up[] = {w->bin, "-c", w->conf, "up", name, "-t", "jobvm", "--set", "size=40G",
+			    NULL};
+	const char *dn[] = {w->bin, "-c", w->conf, "down", name, NULL};
+	pid_t pid = test_spawn(down ? dn : up, out_path);
 	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		if (down)
-			execl(w->bin, w->bin, "-c", w->conf, "down", name, (char *)NULL);
-		else
-			execl(w->bin, w->bin, "-c", w->conf, "up", name, "-t", "jobvm", "--set",
-			      "size=40G", (char *)NULL);
-		_exit(127);
-	}
 	return pid;
 }
 
@@ -284,9 +270,7 @@ static void killed_after(const char *method, const char *rx, const char *suffix,
 	char *outp = strprintf("%s/up.out", w.dir);
 	child = cmd_bg(&w, "kill1", outp, down);
 	wait_sent(&w, "kill1", step, false);
-	cr_assert_eq(kill(child, SIGKILL), 0);
-	cr_assert_eq(waitpid(child, NULL, 0), child);
-	child = -1;
+	test_kill(&child);
 	int rc = down ? pv(&w, &out, "down", "kill1", NULL)
 		      : pv(&w, &out, "up", "kill1", "-t", "jobvm", "--set", "size=40G", NULL);
 	cr_assert_eq(rc, 0, "rerun after SIGKILL at %s:\n%s", step, out);

@@ -8,6 +8,7 @@
  * converges. */
 #include <criterion/criterion.h>
 
+#include "faultkinds.h"
 #include "job.h"
 #include "provision.h"
 #include "simclock.h"
@@ -404,7 +405,7 @@ static void fx_start(struct fx *f)
 		.fingerprint = f->sp.fingerprint,
 		.retry_base_ms = 20,
 		.retry_max_ms = 50,
-		.timeout_ms = 1500,
+		.timeout_ms = FAULT_KINDS_CLIENT_TIMEOUT_MS,
 		.clock = &f->clk,
 	};
 	struct pve_error e = {0};
@@ -741,27 +742,6 @@ Test(job_sim, a_lost_start_answer_is_resolved_by_looking_not_by_sending_again)
 
 /* ---- the fault matrix ------------------------------------------------------------------- */
 
-struct fault_kind {
-	const char *name;
-	const char *spec; /* the action part of the rule */
-};
-
-static const struct fault_kind faults[] = {
-	{"500", "\"action\":\"status\",\"status\":500,\"message\":\"internal error\""},
-	{"503", "\"action\":\"status\",\"status\":503,\"message\":\"service unavailable\""},
-	{"no_worker_upid", "\"action\":\"no_worker_upid\""},
-	{"timeout", "\"action\":\"timeout\""},
-	{"reset", "\"action\":\"reset\""},
-	{"delay", "\"action\":\"delay\",\"ms\":2500"},
-	{"task_fail", "\"action\":\"task_fail\",\"message\":\"injected task failure\""},
-	{"500 after", "\"action\":\"status\",\"status\":500,\"message\":\"internal error\","
-		      "\"after\":true"},
-	{"503 after", "\"action\":\"status\",\"status\":503,\"message\":\"unavailable\","
-		      "\"after\":true"},
-	{"timeout after", "\"action\":\"timeout\",\"after\":true"},
-	{"reset after", "\"action\":\"reset\",\"after\":true"},
-};
-
 struct target {
 	const char *method;
 	const char *rx;      /* path regex for the fault */
@@ -802,8 +782,7 @@ static void one_case(const struct target *t, const struct fault_kind *k)
 		vmid = r.vmid;
 		up_result_free(&r);
 	}
-	char *rule = strprintf("{\"method\":\"%s\",\"path\":\"%s\",\"nth\":1,%s}", t->method, t->rx,
-			       k->spec);
+	char *rule = fault_rule(t->method, t->rx, 1, k);
 	cr_assert_eq(simproc_fault(&f.sp, rule), 0, "%s", rule);
 	free(rule);
 	struct up_result r = {0};
@@ -841,8 +820,8 @@ static void one_case(const struct target *t, const struct fault_kind *k)
 #define MATRIX(tn, ti)                                                                     \
 	Test(job_faults, tn)                                                               \
 	{                                                                                  \
-		for (size_t k = 0; k < sizeof faults / sizeof *faults; k++)                \
-			one_case(&targets[ti], &faults[k]);                                \
+		for (size_t k = 0; k < n_fault_kinds; k++)                                 \
+			one_case(&targets[ti], &fault_kinds[k]);                           \
 	}
 MATRIX(up_clone, 0)
 MATRIX(up_resize, 1)
