@@ -262,6 +262,17 @@ static json_object *storage_resource(const struct cluster *c,
 	return o;
 }
 
+/* Datastore.Audit or Datastore.AllocateSpace on /storage/SID, as PVE's
+ * storage lists and reads ask. */
+static bool storage_visible(const struct sim_req *req, const char *sid)
+{
+	char *path = strprintf("/storage/%s", sid);
+	bool ok = path && (priv_has(req, path, "Datastore.Audit") ||
+			   priv_has(req, path, "Datastore.AllocateSpace"));
+	free(path);
+	return ok;
+}
+
 static void route_resources(struct cluster *c, const struct sim_req *req,
 			    struct sim_resp *r)
 {
@@ -273,8 +284,9 @@ static void route_resources(struct cluster *c, const struct sim_req *req,
 	}
 	if (!type || strcmp(type, "vm") == 0) {
 		for (size_t i = 0; i < c->guests.n; i++) {
-			if (!priv_has(req, "VM.Audit"))
-				break;
+			if (!vm_priv_has(req, ((struct sim_guest *)c->guests.v[i])->vmid,
+					 "VM.Audit"))
+				continue;
 			json_object *o = vm_resource(c, c->guests.v[i], req->now);
 			if (o)
 				json_object_array_add(arr, o);
@@ -287,14 +299,12 @@ static void route_resources(struct cluster *c, const struct sim_req *req,
 				json_object_array_add(arr, o);
 		}
 	}
-	if ((!type || strcmp(type, "storage") == 0) &&
-	    (priv_has(req, "Datastore.Audit") ||
-	     priv_has(req, "Datastore.AllocateSpace"))) {
+	if (!type || strcmp(type, "storage") == 0) {
 		for (size_t i = 0; i < c->nodes.n; i++) {
 			struct sim_node *n = c->nodes.v[i];
 			for (size_t j = 0; n->online && j < c->storages.n; j++) {
 				struct sim_storage *s = c->storages.v[j];
-				if (!storage_on_node(s, n->name))
+				if (!storage_on_node(s, n->name) || !storage_visible(req, s->id))
 					continue;
 				json_object *o = storage_resource(c, s, n->name);
 				if (o)
@@ -331,12 +341,6 @@ static void route_nextid(struct cluster *c, const struct sim_req *req,
 }
 
 /* ---- storage ------------------------------------------------------------ */
-static bool storage_visible(const struct sim_req *req, const char *sid)
-{
-	(void)sid;
-	return priv_has(req, "Datastore.Audit") ||
-	       priv_has(req, "Datastore.AllocateSpace");
-}
 
 static json_object *storage_status(struct cluster *c, struct sim_storage *s,
 				   const char *node, bool with_id)
@@ -868,8 +872,9 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 		if (!st)
 			return true;
 		char *path = strprintf("/storage/%s", st->id);
-		bool ok = path && (priv_has(req, "Datastore.Audit") ||
-				   priv_check(req, r, path, "Datastore.AllocateSpace"));
+		static const char *const any[] = {"Datastore.Audit", "Datastore.AllocateSpace",
+						  NULL};
+		bool ok = path && priv_check_any(req, r, path, any);
 		free(path);
 		if (!ok)
 			return true;
