@@ -496,7 +496,10 @@ static int failf(struct run *r, int code, const char *fmt, ...)
 static int fail_pve(struct run *r, struct pve_error *e, const char *what)
 {
 	int code = pve_error_exit_code(e);
-	failf(r, code ? code : 1, "%s: %s", what, e->message ? e->message : "PVE error");
+	char *hint = pve_perm_hint(e->message);
+	failf(r, code ? code : 1, "%s: %s%s", what, e->message ? e->message : "PVE error",
+	      hint ? hint : "");
+	free(hint);
 	pve_error_clear(e);
 	return -1;
 }
@@ -1266,9 +1269,12 @@ static int rollback(struct run *r)
 	free(r->res->failed_step);
 	r->res->failed_step = strdup(was ? was : "?");
 	if (failed) {
-		r->res->error = strprintf("%s failed: %s; then the rollback failed %s: %s",
-					  was ? was : "?", what ? what : "error", failed,
-					  e.message ? e.message : se.kind ? ssh_error_str(&se) : "");
+		const char *why = e.message ? e.message : se.kind ? ssh_error_str(&se) : "";
+		char *hint = pve_perm_hint(e.message ? e.message : what);
+		r->res->error = strprintf("%s failed: %s; then the rollback failed %s: %s%s",
+					  was ? was : "?", what ? what : "error", failed, why,
+					  hint ? hint : "");
+		free(hint);
 		json_object *now = NULL;
 		struct pve_error e2 = {0};
 		if (guest_get_config(r->req->pve, &r->g, &now, &e2) < 0)
@@ -1279,9 +1285,11 @@ static int rollback(struct run *r)
 		r->res->status = CONV_STUCK;
 		r->code = 3;
 	} else {
+		char *hint = pve_perm_hint(what);
 		r->res->error = strprintf("%s failed: %s; rolled back: the guest runs on IDE/e1000 "
-					  "with its original files",
-					  was ? was : "?", what ? what : "error");
+					  "with its original files%s",
+					  was ? was : "?", what ? what : "error", hint ? hint : "");
+		free(hint);
 		r->res->rolled_back = true;
 		r->res->status = CONV_FAILED;
 		r->code = 1;
