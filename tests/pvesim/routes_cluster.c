@@ -50,8 +50,10 @@ static long long node_uptime(const struct cluster *c, double now)
 	return (long long)(now - c->boot_time);
 }
 
+/* A node's entry; its figures only with stats (PVE: Sys.Audit on
+ * /nodes/NODE, extract_node_stats). */
 static json_object *node_entry(struct cluster *c, struct sim_node *n,
-			       double now, bool resource)
+			       double now, bool resource, bool stats)
 {
 	json_object *o = json_object_new_object();
 	if (!o)
@@ -62,7 +64,7 @@ static json_object *node_entry(struct cluster *c, struct sim_node *n,
 	jadd_str(o, "type", "node");
 	jadd_str(o, "node", n->name);
 	jadd_str(o, "status", n->online ? "online" : "offline");
-	if (!n->online)
+	if (!n->online || !stats)
 		return o;
 	uint64_t used = node_mem_used(c, n->name);
 	json_object_object_add(o, "cpu", json_object_new_double(0.02));
@@ -85,7 +87,10 @@ static void route_nodes(struct cluster *c, const struct sim_req *req,
 {
 	json_object *arr = json_object_new_array();
 	for (size_t i = 0; arr && i < c->nodes.n; i++) {
-		json_object *o = node_entry(c, c->nodes.v[i], req->now, false);
+		struct sim_node *n = c->nodes.v[i];
+		char *np = strprintf("/nodes/%s", n->name);
+		json_object *o = node_entry(c, n, req->now, false, np && priv_has(req, np, "Sys.Audit"));
+		free(np);
 		if (o)
 			json_object_array_add(arr, o);
 	}
@@ -294,7 +299,11 @@ static void route_resources(struct cluster *c, const struct sim_req *req,
 	}
 	if (!type || strcmp(type, "node") == 0) {
 		for (size_t i = 0; i < c->nodes.n; i++) {
-			json_object *o = node_entry(c, c->nodes.v[i], req->now, true);
+			struct sim_node *n = c->nodes.v[i];
+			char *np = strprintf("/nodes/%s", n->name);
+			json_object *o = node_entry(c, n, req->now, true,
+						    np && priv_has(req, np, "Sys.Audit"));
+			free(np);
 			if (o)
 				json_object_array_add(arr, o);
 		}
@@ -304,7 +313,10 @@ static void route_resources(struct cluster *c, const struct sim_req *req,
 			struct sim_node *n = c->nodes.v[i];
 			for (size_t j = 0; n->online && j < c->storages.n; j++) {
 				struct sim_storage *s = c->storages.v[j];
-				if (!storage_on_node(s, n->name) || !storage_visible(req, s->id))
+				char *sp = strprintf("/storage/%s", s->id);
+				bool audit = sp && priv_has(req, sp, "Datastore.Audit");
+				free(sp);
+				if (!storage_on_node(s, n->name) || !audit)
 					continue;
 				json_object *o = storage_resource(c, s, n->name);
 				if (o)

@@ -482,4 +482,20 @@ Test(acl, clone_snapshot_and_lists)
 	as(c, "t@pve!t", "GET", "/nodes/pve1/qemu/101/config", NULL, &r);
 	refused(&r, "Permission check failed (/vms/101, VM.Audit)");
 	cluster_free(c);
+	/* a node's figures need Sys.Audit on /nodes/NODE (extract_node_stats) */
+	c = least("Sys.Audit", NULL);
+	as(c, "t@pve!t", "GET", "/nodes", NULL, &r);
+	json_object *n0 = json_object_array_get_idx(r.data, 0);
+	cr_assert_not_null(n0);
+	cr_expect(json_object_object_get_ex(n0, "status", NULL));
+	cr_expect_not(json_object_object_get_ex(n0, "maxmem", NULL), "figures without Sys.Audit");
+	sim_resp_clear(&r);
+	as(c, "t@pve!t", "GET", "/nodes/pve1/status", NULL, &r);
+	refused(&r, "Permission check failed (/nodes/pve1, Sys.Audit)");
+	cluster_free(c);
+	c = least(NULL, NULL);
+	as(c, "t@pve!t", "GET", "/nodes", NULL, &r);
+	cr_expect(json_object_object_get_ex(json_object_array_get_idx(r.data, 0), "maxmem", NULL));
+	sim_resp_clear(&r);
+	cluster_free(c);
 }

@@ -177,7 +177,7 @@ static void cleanup(void)
 	guestenv_stop(&ge);
 }
 
-TestSuite(privileges, .fini = cleanup, .timeout = 180);
+TestSuite(privileges, .fini = cleanup, .timeout = 600);
 
 #define SECRET "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 
@@ -371,4 +371,51 @@ Test(privileges, without_vm_config_disk_virtio_changes_nothing)
 	expect_key(190, "ide0", "local-lvm:vm-190-disk-0,size=16G");
 	expect_key(190, "net0", "e1000=BC:24:11:00:01:90,bridge=vmbr0");
 	world_stop();
+}
+
+/* The role is minimal: without any one of its privileges up, virtio or
+ * down fails naming it, but for two that are documented as such:
+ * VM.Snapshot (virtio goes on without its snapshot, saying so) and
+ * VM.Config.HWType (only --disk-bus virtio-scsi sets scsihw). */
+Test(privileges, each_privilege_of_the_readme_role_is_needed)
+{
+	struct pveum p;
+	readme_pveum(&p);
+	char *w[64];
+	size_t n = words(p.privs, w, 64);
+	pveum_free(&p);
+	for (size_t i = 0; i < n; i++) {
+		world("127.0.5.13", w[i]);
+		char *out = NULL, *all = NULL;
+		int rc = pv(&out, "up", "web1", "-t", "freebsd-14", "--no-inject", NULL);
+		if (rc == 0) {
+			free(out);
+			rc = pv(&out, "virtio", "legacy", "--address", ge.sd.addr, "--disk-bus",
+				"virtio-blk", NULL);
+		}
+		if (rc == 0) {
+			all = out;
+			rc = pv(&out, "down", "web1", NULL);
+		}
+		bool optional = strcmp(w[i], "VM.Snapshot") == 0 ||
+				strcmp(w[i], "VM.Config.HWType") == 0;
+		if (optional) {
+			cr_expect_eq(rc, 0, "without %s: exit %d\n%s", w[i], rc, out);
+			if (strcmp(w[i], "VM.Snapshot") == 0)
+				cr_expect(all && strstr(all, "no snapshot taken (Permission check failed "
+							     "(/vms/190, VM.Snapshot)"),
+					  "virtio says it took no snapshot:\n%s", all ? all : "");
+		} else {
+			cr_expect_neq(rc, 0, "%s is not needed:\n%s", w[i], out);
+			char *want = strprintf(", %s)", w[i]);
+			bool named = strstr(out, want) ||
+				     (strcmp(w[i], "VM.Audit") == 0 && strstr(out, "has VM.Audit on"));
+			cr_expect(named, "without %s the failure does not name it:\n%s", w[i], out);
+			free(want);
+		}
+		free(all);
+		free(out);
+		world_stop();
+		free(w[i]);
+	}
 }
