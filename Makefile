@@ -10,6 +10,7 @@
 #   make lint       cppcheck and clang-tidy, zero findings
 #   make install    PREFIX=/usr/local DESTDIR= (UNITDIR for the systemd unit)
 #   make deb        Debian package (conf/debian/) in build/deb/, checked by lintian
+#   make deb-test   (root, CI) the package installed with dpkg -i, run, purged
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -90,6 +91,15 @@ $(REL)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h agent/*.h)
 $(REL)/agent/jobproc.o $(SAN)/agent/jobproc.o: AGENT_CFLAGS += -DPVAGENT_CLI='"$(BINDIR)/pvagent"'
 # and the shipped templates' directory, the last of the default search path
 $(REL)/agent/conf.o $(SAN)/agent/conf.o: AGENT_CFLAGS += -DPVAGENT_TEMPLATES='"$(DATADIR)/templates"'
+# Both are built in: a stamp holding them is rewritten when PREFIX changes
+# (make, then make install PREFIX=/usr), so those objects are rebuilt.
+INSTALL_PATHS = $(BINDIR) $(DATADIR)
+.PHONY: FORCE
+%/paths.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(INSTALL_PATHS)' | cmp -s - $@ || echo '$(INSTALL_PATHS)' >$@
+$(REL)/agent/jobproc.o $(REL)/agent/conf.o: $(REL)/paths.stamp
+$(SAN)/agent/jobproc.o $(SAN)/agent/conf.o: $(SAN)/paths.stamp
 $(REL)/libpvagent.a: $(call objs,$(REL),$(AGENT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^
@@ -255,7 +265,11 @@ install: $(INSTALL_DEPS)
 # debian/), built with dpkg-buildpackage into build/deb/, then lintian.
 DEB_TOOLS = debhelper lintian dpkg-dev fakeroot
 DEB_VERSION = $(shell sed -n '1s/.*(\(.*\)).*/\1/p' conf/debian/changelog)
-.PHONY: deb
+.PHONY: deb deb-test
+# make deb-test (CI, as root, on a throwaway machine): build the package,
+# dpkg -i it, run the installed daemon against the simulator, purge it.
+deb-test:
+	@bash tests/pkg/deb-install.sh
 deb:
 	@for p in $(DEB_TOOLS); do dpkg -s $$p >/dev/null 2>&1 || \
 	  { echo "make deb needs: apt-get install $(DEB_TOOLS)"; exit 1; }; done

@@ -29,6 +29,8 @@ struct cli {
 	struct pve *pve;
 	struct store *store;   /* state.db, opened on first use */
 	bool store_failed;
+	const char *subject;   /* the guest a guest command is about: the
+				  "name" of its --json error object */
 };
 
 /* Set by SIGINT/SIGTERM: jobs stop between steps (job.h). */
@@ -43,16 +45,19 @@ struct store *cli_store(struct cli *cli);
 /* Client options from the loaded configuration. */
 struct pve_opts cli_pve_opts(const struct conf *c);
 
-/* Every command's job events (event.h) as lines or JSON lines; then
- * each command prints its result. */
+/* Every command's job events (event.h) as lines or JSON lines
+ * (cli_progress.c); then each command prints its result. */
+struct live_line;
 struct event_print {
 	struct cli *cli;
-	bool tty;          /* progress lines are redrawn in place */
-	bool progress_shown;
+	bool tty;          /* a live line per guest in flight, redrawn in place */
 	bool file_diffs;   /* print the diffs of guest files (dry runs, -v) */
 	bool dry_run;      /* config changes are "would change" */
+	struct live_line *live; /* the live lines (tty) */
+	size_t n_live, drawn;
 };
 void on_job_event(void *ctx, const struct job_event *ev);
+/* Erase the live lines and forget them (before the result is printed). */
 void end_progress_line(struct event_print *pp);
 void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
 		   int code);
@@ -64,6 +69,9 @@ int cli_usage_error(const char *cmd, const char *what, const char *arg);
  * final JSON object with --json. Returns EXIT_USAGE. */
 int cli_error(const char *kind, const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* out_result_members of a job: its subject, guest, exit code and error
+ * (kind, message, the step it failed in). */
+void cli_job_result_members(json_object *o, struct job *j, int code);
 /* Report a PVE error and return its exit code. */
 int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e);
 /* arg as a number from min to max into *out: 0, or EXIT_USAGE (said). */

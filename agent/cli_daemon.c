@@ -332,6 +332,7 @@ int cli_daemon_cancel(struct cli *cli, long long id, bool *handled)
 			json_object_object_add(o, "command", json_object_new_string("cancel"));
 			json_object_object_add(o, "job", json_object_new_int64(id));
 			json_object_object_add(o, "daemon", json_object_new_string(state ? state : ""));
+			json_object_object_add(o, "exit", json_object_new_int(0));
 			out_json_line(stdout, o);
 			json_object_put(o);
 		} else if (removed) {
@@ -429,11 +430,9 @@ static int cmd_status(struct cli *cli, const struct cmd_args *a)
 	if (rc == 1) {
 		if (cli->json) {
 			json_object *o = json_object_new_object();
-			json_object_object_add(o, "result", json_object_new_string("error"));
 			json_object_object_add(o, "command", json_object_new_string("status"));
-			json_object_object_add(o, "message", json_object_new_string("pvagentd is not "
-										       "running"));
-			json_object_object_add(o, "exit", json_object_new_int(1));
+			out_result_members(o, NULL, 0, NULL, 1, "not-running",
+					   "pvagentd is not running", NULL);
 			out_json_line(stdout, o);
 			json_object_put(o);
 		}
@@ -461,6 +460,7 @@ static int cmd_status(struct cli *cli, const struct cmd_args *a)
 		json_object_object_add(o, "result", json_object_new_string("ok"));
 		json_object_object_add(o, "command", json_object_new_string("status"));
 		json_object_object_add(o, "daemon", json_object_get(ans));
+		json_object_object_add(o, "exit", json_object_new_int(0));
 		out_json_line(stdout, o);
 		json_object_put(o);
 	} else {

@@ -32,6 +32,7 @@ static int open_target(struct cli *cli, const char *cmd, const struct target_req
 		       struct guest_target *gt)
 {
 	memset(gt, 0, sizeof *gt);
+	cli->subject = req->name;
 	int rc = cli_connect_pve(cli);
 	if (rc)
 		return rc;
@@ -47,7 +48,7 @@ static int parse_var(const char *cmd, const char *arg, struct tmpl_kvlist *vars)
 	char *err = NULL;
 	if (tmpl_var_arg(vars, arg, &err) == 0)
 		return 0;
-	fprintf(stderr, "pvagent %s: --var %s: %s\n", cmd, arg, err ? err : "expected K=V");
+	cli_error("usage", cmd, "--var %s: %s", arg, err ? err : "expected K=V");
 	free(err);
 	return EXIT_USAGE;
 }
@@ -111,9 +112,10 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 	rc = cli_exit_code(out);
 	if (cli->json) {
 		json_object *o = inject_result_json(&res);
-		json_object_object_add(o, "result", json_object_new_string(rc ? "error" : "ok"));
-		json_object_object_add(o, "exit", json_object_new_int(rc));
 		json_object_object_add(o, "command", json_object_new_string("inject"));
+		out_result_members(o, name, gt.ref.vmid, gt.ref.node, rc,
+				   rc ? job_outcome_name(out) : NULL, res.error,
+				   rc ? inject_step_name(res.failed_step) : NULL);
 		out_json_line(stdout, o);
 		json_object_put(o);
 	} else {
@@ -205,22 +207,22 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 	int brc = bench_job_run(cli_store(cli), &cli_stop, &q, (const char *const *)a->cmdline,
 				&res);
 	end_progress_line(&ep);
-	if (brc < 0) {
+	rc = brc < 0 ? cli_exit_code(res.outcome) : 0;
+	if (brc < 0)
 		fprintf(stderr, "pvagent bench: %s: %s\n", name, res.error ? res.error : "failed");
-		rc = cli_exit_code(res.outcome);
-		goto out;
-	}
 	if (cli->json) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "command", json_object_new_string("bench"));
-		json_object_object_add(o, "result", json_object_new_string("ok"));
-		json_object_object_add(o, "name", json_object_new_string(name));
-		json_object_object_add(o, "bench", bench_result_json(&res.now));
-		if (have_last)
+		out_result_members(o, name, gt.ref.vmid, gt.ref.node, rc,
+				   rc ? job_outcome_name(res.outcome) : NULL, res.error,
+				   rc ? "bench" : NULL);
+		if (brc == 0)
+			json_object_object_add(o, "bench", bench_result_json(&res.now));
+		if (have_last && brc == 0)
 			json_object_object_add(o, "compare", bench_compare_json(&last, &res.now));
 		out_json_line(stdout, o);
 		json_object_put(o);
-	} else {
+	} else if (brc == 0) {
 		bench_print(&res.now, stdout);
 		if (have_last) {
 			printf("\ncompared with the last run:\n");
@@ -329,9 +331,9 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 	if (cli->json) {
 		json_object *o = convert_result_json(&res);
 		json_object_object_add(o, "command", json_object_new_string("virtio"));
-		json_object_object_add(o, "name", json_object_new_string(name));
-		json_object_object_add(o, "result", json_object_new_string(rc ? "error" : "ok"));
-		json_object_object_add(o, "exit", json_object_new_int(rc));
+		out_result_members(o, name, gt.ref.vmid, gt.ref.node, rc,
+				   rc ? job_outcome_name(res.outcome) : NULL, res.error,
+				   rc ? res.failed_step : NULL);
 		out_json_line(stdout, o);
 		json_object_put(o);
 	} else {
@@ -397,6 +399,7 @@ static int cmd_show(struct cli *cli, const struct cmd_args *a)
 	memset(&gt, 0, sizeof gt);
 	struct target_req treq = {.name = a->argv[0], .tmpl_optional = true,
 				  .address_timeout_s = 0.5};
+	cli->subject = treq.name;
 	int rc = cli_connect_pve(cli);
 	if (rc)
 		return rc;
@@ -420,11 +423,7 @@ static int cmd_show(struct cli *cli, const struct cmd_args *a)
 	if (cli->json) {
 		json_object *o = json_object_new_object(), *b = NULL;
 		json_object_object_add(o, "command", json_object_new_string("show"));
-		json_object_object_add(o, "result", json_object_new_string("ok"));
-		json_object_object_add(o, "exit", json_object_new_int(0));
-		json_object_object_add(o, "name", jstr(gt.ref.name));
-		json_object_object_add(o, "vmid", json_object_new_int(gt.ref.vmid));
-		json_object_object_add(o, "node", jstr(gt.ref.node));
+		out_result_members(o, gt.ref.name, gt.ref.vmid, gt.ref.node, 0, NULL, NULL, NULL);
 		json_object_object_add(o, "type", jstr(guest_type_name(gt.ref.type)));
 		json_object_object_add(o, "status", jstr(gt.ref.status));
 		json_object_object_add(o, "disk_bus", jstr(disk));

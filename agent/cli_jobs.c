@@ -24,7 +24,7 @@ static int open_store(struct cli *cli, const char *cmd, struct store **out)
 		return EXIT_USAGE;
 	*out = cli_store(cli);
 	if (!*out) {
-		fprintf(stderr, "pvagent %s: no job store (see the warning above)\n", cmd);
+		cli_error("job", cmd, "no job store (see the warning above)");
 		return 1;
 	}
 	return 0;
@@ -113,7 +113,7 @@ static int cmd_jobs(struct cli *cli, const struct cmd_args *args)
 	size_t n = 0;
 	char *err = NULL;
 	if (store_jobs_list(st, (size_t)limit, &v, &n, &err) < 0) {
-		fprintf(stderr, "pvagent jobs: %s\n", err ? err : "cannot read the jobs");
+		cli_error("job", "jobs", "%s", err ? err : "cannot read the jobs");
 		free(err);
 		return 1;
 	}
@@ -126,6 +126,7 @@ static int cmd_jobs(struct cli *cli, const struct cmd_args *args)
 		json_object_object_add(o, "result", json_object_new_string("ok"));
 		json_object_object_add(o, "command", json_object_new_string("jobs"));
 		json_object_object_add(o, "jobs", a);
+		json_object_object_add(o, "exit", json_object_new_int(0));
 		if (queued)
 			json_object_object_add(o, "daemon_queued", json_object_get(queued));
 		out_json_line(stdout, o);
@@ -177,14 +178,14 @@ static int cmd_job(struct cli *cli, const struct cmd_args *args)
 	char *err = NULL;
 	int r = store_job_get(st, id, &j, &err);
 	if (r == 0) {
-		fprintf(stderr, "pvagent job: no job %lld in %s\n", id, store_file(st));
+		cli_error("not-found", "job", "no job %lld in %s", id, store_file(st));
 		if (watching)
 			ctl_client_close(&wc);
 		return 1;
 	}
 	if (r < 0 || store_steps_get(st, id, &steps, &ns, &err) < 0 ||
 	    store_events_get(st, id, &evs, &ne, &err) < 0) {
-		fprintf(stderr, "pvagent job: %s\n", err ? err : "cannot read the job");
+		cli_error("job", "job", "%s", err ? err : "cannot read the job");
 		free(err);
 		if (r > 0)
 			store_job_free(&j);
@@ -232,6 +233,7 @@ static int cmd_job(struct cli *cli, const struct cmd_args *args)
 		json_object_object_add(top, "result", json_object_new_string("ok"));
 		json_object_object_add(top, "command", json_object_new_string("job"));
 		json_object_object_add(top, "job", o);
+		json_object_object_add(top, "exit", json_object_new_int(0));
 		out_json_line(stdout, top);
 		json_object_put(top);
 	} else {
@@ -301,14 +303,14 @@ static int load_open_job(struct cli *cli, const char *cmd, long long id, struct 
 	int r = store_job_get(st, id, out, &err);
 	if (r <= 0) {
 		if (r < 0)
-			fprintf(stderr, "pvagent %s: %s\n", cmd, err ? err : "store");
+			cli_error("job", cmd, "%s", err ? err : "store");
 		else
-			fprintf(stderr, "pvagent %s: no job %lld in %s\n", cmd, id, store_file(st));
+			cli_error("not-found", cmd, "no job %lld in %s", id, store_file(st));
 		free(err);
 		return 1;
 	}
 	if (!job_state_open(out->state)) {
-		fprintf(stderr, "pvagent %s: job %lld is %s already\n", cmd, id,
+		cli_error("job", cmd, "job %lld is %s already", id,
 			job_state_name(out->state));
 		store_job_free(out);
 		return 1;
@@ -341,7 +343,7 @@ static int rerun_command(struct cli *cli, const struct store_job *sj)
 		}
 		const char *name = argv[0];
 		if (got < n || !name) {
-			fprintf(stderr, "pvagent resume: job %lld: its command line is damaged\n",
+			cli_error("job", "resume", "job %lld: its command line is damaged",
 				sj->id);
 			free(argv);
 			json_object_put(p);
@@ -356,7 +358,7 @@ static int rerun_command(struct cli *cli, const struct store_job *sj)
 		if (e)
 			rc = cmd_dispatch(cli, e, (int)n, argv);
 		else
-			fprintf(stderr, "pvagent resume: job %lld: cannot resume '%s'\n", sj->id,
+			cli_error("job", "resume", "job %lld: cannot resume '%s'", sj->id,
 				name);
 		free(argv);
 	}
@@ -377,9 +379,9 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 	const struct job_workflow *wf = job_workflow_find(sj.workflow);
 	if (!ok || !wf) {
 		if (!ok)
-			fprintf(stderr, "pvagent resume: job %lld runs in process %ld\n", id, sj.pid);
+			cli_error("job", "resume", "job %lld runs in process %ld", id, sj.pid);
 		else
-			fprintf(stderr, "pvagent resume: job %lld: unknown workflow '%s'\n", id,
+			cli_error("job", "resume", "job %lld: unknown workflow '%s'", id,
 				sj.workflow);
 		store_job_free(&sj);
 		return 1;
@@ -437,7 +439,7 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 	if (!store_job_resumable(&sj)) {
 		/* running in another process: ask it to stop after its step */
 		if (kill((pid_t)sj.pid, SIGTERM) < 0) {
-			fprintf(stderr, "pvagent cancel: job %lld: process %ld: %s\n", id, sj.pid,
+			cli_error("job", "cancel", "job %lld: process %ld: %s", id, sj.pid,
 				strerror(errno));
 			store_job_free(&sj);
 			return 1;
@@ -457,7 +459,7 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 			}
 		}
 		if (sj.state == JOB_RUNNING) {
-			fprintf(stderr, "pvagent cancel: job %lld is still running after 60 s\n", id);
+			cli_error("job", "cancel", "job %lld is still running after 60 s", id);
 			store_job_free(&sj);
 			return 1;
 		}
@@ -467,7 +469,7 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 	sj.pid = 0;
 	char *err = NULL;
 	if (store_job_update(cli_store(cli), &sj, &err) < 0) {
-		fprintf(stderr, "pvagent cancel: %s\n", err ? err : "store");
+		cli_error("job", "cancel", "%s", err ? err : "store");
 		free(err);
 		store_job_free(&sj);
 		return 1;
@@ -477,6 +479,7 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 		json_object_object_add(o, "result", json_object_new_string("ok"));
 		json_object_object_add(o, "command", json_object_new_string("cancel"));
 		json_object_object_add(o, "job", json_object_new_int64(id));
+		json_object_object_add(o, "exit", json_object_new_int(0));
 		out_json_line(stdout, o);
 		json_object_put(o);
 	} else {

@@ -115,11 +115,10 @@ static void print_migration(struct cli *cli, struct job *j, const char *target, 
 	json_object *v = job_vars(j);
 	if (cli->json) {
 		json_object *r = json_object_new_object();
-		json_object_object_add(r, "result", json_object_new_string(code ? "error" : "ok"));
 		json_object_object_add(r, "command", json_object_new_string("migrate"));
+		cli_job_result_members(r, j, code);
 		json_object_object_add(r, "dry_run", json_object_new_boolean(dry_run));
 		json_object_object_add(r, "migration", o);
-		json_object_object_add(r, "exit", json_object_new_int(code));
 		out_json_line(stdout, r);
 		json_object_put(r);
 		return;
@@ -253,20 +252,14 @@ static void print_drain(struct cli *cli, const char *cmd, struct job *j, bool dr
 		json_object *r = json_object_new_object(), *mv = NULL, *fa = NULL;
 		json_object_deep_copy(moves, &mv, NULL);
 		json_object_deep_copy(free_after, &fa, NULL);
-		json_object_object_add(r, "result", json_object_new_string(code ? "error" : "ok"));
 		json_object_object_add(r, "command", json_object_new_string(cmd));
+		cli_job_result_members(r, j, code); /* name: the node drained */
 		json_object_object_add(r, "node", json_object_new_string(job_subject(j)));
 		json_object_object_add(r, "dry_run", json_object_new_boolean(dry_run));
 		json_object_object_add(r, "moves", mv);
 		json_object_object_add(r, "free_after", fa);
 		if (job_id(j))
 			json_object_object_add(r, "job", json_object_new_int64(job_id(j)));
-		if (job_error(j)->kind != PVE_OK) {
-			char *m = pve_error_format(job_error(j));
-			json_object_object_add(r, "error", json_object_new_string(m ? m : "error"));
-			free(m);
-		}
-		json_object_object_add(r, "exit", json_object_new_int(code));
 		out_json_line(stdout, r);
 		json_object_put(r);
 		return;

@@ -1054,6 +1054,19 @@ static unsigned claim_seed(void)
 }
 
 static int next_vmid(struct pve *c, const struct guest_vmid_policy *pol, int last,
+		     struct pve_error *err, int *out);
+
+int guest_next_free_vmid(struct pve *c, const struct guest_vmid_policy *pol, int *vmid,
+			 struct pve_error *err)
+{
+	if (pol->vmid > 0) {
+		*vmid = pol->vmid;
+		return 0;
+	}
+	return next_vmid(c, pol, 0, err, vmid);
+}
+
+static int next_vmid(struct pve *c, const struct guest_vmid_policy *pol, int last,
 		     struct pve_error *err, int *out)
 {
 	if (pol->range_min > 0 && pol->range_max >= pol->range_min) {
@@ -1629,6 +1642,34 @@ static int shows_size(struct pve *c, struct guest_ref *g, const void *arg, struc
 	return have >= sw->bytes;
 }
 
+int guest_disk_compare(json_object *conf, enum guest_type type, const char *disk,
+		       const char *size, int *cmp, struct pve_error *err)
+{
+	double want;
+	if (pvecfg_parse_size(size, &want) < 0) {
+		pve_error_set(err, PVE_ERR_CONFIG, "disk size '%s': expected a size like 32G", size);
+		return -1;
+	}
+	double have;
+	if (type == GUEST_OPENVZ) {
+		/* disk is in GB (number) */
+		const char *cur = json_str(conf, "disk");
+		char *curdup = cur ? NULL : json_scalar_dup(conf, "disk");
+		have = (cur || curdup) ? strtod(cur ? cur : curdup, NULL) : 0;
+		free(curdup);
+		want /= 1024.0 * 1024 * 1024;
+	} else {
+		if (!json_str(conf, disk)) {
+			pve_error_set(err, PVE_ERR_CONFIG, "%s has no disk '%s' to resize",
+				      json_str(conf, "name") ? json_str(conf, "name") : "the guest", disk);
+			return -1;
+		}
+		have = disk_size(conf, disk);
+	}
+	*cmp = have < want ? -1 : have > want ? 1 : 0;
+	return 0;
+}
+
 int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const char *size,
 		 const struct guest_wait *w, bool *changed, bool *larger, struct pve_error *err)
 {
@@ -1636,50 +1677,33 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const cha
 		*changed = false;
 	if (larger)
 		*larger = false;
-	double want;
-	if (pvecfg_parse_size(size, &want) < 0) {
-		pve_error_set(err, PVE_ERR_CONFIG, "disk size '%s': expected a size like 32G", size);
-		return -1;
-	}
 	json_object *conf = NULL;
 	if (guest_get_config(c, g, &conf, err) < 0)
 		return -1;
-	int rc = -1;
-	if (g->type == GUEST_OPENVZ) {
-		/* disk is in GB (number) */
-		const char *cur = json_str(conf, "disk");
-		char *curdup = cur ? NULL : json_scalar_dup(conf, "disk");
-		double have = (cur || curdup) ? strtod(cur ? cur : curdup, NULL) : 0;
-		free(curdup);
-		double want_gb = want / (1024.0 * 1024 * 1024);
-		if (have >= want_gb) {
-			if (larger)
-				*larger = have > want_gb;
-			rc = 0;
-		} else {
-			struct pve_params p = {0};
-			pve_params_addf(&p, "disk", "%g", want_gb);
-			rc = guest_set_config(c, g, &p, NULL, NULL, false, w, err);
-			pve_params_free(&p);
-			if (rc == 0 && changed)
-				*changed = true;
-		}
-		json_object_put(conf);
-		return rc;
-	}
-	if (!json_str(conf, disk)) {
-		pve_error_set(err, PVE_ERR_CONFIG, "VM %d has no disk '%s' to resize", g->vmid, disk);
-		json_object_put(conf);
-		return -1;
-	}
-	double have = disk_size(conf, disk);
+	int cmp = 0;
+	int rc = guest_disk_compare(conf, g->type, disk, size, &cmp, err);
 	json_object_put(conf);
-	if (have >= want) {
+	if (rc < 0)
+		return -1;
+	if (cmp >= 0) {
 		log_debug("VM %d %s is already %s or larger", g->vmid, disk, size);
 		if (larger)
-			*larger = have > want;
+			*larger = cmp > 0;
 		return 0;
 	}
+	if (g->type == GUEST_OPENVZ) {
+		double want = 0;
+		pvecfg_parse_size(size, &want);
+		struct pve_params p = {0};
+		pve_params_addf(&p, "disk", "%g", want / (1024.0 * 1024 * 1024));
+		rc = guest_set_config(c, g, &p, NULL, NULL, false, w, err);
+		pve_params_free(&p);
+		if (rc == 0 && changed)
+			*changed = true;
+		return rc;
+	}
+	double want = 0;
+	pvecfg_parse_size(size, &want);
 	struct pve_params p = {0};
 	pve_params_add(&p, "disk", disk);
 	pve_params_add(&p, "size", size);

@@ -195,6 +195,11 @@ struct guest_vmid_policy {
 	int max_claims;    /* attempts with distinct ids; 0: 32 */
 };
 
+/* The VMID a create would try first under pol (PVE's nextid, the lowest
+ * free one of the range, or pol->vmid), claiming nothing: for plans. */
+int guest_next_free_vmid(struct pve *c, const struct guest_vmid_policy *pol, int *vmid,
+			 struct pve_error *err);
+
 /* Builds the create parameters for one candidate VMID (the template may
  * use ${vmid}); vmid and node are added by guest_create. Return 0 or -1
  * with err filled. */
@@ -277,6 +282,12 @@ int guest_set_config(struct pve *c, struct guest_ref *g,
  * and lxc; OpenVZ has none. */
 int guest_pending(struct pve *c, const struct guest_ref *g, char **keys,
 		  struct pve_error *err);
+
+/* The disk of conf (disk is ignored for OpenVZ: "disk" in GB) against
+ * size ("32G"): *cmp < 0 when it is smaller (a resize would grow it), 0
+ * the same, > 0 larger. 0, or -1 (bad size, no such disk). */
+int guest_disk_compare(json_object *conf, enum guest_type type, const char *disk,
+		       const char *size, int *cmp, struct pve_error *err);
 
 /* Grow disk (qemu "virtio0", lxc "rootfs") to size ("32G"); a disk
  * already that large or larger is left alone (returns 0, *changed false;

@@ -411,6 +411,16 @@ const struct store_step *job_steps(const struct job *j, size_t *n)
 	return j->steps;
 }
 
+const char *job_failed_step(const struct job *j)
+{
+	bool interrupted = job_outcome(j) == JOB_OUT_INTERRUPTED;
+	for (size_t i = 0; i < j->wf->n_steps; i++)
+		if (j->steps[i].state == STEP_FAILED ||
+		    (interrupted && j->steps[i].state == STEP_RUNNING))
+			return j->steps[i].name;
+	return NULL;
+}
+
 double job_step_elapsed(const struct job *j, size_t i)
 {
 	return i < j->wf->n_steps ? j->elapsed[i] : 0;

@@ -161,6 +161,9 @@ const char *job_left(const struct job *j);
 bool job_resumed(const struct job *j);
 /* The steps (n = the workflow's), states as stored. */
 const struct store_step *job_steps(const struct job *j, size_t *n);
+/* The step it failed in (or, interrupted, the one it stopped in), NULL
+ * when none. */
+const char *job_failed_step(const struct job *j);
 /* How long step i took (its run in this process, or as stored). */
 double job_step_elapsed(const struct job *j, size_t i);
 /* The guest's VMID and node once known (events and results). */

@@ -85,6 +85,29 @@ void table_free(struct table *t)
 
 static bool result_printed;
 
+static json_object *str_or_null(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
+void out_result_members(json_object *o, const char *name, int vmid, const char *node, int exit,
+			const char *err_kind, const char *err_message, const char *err_step)
+{
+	json_object_object_add(o, "name", str_or_null(name));
+	json_object_object_add(o, "vmid", vmid > 0 ? json_object_new_int(vmid) : NULL);
+	json_object_object_add(o, "node", str_or_null(node));
+	json_object_object_add(o, "result", json_object_new_string(exit ? "error" : "ok"));
+	json_object_object_add(o, "exit", json_object_new_int(exit));
+	json_object *e = NULL;
+	if (err_kind) {
+		e = json_object_new_object();
+		json_object_object_add(e, "kind", json_object_new_string(err_kind));
+		json_object_object_add(e, "message", str_or_null(err_message ? err_message : "failed"));
+		json_object_object_add(e, "step", str_or_null(err_step));
+	}
+	json_object_object_add(o, "error", e);
+}
+
 bool out_json_result_printed(void)
 {
 	return result_printed;

@@ -23,6 +23,14 @@ void out_json_line(FILE *f, json_object *o);
 /* Has out_json_line printed a final result object (one with "result")? */
 bool out_json_result_printed(void);
 
+/* The members every command's result has, for each guest (set on o,
+ * replacing any there): "name", "vmid" (null until known, vmid 0),
+ * "node" (null until known), "result" ("ok" when exit is 0, else
+ * "error"), "exit" (its exit status), "error": null when err_kind is NULL,
+ * else {"kind", "message", "step"} (step null outside a step). */
+void out_result_members(json_object *o, const char *name, int vmid, const char *node, int exit,
+			const char *err_kind, const char *err_message, const char *err_step);
+
 /* "1.5 GiB" style byte count into buf (at least 16 bytes). */
 const char *out_bytes(char *buf, size_t len, double bytes);
 

@@ -35,6 +35,7 @@ const char *up_status_name(enum up_status s)
 	case UP_UNCHANGED: return "unchanged";
 	case UP_DELETED: return "deleted";
 	case UP_ABSENT: return "absent";
+	case UP_PLANNED: return "planned";
 	}
 	return "?";
 }
@@ -59,6 +60,12 @@ json_object *up_result_json(const struct up_result *r)
 	for (size_t i = 0; i < r->n_diff; i++)
 		json_object_array_add(diff, json_object_new_string(r->diff[i]));
 	json_object_object_add(o, "changes", diff);
+	if (r->status == UP_PLANNED) {
+		json_object *plan = json_object_new_array();
+		for (size_t i = 0; i < r->n_plan; i++)
+			json_object_array_add(plan, json_object_new_string(r->plan[i]));
+		json_object_object_add(o, "plan", plan);
+	}
 	json_object_object_add(o, "pending", r->pending ? json_object_new_string(r->pending) : NULL);
 	json_object *inj = NULL;
 	if (r->inject.ran) {
@@ -78,11 +85,6 @@ json_object *up_result_json(const struct up_result *r)
 	json_object_object_add(o, "outcome", json_object_new_string(job_outcome_name(r->outcome)));
 	if (r->left)
 		json_object_object_add(o, "left", json_object_new_string(r->left));
-	if (r->error.kind != PVE_OK) {
-		char *m = pve_error_format(&r->error);
-		json_object_object_add(o, "error", json_object_new_string(m ? m : "error"));
-		free(m);
-	}
 	return o;
 }
 
@@ -96,12 +98,16 @@ void up_result_free(struct up_result *r)
 	free(r->pending);
 	free(r->inject.summary);
 	free(r->left);
+	free(r->failed_step);
 	for (size_t i = 0; i < r->n_steps; i++)
 		free(r->steps[i].step);
 	free(r->steps);
 	for (size_t i = 0; i < r->n_diff; i++)
 		free(r->diff[i]);
 	free(r->diff);
+	for (size_t i = 0; i < r->n_plan; i++)
+		free(r->plan[i]);
+	free(r->plan);
 	pve_error_clear(&r->error);
 	memset(r, 0, sizeof *r);
 }
@@ -844,8 +850,8 @@ int provision_up(const struct up_request *req, struct up_result **results, struc
 		free(jobs);
 		return pve_error_oom(err);
 	}
-	if (env_of(&env, req->store, &req->wait, req->on_event, req->event_ctx, req->stop,
-		   req->conf) < 0) {
+	if (env_of(&env, req->dry_run ? NULL : req->store, &req->wait, req->on_event,
+		   req->event_ctx, req->stop, req->conf) < 0) {
 		free(res);
 		free(jobs);
 		return pve_error_oom(err);
@@ -894,8 +900,8 @@ int provision_down(const struct down_request *req, struct up_result *res)
 		return -1;
 	}
 	struct job_env env;
-	if (env_of(&env, req->store, &req->wait, req->on_event, req->event_ctx, req->stop, NULL) <
-	    0)
+	if (env_of(&env, req->dry_run ? NULL : req->store, &req->wait, req->on_event,
+		   req->event_ctx, req->stop, NULL) < 0)
 		return pve_error_oom(err);
 	json_object *params = json_object_new_object();
 	struct job *j = NULL;
@@ -904,6 +910,7 @@ int provision_down(const struct down_request *req, struct up_result *res)
 		pve_error_oom(err);
 	} else {
 		json_object_object_add(params, "purge", json_object_new_boolean(req->purge));
+		json_object_object_add(params, "dry_run", json_object_new_boolean(req->dry_run));
 		if (job_for_subject(&env, &wf_down, req->name, params, &j, err) == 0) {
 			wf_down_attach(j, res);
 			job_run_all(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);

@@ -47,6 +47,7 @@ enum up_status {
 	UP_UNCHANGED,   /* existed and matched */
 	UP_DELETED,     /* down: deleted */
 	UP_ABSENT,      /* down: did not exist */
+	UP_PLANNED,     /* --dry-run: plan[] and diff[] say what would be done */
 };
 const char *up_status_name(enum up_status s); /* "created", ... */
 
@@ -82,11 +83,16 @@ struct up_result {
 				   (changed while running), comma separated,
 				   or NULL */
 	size_t n_diff;
+	char **plan;            /* --dry-run: what would be done, step by step
+				   ("clone VM 9014 (fbsd-base) on pve1 as VMID
+				   101, full, onto local-lvm") */
+	size_t n_plan;
 	int claims;             /* create/clone requests issued */
 	struct up_inject inject;
 	long long job;          /* its job in the store, 0 when not stored */
 	enum job_outcome outcome;
 	char *left;             /* what a failure left behind, or NULL */
+	char *failed_step;      /* the step it failed (or was interrupted) in */
 	struct pve_error error; /* kind PVE_OK unless failed; a failed inject:
 				   what "inject", the message starting with
 				   the inject step that failed, and a kind
@@ -95,8 +101,9 @@ struct up_result {
 void up_result_free(struct up_result *r);
 /* {"name", "status", "vmid", "node", "type", "address", "steps" {step:
  * seconds}, "changes", "pending", "inject" {"status", "exit_code",
- * "summary", "failed_step"} or null, "job", "outcome", "left", "error"};
- * new reference, NULL when out of memory. */
+ * "summary", "failed_step"} or null, "job", "outcome", "left"}; the CLI
+ * adds the members every result has (output.h out_result_members). New
+ * reference, NULL when out of memory. */
 json_object *up_result_json(const struct up_result *r);
 void up_results_free(struct up_result *r, size_t n);
 
@@ -120,6 +127,12 @@ struct up_request {
 	unsigned parallel;              /* at most this many in flight; 0: 4 */
 	bool no_start;
 	bool full;                      /* force a full clone (else [source] full) */
+	bool dry_run;                   /* plan only: reads, nothing sent that
+					   changes anything, nothing stored */
+	bool retemplate;                /* converge a guest made from another
+					   template (its description names it);
+					   otherwise that is refused, nothing
+					   changed */
 
 	/* Inject (templates with guest file sections, guests started):
 	 * conf gives the [ssh] settings (inject_ssh_opts with the template's
@@ -165,6 +178,7 @@ int provision_up(const struct up_request *req, struct up_result **results,
 struct down_request {
 	const char *name;
 	bool purge;
+	bool dry_run;                    /* say what would be done; send nothing */
 	const struct pve_opts *pve_opts; /* used when client is NULL */
 	struct pve *client;
 	struct guest_wait wait;

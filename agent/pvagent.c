@@ -74,15 +74,13 @@ int cli_usage_error(const char *cmd, const char *what, const char *arg)
 
 /* The error object, with --json, of an error said by cli_error or
  * cli_fail_pve. */
-static void print_error_json(const char *cmd, int code, const char *kind, const char *msg)
+static void print_error_json(const struct cli *cli, const char *cmd, int code, const char *kind,
+			     const char *msg)
 {
-	json_object *o = json_object_new_object(), *e = json_object_new_object();
-	json_object_object_add(o, "result", json_object_new_string("error"));
+	json_object *o = json_object_new_object();
 	json_object_object_add(o, "command", cmd ? json_object_new_string(cmd) : NULL);
-	json_object_object_add(o, "exit", json_object_new_int(code));
-	json_object_object_add(e, "kind", json_object_new_string(kind));
-	json_object_object_add(e, "message", json_object_new_string(msg ? msg : "error"));
-	json_object_object_add(o, "error", e);
+	out_result_members(o, cli->subject, 0, NULL, code ? code : 1, kind, msg ? msg : "error",
+			   NULL);
 	out_json_line(stdout, o);
 	json_object_put(o);
 }
@@ -104,13 +102,23 @@ int cli_load_conf(struct cli *cli)
 	return 0;
 }
 
+void cli_job_result_members(json_object *o, struct job *j, int code)
+{
+	const struct pve_error *e = job_error(j);
+	char *m = e->kind != PVE_OK ? pve_error_format(e) : NULL;
+	out_result_members(o, job_subject(j), job_vmid(j), job_node(j), code,
+			   e->kind != PVE_OK ? pve_err_kind_name(e->kind) : NULL, m,
+			   job_failed_step(j));
+	free(m);
+}
+
 /* Report a PVE error and return its exit code. */
 int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e)
 {
 	int code = pve_error_exit_code(e);
 	char *msg = pve_error_format(e);
 	if (cli->json) {
-		print_error_json(cmd, code, pve_err_kind_name(e->kind), msg);
+		print_error_json(cli, cmd, code, pve_err_kind_name(e->kind), msg);
 	}
 	log_error("%s", msg ? msg : "error");
 	free(msg);
@@ -215,6 +223,7 @@ static void print_result(struct cli *cli, const char *cmd, const char *key, json
 	json_object_object_add(o, "result", json_object_new_string("ok"));
 	json_object_object_add(o, "command", json_object_new_string(cmd));
 	json_object_object_add(o, key, json_object_get(v));
+	json_object_object_add(o, "exit", json_object_new_int(0));
 	out_json_line(stdout, o);
 	json_object_put(o);
 }
@@ -463,9 +472,19 @@ static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 	size_t n = 0;
 	char *err = NULL;
 	if (tmpl_list((const char *const *)cli->conf.paths.templates, &list, &n, &err) < 0) {
-		fprintf(stderr, "pvagent: %s\n", err ? err : "cannot list templates");
+		cli_error("template", "templates", "%s", err ? err : "cannot list templates");
 		free(err);
 		return 1;
+	}
+	if (n == 0) {
+		/* say where it looked, so the fix is obvious */
+		struct sbuf b = {0};
+		for (char **d = cli->conf.paths.templates; d && *d; d++)
+			sbuf_addf(&b, "%s%s", d == cli->conf.paths.templates ? "" : ", ", *d);
+		log_warn("no templates found; searched: %s (set [paths] templates in %s)",
+			 b.len ? sbuf_str(&b) : "(no directories)",
+			 cli->conf.path ? cli->conf.path : "pvagent.conf");
+		sbuf_free(&b);
 	}
 	int bad = 0;
 	json_object *a = json_object_new_array();
@@ -518,63 +537,6 @@ static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 
 /* ---- up / down -------------------------------------------------------------- */
 
-void end_progress_line(struct event_print *pp)
-{
-	if (pp->progress_shown) {
-		fputc('\n', stdout);
-		pp->progress_shown = false;
-	}
-}
-
-void on_job_event(void *ctx, const struct job_event *ev)
-{
-	struct event_print *pp = ctx;
-	if (pp->cli->json) {
-		if (ev->kind == JOB_EV_DONE)
-			return; /* the final result object carries it */
-		json_object *o = job_event_json(ev);
-		if (o)
-			out_json_line(stdout, o);
-		json_object_put(o);
-		return;
-	}
-	switch (ev->kind) {
-	case JOB_EV_PROGRESS:
-		if (!pp->tty || ev->percent < 0)
-			return; /* one line per step otherwise */
-		printf("\r  %s: %s %3.0f%%", ev->name, ev->step ? ev->step : "", ev->percent);
-		fflush(stdout);
-		pp->progress_shown = true;
-		return;
-	case JOB_EV_STEP:
-		end_progress_line(pp);
-		printf("  %s: %-12s %6.1fs%s%s\n", ev->name, ev->step ? ev->step : "",
-		       ev->elapsed_s, ev->text ? "  " : "", ev->text ? ev->text : "");
-		break;
-	case JOB_EV_DIFF:
-		end_progress_line(pp);
-		if (ev->path) {
-			if (pp->file_diffs || pp->cli->verbosity > 0)
-				fputs(ev->text ? ev->text : "", stdout);
-		} else {
-			printf("  %s: %s %s\n", ev->name, pp->dry_run ? "would change" : "change",
-			       ev->text ? ev->text : "");
-		}
-		break;
-	case JOB_EV_NOTE:
-		end_progress_line(pp);
-		printf("  %s: note: %s\n", ev->name, ev->text ? ev->text : "");
-		break;
-	case JOB_EV_BEGIN:
-		end_progress_line(pp);
-		printf("  %s: begin%s%s\n", ev->name, ev->text ? " " : "", ev->text ? ev->text : "");
-		break;
-	default:
-		break;
-	}
-	fflush(stdout);
-}
-
 void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
 			  int code)
 {
@@ -582,9 +544,14 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 		json_object *o = json_object_new_object(), *a = json_object_new_array();
 		for (size_t i = 0; i < n; i++) {
 			json_object *g = up_result_json(&r[i]);
-			if (g && r[i].error.kind != PVE_OK)
-				json_object_object_add(g, "exit",
-						       json_object_new_int(cli_exit_code(r[i].outcome)));
+			bool failed = r[i].error.kind != PVE_OK;
+			char *m = failed ? pve_error_format(&r[i].error) : NULL;
+			if (g)
+				out_result_members(g, r[i].name, r[i].vmid, r[i].node,
+						   cli_exit_code(r[i].outcome),
+						   failed ? pve_err_kind_name(r[i].error.kind) : NULL,
+						   m, r[i].failed_step);
+			free(m);
 			json_object_array_add(a, g);
 		}
 		json_object_object_add(o, "result", json_object_new_string(code ? "error" : "ok"));
@@ -653,7 +620,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 {
 	const char *tname = NULL, *node = NULL, *storage = NULL;
 	long vmid = 0, parallel = 4;
-	bool no_start = false, full = false, no_inject = false;
+	bool no_start = false, full = false, no_inject = false, retemplate = false, dry = false;
 	struct tmpl_kvlist sets = {0}, vars = {0};
 	char *err = NULL;
 	int rc = 0;
@@ -668,6 +635,8 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		case 'N': no_start = true; break;
 		case 'f': full = true; break;
 		case 'I': no_inject = true; break;
+		case 'R': retemplate = true; break;
+		case 'd': dry = true; break;
 		case 'S':
 		case 'V':
 			if (tmpl_var_arg(a->v[i].opt == 'S' ? &sets : &vars, arg, &err) < 0) {
@@ -700,7 +669,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	}
 	char *pubkey = inject_read_pubkey(&cli->conf);
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
 	struct up_request req = {
 		.names = (const char *const *)a->argv,
 		.n_names = (size_t)a->argc,
@@ -714,6 +683,8 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		.parallel = (unsigned)parallel,
 		.no_start = no_start,
 		.full = full,
+		.retemplate = retemplate,
+		.dry_run = dry,
 		.conf = &cli->conf,
 		.no_inject = no_inject,
 		.pve_opts = &po,
@@ -744,9 +715,11 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
  * the worst outcome. */
 static int cmd_down(struct cli *cli, const struct cmd_args *a)
 {
-	bool purge = false;
-	for (size_t i = 0; i < a->n; i++)
+	bool purge = false, dry = false;
+	for (size_t i = 0; i < a->n; i++) {
 		purge = purge || a->v[i].opt == 'P';
+		dry = dry || a->v[i].opt == 'd';
+	}
 	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
@@ -761,12 +734,13 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 		return 1;
 	}
 	struct pve_opts po = cli_pve_opts(&cli->conf);
-	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
 	size_t done = 0;
 	for (; done < n && !cli_stop; done++) {
 		struct down_request req = {
 			.name = a->argv[done],
 			.purge = purge,
+			.dry_run = dry,
 			.pve_opts = &po,
 			.on_event = on_job_event,
 			.event_ctx = &pp,
@@ -793,9 +767,11 @@ static const struct option up_opts[] = {
 	{"set", required_argument, NULL, 'S'},      {"var", required_argument, NULL, 'V'},
 	{"parallel", required_argument, NULL, 'p'}, {"no-start", no_argument, NULL, 'N'},
 	{"full", no_argument, NULL, 'f'},           {"no-inject", no_argument, NULL, 'I'},
+	{"retemplate", no_argument, NULL, 'R'},     {"dry-run", no_argument, NULL, 'd'},
 	{0},
 };
-static const struct option down_opts[] = {{"purge", no_argument, NULL, 'P'}, {0}};
+static const struct option down_opts[] = {
+	{"purge", no_argument, NULL, 'P'}, {"dry-run", no_argument, NULL, 'd'}, {0}};
 
 static const struct cmd_entry cmd_nodes_entry = {
 	"nodes", "", "nodes with CPU, memory and status", NULL, NULL, NULL, 0, 0, NULL, cmd_nodes,
@@ -813,15 +789,17 @@ static const struct cmd_entry cmd_templates_entry = {
 const struct cmd_entry cmd_up_entry = {
 	"up",
 	"NAME... -t TEMPLATE [--node N] [--vmid ID] [--storage S] [--set K=V]... [--var K=V]... "
-	"[--parallel K] [--no-start] [--full] [--no-inject]",
+	"[--parallel K] [--no-start] [--full] [--no-inject] [--retemplate] [--dry-run]",
 	"provision guests, or converge existing ones; then inject the template's guest files",
 	"t:n:", up_opts, "SV", 1, -1, "guest name", cmd_up,
-	"pvagent up web1 -t ubuntu-24.04\npvagent up w1 w2 w3 -t freebsd-14 --set cores=4 --parallel 2",
+	"pvagent up web1 -t ubuntu-24.04\npvagent up w1 w2 w3 -t freebsd-14 --set cores=4 --parallel 2\n"
+	"pvagent up web1 -t ubuntu-24.04 --set size=64G --dry-run",
 };
 const struct cmd_entry cmd_down_entry = {
-	"down", "NAME|VMID... [--purge]", "shut down and delete guests", "", down_opts, NULL, 1, -1,
-	"guest name or VMID", cmd_down,
-	"pvagent down web1\npvagent down web1 --purge\npvagent down 190 web2.example.org",
+	"down", "NAME|VMID... [--purge] [--dry-run]", "shut down and delete guests", "", down_opts,
+	NULL, 1, -1, "guest name or VMID", cmd_down,
+	"pvagent down web1\npvagent down web1 --purge\npvagent down 190 web2.example.org\n"
+	"pvagent down web1 --dry-run",
 };
 
 static int cmd_help(struct cli *cli, const struct cmd_args *a);
@@ -998,9 +976,12 @@ static bool asks_help(int argc, char **argv)
  * printed no final object prints it; the kept message is freed. Returns rc. */
 static int finish_error(struct cli *cli, const char *cmd, int rc)
 {
-	if (cli->json && rc != 0 && cli_err.kind && !out_json_result_printed())
-		print_error_json(cli_err.cmd ? cli_err.cmd : cmd, rc,
-				 cli_err.kind, cli_err.message ? cli_err.message : "failed");
+	/* every outcome ends with one final object; a message said only on
+	 * stderr (none kept) is pointed at */
+	if (cli->json && rc != 0 && !out_json_result_printed())
+		print_error_json(cli, cli_err.cmd ? cli_err.cmd : cmd, rc,
+				 cli_err.kind ? cli_err.kind : "failed",
+				 cli_err.message ? cli_err.message : "failed (see standard error)");
 	free(cli_err.message);
 	cli_err.message = NULL;
 	return rc;

@@ -348,8 +348,14 @@ static char *expand(struct ctx *x, const char *title, const struct tmpl_kv *kv,
 		} else {
 			const char *v = var_value(x, vn);
 			if (!v) {
-				xerr(x, kv->line, title, kv->key,
-				     "${%s} has no value: pass --var %s=VALUE", vn, vn);
+				if (strcmp(vn, "pubkey") == 0)
+					xerr(x, kv->line, title, kv->key,
+					     "${pubkey} has no value: set [ssh] identity in "
+					     "pvagent.conf (its .pub file is the key the guest "
+					     "gets)");
+				else
+					xerr(x, kv->line, title, kv->key,
+					     "${%s} has no value: pass --var %s=VALUE", vn, vn);
 				bad = 1;
 			} else if (sbuf_add(&b, v) < 0) {
 				free(vn);

@@ -13,7 +13,7 @@ struct down_ctx {
 	struct up_result *res;     /* attached, or own_res */
 	struct up_result own_res;
 	struct guest_ref g;
-	bool purge;
+	bool purge, dry_run;
 };
 
 void wf_down_attach(struct job *j, struct up_result *res)
@@ -34,6 +34,7 @@ static int down_open(struct job *j, void *ctx)
 	struct down_ctx *d = ctx;
 	long long v = 0;
 	d->purge = json_int(job_params(j), "purge", &v) && v;
+	d->dry_run = json_int(job_params(j), "dry_run", &v) && v;
 	if (!d->res) {
 		d->res = &d->own_res;
 		if (!(d->res->name = strdup(job_subject(j))))
@@ -62,6 +63,38 @@ static void down_close(struct job *j, void *ctx)
 	if (d->res == &d->own_res)
 		up_result_free(&d->own_res);
 	guest_ref_clear(&d->g);
+}
+
+/* --dry-run: what the shutdown and delete steps would do. */
+static enum step_rc down_plan(struct job *j, struct down_ctx *d)
+{
+	struct up_result *r = d->res;
+	const char *kind = d->g.type == GUEST_QEMU ? "VM" : "container";
+	bool running = d->g.status && strcmp(d->g.status, "running") == 0;
+	char *lines[2] = {
+		running ? strprintf("shut down %s %d on %s (stopped when the shutdown times out)",
+				    kind, d->g.vmid, d->g.node ? d->g.node : "?")
+			: strprintf("leave %s %d %s (no shutdown needed)", kind, d->g.vmid,
+				    d->g.status ? d->g.status : "as it is"),
+		strprintf("delete %s %d and its disks%s", kind, d->g.vmid,
+			  d->purge ? ", and remove it from backup jobs, replication and HA" : ""),
+	};
+	free(r->plan);
+	r->plan = calloc(2, sizeof *r->plan);
+	r->n_plan = 0;
+	for (size_t i = 0; i < 2; i++) {
+		if (!lines[i] || !r->plan) {
+			free(lines[i]);
+			continue;
+		}
+		job_note(j, "would %s", lines[i]);
+		r->plan[r->n_plan++] = lines[i];
+	}
+	if (r->n_plan < 2 || job_set_bool(j, "planned", true) < 0) {
+		pve_error_oom(job_err(j));
+		return STEP_RC_FAIL;
+	}
+	return STEP_RC_END;
 }
 
 static enum step_rc down_find(struct job *j)
@@ -96,7 +129,7 @@ static enum step_rc down_find(struct job *j)
 				"'%s' (VMID %d) is a template VM; pvagent does not delete templates",
 				job_subject(j), d->g.vmid);
 	job_summary(j, "exists");
-	return STEP_RC_OK;
+	return d->dry_run ? down_plan(j, d) : STEP_RC_OK;
 }
 
 static enum step_rc down_shutdown(struct job *j)

@@ -15,6 +15,7 @@
 #include "wf_inject.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ struct up_ctx {
 	struct tmpl_kvlist sets, vars;
 	const char *node, *storage, *pubkey; /* borrowed from the params */
 	int vmid, vmid_min, vmid_max;
-	bool no_start, full, no_inject;
+	bool no_start, full, no_inject, retemplate, dry_run;
 	double ssh_wait_s;
 	enum guest_type t;
 	struct guest_ref g;          /* the guest, once known */
@@ -101,6 +102,8 @@ json_object *wf_up_params(const struct up_request *req, const char *name)
 	json_object_object_add(o, "no_start", json_object_new_boolean(req->no_start));
 	json_object_object_add(o, "full", json_object_new_boolean(req->full));
 	json_object_object_add(o, "no_inject", json_object_new_boolean(req->no_inject));
+	json_object_object_add(o, "retemplate", json_object_new_boolean(req->retemplate));
+	json_object_object_add(o, "dry_run", json_object_new_boolean(req->dry_run));
 	json_object_object_add(o, "ssh_wait_s", json_object_new_double(req->ssh_wait_s));
 	if (kv_to_json(o, "sets", req->sets) < 0 || kv_to_json(o, "vars", req->vars) < 0) {
 		json_object_put(o);
@@ -260,6 +263,8 @@ static int up_open(struct job *j, void *ctx)
 	u->no_start = pbool(p, "no_start");
 	u->full = pbool(p, "full");
 	u->no_inject = pbool(p, "no_inject");
+	u->retemplate = pbool(p, "retemplate");
+	u->dry_run = pbool(p, "dry_run");
 	json_object *w;
 	u->ssh_wait_s = json_object_object_get_ex(p, "ssh_wait_s", &w) ? json_object_get_double(w) : 0;
 	const char *type = json_str(v, "type");
@@ -378,9 +383,72 @@ nomem:
 
 /* ---- find ------------------------------------------------------------------------------------ */
 
+/* The desired parameters of guest name (vmid, node): the template
+ * expanded for it, then desired_params. 0 or -1 (err set). */
+static int desired_for(struct up_ctx *u, const char *name, int vmid, const char *node,
+		       struct tmpl_kvlist *desired, struct pve_error *err)
+{
+	struct tmpl_inst inst;
+	memset(desired, 0, sizeof *desired);
+	if (expand(u, name, vmid, node, &inst, err) < 0)
+		return -1;
+	int rc = desired_params(u, &inst, u->t, desired, err);
+	tmpl_inst_free(&inst);
+	return rc;
+}
+
+/* provision_config_diff with its message as err. 0 or -1. */
+static int diff_config(const struct up_ctx *u, json_object *conf,
+		       const struct tmpl_kvlist *desired, struct cfg_change **ch, size_t *nch,
+		       struct pve_error *err)
+{
+	char *derr = NULL;
+	if (provision_config_diff(u->t, conf, desired, ch, nch, &derr) < 0) {
+		pve_error_set(err, PVE_ERR_INTERNAL, "%s", derr ? derr : "config difference");
+		free(derr);
+		return -1;
+	}
+	return 0;
+}
+
 static enum guest_type tmpl_guest_type(enum tmpl_kind k, int major)
 {
 	return k == TMPL_QEMU ? GUEST_QEMU : guest_container_type(major);
+}
+
+static int up_plan(struct job *j, struct up_ctx *u, bool exists);
+
+/* A guest made from another template (its description names the one it
+ * was made from) is not converged to this one unless --retemplate: its
+ * ostype, boot order and disks belong to the other. 0 (same, unknown, or
+ * --retemplate), or -1 with err set (PVE_ERR_CONFIG, nothing changed). */
+static int check_template(struct job *j, struct up_ctx *u, const struct guest_ref *g)
+{
+	struct pve_error *err = job_err(j);
+	json_object *conf = NULL;
+	if (guest_get_config(job_pve(j), g, &conf, err) < 0)
+		return -1;
+	char *made_from = inject_template_from_description(json_str(conf, "description"));
+	json_object_put(conf);
+	if (!made_from)
+		return errno == ENOMEM ? pve_error_oom(err) : 0;
+	int rc = 0;
+	const char *want = u->tmpl->name ? u->tmpl->name : "?";
+	if (strcmp(made_from, want) != 0) {
+		if (u->retemplate) {
+			job_progress(j, -1, "made from template %s; --retemplate: converging it to %s",
+				     made_from, want);
+		} else {
+			pve_error_set(err, PVE_ERR_CONFIG,
+				      "'%s' (VMID %d) was made from template %s, not %s; nothing "
+				      "changed (pass --retemplate to reconfigure it as %s: its "
+				      "ostype, boot order and disks may then no longer fit its OS)",
+				      job_subject(j), g->vmid, made_from, want, want);
+			rc = -1;
+		}
+	}
+	free(made_from);
+	return rc;
 }
 
 static enum step_rc up_find(struct job *j)
@@ -433,7 +501,7 @@ static enum step_rc up_find(struct job *j)
 			pve_error_set(err, PVE_ERR_CONFIG,
 				      "'%s' exists as VMID %d, not %d; leave --vmid out to converge it",
 				      name, g.vmid, u->vmid);
-		else
+		else if (check_template(j, u, &g) == 0)
 			rc = STEP_RC_OK;
 		if (rc == STEP_RC_FAIL) {
 			guest_ref_clear(&g);
@@ -449,6 +517,8 @@ static enum step_rc up_find(struct job *j)
 	if (job_set_bool(j, "exists", found) < 0)
 		return pve_error_oom(err);
 	job_summary(j, found ? "exists" : "new");
+	if (u->dry_run)
+		return up_plan(j, u, found) < 0 ? STEP_RC_FAIL : STEP_RC_END;
 	return STEP_RC_OK;
 }
 
@@ -854,14 +924,12 @@ static enum step_rc up_config(struct job *j)
 	struct up_ctx *u = job_ctx(j);
 	struct pve *c = job_pve(j);
 	struct pve_error *err = job_err(j);
-	struct tmpl_inst inst = {0};
 	struct tmpl_kvlist desired = {0};
 	struct cfg_change *ch = NULL;
 	size_t nch = 0;
 	json_object *conf = NULL;
 	enum step_rc rc = STEP_RC_FAIL;
-	if (expand(u, job_subject(j), u->g.vmid, u->g.node, &inst, err) < 0 ||
-	    desired_params(u, &inst, u->t, &desired, err) < 0)
+	if (desired_for(u, job_subject(j), u->g.vmid, u->g.node, &desired, err) < 0)
 		goto out;
 	for (int attempt = 0;; attempt++) {
 		json_object_put(conf);
@@ -869,14 +937,9 @@ static enum step_rc up_config(struct job *j)
 		cfg_changes_free(ch, nch);
 		ch = NULL;
 		nch = 0;
-		if (guest_get_config(c, &u->g, &conf, err) < 0)
+		if (guest_get_config(c, &u->g, &conf, err) < 0 ||
+		    diff_config(u, conf, &desired, &ch, &nch, err) < 0)
 			goto out;
-		char *derr = NULL;
-		if (provision_config_diff(u->t, conf, &desired, &ch, &nch, &derr) < 0) {
-			pve_error_set(err, PVE_ERR_INTERNAL, "%s", derr ? derr : "config difference");
-			free(derr);
-			goto out;
-		}
 		if (!nch)
 			break;
 		struct pve_params p = {0};
@@ -929,7 +992,6 @@ out:
 	json_object_put(conf);
 	cfg_changes_free(ch, nch);
 	tmpl_kvlist_free(&desired);
-	tmpl_inst_free(&inst);
 	return rc;
 }
 
@@ -1203,6 +1265,204 @@ out:
 	return rc;
 }
 
+/* ---- the plan (--dry-run) -------------------------------------------------------------------------- */
+
+/* One line of the plan (line is taken; NULL: out of memory), shown as a
+ * note "would LINE". */
+static int plan_add(struct job *j, struct up_ctx *u, char *line)
+{
+	struct up_result *r = u->res;
+	char **np = line ? realloc(r->plan, (r->n_plan + 1) * sizeof *np) : NULL;
+	if (!np) {
+		free(line);
+		return pve_error_oom(job_err(j));
+	}
+	r->plan = np;
+	r->plan[r->n_plan++] = line;
+	job_note(j, "would %s", line);
+	return 0;
+}
+
+/* The template VM's config as its clone would have it: each disk's
+ * volume renamed as PVE names the new one (a full clone:
+ * STORAGE:vm-ID-disk-N, onto storage when given; a linked one:
+ * STORE:base-volume/vm-ID-disk-N), its options kept. 0 or -1 (memory). */
+static int plan_clone_disks(json_object *conf, int vmid, bool full, const char *storage)
+{
+	struct pvecfg_hw hw;
+	if (pvecfg_hw_read(conf, &hw) < 0)
+		return -1;
+	int rc = 0, n = 0;
+	for (size_t i = 0; rc == 0 && i < hw.n_disks; i++) {
+		const struct pvecfg_disk *d = &hw.disks[i];
+		const char *colon = d->volume ? strchr(d->volume, ':') : NULL;
+		if (d->cdrom || !colon)
+			continue;
+		struct propstr ps;
+		if (propstr_parse(json_str(conf, d->key), &ps) < 0) {
+			rc = -1;
+			break;
+		}
+		char *vol = full ? strprintf("%.*s:vm-%d-disk-%d",
+					     storage ? (int)strlen(storage) : (int)(colon - d->volume),
+					     storage ? storage : d->volume, vmid, n)
+				 : strprintf("%s/vm-%d-disk-%d", d->volume, vmid, n);
+		n++;
+		char *val = NULL;
+		if (!vol || propstr_set(&ps, NULL, vol) < 0 || !(val = propstr_format(&ps)))
+			rc = -1;
+		else
+			json_object_object_add(conf, d->key, json_object_new_string(val));
+		free(vol);
+		free(val);
+		propstr_free(&ps);
+	}
+	pvecfg_hw_free(&hw);
+	return rc;
+}
+
+/* The new guest: what it is made from, where, as which VMID. *base gets
+ * the config it starts from (the template VM's; an empty one when
+ * created), vmid and node what the steps would use. */
+static int plan_make(struct job *j, struct up_ctx *u, const struct tmpl_inst *inst,
+		     json_object **base, int *vmid, char **node)
+{
+	struct pve *c = job_pve(j);
+	struct pve_error *err = job_err(j);
+	struct guest_vmid_policy pol = {.vmid = u->vmid, .range_min = u->vmid_min,
+					.range_max = u->vmid_max};
+	if (guest_next_free_vmid(c, &pol, vmid, err) < 0)
+		return -1;
+	if (!wants_clone(j, u, inst)) {
+		if (!u->node && pick_node(c, node, err) < 0)
+			return -1;
+		if (u->node && !(*node = strdup(u->node)))
+			return pve_error_oom(err);
+		const char *from = inst->source.iso.value        ? inst->source.iso.value
+				   : inst->source.ostemplate.value ? inst->source.ostemplate.value
+								   : "nothing";
+		*base = json_object_new_object();
+		if (!*base)
+			return pve_error_oom(err);
+		return plan_add(j, u, strprintf("create %s %d '%s' on %s from %s",
+						u->t == GUEST_QEMU ? "VM" : "container", *vmid,
+						job_subject(j), *node, from));
+	}
+	struct guest_ref src = {0};
+	if (find_source(c, u, inst->source.clone.value, &src, err) < 0)
+		return -1;
+	bool full = u->full || inst->source.full;
+	const char *want = u->node ? u->node : src.node;
+	const char *st = full ? inst->source.storage.value : NULL;
+	bool shared = true;
+	int rc = -1;
+	if (strcmp(want, src.node) != 0 && (!st || storage_shared(c, want, st, &shared, err) < 0))
+		shared = false;
+	if (err->kind != PVE_OK)
+		goto out;
+	if (!(*node = strdup(want))) {
+		pve_error_oom(err);
+		goto out;
+	}
+	bool move = strcmp(want, src.node) != 0 && !shared;
+	if (plan_add(j, u, strprintf("clone VM %d (%s) on %s as VMID %d '%s', %s%s%s", src.vmid,
+				     src.name ? src.name : "?", move ? src.node : want, *vmid,
+				     job_subject(j), full ? "full" : "linked",
+				     st ? " onto " : "", st ? st : "")) < 0)
+		goto out;
+	if (move && plan_add(j, u, strprintf("migrate it offline to %s (storage %s is not shared "
+					     "with %s)", want, st ? st : "?", want)) < 0)
+		goto out;
+	rc = guest_get_config(c, &src, base, err);
+	if (rc == 0) {
+		json_object_object_del(*base, "template");
+		json_object_object_add(*base, "name", json_object_new_string(job_subject(j)));
+		if (plan_clone_disks(*base, *vmid, full, st) < 0)
+			rc = pve_error_oom(err);
+	}
+out:
+	guest_ref_clear(&src);
+	return rc;
+}
+
+/* What up would do, key by key, with reads only: the guest to make (or
+ * the one that exists), its config changes (shown as diff lines), the
+ * disk, the start, inject. The job ends after it (vars "planned"). */
+static int up_plan(struct job *j, struct up_ctx *u, bool exists)
+{
+	struct pve *c = job_pve(j);
+	struct pve_error *err = job_err(j);
+	struct tmpl_kvlist desired = {0};
+	struct cfg_change *ch = NULL;
+	size_t nch = 0;
+	json_object *conf = NULL;
+	char *node = NULL, *disk = NULL;
+	int vmid = u->g.vmid, rc = -1;
+	if (!exists) {
+		struct tmpl_inst probe;
+		if (expand(u, job_subject(j), 0, u->node, &probe, err) < 0)
+			goto out;
+		rc = plan_make(j, u, &probe, &conf, &vmid, &node);
+		tmpl_inst_free(&probe);
+		if (rc < 0)
+			goto out;
+		rc = -1;
+	} else if (!(node = strdup(u->g.node ? u->g.node : "")) ||
+		   guest_get_config(c, &u->g, &conf, err) < 0) {
+		if (!node)
+			pve_error_oom(err);
+		goto out;
+	}
+	if (desired_for(u, job_subject(j), vmid, node, &desired, err) < 0 ||
+	    diff_config(u, conf, &desired, &ch, &nch, err) < 0)
+		goto out;
+	for (size_t i = 0; i < nch; i++)
+		if (add_diff_line(j, u, &ch[i]) < 0) {
+			pve_error_oom(err);
+			goto out;
+		}
+	if (nch == 0 && exists && plan_add(j, u, strdup("leave the config as it is (it matches)")) < 0)
+		goto out;
+	const char *size = tmpl_kvlist_get(&u->sets, "size");
+	if (size) {
+		int cmp = 0;
+		if (!(disk = grow_disk(conf, u->t))) {
+			pve_error_set(err, PVE_ERR_CONFIG, "%s has no disk to resize", job_subject(j));
+			goto out;
+		}
+		if (guest_disk_compare(conf, u->t, disk, size, &cmp, err) < 0)
+			goto out;
+		if (plan_add(j, u, cmp < 0 ? strprintf("grow %s to %s", disk, size)
+				  : cmp == 0 ? strprintf("leave %s at %s", disk, size)
+					     : strprintf("leave %s as it is: larger than %s, and disks "
+							 "never shrink", disk, size)) < 0)
+			goto out;
+	}
+	bool running = exists && u->g.status && strcmp(u->g.status, "running") == 0;
+	if (!u->no_start && !running && plan_add(j, u, strdup("start it and wait for its address")) < 0)
+		goto out;
+	if (wf_up_wants_inject(u->tmpl->n_files, u->no_inject, u->no_start) &&
+	    plan_add(j, u, strprintf("inject the template's %zu guest file section%s over SSH "
+				     "(their diffs: pvagent inject %s --dry-run, once it runs)",
+				     u->tmpl->n_files, u->tmpl->n_files == 1 ? "" : "s",
+				     job_subject(j))) < 0)
+		goto out;
+	if (job_set_bool(j, "planned", true) < 0) {
+		pve_error_oom(err);
+		goto out;
+	}
+	job_summary(j, "plan: %zu step%s, %zu config change%s", u->res->n_plan,
+		    u->res->n_plan == 1 ? "" : "s", nch, nch == 1 ? "" : "s");
+	rc = 0;
+out:
+	json_object_put(conf);
+	cfg_changes_free(ch, nch);
+	tmpl_kvlist_free(&desired);
+	free(node);
+	free(disk);
+	return rc;
+}
+
 /* ---- the table ------------------------------------------------------------------------------------------ */
 
 static const struct job_step_def up_steps[] = {
@@ -1275,6 +1535,7 @@ void wf_result_finish(struct job *j, struct up_result *r)
 	}
 	r->job = job_id(j);
 	r->outcome = job_outcome(j);
+	dup_into(&r->failed_step, job_failed_step(j));
 	dup_into(&r->left, job_left(j));
 	if (r->outcome == JOB_OUT_INTERRUPTED)
 		say_interrupted(j, r, st, n);
@@ -1287,6 +1548,8 @@ void wf_result_finish(struct job *j, struct up_result *r)
 		if (r->outcome == JOB_OUT_INTERRUPTED && r->error.kind == PVE_OK)
 			pve_error_set(&r->error, PVE_ERR_INTERNAL, "interrupted");
 		r->status = UP_FAILED;
+	} else if (pbool(v, "planned")) {
+		r->status = UP_PLANNED;
 	} else if (json_object_object_get_ex(v, "deleted", NULL)) {
 		r->status = pbool(v, "deleted") ? UP_DELETED : UP_ABSENT;
 	} else {

@@ -34,6 +34,14 @@ for t in freebsd-9.0 freebsd-14 ubuntu-9.04 ubuntu-24.04 ubuntu-24.04-ct debian-
 	grep -qE "^$t " <<<"$out" || fail "templates: $t missing"
 done
 
+# No template anywhere: the listing is empty and says where it looked.
+mkdir "$E2E_DIR/no-templates"
+sed "s|^templates = .*|templates = $E2E_DIR/no-templates|" "$E2E_DIR/pvagent.conf" >"$E2E_DIR/empty.conf"
+chmod 600 "$E2E_DIR/empty.conf"
+err=$(pvagent -c "$E2E_DIR/empty.conf" templates 2>&1 >/dev/null) || fail "templates with none: exit $?"
+grep -qF "no templates found; searched: $E2E_DIR/no-templates (set [paths] templates in $E2E_DIR/empty.conf)" <<<"$err" ||
+	fail "empty templates listing does not say where it looked: $err"
+
 rc=0
 pvagent frobnicate 2>/dev/null || rc=$?
 [ $rc = 2 ] || fail "unknown command: exit $rc, want 2"

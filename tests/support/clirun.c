@@ -5,10 +5,15 @@
 #include "sshd.h"
 #include "util.h"
 
+#include <errno.h>
+#include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 int test_write_file(const char *path, const char *text, mode_t mode)
 {
@@ -46,6 +51,66 @@ int test_pvagent(const char *bin, const char *conf, char **out, ...)
 	int rc = test_pvagentv(bin, conf, out, ap);
 	va_end(ap);
 	return rc;
+}
+
+int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, char **out, ...)
+{
+	const char *argv[32] = {bin, "-c", conf};
+	size_t n = 3;
+	va_list ap;
+	va_start(ap, out);
+	for (const char *a; (a = va_arg(ap, const char *));)
+		if (n + 1 < sizeof argv / sizeof argv[0])
+			argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	*out = NULL;
+	struct winsize ws = {.ws_row = 60, .ws_col = cols};
+	int master = -1, slave = -1;
+	if (openpty(&master, &slave, NULL, NULL, &ws) < 0) {
+		fprintf(stderr, "test_pvagent_pty: openpty: %s\n", strerror(errno));
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(master);
+		close(slave);
+		return -1;
+	}
+	if (pid == 0) {
+		close(master);
+		setsid();
+		ioctl(slave, TIOCSCTTY, 0);
+		dup2(slave, 0);
+		dup2(slave, 1);
+		dup2(slave, 2);
+		if (slave > 2)
+			close(slave);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(slave);
+	struct sbuf b = {0};
+	char chunk[4096];
+	for (;;) {
+		ssize_t r = read(master, chunk, sizeof chunk);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) /* EIO: every copy of the slave side is closed */
+			break;
+		if (sbuf_addn(&b, chunk, (size_t)r) < 0)
+			break;
+	}
+	close(master);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	*out = sbuf_steal(&b);
+	if (!*out)
+		*out = strdup("");
+	if (*out && (strstr(*out, "Sanitizer") || strstr(*out, "runtime error")))
+		return -2;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 int simproc_count(struct simproc *sp, const char *method, const char *suffix, int status)

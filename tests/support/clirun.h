@@ -19,6 +19,11 @@ int test_write_file(const char *path, const char *text, mode_t mode);
 int test_pvagent(const char *bin, const char *conf, char **out, ...);
 int test_pvagentv(const char *bin, const char *conf, char **out, va_list ap);
 
+/* The same on a pseudo-terminal of cols columns (stdin, stdout and stderr
+ * are its slave side); *out gets everything written to it, escape
+ * sequences included. */
+int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, char **out, ...);
+
 /* Requests in the simulator's log with method and a path ending in
  * suffix, of status (any when < 0). */
 int simproc_count(struct simproc *sp, const char *method, const char *suffix, int status);

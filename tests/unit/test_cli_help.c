@@ -142,7 +142,7 @@ Test(cli_help, command_help_without_a_config)
 	free(out);
 	free(out2);
 	cr_assert_eq(RUN(&out, "down", "web1", "--help"), 0);
-	cr_assert_not_null(strstr(out, "usage: pvagent down NAME|VMID... [--purge]\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "usage: pvagent down NAME|VMID... [--purge] [--dry-run]\n"), "%s", out);
 	free(out);
 }
 
@@ -205,7 +205,7 @@ Test(cli_help, complete_subcommand)
 	cr_assert_str_eq(out, "");
 	free(out);
 	cr_assert_eq(RUN(&out, "__complete", "options", "down"), 0);
-	cr_assert_str_eq(out, "--purge\n--help\n");
+	cr_assert_str_eq(out, "--purge\n--dry-run\n--help\n");
 	free(out);
 }
 
@@ -233,7 +233,7 @@ Test(cli_help, bash_completion)
 	free(out);
 	out = complete_words("up --");
 	cr_assert_str_eq(out, "--template\n--node\n--vmid\n--storage\n--set\n--var\n--parallel\n"
-			      "--no-start\n--full\n--no-inject\n--help\n");
+			      "--no-start\n--full\n--no-inject\n--retemplate\n--dry-run\n--help\n");
 	free(out);
 	char *w = strprintf("-c %s up web1 -t h", conf);
 	out = complete_words(w);

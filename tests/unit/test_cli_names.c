@@ -235,3 +235,302 @@ Test(cli_names, inject_by_vmid_uses_the_guests_name)
 	free(out);
 	world_free();
 }
+
+/* cli1 was made from clitest (its description says so): up with another
+ * template changes nothing and exits 2; --retemplate converges it. */
+Test(cli_names, up_with_another_template_is_refused_unless_retemplate)
+{
+	world_start("127.0.1.246");
+	char *out = NULL;
+	int rc = pv(&out, "up", "cli1", "-t", "clistatic", "--no-inject", NULL);
+	cr_expect_eq(rc, 2, "%s", out);
+	cr_expect(strstr(out, "was made from template clitest, not clistatic; nothing changed"),
+		  "%s", out);
+	cr_expect(strstr(out, "--retemplate"), "the way out is named: %s", out);
+	free(out);
+	json_object *log = simproc_requests(&cw.sim);
+	cr_expect_eq(simproc_count_requests(log, "PUT", "*/qemu/150/config", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/qemu/150/config", -1), 0);
+	json_object_put(log);
+
+	/* -t twice with different values is a usage error, before anything */
+	rc = pv(&out, "up", "cli1", "-t", "clitest", "-t", "clistatic", NULL);
+	cr_expect_eq(rc, 2, "%s", out);
+	free(out);
+
+	rc = pv(&out, "--json", "up", "cli1", "-t", "clistatic", "--no-inject", "--retemplate",
+		NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	free(out);
+	json_object *d = NULL, *v = NULL;
+	long st = 0;
+	cr_assert_eq(sim_api(&cw.sim, "GET", "/nodes/pve1/qemu/150/config", NULL, &st,
+			     &d), 0);
+	cr_assert_eq(st, 200);
+	cr_assert(json_object_object_get_ex(d, "data", &v) &&
+		  json_object_object_get_ex(v, "description", &v), "%s",
+		  json_object_to_json_string(d));
+	cr_expect(strstr(json_object_get_string(v), "(pvagent template clistatic)"), "%s",
+		  json_object_get_string(v));
+	json_object_put(d);
+	/* and from now on the same template converges it quietly */
+	rc = pv(&out, "up", "cli1", "-t", "clistatic", "--no-inject", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	free(out);
+	world_free();
+}
+
+/* Requests that change something (anything but GET) in the log so far. */
+static int writes(void)
+{
+	json_object *log = simproc_requests(&cw.sim);
+	int n = simproc_count_requests(log, "POST", "*", -1) +
+		simproc_count_requests(log, "PUT", "*", -1) +
+		simproc_count_requests(log, "DELETE", "*", -1);
+	json_object_put(log);
+	return n;
+}
+
+/* up and down --dry-run: the plan, key by key, from reads only; no job
+ * stored. */
+Test(cli_names, dry_run_plans_send_nothing)
+{
+	world_start("127.0.1.247");
+	char *out = NULL;
+	int w0 = writes();
+	int rc = pv(&out, "up", "new1", "-t", "clistatic", "--set", "size=40G", "--dry-run", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "would clone VM 9014 (fbsd-base) on pve1 as VMID "), "%s", out);
+	cr_expect(strstr(out, "would change description: (unset) -> new1: FreeBSD 14.1 (pvagent "
+			      "template clistatic)"), "%s", out);
+	cr_expect(strstr(out, "would grow virtio0 to 40G"), "%s", out);
+	cr_expect(strstr(out, "would start it"), "%s", out);
+	cr_expect(strstr(out, "would inject the template's 1 guest file section over SSH"), "%s",
+		  out);
+	cr_expect(strstr(out, "planned"), "%s", out);
+	free(out);
+	cr_expect_eq(simproc_named(&cw.sim, "new1"), 0);
+
+	/* an existing guest: only the keys that differ; JSON carries the plan */
+	rc = pv(&out, "--json", "up", "cli1", "-t", "clitest", "--set", "cores=3", "--set",
+		"size=8G", "--dry-run", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	json_object *o = final_json(out);
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "status", NULL}),
+			 "planned");
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "changes", "0", NULL}),
+			 "cores: 1 -> 3");
+	cr_expect_null(cli_jpath(o, (const char *const[]){"guests", "0", "changes", "1", NULL}));
+	const char *p0 = cli_jpath(o, (const char *const[]){"guests", "0", "plan", "0", NULL});
+	cr_expect(p0 && strstr(p0, "leave virtio0 as it is: larger than 8G, and disks never "
+				   "shrink"), "%s", out);
+	json_object_put(o);
+	free(out);
+
+	rc = pv(&out, "down", "cli1", "--purge", "--dry-run", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "would shut down VM 150 on pve1"), "%s", out);
+	cr_expect(strstr(out, "would delete VM 150 and its disks, and remove it from backup jobs"),
+		  "%s", out);
+	free(out);
+	cr_expect_eq(simproc_named(&cw.sim, "cli1"), 1);
+	cr_expect_eq(writes(), w0, "a dry run sent a request that changes something");
+	rc = pv(&out, "jobs", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect_null(strstr(out, "cli1"), "a dry run stored a job:\n%s", out);
+	free(out);
+	world_free();
+}
+
+/* ---- the terminal's view ------------------------------------------------ */
+
+/* A tiny terminal: printable bytes, \r, \n, ESC[nA (up), ESC[J (clear to
+ * the end of the screen), ESC[2K (clear the line). rows[] is the screen
+ * (scrollback included); max_live the most lines that looked live ("NAME:
+ * starting", "...%", "... done") on the screen at once, counted before
+ * each erase. */
+struct screen {
+	char **rows;
+	size_t n, row, col;
+	int max_live;
+};
+
+static bool live_looking(const char *line)
+{
+	return strstr(line, ": starting") || strstr(line, "%") || strstr(line, " done");
+}
+
+static void count_live(struct screen *sc)
+{
+	int n = 0;
+	for (size_t i = 0; i < sc->n; i++)
+		n += live_looking(sc->rows[i]);
+	if (n > sc->max_live)
+		sc->max_live = n;
+}
+
+static char *row_at(struct screen *sc, size_t r)
+{
+	while (sc->n <= r) {
+		sc->rows = realloc(sc->rows, (sc->n + 1) * sizeof *sc->rows);
+		cr_assert_not_null(sc->rows);
+		sc->rows[sc->n] = calloc(1, 512);
+		cr_assert_not_null(sc->rows[sc->n]);
+		sc->n++;
+	}
+	return sc->rows[r];
+}
+
+static void render(struct screen *sc, const char *s)
+{
+	memset(sc, 0, sizeof *sc);
+	for (; *s; s++) {
+		if (*s == '\033' && s[1] == '[') {
+			const char *p = s + 2;
+			unsigned long num = strtoul(p, (char **)&p, 10);
+			if (*p == 'A') {
+				sc->row = num > sc->row ? 0 : sc->row - num;
+			} else if (*p == 'J') {
+				count_live(sc);
+				memset(row_at(sc, sc->row) + sc->col, 0, 512 - sc->col);
+				for (size_t i = sc->row + 1; i < sc->n; i++)
+					free(sc->rows[i]);
+				sc->n = sc->row + 1;
+			} else if (*p == 'K') {
+				memset(row_at(sc, sc->row), 0, 512);
+			}
+			s = p;
+			continue;
+		}
+		if (*s == '\r') {
+			sc->col = 0;
+		} else if (*s == '\n') {
+			sc->row++;
+			sc->col = 0;
+			row_at(sc, sc->row);
+		} else if (sc->col < 511) {
+			char *r = row_at(sc, sc->row);
+			r[sc->col++] = *s;
+		}
+	}
+	count_live(sc);
+}
+
+static void screen_free(struct screen *sc)
+{
+	for (size_t i = 0; i < sc->n; i++)
+		free(sc->rows[i]);
+	free(sc->rows);
+}
+
+/* up of two guests at once on a terminal: each has its own live line while
+ * both are in flight, and what stays on the screen is the permanent lines
+ * and the table, nothing half overwritten. */
+Test(cli_names, parallel_progress_on_a_terminal)
+{
+	world_start("127.0.1.248");
+	char *out = NULL;
+	int rc = test_pvagent_pty(cw.bin, cw.conf, 100, &out, "up", "tty1", "tty2", "-t",
+				  "clistatic", "--parallel", "2", "--no-inject", NULL);
+	cr_assert_neq(rc, -2, "sanitizer report:\n%s", out);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "\033[2K"), "live lines are cleared before they are drawn:\n%s", out);
+	struct screen sc;
+	render(&sc, out);
+	cr_expect_geq(sc.max_live, 2, "the two guests never had a live line each:\n%s", out);
+	size_t steps = 0;
+	for (size_t i = 0; i < sc.n; i++) {
+		const char *l = sc.rows[i];
+		cr_expect(!live_looking(l), "a live line stayed on the screen: '%s'", l);
+		cr_expect(!(strstr(l, "tty1") && strstr(l, "tty2")), "a line mixes both: '%s'", l);
+		steps += strncmp(l, "  tty", 5) == 0 && strstr(l, " clone ");
+	}
+	cr_expect_eq(steps, 2, "one clone step line per guest");
+	cr_expect(sc.n >= 3 && strstr(sc.rows[sc.n - 4], "NAME") && strstr(sc.rows[sc.n - 3], "created") &&
+			  strstr(sc.rows[sc.n - 2], "created"),
+		  "the table ends the output:\n%s", out);
+	screen_free(&sc);
+	free(out);
+
+	/* not a terminal: plain lines, no escape sequences */
+	rc = pv(&out, "down", "tty1", "tty2", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect_null(strchr(out, '\033'), "%s", out);
+	free(out);
+	world_free();
+}
+
+/* The members every result has (name, vmid, node, result, exit, error
+ * {kind, message, step}), in each guest of a job command and at the top of
+ * a guest command, on success and on every kind of failure. */
+static void expect_shape(json_object *o, const char *name, const char *result, int exit,
+			 const char *kind, const char *step)
+{
+	const char *s = json_object_to_json_string(o);
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"name", NULL}), name, "%s", s);
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"result", NULL}), result, "%s", s);
+	json_object *v;
+	cr_expect(json_object_object_get_ex(o, "vmid", &v), "%s", s);
+	cr_expect(json_object_object_get_ex(o, "node", &v), "%s", s);
+	cr_expect(json_object_object_get_ex(o, "exit", &v) && json_object_get_int(v) == exit, "%s",
+		  s);
+	cr_assert(json_object_object_get_ex(o, "error", &v), "%s", s);
+	if (!kind) {
+		cr_expect_null(v, "%s", s);
+		return;
+	}
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"error", "kind", NULL}), kind, "%s", s);
+	cr_expect_not_null(cli_jpath(o, (const char *const[]){"error", "message", NULL}), "%s", s);
+	if (step)
+		cr_expect_str_eq(cli_jpath(o, (const char *const[]){"error", "step", NULL}), step,
+				 "%s", s);
+	else
+		cr_expect_null(cli_jpath(o, (const char *const[]){"error", "step", NULL}), "%s", s);
+}
+
+Test(cli_names, json_results_have_one_shape)
+{
+	world_start("127.0.1.249");
+	char *out = NULL;
+	json_object *o, *g;
+	/* success, in a job command's guest list */
+	int rc = pv(&out, "--json", "up", "js1", "-t", "clistatic", "--no-inject", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	o = final_json(out);
+	cr_assert(json_object_object_get_ex(o, "guests", &g));
+	expect_shape(json_object_array_get_idx(g, 0), "js1", "ok", 0, NULL, NULL);
+	json_object_put(o);
+	free(out);
+	/* a PVE failure in a step: the step is named */
+	cr_assert_eq(simproc_fault(&cw.sim, "{\"method\":\"POST\",\"path\":\"/clone$\",\"nth\":1,"
+					    "\"action\":\"status\",\"status\":400}"),
+		     0);
+	rc = pv(&out, "--json", "up", "js2", "-t", "clistatic", "--no-inject", NULL);
+	cr_expect_eq(rc, 1, "%s", out);
+	o = final_json(out);
+	cr_assert(json_object_object_get_ex(o, "guests", &g));
+	expect_shape(json_object_array_get_idx(g, 0), "js2", "error", 1, "bad-request", "clone");
+	json_object_put(o);
+	free(out);
+	/* an unknown guest of a guest command: named at the top */
+	rc = pv(&out, "--json", "virtio", "nosuch", NULL);
+	cr_expect_eq(rc, 1, "%s", out);
+	o = final_json(out);
+	expect_shape(o, "nosuch", "error", 1, "not-found", NULL);
+	json_object_put(o);
+	free(out);
+	/* a job that does not exist; a usage error */
+	rc = pv(&out, "--json", "job", "999", NULL);
+	cr_expect_eq(rc, 1, "%s", out);
+	o = final_json(out);
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"error", "kind", NULL}), "not-found");
+	json_object_put(o);
+	free(out);
+	rc = pv(&out, "--json", "inject", "js1", "--var", "oops", NULL);
+	cr_expect_eq(rc, 2, "%s", out);
+	o = final_json(out);
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"error", "kind", NULL}), "usage");
+	json_object_put(o);
+	free(out);
+	world_free();
+}

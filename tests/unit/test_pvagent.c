@@ -184,8 +184,10 @@ Test(pvagent_cli, up_runs_inject_and_no_inject_skips_it)
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "inject", "failed_step",
 							NULL}),
 			 "connect");
-	const char *err = cli_jpath(o, (const char *const[]){"guests", "0", "error", NULL});
+	const char *err = cli_jpath(o, (const char *const[]){"guests", "0", "error", "message", NULL});
 	cr_expect(err && !strncmp(err, "inject: connect: ", 17), "%s", err ? err : out);
+	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "error", "step", NULL}),
+			 "inject");
 	json_object_put(o);
 	free(out);
 	free(other);

@@ -169,6 +169,24 @@ Test(shipped, ubuntu_2404_scsi_single_iothread)
 	tmpl_free(t);
 }
 
+/* No [ssh] identity, so no ${pubkey}: the message says what to set. */
+Test(shipped, ubuntu_2404_without_a_pubkey_says_to_set_the_identity)
+{
+	struct tmpl *t = load_ok("templates/ubuntu-24.04.tmpl");
+	struct tmpl_kvlist v = {0};
+	struct tmpl_inst in;
+	char *err = NULL;
+	cr_assert_eq(tmpl_kvlist_set(&v, "name", "noble2"), 0);
+	cr_assert_eq(tmpl_kvlist_set(&v, "vmid", "131"), 0);
+	cr_assert_eq(tmpl_expand(t, &v, &in, &err), -1);
+	cr_expect(err && strstr(err, "${pubkey} has no value: set [ssh] identity in pvagent.conf"),
+		  "%s", err ? err : "(none)");
+	cr_expect(err && !strstr(err, "--var pubkey"), "%s", err ? err : "(none)");
+	free(err);
+	tmpl_kvlist_free(&v);
+	tmpl_free(t);
+}
+
 Test(shipped, ubuntu_904_on_ide)
 {
 	struct tmpl *t = load_ok("templates/ubuntu-9.04.tmpl");
