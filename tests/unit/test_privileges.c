@@ -9,6 +9,7 @@
  * which path is missing and what to grant, exits 1, and leaves nothing
  * behind. Guests on 127.0.5.N; needs root (sshd with ChrootDirectory). */
 #include "clirun.h"
+#include "cliworld.h"
 #include "guestenv.h"
 #include "simproc.h"
 #include "util.h"
@@ -181,11 +182,11 @@ TestSuite(privileges, .fini = cleanup, .timeout = 600);
 
 #define SECRET "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 
-/* Start guest 190 (FreeBSD 9.0, IDE, e1000, running) on addr, the
+/* Start guest 190 (fixture, IDE, e1000, running) on addr, the
  * template VM 9014 and the simulator with the README's role, minus drop,
  * for its user and token; pvagent.conf with that token; the shipped
  * template freebsd-14 (up runs with --no-inject: no SSH to the clone). */
-static void world(const char *addr, const char *drop)
+static void world_fx(const char *addr, const char *fixture, const char *drop)
 {
 	if (geteuid() != 0)
 		cr_skip_test("needs root (sshd with ChrootDirectory)");
@@ -196,7 +197,7 @@ static void world(const char *addr, const char *drop)
 	struct pveum p;
 	readme_pveum(&p);
 	cr_assert(p.privsep, "the README's token is privilege-separated (--privsep 1)");
-	struct guestenv_opts go = {.fixture = "freebsd-9.0", .addr = addr};
+	struct guestenv_opts go = {.fixture = fixture, .addr = addr};
 	cr_assert_eq(guestenv_start(&ge, &go), 0, "guest did not start");
 	char *privs = privs_without(p.privs, drop);
 	char *scen = strprintf(
@@ -217,13 +218,13 @@ static void world(const char *addr, const char *drop)
 		" \"virtio0\": \"local-lvm:base-9014-disk-0,size=16G\","
 		" \"net0\": \"virtio=BC:24:11:00:90:14,bridge=vmbr0\"}},\n"
 		"  {\"vmid\": 190, \"node\": \"pve1\", \"type\": \"qemu\", \"status\": \"running\",\n"
-		"   \"fixture\": \"freebsd-9.0\", \"address\": \"%s\", \"root\": \"%s\",\n"
+		"   \"fixture\": \"%s\", \"address\": \"%s\", \"root\": \"%s\",\n"
 		"   \"config\": {\"name\": \"legacy\", \"memory\": \"1024\", \"cores\": 1,"
 		" \"ostype\": \"other\", \"boot\": \"order=ide0;net0\","
 		" \"ide0\": \"local-lvm:vm-190-disk-0,size=16G\","
 		" \"net0\": \"e1000=BC:24:11:00:01:90,bridge=vmbr0\"}}]}\n",
 		p.role, privs, p.token, p.privsep ? "true" : "false", sbuf_str(&p.token_acl), p.user,
-		sbuf_str(&p.user_acl), ge.sd.addr, ge.sd.root);
+		sbuf_str(&p.user_acl), fixture, ge.sd.addr, ge.sd.root);
 	free(privs);
 	const char *etc = ge.sd.etc;
 	char *spath = strprintf("%s/scenario.json", etc), *tdir = strprintf("%s/templates", etc);
@@ -258,6 +259,11 @@ static void world(const char *addr, const char *drop)
 	free(secret);
 	free(tmpl);
 	pveum_free(&p);
+}
+
+static void world(const char *addr, const char *drop)
+{
+	world_fx(addr, "freebsd-9.0", drop);
 }
 
 static void world_stop(void)
@@ -353,9 +359,17 @@ Test(privileges, without_sdn_use_up_is_refused_and_names_the_bridge)
 	cr_expect_eq(simproc_named(&sp, "web1"), 0, "no guest left");
 	rc = pv(&out, "--json", "up", "web1", "-t", "freebsd-14", "--no-inject", NULL);
 	cr_expect_eq(rc, 1);
-	cr_expect(strstr(out, "\"error\":\"POST /nodes/pve1/qemu/9014/clone: Permission check failed "
-			      "(/sdn/zones/localnetwork/vmbr0, SDN.Use) (HTTP 403)\\n  the API token "
-			      "lacks the privilege SDN.Use"), "%s", out);
+	json_object *o = cli_final_json(out);
+	cr_assert_not_null(o, "no final JSON object:\n%s", out);
+	const char *kind = cli_jpath(o, (const char *const[]){"guests", "0", "error", "kind", NULL});
+	const char *msg = cli_jpath(o, (const char *const[]){"guests", "0", "error", "message", NULL});
+	const char *step = cli_jpath(o, (const char *const[]){"guests", "0", "error", "step", NULL});
+	cr_expect(kind && strcmp(kind, "permission") == 0, "%s", out);
+	cr_expect(step && strcmp(step, "clone") == 0, "%s", out);
+	cr_expect(msg && strstr(msg, "Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use) "
+				     "(HTTP 403)\n  the API token lacks the privilege SDN.Use"),
+		  "%s", out);
+	json_object_put(o);
 	free(out);
 	world_stop();
 }
@@ -418,4 +432,20 @@ Test(privileges, each_privilege_of_the_readme_role_is_needed)
 		world_stop();
 		free(w[i]);
 	}
+}
+
+/* --disk-bus virtio-scsi sets scsihw: VM.Config.HWType, which the README
+ * keeps in the role for it. */
+Test(privileges, virtio_scsi_needs_vm_config_hwtype)
+{
+	world_fx("127.0.5.14", "freebsd-14", "VM.Config.HWType");
+	char *out = NULL;
+	int rc = pv(&out, "virtio", "legacy", "--address", ge.sd.addr, "--disk-bus", "virtio-scsi",
+		    NULL);
+	cr_expect_eq(rc, 1, "exit %d\n%s", rc, out);
+	expect_named(out, "/vms/190", "VM.Config.HWType");
+	free(out);
+	expect_key(190, "ide0", "local-lvm:vm-190-disk-0,size=16G");
+	expect_key(190, "scsihw", NULL);
+	world_stop();
 }
