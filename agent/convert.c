@@ -23,6 +23,7 @@
 #include "job.h"
 #include "log.h"
 #include "pvecfg.h"
+#include "pveperm.h"
 #include "pvekeys.h"
 #include "rewrite.h"
 #include "util.h"
@@ -1447,6 +1448,12 @@ static enum step_rc st_preflight(struct job *j)
 		  vbus_name(r->vp.bus));
 	if (q->dry_run)
 		return dry_run(r) < 0 ? step_failed(j, r) : STEP_RC_END;
+	/* every privilege the switch and the rollback need, before anything changes */
+	struct pve_error pe = {0};
+	if (pveperm_check_config(q->pve, r->g.vmid, &r->t.set, r->t.delete_keys, &pe) < 0) {
+		fail_pve(r, &pe, "preflight");
+		return step_failed(j, r);
+	}
 	if (journal_save(&r->j) < 0) {
 		failf(r, 1, "cannot store the journal");
 		return step_failed(j, r);

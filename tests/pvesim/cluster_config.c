@@ -409,18 +409,6 @@ static bool in_list(const char *k, const char *const *list)
 	return false;
 }
 
-/* "net3" with base "net": an index follows. */
-static bool indexed(const char *k, const char *base)
-{
-	size_t n = strlen(base);
-	if (strncmp(k, base, n) != 0 || !k[n])
-		return false;
-	for (const char *p = k + n; *p; p++)
-		if (!isdigit((unsigned char)*p))
-			return false;
-	return true;
-}
-
 /* ---- privileges ---------------------------------------------------------- */
 /* The key groups of qemu-server 8.4's check_vm_modify_config_perm. */
 enum kgroup {
@@ -459,9 +447,9 @@ static enum kgroup qemu_key_group(const char *k)
 	if (is_drive_key(k) || strcmp(k, "cdrom") == 0 || strcmp(k, "tags") == 0)
 		return KG_VALUE;
 	for (size_t i = 0; valued[i]; i++)
-		if (indexed(k, valued[i]))
+		if (key_indexed(k, valued[i]))
 			return KG_VALUE;
-	if (in_list(k, cpu) || indexed(k, "numa"))
+	if (in_list(k, cpu) || key_indexed(k, "numa"))
 		return KG_CPU;
 	if (in_list(k, memory))
 		return KG_MEMORY;
@@ -473,9 +461,9 @@ static enum kgroup qemu_key_group(const char *k)
 		return KG_POWER;
 	if (in_list(k, disk))
 		return KG_DISK;
-	if (indexed(k, "net"))
+	if (key_indexed(k, "net"))
 		return KG_NETWORK;
-	if (in_list(k, ci) || indexed(k, "ipconfig"))
+	if (in_list(k, ci) || key_indexed(k, "ipconfig"))
 		return KG_CLOUDINIT;
 	if (strcmp(k, "vmstate") == 0)
 		return KG_VMSTATE;
@@ -513,14 +501,14 @@ int config_key_perm(const struct sim_req *req, const char *type, int vmid, const
 		if (strcmp(key, "cores") == 0 || strcmp(key, "cpuunits") == 0 ||
 		    strcmp(key, "cpulimit") == 0)
 			return NEED(req, r, vmid, "VM.Config.CPU");
-		if (strcmp(key, "rootfs") == 0 || indexed(key, "mp"))
+		if (strcmp(key, "rootfs") == 0 || key_indexed(key, "mp"))
 			return NEED(req, r, vmid, "VM.Config.Disk");
 		if (strcmp(key, "memory") == 0 || strcmp(key, "swap") == 0)
 			return NEED(req, r, vmid, "VM.Config.Memory");
-		if (indexed(key, "net") || strcmp(key, "nameserver") == 0 ||
+		if (key_indexed(key, "net") || strcmp(key, "nameserver") == 0 ||
 		    strcmp(key, "searchdomain") == 0 || strcmp(key, "hostname") == 0)
 			return NEED(req, r, vmid, "VM.Config.Network");
-		if (indexed(key, "dev")) {
+		if (key_indexed(key, "dev")) {
 			resp_error(r, 403, "Permission check failed (configuring device "
 					   "passthrough is only allowed for root@pam)");
 			return -1;
@@ -626,7 +614,7 @@ static int device_perm(const struct sim_req *req, struct sim_resp *r, int vmid, 
 	if (is_root(req) || !value)
 		return 0;
 	const char *verb = deleting ? "delete" : "set";
-	if (indexed(k, "serial")) {
+	if (key_indexed(k, "serial")) {
 		if (strcmp(value, "socket") == 0)
 			return NEED(req, r, vmid, "VM.Config.HWType");
 		resp_error(r, 500, "only root can %s '%s' config for real devices", verb, k);
@@ -636,21 +624,21 @@ static int device_perm(const struct sim_req *req, struct sim_resp *r, int vmid, 
 	if (!host && !mapping && !strchr(value, '=')) /* "host" is the default key */
 		host = strdup(value);
 	int rc = 0;
-	if (indexed(k, "usb")) {
+	if (key_indexed(k, "usb")) {
 		rc = NEED(req, r, vmid, "VM.Config.HWType");
 		if (rc == 0 && host && strcasecmp(host, "spice") != 0) {
 			resp_error(r, 500, "only root can set '%s' config for real devices", k);
 			rc = -1;
 		}
-	} else if (indexed(k, "hostpci") && host) {
+	} else if (key_indexed(k, "hostpci") && host) {
 		resp_error(r, 500, "only root can set '%s' config for non-mapped devices", k);
 		rc = -1;
-	} else if (indexed(k, "hostpci") || indexed(k, "virtiofs")) {
-		rc = NEED(req, r, vmid, indexed(k, "virtiofs") ? "VM.Config.Disk"
+	} else if (key_indexed(k, "hostpci") || key_indexed(k, "virtiofs")) {
+		rc = NEED(req, r, vmid, key_indexed(k, "virtiofs") ? "VM.Config.Disk"
 							    : "VM.Config.HWType");
 	}
 	if (rc == 0 && mapping) {
-		char *path = strprintf("/mapping/%s/%s", indexed(k, "usb") ? "usb" : "pci", mapping);
+		char *path = strprintf("/mapping/%s/%s", key_indexed(k, "usb") ? "usb" : "pci", mapping);
 		rc = path && priv_check(req, r, path, "Mapping.Use") ? 0 : -1;
 		free(path);
 	}
@@ -662,7 +650,7 @@ static int device_perm(const struct sim_req *req, struct sim_resp *r, int vmid, 
 int config_value_perm(const struct sim_req *req, struct sim_resp *r, const char *type,
 		      int vmid, const char *key, const char *value, bool create)
 {
-	if (indexed(key, "net"))
+	if (key_indexed(key, "net"))
 		return config_bridge_check(req, r, value);
 	if (strcmp(type, "qemu") != 0)
 		return 0;
@@ -673,8 +661,8 @@ int config_value_perm(const struct sim_req *req, struct sim_resp *r, const char 
 		if (host_cdrom && !priv_check(req, r, "/", "Sys.Console"))
 			return -1;
 	}
-	if (create && (indexed(key, "serial") || indexed(key, "usb") || indexed(key, "hostpci") ||
-		       indexed(key, "virtiofs")))
+	if (create && (key_indexed(key, "serial") || key_indexed(key, "usb") || key_indexed(key, "hostpci") ||
+		       key_indexed(key, "virtiofs")))
 		return device_perm(req, r, vmid, key, value, false);
 	return 0;
 }
@@ -689,7 +677,7 @@ static int worker_perm(const struct sim_req *req, struct sim_resp *r, const stru
 		old = cfg_str(g->pending, key);
 	if (strcmp(g->type, "qemu") != 0) {
 		/* pve-container: the old NIC's bridge (check_ct_modify_config_perm) */
-		return indexed(key, "net") && old ? config_bridge_check(req, r, old) : 0;
+		return key_indexed(key, "net") && old ? config_bridge_check(req, r, old) : 0;
 	}
 	if (is_unused_key(key))
 		return NEED(req, r, g->vmid, "VM.Config.Disk");
@@ -698,10 +686,10 @@ static int worker_perm(const struct sim_req *req, struct sim_resp *r, const stru
 				       (newval && config_drive_perm(req, r, g->vmid, newval) < 0)
 			       ? -1
 			       : 0;
-	if (indexed(key, "net"))
+	if (key_indexed(key, "net"))
 		return old ? config_bridge_check(req, r, old) : 0;
-	if (indexed(key, "serial") || indexed(key, "usb") || indexed(key, "hostpci") ||
-	    indexed(key, "virtiofs")) {
+	if (key_indexed(key, "serial") || key_indexed(key, "usb") || key_indexed(key, "hostpci") ||
+	    key_indexed(key, "virtiofs")) {
 		if (old && device_perm(req, r, g->vmid, key, old, !newval) < 0)
 			return -1;
 		return newval ? device_perm(req, r, g->vmid, key, newval, false) : 0;

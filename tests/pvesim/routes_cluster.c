@@ -1,7 +1,8 @@
 /* routes_cluster.c - cluster-wide and node routes: /version, /nodes,
  * /nodes/{node}/status, /cluster/status, /cluster/resources,
  * /cluster/nextid, node storage status and content, HA resources and
- * status, and POST /nodes/{node}/migrateall. */
+ * status, POST /nodes/{node}/migrateall and GET /access/permissions. */
+#include "acl.h"
 #include "cluster.h"
 #include "tasks.h"
 #include "util.h"
@@ -781,6 +782,41 @@ static void route_migrateall(struct cluster *c, const struct sim_req *req,
 	resp_data(r, json_object_new_string(parent->upid));
 }
 
+/* GET /access/permissions (pve-access-control 8): {PATH: {PRIV: 1}} of the
+ * caller, or of userid (the caller itself, or a token of the caller), on
+ * path; without path on "/" and on /vms, /storage, /nodes and /sdn (the
+ * model keeps no list of defined paths). The propagate flags are all 1. */
+static void route_permissions(const struct sim_req *req, struct sim_resp *r)
+{
+	const char *uid = param_str(req, "userid"), *path = param_str(req, "path");
+	const char *me = req->userid;
+	size_t ul = strcspn(me, "!");
+	if (uid && strcmp(uid, me) != 0 &&
+	    !(strncmp(uid, me, ul) == 0 && uid[ul] == '!' && !strchr(me, '!')) &&
+	    !priv_check(req, r, "/access", "Sys.Audit"))
+		return;
+	struct sim_req as = *req;
+	as.userid = uid ? uid : me;
+	json_object *out = json_object_new_object();
+	static const char *const tops[] = {"/", "/vms", "/storage", "/nodes", "/sdn", NULL};
+	const char *one[] = {path, NULL};
+	const char *const *paths = path ? one : tops;
+	for (size_t i = 0; out && paths[i]; i++) {
+		json_object *privs = json_object_new_object();
+		for (int k = 0; privs && acl_priv_name(k); k++)
+			if (priv_has(&as, paths[i], acl_priv_name(k)))
+				json_object_object_add(privs, acl_priv_name(k), json_object_new_int(1));
+		if (privs && (path || json_object_object_length(privs)))
+			json_object_object_add(out, paths[i], privs);
+		else
+			json_object_put(privs);
+	}
+	if (!out)
+		resp_error(r, 500, "out of memory");
+	else
+		resp_data(r, out);
+}
+
 bool routes_cluster(struct cluster *c, const struct sim_req *req,
 		    struct path_parts *pp, struct sim_resp *r)
 {
@@ -793,6 +829,10 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 	}
 	if (n == 1 && get && strcmp(s[0], "nodes") == 0) {
 		route_nodes(c, req, r);
+		return true;
+	}
+	if (n == 2 && get && strcmp(s[0], "access") == 0 && strcmp(s[1], "permissions") == 0) {
+		route_permissions(req, r);
 		return true;
 	}
 	if (n >= 2 && strcmp(s[0], "cluster") == 0) {

@@ -499,3 +499,40 @@ Test(acl, clone_snapshot_and_lists)
 	sim_resp_clear(&r);
 	cluster_free(c);
 }
+
+/* GET /access/permissions: the caller's own privileges on a path, a
+ * privsep token's being the intersection; another user's need Sys.Audit
+ * on /access. */
+Test(acl, access_permissions_route)
+{
+	char *err = NULL;
+	struct cluster *c = world(
+		"\"users\": [{\"id\": \"u@pve\", \"password\": \"p\","
+		" \"acl\": [{\"path\": \"/\", \"role\": \"PVEVMUser\"}]},"
+		" {\"id\": \"v@pve\", \"password\": \"p\", \"privs\": \"VM.Audit\"}],"
+		" \"tokens\": [{\"id\": \"u@pve!t\", \"secret\": \"s\","
+		" \"acl\": [{\"path\": \"/vms\", \"role\": \"PVEVMAdmin\"}]}]",
+		&err);
+	cr_assert_not_null(c, "%s", err ? err : "?");
+	struct sim_resp r;
+	as(c, "u@pve!t", "GET", "/access/permissions", "{\"path\": \"/vms/100\"}", &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	json_object *p = NULL;
+	cr_assert(json_object_object_get_ex(r.data, "/vms/100", &p));
+	cr_expect(json_object_object_get_ex(p, "VM.PowerMgmt", NULL), "both have it");
+	cr_expect_not(json_object_object_get_ex(p, "VM.Allocate", NULL), "only the token has it");
+	sim_resp_clear(&r);
+	as(c, "u@pve", "GET", "/access/permissions", "{\"userid\": \"u@pve!t\", \"path\": \"/\"}",
+	   &r);
+	cr_assert_eq(r.status, 200, "a user may read its tokens'");
+	cr_assert(json_object_object_get_ex(r.data, "/", &p));
+	cr_expect_eq(json_object_object_length(p), 0, "the token has nothing on /");
+	sim_resp_clear(&r);
+	as(c, "v@pve", "GET", "/access/permissions", "{\"userid\": \"u@pve\"}", &r);
+	refused(&r, "Permission check failed (/access, Sys.Audit)");
+	as(c, "v@pve", "GET", "/access/permissions", NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_expect(json_object_object_get_ex(r.data, "/vms", NULL));
+	sim_resp_clear(&r);
+	cluster_free(c);
+}

@@ -287,6 +287,21 @@ static int pv(char **out, ...)
 	return rc;
 }
 
+/* virtio stopped at its preflight: no snapshot, no shutdown, no config
+ * change was sent. */
+static void expect_untouched(void)
+{
+	json_object *log = simproc_requests(&sp);
+	cr_assert_not_null(log);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/snapshot", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/status/shutdown", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "PUT", "*/config", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/config", -1), 0);
+	cr_expect_gt(simproc_count_requests(log, "GET", "/access/permissions", -1), 0,
+		     "asked PVE what the token has");
+	json_object_put(log);
+}
+
 static void expect_key(int vmid, const char *key, const char *want)
 {
 	char *got = simproc_config_key(&sp, vmid, key);
@@ -374,14 +389,17 @@ Test(privileges, without_sdn_use_up_is_refused_and_names_the_bridge)
 	world_stop();
 }
 
-Test(privileges, without_vm_config_disk_virtio_changes_nothing)
+Test(privileges, without_vm_config_disk_virtio_stops_before_changing_anything)
 {
 	world("127.0.5.12", "VM.Config.Disk");
 	char *out = NULL;
 	int rc = pv(&out, "virtio", "legacy", "--address", ge.sd.addr, "--disk-bus", "virtio-blk", NULL);
 	cr_expect_eq(rc, 1, "exit %d\n%s", rc, out);
 	expect_named(out, "/vms/190", "VM.Config.Disk");
+	cr_expect(strstr(out, "preflight: Permission check failed (/vms/190, VM.Config.Disk)"),
+		  "refused before anything changed:\n%s", out);
 	free(out);
+	expect_untouched();
 	expect_key(190, "ide0", "local-lvm:vm-190-disk-0,size=16G");
 	expect_key(190, "net0", "e1000=BC:24:11:00:01:90,bridge=vmbr0");
 	world_stop();
@@ -445,6 +463,7 @@ Test(privileges, virtio_scsi_needs_vm_config_hwtype)
 	cr_expect_eq(rc, 1, "exit %d\n%s", rc, out);
 	expect_named(out, "/vms/190", "VM.Config.HWType");
 	free(out);
+	expect_untouched();
 	expect_key(190, "ide0", "local-lvm:vm-190-disk-0,size=16G");
 	expect_key(190, "scsihw", NULL);
 	world_stop();
