@@ -131,6 +131,9 @@ extern const struct cmd_entry cmd_up_entry, cmd_down_entry, cmd_status_entry;
 void cli_daemon_child_init(void);
 /* ... and at its end this process's PVE request counts (pve_stats). */
 void cli_daemon_child_end(void);
+/* The terminal's width: stdout's, else $COLUMNS (a daemon's child draws
+ * for its client's terminal), else 80. */
+unsigned cli_term_columns(void);
 /* Is our output a terminal (progress redrawn in place)? $PVAGENT_TTY
  * (set by the daemon for its children) wins over isatty(1). */
 bool cli_stdout_tty(void);

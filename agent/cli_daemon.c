@@ -260,7 +260,10 @@ int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct c
 	if (node)
 		json_object_object_add(req, "node", json_object_new_string(node));
 	json_object_object_add(req, "json", json_object_new_boolean(cli->json));
-	json_object_object_add(req, "tty", json_object_new_boolean(!cli->json && cli_stdout_tty()));
+	bool tty = !cli->json && cli_stdout_tty();
+	json_object_object_add(req, "tty", json_object_new_boolean(tty));
+	if (tty) /* the child draws its live lines for our width */
+		json_object_object_add(req, "columns", json_object_new_int((int)cli_term_columns()));
 	json_object_object_add(req, "verbosity", json_object_new_int(cli->verbosity));
 	json_object *ans = NULL;
 	char *err = NULL;

@@ -60,12 +60,14 @@ static void live_erase(struct event_print *pp)
 	}
 }
 
-static size_t term_cols(void)
+unsigned cli_term_columns(void)
 {
 	struct winsize ws;
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10)
 		return ws.ws_col;
-	return 80;
+	const char *c = getenv("COLUMNS");
+	long n = c ? strtol(c, NULL, 10) : 0;
+	return n >= 20 && n <= 1000 ? (unsigned)n : 80;
 }
 
 /* At most max bytes of s, not cutting a UTF-8 sequence. */
@@ -81,7 +83,7 @@ static int cut_len(const char *s, size_t max)
 
 static void live_draw(struct event_print *pp)
 {
-	size_t cols = term_cols() - 1;
+	size_t cols = cli_term_columns() - 1;
 	for (size_t i = 0; i < pp->n_live; i++) {
 		char *line = strprintf("  %s: %s", pp->live[i].name,
 				       pp->live[i].text ? pp->live[i].text : "");

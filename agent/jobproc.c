@@ -95,8 +95,11 @@ int jobproc_start(const struct jobproc_opts *o, const char *const *argv, struct 
 		if (null < 0 || dup2(null, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0 ||
 		    dup2(pv[1], 3) < 0)
 			_exit(127);
+		char cols[16];
+		snprintf(cols, sizeof cols, "%d", o->columns);
 		if (setenv("PVAGENT_EVENT_FD", "3", 1) < 0 ||
-		    setenv("PVAGENT_TTY", o->tty ? "1" : "0", 1) < 0)
+		    setenv("PVAGENT_TTY", o->tty ? "1" : "0", 1) < 0 ||
+		    (o->columns > 0 && setenv("COLUMNS", cols, 1) < 0))
 			_exit(127);
 		execv(o->bin, (char *const *)av);
 		dprintf(2, "pvagentd: cannot run %s: %s\n", o->bin, strerror(errno));

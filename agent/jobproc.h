@@ -20,6 +20,7 @@ struct jobproc_opts {
 	const char *conf;       /* the configuration file */
 	bool json;              /* --json */
 	bool tty;               /* render as on a terminal (PVAGENT_TTY=1) */
+	int columns;            /* > 0: that terminal's width ($COLUMNS) */
 	int verbosity;          /* -v (> 0) or -q (< 0) times */
 };
 

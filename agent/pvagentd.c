@@ -62,6 +62,7 @@ struct djob {
 	char **argv;                 /* NULL-terminated, from the command's name */
 	char *what;                  /* "up web1" for messages */
 	bool json, tty;
+	int columns;           /* the client terminal's width (tty), or 0 */
 	int verbosity;
 	long long resume_id;         /* a "resume ID" command: the job */
 	struct jobproc proc;
@@ -279,6 +280,7 @@ static void start_djob(struct daemon *d, struct djob *j)
 		.conf = d->conf.path,
 		.json = j->json,
 		.tty = j->tty,
+		.columns = j->columns,
 		.verbosity = j->verbosity,
 	};
 	char *err = NULL;
@@ -629,6 +631,8 @@ static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json
 	j->json = get_bool(req, "json");
 	j->tty = get_bool(req, "tty");
 	long long v = 0;
+	if (j->tty && json_int(req, "columns", &v) && v >= 20 && v <= 1000)
+		j->columns = (int)v;
 	if (json_int(req, "verbosity", &v))
 		j->verbosity = v < -3 ? -3 : v > 3 ? 3 : (int)v;
 	j->resume_id = strcmp(argv[0], "resume") == 0 ? jid : 0;

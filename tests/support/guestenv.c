@@ -751,3 +751,21 @@ done:
 	sbuf_free(&raw);
 	return res;
 }
+
+char *guestenv_scenario(const struct guestenv *ge, int vmid, const char *config_members)
+{
+	return strprintf(
+		"{\"pve_version\": \"8.4\", \"cluster_name\": \"t\",\n"
+		" \"nodes\": [{\"name\": \"pve1\", \"cpus\": 8, \"memory_mib\": 32768, \"online\": true,"
+		" \"ip\": \"10.10.0.11\"}],\n"
+		" \"storages\": [{\"id\": \"local-lvm\", \"type\": \"lvmthin\", \"shared\": false,"
+		" \"nodes\": [\"pve1\"], \"content\": \"images,rootdir\", \"size_gib\": 500}],\n"
+		" \"tokens\": [{\"id\": \"root@pam!pvagent\","
+		" \"secret\": \"6b1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\", \"privs\": \"all\"}],\n"
+		" \"users\": [], \"ha\": [], \"faults\": [],\n"
+		" \"guests\": [{\"vmid\": %d, \"node\": \"pve1\", \"type\": \"qemu\","
+		" \"status\": \"running\",\n"
+		"   \"fixture\": \"%s\", \"address\": \"%s\", \"root\": \"%s\",\n"
+		"   \"config\": {%s}}]}\n",
+		vmid, ge->fixture, ge->sd.addr, ge->sd.root, config_members);
+}

@@ -111,4 +111,11 @@ int guestenv_watch_stop(struct guestenv *ge);
  * context pointer). */
 char *guestenv_snapshot(const struct guestenv *ge);
 
+/* A one-node PVE 8.4 scenario (node pve1, storage local-lvm, the token
+ * root@pam!pvagent with every privilege) whose one guest is this fixture:
+ * VMID vmid, qemu, running, at ge's address, its boot model reading ge's
+ * root; config_members the members of its config object (JSON without
+ * the braces). malloc'd; NULL when out of memory. */
+char *guestenv_scenario(const struct guestenv *ge, int vmid, const char *config_members);
+
 #endif

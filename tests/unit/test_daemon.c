@@ -14,6 +14,8 @@
 #include "clirun.h"
 #include "ctl_client.h"
 #include "simproc.h"
+#include "guestenv.h"
+#include "ssh.h"
 #include "sshd.h"
 #include "store.h"
 #include "util.h"
@@ -38,6 +40,7 @@
 
 static struct simproc sim;
 static pid_t daemon_pid = -1, client_pid = -1;
+static struct guestenv ge; /* the virtio test's guest behind sshd */
 
 static void cleanup(void)
 {
@@ -49,6 +52,8 @@ static void cleanup(void)
 			*p[i] = -1;
 		}
 	simproc_stop(&sim);
+	guestenv_watch_stop(&ge);
+	guestenv_stop(&ge);
 }
 
 TestSuite(daemon, .fini = cleanup, .timeout = 240);
@@ -76,7 +81,9 @@ static void write_conf(const struct world *w, unsigned workers, const char *extr
 	free(conf);
 }
 
-static void world_start(struct world *w, double time_scale, unsigned workers, const char *extra)
+/* The world on a scenario file (NULL: the demo's). */
+static void world_start_on(struct world *w, const char *scenario, double time_scale,
+			   unsigned workers, const char *extra)
 {
 	memset(w, 0, sizeof *w);
 	const char *bin = getenv("PVAGENT_BIN"), *dbin = getenv("PVAGENTD_BIN");
@@ -90,7 +97,9 @@ static void world_start(struct world *w, double time_scale, unsigned workers, co
 	char scale[32];
 	snprintf(scale, sizeof scale, "%g", time_scale);
 	const char *args[] = {"--time-scale", scale, NULL};
-	cr_assert_eq(simproc_start(&sim, "tests/pvesim/scenarios/demo.json", args), 0);
+	cr_assert_eq(simproc_start(&sim, scenario ? scenario : "tests/pvesim/scenarios/demo.json",
+				   args),
+		     0);
 	w->tdir = strprintf("%s/templates", w->dir);
 	cr_assert_eq(mkdir(w->tdir, 0755), 0);
 	char *t = strprintf("%s/jobvm.tmpl", w->tdir), *text = NULL;
@@ -108,6 +117,11 @@ static void world_start(struct world *w, double time_scale, unsigned workers, co
 	w->workers = workers;
 	write_conf(w, workers, extra);
 	w->db = store_path(w->dir);
+}
+
+static void world_start(struct world *w, double time_scale, unsigned workers, const char *extra)
+{
+	world_start_on(w, NULL, time_scale, workers, extra);
 }
 
 static char *daemon_log(const struct world *w)
@@ -416,6 +430,31 @@ Test(daemon, up_through_the_daemon_is_the_same_as_in_process)
 	world_free(&w);
 }
 
+/* On a terminal the job's process (the daemon's child) draws the live
+ * lines, cut to the width of the client's terminal. */
+Test(daemon, live_lines_through_the_daemon_fit_the_clients_terminal)
+{
+	static struct world w;
+	world_start(&w, 100, 2, NULL);
+	daemon_start(&w);
+	char *out = NULL;
+	int rc = test_pvagent_pty(w.bin, w.conf, 60, &out, "up", "tty1", "-t", "jobvm", NULL);
+	cr_assert_neq(rc, -2, "sanitizer report:\n%s", out);
+	cr_expect_eq(rc, 0, "%s", out);
+	wait_log(&w, "ticket 1 (up");
+	size_t live = 0;
+	for (const char *p = strstr(out, "\033[2K"); p; p = strstr(p + 1, "\033[2K")) {
+		const char *line = p + 4;
+		size_t n = strcspn(line, "\r\n\033");
+		cr_expect_leq(n, 59, "a live line wider than the terminal: '%.*s'", (int)n, line);
+		live += n > 0;
+	}
+	cr_expect_gt(live, 0, "no live line was drawn:\n%s", out);
+	free(out);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
 Test(daemon, twenty_clients_each_job_once_one_at_a_time_per_guest)
 {
 	static struct world w;
@@ -509,20 +548,27 @@ static int client_end(void)
 	return st;
 }
 
-Test(daemon, sigkill_during_a_clone_then_restart_resumes_without_cloning_again)
+/* SIGKILL the daemon while job 1 runs: the attached client (client_pid)
+ * sees it go, and the job's process dies with it. */
+static void kill_daemon_with_its_job(const struct world *w)
 {
-	static struct world w;
-	world_start(&w, 10, 2, NULL); /* the clone takes seconds */
-	daemon_start(&w);
-	char *outp = up_until_clone(&w, "kill1");
-	pid_t child = job_pid(&w);
+	pid_t child = job_pid(w);
 	cr_assert_gt(child, 0);
 	cr_assert_eq(kill(daemon_pid, SIGKILL), 0);
 	cr_assert_eq(waitpid(daemon_pid, NULL, 0), daemon_pid);
 	daemon_pid = -1;
 	int st = client_end();
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "the client saw the daemon go");
-	wait_gone(child); /* the job's process died with its daemon */
+	wait_gone(child);
+}
+
+Test(daemon, sigkill_during_a_clone_then_restart_resumes_without_cloning_again)
+{
+	static struct world w;
+	world_start(&w, 10, 2, NULL); /* the clone takes seconds */
+	daemon_start(&w);
+	char *outp = up_until_clone(&w, "kill1");
+	kill_daemon_with_its_job(&w);
 	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'running'",
 			    NULL),
 		     1);
@@ -1014,4 +1060,95 @@ Test(daemon, a_window_drains_when_it_opens_and_undrains_when_it_closes)
 	daemon_stop(&w);
 	assert_clean_log(&w);
 	world_free(&w);
+}
+
+/* ---- virtio through the daemon ------------------------------------------------- */
+
+/* A FreeBSD 9.0 guest (VMID 190, IDE + e1000) behind a real sshd on
+ * 127.0.1.230, in a one-node scenario whose boot model reads its files;
+ * [ssh] settings for it in the configuration. */
+static void world_start_virtio(struct world *w)
+{
+	struct guestenv_opts go = {.fixture = "freebsd-9.0", .addr = "127.0.1.230"};
+	cr_assert_eq(guestenv_start(&ge, &go), 0, "the guest did not start");
+	char *scen = guestenv_scenario(&ge, 190,
+				       "\"name\": \"g190\", \"memory\": \"1024\", \"cores\": 1,"
+				       " \"ostype\": \"other\", \"boot\": \"order=ide0;net0\","
+				       " \"ide0\": \"local-lvm:vm-190-disk-0,size=16G\","
+				       " \"net0\": \"e1000=BC:24:11:00:01:90,bridge=vmbr0\"");
+	char *path = strprintf("%s/scenario.json", ge.sd.etc);
+	write_text(path, scen, 0644);
+	struct ssh_opts so = guestenv_ssh_opts(&ge);
+	char *ssh = strprintf("[ssh]\nuser = root\nport = %d\nidentity = %s\nknown_hosts = %s\n"
+			      "host_key_policy = strict\ntimeout = 10s\n",
+			      ge.sd.port, so.identity, ge.known_hosts);
+	world_start_on(w, path, 10, 2, ssh);
+	cr_assert_eq(guestenv_watch_start(&ge), 0, "boot watcher did not start");
+	free(scen);
+	free(path);
+	free(ssh);
+}
+
+static const char *config_value(const char *key)
+{
+	static char buf[256];
+	long st = 0;
+	json_object *d = NULL, *data = NULL, *v = NULL;
+	buf[0] = '\0';
+	if (sim_api(&sim, "GET", "/nodes/pve1/qemu/190/config", NULL, &st, &d) == 0 && st == 200 &&
+	    json_object_object_get_ex(d, "data", &data) &&
+	    json_object_object_get_ex(data, key, &v) && v)
+		snprintf(buf, sizeof buf, "%s", json_object_get_string(v));
+	json_object_put(d);
+	return buf[0] ? buf : NULL;
+}
+
+/* SIGKILL of the daemon while the switch (shutdown, config, start) runs;
+ * a new daemon resumes the job: the guest ends converted or rolled back,
+ * answers SSH, and the snapshot was never taken twice. */
+Test(daemon, sigkill_during_a_virtio_switch_resumes_to_a_reachable_guest)
+{
+	static struct world w;
+	world_start_virtio(&w);
+	daemon_start(&w);
+	char *outp = strprintf("%s/virtio.out", w.dir);
+	const char *args[] = {"virtio", "g190", "--address", ge.sd.addr, NULL};
+	client_pid = bg(&w, outp, args);
+	wait_db(&w,
+		"SELECT count(*) FROM jobs j WHERE id = 1 AND (state IN ('done', 'failed') OR EXISTS (SELECT 1 "
+		"FROM steps WHERE job = 1 AND name = 'switch' AND state = 'running'))",
+		NULL, 1, "the switch began, or the job ended");
+	char *o = NULL;
+	read_file(outp, &o, NULL);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM steps WHERE job = 1 AND name = 'switch' AND "
+				"state = 'running'", NULL),
+		     1, "the job ended before its switch:\n%s", o ? o : "");
+	free(o);
+	kill_daemon_with_its_job(&w);
+
+	daemon_start(&w);
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state IN ('done', 'failed')", NULL,
+		1, "the resumed virtio job ended");
+	wait_log(&w, "job 1 (virtio g190, running): resuming");
+	bool done = db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'", NULL) == 1;
+	if (done) {
+		cr_expect_not_null(config_value("virtio0"), "converted: the disk is on virtio");
+		cr_expect_null(config_value("ide0"), "converted: no IDE disk left");
+	} else {
+		cr_expect_not_null(config_value("ide0"), "rolled back: the disk is on IDE again");
+	}
+	cr_expect_leq(requests("POST", "/qemu/190/snapshot", 200), 1, "the snapshot was taken twice");
+	/* reachable: the guest answers SSH as pvagent connects to it */
+	struct ssh_opts so = guestenv_ssh_opts(&ge);
+	struct ssh_session *ss = NULL;
+	struct ssh_error se = {0};
+	cr_expect_eq(ssh_connect(&so, &ss, &se), 0, "the guest does not answer SSH: %s",
+		     se.msg ? se.msg : "?");
+	ssh_close(ss);
+	ssh_error_clear(&se);
+	daemon_stop(&w);
+	free(outp);
+	cr_assert_eq(guestenv_watch_stop(&ge), 0);
+	world_free(&w);
+	guestenv_stop(&ge);
 }

@@ -1031,21 +1031,11 @@ Test(inject_sim, guest_sshd_follows_the_boot_model)
 	if (access(sim_bin ? sim_bin : "build/san/pvesim", X_OK) < 0)
 		cr_skip_test("no simulator binary (make build/san/pvesim)");
 	start("freebsd-9.0", "127.0.1.60");
-	char *scen = strprintf(
-		"{\"pve_version\": \"8.4\", \"cluster_name\": \"t\",\n"
-		" \"nodes\": [{\"name\": \"pve1\", \"cpus\": 8, \"memory_mib\": 32768, \"online\": true,"
-		" \"ip\": \"10.10.0.11\"}],\n"
-		" \"storages\": [{\"id\": \"local-lvm\", \"type\": \"lvmthin\", \"shared\": false,"
-		" \"nodes\": [\"pve1\"], \"content\": \"images,rootdir\", \"size_gib\": 500}],\n"
-		" \"tokens\": [{\"id\": \"root@pam!pvagent\","
-		" \"secret\": \"6b1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\", \"privs\": \"all\"}],\n"
-		" \"users\": [], \"ha\": [], \"faults\": [],\n"
-		" \"guests\": [{\"vmid\": 190, \"node\": \"pve1\", \"type\": \"qemu\", \"status\": \"running\",\n"
-		"   \"fixture\": \"freebsd-9.0\", \"address\": \"%s\", \"root\": \"%s\",\n"
-		"   \"config\": {\"name\": \"fbsd9\", \"memory\": \"1024\", \"cores\": 1, \"ostype\": \"other\","
-		" \"boot\": \"order=ide0\", \"ide0\": \"local-lvm:vm-190-disk-0,size=16G\","
-		" \"net0\": \"e1000=BC:24:11:00:01:90,bridge=vmbr0\"}}]}\n",
-		ge.sd.addr, ge.sd.root);
+	char *scen = guestenv_scenario(&ge, 190,
+				       "\"name\": \"fbsd9\", \"memory\": \"1024\", \"cores\": 1,"
+				       " \"ostype\": \"other\", \"boot\": \"order=ide0\","
+				       " \"ide0\": \"local-lvm:vm-190-disk-0,size=16G\","
+				       " \"net0\": \"e1000=BC:24:11:00:01:90,bridge=vmbr0\"");
 	char *path = strprintf("%s/scenario.json", ge.sd.etc);
 	cr_assert(scen && path);
 	FILE *f = fopen(path, "w");
