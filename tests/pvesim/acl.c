@@ -404,7 +404,9 @@ static acl_privset own_privs(const struct subject *s, const char *np)
 
 acl_privset acl_privs_at(const struct acl *a, const char *userid, const char *path)
 {
-	if (userid && strcmp(userid, "root@pam") == 0)
+	if (!userid)
+		return 0;
+	if (strcmp(userid, "root@pam") == 0)
 		return all_privs();
 	char *np = normalize(path);
 	const struct subject *s = find_subject(a, userid);

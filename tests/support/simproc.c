@@ -340,7 +340,7 @@ char *simproc_config_key(struct simproc *sp, int vmid, const char *key)
 	char *out = NULL;
 	if (st && json_object_object_get_ex(st, "cluster", &cl) &&
 	    json_object_object_get_ex(cl, "guests", &gs)) {
-		for (size_t i = 0; i < json_object_array_length(gs); i++) {
+		for (size_t i = 0; !out && i < json_object_array_length(gs); i++) {
 			json_object *g = json_object_array_get_idx(gs, i), *v = NULL, *c = NULL;
 			if (json_object_object_get_ex(g, "vmid", &v) && json_object_get_int(v) == vmid &&
 			    json_object_object_get_ex(g, "config", &c) &&
