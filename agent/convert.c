@@ -23,6 +23,7 @@
 #include "job.h"
 #include "log.h"
 #include "pvecfg.h"
+#include "pveperm.h"
 #include "pvekeys.h"
 #include "rewrite.h"
 #include "util.h"
@@ -482,7 +483,10 @@ static int failf(struct run *r, int code, const char *fmt, ...)
 static int fail_pve(struct run *r, struct pve_error *e, const char *what)
 {
 	int code = pve_error_exit_code(e);
-	failf(r, code ? code : 1, "%s: %s", what, e->message ? e->message : "PVE error");
+	char *hint = pve_perm_hint(e->message);
+	failf(r, code ? code : 1, "%s: %s%s", what, e->message ? e->message : "PVE error",
+	      hint ? hint : "");
+	free(hint);
 	pve_error_clear(e);
 	return -1;
 }
@@ -1252,9 +1256,12 @@ static int rollback(struct run *r)
 	free(r->res->failed_step);
 	r->res->failed_step = strdup(was ? was : "?");
 	if (failed) {
-		r->res->error = strprintf("%s failed: %s; then the rollback failed %s: %s",
-					  was ? was : "?", what ? what : "error", failed,
-					  e.message ? e.message : se.kind ? ssh_error_str(&se) : "");
+		const char *why = e.message ? e.message : se.kind ? ssh_error_str(&se) : "";
+		char *hint = pve_perm_hint(e.message ? e.message : what);
+		r->res->error = strprintf("%s failed: %s; then the rollback failed %s: %s%s",
+					  was ? was : "?", what ? what : "error", failed, why,
+					  hint ? hint : "");
+		free(hint);
 		json_object *now = NULL;
 		struct pve_error e2 = {0};
 		if (guest_get_config(r->req->pve, &r->g, &now, &e2) < 0)
@@ -1265,9 +1272,11 @@ static int rollback(struct run *r)
 		r->res->status = CONV_STUCK;
 		r->code = 3;
 	} else {
+		char *hint = pve_perm_hint(what);
 		r->res->error = strprintf("%s failed: %s; rolled back: the guest runs on IDE/e1000 "
-					  "with its original files",
-					  was ? was : "?", what ? what : "error");
+					  "with its original files%s",
+					  was ? was : "?", what ? what : "error", hint ? hint : "");
+		free(hint);
 		r->res->rolled_back = true;
 		r->res->status = CONV_FAILED;
 		r->code = 1;
@@ -1425,6 +1434,12 @@ static enum step_rc st_preflight(struct job *j)
 		  vbus_name(r->vp.bus));
 	if (q->dry_run)
 		return dry_run(r) < 0 ? step_failed(j, r) : STEP_RC_END;
+	/* every privilege the switch and the rollback need, before anything changes */
+	struct pve_error pe = {0};
+	if (pveperm_check_config(q->pve, r->g.vmid, &r->t.set, r->t.delete_keys, &pe) < 0) {
+		fail_pve(r, &pe, "preflight");
+		return step_failed(j, r);
+	}
 	if (journal_save(&r->j) < 0) {
 		failf(r, 1, "cannot store the journal");
 		return step_failed(j, r);

@@ -119,6 +119,41 @@ int pve_error_exit_code(const struct pve_error *e)
 	}
 }
 
+/* PVE's "Permission check failed (PATH, PRIV)" (RPCEnvironment::check; a
+ * check_any names "A|B") in s: the hint that says what is missing and what
+ * to grant, appended to b. 0 when there is none or it was added. */
+static int perm_hint(struct sbuf *b, const char *s)
+{
+	static const char tag[] = "Permission check failed (";
+	const char *p = s ? strstr(s, tag) : NULL;
+	if (!p)
+		return 0;
+	p += sizeof tag - 1;
+	const char *comma = strstr(p, ", "), *end = comma ? strchr(comma, ')') : NULL;
+	if (!comma || !end || memchr(p, ')', (size_t)(comma - p)) || *p != '/')
+		return 0;
+	int path = (int)(comma - p), priv = (int)(end - comma - 2);
+	bool any = memchr(comma, '|', (size_t)(end - comma)) != NULL;
+	return sbuf_addf(b,
+			 "\n  the API token lacks the privilege%s %.*s on %.*s; grant it there (or on a"
+			 " parent path, propagating) to the token and to its user (a token with"
+			 " privilege separation has at most its user's rights): a role with %.*s, e.g."
+			 " pveum role modify PVAgent --append 1 --privs %.*s, and"
+			 " pveum acl modify %.*s --tokens 'USER@REALM!TOKEN' --roles PVAgent plus"
+			 " pveum acl modify %.*s --users USER@REALM --roles PVAgent"
+			 " (README: On a real PVE host)",
+			 any ? " (one of)" : "", priv, comma + 2, path, p, priv, comma + 2,
+			 any ? (int)strcspn(comma + 2, "|") : priv, comma + 2, path, p, path, p);
+}
+
+char *pve_perm_hint(const char *text)
+{
+	struct sbuf b = {0};
+	char *out = perm_hint(&b, text) == 0 && b.len ? sbuf_steal(&b) : NULL;
+	sbuf_free(&b);
+	return out;
+}
+
 char *pve_error_format(const struct pve_error *e)
 {
 	struct sbuf b = {0};
@@ -144,6 +179,10 @@ char *pve_error_format(const struct pve_error *e)
 			sbuf_free(&line);
 		}
 	}
+	if (e->kind == PVE_ERR_PERM || (e->message && strstr(e->message, "Permission check")))
+		rc |= perm_hint(&b, e->message);
+	else if (e->detail)
+		rc |= perm_hint(&b, e->detail);
 	if (e->detail && *e->detail) {
 		rc |= sbuf_add(&b, "\n  task log (last lines):");
 		const char *p = e->detail;

@@ -72,6 +72,12 @@ int pve_error_exit_code(const struct pve_error *e);
  * NULL only when out of memory. */
 char *pve_error_format(const struct pve_error *e);
 
+/* For a text holding PVE's "Permission check failed (PATH, PRIV)": the
+ * line that says which privilege on which path the token lacks and the
+ * pveum lines that grant it ("\n  the API token lacks ..."; malloc'd);
+ * NULL for any other text. pve_error_format adds it itself. */
+char *pve_perm_hint(const char *text);
+
 /* The JSON form: {"kind","http_status","what","message","param_errors",
  * "ambiguous","upid","detail"} (absent members are left out). NULL when
  * out of memory. */

@@ -215,32 +215,22 @@ static bool is_nic_model(const char *s)
 	return false;
 }
 
-static bool indexed(const char *key, const char *base)
-{
-	size_t n = strlen(base);
-	if (strncmp(key, base, n) != 0 || !key[n])
-		return false;
-	for (const char *p = key + n; *p; p++)
-		if (!isdigit((unsigned char)*p))
-			return false;
-	return true;
-}
-
 static bool is_drive_key(enum guest_type t, const char *key)
 {
 	int idx;
 	if (t == GUEST_QEMU)
 		return pvecfg_disk_key(key, &idx) != BUS_NONE || strcmp(key, "efidisk0") == 0 ||
-		       strcmp(key, "tpmstate0") == 0 || indexed(key, "unused");
+		       strcmp(key, "tpmstate0") == 0 || key_indexed(key, "unused");
 	if (t == GUEST_LXC)
-		return strcmp(key, "rootfs") == 0 || indexed(key, "mp") || indexed(key, "unused");
+		return strcmp(key, "rootfs") == 0 || key_indexed(key, "mp") ||
+		       key_indexed(key, "unused");
 	return false;
 }
 
 /* Name of the leading (key-less) element of a property string. */
 static const char *default_key(enum guest_type t, const char *key)
 {
-	if (t == GUEST_QEMU && indexed(key, "net"))
+	if (t == GUEST_QEMU && key_indexed(key, "net"))
 		return "model";
 	if (is_drive_key(t, key))
 		return "file";
@@ -309,7 +299,7 @@ static int normalise(enum guest_type t, const char *key, const char *value, stru
 	struct propstr ps;
 	if (propstr_parse(value, &ps) < 0)
 		return -1;
-	bool net = t == GUEST_QEMU && indexed(key, "net");
+	bool net = t == GUEST_QEMU && key_indexed(key, "net");
 	int rc = 0;
 	for (size_t i = 0; i < ps.n && rc == 0; i++) {
 		const char *k = ps.v[i].key, *v = ps.v[i].value;
@@ -504,7 +494,7 @@ int provision_config_diff(enum guest_type type, json_object *current,
 				goto nomem;
 		}
 		char *newv = NULL;
-		if (type != GUEST_OPENVZ && indexed(key, "net") && cur)
+		if (type != GUEST_OPENVZ && key_indexed(key, "net") && cur)
 			newv = provision_keep_mac(want, cur); /* qemu MAC, lxc hwaddr */
 		else
 			newv = strdup(want);

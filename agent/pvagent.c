@@ -358,14 +358,19 @@ static int cmd_nodes(struct cli *cli, const struct cmd_args *a)
 		struct table *t = table_new(5, hdr);
 		for (size_t i = 0; t && i < json_object_array_length(nodes); i++) {
 			json_object *n = json_object_array_get_idx(nodes, i);
-			char cpu[64], mem[96], used[24], total[24], up[32];
-			snprintf(cpu, sizeof cpu, "%.0f%% of %.0f", num(n, "cpu") * 100,
-				 num(n, "maxcpu"));
-			snprintf(mem, sizeof mem, "%s / %s", out_bytes(used, sizeof used, num(n, "mem")),
-				 out_bytes(total, sizeof total, num(n, "maxmem")));
-			double u = num(n, "uptime");
-			long secs = (long)u;
-			snprintf(up, sizeof up, "%ldd %02ldh", secs / 86400, secs % 86400 / 3600);
+			char cpu[64] = "-", mem[96] = "-", used[24], total[24], up[32] = "-";
+			/* PVE leaves the figures out without Sys.Audit on /nodes/NODE */
+			if (json_object_object_get(n, "maxcpu"))
+				snprintf(cpu, sizeof cpu, "%.0f%% of %.0f", num(n, "cpu") * 100,
+					 num(n, "maxcpu"));
+			if (json_object_object_get(n, "maxmem"))
+				snprintf(mem, sizeof mem, "%s / %s",
+					 out_bytes(used, sizeof used, num(n, "mem")),
+					 out_bytes(total, sizeof total, num(n, "maxmem")));
+			long secs = (long)num(n, "uptime");
+			if (json_object_object_get(n, "uptime"))
+				snprintf(up, sizeof up, "%ldd %02ldh", secs / 86400,
+					 secs % 86400 / 3600);
 			const char *row[] = {json_text(n, "node"), json_text(n, "status"), cpu, mem, up};
 			table_add(t, row);
 		}

@@ -1,6 +1,7 @@
 /* util.c - growable string buffer and whole-file reading (see util.h). */
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -256,4 +257,15 @@ void err_setf(char **err, const char *fmt, ...)
 	*err = rc == 0 ? sbuf_steal(&b) : NULL;
 	if (rc != 0)
 		sbuf_free(&b);
+}
+
+bool key_indexed(const char *key, const char *base)
+{
+	size_t n = strlen(base);
+	if (strncmp(key, base, n) != 0 || !key[n])
+		return false;
+	for (const char *p = key + n; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return false;
+	return true;
 }

@@ -5,6 +5,7 @@
 #define PVAGENT_UTIL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A growable, always NUL-terminated string. Zero-initialise to use:
@@ -54,6 +55,9 @@ int read_small_file(const char *path, size_t max, unsigned flags, char **out, si
 
 /* malloc'd printf; NULL on failure. */
 char *strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A config key of an indexed family: "net3" with base "net" (digits, at
+ * least one, follow). */
+bool key_indexed(const char *key, const char *base);
 /* Replace *err (freed; err may be NULL) with a malloc'd printf message:
  * the one way a "char **err" out-parameter is filled. */
 void err_setf(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -567,7 +567,9 @@ static int find_source(struct pve *c, struct up_ctx *u, const char *clone, struc
 	if (r < 0)
 		return -1;
 	if (r == 0) {
-		pve_error_set(err, PVE_ERR_NOT_FOUND, "template VM '%s' not found in the cluster",
+		pve_error_set(err, PVE_ERR_NOT_FOUND,
+			      "template VM '%s' not found in the cluster (PVE lists only the guests "
+			      "the API token has VM.Audit on: /vms/VMID)",
 			      clone);
 		return -1;
 	}

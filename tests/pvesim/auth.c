@@ -12,7 +12,7 @@
 #include <string.h>
 
 struct ticket {
-	char *ticket, *csrf, *userid, *privs;
+	char *ticket, *csrf, *userid;
 	double issued;
 };
 
@@ -34,7 +34,6 @@ void auth_free(struct auth *a)
 		free(a->v[i].ticket);
 		free(a->v[i].csrf);
 		free(a->v[i].userid);
-		free(a->v[i].privs);
 	}
 	free(a->v);
 	free(a);
@@ -52,8 +51,7 @@ static char *random_b64(size_t nbytes)
 	return s;
 }
 
-int auth_issue(struct auth *a, const char *userid, const char *privs, double now,
-	       char **ticket, char **csrf)
+int auth_issue(struct auth *a, const char *userid, double now, char **ticket, char **csrf)
 {
 	*ticket = *csrf = NULL;
 	if (a->n == a->cap) {
@@ -70,17 +68,15 @@ int auth_issue(struct auth *a, const char *userid, const char *privs, double now
 		.ticket = sig ? strprintf("PVE:%s:%08lX::%s", userid, stamp, sig) : NULL,
 		.csrf = csig ? strprintf("%08lX:%s", stamp, csig) : NULL,
 		.userid = strdup(userid),
-		.privs = strdup(privs),
 		.issued = now,
 	};
 	free(sig);
 	free(csig);
-	if (!t.ticket || !t.csrf || !t.userid || !t.privs ||
+	if (!t.ticket || !t.csrf || !t.userid ||
 	    !(*ticket = strdup(t.ticket)) || !(*csrf = strdup(t.csrf))) {
 		free(t.ticket);
 		free(t.csrf);
 		free(t.userid);
-		free(t.privs);
 		free(*ticket);
 		*ticket = NULL;
 		return -1;
@@ -90,8 +86,7 @@ int auth_issue(struct auth *a, const char *userid, const char *privs, double now
 }
 
 enum auth_ticket_result auth_check_ticket(const struct auth *a, const char *ticket,
-					  double now, const char **userid,
-					  const char **privs, const char **csrf)
+					  double now, const char **userid, const char **csrf)
 {
 	for (size_t i = 0; i < a->n; i++) {
 		const struct ticket *t = &a->v[i];
@@ -100,7 +95,6 @@ enum auth_ticket_result auth_check_ticket(const struct auth *a, const char *tick
 		if (now - t->issued > AUTH_TICKET_LIFETIME || now < t->issued - 300)
 			return AUTH_EXPIRED;
 		*userid = t->userid;
-		*privs = t->privs;
 		*csrf = t->csrf;
 		return AUTH_OK;
 	}

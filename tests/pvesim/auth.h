@@ -13,18 +13,16 @@ struct auth;
 struct auth *auth_new(void);
 void auth_free(struct auth *a);
 
-/* Issue a ticket for userid (privs copied). *ticket and *csrf are
- * malloc'd. Returns 0 or -1 (out of memory). */
-int auth_issue(struct auth *a, const char *userid, const char *privs, double now,
-	       char **ticket, char **csrf);
+/* Issue a ticket for userid. *ticket and *csrf are malloc'd. Returns 0 or
+ * -1 (out of memory). */
+int auth_issue(struct auth *a, const char *userid, double now, char **ticket, char **csrf);
 
 enum auth_ticket_result { AUTH_OK, AUTH_UNKNOWN, AUTH_EXPIRED };
 
-/* Look a ticket up at time now; on AUTH_OK sets the borrowed userid,
- * privs and csrf token. */
+/* Look a ticket up at time now; on AUTH_OK sets the borrowed userid and
+ * csrf token. */
 enum auth_ticket_result auth_check_ticket(const struct auth *a, const char *ticket,
-					  double now, const char **userid,
-					  const char **privs, const char **csrf);
+					  double now, const char **userid, const char **csrf);
 
 /* Split "PVEAPIToken=USER@REALM!NAME=SECRET" into malloc'd id and secret.
  * Returns false if the header is not of that form. */

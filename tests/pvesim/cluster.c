@@ -4,6 +4,7 @@
  * strings, volumes, sizes, config digests, responses, privileges, params. */
 #include "cluster.h"
 
+#include "acl.h"
 #include "bootfacts.h"
 #include "cluster_config.h"
 #include "guestnet.h"
@@ -651,11 +652,11 @@ void resp_data(struct sim_resp *r, json_object *data)
 	r->status = 200;
 }
 
-bool priv_has(const struct sim_req *req, const char *priv)
+bool priv_has(const struct sim_req *req, const char *path, const char *priv)
 {
 	const char *p = req->privs;
 	if (!p)
-		return false;
+		return req->acl && acl_check(req->acl, req->userid, path, priv);
 	if (strcmp(p, "all") == 0)
 		return true;
 	size_t l = strlen(priv);
@@ -675,9 +676,29 @@ bool priv_has(const struct sim_req *req, const char *priv)
 bool priv_check(const struct sim_req *req, struct sim_resp *r,
 		const char *path, const char *priv)
 {
-	if (priv_has(req, priv))
+	if (priv_has(req, path, priv))
 		return true;
 	resp_error(r, 403, "Permission check failed (%s, %s)", path, priv);
+	return false;
+}
+
+bool priv_check_any(const struct sim_req *req, struct sim_resp *r, const char *path,
+		    const char *const *privs)
+{
+	struct sbuf b = {0};
+	for (size_t i = 0; privs[i]; i++) {
+		if (priv_has(req, path, privs[i])) {
+			sbuf_free(&b);
+			return true;
+		}
+		if ((i && sbuf_addc(&b, '|') < 0) || sbuf_add(&b, privs[i]) < 0) {
+			sbuf_free(&b);
+			resp_error(r, 500, "out of memory");
+			return false;
+		}
+	}
+	resp_error(r, 403, "Permission check failed (%s, %s)", path, sbuf_str(&b));
+	sbuf_free(&b);
 	return false;
 }
 
@@ -918,6 +939,13 @@ bool vm_priv_check(const struct sim_req *req, struct sim_resp *r, int vmid,
 	return ok;
 }
 
+bool vm_priv_has(const struct sim_req *req, int vmid, const char *priv)
+{
+	char p[32];
+	snprintf(p, sizeof p, "/vms/%d", vmid);
+	return priv_has(req, p, priv);
+}
+
 struct sim_guest *guest_new(int vmid, const char *type, const char *node)
 {
 	struct sim_guest *g = calloc(1, sizeof(*g));
@@ -1022,7 +1050,6 @@ static void cred_free(struct sim_cred *cr)
 		return;
 	free(cr->id);
 	free(cr->secret);
-	free(cr->privs);
 	free(cr);
 }
 
@@ -1061,6 +1088,7 @@ void cluster_free(struct cluster *c)
 	ptrvec_free(&c->tokens);
 	ptrvec_free(&c->users);
 	ptrvec_free(&c->tasks);
+	acl_free(c->acl);
 	json_object_put(c->ha);
 	json_object_put(c->faults);
 	free(c->scenario_path);
@@ -1144,30 +1172,26 @@ int cluster_pve_major(const struct cluster *c)
 	return c->major;
 }
 
-static bool cred_match(const struct ptrvec *v, const char *id,
-		       const char *secret, const char **privs)
+static bool cred_match(const struct ptrvec *v, const char *id, const char *secret)
 {
 	for (size_t i = 0; id && secret && i < v->n; i++) {
 		const struct sim_cred *cr = v->v[i];
-		if (strcmp(cr->id, id) == 0 && strcmp(cr->secret, secret) == 0) {
-			if (privs)
-				*privs = cr->privs;
+		if (strcmp(cr->id, id) == 0 && strcmp(cr->secret, secret) == 0)
 			return true;
-		}
 	}
 	return false;
 }
 
 bool cluster_check_token(const struct cluster *c, const char *token_id,
-			 const char *secret, const char **privs)
+			 const char *secret)
 {
-	return cred_match(&c->tokens, token_id, secret, privs);
+	return cred_match(&c->tokens, token_id, secret);
 }
 
 bool cluster_check_password(const struct cluster *c, const char *userid,
-			    const char *password, const char **privs)
+			    const char *password)
 {
-	return cred_match(&c->users, userid, password, privs);
+	return cred_match(&c->users, userid, password);
 }
 
 const char *cluster_first_token_id(const struct cluster *c)
@@ -1204,8 +1228,7 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 		local.params = empty = json_object_new_object();
 	if (!local.userid)
 		local.userid = "root@pam";
-	if (!local.privs)
-		local.privs = "";
+	local.acl = c->acl;
 	const struct sim_req *req = &local;
 	qemu_guests_poll(c, req->now);
 	tasks_advance(c, req->now);

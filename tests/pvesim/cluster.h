@@ -78,8 +78,7 @@ struct sim_guest {
 
 struct sim_cred {
 	char *id;
-	char *secret;
-	char *privs;
+	char *secret; /* the token's secret or the user's password */
 };
 
 struct guestnet;
@@ -96,6 +95,7 @@ struct cluster {
 	struct ptrvec guests;   /* struct sim_guest * */
 	struct ptrvec tokens;   /* struct sim_cred * */
 	struct ptrvec users;    /* struct sim_cred * */
+	struct acl *acl;        /* roles and ACL entries of tokens and users */
 	struct ptrvec tasks;    /* struct sim_task * */
 	json_object *ha;        /* array of {sid, state, group, ...} */
 	json_object *faults;    /* scenario faults (array) or NULL */
@@ -180,10 +180,15 @@ void resp_error(struct sim_resp *r, int status, const char *fmt, ...)
 void resp_param_error(struct sim_resp *r, const char *param, const char *fmt,
 		      ...) __attribute__((format(printf, 3, 4)));
 void resp_data(struct sim_resp *r, json_object *data);
-/* False (and 403 set) unless the identity holds priv; path like "/vms/100". */
+/* False (and PVE's 403 "Permission check failed (PATH, PRIV)" set) unless
+ * the identity holds priv on path ("/vms/100", "/storage/local-lvm"). */
 bool priv_check(const struct sim_req *req, struct sim_resp *r,
 		const char *path, const char *priv);
-bool priv_has(const struct sim_req *req, const char *priv);
+bool priv_has(const struct sim_req *req, const char *path, const char *priv);
+/* RPCEnvironment::check_any: one of privs (NULL-terminated) on path, else
+ * 403 "Permission check failed (PATH, A|B)". */
+bool priv_check_any(const struct sim_req *req, struct sim_resp *r, const char *path,
+		    const char *const *privs);
 /* Parameter helpers: string form of a parameter, NULL if absent. */
 const char *param_str(const struct sim_req *req, const char *name);
 /* Boolean parameter (1/0/true/false, JSON bool); def if absent. */
@@ -227,9 +232,10 @@ void jadd_str(json_object *o, const char *key, const char *val); /* NULL: null *
 void jadd_int(json_object *o, const char *key, long long val);
 /* [{key: name}, ...] index answer for a directory-like route. */
 json_object *subdir_index(const char *key, const char *const *names, size_t n);
-/* priv_check on "/vms/VMID". */
+/* priv_check and priv_has on "/vms/VMID". */
 bool vm_priv_check(const struct sim_req *req, struct sim_resp *r, int vmid,
 		   const char *priv);
+bool vm_priv_has(const struct sim_req *req, int vmid, const char *priv);
 /* A new, empty guest record (not yet in the cluster); NULL on failure. */
 struct sim_guest *guest_new(int vmid, const char *type, const char *node);
 /* Remove a guest and every volume it owns (not templates or ISOs). */

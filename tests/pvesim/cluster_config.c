@@ -169,42 +169,6 @@ int config_alloc_drive(struct cluster *c, const struct sim_req *req,
 	return rc;
 }
 
-const char *config_key_priv(const char *type, const char *key, const char *value)
-{
-	(void)type;
-	if (is_drive_key(key) || is_unused_key(key)) {
-		if (value && drive_is_cdrom(value) && !drive_is_cloudinit(value))
-			return "VM.Config.CDROM";
-		return "VM.Config.Disk";
-	}
-	if (strcmp(key, "memory") == 0 || strcmp(key, "balloon") == 0 ||
-	    strcmp(key, "shares") == 0 || strcmp(key, "swap") == 0)
-		return "VM.Config.Memory";
-	if (strncmp(key, "net", 3) == 0 && isdigit((unsigned char)key[3]))
-		return "VM.Config.Network";
-	static const char *const cpu[] = {"cores",	"sockets",  "cpu",
-					  "vcpus",	"cpulimit", "cpuunits",
-					  "numa",	"affinity", NULL};
-	for (size_t i = 0; cpu[i]; i++)
-		if (strcmp(key, cpu[i]) == 0)
-			return "VM.Config.CPU";
-	static const char *const ci[] = {"ciuser",	 "cipassword", "sshkeys",
-					 "nameserver",	 "searchdomain", "citype",
-					 "cicustom",	 "ciupgrade",  NULL};
-	for (size_t i = 0; ci[i]; i++)
-		if (strcmp(key, ci[i]) == 0)
-			return "VM.Config.Cloudinit";
-	if (strncmp(key, "ipconfig", 8) == 0)
-		return "VM.Config.Cloudinit";
-	static const char *const hw[] = {"scsihw", "machine", "bios",	"vga",
-					 "serial0", "usb0",   "hostpci0", "tpmstate0",
-					 "efidisk0", "audio0", "rng0",	   NULL};
-	for (size_t i = 0; hw[i]; i++)
-		if (strcmp(key, hw[i]) == 0)
-			return "VM.Config.HWType";
-	return "VM.Config.Options";
-}
-
 char *config_net_with_mac(const struct sim_guest *g, const char *key,
 			  const char *value)
 {
@@ -445,44 +409,292 @@ static bool in_list(const char *k, const char *const *list)
 	return false;
 }
 
-/* "net3" with base "net": an index follows. */
-static bool indexed(const char *k, const char *base)
+/* ---- privileges ---------------------------------------------------------- */
+/* The key groups of qemu-server 8.4's check_vm_modify_config_perm. */
+enum kgroup {
+	KG_VALUE,     /* drives, cdrom, unusedN, serialN, usbN, hostpciN, virtiofsN,
+			 tags: judged by their values (config_value_perm) */
+	KG_CPU,
+	KG_MEMORY,
+	KG_HWTYPE,
+	KG_OPTIONS,
+	KG_POWER,
+	KG_DISK,
+	KG_NETWORK,
+	KG_CLOUDINIT, /* VM.Config.Cloudinit or VM.Config.Network */
+	KG_VMSTATE,   /* VM.Config.Disk and VM.PowerMgmt */
+	KG_ROOT,      /* in no list: root@pam only ("catches args, lock, etc.") */
+};
+
+static enum kgroup qemu_key_group(const char *k)
 {
-	size_t n = strlen(base);
-	if (strncmp(k, base, n) != 0 || !k[n])
-		return false;
-	for (const char *p = k + n; *p; p++)
-		if (!isdigit((unsigned char)*p))
-			return false;
-	return true;
+	static const char *const cpu[] = {"cores", "cpu", "runningcpu", "cpulimit", "cpuunits",
+					  "numa", "smp", "sockets", "vcpus", NULL};
+	static const char *const memory[] = {"memory", "balloon", "shares", NULL};
+	static const char *const hwtype[] = {"acpi", "hotplug", "kvm", "machine",
+					     "runningmachine", "scsihw", "smbios1", "tablet",
+					     "vga", "watchdog", "audio0", "rng0", NULL};
+	static const char *const general[] = {
+		"agent", "autostart", "bios", "description", "keyboard", "localtime",
+		"migrate_downtime", "migrate_speed", "name", "onboot", "ostype", "protection",
+		"reboot", "startdate", "startup", "tdf", "template", NULL};
+	static const char *const disk[] = {"boot", "bootdisk", "vmstatestorage", NULL};
+	static const char *const ci[] = {"cicustom", "cipassword", "citype", "ciuser",
+					 "ciupgrade", "nameserver", "searchdomain", "sshkeys",
+					 NULL};
+	static const char *const valued[] = {"unused", "serial", "usb", "hostpci", "virtiofs",
+					     NULL};
+	if (is_drive_key(k) || strcmp(k, "cdrom") == 0 || strcmp(k, "tags") == 0)
+		return KG_VALUE;
+	for (size_t i = 0; valued[i]; i++)
+		if (key_indexed(k, valued[i]))
+			return KG_VALUE;
+	if (in_list(k, cpu) || key_indexed(k, "numa"))
+		return KG_CPU;
+	if (in_list(k, memory))
+		return KG_MEMORY;
+	if (in_list(k, hwtype))
+		return KG_HWTYPE;
+	if (in_list(k, general))
+		return KG_OPTIONS;
+	if (strcmp(k, "freeze") == 0)
+		return KG_POWER;
+	if (in_list(k, disk))
+		return KG_DISK;
+	if (key_indexed(k, "net"))
+		return KG_NETWORK;
+	if (in_list(k, ci) || key_indexed(k, "ipconfig"))
+		return KG_CLOUDINIT;
+	if (strcmp(k, "vmstate") == 0)
+		return KG_VMSTATE;
+	return KG_ROOT;
 }
 
-/* qemu-server 8.4 check_vm_modify_config_perm: a key in none of its lists
- * (cpu, memory, hwtype, general, power, disk, network, cloud-init options,
- * drives, unusedN, serialN, usbN, hostpciN, virtiofsN, tags, vmstate) is
- * for root@pam alone ("catches args, lock, etc."). */
 static bool root_only_key(const char *k)
 {
-	static const char *const listed[] = {
-		/* cpu */ "cores", "cpu", "runningcpu", "cpulimit", "cpuunits", "numa", "smp",
-		"sockets", "vcpus",
-		/* memory */ "memory", "balloon", "shares",
-		/* hwtype */ "acpi", "hotplug", "kvm", "machine", "runningmachine", "scsihw",
-		"smbios1", "tablet", "vga", "watchdog", "audio0", "rng0",
-		/* general */ "agent", "autostart", "bios", "description", "keyboard", "localtime",
-		"migrate_downtime", "migrate_speed", "name", "onboot", "ostype", "protection",
-		"reboot", "startdate", "startup", "tdf", "template",
-		/* power, disk, cloud-init */ "freeze", "boot", "bootdisk", "vmstatestorage",
-		"cicustom", "cipassword", "citype", "ciuser", "ciupgrade", "nameserver",
-		"searchdomain", "sshkeys", "vmstate", "tags", "cdrom", NULL};
-	static const char *const families[] = {"unused", "serial", "usb", "hostpci", "virtiofs",
-					       "numa", "net", "ipconfig", NULL};
-	if (is_drive_key(k) || in_list(k, listed))
-		return false;
-	for (size_t i = 0; families[i]; i++)
-		if (indexed(k, families[i]))
-			return false;
-	return true;
+	return qemu_key_group(k) == KG_ROOT;
+}
+
+static bool is_root(const struct sim_req *req)
+{
+	return strcmp(req->userid, "root@pam") == 0;
+}
+
+/* check_vm_perm with all of privs (NULL-terminated) on /vms/VMID. */
+static int vm_need(const struct sim_req *req, struct sim_resp *r, int vmid,
+		   const char *const *privs)
+{
+	for (size_t i = 0; privs[i]; i++)
+		if (!vm_priv_check(req, r, vmid, privs[i]))
+			return -1;
+	return 0;
+}
+#define NEED(req, r, vmid, ...) vm_need(req, r, vmid, (const char *const[]){__VA_ARGS__, NULL})
+
+int config_key_perm(const struct sim_req *req, const char *type, int vmid, const char *key,
+		    struct sim_resp *r)
+{
+	if (is_root(req))
+		return 0;
+	if (strcmp(type, "qemu") != 0) {
+		/* pve-container's check_ct_modify_config_perm */
+		if (strcmp(key, "cores") == 0 || strcmp(key, "cpuunits") == 0 ||
+		    strcmp(key, "cpulimit") == 0)
+			return NEED(req, r, vmid, "VM.Config.CPU");
+		if (strcmp(key, "rootfs") == 0 || key_indexed(key, "mp"))
+			return NEED(req, r, vmid, "VM.Config.Disk");
+		if (strcmp(key, "memory") == 0 || strcmp(key, "swap") == 0)
+			return NEED(req, r, vmid, "VM.Config.Memory");
+		if (key_indexed(key, "net") || strcmp(key, "nameserver") == 0 ||
+		    strcmp(key, "searchdomain") == 0 || strcmp(key, "hostname") == 0)
+			return NEED(req, r, vmid, "VM.Config.Network");
+		if (key_indexed(key, "dev")) {
+			resp_error(r, 403, "Permission check failed (configuring device "
+					   "passthrough is only allowed for root@pam)");
+			return -1;
+		}
+		if (strcmp(key, "tags") == 0 || strcmp(key, "features") == 0 ||
+		    strcmp(key, "hookscript") == 0)
+			return 0; /* not modelled */
+		return NEED(req, r, vmid, "VM.Config.Options");
+	}
+	switch (qemu_key_group(key)) {
+	case KG_CPU: return NEED(req, r, vmid, "VM.Config.CPU");
+	case KG_MEMORY: return NEED(req, r, vmid, "VM.Config.Memory");
+	case KG_HWTYPE: return NEED(req, r, vmid, "VM.Config.HWType");
+	case KG_OPTIONS:
+		if (NEED(req, r, vmid, "VM.Config.Options") < 0)
+			return -1;
+		/* startup changes the host's behaviour */
+		return strcmp(key, "startup") == 0 && !priv_check(req, r, "/", "Sys.Modify") ? -1
+											   : 0;
+	case KG_POWER: return NEED(req, r, vmid, "VM.PowerMgmt");
+	case KG_DISK: return NEED(req, r, vmid, "VM.Config.Disk");
+	case KG_NETWORK: return NEED(req, r, vmid, "VM.Config.Network");
+	case KG_CLOUDINIT: {
+		char p[32];
+		snprintf(p, sizeof p, "/vms/%d", vmid);
+		static const char *const any[] = {"VM.Config.Cloudinit", "VM.Config.Network", NULL};
+		return priv_check_any(req, r, p, any) ? 0 : -1;
+	}
+	case KG_VMSTATE: return NEED(req, r, vmid, "VM.Config.Disk", "VM.PowerMgmt");
+	case KG_VALUE:
+	case KG_ROOT: break; /* KG_ROOT: config_key_check refuses it */
+	}
+	return 0;
+}
+
+/* Each VLAN of a "trunks" list ("10;20-22"), as get_tags_from_trunk. */
+static int trunk_check(const struct sim_req *req, struct sim_resp *r, const char *base,
+		       const char *trunks)
+{
+	const char *p = trunks;
+	while (*p) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+		if (end == p)
+			return 0; /* the schema refuses a bad list */
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long t = a; t <= b && t - a < 4096; t++) {
+			char *path = strprintf("%s/%ld", base, t);
+			bool ok = path && priv_check(req, r, path, "SDN.Use");
+			free(path);
+			if (!ok)
+				return -1;
+		}
+		p = end;
+		while (*p == ';')
+			p++;
+	}
+	return 0;
+}
+
+int config_bridge_check(const struct sim_req *req, struct sim_resp *r, const char *net)
+{
+	if (is_root(req) || !net)
+		return 0;
+	char *bridge = prop_get(net, "bridge"), *tag = prop_get(net, "tag");
+	char *trunks = prop_get(net, "trunks");
+	/* PVE::GuestHelpers::check_vnet_access, zone localnetwork (no SDN) */
+	char *base = strprintf("/sdn/zones/localnetwork/%s", bridge ? bridge : "");
+	int rc = base ? 0 : -1;
+	if (rc == 0 && tag) {
+		char *path = strprintf("%s/%s", base, tag);
+		rc = path && priv_check(req, r, path, "SDN.Use") ? 0 : -1;
+		free(path);
+	}
+	if (rc == 0 && trunks)
+		rc = trunk_check(req, r, base, trunks);
+	if (rc == 0 && !tag && !trunks && !priv_check(req, r, base, "SDN.Use"))
+		rc = -1;
+	free(base);
+	free(bridge);
+	free(tag);
+	free(trunks);
+	return rc;
+}
+
+int config_drive_perm(const struct sim_req *req, struct sim_resp *r, int vmid,
+		      const char *value)
+{
+	if (is_root(req) || !value)
+		return 0;
+	if (drive_is_cloudinit(value))
+		return NEED(req, r, vmid, "VM.Config.Cloudinit", "VM.Config.CDROM");
+	if (drive_is_cdrom(value))
+		return NEED(req, r, vmid, "VM.Config.CDROM");
+	return NEED(req, r, vmid, "VM.Config.Disk");
+}
+
+/* serialN, usbN, hostpciN: the check_*_perm of qemu-server for a value. */
+static int device_perm(const struct sim_req *req, struct sim_resp *r, int vmid, const char *k,
+		       const char *value, bool deleting)
+{
+	if (is_root(req) || !value)
+		return 0;
+	const char *verb = deleting ? "delete" : "set";
+	if (key_indexed(k, "serial")) {
+		if (strcmp(value, "socket") == 0)
+			return NEED(req, r, vmid, "VM.Config.HWType");
+		resp_error(r, 500, "only root can %s '%s' config for real devices", verb, k);
+		return -1;
+	}
+	char *host = prop_get(value, "host"), *mapping = prop_get(value, "mapping");
+	if (!host && !mapping && !strchr(value, '=')) /* "host" is the default key */
+		host = strdup(value);
+	int rc = 0;
+	if (key_indexed(k, "usb")) {
+		rc = NEED(req, r, vmid, "VM.Config.HWType");
+		if (rc == 0 && host && strcasecmp(host, "spice") != 0) {
+			resp_error(r, 500, "only root can set '%s' config for real devices", k);
+			rc = -1;
+		}
+	} else if (key_indexed(k, "hostpci") && host) {
+		resp_error(r, 500, "only root can set '%s' config for non-mapped devices", k);
+		rc = -1;
+	} else if (key_indexed(k, "hostpci") || key_indexed(k, "virtiofs")) {
+		rc = NEED(req, r, vmid, key_indexed(k, "virtiofs") ? "VM.Config.Disk"
+							    : "VM.Config.HWType");
+	}
+	if (rc == 0 && mapping) {
+		char *path = strprintf("/mapping/%s/%s", key_indexed(k, "usb") ? "usb" : "pci", mapping);
+		rc = path && priv_check(req, r, path, "Mapping.Use") ? 0 : -1;
+		free(path);
+	}
+	free(host);
+	free(mapping);
+	return rc;
+}
+
+int config_value_perm(const struct sim_req *req, struct sim_resp *r, const char *type,
+		      int vmid, const char *key, const char *value, bool create)
+{
+	if (key_indexed(key, "net"))
+		return config_bridge_check(req, r, value);
+	if (strcmp(type, "qemu") != 0)
+		return 0;
+	if (is_drive_key(key) && drive_is_cdrom(value) && !drive_is_cloudinit(value)) {
+		char *vol = drive_volid(value);
+		bool host_cdrom = vol && strcmp(vol, "cdrom") == 0;
+		free(vol);
+		if (host_cdrom && !priv_check(req, r, "/", "Sys.Console"))
+			return -1;
+	}
+	if (create && (key_indexed(key, "serial") || key_indexed(key, "usb") || key_indexed(key, "hostpci") ||
+		       key_indexed(key, "virtiofs")))
+		return device_perm(req, r, vmid, key, value, false);
+	return 0;
+}
+
+/* The update worker's checks of qemu-server 8.4, per deleted and set key:
+ * drives (old and new value), unusedN, the old NIC's bridge, devices. */
+static int worker_perm(const struct sim_req *req, struct sim_resp *r, const struct sim_guest *g,
+		       const char *key, const char *newval)
+{
+	const char *old = cfg_str(g->config, key);
+	if (!old)
+		old = cfg_str(g->pending, key);
+	if (strcmp(g->type, "qemu") != 0) {
+		/* pve-container: the old NIC's bridge (check_ct_modify_config_perm) */
+		return key_indexed(key, "net") && old ? config_bridge_check(req, r, old) : 0;
+	}
+	if (is_unused_key(key))
+		return NEED(req, r, g->vmid, "VM.Config.Disk");
+	if (is_drive_key(key))
+		return (old && config_drive_perm(req, r, g->vmid, old) < 0) ||
+				       (newval && config_drive_perm(req, r, g->vmid, newval) < 0)
+			       ? -1
+			       : 0;
+	if (key_indexed(key, "net"))
+		return old ? config_bridge_check(req, r, old) : 0;
+	if (key_indexed(key, "serial") || key_indexed(key, "usb") || key_indexed(key, "hostpci") ||
+	    key_indexed(key, "virtiofs")) {
+		if (old && device_perm(req, r, g->vmid, key, old, !newval) < 0)
+			return -1;
+		return newval ? device_perm(req, r, g->vmid, key, newval, false) : 0;
+	}
+	return 0;
 }
 
 int config_key_check(const struct sim_req *req, const char *type, const char *key,
@@ -595,8 +807,6 @@ int config_update(struct cluster *c, const struct sim_req *req,
 		  struct sim_guest *g, struct sim_resp *r, double *cost,
 		  struct sbuf *log)
 {
-	char vmpath[32];
-	snprintf(vmpath, sizeof(vmpath), "/vms/%d", g->vmid);
 	const char *del = param_str(req, "delete");
 	const char *revert = param_str(req, "revert");
 	bool force = param_bool(req, "force", false);
@@ -618,18 +828,24 @@ int config_update(struct cluster *c, const struct sim_req *req,
 	}
 	for (size_t i = 0; rc == 0 && i < dels.n; i++)
 		if (config_key_check(req, g->type, dels.v[i], true, r) < 0 ||
-		    !priv_check(req, r, vmpath,
-				config_key_priv(g->type, dels.v[i],
-						cfg_str(g->config, dels.v[i]))))
+		    config_key_perm(req, g->type, g->vmid, dels.v[i], r) < 0)
 			rc = -1;
 	if (rc == 0 && req->params) {
 		json_object_object_foreach(req->params, k, v)
 		{
+			(void)v;
 			if (rc == 0 && !is_meta_param(k) &&
 			    (config_key_check(req, g->type, k, false, r) < 0 ||
-			     !priv_check(req, r, vmpath,
-					 config_key_priv(g->type, k,
-							 json_object_get_string(v)))))
+			     config_key_perm(req, g->type, g->vmid, k, r) < 0))
+				rc = -1;
+		}
+	}
+	if (rc == 0 && req->params) {
+		json_object_object_foreach(req->params, k, v)
+		{
+			if (rc == 0 && !is_meta_param(k) &&
+			    config_value_perm(req, r, g->type, g->vmid, k, json_object_get_string(v),
+					      false) < 0)
 				rc = -1;
 		}
 	}
@@ -660,6 +876,17 @@ int config_update(struct cluster *c, const struct sim_req *req,
 		}
 	}
 	/* the worker's checks: a failed task for POST, the error for PUT */
+	for (size_t i = 0; rc == 0 && i < dels.n; i++)
+		if (worker_perm(req, r, g, dels.v[i], NULL) < 0)
+			rc = -2;
+	if (rc == 0 && req->params) {
+		json_object_object_foreach(req->params, k, v)
+		{
+			if (rc == 0 && !is_meta_param(k) &&
+			    worker_perm(req, r, g, k, json_object_get_string(v)) < 0)
+				rc = -2;
+		}
+	}
 	char *werr = rc == 0 && strcmp(g->type, "qemu") == 0 ? boot_order_error(g, req, &dels)
 							      : NULL;
 	if (werr) {

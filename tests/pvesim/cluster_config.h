@@ -19,9 +19,29 @@ int config_alloc_drive(struct cluster *c, const struct sim_req *req,
 		       char **out, double *cost, struct sbuf *log,
 		       struct sim_resp *r);
 
-/* PVE's privilege for changing a key ("VM.Config.Disk", ...). */
-const char *config_key_priv(const char *type, const char *key,
-			    const char *value);
+/* The privileges of a config key, set or deleted, on /vms/VMID, as
+ * qemu-server 8.4's check_vm_modify_config_perm (type "qemu": VM.Config.CPU,
+ * .Memory, .HWType, .Options (+ Sys.Modify on / for startup), .Disk (boot,
+ * bootdisk, vmstatestorage), .Network, .Cloudinit or .Network for the
+ * cloud-init keys, VM.PowerMgmt for freeze; drives and devices are judged
+ * by value, below) and pve-container's check_ct_modify_config_perm. root@pam
+ * passes. 0, or -1 with PVE's 403 in r. */
+int config_key_perm(const struct sim_req *req, const char *type, int vmid, const char *key,
+		    struct sim_resp *r);
+/* SDN.Use for a NIC value: /sdn/zones/localnetwork/BRIDGE, or
+ * .../BRIDGE/TAG for its tag and each VLAN of its trunks (PVE 8
+ * check_vnet_access). 0, or -1 with the 403. */
+int config_bridge_check(const struct sim_req *req, struct sim_resp *r, const char *net);
+/* A drive value's privilege (the update worker's check_drive_perms):
+ * cloud-init VM.Config.Cloudinit and VM.Config.CDROM, a CD-ROM
+ * VM.Config.CDROM, a disk VM.Config.Disk. */
+int config_drive_perm(const struct sim_req *req, struct sim_resp *r, int vmid,
+		      const char *value);
+/* The checks of a key's new value before the worker: the NIC's bridge
+ * (SDN.Use), a host CD-ROM (Sys.Console on /), and at create the serial,
+ * usb, hostpci and virtiofs devices. 0, or -1 with r filled. */
+int config_value_perm(const struct sim_req *req, struct sim_resp *r, const char *type,
+		      int vmid, const char *key, const char *value, bool create);
 
 /* The per-key refusals of a qemu config write or create before any
  * privilege: the keys PVE keeps for itself (parent, snaptime, vmstate,
@@ -38,8 +58,10 @@ int config_key_check(const struct sim_req *req, const char *type, const char *ke
  * Returns 0, or -1 with r filled, or -2 with r filled when the refusal is
  * the worker's in PVE (a qmconfig task failing with r->message for POST):
  * a boot order naming a device that does not exist. Setting "boot:
- * order=..." deletes bootdisk; deleting a disk keeps it. *cost: seconds of
- * storage work. */
+ * order=..." deletes bootdisk; deleting a disk keeps it. Privileges as
+ * qemu-server: config_key_perm and config_value_perm first, then the
+ * worker's per-drive (old and new value) and old-NIC bridge checks, whose
+ * 403 is -2 as well. *cost: seconds of storage work. */
 int config_update(struct cluster *c, const struct sim_req *req,
 		  struct sim_guest *g, struct sim_resp *r, double *cost,
 		  struct sbuf *log);

@@ -1,7 +1,8 @@
 /* routes_cluster.c - cluster-wide and node routes: /version, /nodes,
  * /nodes/{node}/status, /cluster/status, /cluster/resources,
  * /cluster/nextid, node storage status and content, HA resources and
- * status, and POST /nodes/{node}/migrateall. */
+ * status, POST /nodes/{node}/migrateall and GET /access/permissions. */
+#include "acl.h"
 #include "cluster.h"
 #include "tasks.h"
 #include "util.h"
@@ -50,8 +51,10 @@ static long long node_uptime(const struct cluster *c, double now)
 	return (long long)(now - c->boot_time);
 }
 
+/* A node's entry; its figures only with stats (PVE: Sys.Audit on
+ * /nodes/NODE, extract_node_stats). */
 static json_object *node_entry(struct cluster *c, struct sim_node *n,
-			       double now, bool resource)
+			       double now, bool resource, bool stats)
 {
 	json_object *o = json_object_new_object();
 	if (!o)
@@ -62,7 +65,7 @@ static json_object *node_entry(struct cluster *c, struct sim_node *n,
 	jadd_str(o, "type", "node");
 	jadd_str(o, "node", n->name);
 	jadd_str(o, "status", n->online ? "online" : "offline");
-	if (!n->online)
+	if (!n->online || !stats)
 		return o;
 	uint64_t used = node_mem_used(c, n->name);
 	json_object_object_add(o, "cpu", json_object_new_double(0.02));
@@ -85,7 +88,10 @@ static void route_nodes(struct cluster *c, const struct sim_req *req,
 {
 	json_object *arr = json_object_new_array();
 	for (size_t i = 0; arr && i < c->nodes.n; i++) {
-		json_object *o = node_entry(c, c->nodes.v[i], req->now, false);
+		struct sim_node *n = c->nodes.v[i];
+		char *np = strprintf("/nodes/%s", n->name);
+		json_object *o = node_entry(c, n, req->now, false, np && priv_has(req, np, "Sys.Audit"));
+		free(np);
 		if (o)
 			json_object_array_add(arr, o);
 	}
@@ -262,6 +268,17 @@ static json_object *storage_resource(const struct cluster *c,
 	return o;
 }
 
+/* Datastore.Audit or Datastore.AllocateSpace on /storage/SID, as PVE's
+ * storage lists and reads ask. */
+static bool storage_visible(const struct sim_req *req, const char *sid)
+{
+	char *path = strprintf("/storage/%s", sid);
+	bool ok = path && (priv_has(req, path, "Datastore.Audit") ||
+			   priv_has(req, path, "Datastore.AllocateSpace"));
+	free(path);
+	return ok;
+}
+
 static void route_resources(struct cluster *c, const struct sim_req *req,
 			    struct sim_resp *r)
 {
@@ -273,8 +290,9 @@ static void route_resources(struct cluster *c, const struct sim_req *req,
 	}
 	if (!type || strcmp(type, "vm") == 0) {
 		for (size_t i = 0; i < c->guests.n; i++) {
-			if (!priv_has(req, "VM.Audit"))
-				break;
+			if (!vm_priv_has(req, ((struct sim_guest *)c->guests.v[i])->vmid,
+					 "VM.Audit"))
+				continue;
 			json_object *o = vm_resource(c, c->guests.v[i], req->now);
 			if (o)
 				json_object_array_add(arr, o);
@@ -282,19 +300,24 @@ static void route_resources(struct cluster *c, const struct sim_req *req,
 	}
 	if (!type || strcmp(type, "node") == 0) {
 		for (size_t i = 0; i < c->nodes.n; i++) {
-			json_object *o = node_entry(c, c->nodes.v[i], req->now, true);
+			struct sim_node *n = c->nodes.v[i];
+			char *np = strprintf("/nodes/%s", n->name);
+			json_object *o = node_entry(c, n, req->now, true,
+						    np && priv_has(req, np, "Sys.Audit"));
+			free(np);
 			if (o)
 				json_object_array_add(arr, o);
 		}
 	}
-	if ((!type || strcmp(type, "storage") == 0) &&
-	    (priv_has(req, "Datastore.Audit") ||
-	     priv_has(req, "Datastore.AllocateSpace"))) {
+	if (!type || strcmp(type, "storage") == 0) {
 		for (size_t i = 0; i < c->nodes.n; i++) {
 			struct sim_node *n = c->nodes.v[i];
 			for (size_t j = 0; n->online && j < c->storages.n; j++) {
 				struct sim_storage *s = c->storages.v[j];
-				if (!storage_on_node(s, n->name))
+				char *sp = strprintf("/storage/%s", s->id);
+				bool audit = sp && priv_has(req, sp, "Datastore.Audit");
+				free(sp);
+				if (!storage_on_node(s, n->name) || !audit)
 					continue;
 				json_object *o = storage_resource(c, s, n->name);
 				if (o)
@@ -331,12 +354,6 @@ static void route_nextid(struct cluster *c, const struct sim_req *req,
 }
 
 /* ---- storage ------------------------------------------------------------ */
-static bool storage_visible(const struct sim_req *req, const char *sid)
-{
-	(void)sid;
-	return priv_has(req, "Datastore.Audit") ||
-	       priv_has(req, "Datastore.AllocateSpace");
-}
 
 static json_object *storage_status(struct cluster *c, struct sim_storage *s,
 				   const char *node, bool with_id)
@@ -765,6 +782,41 @@ static void route_migrateall(struct cluster *c, const struct sim_req *req,
 	resp_data(r, json_object_new_string(parent->upid));
 }
 
+/* GET /access/permissions (pve-access-control 8): {PATH: {PRIV: 1}} of the
+ * caller, or of userid (the caller itself, or a token of the caller), on
+ * path; without path on "/" and on /vms, /storage, /nodes and /sdn (the
+ * model keeps no list of defined paths). The propagate flags are all 1. */
+static void route_permissions(const struct sim_req *req, struct sim_resp *r)
+{
+	const char *uid = param_str(req, "userid"), *path = param_str(req, "path");
+	const char *me = req->userid;
+	size_t ul = strcspn(me, "!");
+	if (uid && strcmp(uid, me) != 0 &&
+	    !(strncmp(uid, me, ul) == 0 && uid[ul] == '!' && !strchr(me, '!')) &&
+	    !priv_check(req, r, "/access", "Sys.Audit"))
+		return;
+	struct sim_req as = *req;
+	as.userid = uid ? uid : me;
+	json_object *out = json_object_new_object();
+	static const char *const tops[] = {"/", "/vms", "/storage", "/nodes", "/sdn", NULL};
+	const char *one[] = {path, NULL};
+	const char *const *paths = path ? one : tops;
+	for (size_t i = 0; out && paths[i]; i++) {
+		json_object *privs = json_object_new_object();
+		for (int k = 0; privs && acl_priv_name(k); k++)
+			if (priv_has(&as, paths[i], acl_priv_name(k)))
+				json_object_object_add(privs, acl_priv_name(k), json_object_new_int(1));
+		if (privs && (path || json_object_object_length(privs)))
+			json_object_object_add(out, paths[i], privs);
+		else
+			json_object_put(privs);
+	}
+	if (!out)
+		resp_error(r, 500, "out of memory");
+	else
+		resp_data(r, out);
+}
+
 bool routes_cluster(struct cluster *c, const struct sim_req *req,
 		    struct path_parts *pp, struct sim_resp *r)
 {
@@ -777,6 +829,10 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 	}
 	if (n == 1 && get && strcmp(s[0], "nodes") == 0) {
 		route_nodes(c, req, r);
+		return true;
+	}
+	if (n == 2 && get && strcmp(s[0], "access") == 0 && strcmp(s[1], "permissions") == 0) {
+		route_permissions(req, r);
 		return true;
 	}
 	if (n >= 2 && strcmp(s[0], "cluster") == 0) {
@@ -868,8 +924,9 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 		if (!st)
 			return true;
 		char *path = strprintf("/storage/%s", st->id);
-		bool ok = path && (priv_has(req, "Datastore.Audit") ||
-				   priv_check(req, r, path, "Datastore.AllocateSpace"));
+		static const char *const any[] = {"Datastore.Audit", "Datastore.AllocateSpace",
+						  NULL};
+		bool ok = path && priv_check_any(req, r, path, any);
 		free(path);
 		if (!ok)
 			return true;

@@ -121,7 +121,7 @@ static void route_list(struct cluster *c, const struct sim_req *req,
 	for (size_t i = 0; arr && i < c->guests.n; i++) {
 		struct sim_guest *g = c->guests.v[i];
 		if (strcmp(g->type, type) != 0 || strcmp(g->node, node) != 0 ||
-		    !priv_has(req, "VM.Audit"))
+		    !vm_priv_has(req, g->vmid, "VM.Audit"))
 			continue;
 		json_object *o = ct_entry(g, req->now, false);
 		if (o)
@@ -178,6 +178,14 @@ static void route_create(struct cluster *c, const struct sim_req *req,
 	}
 	if (!vm_priv_check(req, r, (int)vmid, "VM.Allocate"))
 		return;
+	json_object_object_foreach(req->params, pk, pv)
+	{
+		if (!openvz && !ct_create_meta(pk) &&
+		    (config_key_perm(req, type, (int)vmid, pk, r) < 0 ||
+		     config_value_perm(req, r, type, (int)vmid, pk, json_object_get_string(pv),
+				       true) < 0))
+			return;
+	}
 	struct sim_guest *old = cluster_guest(c, (int)vmid);
 	if (old) {
 		resp_error(r, 500, "%s %lld already exists on node '%s'",

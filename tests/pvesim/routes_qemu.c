@@ -97,7 +97,7 @@ static void route_list(struct cluster *c, const struct sim_req *req,
 	for (size_t i = 0; arr && i < c->guests.n; i++) {
 		struct sim_guest *g = c->guests.v[i];
 		if (strcmp(g->type, "qemu") != 0 || strcmp(g->node, node) != 0 ||
-		    !priv_has(req, "VM.Audit"))
+		    !vm_priv_has(req, g->vmid, "VM.Audit"))
 			continue;
 		json_object *o = qemu_list_entry(g, req->now);
 		if (o)
@@ -152,7 +152,14 @@ static void route_create(struct cluster *c, const struct sim_req *req,
 	json_object_object_foreach(req->params, ck, cv)
 	{
 		(void)cv;
-		if (!create_meta(ck) && config_key_check(req, "qemu", ck, false, r) < 0)
+		if (!create_meta(ck) && (config_key_check(req, "qemu", ck, false, r) < 0 ||
+					 config_key_perm(req, "qemu", (int)vmid, ck, r) < 0))
+			return;
+	}
+	json_object_object_foreach(req->params, pk, pv)
+	{
+		if (!create_meta(pk) && config_value_perm(req, r, "qemu", (int)vmid, pk,
+							  json_object_get_string(pv), true) < 0)
 			return;
 	}
 	struct sim_guest *old = cluster_guest(c, (int)vmid);
@@ -312,6 +319,47 @@ static int clone_qemu(struct cluster *c, struct sim_guest *src, struct sim_guest
 	return g->qemu && g->address ? 0 : -1;
 }
 
+/* qemu-server's check_storage_access_clone and check_bridge_access for the
+ * source's config: Datastore.AllocateSpace on the storage of every disk
+ * (the target storage, when given), Sys.Console for a host CD-ROM, SDN.Use
+ * on the bridge of every NIC. 0, or -1 with the 403. */
+static int clone_perm(const struct sim_req *req, const struct sim_guest *src,
+		      const char *storage, struct sim_resp *r)
+{
+	if (strcmp(req->userid, "root@pam") == 0)
+		return 0;
+	json_object_object_foreach(src->config, k, v)
+	{
+		const char *val = json_object_get_string(v);
+		if (!val || !is_drive_key(k) || is_unused_key(k))
+			continue;
+		char *vol = drive_volid(val);
+		char *sid = vol && !drive_is_cdrom(val) ? volid_storage(vol) : NULL;
+		char *path = sid ? strprintf("/storage/%s", storage ? storage : sid) : NULL;
+		bool ok = true;
+		if (vol && drive_is_cdrom(val) && strcmp(vol, "cdrom") == 0)
+			ok = priv_check(req, r, "/", "Sys.Console");
+		else if (path)
+			ok = priv_check(req, r, path, "Datastore.AllocateSpace");
+		free(path);
+		free(sid);
+		free(vol);
+		if (!ok)
+			return -1;
+	}
+	const char *vs = cfg_str(src->config, "vmstatestorage");
+	char *vp = vs ? strprintf("/storage/%s", vs) : NULL;
+	bool ok = !vp || priv_check(req, r, vp, "Datastore.AllocateSpace");
+	free(vp);
+	json_object_object_foreach(src->config, nk, nv)
+	{
+		if (ok && strncmp(nk, "net", 3) == 0 && isdigit((unsigned char)nk[3]) &&
+		    config_bridge_check(req, r, json_object_get_string(nv)) < 0)
+			ok = false;
+	}
+	return ok ? 0 : -1;
+}
+
 static void route_clone(struct cluster *c, const struct sim_req *req,
 			struct sim_guest *src, struct sim_resp *r)
 {
@@ -358,12 +406,9 @@ static void route_clone(struct cluster *c, const struct sim_req *req,
 				   storage, dst_node);
 			return;
 		}
-		char *sp = strprintf("/storage/%s", storage);
-		bool ok = sp && priv_check(req, r, sp, "Datastore.AllocateSpace");
-		free(sp);
-		if (!ok)
-			return;
 	}
+	if (clone_perm(req, src, storage, r) < 0)
+		return;
 	/* every disk must be reachable from the target node */
 	json_object_object_foreach(src->config, k0, v0)
 	{
@@ -918,8 +963,13 @@ static void route_resize(struct cluster *c, const struct sim_req *req,
 	char *sid = vol ? volid_storage(vol) : NULL;
 	struct sim_storage *s = sid ? cluster_storage(c, sid) : NULL;
 	double secs = s ? alloc_seconds(s, want - cur) : 0.2;
+	char *sp = sid ? strprintf("/storage/%s", sid) : NULL;
+	bool allowed = !sp || priv_check(req, r, sp, "Datastore.AllocateSpace");
+	free(sp);
 	free(sid);
 	free(vol);
+	if (!allowed)
+		return;
 	if (c->major >= 8) {
 		struct sim_task *t = guest_task(c, req, g, "resize", secs + 0.2);
 		if (t) {
@@ -1144,7 +1194,11 @@ static void route_snapshots(struct cluster *c, const struct sim_req *req,
 		resp_error(r, 501, "Method '%s %s' not implemented", req->method, req->path);
 		return;
 	}
-	if (!vm_priv_check(req, r, g->vmid, "VM.Snapshot"))
+	static const char *const rollback_any[] = {"VM.Snapshot", "VM.Snapshot.Rollback", NULL};
+	char vp[32];
+	snprintf(vp, sizeof vp, "/vms/%d", g->vmid);
+	if (strcmp(op, "rollback") == 0 ? !priv_check_any(req, r, vp, rollback_any)
+					: !vm_priv_check(req, r, g->vmid, "VM.Snapshot"))
 		return;
 	if (!name) {
 		resp_param_error(r, "snapname", "property is missing and it is not optional");

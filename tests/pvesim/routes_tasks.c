@@ -2,6 +2,7 @@
  * .../status, .../log, DELETE .../tasks/{upid}, GET /cluster/tasks. */
 #include "cluster.h"
 #include "tasks.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,21 @@ static bool task_owned(const struct sim_req *req, const struct sim_task *t)
 	const char *bang = strchr(u, '!');
 	return bang && strlen(t->user) == (size_t)(bang - u) &&
 	       strncmp(t->user, u, (size_t)(bang - u)) == 0;
+}
+
+/* The task's owner, or priv (Sys.Audit to read, Sys.Modify to stop) on
+ * /nodes/NODE of the task's node. r: answer the 403, or NULL to ask. */
+static bool task_allowed(const struct sim_req *req, const struct sim_task *t,
+			 const char *priv, struct sim_resp *r)
+{
+	if (task_owned(req, t))
+		return true;
+	char *path = strprintf("/nodes/%s", t->node);
+	bool ok = path && (r ? priv_check(req, r, path, priv) : priv_has(req, path, priv));
+	if (!path && r)
+		resp_error(r, 500, "out of memory");
+	free(path);
+	return ok;
 }
 
 static json_object *task_list_entry(const struct sim_task *t)
@@ -60,7 +76,6 @@ static void list_tasks(struct cluster *c, const struct sim_req *req,
 	long long start = param_int(req, "start", 0);
 	long long limit = param_int(req, "limit", 50);
 	bool errors = param_bool(req, "errors", false);
-	bool audit = priv_has(req, "Sys.Audit");
 	if (!source)
 		source = "archive";
 	struct ptrvec sel = {0};
@@ -93,7 +108,7 @@ static void list_tasks(struct cluster *c, const struct sim_req *req,
 			if (!strstr(statusfilter, cls))
 				continue;
 		}
-		if (!audit && !task_owned(req, t))
+		if (!task_allowed(req, t, "Sys.Audit", NULL))
 			continue;
 		if (ptrvec_push(&sel, t) < 0) {
 			ptrvec_free(&sel);
@@ -149,7 +164,7 @@ static struct sim_task *lookup(struct cluster *c, const struct sim_req *req,
 		}
 		return NULL;
 	}
-	if (!task_owned(req, t) && !priv_check(req, r, "/nodes", "Sys.Audit"))
+	if (!task_allowed(req, t, "Sys.Audit", r))
 		return NULL;
 	return t;
 }
@@ -210,7 +225,7 @@ bool routes_tasks(struct cluster *c, const struct sim_req *req,
 		for (size_t i = 0; i < c->tasks.n; i++) {
 			struct sim_task *t = c->tasks.v[i];
 			if (t->started &&
-			    (priv_has(req, "Sys.Audit") || task_owned(req, t)) &&
+			    task_allowed(req, t, "Sys.Audit", NULL) &&
 			    ptrvec_push(&sel, t) < 0)
 				break;
 		}
@@ -244,7 +259,7 @@ bool routes_tasks(struct cluster *c, const struct sim_req *req,
 		return true;
 	}
 	if (pp->n == 4 && strcmp(req->method, "DELETE") == 0) {
-		if (!task_owned(req, t) && !priv_check(req, r, "/nodes", "Sys.Modify"))
+		if (!task_allowed(req, t, "Sys.Modify", r))
 			return true;
 		task_stop(c, t, req->now);
 		resp_data(r, NULL);

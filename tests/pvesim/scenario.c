@@ -2,6 +2,7 @@
  * scenario.h). Every refusal names the file and the JSON path at fault. */
 #include "scenario.h"
 
+#include "acl.h"
 #include "qemu_guest.h"
 #include "util.h"
 
@@ -457,28 +458,118 @@ static int load_storages(struct sctx *x, json_object *arr)
 	return 0;
 }
 
-/* ---- credentials -------------------------------------------------------- */
+/* ---- credentials and permissions (acl.h) ------------------------------- */
+/* An acl.h refusal (err, malloc'd and freed here; NULL: out of memory)
+ * at jpath: -1. */
+static int acl_fail(struct sctx *x, const char *jpath, char *err)
+{
+	int rc = err ? sfail(x, jpath, "%s", err) : -1;
+	free(err);
+	return rc;
+}
+
+/* Top-level "roles": {"NAME": "Priv.One,Priv.Two"}. */
+static int load_roles(struct sctx *x, json_object *o)
+{
+	json_object_object_foreach(o, name, v)
+	{
+		char *p = jp("$.roles", ".%s", name);
+		int rc = p ? 0 : -1;
+		char *err = NULL;
+		if (rc == 0 && !json_object_is_type(v, json_type_string))
+			rc = sfail(x, p, "must be a string of privileges, not %s", type_name(v));
+		else if (rc == 0 && acl_add_role(x->c->acl, name, json_object_get_string(v),
+						 &err) < 0)
+			rc = acl_fail(x, p, err);
+		free(p);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A credential's "acl": [{"path", "role", "propagate"}], as pveum acl
+ * modify (propagate defaults to true). */
+static int load_acl(struct sctx *x, json_object *arr, const char *id, const char *path)
+{
+	static const char *const keys[] = {"path", "role", "propagate", NULL};
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		char *p = jp(path, ".acl[%zu]", i);
+		if (!p)
+			return -1;
+		json_object *o = json_object_array_get_idx(arr, i), *ap, *role, *prop;
+		int rc = 0;
+		char *err = NULL;
+		if (!json_object_is_type(o, json_type_object))
+			rc = sfail(x, p, "must be an object, not %s", type_name(o));
+		if (rc == 0)
+			rc = check_keys(x, o, p, keys);
+		if (rc == 0 && (member(x, o, p, "path", json_type_string, true, &ap) < 0 ||
+				member(x, o, p, "role", json_type_string, true, &role) < 0 ||
+				member(x, o, p, "propagate", json_type_boolean, false, &prop) < 0))
+			rc = -1;
+		if (rc == 0 && acl_grant(x->c->acl, id, json_object_get_string(ap),
+					 json_object_get_string(role),
+					 prop ? json_object_get_boolean(prop) : true, &err) < 0)
+			rc = acl_fail(x, p, err);
+		free(p);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The permissions of one credential: its "acl", and "privs", the shorthand
+ * for those privileges on "/" propagating ("all" when neither is given);
+ * tokens are privilege-separated unless "privsep": false. */
+static int load_perms(struct sctx *x, json_object *o, const char *id, bool token,
+		      const char *p)
+{
+	json_object *pv, *acl, *ps = NULL;
+	char *err = NULL;
+	if (member(x, o, p, "privs", json_type_string, false, &pv) < 0 ||
+	    member(x, o, p, "acl", json_type_array, false, &acl) < 0 ||
+	    (token && member(x, o, p, "privsep", json_type_boolean, false, &ps) < 0))
+		return -1;
+	if (acl_add_subject(x->c->acl, id, token ? !ps || json_object_get_boolean(ps) : false,
+			    &err) < 0)
+		return acl_fail(x, p, err);
+	acl_privset set;
+	int rc = 0;
+	if (pv || !acl) {
+		char *pp = jp(p, ".privs");
+		if (!pp)
+			rc = -1;
+		else if (acl_parse_privs(pv ? json_object_get_string(pv) : "all", &set, &err) < 0 ||
+			 acl_grant_privs(x->c->acl, id, "/", set, true, &err) < 0)
+			rc = acl_fail(x, pp, err);
+		free(pp);
+	}
+	if (rc == 0 && acl)
+		rc = load_acl(x, acl, id, p);
+	return rc;
+}
+
 static int load_creds(struct sctx *x, json_object *arr, const char *what,
 		      struct ptrvec *out)
 {
 	bool token = strcmp(what, "tokens") == 0;
-	static const char *const tkeys[] = {"id", "secret", "privs", NULL};
-	static const char *const ukeys[] = {"id", "password", "privs", NULL};
+	static const char *const tkeys[] = {"id", "secret", "privs", "privsep", "acl", NULL};
+	static const char *const ukeys[] = {"id", "password", "privs", "acl", NULL};
 	const char *skey = token ? "secret" : "password";
 	size_t n = json_object_array_length(arr);
 	for (size_t i = 0; i < n; i++) {
 		char *p = jp("$.", "%s[%zu]", what, i);
 		if (!p)
 			return -1;
-		json_object *o = json_object_array_get_idx(arr, i), *id, *sec, *pv;
+		json_object *o = json_object_array_get_idx(arr, i), *id, *sec;
 		int rc = 0;
 		if (!json_object_is_type(o, json_type_object))
 			rc = sfail(x, p, "must be an object, not %s", type_name(o));
 		if (rc == 0)
 			rc = check_keys(x, o, p, token ? tkeys : ukeys);
 		if (rc == 0 && (member(x, o, p, "id", json_type_string, true, &id) < 0 ||
-				member(x, o, p, skey, json_type_string, true, &sec) < 0 ||
-				member(x, o, p, "privs", json_type_string, false, &pv) < 0))
+				member(x, o, p, skey, json_type_string, true, &sec) < 0))
 			rc = -1;
 		if (rc == 0) {
 			const char *ids = json_object_get_string(id);
@@ -494,6 +585,8 @@ static int load_creds(struct sctx *x, json_object *arr, const char *what,
 			if (rc == 0 && !*json_object_get_string(sec))
 				rc = sfail(x, p, "%s must not be empty", skey);
 		}
+		if (rc == 0)
+			rc = load_perms(x, o, json_object_get_string(id), token, p);
 		if (rc == 0) {
 			struct sim_cred *cr = calloc(1, sizeof(*cr));
 			if (!cr) {
@@ -501,12 +594,9 @@ static int load_creds(struct sctx *x, json_object *arr, const char *what,
 			} else {
 				cr->id = strdup(json_object_get_string(id));
 				cr->secret = strdup(json_object_get_string(sec));
-				cr->privs = strdup(pv ? json_object_get_string(pv) : "all");
-				if (!cr->id || !cr->secret || !cr->privs ||
-				    ptrvec_push(out, cr) < 0) {
+				if (!cr->id || !cr->secret || ptrvec_push(out, cr) < 0) {
 					free(cr->id);
 					free(cr->secret);
-					free(cr->privs);
 					free(cr);
 					rc = -1;
 				}
@@ -1008,7 +1098,7 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 	else if (!json_object_is_type(root, json_type_object))
 		rc = sfail(&x, "$", "must be an object, not %s", type_name(root));
 	static const char *const keys[] = {"pve_version", "cluster_name", "nodes",
-					   "storages",    "tokens",	  "users",
+					   "storages",    "tokens",	  "users",	"roles",
 					   "guests",	  "ha",		  "faults",
 					   NULL};
 	json_object *v;
@@ -1042,6 +1132,13 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 	if (rc == 0) {
 		int has = member(&x, root, "$", "storages", json_type_array, false, &v);
 		if (has < 0 || (has && load_storages(&x, v) < 0))
+			rc = -1;
+	}
+	if (rc == 0 && !(c->acl = acl_new()))
+		rc = -1;
+	if (rc == 0) {
+		int has = member(&x, root, "$", "roles", json_type_object, false, &v);
+		if (has < 0 || (has && load_roles(&x, v) < 0))
 			rc = -1;
 	}
 	if (rc == 0) {

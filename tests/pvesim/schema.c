@@ -12,6 +12,8 @@
  * schema_find/schema_check may run concurrently on several threads. */
 #include "schema.h"
 
+#include "acl.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -931,24 +933,8 @@ static char *f_hotplug(struct ctx *c, const char *v)
 
 static char *f_priv(struct ctx *c, const char *v)
 {
-	/* PVE 8.4 privileges (PVE::AccessControl) */
-	static const char *const p[] = {
-		"Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.AllocateTemplate",
-		"Datastore.Audit", "Group.Allocate", "Mapping.Audit", "Mapping.Modify",
-		"Mapping.Use", "Permissions.Modify", "Pool.Allocate", "Pool.Audit",
-		"Realm.Allocate", "Realm.AllocateUser", "SDN.Allocate", "SDN.Audit",
-		"SDN.Use", "Sys.AccessNetwork", "Sys.Audit", "Sys.Console", "Sys.Incoming",
-		"Sys.Modify", "Sys.PowerMgmt", "Sys.Syslog", "User.Modify", "VM.Allocate",
-		"VM.Audit", "VM.Backup", "VM.Clone", "VM.Config.CDROM", "VM.Config.CPU",
-		"VM.Config.Cloudinit", "VM.Config.Disk", "VM.Config.HWType",
-		"VM.Config.Memory", "VM.Config.Network", "VM.Config.Options", "VM.Console",
-		"VM.GuestAgent.Audit", "VM.GuestAgent.FileRead", "VM.GuestAgent.FileSystemMgmt",
-		"VM.GuestAgent.FileWrite", "VM.GuestAgent.Unrestricted", "VM.Migrate",
-		"VM.Monitor", "VM.PowerMgmt", "VM.Snapshot", "VM.Snapshot.Rollback", NULL};
-	for (const char *const *q = p; *q; q++)
-		if (strcmp(*q, v) == 0)
-			return NULL;
-	return die(c, "invalid privilege '%s'\n", v);
+	/* PVE 8.4 privileges (PVE::AccessControl, acl.h) */
+	return acl_priv_valid(v) ? NULL : die(c, "invalid privilege '%s'\n", v);
 }
 
 /* pve-qm-bootdev (qemu-server verify_bootdev) */

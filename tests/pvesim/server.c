@@ -293,13 +293,11 @@ out:
 struct identity {
 	const char *kind;   /* "token", "ticket" or "none" for the log */
 	char *userid;
-	char *privs;
 };
 
 static void identity_clear(struct identity *id)
 {
 	free(id->userid);
-	free(id->privs);
 }
 
 /* Authenticate (under the lock). Returns 0, or an HTTP status with *msg. */
@@ -310,13 +308,12 @@ static int authenticate(struct server *sv, struct MHD_Connection *con, const cha
 	id->kind = "none";
 	if (authz) {
 		char *tid, *secret;
-		const char *privs;
 		if (!auth_parse_token_header(authz, &tid, &secret)) {
 			*msg = "invalid authorization header";
 			return 401;
 		}
 		id->kind = "token";
-		bool ok = cluster_check_token(sv->cluster, tid, secret, &privs);
+		bool ok = cluster_check_token(sv->cluster, tid, secret);
 		free(secret);
 		if (!ok) {
 			free(tid);
@@ -324,7 +321,6 @@ static int authenticate(struct server *sv, struct MHD_Connection *con, const cha
 			return 401;
 		}
 		id->userid = tid;
-		id->privs = strdup(privs);
 		return 0;
 	}
 	const char *ticket = MHD_lookup_connection_value(con, MHD_COOKIE_KIND, "PVEAuthCookie");
@@ -333,8 +329,8 @@ static int authenticate(struct server *sv, struct MHD_Connection *con, const cha
 		return 401;
 	}
 	id->kind = "ticket";
-	const char *userid, *privs, *csrf;
-	switch (auth_check_ticket(sv->auth, ticket, now, &userid, &privs, &csrf)) {
+	const char *userid, *csrf;
+	switch (auth_check_ticket(sv->auth, ticket, now, &userid, &csrf)) {
 	case AUTH_OK:
 		break;
 	case AUTH_EXPIRED:
@@ -353,7 +349,6 @@ static int authenticate(struct server *sv, struct MHD_Connection *con, const cha
 		}
 	}
 	id->userid = strdup(userid);
-	id->privs = strdup(privs);
 	return 0;
 }
 
@@ -370,19 +365,16 @@ static int login(struct server *sv, json_object *params, double now, json_object
 	const char *pass = pw ? json_object_get_string(pw) : "";
 	char *userid = (realm && !strchr(user, '@'))
 		? strprintf("%s@%s", user, json_object_get_string(realm)) : strdup(user);
-	const char *privs = NULL;
 	bool ok = false;
 	if (!userid)
 		return 500;
 	if (strncmp(pass, "PVE:", 4) == 0) {
-		const char *tu, *tp, *tc;
-		if (auth_check_ticket(sv->auth, pass, now, &tu, &tp, &tc) == AUTH_OK &&
-		    strcmp(tu, userid) == 0) {
+		const char *tu, *tc;
+		if (auth_check_ticket(sv->auth, pass, now, &tu, &tc) == AUTH_OK &&
+		    strcmp(tu, userid) == 0)
 			ok = true;
-			privs = tp;
-		}
 	} else {
-		ok = cluster_check_password(sv->cluster, userid, pass, &privs);
+		ok = cluster_check_password(sv->cluster, userid, pass);
 	}
 	if (!ok) {
 		free(userid);
@@ -390,13 +382,11 @@ static int login(struct server *sv, json_object *params, double now, json_object
 		*fail_delay = LOGIN_FAIL_DELAY / sv->scale;
 		return 401;
 	}
-	char *privs_copy = strdup(privs), *ticket = NULL, *csrf = NULL;
-	if (!privs_copy || auth_issue(sv->auth, userid, privs_copy, now, &ticket, &csrf) < 0) {
-		free(privs_copy);
+	char *ticket = NULL, *csrf = NULL;
+	if (auth_issue(sv->auth, userid, now, &ticket, &csrf) < 0) {
 		free(userid);
 		return 500;
 	}
-	free(privs_copy);
 	*data = json_object_new_object();
 	json_object_object_add(*data, "username", json_object_new_string(userid));
 	json_object_object_add(*data, "ticket", json_object_new_string(ticket));
@@ -474,7 +464,7 @@ static enum MHD_Result api_request(struct server *sv, struct MHD_Connection *con
 		} else {
 			struct sim_req req = {
 				.method = method, .path = path, .params = params,
-				.userid = id.userid, .privs = id.privs,
+				.userid = id.userid,
 				.task_fail = faulted && hit.action == FAULT_TASK_FAIL ? hit.message : NULL,
 				.now = now,
 			};

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 struct cluster;
+struct acl;
 
 /* One API request, already authenticated and (where the schema covers the
  * route) schema-checked. */
@@ -22,8 +23,11 @@ struct sim_req {
 				  values) or typed value (JSON body); includes
 				  the path placeholders (node, vmid, upid) */
 	const char *userid;    /* "root@pam" or the token id "root@pam!pvagent" */
-	const char *privs;     /* privileges of that identity: "all" or a comma
-				  list such as "VM.Audit,Sys.Audit" */
+	const char *privs;     /* NULL (the front end): the identity's rights are
+				  the scenario's ACLs (acl.h); else a flat list
+				  held on every path, "all" or "VM.Audit,Sys.Audit"
+				  (the model's own requests as root, tests) */
+	const struct acl *acl; /* set by cluster_handle: the scenario's ACLs */
 	const char *task_fail; /* fault injection: if the request starts a task,
 				  that task ends with this error; else NULL */
 	double now;            /* simulated time, unix seconds */
@@ -63,12 +67,12 @@ void cluster_free(struct cluster *c);
 const char *cluster_pve_version(const struct cluster *c);
 int cluster_pve_major(const struct cluster *c);
 
-/* Credentials from the scenario. Return true and set *privs (owned by the
- * cluster) when they match. */
+/* Credentials from the scenario: true when they match. What the identity
+ * may do is the model's business (its ACLs, acl.h). */
 bool cluster_check_token(const struct cluster *c, const char *token_id,
-			 const char *secret, const char **privs);
+			 const char *secret);
 bool cluster_check_password(const struct cluster *c, const char *userid,
-			    const char *password, const char **privs);
+			    const char *password);
 /* The first token of the scenario (printed on the startup line), or NULL. */
 const char *cluster_first_token_id(const struct cluster *c);
 const char *cluster_first_token_secret(const struct cluster *c);

@@ -334,6 +334,24 @@ int simproc_count_requests(json_object *log, const char *method, const char *pat
 	return n;
 }
 
+char *simproc_config_key(struct simproc *sp, int vmid, const char *key)
+{
+	json_object *st = simproc_state(sp), *cl = NULL, *gs = NULL;
+	char *out = NULL;
+	if (st && json_object_object_get_ex(st, "cluster", &cl) &&
+	    json_object_object_get_ex(cl, "guests", &gs)) {
+		for (size_t i = 0; !out && i < json_object_array_length(gs); i++) {
+			json_object *g = json_object_array_get_idx(gs, i), *v = NULL, *c = NULL;
+			if (json_object_object_get_ex(g, "vmid", &v) && json_object_get_int(v) == vmid &&
+			    json_object_object_get_ex(g, "config", &c) &&
+			    json_object_object_get_ex(c, key, &v))
+				out = strdup(json_object_get_string(v));
+		}
+	}
+	json_object_put(st);
+	return out;
+}
+
 int simproc_count_named(json_object *state, const char *name)
 {
 	json_object *cl = NULL, *gs = NULL;

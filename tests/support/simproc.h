@@ -49,6 +49,10 @@ int simproc_count_requests(json_object *log, const char *method, const char *pat
 /* In a state (simproc_state): how many guests carry this name. */
 int simproc_count_named(json_object *state, const char *name);
 
+/* Config key of guest vmid in the simulator's state now (malloc'd), or
+ * NULL when the guest or the key is absent. */
+char *simproc_config_key(struct simproc *sp, int vmid, const char *key);
+
 int simproc_fault(struct simproc *sp, const char *rule_json);
 int simproc_advance(struct simproc *sp, double seconds);
 json_object *simproc_state(struct simproc *sp);

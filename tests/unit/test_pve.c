@@ -248,6 +248,42 @@ Test(decode, param_errors_reported_per_parameter)
 	cr_expect_null(e.param_errors);
 }
 
+/* A 403 says what is missing, where, and what to grant; so does a task
+ * that failed on a permission check (PVE's config worker). */
+Test(decode, permission_refusal_names_privilege_path_and_grant)
+{
+	struct pve_error e = {0};
+	cr_assert_eq(decode(403, "Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use)\n",
+			    "{\"data\":null}", NULL, &e),
+		     -1);
+	cr_expect_eq(e.kind, PVE_ERR_PERM);
+	cr_expect_eq(pve_error_exit_code(&e), 1);
+	char *f = pve_error_format(&e);
+	cr_assert_not_null(f);
+	cr_expect(strstr(f, "Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use) "
+			    "(HTTP 403)\n  the API token lacks the privilege SDN.Use on "
+			    "/sdn/zones/localnetwork/vmbr0; grant it there"),
+		  "%s", f);
+	cr_expect(strstr(f, "pveum role modify PVAgent --append 1 --privs SDN.Use"), "%s", f);
+	cr_expect(strstr(f, "pveum acl modify /sdn/zones/localnetwork/vmbr0 --tokens"), "%s", f);
+	free(f);
+	pve_error_clear(&e);
+	/* check_any: one of them */
+	pve_error_set(&e, PVE_ERR_TASK, "task failed: Permission check failed (/vms/190, "
+					"VM.Config.Cloudinit|VM.Config.Network)");
+	f = pve_error_format(&e);
+	cr_expect(strstr(f, "lacks the privilege (one of) VM.Config.Cloudinit|VM.Config.Network on "
+			    "/vms/190") && strstr(f, "--privs VM.Config.Cloudinit,"),
+		  "%s", f);
+	free(f);
+	/* other errors get no such line */
+	pve_error_set(&e, PVE_ERR_API, "VM 100 already exists");
+	f = pve_error_format(&e);
+	cr_expect(!strstr(f, "lacks"), "%s", f);
+	free(f);
+	pve_error_clear(&e);
+}
+
 Test(decode, message_from_body_or_reason)
 {
 	struct pve_error e = {0};

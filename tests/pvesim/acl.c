@@ -1,0 +1,436 @@
+/* acl.c - PVE 8's permission model (see acl.h): privileges and roles as
+ * PVE::AccessControl builds them, ACL entries, the path walk of
+ * PVE::AccessControl::roles and the token intersection of
+ * PVE::RPCEnvironment::permissions. */
+#include "acl.h"
+
+#include "util.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* PVE::AccessControl's $privgroups (pve-access-control 8.2): per category
+ * the privileges of each level; the built-in roles are made from these
+ * exactly as create_roles() makes them. */
+struct privgroup {
+	const char *cat;
+	const char *const *root, *const *admin, *const *user, *const *audit;
+};
+
+#define L(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define NONE ((const char *const[]){NULL})
+static const struct privgroup groups[] = {
+	{"VM", NONE,
+	 L("VM.Config.Disk", "VM.Config.CPU", "VM.Config.Memory", "VM.Config.Network",
+	   "VM.Config.HWType", "VM.Config.Options", "VM.Allocate", "VM.Clone", "VM.Migrate",
+	   "VM.Monitor", "VM.Snapshot", "VM.Snapshot.Rollback"),
+	 L("VM.Config.CDROM", "VM.Config.Cloudinit", "VM.Console", "VM.Backup", "VM.PowerMgmt"),
+	 L("VM.Audit")},
+	{"Sys", L("Sys.PowerMgmt", "Sys.Modify", "Sys.Incoming", "Sys.AccessNetwork"),
+	 L("Sys.Console", "Sys.Syslog"), NONE, L("Sys.Audit")},
+	{"Datastore", NONE, L("Datastore.Allocate", "Datastore.AllocateTemplate"),
+	 L("Datastore.AllocateSpace"), L("Datastore.Audit")},
+	{"SDN", NONE, L("SDN.Allocate", "SDN.Audit"), L("SDN.Use"), L("SDN.Audit")},
+	{"User", L("Realm.Allocate"), L("User.Modify", "Group.Allocate", "Realm.AllocateUser"),
+	 NONE, NONE},
+	{"Pool", NONE, L("Pool.Allocate"), L("Pool.Audit"), L("Pool.Audit")},
+	{"Mapping", NONE, L("Mapping.Modify"), L("Mapping.Use"), L("Mapping.Audit")},
+};
+#undef L
+#undef NONE
+
+/* Every privilege once, in the order above, then Permissions.Modify (in no
+ * group). Filled on first use (init_privs). */
+#define MAXPRIV 64
+static const char *priv_names[MAXPRIV + 1];
+static int npriv;
+
+static void add_priv(const char *p)
+{
+	for (int i = 0; i < npriv; i++)
+		if (strcmp(priv_names[i], p) == 0)
+			return;
+	if (npriv < MAXPRIV)
+		priv_names[npriv++] = p;
+}
+
+static void fill_privs(void)
+{
+	for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+		const char *const *lv[] = {groups[g].root, groups[g].admin, groups[g].user,
+					   groups[g].audit};
+		for (size_t l = 0; l < 4; l++)
+			for (const char *const *p = lv[l]; *p; p++)
+				add_priv(*p);
+	}
+	add_priv("Permissions.Modify");
+}
+
+/* Once, whichever thread comes first (the schema checker runs on several). */
+static void init_privs(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, fill_privs);
+}
+
+int acl_priv_index(const char *name)
+{
+	init_privs();
+	for (int i = 0; name && i < npriv; i++)
+		if (strcmp(priv_names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+bool acl_priv_valid(const char *name)
+{
+	return acl_priv_index(name) >= 0;
+}
+
+const char *acl_priv_name(int i)
+{
+	init_privs();
+	return i >= 0 && i < npriv ? priv_names[i] : NULL;
+}
+
+static acl_privset set_of(const char *const *list)
+{
+	acl_privset s = 0;
+	for (const char *const *p = list; *p; p++)
+		s |= (acl_privset)1 << acl_priv_index(*p);
+	return s;
+}
+
+static acl_privset all_privs(void)
+{
+	init_privs();
+	return npriv >= 64 ? ~(acl_privset)0 : (((acl_privset)1 << npriv) - 1);
+}
+
+/* create_roles(): PVE<Cat>Admin (admin, user, audit), PVEAdmin (all of
+ * those but Mapping.Modify), PVE<Cat>User (user and audit, where the
+ * category has user privileges), PVEAuditor (every audit), PVETemplateUser,
+ * NoAccess and Administrator (everything). */
+static bool builtin_role(const char *role, acl_privset *out)
+{
+	*out = 0;
+	if (strcmp(role, "Administrator") == 0) {
+		*out = all_privs();
+		return true;
+	}
+	if (strcmp(role, "NoAccess") == 0)
+		return true;
+	if (strcmp(role, "PVETemplateUser") == 0) {
+		*out = set_of((const char *const[]){"VM.Clone", "VM.Audit", NULL});
+		return true;
+	}
+	bool admin = strcmp(role, "PVEAdmin") == 0, auditor = strcmp(role, "PVEAuditor") == 0;
+	bool found = admin || auditor;
+	for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+		const struct privgroup *pg = &groups[g];
+		acl_privset aua = set_of(pg->admin) | set_of(pg->user) | set_of(pg->audit);
+		char name[48];
+		snprintf(name, sizeof name, "PVE%sAdmin", pg->cat);
+		if (strcmp(role, name) == 0) {
+			*out = aua;
+			return true;
+		}
+		snprintf(name, sizeof name, "PVE%sUser", pg->cat);
+		if (pg->user[0] && strcmp(role, name) == 0) {
+			*out = set_of(pg->user) | set_of(pg->audit);
+			return true;
+		}
+		if (admin)
+			*out |= aua;
+		if (auditor)
+			*out |= set_of(pg->audit);
+	}
+	if (admin)
+		*out &= ~((acl_privset)1 << acl_priv_index("Mapping.Modify"));
+	return found;
+}
+
+struct role {
+	char *name;
+	acl_privset privs;
+};
+
+struct entry {
+	char *path; /* normalised: "/", "/vms/100" */
+	acl_privset privs;
+	bool noaccess;
+	bool propagate;
+};
+
+struct subject {
+	char *id;
+	bool token, privsep;
+	struct entry *e;
+	size_t n;
+};
+
+struct acl {
+	struct role *roles;
+	size_t nroles;
+	struct subject *subj;
+	size_t nsubj;
+};
+
+struct acl *acl_new(void)
+{
+	init_privs();
+	return calloc(1, sizeof(struct acl));
+}
+
+void acl_free(struct acl *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->nroles; i++)
+		free(a->roles[i].name);
+	for (size_t i = 0; i < a->nsubj; i++) {
+		for (size_t j = 0; j < a->subj[i].n; j++)
+			free(a->subj[i].e[j].path);
+		free(a->subj[i].e);
+		free(a->subj[i].id);
+	}
+	free(a->roles);
+	free(a->subj);
+	free(a);
+}
+
+bool acl_role_privs(const struct acl *a, const char *role, acl_privset *out)
+{
+	if (builtin_role(role, out))
+		return true;
+	for (size_t i = 0; a && i < a->nroles; i++)
+		if (strcmp(a->roles[i].name, role) == 0) {
+			*out = a->roles[i].privs;
+			return true;
+		}
+	return false;
+}
+
+int acl_parse_privs(const char *list, acl_privset *out, char **err)
+{
+	*out = 0;
+	if (strcmp(list, "all") == 0) {
+		*out = all_privs();
+		return 0;
+	}
+	const char *p = list;
+	while (*p) {
+		while (*p == ',' || *p == ' ' || *p == ';')
+			p++;
+		size_t n = strcspn(p, ", ;");
+		if (!n)
+			break;
+		char *one = strndup(p, n);
+		int i = one ? acl_priv_index(one) : -1;
+		if (i < 0) {
+			*err = one ? strprintf("invalid privilege '%s'", one) : NULL;
+			free(one);
+			return -1;
+		}
+		free(one);
+		*out |= (acl_privset)1 << i;
+		p += n;
+	}
+	return 0;
+}
+
+int acl_add_role(struct acl *a, const char *name, const char *privlist, char **err)
+{
+	acl_privset s;
+	if (!*name || strchr(name, ' ') || strchr(name, ',')) {
+		*err = strprintf("invalid role name '%s'", name);
+		return -1;
+	}
+	if (acl_role_privs(a, name, &s)) {
+		*err = strprintf("role '%s' already exists", name);
+		return -1;
+	}
+	if (acl_parse_privs(privlist, &s, err) < 0)
+		return -1;
+	struct role *r = realloc(a->roles, (a->nroles + 1) * sizeof *r);
+	if (!r)
+		return -1;
+	a->roles = r;
+	r[a->nroles].name = strdup(name);
+	if (!r[a->nroles].name)
+		return -1;
+	r[a->nroles++].privs = s;
+	return 0;
+}
+
+static struct subject *find_subject(const struct acl *a, const char *id)
+{
+	for (size_t i = 0; a && id && i < a->nsubj; i++)
+		if (strcmp(a->subj[i].id, id) == 0)
+			return &a->subj[i];
+	return NULL;
+}
+
+int acl_add_subject(struct acl *a, const char *id, bool privsep, char **err)
+{
+	const char *at = strchr(id, '@'), *bang = strchr(id, '!');
+	if (!at || at == id || !at[1] || (bang && (bang < at || !bang[1]))) {
+		*err = strprintf("invalid user or token id '%s'", id);
+		return -1;
+	}
+	if (find_subject(a, id)) {
+		*err = strprintf("'%s' already exists", id);
+		return -1;
+	}
+	struct subject *s = realloc(a->subj, (a->nsubj + 1) * sizeof *s);
+	if (!s)
+		return -1;
+	a->subj = s;
+	s += a->nsubj;
+	memset(s, 0, sizeof *s);
+	s->id = strdup(id);
+	if (!s->id)
+		return -1;
+	s->token = bang != NULL;
+	s->privsep = privsep;
+	a->nsubj++;
+	return 0;
+}
+
+/* PVE::AccessControl::normalize_path: one slash between components, none
+ * at the end; NULL for what is not an absolute path. */
+static char *normalize(const char *path)
+{
+	if (!path || path[0] != '/')
+		return NULL;
+	struct sbuf b = {0};
+	int rc = 0;
+	for (const char *p = path; *p && rc == 0;) {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		if (n)
+			rc = sbuf_addc(&b, '/') < 0 || sbuf_addn(&b, p, n) < 0 ? -1 : 0;
+		p += n;
+	}
+	if (rc == 0 && !b.len)
+		rc = sbuf_addc(&b, '/');
+	char *out = rc == 0 ? sbuf_steal(&b) : NULL;
+	sbuf_free(&b);
+	return out;
+}
+
+static int grant(struct acl *a, const char *id, const char *path, acl_privset privs,
+		 bool noaccess, bool propagate, char **err)
+{
+	struct subject *s = find_subject(a, id);
+	if (!s) {
+		*err = strprintf("no user or token '%s'", id);
+		return -1;
+	}
+	char *np = normalize(path);
+	if (!np) {
+		*err = strprintf("invalid ACL path '%s'", path);
+		return -1;
+	}
+	struct entry *e = realloc(s->e, (s->n + 1) * sizeof *e);
+	if (!e) {
+		free(np);
+		return -1;
+	}
+	s->e = e;
+	s->e[s->n++] = (struct entry){np, privs, noaccess, propagate};
+	return 0;
+}
+
+int acl_grant(struct acl *a, const char *id, const char *path, const char *role,
+	      bool propagate, char **err)
+{
+	acl_privset p;
+	if (!acl_role_privs(a, role, &p)) {
+		*err = strprintf("role '%s' does not exist", role);
+		return -1;
+	}
+	return grant(a, id, path, p, strcmp(role, "NoAccess") == 0, propagate, err);
+}
+
+int acl_grant_privs(struct acl *a, const char *id, const char *path, acl_privset privs,
+		    bool propagate, char **err)
+{
+	return grant(a, id, path, privs, false, propagate, err);
+}
+
+/* PVE::AccessControl::roles for one subject's own entries: walk "/", then
+ * each longer prefix of path; at each level the entries there that apply
+ * (on the path itself, or propagating) replace what was found above.
+ * NoAccess among the final ones leaves nothing. */
+struct walk {
+	acl_privset cur;
+	bool noaccess;
+};
+
+static void walk_level(const struct subject *s, const char *np, size_t plen, bool final,
+		       struct walk *w)
+{
+	acl_privset lvl = 0;
+	bool any = false, na = false;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct entry *e = &s->e[i];
+		if (strlen(e->path) != plen || strncmp(e->path, np, plen) != 0 ||
+		    !(final || e->propagate))
+			continue;
+		any = true;
+		lvl |= e->privs;
+		na = na || e->noaccess;
+	}
+	if (any) {
+		w->cur = lvl;
+		w->noaccess = na;
+	}
+}
+
+static acl_privset own_privs(const struct subject *s, const char *np)
+{
+	struct walk w = {0, false};
+	size_t len = strlen(np);
+	walk_level(s, np, 1, len == 1, &w); /* "/" */
+	for (size_t end = 2; len > 1 && end <= len; end++)
+		if (end == len || np[end] == '/')
+			walk_level(s, np, end, end == len, &w);
+	return w.noaccess ? 0 : w.cur;
+}
+
+acl_privset acl_privs_at(const struct acl *a, const char *userid, const char *path)
+{
+	if (!userid)
+		return 0;
+	if (strcmp(userid, "root@pam") == 0)
+		return all_privs();
+	char *np = normalize(path);
+	const struct subject *s = find_subject(a, userid);
+	if (!np || !s) {
+		free(np);
+		return 0;
+	}
+	acl_privset out;
+	if (s->token) {
+		char *user = strndup(userid, strcspn(userid, "!"));
+		const struct subject *u = user ? find_subject(a, user) : NULL;
+		bool root = user && strcmp(user, "root@pam") == 0;
+		acl_privset up = root ? all_privs() : u ? own_privs(u, np) : own_privs(s, np);
+		free(user);
+		out = s->privsep ? up & own_privs(s, np) : up;
+	} else {
+		out = own_privs(s, np);
+	}
+	free(np);
+	return out;
+}
+
+bool acl_check(const struct acl *a, const char *userid, const char *path, const char *priv)
+{
+	int i = acl_priv_index(priv);
+	return i >= 0 && (acl_privs_at(a, userid, path) >> i & 1);
+}

@@ -1,0 +1,60 @@
+/* acl.h - PVE 8's permission model in the simulator (pve-access-control
+ * 8.2, PVE::AccessControl and PVE::RPCEnvironment): the privileges, the
+ * built-in roles with their exact privilege lists, the scenario's custom
+ * roles, ACL entries (path, role, propagate) of users and API tokens,
+ * the path lookup (the most specific path with an entry that applies
+ * wins; an entry on a parent applies only with propagate; NoAccess takes
+ * everything), privilege-separated tokens (the token's rights intersected
+ * with its user's), and root@pam, who has every privilege. Pools and
+ * groups are not modelled. */
+#ifndef PVESIM_ACL_H
+#define PVESIM_ACL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A set of privileges, one bit each (acl_priv_index). */
+typedef uint64_t acl_privset;
+
+struct acl;
+
+struct acl *acl_new(void);
+void acl_free(struct acl *a);
+
+/* The privilege's bit index, or -1 when PVE 8 has no such privilege. */
+int acl_priv_index(const char *name);
+bool acl_priv_valid(const char *name);
+/* Name of bit i, NULL past the last. */
+const char *acl_priv_name(int i);
+
+/* A role's privileges (built-in or custom). False when there is no such
+ * role. */
+bool acl_role_privs(const struct acl *a, const char *role, acl_privset *out);
+/* Parse a privilege list ("VM.Audit,VM.Allocate" or space separated; "all"
+ * is every privilege). 0, or -1 with *err naming the bad privilege
+ * (malloc'd). */
+int acl_parse_privs(const char *list, acl_privset *out, char **err);
+/* Add a custom role. -1 with *err when the name is a built-in role's, is
+ * taken, or a privilege is unknown. */
+int acl_add_role(struct acl *a, const char *name, const char *privs, char **err);
+
+/* Add a user ("name@realm") or a token ("name@realm!token"; privsep as
+ * `pveum user token add --privsep`). -1 with *err when taken or malformed. */
+int acl_add_subject(struct acl *a, const char *id, bool privsep, char **err);
+/* pveum acl modify PATH --roles ROLE [--propagate 0|1] for a subject
+ * added before. -1 with *err (unknown role, bad path, unknown subject). */
+int acl_grant(struct acl *a, const char *id, const char *path, const char *role,
+	      bool propagate, char **err);
+/* The same with a plain privilege set for a role (a scenario's "privs"
+ * shorthand). */
+int acl_grant_privs(struct acl *a, const char *id, const char *path, acl_privset privs,
+		    bool propagate, char **err);
+
+/* The privileges userid (user or token id) has on path, as
+ * RPCEnvironment::permissions computes them. Unknown subjects have none;
+ * root@pam has all; a token whose user the scenario does not list is
+ * judged by its own entries alone. */
+acl_privset acl_privs_at(const struct acl *a, const char *userid, const char *path);
+bool acl_check(const struct acl *a, const char *userid, const char *path, const char *priv);
+
+#endif

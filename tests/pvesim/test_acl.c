@@ -1,0 +1,538 @@
+/* test_acl.c - the simulator's permission model (acl.h) against PVE 8's
+ * rules: the built-in roles' privilege lists, propagate, the most specific
+ * path winning, NoAccess, privilege-separated tokens, root@pam; the
+ * scenario's "acl", "roles" and "privsep" with their refusals; and the
+ * checks the routes make with it: each qemu config key group, SDN.Use on
+ * the bridge for clone, create and config, Datastore.AllocateSpace, the
+ * rollback's privileges, and lists that show only what the caller may see. */
+#include <criterion/criterion.h>
+
+#include "acl.h"
+#include "clirun.h"
+#include "cluster.h"
+#include "simapi.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define T0 1700000000.0
+
+/* The names in a set, sorted as PVE's lists are below: space separated. */
+static char *names(acl_privset s)
+{
+	const char *v[64];
+	size_t n = 0;
+	for (int i = 0; acl_priv_name(i); i++)
+		if (s >> i & 1)
+			v[n++] = acl_priv_name(i);
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+			const char *t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	struct sbuf b = {0};
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(sbuf_addf(&b, "%s%s", i ? " " : "", v[i]), 0);
+	char *out = b.len ? sbuf_steal(&b) : strdup("");
+	sbuf_free(&b);
+	return out;
+}
+
+static void role_is(const char *role, const char *want)
+{
+	acl_privset s;
+	cr_assert(acl_role_privs(NULL, role, &s), "no role %s", role);
+	char *got = names(s);
+	cr_assert_str_eq(got, want, "%s", role);
+	free(got);
+}
+
+/* pve-access-control 8.2's create_roles(), as `pveum role list` shows them */
+Test(acl, builtin_roles_have_pve8s_privileges)
+{
+	role_is("PVEVMAdmin",
+		"VM.Allocate VM.Audit VM.Backup VM.Clone VM.Config.CDROM VM.Config.CPU "
+		"VM.Config.Cloudinit VM.Config.Disk VM.Config.HWType VM.Config.Memory "
+		"VM.Config.Network VM.Config.Options VM.Console VM.Migrate VM.Monitor "
+		"VM.PowerMgmt VM.Snapshot VM.Snapshot.Rollback");
+	role_is("PVEVMUser", "VM.Audit VM.Backup VM.Config.CDROM VM.Config.Cloudinit "
+			     "VM.Console VM.PowerMgmt");
+	role_is("PVEDatastoreUser", "Datastore.AllocateSpace Datastore.Audit");
+	role_is("PVEDatastoreAdmin", "Datastore.Allocate Datastore.AllocateSpace "
+				     "Datastore.AllocateTemplate Datastore.Audit");
+	role_is("PVESDNUser", "SDN.Audit SDN.Use");
+	role_is("PVESDNAdmin", "SDN.Allocate SDN.Audit SDN.Use");
+	role_is("PVESysAdmin", "Sys.Audit Sys.Console Sys.Syslog");
+	role_is("PVEPoolUser", "Pool.Audit");
+	role_is("PVEPoolAdmin", "Pool.Allocate Pool.Audit");
+	role_is("PVEUserAdmin", "Group.Allocate Realm.AllocateUser User.Modify");
+	role_is("PVEMappingUser", "Mapping.Audit Mapping.Use");
+	role_is("PVEAuditor", "Datastore.Audit Mapping.Audit Pool.Audit SDN.Audit Sys.Audit "
+			      "VM.Audit");
+	role_is("PVETemplateUser", "VM.Audit VM.Clone");
+	role_is("NoAccess", "");
+	acl_privset s;
+	cr_assert_not(acl_role_privs(NULL, "PVESysUser", &s), "Sys has no user privileges");
+	cr_assert_not(acl_role_privs(NULL, "PVEUserUser", &s));
+	/* PVEAdmin: every admin, user and audit privilege but Mapping.Modify;
+	 * none of the root ones (Sys.PowerMgmt, Sys.Modify, ..., Permissions.Modify) */
+	cr_assert(acl_role_privs(NULL, "PVEAdmin", &s));
+	char *admin = names(s);
+	cr_assert(strstr(admin, "VM.Snapshot.Rollback") && strstr(admin, "SDN.Use") &&
+		  strstr(admin, "Mapping.Use") && strstr(admin, "Realm.AllocateUser"), "%s", admin);
+	cr_assert(!strstr(admin, "Mapping.Modify") && !strstr(admin, "Sys.Modify") &&
+		  !strstr(admin, "Sys.PowerMgmt") && !strstr(admin, "Permissions.Modify") &&
+		  !strstr(admin, "Realm.Allocate "), "%s", admin);
+	free(admin);
+	cr_assert(acl_role_privs(NULL, "Administrator", &s));
+	int n = 0;
+	for (int i = 0; acl_priv_name(i); i++)
+		n += (int)(s >> i & 1);
+	cr_assert_eq(n, 42, "PVE 8.4 has 42 privileges, Administrator all of them: %d", n);
+	cr_assert(acl_priv_valid("Sys.Incoming") && acl_priv_valid("Permissions.Modify"));
+	cr_assert_not(acl_priv_valid("VM.GuestAgent.Audit"), "PVE 9's, not 8.4's");
+}
+
+static struct acl *model(void)
+{
+	struct acl *a = acl_new();
+	cr_assert_not_null(a);
+	char *err = NULL;
+	cr_assert_eq(acl_add_subject(a, "u@pve", false, &err), 0);
+	cr_assert_eq(acl_add_subject(a, "u@pve!sep", true, &err), 0);
+	cr_assert_eq(acl_add_subject(a, "u@pve!full", false, &err), 0);
+	cr_assert_eq(acl_add_subject(a, "root@pam!sep", true, &err), 0);
+	cr_assert_eq(acl_add_subject(a, "root@pam!full", false, &err), 0);
+	return a;
+}
+
+static void grant(struct acl *a, const char *id, const char *path, const char *role, bool prop)
+{
+	char *err = NULL;
+	cr_assert_eq(acl_grant(a, id, path, role, prop, &err), 0, "%s", err ? err : "");
+}
+
+Test(acl, propagate_and_the_most_specific_path)
+{
+	struct acl *a = model();
+	grant(a, "u@pve", "/vms", "PVEVMUser", false);
+	cr_assert(acl_check(a, "u@pve", "/vms", "VM.PowerMgmt"));
+	cr_assert_not(acl_check(a, "u@pve", "/vms/100", "VM.PowerMgmt"),
+		      "an entry without propagate holds on its own path only");
+	grant(a, "u@pve", "/", "PVEAdmin", true);
+	cr_assert(acl_check(a, "u@pve", "/vms/100", "VM.Allocate"), "propagated from /");
+	cr_assert(acl_check(a, "u@pve", "/storage/local-lvm", "Datastore.AllocateSpace"));
+	/* /vms (own path): only its entry, / no longer counts there */
+	cr_assert_not(acl_check(a, "u@pve", "/vms", "VM.Allocate"));
+	grant(a, "u@pve", "/vms/100", "PVEAuditor", true);
+	cr_assert(acl_check(a, "u@pve", "/vms/100", "VM.Audit"));
+	cr_assert_not(acl_check(a, "u@pve", "/vms/100", "VM.Allocate"),
+		      "the most specific path replaces what is above it");
+	cr_assert(acl_check(a, "u@pve", "/vms/101", "VM.Allocate"));
+	cr_assert(acl_check(a, "u@pve", "/vms/1000", "VM.Allocate"),
+		  "/vms/100 is no prefix of /vms/1000");
+	/* two roles on one path add up; NoAccess takes everything */
+	grant(a, "u@pve", "/vms/100", "PVEVMUser", true);
+	cr_assert(acl_check(a, "u@pve", "/vms/100", "VM.PowerMgmt"));
+	grant(a, "u@pve", "/storage", "NoAccess", true);
+	cr_assert_not(acl_check(a, "u@pve", "/storage/local-lvm", "Datastore.Audit"));
+	/* paths as PVE normalises them */
+	cr_assert(acl_check(a, "u@pve", "//vms//100/", "VM.PowerMgmt"));
+	cr_assert_eq(acl_privs_at(a, "nobody@pve", "/"), 0);
+	acl_free(a);
+}
+
+Test(acl, privsep_tokens_intersect_with_their_user)
+{
+	struct acl *a = model();
+	grant(a, "u@pve", "/", "PVEVMUser", true);
+	grant(a, "u@pve!sep", "/", "PVEVMAdmin", true);
+	grant(a, "u@pve!full", "/", "PVEAuditor", true);
+	cr_assert(acl_check(a, "u@pve!sep", "/vms/100", "VM.PowerMgmt"), "both have it");
+	cr_assert_not(acl_check(a, "u@pve!sep", "/vms/100", "VM.Allocate"), "only the token");
+	cr_assert_not(acl_check(a, "u@pve!sep", "/vms/100", "VM.Config.Disk"));
+	/* without privsep a token has its user's rights, its own ACL is ignored */
+	cr_assert(acl_check(a, "u@pve!full", "/vms/100", "VM.PowerMgmt"));
+	cr_assert_not(acl_check(a, "u@pve!full", "/nodes/pve1", "Sys.Audit"));
+	/* root@pam: everything; its tokens: everything, or their ACL with privsep */
+	cr_assert(acl_check(a, "root@pam", "/anything", "Sys.PowerMgmt"));
+	cr_assert(acl_check(a, "root@pam!full", "/vms/100", "Permissions.Modify"));
+	cr_assert_not(acl_check(a, "root@pam!sep", "/vms/100", "VM.Audit"));
+	grant(a, "root@pam!sep", "/vms", "PVEAuditor", true);
+	cr_assert(acl_check(a, "root@pam!sep", "/vms/100", "VM.Audit"));
+	cr_assert_not(acl_check(a, "root@pam!sep", "/vms/100", "VM.PowerMgmt"));
+	acl_free(a);
+}
+
+Test(acl, custom_roles_and_refusals)
+{
+	struct acl *a = model();
+	char *err = NULL;
+	cr_assert_eq(acl_add_role(a, "Mine", "VM.Audit, SDN.Use;Sys.Audit", &err), 0);
+	acl_privset s;
+	cr_assert(acl_role_privs(a, "Mine", &s));
+	char *n = names(s);
+	cr_assert_str_eq(n, "SDN.Use Sys.Audit VM.Audit");
+	free(n);
+	cr_assert_eq(acl_add_role(a, "PVEVMAdmin", "VM.Audit", &err), -1);
+	cr_assert_str_eq(err, "role 'PVEVMAdmin' already exists");
+	free(err);
+	err = NULL;
+	cr_assert_eq(acl_add_role(a, "Bad", "VM.Audit,VM.Fly", &err), -1);
+	cr_assert_str_eq(err, "invalid privilege 'VM.Fly'");
+	free(err);
+	err = NULL;
+	cr_assert_eq(acl_grant(a, "u@pve", "/", "Nope", true, &err), -1);
+	cr_assert_str_eq(err, "role 'Nope' does not exist");
+	free(err);
+	err = NULL;
+	cr_assert_eq(acl_grant(a, "u@pve", "vms", "Mine", true, &err), -1);
+	cr_assert_str_eq(err, "invalid ACL path 'vms'");
+	free(err);
+	err = NULL;
+	cr_assert_eq(acl_add_subject(a, "u@pve", true, &err), -1);
+	cr_assert_str_eq(err, "'u@pve' already exists");
+	free(err);
+	acl_free(a);
+}
+
+/* ---- through the cluster model --------------------------------------------- */
+
+/* One node, local-lvm and other, template 9000 (disk, NIC on vmbr0), VM
+ * 100 stopped with an IDE disk, a CD-ROM and a NIC, VM 101; %s: the
+ * credentials and roles. */
+static const char base[] =
+	"{\"pve_version\": \"8.4\", \"nodes\": [{\"name\": \"pve1\", \"cpus\": 8,"
+	" \"memory_mib\": 32768, \"online\": true, \"ip\": \"10.0.0.1\"}],"
+	" \"storages\": [{\"id\": \"local-lvm\", \"type\": \"lvmthin\", \"shared\": false,"
+	" \"nodes\": [\"pve1\"], \"content\": \"images,rootdir\", \"size_gib\": 500},"
+	" {\"id\": \"other\", \"type\": \"lvmthin\", \"shared\": false,"
+	" \"nodes\": [\"pve1\"], \"content\": \"images\", \"size_gib\": 100}],"
+	" %s,"
+	" \"guests\": ["
+	"  {\"vmid\": 9000, \"node\": \"pve1\", \"type\": \"qemu\", \"config\": {\"name\": \"base\","
+	"   \"template\": 1, \"memory\": \"1024\", \"virtio0\": \"local-lvm:base-9000-disk-0,size=8G\","
+	"   \"net0\": \"virtio=BC:24:11:00:90:00,bridge=vmbr0\"}},"
+	"  {\"vmid\": 100, \"node\": \"pve1\", \"type\": \"qemu\", \"config\": {\"name\": \"vm\","
+	"   \"memory\": \"1024\", \"ide0\": \"local-lvm:vm-100-disk-0,size=8G\","
+	"   \"ide2\": \"none,media=cdrom\", \"net0\": \"e1000=BC:24:11:00:01:00,bridge=vmbr0\"}},"
+	"  {\"vmid\": 101, \"node\": \"pve1\", \"type\": \"qemu\", \"config\": {\"name\": \"other\","
+	"   \"memory\": \"512\"}}]}";
+
+static struct cluster *world(const char *creds, char **err)
+{
+	char path[] = "/tmp/pvesim-acl-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	close(fd);
+	char *text = strprintf(base, creds);
+	cr_assert_eq(test_write_file(path, text, 0600), 0);
+	free(text);
+	struct cluster *c = cluster_load(path, T0, err);
+	unlink(path);
+	return c;
+}
+
+/* A privsep token t@pve!t whose role Tok has every privilege pvagent uses
+ * but `drop`; its user has Administrator. */
+static struct cluster *least(const char *drop, const char *extra_acl)
+{
+	static const char *const all[] = {
+		"VM.Audit", "VM.Allocate", "VM.Clone", "VM.Config.Disk", "VM.Config.CDROM",
+		"VM.Config.CPU", "VM.Config.Memory", "VM.Config.Network", "VM.Config.HWType",
+		"VM.Config.Options", "VM.Config.Cloudinit", "VM.PowerMgmt", "VM.Snapshot",
+		"VM.Snapshot.Rollback", "VM.Migrate", "VM.Monitor", "Datastore.Audit",
+		"Datastore.AllocateSpace", "SDN.Use", "Sys.Audit", NULL};
+	struct sbuf b = {0};
+	for (size_t i = 0; all[i]; i++)
+		if (!drop || strcmp(all[i], drop) != 0)
+			cr_assert_eq(sbuf_addf(&b, "%s%s", b.len ? "," : "", all[i]), 0);
+	char *creds = strprintf(
+		"\"roles\": {\"Tok\": \"%s\"},"
+		" \"users\": [{\"id\": \"t@pve\", \"password\": \"pw\","
+		"  \"acl\": [{\"path\": \"/\", \"role\": \"Administrator\"}]}],"
+		" \"tokens\": [{\"id\": \"t@pve!t\", \"secret\": \"s\", \"privsep\": true,"
+		"  \"acl\": [{\"path\": \"/\", \"role\": \"Tok\"}%s]}]",
+		sbuf_str(&b), extra_acl ? extra_acl : "");
+	sbuf_free(&b);
+	char *err = NULL;
+	struct cluster *c = world(creds, &err);
+	cr_assert_not_null(c, "%s", err ? err : "?");
+	free(creds);
+	return c;
+}
+
+static void as(struct cluster *c, const char *who, const char *method, const char *path,
+	       const char *params, struct sim_resp *r)
+{
+	json_object *p = json_tokener_parse(params ? params : "{}");
+	cr_assert_not_null(p);
+	struct sim_req req = {.method = method, .path = path, .params = p, .userid = who,
+			      .now = T0};
+	memset(r, 0, sizeof *r);
+	cluster_handle(c, &req, r);
+	json_object_put(p);
+}
+
+static void refused(struct sim_resp *r, const char *msg)
+{
+	cr_assert_eq(r->status, 403, "status %d (%s), want 403 %s", r->status,
+		     r->message ? r->message : "", msg);
+	cr_assert_str_eq(r->message, msg);
+	sim_resp_clear(r);
+}
+
+static void allowed(struct sim_resp *r, const char *what)
+{
+	cr_assert(r->status == 0 || r->status == 200, "%s: %d %s", what, r->status,
+		  r->message ? r->message : "");
+	sim_resp_clear(r);
+}
+
+Test(acl, scenario_acl_refusals_name_the_path)
+{
+	static const struct {
+		const char *creds, *want;
+	} bad[] = {
+		{"\"tokens\": [{\"id\": \"a@pve!t\", \"secret\": \"s\", \"acl\": [{\"path\": \"/\","
+		 " \"role\": \"PVEFly\"}]}]",
+		 "$.tokens[0].acl[0]: role 'PVEFly' does not exist"},
+		{"\"tokens\": [{\"id\": \"a@pve!t\", \"secret\": \"s\", \"acl\": [{\"path\": \"vms\","
+		 " \"role\": \"PVEAuditor\"}]}]",
+		 "$.tokens[0].acl[0]: invalid ACL path 'vms'"},
+		{"\"tokens\": [{\"id\": \"a@pve!t\", \"secret\": \"s\", \"acl\": [{\"path\": \"/\","
+		 " \"role\": \"PVEAuditor\", \"propagate\": 1}]}]",
+		 "$.tokens[0].acl[0]: 'propagate' must be a boolean, not integer"},
+		{"\"tokens\": [{\"id\": \"a@pve!t\", \"secret\": \"s\", \"acl\": [{\"path\": \"/\","
+		 " \"roles\": \"PVEAuditor\"}]}]",
+		 "$.tokens[0].acl[0]: unknown key 'roles'"},
+		{"\"roles\": {\"R\": \"VM.Audit,VM.Fly\"}", "$.roles.R: invalid privilege 'VM.Fly'"},
+		{"\"roles\": {\"PVEAdmin\": \"VM.Audit\"}",
+		 "$.roles.PVEAdmin: role 'PVEAdmin' already exists"},
+		{"\"users\": [{\"id\": \"u@pve\", \"password\": \"p\", \"privs\": \"VM.Fly\"}]",
+		 "$.users[0].privs: invalid privilege 'VM.Fly'"},
+		{"\"users\": [{\"id\": \"u@pve\", \"password\": \"p\", \"privsep\": true}]",
+		 "$.users[0]: unknown key 'privsep'"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *err = NULL;
+		struct cluster *c = world(bad[i].creds, &err);
+		cr_assert_null(c, "%s loads", bad[i].creds);
+		cr_assert_not_null(err);
+		cr_assert(strstr(err, bad[i].want), "got '%s', want '%s'", err, bad[i].want);
+		free(err);
+	}
+}
+
+/* Each of qemu-server's key groups asks its own privilege on /vms/100. */
+Test(acl, config_key_groups)
+{
+	static const struct {
+		const char *priv, *params;
+	} groups[] = {
+		{"VM.Config.CPU", "{\"cores\": \"2\"}"},
+		{"VM.Config.CPU", "{\"numa0\": \"cpus=0\"}"},
+		{"VM.Config.Memory", "{\"balloon\": \"512\"}"},
+		{"VM.Config.HWType", "{\"scsihw\": \"virtio-scsi-pci\"}"},
+		{"VM.Config.Options", "{\"description\": \"x\"}"},
+		{"VM.Config.Options", "{\"bios\": \"ovmf\"}"},
+		{"VM.Config.Disk", "{\"boot\": \"order=ide0\"}"},
+		{"VM.Config.Network", "{\"net1\": \"virtio,bridge=vmbr0\"}"},
+		{"VM.PowerMgmt", "{\"freeze\": \"1\"}"},
+		/* the worker's drive checks: the old value, then the new one */
+		{"VM.Config.Disk", "{\"delete\": \"ide0\"}"},
+		{"VM.Config.CDROM", "{\"ide2\": \"none,media=cdrom\"}"},
+	};
+	for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+		struct cluster *c = least(groups[i].priv, NULL);
+		struct sim_resp r;
+		char msg[96];
+		snprintf(msg, sizeof msg, "Permission check failed (/vms/100, %s)", groups[i].priv);
+		as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/100/config", groups[i].params, &r);
+		refused(&r, msg);
+		cluster_free(c);
+		c = least(NULL, NULL);
+		as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/100/config", groups[i].params, &r);
+		allowed(&r, groups[i].params);
+		cluster_free(c);
+	}
+	/* cloud-init keys: VM.Config.Cloudinit or VM.Config.Network */
+	struct cluster *c = least("VM.Config.Cloudinit", NULL);
+	struct sim_resp r;
+	as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/100/config", "{\"ciuser\": \"x\"}", &r);
+	allowed(&r, "ciuser with VM.Config.Network");
+	cluster_free(c);
+	c = least("VM.Config.Network", ",{\"path\": \"/vms\", \"role\": \"PVEAuditor\"}");
+	as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/100/config", "{\"ciuser\": \"x\"}", &r);
+	refused(&r, "Permission check failed (/vms/100, VM.Config.Cloudinit|VM.Config.Network)");
+	/* startup also needs Sys.Modify on / */
+	cluster_free(c);
+	c = least(NULL, NULL);
+	as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/100/config", "{\"startup\": \"order=1\"}", &r);
+	refused(&r, "Permission check failed (/, Sys.Modify)");
+	/* POST: the worker's refusal is the qmconfig task's failure */
+	cluster_free(c);
+	c = least("VM.Config.Disk", NULL);
+	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/100/config",
+	   "{\"delete\": \"ide0\", \"virtio0\": \"local-lvm:vm-100-disk-0\"}", &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	cr_assert_not_null(r.upid);
+	char *tpath = strprintf("/nodes/pve1/tasks/%s/status", r.upid);
+	sim_resp_clear(&r);
+	cluster_advance(c, T0 + 10);
+	as(c, "t@pve!t", "GET", tpath, NULL, &r);
+	free(tpath);
+	json_object *es = NULL;
+	cr_assert(json_object_object_get_ex(r.data, "exitstatus", &es), "task ended");
+	cr_assert_str_eq(json_object_get_string(es),
+			 "Permission check failed (/vms/100, VM.Config.Disk)");
+	sim_resp_clear(&r);
+	cr_assert_not_null(cfg_str(cluster_guest(c, 100)->config, "ide0"), "nothing changed");
+	cluster_free(c);
+}
+
+Test(acl, sdn_use_on_the_bridge)
+{
+	struct cluster *c = least("SDN.Use", ",{\"path\": \"/sdn/zones/localnetwork/vmbr1\","
+					     " \"role\": \"PVESDNUser\"}");
+	struct sim_resp r;
+	/* clone: every NIC of the source */
+	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/9000/clone", "{\"newid\": 200}", &r);
+	refused(&r, "Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use)");
+	cr_assert_null(cluster_guest(c, 200), "no guest made");
+	/* config: the new NIC, then (in the worker) the old one */
+	as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/101/config",
+	   "{\"net0\": \"virtio,bridge=vmbr0\"}", &r);
+	refused(&r, "Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use)");
+	as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/101/config",
+	   "{\"net0\": \"virtio,bridge=vmbr1\"}", &r);
+	allowed(&r, "vmbr1 is granted");
+	as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/100/config",
+	   "{\"net0\": \"virtio=BC:24:11:00:01:00,bridge=vmbr1\"}", &r);
+	refused(&r, "Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use)");
+	/* a tag: the VLAN's path, reached by the bridge's propagating entry */
+	as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/101/config",
+	   "{\"net1\": \"virtio,bridge=vmbr1,tag=7\"}", &r);
+	allowed(&r, "vmbr1/7 through propagate");
+	as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/101/config",
+	   "{\"net2\": \"virtio,bridge=vmbr0,trunks=5;8-9\"}", &r);
+	refused(&r, "Permission check failed (/sdn/zones/localnetwork/vmbr0/5, SDN.Use)");
+	/* create */
+	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu",
+	   "{\"vmid\": 300, \"net0\": \"virtio,bridge=vmbr0\"}", &r);
+	refused(&r, "Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use)");
+	cr_assert_null(cluster_guest(c, 300));
+	/* root@pam is never asked */
+	as(c, "root@pam", "POST", "/nodes/pve1/qemu/9000/clone", "{\"newid\": 201}", &r);
+	allowed(&r, "root clones");
+	cluster_free(c);
+}
+
+Test(acl, clone_snapshot_and_lists)
+{
+	/* VM.Clone on the source, VM.Allocate on the new VMID */
+	struct cluster *c = least(NULL, ",{\"path\": \"/vms/9000\", \"role\": \"PVEAuditor\"}");
+	struct sim_resp r;
+	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/9000/clone", "{\"newid\": 200}", &r);
+	refused(&r, "Permission check failed (/vms/9000, VM.Clone)");
+	cluster_free(c);
+	c = least(NULL, ",{\"path\": \"/vms/200\", \"role\": \"PVETemplateUser\"}");
+	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/9000/clone", "{\"newid\": 200}", &r);
+	refused(&r, "Permission check failed (/vms/200, VM.Allocate)");
+	/* Datastore.AllocateSpace on each disk's storage, or the target storage */
+	cluster_free(c);
+	c = least(NULL, ",{\"path\": \"/storage/other\", \"role\": \"PVEAuditor\"}");
+	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/9000/clone",
+	   "{\"newid\": 200, \"full\": 1, \"storage\": \"other\"}", &r);
+	refused(&r, "Permission check failed (/storage/other, Datastore.AllocateSpace)");
+	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/9000/clone",
+	   "{\"newid\": 200, \"full\": 1, \"storage\": \"local-lvm\"}", &r);
+	allowed(&r, "clone onto local-lvm");
+	/* rollback: VM.Snapshot or VM.Snapshot.Rollback */
+	cluster_free(c);
+	c = least("VM.Snapshot", NULL);
+	as(c, "root@pam", "POST", "/nodes/pve1/qemu/100/snapshot", "{\"snapname\": \"s1\"}", &r);
+	allowed(&r, "root's snapshot");
+	cluster_advance(c, T0 + 30);
+	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/100/snapshot", "{\"snapname\": \"s2\"}", &r);
+	refused(&r, "Permission check failed (/vms/100, VM.Snapshot)");
+	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/100/snapshot/s1/rollback", NULL, &r);
+	allowed(&r, "rollback with VM.Snapshot.Rollback");
+	/* lists: only what the caller may see */
+	cluster_free(c);
+	c = least(NULL, ",{\"path\": \"/vms/101\", \"role\": \"NoAccess\"},"
+			"{\"path\": \"/storage/other\", \"role\": \"NoAccess\"}");
+	as(c, "t@pve!t", "GET", "/cluster/resources", NULL, &r);
+	cr_assert_eq(r.status, 200);
+	const char *txt = json_object_to_json_string_ext(
+		r.data, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	cr_assert(strstr(txt, "qemu/100") && strstr(txt, "qemu/9000"), "%s", txt);
+	cr_assert(!strstr(txt, "qemu/101"), "101 is hidden: %s", txt);
+	cr_assert(strstr(txt, "storage/pve1/local-lvm") && !strstr(txt, "storage/pve1/other"),
+		  "%s", txt);
+	sim_resp_clear(&r);
+	as(c, "t@pve!t", "GET", "/nodes/pve1/qemu", NULL, &r);
+	txt = json_object_to_json_string_ext(r.data, JSON_C_TO_STRING_PLAIN);
+	cr_assert(!strstr(txt, "\"vmid\":101"), "%s", txt);
+	sim_resp_clear(&r);
+	as(c, "t@pve!t", "GET", "/nodes/pve1/qemu/101/config", NULL, &r);
+	refused(&r, "Permission check failed (/vms/101, VM.Audit)");
+	cluster_free(c);
+	/* a node's figures need Sys.Audit on /nodes/NODE (extract_node_stats) */
+	c = least("Sys.Audit", NULL);
+	as(c, "t@pve!t", "GET", "/nodes", NULL, &r);
+	json_object *n0 = json_object_array_get_idx(r.data, 0);
+	cr_assert_not_null(n0);
+	cr_expect(json_object_object_get_ex(n0, "status", NULL));
+	cr_expect_not(json_object_object_get_ex(n0, "maxmem", NULL), "figures without Sys.Audit");
+	sim_resp_clear(&r);
+	as(c, "t@pve!t", "GET", "/nodes/pve1/status", NULL, &r);
+	refused(&r, "Permission check failed (/nodes/pve1, Sys.Audit)");
+	cluster_free(c);
+	c = least(NULL, NULL);
+	as(c, "t@pve!t", "GET", "/nodes", NULL, &r);
+	cr_expect(json_object_object_get_ex(json_object_array_get_idx(r.data, 0), "maxmem", NULL));
+	sim_resp_clear(&r);
+	cluster_free(c);
+}
+
+/* GET /access/permissions: the caller's own privileges on a path, a
+ * privsep token's being the intersection; another user's need Sys.Audit
+ * on /access. */
+Test(acl, access_permissions_route)
+{
+	char *err = NULL;
+	struct cluster *c = world(
+		"\"users\": [{\"id\": \"u@pve\", \"password\": \"p\","
+		" \"acl\": [{\"path\": \"/\", \"role\": \"PVEVMUser\"}]},"
+		" {\"id\": \"v@pve\", \"password\": \"p\", \"privs\": \"VM.Audit\"}],"
+		" \"tokens\": [{\"id\": \"u@pve!t\", \"secret\": \"s\","
+		" \"acl\": [{\"path\": \"/vms\", \"role\": \"PVEVMAdmin\"}]}]",
+		&err);
+	cr_assert_not_null(c, "%s", err ? err : "?");
+	struct sim_resp r;
+	as(c, "u@pve!t", "GET", "/access/permissions", "{\"path\": \"/vms/100\"}", &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	json_object *p = NULL;
+	cr_assert(json_object_object_get_ex(r.data, "/vms/100", &p));
+	cr_expect(json_object_object_get_ex(p, "VM.PowerMgmt", NULL), "both have it");
+	cr_expect_not(json_object_object_get_ex(p, "VM.Allocate", NULL), "only the token has it");
+	sim_resp_clear(&r);
+	as(c, "u@pve", "GET", "/access/permissions", "{\"userid\": \"u@pve!t\", \"path\": \"/\"}",
+	   &r);
+	cr_assert_eq(r.status, 200, "a user may read its tokens'");
+	cr_assert(json_object_object_get_ex(r.data, "/", &p));
+	cr_expect_eq(json_object_object_length(p), 0, "the token has nothing on /");
+	sim_resp_clear(&r);
+	as(c, "v@pve", "GET", "/access/permissions", "{\"userid\": \"u@pve\"}", &r);
+	refused(&r, "Permission check failed (/access, Sys.Audit)");
+	as(c, "v@pve", "GET", "/access/permissions", NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_expect(json_object_object_get_ex(r.data, "/vms", NULL));
+	sim_resp_clear(&r);
+	cluster_free(c);
+}
