@@ -741,6 +741,23 @@ static int storage_shared(struct pve *c, const char *node, const char *storage, 
 	return 0;
 }
 
+/* Does a clone of src for node want need the move step? PVE clones onto
+ * another node only to shared storage ("can't clone to non-shared
+ * storage"; a linked clone, storage NULL, never): else it is cloned on the
+ * source's node and migrated. 0, or -1 (err). */
+static int clone_moves(struct pve *c, const char *want, const struct guest_ref *src,
+		       const char *storage, bool *move, struct pve_error *err)
+{
+	*move = false;
+	if (strcmp(want, src->node) == 0)
+		return 0;
+	bool shared = false;
+	if (storage && storage_shared(c, want, storage, &shared, err) < 0)
+		return -1;
+	*move = !shared;
+	return 0;
+}
+
 static bool wants_clone(struct job *j, struct up_ctx *u, const struct tmpl_inst *inst)
 {
 	return !pbool(job_vars(j), "exists") && u->t == GUEST_QEMU && inst->source.clone.value;
@@ -766,16 +783,8 @@ static enum step_rc up_clone(struct job *j)
 	bool full = u->full || inst.source.full;
 	const char *want = u->node ? u->node : src.node;
 	bool move = false;
-	if (strcmp(want, src.node) != 0) {
-		/* PVE clones onto another node only to shared storage ("can't
-		 * clone to non-shared storage"; a linked clone never): else
-		 * clone on the source's node and move it (the move step) */
-		const char *st = full ? inst.source.storage.value : NULL;
-		bool shared = false;
-		if (st && storage_shared(c, want, st, &shared, err) < 0)
-			goto out;
-		move = !shared;
-	}
+	if (clone_moves(c, want, &src, full ? inst.source.storage.value : NULL, &move, err) < 0)
+		goto out;
 	node = strdup(move ? src.node : want);
 	if (!node || job_set_str(j, "move_to", move ? want : NULL) < 0) {
 		pve_error_oom(err);
@@ -1354,17 +1363,14 @@ static int plan_make(struct job *j, struct up_ctx *u, const struct tmpl_inst *in
 	bool full = u->full || inst->source.full;
 	const char *want = u->node ? u->node : src.node;
 	const char *st = full ? inst->source.storage.value : NULL;
-	bool shared = true;
+	bool move = false;
 	int rc = -1;
-	if (strcmp(want, src.node) != 0 && (!st || storage_shared(c, want, st, &shared, err) < 0))
-		shared = false;
-	if (err->kind != PVE_OK)
+	if (clone_moves(c, want, &src, st, &move, err) < 0)
 		goto out;
 	if (!(*node = strdup(want))) {
 		pve_error_oom(err);
 		goto out;
 	}
-	bool move = strcmp(want, src.node) != 0 && !shared;
 	if (plan_add(j, u, strprintf("clone VM %d (%s) on %s as VMID %d '%s', %s%s%s", src.vmid,
 				     src.name ? src.name : "?", move ? src.node : want, *vmid,
 				     job_subject(j), full ? "full" : "linked",
