@@ -69,8 +69,9 @@ static void note(struct run *r, const char *step, const char *fmt, ...)
 	sbuf_free(&b);
 }
 
-static void fail(struct run *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fail(struct run *r, int code, const char *fmt, ...)
+static void fail(struct run *r, enum job_outcome o, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void fail(struct run *r, enum job_outcome o, const char *fmt, ...)
 {
 	struct sbuf b = {0};
 	va_list ap;
@@ -82,7 +83,7 @@ static void fail(struct run *r, int code, const char *fmt, ...)
 		*r->err = rc == 0 ? sbuf_steal(&b) : NULL;
 	}
 	sbuf_free(&b);
-	r->res->exit_code = code;
+	r->res->outcome = o;
 }
 
 /* Run a script (ssh_build_script: each %s an argument, quoted): 0 when
@@ -124,8 +125,8 @@ static int run_script(struct run *r, const char *step, const char *script,
 	struct ssh_error e = {0};
 	if (exec_script(r, script, args, timeout_ms, out, elapsed, &e) == 0)
 		return 0;
-	int code = ssh_error_exit_code(&e);
-	fail(r, code ? code : 1, "%s: %s", step, ssh_error_str(&e));
+	enum job_outcome o = ssh_error_outcome(&e);
+	fail(r, o == JOB_OUT_DONE ? JOB_OUT_FAILED : o, "%s: %s", step, ssh_error_str(&e));
 	ssh_error_clear(&e);
 	return -1;
 }
@@ -136,9 +137,9 @@ static void fail_remote(struct run *r, const char *step, const char *what,
 {
 	char *m = benchi_remote_msg(o);
 	if (o->exit_signal)
-		fail(r, 1, "%s: %s killed by signal %s: %s", step, what, o->exit_signal, m ? m : "");
+		fail(r, JOB_OUT_FAILED, "%s: %s killed by signal %s: %s", step, what, o->exit_signal, m ? m : "");
 	else
-		fail(r, 1, "%s: %s failed (exit %d): %s", step, what, o->exit_status, m ? m : "");
+		fail(r, JOB_OUT_FAILED, "%s: %s failed (exit %d): %s", step, what, o->exit_status, m ? m : "");
 	free(m);
 }
 
@@ -191,14 +192,14 @@ static int prepare(struct run *r)
 	struct ssh_result o;
 	int rc = -1;
 	if (!tmpl) {
-		fail(r, 1, "prepare: out of memory");
+		fail(r, JOB_OUT_FAILED, "prepare: out of memory");
 		return -1;
 	}
 	if (run_script(r, "prepare", "mktemp -d %s", args, 0, &o, NULL) < 0)
 		goto out;
 	if (o.exit_status != 0) {
 		char *m = benchi_remote_msg(&o);
-		fail(r, 1, "prepare: cannot make a directory in %s (mktemp -d, exit %d): %s",
+		fail(r, JOB_OUT_FAILED, "prepare: cannot make a directory in %s (mktemp -d, exit %d): %s",
 		     *r->dir ? r->dir : "/", o.exit_status, m ? m : "");
 		free(m);
 		goto free_out;
@@ -216,7 +217,7 @@ static int prepare(struct run *r)
 		     benchi_is_digit(p[i]);
 	if (!ok) {
 		char *m = benchi_first_line(p);
-		fail(r, 1, "prepare: mktemp -d printed '%s', not a directory like %s", m ? m : "",
+		fail(r, JOB_OUT_FAILED, "prepare: mktemp -d printed '%s', not a directory like %s", m ? m : "",
 		     tmpl);
 		free(m);
 		goto free_out;
@@ -224,7 +225,7 @@ static int prepare(struct run *r)
 	r->tmpdir = strndup(p, n);
 	r->file = r->tmpdir ? strprintf("%s/data", r->tmpdir) : NULL;
 	if (!r->file) {
-		fail(r, 1, "prepare: out of memory");
+		fail(r, JOB_OUT_FAILED, "prepare: out of memory");
 		goto free_out;
 	}
 	emit(r, "prepare", "test file %s (%u MiB)", r->file, r->res->size_mib);
@@ -243,12 +244,12 @@ static int dd_result(struct run *r, const char *step, const struct ssh_result *o
 	char *perr = NULL;
 	const char *text = o->err.len ? sbuf_str(&o->err) : sbuf_str(&o->out);
 	if (bench_parse_dd(text, MIB, dd, &perr) < 0) {
-		fail(r, 1, "%s: %s", step, perr ? perr : "dd output not understood");
+		fail(r, JOB_OUT_FAILED, "%s: %s", step, perr ? perr : "dd output not understood");
 		free(perr);
 		return -1;
 	}
 	if ((exact && dd->bytes != want) || dd->bytes == 0) {
-		fail(r, 1, "%s: dd copied %" PRIu64 " bytes, not %" PRIu64, step, dd->bytes, want);
+		fail(r, JOB_OUT_FAILED, "%s: dd copied %" PRIu64 " bytes, not %" PRIu64, step, dd->bytes, want);
 		return -1;
 	}
 	return 0;
@@ -280,7 +281,7 @@ static int step_write(struct run *r)
 		goto out;
 	double mbps = (double)dd.bytes / secs / 1e6;
 	if (bench_add_figure(r->res, "seq_write_mbps", mbps) < 0) {
-		fail(r, 1, "write: out of memory");
+		fail(r, JOB_OUT_FAILED, "write: out of memory");
 		goto out;
 	}
 	emit(r, "write", "sequential write: %.1f MB/s (%s MiB in %.2f s)", mbps, r->count, secs);
@@ -339,7 +340,7 @@ static int step_read(struct run *r)
 	} else if (r->disk) {
 		dev = strprintf("/dev/%s", r->disk);
 		if (!dev) {
-			fail(r, 1, "read: out of memory");
+			fail(r, JOB_OUT_FAILED, "read: out of memory");
 			return -1;
 		}
 		src = dev;
@@ -372,7 +373,7 @@ static int step_read(struct run *r)
 		     dev, dd.bytes, r->count);
 	double mbps = (double)dd.bytes / secs / 1e6;
 	if (bench_add_figure(r->res, "seq_read_mbps", mbps) < 0) {
-		fail(r, 1, "read: out of memory");
+		fail(r, JOB_OUT_FAILED, "read: out of memory");
 		goto out;
 	}
 	emit(r, "read", "sequential read%s%s: %.1f MB/s (%.2f s)", dev ? " of " : "",
@@ -392,7 +393,7 @@ static int step_diskinfo(struct run *r)
 	}
 	char *dev = strprintf("/dev/%s", r->disk);
 	if (!dev) {
-		fail(r, 1, "diskinfo: out of memory");
+		fail(r, JOB_OUT_FAILED, "diskinfo: out of memory");
 		return -1;
 	}
 	const char *args[] = {dev, NULL};
@@ -472,7 +473,7 @@ static int step_fio(struct run *r)
 	char *rt = strprintf("--runtime=%u", r->fio_runtime_s);
 	int rc = -1;
 	if (!fname || !size || !rt) {
-		fail(r, 1, "fio: out of memory");
+		fail(r, JOB_OUT_FAILED, "fio: out of memory");
 		goto out;
 	}
 	const char *args[] = {fname, size, rt, NULL};
@@ -498,7 +499,7 @@ static int step_fio(struct run *r)
 		if (bench_parse_fio(sbuf_str(&o.out), &iops, &bw, &perr) < 0)
 			note(r, "fio", "%s; random reads skipped", perr ? perr : "fio output not understood");
 		else if (bench_add_figure(r->res, "rand_read_iops", iops) < 0) {
-			fail(r, 1, "fio: out of memory");
+			fail(r, JOB_OUT_FAILED, "fio: out of memory");
 			rc = -1;
 		} else
 			emit(r, "fio", "random 4 KiB reads: %.0f IOPS (%s)", iops, ver ? ver : "fio");
@@ -514,7 +515,7 @@ out:
 }
 
 /* Remove the test file and directory. 0 done; -1 not done (the message
- * of a failed run is extended, or the run fails with exit 3). */
+ * of a failed run is extended, or the run fails as needs-attention). */
 static int cleanup(struct run *r, bool failed)
 {
 	if (!r->tmpdir)
@@ -547,7 +548,7 @@ static int cleanup(struct run *r, bool failed)
 			free(old);
 		}
 	} else {
-		fail(r, 3, "cleanup: %s is left on the guest (%s): remove it with rm -rf %s",
+		fail(r, JOB_OUT_NEEDS_ATTENTION, "cleanup: %s is left on the guest (%s): remove it with rm -rf %s",
 		     r->tmpdir, why ? why : "", r->tmpdir);
 	}
 	free(why);
@@ -587,7 +588,7 @@ int bench_run(struct ssh_session *s, const struct bench_request *req, struct ben
 	res->nic = strdup(req->nic ? req->nic : "?");
 	char *dir = strdup(req->dir ? req->dir : BENCH_DEFAULT_DIR);
 	if (!res->bus || !res->nic || !dir) {
-		fail(&r, 1, "bench: out of memory");
+		fail(&r, JOB_OUT_FAILED, "bench: out of memory");
 		free(dir);
 		return -1;
 	}
@@ -600,14 +601,14 @@ int bench_run(struct ssh_session *s, const struct bench_request *req, struct ben
 		disk += 5;
 	bool ok = false;
 	if (req->os != OS_FREEBSD && req->os != OS_LINUX)
-		fail(&r, 2, "bench: the guest OS is not known (FreeBSD or Linux)");
+		fail(&r, JOB_OUT_USAGE, "bench: the guest OS is not known (FreeBSD or Linux)");
 	else if (size > BENCH_MAX_SIZE_MIB)
-		fail(&r, 2, "bench: --size %u MiB is more than %u MiB", size, BENCH_MAX_SIZE_MIB);
+		fail(&r, JOB_OUT_USAGE, "bench: --size %u MiB is more than %u MiB", size, BENCH_MAX_SIZE_MIB);
 	else if (!valid_dir(req->dir ? req->dir : BENCH_DEFAULT_DIR))
-		fail(&r, 2, "bench: the test directory must be an absolute path without control "
+		fail(&r, JOB_OUT_USAGE, "bench: the test directory must be an absolute path without control "
 			    "characters");
 	else if (disk && req->os == OS_FREEBSD && !valid_disk(disk))
-		fail(&r, 2, "bench: '%s' is not a disk device name (like ad0, vtbd0 or da0)",
+		fail(&r, JOB_OUT_USAGE, "bench: '%s' is not a disk device name (like ad0, vtbd0 or da0)",
 		     req->raw_disk);
 	else
 		ok = true;
@@ -631,7 +632,7 @@ int bench_run(struct ssh_session *s, const struct bench_request *req, struct ben
 		rc = -1;
 	if (rc == 0) {
 		res->ts = (long long)time(NULL);
-		res->exit_code = 0;
+		res->outcome = JOB_OUT_DONE;
 	}
 	free(r.tmpdir);
 	free(r.file);

@@ -77,6 +77,7 @@
 #include <stdio.h>
 
 #include "osprof.h"
+#include "outcome.h"
 #include "ssh.h"
 
 #define BENCH_DEFAULT_SIZE_MIB 256u
@@ -103,7 +104,7 @@ struct bench_result {
 	size_t n_figs;
 	char **notes;          /* what was skipped and why, caveats */
 	size_t n_notes;
-	int exit_code;         /* bench_run: 0, or 1, 2, 3 or 4 (README "Exit codes") */
+	enum job_outcome outcome; /* bench_run: done, or what its failure means */
 };
 
 /* Free everything and zero the struct; a zeroed struct is fine. */
@@ -147,8 +148,9 @@ struct bench_request {
 /* Run the benchmark on an open session. *res is always filled (zeroed
  * first; free it with bench_result_free): on success with ts, labels, size,
  * the figures measured and the notes; on failure (-1, *err says which step
- * and why; res->exit_code 1, 2 for a bad request, 3 when only the removal
- * of the test directory failed, 4 when the guest could not be reached)
+ * and why; res->outcome failed, usage for a bad request, needs-attention
+ * when only the removal of the test directory failed, unreachable when the
+ * guest could not be reached)
  * with what was measured before. A failure that leaves the test directory
  * on the guest names it in *err. A failed run is not meant to be stored. */
 int bench_run(struct ssh_session *s, const struct bench_request *req,

@@ -426,8 +426,8 @@ static json_object *journal_files(struct journal *j)
 struct run {
 	const struct convert_request *req;
 	struct convert_result *res;
-	int code;                     /* the failure's class, as README "Exit codes"
-					 numbers it (lower modules say it so) */
+	enum job_outcome outcome;     /* what the failure means, as the lower
+					 module that failed says it */
 	struct guest_ref g;           /* our copy (status changes) */
 	struct guest_wait w;
 	struct journal j;
@@ -462,9 +462,9 @@ static void note_path(struct run *r, const char *path, const char *text)
 }
 
 /* Record a failure of the current step (the first one wins). */
-static int failf(struct run *r, int code, const char *fmt, ...)
+static int failf(struct run *r, enum job_outcome o, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static int failf(struct run *r, int code, const char *fmt, ...)
+static int failf(struct run *r, enum job_outcome o, const char *fmt, ...)
 {
 	struct convert_result *res = r->res;
 	if (!res->error) {
@@ -475,16 +475,15 @@ static int failf(struct run *r, int code, const char *fmt, ...)
 		va_end(ap);
 		res->error = sbuf_steal(&b);
 		res->failed_step = strdup(r->step ? r->step : "?");
-		r->code = code;
+		r->outcome = o == JOB_OUT_DONE ? JOB_OUT_FAILED : o;
 	}
 	return -1;
 }
 
 static int fail_pve(struct run *r, struct pve_error *e, const char *what)
 {
-	int code = pve_error_exit_code(e);
 	char *hint = pve_perm_hint(e->message);
-	failf(r, code ? code : 1, "%s: %s%s", what, e->message ? e->message : "PVE error",
+	failf(r, pve_error_outcome(e), "%s: %s%s", what, e->message ? e->message : "PVE error",
 	      hint ? hint : "");
 	free(hint);
 	pve_error_clear(e);
@@ -493,8 +492,7 @@ static int fail_pve(struct run *r, struct pve_error *e, const char *what)
 
 static int fail_ssh(struct run *r, struct ssh_error *e, const char *what)
 {
-	failf(r, ssh_error_exit_code(e) ? ssh_error_exit_code(e) : 1, "%s: %s", what,
-	      ssh_error_str(e));
+	failf(r, ssh_error_outcome(e), "%s: %s", what, ssh_error_str(e));
 	ssh_error_clear(e);
 	return -1;
 }
@@ -609,10 +607,10 @@ static int run_phase(struct run *r, enum rw_phase phase, bool dry_run, size_t *c
 			added = true;
 		}
 		if (added && journal_save(&r->j) < 0)
-			rc = failf(r, 3, "cannot record the original files in job %lld",
+			rc = failf(r, JOB_OUT_NEEDS_ATTENTION, "cannot record the original files in job %lld",
 				   job_id(r->j.job));
 	} else if (rc < 0) {
-		failf(r, ir.exit_code ? ir.exit_code : 1, "%s%s%s", ir.error ? ir.error : "failed",
+		failf(r, ir.outcome, "%s%s%s", ir.error ? ir.error : "failed",
 		      ir.status == INJ_FAILED_PARTIAL ? "" : " (files left as they were)", "");
 	}
 	inject_result_free(&ir);
@@ -626,7 +624,7 @@ static int plan_paths(struct run *r)
 		const char *star = strstr(*f, "*.yaml");
 		if (!star) {
 			if (strv_add(&r->paths, &r->n_paths, strprintf("/%s", *f)) < 0)
-				return failf(r, 1, "out of memory");
+				return failf(r, JOB_OUT_FAILED, "out of memory");
 			continue;
 		}
 		char *dir = strndup(*f, (size_t)(star - *f));
@@ -647,7 +645,7 @@ static int plan_paths(struct run *r)
 				free(dir);
 				free(cmd);
 				free(out);
-				return failf(r, 1, "out of memory");
+				return failf(r, JOB_OUT_FAILED, "out of memory");
 			}
 			p += n + (p[n] ? 1 : 0);
 		}
@@ -656,11 +654,11 @@ static int plan_paths(struct run *r)
 		free(out);
 	}
 	if (!r->paths && strv_add(&r->paths, &r->n_paths, strdup("/etc/fstab")) < 0)
-		return failf(r, 1, "out of memory");
+		return failf(r, JOB_OUT_FAILED, "out of memory");
 	/* NULL-terminated for inject (n_paths does not count the NULL) */
 	char **v = realloc(r->paths, (r->n_paths + 1) * sizeof *v);
 	if (!v)
-		return failf(r, 1, "out of memory");
+		return failf(r, JOB_OUT_FAILED, "out of memory");
 	r->paths = v;
 	v[r->n_paths] = NULL;
 	return 0;
@@ -686,12 +684,12 @@ static int plan_guest(struct run *r)
 	struct inject_request q = {.session = r->s, .ssh = r->req->ssh};
 	inject_result_free(&r->det);
 	if (inject_run(&q, &r->det) < 0)
-		return failf(r, r->det.exit_code ? r->det.exit_code : 1, "%s",
+		return failf(r, r->det.outcome, "%s",
 			     r->det.error ? r->det.error : "cannot detect the OS");
 	free(r->res->os_desc);
 	r->res->os_desc = r->det.os_desc ? strdup(r->det.os_desc) : NULL;
 	if (!r->det.have_profile)
-		return failf(r, 1, "%s has no usable virtio drivers: pvagent leaves it on IDE/e1000",
+		return failf(r, JOB_OUT_FAILED, "%s has no usable virtio drivers: pvagent leaves it on IDE/e1000",
 			     r->det.os_desc ? r->det.os_desc : "the guest's OS");
 	enum vbus bus = choose_bus(r);
 	const char *jbus = json_text(r->j.o, "bus");
@@ -699,7 +697,7 @@ static int plan_guest(struct run *r)
 		bus = strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
 	char *err = NULL;
 	if (osprof_check_bus(&r->det.profile, bus, &err) < 0) {
-		failf(r, 1, "%s", err ? err : "bus not supported");
+		failf(r, JOB_OUT_FAILED, "%s", err ? err : "bus not supported");
 		free(err);
 		return -1;
 	}
@@ -708,7 +706,7 @@ static int plan_guest(struct run *r)
 	r->res->bus = strdup(vbus_name(bus));
 	if (!r->t.set.n && !r->t.delete_keys &&
 	    convert_target_make(r->saved, bus, &r->t, &err) < 0) {
-		failf(r, 1, "%s", err ? err : "out of memory");
+		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
 		free(err);
 		return -1;
 	}
@@ -729,21 +727,21 @@ static int plan_guest(struct run *r)
 			break;
 		}
 		if (status == 0 && os_facts_add(&r->facts, cmds[i], out) < 0)
-			rc = failf(r, 1, "out of memory");
+			rc = failf(r, JOB_OUT_FAILED, "out of memory");
 		free(out);
 	}
 	osprof_cmds_free(cmds);
 	free(fstab);
 	if (rc < 0) {
 		if (err)
-			failf(r, 1, "%s", err);
+			failf(r, JOB_OUT_FAILED, "%s", err);
 		free(err);
 		return -1;
 	}
 	free(err);
 	if (virtio_plan_init(&r->vp, &r->det.profile, bus, r->t.ndisks, r->t.nnics, &r->facts,
 			     &err) < 0) {
-		failf(r, 1, "%s", err ? err : "out of memory");
+		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
 		free(err);
 		return -1;
 	}
@@ -821,14 +819,14 @@ static int install_kmod(struct run *r)
 	if (why) /* one line */
 		why[strcspn(why, "\n")] = '\0';
 	if (status != 0) {
-		failf(r, 1, "cannot install %s ('%s' exited %d: %s); nothing on PVE was changed",
+		failf(r, JOB_OUT_FAILED, "cannot install %s ('%s' exited %d: %s); nothing on PVE was changed",
 		      p->kmod_pkg, p->kmod_install, status, why && *why ? why : "no message");
 		free(why);
 		return -1;
 	}
 	free(why);
 	if (ssh_stat(r->s, p->kmod_check, &st, &e) < 0) {
-		failf(r, 1, "'%s' ran but %s is missing; nothing on PVE was changed",
+		failf(r, JOB_OUT_FAILED, "'%s' ran but %s is missing; nothing on PVE was changed",
 		      p->kmod_install, p->kmod_check);
 		ssh_error_clear(&e);
 		return -1;
@@ -875,7 +873,7 @@ static int rebuild_initramfs(struct run *r)
 	if (why)
 		why[strcspn(why, "\n")] = '\0';
 	if (status != 0) {
-		failf(r, 1, "'%s' exited %d: %s", p->initramfs_update, status,
+		failf(r, JOB_OUT_FAILED, "'%s' exited %d: %s", p->initramfs_update, status,
 		      why && *why ? why : "no message");
 		free(why);
 		return -1;
@@ -889,7 +887,7 @@ static int rebuild_initramfs(struct run *r)
 		free(ko);
 		if (!in) {
 			free(out);
-			return failf(r, 1, "the rebuilt initramfs has no %s module", mods[i]);
+			return failf(r, JOB_OUT_FAILED, "the rebuilt initramfs has no %s module", mods[i]);
 		}
 	}
 	free(out);
@@ -1001,7 +999,7 @@ static int verify_guest(struct run *r)
 	char *err = NULL;
 	if (rw_fstab_parse("/etc/fstab", fstab, &ents, &n, &err) < 0) {
 		free(fstab);
-		failf(r, 1, "%s", err ? err : "out of memory");
+		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
 		free(err);
 		return -1;
 	}
@@ -1023,9 +1021,9 @@ static int verify_guest(struct run *r)
 	for (size_t i = 0; rc == 0 && i < r->vp.disks.n; i++) {
 		const char *to = r->vp.disks.v[i].to, *from = r->vp.disks.v[i].from;
 		if (!word_in(disks, to))
-			rc = failf(r, 1, "the guest does not see its disk %s", to);
+			rc = failf(r, JOB_OUT_FAILED, "the guest does not see its disk %s", to);
 		else if (strcmp(from, to) != 0 && word_in(disks, from))
-			rc = failf(r, 1, "the guest still sees the emulated disk %s", from);
+			rc = failf(r, JOB_OUT_FAILED, "the guest still sees the emulated disk %s", from);
 	}
 	/* every file system of fstab is mounted, none from an old device */
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -1037,17 +1035,17 @@ static int verify_guest(struct run *r)
 		    strcmp(f->type, "fdescfs") == 0 || strcmp(f->type, "procfs") == 0)
 			continue;
 		if (!mounted(mounts, f->file))
-			rc = failf(r, 1, "%s (fstab line %zu, %s) is not mounted", f->file, f->line,
+			rc = failf(r, JOB_OUT_FAILED, "%s (fstab line %zu, %s) is not mounted", f->file, f->line,
 				   f->spec);
 	}
 	const char *old = rc == 0 ? old_device_in(r, mounts) : NULL;
 	if (old)
-		rc = failf(r, 1, "a file system is still mounted from the emulated disk %s", old);
+		rc = failf(r, JOB_OUT_FAILED, "a file system is still mounted from the emulated disk %s", old);
 	for (size_t i = 0; rc == 0 && bsd && i < r->vp.nics.n; i++) {
 		if (!word_in(nics, r->vp.nics.v[i].to))
-			rc = failf(r, 1, "the guest has no NIC %s", r->vp.nics.v[i].to);
+			rc = failf(r, JOB_OUT_FAILED, "the guest has no NIC %s", r->vp.nics.v[i].to);
 		else if (word_in(nics, r->vp.nics.v[i].from))
-			rc = failf(r, 1, "the guest still has the emulated NIC %s",
+			rc = failf(r, JOB_OUT_FAILED, "the guest still has the emulated NIC %s",
 				   r->vp.nics.v[i].from);
 	}
 	rw_fstab_ents_free(ents, n);
@@ -1093,7 +1091,7 @@ static int apply_target(struct run *r)
 	done = convert_target_applied(&r->t, cur);
 	json_object_put(cur);
 	if (!done)
-		return failf(r, 1, "PVE took the change but the config does not show it");
+		return failf(r, JOB_OUT_FAILED, "PVE took the change but the config does not show it");
 	return 0;
 }
 
@@ -1270,7 +1268,7 @@ static int rollback(struct run *r)
 		r->res->recovery = recovery_text(r, now);
 		json_object_put(now);
 		r->res->status = CONV_STUCK;
-		r->code = 3;
+		r->outcome = JOB_OUT_NEEDS_ATTENTION;
 	} else {
 		char *hint = pve_perm_hint(what);
 		r->res->error = strprintf("%s failed: %s; rolled back: the guest runs on IDE/e1000 "
@@ -1279,7 +1277,7 @@ static int rollback(struct run *r)
 		free(hint);
 		r->res->rolled_back = true;
 		r->res->status = CONV_FAILED;
-		r->code = 1;
+		r->outcome = JOB_OUT_FAILED;
 		job_note(r->j.job, "rolled back: the guest is back on IDE/e1000");
 	}
 	json_object_put(cur);
@@ -1304,8 +1302,7 @@ static int take_snapshot(struct run *r)
 			  existed ? "exists already" : "taken", r->g.vmid, SNAPSHOT_NAME);
 		return 0;
 	}
-	int code = pve_error_exit_code(&e);
-	if (code == 4) /* PVE unreachable: stop here */
+	if (pve_error_outcome(&e) == JOB_OUT_UNREACHABLE) /* stop here */
 		return fail_pve(r, &e, "snapshot");
 	job_note(r->j.job, "no snapshot taken (%s): the rollback relies on the saved config "
 			       "and the file backups", e.message ? e.message : "refused");
@@ -1334,7 +1331,7 @@ static int dry_run(struct run *r)
 		 r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nnics == 1 ? "" : "s",
 		 vbus_name(r->vp.bus));
 	r->res->status = CONV_DRY_RUN;
-	r->code = 0;
+	r->outcome = JOB_OUT_DONE;
 	return 0;
 }
 
@@ -1347,7 +1344,7 @@ static int journal_start(struct run *r, json_object *config)
 	json_object_object_add(o, "config", json_object_get(config));
 	json_object_object_add(o, "files", json_object_new_object());
 	json_object_object_get_ex(o, "config", &r->saved);
-	return journal_save(&r->j) < 0 ? failf(r, 1, "cannot store the journal") : 0;
+	return journal_save(&r->j) < 0 ? failf(r, JOB_OUT_FAILED, "cannot store the journal") : 0;
 }
 
 /* ---- the steps -------------------------------------------------------------------------- */
@@ -1358,10 +1355,10 @@ static double verify_timeout(const struct run *r)
 }
 
 /* A failed step: the job's error from the result's (its kind gives the
- * outcome the exit code stands for). */
+ * run's outcome). */
 static enum step_rc step_failed(struct job *j, struct run *r)
 {
-	job_fail_class(j, r->code ? r->code : 1, r->res->error);
+	job_fail_outcome(j, r->outcome, r->res->error);
 	if (r->res->recovery)
 		job_set_left(j, "%s", r->res->recovery);
 	return STEP_RC_FAIL;
@@ -1397,7 +1394,7 @@ static enum step_rc st_preflight(struct job *j)
 	char *err = NULL;
 	struct convert_target probe;
 	if (convert_target_make(r->saved, VBUS_VIRTIO_BLK, &probe, &err) < 0) {
-		failf(r, 1, "%s", err ? err : "out of memory");
+		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
 		free(err);
 		return step_failed(j, r);
 	}
@@ -1405,13 +1402,13 @@ static enum step_rc st_preflight(struct job *j)
 	convert_target_free(&probe);
 	if (nothing) {
 		res->status = CONV_ALREADY;
-		r->code = 0;
+		r->outcome = JOB_OUT_DONE;
 		job_summary(r->j.job, "already virtio: no IDE disk or e1000 NIC");
 		return STEP_RC_END;
 	}
 	bool running = r->g.status && strcmp(r->g.status, "running") == 0;
 	if (!running && q->dry_run) {
-		failf(r, 1, "the guest is %s: --dry-run needs it running to read its files",
+		failf(r, JOB_OUT_FAILED, "the guest is %s: --dry-run needs it running to read its files",
 		      r->g.status ? r->g.status : "stopped");
 		return step_failed(j, r);
 	}
@@ -1426,7 +1423,7 @@ static enum step_rc st_preflight(struct job *j)
 	json_object_object_add(r->j.o, "bus", json_object_new_string(vbus_name(r->vp.bus)));
 	for (size_t i = 0; i < r->t.n_lines; i++)
 		if (strv_add(&res->changes, &res->n_changes, strdup(r->t.lines[i])) < 0) {
-			failf(r, 1, "out of memory");
+			failf(r, JOB_OUT_FAILED, "out of memory");
 			return step_failed(j, r);
 		}
 	job_summary(r->j.job, "%s: %u IDE disk%s, %u e1000 NIC%s -> %s", res->os_desc ? res->os_desc : "?",
@@ -1441,7 +1438,7 @@ static enum step_rc st_preflight(struct job *j)
 		return step_failed(j, r);
 	}
 	if (journal_save(&r->j) < 0) {
-		failf(r, 1, "cannot store the journal");
+		failf(r, JOB_OUT_FAILED, "cannot store the journal");
 		return step_failed(j, r);
 	}
 	return STEP_RC_OK;
@@ -1540,7 +1537,7 @@ static int ensure_target(struct run *r)
 	enum vbus bus = jbus && strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
 	char *err = NULL;
 	if (convert_target_make(r->saved, bus, &r->t, &err) < 0) {
-		failf(r, 1, "%s", err ? err : "out of memory");
+		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
 		free(err);
 		return -1;
 	}
@@ -1559,7 +1556,7 @@ static enum step_rc st_switch(struct job *j)
 			return step_failed(j, r);
 		if (run_phase(r, RW_SWITCH, false, &n) < 0 || journal_set_phase(&r->j, "switch") < 0) {
 			if (!r->res->error)
-				failf(r, 1, "cannot store the journal");
+				failf(r, JOB_OUT_FAILED, "cannot store the journal");
 			rollback(r);
 			r->files_restored = r->res->rolled_back;
 			return step_failed(j, r);
@@ -1606,7 +1603,7 @@ static enum step_rc st_verify(struct job *j)
 	bool applied = convert_target_applied(&r->t, cur);
 	json_object_put(cur);
 	if (!applied) {
-		failf(r, 1, "PVE's config no longer shows the virtio devices");
+		failf(r, JOB_OUT_FAILED, "PVE's config no longer shows the virtio devices");
 		return step_failed(j, r);
 	}
 	if (verify_guest(r) < 0)
@@ -1630,7 +1627,7 @@ static enum step_rc st_finish(struct job *j)
 		res->error = strprintf("converted and verified, but dropping the old names failed: %s",
 				       e0 ? e0 : "error");
 		free(e0);
-		r->code = 3;
+		r->outcome = JOB_OUT_NEEDS_ATTENTION;
 		res->recovery = strprintf("The guest works on virtio; its files still hold the old "
 					  "names beside the new ones. Run pvagent virtio %s again "
 					  "to finish (job %lld).",
@@ -1639,7 +1636,7 @@ static enum step_rc st_finish(struct job *j)
 	}
 	job_summary(r->j.job, "%zu file%s cleaned of the old names", n, n == 1 ? "" : "s");
 	res->status = CONV_DONE;
-	r->code = 0;
+	r->outcome = JOB_OUT_DONE;
 	return STEP_RC_OK;
 }
 
@@ -1773,7 +1770,7 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 	struct pve_error e = {0};
 	struct job *j = NULL;
 	if (job_env_init(&env) < 0 || virtio_job(&env, req, &j, &e) < 0) {
-		res->outcome = e.kind == PVE_ERR_LOCKED ? JOB_OUT_FAILED : job_outcome_of_error(&e);
+		res->outcome = e.kind == PVE_ERR_LOCKED ? JOB_OUT_FAILED : pve_error_outcome(&e);
 		res->error = strdup(e.message ? e.message : "cannot make the job");
 		pve_error_clear(&e);
 		job_env_fini(&env);
@@ -1799,11 +1796,12 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 			 res->status == CONV_DRY_RUN
 		 ? 0
 		 : -1;
-	/* a failure's class is the last word on it: a rollback that worked
-	 * makes an unreachable guest a clean failure */
+	/* the run's own outcome is the last word on a failure: a rollback
+	 * that worked makes an unreachable guest a clean failure */
 	res->outcome = rc == 0			? JOB_OUT_DONE
 		     : o == JOB_OUT_INTERRUPTED ? o
-						: job_outcome_of_class(r->code ? r->code : 1);
+		     : r->outcome == JOB_OUT_DONE ? JOB_OUT_FAILED
+						: r->outcome;
 	if (rc < 0 && res->status != CONV_STUCK)
 		res->status = CONV_FAILED;
 	job_free(j);

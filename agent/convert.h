@@ -31,8 +31,9 @@
  *              the saved config back key by key (never deleting an unusedN
  *              entry: that would destroy its volume), start, wait for SSH
  *              on IDE/e1000, put every file this conversion changed back
- *              to its original text. Exit 1. If the rollback fails too:
- *              exit 3 with the state left and how to recover by hand.
+ *              to its original text: failed. If the rollback fails too:
+ *              needs-attention, with the state left and how to recover
+ *              by hand.
  *
  * Journal: before anything changes, the job's vars (job.h, kept in
  * state.db) hold the saved config, the phase and the original text of
@@ -72,7 +73,7 @@ enum convert_status {
 	CONV_DONE,        /* converted and verified */
 	CONV_ALREADY,     /* no IDE disk or e1000 NIC: nothing to do */
 	CONV_DRY_RUN,     /* plan shown, nothing changed */
-	CONV_STUCK,       /* failed and the rollback failed: exit 3 */
+	CONV_STUCK,       /* failed and the rollback failed: needs attention */
 };
 /* "failed", "converted", "already-virtio", "dry-run", "needs-attention". */
 const char *convert_status_name(enum convert_status s);

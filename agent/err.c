@@ -1,5 +1,5 @@
 /* err.c - struct pve_error (see err.h): setting, moving, naming kinds,
- * exit codes, the message for users, and the JSON form jobs store. */
+ * their outcomes, the message for users, and the JSON form jobs store. */
 #include "err.h"
 
 #include "log.h"
@@ -99,23 +99,23 @@ bool pve_err_retryable(enum pve_err_kind k)
 	return k == PVE_ERR_CONNECT || k == PVE_ERR_TRANSIENT;
 }
 
-int pve_error_exit_code(const struct pve_error *e)
+enum job_outcome pve_error_outcome(const struct pve_error *e)
 {
 	if (!e || e->kind == PVE_OK)
-		return 0;
+		return JOB_OUT_DONE;
 	if (e->kind == PVE_ERR_CONFIG)
-		return 2;
+		return JOB_OUT_USAGE;
 	if (e->kind == PVE_ERR_TASK_TIMEOUT || e->ambiguous)
-		return 3;
+		return JOB_OUT_NEEDS_ATTENTION;
 	switch (e->kind) {
 	case PVE_ERR_AUTH:
 	case PVE_ERR_TLS:
 	case PVE_ERR_PIN:
 	case PVE_ERR_CONNECT:
 	case PVE_ERR_TIMEOUT:
-		return 4;
+		return JOB_OUT_UNREACHABLE;
 	default:
-		return 1;
+		return JOB_OUT_FAILED;
 	}
 }
 

@@ -1,10 +1,13 @@
 /* err.h - the agent's one error type: what failed (the request, or the
  * step), its kind, PVE's HTTP status and message, per-parameter errors,
  * the task's UPID and log tail, and whether the request may have taken
- * effect. Every layer fills it; only the mains turn it into exit codes and
- * words. It has a JSON form, so jobs store it (store.h). */
+ * effect. Every layer fills it and classifies it by outcome (outcome.h);
+ * only the mains turn that into exit codes and words. It has a JSON form,
+ * so jobs store it (store.h). */
 #ifndef PVAGENT_ERR_H
 #define PVAGENT_ERR_H
+
+#include "outcome.h"
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -12,13 +15,13 @@
 /* Every failure is classified here, in one place. */
 enum pve_err_kind {
 	PVE_OK = 0,
-	PVE_ERR_CONFIG,       /* bad client options (exit 2) */
-	PVE_ERR_AUTH,         /* credential refused (401) (exit 4) */
+	PVE_ERR_CONFIG,       /* bad client options (usage) */
+	PVE_ERR_AUTH,         /* credential refused (401) (unreachable) */
 	PVE_ERR_PERM,         /* authenticated but not permitted (403) */
-	PVE_ERR_TLS,          /* certificate verification failed (exit 4) */
-	PVE_ERR_PIN,          /* certificate fingerprint mismatch (exit 4) */
-	PVE_ERR_CONNECT,      /* cannot resolve/connect, connection reset (exit 4) */
-	PVE_ERR_TIMEOUT,      /* request timed out (exit 4) */
+	PVE_ERR_TLS,          /* certificate verification failed (unreachable) */
+	PVE_ERR_PIN,          /* certificate fingerprint mismatch (unreachable) */
+	PVE_ERR_CONNECT,      /* cannot resolve/connect, connection reset (unreachable) */
+	PVE_ERR_TIMEOUT,      /* request timed out (unreachable) */
 	PVE_ERR_TRANSIENT,    /* 502/503/504/596, "got no worker upid", "got timeout":
 				 retried; this kind remains once retries ran out */
 	PVE_ERR_PARAM,        /* 400 with per-parameter errors (param_errors) */
@@ -63,10 +66,11 @@ void pve_error_move(struct pve_error *dst, struct pve_error *src);
 const char *pve_err_kind_name(enum pve_err_kind k);
 /* Would the client retry this kind (connection errors and transient)? */
 bool pve_err_retryable(enum pve_err_kind k);
-/* Exit code per README "Exit codes": 2 for PVE_ERR_CONFIG; 4 for auth, TLS,
- * pin, connect and timeout; 3 for a task still running
- * (PVE_ERR_TASK_TIMEOUT) or an ambiguous failure; 1 otherwise. */
-int pve_error_exit_code(const struct pve_error *e);
+/* What a failure with this error means when nothing is left behind:
+ * done for PVE_OK; usage for PVE_ERR_CONFIG; needs-attention for a task
+ * still running (PVE_ERR_TASK_TIMEOUT) or an ambiguous failure;
+ * unreachable for auth, TLS, pin, connect and timeout; failed otherwise. */
+enum job_outcome pve_error_outcome(const struct pve_error *e);
 /* The message for users (malloc'd): "WHAT: MESSAGE", then one indented line
  * per parameter error ("  net0: invalid format"), then the task log tail.
  * NULL only when out of memory. */

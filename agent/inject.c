@@ -443,11 +443,11 @@ static int fail(struct run *r, enum inject_step step, const char *path,
 	}
 	res->error = bad ? strdup("out of memory") : sbuf_steal(&b);
 	sbuf_free(&b);
-	/* exit code: connect/auth/config problems before anything changed keep
-	 * the SSH layer's code; everything else is a plain failure. */
-	res->exit_code = 1;
+	/* connect/auth/config problems before anything changed keep the SSH
+	 * layer's outcome; everything else is a plain failure. */
+	res->outcome = JOB_OUT_FAILED;
 	if (se && se->kind != SSH_OK && step <= INJ_STEP_READ)
-		res->exit_code = ssh_error_exit_code(se);
+		res->outcome = ssh_error_outcome(se);
 	return -1;
 }
 
@@ -938,7 +938,7 @@ static void do_rollback(struct run *r)
 	char *old = res->error;
 	if (dirty) {
 		res->status = INJ_FAILED_PARTIAL;
-		res->exit_code = 3;
+		res->outcome = JOB_OUT_NEEDS_ATTENTION;
 		res->error = strprintf("%s; rollback failed for %zu file%s:%s", old ? old : "",
 				       dirty, dirty == 1 ? "" : "s", bad ? " (out of memory)" : sbuf_str(&msg));
 	} else {
@@ -963,7 +963,7 @@ int inject_run(const struct inject_request *req, struct inject_result *res)
 	char *herr = NULL;
 	if (req->name && inject_check_hostname(req->name, &herr) < 0) {
 		fail(&r, INJ_STEP_PLAN, NULL, NULL, "%s", herr ? herr : "bad host name");
-		res->exit_code = 2;
+		res->outcome = JOB_OUT_USAGE;
 		free(herr);
 		return -1;
 	}
@@ -974,7 +974,7 @@ int inject_run(const struct inject_request *req, struct inject_result *res)
 		struct ssh_error e = {0};
 		if (!req->ssh) {
 			fail(&r, INJ_STEP_CONNECT, NULL, NULL, "no SSH session or options");
-			res->exit_code = 2;
+			res->outcome = JOB_OUT_USAGE;
 			return -1;
 		}
 		if (ssh_connect(req->ssh, &r.s, &e) < 0) {
@@ -1010,7 +1010,7 @@ int inject_run(const struct inject_request *req, struct inject_result *res)
 	rc = 0;
 out:
 	if (rc == 0)
-		res->exit_code = 0;
+		res->outcome = JOB_OUT_DONE;
 	free(r.written);
 	if (r.own)
 		ssh_close(r.s);
@@ -1101,7 +1101,7 @@ struct json_object *inject_result_json(const struct inject_result *res)
 	}
 	if (!bad) {
 		bad |= jadd_str(o, "status", inject_status_name(res->status)) < 0;
-		bad |= jadd(o, "exit_code", json_object_new_int(res->exit_code)) < 0;
+		bad |= jadd_str(o, "outcome", job_outcome_name(res->outcome)) < 0;
 		bad |= jadd_str(os, "family",
 				fam[res->os.family <= OS_LINUX ? res->os.family : OS_UNKNOWN]) < 0;
 		bad |= jadd_str(os, "id", res->os.id) < 0;

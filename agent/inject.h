@@ -42,7 +42,8 @@
  *   address (guest.h), load and expand its template (the description
  *   carries "pvagent template NAME": inject_template_from_description),
  *   fill ssh options with inject_ssh_opts(), call inject_run(), print the
- *   INJ_EV_DIFF texts (dry run) and the result, exit with res.exit_code.
+ *   INJ_EV_DIFF texts (dry run) and the result, exit with the exit code
+ *   of res.outcome.
  *   provision (`up`, template with a [guest] section): after the guest
  *   answers SSH, same call with the expanded tmpl_inst and the guest's
  *   name; pass an open session if it has one (req.session) and the ssh
@@ -55,6 +56,7 @@
 
 #include "conf.h"
 #include "osprof.h"
+#include "outcome.h"
 #include "ssh.h"
 #include "tmpl.h"
 
@@ -71,13 +73,14 @@ enum inject_step {
 const char *inject_step_name(enum inject_step s);
 
 enum inject_status {
-	INJ_FAILED = 0,     /* failed; every file as it was (exit 1, or 2/4) */
-	INJ_CHANGED,        /* files written and verified (exit 0) */
-	INJ_UNCHANGED,      /* every file already as wanted (exit 0) */
+	INJ_FAILED = 0,     /* failed; every file as it was (outcome failed,
+			       usage or unreachable) */
+	INJ_CHANGED,        /* files written and verified */
+	INJ_UNCHANGED,      /* every file already as wanted */
 	INJ_DRY_RUN,        /* nothing written; see n_changed and the diffs */
 	INJ_FAILED_PARTIAL, /* failed, and the rollback failed too: some files
 			       are changed; the message lists them and their
-			       backups (exit 3) */
+			       backups (needs attention) */
 };
 /* "failed", "changed", "unchanged", "dry-run", "failed-partial". */
 const char *inject_status_name(enum inject_status s);
@@ -106,7 +109,7 @@ struct inject_file {
 
 struct inject_result {
 	enum inject_status status;
-	int exit_code;            /* README "Exit codes": 0, 1, 2, 3 or 4 */
+	enum job_outcome outcome; /* done, or what the failure means (outcome.h) */
 	struct os_facts facts;    /* detection commands and their output */
 	struct os_info os;        /* family OS_UNKNOWN if not detected */
 	bool have_profile;        /* osprof_for() gave a profile */
@@ -190,7 +193,7 @@ int inject_run(const struct inject_request *req, struct inject_result *res);
  * error. malloc'd (NULL when out of memory). */
 char *inject_result_summary(const struct inject_result *res);
 
-/* The result for --json: {"status", "exit_code", "os": {"family", "id",
+/* The result for --json: {"status", "outcome", "os": {"family", "id",
  * "version", "kernel", "description", "profile"}, "files": [{"path", "why",
  * "state", "existed", "diff"}], "failed_step", "failed_path", "error"}
  * (failed_* and error only on failure). New reference, NULL on ENOMEM. */

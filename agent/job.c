@@ -47,41 +47,6 @@ struct job {
 	bool resume_upid_taken, resume_unknown_taken;
 };
 
-/* ---- outcomes -------------------------------------------------------------------- */
-
-const char *job_outcome_name(enum job_outcome o)
-{
-	switch (o) {
-	case JOB_OUT_DONE: return "done";
-	case JOB_OUT_FAILED: return "failed";
-	case JOB_OUT_USAGE: return "usage";
-	case JOB_OUT_NEEDS_ATTENTION: return "needs-attention";
-	case JOB_OUT_UNREACHABLE: return "unreachable";
-	case JOB_OUT_INTERRUPTED: return "interrupted";
-	}
-	return "?";
-}
-
-enum job_outcome job_outcome_of_error(const struct pve_error *e)
-{
-	if (!e || e->kind == PVE_OK)
-		return JOB_OUT_DONE;
-	if (e->kind == PVE_ERR_CONFIG)
-		return JOB_OUT_USAGE;
-	if (e->kind == PVE_ERR_TASK_TIMEOUT || e->ambiguous)
-		return JOB_OUT_NEEDS_ATTENTION;
-	switch (e->kind) {
-	case PVE_ERR_AUTH:
-	case PVE_ERR_TLS:
-	case PVE_ERR_PIN:
-	case PVE_ERR_CONNECT:
-	case PVE_ERR_TIMEOUT:
-		return JOB_OUT_UNREACHABLE;
-	default:
-		return JOB_OUT_FAILED;
-	}
-}
-
 /* ---- environment and the stop clock ------------------------------------------------ */
 
 static bool env_stopping(const struct job_env *env)
@@ -367,23 +332,14 @@ enum step_rc job_fail(struct job *j, enum pve_err_kind kind, const char *fmt, ..
 	return STEP_RC_FAIL;
 }
 
-enum step_rc job_fail_class(struct job *j, int code, const char *msg)
+enum step_rc job_fail_outcome(struct job *j, enum job_outcome o, const char *msg)
 {
-	enum pve_err_kind k = code == 2 ? PVE_ERR_CONFIG : code == 4 ? PVE_ERR_CONNECT : PVE_ERR_API;
+	enum pve_err_kind k = o == JOB_OUT_USAGE	     ? PVE_ERR_CONFIG
+			      : o == JOB_OUT_UNREACHABLE ? PVE_ERR_CONNECT
+							 : PVE_ERR_API;
 	pve_error_set(&j->err, k, "%s", msg ? msg : "failed");
-	j->err.ambiguous = code == 3;
+	j->err.ambiguous = o == JOB_OUT_NEEDS_ATTENTION;
 	return STEP_RC_FAIL;
-}
-
-enum job_outcome job_outcome_of_class(int code)
-{
-	switch (code) {
-	case 0: return JOB_OUT_DONE;
-	case 2: return JOB_OUT_USAGE;
-	case 3: return JOB_OUT_NEEDS_ATTENTION;
-	case 4: return JOB_OUT_UNREACHABLE;
-	default: return JOB_OUT_FAILED;
-	}
 }
 
 /* ---- accessors ------------------------------------------------------------------------------ */
@@ -887,7 +843,7 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 		/* finished already: report what it was */
 		return j->outcome = j->state == JOB_DONE ? JOB_OUT_DONE
 				  : j->state == JOB_NEEDS_ATTENTION ? JOB_OUT_NEEDS_ATTENTION
-								    : job_outcome_of_error(&j->err);
+								    : pve_error_outcome(&j->err);
 	}
 	pve_error_clear(&j->err);
 	free(j->left);
@@ -899,8 +855,8 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 		if (wf->open(j, j->ctx) < 0) {
 			if (j->err.kind == PVE_OK)
 				pve_error_set(&j->err, PVE_ERR_INTERNAL, "%s: cannot start", wf->name);
-			return finish(j, JOB_FAILED, job_outcome_of_error(&j->err),
-				      job_outcome_name(job_outcome_of_error(&j->err)));
+			return finish(j, JOB_FAILED, pve_error_outcome(&j->err),
+				      job_outcome_name(pve_error_outcome(&j->err)));
 		}
 	}
 	j->ctx_open = true;
@@ -949,7 +905,7 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 			j->steps[i].error = err_json_text(&j->err);
 			step_set(j, i, STEP_FAILED);
 			j->dirty[i] = true;
-			enum job_outcome out = job_outcome_of_error(&j->err);
+			enum job_outcome out = pve_error_outcome(&j->err);
 			if (wf->undo_on_failure && !(d->flags & JOB_STEP_NO_UNDO)) {
 				struct pve_error saved = {0};
 				pve_error_move(&saved, &j->err);
@@ -1024,7 +980,7 @@ static void *run_worker(void *arg)
 		if (!c) {
 			if (j->err.kind == PVE_OK)
 				pve_error_set(&j->err, PVE_ERR_CONFIG, "no PVE connection");
-			finish(j, JOB_FAILED, job_outcome_of_error(&j->err), "failed");
+			finish(j, JOB_FAILED, pve_error_outcome(&j->err), "failed");
 			continue;
 		}
 		job_run(j, c);
@@ -1032,19 +988,6 @@ static void *run_worker(void *arg)
 	if (own)
 		pve_free(c);
 	return NULL;
-}
-
-static int outcome_rank(enum job_outcome o)
-{
-	switch (o) {
-	case JOB_OUT_NEEDS_ATTENTION: return 5;
-	case JOB_OUT_UNREACHABLE: return 4;
-	case JOB_OUT_FAILED: return 3;
-	case JOB_OUT_USAGE: return 2;
-	case JOB_OUT_INTERRUPTED: return 1;
-	case JOB_OUT_DONE: return 0;
-	}
-	return 0;
 }
 
 enum job_outcome job_run_all(struct job **jobs, size_t n, unsigned parallel,
@@ -1073,8 +1016,7 @@ enum job_outcome job_run_all(struct job **jobs, size_t n, unsigned parallel,
 	pthread_mutex_destroy(&ra.mu);
 	enum job_outcome worst = JOB_OUT_DONE;
 	for (size_t i = 0; i < n; i++)
-		if (outcome_rank(jobs[i]->outcome) > outcome_rank(worst))
-			worst = jobs[i]->outcome;
+		worst = job_outcome_worse(worst, jobs[i]->outcome);
 	return worst;
 }
 

@@ -30,6 +30,7 @@
 #include "event.h"
 #include "guest.h"
 #include "json.h"
+#include "outcome.h"
 #include "pve.h"
 #include "store.h"
 
@@ -71,20 +72,6 @@ struct job_workflow {
 	/* Undo the done steps in reverse when a step fails. */
 	bool undo_on_failure;
 };
-
-/* ---- outcomes -------------------------------------------------------------- */
-
-enum job_outcome {
-	JOB_OUT_DONE = 0,
-	JOB_OUT_FAILED,           /* failed; nothing left half-done */
-	JOB_OUT_USAGE,            /* bad request or configuration */
-	JOB_OUT_NEEDS_ATTENTION,  /* failed and left something: job_left() */
-	JOB_OUT_UNREACHABLE,      /* PVE or a guest could not be reached or refused us */
-	JOB_OUT_INTERRUPTED,      /* stopped between steps; resumable */
-};
-const char *job_outcome_name(enum job_outcome o);
-/* The outcome a failure with this error has when nothing is left. */
-enum job_outcome job_outcome_of_error(const struct pve_error *e);
 
 /* ---- environment ------------------------------------------------------------- */
 
@@ -203,13 +190,11 @@ struct pve_error *job_err(struct job *j);
 enum step_rc job_fail(struct job *j, enum pve_err_kind kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Fail with msg as a lower module classified the failure, by the numbers
- * of README "Exit codes" (ssh_error_exit_code, inject's and bench's
- * results): 2 a bad request (usage), 3 something left (needs attention),
- * 4 unreachable, anything else failed. */
-enum step_rc job_fail_class(struct job *j, int code, const char *msg);
-/* The outcome a failure of that class has. */
-enum job_outcome job_outcome_of_class(int code);
+/* Fail with msg as a lower module classified the failure (an SSH error's,
+ * inject's, bench's or the conversion's outcome): the job's error gets
+ * the kind that has that outcome (pve_error_outcome); a failure that says
+ * "done" fails as failed. */
+enum step_rc job_fail_outcome(struct job *j, enum job_outcome o, const char *msg);
 
 /* The current step as stored: its UPID and send count from an earlier run
  * (the step was interrupted after sending). */

@@ -72,7 +72,8 @@ json_object *up_result_json(const struct up_result *r)
 		inj = json_object_new_object();
 		json_object_object_add(inj, "status",
 				       json_object_new_string(inject_status_name(r->inject.status)));
-		json_object_object_add(inj, "exit_code", json_object_new_int(r->inject.exit_code));
+		json_object_object_add(inj, "outcome",
+				       json_object_new_string(job_outcome_name(r->inject.outcome)));
 		json_object_object_add(inj, "summary", r->inject.summary
 				       ? json_object_new_string(r->inject.summary) : NULL);
 		if (r->inject.failed_step)
@@ -123,15 +124,10 @@ void up_results_free(struct up_result *r, size_t n)
 
 enum job_outcome provision_outcome(const struct up_result *r, size_t n)
 {
-	static const enum job_outcome order[] = {
-		JOB_OUT_NEEDS_ATTENTION, JOB_OUT_UNREACHABLE, JOB_OUT_FAILED,
-		JOB_OUT_USAGE,           JOB_OUT_INTERRUPTED,
-	};
-	for (size_t k = 0; k < sizeof order / sizeof *order; k++)
-		for (size_t i = 0; i < n; i++)
-			if (r[i].outcome == order[k])
-				return order[k];
-	return JOB_OUT_DONE;
+	enum job_outcome worst = JOB_OUT_DONE;
+	for (size_t i = 0; i < n; i++)
+		worst = job_outcome_worse(worst, r[i].outcome);
+	return worst;
 }
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -909,7 +905,7 @@ int provision_down(const struct down_request *req, struct up_result *res)
 		}
 	}
 	if (rc < 0 && !j)
-		res->outcome = job_outcome_of_error(err);
+		res->outcome = pve_error_outcome(err);
 	json_object_put(params);
 	job_free(j);
 	job_env_fini(&env);

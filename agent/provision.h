@@ -16,7 +16,7 @@
  * by ssh_wait_s) until the guest answers SSH at its address, and run
  * inject (inject.h) with the expanded template and the guest's name on that
  * session; a failed inject leaves every file as it was (or says which are
- * not) and fails the name with inject's exit code. A template without file
+ * not) and fails the name with inject's outcome. A template without file
  * sections never touches SSH. Progress events of the inject step carry
  * the SSH wait ("waiting for SSH ...") and inject's own steps ("detect:
  * FreeBSD 14.1-RELEASE"). Every step's duration is reported.
@@ -62,7 +62,7 @@ struct up_inject {
 				     files; not no_inject, not no_start) */
 	enum inject_status status; /* INJ_CHANGED, INJ_UNCHANGED, INJ_FAILED or
 				      INJ_FAILED_PARTIAL */
-	int exit_code;            /* inject's (README "Exit codes"): 0, 1, 2, 3, 4 */
+	enum job_outcome outcome; /* inject's */
 	const char *failed_step;  /* "connect", "detect", "write", ... (static
 				     string) when failed, else NULL */
 	char *summary;            /* inject_result_summary(), or the SSH wait's
@@ -96,11 +96,11 @@ struct up_result {
 	struct pve_error error; /* kind PVE_OK unless failed; a failed inject:
 				   what "inject", the message starting with
 				   the inject step that failed, and a kind
-				   whose exit code is inject's */
+				   whose outcome is inject's */
 };
 void up_result_free(struct up_result *r);
 /* {"name", "status", "vmid", "node", "type", "address", "steps" {step:
- * seconds}, "changes", "pending", "inject" {"status", "exit_code",
+ * seconds}, "changes", "pending", "inject" {"status", "outcome",
  * "summary", "failed_step"} or null, "job", "outcome", "left"}; the CLI
  * adds the members every result has (output.h out_result_members). New
  * reference, NULL when out of memory. */

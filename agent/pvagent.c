@@ -115,7 +115,7 @@ void cli_job_result_members(json_object *o, struct job *j, int code)
 /* Report a PVE error and return its exit code. */
 int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e)
 {
-	int code = pve_error_exit_code(e);
+	int code = cli_exit_code(pve_error_outcome(e));
 	char *msg = pve_error_format(e);
 	if (cli->json) {
 		print_error_json(cli, cmd, code, pve_err_kind_name(e->kind), msg);

@@ -61,21 +61,21 @@ const char *ssh_err_kind_name(enum ssh_err_kind k)
 	return "unknown";
 }
 
-int ssh_error_exit_code(const struct ssh_error *e)
+enum job_outcome ssh_error_outcome(const struct ssh_error *e)
 {
 	switch (e->kind) {
-	case SSH_OK: return 0;
-	case SSH_ERR_CONFIG: return 2;
+	case SSH_OK: return JOB_OUT_DONE;
+	case SSH_ERR_CONFIG: return JOB_OUT_USAGE;
 	case SSH_ERR_CONNECT:
 	case SSH_ERR_TIMEOUT:
 	case SSH_ERR_HOSTKEY_UNKNOWN:
 	case SSH_ERR_HOSTKEY_CHANGED:
-	case SSH_ERR_AUTH: return 4;
+	case SSH_ERR_AUTH: return JOB_OUT_UNREACHABLE;
 	case SSH_ERR_NOENT:
 	case SSH_ERR_REMOTE:
-	case SSH_ERR_IO: return 1;
+	case SSH_ERR_IO: return JOB_OUT_FAILED;
 	}
-	return 1;
+	return JOB_OUT_FAILED;
 }
 
 const char *ssh_error_str(const struct ssh_error *e)

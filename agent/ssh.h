@@ -35,21 +35,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "outcome.h"
 #include "util.h"
 
 /* ---- errors --------------------------------------------------------------- */
 
 enum ssh_err_kind {
 	SSH_OK = 0,
-	SSH_ERR_CONFIG,          /* bad options or unusable local files (exit 2) */
-	SSH_ERR_CONNECT,         /* resolve/connect/handshake failed, connection lost (exit 4) */
-	SSH_ERR_TIMEOUT,         /* connect or operation timed out (exit 4) */
-	SSH_ERR_HOSTKEY_UNKNOWN, /* strict policy, host not in known_hosts (exit 4) */
-	SSH_ERR_HOSTKEY_CHANGED, /* known_hosts holds another key (exit 4) */
-	SSH_ERR_AUTH,            /* no identity accepted (exit 4) */
-	SSH_ERR_NOENT,           /* remote file does not exist (exit 1) */
-	SSH_ERR_REMOTE,          /* the guest refused an operation (SFTP status) (exit 1) */
-	SSH_ERR_IO,              /* local I/O (known_hosts, memory) (exit 1) */
+	SSH_ERR_CONFIG,          /* bad options or unusable local files (usage) */
+	SSH_ERR_CONNECT,         /* resolve/connect/handshake failed, connection lost (unreachable) */
+	SSH_ERR_TIMEOUT,         /* connect or operation timed out (unreachable) */
+	SSH_ERR_HOSTKEY_UNKNOWN, /* strict policy, host not in known_hosts (unreachable) */
+	SSH_ERR_HOSTKEY_CHANGED, /* known_hosts holds another key (unreachable) */
+	SSH_ERR_AUTH,            /* no identity accepted (unreachable) */
+	SSH_ERR_NOENT,           /* remote file does not exist (failed) */
+	SSH_ERR_REMOTE,          /* the guest refused an operation (SFTP status) (failed) */
+	SSH_ERR_IO,              /* local I/O (known_hosts, memory) (failed) */
 };
 
 struct ssh_error {
@@ -62,9 +63,9 @@ void ssh_error_clear(struct ssh_error *e);
 /* "connect", "timeout", "hostkey-unknown", "hostkey-changed", "auth",
  * "noent", "remote", "io", "config", "ok". */
 const char *ssh_err_kind_name(enum ssh_err_kind k);
-/* README "Exit codes": 4 for connect, timeout, host key and auth; 2 for config;
- * 1 otherwise; 0 for SSH_OK. */
-int ssh_error_exit_code(const struct ssh_error *e);
+/* Unreachable for connect, timeout, host key and auth; usage for config;
+ * failed otherwise; done for SSH_OK. */
+enum job_outcome ssh_error_outcome(const struct ssh_error *e);
 /* The message, or the kind's name when there is none; never NULL. */
 const char *ssh_error_str(const struct ssh_error *e);
 

@@ -72,13 +72,14 @@ void bench_job_phase(void *job, const char *phase, const char *text)
 	job_note(job, "%s: %s", phase, text ? text : "");
 }
 
-/* The job's error from a lower module's class and message (also the
+/* The job's error from a lower module's outcome and message (also the
  * result's). */
-static enum step_rc failed(struct job *j, struct bench_ctx *x, int code, const char *msg)
+static enum step_rc failed(struct job *j, struct bench_ctx *x, enum job_outcome o,
+			   const char *msg)
 {
 	free(x->res->error);
 	x->res->error = strdup(msg ? msg : "failed");
-	return job_fail_class(j, code, msg);
+	return job_fail_outcome(j, o, msg);
 }
 
 static enum step_rc st_connect(struct job *j)
@@ -86,7 +87,7 @@ static enum step_rc st_connect(struct job *j)
 	struct bench_ctx *x = job_ctx(j);
 	struct ssh_error e = {0};
 	if (ssh_connect(x->req->ssh, &x->s, &e) < 0) {
-		enum step_rc rc = failed(j, x, ssh_error_exit_code(&e), ssh_error_str(&e));
+		enum step_rc rc = failed(j, x, ssh_error_outcome(&e), ssh_error_str(&e));
 		ssh_error_clear(&e);
 		return rc;
 	}
@@ -100,7 +101,7 @@ static enum step_rc st_detect(struct job *j)
 	struct inject_request q = {.session = x->s, .ssh = x->req->ssh};
 	inject_result_free(&x->det);
 	if (inject_run(&q, &x->det) < 0)
-		return failed(j, x, x->det.exit_code, x->det.error ? x->det.error : "no OS");
+		return failed(j, x, x->det.outcome, x->det.error ? x->det.error : "no OS");
 	bench_guest_disk(x->req->config, x->det.have_profile ? &x->det.profile : NULL, &x->disk,
 			 &x->bus, &x->nic);
 	job_summary(j, "%s, %s (%s/%s)", x->det.os_desc ? x->det.os_desc : "?",
@@ -123,7 +124,7 @@ static enum step_rc st_measure(struct job *j)
 	char *err = NULL;
 	bench_result_free(&x->res->now);
 	if (bench_run(x->s, &q, &x->res->now, &err) < 0) {
-		enum step_rc rc = failed(j, x, x->res->now.exit_code, err);
+		enum step_rc rc = failed(j, x, x->res->now.outcome, err);
 		free(err);
 		return rc;
 	}

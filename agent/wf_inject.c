@@ -47,12 +47,11 @@ static enum step_rc st_connect(struct job *j)
 		return STEP_RC_SKIP;
 	struct ssh_error e = {0};
 	if (ssh_connect(x->req->ssh, &x->s, &e) < 0) {
-		int code = ssh_error_exit_code(&e);
-		x->res->exit_code = code ? code : 1;
+		x->res->outcome = ssh_error_outcome(&e);
 		x->res->failed_step = INJ_STEP_CONNECT;
 		x->res->error = strprintf("connect: %s", ssh_error_str(&e));
 		ssh_error_clear(&e);
-		return job_fail_class(j, x->res->exit_code, x->res->error);
+		return job_fail_outcome(j, x->res->outcome, x->res->error);
 	}
 	job_summary(j, "%s", x->req->ssh->host);
 	return STEP_RC_OK;
@@ -68,7 +67,7 @@ static enum step_rc st_inject(struct job *j)
 	q.event_ctx = j;
 	inject_result_free(x->res);
 	if (inject_run(&q, x->res) < 0)
-		return job_fail_class(j, x->res->exit_code ? x->res->exit_code : 1, x->res->error);
+		return job_fail_outcome(j, x->res->outcome, x->res->error);
 	char *sum = inject_result_summary(x->res);
 	job_summary(j, "%s", sum ? sum : "done");
 	free(sum);
@@ -115,7 +114,7 @@ enum job_outcome inject_job_run(struct store *store, volatile sig_atomic_t *stop
 					   : -1;
 	json_object_put(params);
 	if (made < 0) {
-		res->exit_code = 1;
+		res->outcome = JOB_OUT_FAILED;
 		res->error = strdup(e.message ? e.message : "cannot make the job");
 		pve_error_clear(&e);
 		job_env_fini(&env);

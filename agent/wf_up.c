@@ -177,7 +177,8 @@ static int result_from_vars(struct job *j, struct up_ctx *u)
 	if (json_object_object_get_ex(v, "inject", &inj)) {
 		r->inject.ran = true;
 		r->inject.status = (enum inject_status)pint(inj, "status");
-		r->inject.exit_code = pint(inj, "exit_code");
+		if (job_outcome_parse(json_str(inj, "outcome"), &r->inject.outcome) < 0)
+			r->inject.outcome = JOB_OUT_FAILED;
 		if (dup_into(&r->inject.summary, json_str(inj, "summary")) < 0)
 			return -1;
 	}
@@ -1121,26 +1122,21 @@ bool wf_up_wants_inject(size_t n_files, bool no_inject, bool no_start)
 	return n_files > 0 && !no_inject && !no_start;
 }
 
-/* Record a failed inject step: the result, the vars, and an error whose
- * outcome is inject's exit code (2 config, 4 cannot reach or
- * authenticate, 3 files left changed, 1 otherwise). */
+/* Record a failed inject step: the result, the vars, and an error with
+ * inject's outcome (usage: configuration, unreachable: cannot reach or
+ * authenticate, needs-attention: files left changed, failed otherwise). */
 static enum step_rc inject_failed(struct job *j, struct up_ctx *u, enum inject_status st,
-				  int exit_code, const char *step, const char *msg)
+				  enum job_outcome o, const char *step, const char *msg)
 {
 	struct up_inject *ui = &u->res->inject;
 	ui->ran = true;
 	ui->status = st;
-	ui->exit_code = exit_code;
+	ui->outcome = o == JOB_OUT_DONE ? JOB_OUT_FAILED : o;
 	ui->failed_step = step;
 	free(ui->summary);
 	ui->summary = strprintf("failed: %s", msg ? msg : "?");
-	struct pve_error *err = job_err(j);
-	enum pve_err_kind k = exit_code == 2 ? PVE_ERR_CONFIG
-			    : exit_code == 4 ? PVE_ERR_CONNECT
-					     : PVE_ERR_API;
-	pve_error_set(err, k, "%s", msg ? msg : "failed");
-	err->ambiguous = exit_code == 3;
-	err->what = strdup("inject");
+	job_fail_outcome(j, ui->outcome, msg);
+	job_err(j)->what = strdup("inject");
 	return STEP_RC_FAIL;
 }
 
@@ -1193,8 +1189,7 @@ static int wait_ssh(struct job *j, struct up_ctx *u, const struct ssh_opts *so,
 	else
 		msg = strprintf("connect: %s@%s port %d: %s", so->user ? so->user : "root",
 				so->host, so->port ? so->port : 22, ssh_error_str(&e));
-	int code = ssh_error_exit_code(&e);
-	inject_failed(j, u, INJ_FAILED, code ? code : 1, inject_step_name(INJ_STEP_CONNECT),
+	inject_failed(j, u, INJ_FAILED, ssh_error_outcome(&e), inject_step_name(INJ_STEP_CONNECT),
 		      msg ? msg : ssh_error_str(&e));
 	free(msg);
 	ssh_error_clear(&e);
@@ -1207,7 +1202,7 @@ static int store_inject(struct job *j, const struct up_inject *ui)
 	if (!o)
 		return -1;
 	json_object_object_add(o, "status", json_object_new_int(ui->status));
-	json_object_object_add(o, "exit_code", json_object_new_int(ui->exit_code));
+	json_object_object_add(o, "outcome", json_object_new_string(job_outcome_name(ui->outcome)));
 	if (ui->summary)
 		json_object_object_add(o, "summary", json_object_new_string(ui->summary));
 	json_object_object_add(job_vars(j), "inject", o);
@@ -1227,7 +1222,7 @@ static enum step_rc up_inject(struct job *j)
 	struct ssh_opts so;
 	enum step_rc rc = STEP_RC_FAIL;
 	if (inject_ssh_opts(u->conf, &inst, u->res->address, &so) < 0) {
-		inject_failed(j, u, INJ_FAILED, 2, inject_step_name(INJ_STEP_CONNECT),
+		inject_failed(j, u, INJ_FAILED, JOB_OUT_USAGE, inject_step_name(INJ_STEP_CONNECT),
 			      "connect: no SSH settings ([ssh] known_hosts) or no address");
 		goto out;
 	}
@@ -1249,7 +1244,7 @@ static enum step_rc up_inject(struct job *j)
 	if (r < 0) {
 		inject_failed(j, u,
 			      ires.status == INJ_FAILED_PARTIAL ? INJ_FAILED_PARTIAL : INJ_FAILED,
-			      ires.exit_code ? ires.exit_code : 1, inject_step_name(ires.failed_step),
+			      ires.outcome, inject_step_name(ires.failed_step),
 			      ires.error);
 		inject_result_free(&ires);
 		goto out;
@@ -1257,7 +1252,7 @@ static enum step_rc up_inject(struct job *j)
 	struct up_inject *ui = &u->res->inject;
 	ui->ran = true;
 	ui->status = ires.status;
-	ui->exit_code = 0;
+	ui->outcome = JOB_OUT_DONE;
 	free(ui->summary);
 	ui->summary = inject_result_summary(&ires);
 	bool written = ires.status == INJ_CHANGED;

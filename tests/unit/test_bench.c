@@ -658,7 +658,7 @@ Test(bench, freebsd_ide_then_virtio_blk)
 	struct cap c;
 	char *err = NULL;
 	cr_assert_eq(bench(s, &req, &c, &ide, &err), 0, "%s\n%s", err, sbuf_str(&c.log));
-	cr_expect_eq(ide.exit_code, 0);
+	cr_expect_eq(ide.outcome, JOB_OUT_DONE);
 	cr_expect_gt(ide.ts, 0);
 	cr_expect_eq(ide.size_mib, 16);
 	cr_expect_eq(c.file_size, 16LL * 1048576, "the test file holds --size MiB");
@@ -705,7 +705,7 @@ Test(bench, freebsd_ide_then_virtio_blk)
 	req.raw_disk = "ad0";
 	struct bench_result bad;
 	cr_expect_eq(bench(s, &req, &c, &bad, &err), -1);
-	cr_expect_eq(bad.exit_code, 1);
+	cr_expect_eq(bad.outcome, JOB_OUT_FAILED);
 	cr_expect(err && strstr(err, "read: dd of the raw disk failed (exit 1): "
 				     "dd: /dev/ad0: No such file or directory"), "%s", err);
 	cr_expect(strstr(sbuf_str(&c.log), "cleanup: removed /var/tmp/pvagent-bench."), "%s",
@@ -874,7 +874,7 @@ Test(bench, connection_lost_leaves_a_named_directory)
 	req.event_ctx = &c;
 	char *err = NULL;
 	cr_assert_eq(bench_run(s, &req, &res, &err), -1);
-	cr_expect_eq(res.exit_code, 4, "the guest went away: %s", err);
+	cr_expect_eq(res.outcome, JOB_OUT_UNREACHABLE, "the guest went away: %s", err);
 	cr_expect(err && strstr(err, "read: "), "%s", err);
 	cr_expect(err && strstr(err, "is left on the guest (the connection failed): remove it "
 				     "with rm -rf /var/tmp/pvagent-bench."), "%s", err);
@@ -891,30 +891,30 @@ Test(bench, bad_requests)
 	char *err = NULL;
 	struct bench_request req = {.os = OS_UNKNOWN};
 	cr_expect_eq(bench_run(s, &req, &res, &err), -1);
-	cr_expect_eq(res.exit_code, 2);
+	cr_expect_eq(res.outcome, JOB_OUT_USAGE);
 	cr_expect(err && strstr(err, "guest OS is not known"), "%s", err);
 	bench_result_free(&res);
 	req = (struct bench_request){.os = OS_FREEBSD, .raw_disk = "ad0; touch /tmp/pwned"};
 	cr_expect_eq(bench_run(s, &req, &res, &err), -1);
-	cr_expect_eq(res.exit_code, 2);
+	cr_expect_eq(res.outcome, JOB_OUT_USAGE);
 	cr_expect(err && strstr(err, "'ad0; touch /tmp/pwned' is not a disk device name"), "%s", err);
 	bench_result_free(&res);
 	req = (struct bench_request){.os = OS_FREEBSD, .dir = "var/tmp"};
 	cr_expect_eq(bench_run(s, &req, &res, &err), -1);
-	cr_expect_eq(res.exit_code, 2);
+	cr_expect_eq(res.outcome, JOB_OUT_USAGE);
 	bench_result_free(&res);
 	req = (struct bench_request){.os = OS_FREEBSD, .dir = "/var/tmp\nx"};
 	cr_expect_eq(bench_run(s, &req, &res, &err), -1);
-	cr_expect_eq(res.exit_code, 2);
+	cr_expect_eq(res.outcome, JOB_OUT_USAGE);
 	bench_result_free(&res);
 	req = (struct bench_request){.os = OS_FREEBSD, .size_mib = BENCH_MAX_SIZE_MIB + 1};
 	cr_expect_eq(bench_run(s, &req, &res, &err), -1);
-	cr_expect_eq(res.exit_code, 2);
+	cr_expect_eq(res.outcome, JOB_OUT_USAGE);
 	bench_result_free(&res);
 	/* a directory that does not exist: nothing is left behind */
 	req = (struct bench_request){.os = OS_FREEBSD, .size_mib = 1, .dir = "/nonexistent"};
 	cr_expect_eq(bench_run(s, &req, &res, &err), -1);
-	cr_expect_eq(res.exit_code, 1);
+	cr_expect_eq(res.outcome, JOB_OUT_FAILED);
 	cr_expect(err && strstr(err, "prepare: cannot make a directory in /nonexistent"), "%s", err);
 	cr_expect(!guestenv_exists(&ge, "/tmp/pwned"));
 	bench_result_free(&res);

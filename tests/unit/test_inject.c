@@ -256,7 +256,7 @@ Test(inject, dry_run_shows_diffs_and_changes_nothing)
 	struct inject_result r;
 	cr_assert_eq(run("web1", &inst, true, &c, &r), 0, "%s", r.error);
 	cr_expect_eq(r.status, INJ_DRY_RUN);
-	cr_expect_eq(r.exit_code, 0);
+	cr_expect_eq(r.outcome, JOB_OUT_DONE);
 	cr_expect_eq(r.n_files, 4);
 	cr_expect_eq(r.n_changed, 4);
 	cr_expect_eq(c.written, 0);
@@ -479,7 +479,7 @@ Test(inject, template_for_other_os_refused_at_detect)
 	cr_assert_eq(inject_run(&req, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
 	cr_expect_eq(r.failed_step, INJ_STEP_DETECT);
-	cr_expect_eq(r.exit_code, 1);
+	cr_expect_eq(r.outcome, JOB_OUT_FAILED);
 	cr_expect(strstr(r.error, "detect: the template is for ubuntu but the guest runs FreeBSD 14.1"),
 		  "%s", r.error);
 	inject_result_free(&r);
@@ -562,7 +562,7 @@ Test(inject, newline_values_refused_before_inject)
 	/* and a hostile guest name never gets near a file */
 	struct inject_result r;
 	cr_assert_eq(run("a\"$(touch /pwned)", NULL, false, NULL, &r), -1);
-	cr_expect_eq(r.exit_code, 2);
+	cr_expect_eq(r.outcome, JOB_OUT_USAGE);
 	cr_expect(strstr(r.error, "host name"), "%s", r.error);
 	inject_result_free(&r);
 	cr_expect(!guestenv_exists(&ge, "/pwned"));
@@ -587,7 +587,7 @@ Test(inject, sshd_dies_between_files_every_file_restored)
 	struct inject_result r;
 	cr_assert_eq(run("k1", &inst, false, &c, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
-	cr_expect_eq(r.exit_code, 1);
+	cr_expect_eq(r.outcome, JOB_OUT_FAILED);
 	cr_expect_eq(r.failed_step, INJ_STEP_WRITE);
 	cr_expect_str_eq(r.failed_path, "/boot/loader.conf");
 	cr_expect(strstr(r.error, "write /boot/loader.conf: file 2 of 3"), "%s", r.error);
@@ -603,7 +603,8 @@ Test(inject, sshd_dies_between_files_every_file_restored)
 	json_object *v = NULL, *files = NULL;
 	cr_expect(json_object_object_get_ex(j, "failed_step", &v) &&
 		  strcmp(json_object_get_string(v), "write") == 0);
-	cr_expect(json_object_object_get_ex(j, "exit_code", &v) && json_object_get_int(v) == 1);
+	cr_expect(json_object_object_get_ex(j, "outcome", &v) &&
+		  strcmp(json_object_get_string(v), "failed") == 0);
 	cr_assert(json_object_object_get_ex(j, "files", &files));
 	cr_assert_eq(json_object_array_length(files), 3);
 	cr_expect(json_object_object_get_ex(json_object_array_get_idx(files, 0), "state", &v) &&
@@ -728,7 +729,7 @@ Test(inject, disk_full_mid_write_files_restored)
 	struct inject_result r;
 	cr_assert_eq(run("full1", &inst, false, NULL, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
-	cr_expect_eq(r.exit_code, 1);
+	cr_expect_eq(r.outcome, JOB_OUT_FAILED);
 	cr_expect_eq(r.failed_step, INJ_STEP_WRITE);
 	cr_expect_str_eq(r.failed_path, "/etc/big.conf");
 	/* EFBIG (session intact) or the SFTP server killed (reconnect) */
@@ -777,7 +778,7 @@ Test(inject, guest_gone_for_good_reports_what_is_left)
 	struct inject_result r;
 	cr_assert_eq(run("k2", &inst, false, &c, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED_PARTIAL);
-	cr_expect_eq(r.exit_code, 3);
+	cr_expect_eq(r.outcome, JOB_OUT_NEEDS_ATTENTION);
 	cr_expect_eq(r.failed_step, INJ_STEP_WRITE);
 	cr_expect(strstr(r.error, "/etc/rc.conf is changed and could not be restored"), "%s",
 		  r.error);
@@ -810,7 +811,7 @@ Test(inject, read_only_directory_fails_with_files_restored)
 	struct inject_result r;
 	cr_assert_eq(run("ro1", &inst, false, NULL, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
-	cr_expect_eq(r.exit_code, 1);
+	cr_expect_eq(r.outcome, JOB_OUT_FAILED);
 	cr_expect_eq(r.failed_step, INJ_STEP_WRITE);
 	cr_expect_str_eq(r.failed_path, "/boot/loader.conf");
 	cr_expect(strstr(r.error, "write /boot/loader.conf"), "%s", r.error);
@@ -857,7 +858,7 @@ Test(inject, unreachable_guest_exit_4_at_connect)
 	cr_assert_eq(run("u1", NULL, false, NULL, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
 	cr_expect_eq(r.failed_step, INJ_STEP_CONNECT);
-	cr_expect_eq(r.exit_code, 4);
+	cr_expect_eq(r.outcome, JOB_OUT_UNREACHABLE);
 	cr_expect(strncmp(r.error, "connect: ", 9) == 0, "%s", r.error);
 	inject_result_free(&r);
 }

@@ -342,6 +342,69 @@ Test(job_engine, undo_on_failure_runs_in_reverse_and_says_when_it_fails)
 	free(dir);
 }
 
+/* A lower module (SSH, inject, bench, the conversion) says what its
+ * failure means as an outcome; the job ends with that outcome. */
+static enum job_outcome told;
+
+static enum step_rc told_run(struct job *j)
+{
+	return job_fail_outcome(j, told, "the lower module failed");
+}
+
+static const struct job_step_def told_steps[] = {{"only", told_run, NULL, 0}};
+static const struct job_workflow told_wf = {"told", told_steps, 1, 8, NULL, NULL, false};
+
+Test(job_engine, a_lower_modules_outcome_is_the_jobs_outcome)
+{
+	static const struct {
+		enum job_outcome said, ends;
+	} cases[] = {
+		{JOB_OUT_FAILED, JOB_OUT_FAILED},
+		{JOB_OUT_USAGE, JOB_OUT_USAGE},
+		{JOB_OUT_NEEDS_ATTENTION, JOB_OUT_NEEDS_ATTENTION},
+		{JOB_OUT_UNREACHABLE, JOB_OUT_UNREACHABLE},
+		{JOB_OUT_DONE, JOB_OUT_FAILED}, /* a failure that says done */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct job_env env;
+		toy_reset();
+		toy_env(&env, NULL);
+		struct job *j;
+		struct pve_error e = {0};
+		cr_assert_eq(job_new(&env, &told_wf, "g1", NULL, &j, &e), 0);
+		told = cases[i].said;
+		enum job_outcome o = job_run(j, NULL);
+		cr_expect_eq(o, cases[i].ends, "said %s, ended %s", job_outcome_name(cases[i].said),
+			     job_outcome_name(o));
+		cr_expect_str_eq(job_error(j)->message, "the lower module failed");
+		cr_expect_eq(pve_error_outcome(job_error(j)), cases[i].ends);
+		job_free(j);
+		job_env_fini(&env);
+	}
+}
+
+Test(job_engine, outcome_names_parse_back_and_the_worst_wins)
+{
+	static const enum job_outcome order[] = {
+		JOB_OUT_DONE,	JOB_OUT_INTERRUPTED, JOB_OUT_USAGE,
+		JOB_OUT_FAILED, JOB_OUT_UNREACHABLE, JOB_OUT_NEEDS_ATTENTION,
+	};
+	size_t n = sizeof order / sizeof *order;
+	for (size_t i = 0; i < n; i++) {
+		enum job_outcome back = JOB_OUT_DONE;
+		cr_expect_eq(job_outcome_parse(job_outcome_name(order[i]), &back), 0);
+		cr_expect_eq(back, order[i]);
+		for (size_t k = 0; k < n; k++)
+			cr_expect_eq(job_outcome_worse(order[i], order[k]), order[i > k ? i : k],
+				     "%s vs %s", job_outcome_name(order[i]),
+				     job_outcome_name(order[k]));
+	}
+	enum job_outcome o = JOB_OUT_FAILED;
+	cr_expect_eq(job_outcome_parse("exploded", &o), -1);
+	cr_expect_eq(job_outcome_parse(NULL, &o), -1);
+	cr_expect_eq(o, JOB_OUT_FAILED, "left alone");
+}
+
 Test(job_engine, errors_round_trip_through_their_json_form)
 {
 	struct pve_error e = {0}, back = {0};

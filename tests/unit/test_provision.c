@@ -220,7 +220,7 @@ Test(provision_ct, openvz_to_lxc)
 	tmpl_kvlist_free(&in);
 }
 
-Test(provision_misc, status_names_and_exit_codes)
+Test(provision_misc, status_names_and_outcomes)
 {
 	cr_assert_str_eq(up_status_name(UP_CREATED), "created");
 	cr_assert_str_eq(up_status_name(UP_ABSENT), "absent");
@@ -232,11 +232,11 @@ Test(provision_misc, status_names_and_exit_codes)
 	cr_assert_eq(provision_outcome(r, 3), JOB_OUT_NEEDS_ATTENTION, "the most serious");
 	struct pve_error e = {0};
 	pve_error_set(&e, PVE_ERR_CONNECT, "no route");
-	cr_assert_eq(job_outcome_of_error(&e), JOB_OUT_UNREACHABLE);
+	cr_assert_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	pve_error_set(&e, PVE_ERR_API, "boom");
-	cr_assert_eq(job_outcome_of_error(&e), JOB_OUT_FAILED);
+	cr_assert_eq(pve_error_outcome(&e), JOB_OUT_FAILED);
 	e.ambiguous = true;
-	cr_assert_eq(job_outcome_of_error(&e), JOB_OUT_NEEDS_ATTENTION);
+	cr_assert_eq(pve_error_outcome(&e), JOB_OUT_NEEDS_ATTENTION);
 	pve_error_clear(&e);
 }
 
@@ -1464,7 +1464,7 @@ Test(provision_inject, up_injects_then_rerun_is_unchanged)
 		cr_assert_str_eq(res[0].steps[i].step, want_steps[i]);
 	cr_assert(res[0].inject.ran);
 	cr_assert_eq(res[0].inject.status, INJ_CHANGED);
-	cr_assert_eq(res[0].inject.exit_code, 0);
+	cr_assert_eq(res[0].inject.outcome, JOB_OUT_DONE);
 	cr_assert_null(res[0].inject.failed_step);
 	cr_assert_str_eq(res[0].inject.summary,
 			 "changed: FreeBSD 14.1-RELEASE-p5: /boot/loader.conf, /etc/rc.conf");
@@ -1537,7 +1537,7 @@ Test(provision_inject, failed_inject_fails_up_naming_the_step_files_unchanged)
 	cr_assert_eq(res[0].status, UP_FAILED);
 	cr_assert(res[0].inject.ran);
 	cr_assert_eq(res[0].inject.status, INJ_FAILED);
-	cr_assert_eq(res[0].inject.exit_code, 1);
+	cr_assert_eq(res[0].inject.outcome, JOB_OUT_FAILED);
 	cr_assert_str_eq(res[0].inject.failed_step, "write");
 	cr_assert_null(step_of(&res[0], "inject"), "a failed step is not reported as done");
 	char *msg = pve_error_format(&res[0].error);
@@ -1693,7 +1693,7 @@ Test(provision_inject, ssh_never_answers_bounded_wait_exit_4)
 	cr_assert_eq(provision_up(&req, &res, &e), -1);
 	cr_assert_eq(res[0].status, UP_FAILED);
 	cr_assert_str_eq(res[0].inject.failed_step, "connect");
-	cr_assert_eq(res[0].inject.exit_code, 4);
+	cr_assert_eq(res[0].inject.outcome, JOB_OUT_UNREACHABLE);
 	cr_assert_eq(provision_outcome(res, 1), JOB_OUT_UNREACHABLE);
 	char *msg = pve_error_format(&res[0].error);
 	cr_assert(!strncmp(msg, "inject: connect: root@127.0.1.145 port ", 39), "%s", msg);
@@ -1732,7 +1732,7 @@ Test(provision_inject, host_key_mismatch_is_not_retried)
 	cr_assert_eq(provision_up(&req, &res, &e), -1);
 	cr_assert_eq(res[0].status, UP_FAILED);
 	cr_assert_str_eq(res[0].inject.failed_step, "connect");
-	cr_assert_eq(res[0].inject.exit_code, 4);
+	cr_assert_eq(res[0].inject.outcome, JOB_OUT_UNREACHABLE);
 	char *msg = pve_error_format(&res[0].error);
 	cr_assert(!strncmp(msg, "inject: connect: root@127.0.1.146 port ", 39), "%s", msg);
 	cr_assert_null(strstr(msg, "did not answer"), "%s", msg);

@@ -242,7 +242,7 @@ Test(decode, param_errors_reported_per_parameter)
 	cr_expect(strstr(f, "\n  memory: value must have a minimum value of 16") != NULL, "%s", f);
 	cr_expect(strstr(f, "\n  net0: invalid format") != NULL, "%s", f);
 	free(f);
-	cr_expect_eq(pve_error_exit_code(&e), 1);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_FAILED);
 	pve_error_clear(&e);
 	cr_expect_eq(e.kind, PVE_OK);
 	cr_expect_null(e.param_errors);
@@ -257,7 +257,7 @@ Test(decode, permission_refusal_names_privilege_path_and_grant)
 			    "{\"data\":null}", NULL, &e),
 		     -1);
 	cr_expect_eq(e.kind, PVE_ERR_PERM);
-	cr_expect_eq(pve_error_exit_code(&e), 1);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_FAILED);
 	char *f = pve_error_format(&e);
 	cr_assert_not_null(f);
 	cr_expect(strstr(f, "Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use) "
@@ -309,33 +309,33 @@ Test(decode, message_from_body_or_reason)
 	pve_error_clear(&e);
 }
 
-Test(errors, no_secret_in_messages_and_exit_codes)
+Test(errors, no_secret_in_messages_and_outcomes)
 {
 	cr_assert_eq(log_secret_add("0c5f4e2a-secret"), 0);
 	struct pve_error e = {0};
 	pve_error_set(&e, PVE_ERR_AUTH, "token 0c5f4e2a-secret refused; header PVEAPIToken=a@b!c=xyz");
 	cr_expect_str_eq(e.message, "token *** refused; header PVEAPIToken=a@b!c=***");
-	cr_expect_eq(pve_error_exit_code(&e), 4);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	e.kind = PVE_ERR_PIN;
-	cr_expect_eq(pve_error_exit_code(&e), 4);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	e.kind = PVE_ERR_CONFIG;
-	cr_expect_eq(pve_error_exit_code(&e), 2);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_USAGE);
 	e.kind = PVE_ERR_TASK_TIMEOUT;
-	cr_expect_eq(pve_error_exit_code(&e), 3);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_NEEDS_ATTENTION);
 	e.kind = PVE_ERR_CONNECT;
 	e.ambiguous = true;
-	cr_expect_eq(pve_error_exit_code(&e), 3);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_NEEDS_ATTENTION);
 	e.ambiguous = false;
-	cr_expect_eq(pve_error_exit_code(&e), 4);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	e.kind = PVE_ERR_TASK;
 	e.detail = strdup("line one\nline 0c5f4e2a-secret two");
 	char *f = pve_error_format(&e);
 	cr_expect(strstr(f, "task log (last lines):\n    line one\n    line *** two") != NULL, "%s", f);
 	cr_expect_null(strstr(f, "0c5f4e2a-secret"));
 	free(f);
-	cr_expect_eq(pve_error_exit_code(&e), 1);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_FAILED);
 	pve_error_clear(&e);
-	cr_expect_eq(pve_error_exit_code(&e), 0);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_DONE);
 	struct pve_error a = {0}, b = {0};
 	pve_error_set(&a, PVE_ERR_API, "x");
 	pve_error_move(&b, &a);
@@ -410,7 +410,7 @@ Test(opts, config_errors)
 	struct pve_opts o = {0};
 	cr_expect_null(new_client(&o, &e));
 	cr_expect_eq(e.kind, PVE_ERR_CONFIG);
-	cr_expect_eq(pve_error_exit_code(&e), 2);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_USAGE);
 
 	o.url = "http://pve:8006";
 	o.token_id = "root@pam!t";
@@ -559,7 +559,7 @@ Test(net, connection_refused_is_retried_then_exit_4)
 	cr_expect_eq(fc.n, 2);
 	cr_expect(fc.slept[0] >= 0.1 && fc.slept[0] <= 0.2, "%f", fc.slept[0]);
 	cr_expect(fc.slept[1] >= 0.2 && fc.slept[1] <= 0.4, "%f", fc.slept[1]);
-	cr_expect_eq(pve_error_exit_code(&e), 4);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	cr_expect_not(e.ambiguous);
 	char *f = pve_error_format(&e);
 	cr_expect(strstr(f, "GET /version: cannot reach https://127.0.0.1:1") == f, "%s", f);
@@ -1118,7 +1118,7 @@ Test(mock, pin_mismatch_refuses_before_any_request)
 	cr_expect_eq(e.attempts, 1, "a pin mismatch is not retried");
 	cr_expect(strstr(e.message, m.fp) != NULL, "message names the server's fingerprint: %s",
 		  e.message);
-	cr_expect_eq(pve_error_exit_code(&e), 4);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	pve_free(c);
 	mock_stop(&m);
 	cr_expect_eq(m.handshakes, 0);
@@ -1144,7 +1144,7 @@ Test(mock, ca_file_verification_and_system_store)
 	cr_expect_eq(pve_login(c, &e), -1);
 	cr_expect_eq(e.kind, PVE_ERR_TLS, "%s: %s", pve_err_kind_name(e.kind), e.message);
 	cr_expect(strstr(e.message, "ca_file") != NULL, "%s", e.message);
-	cr_expect_eq(pve_error_exit_code(&e), 4);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	pve_free(c);
 	cr_expect_eq(m.nreq, 0);
 	/* With the certificate as ca_file it is. */
@@ -1286,7 +1286,7 @@ Test(mock, ticket_renewed_once_on_401)
 	cr_expect(strstr(e.message, "password of user root@pam was refused") != NULL, "%s",
 		  e.message);
 	cr_expect_null(strstr(e.message, "hunter2"));
-	cr_expect_eq(pve_error_exit_code(&e), 4);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	pve_free(c);
 	mock_stop(&m);
 	/* 1 login + GET, 401 GET + login + GET, 401 GET + refused login. */
@@ -1310,7 +1310,7 @@ Test(mock, token_refused_names_token_not_secret)
 	cr_expect_null(strstr(f, MOCK_TOKEN_SECRET));
 	free(f);
 	cr_expect_eq(e.attempts, 1, "401 with a token is not retried");
-	cr_expect_eq(pve_error_exit_code(&e), 4);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	pve_free(c);
 	mock_stop(&m);
 	pve_error_clear(&e);
@@ -1450,7 +1450,7 @@ Test(mock, retried_create_already_exists_is_checked)
 			cr_expect_eq(rc, -1);
 			cr_expect_eq(e.kind, PVE_ERR_EXISTS);
 			cr_expect(e.ambiguous);
-			cr_expect_eq(pve_error_exit_code(&e), 3);
+			cr_expect_eq(pve_error_outcome(&e), JOB_OUT_NEEDS_ATTENTION);
 		} else {
 			cr_expect_eq(rc, 1, "variant %d: %s", variant, e.message ? e.message : "");
 			cr_expect_null(d);
@@ -1492,7 +1492,7 @@ Test(mock, timeouts_retried_for_get_only)
 	cr_expect_eq(e.kind, PVE_ERR_TIMEOUT, "%s", etext(&e));
 	cr_expect_eq(e.attempts, 1);
 	cr_expect(e.ambiguous);
-	cr_expect_eq(pve_error_exit_code(&e), 3);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_NEEDS_ATTENTION);
 	pve_free(c);
 	mock_stop(&m);
 	cr_expect_eq(mock_count(&m, "GET", "/api2/json/nodes/pve1/qemu"), 2);
@@ -1713,7 +1713,7 @@ Test(mock, task_failure_carries_log_tail)
 	char *f = pve_error_format(&e);
 	cr_expect(strstr(f, "task log (last lines):\n    line 28\n") != NULL, "%s", f);
 	free(f);
-	cr_expect_eq(pve_error_exit_code(&e), 1);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_FAILED);
 	pve_free(c);
 	mock_stop(&m);
 	cr_expect_eq(mock_count(&m, "POST", "/api2/json/nodes/pve1/qemu/9000/clone"), 1,
@@ -1737,7 +1737,7 @@ Test(mock, task_poll_fault_does_not_reissue_and_timeout_leaves_task)
 	struct task_wait_opts wo = {.clock = &clk, .timeout_s = 5};
 	cr_expect_eq(task_run(c, "POST", "/nodes/pve1/qemu/9000/clone", NULL, NULL, &wo, NULL, &e), -1);
 	cr_expect_eq(e.kind, PVE_ERR_TASK_TIMEOUT, "%s", e.message);
-	cr_expect_eq(pve_error_exit_code(&e), 3);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_NEEDS_ATTENTION);
 	cr_expect(strstr(e.message, "still running") != NULL);
 	cr_expect(fc.t >= 5 && fc.t < 7, "%f", fc.t);
 	pve_free(c);
@@ -2003,7 +2003,7 @@ Test(sim, ticket_renewed_on_401_after_expiry)
 	cr_assert_not_null(c);
 	cr_expect_eq(pve_login(c, &e), -1);
 	cr_expect_eq(e.kind, PVE_ERR_AUTH);
-	cr_expect_eq(pve_error_exit_code(&e), 4);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	char *f = pve_error_format(&e);
 	cr_expect(strstr(f, "root@pam") != NULL, "%s", f);
 	cr_expect_null(strstr(f, "wrong-password-x"), "%s", f);
@@ -2051,7 +2051,7 @@ Test(sim, token_refused_exit_4)
 	cr_expect_eq(e.kind, PVE_ERR_AUTH);
 	cr_expect(strstr(e.message, sp.token_id) != NULL, "%s", e.message);
 	cr_expect_null(strstr(e.message, "11111111-2222"), "%s", e.message);
-	cr_expect_eq(pve_error_exit_code(&e), 4);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	pve_free(c);
 	pve_error_clear(&e);
 	sim_stop(&sp);
@@ -2221,7 +2221,7 @@ Test(sim, no_reissued_task_after_faults)
 	cr_expect_eq(task_start(c, "POST", path, &p, &co, &upid, &e), -1);
 	cr_expect_eq(e.kind, PVE_ERR_EXISTS, "%s", e.message ? e.message : "");
 	cr_expect(e.ambiguous);
-	cr_expect_eq(pve_error_exit_code(&e), 3);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_NEEDS_ATTENTION);
 	pve_params_free(&p);
 	json_object *st = simproc_state(&sp);
 	cr_assert_not_null(st);
@@ -2337,7 +2337,7 @@ Test(sim, task_failure_reports_log_tail)
 	char *f = pve_error_format(&e);
 	cr_expect(strstr(f, "task log (last lines):") != NULL, "%s", f);
 	free(f);
-	cr_expect_eq(pve_error_exit_code(&e), 1);
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_FAILED);
 	cr_expect_eq(sim_count(&sp, "POST", "/nodes/pve1/qemu/9000/clone", -1), 1,
 		     "a failed task is not started again");
 	pve_free(c);

@@ -177,22 +177,22 @@ Test(ssh, quote_function)
 	cr_expect_null(ssh_build_script("echo %", NULL));
 }
 
-Test(ssh, error_kinds_and_exit_codes)
+Test(ssh, error_kinds_and_outcomes)
 {
 	struct ssh_error e = {0};
-	cr_expect_eq(ssh_error_exit_code(&e), 0);
+	cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_DONE);
 	enum ssh_err_kind four[] = {SSH_ERR_CONNECT, SSH_ERR_TIMEOUT, SSH_ERR_HOSTKEY_UNKNOWN,
 				    SSH_ERR_HOSTKEY_CHANGED, SSH_ERR_AUTH};
 	for (size_t i = 0; i < 5; i++) {
 		e.kind = four[i];
-		cr_expect_eq(ssh_error_exit_code(&e), 4, "%s", ssh_err_kind_name(four[i]));
+		cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_UNREACHABLE, "%s", ssh_err_kind_name(four[i]));
 	}
 	e.kind = SSH_ERR_CONFIG;
-	cr_expect_eq(ssh_error_exit_code(&e), 2);
+	cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_USAGE);
 	e.kind = SSH_ERR_NOENT;
-	cr_expect_eq(ssh_error_exit_code(&e), 1);
+	cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_FAILED);
 	e.kind = SSH_ERR_REMOTE;
-	cr_expect_eq(ssh_error_exit_code(&e), 1);
+	cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_FAILED);
 	cr_expect_str_eq(ssh_err_kind_name(SSH_ERR_HOSTKEY_CHANGED), "hostkey-changed");
 	cr_expect_str_eq(ssh_error_str(&e), "remote");
 }
@@ -318,7 +318,7 @@ Test(ssh, hostkey_strict_unknown_refused)
 	cr_assert_eq(ssh_connect(&o, &s, &e), -1);
 	cr_expect_null(s);
 	cr_expect_eq(e.kind, SSH_ERR_HOSTKEY_UNKNOWN, "%s", ssh_error_str(&e));
-	cr_expect_eq(ssh_error_exit_code(&e), 4);
+	cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	cr_expect(strstr(ssh_error_str(&e), sd.host_fp) != NULL, "%s", ssh_error_str(&e));
 	cr_expect_neq(access(kh, F_OK), 0, "strict must not create known_hosts");
 	ssh_error_clear(&e);
@@ -397,7 +397,7 @@ static void expect_changed(struct sshd *d, const char *kh, enum ssh_host_key_pol
 	cr_assert_eq(ssh_connect(&o, &s, &e), -1, "a changed key must be refused");
 	cr_expect_null(s);
 	cr_expect_eq(e.kind, SSH_ERR_HOSTKEY_CHANGED, "%s", ssh_error_str(&e));
-	cr_expect_eq(ssh_error_exit_code(&e), 4);
+	cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	cr_expect(strstr(ssh_error_str(&e), old_fp) != NULL, "old fp %s in: %s", old_fp,
 		  ssh_error_str(&e));
 	cr_expect(strstr(ssh_error_str(&e), d->host_fp) != NULL, "new fp %s in: %s",
@@ -516,7 +516,7 @@ Test(ssh, auth_wrong_identity)
 	struct ssh_error e = {0};
 	cr_assert_eq(ssh_connect(&o, &s, &e), -1);
 	cr_expect_eq(e.kind, SSH_ERR_AUTH, "%s", ssh_error_str(&e));
-	cr_expect_eq(ssh_error_exit_code(&e), 4);
+	cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	cr_expect(strstr(ssh_error_str(&e), wrong) != NULL, "%s", ssh_error_str(&e));
 	ssh_error_clear(&e);
 
@@ -565,7 +565,7 @@ Test(ssh, auth_rsa_identity_explained)
 	struct ssh_error e = {0};
 	cr_assert_eq(ssh_connect(&o, &s, &e), -1);
 	cr_expect_eq(e.kind, SSH_ERR_AUTH, "%s", ssh_error_str(&e));
-	cr_expect_eq(ssh_error_exit_code(&e), 4);
+	cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	char *want = strprintf("RSA identity %s cannot be used: libssh2 1.10 signs with ssh-rsa "
 			       "(SHA-1), which OpenSSH >= 8.8 refuses; use an ed25519 key", rsa);
 	cr_expect(strstr(ssh_error_str(&e), want) != NULL, "%s", ssh_error_str(&e));
@@ -661,7 +661,7 @@ Test(ssh, read_file_and_missing)
 	cr_assert_eq(ssh_read_file(s, "/etc/no-such-file", &data, &len, NULL, &e), -1);
 	cr_expect_null(data);
 	cr_expect_eq(e.kind, SSH_ERR_NOENT, "%s", ssh_error_str(&e));
-	cr_expect_eq(ssh_error_exit_code(&e), 1);
+	cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_FAILED);
 	cr_expect(strstr(ssh_error_str(&e), "/etc/no-such-file") != NULL, "%s", ssh_error_str(&e));
 	cr_expect(strstr(ssh_error_str(&e), "no such file") != NULL, "%s", ssh_error_str(&e));
 	ssh_error_clear(&e);
@@ -815,7 +815,7 @@ Test(ssh, guest_closes_mid_write_original_intact)
 	struct ssh_error e = {0};
 	big_write_fails(s, orig, &e);
 	cr_expect_eq(e.kind, SSH_ERR_CONNECT, "%s", ssh_error_str(&e));
-	cr_expect_eq(ssh_error_exit_code(&e), 4);
+	cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	ssh_error_clear(&e);
 	/* The server died before anyone could remove the temp file. */
 	cr_expect_eq(count_temp_files(&sd, "/boot"), 1);
@@ -907,7 +907,7 @@ Test(ssh, connection_killed_between_operations)
 	cr_assert_eq(ssh_exec(s, argv, &r, &e), -1);
 	cr_expect(e.kind == SSH_ERR_CONNECT, "%s: %s", ssh_err_kind_name(e.kind),
 		  ssh_error_str(&e));
-	cr_expect_eq(ssh_error_exit_code(&e), 4);
+	cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	ssh_error_clear(&e);
 	char *data = NULL;
 	size_t len;
@@ -966,7 +966,7 @@ Test(ssh, connect_refused_and_timeout)
 	struct ssh_error e = {0};
 	cr_assert_eq(ssh_connect(&o, &s, &e), -1);
 	cr_expect_eq(e.kind, SSH_ERR_CONNECT, "%s", ssh_error_str(&e));
-	cr_expect_eq(ssh_error_exit_code(&e), 4);
+	cr_expect_eq(ssh_error_outcome(&e), JOB_OUT_UNREACHABLE);
 	ssh_error_clear(&e);
 	/* Timeout: a listener that accepts (backlog) but never speaks SSH. */
 	cr_assert_eq(listen(fd, 4), 0);
