@@ -94,11 +94,6 @@ void job_env_fini(struct job_env *env)
 
 /* ---- persistence --------------------------------------------------------------------- */
 
-static void oom(struct job *j)
-{
-	pve_error_set(&j->err, PVE_ERR_INTERNAL, "out of memory");
-}
-
 static char *err_json_text(const struct pve_error *e)
 {
 	if (!e || e->kind == PVE_OK)
@@ -326,7 +321,7 @@ enum step_rc job_fail(struct job *j, enum pve_err_kind kind, const char *fmt, ..
 	if (sbuf_vaddf(&b, fmt, ap) == 0)
 		pve_error_set(&j->err, kind, "%s", sbuf_str(&b));
 	else
-		oom(j);
+		pve_error_oom(&j->err);
 	sbuf_free(&b);
 	va_end(ap);
 	return STEP_RC_FAIL;
@@ -459,7 +454,7 @@ static void hook_sending(void *ctx, int vmid)
 		char key[64];
 		snprintf(key, sizeof key, "%s_vmid", j->wf->steps[j->cur].name);
 		if (job_set_int(j, key, vmid) < 0)
-			oom(j);
+			pve_error_oom(&j->err);
 	}
 	/* the vars and the step in one commit, on disk before the request goes
 	 * out */
