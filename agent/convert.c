@@ -441,6 +441,7 @@ struct run {
 	char **paths;                 /* the plan's files, absolute */
 	size_t n_paths;
 	bool files_restored;          /* the originals are back (rollback or undo) */
+	bool undo_failed;             /* an undo left something as it is */
 	enum rw_phase phase;          /* for the inject edit */
 	const char *step;
 };
@@ -1298,8 +1299,16 @@ static int take_snapshot(struct run *r)
 			   "before pvagent virtio (IDE/e1000 config and disks)", &r->w, &existed,
 			   &e) == 0) {
 		r->res->snapshot = strdup(SNAPSHOT_NAME);
-		job_summary(r->j.job, "%s %s (delete it with: qm delsnapshot %d %s)", SNAPSHOT_NAME,
-			  existed ? "exists already" : "taken", r->g.vmid, SNAPSHOT_NAME);
+		/* ours to delete when the rollback puts the guest back as it was */
+		if (job_set_bool(r->j.job, "snapshot_taken", !existed) < 0)
+			return failf(r, JOB_OUT_FAILED, "out of memory");
+		if (existed)
+			job_summary(r->j.job, "%s exists already, from an earlier run: kept as it is "
+					      "(delete it with: qm delsnapshot %d %s)",
+				    SNAPSHOT_NAME, r->g.vmid, SNAPSHOT_NAME);
+		else
+			job_summary(r->j.job, "%s taken (delete it with: qm delsnapshot %d %s)",
+				    SNAPSHOT_NAME, r->g.vmid, SNAPSHOT_NAME);
 		return 0;
 	}
 	if (pve_error_outcome(&e) == JOB_OUT_UNREACHABLE) /* stop here */
@@ -1460,6 +1469,38 @@ static enum step_rc st_snapshot(struct job *j)
 	return take_snapshot(r) < 0 ? step_failed(j, r) : STEP_RC_OK;
 }
 
+/* snapshot's undo, after the later undos: when they put the guest back as
+ * it was, the snapshot this job took is of that same guest and only holds
+ * space (and stops PVE from migrating local LVM-thin disks): delete it.
+ * One that existed before this job stays, and so does ours when the
+ * rollback left something (it is the way back then, and a resume goes on
+ * from there): both are kept (1). Never fails the job: a snapshot that
+ * cannot be deleted is named with the qm line. */
+static int un_snapshot(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	long long taken = 0;
+	if (!json_int(job_vars(j), "snapshot_taken", &taken) || !taken)
+		return 1;
+	if (r->undo_failed || r->res->status == CONV_STUCK ||
+	    r->outcome == JOB_OUT_NEEDS_ATTENTION) {
+		job_note(j, "%s kept: the rollback did not put everything back", SNAPSHOT_NAME);
+		return 1;
+	}
+	r->w = *job_wait(j);
+	struct pve_error e = {0};
+	if (guest_delete_snapshot(r->req->pve, &r->g, SNAPSHOT_NAME, &r->w, NULL, &e) < 0) {
+		job_note(j, "%s is left (%s): delete it with: qm delsnapshot %d %s", SNAPSHOT_NAME,
+			 e.message ? e.message : "error", r->g.vmid, SNAPSHOT_NAME);
+		pve_error_clear(&e);
+		return 1;
+	}
+	free(r->res->snapshot);
+	r->res->snapshot = NULL;
+	job_note(j, "%s deleted: the guest is as it was before it", SNAPSHOT_NAME);
+	return 0;
+}
+
 static enum step_rc st_bench_before(struct job *j)
 {
 	struct run *r = job_ctx(j);
@@ -1499,10 +1540,13 @@ static int un_prepare(struct job *j)
 	struct ssh_error se = {0};
 	if (!r->s && connect_wait(r, verify_timeout(r), &se) < 0) {
 		ssh_error_clear(&se);
+		r->undo_failed = true;
 		return -1;
 	}
-	if (restore_files(r) < 0)
+	if (restore_files(r) < 0) {
+		r->undo_failed = true;
 		return -1;
+	}
 	r->files_restored = true;
 	return 0;
 }
@@ -1578,6 +1622,7 @@ static int un_switch(struct job *j)
 	r->w = *job_wait(j);
 	rollback(r);
 	r->files_restored = r->res->rolled_back;
+	r->undo_failed |= !r->res->rolled_back;
 	return r->res->rolled_back ? 0 : -1;
 }
 
@@ -1684,7 +1729,7 @@ static void virtio_close(struct job *j, void *ctx)
 static const struct job_step_def virtio_steps[] = {
 	{"preflight", st_preflight, NULL, JOB_STEP_NO_UNDO},
 	{"kmod", st_kmod, NULL, JOB_STEP_NO_UNDO},
-	{"snapshot", st_snapshot, NULL, JOB_STEP_TASK | JOB_STEP_NO_UNDO},
+	{"snapshot", st_snapshot, un_snapshot, JOB_STEP_TASK | JOB_STEP_NO_UNDO},
 	{"bench-before", st_bench_before, NULL, JOB_STEP_NO_UNDO},
 	{"prepare", st_prepare, un_prepare, 0},
 	{"switch", st_switch, un_switch, JOB_STEP_TASK},

@@ -1058,6 +1058,40 @@ int guest_snapshot(struct pve *c, struct guest_ref *g, const char *name,
 	return rc;
 }
 
+static int shows_no_snapshot(struct pve *c, struct guest_ref *g, const void *arg,
+			     struct pve_error *err)
+{
+	int rc = shows_snapshot(c, g, arg, err);
+	return rc < 0 ? -1 : !rc;
+}
+
+int guest_delete_snapshot(struct pve *c, struct guest_ref *g, const char *name,
+			  const struct guest_wait *w, bool *absent, struct pve_error *err)
+{
+	if (g->type == GUEST_OPENVZ) {
+		pve_error_set(err, PVE_ERR_CONFIG, "OpenVZ containers have no snapshots");
+		return -1;
+	}
+	/* PVE: "snapshot 'NAME' does not exist" (not the guest's "Configuration
+	 * file ... does not exist") */
+	char *suffix = strprintf("/snapshot/%s", name);
+	char *gone = strprintf("snapshot '%s' does not exist", name);
+	if (!suffix || !gone) {
+		free(suffix);
+		free(gone);
+		return pve_error_oom(err);
+	}
+	static const struct effect eff_del = {"qmdelsnapshot", "vzdelsnapshot", shows_no_snapshot,
+					      NULL};
+	struct effect eff = eff_del;
+	eff.arg = name;
+	int rc = guest_task(c, g, "DELETE", suffix, NULL, "delete snapshot", gone, 0, &eff, w,
+			    absent, err);
+	free(suffix);
+	free(gone);
+	return rc;
+}
+
 /* ---- VMID claim --------------------------------------------------------------- */
 
 static unsigned claim_seed(void)

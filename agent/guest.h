@@ -325,6 +325,11 @@ int guest_snapshot(struct pve *c, struct guest_ref *g, const char *name,
 		   const char *description, const struct guest_wait *w, bool *existed,
 		   struct pve_error *err);
 
+/* Delete the snapshot named name, waiting for the task; one that does not
+ * exist counts as deleted (*absent true; may be NULL). */
+int guest_delete_snapshot(struct pve *c, struct guest_ref *g, const char *name,
+			  const struct guest_wait *w, bool *absent, struct pve_error *err);
+
 /* ---- power and delete ---------------------------------------------------- */
 
 /* Start; already running is success. Waits for the task, then re-reads

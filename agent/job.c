@@ -813,11 +813,14 @@ static int undo_steps(struct job *j, size_t upto)
 		j->cur = i;
 		step_wait_init(j, false);
 		double t0 = pve_clock_now(j->env->clock);
-		if (d->undo(j) < 0) {
+		int ur = d->undo(j);
+		if (ur < 0) {
 			rc = -1;
 			log_error("%s: undo of %s failed", j->subject, d->name);
 			continue;
 		}
+		if (ur > 0)
+			continue; /* kept: still done */
 		step_set(j, i, STEP_UNDONE);
 		j->dirty[i] = true;
 		char *name = strprintf("undo %s", d->name);

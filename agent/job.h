@@ -56,7 +56,9 @@ enum step_rc {
 struct job_step_def {
 	const char *name;
 	enum step_rc (*run)(struct job *j);
-	int (*undo)(struct job *j);      /* 0 or -1; NULL: nothing to undo */
+	/* 0 undone; 1 kept on purpose (the step stays done, and a resume
+	 * does not run it again); -1 failed. NULL: nothing to undo. */
+	int (*undo)(struct job *j);
 	unsigned flags;
 };
 

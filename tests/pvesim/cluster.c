@@ -1285,6 +1285,9 @@ static json_object *state_guest(const struct cluster *c,
 	json_object *pdel = NULL;
 	json_object_deep_copy(g->pending_delete, &pdel, NULL);
 	json_object_object_add(o, "pending_delete", pdel);
+	json_object *snaps = NULL;
+	json_object_deep_copy(g->snapshots, &snaps, NULL);
+	json_object_object_add(o, "snapshots", snaps);
 	if (g->fixture)
 		json_object_object_add(o, "fixture",
 				       json_object_new_string(g->fixture));

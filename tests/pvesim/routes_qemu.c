@@ -1071,6 +1071,37 @@ static void route_template(struct cluster *c, const struct sim_req *req,
 }
 
 /* ---- snapshots ---------------------------------------------------------- */
+
+/* The config's or a snapshot's "parent" was the deleted snapshot: it is
+ * now that snapshot's own parent, or none (AbstractConfig.pm
+ * snapshot_delete, $unlink_parent). */
+static void unlink_parent(json_object *o, const char *name, const char *new_parent)
+{
+	const char *p = cfg_str(o, "parent");
+	if (!p || strcmp(p, name) != 0)
+		return;
+	if (new_parent)
+		json_object_object_add(o, "parent", json_object_new_string(new_parent));
+	else
+		json_object_object_del(o, "parent");
+}
+
+/* Delete snapshot name of g, its children and the config pointing at its
+ * parent from now on. */
+static void snap_unlink(struct sim_guest *g, const char *name)
+{
+	json_object *snap = json_object_object_get(g->snapshots, name);
+	const char *pp = snap ? cfg_str(snap, "parent") : NULL;
+	char *parent = pp ? strdup(pp) : NULL;
+	json_object_object_del(g->snapshots, name);
+	unlink_parent(g->config, name, parent);
+	json_object_object_foreach(g->snapshots, sn, so) {
+		(void)sn;
+		unlink_parent(so, name, parent);
+	}
+	free(parent);
+}
+
 static void snap_end(struct cluster *c, struct sim_task *t, bool ok)
 {
 	struct sim_guest *g = cluster_guest(c, t->vmid);
@@ -1113,10 +1144,7 @@ static void snap_end(struct cluster *c, struct sim_task *t, bool ok)
 		json_object_object_add(g->config, "parent", json_object_new_string(name));
 		guest_eval_boot(g);
 	} else if (strcmp(op, "delete") == 0) {
-		json_object_object_del(g->snapshots, name);
-		const char *parent = cfg_str(g->config, "parent");
-		if (parent && strcmp(parent, name) == 0)
-			json_object_object_del(g->config, "parent");
+		snap_unlink(g, name);
 	}
 }
 

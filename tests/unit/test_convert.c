@@ -472,6 +472,40 @@ Test(convert_run, dry_run_changes_nothing)
 
 /* ---- failure modes ------------------------------------------------------------------ */
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of the guest's snapshots, sorted, ' ' separated ("" none). */
+static char *snapshot_names(struct conv_world *f)
+{
+	json_object *g = conv_world_guest(f), *snaps = NULL;
+	struct sbuf b = {0};
+	const char *names[16];
+	size_t n = 0;
+	if (json_object_object_get_ex(g, "snapshots", &snaps)) {
+		json_object_object_foreach(snaps, k, v) {
+			(void)v;
+			if (n < 16)
+				names[n++] = k;
+		}
+	}
+	qsort(names, n, sizeof names[0], cmp_str);
+	for (size_t i = 0; i < n; i++)
+		sbuf_addf(&b, "%s%s", i ? " " : "", names[i]);
+	char *s = sbuf_steal(&b);
+	json_object_put(g);
+	return s ? s : strdup("");
+}
+
+static void expect_snapshots(struct conv_world *f, const char *want, const char *why)
+{
+	char *have = snapshot_names(f);
+	cr_expect_str_eq(have, want, "snapshots '%s', want '%s': %s", have, want, why);
+	free(have);
+}
+
 static void expect_rolled_back(struct conv_world *f, const struct convert_result *r, const char *why)
 {
 	cr_expect_eq(r->status, CONV_FAILED, "%s: %s\n%s\nevents:\n%s", convert_status_name(r->status),
@@ -484,6 +518,13 @@ static void expect_rolled_back(struct conv_world *f, const struct convert_result
 	expect_config(f, "boot", "order=ide0;net0");
 	expect_config(f, "virtio0", NULL);
 	expect_config(f, "unused0", NULL);
+	/* the guest is as it was: the snapshot taken before it is gone */
+	expect_snapshots(f, "", "the rollback deletes the snapshot it no longer needs");
+	expect_config(f, "parent", NULL);
+	cr_expect_null(r->snapshot);
+	json_object *log = simproc_requests(&f->sp);
+	cr_expect_eq(simproc_count_requests(log, "DELETE", "*/snapshot/pvagent_virtio", -1), 1);
+	json_object_put(log);
 	char *st = conv_world_boot(f);
 	cr_expect_str_eq(st, "up", "the guest runs again on IDE/e1000");
 	free(st);
@@ -659,6 +700,7 @@ Test(convert_run, failed_rollback_needs_attention)
 	cr_expect(strstr(rec, "set vfs.root.mountfrom=ufs:/dev/vtbd0s1a"), "%s", rec);
 	cr_expect(strstr(rec, "/etc/fstab"), "the changed files are listed: %s", rec);
 	cr_expect(open_job(&f), "the job (the journal) stays for a rerun");
+	expect_snapshots(&f, "pvagent_virtio", "the way back is kept while something is left");
 	convert_result_free(&r);
 	/* the guest comes back (the admin fixed it); a rerun resumes from the
 	 * journal and ends on a working guest */
@@ -739,13 +781,7 @@ static void user_snapshot(struct conv_world *f)
 	free(parent);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The guest's config without the digest (and parent, which the
- * conversion's own snapshot moves on), as sorted "key=value\n" lines. */
+/* The guest's config without the digest, as sorted "key=value\n" lines. */
 static char *config_text(struct conv_world *f)
 {
 	json_object *g = conv_world_guest(f), *cfgo = NULL;
@@ -753,7 +789,7 @@ static char *config_text(struct conv_world *f)
 	char *lines[128];
 	size_t n = 0;
 	json_object_object_foreach(cfgo, k, v) {
-		if (strcmp(k, "digest") != 0 && strcmp(k, "parent") != 0 && n < 128)
+		if (strcmp(k, "digest") != 0 && n < 128)
 			lines[n++] = strprintf("%s=%s\n", k, json_object_get_string(v));
 	}
 	qsort(lines, n, sizeof lines[0], cmp_str);
@@ -804,7 +840,8 @@ Test(convert_run, ssd_ide_disk_with_a_snapshot_rolls_back_exactly)
 	char *after = config_text(&f);
 	cr_expect_str_eq(after, before, "the rollback restores the config exactly:\n%s---\n%s", before,
 			 after);
-	expect_config(&f, "parent", "pvagent_virtio");
+	expect_config(&f, "parent", "before");
+	expect_snapshots(&f, "before", "the user's snapshot stays, pvagent's own is deleted");
 	char *st = conv_world_boot(&f);
 	cr_expect_str_eq(st, "up", "the guest runs again on IDE/e1000");
 	free(st);

@@ -171,7 +171,7 @@ Test(store, rows_of_jobs_steps_and_events)
 
 #define TOY_STEPS 4
 static int runs[TOY_STEPS], undos[TOY_STEPS], undo_order[TOY_STEPS], n_undone;
-static int stop_after = -1, fail_at = -1, undo_fails_at = -1;
+static int stop_after = -1, fail_at = -1, undo_fails_at = -1, undo_keeps_at = -1;
 static volatile sig_atomic_t toy_stop;
 
 static enum step_rc toy_run(struct job *j, int i)
@@ -193,7 +193,7 @@ static int toy_undo(struct job *j, int i)
 	(void)j;
 	undos[i]++;
 	undo_order[n_undone++] = i;
-	return i == undo_fails_at ? -1 : 0;
+	return i == undo_fails_at ? -1 : i == undo_keeps_at ? 1 : 0;
 }
 
 #define TOY(i)                                                                       \
@@ -219,7 +219,7 @@ static void toy_reset(void)
 	memset(runs, 0, sizeof runs);
 	memset(undos, 0, sizeof undos);
 	n_undone = 0;
-	stop_after = fail_at = undo_fails_at = -1;
+	stop_after = fail_at = undo_fails_at = undo_keeps_at = -1;
 	toy_stop = 0;
 }
 
@@ -327,6 +327,20 @@ Test(job_engine, undo_on_failure_runs_in_reverse_and_says_when_it_fails)
 	cr_assert_eq(job_run(j, NULL), JOB_OUT_NEEDS_ATTENTION);
 	cr_assert_eq(n_undone, 3, "the other undos still run");
 	cr_assert_eq(job_state(j), JOB_NEEDS_ATTENTION);
+	job_free(j);
+
+	/* an undo that keeps its step on purpose: the step stays done, the
+	 * failure is still a clean one */
+	toy_reset();
+	cr_assert_eq(job_new(&env, &toy_undoing, "g4", NULL, &j, &e), 0);
+	fail_at = 3;
+	undo_keeps_at = 1;
+	cr_assert_eq(job_run(j, NULL), JOB_OUT_FAILED);
+	cr_assert_eq(n_undone, 3);
+	st = job_steps(j, &n);
+	cr_assert_eq(st[0].state, STEP_UNDONE);
+	cr_assert_eq(st[1].state, STEP_DONE, "kept");
+	cr_assert_eq(st[2].state, STEP_UNDONE);
 	job_free(j);
 
 	/* without undo_on_failure nothing is undone */
