@@ -483,6 +483,15 @@ Test(cli_names, json_results_have_one_shape)
 	expect_shape(o, "nosuch", "error", 1, "not-found", NULL);
 	json_object_put(o);
 	free(out);
+	/* a refused migration: its error at the top only, not again in "migration" */
+	rc = cli_pv(&cw, &out, "--json", "migrate", "cli1", "nosuch", NULL);
+	cr_expect_eq(rc, 2, "%s", out);
+	o = cli_final_json(out);
+	expect_shape(o, "cli1", "error", 2, "config", "plan");
+	cr_assert(json_object_object_get_ex(o, "migration", &g), "%s", out);
+	cr_expect_not(json_object_object_get_ex(g, "error", NULL), "%s", out);
+	json_object_put(o);
+	free(out);
 	/* a job that does not exist; a usage error */
 	rc = cli_pv(&cw, &out, "--json", "job", "999", NULL);
 	cr_expect_eq(rc, 1, "%s", out);
