@@ -97,12 +97,6 @@ static json_object *migration_json(struct job *j)
 	json_object_object_add(o, "via_ha", json_object_new_boolean(json_int(v, "via_ha", &via) && via));
 	if (job_id(j))
 		json_object_object_add(o, "job", json_object_new_int64(job_id(j)));
-	const struct pve_error *e = job_error(j);
-	if (e->kind != PVE_OK) {
-		char *m = pve_error_format(e);
-		json_object_object_add(o, "error", json_object_new_string(m ? m : "error"));
-		free(m);
-	}
 	if (job_left(j))
 		json_object_object_add(o, "left", json_object_new_string(job_left(j)));
 	return o;

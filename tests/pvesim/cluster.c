@@ -1022,27 +1022,6 @@ const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g)
 	return cfg_str(cluster_ha_entry(c, sid), "state");
 }
 
-struct sim_task *cluster_ha_power_request(struct cluster *c, const struct sim_req *req,
-					  struct sim_guest *g, bool start)
-{
-	bool vm = strcmp(g->type, "qemu") == 0;
-	char id[16], sid[32];
-	snprintf(id, sizeof id, "%d", g->vmid);
-	snprintf(sid, sizeof sid, "%s:%d", vm ? "vm" : "ct", g->vmid);
-	struct sim_task *t = task_new(c, g->node, start ? "hastart" : "hastop", id, req->userid,
-				      req->now, 0.5);
-	if (!t)
-		return NULL;
-	t->vmid = 0; /* holds no guest */
-	task_log(t, 0.1, "Requesting HA %s for %s %d", start ? "start" : "stop", vm ? "VM" : "CT",
-		 g->vmid);
-	json_object *e = cluster_ha_entry(c, sid);
-	if (e)
-		json_object_object_add(e, "state",
-				       json_object_new_string(start ? "started" : "stopped"));
-	return t;
-}
-
 /* ---- simapi.h entry points ---------------------------------------------- */
 static void cred_free(struct sim_cred *cr)
 {

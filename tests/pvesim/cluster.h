@@ -246,29 +246,16 @@ void cluster_destroy_guest(struct cluster *c, int vmid);
 #define STATUS_PERIOD 10.0
 void cluster_status_update(struct cluster *c, double now, bool force);
 
-/* Seconds from an HA power request (hastart/hastop) to the node's LRM
- * carrying it out. */
-#define HA_DELAY 5.0
-
-/* An HA power request for g (qemu-server and pve-container alike): its
- * hastart/hastop task, which ends at once, and the resource's state set;
- * the caller has the LRM carry it out HA_DELAY later. NULL: out of
- * memory. */
-struct sim_task *cluster_ha_power_request(struct cluster *c, const struct sim_req *req,
-					  struct sim_guest *g, bool start);
-
 /* HA state of a guest ("started", ...) or NULL when HA does not manage it. */
 const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g);
 /* The HA resource entry {sid, state, ...} of sid ("vm:100"), or NULL. */
 json_object *cluster_ha_entry(const struct cluster *c, const char *sid);
-/* The node's LRM carrying out an HA request for a VM HA_DELAY seconds
- * after req->now, as root@pam: action "start", "stop" or "shutdown" with
- * the real qmstart/qmstop/qmshutdown task (nothing when the VM is already
- * so). */
 /* POST .../migrate of an HA-managed guest: a "hamigrate" task that queues
  * the migration, which the CRM starts 2 s later as root@pam. */
 void guest_ha_migrate_request(struct cluster *c, const struct sim_req *req,
 			      struct sim_guest *g, const char *target, struct sim_resp *r);
+/* power_ha_carry_out (power.h) for a VM: the real qmstart/qmstop/qmshutdown
+ * task HA_DELAY after req->now. */
 void qemu_ha_carry_out(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
 		       const char *action);
 

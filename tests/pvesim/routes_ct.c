@@ -1,9 +1,11 @@
 /* routes_ct.c - container routes: /nodes/{node}/lxc (PVE >= 4: list,
  * create, config, status, start/shutdown/stop/reboot, migrate, interfaces,
  * template, destroy) and /nodes/{node}/openvz (PVE 2.x/3.x: list, create,
- * config, status, start/shutdown/stop, migrate, destroy). */
+ * config, status, start/shutdown/stop, migrate, destroy). What containers
+ * and VMs share of the power routes is power.c's. */
 #include "cluster.h"
 #include "cluster_config.h"
+#include "power.h"
 #include "tasks.h"
 #include "util.h"
 
@@ -320,65 +322,14 @@ static void route_create(struct cluster *c, const struct sim_req *req,
 }
 
 /* ---- power -------------------------------------------------------------- */
-static void power_direct(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
-			 const char *action, struct sim_resp *r);
-
-/* pve-container: an HA-managed CT's start, stop and shutdown only queue a
- * request to the HA stack ("ha-manager set ct:ID --state started", or a
- * crm-command stop) in a hastart/hastop task that ends at once; the
- * node's LRM carries it out HA_DELAY later as root@pam with the real
- * vzstart/vzshutdown/vzstop task. */
-static void route_ha_power(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
-			   const char *action, struct sim_resp *r)
-{
-	bool start = strcmp(action, "start") == 0;
-	struct sim_task *t = cluster_ha_power_request(c, req, g, start);
-	if (!t) {
-		resp_error(r, 500, "out of memory");
-		return;
-	}
-	if (start ? !g->running : g->running) {
-		struct sim_req hreq = *req;
-		hreq.userid = "root@pam";
-		hreq.privs = "all";
-		hreq.task_fail = NULL;
-		hreq.now = req->now + HA_DELAY;
-		struct sim_resp tmp = {0};
-		power_direct(c, &hreq, g, action, &tmp);
-		sim_resp_clear(&tmp);
-	}
-	task_apply_fault(t, req->task_fail);
-	resp_task(r, t);
-}
-
-static void route_power(struct cluster *c, const struct sim_req *req,
-			struct sim_guest *g, const char *action,
-			struct sim_resp *r)
-{
-	if (!vm_priv_check(req, r, g->vmid, "VM.PowerMgmt"))
-		return;
-	bool ha_action = strcmp(action, "start") == 0 || strcmp(action, "stop") == 0 ||
-			 strcmp(action, "shutdown") == 0;
-	if (ha_action && cluster_ha_state(c, g)) {
-		if (strcmp(action, "start") == 0 && guest_is_template(g)) {
-			resp_error(r, 500, "you can't start a CT if it's a template");
-			return;
-		}
-		route_ha_power(c, req, g, action, r);
-		return;
-	}
-	power_direct(c, req, g, action, r);
-}
-
+/* pve-container's own start, stop, shutdown and reboot (the rest is
+ * power_route's): a start of a running CT or a stop of a stopped one is
+ * refused before any task. */
 static void power_direct(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
 			 const char *action, struct sim_resp *r)
 {
 	struct sim_task *t = NULL;
 	if (strcmp(action, "start") == 0) {
-		if (guest_is_template(g)) {
-			resp_error(r, 500, "you can't start a CT if it's a template");
-			return;
-		}
 		if (g->running) {
 			resp_error(r, 500, "CT %d already running", g->vmid);
 			return;
@@ -397,8 +348,7 @@ static void power_direct(struct cluster *c, const struct sim_req *req, struct si
 		} else if (t) {
 			t->on_end = task_end_start;
 		}
-	} else if (strcmp(action, "stop") == 0 || strcmp(action, "shutdown") == 0 ||
-		   strcmp(action, "reboot") == 0) {
+	} else { /* stop, shutdown, reboot */
 		if (!g->running) {
 			resp_error(r, 500, "CT %d not running", g->vmid);
 			return;
@@ -412,14 +362,16 @@ static void power_direct(struct cluster *c, const struct sim_req *req, struct si
 			    reboot ? 3.0 : stop ? 0.5 : 2.0);
 		if (t)
 			t->on_end = reboot ? task_end_reboot : task_end_stop;
-	} else {
-		resp_error(r, 501, "Method 'POST %s' not implemented", req->path);
-		return;
 	}
 	if (t)
 		task_apply_fault(t, req->task_fail);
 	resp_task(r, t);
 }
+
+static const struct power_kind ct_power = {
+	.template_msg = "you can't start a CT if it's a template",
+	.direct = power_direct,
+};
 
 /* ---- interfaces, destroy, template -------------------------------------- */
 static json_object *ct_iface(const char *name, const char *mac, const char *ip,
@@ -631,7 +583,7 @@ bool routes_ct(struct cluster *c, const struct sim_req *req,
 			return true;
 		}
 		if (n == 6 && post && !(openvz && strcmp(s[5], "reboot") == 0)) {
-			route_power(c, req, g, s[5], r);
+			power_route(c, req, g, s[5], &ct_power, r);
 			return true;
 		}
 	}

@@ -1,9 +1,11 @@
 /* routes_qemu.c - /nodes/{node}/qemu routes: list, create, clone, config
- * (GET/PUT/POST), pending, status (current/start/shutdown/stop/reboot),
- * resize, template, snapshots, guest agent, destroy. Migration lives in
+ * (GET/PUT/POST), pending, status (current/start/shutdown/stop/reboot; what
+ * VMs and containers share of the power routes is power.c's), resize,
+ * template, snapshots, guest agent, destroy. Migration lives in
  * cluster_migrate.c. */
 #include "cluster.h"
 #include "cluster_config.h"
+#include "power.h"
 #include "qemu_guest.h"
 #include "scenario.h"
 #include "tasks.h"
@@ -739,74 +741,14 @@ static void route_status_current(const struct cluster *c,
 	resp_data(r, o);
 }
 
-static void power_direct(struct cluster *c, const struct sim_req *req,
-			 struct sim_guest *g, const char *action,
-			 struct sim_resp *r);
-
-/* An HA-managed VM is not started or stopped by the API call: qemu-server
- * runs "ha-manager set vm:ID --state started" (or "crm-command stop vm:ID
- * TIMEOUT") in a "hastart"/"hastop" task that ends as soon as the request
- * is queued; the CRM and the node's LRM carry it out HA_DELAY later, as
- * root@pam, with the real qmstart/qmshutdown/qmstop task. */
-static void route_ha_power(struct cluster *c, const struct sim_req *req,
-			   struct sim_guest *g, const char *action,
-			   struct sim_resp *r)
-{
-	struct sim_task *t = cluster_ha_power_request(c, req, g, strcmp(action, "start") == 0);
-	if (!t) {
-		resp_error(r, 500, "out of memory");
-		return;
-	}
-	qemu_ha_carry_out(c, req, g, action);
-	task_apply_fault(t, req->task_fail);
-	resp_task(r, t);
-}
-
-void qemu_ha_carry_out(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
-		       const char *action)
-{
-	bool start = strcmp(action, "start") == 0;
-	if (start ? g->running : !g->running)
-		return;
-	struct sim_req hreq = *req;
-	hreq.userid = "root@pam";
-	hreq.privs = "all";
-	hreq.task_fail = NULL;
-	hreq.now = req->now + HA_DELAY;
-	struct sim_resp tmp = {0};
-	power_direct(c, &hreq, g, action, &tmp);
-	sim_resp_clear(&tmp);
-}
-
-static void route_power(struct cluster *c, const struct sim_req *req,
-			struct sim_guest *g, const char *action,
-			struct sim_resp *r)
-{
-	if (!vm_priv_check(req, r, g->vmid, "VM.PowerMgmt"))
-		return;
-	bool ha_action = strcmp(action, "start") == 0 || strcmp(action, "stop") == 0 ||
-			 strcmp(action, "shutdown") == 0;
-	if (ha_action && cluster_ha_state(c, g)) {
-		if (strcmp(action, "start") == 0 && guest_is_template(g)) {
-			resp_error(r, 500, "you can't start a vm if it's a template");
-			return;
-		}
-		route_ha_power(c, req, g, action, r);
-		return;
-	}
-	power_direct(c, req, g, action, r);
-}
-
+/* qemu-server's own start, stop, shutdown and reboot (the rest is
+ * power_route's): a start of a running VM fails in its qmstart task. */
 static void power_direct(struct cluster *c, const struct sim_req *req,
 			 struct sim_guest *g, const char *action,
 			 struct sim_resp *r)
 {
 	struct sim_task *t = NULL;
 	if (strcmp(action, "start") == 0) {
-		if (guest_is_template(g)) {
-			resp_error(r, 500, "you can't start a vm if it's a template");
-			return;
-		}
 		if (!guest_check_lock(req, g, r))
 			return;
 		t = guest_task(c, req, g, "qmstart", START_SECS);
@@ -868,7 +810,7 @@ static void power_direct(struct cluster *c, const struct sim_req *req,
 		} else if (t) {
 			t->on_end = task_end_stop;
 		}
-	} else if (strcmp(action, "reboot") == 0) {
+	} else { /* reboot */
 		if (!g->running) {
 			resp_error(r, 500, "VM %d not running", g->vmid);
 			return;
@@ -878,13 +820,21 @@ static void power_direct(struct cluster *c, const struct sim_req *req,
 		t = guest_task(c, req, g, "qmreboot", SHUTDOWN_SECS + START_SECS);
 		if (t)
 			t->on_end = task_end_reboot;
-	} else {
-		resp_error(r, 501, "Method 'POST %s' not implemented", req->path);
-		return;
 	}
 	if (t)
 		task_apply_fault(t, req->task_fail);
 	resp_task(r, t);
+}
+
+static const struct power_kind qemu_power = {
+	.template_msg = "you can't start a vm if it's a template",
+	.direct = power_direct,
+};
+
+void qemu_ha_carry_out(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+		       const char *action)
+{
+	power_ha_carry_out(c, req, g, action, &qemu_power);
 }
 
 /* ---- resize, template --------------------------------------------------- */
@@ -1620,7 +1570,7 @@ bool routes_qemu(struct cluster *c, const struct sim_req *req,
 			return true;
 		}
 		if (n == 6 && post) {
-			route_power(c, req, g, s[5], r);
+			power_route(c, req, g, s[5], &qemu_power, r);
 			return true;
 		}
 	}

@@ -4,13 +4,16 @@
 #include "clirun.h"
 #include "util.h"
 
+#include <criterion/criterion.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *cli_world_unavailable(void)
+/* Why the world cannot run here (not root, no binaries), or NULL. */
+static const char *unavailable(void)
 {
 	if (geteuid() != 0)
 		return "needs root (sshd with ChrootDirectory)";
@@ -61,7 +64,8 @@ static int put(const char *path, mode_t mode, char *text)
 	return rc;
 }
 
-int cli_world_start(struct cli_world *w, const char *addr, const char *more_guests)
+/* The world on addr: 0, or -1 after saying why on stderr. */
+static int start(struct cli_world *w, const char *addr, const char *more_guests)
 {
 	memset(w, 0, sizeof *w);
 	const char *bin = getenv("PVAGENT_BIN");
@@ -116,17 +120,36 @@ int cli_world_start(struct cli_world *w, const char *addr, const char *more_gues
 	return rc;
 }
 
-int cli_world_stop(struct cli_world *w)
+void cli_world_start(struct cli_world *w, const char *addr, const char *more_guests)
+{
+	const char *why = unavailable();
+	if (why)
+		cr_skip_test("%s", why);
+	cr_assert_eq(start(w, addr, more_guests), 0, "the world did not start (see stderr)");
+}
+
+void cli_world_stop(struct cli_world *w)
 {
 	free(w->conf);
 	w->conf = NULL;
-	return simproc_stop(&w->sim);
+	cr_assert_eq(simproc_stop(&w->sim), 0, "simulator did not exit cleanly");
 }
 
 void cli_world_cleanup(struct cli_world *w)
 {
 	simproc_stop(&w->sim);
 	guestenv_stop(&w->ge);
+}
+
+int cli_pv(struct cli_world *w, char **out, ...)
+{
+	va_list ap;
+	va_start(ap, out);
+	int rc = test_pvagentv(w->bin, w->conf, out, ap);
+	va_end(ap);
+	cr_assert_neq(rc, -2, "pvagent: sanitizer report:\n%s", *out ? *out : "");
+	cr_assert_geq(rc, 0, "cannot run %s", w->bin);
+	return rc;
 }
 
 json_object *cli_final_json(const char *out)
@@ -136,11 +159,10 @@ json_object *cli_final_json(const char *out)
 		if (*p == '{' && strstr(p, "\"command\"") &&
 		    (!strchr(p, '\n') || strstr(p, "\"command\"") < strchr(p, '\n')))
 			line = p;
-	if (!line)
-		return NULL;
-	char *one = strndup(line, strcspn(line, "\n"));
+	char *one = line ? strndup(line, strcspn(line, "\n")) : NULL;
 	json_object *o = one ? json_tokener_parse(one) : NULL;
 	free(one);
+	cr_assert_not_null(o, "no final JSON object in:\n%s", out);
 	return o;
 }
 

@@ -11,7 +11,6 @@
 
 #include <criterion/criterion.h>
 #include <json-c/json.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,50 +40,14 @@ static const char more_guests[] = ",\n"
 	" \"rootfs\": \"local-lvm:vm-195-disk-0,size=8G\","
 	" \"net0\": \"name=eth0,bridge=vmbr0,ip=10.10.0.95/24\"}}";
 
-/* The per-test world (cliworld.h) on addr. */
-static void world_start(const char *addr)
-{
-	const char *why = cli_world_unavailable();
-	if (why)
-		cr_skip_test("%s", why);
-	cr_assert_eq(cli_world_start(&cw, addr, more_guests), 0,
-		     "the world did not start (see stderr)");
-}
-
-static void world_free(void)
-{
-	cr_assert_eq(cli_world_stop(&cw), 0, "simulator did not exit cleanly");
-}
-
-/* Run pvagent -c CONF ARGS... (NULL-terminated); *out gets stdout and
- * stderr. Returns the exit status. */
-static int pv(char **out, ...)
-{
-	va_list ap;
-	va_start(ap, out);
-	int rc = test_pvagentv(cw.bin, cw.conf, out, ap);
-	va_end(ap);
-	cr_assert_neq(rc, -2, "pvagent: sanitizer report:\n%s", *out ? *out : "");
-	cr_assert_geq(rc, 0, "cannot run %s", cw.bin);
-	return rc;
-}
-
-/* The final --json object (the line holding "command"). */
-static json_object *final_json(const char *out)
-{
-	json_object *o = cli_final_json(out);
-	cr_assert_not_null(o, "no final JSON object in:\n%s", out);
-	return o;
-}
-
 Test(cli_names, down_by_vmid_and_several)
 {
-	world_start("127.0.1.240");
+	cli_world_start(&cw, "127.0.1.240", more_guests);
 	char *out = NULL;
 
 	/* an all-digits argument is a VMID */
 	cr_assert_eq(simproc_named(&cw.sim, "old1"), 1);
-	int rc = pv(&out, "down", "190", NULL);
+	int rc = cli_pv(&cw, &out, "down", "190", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "old1"), "the result names the guest: %s", out);
 	cr_expect_null(strstr(out, "does not exist"), "%s", out);
@@ -92,9 +55,9 @@ Test(cli_names, down_by_vmid_and_several)
 	cr_expect_eq(simproc_named(&cw.sim, "old1"), 0, "VMID 190 was not deleted");
 
 	/* several: each its own job, results per guest; the worst exit */
-	rc = pv(&out, "--json", "down", "old2", "cli1", NULL);
+	rc = cli_pv(&cw, &out, "--json", "down", "old2", "cli1", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
-	json_object *o = final_json(out);
+	json_object *o = cli_final_json(out);
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "name", NULL}), "old2");
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "1", "name", NULL}), "cli1");
 	json_object_put(o);
@@ -103,96 +66,96 @@ Test(cli_names, down_by_vmid_and_several)
 	cr_expect_eq(simproc_named(&cw.sim, "cli1"), 0);
 
 	/* a name given twice is a usage error */
-	rc = pv(&out, "down", "a1", "A1", NULL);
+	rc = cli_pv(&cw, &out, "down", "a1", "A1", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
 	free(out);
-	world_free();
+	cli_world_stop(&cw);
 }
 
 Test(cli_names, dotted_names_up_and_down)
 {
-	world_start("127.0.1.241");
+	cli_world_start(&cw, "127.0.1.241", more_guests);
 	char *out = NULL;
-	int rc = pv(&out, "up", "web.example.org", "-t", "clistatic", "--no-inject", NULL);
+	int rc = cli_pv(&cw, &out, "up", "web.example.org", "-t", "clistatic", "--no-inject", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	free(out);
 	cr_expect_eq(simproc_named(&cw.sim, "web.example.org"), 1);
-	rc = pv(&out, "down", "web.example.org", NULL);
+	rc = cli_pv(&cw, &out, "down", "web.example.org", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	free(out);
 	cr_expect_eq(simproc_named(&cw.sim, "web.example.org"), 0);
 
 	/* up takes names only: digits would read as a VMID */
-	rc = pv(&out, "up", "1234", "-t", "clistatic", "--no-inject", NULL);
+	rc = cli_pv(&cw, &out, "up", "1234", "-t", "clistatic", "--no-inject", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
 	cr_expect(strstr(out, "VMID"), "%s", out);
 	free(out);
 	/* not DNS names */
-	rc = pv(&out, "up", "a..b", "-t", "clistatic", "--no-inject", NULL);
+	rc = cli_pv(&cw, &out, "up", "a..b", "-t", "clistatic", "--no-inject", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
 	free(out);
-	rc = pv(&out, "down", "-a.b", NULL);
+	rc = cli_pv(&cw, &out, "down", "-a.b", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
 	free(out);
-	world_free();
+	cli_world_stop(&cw);
 }
 
 Test(cli_names, unknown_node_and_virtio_on_a_container)
 {
-	world_start("127.0.1.242");
+	cli_world_start(&cw, "127.0.1.242", more_guests);
 	char *out = NULL;
-	int rc = pv(&out, "list", "--node", "nosuch", NULL);
+	int rc = cli_pv(&cw, &out, "list", "--node", "nosuch", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
 	cr_expect(strstr(out, "no node 'nosuch' in the cluster; nodes: pve1"), "%s", out);
 	free(out);
-	rc = pv(&out, "up", "n1", "-t", "clistatic", "--node", "nosuch", NULL);
+	rc = cli_pv(&cw, &out, "up", "n1", "-t", "clistatic", "--node", "nosuch", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
 	cr_expect(strstr(out, "no node 'nosuch' in the cluster; nodes: pve1"), "%s", out);
 	free(out);
 	cr_expect_eq(simproc_named(&cw.sim, "n1"), 0);
-	rc = pv(&out, "list", "--node", "pve1", NULL);
+	rc = cli_pv(&cw, &out, "list", "--node", "pve1", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	free(out);
 
-	rc = pv(&out, "virtio", "ct1", NULL);
+	rc = cli_pv(&cw, &out, "virtio", "ct1", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
 	cr_expect(strstr(out, "containers have no emulated disks"), "%s", out);
 	cr_expect_null(strstr(out, "converting to virtio"), "%s", out);
 	free(out);
 	/* by VMID too */
-	rc = pv(&out, "virtio", "195", NULL);
+	rc = cli_pv(&cw, &out, "virtio", "195", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
 	cr_expect(strstr(out, "containers have no emulated disks"), "%s", out);
 	free(out);
-	world_free();
+	cli_world_stop(&cw);
 }
 
 Test(cli_names, ssh_runs_a_command)
 {
 	if (access("/usr/bin/ssh", X_OK) < 0 && access("/bin/ssh", X_OK) < 0)
 		cr_skip_test("no ssh client");
-	world_start("127.0.1.243");
+	cli_world_start(&cw, "127.0.1.243", more_guests);
 	char *out = NULL;
 	/* the template names the address; the words are quoted one by one */
-	int rc = pv(&out, "ssh", "cli1", "-t", "clistatic", "--", "echo", "hello", NULL);
+	int rc = cli_pv(&cw, &out, "ssh", "cli1", "-t", "clistatic", "--", "echo", "hello", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "hello\n"), "%s", out);
 	free(out);
-	rc = pv(&out, "ssh", "150", "-t", "clistatic", "--", "echo", "a  b;", "$HOME", NULL);
+	rc = cli_pv(&cw, &out, "ssh", "150", "-t", "clistatic", "--", "echo", "a  b;", "$HOME", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "a  b; $HOME\n"), "%s", out);
 	free(out);
-	rc = pv(&out, "ssh", "nosuch", "--", "true", NULL);
+	rc = cli_pv(&cw, &out, "ssh", "nosuch", "--", "true", NULL);
 	cr_expect_eq(rc, 1, "%s", out);
 	free(out);
-	world_free();
+	cli_world_stop(&cw);
 }
 
 Test(cli_names, show_text_and_json)
 {
-	world_start("127.0.1.244");
+	cli_world_start(&cw, "127.0.1.244", more_guests);
 	char *out = NULL;
-	int rc = pv(&out, "show", "cli1", NULL);
+	int rc = cli_pv(&cw, &out, "show", "cli1", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "vmid: 150\n"), "%s", out);
 	cr_expect(strstr(out, "status: running\n"), "%s", out);
@@ -202,26 +165,26 @@ Test(cli_names, show_text_and_json)
 	cr_expect(strstr(out, "  cores = 1\n"), "%s", out);
 	free(out);
 
-	rc = pv(&out, "--json", "show", "195", NULL);
+	rc = cli_pv(&cw, &out, "--json", "show", "195", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
-	json_object *o = final_json(out);
+	json_object *o = cli_final_json(out);
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"name", NULL}), "ct1");
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"type", NULL}), "lxc");
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"config", "hostname", NULL}), "ct1");
 	json_object_put(o);
 	free(out);
 
-	rc = pv(&out, "show", "nosuch", NULL);
+	rc = cli_pv(&cw, &out, "show", "nosuch", NULL);
 	cr_expect_eq(rc, 1, "%s", out);
 	free(out);
-	world_free();
+	cli_world_stop(&cw);
 }
 
 Test(cli_names, inject_by_vmid_uses_the_guests_name)
 {
-	world_start("127.0.1.245");
+	cli_world_start(&cw, "127.0.1.245", more_guests);
 	char *out = NULL;
-	int rc = pv(&out, "inject", "150", "--address", cw.ge.sd.addr, NULL);
+	int rc = cli_pv(&cw, &out, "inject", "150", "--address", cw.ge.sd.addr, NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "cli1: changed"), "%s", out);
 	free(out);
@@ -229,20 +192,20 @@ Test(cli_names, inject_by_vmid_uses_the_guests_name)
 	cr_assert_eq(guestenv_read(&cw.ge, "/etc/rc.conf", &rcconf), 0);
 	cr_expect(strstr(rcconf, "hostname=\"cli1\"\n"), "%s", rcconf);
 	free(rcconf);
-	rc = pv(&out, "inject", "999", "--address", cw.ge.sd.addr, NULL);
+	rc = cli_pv(&cw, &out, "inject", "999", "--address", cw.ge.sd.addr, NULL);
 	cr_expect_eq(rc, 1, "%s", out);
 	cr_expect(strstr(out, "no guest with VMID 999"), "%s", out);
 	free(out);
-	world_free();
+	cli_world_stop(&cw);
 }
 
 /* cli1 was made from clitest (its description says so): up with another
  * template changes nothing and exits 2; --retemplate converges it. */
 Test(cli_names, up_with_another_template_is_refused_unless_retemplate)
 {
-	world_start("127.0.1.246");
+	cli_world_start(&cw, "127.0.1.246", more_guests);
 	char *out = NULL;
-	int rc = pv(&out, "up", "cli1", "-t", "clistatic", "--no-inject", NULL);
+	int rc = cli_pv(&cw, &out, "up", "cli1", "-t", "clistatic", "--no-inject", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
 	cr_expect(strstr(out, "was made from template clitest, not clistatic; nothing changed"),
 		  "%s", out);
@@ -254,11 +217,11 @@ Test(cli_names, up_with_another_template_is_refused_unless_retemplate)
 	json_object_put(log);
 
 	/* -t twice with different values is a usage error, before anything */
-	rc = pv(&out, "up", "cli1", "-t", "clitest", "-t", "clistatic", NULL);
+	rc = cli_pv(&cw, &out, "up", "cli1", "-t", "clitest", "-t", "clistatic", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
 	free(out);
 
-	rc = pv(&out, "--json", "up", "cli1", "-t", "clistatic", "--no-inject", "--retemplate",
+	rc = cli_pv(&cw, &out, "--json", "up", "cli1", "-t", "clistatic", "--no-inject", "--retemplate",
 		NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	free(out);
@@ -274,10 +237,10 @@ Test(cli_names, up_with_another_template_is_refused_unless_retemplate)
 		  json_object_get_string(v));
 	json_object_put(d);
 	/* and from now on the same template converges it quietly */
-	rc = pv(&out, "up", "cli1", "-t", "clistatic", "--no-inject", NULL);
+	rc = cli_pv(&cw, &out, "up", "cli1", "-t", "clistatic", "--no-inject", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	free(out);
-	world_free();
+	cli_world_stop(&cw);
 }
 
 /* Requests that change something (anything but GET) in the log so far. */
@@ -295,10 +258,11 @@ static int writes(void)
  * stored. */
 Test(cli_names, dry_run_plans_send_nothing)
 {
-	world_start("127.0.1.247");
+	cli_world_start(&cw, "127.0.1.247", more_guests);
 	char *out = NULL;
 	int w0 = writes();
-	int rc = pv(&out, "up", "new1", "-t", "clistatic", "--set", "size=40G", "--dry-run", NULL);
+	int rc = cli_pv(&cw, &out, "up", "new1", "-t", "clistatic", "--set", "size=40G", "--dry-run",
+			NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "would clone VM 9014 (fbsd-base) on pve1 as VMID "), "%s", out);
 	cr_expect(strstr(out, "would change description: (unset) -> new1: FreeBSD 14.1 (pvagent "
@@ -312,10 +276,10 @@ Test(cli_names, dry_run_plans_send_nothing)
 	cr_expect_eq(simproc_named(&cw.sim, "new1"), 0);
 
 	/* an existing guest: only the keys that differ; JSON carries the plan */
-	rc = pv(&out, "--json", "up", "cli1", "-t", "clitest", "--set", "cores=3", "--set",
+	rc = cli_pv(&cw, &out, "--json", "up", "cli1", "-t", "clitest", "--set", "cores=3", "--set",
 		"size=8G", "--dry-run", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
-	json_object *o = final_json(out);
+	json_object *o = cli_final_json(out);
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "status", NULL}),
 			 "planned");
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "changes", "0", NULL}),
@@ -327,7 +291,7 @@ Test(cli_names, dry_run_plans_send_nothing)
 	json_object_put(o);
 	free(out);
 
-	rc = pv(&out, "down", "cli1", "--purge", "--dry-run", NULL);
+	rc = cli_pv(&cw, &out, "down", "cli1", "--purge", "--dry-run", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "would shut down VM 150 on pve1"), "%s", out);
 	cr_expect(strstr(out, "would delete VM 150 and its disks, and remove it from backup jobs"),
@@ -335,11 +299,11 @@ Test(cli_names, dry_run_plans_send_nothing)
 	free(out);
 	cr_expect_eq(simproc_named(&cw.sim, "cli1"), 1);
 	cr_expect_eq(writes(), w0, "a dry run sent a request that changes something");
-	rc = pv(&out, "jobs", NULL);
+	rc = cli_pv(&cw, &out, "jobs", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect_null(strstr(out, "cli1"), "a dry run stored a job:\n%s", out);
 	free(out);
-	world_free();
+	cli_world_stop(&cw);
 }
 
 /* ---- the terminal's view ------------------------------------------------ */
@@ -428,7 +392,7 @@ static void screen_free(struct screen *sc)
  * and the table, nothing half overwritten. */
 Test(cli_names, parallel_progress_on_a_terminal)
 {
-	world_start("127.0.1.248");
+	cli_world_start(&cw, "127.0.1.248", more_guests);
 	char *out = NULL;
 	int rc = test_pvagent_pty(cw.bin, cw.conf, 100, &out, "up", "tty1", "tty2", "-t",
 				  "clistatic", "--parallel", "2", "--no-inject", NULL);
@@ -453,11 +417,11 @@ Test(cli_names, parallel_progress_on_a_terminal)
 	free(out);
 
 	/* not a terminal: plain lines, no escape sequences */
-	rc = pv(&out, "down", "tty1", "tty2", NULL);
+	rc = cli_pv(&cw, &out, "down", "tty1", "tty2", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect_null(strchr(out, '\033'), "%s", out);
 	free(out);
-	world_free();
+	cli_world_stop(&cw);
 }
 
 /* The members every result has (name, vmid, node, result, exit, error
@@ -490,13 +454,13 @@ static void expect_shape(json_object *o, const char *name, const char *result, i
 
 Test(cli_names, json_results_have_one_shape)
 {
-	world_start("127.0.1.249");
+	cli_world_start(&cw, "127.0.1.249", more_guests);
 	char *out = NULL;
 	json_object *o, *g;
 	/* success, in a job command's guest list */
-	int rc = pv(&out, "--json", "up", "js1", "-t", "clistatic", "--no-inject", NULL);
+	int rc = cli_pv(&cw, &out, "--json", "up", "js1", "-t", "clistatic", "--no-inject", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
-	o = final_json(out);
+	o = cli_final_json(out);
 	cr_assert(json_object_object_get_ex(o, "guests", &g));
 	expect_shape(json_object_array_get_idx(g, 0), "js1", "ok", 0, NULL, NULL);
 	json_object_put(o);
@@ -505,32 +469,41 @@ Test(cli_names, json_results_have_one_shape)
 	cr_assert_eq(simproc_fault(&cw.sim, "{\"method\":\"POST\",\"path\":\"/clone$\",\"nth\":1,"
 					    "\"action\":\"status\",\"status\":400}"),
 		     0);
-	rc = pv(&out, "--json", "up", "js2", "-t", "clistatic", "--no-inject", NULL);
+	rc = cli_pv(&cw, &out, "--json", "up", "js2", "-t", "clistatic", "--no-inject", NULL);
 	cr_expect_eq(rc, 1, "%s", out);
-	o = final_json(out);
+	o = cli_final_json(out);
 	cr_assert(json_object_object_get_ex(o, "guests", &g));
 	expect_shape(json_object_array_get_idx(g, 0), "js2", "error", 1, "bad-request", "clone");
 	json_object_put(o);
 	free(out);
 	/* an unknown guest of a guest command: named at the top */
-	rc = pv(&out, "--json", "virtio", "nosuch", NULL);
+	rc = cli_pv(&cw, &out, "--json", "virtio", "nosuch", NULL);
 	cr_expect_eq(rc, 1, "%s", out);
-	o = final_json(out);
+	o = cli_final_json(out);
 	expect_shape(o, "nosuch", "error", 1, "not-found", NULL);
 	json_object_put(o);
 	free(out);
+	/* a refused migration: its error at the top only, not again in "migration" */
+	rc = cli_pv(&cw, &out, "--json", "migrate", "cli1", "nosuch", NULL);
+	cr_expect_eq(rc, 2, "%s", out);
+	o = cli_final_json(out);
+	expect_shape(o, "cli1", "error", 2, "config", "plan");
+	cr_assert(json_object_object_get_ex(o, "migration", &g), "%s", out);
+	cr_expect_not(json_object_object_get_ex(g, "error", NULL), "%s", out);
+	json_object_put(o);
+	free(out);
 	/* a job that does not exist; a usage error */
-	rc = pv(&out, "--json", "job", "999", NULL);
+	rc = cli_pv(&cw, &out, "--json", "job", "999", NULL);
 	cr_expect_eq(rc, 1, "%s", out);
-	o = final_json(out);
+	o = cli_final_json(out);
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"error", "kind", NULL}), "not-found");
 	json_object_put(o);
 	free(out);
-	rc = pv(&out, "--json", "inject", "js1", "--var", "oops", NULL);
+	rc = cli_pv(&cw, &out, "--json", "inject", "js1", "--var", "oops", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
-	o = final_json(out);
+	o = cli_final_json(out);
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"error", "kind", NULL}), "usage");
 	json_object_put(o);
 	free(out);
-	world_free();
+	cli_world_stop(&cw);
 }

@@ -5,7 +5,6 @@
  * agent), its refusals, and `up` running inject (text and --json output,
  * exit codes, --no-inject). Each test has its own simulator, guest and
  * 127.0.1.N address; the tool's own sanitizer reports fail the test. */
-#include "clirun.h"
 #include "cliworld.h"
 #include "simproc.h"
 #include "sshd.h"
@@ -13,7 +12,6 @@
 
 #include <criterion/criterion.h>
 #include <json-c/json.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,66 +27,30 @@ static void cleanup(void)
 
 TestSuite(pvagent_cli, .fini = cleanup, .timeout = 120);
 
-/* The per-test world (cliworld.h) on addr. */
-static void world_start(const char *addr)
-{
-	const char *why = cli_world_unavailable();
-	if (why)
-		cr_skip_test("%s", why);
-	cr_assert_eq(cli_world_start(&cw, addr, NULL), 0,
-		     "the world did not start (see stderr)");
-}
-
-static void world_free(void)
-{
-	cr_assert_eq(cli_world_stop(&cw), 0, "simulator did not exit cleanly");
-}
-
-/* Run pvagent -c CONF ARGS... (NULL-terminated); *out gets stdout and
- * stderr. Returns the exit status. */
-static int pv(char **out, ...)
-{
-	va_list ap;
-	va_start(ap, out);
-	int rc = test_pvagentv(cw.bin, cw.conf, out, ap);
-	va_end(ap);
-	cr_assert_neq(rc, -2, "pvagent: sanitizer report:\n%s", *out ? *out : "");
-	cr_assert_geq(rc, 0, "cannot run %s", cw.bin);
-	return rc;
-}
-
-/* The final --json object (the line holding "command"). */
-static json_object *final_json(const char *out)
-{
-	json_object *o = cli_final_json(out);
-	cr_assert_not_null(o, "no final JSON object in:\n%s", out);
-	return o;
-}
-
 Test(pvagent_cli, inject_address_for_a_guest_pve_cannot_locate)
 {
-	world_start("127.0.1.150");
+	cli_world_start(&cw, "127.0.1.150", NULL);
 	char *out = NULL;
 
 	/* no guest agent: the address is unknown, and the tool says what to do */
-	int rc = pv(&out, "inject", "cli1", NULL);
+	int rc = cli_pv(&cw, &out, "inject", "cli1", NULL);
 	cr_expect_eq(rc, 2, "exit %d:\n%s", rc, out);
 	cr_expect(strstr(out, "--address"), "%s", out);
 	free(out);
 
 	/* refusals before anything is looked up */
-	rc = pv(&out, "inject", "cli1", "--address", "-oProxyCommand=x", NULL);
+	rc = cli_pv(&cw, &out, "inject", "cli1", "--address", "-oProxyCommand=x", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
 	cr_expect(strstr(out, "bad --address"), "%s", out);
 	free(out);
-	rc = pv(&out, "inject", "nosuch", "--address", cw.ge.sd.addr, NULL);
+	rc = cli_pv(&cw, &out, "inject", "nosuch", "--address", cw.ge.sd.addr, NULL);
 	cr_expect_eq(rc, 1, "%s", out);
 	cr_expect(strstr(out, "no guest named 'nosuch'"), "%s", out);
 	free(out);
 
 	/* dry run: diffs, nothing written */
 	char *before = guestenv_snapshot(&cw.ge);
-	rc = pv(&out, "inject", "cli1", "--address", cw.ge.sd.addr, "--dry-run", NULL);
+	rc = cli_pv(&cw, &out, "inject", "cli1", "--address", cw.ge.sd.addr, "--dry-run", NULL);
 	cr_assert_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "+pvagent_cli_test=\"YES\""), "%s", out);
 	cr_expect(strstr(out, "cli1: dry-run: FreeBSD 14.1-RELEASE-p5: 1 of 1 file would change: "
@@ -100,7 +62,7 @@ Test(pvagent_cli, inject_address_for_a_guest_pve_cannot_locate)
 	free(after);
 
 	/* the template comes from the description; files changed */
-	rc = pv(&out, "inject", "cli1", "--address", cw.ge.sd.addr, NULL);
+	rc = cli_pv(&cw, &out, "inject", "cli1", "--address", cw.ge.sd.addr, NULL);
 	cr_assert_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "cli1: changed: FreeBSD 14.1-RELEASE-p5: /etc/rc.conf"), "%s", out);
 	free(out);
@@ -111,31 +73,31 @@ Test(pvagent_cli, inject_address_for_a_guest_pve_cannot_locate)
 	free(rcconf);
 
 	/* again, as JSON: unchanged */
-	rc = pv(&out, "--json", "inject", "cli1", "--address", cw.ge.sd.addr, NULL);
+	rc = cli_pv(&cw, &out, "--json", "inject", "cli1", "--address", cw.ge.sd.addr, NULL);
 	cr_assert_eq(rc, 0, "%s", out);
-	json_object *o = final_json(out);
+	json_object *o = cli_final_json(out);
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"result", NULL}), "ok");
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"status", NULL}), "unchanged");
 	json_object_put(o);
 	free(out);
 
 	/* a template whose address is ${ip}: --address stands for it */
-	rc = pv(&out, "inject", "cli1", "-t", "cliip", "--address", cw.ge.sd.addr, NULL);
+	rc = cli_pv(&cw, &out, "inject", "cli1", "-t", "cliip", "--address", cw.ge.sd.addr, NULL);
 	cr_expect_eq(rc, 0, "--address satisfies ${ip}: %s", out);
 	free(out);
-	world_free();
+	cli_world_stop(&cw);
 }
 
 Test(pvagent_cli, up_runs_inject_and_no_inject_skips_it)
 {
-	world_start("127.0.1.151");
+	cli_world_start(&cw, "127.0.1.151", NULL);
 	char *out = NULL;
 
 	/* --no-inject: created, the guest's files untouched */
 	char *before = guestenv_snapshot(&cw.ge);
-	int rc = pv(&out, "--json", "up", "cli2", "-t", "clistatic", "--no-inject", NULL);
+	int rc = cli_pv(&cw, &out, "--json", "up", "cli2", "-t", "clistatic", "--no-inject", NULL);
 	cr_assert_eq(rc, 0, "%s", out);
-	json_object *o = final_json(out);
+	json_object *o = cli_final_json(out);
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "status", NULL}),
 			 "created");
 	cr_expect_null(cli_jpath(o, (const char *const[]){"guests", "0", "inject", NULL}));
@@ -147,7 +109,7 @@ Test(pvagent_cli, up_runs_inject_and_no_inject_skips_it)
 	free(after);
 
 	/* up again without it: converged by inject, the step printed */
-	rc = pv(&out, "up", "cli2", "-t", "clistatic", NULL);
+	rc = cli_pv(&cw, &out, "up", "cli2", "-t", "clistatic", NULL);
 	cr_assert_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "cli2: inject "), "%s", out);
 	cr_expect(strstr(out, "changed: FreeBSD 14.1-RELEASE-p5: /etc/rc.conf"), "%s", out);
@@ -159,9 +121,9 @@ Test(pvagent_cli, up_runs_inject_and_no_inject_skips_it)
 	free(rcconf);
 
 	/* and again: unchanged, inject included */
-	rc = pv(&out, "--json", "up", "cli2", "-t", "clistatic", NULL);
+	rc = cli_pv(&cw, &out, "--json", "up", "cli2", "-t", "clistatic", NULL);
 	cr_assert_eq(rc, 0, "%s", out);
-	o = final_json(out);
+	o = cli_final_json(out);
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "status", NULL}),
 			 "unchanged");
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "inject", "status", NULL}),
@@ -177,9 +139,9 @@ Test(pvagent_cli, up_runs_inject_and_no_inject_skips_it)
 	cr_assert_eq(test_keygen(other, "ed25519", 0), 0);
 	const char *pubs[] = {other_pub, NULL};
 	cr_assert_eq(sshd_write_known_hosts(&cw.ge.sd, cw.ge.known_hosts, pubs, false), 0);
-	rc = pv(&out, "--json", "up", "cli2", "-t", "clistatic", NULL);
+	rc = cli_pv(&cw, &out, "--json", "up", "cli2", "-t", "clistatic", NULL);
 	cr_expect_eq(rc, 4, "%s", out);
-	o = final_json(out);
+	o = cli_final_json(out);
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"result", NULL}), "error");
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "inject", "failed_step",
 							NULL}),
@@ -192,5 +154,5 @@ Test(pvagent_cli, up_runs_inject_and_no_inject_skips_it)
 	free(out);
 	free(other);
 	free(other_pub);
-	world_free();
+	cli_world_stop(&cw);
 }
