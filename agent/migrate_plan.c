@@ -166,6 +166,48 @@ static int check_memory(const struct mig_facts *f, struct mig_plan *p)
 	return refuse(p, &b);
 }
 
+/* PVE 8 (QemuMigrate::scan_local_volumes) cannot move a local volume a
+ * snapshot holds while the VM runs, nor offline unless the storage keeps
+ * snapshots in the volume (zfspool, btrfs raw, qcow2 files): the refusal
+ * in b, or 0 when volid can go. */
+static int snapshot_refusal(const struct mig_facts *f, const char *volid, struct sbuf *b)
+{
+	json_object *names = NULL;
+	if (!volid || !json_object_object_get_ex(f->snapshot_refs, volid, &names) ||
+	    !json_object_is_type(names, json_type_array) || !json_object_array_length(names))
+		return 0;
+	const char *first = json_object_get_string(json_object_array_get_idx(names, 0));
+	char *sid = volid_storage(volid);
+	json_object *st = sid ? target_storage(f, sid) : NULL;
+	const char *type = json_str(st, "type");
+	size_t len = strlen(volid);
+	bool qcow2 = len > 6 && strcmp(volid + len - 6, ".qcow2") == 0;
+	bool travels = qcow2 || (type && (strcmp(type, "zfspool") == 0 || strcmp(type, "btrfs") == 0));
+	int rc = 0;
+	if (f->running || (type && !travels)) {
+		size_t nn = json_object_array_length(names);
+		sbuf_addf(b, "VM %d's local disk %s is held by its snapshot%s ", f->vmid, volid,
+			  nn > 1 ? "s" : "");
+		for (size_t i = 0; i < nn; i++)
+			sbuf_addf(b, "%s%s", i ? ", " : "",
+				  json_object_get_string(json_object_array_get_idx(names, i)));
+		if (f->running && travels)
+			sbuf_addf(b, ": PVE cannot move it while the VM runs; shut the VM down to "
+				     "migrate it offline, or delete the snapshot (qm delsnapshot %d %s)",
+				  f->vmid, first ? first : "NAME");
+		else
+			sbuf_addf(b, ": PVE cannot move snapshots on %s storage '%s'%s; delete the "
+				     "snapshot (qm delsnapshot %d %s), or keep the disk on shared "
+				     "storage",
+				  type ? type : "this", sid ? sid : "?",
+				  f->running ? " (and not at all while the VM runs)" : "", f->vmid,
+				  first ? first : "NAME");
+		rc = 1;
+	}
+	free(sid);
+	return rc;
+}
+
 /* How to get rid of a local resource that blocks migration. */
 static const char *resource_fix(const char *key)
 {
@@ -264,6 +306,8 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 				  f->vmid, drive ? drive : "ide2");
 			return refuse(p, &b);
 		}
+		if (snapshot_refusal(f, volid, &b))
+			return refuse(p, &b);
 		copies = true;
 		if (json_int(d, "size", &size) && size > 0)
 			p->disk_bytes += (uint64_t)size;

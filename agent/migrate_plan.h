@@ -33,6 +33,9 @@ struct mig_facts {
 	uint64_t memory;           /* bytes the guest uses when running */
 	json_object *config;       /* the guest's config (GET .../config) */
 	json_object *precondition; /* qemu: GET .../migrate; NULL otherwise */
+	/* qemu: the volumes snapshots hold, {"VOLID": ["SNAP", ...]} (each
+	 * snapshot's GET .../snapshot/NAME/config); NULL when none */
+	json_object *snapshot_refs;
 	/* the target node */
 	bool target_known;         /* a member of the cluster */
 	bool target_online;

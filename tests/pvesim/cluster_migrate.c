@@ -225,6 +225,49 @@ json_object *qemu_migrate_precondition(struct cluster *c,
 }
 
 /* Log line with PVE's timestamp prefix. */
+/* Is volid a drive of one of g's snapshots (QemuServer::foreach_volid's
+ * snapshot references)? */
+static bool held_by_snapshot(const struct sim_guest *g, const char *volid)
+{
+	json_object_object_foreach(g->snapshots, name, snap) {
+		(void)name;
+		json_object *sc = NULL;
+		if (!json_object_object_get_ex(snap, "config", &sc))
+			continue;
+		json_object_object_foreach(sc, k, v) {
+			const char *val = json_object_get_string(v);
+			if (!is_drive_key(k) || !val)
+				continue;
+			char *vol = drive_volid(val);
+			bool same = vol && strcmp(vol, volid) == 0;
+			free(vol);
+			if (same)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Why PVE 8 cannot migrate local disk d held by a snapshot
+ * (QemuMigrate::scan_local_volumes): live, or a storage whose snapshots
+ * do not travel (only zfspool, btrfs raw and qcow2 files do); NULL when
+ * it can. */
+static const char *snapshot_blocks(const struct cluster *c, const struct sim_guest *g,
+				   const struct local_disk *d, bool live)
+{
+	if (!held_by_snapshot(g, d->volid))
+		return NULL;
+	if (live)
+		return "online storage migration not possible if non-replicated snapshot exists";
+	const struct sim_storage *s = cluster_storage(c, d->storage);
+	const struct sim_volume *v = cluster_volume(c, d->volid, g->node);
+	const char *fmt = v && v->format ? v->format : "raw";
+	bool travels = s && (strcmp(s->type, "zfspool") == 0 ||
+			     (strcmp(s->type, "btrfs") == 0 && strcmp(fmt, "raw") == 0) ||
+			     strcmp(fmt, "qcow2") == 0);
+	return travels ? NULL : "non-migratable snapshot exists";
+}
+
 static void mlog(struct cluster *c, struct sim_task *t, double at,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void mlog(struct cluster *c, struct sim_task *t, double at,
@@ -478,6 +521,17 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 			migration_abort(c, t, 0.3, "Problem found while scanning volumes - "
 						   "can't migrate local cdrom drive");
 			free(msg);
+			free_disks(d, n);
+			task_apply_fault(t, req->task_fail);
+			return t;
+		}
+		const char *held = snapshot_blocks(c, g, &d[i], live);
+		if (held) {
+			mlog(c, t, at, "found local disk '%s' (%s)", d[i].volid,
+			     d[i].unused ? "unused" : "attached");
+			mlog(c, t, at, "WARN: can't migrate local disk '%s': %s", d[i].volid, held);
+			migration_abort(c, t, 0.3, "Problem found while scanning volumes - "
+						   "can't migrate VM - check log");
 			free_disks(d, n);
 			task_apply_fault(t, req->task_fail);
 			return t;

@@ -1098,6 +1098,36 @@ static void snap_end(struct cluster *c, struct sim_task *t, bool ok)
 	}
 }
 
+/* GET .../snapshot/NAME/config: the config the snapshot holds, with its
+ * snaptime, description and parent, as PVE's snapshot section has them. */
+static void snapshot_config(const struct sim_req *req, struct sim_guest *g, const char *name,
+			    struct sim_resp *r)
+{
+	static const char *const any[] = {"VM.Snapshot", "VM.Snapshot.Rollback", "VM.Audit", NULL};
+	char vp[32];
+	snprintf(vp, sizeof vp, "/vms/%d", g->vmid);
+	if (!priv_check_any(req, r, vp, any))
+		return;
+	json_object *snap = json_object_object_get(g->snapshots, name), *sc = NULL, *out = NULL;
+	if (!snap || !json_object_object_get_ex(snap, "config", &sc)) {
+		resp_error(r, 500, "snapshot '%s' does not exist", name);
+		return;
+	}
+	if (json_object_deep_copy(sc, &out, NULL) < 0) {
+		resp_error(r, 500, "out of memory");
+		return;
+	}
+	static const char *const keys[] = {"snaptime", "description", "parent"};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+		json_object *v = NULL;
+		if (json_object_object_get_ex(snap, keys[i], &v) && v)
+			json_object_object_add(out, keys[i], json_object_get(v));
+		else
+			json_object_object_del(out, keys[i]);
+	}
+	resp_data(r, out);
+}
+
 static void route_snapshots(struct cluster *c, const struct sim_req *req,
 			    struct sim_guest *g, struct path_parts *pp,
 			    struct sim_resp *r)
@@ -1152,6 +1182,9 @@ static void route_snapshots(struct cluster *c, const struct sim_req *req,
 		op = "delete";
 		lock = "snapshot-delete";
 		type = "qmdelsnapshot";
+	} else if (pp->n == 7 && get && strcmp(s[6], "config") == 0) {
+		snapshot_config(req, g, name, r);
+		return;
 	} else if (pp->n == 6 && get) {
 		json_object *arr = json_object_new_array();
 		json_object *o = json_object_new_object();

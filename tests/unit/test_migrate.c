@@ -223,6 +223,58 @@ Test(migrate, qemu_local_disks_and_storage_map)
 	fx_stop(&f);
 }
 
+/* A snapshot holds db1's local LVM-thin disk: PVE 8 refuses to move it
+ * (the simulator's task fails as QemuMigrate does); pvagent says so in
+ * its plan with the qm line, sends no migration, and once the snapshot
+ * is deleted the same migration runs. */
+Test(migrate, local_disk_held_by_a_snapshot)
+{
+	struct migfx f;
+	fx_start(&f, SCEN, true);
+	struct guest_ref g = {0};
+	struct pve_error e = {0};
+	cr_assert_eq(guest_find_by_vmid(f.c, 101, &g, &e), 1, "%s", e.message ? e.message : "?");
+	bool existed = false;
+	cr_assert_eq(guest_snapshot(f.c, &g, "pvagent_virtio", NULL, &f.env.wait, &existed, &e), 0,
+		     "%s", e.message ? e.message : "?");
+	/* the simulator refuses as PVE does when asked anyway */
+	long status = 0;
+	json_object *ans = NULL;
+	cr_assert_eq(sim_api(&f.sp, "POST", "/nodes/pve1/qemu/101/migrate",
+			     "target=pve2&online=1&with-local-disks=1", &status, &ans), 0);
+	cr_assert_eq(status, 200);
+	json_object *upid = NULL;
+	cr_assert(json_object_object_get_ex(ans, "data", &upid));
+	struct task_result tr;
+	struct task_wait_opts w = {.clock = f.env.clock};
+	cr_expect_eq(task_wait(f.c, json_object_get_string(upid), &w, &tr, &e), -1);
+	task_result_free(&tr);
+	cr_expect(e.detail && strstr(e.detail, "can't migrate local disk 'local-lvm:vm-101-disk-0': "
+					       "online storage migration not possible if "
+					       "non-replicated snapshot exists"),
+		  "%s", e.detail ? e.detail : "(no log)");
+	pve_error_clear(&e);
+	json_object_put(ans);
+	refused(&f, "db1", "pve2", NULL,
+		"VM 101's local disk local-lvm:vm-101-disk-0 is held by its snapshot "
+		"pvagent_virtio: PVE cannot move snapshots on lvmthin storage 'local-lvm' (and "
+		"not at all while the VM runs); delete the snapshot (qm delsnapshot 101 "
+		"pvagent_virtio)");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 1,
+		     "only the test's own request");
+	json_object_put(log);
+	/* deleted: it goes */
+	cr_assert_eq(guest_delete_snapshot(f.c, &g, "pvagent_virtio", &f.env.wait, NULL, &e), 0,
+		     "%s", e.message ? e.message : "?");
+	enum job_outcome o;
+	struct job *j = migrate(&f, "db1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	job_free(j);
+	guest_ref_clear(&g);
+	fx_stop(&f);
+}
+
 Test(migrate, qemu_offline)
 {
 	struct migfx f;

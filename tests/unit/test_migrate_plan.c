@@ -277,3 +277,59 @@ Test(migrate_plan, maps_and_estimate)
 	cr_expect_float_eq(migrate_estimate_s(MIG_OFFLINE, 1024 * MiB, 200 * MiB, 0, 0), 4.0, 1e-9);
 	cr_expect_float_eq(migrate_estimate_s(MIG_NONE, 1, 1, 0, 0), 0, 1e-9);
 }
+
+/* A local disk a snapshot holds (pvagent's own after a virtio switch, or
+ * the user's): PVE 8 moves it neither while the VM runs nor offline on
+ * storage whose snapshots do not travel (LVM-thin); offline on ZFS it
+ * goes. */
+Test(migrate_plan, local_disk_held_by_a_snapshot)
+{
+	json_object *pre = J("{\"running\":1,\"allowed_nodes\":[\"pve2\"],\"not_allowed_nodes\":{},"
+			     "\"local_disks\":[{\"volid\":\"local-lvm:vm-100-disk-0\",\"size\":1073741824,"
+			     "\"cdrom\":0,\"is_unused\":0,\"drivename\":\"virtio0\"}],"
+			     "\"local_resources\":[]}");
+	json_object *st = J("[{\"storage\":\"local-lvm\",\"type\":\"lvmthin\",\"enabled\":1,"
+			    "\"active\":1,\"shared\":0}]");
+	json_object *zst = J("[{\"storage\":\"local-lvm\",\"type\":\"zfspool\",\"enabled\":1,"
+			     "\"active\":1,\"shared\":0}]");
+	json_object *refs = J("{\"local-lvm:vm-100-disk-0\":[\"pvagent_virtio\"]}");
+	static const struct {
+		bool running, zfs;
+		const char *want; /* in the refusal; NULL: it goes */
+	} cases[] = {
+		{true, false, "PVE cannot move snapshots on lvmthin storage 'local-lvm' (and not at "
+			      "all while the VM runs); delete the snapshot (qm delsnapshot 100 "
+			      "pvagent_virtio)"},
+		{false, false, "PVE cannot move snapshots on lvmthin storage 'local-lvm'"},
+		{true, true, "PVE cannot move it while the VM runs; shut the VM down"},
+		{false, true, NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct mig_facts f = qemu_facts(pre, cases[i].zfs ? zst : st);
+		f.running = cases[i].running;
+		f.snapshot_refs = refs;
+		struct mig_plan p;
+		cr_assert_eq(migrate_plan(&f, &p), 0);
+		if (cases[i].want) {
+			cr_expect(p.refusal && strstr(p.refusal, cases[i].want) &&
+					  strstr(p.refusal, "VM 100's local disk local-lvm:vm-100-disk-0 "
+							    "is held by its snapshot pvagent_virtio:"),
+				  "case %zu: %s", i, p.refusal ? p.refusal : "(no refusal)");
+		} else {
+			cr_expect_null(p.refusal, "case %zu: %s", i, p.refusal);
+			cr_expect_eq(p.method, MIG_OFFLINE);
+		}
+		mig_plan_free(&p);
+	}
+	/* no snapshot holds it: the running VM goes online with its disk */
+	struct mig_facts f = qemu_facts(pre, st);
+	struct mig_plan p;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_eq(p.method, MIG_ONLINE);
+	mig_plan_free(&p);
+	json_object_put(pre);
+	json_object_put(st);
+	json_object_put(zst);
+	json_object_put(refs);
+}
