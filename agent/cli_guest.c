@@ -242,6 +242,7 @@ static const struct option virtio_opts[] = {
 	{"bench", no_argument, NULL, 'b'},
 	{"dry-run", no_argument, NULL, 'd'},
 	{"disk-bus", required_argument, NULL, 'B'},
+	{"keep-snapshot", no_argument, NULL, 'k'},
 	{"size", required_argument, NULL, 's'},
 	{"address", required_argument, NULL, 'a'},
 	{"template", required_argument, NULL, 't'},
@@ -254,7 +255,7 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 {
 	const char *address = NULL, *tname = NULL;
 	struct tmpl_kvlist vars = {0};
-	bool bench = false, dry = false;
+	bool bench = false, dry = false, keep = false;
 	enum convert_bus cbus = CONVERT_BUS_AUTO;
 	unsigned size = 0;
 	double timeout = 0;
@@ -264,6 +265,7 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 		switch (a->v[i].opt) {
 		case 'b': bench = true; break;
 		case 'd': dry = true; break;
+		case 'k': keep = true; break;
 		case 'B':
 			if (convert_bus_parse(arg, &cbus) < 0)
 				rc = cli_usage_error("virtio", "--disk-bus: virtio-blk or virtio-scsi", arg);
@@ -316,6 +318,7 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 		.cli_args = (const char *const *)a->cmdline,
 		.wait = &w,
 		.verify_timeout_s = timeout,
+		.keep_snapshot = keep,
 		.bench = bench && !dry,
 		.bench_size_mib = size,
 		.bench_db = db,
@@ -575,7 +578,7 @@ const struct cmd_entry cmd_inject_entry = {
 const struct cmd_entry cmd_virtio_entry = {
 	"virtio",
 	"NAME [--dry-run] [--bench [--size MiB]] [--disk-bus virtio-blk|virtio-scsi] "
-	"[--address A] [-t TEMPLATE] [--var K=V]... [--timeout S]",
+	"[--keep-snapshot] [--address A] [-t TEMPLATE] [--var K=V]... [--timeout S]",
 	"convert IDE disks and e1000 NICs to virtio, rolling back on failure", "t:", virtio_opts,
 	"V", 1, 1, "guest name", cmd_virtio,
 	"pvagent virtio old1 --dry-run\npvagent virtio old1 --bench --disk-bus virtio-scsi",

@@ -1306,9 +1306,13 @@ static int take_snapshot(struct run *r)
 			job_summary(r->j.job, "%s exists already, from an earlier run: kept as it is "
 					      "(delete it with: qm delsnapshot %d %s)",
 				    SNAPSHOT_NAME, r->g.vmid, SNAPSHOT_NAME);
-		else
-			job_summary(r->j.job, "%s taken (delete it with: qm delsnapshot %d %s)",
+		else if (r->req->keep_snapshot)
+			job_summary(r->j.job, "%s taken, kept after the conversion (delete it with: "
+					      "qm delsnapshot %d %s)",
 				    SNAPSHOT_NAME, r->g.vmid, SNAPSHOT_NAME);
+		else
+			job_summary(r->j.job, "%s taken, deleted once the guest works on virtio",
+				    SNAPSHOT_NAME);
 		return 0;
 	}
 	if (pve_error_outcome(&e) == JOB_OUT_UNREACHABLE) /* stop here */
@@ -1696,6 +1700,31 @@ static enum step_rc st_bench_after(struct job *j)
 	return STEP_RC_OK;
 }
 
+/* The conversion worked and is verified: the snapshot this job took is
+ * deleted (it holds space, and PVE migrates no local LVM-thin disk a
+ * snapshot holds), unless --keep-snapshot. A delete that fails is said
+ * with the qm line and leaves the job done. */
+static enum step_rc st_drop_snapshot(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	long long taken = 0;
+	if (r->req->keep_snapshot || !json_int(job_vars(j), "snapshot_taken", &taken) || !taken)
+		return STEP_RC_SKIP;
+	r->w = *job_wait(j);
+	struct pve_error e = {0};
+	if (guest_delete_snapshot(r->req->pve, &r->g, SNAPSHOT_NAME, &r->w, NULL, &e) < 0) {
+		job_summary(j, "%s is left (%s): delete it with: qm delsnapshot %d %s",
+			    SNAPSHOT_NAME, e.message ? e.message : "error", r->g.vmid,
+			    SNAPSHOT_NAME);
+		pve_error_clear(&e);
+		return STEP_RC_OK;
+	}
+	free(r->res->snapshot);
+	r->res->snapshot = NULL;
+	job_summary(j, "%s deleted (--keep-snapshot keeps it)", SNAPSHOT_NAME);
+	return STEP_RC_OK;
+}
+
 static int virtio_open(struct job *j, void *ctx)
 {
 	struct run *r = ctx;
@@ -1736,6 +1765,7 @@ static const struct job_step_def virtio_steps[] = {
 	{"verify", st_verify, NULL, JOB_STEP_TASK},
 	{"finish", st_finish, NULL, JOB_STEP_NO_UNDO},
 	{"bench-after", st_bench_after, NULL, JOB_STEP_NO_UNDO},
+	{"del-snapshot", st_drop_snapshot, NULL, JOB_STEP_TASK | JOB_STEP_NO_UNDO},
 };
 
 const struct job_workflow wf_virtio = {

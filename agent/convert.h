@@ -93,6 +93,11 @@ struct convert_request {
 					    else clock); NULL: defaults */
 	double verify_timeout_s;         /* SSH back after a start; 0: 300 */
 	const struct pve_clock *clock;   /* for the SSH waits; NULL: real time */
+	bool keep_snapshot;              /* keep the pvagent_virtio snapshot after
+					    a conversion that worked (default:
+					    deleted once verified: a snapshot
+					    keeps PVE from migrating local
+					    LVM-thin disks) */
 	bool bench;                      /* benchmark before and after */
 	unsigned bench_size_mib;         /* 0: bench.h's default */
 	const char *bench_db;            /* state.db for the figures, or NULL */

@@ -266,6 +266,7 @@ int conv_world_run(struct conv_world *w, enum convert_bus bus, bool dry_run, dou
 		.ssh = &w->so,
 		.bus = bus,
 		.dry_run = dry_run,
+		.keep_snapshot = w->keep_snapshot,
 		.wait = &gw,
 		.verify_timeout_s = verify_s > 0 ? verify_s : 20,
 		.on_event = on_event,

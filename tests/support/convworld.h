@@ -60,6 +60,7 @@ struct conv_world {
 	char *pristine;           /* the copy of the guest's files, or NULL */
 	struct sbuf events;       /* "KIND STEP[ PATH]: TEXT" lines of every run */
 	conv_world_hook hook;
+	bool keep_snapshot;       /* the runs' --keep-snapshot */
 	int hook_fired;
 	void *hook_ctx;
 	char *root_fstab;         /* /etc/fstab before conv_world_break_root() */

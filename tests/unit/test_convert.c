@@ -354,6 +354,40 @@ static void expect_original(struct conv_world *f)
 	expect_tree(f, "root");
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of the guest's snapshots, sorted, ' ' separated ("" none). */
+static char *snapshot_names(struct conv_world *f)
+{
+	json_object *g = conv_world_guest(f), *snaps = NULL;
+	struct sbuf b = {0};
+	const char *names[16];
+	size_t n = 0;
+	if (json_object_object_get_ex(g, "snapshots", &snaps)) {
+		json_object_object_foreach(snaps, k, v) {
+			(void)v;
+			if (n < 16)
+				names[n++] = k;
+		}
+	}
+	qsort(names, n, sizeof names[0], cmp_str);
+	for (size_t i = 0; i < n; i++)
+		sbuf_addf(&b, "%s%s", i ? " " : "", names[i]);
+	char *s = sbuf_steal(&b);
+	json_object_put(g);
+	return s ? s : strdup("");
+}
+
+static void expect_snapshots(struct conv_world *f, const char *want, const char *why)
+{
+	char *have = snapshot_names(f);
+	cr_expect_str_eq(have, want, "snapshots '%s', want '%s': %s", have, want, why);
+	free(have);
+}
+
 static void convert_ok(const char *fixture, const char *addr, enum convert_bus bus,
 		       const char *disk_key, const char *nic_value)
 {
@@ -365,8 +399,13 @@ static void convert_ok(const char *fixture, const char *addr, enum convert_bus b
 		     r.failed_step, r.error, sbuf_str(&f.events));
 	cr_expect_eq(r.status, CONV_DONE);
 	cr_expect_eq(r.outcome, JOB_OUT_DONE);
-	cr_expect_str_eq(r.snapshot, "pvagent_virtio");
+	cr_expect_null(r.snapshot, "deleted once the guest works on virtio");
 	convert_result_free(&r);
+	expect_snapshots(&f, "", "the snapshot is deleted after the conversion");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/snapshot", -1), 1);
+	cr_expect_eq(simproc_count_requests(log, "DELETE", "*/snapshot/pvagent_virtio", -1), 1);
+	json_object_put(log);
 	expect_config(&f, disk_key, "local-lvm:vm-190-disk-0,size=16G");
 	expect_config(&f, "ide0", NULL);
 	expect_config(&f, "unused0", NULL);
@@ -471,40 +510,6 @@ Test(convert_run, dry_run_changes_nothing)
 }
 
 /* ---- failure modes ------------------------------------------------------------------ */
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names of the guest's snapshots, sorted, ' ' separated ("" none). */
-static char *snapshot_names(struct conv_world *f)
-{
-	json_object *g = conv_world_guest(f), *snaps = NULL;
-	struct sbuf b = {0};
-	const char *names[16];
-	size_t n = 0;
-	if (json_object_object_get_ex(g, "snapshots", &snaps)) {
-		json_object_object_foreach(snaps, k, v) {
-			(void)v;
-			if (n < 16)
-				names[n++] = k;
-		}
-	}
-	qsort(names, n, sizeof names[0], cmp_str);
-	for (size_t i = 0; i < n; i++)
-		sbuf_addf(&b, "%s%s", i ? " " : "", names[i]);
-	char *s = sbuf_steal(&b);
-	json_object_put(g);
-	return s ? s : strdup("");
-}
-
-static void expect_snapshots(struct conv_world *f, const char *want, const char *why)
-{
-	char *have = snapshot_names(f);
-	cr_expect_str_eq(have, want, "snapshots '%s', want '%s': %s", have, want, why);
-	free(have);
-}
 
 static void expect_rolled_back(struct conv_world *f, const struct convert_result *r, const char *why)
 {
@@ -808,6 +813,7 @@ Test(convert_run, ssd_ide_disk_with_a_snapshot_converts_through_a_token)
 	fx_start_ide(&f, "freebsd-9.0", "127.0.1.200", SSD_DISK, PVE_KEYS);
 	cr_assert(strchr(f.sp.token_id, '!'), "the agent talks through an API token");
 	user_snapshot(&f);
+	f.keep_snapshot = true;
 	struct convert_result r;
 	int rc = run(&f, CONVERT_BUS_BLK, false, 0, &r);
 	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
@@ -817,6 +823,7 @@ Test(convert_run, ssd_ide_disk_with_a_snapshot_converts_through_a_token)
 	expect_config(&f, "virtio0", "local-lvm:vm-190-disk-0,discard=on,size=16G");
 	expect_config(&f, "ide0", NULL);
 	expect_config(&f, "parent", "pvagent_virtio");
+	expect_snapshots(&f, "before pvagent_virtio", "--keep-snapshot keeps it");
 	expect_config(&f, "meta", "creation-qemu=8.1.5,ctime=1700000000");
 	char *st = conv_world_boot(&f);
 	cr_expect_str_eq(st, "up");
