@@ -125,8 +125,7 @@ static int run_script(struct run *r, const char *step, const char *script,
 	struct ssh_error e = {0};
 	if (exec_script(r, script, args, timeout_ms, out, elapsed, &e) == 0)
 		return 0;
-	enum job_outcome o = ssh_error_outcome(&e);
-	fail(r, o == JOB_OUT_DONE ? JOB_OUT_FAILED : o, "%s: %s", step, ssh_error_str(&e));
+	fail(r, job_outcome_failure(ssh_error_outcome(&e)), "%s: %s", step, ssh_error_str(&e));
 	ssh_error_clear(&e);
 	return -1;
 }

@@ -441,7 +441,8 @@ struct run {
 	char **paths;                 /* the plan's files, absolute */
 	size_t n_paths;
 	bool files_restored;          /* the originals are back (rollback or undo) */
-	bool undo_failed;             /* an undo left something as it is */
+	bool undo_failed;             /* prepare's undo left files changed (a
+					 failed rollback says CONV_STUCK) */
 	enum rw_phase phase;          /* for the inject edit */
 	const char *step;
 };
@@ -476,7 +477,7 @@ static int failf(struct run *r, enum job_outcome o, const char *fmt, ...)
 		va_end(ap);
 		res->error = sbuf_steal(&b);
 		res->failed_step = strdup(r->step ? r->step : "?");
-		r->outcome = o == JOB_OUT_DONE ? JOB_OUT_FAILED : o;
+		r->outcome = job_outcome_failure(o);
 	}
 	return -1;
 }
@@ -1473,6 +1474,34 @@ static enum step_rc st_snapshot(struct job *j)
 	return take_snapshot(r) < 0 ? step_failed(j, r) : STEP_RC_OK;
 }
 
+/* Did this job take the snapshot (rather than find it from an earlier
+ * run)? */
+static bool snapshot_is_ours(struct job *j)
+{
+	long long taken = 0;
+	return json_int(job_vars(j), "snapshot_taken", &taken) && taken;
+}
+
+/* Delete the snapshot: 0; -1 when it is left, with the line that says so
+ * and how to delete it by hand in *left (malloc'd, NULL when out of
+ * memory). */
+static int delete_snapshot(struct job *j, struct run *r, char **left)
+{
+	*left = NULL;
+	r->w = *job_wait(j);
+	struct pve_error e = {0};
+	if (guest_delete_snapshot(r->req->pve, &r->g, SNAPSHOT_NAME, &r->w, NULL, &e) < 0) {
+		*left = strprintf("%s is left (%s): delete it with: qm delsnapshot %d %s",
+				  SNAPSHOT_NAME, e.message ? e.message : "error", r->g.vmid,
+				  SNAPSHOT_NAME);
+		pve_error_clear(&e);
+		return -1;
+	}
+	free(r->res->snapshot);
+	r->res->snapshot = NULL;
+	return 0;
+}
+
 /* snapshot's undo, after the later undos: when they put the guest back as
  * it was, the snapshot this job took is of that same guest and only holds
  * space (and stops PVE from migrating local LVM-thin disks): delete it.
@@ -1483,24 +1512,19 @@ static enum step_rc st_snapshot(struct job *j)
 static int un_snapshot(struct job *j)
 {
 	struct run *r = job_ctx(j);
-	long long taken = 0;
-	if (!json_int(job_vars(j), "snapshot_taken", &taken) || !taken)
+	if (!snapshot_is_ours(j))
 		return 1;
 	if (r->undo_failed || r->res->status == CONV_STUCK ||
 	    r->outcome == JOB_OUT_NEEDS_ATTENTION) {
 		job_note(j, "%s kept: the rollback did not put everything back", SNAPSHOT_NAME);
 		return 1;
 	}
-	r->w = *job_wait(j);
-	struct pve_error e = {0};
-	if (guest_delete_snapshot(r->req->pve, &r->g, SNAPSHOT_NAME, &r->w, NULL, &e) < 0) {
-		job_note(j, "%s is left (%s): delete it with: qm delsnapshot %d %s", SNAPSHOT_NAME,
-			 e.message ? e.message : "error", r->g.vmid, SNAPSHOT_NAME);
-		pve_error_clear(&e);
+	char *left = NULL;
+	if (delete_snapshot(j, r, &left) < 0) {
+		job_note(j, "%s", left ? left : SNAPSHOT_NAME " is left");
+		free(left);
 		return 1;
 	}
-	free(r->res->snapshot);
-	r->res->snapshot = NULL;
 	job_note(j, "%s deleted: the guest is as it was before it", SNAPSHOT_NAME);
 	return 0;
 }
@@ -1626,7 +1650,6 @@ static int un_switch(struct job *j)
 	r->w = *job_wait(j);
 	rollback(r);
 	r->files_restored = r->res->rolled_back;
-	r->undo_failed |= !r->res->rolled_back;
 	return r->res->rolled_back ? 0 : -1;
 }
 
@@ -1704,23 +1727,17 @@ static enum step_rc st_bench_after(struct job *j)
  * deleted (it holds space, and PVE migrates no local LVM-thin disk a
  * snapshot holds), unless --keep-snapshot. A delete that fails is said
  * with the qm line and leaves the job done. */
-static enum step_rc st_drop_snapshot(struct job *j)
+static enum step_rc st_del_snapshot(struct job *j)
 {
 	struct run *r = job_ctx(j);
-	long long taken = 0;
-	if (r->req->keep_snapshot || !json_int(job_vars(j), "snapshot_taken", &taken) || !taken)
+	if (r->req->keep_snapshot || !snapshot_is_ours(j))
 		return STEP_RC_SKIP;
-	r->w = *job_wait(j);
-	struct pve_error e = {0};
-	if (guest_delete_snapshot(r->req->pve, &r->g, SNAPSHOT_NAME, &r->w, NULL, &e) < 0) {
-		job_summary(j, "%s is left (%s): delete it with: qm delsnapshot %d %s",
-			    SNAPSHOT_NAME, e.message ? e.message : "error", r->g.vmid,
-			    SNAPSHOT_NAME);
-		pve_error_clear(&e);
+	char *left = NULL;
+	if (delete_snapshot(j, r, &left) < 0) {
+		job_summary(j, "%s", left ? left : SNAPSHOT_NAME " is left");
+		free(left);
 		return STEP_RC_OK;
 	}
-	free(r->res->snapshot);
-	r->res->snapshot = NULL;
 	job_summary(j, "%s deleted (--keep-snapshot keeps it)", SNAPSHOT_NAME);
 	return STEP_RC_OK;
 }
@@ -1765,7 +1782,7 @@ static const struct job_step_def virtio_steps[] = {
 	{"verify", st_verify, NULL, JOB_STEP_TASK},
 	{"finish", st_finish, NULL, JOB_STEP_NO_UNDO},
 	{"bench-after", st_bench_after, NULL, JOB_STEP_NO_UNDO},
-	{"del-snapshot", st_drop_snapshot, NULL, JOB_STEP_TASK | JOB_STEP_NO_UNDO},
+	{"del-snapshot", st_del_snapshot, NULL, JOB_STEP_TASK | JOB_STEP_NO_UNDO},
 };
 
 const struct job_workflow wf_virtio = {
@@ -1875,8 +1892,7 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 	 * that worked makes an unreachable guest a clean failure */
 	res->outcome = rc == 0			? JOB_OUT_DONE
 		     : o == JOB_OUT_INTERRUPTED ? o
-		     : r->outcome == JOB_OUT_DONE ? JOB_OUT_FAILED
-						: r->outcome;
+						: job_outcome_failure(r->outcome);
 	if (rc < 0 && res->status != CONV_STUCK)
 		res->status = CONV_FAILED;
 	job_free(j);

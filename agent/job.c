@@ -329,6 +329,7 @@ enum step_rc job_fail(struct job *j, enum pve_err_kind kind, const char *fmt, ..
 
 enum step_rc job_fail_outcome(struct job *j, enum job_outcome o, const char *msg)
 {
+	o = job_outcome_failure(o);
 	enum pve_err_kind k = o == JOB_OUT_USAGE	     ? PVE_ERR_CONFIG
 			      : o == JOB_OUT_UNREACHABLE ? PVE_ERR_CONNECT
 							 : PVE_ERR_API;

@@ -31,6 +31,11 @@ int job_outcome_parse(const char *s, enum job_outcome *out)
 	return -1;
 }
 
+enum job_outcome job_outcome_failure(enum job_outcome o)
+{
+	return o == JOB_OUT_DONE ? JOB_OUT_FAILED : o;
+}
+
 static int rank(enum job_outcome o)
 {
 	switch (o) {

@@ -19,6 +19,9 @@ enum job_outcome {
 const char *job_outcome_name(enum job_outcome o);
 /* Inverse of job_outcome_name(); -1 for an unknown name. */
 int job_outcome_parse(const char *s, enum job_outcome *out);
+/* A failure a lower module classified as o: o, or failed when o says done
+ * (a failure is never done). */
+enum job_outcome job_outcome_failure(enum job_outcome o);
 /* The one of a and b a caller must hear about first: needs-attention,
  * unreachable, failed, usage, interrupted, done. */
 enum job_outcome job_outcome_worse(enum job_outcome a, enum job_outcome b);

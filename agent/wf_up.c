@@ -1131,7 +1131,7 @@ static enum step_rc inject_failed(struct job *j, struct up_ctx *u, enum inject_s
 	struct up_inject *ui = &u->res->inject;
 	ui->ran = true;
 	ui->status = st;
-	ui->outcome = o == JOB_OUT_DONE ? JOB_OUT_FAILED : o;
+	ui->outcome = job_outcome_failure(o);
 	ui->failed_step = step;
 	free(ui->summary);
 	ui->summary = strprintf("failed: %s", msg ? msg : "?");

@@ -525,10 +525,10 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 			task_apply_fault(t, req->task_fail);
 			return t;
 		}
+		mlog(c, t, at, "found local disk '%s' (%s)", d[i].volid,
+		     d[i].unused ? "referenced by unused" : "attached");
 		const char *held = snapshot_blocks(c, g, &d[i], live);
 		if (held) {
-			mlog(c, t, at, "found local disk '%s' (%s)", d[i].volid,
-			     d[i].unused ? "unused" : "attached");
 			mlog(c, t, at, "WARN: can't migrate local disk '%s': %s", d[i].volid, held);
 			migration_abort(c, t, 0.3, "Problem found while scanning volumes - "
 						   "can't migrate VM - check log");
@@ -536,8 +536,6 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 			task_apply_fault(t, req->task_fail);
 			return t;
 		}
-		mlog(c, t, at, "found local disk '%s' (%s)", d[i].volid,
-		     d[i].unused ? "referenced by unused" : "attached");
 		disk_total += d[i].size;
 		attached |= !d[i].unused && !d[i].cloudinit;
 		char *dst = map_storage(targetstorage, d[i].storage);
