@@ -3,7 +3,9 @@
 #
 #   make            pvagent, pvagentd, tests/pvesim/pvesim, tests/guests/guestd
 #                   (release flags)
-#   make deps       check build/test dependencies; as root on Debian, install them
+#   make deps       every dependency (CI); make deps-demo|test|bench|lint|fuzz: one
+#                   target's (each target runs its own first); as root on Debian
+#                   names the packages, then installs them
 #   make test       sanitizer build, every Criterion suite and end-to-end script
 #   make demo       the whole flow against the bundled simulator
 #   make bench      benchmarks (ratios and counts)
@@ -28,12 +30,19 @@ AGENT_PKGS = libcurl json-c libssh2 sqlite3 openssl
 SIM_PKGS   = libmicrohttpd gnutls json-c libpcre2-8
 TEST_PKGS  = criterion
 
-# Debian packages behind every dependency (make deps).
-DEB_PKGS = build-essential pkg-config clang cppcheck clang-tidy \
+# Debian packages behind each purpose: what `make demo` needs (build and
+# run against the simulator, with its own sshd for the fixture guest), what
+# `make test` adds (Criterion), `make bench` (the 1 s poller's Python
+# module), `make lint` and `make fuzz` (LLVM). `make deps` (CI) is all of it.
+DEMO_DEB_PKGS = build-essential pkg-config \
 	libcurl4-openssl-dev libssl-dev libjson-c-dev libssh2-1-dev libsqlite3-dev \
-	libmicrohttpd-dev libgnutls28-dev libpcre2-dev libcriterion-dev \
-	openssh-server openssh-client busybox-static jq python3-proxmoxer
-DEB_CMDS = cc make pkg-config clang cppcheck clang-tidy sshd ssh-keygen busybox jq
+	libmicrohttpd-dev libgnutls28-dev libpcre2-dev \
+	openssh-server openssh-client busybox-static jq
+DEMO_CMDS = cc make pkg-config sshd ssh-keygen busybox jq
+TEST_DEB_PKGS  = $(DEMO_DEB_PKGS) libcriterion-dev
+BENCH_DEB_PKGS = $(DEMO_DEB_PKGS) python3-proxmoxer
+LINT_DEB_PKGS  = $(TEST_DEB_PKGS) clang cppcheck clang-tidy
+LINT_CMDS      = $(DEMO_CMDS) clang cppcheck clang-tidy
 # Python modules of Debian's /usr/bin/python3 (the bench's 1 s poller)
 PY_MODS  = proxmoxer
 
@@ -76,7 +85,7 @@ TEST_LIBS  = $(call pc_libs,$(TEST_PKGS))
 PROGS = $(if $(wildcard agent/pvagent.c),pvagent) $(if $(wildcard agent/pvagentd.c),pvagentd) \
 	tests/pvesim/pvesim tests/guests/guestd
 
-.PHONY: all deps test test-run demo demo-run bench bench-run lint install clean check-deps
+.PHONY: all deps deps-demo deps-test deps-bench deps-lint deps-fuzz test test-run demo demo-run bench bench-run lint install clean
 # Keep the objects of test and bench programs (make would delete them as
 # intermediate files and rebuild them on every run).
 .SECONDARY:
@@ -172,7 +181,7 @@ SAN_PROGS = $(SAN)/pvesim $(SAN)/guestd $(if $(wildcard agent/pvagent.c),$(SAN)/
 # when make parses this file, so they must be read after the install.
 
 # The README's test command. Runs every suite, then the end-to-end scripts.
-test: deps
+test: deps-test
 	@$(MAKE) --no-print-directory test-run
 test-run: $(SAN_PROGS) $(TEST_BINS)
 	@PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
@@ -194,24 +203,24 @@ lab-deps:
 	  else echo "make lab needs: apt-get install$$missing"; exit 1; fi; fi
 lab-image: lab-deps
 	@bash tests/lab/image.sh >/dev/null
-lab: deps lab-deps
+lab: deps-test lab-deps
 	@$(MAKE) --no-print-directory lab-run
 lab-run: $(SAN_PROGS) $(LAB_BINS)
 	@PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
 	  TEST_LOGDIR=$(SAN)/lab-logs sh tests/lab/run.sh $(LAB_BINS)
 
-demo: deps
+demo: deps-demo
 	@$(MAKE) --no-print-directory demo-run
 demo-run: all
 	@bash tests/e2e/demo.sh
 
 BENCH_BINS = $(patsubst %.c,$(REL)/%,$(wildcard tests/bench/*.c))
-bench: deps
+bench: deps-bench
 	@$(MAKE) --no-print-directory bench-run
 bench-run: all $(BENCH_BINS)
 	@sh tests/bench/run.sh
 
-lint: check-deps
+lint: deps-lint
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --inline-suppr --std=c11 -D_GNU_SOURCE -Iagent -Itests/pvesim -Itests/support \
 	  --library=tests/tools/json-c.cfg --suppress=missingIncludeSystem \
@@ -230,7 +239,7 @@ lint: check-deps
 # needs none of this: test_fuzz_replay (gcc, sanitizer tree) replays the
 # same bodies over the same inputs once. Debian 12's libFuzzer runtime is
 # in libclang-rt-14-dev (clang only recommends it).
-DEB_PKGS += libclang-rt-14-dev
+FUZZ_DEB_PKGS = $(TEST_DEB_PKGS) clang libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
 FUZZ       = build/fuzz
 FUZZ_CC    = clang
@@ -249,7 +258,7 @@ $(FUZZ)/bin/%: tests/fuzz/fuzz_main.c tests/fuzz/fuzz.h $(FUZZ)/libfuzz.a
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(TEST_CFLAGS) -DFUZZ_FN=fuzz_$* -o $@ $< \
 	  $(FUZZ)/libfuzz.a $(AGENT_LIBS) $(SIM_LIBS)
 
-fuzz: deps
+fuzz: deps-fuzz
 	@$(MAKE) --no-print-directory fuzz-run
 fuzz-run: $(addprefix $(FUZZ)/bin/,$(FUZZ_NAMES))
 	@sh tests/fuzz/run.sh $(FUZZ) $(FUZZ_SECONDS) $(FUZZ_NAMES)
@@ -260,13 +269,21 @@ $(SAN)/tests/unit/test_fuzz_replay: $(SAN)/tests/unit/test_fuzz_replay.o \
 	  $(call objs,$(SAN),$(FUZZ_SRC)) $(SAN)/libsupport.a $(SAN)/libpvesim.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 
-# deps: every build and test dependency; installs what is missing when run
-# as root on Debian, otherwise prints the apt-get line and fails.
-deps:
-	@sh tests/tools/deps.sh "$(DEB_PKGS)" "$(DEB_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)" "$(PY_MODS)"
-
-check-deps:
-	@sh tests/tools/deps.sh --check "$(DEB_PKGS)" "$(DEB_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)" "$(PY_MODS)"
+# deps-PURPOSE: the packages that purpose needs (above); installs what is
+# missing when run as root on Debian, saying which packages first,
+# otherwise prints the apt-get line and fails. deps: all of them (CI).
+DEPS = sh tests/tools/deps.sh
+deps-demo:
+	@$(DEPS) "$(DEMO_DEB_PKGS)" "$(DEMO_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS)"
+deps-test:
+	@$(DEPS) "$(TEST_DEB_PKGS)" "$(DEMO_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)"
+deps-bench:
+	@$(DEPS) "$(BENCH_DEB_PKGS)" "$(DEMO_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS)" "$(PY_MODS)"
+deps-lint:
+	@$(DEPS) "$(LINT_DEB_PKGS)" "$(LINT_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)"
+deps-fuzz:
+	@$(DEPS) "$(FUZZ_DEB_PKGS)" "$(DEMO_CMDS) clang" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)"
+deps: deps-test deps-bench deps-lint deps-fuzz
 
 # what install builds first (make deb: the two programs only)
 INSTALL_DEPS ?= all
