@@ -324,3 +324,12 @@ deb:
 
 clean:
 	rm -rf build pvagent pvagentd tests/pvesim/pvesim tests/guests/guestd
+
+# make sandbox: the simulator and SSH guests in the background, to try
+# pvagent by hand (tests/sandbox/sandbox.sh); make sandbox-stop ends it.
+.PHONY: sandbox sandbox-stop
+sandbox: deps-demo
+	@$(MAKE) --no-print-directory all
+	@bash tests/sandbox/sandbox.sh start
+sandbox-stop:
+	@bash tests/sandbox/sandbox.sh stop

@@ -13,6 +13,7 @@
 #include "tasks.h"
 #include "util.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <gnutls/crypto.h>
@@ -825,8 +826,9 @@ bool guest_check_lock(const struct sim_req *req, const struct sim_guest *g,
 /* A guest comes up with an address: a qemu guest with a fixture takes
  * cloud-init's static ipconfig0 if it has one; a container whose net0 asks
  * for DHCP (ip=dhcp) and a qemu guest without a static address keep the
- * one they had, else get the next free loopback address from 127.0.1.100
- * (as DHCP would hand out). A container with a static ip= is answered
+ * one they had, else take a spare guest of their fixture (--spare-guest:
+ * its address and root), else get the next free loopback address from
+ * 127.0.1.100 (as DHCP would hand out). A container with a static ip= is answered
  * from its config (routes_ct.c) and gets nothing here. */
 static void guest_assign_address(struct cluster *c, struct sim_guest *g)
 {
@@ -850,6 +852,23 @@ static void guest_assign_address(struct cluster *c, struct sim_guest *g)
 		return;
 	}
 	free(ip);
+	if (qemu && !g->root && !g->address) { /* a spare guest (--spare-guest) */
+		for (size_t i = 0; i < c->spares.n; i++) {
+			struct sim_spare *sp = c->spares.v[i];
+			if (sp->vmid || strcmp(sp->fixture, g->fixture) != 0)
+				continue;
+			char *addr = strdup(sp->addr), *root = strdup(sp->root);
+			if (!addr || !root) {
+				free(addr);
+				free(root);
+				break; /* out of memory: no spare, an address as below */
+			}
+			g->address = addr;
+			g->root = root;
+			sp->vmid = g->vmid;
+			return;
+		}
+	}
 	if (!g->address)
 		g->address = cluster_unused_address(c, "127.0.1", 100);
 }
@@ -1060,6 +1079,14 @@ void cluster_free(struct cluster *c)
 		cred_free(c->users.v[i]);
 	for (size_t i = 0; i < c->tasks.n; i++)
 		task_free(c->tasks.v[i]);
+	for (size_t i = 0; i < c->spares.n; i++) {
+		struct sim_spare *sp = c->spares.v[i];
+		free(sp->fixture);
+		free(sp->addr);
+		free(sp->root);
+		free(sp);
+	}
+	ptrvec_free(&c->spares);
 	ptrvec_free(&c->nodes);
 	ptrvec_free(&c->storages);
 	ptrvec_free(&c->volumes);
@@ -1095,6 +1122,41 @@ static int set_root(struct cluster *c, const struct sim_guest_root *gr, char **e
 	}
 	free(g->root);
 	g->root = real;
+	return 0;
+}
+
+int cluster_add_spares(struct cluster *c, const struct sim_spare_guest *sp, size_t n,
+		       char **err)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct in_addr a;
+		if (inet_pton(AF_INET, sp[i].addr, &a) != 1 || (ntohl(a.s_addr) >> 24) != 127) {
+			*err = strprintf("--spare-guest %s@%s=%s: not a loopback IPv4 address",
+					 sp[i].fixture, sp[i].addr, sp[i].dir);
+			return -1;
+		}
+		char *real = realpath(sp[i].dir, NULL);
+		struct stat st;
+		if (!real || stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			*err = strprintf("--spare-guest %s@%s=%s: %s", sp[i].fixture, sp[i].addr,
+					 sp[i].dir, real ? "not a directory" : strerror(errno));
+			free(real);
+			return -1;
+		}
+		struct sim_spare *s = calloc(1, sizeof *s);
+		if (!s || !(s->fixture = strdup(sp[i].fixture)) || !(s->addr = strdup(sp[i].addr)) ||
+		    ptrvec_push(&c->spares, s) < 0) {
+			if (s) {
+				free(s->fixture);
+				free(s->addr);
+			}
+			free(s);
+			free(real);
+			*err = strdup("out of memory");
+			return -1;
+		}
+		s->root = real;
+	}
 	return 0;
 }
 

@@ -102,6 +102,13 @@ struct cluster {
 	unsigned next_pid;
 	double boot_time;       /* simulated time the cluster came up */
 	struct guestnet *net;   /* the guests' listeners, or NULL */
+	struct ptrvec spares;   /* struct sim_spare * (--spare-guest) */
+};
+
+/* A spare guest root (simapi.h): taken by the VM whose vmid it holds. */
+struct sim_spare {
+	char *fixture, *addr, *root;
+	int vmid; /* 0: free */
 };
 
 /* ---- lookups ------------------------------------------------------------ */

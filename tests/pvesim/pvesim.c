@@ -3,7 +3,7 @@
  *
  *   pvesim --scenario FILE.json [--listen 127.0.0.1:0] [--schema PATH]
  *          [--log FILE.jsonl] [--time-scale X] [--cert-out FILE.pem]
- *          [--guest-root VMID=DIR]...
+ *          [--guest-root VMID=DIR]... [--spare-guest FIXTURE@ADDR=DIR]...
  */
 #include "schema.h"
 #include "server.h"
@@ -25,10 +25,14 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: pvesim --scenario FILE.json [--listen 127.0.0.1:0] [--schema PATH]\n"
 		   "              [--log FILE.jsonl] [--time-scale X] [--cert-out FILE.pem]\n"
-		   "              [--guest-root VMID=DIR]...\n"
+		   "              [--guest-root VMID=DIR]... [--spare-guest FIXTURE@ADDR=DIR]...\n"
 		   "  --guest-root VMID=DIR  the scenario guest VMID's root directory (sets or\n"
 		   "                         replaces its \"root\"; repeatable): the boot model\n"
-		   "                         reads its files and writes DIR/.pvagent-facts/boot\n");
+		   "                         reads its files and writes DIR/.pvagent-facts/boot\n"
+		   "  --spare-guest FIXTURE@ADDR=DIR  a fixture guest already answering SSH at\n"
+		   "                         ADDR (tests/guests/guestd): the first VM of that\n"
+		   "                         fixture to start without a root takes ADDR and DIR\n"
+		   "                         (repeatable; make sandbox)\n");
 }
 
 /* The default schema for a PVE major version: $PVE_API_DIR, then
@@ -84,15 +88,19 @@ int main(int argc, char **argv)
 		{"time-scale", required_argument, NULL, 't'},
 		{"cert-out", required_argument, NULL, 'c'},
 		{"guest-root", required_argument, NULL, 'g'},
+		{"spare-guest", required_argument, NULL, 'G'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *scenario = NULL, *schema_path = NULL;
 	struct server_opts so = {.listen = "127.0.0.1:0", .time_scale = 1.0};
-	/* at most one --guest-root per argument */
+	/* at most one --guest-root or --spare-guest per argument */
 	struct sim_guest_root *roots = calloc((size_t)argc, sizeof *roots);
-	size_t nroots = 0;
-	if (!roots) {
+	struct sim_spare_guest *spares = calloc((size_t)argc, sizeof *spares);
+	size_t nroots = 0, nspares = 0;
+	if (!roots || !spares) {
+		free(roots);
+		free(spares);
 		fprintf(stderr, "pvesim: out of memory\n");
 		return 1;
 	}
@@ -112,10 +120,26 @@ int main(int argc, char **argv)
 			    !end[1]) {
 				fprintf(stderr, "pvesim: --guest-root %s: expected VMID=DIR\n", optarg);
 				free(roots);
+				free(spares);
 				return 2;
 			}
 			roots[nroots].vmid = (int)v;
 			roots[nroots++].dir = end + 1;
+			break;
+		}
+		case 'G': {
+			/* FIXTURE@ADDR=DIR */
+			char *at = strchr(optarg, '@');
+			char *eq = at ? strchr(at, '=') : NULL;
+			if (!at || at == optarg || !eq || eq == at + 1 || !eq[1]) {
+				fprintf(stderr, "pvesim: --spare-guest %s: expected FIXTURE@ADDR=DIR\n",
+					optarg);
+				free(roots);
+				free(spares);
+				return 2;
+			}
+			*at = *eq = '\0';
+			spares[nspares++] = (struct sim_spare_guest){optarg, at + 1, eq + 1};
 			break;
 		}
 		case 't': {
@@ -126,17 +150,19 @@ int main(int argc, char **argv)
 				fprintf(stderr, "pvesim: --time-scale %s: expected a number in (0, 1e7]\n",
 					optarg);
 				free(roots);
+				free(spares);
 				return 2;
 			}
 			break;
 		}
-		case 'h': usage(stdout); free(roots); return 0;
-		default: usage(stderr); free(roots); return 2;
+		case 'h': usage(stdout); free(roots); free(spares); return 0;
+		default: usage(stderr); free(roots); free(spares); return 2;
 		}
 	}
 	if (!scenario || optind != argc) {
 		usage(stderr);
 		free(roots);
+		free(spares);
 		return 2;
 	}
 
@@ -151,6 +177,11 @@ int main(int argc, char **argv)
 	char *err = NULL;
 	struct cluster *c = cluster_load_with(scenario, (double)time(NULL), roots, nroots, &err);
 	free(roots);
+	if (c && cluster_add_spares(c, spares, nspares, &err) < 0) {
+		cluster_free(c);
+		c = NULL;
+	}
+	free(spares);
 	if (!c) {
 		fprintf(stderr, "pvesim: %s\n", err ? err : "cannot load the scenario");
 		free(err);

@@ -59,6 +59,18 @@ struct sim_guest_root {
 	int vmid;
 	const char *dir;
 };
+/* A spare guest (pvesim --spare-guest FIXTURE@ADDR=DIR): a fixture tree
+ * already behind an sshd at ADDR (tests/guests/guestd), waiting for the
+ * first VM running that fixture to start without a root of its own (a
+ * clone of a template VM): that VM takes ADDR and DIR for good, so `up`
+ * gets a guest that answers SSH (make sandbox). */
+struct sim_spare_guest {
+	const char *fixture, *addr, *dir;
+};
+/* Add the spares; 0, or -1 with *err set (DIR not a directory, ADDR not a
+ * loopback IPv4 address). */
+int cluster_add_spares(struct cluster *c, const struct sim_spare_guest *sp, size_t n,
+		       char **err);
 struct cluster *cluster_load_with(const char *scenario_path, double now,
 				  const struct sim_guest_root *roots, size_t nroots, char **err);
 void cluster_free(struct cluster *c);
