@@ -4,8 +4,9 @@
 # sanitizer builds), so the demo keeps working. As root, the scenario's
 # running legacy guest fbsd9-legacy (VMID 190, FreeBSD 9.0 on IDE/e1000,
 # 127.0.1.90) is a real sshd chrooted into the freebsd-9.0 fixture
-# (tests/guests/guestd) that follows the simulator's boot model, and the
-# demo previews inject on it.
+# (tests/guests/guestd) that follows the simulator's boot model, and so are
+# the VMs the demo creates (spare guests the simulator hands to them), so
+# `up` writes their files over SSH as it would on a real cluster.
 source "$(dirname "$0")/lib/sim.sh"
 
 if [ -t 1 ]; then B=$'\033[1m' N=$'\033[0m'; else B= N=; fi
@@ -14,23 +15,39 @@ run() {
 	printf '%s$ pvagent %s%s\n' "$B" "$*" "$N"
 	pvagent "$@"
 }
+# run_to FILE ARGS...: run, its output shown as it comes and kept in FILE;
+# the exit status is pvagent's
+run_to() {
+	local out=$1
+	shift
+	printf '%s$ pvagent %s%s\n' "$B" "$*" "$N"
+	pvagent "$@" 2>&1 | tee "$out"
+	return "${PIPESTATUS[0]}"
+}
 
 guest=
 if [ "$(id -u)" = 0 ]; then
-	say "Starting the legacy guest fbsd9-legacy: a FreeBSD 9.0 file tree behind a real sshd"
+	say "Starting the guests: file trees behind real sshds on loopback"
 	guestd_start freebsd-9.0 127.0.1.90
 	guest=yes
-	echo "sshd on 127.0.1.90 port $GUEST_PORT, chrooted into $GUEST_ROOT"
-	echo "its host key is in the agent's known_hosts; pvagent.conf [ssh] port = $GUEST_PORT"
+	legacy_root=$GUEST_ROOT
+	echo "fbsd9-legacy (FreeBSD 9.0): sshd on 127.0.1.90 port $GUEST_PORT, chrooted into $GUEST_ROOT"
 	sim_args=(--guest-root "190=$GUEST_ROOT")
+	spare_guests_start 2 freebsd-14
+	web1_root=${SIM_SPARE_ARGS[1]#*=}
+	cp "$web1_root/etc/rc.conf" "$E2E_DIR/web1.rc.conf.before"
+	echo "two FreeBSD 14 trees for the VMs up will create, on 127.0.2.10 and .11"
+	echo "their host keys are in the agent's known_hosts; pvagent.conf [ssh] port = $GUEST_PORT"
 else
 	say "Not root: no guest sshd (it runs chrooted), the guest-side step is left out"
 	sim_args=()
 fi
 
 say "Starting the PVE simulator (demo scenario: 2 nodes, template VMs, one legacy IDE guest)"
-sim_start tests/pvesim/scenarios/demo.json --time-scale 50 "${sim_args[@]}"
+sim_start tests/pvesim/scenarios/demo.json --time-scale 50 "${sim_args[@]}" "${SIM_SPARE_ARGS[@]}"
 echo "simulator at $SIM_URL, certificate SHA-256 $SIM_FINGERPRINT"
+echo "its clock runs 50 times faster than yours: PVE's figures (a migration's \"in 186 s\","
+echo "an estimate) are simulated time, a step's own timing (\"migrate 3.7s\") is yours"
 echo "configuration: $PVAGENT_CONF (from conf/demo.conf)"
 
 say "What is there"
@@ -41,44 +58,42 @@ run templates
 if [ -n "$guest" ]; then
 	say "Preview the guest-side setup of fbsd9-legacy over SSH (--dry-run: nothing is written)"
 	tree_sum() {
-		(cd "$GUEST_ROOT" && find . \( -path ./.pvagent-facts -o -path ./tmp -o -path ./dev \) \
+		(cd "$legacy_root" && find . \( -path ./.pvagent-facts -o -path ./tmp -o -path ./dev \) \
 			-prune -o -printf '%p %m %s\n' | sort &&
 			find . \( -path ./.pvagent-facts -o -path ./tmp -o -path ./dev \) -prune -o \
 				-type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum
 	}
-	rc_before=$(sha256sum <"$GUEST_ROOT/etc/rc.conf")
+	rc_before=$(sha256sum <"$legacy_root/etc/rc.conf")
 	tree_before=$(tree_sum)
 	rc=0
-	run inject fbsd9-legacy -t freebsd-9.0 --var ip=127.0.1.90 --dry-run \
-		>"$E2E_DIR/inject.out" 2>&1 || rc=$?
-	cat "$E2E_DIR/inject.out"
+	run_to "$E2E_DIR/inject.out" inject fbsd9-legacy -t freebsd-9.0 --var ip=127.0.1.90 \
+		--dry-run || rc=$?
 	[ $rc = 0 ] || fail "inject --dry-run exited $rc"
 	grep -qx -- '--- a/etc/rc.conf' "$E2E_DIR/inject.out" &&
 		grep -qx -- '+++ b/etc/rc.conf' "$E2E_DIR/inject.out" ||
 		fail "inject --dry-run showed no diff for /etc/rc.conf"
 	grep -qx -- '+hostname="fbsd9-legacy"' "$E2E_DIR/inject.out" ||
 		fail "inject --dry-run did not show the new hostname"
-	[ "$(sha256sum <"$GUEST_ROOT/etc/rc.conf")" = "$rc_before" ] ||
+	[ "$(sha256sum <"$legacy_root/etc/rc.conf")" = "$rc_before" ] ||
 		fail "inject --dry-run changed the guest's /etc/rc.conf"
 	[ "$(tree_sum)" = "$tree_before" ] || fail "inject --dry-run changed the guest's files"
 	echo "(checked: the guest's /etc/rc.conf and every other file are unchanged)"
 
 	say "Convert fbsd9-legacy from IDE/e1000 to virtio, measuring the disk before and after"
 	rc=0
-	run virtio fbsd9-legacy --address 127.0.1.90 --bench --size 16 \
-		>"$E2E_DIR/virtio.out" 2>&1 || rc=$?
-	cat "$E2E_DIR/virtio.out"
+	run_to "$E2E_DIR/virtio.out" virtio fbsd9-legacy --address 127.0.1.90 --bench --size 16 ||
+		rc=$?
 	[ $rc = 0 ] || fail "virtio exited $rc"
 	grep -q '^fbsd9-legacy: converted to virtio-blk$' "$E2E_DIR/virtio.out" ||
 		fail "virtio did not report the conversion"
 	grep -qE '^sequential write \(MB/s\) +[0-9.]+ +[0-9.]+ +[0-9.]+x$' "$E2E_DIR/virtio.out" ||
 		fail "virtio --bench printed no before/after table"
-	grep -q '^ifconfig_vtnet0="DHCP"$' "$GUEST_ROOT/etc/rc.conf" &&
-		! grep -q '^ifconfig_em0=' "$GUEST_ROOT/etc/rc.conf" ||
+	grep -q '^ifconfig_vtnet0="DHCP"$' "$legacy_root/etc/rc.conf" &&
+		! grep -q '^ifconfig_em0=' "$legacy_root/etc/rc.conf" ||
 		fail "the guest's rc.conf was not moved to vtnet0"
-	grep -q '^virtio_blk_load="YES"$' "$GUEST_ROOT/boot/loader.conf" ||
+	grep -q '^virtio_blk_load="YES"$' "$legacy_root/boot/loader.conf" ||
 		fail "the guest's loader.conf has no virtio_blk line"
-	[ -f "$GUEST_ROOT/boot/modules/virtio_blk.ko" ] || fail "virtio-kmod was not installed"
+	[ -f "$legacy_root/boot/modules/virtio_blk.ko" ] || fail "virtio-kmod was not installed"
 	run list --node pve1 | tee "$E2E_DIR/list.out"
 	grep -qE '^190 +fbsd9-legacy +pve1 +qemu +running +virtio +virtio$' "$E2E_DIR/list.out" ||
 		fail "fbsd9-legacy is not running on virtio"
@@ -93,26 +108,43 @@ if [ -n "$guest" ]; then
 		fail "bench printed no comparison row"
 fi
 
-say "Provision a FreeBSD 14 and an Ubuntu 24.04 VM and an LXC container, two at a time"
-echo "(these guests have no sshd behind them in the simulator, so up skips inject)"
-run up web1 db1 -t freebsd-14 --parallel 2 --set cores=2 --no-inject
+say "Provision two FreeBSD 14 VMs, two at a time: clone, configure, start, then their files over SSH"
+if [ -n "$guest" ]; then
+	run_to "$E2E_DIR/up.out" up web1 db1 -t freebsd-14 --parallel 2 --set cores=2
+	grep -qE '^web1 +[0-9]+ +pve1 +127\.0\.2\.1[01] +created ' "$E2E_DIR/up.out" ||
+		fail "up did not create web1 at its guest's address"
+	grep -qE 'web1: inject .*changed: FreeBSD 14.*/etc/rc.conf' "$E2E_DIR/up.out" ||
+		fail "up did not write web1's files"
+	say "What up wrote into web1 over SSH (its /etc/rc.conf before and after)"
+	diff -u --label a/etc/rc.conf --label b/etc/rc.conf "$E2E_DIR/web1.rc.conf.before" \
+		"$(grep -l '^hostname="web1"' "${SIM_SPARE_ARGS[1]#*=}/etc/rc.conf" \
+			"${SIM_SPARE_ARGS[3]#*=}/etc/rc.conf")" || true
+else
+	run up web1 db1 -t freebsd-14 --parallel 2 --set cores=2 --no-inject
+fi
+say "An Ubuntu 24.04 VM and an LXC container (no sshd behind them here: --no-inject)"
 run up app1 -t ubuntu-24.04 --no-inject
 run up ct1 -t ubuntu-24.04-ct --no-inject
 run list
 
 say "Run up again: it converges (applies the difference) instead of making a second guest"
-run up web1 -t freebsd-14 --set cores=4 --no-inject
+if [ -n "$guest" ]; then
+	run up web1 -t freebsd-14 --set cores=4
+else
+	run up web1 -t freebsd-14 --set cores=4 --no-inject
+fi
 
-say "Migrate web1 live to pve2: the downtime PVE measured, and the one clients saw"
-run migrate web1 pve2 --max-downtime 100 | tee "$E2E_DIR/migrate.out"
+say "Migrate web1 live to pve2, with the downtime PVE measured"
+run_to "$E2E_DIR/migrate.out" migrate web1 pve2 --max-downtime 100
 grep -qE '^web1: migrated to pve2 \(online\) in [0-9]+ s.*downtime [0-9]+ ms \(PVE\)' \
 	"$E2E_DIR/migrate.out" || fail "migrate printed no downtime"
 run migrate web1 pve2 | tee "$E2E_DIR/migrate2.out"
 grep -q '^web1: already on pve2$' "$E2E_DIR/migrate2.out" || fail "a second migrate moved web1 again"
 
 say "Drain pve1 for maintenance (templates stay), then bring its guests home"
+echo "(a container cannot move live: it migrates by a restart, so its downtime is the restart's)"
 run drain pve1 --dry-run
-run drain pve1 --max-workers 2 | tee "$E2E_DIR/drain.out"
+run_to "$E2E_DIR/drain.out" drain pve1 --max-workers 2
 grep -qE '^ct1 .* restart +pve2 .* moved ' "$E2E_DIR/drain.out" ||
 	fail "drain did not move ct1 by a restart migration"
 run list --node pve1
@@ -147,3 +179,5 @@ pvagent --json job "$vj" | jq -e '.job.steps[] | select(.name == "clone") | .upi
 bad=$(requests_failing_schema)
 [ -z "$bad" ] || fail "requests refused by the simulator's schema check: $bad"
 say "Done: every request pvagent sent passed the PVE API schema check ($(wc -l <"$E2E_DIR/requests.jsonl") requests)"
+echo "Next: 'make sandbox' runs this cluster in the background for you to try any command;"
+echo "on a real host, 'pvagent setup https://HOST:8006' makes the API token and the config."

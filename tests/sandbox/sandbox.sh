@@ -8,180 +8,107 @@
 #   sandbox.sh stop    stop it: every process it started, and its directory
 #
 # As root, each template VM with a fixture (freebsd-14, ubuntu-24.04,
-# freebsd-9.0) gets SPARES spare guests: a fixture tree behind a private
-# sshd chrooted into it (tests/guests/guestd), on 127.0.2.N, all on one
-# port; the simulator gives the first VMs of that OS that start one each
-# (pvesim --spare-guest), so `up` reaches them over SSH and writes their
-# files. The legacy guest fbsd9-legacy (VMID 190) is one too. Not as root:
+# freebsd-9.0) gets SPARES spare guests (tests/e2e/lib/sim.sh
+# spare_guests_start: a fixture tree behind a private sshd chrooted into
+# it, on 127.0.2.N), which the simulator gives to the first VMs of that OS
+# that start, so `up` reaches them over SSH and writes their files; the
+# legacy guest fbsd9-legacy (VMID 190, 127.0.1.90) is one too. Not as root:
 # no SSH guests (guestd chroots), and `up` needs --no-inject.
-# Everything lives in $SANDBOX_DIR (default build/sandbox); binaries from
-# $PVESIM_BIN, $PVAGENT_BIN, $GUESTD_BIN (default: the release builds).
+# Everything lives in $SANDBOX_DIR (default build/sandbox), its log beside
+# it; binaries from $PVESIM_BIN, $PVAGENT_BIN, $GUESTD_BIN (default: the
+# release builds).
 set -eu
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$REPO"
 DIR=${SANDBOX_DIR:-$REPO/build/sandbox}
-PVESIM_BIN=${PVESIM_BIN:-$REPO/tests/pvesim/pvesim}
-PVAGENT_BIN=${PVAGENT_BIN:-$REPO/pvagent}
-GUESTD_BIN=${GUESTD_BIN:-$REPO/tests/guests/guestd}
 SPARES=${SPARES:-3}
-FIXTURES="freebsd-14 ubuntu-24.04 freebsd-9.0"
 
 die() {
 	echo "sandbox: $*" >&2
 	exit 1
 }
 
-# The pids of what it started, one a line, so that stop finds them all.
-pids=()
-# Each one's stderr goes to the log before the directory goes, and so does
-# an exit status other than 0 (stop then fails, as on a sanitizer report).
-stop_all() {
-	local p rc f
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do
-		rc=0
-		wait "$p" 2>/dev/null || rc=$?
-		[ "$rc" = 0 ] || echo "sandbox: process $p exited with status $rc"
-	done
-	pids=()
-	for f in "$DIR"/*.err; do
-		[ -s "$f" ] || continue
-		echo "== ${f##*/}"
-		cat "$f"
-	done
-	rm -rf "$DIR"
-	# a starter still waiting hears that it is over
-	[ ! -p "$DIR.ready" ] || { exec 6<>"$DIR.ready" && echo stopped >&6; }
-}
-
-# read_ready FIFO WHAT: READY gets the one JSON line the program just
-# started prints on FIFO; its stderr is in $DIR/WHAT.err.
-read_ready() {
-	exec 5<"$1"
-	if ! read -r -t 30 READY <&5; then
-		exec 5<&-
-		cat "$DIR/$2.err" >&2
-		die "$2 did not start"
-	fi
-	exec 5<&-
-	rm -f "$1"
-}
-
-# guestd FIXTURE ADDR PORT: a fixture guest; GUEST_ROOT gets its root and,
-# with PORT 0, GUEST_PORT the port it took. Its host key goes into the
-# agent's known_hosts.
-guestd() {
-	mkfifo "$DIR/ready.$2"
-	"$GUESTD_BIN" --fixture "$1" --addr "$2" --port "$3" --authorize "$DIR/state/id_ed25519.pub" \
-		>"$DIR/ready.$2" 2>"$DIR/guestd-$2.err" &
-	pids+=($!)
-	read_ready "$DIR/ready.$2" "guestd-$2"
-	cat "$(jq -r .known_hosts <<<"$READY")" >>"$DIR/state/known_hosts"
-	GUEST_ROOT=$(jq -r .root <<<"$READY")
-	[ "$3" != 0 ] || GUEST_PORT=$(jq -r .port <<<"$READY")
-	# the freebsd-14 template VM has a virtio NIC, so its image was made
-	# for one (as README's template section does): vtnet0, not em0
-	[ "$1" != freebsd-14 ] || sed -i 's/^ifconfig_em0/ifconfig_vtnet0/' "$GUEST_ROOT/etc/rc.conf"
-}
-
+# The supervisor: starts everything (lib/sim.sh, whose exit trap stops it
+# all and fails on a sanitizer report), says "ready" on $DIR.ready, and
+# waits for a signal or for one of its processes to end.
 serve() {
 	[ ! -e "$DIR/pid" ] || die "a sandbox runs already ($DIR); make sandbox-stop ends it"
+	rm -rf "$DIR"
+	E2E_DIR=$DIR
+	# shellcheck source=../e2e/lib/sim.sh
+	source "$REPO/tests/e2e/lib/sim.sh"
+	echo $$ >"$DIR/pid"
+	trap 'exit 0' TERM INT
 	for b in "$PVESIM_BIN" "$PVAGENT_BIN" "$GUESTD_BIN"; do
 		[ -x "$b" ] || die "$b is missing: run make first"
 	done
-	rm -rf "$DIR"
-	mkdir -p "$DIR/state"
-	echo $$ >"$DIR/pid"
-	trap 'stop_all; exit 0' TERM INT
-	trap 'stop_all' EXIT
-	ssh-keygen -q -t ed25519 -N '' -C pvagent-sandbox -f "$DIR/state/id_ed25519"
-	: >"$DIR/state/known_hosts"
-	local sim_args=() port=0 n=10 f i line
+	local sim_args=()
 	if [ "$(id -u)" = 0 ]; then
-		guestd freebsd-9.0 127.0.1.90 0
-		port=$GUEST_PORT
+		guestd_start freebsd-9.0 127.0.1.90
 		sim_args+=(--guest-root "190=$GUEST_ROOT")
-		for f in $FIXTURES; do
-			for ((i = 0; i < SPARES; i++)); do
-				guestd "$f" "127.0.2.$n" "$port"
-				sim_args+=(--spare-guest "$f@127.0.2.$n=$GUEST_ROOT")
-				n=$((n + 1))
-			done
-		done
+		spare_guests_start "$SPARES" freebsd-14 ubuntu-24.04 freebsd-9.0
 	fi
-	mkfifo "$DIR/ready.sim"
-	"$PVESIM_BIN" --scenario tests/pvesim/scenarios/demo.json --time-scale 50 \
-		--log "$DIR/requests.jsonl" "${sim_args[@]}" >"$DIR/ready.sim" 2>"$DIR/pvesim.err" &
-	pids+=($!)
-	read_ready "$DIR/ready.sim" pvesim
-	line=$READY
-	(umask 077 && jq -r .token_secret <<<"$line" >"$DIR/state/token.secret")
-	sed -e "s|@URL@|$(jq -r .url <<<"$line")|" -e "s|@TOKEN_ID@|$(jq -r .token_id <<<"$line")|" \
-		-e "s|@FINGERPRINT@|$(jq -r .fingerprint <<<"$line")|" -e "s|@STATE@|$DIR/state|g" \
-		-e "s|@REPO@|$REPO|g" -e "s|@SSH_PORT@|$([ "$port" != 0 ] && echo "$port" || echo 22)|" \
-		-e "s|^state = .*|&\nsocket = $DIR/pvagentd.sock|" \
-		conf/demo.conf >"$DIR/pvagent.conf"
+	sim_start tests/pvesim/scenarios/demo.json --time-scale 50 "${sim_args[@]}" \
+		"${SIM_SPARE_ARGS[@]}"
+	sed -i "s|^state = .*|&\nsocket = $DIR/pvagentd.sock|" "$PVAGENT_CONF"
 	{
-		echo "export PVAGENT_CONF=$DIR/pvagent.conf"
+		echo "export PVAGENT_CONF=$PVAGENT_CONF"
 		echo
-		echo "A simulated PVE 9 cluster (pve1, pve2; simulated time runs 50x) is up."
-		if [ "$port" != 0 ]; then
+		echo "A simulated PVE cluster (pve1, pve2; its time runs 50x) is up."
+		if [ -n "$GUEST_PORT" ]; then
 			echo "VMs you create from freebsd-14, ubuntu-24.04 or freebsd-9.0 answer SSH"
 			echo "(the first $SPARES of each), and fbsd9-legacy (VMID 190) is an old IDE/e1000 guest."
-		else
-			echo "Not root: no guest answers SSH here; give up and inject --no-inject."
-		fi
-		echo "Try:"
-		if [ "$port" != 0 ]; then
+			echo "Try:"
 			echo "  ./pvagent up web1 -t freebsd-14        # clone, start, write its files over SSH"
-			echo "  ./pvagent virtio fbsd9-legacy --address 127.0.1.90 --bench  # IDE -> virtio, measured"
+			echo "  ./pvagent virtio fbsd9-legacy --address 127.0.1.90 --bench  # IDE -> virtio"
 		else
+			echo "Not root: no guest answers SSH here (its sshd runs chrooted): up needs --no-inject."
+			echo "Try:"
 			echo "  ./pvagent up web1 -t freebsd-14 --no-inject"
 		fi
 		echo "  ./pvagent drain pve1 --dry-run"
 		echo "The daemon: ./pvagentd -f (its socket is in $DIR). Stop it all: make sandbox-stop"
 	} >"$DIR/banner"
-	# tell the starter (its fifo, opened read-write so this never blocks)
+	# tell the starter (its fifo, opened read-write here so this never blocks)
 	[ ! -p "$DIR.ready" ] || { exec 6<>"$DIR.ready" && echo ready >&6; }
-	# until stopped: a signal ends the wait and the trap stops everything;
-	# a process that ends on its own ends the sandbox
-	wait -n "${pids[@]}" || true
-	die "a sandbox process ended on its own (see $DIR.log)"
+	# a signal ends the wait (the trap exits, sim.sh stops everything); a
+	# process that ends on its own ends the sandbox
+	wait -n "$SIM_PID" "${GUESTD_PIDS[@]}" || true
+	die "a sandbox process ended on its own"
+}
+
+# wait_ready: the supervisor's word on the fifo (fd 6): true once it says
+# "ready", false when it says something else or nothing within 120 s.
+wait_ready() {
+	local word=
+	read -r -t 120 word <&6 || true
+	rm -f "$DIR.ready"
+	[ "$word" = ready ] && [ -e "$DIR/banner" ]
 }
 
 case "${1:-}" in
-start)
+start | run)
 	[ ! -e "$DIR/pid" ] || die "a sandbox runs already ($DIR); make sandbox-stop ends it"
 	mkdir -p "$(dirname "$DIR")"
 	rm -f "$DIR.ready"
 	mkfifo "$DIR.ready"
 	exec 6<>"$DIR.ready"
-	setsid bash "${BASH_SOURCE[0]}" serve >"$DIR.log" 2>&1 </dev/null &
-	# the supervisor says "ready" on the fifo once everything answers, or
-	# the wait times out (it then stops what it started)
-	if ! read -r -t 120 word <&6 || [ "$word" != ready ]; then
-		rm -f "$DIR.ready"
-		cat "$DIR.log" >&2
-		[ ! -e "$DIR/pid" ] || bash "${BASH_SOURCE[0]}" stop >/dev/null
-		die "it did not start"
+	if [ "$1" = start ]; then
+		setsid bash "${BASH_SOURCE[0]}" serve >"$DIR.log" 2>&1 </dev/null &
+		if ! wait_ready; then
+			cat "$DIR.log" >&2
+			bash "${BASH_SOURCE[0]}" stop >/dev/null 2>&1 || true
+			die "it did not start"
+		fi
+		cat "$DIR/banner"
+	else
+		bash "${BASH_SOURCE[0]}" serve &
+		sup=$!
+		trap 'kill -TERM $sup 2>/dev/null || true' INT TERM
+		wait_ready || { wait "$sup" || true; die "it did not start"; }
+		cat "$DIR/banner"
+		echo "(Ctrl-C stops it)"
+		wait "$sup" || wait "$sup"
 	fi
-	rm -f "$DIR.ready"
-	cat "$DIR/banner"
-	;;
-run)
-	rm -f "$DIR.ready"
-	mkdir -p "$(dirname "$DIR")"
-	mkfifo "$DIR.ready"
-	exec 6<>"$DIR.ready"
-	serve &
-	sup=$!
-	trap 'kill -TERM $sup 2>/dev/null; wait $sup; rm -f "$DIR.ready"; exit 0' INT TERM
-	read -r word <&6
-	rm -f "$DIR.ready"
-	[ "$word" = ready ] || exit 1
-	cat "$DIR/banner"
-	echo "(Ctrl-C stops it)"
-	wait "$sup"
 	;;
 serve) serve ;;
 stop)
@@ -189,7 +116,7 @@ stop)
 	pid=$(cat "$DIR/pid")
 	kill -TERM "$pid" 2>/dev/null || true
 	timeout 60 tail --pid="$pid" -f /dev/null || die "process $pid did not stop"
-	if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:|exited with status' "$DIR.log"; then
+	if [ -e "$DIR.log" ] && grep -qE 'Sanitizer|runtime error:|exited with status' "$DIR.log"; then
 		cat "$DIR.log" >&2
 		die "stopped, but a process did not end cleanly (above)"
 	fi

@@ -1,20 +1,24 @@
-# sim.sh - sourced by the end-to-end scripts and the demo: start the PVE
-# simulator on a random loopback port, write a pvagent configuration that
-# points at it (URL, pinned fingerprint, token in a 0600 file), optionally
-# start a fixture guest behind a real sshd first (guestd_start, needs
-# root), and stop everything on exit, failing on a sanitizer report of any
-# of them. Binaries come from $PVESIM_BIN, $PVAGENT_BIN and $GUESTD_BIN
-# (make test sets the sanitizer builds; the demo uses the release ones).
+# sim.sh - sourced by the end-to-end scripts, the demo and the sandbox:
+# start the PVE simulator on a random loopback port, write a pvagent
+# configuration that points at it (URL, pinned fingerprint, token in a 0600
+# file), optionally start fixture guests behind real sshds first
+# (guestd_start, spare_guests_start; they need root), and stop everything on
+# exit, failing on a sanitizer report or a bad exit of any of them. Binaries
+# come from $PVESIM_BIN, $PVAGENT_BIN and $GUESTD_BIN (make test sets the
+# sanitizer builds; the demo uses the release ones). Everything lives in
+# $E2E_DIR (default: a new temporary directory), removed on exit.
 set -eu
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 cd "$REPO"
 PVESIM_BIN=${PVESIM_BIN:-$REPO/tests/pvesim/pvesim}
 PVAGENT_BIN=${PVAGENT_BIN:-$REPO/pvagent}
 GUESTD_BIN=${GUESTD_BIN:-$REPO/tests/guests/guestd}
-E2E_DIR=$(mktemp -d /tmp/pvagent-e2e-XXXXXX)
+E2E_DIR=${E2E_DIR:-$(mktemp -d /tmp/pvagent-e2e-XXXXXX)}
+mkdir -p "$E2E_DIR"
 SIM_PID=
-GUESTD_PID=
+GUESTD_PIDS=()
 GUEST_PORT=
+SIM_SPARE_ARGS=()
 
 sim_stop() {
 	if [ -n "$SIM_PID" ]; then
@@ -29,25 +33,29 @@ sim_stop() {
 	return 0
 }
 
-# guestd_stop: SIGTERM, and fail on a bad exit or a sanitizer report.
+# guestd_stop: SIGTERM to every guest, and fail on a bad exit or a
+# sanitizer report of any.
 guestd_stop() {
-	if [ -n "$GUESTD_PID" ]; then
-		kill -TERM "$GUESTD_PID" 2>/dev/null || true
-		wait "$GUESTD_PID" || { echo "guestd exited with status $?" >&2; cat "$E2E_DIR/guestd.err" >&2; return 1; }
-		GUESTD_PID=
-		if grep -qE 'Sanitizer|runtime error:' "$E2E_DIR/guestd.err"; then
-			cat "$E2E_DIR/guestd.err" >&2
-			return 1
+	local p rc=0 f
+	for p in "${GUESTD_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${GUESTD_PIDS[@]}"; do
+		wait "$p" || { echo "guestd $p exited with status $?" >&2; rc=1; }
+	done
+	for f in "$E2E_DIR"/guestd-*.err; do
+		[ -e "$f" ] || continue
+		if [ "$rc" != 0 ] || grep -qE 'Sanitizer|runtime error:' "$f"; then
+			cat "$f" >&2
+			rc=1
 		fi
-	fi
-	return 0
+	done
+	GUESTD_PIDS=()
+	return $rc
 }
 
 sim_cleanup() {
 	local rc=$?
 	sim_stop || rc=1
 	guestd_stop || rc=1
-	exec 3<&- 4<&- 2>/dev/null || true
 	rm -rf "$E2E_DIR"
 	exit $rc
 }
@@ -60,31 +68,50 @@ state_init() {
 	ssh-keygen -q -t ed25519 -N '' -C pvagent-demo -f "$E2E_DIR/state/id_ed25519"
 }
 
-# guestd_start FIXTURE ADDR [guestd options...]: a fixture guest behind a
-# real sshd that authorizes the agent's key and follows the simulator's
-# boot file; start it before the simulator and pass it
-# --guest-root VMID=$GUEST_ROOT. Sets GUEST_ROOT, GUEST_PORT and
-# GUEST_KNOWN_HOSTS; the agent's known_hosts gets the guest's host key.
+# guestd_start FIXTURE ADDR: a fixture guest behind a real sshd that
+# authorizes the agent's key and follows the simulator's boot file; start
+# it before the simulator and pass it --guest-root VMID=$GUEST_ROOT. The
+# first one takes a free port (GUEST_PORT), the others share it. Sets
+# GUEST_ROOT and GUEST_PORT; the agent's known_hosts gets its host key.
 guestd_start() {
-	local fixture=$1 addr=$2
-	shift 2
+	local fixture=$1 addr=$2 line
 	state_init
-	mkfifo "$E2E_DIR/guestd.ready"
-	"$GUESTD_BIN" --fixture "$fixture" --addr "$addr" \
-		--authorize "$E2E_DIR/state/id_ed25519.pub" "$@" \
-		>"$E2E_DIR/guestd.ready" 2>"$E2E_DIR/guestd.err" &
-	GUESTD_PID=$!
-	exec 4<"$E2E_DIR/guestd.ready"
-	local line
-	if ! read -r -t 30 line <&4; then
+	mkfifo "$E2E_DIR/guestd-$addr.ready"
+	"$GUESTD_BIN" --fixture "$fixture" --addr "$addr" --port "${GUEST_PORT:-0}" \
+		--authorize "$E2E_DIR/state/id_ed25519.pub" \
+		>"$E2E_DIR/guestd-$addr.ready" 2>"$E2E_DIR/guestd-$addr.err" &
+	GUESTD_PIDS+=($!)
+	# the read end stays open (as the simulator's below) until the end
+	local fd
+	exec {fd}<"$E2E_DIR/guestd-$addr.ready"
+	if ! read -r -t 30 line <&"$fd"; then
 		echo "guestd did not start:" >&2
-		cat "$E2E_DIR/guestd.err" >&2
+		cat "$E2E_DIR/guestd-$addr.err" >&2
 		return 1
 	fi
 	GUEST_ROOT=$(printf '%s' "$line" | jq -r .root)
 	GUEST_PORT=$(printf '%s' "$line" | jq -r .port)
-	GUEST_KNOWN_HOSTS=$(printf '%s' "$line" | jq -r .known_hosts)
-	cat "$GUEST_KNOWN_HOSTS" >>"$E2E_DIR/state/known_hosts"
+	cat "$(printf '%s' "$line" | jq -r .known_hosts)" >>"$E2E_DIR/state/known_hosts"
+}
+
+# spare_guests_start N FIXTURE...: N spare guests of each fixture on
+# 127.0.2.10 onwards (guestd_start), which the simulator hands to the first
+# VMs of that fixture that start (pass it "${SIM_SPARE_ARGS[@]}"): a clone
+# of a template VM then answers SSH, and `up` writes its files.
+spare_guests_start() {
+	local n=$1 f i a=10
+	shift
+	for f in "$@"; do
+		for ((i = 0; i < n; i++)); do
+			guestd_start "$f" "127.0.2.$a"
+			# the freebsd-14 template VM has a virtio NIC, so its image
+			# was made for one (README's template section): vtnet0
+			[ "$f" != freebsd-14 ] ||
+				sed -i 's/^ifconfig_em0/ifconfig_vtnet0/' "$GUEST_ROOT/etc/rc.conf"
+			SIM_SPARE_ARGS+=(--spare-guest "$f@127.0.2.$a=$GUEST_ROOT")
+			a=$((a + 1))
+		done
+	done
 }
 
 # sim_start SCENARIO [pvesim options...]
