@@ -7,6 +7,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "conf.h"
 #include "ctl_client.h"
@@ -116,6 +117,9 @@ struct cmd_entry {
 /* Parse argv (argv[0] the command's name) by e into *a (free with
  * cmd_args_free). 0, or EXIT_USAGE after saying what is wrong. */
 int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_args *a);
+/* The "options:" part of a command's help: each option with its argument
+ * and one line saying what it does (cli_help.c). */
+void cli_print_options(FILE *f, const struct cmd_entry *e);
 void cmd_args_free(struct cmd_args *a);
 
 /* The command entries of cli_guest.c and cli_jobs.c. */

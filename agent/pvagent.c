@@ -253,6 +253,28 @@ static const char *opt_name(const struct cmd_entry *e, int opt, char *buf, size_
 	return buf;
 }
 
+/* The long option of e nearest to a mistyped one ("nodee"), or NULL;
+ * "--name=value" is compared by its name. */
+static const char *closest_option(const struct cmd_entry *e, const char *typed)
+{
+	size_t n = 1;
+	for (const struct option *o = e->longopts; o && o->name; o++)
+		n++;
+	const char **names = malloc(n * sizeof *names);
+	char *name = strndup(typed, strcspn(typed, "="));
+	const char *near = NULL;
+	if (names && name) {
+		n = 0;
+		for (const struct option *o = e->longopts; o && o->name; o++)
+			names[n++] = o->name;
+		names[n++] = "help";
+		near = str_closest(name, names, n);
+	}
+	free(names);
+	free(name);
+	return near;
+}
+
 int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_args *a)
 {
 	memset(a, 0, sizeof *a);
@@ -264,14 +286,21 @@ int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_
 	while ((opt = getopt_long(argc, argv, e->shortopts ? e->shortopts : "", e->longopts,
 				  NULL)) != -1) {
 		if (opt == '?' || opt == ':') {
-			/* getopt said which on stderr; the same for --json */
+			/* getopt said which on stderr; the same for --json, with the
+			 * nearest option of the command for a mistyped one */
 			const char *bad = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+			const char *near = !optopt && strncmp(bad, "--", 2) == 0
+				? closest_option(e, bad + 2) : NULL;
+			if (near)
+				fprintf(stderr, "pvagent %s: did you mean '--%s'?\n", e->name, near);
 			if (!cli_err.kind) {
 				cli_err.kind = "usage";
 				cli_err.cmd = e->name;
 				cli_err.message = optopt ? strprintf("option -%c: unknown or needs an "
 								     "argument", optopt)
-						  : strprintf("unknown option '%s'", bad);
+					: near ? strprintf("unknown option '%s' (did you mean '--%s'?)", bad,
+							   near)
+					: strprintf("unknown option '%s'", bad);
 			}
 			cmd_args_free(a);
 			fprintf(stderr, "(see pvagent %s --help)\n", e->name);
@@ -397,18 +426,25 @@ static int check_node(struct cli *cli, const char *cmd, const char *node)
 		return cli_fail_pve(cli, cmd, &e);
 	size_t n = json_object_array_length(nodes);
 	struct sbuf list = {0};
+	const char **names = n ? calloc(n, sizeof *names) : NULL;
 	for (size_t i = 0; i < n; i++) {
 		const char *name = json_text(json_object_array_get_idx(nodes, i), "node");
 		if (name && strcmp(name, node) == 0) {
 			sbuf_free(&list);
+			free(names);
 			json_object_put(nodes);
 			return 0;
 		}
 		if (name)
 			sbuf_addf(&list, "%s%s", list.len ? ", " : "", name);
+		if (names)
+			names[i] = name;
 	}
-	pve_error_set(&e, PVE_ERR_CONFIG, "no node '%s' in the cluster; nodes: %s", node,
+	const char *near = names ? str_closest(node, names, n) : NULL;
+	pve_error_set(&e, PVE_ERR_CONFIG, "no node '%s' in the cluster%s%s%s; nodes: %s", node,
+		      near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "",
 		      list.len ? sbuf_str(&list) : "none");
+	free(names);
 	sbuf_free(&list);
 	json_object_put(nodes);
 	return cli_fail_pve(cli, cmd, &e);
@@ -839,30 +875,12 @@ static void usage(FILE *f)
 		   "pvagent help COMMAND: its options and examples\n");
 }
 
-/* The short option of a long one, when the entry's getopt string has it. */
-static int short_of(const struct cmd_entry *e, const struct option *o)
-{
-	return o->val > ' ' && o->val < 127 && e->shortopts && strchr(e->shortopts, o->val)
-		? o->val : 0;
-}
-
 /* pvagent help COMMAND, pvagent COMMAND --help */
 static void command_help(FILE *f, const struct cmd_entry *e)
 {
 	fprintf(f, "usage: pvagent %s%s%s\n\n%s\n", e->name, *e->usage ? " " : "", e->usage,
 		e->help);
-	if (e->longopts && e->longopts[0].name) {
-		fprintf(f, "\noptions:\n");
-		for (const struct option *o = e->longopts; o->name; o++) {
-			int c = short_of(e, o);
-			if (c)
-				fprintf(f, "  -%c, ", c);
-			else
-				fprintf(f, "      ");
-			fprintf(f, "--%s%s\n", o->name, o->has_arg == required_argument ? " ARG"
-				: o->has_arg == optional_argument ? "[=ARG]" : "");
-		}
-	}
+	cli_print_options(f, e);
 	if (e->examples) {
 		fprintf(f, "\nexamples:\n");
 		for (const char *p = e->examples; *p;) {
@@ -957,11 +975,11 @@ static int complete(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-/* COMMAND --help anywhere before "--" */
+/* COMMAND --help or -h anywhere before "--" */
 static bool asks_help(int argc, char **argv)
 {
 	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-		if (strcmp(argv[i], "--help") == 0)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
 			return true;
 	return false;
 }
@@ -1023,8 +1041,22 @@ int main(int argc, char **argv)
 	bool completing = strcmp(name, "__complete") == 0;
 	const struct cmd_entry *cmd = completing ? NULL : find_command(name);
 	if (!cmd && !completing) {
-		cli_error("unknown-command", NULL, "unknown command '%s'", name);
-		usage(stderr);
+		size_t n = 0;
+		while (commands[n])
+			n++;
+		const char **names = malloc(n * sizeof *names);
+		for (size_t i = 0; names && i < n; i++)
+			names[i] = commands[i]->name;
+		const char *near = names ? str_closest(name, names, n) : NULL;
+		free(names);
+		if (near) {
+			cli_error("unknown-command", NULL, "unknown command '%s' (did you mean '%s'?)",
+				  name, near);
+			fprintf(stderr, "(see pvagent help %s)\n", near);
+		} else {
+			cli_error("unknown-command", NULL, "unknown command '%s'", name);
+			usage(stderr);
+		}
 		return finish_error(&cli, name, EXIT_USAGE);
 	}
 	if (cmd && asks_help(argc - optind, argv + optind)) {

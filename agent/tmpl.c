@@ -934,6 +934,27 @@ static int valid_tmpl_name(const char *name)
 	return name[0] != '.' && all_chars(name, "._-");
 }
 
+/* The template in dirs whose name is nearest to a mistyped one, malloc'd,
+ * or NULL. */
+static char *closest_template(const char *const *dirs, const char *name)
+{
+	struct tmpl_info *list = NULL;
+	size_t n = 0;
+	char *lerr = NULL;
+	if (tmpl_list(dirs, &list, &n, &lerr) < 0) {
+		free(lerr);
+		return NULL;
+	}
+	const char **names = n ? malloc(n * sizeof *names) : NULL;
+	for (size_t i = 0; names && i < n; i++)
+		names[i] = list[i].name;
+	const char *near = names ? str_closest(name, names, n) : NULL;
+	char *copy = near ? strdup(near) : NULL;
+	free(names);
+	tmpl_list_free(list, n);
+	return copy;
+}
+
 int tmpl_load(const char *const *dirs, const char *name, struct tmpl **out,
 	      char **err)
 {
@@ -963,8 +984,11 @@ int tmpl_load(const char *const *dirs, const char *name, struct tmpl **out,
 		}
 		free(p);
 	}
-	*err = strprintf("no template '%s' (looked in %s)", name,
-			 tried.len ? tried.s : "no directories");
+	char *near = closest_template(dirs, name);
+	*err = strprintf("no template '%s' (looked in %s)%s%s%s", name,
+			 tried.len ? tried.s : "no directories", near ? "; did you mean '" : "",
+			 near ? near : "", near ? "'?" : "");
+	free(near);
 	sbuf_free(&tried);
 	return -1;
 }

@@ -269,3 +269,57 @@ bool key_indexed(const char *key, const char *base)
 			return false;
 	return true;
 }
+
+/* Edit distance of a and b (insertions, deletions, substitutions and
+ * swaps of two neighbours: "lsit" is one from "list"), given up past max
+ * (returns max + 1). */
+static size_t edit_distance(const char *a, const char *b, size_t max)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if ((la > lb ? la - lb : lb - la) > max)
+		return max + 1;
+	size_t *rows = malloc(3 * (lb + 1) * sizeof *rows);
+	if (!rows)
+		return max + 1;
+	size_t *pp = rows, *prev = rows + lb + 1, *cur = rows + 2 * (lb + 1);
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t best = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			if (prev[j] + 1 < best)
+				best = prev[j] + 1;
+			if (cur[j - 1] + 1 < best)
+				best = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    pp[j - 2] + 1 < best)
+				best = pp[j - 2] + 1;
+			cur[j] = best;
+		}
+		size_t *t = pp;
+		pp = prev;
+		prev = cur;
+		cur = t;
+	}
+	size_t d = prev[lb];
+	free(rows);
+	return d;
+}
+
+const char *str_closest(const char *word, const char *const *candidates, size_t n)
+{
+	size_t len = strlen(word), max = len / 3 < 1 ? 1 : len / 3 > 3 ? 3 : len / 3;
+	const char *best = NULL;
+	size_t best_d = max + 1;
+	for (size_t i = 0; i < n; i++) {
+		if (!candidates[i])
+			continue;
+		size_t d = edit_distance(word, candidates[i], max);
+		if (d < best_d) {
+			best_d = d;
+			best = candidates[i];
+		}
+	}
+	return best;
+}

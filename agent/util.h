@@ -61,5 +61,9 @@ bool key_indexed(const char *key, const char *base);
 /* Replace *err (freed; err may be NULL) with a malloc'd printf message:
  * the one way a "char **err" out-parameter is filled. */
 void err_setf(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The candidate nearest to a mistyped word (Levenshtein distance of at
+ * most a third of its length, one to three edits), for "did you mean";
+ * NULL when none is that near. */
+const char *str_closest(const char *word, const char *const *candidates, size_t n);
 
 #endif

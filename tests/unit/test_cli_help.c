@@ -134,8 +134,10 @@ Test(cli_help, command_help_without_a_config)
 	char *out = NULL, *out2 = NULL;
 	cr_assert_eq(RUN(&out, "-c", "/nonexistent/pvagent.conf", "up", "--help"), 0);
 	cr_assert(strncmp(out, "usage: pvagent up NAME... -t TEMPLATE", 37) == 0, "%s", out);
-	cr_assert_not_null(strstr(out, "\noptions:\n  -t, --template ARG\n"), "%s", out);
-	cr_assert_not_null(strstr(out, "      --no-start\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "\noptions:\n  -t, --template NAME       the template "
+				   "to provision from (required)\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "      --no-start            create and configure, but "
+				   "leave the guest stopped\n"), "%s", out);
 	cr_assert_not_null(strstr(out, "\nexamples:\n  pvagent up web1 -t ubuntu-24.04\n"), "%s", out);
 	cr_assert_eq(RUN(&out2, "-c", "/nonexistent/pvagent.conf", "help", "up"), 0);
 	cr_assert_str_eq(out, out2);
@@ -143,6 +145,132 @@ Test(cli_help, command_help_without_a_config)
 	free(out2);
 	cr_assert_eq(RUN(&out, "down", "web1", "--help"), 0);
 	cr_assert_not_null(strstr(out, "usage: pvagent down NAME|VMID... [--purge] [--dry-run]\n"), "%s", out);
+	free(out);
+}
+
+/* The lines of out, each malloc'd, NULL-terminated. */
+static char **lines_of(const char *out)
+{
+	size_t n = 0, cap = 8;
+	char **v = malloc(cap * sizeof *v);
+	cr_assert_not_null(v);
+	for (const char *p = out; *p;) {
+		size_t len = strcspn(p, "\n");
+		if (n + 2 > cap) {
+			cap *= 2;
+			v = realloc(v, cap * sizeof *v);
+			cr_assert_not_null(v);
+		}
+		v[n++] = strndup(p, len);
+		p += len + (p[len] == '\n');
+	}
+	v[n] = NULL;
+	return v;
+}
+
+static void lines_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Walks the command table (pvagent __complete commands, then each command's
+ * options): COMMAND -h, COMMAND --help and help COMMAND all exit 0 with the
+ * same text, and every option of every command is in it with a line that
+ * says what it does, and in pvagent(1). */
+Test(cli_help, every_option_of_every_command_is_described)
+{
+	char *cmds = NULL, *man = NULL;
+	cr_assert_eq(RUN(&cmds, "__complete", "commands"), 0);
+	cr_assert_eq(read_file("conf/man/pvagent.1", &man, NULL), 0, "conf/man/pvagent.1");
+	char **cv = lines_of(cmds);
+	size_t ncmd = 0, nopt = 0;
+	for (char **c = cv; *c; c++, ncmd++) {
+		char *help = NULL, *h1 = NULL, *h2 = NULL, *opts = NULL;
+		cr_assert_eq(RUN(&help, "help", *c), 0, "help %s", *c);
+		cr_assert_eq(RUN(&h1, *c, "-h"), 0, "%s -h", *c);
+		cr_assert_eq(RUN(&h2, *c, "--help"), 0, "%s --help", *c);
+		cr_assert_str_eq(help, h1, "%s -h", *c);
+		cr_assert_str_eq(help, h2, "%s --help", *c);
+		cr_assert_eq(RUN(&opts, "__complete", "options", *c), 0);
+		char **ov = lines_of(opts);
+		for (char **o = ov; *o; o++) {
+			if (strcmp(*o, "--help") == 0)
+				continue;
+			nopt++;
+			/* "  -t, --template NAME   text" or "      --dry-run   text", the
+			 * text maybe on the next line when the head is long */
+			char *head = strprintf("%s ", *o), *alone = strprintf("%s\n", *o);
+			const char *at = strstr(help, head);
+			if (!at)
+				at = strstr(help, alone);
+			cr_assert_not_null(at, "pvagent help %s does not show %s:\n%s", *c, *o, help);
+			const char *eol = strchr(at, '\n');
+			const char *text = at + strlen(*o);
+			while (text < eol && *text != ' ')
+				text++; /* past " ARG" */
+			const char *words = text;
+			while (words < eol && *words == ' ')
+				words++;
+			if (words == eol) { /* the text is on the next line */
+				words = eol + 1;
+				while (*words == ' ')
+					words++;
+			}
+			cr_assert(*words && *words != '\n' && *words != '-',
+				  "pvagent help %s: %s has no description:\n%s", *c, *o, help);
+			/* in the man page every '-' of an option is "\-" */
+			struct sbuf esc = {0};
+			for (const char *p = *o; *p; p++)
+				cr_assert_eq(*p == '-' ? sbuf_add(&esc, "\\-") : sbuf_addc(&esc, *p), 0);
+			cr_assert_not_null(strstr(man, sbuf_str(&esc)),
+					   "pvagent(1) does not mention %s (of %s)", *o, *c);
+			sbuf_free(&esc);
+			free(head);
+			free(alone);
+		}
+		lines_free(ov);
+		free(help);
+		free(h1);
+		free(h2);
+		free(opts);
+	}
+	cr_assert_gt(ncmd, 15);
+	cr_assert_gt(nopt, 40);
+	lines_free(cv);
+	free(cmds);
+	free(man);
+}
+
+/* A mistyped command, option, template or node is answered with the
+ * nearest one. */
+Test(cli_help, did_you_mean)
+{
+	char *out = NULL;
+	cr_assert_eq(RUN(&out, "lsit"), 2);
+	cr_assert_not_null(strstr(out, "unknown command 'lsit' (did you mean 'list'?)"), "%s", out);
+	free(out);
+	cr_assert_eq(RUN(&out, "--json", "migrte"), 2);
+	json_object *o = final_json(out);
+	cr_assert_str_eq(str(o, "error", "message"), "unknown command 'migrte' (did you mean "
+			 "'migrate'?)");
+	json_object_put(o);
+	free(out);
+	cr_assert_eq(RUN(&out, "-c", conf, "--json", "up", "x", "-t", "helptest", "--nodee", "n"), 2);
+	cr_assert_not_null(strstr(out, "pvagent up: did you mean '--node'?"), "%s", out);
+	o = final_json(out);
+	cr_assert_str_eq(str(o, "error", "message"), "unknown option '--nodee' (did you mean "
+			 "'--node'?)");
+	json_object_put(o);
+	free(out);
+	cr_assert_eq(RUN(&out, "-c", conf, "up", "x", "-t", "helptset"), 2);
+	cr_assert_not_null(strstr(out, "no template 'helptset'"), "%s", out);
+	cr_assert_not_null(strstr(out, "did you mean 'helptest'?"), "%s", out);
+	free(out);
+	/* far from everything: no guess */
+	cr_assert_eq(RUN(&out, "zzzzzz"), 2);
+	cr_assert_null(strstr(out, "did you mean"), "%s", out);
 	free(out);
 }
 
