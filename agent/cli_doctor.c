@@ -162,9 +162,10 @@ static void check_privileges(struct doctor *d)
 			const char *priv = pveprivs_need_priv(n, d->major);
 			if (strcmp(n->path, path) != 0 || json_object_object_get_ex(at, priv, NULL))
 				continue;
-			all = false;
+			bool note = n->migrate && !d->migrate;
+			all = all && note;
 			char *line = pveprivs_grant_line(priv);
-			check(d, n->migrate && !d->migrate ? V_NOTE : V_FIX, "privilege",
+			check(d, note ? V_NOTE : V_FIX, "privilege",
 			      "%s on %s missing (%s): %s", priv, path, n->commands,
 			      line ? line : "grant it");
 			free(line);
@@ -173,7 +174,7 @@ static void check_privileges(struct doctor *d)
 	}
 	if (all)
 		check(d, V_OK, "privileges", "every privilege pvagent's commands need (PVE %d%s)",
-		      d->major, d->migrate ? ", with migrate" : "");
+		      d->major, d->migrate ? ", with migrate" : "; migrate and drain: doctor --migrate");
 }
 
 static void check_storages(struct doctor *d)

@@ -527,6 +527,11 @@ static int write_files(struct setup *s)
 	int rc = token_node(s, &node);
 	if (rc)
 		return rc;
+	if (mkdir(s->dir, 0700) < 0 && errno != EEXIST) {
+		cli_error("io", "setup", "%s: %s", s->dir, strerror(errno));
+		free(node);
+		return 1;
+	}
 	char *key = strprintf("%s/id_ed25519", s->dir);
 	struct stat st;
 	bool have_key = key && stat(key, &st) == 0;
@@ -584,8 +589,6 @@ static int setup_paths(struct setup *s)
 	s->secret_path = s->dir ? strprintf("%s/token.secret", s->dir) : NULL;
 	if (!s->conf_path || !s->dir || !s->secret_path)
 		return cli_error("internal", "setup", "out of memory");
-	if (mkdir(s->dir, 0700) < 0 && errno != EEXIST)
-		return cli_error("io", "setup", "%s: %s", s->dir, strerror(errno));
 	return 0;
 }
 
