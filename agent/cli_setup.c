@@ -486,7 +486,7 @@ static int write_private(const char *path, const char *text, char **why)
 
 static char *conf_text(struct setup *s, const char *node, const char *identity)
 {
-	return strprintf(CONF_HEADER "# PVE %d at %s; privileges: pvagent help setup\n"
+	return strprintf(CONF_HEADER "# PVE %d at %s; check it with: pvagent doctor\n"
 			 "[pve]\nurl = %s\ntoken_id = %s\ntoken_secret_file = %s\n"
 			 "fingerprint = %s\n%s%s%s"
 			 "[ssh]\n%s%s%shost_key_policy = tofu\n",
