@@ -65,8 +65,10 @@ static void said(struct setup *s, const char *step, const char *state)
 static int step_failed(struct setup *s, const char *step, struct pve_error *e)
 {
 	char *m = pve_error_format(e);
-	cli_error(pve_err_kind_name(e->kind), "setup", "%s: %s; nothing written",
-		  step, m ? m : "failed");
+	size_t sl = strlen(step);
+	bool named = m && strncmp(m, step, sl) == 0 && m[sl] == ':'; /* "login: ..." */
+	cli_error(pve_err_kind_name(e->kind), "setup", "%s%s%s; nothing written",
+		  named ? "" : step, named ? "" : ": ", m ? m : "failed");
 	free(m);
 	int code = cli_exit_code(pve_error_outcome(e));
 	pve_error_clear(e);

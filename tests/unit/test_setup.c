@@ -347,3 +347,29 @@ Test(setup, doctor_all_well_then_names_a_missing_privilege)
 	cr_assert(strstr(out, "\"state\":\"fix\""), "%s", out);
 	free(out);
 }
+
+Test(setup, a_refused_step_is_named_and_the_next_run_completes_it)
+{
+	char *out = NULL;
+	cr_assert_eq(simproc_fault(&sp, "{\"method\": \"PUT\", \"path\": \"/access/acl$\", \"nth\": 1,"
+					" \"action\": \"status\", \"status\": 403,"
+					" \"message\": \"Permission check failed (/, Permissions.Modify)\"}"),
+		     0);
+	cr_assert_eq(setup(&out, NULL), 1, "%s", out);
+	cr_assert(strstr(out, "ACL /") && strstr(out, "Permissions.Modify") &&
+		  strstr(out, "nothing written"), "%s", out);
+	free(out);
+	cr_assert_neq(access(conf, F_OK), 0);
+	cr_assert_neq(access(secret, F_OK), 0);
+	/* the token it made, whose secret no file holds, is gone again */
+	cr_assert_eq(simproc_count(&sp, "DELETE", "/token/" PVEPRIVS_TOKEN, 200), 1);
+	cr_assert_eq(tokens(), 0);
+
+	cr_assert_eq(setup(&out, NULL), 0, "%s", out);
+	cr_assert(strstr(out, "role " PVEPRIVS_ROLE) && strstr(out, "as it should be"), "%s", out);
+	cr_assert(strstr(out, "user " PVEPRIVS_USER) && strstr(out, "exists"), "%s", out);
+	free(out);
+	mode_is_0600(conf);
+	cr_assert_eq(pv(&out, "nodes", NULL), 0, "%s", out);
+	free(out);
+}
