@@ -36,6 +36,9 @@ struct doctor {
 	json_object *checks;
 	bool fix;
 	char *node; /* the node storages and bridges are read on (malloc'd) */
+	char *storage, *bridge; /* the first with images, the first bridge, if
+				   any: the paths privileges are asked on */
+	bool told_acl;          /* "holds nothing" said (once is enough) */
 };
 
 static void check(struct doctor *d, enum verdict v, const char *name, const char *fmt, ...)
@@ -132,38 +135,74 @@ static void check_versions(struct doctor *d, json_object *nodes)
 	free(first);
 }
 
+/* The path a need is asked on: its table path made concrete where doctor
+ * knows what pvagent will use (the storage, the bridge, the node). */
+static char *need_path(const struct doctor *d, const char *path)
+{
+	if (strcmp(path, "/storage") == 0 && d->storage)
+		return strprintf("/storage/%s", d->storage);
+	if (strcmp(path, "/sdn/zones/localnetwork") == 0 && d->bridge)
+		return strprintf("%s/%s", path, d->bridge);
+	if (strcmp(path, "/nodes") == 0 && d->node)
+		return strprintf("/nodes/%s", d->node);
+	return strdup(path);
+}
+
+/* The token holds nothing on path: the ACL lines, not the role, are what
+ * is missing. */
+static void no_acl(struct doctor *d, const char *path)
+{
+	const char *id = pve_identity(d->cli->pve);
+	size_t ul = strcspn(id, "!");
+	check(d, V_FIX, "privileges", "%s holds nothing on %s (nor, likely, elsewhere): "
+	      "pveum acl modify / --users %.*s "
+	      "--roles " PVEPRIVS_ROLE "; pveum acl modify / --tokens '%s' --roles " PVEPRIVS_ROLE,
+	      id, path, (int)ul, id, id);
+}
+
 static void check_privileges(struct doctor *d)
 {
 	const char *done[8];
 	size_t ndone = 0;
 	bool all = true;
 	for (size_t i = 0; pveprivs_need(i); i++) {
-		const char *path = pveprivs_need(i)->path;
+		const char *tpath = pveprivs_need(i)->path;
 		bool seen = false;
 		for (size_t k = 0; k < ndone; k++)
-			seen = seen || strcmp(done[k], path) == 0;
+			seen = seen || strcmp(done[k], tpath) == 0;
 		if (seen || ndone == 8)
 			continue;
-		done[ndone++] = path;
+		done[ndone++] = tpath;
+		char *path = need_path(d, tpath);
 		struct pve_params p = {0};
-		pve_params_add(&p, "path", path);
+		pve_params_add(&p, "path", path ? path : tpath);
 		json_object *perm = NULL, *at = NULL;
 		struct pve_error e = {0};
-		int rc = pve_get(d->cli->pve, "/access/permissions", &p, &perm, &e);
+		int rc = path ? pve_get(d->cli->pve, "/access/permissions", &p, &perm, &e) : -1;
 		pve_params_free(&p);
 		if (rc < 0) {
+			if (!path)
+				pve_error_set(&e, PVE_ERR_INTERNAL, "out of memory");
 			request_failed(d, "privileges", &e);
+			free(path);
 			all = false;
 			continue;
 		}
 		json_object_object_get_ex(perm, path, &at);
+		bool none = !at || json_object_object_length(at) == 0;
 		for (size_t j = i; pveprivs_need(j); j++) {
 			const struct pvepriv_need *n = pveprivs_need(j);
 			const char *priv = pveprivs_need_priv(n, d->major);
-			if (strcmp(n->path, path) != 0 || json_object_object_get_ex(at, priv, NULL))
+			if (strcmp(n->path, tpath) != 0 || json_object_object_get_ex(at, priv, NULL))
 				continue;
 			bool note = n->migrate && !d->migrate;
 			all = all && note;
+			if (none && !note && !d->told_acl) {
+				no_acl(d, path);
+				d->told_acl = true;
+			}
+			if (none)
+				continue;
 			char *line = pveprivs_grant_line(priv);
 			check(d, note ? V_NOTE : V_FIX, "privilege",
 			      "%s on %s missing (%s): %s", priv, path, n->commands,
@@ -171,6 +210,7 @@ static void check_privileges(struct doctor *d)
 			free(line);
 		}
 		json_object_put(perm);
+		free(path);
 	}
 	if (all)
 		check(d, V_OK, "privileges", "every privilege pvagent's commands need (PVE %d%s)",
@@ -193,6 +233,8 @@ static void check_storages(struct doctor *d)
 	for (size_t i = 0; i < json_object_array_length(st); i++) {
 		json_object *s = json_object_array_get_idx(st, i);
 		const char *id = json_str(s, "storage"), *content = json_str(s, "content");
+		if (id && content && strstr(content, "images") && !d->storage)
+			d->storage = strdup(id);
 		images = images || (content && strstr(content, "images"));
 		sbuf_addf(&b, "%s%s (%s)", b.len ? ", " : "", id ? id : "?", content ? content : "");
 	}
@@ -218,9 +260,12 @@ static void check_bridges(struct doctor *d)
 		return;
 	}
 	struct sbuf b = {0};
-	for (size_t i = 0; i < json_object_array_length(net); i++)
-		sbuf_addf(&b, "%s%s", b.len ? ", " : "",
-			  json_text(json_object_array_get_idx(net, i), "iface"));
+	for (size_t i = 0; i < json_object_array_length(net); i++) {
+		const char *br = json_text(json_object_array_get_idx(net, i), "iface");
+		if (br && !d->bridge)
+			d->bridge = strdup(br);
+		sbuf_addf(&b, "%s%s", b.len ? ", " : "", br ? br : "?");
+	}
 	check(d, b.len ? V_OK : V_FIX, "bridges", "%s: %s", d->node, b.len ? sbuf_str(&b) : "none");
 	sbuf_free(&b);
 	json_object_put(net);
@@ -234,6 +279,12 @@ static void check_templates(struct doctor *d)
 	if (tmpl_list((const char *const *)d->cli->conf.paths.templates, &list, &n, &err) < 0) {
 		check(d, V_FIX, "templates", "%s", err ? err : "cannot list");
 		free(err);
+		return;
+	}
+	if (n == 0) {
+		check(d, V_NOTE, "templates", "none in the configured directories ([paths] "
+		      "templates)");
+		tmpl_list_free(list, n);
 		return;
 	}
 	struct pve_error e = {0};
@@ -366,12 +417,13 @@ static int cmd_doctor(struct cli *cli, const struct cmd_args *a)
 		}
 		if (cli->conf.pve.node)
 			d.node = strdup(cli->conf.pve.node);
-		check_privileges(&d);
 		if (d.node) {
 			check_storages(&d);
 			check_bridges(&d);
-			check_clock(&d);
 		}
+		check_privileges(&d);
+		if (d.node)
+			check_clock(&d);
 		check_templates(&d);
 		check_ha(&d);
 	}
@@ -390,6 +442,8 @@ static int cmd_doctor(struct cli *cli, const struct cmd_args *a)
 	json_object_put(nodes);
 	json_object_put(d.checks);
 	free(d.node);
+	free(d.storage);
+	free(d.bridge);
 	return rc;
 }
 

@@ -131,8 +131,8 @@ static char *tty_line(FILE *tty, const char *prompt, bool secret)
 {
 	struct termios old, quiet;
 	bool restore = false;
-	fputs(prompt, stderr);
-	fflush(stderr);
+	fputs(prompt, tty);
+	fflush(tty);
 	if (secret && tcgetattr(fileno(tty), &old) == 0) {
 		quiet = old;
 		quiet.c_lflag &= ~(tcflag_t)ECHO;
@@ -143,7 +143,7 @@ static char *tty_line(FILE *tty, const char *prompt, bool secret)
 	ssize_t n = getline(&line, &cap, tty);
 	if (restore) {
 		tcsetattr(fileno(tty), TCSAFLUSH, &old);
-		fputc('\n', stderr);
+		fputc('\n', tty);
 	}
 	if (n < 0) {
 		free(line);
@@ -181,7 +181,7 @@ static int pin_certificate(struct setup *s)
 				 "%s shows the certificate %s; without a terminal "
 				 "to confirm it, give --fingerprint (compare `pvenode cert info` "
 				 "on the host); nothing written", s->url, s->fingerprint);
-	fprintf(stderr, "%s shows a certificate with the SHA-256 fingerprint\n  %s\n"
+	fprintf(tty, "%s shows a certificate with the SHA-256 fingerprint\n  %s\n"
 		"(on the host: pvenode cert info)\n", s->url, s->fingerprint);
 	char *ans = tty_line(tty, "Is it the host's? [y/N] ", false);
 	fclose(tty);
@@ -271,7 +271,17 @@ static int ensure_role(struct setup *s)
 			have = json_text(r, "privs") ? json_text(r, "privs") : "";
 	}
 	int rc = 0;
-	if (have && same_privs(have, want)) {
+	if (have && !s->migrate && list_has(have, "VM.Migrate", 10)) {
+		/* a role set up for migrate keeps it: a rerun without --migrate
+		 * (to add the SSH key, say) takes nothing away */
+		s->migrate = true;
+		free(want);
+		want = pveprivs_role_privs(s->major, true);
+		said(s, "role " PVEPRIVS_ROLE, "keeps what migrate needs (it has VM.Migrate)");
+	}
+	if (!want) {
+		rc = cli_error("internal", "setup", "out of memory");
+	} else if (have && same_privs(have, want)) {
 		said(s, "role " PVEPRIVS_ROLE, "as it should be");
 	} else {
 		struct pve_params p = {0};

@@ -346,6 +346,31 @@ Test(setup, doctor_all_well_then_names_a_missing_privilege)
 	cr_assert_eq(pv(&out, "--json", "doctor", NULL), 1, "%s", out);
 	cr_assert(strstr(out, "\"state\":\"fix\""), "%s", out);
 	free(out);
+
+	/* the token's ACL taken away: the ACL line is what doctor gives */
+	cr_assert_eq(sim_api(&sp, "PUT", "/access/acl",
+			     "path=/&roles=" PVEPRIVS_ROLE "&tokens=" PVEPRIVS_USER "!" PVEPRIVS_TOKEN
+			     "&delete=1", &st, NULL), 0);
+	cr_assert_eq(st, 200);
+	cr_assert_eq(pv(&out, "doctor", NULL), 1, "%s", out);
+	cr_assert(strstr(out, "pveum acl modify / --tokens '" PVEPRIVS_USER "!" PVEPRIVS_TOKEN
+			      "' --roles " PVEPRIVS_ROLE), "%s", out);
+	free(out);
+}
+
+Test(setup, a_rerun_without_migrate_keeps_what_migrate_needs)
+{
+	char *out = NULL;
+	cr_assert_eq(setup(&out, "--migrate"), 0, "%s", out);
+	free(out);
+	cr_assert_eq(setup(&out, NULL), 0, "%s", out);
+	cr_assert(strstr(out, "keeps what migrate needs"), "%s", out);
+	free(out);
+	cr_assert_eq(simproc_count(&sp, "PUT", "/access/roles/" PVEPRIVS_ROLE, -1), 0);
+	cr_assert_eq(pv(&out, "doctor", "--migrate", NULL), 1, "only the SSH key is missing:\n%s",
+		     out);
+	cr_assert(strstr(out, "with migrate"), "%s", out);
+	free(out);
 }
 
 Test(setup, a_refused_step_is_named_and_the_next_run_completes_it)
