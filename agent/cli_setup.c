@@ -79,7 +79,7 @@ static int step_failed(struct setup *s, const char *step, struct pve_error *e)
 
 static void fp_format(const unsigned char md[32], char out[96])
 {
-	for (int i = 0; i < 32; i++)
+	for (size_t i = 0; i < 32; i++)
 		snprintf(out + i * 3, 4, "%02X%s", md[i], i < 31 ? ":" : "");
 }
 
@@ -567,7 +567,7 @@ static int write_files(struct setup *s)
 			said(s, s->secret_path, "written (0600)");
 		free(line);
 	}
-	if (rc == 0 && !(exists && strcmp(old, text) == 0)) {
+	if (rc == 0 && text && !(exists && strcmp(old, text) == 0)) {
 		if (write_private(s->conf_path, text, &why) < 0)
 			rc = cli_error("io", "setup", "configuration: %s", why);
 		else
@@ -593,8 +593,10 @@ static int write_files(struct setup *s)
 
 static int setup_paths(struct setup *s)
 {
-	const char *c = s->cli->conf_path ? s->cli->conf_path
-		      : getenv("PVAGENT_CONF") ? getenv("PVAGENT_CONF") : SYSTEM_CONF;
+	const char *env = getenv("PVAGENT_CONF");
+	const char *c = s->cli->conf_path ? s->cli->conf_path : env ? env : SYSTEM_CONF;
+	if (!*c)
+		return cli_error("usage", "setup", "an empty configuration path");
 	const char *slash = strrchr(c, '/');
 	s->conf_path = strdup(c);
 	s->dir = slash ? strndup(c, slash == c ? 1 : (size_t)(slash - c)) : strdup(".");

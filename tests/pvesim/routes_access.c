@@ -84,7 +84,7 @@ static int cmp_str(const void *a, const void *b)
 /* "A,B,C" of a privilege set, sorted as Role.pm joins them. */
 static char *privs_text(acl_privset p)
 {
-	const char *names[64];
+	const char *names[64] = {0};
 	size_t n = 0;
 	for (int i = 0; acl_priv_name(i) && n < 64; i++)
 		if (p >> i & 1)

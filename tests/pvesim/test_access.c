@@ -29,6 +29,7 @@ static void stop(void)
 	cr_assert_eq(simproc_stop(&sp), 0, "simulator did not stop cleanly");
 }
 
+/* cppcheck-suppress unknownMacro */
 TestSuite(access, .init = start, .fini = stop, .timeout = 60);
 
 /* One request as token "ID=SECRET" (NULL: the scenario's root token). */

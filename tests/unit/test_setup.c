@@ -59,6 +59,7 @@ static void stop(void)
 	free(pw);
 }
 
+/* cppcheck-suppress unknownMacro */
 TestSuite(setup, .init = start, .fini = stop, .timeout = 120);
 
 /* pvagent -c CONF ARGS... (NULL-terminated): its exit status. */
