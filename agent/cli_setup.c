@@ -259,6 +259,8 @@ static int ensure_role(struct setup *s)
 	struct pve_error e = {0};
 	json_object *roles = NULL;
 	char *want = pveprivs_role_privs(s->major, s->migrate);
+	if (!want)
+		pve_error_oom(&e);
 	if (!want || pve_get(s->admin, "/access/roles", NULL, &roles, &e) < 0) {
 		free(want);
 		return step_failed(s, "role " PVEPRIVS_ROLE, &e);
