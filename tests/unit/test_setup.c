@@ -357,6 +357,7 @@ Test(setup, doctor_all_well_then_names_a_missing_privilege)
 	cr_assert(strstr(out, "pveum acl modify / --tokens '" PVEPRIVS_USER "!" PVEPRIVS_TOKEN
 			      "' --roles " PVEPRIVS_ROLE), "%s", out);
 	free(out);
+	cr_assert_gt(forbidden(), 0, "the 403 counter the other tests rely on sees these");
 }
 
 Test(setup, a_rerun_without_migrate_keeps_what_migrate_needs)
@@ -398,4 +399,25 @@ Test(setup, a_refused_step_is_named_and_the_next_run_completes_it)
 	mode_is_0600(conf);
 	cr_assert_eq(pv(&out, "nodes", NULL), 0, "%s", out);
 	free(out);
+}
+
+Test(setup, the_migrate_token_plans_migrate_and_drain_without_a_403)
+{
+	char *out = NULL;
+	cr_assert_eq(setup(&out, "--migrate"), 0, "%s", out);
+	free(out);
+	int before = forbidden();
+	static const char *const cmds[][4] = {
+		{"show", "fbsd9-legacy", NULL},
+		{"down", "190", "--dry-run", NULL},
+		{"migrate", "fbsd9-legacy", "pve2", "--dry-run"},
+		{"drain", "pve1", "--dry-run", NULL},
+	};
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		cr_assert_eq(pv(&out, cmds[i][0], cmds[i][1], cmds[i][2], cmds[i][3], NULL), 0,
+			     "%s: %s", cmds[i][0], out);
+		free(out);
+	}
+	cr_assert_eq(forbidden(), before, "a request of the token got a 403");
+	cr_assert_eq(simproc_named(&sp, "fbsd9-legacy"), 1, "dry runs change nothing");
 }
