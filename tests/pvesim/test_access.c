@@ -241,3 +241,32 @@ Test(access, node_network_and_time)
 	json_object_put(b);
 	cr_assert_eq(call("GET", "/nodes/pve1/network?type=nonsense", NULL, NULL), 400);
 }
+
+/* root@pam's password from the scenario: a ticket, and with it (and the
+ * CSRF token) a role made as the web UI or pveum would. */
+Test(access, a_password_login_makes_a_role)
+{
+	long st = 0;
+	json_object *b = NULL;
+	cr_assert_eq(sim_http(&sp, "POST", "/api2/json/access/ticket",
+			      "application/x-www-form-urlencoded",
+			      "username=root@pam&password=demo-root-password", NULL, &st, &b),
+		     0);
+	cr_assert_eq(st, 200);
+	json_object *d = json_object_object_get(b, "data");
+	char *cookie = strprintf("Cookie: PVEAuthCookie=%s",
+				 json_object_get_string(json_object_object_get(d, "ticket")));
+	char *csrf = strprintf("CSRFPreventionToken: %s",
+			       json_object_get_string(
+				       json_object_object_get(d, "CSRFPreventionToken")));
+	json_object_put(b);
+	const char *h[] = {cookie, csrf, NULL};
+	cr_assert_eq(sim_http(&sp, "POST", "/api2/json/access/roles",
+			      "application/x-www-form-urlencoded", "roleid=ByTicket&privs=VM.Audit",
+			      h, &st, NULL),
+		     0);
+	cr_assert_eq(st, 200);
+	cr_assert_eq(call("GET", "/access/roles/ByTicket", NULL, NULL), 200);
+	free(cookie);
+	free(csrf);
+}
