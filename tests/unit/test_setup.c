@@ -421,3 +421,66 @@ Test(setup, the_migrate_token_plans_migrate_and_drain_without_a_403)
 	cr_assert_eq(forbidden(), before, "a request of the token got a 403");
 	cr_assert_eq(simproc_named(&sp, "fbsd9-legacy"), 1, "dry runs change nothing");
 }
+
+/* Items of a privilege list (space or comma separated) as a sorted,
+ * space-joined string. */
+static char *sorted_set(const char *list)
+{
+	char *items[64];
+	size_t n = 0;
+	for (const char *p = list; *p && n < 64;) {
+		p += strspn(p, " ,\"\\\n");
+		size_t l = strcspn(p, " ,\"\\\n");
+		if (l)
+			items[n++] = strndup(p, l);
+		p += l;
+	}
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && strcmp(items[j - 1], items[j]) > 0; j--) {
+			char *t = items[j];
+			items[j] = items[j - 1];
+			items[j - 1] = t;
+		}
+	struct sbuf b = {0};
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(sbuf_addf(&b, "%s%s", i ? " " : "", items[i]), 0);
+		free(items[i]);
+	}
+	char *s = b.len ? sbuf_steal(&b) : strdup("");
+	sbuf_free(&b);
+	return s;
+}
+
+/* README's hand-typed role is the table's role of its version: every
+ * `pveum role add PVAgent` block there holds the privileges pveprivs.c
+ * gives PVE 8 or PVE 9 (setup and doctor use that table). */
+Test(pveprivs, readme_roles_are_the_tables)
+{
+	char *text = NULL;
+	cr_assert_eq(read_file("README.md", &text, NULL), 0);
+	char *t8 = NULL, *t9 = NULL, *p8 = pveprivs_role_privs(8, false),
+	     *p9 = pveprivs_role_privs(9, false);
+	t8 = sorted_set(p8);
+	t9 = sorted_set(p9);
+	int found = 0;
+	for (char *at = text; (at = strstr(at, "\npveum role add " PVEPRIVS_ROLE " --privs \""));
+	     found++) {
+		at += strlen("\npveum role add " PVEPRIVS_ROLE " --privs \"");
+		char *end = strchr(at, '"');
+		cr_assert_not_null(end);
+		char *list = strndup(at, (size_t)(end - at)), *got = sorted_set(list);
+		cr_assert(strcmp(got, t8) == 0 || strcmp(got, t9) == 0,
+			  "README role: %s\ntable, PVE 8: %s\ntable, PVE 9: %s", got, t8, t9);
+		free(list);
+		free(got);
+		at = end;
+	}
+	cr_assert_gt(found, 0, "README has no pveum role add " PVEPRIVS_ROLE " line");
+	cr_assert(strstr(t8, "VM.Monitor") && !strstr(t9, "VM.Monitor") &&
+		  strstr(t9, "VM.GuestAgent.Audit") && !strstr(t8, "VM.GuestAgent"));
+	free(text);
+	free(t8);
+	free(t9);
+	free(p8);
+	free(p9);
+}
