@@ -851,6 +851,7 @@ static const struct cmd_entry *const commands[] = {
 	&cmd_status_entry, &cmd_help_entry,   &cmd_version_entry,
 	&cmd_ssh_entry,
 	&cmd_show_entry,
+	&cmd_setup_entry,  &cmd_doctor_entry,
 	NULL,
 };
 

@@ -159,6 +159,8 @@ struct role {
 
 struct entry {
 	char *path; /* normalised: "/", "/vms/100" */
+	char *role; /* the role granted (its privileges follow it), or NULL for
+		       a scenario's plain privilege set */
 	acl_privset privs;
 	bool noaccess;
 	bool propagate;
@@ -191,8 +193,10 @@ void acl_free(struct acl *a)
 	for (size_t i = 0; i < a->nroles; i++)
 		free(a->roles[i].name);
 	for (size_t i = 0; i < a->nsubj; i++) {
-		for (size_t j = 0; j < a->subj[i].n; j++)
+		for (size_t j = 0; j < a->subj[i].n; j++) {
 			free(a->subj[i].e[j].path);
+			free(a->subj[i].e[j].role);
+		}
 		free(a->subj[i].e);
 		free(a->subj[i].id);
 	}
@@ -341,7 +345,7 @@ static int grant(struct acl *a, const char *id, const char *path, acl_privset pr
 		return -1;
 	}
 	s->e = e;
-	s->e[s->n++] = (struct entry){np, privs, noaccess, propagate};
+	s->e[s->n++] = (struct entry){np, NULL, privs, noaccess, propagate};
 	return 0;
 }
 
@@ -353,7 +357,10 @@ int acl_grant(struct acl *a, const char *id, const char *path, const char *role,
 		*err = strprintf("role '%s' does not exist", role);
 		return -1;
 	}
-	return grant(a, id, path, p, strcmp(role, "NoAccess") == 0, propagate, err);
+	if (grant(a, id, path, p, strcmp(role, "NoAccess") == 0, propagate, err) < 0)
+		return -1;
+	struct subject *s = find_subject(a, id);
+	return (s->e[s->n - 1].role = strdup(role)) ? 0 : -1;
 }
 
 int acl_grant_privs(struct acl *a, const char *id, const char *path, acl_privset privs,
@@ -433,4 +440,183 @@ bool acl_check(const struct acl *a, const char *userid, const char *path, const 
 {
 	int i = acl_priv_index(priv);
 	return i >= 0 && (acl_privs_at(a, userid, path) >> i & 1);
+}
+
+/* ---- changes through the access API (routes_access.c) ------------------- */
+
+/* An ACL entry names its role: a role changed, deleted or made anew
+ * changes what the entries naming it grant (PVE reads the role at each
+ * check; a deleted role's entries stay and grant nothing). */
+static void refresh_role(struct acl *a, const char *role)
+{
+	acl_privset p = 0;
+	if (!acl_role_privs(a, role, &p))
+		p = 0;
+	for (size_t i = 0; i < a->nsubj; i++)
+		for (size_t j = 0; j < a->subj[i].n; j++)
+			if (a->subj[i].e[j].role && strcmp(a->subj[i].e[j].role, role) == 0)
+				a->subj[i].e[j].privs = p;
+}
+
+static struct role *custom_role(const struct acl *a, const char *name)
+{
+	for (size_t i = 0; i < a->nroles; i++)
+		if (strcmp(a->roles[i].name, name) == 0)
+			return &a->roles[i];
+	return NULL;
+}
+
+bool acl_role_special(const char *role)
+{
+	acl_privset p;
+	return builtin_role(role, &p);
+}
+
+static int push_name(char ***v, size_t *n, const char *name)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof *nv);
+	if (!nv)
+		return -1;
+	*v = nv;
+	if (!(nv[*n] = strdup(name)))
+		return -1;
+	++*n;
+	return 0;
+}
+
+int acl_role_names(const struct acl *a, char ***names, size_t *n)
+{
+	*names = NULL;
+	*n = 0;
+	static const char *const top[] = {"Administrator", "NoAccess", "PVEAdmin",
+					  "PVEAuditor", "PVETemplateUser"};
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < sizeof top / sizeof top[0]; i++)
+		rc = push_name(names, n, top[i]);
+	for (size_t g = 0; rc == 0 && g < sizeof groups / sizeof groups[0]; g++) {
+		char name[48];
+		snprintf(name, sizeof name, "PVE%sAdmin", groups[g].cat);
+		rc = push_name(names, n, name);
+		snprintf(name, sizeof name, "PVE%sUser", groups[g].cat);
+		if (rc == 0 && groups[g].user[0])
+			rc = push_name(names, n, name);
+	}
+	for (size_t i = 0; rc == 0 && i < a->nroles; i++)
+		rc = push_name(names, n, a->roles[i].name);
+	return rc ? -1 : 0;
+}
+
+int acl_role_create(struct acl *a, const char *name, const char *privs, char **err)
+{
+	if (acl_add_role(a, name, privs ? privs : "", err) < 0)
+		return -1;
+	refresh_role(a, name);
+	return 0;
+}
+
+int acl_role_update(struct acl *a, const char *name, const char *privs, bool append,
+		    char **err)
+{
+	if (acl_role_special(name)) {
+		*err = strprintf("auto-generated role '%s' cannot be modified", name);
+		return -1;
+	}
+	struct role *r = custom_role(a, name);
+	if (!r) {
+		*err = strprintf("role '%s' does not exist", name);
+		return -1;
+	}
+	acl_privset p = 0;
+	if (privs && acl_parse_privs(privs, &p, err) < 0)
+		return -1;
+	r->privs = append ? r->privs | p : p;
+	refresh_role(a, name);
+	return 0;
+}
+
+int acl_role_delete(struct acl *a, const char *name, char **err)
+{
+	if (acl_role_special(name)) {
+		*err = strprintf("auto-generated role '%s' cannot be deleted", name);
+		return -1;
+	}
+	struct role *r = custom_role(a, name);
+	if (!r) {
+		*err = strprintf("role '%s' does not exist", name);
+		return -1;
+	}
+	free(r->name);
+	*r = a->roles[--a->nroles];
+	refresh_role(a, name);
+	return 0;
+}
+
+bool acl_subject_exists(const struct acl *a, const char *id)
+{
+	return find_subject(a, id) != NULL;
+}
+
+const char *acl_subject_at(const struct acl *a, size_t i, bool *token, bool *privsep)
+{
+	if (!a || i >= a->nsubj)
+		return NULL;
+	*token = a->subj[i].token;
+	*privsep = a->subj[i].privsep;
+	return a->subj[i].id;
+}
+
+void acl_remove_subject(struct acl *a, const char *id)
+{
+	struct subject *s = find_subject(a, id);
+	if (!s)
+		return;
+	for (size_t j = 0; j < s->n; j++) {
+		free(s->e[j].path);
+		free(s->e[j].role);
+	}
+	free(s->e);
+	free(s->id);
+	*s = a->subj[--a->nsubj];
+}
+
+bool acl_entry_at(const struct acl *a, const char *id, size_t j, const char **path,
+		  const char **role, bool *propagate)
+{
+	const struct subject *s = find_subject(a, id);
+	if (!s || j >= s->n)
+		return false;
+	*path = s->e[j].path;
+	*role = s->e[j].role;
+	*propagate = s->e[j].propagate;
+	return true;
+}
+
+int acl_modify(struct acl *a, const char *id, const char *path, const char *role,
+	       bool propagate, bool del, char **err)
+{
+	struct subject *s = find_subject(a, id);
+	char *np = normalize(path);
+	if (!s || !np) {
+		*err = !s ? strprintf("no user or token '%s'", id)
+			  : strprintf("invalid ACL path '%s'", path);
+		free(np);
+		return -1;
+	}
+	for (size_t j = 0; j < s->n; j++) {
+		struct entry *e = &s->e[j];
+		if (!e->role || strcmp(e->role, role) != 0 || strcmp(e->path, np) != 0)
+			continue;
+		free(np);
+		if (!del) {
+			e->propagate = propagate;
+			return 0;
+		}
+		free(e->path);
+		free(e->role);
+		memmove(e, e + 1, (s->n - j - 1) * sizeof *e);
+		s->n--;
+		return 0;
+	}
+	free(np);
+	return del ? 0 : acl_grant(a, id, path, role, propagate, err);
 }

@@ -11,6 +11,7 @@
 #define PVESIM_ACL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* A set of privileges, one bit each (acl_priv_index). */
@@ -56,5 +57,39 @@ int acl_grant_privs(struct acl *a, const char *id, const char *path, acl_privset
  * judged by its own entries alone. */
 acl_privset acl_privs_at(const struct acl *a, const char *userid, const char *path);
 bool acl_check(const struct acl *a, const char *userid, const char *path, const char *priv);
+
+/* ---- changes through the access API (routes_access.c) -------------------
+ * An ACL entry granted by role name follows that role: changed, deleted
+ * (its entries stay and grant nothing, as in PVE) or made anew. */
+
+/* A built-in role (PVE::AccessControl::role_is_special). */
+bool acl_role_special(const char *role);
+/* Every role's name, the built-in ones first (each and the array
+ * malloc'd). 0 or -1 (out of memory, *names freed by the caller). */
+int acl_role_names(const struct acl *a, char ***names, size_t *n);
+/* POST /access/roles: -1 with *err "role 'X' already exists" or
+ * "invalid privilege 'X'". */
+int acl_role_create(struct acl *a, const char *name, const char *privs, char **err);
+/* PUT /access/roles/{roleid}: privs replace the role's (or are added with
+ * append); NULL: none. -1 with *err as PVE's Role.pm says it. */
+int acl_role_update(struct acl *a, const char *name, const char *privs, bool append,
+		    char **err);
+int acl_role_delete(struct acl *a, const char *name, char **err);
+
+bool acl_subject_exists(const struct acl *a, const char *id);
+/* Subject i (user or token, in the order added): its id, NULL past the
+ * last. */
+const char *acl_subject_at(const struct acl *a, size_t i, bool *token, bool *privsep);
+/* Remove a subject and its ACL entries (a token deleted). */
+void acl_remove_subject(struct acl *a, const char *id);
+/* Entry j of subject id: false past the last. role is NULL for a
+ * scenario's plain privilege set. */
+bool acl_entry_at(const struct acl *a, const char *id, size_t j, const char **path,
+		  const char **role, bool *propagate);
+/* PUT /access/acl for one subject and role: add (or set the propagate
+ * flag of) the entry, or with del remove it (no entry: nothing to do).
+ * -1 with *err. */
+int acl_modify(struct acl *a, const char *id, const char *path, const char *role,
+	       bool propagate, bool del, char **err);
 
 #endif

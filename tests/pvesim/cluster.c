@@ -1284,7 +1284,9 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 	bool done = routes_tasks(c, req, &pp, resp) ||
 		    routes_qemu(c, req, &pp, resp) ||
 		    routes_ct(c, req, &pp, resp) ||
-		    routes_cluster(c, req, &pp, resp);
+		    routes_cluster(c, req, &pp, resp) ||
+		    routes_access(c, req, &pp, resp) ||
+		    routes_nodeinfo(c, req, &pp, resp);
 	if (!done)
 		resp_error(resp, 501, "Method '%s %s' not implemented",
 			   req->method, req->path);

@@ -276,6 +276,10 @@ bool routes_ct(struct cluster *c, const struct sim_req *req,
 	       struct path_parts *pp, struct sim_resp *r);
 bool routes_tasks(struct cluster *c, const struct sim_req *req,
 		  struct path_parts *pp, struct sim_resp *r);
+bool routes_access(struct cluster *c, const struct sim_req *req,
+		   struct path_parts *pp, struct sim_resp *r);
+bool routes_nodeinfo(struct cluster *c, const struct sim_req *req,
+		     struct path_parts *pp, struct sim_resp *r);
 
 /* Start a migration task for one guest (used by migrate and migrateall);
  * returns the task or NULL with *resp filled on refusal. */

@@ -1,0 +1,47 @@
+/* pveprivs.h - the one table of what pvagent needs of PVE: for each
+ * command the privileges and the ACL paths PVE checks them on, per PVE
+ * major version (the guest-agent address: VM.Monitor on 8.x and before,
+ * VM.GuestAgent.Audit on 9.x), and the role that holds them (README "On a
+ * real PVE host"; --migrate adds what migrate and drain need). `setup`
+ * makes that role, `doctor` checks it, and `setup --dry-run` prints it as
+ * pveum lines. */
+#ifndef PVAGENT_PVEPRIVS_H
+#define PVAGENT_PVEPRIVS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define PVEPRIVS_ROLE "PVAgent"
+#define PVEPRIVS_USER "pvagent@pve"
+#define PVEPRIVS_TOKEN "auto"
+
+/* One privilege one or more commands need. */
+struct pvepriv_need {
+	const char *priv;     /* "VM.Clone"; NULL: the version's guest-agent
+				 privilege (pveprivs_agent_priv) */
+	const char *path;     /* the ACL path pvagent's requests meet it on,
+				 as a parent of every such path ("/vms") */
+	const char *commands; /* "up, virtio" */
+	bool migrate;         /* only migrate, drain and undrain need it */
+};
+
+/* The privilege that reads a guest agent's addresses on PVE major. */
+const char *pveprivs_agent_priv(int major);
+/* Need i of the table (NULL past the last); its privilege on major. */
+const struct pvepriv_need *pveprivs_need(size_t i);
+const char *pveprivs_need_priv(const struct pvepriv_need *n, int major);
+
+/* The role's privileges on major, space separated in the table's order
+ * (each once); migrate: with what migrate and drain need. malloc'd. */
+char *pveprivs_role_privs(int major, bool migrate);
+/* Is priv one of the role's on major? */
+bool pveprivs_in_role(const char *priv, int major, bool migrate);
+
+/* The pveum lines that make role, user, token and ACLs on major, one per
+ * line ('\n' after each), as README gives them. malloc'd. */
+char *pveprivs_pveum_lines(int major, bool migrate);
+/* The line that adds priv to the role: `pveum role modify PVAgent
+ * --append 1 --privs "PRIV"`. malloc'd. */
+char *pveprivs_grant_line(const char *priv);
+
+#endif

@@ -1,0 +1,93 @@
+/* routes_nodeinfo.c - what a node says about itself beyond its status:
+ * GET /nodes/{node}/network (the bridges: vmbr0 and every bridge a guest's
+ * NIC names, since a scenario lists no host interfaces; PVE answers every
+ * user) and GET /nodes/{node}/time (Sys.Audit on /nodes/{node}; the
+ * simulated clock, time zone UTC). */
+#include "cluster.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool has_name(json_object *arr, const char *name)
+{
+	for (size_t i = 0; i < json_object_array_length(arr); i++)
+		if (strcmp(json_object_get_string(json_object_object_get(
+				   json_object_array_get_idx(arr, i), "iface")),
+			   name) == 0)
+			return true;
+	return false;
+}
+
+static int add_bridge(json_object *arr, const char *name)
+{
+	if (has_name(arr, name))
+		return 0;
+	json_object *o = json_object_new_object();
+	if (!o)
+		return -1;
+	jadd_str(o, "iface", name);
+	jadd_str(o, "type", "bridge");
+	jadd_int(o, "active", 1);
+	jadd_int(o, "autostart", 1);
+	jadd_str(o, "bridge_ports", "eno1");
+	jadd_str(o, "method", "manual");
+	return json_object_array_add(arr, o);
+}
+
+static void route_network(struct cluster *c, const struct sim_req *req, struct sim_resp *r)
+{
+	const char *type = param_str(req, "type");
+	json_object *out = json_object_new_array();
+	bool bridges = !type || strcmp(type, "bridge") == 0 || strcmp(type, "any_bridge") == 0 ||
+		       strcmp(type, "any_local_bridge") == 0 || strcmp(type, "include_sdn") == 0;
+	int rc = out ? 0 : -1;
+	if (rc == 0 && bridges)
+		rc = add_bridge(out, "vmbr0");
+	for (size_t i = 0; rc == 0 && bridges && i < c->guests.n; i++) {
+		struct sim_guest *g = c->guests.v[i];
+		json_object_object_foreach(g->config, k, v) {
+			if (rc < 0 || !key_indexed(k, "net"))
+				continue;
+			char *br = prop_get(json_object_get_string(v), "bridge");
+			if (br)
+				rc = add_bridge(out, br);
+			free(br);
+		}
+	}
+	if (rc < 0) {
+		json_object_put(out);
+		resp_error(r, 500, "out of memory");
+	} else {
+		resp_data(r, out);
+	}
+}
+
+bool routes_nodeinfo(struct cluster *c, const struct sim_req *req, struct path_parts *pp,
+		     struct sim_resp *r)
+{
+	char **s = pp->seg;
+	if (pp->n != 3 || strcmp(s[0], "nodes") != 0 || strcmp(req->method, "GET") != 0)
+		return false;
+	bool net = strcmp(s[2], "network") == 0, time = strcmp(s[2], "time") == 0;
+	if (!net && !time)
+		return false;
+	struct sim_node *nd = route_node(c, s[1], r);
+	if (!nd)
+		return true;
+	if (net) {
+		route_network(c, req, r);
+		return true;
+	}
+	char *path = strprintf("/nodes/%s", nd->name);
+	bool ok = path && priv_check(req, r, path, "Sys.Audit");
+	free(path);
+	if (!ok)
+		return true;
+	json_object *o = json_object_new_object();
+	jadd_int(o, "time", (long long)req->now);
+	jadd_int(o, "localtime", (long long)req->now);
+	jadd_str(o, "timezone", "UTC");
+	resp_data(r, o);
+	return true;
+}
