@@ -64,6 +64,13 @@ static const struct opt_doc docs[] = {
 	{"undrain", "max-workers", "K", "migrations at once (default [migrate] max_workers)"},
 	{"undrain", "dry-run", NULL, "print which guests would come home"},
 	{"undrain", "window", "W", "bring home what window W drained, with its limits"},
+	{"setup", "user", "U", "the administrator to log in as once (default root@pam)"},
+	{"setup", "password-file", "F", "read the password from F, mode 0600 (default: ask)"},
+	{"setup", "fingerprint", "FP", "the certificate's SHA-256 fingerprint to pin (default: ask)"},
+	{"setup", "migrate", NULL, "also grant what migrate and drain need"},
+	{"setup", "force", NULL, "replace a token whose secret is lost, or a config not ours"},
+	{"setup", "dry-run", NULL, "print the pveum lines for this PVE version; change nothing"},
+	{"doctor", "migrate", NULL, "also check what migrate and drain need"},
 	{"jobs", "limit", "N", "show the N most recent jobs (default 20)"},
 	{"job", "follow", NULL, "follow a running job's events until it ends"},
 };
