@@ -462,6 +462,14 @@ static enum step_rc up_find(struct job *j)
 	int major;
 	if (guest_pve_major(c, &major, err) < 0)
 		return STEP_RC_FAIL;
+	char *why = NULL;
+	if (tmpl_check_version(u->tmpl, &u->sets, major, &why) < 0) {
+		if (!why)
+			return pve_error_oom(err);
+		pve_error_set(err, PVE_ERR_CONFIG, "%s", why);
+		free(why);
+		return STEP_RC_FAIL;
+	}
 	u->t = tmpl_guest_type(u->tmpl->kind, major);
 	u->res->type = u->t;
 	if (job_set_str(j, "type", guest_type_name(u->t)) < 0)

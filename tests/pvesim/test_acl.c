@@ -7,12 +7,12 @@
  * the bridge for clone, create and config, Datastore.AllocateSpace, the
  * rollback's privileges, and lists that show only what the caller may see. */
 #include <criterion/criterion.h>
-#include <criterion/parameterized.h>
 #include <criterion/redirect.h>
 
 #include "acl.h"
 #include "clirun.h"
 #include "cluster.h"
+#include "pvevers.h"
 #include "simapi.h"
 #include "util.h"
 
@@ -23,31 +23,6 @@
 
 #define T0 1700000000.0
 
-/* The versions the model differs on: the scenario's pve_version, its
- * major, how many privileges it has, and the privilege the guest agent's
- * address needs (qemu-server 8.4: VM.Monitor; 9.x: VM.GuestAgent.Audit). */
-struct pv {
-	const char *ver;
-	int major, nprivs;
-	const char *agent;
-};
-static const struct pv versions[] = {{"8.4", 8, 42, "VM.Monitor"},
-			       {"9.1", 9, 47, "VM.GuestAgent.Audit"}};
-/* Criterion runs each test in a new process, where pointers in its
- * parameters would not hold: the parameter is the index in versions[]. */
-static int version_index[] = {0, 1};
-#define VERSION_PARAMS(name)                                                   \
-	static void name##_on(const struct pv *v);                             \
-	ParameterizedTestParameters(acl, name)                                 \
-	{                                                                      \
-		return cr_make_param_array(int, version_index,                 \
-					   sizeof version_index / sizeof version_index[0]); \
-	}
-/* A test run on each version, with v its struct pv. */
-#define ON_EACH_VERSION(name)                                                  \
-	VERSION_PARAMS(name)                                                   \
-	ParameterizedTest(const int *vi, acl, name) { name##_on(&versions[*vi]); } \
-	static void name##_on(const struct pv *v)
 
 /* The names in a set, sorted as PVE's lists are below: space separated. */
 static char *names(acl_privset s)
@@ -82,11 +57,11 @@ static void role_is(const struct acl *a, const char *role, const char *want)
 
 /* pve-access-control's create_roles(), as `pveum role list` shows them:
  * 8.2 (PVE 8.4) and 9.1 differ in the VM category only */
-ON_EACH_VERSION(builtin_roles_have_the_versions_privileges)
+ON_EACH_PVE_VERSION(acl, builtin_roles_have_the_versions_privileges)
 {
-	struct acl *a = acl_new(v->major);
+	struct acl *a = acl_new(pv->major);
 	cr_assert_not_null(a);
-	if (v->major >= 9) {
+	if (pv->major >= 9) {
 		role_is(a, "PVEVMAdmin",
 			"VM.Allocate VM.Audit VM.Backup VM.Clone VM.Config.CDROM VM.Config.CPU "
 			"VM.Config.Cloudinit VM.Config.Disk VM.Config.HWType VM.Config.Memory "
@@ -140,19 +115,19 @@ ON_EACH_VERSION(builtin_roles_have_the_versions_privileges)
 	int n = 0, known = 0;
 	for (int i = 0; acl_priv_name(i); i++) {
 		n += (int)(s >> i & 1);
-		known += acl_priv_valid(v->major, acl_priv_name(i));
+		known += acl_priv_valid(pv->major, acl_priv_name(i));
 	}
-	cr_assert_eq(n, v->nprivs, "PVE %s has %d privileges, Administrator all of them: %d",
-		     v->ver, v->nprivs, n);
-	cr_assert_eq(known, v->nprivs);
-	cr_assert(acl_priv_valid(v->major, "Sys.Incoming") &&
-		  acl_priv_valid(v->major, "Permissions.Modify"));
+	cr_assert_eq(n, pv->nprivs, "PVE %s has %d privileges, Administrator all of them: %d",
+		     pv->ver, pv->nprivs, n);
+	cr_assert_eq(known, pv->nprivs);
+	cr_assert(acl_priv_valid(pv->major, "Sys.Incoming") &&
+		  acl_priv_valid(pv->major, "Permissions.Modify"));
 	/* pve-access-control 07069454 (9.0.2) dropped VM.Monitor; 922f7105 and
 	 * 5f7544fe added VM.GuestAgent.* and VM.Replicate */
-	bool nine = v->major >= 9;
-	cr_assert_eq(acl_priv_valid(v->major, "VM.Monitor"), !nine);
-	cr_assert_eq(acl_priv_valid(v->major, "VM.GuestAgent.Audit"), nine);
-	cr_assert_eq(acl_priv_valid(v->major, "VM.Replicate"), nine);
+	bool nine = pv->major >= 9;
+	cr_assert_eq(acl_priv_valid(pv->major, "VM.Monitor"), !nine);
+	cr_assert_eq(acl_priv_valid(pv->major, "VM.GuestAgent.Audit"), nine);
+	cr_assert_eq(acl_priv_valid(pv->major, "VM.Replicate"), nine);
 	acl_free(a);
 }
 
@@ -175,9 +150,9 @@ static void grant(struct acl *a, const char *id, const char *path, const char *r
 	cr_assert_eq(acl_grant(a, id, path, role, prop, &err), 0, "%s", err ? err : "");
 }
 
-ON_EACH_VERSION(propagate_and_the_most_specific_path)
+ON_EACH_PVE_VERSION(acl, propagate_and_the_most_specific_path)
 {
-	struct acl *a = model(v->major);
+	struct acl *a = model(pv->major);
 	grant(a, "u@pve", "/vms", "PVEVMUser", false);
 	cr_assert(acl_check(a, "u@pve", "/vms", "VM.PowerMgmt"));
 	cr_assert_not(acl_check(a, "u@pve", "/vms/100", "VM.PowerMgmt"),
@@ -205,9 +180,9 @@ ON_EACH_VERSION(propagate_and_the_most_specific_path)
 	acl_free(a);
 }
 
-ON_EACH_VERSION(privsep_tokens_intersect_with_their_user)
+ON_EACH_PVE_VERSION(acl, privsep_tokens_intersect_with_their_user)
 {
-	struct acl *a = model(v->major);
+	struct acl *a = model(pv->major);
 	grant(a, "u@pve", "/", "PVEVMUser", true);
 	grant(a, "u@pve!sep", "/", "PVEVMAdmin", true);
 	grant(a, "u@pve!full", "/", "PVEAuditor", true);
@@ -227,9 +202,9 @@ ON_EACH_VERSION(privsep_tokens_intersect_with_their_user)
 	acl_free(a);
 }
 
-ON_EACH_VERSION(custom_roles_and_refusals)
+ON_EACH_PVE_VERSION(acl, custom_roles_and_refusals)
 {
-	struct acl *a = model(v->major);
+	struct acl *a = model(pv->major);
 	char *err = NULL;
 	cr_assert_eq(acl_add_role(a, "Mine", "VM.Audit, SDN.Use;Sys.Audit", &err), 0);
 	acl_privset s;
@@ -246,7 +221,7 @@ ON_EACH_VERSION(custom_roles_and_refusals)
 	free(err);
 	err = NULL;
 	/* what `pveum role add` refuses on the other version */
-	const char *other = v->major >= 9 ? "VM.Monitor" : "VM.GuestAgent.Audit";
+	const char *other = pv->major >= 9 ? "VM.Monitor" : "VM.GuestAgent.Audit";
 	char *list = strprintf("VM.Audit %s", other), *want = strprintf("invalid privilege '%s'",
 									  other);
 	cr_assert_eq(acl_add_role(a, "Other", list, &err), -1);
@@ -255,7 +230,7 @@ ON_EACH_VERSION(custom_roles_and_refusals)
 	free(list);
 	free(want);
 	err = NULL;
-	cr_assert_eq(acl_add_role(a, "Agent", v->agent, &err), 0);
+	cr_assert_eq(acl_add_role(a, "Agent", pv->agent, &err), 0);
 	cr_assert_eq(acl_grant(a, "u@pve", "/", "Nope", true, &err), -1);
 	cr_assert_str_eq(err, "role 'Nope' does not exist");
 	free(err);
@@ -296,13 +271,13 @@ static const char base[] =
 	"  {\"vmid\": 101, \"node\": \"pve1\", \"type\": \"qemu\", \"config\": {\"name\": \"other\","
 	"   \"memory\": \"512\"}}]}";
 
-static struct cluster *world(const struct pv *v, const char *creds, char **err)
+static struct cluster *world(const struct test_pve *pv, const char *creds, char **err)
 {
 	char path[] = "/tmp/pvesim-acl-XXXXXX";
 	int fd = mkstemp(path);
 	cr_assert(fd >= 0);
 	close(fd);
-	char *text = strprintf(base, v->ver, creds);
+	char *text = strprintf(base, pv->ver, creds);
 	cr_assert_eq(test_write_file(path, text, 0600), 0);
 	free(text);
 	struct cluster *c = cluster_load(path, T0, err);
@@ -311,14 +286,14 @@ static struct cluster *world(const struct pv *v, const char *creds, char **err)
 }
 
 /* A privsep token t@pve!t whose role Tok has every privilege pvagent uses
- * on v's version but `drop`; its user has Administrator. */
-static struct cluster *least(const struct pv *v, const char *drop, const char *extra_acl)
+ * on pv's version but `drop`; its user has Administrator. */
+static struct cluster *least(const struct test_pve *pv, const char *drop, const char *extra_acl)
 {
 	const char *const all[] = {
 		"VM.Audit", "VM.Allocate", "VM.Clone", "VM.Config.Disk", "VM.Config.CDROM",
 		"VM.Config.CPU", "VM.Config.Memory", "VM.Config.Network", "VM.Config.HWType",
 		"VM.Config.Options", "VM.Config.Cloudinit", "VM.PowerMgmt", "VM.Snapshot",
-		"VM.Snapshot.Rollback", "VM.Migrate", v->agent, "Datastore.Audit",
+		"VM.Snapshot.Rollback", "VM.Migrate", pv->agent, "Datastore.Audit",
 		"Datastore.AllocateSpace", "SDN.Use", "Sys.Audit", NULL};
 	struct sbuf b = {0};
 	for (size_t i = 0; all[i]; i++)
@@ -333,7 +308,7 @@ static struct cluster *least(const struct pv *v, const char *drop, const char *e
 		sbuf_str(&b), extra_acl ? extra_acl : "");
 	sbuf_free(&b);
 	char *err = NULL;
-	struct cluster *c = world(v, creds, &err);
+	struct cluster *c = world(pv, creds, &err);
 	cr_assert_not_null(c, "%s", err ? err : "?");
 	free(creds);
 	return c;
@@ -366,7 +341,7 @@ static void allowed(struct sim_resp *r, const char *what)
 	sim_resp_clear(r);
 }
 
-ON_EACH_VERSION(scenario_acl_refusals_name_the_path)
+ON_EACH_PVE_VERSION(acl, scenario_acl_refusals_name_the_path)
 {
 	static const struct {
 		const char *creds, *want;
@@ -392,7 +367,7 @@ ON_EACH_VERSION(scenario_acl_refusals_name_the_path)
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		char *err = NULL;
-		struct cluster *c = world(v, bad[i].creds, &err);
+		struct cluster *c = world(pv, bad[i].creds, &err);
 		cr_assert_null(c, "%s loads", bad[i].creds);
 		cr_assert_not_null(err);
 		cr_assert(strstr(err, bad[i].want), "got '%s', want '%s'", err, bad[i].want);
@@ -401,7 +376,7 @@ ON_EACH_VERSION(scenario_acl_refusals_name_the_path)
 }
 
 /* Each of qemu-server's key groups asks its own privilege on /vms/100. */
-ON_EACH_VERSION(config_key_groups)
+ON_EACH_PVE_VERSION(acl, config_key_groups)
 {
 	static const struct {
 		const char *priv, *params;
@@ -420,35 +395,35 @@ ON_EACH_VERSION(config_key_groups)
 		{"VM.Config.CDROM", "{\"ide2\": \"none,media=cdrom\"}"},
 	};
 	for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
-		struct cluster *c = least(v, groups[i].priv, NULL);
+		struct cluster *c = least(pv, groups[i].priv, NULL);
 		struct sim_resp r;
 		char msg[96];
 		snprintf(msg, sizeof msg, "Permission check failed (/vms/100, %s)", groups[i].priv);
 		as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/100/config", groups[i].params, &r);
 		refused(&r, msg);
 		cluster_free(c);
-		c = least(v, NULL, NULL);
+		c = least(pv, NULL, NULL);
 		as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/100/config", groups[i].params, &r);
 		allowed(&r, groups[i].params);
 		cluster_free(c);
 	}
 	/* cloud-init keys: VM.Config.Cloudinit or VM.Config.Network */
-	struct cluster *c = least(v, "VM.Config.Cloudinit", NULL);
+	struct cluster *c = least(pv, "VM.Config.Cloudinit", NULL);
 	struct sim_resp r;
 	as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/100/config", "{\"ciuser\": \"x\"}", &r);
 	allowed(&r, "ciuser with VM.Config.Network");
 	cluster_free(c);
-	c = least(v, "VM.Config.Network", ",{\"path\": \"/vms\", \"role\": \"PVEAuditor\"}");
+	c = least(pv, "VM.Config.Network", ",{\"path\": \"/vms\", \"role\": \"PVEAuditor\"}");
 	as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/100/config", "{\"ciuser\": \"x\"}", &r);
 	refused(&r, "Permission check failed (/vms/100, VM.Config.Cloudinit|VM.Config.Network)");
 	/* startup also needs Sys.Modify on / */
 	cluster_free(c);
-	c = least(v, NULL, NULL);
+	c = least(pv, NULL, NULL);
 	as(c, "t@pve!t", "PUT", "/nodes/pve1/qemu/100/config", "{\"startup\": \"order=1\"}", &r);
 	refused(&r, "Permission check failed (/, Sys.Modify)");
 	/* POST: the worker's refusal is the qmconfig task's failure */
 	cluster_free(c);
-	c = least(v, "VM.Config.Disk", NULL);
+	c = least(pv, "VM.Config.Disk", NULL);
 	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/100/config",
 	   "{\"delete\": \"ide0\", \"virtio0\": \"local-lvm:vm-100-disk-0\"}", &r);
 	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
@@ -467,9 +442,9 @@ ON_EACH_VERSION(config_key_groups)
 	cluster_free(c);
 }
 
-ON_EACH_VERSION(sdn_use_on_the_bridge)
+ON_EACH_PVE_VERSION(acl, sdn_use_on_the_bridge)
 {
-	struct cluster *c = least(v, "SDN.Use", ",{\"path\": \"/sdn/zones/localnetwork/vmbr1\","
+	struct cluster *c = least(pv, "SDN.Use", ",{\"path\": \"/sdn/zones/localnetwork/vmbr1\","
 					     " \"role\": \"PVESDNUser\"}");
 	struct sim_resp r;
 	/* clone: every NIC of the source */
@@ -504,20 +479,20 @@ ON_EACH_VERSION(sdn_use_on_the_bridge)
 	cluster_free(c);
 }
 
-ON_EACH_VERSION(clone_snapshot_and_lists)
+ON_EACH_PVE_VERSION(acl, clone_snapshot_and_lists)
 {
 	/* VM.Clone on the source, VM.Allocate on the new VMID */
-	struct cluster *c = least(v, NULL, ",{\"path\": \"/vms/9000\", \"role\": \"PVEAuditor\"}");
+	struct cluster *c = least(pv, NULL, ",{\"path\": \"/vms/9000\", \"role\": \"PVEAuditor\"}");
 	struct sim_resp r;
 	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/9000/clone", "{\"newid\": 200}", &r);
 	refused(&r, "Permission check failed (/vms/9000, VM.Clone)");
 	cluster_free(c);
-	c = least(v, NULL, ",{\"path\": \"/vms/200\", \"role\": \"PVETemplateUser\"}");
+	c = least(pv, NULL, ",{\"path\": \"/vms/200\", \"role\": \"PVETemplateUser\"}");
 	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/9000/clone", "{\"newid\": 200}", &r);
 	refused(&r, "Permission check failed (/vms/200, VM.Allocate)");
 	/* Datastore.AllocateSpace on each disk's storage, or the target storage */
 	cluster_free(c);
-	c = least(v, NULL, ",{\"path\": \"/storage/other\", \"role\": \"PVEAuditor\"}");
+	c = least(pv, NULL, ",{\"path\": \"/storage/other\", \"role\": \"PVEAuditor\"}");
 	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/9000/clone",
 	   "{\"newid\": 200, \"full\": 1, \"storage\": \"other\"}", &r);
 	refused(&r, "Permission check failed (/storage/other, Datastore.AllocateSpace)");
@@ -526,7 +501,7 @@ ON_EACH_VERSION(clone_snapshot_and_lists)
 	allowed(&r, "clone onto local-lvm");
 	/* rollback: VM.Snapshot or VM.Snapshot.Rollback */
 	cluster_free(c);
-	c = least(v, "VM.Snapshot", NULL);
+	c = least(pv, "VM.Snapshot", NULL);
 	as(c, "root@pam", "POST", "/nodes/pve1/qemu/100/snapshot", "{\"snapname\": \"s1\"}", &r);
 	allowed(&r, "root's snapshot");
 	cluster_advance(c, T0 + 30);
@@ -536,7 +511,7 @@ ON_EACH_VERSION(clone_snapshot_and_lists)
 	allowed(&r, "rollback with VM.Snapshot.Rollback");
 	/* lists: only what the caller may see */
 	cluster_free(c);
-	c = least(v, NULL, ",{\"path\": \"/vms/101\", \"role\": \"NoAccess\"},"
+	c = least(pv, NULL, ",{\"path\": \"/vms/101\", \"role\": \"NoAccess\"},"
 			"{\"path\": \"/storage/other\", \"role\": \"NoAccess\"}");
 	as(c, "t@pve!t", "GET", "/cluster/resources", NULL, &r);
 	cr_assert_eq(r.status, 200);
@@ -555,7 +530,7 @@ ON_EACH_VERSION(clone_snapshot_and_lists)
 	refused(&r, "Permission check failed (/vms/101, VM.Audit)");
 	cluster_free(c);
 	/* a node's figures need Sys.Audit on /nodes/NODE (extract_node_stats) */
-	c = least(v, "Sys.Audit", NULL);
+	c = least(pv, "Sys.Audit", NULL);
 	as(c, "t@pve!t", "GET", "/nodes", NULL, &r);
 	json_object *n0 = json_object_array_get_idx(r.data, 0);
 	cr_assert_not_null(n0);
@@ -565,7 +540,7 @@ ON_EACH_VERSION(clone_snapshot_and_lists)
 	as(c, "t@pve!t", "GET", "/nodes/pve1/status", NULL, &r);
 	refused(&r, "Permission check failed (/nodes/pve1, Sys.Audit)");
 	cluster_free(c);
-	c = least(v, NULL, NULL);
+	c = least(pv, NULL, NULL);
 	as(c, "t@pve!t", "GET", "/nodes", NULL, &r);
 	cr_expect(json_object_object_get_ex(json_object_array_get_idx(r.data, 0), "maxmem", NULL));
 	sim_resp_clear(&r);
@@ -575,10 +550,10 @@ ON_EACH_VERSION(clone_snapshot_and_lists)
 /* GET /access/permissions: the caller's own privileges on a path, a
  * privsep token's being the intersection; another user's need Sys.Audit
  * on /access. */
-ON_EACH_VERSION(access_permissions_route)
+ON_EACH_PVE_VERSION(acl, access_permissions_route)
 {
 	char *err = NULL;
-	struct cluster *c = world(v,
+	struct cluster *c = world(pv,
 		"\"users\": [{\"id\": \"u@pve\", \"password\": \"p\","
 		" \"acl\": [{\"path\": \"/\", \"role\": \"PVEVMUser\"}]},"
 		" {\"id\": \"v@pve\", \"password\": \"p\", \"privs\": \"VM.Audit\"}],"
@@ -611,17 +586,17 @@ ON_EACH_VERSION(access_permissions_route)
 
 /* The guest agent's address: VM.Monitor on 8.4; on 9.x VM.GuestAgent.Audit
  * or VM.GuestAgent.Unrestricted, with PVE's text naming both. */
-ON_EACH_VERSION(guest_agent_route_needs_the_versions_privilege)
+ON_EACH_PVE_VERSION(acl, guest_agent_route_needs_the_versions_privilege)
 {
 	static const char path[] = "/nodes/pve1/qemu/100/agent/network-get-interfaces";
-	struct cluster *c = least(v, v->agent, NULL);
+	struct cluster *c = least(pv, pv->agent, NULL);
 	struct sim_resp r;
 	as(c, "t@pve!t", "GET", path, NULL, &r);
-	refused(&r, v->major >= 9 ? "Permission check failed (/vms/100, "
+	refused(&r, pv->major >= 9 ? "Permission check failed (/vms/100, "
 				    "VM.GuestAgent.Audit|VM.GuestAgent.Unrestricted)"
 				  : "Permission check failed (/vms/100, VM.Monitor)");
 	cluster_free(c);
-	c = least(v, v->agent, ",{\"path\": \"/vms/100\", \"role\": \"PVEVMAdmin\"}");
+	c = least(pv, pv->agent, ",{\"path\": \"/vms/100\", \"role\": \"PVEVMAdmin\"}");
 	as(c, "t@pve!t", "GET", path, NULL, &r);
 	cr_assert_eq(r.status, 500, "past the check: %d %s", r.status, r.message ? r.message : "");
 	cr_assert_str_eq(r.message, "No QEMU guest agent configured");
@@ -632,23 +607,24 @@ ON_EACH_VERSION(guest_agent_route_needs_the_versions_privilege)
 /* A role the scenario stores (user.cfg) keeps only what its version knows:
  * PVE's parse_user_config drops the rest with a warning on stderr. On 9.x
  * this is the upgraded cluster whose role lost VM.Monitor. */
-VERSION_PARAMS(stored_roles_drop_what_the_version_does_not_know)
+static void stored_roles_on(const struct test_pve *pv);
+PVE_VERSION_PARAMS(acl, stored_roles_drop_what_the_version_does_not_know)
 ParameterizedTest(const int *vi, acl, stored_roles_drop_what_the_version_does_not_know,
 		  .init = cr_redirect_stderr)
 {
-	stored_roles_drop_what_the_version_does_not_know_on(&versions[*vi]);
+	stored_roles_on(&test_pve_versions[*vi]);
 }
-static void stored_roles_drop_what_the_version_does_not_know_on(const struct pv *v)
+static void stored_roles_on(const struct test_pve *pv)
 {
 	char *roles = strprintf("\"roles\": {\"Old\": \"VM.Audit VM.Monitor VM.Fly\"},"
 				" \"tokens\": [{\"id\": \"t@pve!t\", \"secret\": \"s\", \"privsep\": false,"
 				"  \"acl\": [{\"path\": \"/\", \"role\": \"Old\"}]}]");
 	char *err = NULL;
-	struct cluster *c = world(v, roles, &err);
+	struct cluster *c = world(pv, roles, &err);
 	free(roles);
 	cr_assert_not_null(c, "%s", err ? err : "?");
 	fflush(stderr);
-	if (v->major >= 9)
+	if (pv->major >= 9)
 		cr_assert_stderr_eq_str("user config - ignore invalid privilege 'VM.Monitor'\n"
 					"user config - ignore invalid privilege 'VM.Fly'\n");
 	else
@@ -656,11 +632,11 @@ static void stored_roles_drop_what_the_version_does_not_know_on(const struct pv 
 	acl_privset have;
 	cr_assert(acl_role_privs(c->acl, "Old", &have));
 	char *n = names(have);
-	cr_assert_str_eq(n, v->major >= 9 ? "VM.Audit" : "VM.Audit VM.Monitor");
+	cr_assert_str_eq(n, pv->major >= 9 ? "VM.Audit" : "VM.Audit VM.Monitor");
 	free(n);
 	struct sim_resp r;
 	as(c, "t@pve!t", "GET", "/nodes/pve1/qemu/100/agent/network-get-interfaces", NULL, &r);
-	if (v->major >= 9)
+	if (pv->major >= 9)
 		refused(&r, "Permission check failed (/vms/100, "
 			    "VM.GuestAgent.Audit|VM.GuestAgent.Unrestricted)");
 	else
@@ -668,9 +644,9 @@ static void stored_roles_drop_what_the_version_does_not_know_on(const struct pv 
 	sim_resp_clear(&r);
 	cluster_free(c);
 	/* the same list through the API path (`pveum role add`) is refused */
-	struct acl *a = model(v->major);
+	struct acl *a = model(pv->major);
 	cr_assert_eq(acl_add_role(a, "Old", "VM.Audit VM.Monitor VM.Fly", &err), -1);
-	cr_assert_str_eq(err, v->major >= 9 ? "invalid privilege 'VM.Monitor'"
+	cr_assert_str_eq(err, pv->major >= 9 ? "invalid privilege 'VM.Monitor'"
 					    : "invalid privilege 'VM.Fly'");
 	free(err);
 	acl_free(a);
@@ -679,26 +655,26 @@ static void stored_roles_drop_what_the_version_does_not_know_on(const struct pv 
 /* LXC create: PVE 9 (pve-container 6.0.6) makes a container unprivileged
  * unless asked otherwise and wants Sys.Modify on / for a privileged one;
  * PVE 8 defaults to privileged and asks nothing more. */
-ON_EACH_VERSION(lxc_create_privileged_or_not)
+ON_EACH_PVE_VERSION(acl, lxc_create_privileged_or_not)
 {
 	static const char ct[] = "{\"vmid\": %d, \"hostname\": \"ct\", \"ostemplate\":"
 				 " \"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\","
 				 " \"rootfs\": \"local-lvm:4\"%s}";
-	struct cluster *c = least(v, NULL, NULL);
+	struct cluster *c = least(pv, NULL, NULL);
 	struct sim_resp r;
 	char *p = strprintf(ct, 300, "");
 	as(c, "t@pve!t", "POST", "/nodes/pve1/lxc", p, &r);
 	free(p);
 	allowed(&r, "create without unprivileged");
 	const char *up = cfg_str(cluster_guest(c, 300)->config, "unprivileged");
-	if (v->major >= 9)
+	if (pv->major >= 9)
 		cr_assert(up && strcmp(up, "1") == 0, "9.x: unprivileged by default (%s)",
 			  up ? up : "unset");
 	else
 		cr_assert_null(up, "8.4: privileged by default");
 	p = strprintf(ct, 301, ", \"unprivileged\": \"0\"");
 	as(c, "t@pve!t", "POST", "/nodes/pve1/lxc", p, &r);
-	if (v->major >= 9) {
+	if (pv->major >= 9) {
 		refused(&r, "Permission check failed (/, Sys.Modify)");
 		cr_assert_null(cluster_guest(c, 301), "nothing created");
 	} else {

@@ -7,7 +7,6 @@
  * current directory when tests run); a missing file skips the test. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
-#include <criterion/parameterized.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pvevers.h"
 #include "schema.h"
 #include "util.h"
 
@@ -56,27 +56,15 @@ static struct schema *load_or_skip(const char *name)
 	return s;
 }
 
-/* The current schema files; a test's parameter is the index (Criterion
- * runs each test in a new process, where pointers would not hold). */
-static const struct {
-	const char *file;
-	int major;
-} current[] = {{"pve8-apidata.json", 8}, {"pve9-apidata.json", 9}};
-static int current_index[] = {0, 1};
 static int major; /* of S */
 
 /* A test of S, run once with each current schema as S. */
 #define ON_EACH_VERSION(name)                                                    \
 	static void name##_on(void);                                             \
-	ParameterizedTestParameters(schema, name)                                \
+	ON_EACH_PVE_VERSION(schema, name)                                        \
 	{                                                                        \
-		return cr_make_param_array(int, current_index,                   \
-					   sizeof current_index / sizeof current_index[0]); \
-	}                                                                        \
-	ParameterizedTest(const int *vi, schema, name, .fini = fini)             \
-	{                                                                        \
-		S = load_or_skip(current[*vi].file);                             \
-		major = current[*vi].major;                                      \
+		S = load_or_skip(pv->schema);                                    \
+		major = pv->major;                                               \
 		name##_on();                                                     \
 	}                                                                        \
 	static void name##_on(void)
@@ -149,6 +137,7 @@ static void bad(const struct schema *s, const char *method, const char *path,
 #define UPID_ENC "UPID%3Apve1%3A0000A1B2%3A0001C3D4%3A65A1B2C3%3Aqmstart%3A100%3Aroot%40pam%3A"
 
 /* cppcheck-suppress unknownMacro */
+TestSuite(schema, .fini = fini);
 TestSuite(schema3, .init = init3, .fini = fini);
 
 ON_EACH_VERSION(load_time)

@@ -13,11 +13,11 @@
 #include "clirun.h"
 #include "cliworld.h"
 #include "guestenv.h"
+#include "pvevers.h"
 #include "simproc.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
-#include <criterion/parameterized.h>
 #include <json-c/json.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -192,29 +192,18 @@ static void cleanup(void)
 
 TestSuite(privileges, .fini = cleanup, .timeout = 600);
 
-/* The simulated versions; each test runs on both (its parameter is the
- * index: Criterion runs it in a new process, where pointers would not
- * hold). The README block whose role the world uses is the same version's
- * unless a test says otherwise (role_major). */
-static const struct {
-	const char *ver;
-	int major;
-	const char *agent; /* the privilege of the guest agent's address */
-} versions[] = {{"9.1", 9, "VM.GuestAgent.Audit"}, {"8.4", 8, "VM.Monitor"}};
-static int version_index[] = {0, 1};
-static int vi, role_major;
+/* The version of the world, and of the README block whose role it uses:
+ * the same unless a test says otherwise. */
+static const struct test_pve *cur;
+static int role_major;
 
+/* A test run on each version (pvevers.h) as cur. */
 #define ON_EACH_VERSION(name)                                                   \
 	static void name##_on(void);                                            \
-	ParameterizedTestParameters(privileges, name)                           \
+	ON_EACH_PVE_VERSION(privileges, name)                                   \
 	{                                                                       \
-		return cr_make_param_array(int, version_index,                  \
-					   sizeof version_index / sizeof version_index[0]); \
-	}                                                                       \
-	ParameterizedTest(const int *i, privileges, name)                       \
-	{                                                                       \
-		vi = *i;                                                        \
-		role_major = versions[vi].major;                                \
+		cur = pv;                                                       \
+		role_major = pv->major;                                         \
 		name##_on();                                                    \
 	}                                                                       \
 	static void name##_on(void)
@@ -262,7 +251,7 @@ static void world_fx(const char *addr, const char *fixture, const char *drop)
 		" \"ostype\": \"other\", \"boot\": \"order=ide0;net0\","
 		" \"ide0\": \"local-lvm:vm-190-disk-0,size=16G\","
 		" \"net0\": \"e1000=BC:24:11:00:01:90,bridge=vmbr0\"}}]}\n",
-		versions[vi].ver, p.role, privs, p.token, p.privsep ? "true" : "false", sbuf_str(&p.token_acl), p.user,
+		cur->ver, p.role, privs, p.token, p.privsep ? "true" : "false", sbuf_str(&p.token_acl), p.user,
 		sbuf_str(&p.user_acl), fixture, ge.sd.addr, ge.sd.root);
 	free(privs);
 	const char *etc = ge.sd.etc;
@@ -515,7 +504,8 @@ ON_EACH_VERSION(virtio_scsi_needs_vm_config_hwtype)
  * VM.GuestAgent.Audit, the path and the grant line. */
 Test(privileges, upgraded_cluster_up_stops_before_creating_anything)
 {
-	vi = 0; /* 9.1 */
+	cur = &test_pve_versions[0];
+	cr_assert_eq(cur->major, 9);
 	role_major = 8;
 	world("127.0.5.15", NULL);
 	char *warn = NULL;
