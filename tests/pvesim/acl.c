@@ -121,17 +121,24 @@ const char *acl_priv_name(int i)
 	return i >= 0 && i < npriv ? priv_names[i] : NULL;
 }
 
+/* The set of one privilege; empty for a name no version has. */
+static acl_privset bit(const char *name)
+{
+	int i = acl_priv_index(name);
+	return i < 0 ? 0 : (acl_privset)1 << i;
+}
+
 static acl_privset set_of(const char *const *list)
 {
 	acl_privset s = 0;
 	for (const char *const *p = list; *p; p++)
-		s |= (acl_privset)1 << acl_priv_index(*p);
+		s |= bit(*p);
 	return s;
 }
 
 acl_privset acl_version_privs(int major)
 {
-	acl_privset s = (acl_privset)1 << acl_priv_index("Permissions.Modify");
+	acl_privset s = bit("Permissions.Modify");
 	for (size_t g = 0; group_of(major, g); g++) {
 		const struct privgroup *pg = group_of(major, g);
 		s |= set_of(pg->root) | set_of(pg->admin) | set_of(pg->user) | set_of(pg->audit);
@@ -184,7 +191,7 @@ static bool builtin_role(int major, const char *role, acl_privset *out)
 			*out |= set_of(pg->audit);
 	}
 	if (admin)
-		*out &= ~((acl_privset)1 << acl_priv_index("Mapping.Modify"));
+		*out &= ~bit("Mapping.Modify");
 	return found;
 }
 
@@ -286,7 +293,7 @@ static int parse_one(const char *name, void *arg)
 {
 	struct parse *ps = arg;
 	if (acl_priv_valid(ps->major, name)) {
-		ps->set |= (acl_privset)1 << acl_priv_index(name);
+		ps->set |= bit(name);
 		return 0;
 	}
 	if (ps->warn) {
