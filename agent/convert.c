@@ -145,18 +145,28 @@ static bool nic_model_moves(const char *model)
 }
 
 /* The same drive value with only the options the target bus's drive
- * format has (PVE 8.4 schema, pvekeys.h): an IDE disk's model=, ssd= or
- * wwn= does not exist on virtio-blk and PVE would refuse the value. */
-static char *disk_value_for(const char *value, enum vbus bus)
+ * format has on PVE major (pvekeys.h): an IDE disk's model=, ssd= or wwn=
+ * does not exist on virtio-blk and PVE would refuse the value. The options
+ * another version has on that bus (cyls, heads, secs, trans, which PVE 9
+ * dropped) are listed in *dropped ("cyls=1024,heads=16"; NULL: none). */
+static char *disk_value_for(const char *value, enum vbus bus, int major, char **dropped)
 {
 	const char *bus_name = bus == VBUS_VIRTIO_SCSI ? "scsi" : "virtio";
-	struct propstr in, out = {0};
+	struct propstr in, out = {0}, gone = {0};
+	*dropped = NULL;
 	if (propstr_parse(value, &in) < 0)
 		return NULL;
 	int rc = 0;
-	for (size_t i = 0; i < in.n && rc == 0; i++)
-		if (!in.v[i].key || pvekey_drive_option(bus_name, in.v[i].key))
-			rc = propstr_set(&out, in.v[i].key, in.v[i].value);
+	for (size_t i = 0; i < in.n && rc == 0; i++) {
+		const char *k = in.v[i].key;
+		if (!k || pvekey_drive_option(major, bus_name, k))
+			rc = propstr_set(&out, k, in.v[i].value);
+		else if (pvekey_drive_option(0, bus_name, k))
+			rc = propstr_set(&gone, k, in.v[i].value);
+	}
+	if (rc == 0 && gone.n && !(*dropped = propstr_format(&gone)))
+		rc = -1;
+	propstr_free(&gone);
 	char *s = rc == 0 ? propstr_format(&out) : NULL;
 	propstr_free(&in);
 	propstr_free(&out);
@@ -207,8 +217,8 @@ static char *boot_order_map(const char *boot, const struct name_map *keys)
 	return sbuf_steal(&b);
 }
 
-int convert_target_make(json_object *saved, enum vbus bus, struct convert_target *t,
-			char **err)
+int convert_target_make(json_object *saved, enum vbus bus, int pve_major,
+			struct convert_target *t, char **err)
 {
 	memset(t, 0, sizeof *t);
 	*err = NULL;
@@ -246,12 +256,17 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 			continue;
 		char *nk = strprintf("%s%u", bus == VBUS_VIRTIO_SCSI ? "scsi" : "virtio", idx);
 		const char *old = json_text(saved, d->key);
-		char *nv = old ? disk_value_for(old, bus) : NULL;
+		char *dropped = NULL;
+		char *nv = old ? disk_value_for(old, bus, pve_major, &dropped) : NULL;
 		if (!nk || !nv || name_map_add(&keys, d->key, nk) < 0 ||
 		    pve_params_add(&t->set, nk, nv) < 0 ||
 		    strv_add(&t->lines, &t->n_lines,
 			     strprintf("%s -> %s: %s", d->key, nk, nv)) < 0 ||
+		    (dropped && strv_add(&t->lines, &t->n_lines,
+					 strprintf("%s: %s dropped (PVE %d has no such drive "
+						   "option)", d->key, dropped, pve_major)) < 0) ||
 		    sbuf_addf(&del, "%s%s", del.len ? "," : "", d->key) < 0) {
+			free(dropped);
 			free(nk);
 			free(nv);
 			*err = strprintf("%s: cannot read '%s'", d->key, old ? old : "");
@@ -261,6 +276,7 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 			t->boot_key = strdup(nk);
 			t->boot_index = idx;
 		}
+		free(dropped);
 		free(nk);
 		free(nv);
 		idx++;
@@ -446,6 +462,21 @@ struct run {
 	enum rw_phase phase;          /* for the inject edit */
 	const char *step;
 };
+
+/* convert_target_make for the saved config on the cluster's PVE version
+ * (its drive options: 9 dropped cyls, heads, secs, trans). */
+static int target_for(struct run *r, enum vbus bus, struct convert_target *t, char **err)
+{
+	int major = 0;
+	struct pve_error e = {0};
+	if (guest_pve_major(r->req->pve, &major, &e) < 0) {
+		memset(t, 0, sizeof *t);
+		*err = pve_error_format(&e);
+		pve_error_clear(&e);
+		return -1;
+	}
+	return convert_target_make(r->saved, bus, major, t, err);
+}
 
 /* The step failures are named by (r->step: the engine's step, or the
  * part of it under way, such as "rollback"). */
@@ -706,8 +737,7 @@ static int plan_guest(struct run *r)
 	free(err);
 	free(r->res->bus);
 	r->res->bus = strdup(vbus_name(bus));
-	if (!r->t.set.n && !r->t.delete_keys &&
-	    convert_target_make(r->saved, bus, &r->t, &err) < 0) {
+	if (!r->t.set.n && !r->t.delete_keys && target_for(r, bus, &r->t, &err) < 0) {
 		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
 		free(err);
 		return -1;
@@ -1407,7 +1437,7 @@ static enum step_rc st_preflight(struct job *j)
 	/* nothing to move? (judged on the saved config) */
 	char *err = NULL;
 	struct convert_target probe;
-	if (convert_target_make(r->saved, VBUS_VIRTIO_BLK, &probe, &err) < 0) {
+	if (target_for(r, VBUS_VIRTIO_BLK, &probe, &err) < 0) {
 		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
 		free(err);
 		return step_failed(j, r);
@@ -1608,7 +1638,7 @@ static int ensure_target(struct run *r)
 	const char *jbus = json_text(r->j.o, "bus");
 	enum vbus bus = jbus && strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
 	char *err = NULL;
-	if (convert_target_make(r->saved, bus, &r->t, &err) < 0) {
+	if (target_for(r, bus, &r->t, &err) < 0) {
 		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
 		free(err);
 		return -1;

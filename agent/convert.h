@@ -156,12 +156,14 @@ struct convert_target {
 };
 void convert_target_free(struct convert_target *t);
 
-/* Fill t for bus (VBUS_VIRTIO_BLK or VBUS_VIRTIO_SCSI). ndisks and nnics
- * are 0 when there is nothing to move. -1 with *err (malloc'd) for a
- * config this cannot convert (virtio or scsi disks beside the IDE ones,
- * unparsable values). */
-int convert_target_make(json_object *saved, enum vbus bus, struct convert_target *t,
-			char **err);
+/* Fill t for bus (VBUS_VIRTIO_BLK or VBUS_VIRTIO_SCSI) on PVE pve_major
+ * (the drive options that version has: a disk's cyls, heads, secs and
+ * trans are dropped on 9, with a line saying so). ndisks and nnics are 0
+ * when there is nothing to move. -1 with *err (malloc'd) for a config this
+ * cannot convert (virtio or scsi disks beside the IDE ones, unparsable
+ * values). */
+int convert_target_make(json_object *saved, enum vbus bus, int pve_major,
+			struct convert_target *t, char **err);
 
 /* Does config current show the change t (set values, deleted keys)? */
 bool convert_target_applied(const struct convert_target *t, json_object *current);

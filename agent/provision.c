@@ -722,7 +722,7 @@ static int check_values(const struct up_request *req, enum pvekey_kind kk, struc
 		const struct tmpl_kv *kv = &req->sets->items[i];
 		char *why = NULL;
 		int r = strcmp(kv->key, "size") == 0 ? pvecheck_value(&size_val, kv->value, &why)
-						     : pvecheck_param(kk, kv->key, kv->value, &why);
+						     : pvecheck_param(0, kk, kv->key, kv->value, &why);
 		if (r < 0)
 			return pve_error_oom(err);
 		if (r > 0) {

@@ -491,11 +491,30 @@ static int check_props(const struct pvekey_val *v, const char *s, char **why)
 	return rc;
 }
 
-int pvecheck_param(enum pvekey_kind kind, const char *param, const char *value, char **why)
+int pvecheck_param(int major, enum pvekey_kind kind, const char *param, const char *value,
+		   char **why)
 {
 	*why = NULL;
-	const struct pvekey *k = pvekey_lookup(kind, param);
-	if (!k)
-		return fail(why, "not a PVE parameter");
-	return pvecheck_value(k->val, value, why);
+	static const int each[] = {9, 8}; /* one major of each table */
+	const struct pvekey *tried = NULL;
+	for (size_t i = 0; i < sizeof each / sizeof each[0]; i++) {
+		if (major > 0 && pvekey_versions(major) != pvekey_versions(each[i]))
+			continue;
+		const struct pvekey *k = pvekey_lookup_for(each[i], kind, param);
+		if (!k || (tried && k->val == tried->val))
+			continue;
+		char *w = NULL;
+		int rc = pvecheck_value(k->val, value, &w);
+		if (rc <= 0) {
+			free(*why);
+			*why = NULL;
+			return rc;
+		}
+		if (!*why)
+			*why = w; /* the first version's reason */
+		else
+			free(w);
+		tried = k;
+	}
+	return tried ? 1 : fail(why, "not a PVE parameter");
 }

@@ -18,12 +18,14 @@
 #include "pvekeys.h"
 
 /* Check value against the schema of parameter param ("net0", "memory") of
- * a guest kind. Returns 0 when it suits; 1 with *why a malloc'd "what is
+ * a guest kind on PVE major (0: not known yet; the value suits when it
+ * suits some version's schema). Returns 0 when it suits; 1 with *why a malloc'd "what is
  * wrong" without the parameter's name ("-5 is below the minimum 16",
  * "evil: unknown key (a net0 value has: bridge, firewall, ...)"); 1 also
  * for a parameter the schema does not have; -1 when memory ran out (*why
  * NULL). */
-int pvecheck_param(enum pvekey_kind kind, const char *param, const char *value, char **why);
+int pvecheck_param(int major, enum pvekey_kind kind, const char *param, const char *value,
+		   char **why);
 
 /* The same for a value schema (a parameter's, or one property key's). */
 int pvecheck_value(const struct pvekey_val *v, const char *value, char **why);

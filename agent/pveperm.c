@@ -1,6 +1,8 @@
-/* pveperm.c - privileges a config change needs, checked up front against
- * GET /access/permissions (see pveperm.h). */
+/* pveperm.c - privileges a config change or the guest agent's address
+ * needs, checked up front against GET /access/permissions (see pveperm.h). */
 #include "pveperm.h"
+
+#include "pveprivs.h"
 
 #include "util.h"
 
@@ -100,5 +102,20 @@ int pveperm_check_config(struct pve *c, int vmid, const struct pve_params *set,
 	for (size_t i = 0; rc == 0 && set && i < set->n; i++)
 		if (key_indexed(set->v[i].key, "net") && set->v[i].value)
 			rc = bridge_ok(c, set->v[i].value, err);
+	return rc;
+}
+
+int pveperm_check_agent(struct pve *c, int major, const char *path, struct pve_error *err)
+{
+	json_object *privs = NULL;
+	int rc = have(c, path, &privs, err);
+	if (rc <= 0)
+		return rc;
+	/* PVE 9 checks either of the two (any => 1) */
+	if (major >= 9 && json_object_object_get_ex(privs, "VM.GuestAgent.Unrestricted", NULL))
+		rc = 0;
+	else
+		rc = need(privs, path, pveprivs_agent_priv(major), err);
+	json_object_put(privs);
 	return rc;
 }

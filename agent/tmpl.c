@@ -410,7 +410,7 @@ static int value_problem(struct ctx *x, const char *title, int line, const char 
 		return 1;
 	}
 	char *why = NULL;
-	int rc = pvecheck_param((enum pvekey_kind)x->t->kind, key, v, &why);
+	int rc = pvecheck_param(0, (enum pvekey_kind)x->t->kind, key, v, &why);
 	if (rc < 0)
 		x->oom = 1;
 	else if (rc > 0)
@@ -664,9 +664,9 @@ static void load_pve(struct ctx *x, struct tmpl *t, const struct ini_section *s)
 			continue;
 		}
 		if (!k) {
-			xerr(x, e->line, T, e->key, "not a PVE %s parameter (%s schema)",
+			xerr(x, e->line, T, e->key, "not a PVE %s parameter (%s)",
 			     tmpl_kind_name(t->kind),
-			     t->kind == TMPL_OPENVZ ? "PVE 3.4" : "PVE 8.4");
+			     t->kind == TMPL_OPENVZ ? "PVE 3.4 schema" : "PVE 9.1 and 8.4 schemas");
 			continue;
 		}
 		if (cloned && !(k->where & PVEKEY_CONFIG)) {
@@ -953,6 +953,49 @@ static char *closest_template(const char *const *dirs, const char *name)
 	free(names);
 	tmpl_list_free(list, n);
 	return copy;
+}
+
+/* "'KEY' is a PVE N parameter; this cluster runs PVE M" when key is known
+ * to a version other than major only, else NULL (and NULL on no memory:
+ * *oom set). */
+static char *other_version(enum tmpl_kind kind, const char *key, int major, bool *oom)
+{
+	enum pvekey_kind k = (enum pvekey_kind)kind;
+	if (pvekey_lookup_for(major, k, key) || !pvekey_lookup(k, key))
+		return NULL;
+	char *s = major >= 9 ? strprintf("'%s' is a PVE 8 parameter that PVE 9 dropped; this "
+					 "cluster runs PVE %d", key, major)
+			     : strprintf("'%s' is a PVE 9 parameter; this cluster runs PVE %d", key,
+					 major);
+	*oom = !s;
+	return s;
+}
+
+int tmpl_check_version(const struct tmpl *t, const struct tmpl_kvlist *sets, int major,
+		       char **err)
+{
+	*err = NULL;
+	bool oom = false;
+	for (size_t i = 0; i < t->pve.n && !*err && !oom; i++) {
+		char *why = other_version(t->kind, t->pve.items[i].key, major, &oom);
+		if (why)
+			*err = strprintf("template %s, line %d: [pve] %s", t->name ? t->name : "?",
+					 t->pve.items[i].line, why);
+		oom = oom || (why && !*err);
+		free(why);
+	}
+	for (size_t i = 0; sets && i < sets->n && !*err && !oom; i++) {
+		char *why = other_version(t->kind, sets->items[i].key, major, &oom);
+		if (why)
+			*err = strprintf("--set %s", why);
+		oom = oom || (why && !*err);
+		free(why);
+	}
+	if (oom) {
+		free(*err);
+		*err = NULL;
+	}
+	return *err || oom ? -1 : 0;
 }
 
 int tmpl_load(const char *const *dirs, const char *name, struct tmpl **out,

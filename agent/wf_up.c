@@ -10,6 +10,7 @@
 #include "log.h"
 #include "pvecfg.h"
 #include "pvekeys.h"
+#include "pveperm.h"
 #include "task.h"
 #include "util.h"
 #include "wf_inject.h"
@@ -461,6 +462,14 @@ static enum step_rc up_find(struct job *j)
 	int major;
 	if (guest_pve_major(c, &major, err) < 0)
 		return STEP_RC_FAIL;
+	char *why = NULL;
+	if (tmpl_check_version(u->tmpl, &u->sets, major, &why) < 0) {
+		if (!why)
+			return pve_error_oom(err);
+		pve_error_set(err, PVE_ERR_CONFIG, "%s", why);
+		free(why);
+		return STEP_RC_FAIL;
+	}
 	u->t = tmpl_guest_type(u->tmpl->kind, major);
 	u->res->type = u->t;
 	if (job_set_str(j, "type", guest_type_name(u->t)) < 0)
@@ -520,6 +529,17 @@ static enum step_rc up_find(struct job *j)
 	job_summary(j, found ? "exists" : "new");
 	if (u->dry_run)
 		return up_plan(j, u, found) < 0 ? STEP_RC_FAIL : STEP_RC_END;
+	/* the address from the guest agent needs its own privilege: ask
+	 * before anything is made (a new guest's ACL comes from /vms or /) */
+	if (u->t == GUEST_QEMU && !u->no_start && u->tmpl->guest.address == TMPL_ADDR_AGENT) {
+		char *path = found ? strprintf("/vms/%d", u->g.vmid) : strdup("/vms");
+		if (!path)
+			return pve_error_oom(err);
+		int rc = pveperm_check_agent(c, major, path, err);
+		free(path);
+		if (rc < 0)
+			return STEP_RC_FAIL;
+	}
 	return STEP_RC_OK;
 }
 

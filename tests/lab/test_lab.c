@@ -70,7 +70,7 @@ static void lab_start(struct lab *l, const char *guests)
 	l->dir = strdup(tmpl);
 	char *scen = strprintf("%s/scenario.json", l->dir);
 	put(scen, 0644,
-	    strprintf("{\"pve_version\": \"8.4\", \"cluster_name\": \"lab\",\n"
+	    strprintf("{\"pve_version\": \"9.1\", \"cluster_name\": \"lab\",\n"
 		      " \"nodes\": [{\"name\": \"pve1\", \"cpus\": 2, \"memory_mib\": 24576,"
 		      " \"online\": true, \"ip\": \"10.10.0.11\"}],\n"
 		      " \"storages\": [{\"id\": \"local-lvm\", \"type\": \"lvmthin\", \"shared\": false,"

@@ -1,4 +1,4 @@
-/* acl.c - PVE 8's permission model (see acl.h): privileges and roles as
+/* acl.c - PVE's permission model per version (see acl.h): privileges and roles as
  * PVE::AccessControl builds them, ACL entries, the path walk of
  * PVE::AccessControl::roles and the token intersection of
  * PVE::RPCEnvironment::permissions. */
@@ -11,9 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* PVE::AccessControl's $privgroups (pve-access-control 8.2): per category
- * the privileges of each level; the built-in roles are made from these
- * exactly as create_roles() makes them. */
+/* PVE::AccessControl's $privgroups, per category the privileges of each
+ * level; the built-in roles are made from these exactly as create_roles()
+ * makes them. The VM category differs by version: pve-access-control 8.2
+ * (stable-bookworm) has VM.Monitor; 9.x (master) dropped it (07069454) and
+ * added VM.GuestAgent.* (922f7105) and VM.Replicate (5f7544fe). The other
+ * categories are the same on both. */
 struct privgroup {
 	const char *cat;
 	const char *const *root, *const *admin, *const *user, *const *audit;
@@ -21,13 +24,24 @@ struct privgroup {
 
 #define L(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define NONE ((const char *const[]){NULL})
-static const struct privgroup groups[] = {
-	{"VM", NONE,
-	 L("VM.Config.Disk", "VM.Config.CPU", "VM.Config.Memory", "VM.Config.Network",
-	   "VM.Config.HWType", "VM.Config.Options", "VM.Allocate", "VM.Clone", "VM.Migrate",
-	   "VM.Monitor", "VM.Snapshot", "VM.Snapshot.Rollback"),
-	 L("VM.Config.CDROM", "VM.Config.Cloudinit", "VM.Console", "VM.Backup", "VM.PowerMgmt"),
-	 L("VM.Audit")},
+static const struct privgroup vm8 = {
+	"VM", NONE,
+	L("VM.Config.Disk", "VM.Config.CPU", "VM.Config.Memory", "VM.Config.Network",
+	  "VM.Config.HWType", "VM.Config.Options", "VM.Allocate", "VM.Clone", "VM.Migrate",
+	  "VM.Monitor", "VM.Snapshot", "VM.Snapshot.Rollback"),
+	L("VM.Config.CDROM", "VM.Config.Cloudinit", "VM.Console", "VM.Backup", "VM.PowerMgmt"),
+	L("VM.Audit")};
+static const struct privgroup vm9 = {
+	"VM", NONE,
+	L("VM.Config.Disk", "VM.Config.CPU", "VM.Config.Memory", "VM.Config.Network",
+	  "VM.Config.HWType", "VM.Config.Options", "VM.Allocate", "VM.Clone",
+	  "VM.GuestAgent.Unrestricted", "VM.Migrate", "VM.Replicate", "VM.Snapshot",
+	  "VM.Snapshot.Rollback"),
+	L("VM.Config.CDROM", "VM.Config.Cloudinit", "VM.Console", "VM.Backup",
+	  "VM.GuestAgent.FileRead", "VM.GuestAgent.FileSystemMgmt", "VM.GuestAgent.FileWrite",
+	  "VM.PowerMgmt"),
+	L("VM.Audit", "VM.GuestAgent.Audit")};
+static const struct privgroup common[] = {
 	{"Sys", L("Sys.PowerMgmt", "Sys.Modify", "Sys.Incoming", "Sys.AccessNetwork"),
 	 L("Sys.Console", "Sys.Syslog"), NONE, L("Sys.Audit")},
 	{"Datastore", NONE, L("Datastore.Allocate", "Datastore.AllocateTemplate"),
@@ -40,9 +54,20 @@ static const struct privgroup groups[] = {
 };
 #undef L
 #undef NONE
+#define NCOMMON (sizeof common / sizeof common[0])
 
-/* Every privilege once, in the order above, then Permissions.Modify (in no
- * group). Filled on first use (init_privs). */
+/* Group i (0 = VM, then the common ones) of a PVE major version; NULL past
+ * the last. Majors before 9 have 8.x's list. */
+static const struct privgroup *group_of(int major, size_t i)
+{
+	if (i == 0)
+		return major >= 9 ? &vm9 : &vm8;
+	return i <= NCOMMON ? &common[i - 1] : NULL;
+}
+
+/* Every privilege of any version once: 8.x's in the order above, then what
+ * 9.x adds, then Permissions.Modify (in no group). A set's bit i is
+ * priv_names[i]. Filled on first use (init_privs). */
 #define MAXPRIV 64
 static const char *priv_names[MAXPRIV + 1];
 static int npriv;
@@ -56,15 +81,21 @@ static void add_priv(const char *p)
 		priv_names[npriv++] = p;
 }
 
-static void fill_privs(void)
+static void add_version(int major)
 {
-	for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
-		const char *const *lv[] = {groups[g].root, groups[g].admin, groups[g].user,
-					   groups[g].audit};
+	for (size_t g = 0; group_of(major, g); g++) {
+		const struct privgroup *pg = group_of(major, g);
+		const char *const *lv[] = {pg->root, pg->admin, pg->user, pg->audit};
 		for (size_t l = 0; l < 4; l++)
 			for (const char *const *p = lv[l]; *p; p++)
 				add_priv(*p);
 	}
+}
+
+static void fill_privs(void)
+{
+	add_version(8);
+	add_version(9);
 	add_priv("Permissions.Modify");
 }
 
@@ -84,40 +115,52 @@ int acl_priv_index(const char *name)
 	return -1;
 }
 
-bool acl_priv_valid(const char *name)
-{
-	return acl_priv_index(name) >= 0;
-}
-
 const char *acl_priv_name(int i)
 {
 	init_privs();
 	return i >= 0 && i < npriv ? priv_names[i] : NULL;
 }
 
+/* The set of one privilege; empty for a name no version has. */
+static acl_privset bit(const char *name)
+{
+	int i = acl_priv_index(name);
+	return i < 0 ? 0 : (acl_privset)1 << i;
+}
+
 static acl_privset set_of(const char *const *list)
 {
 	acl_privset s = 0;
 	for (const char *const *p = list; *p; p++)
-		s |= (acl_privset)1 << acl_priv_index(*p);
+		s |= bit(*p);
 	return s;
 }
 
-static acl_privset all_privs(void)
+acl_privset acl_version_privs(int major)
 {
-	init_privs();
-	return npriv >= 64 ? ~(acl_privset)0 : (((acl_privset)1 << npriv) - 1);
+	acl_privset s = bit("Permissions.Modify");
+	for (size_t g = 0; group_of(major, g); g++) {
+		const struct privgroup *pg = group_of(major, g);
+		s |= set_of(pg->root) | set_of(pg->admin) | set_of(pg->user) | set_of(pg->audit);
+	}
+	return s;
+}
+
+bool acl_priv_valid(int major, const char *name)
+{
+	int i = acl_priv_index(name);
+	return i >= 0 && (acl_version_privs(major) >> i & 1);
 }
 
 /* create_roles(): PVE<Cat>Admin (admin, user, audit), PVEAdmin (all of
  * those but Mapping.Modify), PVE<Cat>User (user and audit, where the
  * category has user privileges), PVEAuditor (every audit), PVETemplateUser,
  * NoAccess and Administrator (everything). */
-static bool builtin_role(const char *role, acl_privset *out)
+static bool builtin_role(int major, const char *role, acl_privset *out)
 {
 	*out = 0;
 	if (strcmp(role, "Administrator") == 0) {
-		*out = all_privs();
+		*out = acl_version_privs(major);
 		return true;
 	}
 	if (strcmp(role, "NoAccess") == 0)
@@ -128,8 +171,8 @@ static bool builtin_role(const char *role, acl_privset *out)
 	}
 	bool admin = strcmp(role, "PVEAdmin") == 0, auditor = strcmp(role, "PVEAuditor") == 0;
 	bool found = admin || auditor;
-	for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
-		const struct privgroup *pg = &groups[g];
+	for (size_t g = 0; group_of(major, g); g++) {
+		const struct privgroup *pg = group_of(major, g);
 		acl_privset aua = set_of(pg->admin) | set_of(pg->user) | set_of(pg->audit);
 		char name[48];
 		snprintf(name, sizeof name, "PVE%sAdmin", pg->cat);
@@ -148,7 +191,7 @@ static bool builtin_role(const char *role, acl_privset *out)
 			*out |= set_of(pg->audit);
 	}
 	if (admin)
-		*out &= ~((acl_privset)1 << acl_priv_index("Mapping.Modify"));
+		*out &= ~bit("Mapping.Modify");
 	return found;
 }
 
@@ -174,16 +217,20 @@ struct subject {
 };
 
 struct acl {
+	int major; /* the PVE version's privileges and built-in roles */
 	struct role *roles;
 	size_t nroles;
 	struct subject *subj;
 	size_t nsubj;
 };
 
-struct acl *acl_new(void)
+struct acl *acl_new(int pve_major)
 {
 	init_privs();
-	return calloc(1, sizeof(struct acl));
+	struct acl *a = calloc(1, sizeof(struct acl));
+	if (a)
+		a->major = pve_major;
+	return a;
 }
 
 void acl_free(struct acl *a)
@@ -207,9 +254,9 @@ void acl_free(struct acl *a)
 
 bool acl_role_privs(const struct acl *a, const char *role, acl_privset *out)
 {
-	if (builtin_role(role, out))
+	if (builtin_role(a->major, role, out))
 		return true;
-	for (size_t i = 0; a && i < a->nroles; i++)
+	for (size_t i = 0; i < a->nroles; i++)
 		if (strcmp(a->roles[i].name, role) == 0) {
 			*out = a->roles[i].privs;
 			return true;
@@ -217,13 +264,10 @@ bool acl_role_privs(const struct acl *a, const char *role, acl_privset *out)
 	return false;
 }
 
-int acl_parse_privs(const char *list, acl_privset *out, char **err)
+/* Split a privilege list as PVE's split_list does ("," ";" or spaces);
+ * each name goes to one(name, arg), which stops the walk by returning -1. */
+static int each_priv(const char *list, int (*one)(const char *name, void *arg), void *arg)
 {
-	*out = 0;
-	if (strcmp(list, "all") == 0) {
-		*out = all_privs();
-		return 0;
-	}
 	const char *p = list;
 	while (*p) {
 		while (*p == ',' || *p == ' ' || *p == ';')
@@ -231,21 +275,58 @@ int acl_parse_privs(const char *list, acl_privset *out, char **err)
 		size_t n = strcspn(p, ", ;");
 		if (!n)
 			break;
-		char *one = strndup(p, n);
-		int i = one ? acl_priv_index(one) : -1;
-		if (i < 0) {
-			*err = one ? strprintf("invalid privilege '%s'", one) : NULL;
-			free(one);
+		char *name = strndup(p, n);
+		if (!name || one(name, arg) < 0) {
+			free(name);
 			return -1;
 		}
-		free(one);
-		*out |= (acl_privset)1 << i;
+		free(name);
 		p += n;
 	}
 	return 0;
 }
 
-int acl_add_role(struct acl *a, const char *name, const char *privlist, char **err)
+struct parse {
+	int major;
+	acl_privset set;
+	FILE *warn; /* NULL: an invalid name is an error */
+	char *err;
+};
+
+static int parse_one(const char *name, void *arg)
+{
+	struct parse *ps = arg;
+	if (acl_priv_valid(ps->major, name)) {
+		ps->set |= bit(name);
+		return 0;
+	}
+	if (ps->warn) {
+		fprintf(ps->warn, "user config - ignore invalid privilege '%s'\n", name);
+		return 0;
+	}
+	ps->err = strprintf("invalid privilege '%s'", name);
+	return -1;
+}
+
+int acl_parse_privs(const struct acl *a, const char *list, acl_privset *out, char **err)
+{
+	*out = 0;
+	if (strcmp(list, "all") == 0) {
+		*out = acl_version_privs(a->major);
+		return 0;
+	}
+	struct parse ps = {a->major, 0, NULL, NULL};
+	if (each_priv(list, parse_one, &ps) < 0) {
+		*err = ps.err;
+		return -1;
+	}
+	*out = ps.set;
+	return 0;
+}
+
+/* A custom role; warn as for struct parse. */
+static int add_role(struct acl *a, const char *name, const char *privlist, FILE *warn,
+		    char **err)
 {
 	acl_privset s;
 	if (!*name || strchr(name, ' ') || strchr(name, ',')) {
@@ -256,8 +337,13 @@ int acl_add_role(struct acl *a, const char *name, const char *privlist, char **e
 		*err = strprintf("role '%s' already exists", name);
 		return -1;
 	}
-	if (acl_parse_privs(privlist, &s, err) < 0)
+	struct parse ps = {a->major, 0, warn, NULL};
+	if (strcmp(privlist, "all") == 0)
+		ps.set = acl_version_privs(a->major);
+	else if (each_priv(privlist, parse_one, &ps) < 0) {
+		*err = ps.err;
 		return -1;
+	}
 	struct role *r = realloc(a->roles, (a->nroles + 1) * sizeof *r);
 	if (!r)
 		return -1;
@@ -265,8 +351,19 @@ int acl_add_role(struct acl *a, const char *name, const char *privlist, char **e
 	r[a->nroles].name = strdup(name);
 	if (!r[a->nroles].name)
 		return -1;
-	r[a->nroles++].privs = s;
+	r[a->nroles++].privs = ps.set;
 	return 0;
+}
+
+int acl_add_role(struct acl *a, const char *name, const char *privlist, char **err)
+{
+	return add_role(a, name, privlist, NULL, err);
+}
+
+int acl_load_role(struct acl *a, const char *name, const char *privlist, FILE *warn,
+		  char **err)
+{
+	return add_role(a, name, privlist, warn, err);
 }
 
 static struct subject *find_subject(const struct acl *a, const char *id)
@@ -414,7 +511,7 @@ acl_privset acl_privs_at(const struct acl *a, const char *userid, const char *pa
 	if (!userid)
 		return 0;
 	if (strcmp(userid, "root@pam") == 0)
-		return all_privs();
+		return acl_version_privs(a->major);
 	char *np = normalize(path);
 	const struct subject *s = find_subject(a, userid);
 	if (!np || !s) {
@@ -426,7 +523,7 @@ acl_privset acl_privs_at(const struct acl *a, const char *userid, const char *pa
 		char *user = strndup(userid, strcspn(userid, "!"));
 		const struct subject *u = user ? find_subject(a, user) : NULL;
 		bool root = user && strcmp(user, "root@pam") == 0;
-		acl_privset up = root ? all_privs() : u ? own_privs(u, np) : own_privs(s, np);
+		acl_privset up = root ? acl_version_privs(a->major) : u ? own_privs(u, np) : own_privs(s, np);
 		free(user);
 		out = s->privsep ? up & own_privs(s, np) : up;
 	} else {
@@ -466,10 +563,10 @@ static struct role *custom_role(const struct acl *a, const char *name)
 	return NULL;
 }
 
-bool acl_role_special(const char *role)
+bool acl_role_special(const struct acl *a, const char *role)
 {
 	acl_privset p;
-	return builtin_role(role, &p);
+	return builtin_role(a->major, role, &p);
 }
 
 static int push_name(char ***v, size_t *n, const char *name)
@@ -493,12 +590,13 @@ int acl_role_names(const struct acl *a, char ***names, size_t *n)
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < sizeof top / sizeof top[0]; i++)
 		rc = push_name(names, n, top[i]);
-	for (size_t g = 0; rc == 0 && g < sizeof groups / sizeof groups[0]; g++) {
+	for (size_t g = 0; rc == 0 && group_of(a->major, g); g++) {
+		const struct privgroup *pg = group_of(a->major, g);
 		char name[48];
-		snprintf(name, sizeof name, "PVE%sAdmin", groups[g].cat);
+		snprintf(name, sizeof name, "PVE%sAdmin", pg->cat);
 		rc = push_name(names, n, name);
-		snprintf(name, sizeof name, "PVE%sUser", groups[g].cat);
-		if (rc == 0 && groups[g].user[0])
+		snprintf(name, sizeof name, "PVE%sUser", pg->cat);
+		if (rc == 0 && pg->user[0])
 			rc = push_name(names, n, name);
 	}
 	for (size_t i = 0; rc == 0 && i < a->nroles; i++)
@@ -517,7 +615,7 @@ int acl_role_create(struct acl *a, const char *name, const char *privs, char **e
 int acl_role_update(struct acl *a, const char *name, const char *privs, bool append,
 		    char **err)
 {
-	if (acl_role_special(name)) {
+	if (acl_role_special(a, name)) {
 		*err = strprintf("auto-generated role '%s' cannot be modified", name);
 		return -1;
 	}
@@ -527,7 +625,7 @@ int acl_role_update(struct acl *a, const char *name, const char *privs, bool app
 		return -1;
 	}
 	acl_privset p = 0;
-	if (privs && acl_parse_privs(privs, &p, err) < 0)
+	if (privs && acl_parse_privs(a, privs, &p, err) < 0)
 		return -1;
 	r->privs = append ? r->privs | p : p;
 	refresh_role(a, name);
@@ -536,7 +634,7 @@ int acl_role_update(struct acl *a, const char *name, const char *privs, bool app
 
 int acl_role_delete(struct acl *a, const char *name, char **err)
 {
-	if (acl_role_special(name)) {
+	if (acl_role_special(a, name)) {
 		*err = strprintf("auto-generated role '%s' cannot be deleted", name);
 		return -1;
 	}

@@ -1,6 +1,7 @@
-/* acl.h - PVE 8's permission model in the simulator (pve-access-control
- * 8.2, PVE::AccessControl and PVE::RPCEnvironment): the privileges, the
- * built-in roles with their exact privilege lists, the scenario's custom
+/* acl.h - PVE's permission model in the simulator (PVE::AccessControl and
+ * PVE::RPCEnvironment of pve-access-control 8.2 for PVE 8.x and earlier,
+ * 9.1 for PVE 9.x): the privileges of each version, the built-in roles with
+ * their exact privilege lists, the scenario's custom
  * roles, ACL entries (path, role, propagate) of users and API tokens,
  * the path lookup (the most specific path with an entry that applies
  * wins; an entry on a parent applies only with propagate; NoAccess takes
@@ -13,31 +14,46 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* A set of privileges, one bit each (acl_priv_index). */
 typedef uint64_t acl_privset;
 
 struct acl;
 
-struct acl *acl_new(void);
+/* A model of PVE major version pve_major (9: 47 privileges; 8 and
+ * earlier: 8.x's 42). */
+struct acl *acl_new(int pve_major);
 void acl_free(struct acl *a);
 
-/* The privilege's bit index, or -1 when PVE 8 has no such privilege. */
+/* The privilege's bit index (the same on every version), or -1 when no
+ * version has such a privilege. */
 int acl_priv_index(const char *name);
-bool acl_priv_valid(const char *name);
-/* Name of bit i, NULL past the last. */
+/* Does PVE pve_major know the privilege (PVE::AccessControl::verify_privname)? */
+bool acl_priv_valid(int pve_major, const char *name);
+/* Every privilege of PVE pve_major. */
+acl_privset acl_version_privs(int pve_major);
+/* Name of bit i, NULL past the last (the names of every version). */
 const char *acl_priv_name(int i);
 
 /* A role's privileges (built-in or custom). False when there is no such
  * role. */
 bool acl_role_privs(const struct acl *a, const char *role, acl_privset *out);
-/* Parse a privilege list ("VM.Audit,VM.Allocate" or space separated; "all"
- * is every privilege). 0, or -1 with *err naming the bad privilege
- * (malloc'd). */
-int acl_parse_privs(const char *list, acl_privset *out, char **err);
-/* Add a custom role. -1 with *err when the name is a built-in role's, is
- * taken, or a privilege is unknown. */
+/* Parse a privilege list ("VM.Audit,VM.Allocate", ";" or space separated;
+ * "all" is every privilege of a's version). 0, or -1 with *err naming the
+ * first privilege a's version does not know (malloc'd; NULL when memory
+ * ran out). */
+int acl_parse_privs(const struct acl *a, const char *list, acl_privset *out, char **err);
+/* Add a custom role as `pveum role add` does. -1 with *err when the name
+ * is a built-in role's, is taken, or a privilege is unknown to a's
+ * version. */
 int acl_add_role(struct acl *a, const char *name, const char *privs, char **err);
+/* The same as PVE reads a role from user.cfg (parse_user_config): a
+ * privilege the version does not know (VM.Monitor on 9.x, after an
+ * upgrade from 8) is dropped with "user config - ignore invalid privilege
+ * 'NAME'" written to warn; the role is kept, even with none left. */
+int acl_load_role(struct acl *a, const char *name, const char *privs, FILE *warn,
+		  char **err);
 
 /* Add a user ("name@realm") or a token ("name@realm!token"; privsep as
  * `pveum user token add --privsep`). -1 with *err when taken or malformed. */
@@ -63,7 +79,7 @@ bool acl_check(const struct acl *a, const char *userid, const char *path, const 
  * (its entries stay and grant nothing, as in PVE) or made anew. */
 
 /* A built-in role (PVE::AccessControl::role_is_special). */
-bool acl_role_special(const char *role);
+bool acl_role_special(const struct acl *a, const char *role);
 /* Every role's name, the built-in ones first (each and the array
  * malloc'd). 0 or -1 (out of memory, *names freed by the caller). */
 int acl_role_names(const struct acl *a, char ***names, size_t *n);

@@ -35,12 +35,15 @@ static void usage(FILE *f)
 		   "                         (repeatable; make sandbox)\n");
 }
 
-/* The default schema for a PVE major version: $PVE_API_DIR, then
+/* The default schema for a PVE major version (9.x: the 9.1 schema; 4 to
+ * 8: the 8.4 one; 2 and 3: the OpenVZ one): $PVE_API_DIR, then
  * ../shared/pve-api beside the checkout, found from the current directory
  * or from the executable's directory upwards. NULL if none exists. */
 static char *default_schema(int major)
 {
-	const char *file = major >= 4 ? "pve8-apidata.json" : "pve3-openvz-apidata.generated.json";
+	const char *file = major >= 9   ? "pve9-apidata.json"
+			   : major >= 4 ? "pve8-apidata.json"
+					: "pve3-openvz-apidata.generated.json";
 	const char *env = getenv("PVE_API_DIR");
 	if (env) {
 		char *p = strprintf("%s/%s", env, file);

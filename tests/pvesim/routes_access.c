@@ -148,7 +148,7 @@ static void roles_index(struct cluster *c, struct sim_resp *r)
 		jadd_str(o, "roleid", names[i]);
 		jadd_str(o, "privs", t);
 		json_object_object_add(o, "special",
-				       json_object_new_int(acl_role_special(names[i])));
+				       json_object_new_int(acl_role_special(c->acl, names[i])));
 		json_object_array_add(out, o);
 		free(t);
 	}
@@ -206,7 +206,7 @@ static void roles_route(struct cluster *c, const struct sim_req *req, const char
 		}
 		return;
 	}
-	bool special = acl_role_special(id);
+	bool special = acl_role_special(c->acl, id);
 	if (strcmp(m, "PUT") == 0) {
 		if (param_str(req, "append") && !privs)
 			resp_param_error(r, "append", "parameter 'append' requires 'privs'");

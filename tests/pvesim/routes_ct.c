@@ -180,6 +180,12 @@ static void route_create(struct cluster *c, const struct sim_req *req,
 	}
 	if (!vm_priv_check(req, r, (int)vmid, "VM.Allocate"))
 		return;
+	/* PVE 9 (pve-container 6.0.6, API2/LXC.pm): unprivileged unless asked
+	 * otherwise, and a privileged container needs Sys.Modify on / */
+	bool unpriv_default = !openvz && c->major >= 9 && !param_str(req, "unprivileged");
+	if (!openvz && c->major >= 9 && !param_bool(req, "unprivileged", true) &&
+	    !priv_check(req, r, "/", "Sys.Modify"))
+		return;
 	json_object_object_foreach(req->params, pk, pv)
 	{
 		if (!openvz && !ct_create_meta(pk) &&
@@ -235,6 +241,9 @@ static void route_create(struct cluster *c, const struct sim_req *req,
 		for (size_t i = 0; i < 3; i++)
 			json_object_object_add(g->config, defs[i][0],
 					       json_object_new_string(defs[i][1]));
+		if (unpriv_default)
+			json_object_object_add(g->config, "unprivileged",
+					       json_object_new_string("1"));
 	}
 	json_object_object_foreach(req->params, k, v)
 	{

@@ -1333,10 +1333,28 @@ static void route_agent_qemu(const struct sim_req *req, struct sim_guest *g, con
 	free(err);
 }
 
-static void route_agent(const struct sim_req *req, struct sim_guest *g,
-			const char *cmd, struct sim_resp *r)
+/* The agent commands the model answers are all read-only ones: PVE 8
+ * (qemu-server 8.4 Agent.pm) checks VM.Monitor; PVE 9 (qemu-server b92a40ce)
+ * VM.GuestAgent.Audit or VM.GuestAgent.Unrestricted, any. */
+static bool agent_perm(const struct cluster *c, const struct sim_req *req,
+		       struct sim_guest *g, struct sim_resp *r)
 {
-	if (!vm_priv_check(req, r, g->vmid, "VM.Monitor"))
+	if (c->major < 9)
+		return vm_priv_check(req, r, g->vmid, "VM.Monitor");
+	static const char *const any[] = {"VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted",
+					  NULL};
+	char *p = vm_path(g->vmid);
+	bool ok = p && priv_check_any(req, r, p, any);
+	if (!p)
+		resp_error(r, 500, "out of memory");
+	free(p);
+	return ok;
+}
+
+static void route_agent(const struct cluster *c, const struct sim_req *req,
+			struct sim_guest *g, const char *cmd, struct sim_resp *r)
+{
+	if (!agent_perm(c, req, g, r))
 		return;
 	if (!agent_enabled(g)) {
 		resp_error(r, 500, "No QEMU guest agent configured");
@@ -1588,7 +1606,7 @@ bool routes_qemu(struct cluster *c, const struct sim_req *req,
 		return true;
 	}
 	if (n == 6 && strcmp(sub, "agent") == 0 && (get || post)) {
-		route_agent(req, g, s[5], r);
+		route_agent(c, req, g, s[5], r);
 		return true;
 	}
 	if (strcmp(sub, "status") == 0) {

@@ -468,7 +468,9 @@ static int acl_fail(struct sctx *x, const char *jpath, char *err)
 	return rc;
 }
 
-/* Top-level "roles": {"NAME": "Priv.One,Priv.Two"}. */
+/* Top-level "roles": {"NAME": "Priv.One,Priv.Two"}, read as PVE reads
+ * user.cfg: a privilege the version does not know (VM.Monitor on a 9.x
+ * cluster upgraded from 8) is dropped with PVE's warning on stderr. */
 static int load_roles(struct sctx *x, json_object *o)
 {
 	json_object_object_foreach(o, name, v)
@@ -478,8 +480,8 @@ static int load_roles(struct sctx *x, json_object *o)
 		char *err = NULL;
 		if (rc == 0 && !json_object_is_type(v, json_type_string))
 			rc = sfail(x, p, "must be a string of privileges, not %s", type_name(v));
-		else if (rc == 0 && acl_add_role(x->c->acl, name, json_object_get_string(v),
-						 &err) < 0)
+		else if (rc == 0 && acl_load_role(x->c->acl, name, json_object_get_string(v),
+						  stderr, &err) < 0)
 			rc = acl_fail(x, p, err);
 		free(p);
 		if (rc < 0)
@@ -540,7 +542,8 @@ static int load_perms(struct sctx *x, json_object *o, const char *id, bool token
 		char *pp = jp(p, ".privs");
 		if (!pp)
 			rc = -1;
-		else if (acl_parse_privs(pv ? json_object_get_string(pv) : "all", &set, &err) < 0 ||
+		else if (acl_parse_privs(x->c->acl, pv ? json_object_get_string(pv) : "all",
+					   &set, &err) < 0 ||
 			 acl_grant_privs(x->c->acl, id, "/", set, true, &err) < 0)
 			rc = acl_fail(x, pp, err);
 		free(pp);
@@ -1134,7 +1137,7 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 		if (has < 0 || (has && load_storages(&x, v) < 0))
 			rc = -1;
 	}
-	if (rc == 0 && !(c->acl = acl_new()))
+	if (rc == 0 && !(c->acl = acl_new(c->major)))
 		rc = -1;
 	if (rc == 0) {
 		int has = member(&x, root, "$", "roles", json_type_object, false, &v);

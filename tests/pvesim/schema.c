@@ -235,6 +235,7 @@ struct schema {
 	struct pset *boot_fmt;      /* pve-qm-boot */
 	json_object *extra_json;    /* JSON of the hardcoded formats */
 	int legacy;                 /* PVE 2.x/3.x rules (pve-vmid min 1) */
+	int major;                  /* PVE major version (detect_major) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -933,8 +934,8 @@ static char *f_hotplug(struct ctx *c, const char *v)
 
 static char *f_priv(struct ctx *c, const char *v)
 {
-	/* PVE 8.4 privileges (PVE::AccessControl, acl.h) */
-	return acl_priv_valid(v) ? NULL : die(c, "invalid privilege '%s'\n", v);
+	/* the schema's PVE version's privileges (PVE::AccessControl, acl.h) */
+	return acl_priv_valid(c->s->major, v) ? NULL : die(c, "invalid privilege '%s'\n", v);
 }
 
 /* pve-qm-bootdev (qemu-server verify_bootdev) */
@@ -1611,6 +1612,21 @@ static int detect_legacy(const struct schema *s)
 	return 0;
 }
 
+/* The PVE major version the file describes, for what the schema does not
+ * spell out (the privilege names of pve-priv): 3 for the 2.x/3.x rules, 9
+ * where HA rules exist (/cluster/ha/rules, new in 9.0), else 8. */
+static int detect_major(const struct schema *s)
+{
+	if (s->legacy)
+		return 3;
+	return schema_has_path(s, "/cluster/ha/rules") ? 9 : 8;
+}
+
+int schema_pve_major(const struct schema *s)
+{
+	return s->major;
+}
+
 struct schema *schema_load(const char *path, char **err)
 {
 	char *text = NULL;
@@ -1676,6 +1692,7 @@ struct schema *schema_load(const char *path, char **err)
 	for (size_t i = 0; i < s->nmethods; i++)
 		resolve_formats(s, &s->methods[i]->params);
 	s->legacy = detect_legacy(s);
+	s->major = detect_major(s);
 	return s;
 oom:
 	if (!*err)

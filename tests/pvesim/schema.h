@@ -57,6 +57,11 @@ int schema_check_request(const struct schema_method *m, json_object *path_params
  * (0 expected; such a pattern accepts every value), -1 on bad input. */
 int schema_precompile(const struct schema *s);
 
+/* The PVE major version the file describes (3, 8 or 9), detected from the
+ * schema itself; it decides what the schema names but does not list (the
+ * privileges a pve-priv value may name). */
+int schema_pve_major(const struct schema *s);
+
 /* schema_check and schema_check_request return -1 (and leave *errors
  * NULL) if memory ran out. */
 

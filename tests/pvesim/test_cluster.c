@@ -184,8 +184,8 @@ Test(cluster, version)
 	struct sim_resp r;
 	call(c, "GET", "/version", NULL, T0, &r);
 	cr_assert_eq(r.status, 200);
-	cr_assert_str_eq(jstr(r.data, "version"), "8.4.1");
-	cr_assert_str_eq(jstr(r.data, "release"), "8.4");
+	cr_assert_str_eq(jstr(r.data, "version"), "9.1.1");
+	cr_assert_str_eq(jstr(r.data, "release"), "9.1");
 	cr_assert_not_null(jstr(r.data, "repoid"));
 	sim_resp_clear(&r);
 	cluster_free(c);

@@ -63,8 +63,8 @@ Test(scenario, demo_loads)
 	char *err = NULL;
 	struct cluster *c = cluster_load(path, 1.7e9, &err);
 	cr_assert_not_null(c, "demo.json: %s", err ? err : "?");
-	cr_assert_str_eq(cluster_pve_version(c), "8.4");
-	cr_assert_eq(cluster_pve_major(c), 8);
+	cr_assert_str_eq(cluster_pve_version(c), "9.1");
+	cr_assert_eq(cluster_pve_major(c), 9);
 	cr_assert_str_eq(cluster_first_token_id(c), "root@pam!pvagent");
 	cr_assert(cluster_check_token(c, "audit@pve!ro", "0f9e8d7c-6b5a-4f3e-9d2c-1b0a9f8e7d6c"));
 	/* "privs": the shorthand for those privileges on / */

@@ -150,7 +150,7 @@ Test(server, token_auth)
 	start(NULL);
 	json_object *b = NULL;
 	cr_expect_eq(api("GET", "/version", NULL, &b), 200);
-	cr_expect_str_eq(str_at(b, "data", "release"), "8.4");
+	cr_expect_str_eq(str_at(b, "data", "release"), "9.1");
 	json_object_put(b);
 
 	long st = 0;

@@ -26,7 +26,7 @@ static const char *unavailable(void)
 }
 
 static const char scenario[] =
-	"{\"pve_version\": \"8.4\", \"cluster_name\": \"t\",\n"
+	"{\"pve_version\": \"9.1\", \"cluster_name\": \"t\",\n"
 	" \"nodes\": [{\"name\": \"pve1\", \"cpus\": 8, \"memory_mib\": 32768,"
 	" \"online\": true, \"ip\": \"10.10.0.11\"}],\n"
 	" \"storages\": [{\"id\": \"local-lvm\", \"type\": \"lvmthin\", \"shared\": false,"

@@ -29,7 +29,7 @@ static int write_scenario(struct conv_world *w)
 	const struct conv_world_opts *o = &w->o;
 	bool bsd = strncmp(o->fixture, "freebsd", 7) == 0;
 	char *scen = strprintf(
-		"{\"pve_version\": \"8.4\", \"cluster_name\": \"t\",\n"
+		"{\"pve_version\": \"9.1\", \"cluster_name\": \"t\",\n"
 		" \"nodes\": [{\"name\": \"pve1\", \"cpus\": 8, \"memory_mib\": 32768, \"online\": true,"
 		" \"ip\": \"10.10.0.11\"}],\n"
 		" \"storages\": [{\"id\": \"local-lvm\", \"type\": \"lvmthin\", \"shared\": false,"

@@ -755,7 +755,7 @@ done:
 char *guestenv_scenario(const struct guestenv *ge, int vmid, const char *config_members)
 {
 	return strprintf(
-		"{\"pve_version\": \"8.4\", \"cluster_name\": \"t\",\n"
+		"{\"pve_version\": \"9.1\", \"cluster_name\": \"t\",\n"
 		" \"nodes\": [{\"name\": \"pve1\", \"cpus\": 8, \"memory_mib\": 32768, \"online\": true,"
 		" \"ip\": \"10.10.0.11\"}],\n"
 		" \"storages\": [{\"id\": \"local-lvm\", \"type\": \"lvmthin\", \"shared\": false,"

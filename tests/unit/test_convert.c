@@ -40,12 +40,38 @@ static const char fbsd9[] =
 	"\"net0\":\"e1000=BC:24:11:00:01:90,bridge=vmbr0,firewall=1\","
 	"\"net1\":\"rtl8139=BC:24:11:00:02:90,bridge=vmbr1\"}";
 
+/* qemu-server 9 dropped the drive geometry options (cyls, heads, secs,
+ * trans): on 9.x the new disk goes without them, with a line saying so;
+ * 8.x's virtio and scsi drives still have them. */
+Test(convert_target, drive_geometry_on_each_version)
+{
+	json_object *c = cfg("{\"boot\":\"order=ide0\",\"ide0\":\"local-lvm:vm-190-disk-0,"
+			     "cyls=1024,heads=16,secs=63,trans=lba,size=16G\"}");
+	struct convert_target t;
+	char *err = NULL;
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, 9, &t, &err), 0, "%s", err);
+	cr_assert_str_eq(param(&t, "virtio0"), "local-lvm:vm-190-disk-0,size=16G");
+	bool noted = false;
+	for (size_t i = 0; i < t.n_lines; i++)
+		noted = noted || strcmp(t.lines[i], "ide0: cyls=1024,heads=16,secs=63,trans=lba "
+						     "dropped (PVE 9 has no such drive option)") == 0;
+	cr_assert(noted, "the plan says what was dropped");
+	convert_target_free(&t);
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_SCSI, 8, &t, &err), 0, "%s", err);
+	cr_assert_str_eq(param(&t, "scsi0"),
+			 "local-lvm:vm-190-disk-0,cyls=1024,heads=16,secs=63,trans=lba,size=16G");
+	for (size_t i = 0; i < t.n_lines; i++)
+		cr_assert_null(strstr(t.lines[i], "dropped"), "%s", t.lines[i]);
+	convert_target_free(&t);
+	json_object_put(c);
+}
+
 Test(convert_target, ide_disks_and_e1000_to_virtio_blk)
 {
 	json_object *c = cfg(fbsd9);
 	struct convert_target t;
 	char *err = NULL;
-	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), 0, "%s", err);
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, 9, &t, &err), 0, "%s", err);
 	cr_assert_eq(t.ndisks, 2);
 	cr_assert_eq(t.nnics, 1, "rtl8139 is left alone");
 	cr_assert_str_eq(t.delete_keys, "ide0,ide1", "the cdrom ide2 stays");
@@ -75,7 +101,7 @@ Test(convert_target, virtio_scsi_sets_the_controller)
 			     "\"boot\":\"order=ide0\"}");
 	struct convert_target t;
 	char *err = NULL;
-	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_SCSI, &t, &err), 0, "%s", err);
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_SCSI, 9, &t, &err), 0, "%s", err);
 	cr_assert_str_eq(param(&t, "scsi0"), "local-lvm:vm-1-disk-0,size=32G,wwn=0x5000c50015ea71ac",
 			 "SCSI takes wwn");
 	cr_assert_str_eq(param(&t, "scsihw"), "virtio-scsi-single");
@@ -91,7 +117,7 @@ Test(convert_target, legacy_bootdisk)
 			     "\"bootdisk\":\"ide0\",\"boot\":\"cdn\"}");
 	struct convert_target t;
 	char *err = NULL;
-	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), 0, "%s", err);
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, 9, &t, &err), 0, "%s", err);
 	cr_assert_str_eq(param(&t, "bootdisk"), "virtio0");
 	cr_assert_null(param(&t, "boot"), "a legacy boot string is left alone");
 	convert_target_free(&t);
@@ -105,7 +131,7 @@ Test(convert_target, already_virtio_has_nothing_to_move)
 			     "\"net0\":\"virtio=BC:24:11:00:00:01,bridge=vmbr0\"}");
 	struct convert_target t;
 	char *err = NULL;
-	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), 0, "%s", err);
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, 9, &t, &err), 0, "%s", err);
 	cr_assert_eq(t.ndisks, 0);
 	cr_assert_eq(t.nnics, 0);
 	cr_assert_null(t.delete_keys);
@@ -120,7 +146,7 @@ Test(convert_target, mixed_buses_refused)
 			     "\"virtio0\":\"local-lvm:vm-1-disk-1,size=8G\"}");
 	struct convert_target t;
 	char *err = NULL;
-	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), -1);
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, 9, &t, &err), -1);
 	cr_assert(err && strstr(err, "beside its IDE disks"), "%s", err ? err : "(null)");
 	free(err);
 	json_object_put(c);
@@ -131,7 +157,7 @@ Test(convert_target, applied_after_the_change)
 	json_object *saved = cfg(fbsd9);
 	struct convert_target t;
 	char *err = NULL;
-	cr_assert_eq(convert_target_make(saved, VBUS_VIRTIO_BLK, &t, &err), 0);
+	cr_assert_eq(convert_target_make(saved, VBUS_VIRTIO_BLK, 9, &t, &err), 0);
 	json_object *cur = cfg(fbsd9);
 	cr_assert_not(convert_target_applied(&t, cur));
 	/* PVE after delete=ide0,ide1 and the set: unusedN gone, keys reordered */
@@ -193,11 +219,11 @@ Test(convert_target, keeps_only_the_options_of_the_target_bus)
 			     "\"boot\":\"order=ide0\"}");
 	struct convert_target t;
 	char *err = NULL;
-	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), 0, "%s", err);
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, 9, &t, &err), 0, "%s", err);
 	cr_assert_str_eq(param(&t, "virtio0"), "local-lvm:vm-1-disk-0,discard=on,cache=none,size=32G",
 			 "virtio-blk has no model, ssd or wwn");
 	convert_target_free(&t);
-	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_SCSI, &t, &err), 0, "%s", err);
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_SCSI, 9, &t, &err), 0, "%s", err);
 	cr_assert_str_eq(param(&t, "scsi0"),
 			 "local-lvm:vm-1-disk-0,discard=on,ssd=1,wwn=0x5000c50015ea71ac,cache=none,"
 			 "size=32G",

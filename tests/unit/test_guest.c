@@ -320,7 +320,7 @@ Test(guest_sim, version_list_and_find)
 	struct pve_error e = {0};
 	int major = 0;
 	cr_assert_eq(guest_pve_major(f.c, &major, &e), 0);
-	cr_assert_eq(major, 8);
+	cr_assert_eq(major, 9);
 	cr_assert_eq(guest_pve_major(f.c, &major, &e), 0); /* cached */
 	json_object *log = simproc_requests(&f.sp);
 	cr_assert_eq(simproc_count_requests(log, "GET", "/version", -1), 1, "version asked once");

@@ -292,7 +292,7 @@ Test(guestenv, watcher_follows_the_simulated_guest)
 	start("freebsd-9.0", "127.0.1.173");
 	/* the scenario names no root: --guest-root gives it the guest's */
 	char *scen = strprintf(
-		"{\"pve_version\": \"8.4\", \"nodes\": [{\"name\": \"pve1\"}],\n"
+		"{\"pve_version\": \"9.1\", \"nodes\": [{\"name\": \"pve1\"}],\n"
 		" \"storages\": [{\"id\": \"local-lvm\", \"type\": \"lvmthin\","
 		" \"content\": \"images,rootdir\"}],\n"
 		" \"tokens\": [{\"id\": \"root@pam!pvagent\","

@@ -1,7 +1,9 @@
-/* test_privileges.c - the README's least-privilege token, tested: the
- * `pveum` lines of README.md ("On a real PVE host") are read out of the
- * README itself and turned into the simulator's roles, user, token and
- * ACLs (tests/pvesim/acl.h, PVE 8's permission model); with that token the
+/* test_privileges.c - the README's least-privilege token, tested on PVE
+ * 9.1 and 8.4: the `pveum` lines of README.md ("On a real PVE host", one
+ * block per major version, marked "# PVE 9.x" / "# PVE 8.x") are read out of
+ * the README itself and turned into the simulator's roles, user, token and
+ * ACLs (tests/pvesim/acl.h, PVE's permission model of that version); with
+ * that token the
  * real pvagent ($PVAGENT_BIN) runs `up`, `virtio` (a rollback forced by a
  * fault, then the conversion) and `down` against a FreeBSD 9.0 IDE/e1000
  * guest behind a real sshd; and with one privilege taken from the role
@@ -11,6 +13,7 @@
 #include "clirun.h"
 #include "cliworld.h"
 #include "guestenv.h"
+#include "pvevers.h"
 #include "simproc.h"
 #include "util.h"
 
@@ -116,8 +119,9 @@ static void pveum_line(struct pveum *p, const char *line)
 	p->lines++;
 }
 
-/* The pveum lines of README.md (backslash continuations joined). */
-static void readme_pveum(struct pveum *p)
+/* The pveum lines of README.md's block for PVE major (a ```sh block whose
+ * "# PVE 9.x" line names the version; backslash continuations joined). */
+static void readme_pveum(struct pveum *p, int major)
 {
 	memset(p, 0, sizeof *p);
 	const char *readme = getenv("PVAGENT_README");
@@ -126,11 +130,18 @@ static void readme_pveum(struct pveum *p)
 	cr_assert_eq(read_file(readme ? readme : "README.md", &text, &len), 0,
 		     "cannot read README.md (run from the tree)");
 	struct sbuf cmd = {0};
+	int block = 0; /* the version of the block we are in, 0 outside one */
 	for (char *l = text; l && *l;) {
 		char *nl = strchr(l, '\n');
 		size_t ll = nl ? (size_t)(nl - l) : strlen(l);
 		bool cont = ll && l[ll - 1] == '\\';
-		if (cmd.len || strncmp(l, "pveum ", 6) == 0) {
+		if (strncmp(l, "# PVE ", 6) == 0)
+			block = atoi(l + 6);
+		else if (strncmp(l, "```", 3) == 0)
+			block = 0;
+		else if (cmd.len || strncmp(l, "pveum ", 6) == 0)
+			cr_assert(block, "a pveum line outside a '# PVE N.x' block: %.*s", (int)ll, l);
+		if (block == major && (cmd.len || strncmp(l, "pveum ", 6) == 0)) {
 			cr_assert_eq(sbuf_addn(&cmd, l, cont ? ll - 1 : ll), 0);
 			if (!cont) {
 				pveum_line(p, sbuf_str(&cmd));
@@ -142,7 +153,8 @@ static void readme_pveum(struct pveum *p)
 	sbuf_free(&cmd);
 	free(text);
 	cr_assert(p->role && p->user && p->token && p->user_acl.len && p->token_acl.len,
-		  "README.md lacks a pveum role, user, token or acl line (%d lines)", p->lines);
+		  "README.md's PVE %d.x block lacks a pveum role, user, token or acl line "
+		  "(%d lines)", major, p->lines);
 }
 
 /* The role's privileges without `drop` (NULL: all of them), comma separated. */
@@ -180,6 +192,22 @@ static void cleanup(void)
 
 TestSuite(privileges, .fini = cleanup, .timeout = 600);
 
+/* The version of the world, and of the README block whose role it uses:
+ * the same unless a test says otherwise. */
+static const struct test_pve *cur;
+static int role_major;
+
+/* A test run on each version (pvevers.h) as cur. */
+#define ON_EACH_VERSION(name)                                                   \
+	static void name##_on(void);                                            \
+	ON_EACH_PVE_VERSION(privileges, name)                                   \
+	{                                                                       \
+		cur = pv;                                                       \
+		role_major = pv->major;                                         \
+		name##_on();                                                    \
+	}                                                                       \
+	static void name##_on(void)
+
 #define SECRET "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 
 /* Start guest 190 (fixture, IDE, e1000, running) on addr, the
@@ -195,13 +223,13 @@ static void world_fx(const char *addr, const char *fixture, const char *drop)
 	if (access(bin, X_OK) < 0 || access(s ? s : "build/san/pvesim", X_OK) < 0)
 		cr_skip_test("no pvagent or simulator binary (make build/san/pvagent build/san/pvesim)");
 	struct pveum p;
-	readme_pveum(&p);
+	readme_pveum(&p, role_major);
 	cr_assert(p.privsep, "the README's token is privilege-separated (--privsep 1)");
 	struct guestenv_opts go = {.fixture = fixture, .addr = addr};
 	cr_assert_eq(guestenv_start(&ge, &go), 0, "guest did not start");
 	char *privs = privs_without(p.privs, drop);
 	char *scen = strprintf(
-		"{\"pve_version\": \"8.4\", \"cluster_name\": \"t\",\n"
+		"{\"pve_version\": \"%s\", \"cluster_name\": \"t\",\n"
 		" \"nodes\": [{\"name\": \"pve1\", \"cpus\": 8, \"memory_mib\": 32768, \"online\": true,"
 		" \"ip\": \"10.10.0.11\"}],\n"
 		" \"storages\": [{\"id\": \"local-lvm\", \"type\": \"lvmthin\", \"shared\": false,"
@@ -223,7 +251,7 @@ static void world_fx(const char *addr, const char *fixture, const char *drop)
 		" \"ostype\": \"other\", \"boot\": \"order=ide0;net0\","
 		" \"ide0\": \"local-lvm:vm-190-disk-0,size=16G\","
 		" \"net0\": \"e1000=BC:24:11:00:01:90,bridge=vmbr0\"}}]}\n",
-		p.role, privs, p.token, p.privsep ? "true" : "false", sbuf_str(&p.token_acl), p.user,
+		cur->ver, p.role, privs, p.token, p.privsep ? "true" : "false", sbuf_str(&p.token_acl), p.user,
 		sbuf_str(&p.user_acl), fixture, ge.sd.addr, ge.sd.root);
 	free(privs);
 	const char *etc = ge.sd.etc;
@@ -315,7 +343,7 @@ static void expect_key(int vmid, const char *key, const char *want)
 
 /* ---- tests ---------------------------------------------------------------------- */
 
-Test(privileges, readme_role_runs_up_virtio_and_down)
+ON_EACH_VERSION(readme_role_runs_up_virtio_and_down)
 {
 	world("127.0.5.10", NULL);
 	char *out = NULL;
@@ -364,7 +392,7 @@ static void expect_named(const char *out, const char *path, const char *priv)
 	free(grant);
 }
 
-Test(privileges, without_sdn_use_up_is_refused_and_names_the_bridge)
+ON_EACH_VERSION(without_sdn_use_up_is_refused_and_names_the_bridge)
 {
 	world("127.0.5.11", "SDN.Use");
 	char *out = NULL;
@@ -389,7 +417,7 @@ Test(privileges, without_sdn_use_up_is_refused_and_names_the_bridge)
 	world_stop();
 }
 
-Test(privileges, without_vm_config_disk_virtio_stops_before_changing_anything)
+ON_EACH_VERSION(without_vm_config_disk_virtio_stops_before_changing_anything)
 {
 	world("127.0.5.12", "VM.Config.Disk");
 	char *out = NULL;
@@ -409,10 +437,10 @@ Test(privileges, without_vm_config_disk_virtio_stops_before_changing_anything)
  * down fails naming it, but for two that are documented as such:
  * VM.Snapshot (virtio goes on without its snapshot, saying so) and
  * VM.Config.HWType (only --disk-bus virtio-scsi sets scsihw). */
-Test(privileges, each_privilege_of_the_readme_role_is_needed)
+ON_EACH_VERSION(each_privilege_of_the_readme_role_is_needed)
 {
 	struct pveum p;
-	readme_pveum(&p);
+	readme_pveum(&p, role_major);
 	char *w[64];
 	size_t n = words(p.privs, w, 64);
 	pveum_free(&p);
@@ -454,7 +482,7 @@ Test(privileges, each_privilege_of_the_readme_role_is_needed)
 
 /* --disk-bus virtio-scsi sets scsihw: VM.Config.HWType, which the README
  * keeps in the role for it. */
-Test(privileges, virtio_scsi_needs_vm_config_hwtype)
+ON_EACH_VERSION(virtio_scsi_needs_vm_config_hwtype)
 {
 	world_fx("127.0.5.14", "freebsd-14", "VM.Config.HWType");
 	char *out = NULL;
@@ -466,5 +494,38 @@ Test(privileges, virtio_scsi_needs_vm_config_hwtype)
 	expect_untouched();
 	expect_key(190, "ide0", "local-lvm:vm-190-disk-0,size=16G");
 	expect_key(190, "scsihw", NULL);
+	world_stop();
+}
+
+/* A cluster upgraded from 8 to 9: the role the 8.x block made holds
+ * VM.Monitor, which PVE 9 drops as it reads user.cfg (saying so on the
+ * simulator's stderr). `up` of a template whose address comes from the
+ * guest agent then stops before it creates anything, naming
+ * VM.GuestAgent.Audit, the path and the grant line. */
+Test(privileges, upgraded_cluster_up_stops_before_creating_anything)
+{
+	cur = &test_pve_versions[0];
+	cr_assert_eq(cur->major, 9);
+	role_major = 8;
+	world("127.0.5.15", NULL);
+	char *warn = NULL;
+	size_t wlen = 0;
+	cr_assert_eq(read_file(sp.stderr_path, &warn, &wlen), 0);
+	cr_expect(strstr(warn, "user config - ignore invalid privilege 'VM.Monitor'"),
+		  "the simulator says it dropped VM.Monitor:\n%s", warn);
+	free(warn);
+	char *out = NULL;
+	int rc = pv(&out, "up", "web1", "-t", "freebsd-14", "--no-inject", NULL);
+	cr_expect_eq(rc, 1, "exit %d\n%s", rc, out);
+	expect_named(out, "/vms", "VM.GuestAgent.Audit");
+	cr_expect(strstr(out, "pveum role modify PVAgent --append 1 --privs VM.GuestAgent.Audit"),
+		  "the grant line:\n%s", out);
+	free(out);
+	json_object *log = simproc_requests(&sp);
+	cr_assert_not_null(log);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*", -1), 0, "nothing was created");
+	cr_expect_gt(simproc_count_requests(log, "GET", "/access/permissions", -1), 0);
+	json_object_put(log);
+	cr_expect_eq(simproc_named(&sp, "web1"), 0);
 	world_stop();
 }

@@ -11,6 +11,7 @@
  * mismatch. */
 #include <criterion/criterion.h>
 
+#include "clirun.h"
 #include "guestenv.h"
 #include "log.h"
 #include "provision.h"
@@ -622,6 +623,49 @@ Test(provision_sim, bad_values_refused_before_any_request)
 	json_object *st = simproc_state(&f.sp);
 	cr_expect_eq(simproc_count_named(st, "s1"), 0);
 	json_object_put(st);
+	fx_stop(&f);
+}
+
+/* A key only PVE 9 has passes the check made before the version is known
+ * and is refused once up reads it: on an 8.4 cluster --set allow-ksm
+ * stops before anything is created, saying which version has it. */
+Test(provision_sim, key_of_another_version_named_before_anything_is_made)
+{
+	char *demo = NULL;
+	size_t len = 0;
+	cr_assert_eq(read_file(DEMO, &demo, &len), 0);
+	char *at = strstr(demo, "\"pve_version\": \"9.1\"");
+	cr_assert_not_null(at, "demo.json is a 9.1 scenario");
+	memcpy(at + strlen("\"pve_version\": \""), "8.4", 3);
+	char path[] = "/tmp/pvagent-demo84-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(test_write_file(path, demo, 0600), 0);
+	free(demo);
+	static struct fx f;
+	fx_start(&f, path, "templates/ubuntu-24.04.tmpl", NULL);
+	unlink(path);
+	const char *names[] = {"k1"};
+	struct up_request req = up_req(&f, names, 1);
+	struct tmpl_kvlist sets = {0};
+	cr_assert_eq(tmpl_kvlist_add(&sets, "allow-ksm", "0", 0), 0);
+	req.sets = &sets;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	(void)provision_up(&req, &res, &e);
+	cr_assert_not_null(res, "%s", e.message ? e.message : "");
+	cr_assert_eq(res[0].status, UP_FAILED);
+	cr_expect(res[0].error.message &&
+			  strstr(res[0].error.message,
+				 "--set 'allow-ksm' is a PVE 9 parameter; this cluster runs PVE 8"),
+		  "%s", res[0].error.message ? res[0].error.message : "(none)");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*", -1), 0, "nothing created");
+	json_object_put(log);
+	up_results_free(res, 1);
+	pve_error_clear(&e);
+	tmpl_kvlist_free(&sets);
 	fx_stop(&f);
 }
 

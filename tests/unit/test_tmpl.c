@@ -267,7 +267,7 @@ Test(errors, unknown_key)
 Test(errors, unknown_pve_key)
 {
 	load_fails(DATA "tmpl-unknown-pvekey.tmpl",
-		   DATA "tmpl-unknown-pvekey.tmpl:11: [pve] virtio16: not a PVE qemu parameter (PVE 8.4 schema)");
+		   DATA "tmpl-unknown-pvekey.tmpl:11: [pve] virtio16: not a PVE qemu parameter (PVE 9.1 and 8.4 schemas)");
 }
 
 Test(errors, unsafe_value)
@@ -575,7 +575,7 @@ Test(search, dirs_in_order_and_missing, .init = mkscratch, .fini = rmscratch)
 	cr_expect_str_eq(get(&list[0].tmpl->pve, "memory"), "1024");
 	cr_expect_str_eq(list[1].name, "two");
 	cr_expect_null(list[1].tmpl);
-	cr_expect(strstr(list[1].error, "two.tmpl:13: [pve] bogus: not a PVE qemu parameter (PVE 8.4 schema)"));
+	cr_expect(strstr(list[1].error, "two.tmpl:13: [pve] bogus: not a PVE qemu parameter (PVE 9.1 and 8.4 schemas)"));
 	tmpl_list_free(list, n);
 	free(a);
 	free(b);
@@ -622,7 +622,7 @@ Test(search, unsafe_and_device_templates_listed_invalid, .init = mkscratch, .fin
 	free(d);
 }
 
-/* Issue 11: values checked against the PVE 8.4 schema at load; the listing
+/* Issue 11: values checked against the PVE 9.1 and 8.4 schemas at load; the listing
  * marks such templates invalid with file, line and key. */
 Test(schema, bad_values_listed_invalid, .init = mkscratch, .fini = rmscratch)
 {
@@ -735,7 +735,7 @@ Test(schema, checker_cases)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char *why = NULL;
-		int rc = pvecheck_param(cases[i].k, cases[i].param, cases[i].value, &why);
+		int rc = pvecheck_param(0, cases[i].k, cases[i].param, cases[i].value, &why);
 		if (!cases[i].want) {
 			cr_expect_eq(rc, 0, "%s=%s: %s", cases[i].param, cases[i].value, why);
 		} else {
@@ -836,7 +836,7 @@ static const char *type_name(enum pvekey_type t)
 /* Every schema parameter is in the table with its type and where it is
  * accepted, and the table has nothing else. */
 static void check_kind(json_object *root, enum pvekey_kind kind, const char *create,
-		       const char *config)
+		       const char *config, unsigned version)
 {
 	json_object *sets[3] = {props(root, create, "POST"), props(root, config, "PUT"),
 				props(root, config, "POST")};
@@ -844,7 +844,7 @@ static void check_kind(json_object *root, enum pvekey_kind kind, const char *cre
 	size_t seen = 0;
 	for (size_t i = 0; i < pvekeys_count; i++) {
 		const struct pvekey *k = &pvekeys[i];
-		if (k->kind != kind)
+		if (k->kind != kind || !(k->versions & version))
 			continue;
 		seen++;
 		char name[64];
@@ -887,7 +887,8 @@ static void check_kind(json_object *root, enum pvekey_kind kind, const char *cre
 				base[bl - 3] = '\0';
 			int found = 0;
 			for (size_t i = 0; i < pvekeys_count && !found; i++)
-				found = pvekeys[i].kind == kind && strcmp(pvekeys[i].name, base) == 0 &&
+				found = pvekeys[i].kind == kind && (pvekeys[i].versions & version) &&
+					strcmp(pvekeys[i].name, base) == 0 &&
 					(pvekeys[i].max_index >= 0) == indexed;
 			cr_expect(found, "schema parameter %s missing from agent/pvekeys.c", key);
 		}
@@ -895,16 +896,82 @@ static void check_kind(json_object *root, enum pvekey_kind kind, const char *cre
 	cr_expect_eq(seen, total, "table has %zu entries, schema %zu", seen, total);
 }
 
-Test(pvekeys, table_matches_pve8_schema)
+/* The rows of one version against that version's schema file. */
+static void table_matches(const char *path, unsigned version)
 {
-	const char *path = "../shared/pve-api/pve8-apidata.json";
 	if (access(path, R_OK) != 0)
 		cr_skip_test("%s not present", path);
 	json_object *root = json_object_from_file(path);
 	cr_assert_not_null(root, "cannot parse %s", path);
-	check_kind(root, PVEKEY_QEMU, "/nodes/{node}/qemu", "/nodes/{node}/qemu/{vmid}/config");
-	check_kind(root, PVEKEY_LXC, "/nodes/{node}/lxc", "/nodes/{node}/lxc/{vmid}/config");
+	check_kind(root, PVEKEY_QEMU, "/nodes/{node}/qemu", "/nodes/{node}/qemu/{vmid}/config",
+		   version);
+	check_kind(root, PVEKEY_LXC, "/nodes/{node}/lxc", "/nodes/{node}/lxc/{vmid}/config",
+		   version);
 	json_object_put(root);
+}
+
+Test(pvekeys, table_matches_pve8_schema)
+{
+	table_matches("../shared/pve-api/pve8-apidata.json", PVEKEY_PVE8);
+}
+
+Test(pvekeys, table_matches_pve9_schema)
+{
+	table_matches("../shared/pve-api/pve9-apidata.json", PVEKEY_PVE9);
+}
+
+/* A key or value of one version only: known before the version is (0),
+ * and on its own version, not on the other. */
+Test(pvekeys, per_version)
+{
+	cr_expect_not_null(pvekey_lookup_for(9, PVEKEY_QEMU, "allow-ksm"));
+	cr_expect_null(pvekey_lookup_for(8, PVEKEY_QEMU, "allow-ksm"), "new in 9");
+	cr_expect_not_null(pvekey_lookup(PVEKEY_QEMU, "allow-ksm"));
+	cr_expect_null(pvekey_lookup_for(5, PVEKEY_LXC, "entrypoint"));
+	cr_expect_not_null(pvekey_lookup_for(9, PVEKEY_LXC, "entrypoint"));
+	cr_expect_not_null(pvekey_lookup_for(3, PVEKEY_OPENVZ, "netif"));
+	cr_expect(pvekey_drive_option(8, "virtio", "cyls"));
+	cr_expect_not(pvekey_drive_option(9, "virtio", "cyls"), "dropped in 9");
+	cr_expect(pvekey_drive_option(0, "ide", "trans"));
+	cr_expect(pvekey_drive_option(9, "virtio", "iothread"));
+	/* agent's freeze-fs (9.x) */
+	char *why = NULL;
+	cr_expect_eq(pvecheck_param(9, PVEKEY_QEMU, "agent", "1,freeze-fs=0", &why), 0);
+	cr_expect_eq(pvecheck_param(0, PVEKEY_QEMU, "agent", "1,freeze-fs=0", &why), 0);
+	cr_expect_eq(pvecheck_param(8, PVEKEY_QEMU, "agent", "1,freeze-fs=0", &why), 1);
+	cr_expect(why && strstr(why, "freeze-fs"), "%s", why ? why : "");
+	free(why);
+	why = NULL;
+	cr_expect_eq(pvecheck_param(0, PVEKEY_QEMU, "ide0", "local-lvm:1,cyls=2", &why), 0,
+		     "8.x has it");
+	cr_expect_eq(pvecheck_param(9, PVEKEY_QEMU, "ide0", "local-lvm:1,cyls=2", &why), 1);
+	free(why);
+}
+
+/* A template loads with a key of either version; once the cluster's
+ * version is known, a key only another version has is named. */
+Test(pvekeys, template_keys_checked_against_the_version, .init = mkscratch, .fini = rmscratch)
+{
+	char *err = NULL;
+	struct tmpl *t = load_text(QEMU_HEAD "[pve]\nmemory = 1024\nallow-ksm = 0\n", &err);
+	cr_assert_not_null(t, "%s", err ? err : "");
+	cr_assert_eq(tmpl_check_version(t, NULL, 9, &err), 0);
+	cr_assert_eq(tmpl_check_version(t, NULL, 8, &err), -1);
+	cr_assert_not_null(err);
+	cr_expect_str_eq(err, "template t, line 14: [pve] 'allow-ksm' is a PVE 9 parameter; "
+			      "this cluster runs PVE 8");
+	free(err);
+	tmpl_free(t);
+	t = load_text(QEMU_HEAD "[pve]\nmemory = 1024\n", &err);
+	cr_assert_not_null(t, "%s", err ? err : "");
+	struct tmpl_kvlist sets = {0};
+	cr_assert_eq(tmpl_kvlist_add(&sets, "intel-tdx", "1", 0), 0);
+	cr_assert_eq(tmpl_check_version(t, &sets, 9, &err), 0);
+	cr_assert_eq(tmpl_check_version(t, &sets, 8, &err), -1);
+	cr_expect_str_eq(err, "--set 'intel-tdx' is a PVE 9 parameter; this cluster runs PVE 8");
+	free(err);
+	tmpl_kvlist_free(&sets);
+	tmpl_free(t);
 }
 
 Test(pvekeys, table_matches_pve3_openvz_schema)
@@ -914,7 +981,8 @@ Test(pvekeys, table_matches_pve3_openvz_schema)
 		cr_skip_test("%s not present", path);
 	json_object *root = json_object_from_file(path);
 	cr_assert_not_null(root, "cannot parse %s", path);
-	check_kind(root, PVEKEY_OPENVZ, "/nodes/{node}/openvz", "/nodes/{node}/openvz/{vmid}/config");
+	check_kind(root, PVEKEY_OPENVZ, "/nodes/{node}/openvz", "/nodes/{node}/openvz/{vmid}/config",
+		   PVEKEY_PVE8);
 	json_object_put(root);
 }
 
