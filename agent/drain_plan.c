@@ -57,16 +57,14 @@ static int by_memory(const void *a, const void *b, void *ctx)
 
 /* Why node n cannot take guest g with `avail` bytes free after the
  * reserve, or NULL when it can (static text or sb). */
-static const char *refusal(const struct dp_input *in, const struct dp_node *n,
-			   const struct dp_guest *g, double avail, struct sbuf *sb)
+static const char *refusal(const struct dp_input *in, size_t ni, const struct dp_guest *g,
+			   double avail, struct sbuf *sb)
 {
+	const struct dp_node *n = &in->nodes[ni];
 	if (!n->online)
 		return "offline";
-	if (g->blocker) {
-		sbuf_reset(sb);
-		sbuf_addf(sb, "uses the local resource %s", g->blocker);
-		return sbuf_str(sb);
-	}
+	if (g->refusals && g->refusals[ni])
+		return g->refusals[ni];
 	if (g->allowed && !in_list(g->allowed, g->n_allowed, n->name))
 		return "not among PVE's allowed nodes";
 	for (size_t i = 0; i < g->n_storages; i++)
@@ -96,7 +94,7 @@ int drain_plan(const struct dp_input *in, struct dp_plan *out)
 	double *avail = calloc(in->n_nodes ? in->n_nodes : 1, sizeof *avail);
 	out->moves = calloc(in->n_guests ? in->n_guests : 1, sizeof *out->moves);
 	out->free_after = calloc(in->n_nodes ? in->n_nodes : 1, sizeof *out->free_after);
-	struct sbuf sb = {0}, why = {0};
+	struct sbuf sb = {0}, why = {0}, first = {0};
 	if (!order || !avail || !out->moves || !out->free_after) {
 		free(order);
 		free(avail);
@@ -129,18 +127,27 @@ int drain_plan(const struct dp_input *in, struct dp_plan *out)
 					       : MIG_OFFLINE;
 			m->estimate_s = migrate_estimate_s(m->method, g->memory, g->disk_bytes,
 							   in->mem_bps, in->disk_bps);
-			size_t best = in->n_nodes;
+			size_t best = in->n_nodes, n_refused = 0;
+			bool same = true; /* every node refused for the same reason */
 			sbuf_reset(&why);
+			sbuf_reset(&first);
 			for (size_t i = 0; i < in->n_nodes; i++) {
 				const struct dp_node *n = &in->nodes[i];
 				if (!is_target(in, n))
 					continue;
-				const char *r = refusal(in, n, g, avail[i], &sb);
+				const char *r = refusal(in, i, g, avail[i], &sb);
 				if (r) {
+					if (!n_refused++)
+						sbuf_add(&first, r);
+					else
+						same &= strcmp(sbuf_str(&first), r) == 0;
 					sbuf_addf(&why, "%s%s: %s", why.len ? "; " : "", n->name, r);
 					continue;
 				}
-				if (best == in->n_nodes || avail[i] > avail[best])
+				/* upgraded nodes first, then the most headroom */
+				const struct dp_node *b = best < in->n_nodes ? &in->nodes[best] : NULL;
+				if (!b || (b->older && !n->older) ||
+				    (b->older == n->older && avail[i] > avail[best]))
 					best = i;
 			}
 			if (best == in->n_nodes) {
@@ -148,11 +155,16 @@ int drain_plan(const struct dp_input *in, struct dp_plan *out)
 				out->n_nowhere++;
 				if (!why.len)
 					sbuf_add(&why, "no target nodes");
+				else if (same && n_refused > 1) {
+					sbuf_reset(&why);
+					sbuf_add(&why, sbuf_str(&first));
+				}
 				m->why = sbuf_steal(&why);
 				if (!m->why) {
 					free(order);
 					free(avail);
 					sbuf_free(&sb);
+					sbuf_free(&first);
 					out->n_moves = nm;
 					drain_plan_free(out);
 					return -1;
@@ -174,6 +186,7 @@ int drain_plan(const struct dp_input *in, struct dp_plan *out)
 	free(avail);
 	sbuf_free(&sb);
 	sbuf_free(&why);
+	sbuf_free(&first);
 	return 0;
 }
 

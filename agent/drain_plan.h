@@ -2,7 +2,10 @@
  * where each guest of a node goes. Largest memory first onto the target
  * with the most memory headroom after the reserve, never overcommitting a
  * target; a target must be online, have the guest's local storages, enough
- * CPUs for its vCPUs and be among PVE's allowed nodes for it. Templates
+ * CPUs for its vCPUs, be among PVE's allowed nodes for it and not be
+ * refused by the migration planner (migrate_plan.h: the same refusal as
+ * `migrate`); a node on an older PVE than the source is chosen only when
+ * no upgraded one fits. Templates
  * and guests tagged pvagent-pin stay; a guest that fits nowhere is listed
  * with the reason. Also the sliding-window schedule of the moves (K in
  * flight, at most per_target into one node), for estimates and the bench.
@@ -25,6 +28,7 @@ struct dp_node {
 	unsigned cpus;                 /* maxcpu */
 	const char *const *storages;   /* storage ids active on the node */
 	size_t n_storages;
+	bool older;                    /* runs an older PVE than the source */
 };
 
 struct dp_guest {
@@ -39,8 +43,9 @@ struct dp_guest {
 	size_t n_storages;
 	const char *const *allowed;    /* PVE's allowed_nodes; NULL: any */
 	size_t n_allowed;
-	const char *blocker;           /* a local resource that keeps it here
-					  ("hostpci0"), or NULL */
+	const char *const *refusals;   /* per input node: why migrate_plan()
+					  refuses that target, or NULL; the
+					  array NULL: none known */
 };
 
 struct dp_input {

@@ -390,6 +390,33 @@ static int ct_plan(const struct mig_facts *f, struct mig_plan *p)
 	return 0;
 }
 
+bool migrate_version_older(const struct pve_version *target,
+			   const struct pve_version *source)
+{
+	if (!target || !source)
+		return false;
+	return target->major != source->major ? target->major < source->major
+					      : target->minor < source->minor;
+}
+
+/* Proxmox guarantees live migration only to a node whose PVE is at least
+ * as new as the source's (a rolling upgrade: move guests onto upgraded
+ * nodes, never back). Offline and restart migrations are not live. */
+static int check_versions(const struct mig_facts *f, struct mig_plan *p)
+{
+	const struct pve_version *s = f->source_version, *t = f->target_version;
+	if (p->method != MIG_ONLINE || !migrate_version_older(t, s))
+		return 0;
+	struct sbuf b = {0};
+	sbuf_addf(&b, "node '%s' runs PVE %s, older than %s on '%s': Proxmox only guarantees "
+		      "live migration to a node at least as new as the source; shut %s %d down "
+		      "to migrate it offline, choose an upgraded node, or wait until '%s' is "
+		      "upgraded",
+		  f->target, t->version, s->version, f->source ? f->source : "?",
+		  f->type == GUEST_QEMU ? "VM" : "CT", f->vmid, f->target);
+	return refuse(p, &b);
+}
+
 int migrate_plan(const struct mig_facts *f, struct mig_plan *out)
 {
 	memset(out, 0, sizeof *out);
@@ -406,9 +433,10 @@ int migrate_plan(const struct mig_facts *f, struct mig_plan *out)
 		sbuf_addf(&b, "node '%s' is offline", f->target);
 		return refuse(out, &b);
 	}
-	if (f->type == GUEST_QEMU)
-		return qemu_plan(f, out);
-	return ct_plan(f, out);
+	int rc = f->type == GUEST_QEMU ? qemu_plan(f, out) : ct_plan(f, out);
+	if (rc < 0 || out->refusal)
+		return rc;
+	return check_versions(f, out);
 }
 
 int migrate_plan_params(const struct mig_plan *p, const struct mig_facts *f,

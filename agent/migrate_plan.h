@@ -36,6 +36,9 @@ struct mig_facts {
 	/* qemu: the volumes snapshots hold, {"VOLID": ["SNAP", ...]} (each
 	 * snapshot's GET .../snapshot/NAME/config); NULL when none */
 	json_object *snapshot_refs;
+	/* PVE versions of the guest's node and of the target (GET
+	 * /nodes/N/version); NULL: not known */
+	const struct pve_version *source_version, *target_version;
 	/* the target node */
 	bool target_known;         /* a member of the cluster */
 	bool target_online;
@@ -61,6 +64,12 @@ void mig_plan_free(struct mig_plan *p);
 /* Decide. Returns 0 with out filled (out->refusal set when PVE would
  * refuse, or the target cannot take the guest), -1 out of memory. */
 int migrate_plan(const struct mig_facts *f, struct mig_plan *out);
+
+/* Does target run an older PVE release (major.minor; a point release
+ * does not count) than source? False when either is unknown. Online
+ * migrations to such a node are refused; drain chooses it last. */
+bool migrate_version_older(const struct pve_version *target,
+			   const struct pve_version *source);
 
 /* The POST parameters of the migration request (qemu: target, online,
  * with-local-disks, targetstorage, bwlimit; lxc: target, restart,

@@ -8,6 +8,7 @@
 #include "drain_plan.h"
 #include "json.h"
 #include "log.h"
+#include "migrate_facts.h"
 #include "migrate_store.h"
 #include "pvecfg.h"
 #include "util.h"
@@ -88,12 +89,15 @@ static bool has_tag(const char *tags, const char *tag)
 
 /* What PVE said about one guest of the node, and about one node. */
 struct gfacts {
-	json_object *config, *status, *pre;
+	struct mig_read rd;             /* status, config, precondition, ... */
+	struct mig_facts mf;            /* for migrate_plan(), target unset */
 	const char **storages, **allowed;
+	char **refusals;                /* per /nodes entry: migrate_plan()'s */
 };
 struct nfacts {
 	json_object *storages;          /* GET /nodes/N/storage */
 	const char **ids;
+	const struct pve_version *version; /* borrowed from the client */
 };
 
 struct facts {
@@ -109,11 +113,12 @@ struct facts {
 static void facts_free(struct facts *f)
 {
 	for (size_t i = 0; f->g && i < f->guests.n; i++) {
-		json_object_put(f->g[i].config);
-		json_object_put(f->g[i].status);
-		json_object_put(f->g[i].pre);
+		mig_read_free(&f->g[i].rd);
 		free(f->g[i].storages);
 		free(f->g[i].allowed);
+		for (size_t k = 0; f->g[i].refusals && k < f->n_nodes; k++)
+			free(f->g[i].refusals[k]);
+		free(f->g[i].refusals);
 	}
 	for (size_t i = 0; f->n && i < f->n_nodes; i++) {
 		json_object_put(f->n[i].storages);
@@ -205,12 +210,44 @@ static int local_storages(json_object *config, json_object *src_storages, const 
 	return 0;
 }
 
+/* migrate_plan() of guest i to every other online node: the refusals
+ * (as `migrate` would give them) into the guest's refusals. The memory is
+ * drain_plan()'s to count, so the planner's memory check is off. */
+static int plan_targets(struct facts *f, size_t i, const char *source)
+{
+	struct gfacts *gf = &f->g[i];
+	if (!(gf->refusals = calloc(f->n_nodes + 1, sizeof *gf->refusals)))
+		return -1;
+	for (size_t k = 0; k < f->n_nodes; k++) {
+		const struct dp_node *n = &f->dn[k];
+		if (!n->name || !n->online || strcmp(n->name, source) == 0)
+			continue;
+		struct mig_facts t = gf->mf;
+		struct mig_plan p;
+		t.target = n->name;
+		t.target_known = t.target_online = true;
+		t.target_mem_free = UINT64_MAX;
+		t.memory_reserve = 0;
+		t.target_storages = f->n[k].storages;
+		t.target_version = f->n[k].version;
+		if (migrate_plan(&t, &p) < 0)
+			return -1;
+		gf->refusals[k] = p.refusal;
+		p.refusal = NULL;
+		mig_plan_free(&p);
+	}
+	f->dg[i].refusals = (const char *const *)gf->refusals;
+	return 0;
+}
+
 static int gather(struct job *j, struct facts *f, json_object *src_storages)
 {
 	struct pve *c = job_pve(j);
 	struct pve_error *err = job_err(j);
 	const char *node = job_subject(j);
-	if (guest_list(c, node, &f->guests, err) < 0 || pve_getf(c, &f->nodes, NULL, err, "/nodes") < 0)
+	const struct pve_version *src_version = NULL;
+	if (guest_list(c, node, &f->guests, err) < 0 || pve_getf(c, &f->nodes, NULL, err, "/nodes") < 0 ||
+	    mig_node_version(c, node, &src_version, err) < 0)
 		return -1;
 	size_t ng = f->guests.n, nn = json_object_array_length(f->nodes);
 	f->n_nodes = nn;
@@ -239,8 +276,9 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		int r = pn ? pve_getf(c, &f->n[i].storages, NULL, err, "/nodes/%s/storage", pn)
 			   : pve_error_oom(err);
 		free(pn);
-		if (r < 0)
+		if (r < 0 || mig_node_version(c, d->name, &f->n[i].version, err) < 0)
 			return -1;
+		d->older = migrate_version_older(f->n[i].version, src_version);
 		size_t ns = json_object_array_length(f->n[i].storages);
 		f->n[i].ids = calloc(ns + 1, sizeof *f->n[i].ids);
 		if (!f->n[i].ids)
@@ -254,27 +292,21 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		}
 		d->storages = f->n[i].ids;
 	}
-	char *pnode = pve_path_escape(node);
-	if (!pnode)
-		return pve_error_oom(err);
-	int rc = 0;
-	for (size_t i = 0; i < ng && rc == 0; i++) {
+	for (size_t i = 0; i < ng; i++) {
 		struct guest_ref *g = &f->guests.v[i];
 		struct dp_guest *d = &f->dg[i];
+		struct gfacts *gf = &f->g[i];
 		d->name = g->name ? g->name : "";
 		d->vmid = g->vmid;
 		d->type = g->type;
 		d->template = g->template;
-		if ((rc = guest_get_config(c, g, &f->g[i].config, err)) < 0 ||
-		    (rc = pve_getf(c, &f->g[i].status, NULL, err, "/nodes/%s/%s/%d/status/current",
-				   pnode, guest_type_name(g->type), g->vmid)) < 0)
-			break;
-		json_object *cfg = f->g[i].config, *st = f->g[i].status;
-		const char *s = json_str(st, "status");
-		long long v = 0;
-		d->running = s && strcmp(s, "running") == 0;
-		if (json_int(st, "maxmem", &v) && v > 0)
-			d->memory = (uint64_t)v;
+		/* a template stays: its config (pinned or not) is all there is to know */
+		if (g->template ? guest_get_config(c, g, &gf->rd.config, err) < 0
+				: mig_read_guest(c, g, NULL, &gf->rd, &gf->mf, err) < 0)
+			return -1;
+		json_object *cfg = gf->rd.config;
+		d->running = gf->mf.running;
+		d->memory = gf->mf.memory;
 		long long cores = 1, sockets = 1;
 		json_int(cfg, "cores", &cores);
 		if (g->type == GUEST_OPENVZ)
@@ -282,39 +314,26 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		json_int(cfg, "sockets", &sockets);
 		d->cpus = (unsigned)(cores * (sockets > 0 ? sockets : 1));
 		d->pinned = has_tag(json_str(cfg, "tags"), DRAIN_PIN_TAG);
-		if (local_storages(cfg, src_storages, &f->g[i].storages, &d->n_storages,
-				   &d->disk_bytes) < 0) {
-			rc = pve_error_oom(err);
-			break;
+		if (local_storages(cfg, src_storages, &gf->storages, &d->n_storages,
+				   &d->disk_bytes) < 0)
+			return pve_error_oom(err);
+		d->storages = gf->storages;
+		json_object *al = NULL;
+		if (!g->template && g->type == GUEST_QEMU &&
+		    json_object_object_get_ex(gf->rd.pre, "allowed_nodes", &al) &&
+		    json_object_is_type(al, json_type_array)) {
+			size_t na = json_object_array_length(al);
+			if (!(gf->allowed = calloc(na + 1, sizeof *gf->allowed)))
+				return pve_error_oom(err);
+			for (size_t k = 0; k < na; k++)
+				gf->allowed[k] = json_object_get_string(json_object_array_get_idx(al, k));
+			d->allowed = gf->allowed;
+			d->n_allowed = na;
 		}
-		d->storages = f->g[i].storages;
-		if (g->type == GUEST_QEMU && !g->template) {
-			if ((rc = pve_getf(c, &f->g[i].pre, NULL, err, "/nodes/%s/qemu/%d/migrate",
-					   pnode, g->vmid)) < 0)
-				break;
-			json_object *al = NULL;
-			if (json_object_object_get_ex(f->g[i].pre, "allowed_nodes", &al) &&
-			    json_object_is_type(al, json_type_array)) {
-				size_t na = json_object_array_length(al);
-				f->g[i].allowed = calloc(na + 1, sizeof *f->g[i].allowed);
-				if (!f->g[i].allowed) {
-					rc = pve_error_oom(err);
-					break;
-				}
-				for (size_t k = 0; k < na; k++)
-					f->g[i].allowed[k] =
-						json_object_get_string(json_object_array_get_idx(al, k));
-				d->allowed = f->g[i].allowed;
-				d->n_allowed = na;
-			}
-			json_object *lr = NULL;
-			if (json_object_object_get_ex(f->g[i].pre, "local_resources", &lr) &&
-			    json_object_array_length(lr) > 0)
-				d->blocker = json_object_get_string(json_object_array_get_idx(lr, 0));
-		}
+		if (!g->template && !d->pinned && plan_targets(f, i, node) < 0)
+			return pve_error_oom(err);
 	}
-	free(pnode);
-	return rc;
+	return 0;
 }
 
 static int add_move(json_object *moves, const struct dp_input *in, const struct dp_move *m,

@@ -36,7 +36,9 @@ static void usage(FILE *f)
  * or from the executable's directory upwards. NULL if none exists. */
 static char *default_schema(int major)
 {
-	const char *file = major >= 4 ? "pve8-apidata.json" : "pve3-openvz-apidata.generated.json";
+	const char *file = major >= 9   ? "pve9-apidata.json"
+			   : major >= 4 ? "pve8-apidata.json"
+					: "pve3-openvz-apidata.generated.json";
 	const char *env = getenv("PVE_API_DIR");
 	if (env) {
 		char *p = strprintf("%s/%s", env, file);

@@ -1,7 +1,8 @@
 /* test_drain_plan.c - the pure drain planner: 12 mixed guests onto two
  * targets with a pinned guest, a template and one that fits nowhere
  * (largest first, most headroom, never overcommitted, storage, CPUs,
- * allowed nodes, --to), and the sliding-window schedule (not chunks; the
+ * allowed nodes, --to), the migration planner's refusals (one reason when
+ * every node gives it) and upgraded nodes first, the sliding-window schedule (not chunks; the
  * per-target limit), plus the plan time for 1,000 guests on 16 nodes. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -17,10 +18,10 @@ static const char *const ALL_ST[] = {"local", "local-lvm", "shared"};
 static const char *const SHARED_ST[] = {"local", "shared"};
 
 static const struct dp_node NODES[] = {
-	{"pve1", true, 64 * GiB, 30 * GiB, 16, ALL_ST, 3},
-	{"pve2", true, 32 * GiB, 4 * GiB, 8, ALL_ST, 3},    /* 28 GiB free */
-	{"pve3", true, 16 * GiB, 2 * GiB, 4, SHARED_ST, 2}, /* 14 GiB free, no local-lvm */
-	{"pve4", false, 64 * GiB, 0, 16, ALL_ST, 3},
+	{"pve1", true, 64 * GiB, 30 * GiB, 16, ALL_ST, 3, false},
+	{"pve2", true, 32 * GiB, 4 * GiB, 8, ALL_ST, 3, false},    /* 28 GiB free */
+	{"pve3", true, 16 * GiB, 2 * GiB, 4, SHARED_ST, 2, false}, /* 14 GiB free, no local-lvm */
+	{"pve4", false, 64 * GiB, 0, 16, ALL_ST, 3, false},
 };
 
 static const char *const LVM[] = {"local-lvm"};
@@ -126,6 +127,64 @@ Test(drain_plan, to_and_allowed_nodes)
 	drain_plan_free(&p);
 }
 
+/* migrate_plan()'s refusals per node: the same one from every node is said
+ * once; a refused node is never chosen. */
+Test(drain_plan, planner_refusals)
+{
+	static const char *const held[] = {"snapshot holds it", "snapshot holds it",
+					   "snapshot holds it", "snapshot holds it"};
+	static const char *const not2[] = {NULL, "HA rule", NULL, NULL};
+	struct dp_guest g[] = {
+		{"a", 1, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, held},
+		{"b", 2, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, not2},
+	};
+	static const struct dp_node nodes[] = {
+		{"pve1", true, 64 * GiB, 30 * GiB, 16, ALL_ST, 3, false},
+		{"pve2", true, 32 * GiB, 4 * GiB, 8, ALL_ST, 3, false},
+		{"pve3", true, 16 * GiB, 2 * GiB, 4, ALL_ST, 3, false},
+	};
+	struct dp_input in = {
+		.source = "pve1", .nodes = nodes, .n_nodes = 3, .guests = g, .n_guests = 2,
+	};
+	struct dp_plan p;
+	cr_assert_eq(drain_plan(&in, &p), 0);
+	cr_expect_eq(p.n_nowhere, 1);
+	cr_expect_eq(p.moves[0].status, DP_NOWHERE);
+	cr_expect_str_eq(p.moves[0].why, "snapshot holds it");
+	cr_expect_eq(p.moves[1].status, DP_MOVE);
+	cr_expect_str_eq(nodes[p.moves[1].target].name, "pve3", "pve2 has more headroom but "
+			 "is refused");
+	drain_plan_free(&p);
+}
+
+/* A rolling upgrade: a node on an older PVE is taken only when no
+ * upgraded node fits, even with more headroom. */
+Test(drain_plan, upgraded_nodes_first)
+{
+	static const struct dp_node nodes[] = {
+		{"pve1", true, 64 * GiB, 30 * GiB, 16, ALL_ST, 3, false},
+		{"old", true, 64 * GiB, 0, 16, ALL_ST, 3, true},   /* 64 GiB free, older */
+		{"new", true, 8 * GiB, 2 * GiB, 16, ALL_ST, 3, false}, /* 6 GiB free */
+	};
+	struct dp_guest g[] = {
+		{"a", 1, GUEST_QEMU, false, false, false, 4 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
+		{"b", 2, GUEST_LXC, true, false, false, 6 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
+	};
+	struct dp_input in = {
+		.source = "pve1", .nodes = nodes, .n_nodes = 3, .guests = g, .n_guests = 2,
+		.reserve = 1 * GiB,
+	};
+	struct dp_plan p;
+	cr_assert_eq(drain_plan(&in, &p), 0);
+	cr_expect_eq(p.n_nowhere, 0);
+	/* b (6 GiB running) does not fit the upgraded node after the reserve,
+	 * so it goes to the older one; a (stopped) goes to the upgraded one */
+	cr_expect_eq(p.moves[0].guest, 1);
+	cr_expect_str_eq(nodes[p.moves[0].target].name, "old");
+	cr_expect_str_eq(nodes[p.moves[1].target].name, "new");
+	drain_plan_free(&p);
+}
+
 Test(drain_plan, sliding_window_not_chunks)
 {
 	/* K = 2: chunks would take max(10,1) + max(1,1) = 11; a sliding window
@@ -152,7 +211,7 @@ Test(drain_plan, thousand_guests_sixteen_nodes_fast)
 	static char gnames[1000][16];
 	for (int i = 0; i < 16; i++) {
 		snprintf(names[i], sizeof names[i], "n%d", i);
-		nodes[i] = (struct dp_node){names[i], true, 512 * GiB, 8 * GiB, 64, ALL_ST, 3};
+		nodes[i] = (struct dp_node){names[i], true, 512 * GiB, 8 * GiB, 64, ALL_ST, 3, false};
 	}
 	for (int i = 0; i < 1000; i++) {
 		snprintf(gnames[i], sizeof gnames[i], "g%d", i);

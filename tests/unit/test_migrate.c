@@ -578,3 +578,70 @@ Test(migrate, memory_held_by_an_incoming_migration_counts)
 	json_object_put(log);
 	fx_stop(&f);
 }
+
+/* ---- a rolling upgrade: nodes on different PVE versions -------------------------- */
+
+/* pve1 on 9.1.2 (the node the client talks to), pve2 still on 8.4. */
+#define MIXED "{\"pve_version\": \"9.1\", \"nodes\": {\"pve1\": {\"version\": \"9.1.2\"}, " \
+	      "\"pve2\": {\"version\": \"8.4\"}}}"
+
+/* The client reads the cluster's version and each node's once, from the
+ * node it talks to and from GET /nodes/{node}/version. */
+Test(migrate, versions_read_once_per_client)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(&f, SCEN, MIXED, true), 0, "simulator did not start");
+	const struct pve_version *v = NULL, *v2 = NULL, *again = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(pve_version(f.c, &v, &e), 0, "%s", e.message ? e.message : "?");
+	cr_expect_eq(v->major, 9);
+	cr_expect_eq(v->minor, 1);
+	cr_expect_eq(v->patch, 2);
+	cr_expect_str_eq(v->version, "9.1.2");
+	cr_expect_str_eq(v->release, "9.1");
+	cr_assert_eq(pve_node_version(f.c, "pve2", &v2, &e), 0, "%s", e.message ? e.message : "?");
+	cr_expect_str_eq(v2->version, "8.4.1");
+	cr_expect_lt(pve_version_cmp(v2, v), 0);
+	cr_assert_eq(pve_node_version(f.c, "pve3", &again, &e), 0);
+	cr_expect_str_eq(again->version, "9.1.1", "the scenario's pve_version");
+	cr_assert_eq(pve_node_version(f.c, "pve2", &again, &e), 0);
+	cr_expect_eq(again, v2, "cached, and still valid after more nodes were asked");
+	cr_assert_eq(pve_version(f.c, &again, &e), 0);
+	int major = 0;
+	cr_assert_eq(guest_pve_major(f.c, &major, &e), 0);
+	cr_expect_eq(major, 9);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/version", -1), 1);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/nodes/pve2/version", -1), 1);
+	json_object_put(log);
+	cr_expect_eq(pve_node_version(f.c, "pve9", &again, &e), -1, "no such node");
+	pve_error_clear(&e);
+	fx_stop(&f);
+}
+
+/* Proxmox guarantees live migration only to a node at least as new as the
+ * source: a running VM on 9.1 is not migrated online to 8.4 (refused in
+ * the plan, nothing sent), a stopped one is (offline), and the 9.1 node
+ * takes the running one. */
+Test(migrate, online_to_an_older_node_refused)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(&f, SCEN, MIXED, true), 0, "simulator did not start");
+	refused(&f, "web1", "pve2", NULL,
+		"node 'pve2' runs PVE 8.4.1, older than 9.1.2 on 'pve1': Proxmox only guarantees "
+		"live migration to a node at least as new as the source; shut VM 100 down to "
+		"migrate it offline, choose an upgraded node, or wait until 'pve2' is upgraded");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	json_object_put(log);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "cold1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "offline");
+	job_free(j);
+	j = migrate(&f, "web1", wf_migrate_params("pve3", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
+	job_free(j);
+	fx_stop(&f);
+}
