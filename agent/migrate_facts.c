@@ -15,6 +15,7 @@ void mig_read_free(struct mig_read *r)
 	json_object_put(r->config);
 	json_object_put(r->pre);
 	json_object_put(r->snaps);
+	json_object_put(r->ha_status);
 	memset(r, 0, sizeof *r);
 }
 
@@ -95,6 +96,31 @@ out:
 	return rc;
 }
 
+/* PVE 9: the HA stack's armed state, from the fencing entry of GET
+ * /cluster/ha/status/current (Sys.Audit on /: without it the state stays
+ * unknown and PVE's own answer decides). */
+static int ha_armed(struct pve *c, struct mig_read *r, struct mig_facts *f,
+		    struct pve_error *err)
+{
+	if (pve_get(c, "/cluster/ha/status/current", NULL, &r->ha_status, err) < 0) {
+		if (err->kind != PVE_ERR_PERM)
+			return -1;
+		pve_error_clear(err);
+		return 0;
+	}
+	size_t n = json_object_is_type(r->ha_status, json_type_array)
+			   ? json_object_array_length(r->ha_status) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(r->ha_status, i);
+		const char *type = json_str(e, "type");
+		if (type && strcmp(type, "fencing") == 0) {
+			f->ha_armed_state = json_str(e, "armed-state");
+			f->ha_resource_mode = json_str(e, "resource_mode");
+		}
+	}
+	return 0;
+}
+
 int mig_read_guest(struct pve *c, const struct guest_ref *g, const char *target,
 		   struct mig_read *r, struct mig_facts *f, struct pve_error *err)
 {
@@ -141,6 +167,8 @@ int mig_read_guest(struct pve *c, const struct guest_ref *g, const char *target,
 			goto out;
 		f->snapshot_refs = r->snaps;
 	}
+	if (f->ha_managed && cv->major >= 9 && ha_armed(c, r, f, err) < 0)
+		goto out;
 	rc = 0;
 out:
 	free(node);

@@ -11,13 +11,14 @@
 
 /* What the facts borrow. */
 struct mig_read {
-	json_object *status, *config, *pre, *snaps;
+	json_object *status, *config, *pre, *snaps, *ha_status;
 };
 void mig_read_free(struct mig_read *r);
 
 /* Read guest g's facts (the precondition for target, or for every node
  * when target is NULL) into f (type, vmid, source, running, memory,
- * ha_managed, config, precondition, snapshot_refs, source_version),
+ * ha_managed, config, precondition, snapshot_refs, source_version, and
+ * for an HA guest on PVE 9 the HA stack's armed state),
  * keeping what f borrows in r. The target's facts are the caller's
  * (mig_read_target). */
 int mig_read_guest(struct pve *c, const struct guest_ref *g, const char *target,

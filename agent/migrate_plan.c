@@ -252,7 +252,7 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 	/* the target as PVE sees it */
 	if (json_object_object_get_ex(pre, "not_allowed_nodes", &na) &&
 	    json_object_object_get_ex(na, f->target, &entry)) {
-		json_object *us = NULL, *ur = NULL, *bh = NULL;
+		json_object *us = NULL, *ur = NULL;
 		size_t nu = json_object_object_get_ex(entry, "unavailable_storages", &us) &&
 				    json_object_is_type(us, json_type_array)
 				    ? json_object_array_length(us) : 0;
@@ -278,11 +278,6 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 			sbuf_addf(&b, "%smapped resources %s have no mapping on node '%s': add the "
 				      "node to the resource mapping",
 				  b.len ? "; " : "", json_object_to_json_string(ur), f->target);
-		if (json_object_object_get_ex(entry, "blocking-ha-resources", &bh) &&
-		    json_object_array_length(bh) > 0)
-			sbuf_addf(&b, "%sHA resources %s keep VM %d off node '%s' (HA rules)",
-				  b.len ? "; " : "", json_object_to_json_string(bh), f->vmid,
-				  f->target);
 		if (b.len)
 			return refuse(p, &b);
 		sbuf_free(&b);
@@ -417,6 +412,47 @@ static int check_versions(const struct mig_facts *f, struct mig_plan *p)
 	return refuse(p, &b);
 }
 
+/* The HA stack on PVE 9: a disarmed one takes the migration request of an
+ * HA guest and never carries it out (pve-ha-manager handle_disarm); HA
+ * rules keep a guest off a node where a resource in negative affinity
+ * runs (the precondition's blocking-ha-resources, qemu's not_allowed_nodes
+ * or LXC's not-allowed-nodes). */
+static int check_ha(const struct mig_facts *f, struct mig_plan *p)
+{
+	const char *what = f->type == GUEST_QEMU ? "VM" : "CT";
+	struct sbuf b = {0};
+	const char *armed = f->ha_armed_state;
+	if (f->ha_managed && armed &&
+	    (strcmp(armed, "disarmed") == 0 || strcmp(armed, "disarming") == 0)) {
+		sbuf_addf(&b, "the HA stack is %s (resource mode %s): PVE takes the migration "
+			      "request of HA guest %s %d and never carries it out; re-arm HA first "
+			      "(ha-manager crm-command arm-ha)",
+			  armed, f->ha_resource_mode ? f->ha_resource_mode : "?", what, f->vmid);
+		return refuse(p, &b);
+	}
+	json_object *na = NULL, *entry = NULL, *bh = NULL;
+	if ((!json_object_object_get_ex(f->precondition, "not_allowed_nodes", &na) &&
+	     !json_object_object_get_ex(f->precondition, "not-allowed-nodes", &na)) ||
+	    !json_object_object_get_ex(na, f->target, &entry) ||
+	    !json_object_object_get_ex(entry, "blocking-ha-resources", &bh) ||
+	    !json_object_is_type(bh, json_type_array) || !json_object_array_length(bh))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(bh); i++) {
+		json_object *e = json_object_array_get_idx(bh, i);
+		const char *sid = json_str(e, "sid"), *cause = json_str(e, "cause");
+		bool node_rule = cause && strcmp(cause, "node-affinity") == 0;
+		if (node_rule)
+			sbuf_addf(&b, "%sa node-affinity HA rule of %s keeps %s %d off node '%s'",
+				  b.len ? "; " : "", sid ? sid : "it", what, f->vmid, f->target);
+		else
+			sbuf_addf(&b, "%sHA resource %s on node '%s' is in negative affinity with "
+				      "%s %d (a resource-affinity HA rule)",
+				  b.len ? "; " : "", sid ? sid : "?", f->target, what, f->vmid);
+	}
+	sbuf_addf(&b, ": choose another node, or change the rule (ha-manager rules config)");
+	return refuse(p, &b);
+}
+
 int migrate_plan(const struct mig_facts *f, struct mig_plan *out)
 {
 	memset(out, 0, sizeof *out);
@@ -433,6 +469,8 @@ int migrate_plan(const struct mig_facts *f, struct mig_plan *out)
 		sbuf_addf(&b, "node '%s' is offline", f->target);
 		return refuse(out, &b);
 	}
+	if (check_ha(f, out) < 0 || out->refusal)
+		return out->refusal ? 0 : -1;
 	int rc = f->type == GUEST_QEMU ? qemu_plan(f, out) : ct_plan(f, out);
 	if (rc < 0 || out->refusal)
 		return rc;

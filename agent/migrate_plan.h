@@ -32,7 +32,12 @@ struct mig_facts {
 	bool ha_managed;
 	uint64_t memory;           /* bytes the guest uses when running */
 	json_object *config;       /* the guest's config (GET .../config) */
-	json_object *precondition; /* qemu: GET .../migrate; NULL otherwise */
+	json_object *precondition; /* GET .../migrate: qemu's, LXC's on PVE 9;
+				      NULL otherwise */
+	/* PVE 9, an HA guest: the HA stack's armed-state and resource mode
+	 * (GET /cluster/ha/status/current, its fencing entry); NULL: not
+	 * known, or before 9 */
+	const char *ha_armed_state, *ha_resource_mode;
 	/* qemu: the volumes snapshots hold, {"VOLID": ["SNAP", ...]} (each
 	 * snapshot's GET .../snapshot/NAME/config); NULL when none */
 	json_object *snapshot_refs;

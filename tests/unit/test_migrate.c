@@ -315,10 +315,13 @@ Test(migrate, lxc_restart)
 	fx_stop(&f);
 }
 
-Test(migrate, ha_managed_follows_the_child_task)
+/* Through HA on PVE ver: the HA request's task, then the CRM's child. */
+static void ha_managed_follows_the_child_task(const char *ver)
 {
 	struct migfx f;
-	fx_start(&f, SCEN, true);
+	char changes[64];
+	snprintf(changes, sizeof changes, "{\"pve_version\": \"%s\"}", ver);
+	cr_assert_eq(migfx_start_with(&f, SCEN, changes, true), 0, "simulator did not start");
 	enum job_outcome o;
 	struct job *j = migrate(&f, "ha1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
 	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
@@ -338,6 +341,74 @@ Test(migrate, ha_managed_follows_the_child_task)
 	cr_expect_str_eq(sim_node_of(st, 106), "pve2");
 	cr_expect_str_eq(sim_node_of(st, 201), "pve2");
 	json_object_put(st);
+	fx_stop(&f);
+}
+
+Test(migrate, ha_managed_follows_the_child_task_on_8_4)
+{
+	ha_managed_follows_the_child_task("8.4");
+}
+
+Test(migrate, ha_managed_follows_the_child_task_on_9_1)
+{
+	ha_managed_follows_the_child_task("9.1");
+}
+
+/* PVE 9 HA rules: tiny1 (vm:109, on pve2) and ha1 (vm:106) kept apart; a
+ * disarmed HA stack. */
+#define HA9_APART "{\"pve_version\": \"9.1\", \"guests\": {\"109\": {\"node\": \"pve2\"}}, " \
+	"\"ha\": [{\"sid\": \"vm:109\"}], \"ha_rules\": [{\"rule\": \"apart\", \"type\": " \
+	"\"resource-affinity\", \"resources\": \"vm:106,vm:109\", \"affinity\": \"negative\"}]%s}"
+
+/* Start on HA9_APART with extra top-level keys. */
+static void start_ha9(struct migfx *f, const char *extra)
+{
+	char changes[512];
+	snprintf(changes, sizeof changes, HA9_APART, extra);
+	cr_assert_eq(migfx_start_with(f, SCEN, changes, true), 0, "simulator did not start");
+}
+
+/* No migration was asked of PVE; then guest name goes to target. */
+static void nothing_sent_then(struct migfx *f, const char *name, const char *target)
+{
+	json_object *log = simproc_requests(&f->sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	json_object_put(log);
+	enum job_outcome o;
+	struct job *j = migrate(f, name, wf_migrate_params(target, NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	job_free(j);
+}
+
+/* Negative affinity on the target is refused in the plan with the rule
+ * named, nothing sent; another node is fine. */
+Test(migrate, ha9_negative_affinity_refused_in_plan)
+{
+	struct migfx f;
+	start_ha9(&f, "");
+	refused(&f, "ha1", "pve2", NULL,
+		"HA resource vm:109 on node 'pve2' is in negative affinity with VM 106 (a "
+		"resource-affinity HA rule): choose another node, or change the rule (ha-manager "
+		"rules config)");
+	nothing_sent_then(&f, "ha1", "pve3");
+	fx_stop(&f);
+}
+
+/* A disarmed HA stack takes the request and never runs it: pvagent reads
+ * the armed state first and fails at once with the reason, sending no
+ * migration (not after the 300 s wait for a child task). */
+Test(migrate, ha9_disarmed_fails_fast)
+{
+	struct migfx f;
+	start_ha9(&f, ", \"ha_disarm\": \"freeze\"");
+	double t0 = pve_clock_now(f.env.clock);
+	refused(&f, "ha1", "pve3", NULL,
+		"the HA stack is disarmed (resource mode freeze): PVE takes the migration request "
+		"of HA guest VM 106 and never carries it out; re-arm HA first (ha-manager "
+		"crm-command arm-ha)");
+	cr_expect_lt(pve_clock_now(f.env.clock) - t0, 5.0, "within seconds");
+	/* a guest HA does not manage migrates as ever */
+	nothing_sent_then(&f, "web1", "pve3");
 	fx_stop(&f);
 }
 
