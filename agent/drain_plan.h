@@ -7,7 +7,9 @@
  * `migrate`); a node on an older PVE than the source is chosen only when
  * no upgraded one fits. Templates
  * and guests tagged pvagent-pin stay; a guest that fits nowhere is listed
- * with the reason. Also the sliding-window schedule of the moves (K in
+ * with the reason. Guests HA moves together (PVE 9 positive resource
+ * affinity) are one unit: every member must fit the one target, their
+ * memory counted together. Also the sliding-window schedule of the moves (K in
  * flight, at most per_target into one node), for estimates and the bench.
  * Pure: no I/O. */
 #ifndef PVAGENT_DRAIN_PLAN_H
@@ -46,6 +48,10 @@ struct dp_guest {
 	const char *const *refusals;   /* per input node: why migrate_plan()
 					  refuses that target, or NULL; the
 					  array NULL: none known */
+	size_t with;                   /* 1 + the index of the guest whose HA
+					  migration takes this one along
+					  (positive resource affinity, PVE 9):
+					  one unit, one target; 0: none */
 };
 
 struct dp_input {
@@ -65,13 +71,15 @@ enum dp_status {
 	DP_STAY_TEMPLATE,
 	DP_STAY_PINNED,
 	DP_NOWHERE,
+	DP_WITH,                       /* HA takes it along with its unit's first */
 };
-const char *dp_status_name(enum dp_status s); /* "move", "template", "pinned", "fits nowhere" */
+/* "move", "template", "pinned", "fits nowhere", "with" */
+const char *dp_status_name(enum dp_status s);
 
 struct dp_move {
 	size_t guest;                  /* index into input guests */
 	enum dp_status status;
-	size_t target;                 /* node index when DP_MOVE */
+	size_t target;                 /* node index when DP_MOVE or DP_WITH */
 	enum mig_method method;
 	double estimate_s;
 	char *why;                     /* DP_NOWHERE: per node why not (malloc'd) */

@@ -240,6 +240,32 @@ static int plan_targets(struct facts *f, size_t i, const char *source)
 	return 0;
 }
 
+/* PVE 9: the guests HA migrates along with another (its precondition's
+ * dependent-ha-resources, positive resource affinity) that are on this
+ * node too: each becomes part of the first one's unit (drain_plan.h), so
+ * the drain asks for that one migration only and HA takes the rest. */
+static void ha_units(struct facts *f)
+{
+	for (size_t i = 0; i < f->guests.n; i++) {
+		json_object *dep = NULL;
+		if (f->dg[i].with ||
+		    !json_object_object_get_ex(f->g[i].rd.pre, "dependent-ha-resources", &dep) ||
+		    !json_object_is_type(dep, json_type_array))
+			continue;
+		for (size_t k = 0; k < json_object_array_length(dep); k++) {
+			const char *sid = json_object_get_string(json_object_array_get_idx(dep, k));
+			const char *num = sid ? strchr(sid, ':') : NULL;
+			for (size_t j = 0; num && j < f->guests.n; j++) {
+				const struct guest_ref *p = &f->guests.v[j];
+				bool kind = (strncmp(sid, "vm:", 3) == 0) == (p->type == GUEST_QEMU);
+				if (j != i && kind && p->vmid == atoi(num + 1) && !f->dg[j].with &&
+				    !p->template)
+					f->dg[j].with = i + 1;
+			}
+		}
+	}
+}
+
 static int gather(struct job *j, struct facts *f, json_object *src_storages)
 {
 	struct pve *c = job_pve(j);
@@ -333,6 +359,7 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		if (!g->template && !d->pinned && plan_targets(f, i, node) < 0)
 			return pve_error_oom(err);
 	}
+	ha_units(f);
 	return 0;
 }
 
@@ -351,6 +378,13 @@ static int add_move(json_object *moves, const struct dp_input *in, const struct 
 	if (m->status == DP_MOVE || m->status == DP_NOWHERE) {
 		json_object_object_add(o, "method", json_object_new_string(mig_method_name(m->method)));
 		json_object_object_add(o, "estimate_s", json_object_new_double(m->estimate_s));
+	}
+	if (m->status == DP_WITH) {
+		/* HA moves it along: no migration of its own */
+		const struct dp_guest *lead = &in->guests[g->with - 1];
+		json_object_object_add(o, "method", json_object_new_string(mig_method_name(m->method)));
+		json_object_object_add(o, "with", json_object_new_string(lead->name));
+		json_object_object_add(o, "with_vmid", json_object_new_int(lead->vmid));
 	}
 	if (target)
 		json_object_object_add(o, "target", json_object_new_string(target));
@@ -408,10 +442,11 @@ static enum step_rc drain_plan_step(struct job *j)
 		goto out;
 	}
 	double total = 0;
-	size_t n_move = 0;
+	size_t n_move = 0, n_with = 0;
 	for (size_t i = 0; i < plan.n_moves; i++) {
 		struct dp_move *m = &plan.moves[i];
-		const char *target = m->status == DP_MOVE ? f.dn[m->target].name : NULL;
+		const char *target = m->status == DP_MOVE || m->status == DP_WITH
+					     ? f.dn[m->target].name : NULL;
 		double mb = 0, db = 0;
 		char *serr = NULL;
 		if (st && target && migstore_speeds(st, d->node, target, &mb, &db, &serr) == 0 &&
@@ -424,6 +459,7 @@ static enum step_rc drain_plan_step(struct job *j)
 			total += m->estimate_s;
 			n_move++;
 		}
+		n_with += m->status == DP_WITH;
 		if (add_move(moves, &in, m, target) < 0) {
 			json_object_put(moves);
 			json_object_put(free_after);
@@ -450,8 +486,9 @@ static enum step_rc drain_plan_step(struct job *j)
 		sbuf_free(&b);
 		goto out;
 	}
-	job_summary(j, "%zu to move (about %.0f s of migrations), %zu stay%s", n_move, total,
-		    plan.n_moves - n_move - plan.n_nowhere,
+	job_summary(j, "%zu to move (about %.0f s of migrations)%s, %zu stay%s", n_move + n_with,
+		    total, n_with ? ", some along with their HA partners" : "",
+		    plan.n_moves - n_move - n_with - plan.n_nowhere,
 		    plan.n_nowhere ? ", some fit nowhere" : "");
 	rc = d->dry_run ? STEP_RC_END : STEP_RC_OK;
 out:
@@ -605,6 +642,15 @@ static void run_one(struct pool *p, size_t i, struct pve *c)
 		json_object_object_add(m, "why", json_object_new_string(msg ? msg : "failed"));
 		free(msg);
 	}
+	/* those HA took along share the outcome */
+	long long vmid = 0, wv = 0;
+	json_int(m, "vmid", &vmid);
+	for (size_t k = 0; k < p->n; k++) {
+		json_object *w = json_object_array_get_idx(p->moves, k);
+		if (k != i && json_int(w, "with_vmid", &wv) && wv == vmid)
+			json_object_object_add(w, "status",
+					       json_object_get(json_object_object_get(m, "status")));
+	}
 	p->state[i] = 2;
 	p->running--;
 	pthread_cond_broadcast(&p->cv);
@@ -692,10 +738,12 @@ static enum step_rc move_step(struct job *j, bool undrain)
 		json_object *m = json_object_array_get_idx(moves, i);
 		const char *st = json_str(m, "status"), *t = json_str(m, "target");
 		p.targets[i] = (char *)(t ? t : "");
-		/* move what is planned; on a resumed run, what has not moved */
-		p.state[i] = st && t && (strcmp(st, "move") == 0 || strcmp(st, "failed") == 0 ||
-					 strcmp(st, "interrupted") == 0 ||
-					 strcmp(st, "needs-attention") == 0) ? 0 : 3;
+		/* move what is planned; on a resumed run, what has not moved; what
+		 * HA takes along goes with its partner's migration */
+		p.state[i] = st && t && !json_object_object_get_ex(m, "with_vmid", NULL) &&
+					     (strcmp(st, "move") == 0 || strcmp(st, "failed") == 0 ||
+					      strcmp(st, "interrupted") == 0 ||
+					      strcmp(st, "needs-attention") == 0) ? 0 : 3;
 	}
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv, NULL);

@@ -380,3 +380,43 @@ Test(drain, rolling_upgrade_upgraded_node_first)
 	job_free(j);
 	fx_stop(&f);
 }
+
+/* PVE 9 positive resource affinity: HA migrates web2 along with web1. The
+ * drain plans them as one unit onto one node and asks PVE for web1's
+ * migration only; both end up there. */
+Test(drain, ha_partners_move_as_one_unit, .timeout = 240)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(&f, SCEN,
+				      "{\"pve_version\": \"9.1\", \"ha\": [{\"sid\": \"vm:303\"}, "
+				      "{\"sid\": \"vm:304\"}], \"ha_rules\": [{\"rule\": \"web\", "
+				      "\"type\": \"resource-affinity\", \"resources\": "
+				      "\"vm:303,vm:304\", \"affinity\": \"positive\"}]}",
+				      true), 0, "simulator did not start");
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, true, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *web1 = move_of(j, "web1"), *web2 = move_of(j, "web2");
+	cr_expect_str_eq(json_str(web1, "status"), "move");
+	cr_expect_str_eq(json_str(web2, "status"), "with");
+	cr_expect_str_eq(json_str(web2, "with"), "web1");
+	cr_expect_str_eq(json_str(web2, "target"), json_str(web1, "target"));
+	job_free(j);
+	j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, false, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	web1 = move_of(j, "web1");
+	web2 = move_of(j, "web2");
+	cr_expect_str_eq(json_str(web1, "status"), "moved");
+	cr_expect_str_eq(json_str(web2, "status"), "moved");
+	char n1[32], n2[32], tags[128];
+	sim_guest(&f, 303, n1, sizeof n1, tags, sizeof tags);
+	sim_guest(&f, 304, n2, sizeof n2, tags, sizeof tags);
+	cr_expect_str_eq(n1, json_str(web1, "target"));
+	cr_expect_str_eq(n2, n1, "HA took web2 along");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu/303/migrate", -1), 1);
+	cr_expect_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu/304/migrate", -1), 0);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}

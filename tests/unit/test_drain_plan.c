@@ -29,18 +29,18 @@ static const char *const LVM[] = {"local-lvm"};
 /* 12 guests on pve1: qemu and lxc, running and stopped, one template, one
  * pinned, one too large for any target. */
 static const struct dp_guest GUESTS[] = {
-	{"web1", 100, GUEST_QEMU, true, false, false, 4 * GiB, 2, 0, NULL, 0, NULL, 0, NULL},
-	{"web2", 101, GUEST_QEMU, true, false, false, 4 * GiB, 2, 0, NULL, 0, NULL, 0, NULL},
-	{"db1", 102, GUEST_QEMU, true, false, false, 8 * GiB, 4, 32 * GiB, LVM, 1, NULL, 0, NULL},
-	{"db2", 103, GUEST_QEMU, true, false, false, 6 * GiB, 4, 0, NULL, 0, NULL, 0, NULL},
-	{"cache", 104, GUEST_QEMU, true, false, false, 2 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
-	{"huge", 105, GUEST_QEMU, true, false, false, 40 * GiB, 8, 0, NULL, 0, NULL, 0, NULL},
-	{"tmpl", 9000, GUEST_QEMU, false, true, false, 2 * GiB, 2, 0, NULL, 0, NULL, 0, NULL},
-	{"pinned", 106, GUEST_QEMU, true, false, true, 1 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
-	{"ct1", 200, GUEST_LXC, true, false, false, 1 * GiB, 1, 8 * GiB, LVM, 1, NULL, 0, NULL},
-	{"ct2", 201, GUEST_LXC, true, false, false, 512 * MiB, 1, 0, NULL, 0, NULL, 0, NULL},
-	{"ct3", 202, GUEST_LXC, false, false, false, 512 * MiB, 1, 0, NULL, 0, NULL, 0, NULL},
-	{"cold", 107, GUEST_QEMU, false, false, false, 16 * GiB, 2, 0, NULL, 0, NULL, 0, NULL},
+	{"web1", 100, GUEST_QEMU, true, false, false, 4 * GiB, 2, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"web2", 101, GUEST_QEMU, true, false, false, 4 * GiB, 2, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"db1", 102, GUEST_QEMU, true, false, false, 8 * GiB, 4, 32 * GiB, LVM, 1, NULL, 0, NULL, 0},
+	{"db2", 103, GUEST_QEMU, true, false, false, 6 * GiB, 4, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"cache", 104, GUEST_QEMU, true, false, false, 2 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"huge", 105, GUEST_QEMU, true, false, false, 40 * GiB, 8, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"tmpl", 9000, GUEST_QEMU, false, true, false, 2 * GiB, 2, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"pinned", 106, GUEST_QEMU, true, false, true, 1 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"ct1", 200, GUEST_LXC, true, false, false, 1 * GiB, 1, 8 * GiB, LVM, 1, NULL, 0, NULL, 0},
+	{"ct2", 201, GUEST_LXC, true, false, false, 512 * MiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"ct3", 202, GUEST_LXC, false, false, false, 512 * MiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"cold", 107, GUEST_QEMU, false, false, false, 16 * GiB, 2, 0, NULL, 0, NULL, 0, NULL, 0},
 };
 
 static const struct dp_move *move_of(const struct dp_plan *p, const char *name)
@@ -110,8 +110,8 @@ Test(drain_plan, to_and_allowed_nodes)
 	static const char *const only3[] = {"pve3"};
 	static const char *const allowed2[] = {"pve2"};
 	struct dp_guest g[] = {
-		{"a", 1, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, allowed2, 1, NULL},
-		{"b", 2, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
+		{"a", 1, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, allowed2, 1, NULL, 0},
+		{"b", 2, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
 	};
 	struct dp_input in = {
 		.source = "pve1", .nodes = NODES, .n_nodes = 4, .guests = g, .n_guests = 2,
@@ -135,8 +135,8 @@ Test(drain_plan, planner_refusals)
 					   "snapshot holds it", "snapshot holds it"};
 	static const char *const not2[] = {NULL, "HA rule", NULL, NULL};
 	struct dp_guest g[] = {
-		{"a", 1, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, held},
-		{"b", 2, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, not2},
+		{"a", 1, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, held, 0},
+		{"b", 2, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, not2, 0},
 	};
 	static const struct dp_node nodes[] = {
 		{"pve1", true, 64 * GiB, 30 * GiB, 16, ALL_ST, 3, false},
@@ -167,8 +167,8 @@ Test(drain_plan, upgraded_nodes_first)
 		{"new", true, 8 * GiB, 2 * GiB, 16, ALL_ST, 3, false}, /* 6 GiB free */
 	};
 	struct dp_guest g[] = {
-		{"a", 1, GUEST_QEMU, false, false, false, 4 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
-		{"b", 2, GUEST_LXC, true, false, false, 6 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
+		{"a", 1, GUEST_QEMU, false, false, false, 4 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+		{"b", 2, GUEST_LXC, true, false, false, 6 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
 	};
 	struct dp_input in = {
 		.source = "pve1", .nodes = nodes, .n_nodes = 3, .guests = g, .n_guests = 2,
@@ -216,7 +216,7 @@ Test(drain_plan, thousand_guests_sixteen_nodes_fast)
 	for (int i = 0; i < 1000; i++) {
 		snprintf(gnames[i], sizeof gnames[i], "g%d", i);
 		guests[i] = (struct dp_guest){gnames[i], 100 + i, GUEST_QEMU, true, false, false,
-					      (uint64_t)(1 + i % 8) * GiB, 2, 0, NULL, 0, NULL, 0, NULL};
+					      (uint64_t)(1 + i % 8) * GiB, 2, 0, NULL, 0, NULL, 0, NULL, 0};
 	}
 	struct dp_input in = {.source = "n0", .nodes = nodes, .n_nodes = 16, .guests = guests,
 			      .n_guests = 1000, .reserve = 1 * GiB};
@@ -228,5 +228,50 @@ Test(drain_plan, thousand_guests_sixteen_nodes_fast)
 	double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
 	cr_expect_eq(p.n_nowhere, 0);
 	cr_expect_lt(ms, 50.0, "plan took %.1f ms", ms);
+	drain_plan_free(&p);
+}
+
+/* HA's positive partners are one unit: every member must fit the one
+ * target, their memory counted together; the partner is planned "with"
+ * its unit's first, never on its own. */
+Test(drain_plan, ha_units)
+{
+	static const struct dp_node nodes[] = {
+		{"pve1", true, 64 * GiB, 30 * GiB, 16, ALL_ST, 3, false},
+		{"big", true, 16 * GiB, 2 * GiB, 16, ALL_ST, 3, false},    /* 13 GiB after reserve */
+		{"small", true, 8 * GiB, 1 * GiB, 16, SHARED_ST, 2, false}, /* 6 GiB, no local-lvm */
+	};
+	struct dp_guest g[] = {
+		{"lead", 1, GUEST_QEMU, true, false, false, 4 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+		{"part", 2, GUEST_QEMU, true, false, false, 4 * GiB, 1, 0, LVM, 1, NULL, 0, NULL, 1},
+		{"solo", 3, GUEST_QEMU, true, false, false, 5 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+		{"big1", 4, GUEST_QEMU, true, false, false, 7 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+		{"big2", 5, GUEST_QEMU, true, false, false, 7 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 4},
+	};
+	struct dp_input in = {
+		.source = "pve1", .nodes = nodes, .n_nodes = 3, .guests = g, .n_guests = 5,
+		.reserve = 1 * GiB,
+	};
+	struct dp_plan p;
+	cr_assert_eq(drain_plan(&in, &p), 0);
+	const struct dp_move *by[5] = {0};
+	for (size_t i = 0; i < p.n_moves; i++)
+		by[p.moves[i].guest] = &p.moves[i];
+	/* big1 + big2 need 14 GiB together: nowhere, and big2 with it */
+	cr_expect_eq(by[3]->status, DP_NOWHERE);
+	cr_expect(strstr(by[3]->why, "big: 13312 MiB free after the reserve, needs 14336 MiB with "
+				     "its HA partners"), "%s", by[3]->why);
+	cr_expect_eq(by[4]->status, DP_NOWHERE);
+	cr_expect_str_eq(by[4]->why, "HA moves it with big1, which fits nowhere");
+	/* solo (larger, first) takes "big"; lead + part (8 GiB together, part on
+	 * local-lvm, which "small" lacks) still fit there, exactly */
+	cr_expect_eq(by[2]->status, DP_MOVE);
+	cr_expect_str_eq(nodes[by[2]->target].name, "big");
+	cr_expect_eq(by[0]->status, DP_MOVE);
+	cr_expect_str_eq(nodes[by[0]->target].name, "big");
+	cr_expect_eq(by[1]->status, DP_WITH);
+	cr_expect_eq(by[1]->target, by[0]->target);
+	cr_expect_eq(p.n_nowhere, 2);
+	cr_expect_eq(p.free_after[1], 14 * GiB - 5 * GiB - 8 * GiB, "the unit's 8 GiB counted");
 	drain_plan_free(&p);
 }
