@@ -16,6 +16,7 @@ void mig_read_free(struct mig_read *r)
 	json_object_put(r->pre);
 	json_object_put(r->snaps);
 	json_object_put(r->ha_status);
+	json_object_put(r->storages);
 	memset(r, 0, sizeof *r);
 }
 
@@ -166,6 +167,12 @@ int mig_read_guest(struct pve *c, const struct guest_ref *g, const char *target,
 		if (snapshot_refs(c, g, r->config, r->pre, &r->snaps, err) < 0)
 			goto out;
 		f->snapshot_refs = r->snaps;
+		/* PVE 9: whether those snapshots sit in a volume chain */
+		if (r->snaps && cv->major >= 9) {
+			if (pve_get(c, "/storage", NULL, &r->storages, err) < 0)
+				goto out;
+			f->storage_config = r->storages;
+		}
 	}
 	if (f->ha_managed && cv->major >= 9 && ha_armed(c, r, f, err) < 0)
 		goto out;

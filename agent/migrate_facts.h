@@ -11,7 +11,7 @@
 
 /* What the facts borrow. */
 struct mig_read {
-	json_object *status, *config, *pre, *snaps, *ha_status;
+	json_object *status, *config, *pre, *snaps, *ha_status, *storages;
 };
 void mig_read_free(struct mig_read *r);
 

@@ -166,9 +166,26 @@ static int check_memory(const struct mig_facts *f, struct mig_plan *p)
 	return refuse(p, &b);
 }
 
-/* PVE 8 (QemuMigrate::scan_local_volumes) cannot move a local volume a
+/* Does storage sid keep qcow2 snapshots as a volume chain (PVE 9
+ * snapshot-as-volume-chain, from GET /storage)? */
+static bool volume_chain(const struct mig_facts *f, const char *sid)
+{
+	size_t n = json_object_is_type(f->storage_config, json_type_array)
+			   ? json_object_array_length(f->storage_config) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(f->storage_config, i);
+		long long chain = 0;
+		const char *id = json_str(e, "storage");
+		if (id && strcmp(id, sid) == 0)
+			return json_int(e, "snapshot-as-volume-chain", &chain) && chain;
+	}
+	return false;
+}
+
+/* PVE (QemuMigrate::scan_local_volumes) cannot move a local volume a
  * snapshot holds while the VM runs, nor offline unless the storage keeps
- * snapshots in the volume (zfspool, btrfs raw, qcow2 files): the refusal
+ * snapshots in the volume (zfspool, btrfs raw, qcow2 files; on 9 not on a
+ * snapshot-as-volume-chain storage, not even offline): the refusal
  * in b, or 0 when volid can go. */
 static int snapshot_refusal(const struct mig_facts *f, const char *volid, struct sbuf *b)
 {
@@ -182,8 +199,19 @@ static int snapshot_refusal(const struct mig_facts *f, const char *volid, struct
 	const char *type = json_str(st, "type");
 	size_t len = strlen(volid);
 	bool qcow2 = len > 6 && strcmp(volid + len - 6, ".qcow2") == 0;
-	bool travels = qcow2 || (type && (strcmp(type, "zfspool") == 0 || strcmp(type, "btrfs") == 0));
+	bool chain = qcow2 && sid && volume_chain(f, sid);
+	bool travels = (qcow2 && !chain) ||
+		       (type && (strcmp(type, "zfspool") == 0 || strcmp(type, "btrfs") == 0));
 	int rc = 0;
+	if (chain) {
+		sbuf_addf(b, "VM %d's qcow2 disk %s has snapshots, which storage '%s' keeps as a "
+			     "volume chain (snapshot-as-volume-chain): PVE cannot migrate those; "
+			     "delete the snapshot (qm delsnapshot %d %s), or keep the disk on shared "
+			     "storage",
+			  f->vmid, volid, sid, f->vmid, first ? first : "NAME");
+		free(sid);
+		return 1;
+	}
 	if (f->running || (type && !travels)) {
 		size_t nn = json_object_array_length(names);
 		sbuf_addf(b, "VM %d's local disk %s is held by its snapshot%s ", f->vmid, volid,

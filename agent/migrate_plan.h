@@ -41,6 +41,9 @@ struct mig_facts {
 	/* qemu: the volumes snapshots hold, {"VOLID": ["SNAP", ...]} (each
 	 * snapshot's GET .../snapshot/NAME/config); NULL when none */
 	json_object *snapshot_refs;
+	/* with snapshot_refs: the storages' configuration (GET /storage), for
+	 * PVE 9's snapshot-as-volume-chain; NULL when not read */
+	json_object *storage_config;
 	/* PVE versions of the guest's node and of the target (GET
 	 * /nodes/N/version); NULL: not known */
 	const struct pve_version *source_version, *target_version;

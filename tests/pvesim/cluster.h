@@ -42,6 +42,8 @@ struct sim_storage {
 	bool shared;
 	json_object *nodes; /* array of node names */
 	uint64_t size;      /* bytes, per node for local storages */
+	bool volume_chain;  /* PVE 9 snapshot-as-volume-chain (dir, lvm): qcow2
+			       snapshots as separate volumes */
 };
 
 struct sim_volume {

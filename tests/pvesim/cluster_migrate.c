@@ -432,10 +432,10 @@ static bool held_by_snapshot(const struct sim_guest *g, const char *volid)
 	return false;
 }
 
-/* Why PVE 8 cannot migrate local disk d held by a snapshot
+/* Why PVE cannot migrate local disk d held by a snapshot
  * (QemuMigrate::scan_local_volumes): live, or a storage whose snapshots
- * do not travel (only zfspool, btrfs raw and qcow2 files do); NULL when
- * it can. */
+ * do not travel (only zfspool, btrfs raw and qcow2 files do, on 9 not on
+ * a snapshot-as-volume-chain storage); NULL when it can. */
 static const char *snapshot_blocks(const struct cluster *c, const struct sim_guest *g,
 				   const struct local_disk *d, bool live)
 {
@@ -446,9 +446,10 @@ static const char *snapshot_blocks(const struct cluster *c, const struct sim_gue
 	const struct sim_storage *s = cluster_storage(c, d->storage);
 	const struct sim_volume *v = cluster_volume(c, d->volid, g->node);
 	const char *fmt = v && v->format ? v->format : "raw";
+	/* qemu-server 9: qcow2 only with in-qcow2 snapshots, not a volume chain */
 	bool travels = s && (strcmp(s->type, "zfspool") == 0 ||
 			     (strcmp(s->type, "btrfs") == 0 && strcmp(fmt, "raw") == 0) ||
-			     strcmp(fmt, "qcow2") == 0);
+			     (strcmp(fmt, "qcow2") == 0 && !s->volume_chain));
 	return travels ? NULL : "non-migratable snapshot exists";
 }
 

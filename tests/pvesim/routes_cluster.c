@@ -460,6 +460,34 @@ static void route_storage_content(struct cluster *c, const struct sim_req *req,
 	resp_data(r, arr);
 }
 
+/* GET /storage (pve-storage API2/Storage/Config.pm index): storage.cfg's
+ * entries the identity may see (Datastore.Audit or .AllocateSpace on
+ * /storage/ID), each with its configuration. */
+static void route_storage_config(struct cluster *c, const struct sim_req *req,
+				 struct sim_resp *r)
+{
+	json_object *arr = json_object_new_array();
+	for (size_t i = 0; arr && i < c->storages.n; i++) {
+		const struct sim_storage *st = c->storages.v[i];
+		char *path = strprintf("/storage/%s", st->id);
+		bool may = path && (priv_has(req, path, "Datastore.Audit") ||
+				    priv_has(req, path, "Datastore.AllocateSpace"));
+		free(path);
+		json_object *o = may ? json_object_new_object() : NULL;
+		if (!o)
+			continue;
+		jadd_str(o, "storage", st->id);
+		jadd_str(o, "type", st->type);
+		jadd_str(o, "content", st->content);
+		jadd_int(o, "shared", st->shared);
+		jadd_str(o, "digest", "0c4ddb1b2a4d5e1e7c07e1d4c2f0d3b8a6c5e4f3");
+		if (st->volume_chain)
+			jadd_int(o, "snapshot-as-volume-chain", 1);
+		json_object_array_add(arr, o);
+	}
+	resp_data(r, arr);
+}
+
 /* ---- HA ----------------------------------------------------------------- */
 static void route_ha_resources(struct cluster *c, struct sim_resp *r)
 {
@@ -851,6 +879,10 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 	}
 	if (n == 1 && get && strcmp(s[0], "nodes") == 0) {
 		route_nodes(c, req, r);
+		return true;
+	}
+	if (n == 1 && get && strcmp(s[0], "storage") == 0) {
+		route_storage_config(c, req, r);
 		return true;
 	}
 	if (n == 2 && get && strcmp(s[0], "access") == 0 && strcmp(s[1], "permissions") == 0) {

@@ -361,7 +361,7 @@ static int load_storages(struct sctx *x, json_object *arr)
 {
 	static const char *const keys[] = {"id",	  "type",     "shared",
 					   "nodes",   "content",  "size_gib",
-					   "volumes", NULL};
+					   "volumes", "snapshot_as_volume_chain", NULL};
 	size_t n = json_object_array_length(arr);
 	for (size_t i = 0; i < n; i++) {
 		char *p = jp("$.storages", "[%zu]", i);
@@ -407,6 +407,15 @@ static int load_storages(struct sctx *x, json_object *arr)
 		if (rc == 0 &&
 		    member(x, o, p, "shared", json_type_boolean, false, &v) > 0)
 			s->shared = json_object_get_boolean(v);
+		if (rc == 0 && member(x, o, p, "snapshot_as_volume_chain", json_type_boolean, false,
+				      &v) > 0) {
+			/* pve-storage 9: dir and lvm only */
+			s->volume_chain = json_object_get_boolean(v);
+			if (s->volume_chain && (x->c->major < 9 || (strcmp(s->type, "dir") != 0 &&
+								    strcmp(s->type, "lvm") != 0)))
+				rc = sfail(x, p, "snapshot_as_volume_chain is for dir and lvm "
+					   "storages on PVE 9");
+		}
 		if (rc == 0 && !s->shared &&
 		    (strcmp(s->type, "rbd") == 0 || strcmp(s->type, "cephfs") == 0))
 			s->shared = true; /* network storages are shared */

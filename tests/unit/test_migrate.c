@@ -716,3 +716,55 @@ Test(migrate, online_to_an_older_node_refused)
 	job_free(j);
 	fx_stop(&f);
 }
+
+/* PVE 9: a qcow2 disk with snapshots moves offline on a plain directory
+ * storage, but not on one that keeps snapshots as a volume chain
+ * (qemu-server QemuMigrate scan_local_volumes): refused in the plan, as
+ * the simulator's task would fail. */
+Test(migrate, qcow2_snapshots_on_a_volume_chain_storage)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(
+			     &f, SCEN,
+			     "{\"pve_version\": \"9.1\", \"storages\": [{\"id\": \"chain\", \"type\": "
+			     "\"dir\", \"content\": \"images\", \"snapshot_as_volume_chain\": true}, "
+			     "{\"id\": \"qdir\", \"type\": \"dir\", \"content\": \"images\"}], "
+			     "\"guests\": [{\"vmid\": 111, \"node\": \"pve1\", \"type\": \"qemu\", "
+			     "\"status\": \"stopped\", \"config\": {\"name\": \"chain1\", \"memory\": "
+			     "\"512\", \"scsi0\": \"chain:111/vm-111-disk-0.qcow2,size=1G\"}}, "
+			     "{\"vmid\": 112, \"node\": \"pve1\", \"type\": \"qemu\", \"status\": "
+			     "\"stopped\", \"config\": {\"name\": \"qcow1\", \"memory\": \"512\", "
+			     "\"scsi0\": \"qdir:112/vm-112-disk-0.qcow2,size=1G\"}}]}",
+			     true), 0, "simulator did not start");
+	struct pve_error e = {0};
+	for (int vmid = 111; vmid <= 112; vmid++) {
+		struct guest_ref g = {0};
+		bool existed = false;
+		cr_assert_eq(guest_find_by_vmid(f.c, vmid, &g, &e), 1, "%s", e.message ? e.message : "?");
+		cr_assert_eq(guest_snapshot(f.c, &g, "before", NULL, &f.env.wait, &existed, &e), 0,
+			     "%s", e.message ? e.message : "?");
+		guest_ref_clear(&g);
+	}
+	refused(&f, "chain1", "pve2", NULL,
+		"VM 111's qcow2 disk chain:111/vm-111-disk-0.qcow2 has snapshots, which storage "
+		"'chain' keeps as a volume chain (snapshot-as-volume-chain): PVE cannot migrate "
+		"those; delete the snapshot (qm delsnapshot 111 before), or keep the disk on shared "
+		"storage");
+	nothing_sent_then(&f, "qcow1", "pve2");
+	/* PVE itself refuses the first */
+	long status = 0;
+	json_object *ans = NULL, *upid = NULL;
+	cr_assert_eq(sim_api(&f.sp, "POST", "/nodes/pve1/qemu/111/migrate", "target=pve2", &status,
+			     &ans), 0);
+	cr_assert_eq(status, 200);
+	cr_assert(json_object_object_get_ex(ans, "data", &upid));
+	struct task_result tr;
+	struct task_wait_opts w = {.clock = f.env.clock};
+	cr_expect_eq(task_wait(f.c, json_object_get_string(upid), &w, &tr, &e), -1);
+	task_result_free(&tr);
+	cr_expect(e.detail && strstr(e.detail, "non-migratable snapshot exists"), "%s",
+		  e.detail ? e.detail : "(no log)");
+	pve_error_clear(&e);
+	json_object_put(ans);
+	fx_stop(&f);
+}
