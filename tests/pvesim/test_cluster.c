@@ -1674,18 +1674,60 @@ Test(cluster, node_versions)
 	cr_expect_str_eq(jstr(r.data, "version"), "9.1.1", "the scenario's pve_version");
 	sim_resp_clear(&r);
 	cluster_free(c);
-	/* a node two majors away is no rolling upgrade */
+}
+
+/* A scenario the loader refuses, with a message holding want. */
+static void load_refused(const char *text, const char *want)
+{
 	char *err = NULL;
 	char tmpl[] = "/tmp/pvesim-test-XXXXXX";
 	int fd = mkstemp(tmpl);
-	const char *bad = "{\"pve_version\":\"9.1\",\"nodes\":[{\"name\":\"a\",\"version\":\"7.4\"}]}";
 	cr_assert(fd >= 0);
-	cr_assert_eq(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
-	cr_expect_null(cluster_load(tmpl, T0, &err));
-	cr_expect(err && strstr(err, "$.nodes[0]: invalid version '7.4'"), "%s", err ? err : "");
-	free(err);
+	struct cluster *c = cluster_load(tmpl, T0, &err);
 	unlink(tmpl);
+	cr_expect_null(c, "loaded: %s", text);
+	cluster_free(c);
+	cr_expect(err && strstr(err, want), "'%s' lacks '%s'", err ? err : "", want);
+	free(err);
+}
+
+/* The PVE 9 keys, checked: a node two majors away is no rolling upgrade;
+ * HA groups are PVE 8's, rules, disarming and volume chains PVE 9's;
+ * rules name HA resources and nodes of the scenario. */
+Test(cluster, ha9_scenario_errors)
+{
+	char text[4096];
+	load_refused("{\"pve_version\":\"9.1\",\"nodes\":[{\"name\":\"a\",\"version\":\"7.4\"}]}",
+		     "$.nodes[0]: invalid version '7.4'");
+	snprintf(text, sizeof text, HA9, "8.4", "8.4.1", HA9_RULES);
+	load_refused(text, "$.ha_rules: HA rules are PVE 9 (this is 8.4: use ha[].group)");
+	snprintf(text, sizeof text, HA9, "8.4", "8.4.1", ",\"ha_disarm\":\"freeze\"");
+	load_refused(text, "$.ha_disarm: disarming HA is PVE 9");
+	snprintf(text, sizeof text, HA9, "9.1", "9.1.1", ",\"ha_disarm\":\"off\"");
+	load_refused(text, "$.ha_disarm: resource mode must be freeze or ignore");
+	snprintf(text, sizeof text, HA9, "9.1", "9.1.1",
+		 ",\"ha_rules\":[{\"rule\":\"x\",\"type\":\"resource-affinity\","
+		 "\"resources\":\"vm:100,vm:999\",\"affinity\":\"negative\"}]");
+	load_refused(text, "$.ha_rules[0]: resources 'vm:100,vm:999': each must be an HA "
+			   "resource of $.ha");
+	snprintf(text, sizeof text, HA9, "9.1", "9.1.1",
+		 ",\"ha_rules\":[{\"rule\":\"x\",\"type\":\"node-affinity\","
+		 "\"resources\":\"vm:100\",\"nodes\":\"a:x\"}]");
+	load_refused(text, "$.ha_rules[0]: nodes 'a:x': NODE[:PRIORITY],...");
+	snprintf(text, sizeof text, HA9, "9.1", "9.1.1",
+		 ",\"ha_rules\":[{\"rule\":\"x\",\"type\":\"resource-affinity\","
+		 "\"resources\":\"vm:100,vm:101\"}]");
+	load_refused(text, "$.ha_rules[0]: missing required key 'affinity'");
+	load_refused("{\"pve_version\":\"9.1\",\"nodes\":[{\"name\":\"a\"}],\"guests\":"
+		     "[{\"vmid\":100,\"node\":\"a\",\"config\":{\"memory\":\"512\"}}],"
+		     "\"ha\":[{\"sid\":\"vm:100\",\"group\":\"g\"}]}",
+		     "$.ha[0]: PVE 9.1 has no HA groups");
+	load_refused("{\"pve_version\":\"9.1\",\"nodes\":[{\"name\":\"a\"}],\"storages\":"
+		     "[{\"id\":\"s\",\"type\":\"lvmthin\",\"content\":\"images\","
+		     "\"snapshot_as_volume_chain\":true}]}",
+		     "$.storages[0]: snapshot_as_volume_chain is for dir and lvm storages on PVE 9");
 }
 
 /* qemu-server's precondition on 9: dependent-ha-resources (positive

@@ -33,6 +33,14 @@ static void fx_stop(struct migfx *f)
 	cr_assert_eq(migfx_stop(f), 0, "simulator did not exit cleanly");
 }
 
+/* The migrate scenario on PVE ver ("8.4", "9.1"). */
+static void fx_start_on(struct migfx *f, const char *ver)
+{
+	char changes[64];
+	snprintf(changes, sizeof changes, "{\"pve_version\": \"%s\"}", ver);
+	cr_assert_eq(migfx_start_with(f, SCEN, changes, true), 0, "simulator did not start");
+}
+
 /* Run one migration; the job is returned for its vars (job_free it). */
 static struct job *migrate(struct migfx *f, const char *name, json_object *params,
 			   enum job_outcome *out)
@@ -125,10 +133,11 @@ static void refused(struct migfx *f, const char *name, const char *target, const
 	job_free(j);
 }
 
-Test(migrate, refusals_send_nothing)
+/* Every refusal, the same on PVE 8.4 and 9.1. */
+static void refusals_send_nothing(const char *ver)
 {
 	struct migfx f;
-	fx_start(&f, SCEN, true);
+	fx_start_on(&f, ver);
 	refused(&f, "web1", "pve4", NULL, "node 'pve4' is offline");
 	refused(&f, "web1", "pve9", NULL, "there is no node 'pve9'");
 	refused(&f, "big1", "pve3", NULL, "not enough free memory on node 'pve3'");
@@ -144,6 +153,16 @@ Test(migrate, refusals_send_nothing)
 	cr_expect_eq(simproc_count_requests(log, "PUT", "*/config", -1), 0);
 	json_object_put(log);
 	fx_stop(&f);
+}
+
+Test(migrate, refusals_send_nothing_on_8_4)
+{
+	refusals_send_nothing("8.4");
+}
+
+Test(migrate, refusals_send_nothing_on_9_1)
+{
+	refusals_send_nothing("9.1");
 }
 
 /* ---- methods ------------------------------------------------------------------------ */
@@ -292,10 +311,12 @@ Test(migrate, qemu_offline)
 	fx_stop(&f);
 }
 
-Test(migrate, lxc_restart)
+/* A container's restart migration; on 9.1 its own precondition is read
+ * first (pve-container 6), on 8.4 there is none to read. */
+static void lxc_restart(const char *ver)
 {
 	struct migfx f;
-	fx_start(&f, SCEN, true);
+	fx_start_on(&f, ver);
 	enum job_outcome o;
 	struct job *j = migrate(&f, "ct1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
 	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
@@ -307,6 +328,8 @@ Test(migrate, lxc_restart)
 	cr_assert_not_null(r);
 	cr_expect_str_eq(param(r, "restart"), "1");
 	cr_expect_str_eq(param(r, "timeout"), "180");
+	cr_expect_eq(simproc_count_requests(log, "GET", "/nodes/pve1/lxc/200/migrate", -1),
+		     strcmp(ver, "9.1") == 0 ? 1 : 0);
 	json_object_put(log);
 	json_object *st = simproc_state(&f.sp);
 	cr_expect_str_eq(sim_node_of(st, 200), "pve2");
@@ -315,13 +338,21 @@ Test(migrate, lxc_restart)
 	fx_stop(&f);
 }
 
+Test(migrate, lxc_restart_on_8_4)
+{
+	lxc_restart("8.4");
+}
+
+Test(migrate, lxc_restart_on_9_1)
+{
+	lxc_restart("9.1");
+}
+
 /* Through HA on PVE ver: the HA request's task, then the CRM's child. */
 static void ha_managed_follows_the_child_task(const char *ver)
 {
 	struct migfx f;
-	char changes[64];
-	snprintf(changes, sizeof changes, "{\"pve_version\": \"%s\"}", ver);
-	cr_assert_eq(migfx_start_with(&f, SCEN, changes, true), 0, "simulator did not start");
+	fx_start_on(&f, ver);
 	enum job_outcome o;
 	struct job *j = migrate(&f, "ha1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
 	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
