@@ -1271,14 +1271,14 @@ int pve_login(struct pve *c, struct pve_error *err)
 	}
 	json_object *d = NULL;
 	int rc = pve_get(c, "/version", NULL, &d, err);
-	if (rc == 0 && !c->cluster_version) {
-		/* the answer is the version: keep it (a bad one is asked again) */
-		struct pve_version v;
-		if (version_from(d, &v, NULL, NULL) == 0 &&
-		    !(c->cluster_version = malloc(sizeof *c->cluster_version)))
-			version_free(&v);
-		else if (c->cluster_version)
+	struct pve_version v;
+	if (rc == 0 && !c->cluster_version && version_from(d, &v, NULL, NULL) == 0) {
+		/* the answer is the version: keep it (only a cache: a bad answer or
+		 * no memory leaves it to pve_version()) */
+		if ((c->cluster_version = malloc(sizeof *c->cluster_version)))
 			*c->cluster_version = v;
+		else
+			version_free(&v);
 	}
 	json_object_put(d);
 	return rc < 0 ? -1 : 0;
