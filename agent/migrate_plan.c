@@ -296,7 +296,7 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 					  strcmp(dst, sid) ? " (nor the mapped one)" : "");
 			free(dst);
 		}
-		if (b.len)
+		if (b.len && !f->no_storage_map)
 			sbuf_addf(&b, ": map it to a storage of '%s' with --storage-map %s:DST "
 				      "(or --storage DST)",
 				  f->target,
@@ -383,9 +383,11 @@ static int ct_plan(const struct mig_facts *f, struct mig_plan *p)
 			return -1;
 		}
 		if (dst && f->target_storages && !target_storage(f, dst)) {
-			sbuf_addf(&b, "storage '%s' of %s is not available on node '%s': map it "
-				      "with --storage-map %s:DST (or --storage DST)",
-				  dst, k, f->target, sid);
+			sbuf_addf(&b, "storage '%s' of %s is not available on node '%s'", dst, k,
+				  f->target);
+			if (!f->no_storage_map)
+				sbuf_addf(&b, ": map it with --storage-map %s:DST (or --storage DST)",
+					  sid);
 			free(sid);
 			free(dst);
 			propstr_free(&ps);

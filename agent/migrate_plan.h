@@ -54,6 +54,8 @@ struct mig_facts {
 	json_object *target_storages; /* GET /nodes/T/storage (array), or NULL */
 	/* the request */
 	const char *storage_map;   /* --storage S or --storage-map S:D,...; NULL */
+	bool no_storage_map;       /* the request cannot take one (drain): no
+				      advice to give one */
 	uint64_t memory_reserve;   /* [migrate] memory_reserve, bytes */
 	unsigned restart_timeout;  /* lxc restart: shutdown timeout, s (0: 180) */
 };

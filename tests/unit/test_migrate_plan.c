@@ -82,6 +82,12 @@ Test(migrate_plan, local_disks_with_map)
 		  p.refusal);
 	cr_expect(strstr(p.refusal, "--storage-map fast:DST"), "%s", p.refusal);
 	mig_plan_free(&p);
+	/* drain's plan: no map to offer */
+	f.no_storage_map = true;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_str_eq(p.refusal, "storage 'fast' is not available on node 'pve2'");
+	mig_plan_free(&p);
+	f.no_storage_map = false;
 	/* mapped to a storage the target has */
 	f.storage_map = "fast:local-lvm";
 	cr_assert_eq(migrate_plan(&f, &p), 0);
