@@ -105,7 +105,7 @@ static int units_make(const struct dp_input *in, struct units *u)
 	u->memory = calloc(n, sizeof *u->memory);
 	if (!u->next || !u->memory)
 		return -1;
-	for (size_t k = 0; k < in->n_guests; k++)
+	for (size_t k = 0; k < n; k++)
 		u->next[k] = SIZE_MAX;
 	for (size_t k = in->n_guests; k-- > 0;) {
 		const struct dp_guest *g = &in->guests[k];
@@ -125,9 +125,11 @@ static int units_make(const struct dp_input *in, struct units *u)
 static const char *refusal(const struct dp_input *in, const struct units *u, size_t ni,
 			   size_t gi, double avail, struct sbuf *sb)
 {
+	if (gi >= in->n_guests)
+		return "no such guest"; /* not called so; says so to the analyzer */
 	if (!in->nodes[ni].online)
 		return "offline";
-	for (size_t k = gi; k != SIZE_MAX; k = u->next[k]) {
+	for (size_t k = gi; k < in->n_guests; k = u->next[k]) {
 		const char *r = member_refusal(in, ni, &in->guests[k], sb);
 		if (r)
 			return r;

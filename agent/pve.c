@@ -312,8 +312,8 @@ struct pve {
 	struct node_version {
 		char *node;
 		struct pve_version v;
-	} **node_versions;     /* each its own allocation: handed out borrowed */
-	size_t n_node_versions;
+		struct node_version *next;
+	} *node_versions;      /* a list: each handed out borrowed, never moved */
 	unsigned char pin[32];
 	char server_fp[32 * 3];
 	char errbuf[CURL_ERROR_SIZE];
@@ -451,6 +451,7 @@ static void version_free(struct pve_version *v)
 		return;
 	free(v->version);
 	free(v->release);
+	v->version = v->release = NULL;
 }
 
 void pve_free(struct pve *c)
@@ -470,12 +471,12 @@ void pve_free(struct pve *c)
 	sbuf_free(&c->body);
 	version_free(c->cluster_version);
 	free(c->cluster_version);
-	for (size_t i = 0; i < c->n_node_versions; i++) {
-		free(c->node_versions[i]->node);
-		version_free(&c->node_versions[i]->v);
-		free(c->node_versions[i]);
+	for (struct node_version *e = c->node_versions, *next; e; e = next) {
+		next = e->next;
+		free(e->node);
+		version_free(&e->v);
+		free(e);
 	}
-	free(c->node_versions);
 	free(c);
 }
 
@@ -1349,9 +1350,9 @@ int pve_version(struct pve *c, const struct pve_version **out, struct pve_error 
 int pve_node_version(struct pve *c, const char *node, const struct pve_version **out,
 		     struct pve_error *err)
 {
-	for (size_t i = 0; i < c->n_node_versions; i++)
-		if (strcmp(c->node_versions[i]->node, node) == 0) {
-			*out = &c->node_versions[i]->v;
+	for (struct node_version *e = c->node_versions; e; e = e->next)
+		if (strcmp(e->node, node) == 0) {
+			*out = &e->v;
 			return 0;
 		}
 	char *pn = pve_path_escape(node), *what = strprintf("/nodes/%s/version", node);
@@ -1362,20 +1363,16 @@ int pve_node_version(struct pve *c, const char *node, const struct pve_version *
 		pve_error_oom(err);
 	else if (pve_getf(c, &d, NULL, err, "/nodes/%s/version", pn) == 0 &&
 		 version_from(d, &v, what, err) == 0) {
-		struct node_version **nv = realloc(c->node_versions,
-						   (c->n_node_versions + 1) * sizeof *nv);
 		struct node_version *e = malloc(sizeof *e);
 		char *name = strdup(node);
-		if (nv)
-			c->node_versions = nv;
-		if (!nv || !e || !name) {
+		if (!e || !name) {
 			free(e);
 			free(name);
 			version_free(&v);
 			pve_error_oom(err);
 		} else {
-			*e = (struct node_version){name, v};
-			nv[c->n_node_versions++] = e;
+			*e = (struct node_version){name, v, c->node_versions};
+			c->node_versions = e;
 			*out = &e->v;
 			rc = 0;
 		}

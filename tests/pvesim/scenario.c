@@ -1322,13 +1322,11 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 		/* `ha-manager crm-command disarm-ha MODE` done (pve-ha-manager 5.1.3+) */
 		int has = member(&x, root, "$", "ha_disarm", json_type_string, false, &v);
 		const char *mode = has > 0 ? json_object_get_string(v) : NULL;
-		if (has < 0)
-			rc = -1;
-		else if (mode && c->major < 9)
+		if (mode && c->major < 9)
 			rc = sfail(&x, "$.ha_disarm", "disarming HA is PVE 9");
 		else if (mode && strcmp(mode, "freeze") != 0 && strcmp(mode, "ignore") != 0)
 			rc = sfail(&x, "$.ha_disarm", "resource mode must be freeze or ignore");
-		else if (mode && !(c->ha_disarm = strdup(mode)))
+		else if (has < 0 || (mode && !(c->ha_disarm = strdup(mode))))
 			rc = -1;
 	}
 	if (rc == 0) {

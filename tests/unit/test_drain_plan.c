@@ -257,6 +257,8 @@ Test(drain_plan, ha_units)
 	const struct dp_move *by[5] = {0};
 	for (size_t i = 0; i < p.n_moves; i++)
 		by[p.moves[i].guest] = &p.moves[i];
+	for (size_t i = 0; i < 5; i++)
+		cr_assert_not_null(by[i], "guest %zu not in the plan", i);
 	/* big1 + big2 need 14 GiB together: nowhere, and big2 with it */
 	cr_expect_eq(by[3]->status, DP_NOWHERE);
 	cr_expect(strstr(by[3]->why, "big: 13312 MiB free after the reserve, needs 14336 MiB with "
