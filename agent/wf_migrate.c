@@ -218,6 +218,13 @@ static enum step_rc mig_plan_step(struct job *j)
 	}
 	if (!m->address && m->running)
 		m->address = guest_config_address(rd.config, m->g.type);
+	/* PVE 9: HA moves the guests in positive affinity along */
+	json_object *dep = NULL;
+	if (json_object_object_get_ex(rd.pre, "dependent-ha-resources", &dep) &&
+	    json_object_is_type(dep, json_type_array) && json_object_array_length(dep))
+		job_note(j, "%s: HA migrates %s along to %s (positive resource affinity)",
+			 job_subject(j), json_object_to_json_string_ext(dep, JSON_C_TO_STRING_PLAIN),
+			 m->target);
 	if (save_plan(j, m) < 0) {
 		pve_error_oom(err);
 		goto out;
