@@ -276,10 +276,14 @@ static void print_drain(struct cli *cli, const char *cmd, struct job *j, bool dr
 			size_t l = strlen(dt);
 			snprintf(dt + l, sizeof dt - l, "%s(seen %lld ms)", l ? " " : "", gap);
 		}
+		/* a partner HA moves along with another guest (PVE 9) says with which */
+		char *with = !json_str(m, "why") && json_str(m, "with")
+				     ? strprintf("HA moves it with %s", json_str(m, "with")) : NULL;
 		const char *row[] = {json_str(m, "name"), vmid, mem, json_str(m, "method"),
 				     json_str(m, "target"), est, json_str(m, "status"), dt,
-				     json_str(m, "why")};
+				     with ? with : json_str(m, "why")};
 		table_add(t, row);
+		free(with);
 	}
 	if (t)
 		table_print(t, stdout);

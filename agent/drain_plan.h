@@ -2,9 +2,14 @@
  * where each guest of a node goes. Largest memory first onto the target
  * with the most memory headroom after the reserve, never overcommitting a
  * target; a target must be online, have the guest's local storages, enough
- * CPUs for its vCPUs and be among PVE's allowed nodes for it. Templates
+ * CPUs for its vCPUs, be among PVE's allowed nodes for it and not be
+ * refused by the migration planner (migrate_plan.h: the same refusal as
+ * `migrate`); a node on an older PVE than the source is chosen only when
+ * no upgraded one fits. Templates
  * and guests tagged pvagent-pin stay; a guest that fits nowhere is listed
- * with the reason. Also the sliding-window schedule of the moves (K in
+ * with the reason. Guests HA moves together (PVE 9 positive resource
+ * affinity) are one unit: every member must fit the one target, their
+ * memory counted together. Also the sliding-window schedule of the moves (K in
  * flight, at most per_target into one node), for estimates and the bench.
  * Pure: no I/O. */
 #ifndef PVAGENT_DRAIN_PLAN_H
@@ -25,6 +30,7 @@ struct dp_node {
 	unsigned cpus;                 /* maxcpu */
 	const char *const *storages;   /* storage ids active on the node */
 	size_t n_storages;
+	bool older;                    /* runs an older PVE than the source */
 };
 
 struct dp_guest {
@@ -39,8 +45,13 @@ struct dp_guest {
 	size_t n_storages;
 	const char *const *allowed;    /* PVE's allowed_nodes; NULL: any */
 	size_t n_allowed;
-	const char *blocker;           /* a local resource that keeps it here
-					  ("hostpci0"), or NULL */
+	const char *const *refusals;   /* per input node: why migrate_plan()
+					  refuses that target, or NULL; the
+					  array NULL: none known */
+	size_t with;                   /* 1 + the index of the guest whose HA
+					  migration takes this one along
+					  (positive resource affinity, PVE 9):
+					  one unit, one target; 0: none */
 };
 
 struct dp_input {
@@ -60,13 +71,15 @@ enum dp_status {
 	DP_STAY_TEMPLATE,
 	DP_STAY_PINNED,
 	DP_NOWHERE,
+	DP_WITH,                       /* HA takes it along with its unit's first */
 };
-const char *dp_status_name(enum dp_status s); /* "move", "template", "pinned", "fits nowhere" */
+/* "move", "template", "pinned", "fits nowhere", "with" */
+const char *dp_status_name(enum dp_status s);
 
 struct dp_move {
 	size_t guest;                  /* index into input guests */
 	enum dp_status status;
-	size_t target;                 /* node index when DP_MOVE */
+	size_t target;                 /* node index when DP_MOVE or DP_WITH */
 	enum mig_method method;
 	double estimate_s;
 	char *why;                     /* DP_NOWHERE: per node why not (malloc'd) */

@@ -203,73 +203,6 @@ bool guest_arg_is_vmid(const char *arg, int *vmid)
 	return true;
 }
 
-/* ---- PVE version cache ---------------------------------------------------------- */
-
-struct vcache_ent {
-	const struct pve *client;
-	char *url;
-	int major;
-};
-static pthread_mutex_t vcache_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct vcache_ent *vcache;
-static size_t vcache_n;
-
-static bool vcache_get(const struct pve *c, int *major)
-{
-	bool found = false;
-	const char *url = pve_url(c);
-	pthread_mutex_lock(&vcache_mu);
-	for (size_t i = 0; i < vcache_n; i++) {
-		if (vcache[i].client == c && url && strcmp(vcache[i].url, url) == 0) {
-			*major = vcache[i].major;
-			found = true;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&vcache_mu);
-	return found;
-}
-
-static void vcache_put(const struct pve *c, int major)
-{
-	const char *url = pve_url(c);
-	if (!url)
-		return;
-	char *u = strdup(url);
-	if (!u)
-		return; /* only a cache */
-	pthread_mutex_lock(&vcache_mu);
-	for (size_t i = 0; i < vcache_n; i++) {
-		if (vcache[i].client == c) {
-			free(vcache[i].url);
-			vcache[i].url = u;
-			vcache[i].major = major;
-			pthread_mutex_unlock(&vcache_mu);
-			return;
-		}
-	}
-	struct vcache_ent *nv = realloc(vcache, (vcache_n + 1) * sizeof *nv);
-	if (!nv) {
-		pthread_mutex_unlock(&vcache_mu);
-		free(u);
-		return;
-	}
-	vcache = nv;
-	vcache[vcache_n++] = (struct vcache_ent){c, u, major};
-	pthread_mutex_unlock(&vcache_mu);
-}
-
-void guest_version_cache_clear(void)
-{
-	pthread_mutex_lock(&vcache_mu);
-	for (size_t i = 0; i < vcache_n; i++)
-		free(vcache[i].url);
-	free(vcache);
-	vcache = NULL;
-	vcache_n = 0;
-	pthread_mutex_unlock(&vcache_mu);
-}
-
 /* ---- guests made by this process ------------------------------------------------ */
 
 /* The last guests this process created, with the names it gave them: while
@@ -357,22 +290,10 @@ void guest_made_cache_clear(void)
 
 int guest_pve_major(struct pve *c, int *major, struct pve_error *err)
 {
-	if (vcache_get(c, major))
-		return 0;
-	json_object *d = NULL;
-	if (pve_get(c, "/version", NULL, &d, err) < 0)
+	const struct pve_version *v = NULL;
+	if (pve_version(c, &v, err) < 0)
 		return -1;
-	const char *v = json_str(d, "version");
-	if (!v)
-		v = json_str(d, "release");
-	if (!v || !isdigit((unsigned char)v[0])) {
-		json_object_put(d);
-		pve_error_set(err, PVE_ERR_PROTOCOL, "GET /version: no version in the answer");
-		return -1;
-	}
-	*major = atoi(v);
-	json_object_put(d);
-	vcache_put(c, *major);
+	*major = v->major;
 	return 0;
 }
 

@@ -80,13 +80,11 @@ bool guest_arg_is_vmid(const char *arg, int *vmid);
 
 /* ---- PVE version -------------------------------------------------------- */
 
-/* PVE major version from GET /version ("8.4-1" -> 8), cached per client
- * (and per base URL). */
+/* PVE major version of the cluster (pve_version(): GET /version, once
+ * per client). */
 int guest_pve_major(struct pve *c, int *major, struct pve_error *err);
 /* Container type for a major version: LXC from 4, OpenVZ before. */
 enum guest_type guest_container_type(int major);
-/* Forget the cached versions (tests; end of program). */
-void guest_version_cache_clear(void);
 /* Forget the names of the guests this process made (guest_list() takes a
  * name /cluster/resources does not show yet from there; tests). */
 void guest_made_cache_clear(void);

@@ -166,9 +166,26 @@ static int check_memory(const struct mig_facts *f, struct mig_plan *p)
 	return refuse(p, &b);
 }
 
-/* PVE 8 (QemuMigrate::scan_local_volumes) cannot move a local volume a
+/* Does storage sid keep qcow2 snapshots as a volume chain (PVE 9
+ * snapshot-as-volume-chain, from GET /storage)? */
+static bool volume_chain(const struct mig_facts *f, const char *sid)
+{
+	size_t n = json_object_is_type(f->storage_config, json_type_array)
+			   ? json_object_array_length(f->storage_config) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(f->storage_config, i);
+		long long chain = 0;
+		const char *id = json_str(e, "storage");
+		if (id && strcmp(id, sid) == 0)
+			return json_int(e, "snapshot-as-volume-chain", &chain) && chain;
+	}
+	return false;
+}
+
+/* PVE (QemuMigrate::scan_local_volumes) cannot move a local volume a
  * snapshot holds while the VM runs, nor offline unless the storage keeps
- * snapshots in the volume (zfspool, btrfs raw, qcow2 files): the refusal
+ * snapshots in the volume (zfspool, btrfs raw, qcow2 files; on 9 not on a
+ * snapshot-as-volume-chain storage, not even offline): the refusal
  * in b, or 0 when volid can go. */
 static int snapshot_refusal(const struct mig_facts *f, const char *volid, struct sbuf *b)
 {
@@ -182,8 +199,19 @@ static int snapshot_refusal(const struct mig_facts *f, const char *volid, struct
 	const char *type = json_str(st, "type");
 	size_t len = strlen(volid);
 	bool qcow2 = len > 6 && strcmp(volid + len - 6, ".qcow2") == 0;
-	bool travels = qcow2 || (type && (strcmp(type, "zfspool") == 0 || strcmp(type, "btrfs") == 0));
+	bool chain = qcow2 && sid && volume_chain(f, sid);
+	bool travels = (qcow2 && !chain) ||
+		       (type && (strcmp(type, "zfspool") == 0 || strcmp(type, "btrfs") == 0));
 	int rc = 0;
+	if (chain) {
+		sbuf_addf(b, "VM %d's qcow2 disk %s has snapshots, which storage '%s' keeps as a "
+			     "volume chain (snapshot-as-volume-chain): PVE cannot migrate those; "
+			     "delete the snapshot (qm delsnapshot %d %s), or keep the disk on shared "
+			     "storage",
+			  f->vmid, volid, sid, f->vmid, first ? first : "NAME");
+		free(sid);
+		return 1;
+	}
 	if (f->running || (type && !travels)) {
 		size_t nn = json_object_array_length(names);
 		sbuf_addf(b, "VM %d's local disk %s is held by its snapshot%s ", f->vmid, volid,
@@ -252,7 +280,7 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 	/* the target as PVE sees it */
 	if (json_object_object_get_ex(pre, "not_allowed_nodes", &na) &&
 	    json_object_object_get_ex(na, f->target, &entry)) {
-		json_object *us = NULL, *ur = NULL, *bh = NULL;
+		json_object *us = NULL, *ur = NULL;
 		size_t nu = json_object_object_get_ex(entry, "unavailable_storages", &us) &&
 				    json_object_is_type(us, json_type_array)
 				    ? json_object_array_length(us) : 0;
@@ -268,7 +296,7 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 					  strcmp(dst, sid) ? " (nor the mapped one)" : "");
 			free(dst);
 		}
-		if (b.len)
+		if (b.len && !f->no_storage_map)
 			sbuf_addf(&b, ": map it to a storage of '%s' with --storage-map %s:DST "
 				      "(or --storage DST)",
 				  f->target,
@@ -278,11 +306,6 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 			sbuf_addf(&b, "%smapped resources %s have no mapping on node '%s': add the "
 				      "node to the resource mapping",
 				  b.len ? "; " : "", json_object_to_json_string(ur), f->target);
-		if (json_object_object_get_ex(entry, "blocking-ha-resources", &bh) &&
-		    json_object_array_length(bh) > 0)
-			sbuf_addf(&b, "%sHA resources %s keep VM %d off node '%s' (HA rules)",
-				  b.len ? "; " : "", json_object_to_json_string(bh), f->vmid,
-				  f->target);
 		if (b.len)
 			return refuse(p, &b);
 		sbuf_free(&b);
@@ -360,9 +383,11 @@ static int ct_plan(const struct mig_facts *f, struct mig_plan *p)
 			return -1;
 		}
 		if (dst && f->target_storages && !target_storage(f, dst)) {
-			sbuf_addf(&b, "storage '%s' of %s is not available on node '%s': map it "
-				      "with --storage-map %s:DST (or --storage DST)",
-				  dst, k, f->target, sid);
+			sbuf_addf(&b, "storage '%s' of %s is not available on node '%s'", dst, k,
+				  f->target);
+			if (!f->no_storage_map)
+				sbuf_addf(&b, ": map it with --storage-map %s:DST (or --storage DST)",
+					  sid);
 			free(sid);
 			free(dst);
 			propstr_free(&ps);
@@ -390,6 +415,74 @@ static int ct_plan(const struct mig_facts *f, struct mig_plan *p)
 	return 0;
 }
 
+bool migrate_version_older(const struct pve_version *target,
+			   const struct pve_version *source)
+{
+	if (!target || !source)
+		return false;
+	return target->major != source->major ? target->major < source->major
+					      : target->minor < source->minor;
+}
+
+/* Proxmox guarantees live migration only to a node whose PVE is at least
+ * as new as the source's (a rolling upgrade: move guests onto upgraded
+ * nodes, never back). Offline and restart migrations are not live. */
+static int check_versions(const struct mig_facts *f, struct mig_plan *p)
+{
+	const struct pve_version *s = f->source_version, *t = f->target_version;
+	if (p->method != MIG_ONLINE || !migrate_version_older(t, s))
+		return 0;
+	struct sbuf b = {0};
+	sbuf_addf(&b, "node '%s' runs PVE %s, older than %s on '%s': Proxmox only guarantees "
+		      "live migration to a node at least as new as the source; shut %s %d down "
+		      "to migrate it offline, choose an upgraded node, or wait until '%s' is "
+		      "upgraded",
+		  f->target, t->version, s->version, f->source ? f->source : "?",
+		  f->type == GUEST_QEMU ? "VM" : "CT", f->vmid, f->target);
+	return refuse(p, &b);
+}
+
+/* The HA stack on PVE 9: a disarmed one takes the migration request of an
+ * HA guest and never carries it out (pve-ha-manager handle_disarm); HA
+ * rules keep a guest off a node where a resource in negative affinity
+ * runs (the precondition's blocking-ha-resources, qemu's not_allowed_nodes
+ * or LXC's not-allowed-nodes). */
+static int check_ha(const struct mig_facts *f, struct mig_plan *p)
+{
+	const char *what = f->type == GUEST_QEMU ? "VM" : "CT";
+	struct sbuf b = {0};
+	const char *armed = f->ha_armed_state;
+	if (f->ha_managed && armed &&
+	    (strcmp(armed, "disarmed") == 0 || strcmp(armed, "disarming") == 0)) {
+		sbuf_addf(&b, "the HA stack is %s (resource mode %s): PVE takes the migration "
+			      "request of HA guest %s %d and never carries it out; re-arm HA first "
+			      "(ha-manager crm-command arm-ha)",
+			  armed, f->ha_resource_mode ? f->ha_resource_mode : "?", what, f->vmid);
+		return refuse(p, &b);
+	}
+	json_object *na = NULL, *entry = NULL, *bh = NULL;
+	if ((!json_object_object_get_ex(f->precondition, "not_allowed_nodes", &na) &&
+	     !json_object_object_get_ex(f->precondition, "not-allowed-nodes", &na)) ||
+	    !json_object_object_get_ex(na, f->target, &entry) ||
+	    !json_object_object_get_ex(entry, "blocking-ha-resources", &bh) ||
+	    !json_object_is_type(bh, json_type_array) || !json_object_array_length(bh))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(bh); i++) {
+		json_object *e = json_object_array_get_idx(bh, i);
+		const char *sid = json_str(e, "sid"), *cause = json_str(e, "cause");
+		bool node_rule = cause && strcmp(cause, "node-affinity") == 0;
+		if (node_rule)
+			sbuf_addf(&b, "%sa node-affinity HA rule of %s keeps %s %d off node '%s'",
+				  b.len ? "; " : "", sid ? sid : "it", what, f->vmid, f->target);
+		else
+			sbuf_addf(&b, "%sHA resource %s on node '%s' is in negative affinity with "
+				      "%s %d (a resource-affinity HA rule)",
+				  b.len ? "; " : "", sid ? sid : "?", f->target, what, f->vmid);
+	}
+	sbuf_addf(&b, ": choose another node, or change the rule (ha-manager rules config)");
+	return refuse(p, &b);
+}
+
 int migrate_plan(const struct mig_facts *f, struct mig_plan *out)
 {
 	memset(out, 0, sizeof *out);
@@ -406,9 +499,12 @@ int migrate_plan(const struct mig_facts *f, struct mig_plan *out)
 		sbuf_addf(&b, "node '%s' is offline", f->target);
 		return refuse(out, &b);
 	}
-	if (f->type == GUEST_QEMU)
-		return qemu_plan(f, out);
-	return ct_plan(f, out);
+	if (check_ha(f, out) < 0 || out->refusal)
+		return out->refusal ? 0 : -1;
+	int rc = f->type == GUEST_QEMU ? qemu_plan(f, out) : ct_plan(f, out);
+	if (rc < 0 || out->refusal)
+		return rc;
+	return check_versions(f, out);
 }
 
 int migrate_plan_params(const struct mig_plan *p, const struct mig_facts *f,

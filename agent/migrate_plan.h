@@ -32,10 +32,21 @@ struct mig_facts {
 	bool ha_managed;
 	uint64_t memory;           /* bytes the guest uses when running */
 	json_object *config;       /* the guest's config (GET .../config) */
-	json_object *precondition; /* qemu: GET .../migrate; NULL otherwise */
+	json_object *precondition; /* GET .../migrate: qemu's, LXC's on PVE 9;
+				      NULL otherwise */
+	/* PVE 9, an HA guest: the HA stack's armed-state and resource mode
+	 * (GET /cluster/ha/status/current, its fencing entry); NULL: not
+	 * known, or before 9 */
+	const char *ha_armed_state, *ha_resource_mode;
 	/* qemu: the volumes snapshots hold, {"VOLID": ["SNAP", ...]} (each
 	 * snapshot's GET .../snapshot/NAME/config); NULL when none */
 	json_object *snapshot_refs;
+	/* with snapshot_refs: the storages' configuration (GET /storage), for
+	 * PVE 9's snapshot-as-volume-chain; NULL when not read */
+	json_object *storage_config;
+	/* PVE versions of the guest's node and of the target (GET
+	 * /nodes/N/version); NULL: not known */
+	const struct pve_version *source_version, *target_version;
 	/* the target node */
 	bool target_known;         /* a member of the cluster */
 	bool target_online;
@@ -43,6 +54,8 @@ struct mig_facts {
 	json_object *target_storages; /* GET /nodes/T/storage (array), or NULL */
 	/* the request */
 	const char *storage_map;   /* --storage S or --storage-map S:D,...; NULL */
+	bool no_storage_map;       /* the request cannot take one (drain): no
+				      advice to give one */
 	uint64_t memory_reserve;   /* [migrate] memory_reserve, bytes */
 	unsigned restart_timeout;  /* lxc restart: shutdown timeout, s (0: 180) */
 };
@@ -61,6 +74,12 @@ void mig_plan_free(struct mig_plan *p);
 /* Decide. Returns 0 with out filled (out->refusal set when PVE would
  * refuse, or the target cannot take the guest), -1 out of memory. */
 int migrate_plan(const struct mig_facts *f, struct mig_plan *out);
+
+/* Does target run an older PVE release (major.minor; a point release
+ * does not count) than source? False when either is unknown. Online
+ * migrations to such a node are refused; drain chooses it last. */
+bool migrate_version_older(const struct pve_version *target,
+			   const struct pve_version *source);
 
 /* The POST parameters of the migration request (qemu: target, online,
  * with-local-disks, targetstorage, bwlimit; lxc: target, restart,

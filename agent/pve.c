@@ -4,6 +4,7 @@
  * classification, the retry loop and user-facing error formatting. */
 #include "pve.h"
 
+#include "json.h"
 #include "log.h"
 #include "util.h"
 
@@ -306,6 +307,13 @@ struct pve {
 	bool insecure;
 	bool pin_mismatch;     /* set by the verify callback */
 	bool body_too_big;
+	/* versions asked so far (pve_version, pve_node_version) */
+	struct pve_version *cluster_version;
+	struct node_version {
+		char *node;
+		struct pve_version v;
+		struct node_version *next;
+	} *node_versions;      /* a list: each handed out borrowed, never moved */
 	unsigned char pin[32];
 	char server_fp[32 * 3];
 	char errbuf[CURL_ERROR_SIZE];
@@ -437,6 +445,15 @@ static void drop_ticket(struct pve *c)
 	secret_free(&c->csrf);
 }
 
+static void version_free(struct pve_version *v)
+{
+	if (!v)
+		return;
+	free(v->version);
+	free(v->release);
+	v->version = v->release = NULL;
+}
+
 void pve_free(struct pve *c)
 {
 	if (!c)
@@ -452,6 +469,14 @@ void pve_free(struct pve *c)
 	free(c->ca_file);
 	free(c->reason);
 	sbuf_free(&c->body);
+	version_free(c->cluster_version);
+	free(c->cluster_version);
+	for (struct node_version *e = c->node_versions, *next; e; e = next) {
+		next = e->next;
+		free(e->node);
+		version_free(&e->v);
+		free(e);
+	}
 	free(c);
 }
 
@@ -1212,6 +1237,27 @@ fail:
 	return -1;
 }
 
+/* A version answer ({version, release, repoid}) into v; -1 with err
+ * (when given) naming what for a bad one. */
+static int version_from(json_object *d, struct pve_version *v, const char *what,
+			struct pve_error *err)
+{
+	const char *s = json_str(d, "version"), *rel = json_str(d, "release");
+	memset(v, 0, sizeof *v);
+	if (pve_version_parse(s, &v->major, &v->minor, &v->patch) < 0 &&
+	    pve_version_parse(rel, &v->major, &v->minor, &v->patch) < 0) {
+		if (err)
+			pve_error_set(err, PVE_ERR_PROTOCOL, "GET %s: no version in the answer "
+				      "('%s')", what, s ? s : "");
+		return -1;
+	}
+	if (!(v->version = strdup(s ? s : rel)) || (rel && !(v->release = strdup(rel)))) {
+		version_free(v);
+		return err ? pve_error_oom(err) : -1;
+	}
+	return 0;
+}
+
 int pve_login(struct pve *c, struct pve_error *err)
 {
 	if (!c->use_token) {
@@ -1226,9 +1272,115 @@ int pve_login(struct pve *c, struct pve_error *err)
 	}
 	json_object *d = NULL;
 	int rc = pve_get(c, "/version", NULL, &d, err);
-	if (d)
-		json_object_put(d);
+	struct pve_version v;
+	if (rc == 0 && !c->cluster_version && version_from(d, &v, NULL, NULL) == 0) {
+		/* the answer is the version: keep it (only a cache: a bad answer or
+		 * no memory leaves it to pve_version()) */
+		if ((c->cluster_version = malloc(sizeof *c->cluster_version)))
+			*c->cluster_version = v;
+		else
+			version_free(&v);
+	}
+	json_object_put(d);
 	return rc < 0 ? -1 : 0;
+}
+
+int pve_version_parse(const char *s, int *major, int *minor, int *patch)
+{
+	int part[3] = {-1, -1, -1};
+	size_t k = 0;
+	const char *p = s;
+	if (!s)
+		return -1;
+	for (;;) {
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		long n = 0;
+		while (isdigit((unsigned char)*p) && n < 100000)
+			n = n * 10 + (*p++ - '0');
+		if (isdigit((unsigned char)*p))
+			return -1;
+		part[k++] = (int)n;
+		if ((*p == '.' && k < 3) || (*p == '-' && k == 2)) {
+			p++;
+			continue;
+		}
+		if (*p)
+			return -1;
+		break;
+	}
+	if (k < 2)
+		return -1;
+	*major = part[0];
+	*minor = part[1];
+	*patch = part[2];
+	return 0;
+}
+
+int pve_version_cmp(const struct pve_version *a, const struct pve_version *b)
+{
+	if (a->major != b->major)
+		return a->major < b->major ? -1 : 1;
+	if (a->minor != b->minor)
+		return a->minor < b->minor ? -1 : 1;
+	return (a->patch > b->patch) - (a->patch < b->patch);
+}
+
+int pve_version(struct pve *c, const struct pve_version **out, struct pve_error *err)
+{
+	if (!c->cluster_version) {
+		json_object *d = NULL;
+		struct pve_version v;
+		if (pve_get(c, "/version", NULL, &d, err) < 0)
+			return -1;
+		int rc = version_from(d, &v, "/version", err);
+		json_object_put(d);
+		if (rc < 0)
+			return -1;
+		if (!(c->cluster_version = malloc(sizeof *c->cluster_version))) {
+			version_free(&v);
+			return pve_error_oom(err);
+		}
+		*c->cluster_version = v;
+	}
+	*out = c->cluster_version;
+	return 0;
+}
+
+int pve_node_version(struct pve *c, const char *node, const struct pve_version **out,
+		     struct pve_error *err)
+{
+	for (struct node_version *e = c->node_versions; e; e = e->next)
+		if (strcmp(e->node, node) == 0) {
+			*out = &e->v;
+			return 0;
+		}
+	char *pn = pve_path_escape(node), *what = strprintf("/nodes/%s/version", node);
+	json_object *d = NULL;
+	struct pve_version v;
+	int rc = -1;
+	if (!pn || !what)
+		pve_error_oom(err);
+	else if (pve_getf(c, &d, NULL, err, "/nodes/%s/version", pn) == 0 &&
+		 version_from(d, &v, what, err) == 0) {
+		struct node_version *e = malloc(sizeof *e);
+		char *name = strdup(node);
+		if (!e || !name) {
+			free(e);
+			free(name);
+			version_free(&v);
+			pve_error_oom(err);
+		} else {
+			*e = (struct node_version){name, v, c->node_versions};
+			c->node_versions = e;
+			*out = &e->v;
+			rc = 0;
+		}
+	}
+	free(pn);
+	free(what);
+	json_object_put(d);
+	return rc;
 }
 
 int pve_getf(struct pve *c, json_object **data, const struct pve_params *params,

@@ -191,6 +191,28 @@ int pve_put(struct pve *c, const char *path, const struct pve_params *params,
 int pve_delete(struct pve *c, const char *path, const struct pve_params *params,
 	       json_object **data, struct pve_error *err);
 
+/* ---- versions ------------------------------------------------------------- */
+
+/* A PVE version as GET /version and GET /nodes/{node}/version give it. */
+struct pve_version {
+	int major, minor, patch;  /* "9.1.2" -> 9, 1, 2; "3.4-16" -> 3, 4, 16 */
+	char *version;            /* the answer's "version" ("9.1.2") */
+	char *release;            /* its "release" ("9.1"), or NULL */
+};
+/* Parse a version string ("9.1.2", "8.4", "3.4-16"; digits, '.', one
+ * optional '-' part). 0, or -1 when s is not one (out untouched). */
+int pve_version_parse(const char *s, int *major, int *minor, int *patch);
+/* Order of two versions: <0, 0, >0 by major, minor, patch. */
+int pve_version_cmp(const struct pve_version *a, const struct pve_version *b);
+/* The cluster's version: GET /version (the node the client talks to),
+ * asked once per client (a token pve_login() fills it too). *out is
+ * borrowed and valid until pve_free(). */
+int pve_version(struct pve *c, const struct pve_version **out, struct pve_error *err);
+/* A node's version: GET /nodes/{node}/version, asked once per node per
+ * client. *out borrowed as for pve_version(). */
+int pve_node_version(struct pve *c, const char *node, const struct pve_version **out,
+		     struct pve_error *err);
+
 /* Parse a fingerprint ("AA:BB:..", 32 bytes, colons optional, any case)
  * into out. Returns 0 or -1. */
 int pve_parse_fingerprint(const char *s, unsigned char out[32]);

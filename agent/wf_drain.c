@@ -8,6 +8,7 @@
 #include "drain_plan.h"
 #include "json.h"
 #include "log.h"
+#include "migrate_facts.h"
 #include "migrate_store.h"
 #include "pvecfg.h"
 #include "util.h"
@@ -88,12 +89,15 @@ static bool has_tag(const char *tags, const char *tag)
 
 /* What PVE said about one guest of the node, and about one node. */
 struct gfacts {
-	json_object *config, *status, *pre;
+	struct mig_read rd;             /* status, config, precondition, ... */
+	struct mig_facts mf;            /* for migrate_plan(), target unset */
 	const char **storages, **allowed;
+	char **refusals;                /* per /nodes entry: migrate_plan()'s */
 };
 struct nfacts {
 	json_object *storages;          /* GET /nodes/N/storage */
 	const char **ids;
+	const struct pve_version *version; /* borrowed from the client */
 };
 
 struct facts {
@@ -109,11 +113,12 @@ struct facts {
 static void facts_free(struct facts *f)
 {
 	for (size_t i = 0; f->g && i < f->guests.n; i++) {
-		json_object_put(f->g[i].config);
-		json_object_put(f->g[i].status);
-		json_object_put(f->g[i].pre);
+		mig_read_free(&f->g[i].rd);
 		free(f->g[i].storages);
 		free(f->g[i].allowed);
+		for (size_t k = 0; f->g[i].refusals && k < f->n_nodes; k++)
+			free(f->g[i].refusals[k]);
+		free(f->g[i].refusals);
 	}
 	for (size_t i = 0; f->n && i < f->n_nodes; i++) {
 		json_object_put(f->n[i].storages);
@@ -205,12 +210,71 @@ static int local_storages(json_object *config, json_object *src_storages, const 
 	return 0;
 }
 
+/* migrate_plan() of guest i to every other online node: the refusals
+ * (as `migrate` would give them) into the guest's refusals. The memory is
+ * drain_plan()'s to count, so the planner's memory check is off. */
+static int plan_targets(struct facts *f, size_t i, const char *source)
+{
+	struct gfacts *gf = &f->g[i];
+	if (!(gf->refusals = calloc(f->n_nodes + 1, sizeof *gf->refusals)))
+		return -1;
+	for (size_t k = 0; k < f->n_nodes; k++) {
+		const struct dp_node *n = &f->dn[k];
+		if (!n->name || !n->online || strcmp(n->name, source) == 0)
+			continue;
+		struct mig_facts t = gf->mf;
+		struct mig_plan p;
+		t.target = n->name;
+		t.target_known = t.target_online = true;
+		t.target_mem_free = UINT64_MAX;
+		t.memory_reserve = 0;
+		t.no_storage_map = true;
+		t.target_storages = f->n[k].storages;
+		t.target_version = f->n[k].version;
+		if (migrate_plan(&t, &p) < 0)
+			return -1;
+		gf->refusals[k] = p.refusal;
+		p.refusal = NULL;
+		mig_plan_free(&p);
+	}
+	f->dg[i].refusals = (const char *const *)gf->refusals;
+	return 0;
+}
+
+/* PVE 9: the guests HA migrates along with another (its precondition's
+ * dependent-ha-resources, positive resource affinity) that are on this
+ * node too: each becomes part of the first one's unit (drain_plan.h), so
+ * the drain asks for that one migration only and HA takes the rest. */
+static void ha_units(struct facts *f)
+{
+	for (size_t i = 0; i < f->guests.n; i++) {
+		json_object *dep = NULL;
+		if (f->dg[i].with ||
+		    !json_object_object_get_ex(f->g[i].rd.pre, "dependent-ha-resources", &dep) ||
+		    !json_object_is_type(dep, json_type_array))
+			continue;
+		for (size_t k = 0; k < json_object_array_length(dep); k++) {
+			const char *sid = json_object_get_string(json_object_array_get_idx(dep, k));
+			const char *num = sid ? strchr(sid, ':') : NULL;
+			for (size_t j = 0; num && j < f->guests.n; j++) {
+				const struct guest_ref *p = &f->guests.v[j];
+				bool kind = (strncmp(sid, "vm:", 3) == 0) == (p->type == GUEST_QEMU);
+				if (j != i && kind && p->vmid == atoi(num + 1) && !f->dg[j].with &&
+				    !p->template)
+					f->dg[j].with = i + 1;
+			}
+		}
+	}
+}
+
 static int gather(struct job *j, struct facts *f, json_object *src_storages)
 {
 	struct pve *c = job_pve(j);
 	struct pve_error *err = job_err(j);
 	const char *node = job_subject(j);
-	if (guest_list(c, node, &f->guests, err) < 0 || pve_getf(c, &f->nodes, NULL, err, "/nodes") < 0)
+	const struct pve_version *src_version = NULL;
+	if (guest_list(c, node, &f->guests, err) < 0 || pve_getf(c, &f->nodes, NULL, err, "/nodes") < 0 ||
+	    mig_node_version(c, node, &src_version, err) < 0)
 		return -1;
 	size_t ng = f->guests.n, nn = json_object_array_length(f->nodes);
 	f->n_nodes = nn;
@@ -239,8 +303,9 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		int r = pn ? pve_getf(c, &f->n[i].storages, NULL, err, "/nodes/%s/storage", pn)
 			   : pve_error_oom(err);
 		free(pn);
-		if (r < 0)
+		if (r < 0 || mig_node_version(c, d->name, &f->n[i].version, err) < 0)
 			return -1;
+		d->older = migrate_version_older(f->n[i].version, src_version);
 		size_t ns = json_object_array_length(f->n[i].storages);
 		f->n[i].ids = calloc(ns + 1, sizeof *f->n[i].ids);
 		if (!f->n[i].ids)
@@ -254,27 +319,21 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		}
 		d->storages = f->n[i].ids;
 	}
-	char *pnode = pve_path_escape(node);
-	if (!pnode)
-		return pve_error_oom(err);
-	int rc = 0;
-	for (size_t i = 0; i < ng && rc == 0; i++) {
+	for (size_t i = 0; i < ng; i++) {
 		struct guest_ref *g = &f->guests.v[i];
 		struct dp_guest *d = &f->dg[i];
+		struct gfacts *gf = &f->g[i];
 		d->name = g->name ? g->name : "";
 		d->vmid = g->vmid;
 		d->type = g->type;
 		d->template = g->template;
-		if ((rc = guest_get_config(c, g, &f->g[i].config, err)) < 0 ||
-		    (rc = pve_getf(c, &f->g[i].status, NULL, err, "/nodes/%s/%s/%d/status/current",
-				   pnode, guest_type_name(g->type), g->vmid)) < 0)
-			break;
-		json_object *cfg = f->g[i].config, *st = f->g[i].status;
-		const char *s = json_str(st, "status");
-		long long v = 0;
-		d->running = s && strcmp(s, "running") == 0;
-		if (json_int(st, "maxmem", &v) && v > 0)
-			d->memory = (uint64_t)v;
+		/* a template stays: its config (pinned or not) is all there is to know */
+		if (g->template ? guest_get_config(c, g, &gf->rd.config, err) < 0
+				: mig_read_guest(c, g, NULL, &gf->rd, &gf->mf, err) < 0)
+			return -1;
+		json_object *cfg = gf->rd.config;
+		d->running = gf->mf.running;
+		d->memory = gf->mf.memory;
 		long long cores = 1, sockets = 1;
 		json_int(cfg, "cores", &cores);
 		if (g->type == GUEST_OPENVZ)
@@ -282,39 +341,27 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		json_int(cfg, "sockets", &sockets);
 		d->cpus = (unsigned)(cores * (sockets > 0 ? sockets : 1));
 		d->pinned = has_tag(json_str(cfg, "tags"), DRAIN_PIN_TAG);
-		if (local_storages(cfg, src_storages, &f->g[i].storages, &d->n_storages,
-				   &d->disk_bytes) < 0) {
-			rc = pve_error_oom(err);
-			break;
+		if (local_storages(cfg, src_storages, &gf->storages, &d->n_storages,
+				   &d->disk_bytes) < 0)
+			return pve_error_oom(err);
+		d->storages = gf->storages;
+		json_object *al = NULL;
+		if (!g->template && g->type == GUEST_QEMU &&
+		    json_object_object_get_ex(gf->rd.pre, "allowed_nodes", &al) &&
+		    json_object_is_type(al, json_type_array)) {
+			size_t na = json_object_array_length(al);
+			if (!(gf->allowed = calloc(na + 1, sizeof *gf->allowed)))
+				return pve_error_oom(err);
+			for (size_t k = 0; k < na; k++)
+				gf->allowed[k] = json_object_get_string(json_object_array_get_idx(al, k));
+			d->allowed = gf->allowed;
+			d->n_allowed = na;
 		}
-		d->storages = f->g[i].storages;
-		if (g->type == GUEST_QEMU && !g->template) {
-			if ((rc = pve_getf(c, &f->g[i].pre, NULL, err, "/nodes/%s/qemu/%d/migrate",
-					   pnode, g->vmid)) < 0)
-				break;
-			json_object *al = NULL;
-			if (json_object_object_get_ex(f->g[i].pre, "allowed_nodes", &al) &&
-			    json_object_is_type(al, json_type_array)) {
-				size_t na = json_object_array_length(al);
-				f->g[i].allowed = calloc(na + 1, sizeof *f->g[i].allowed);
-				if (!f->g[i].allowed) {
-					rc = pve_error_oom(err);
-					break;
-				}
-				for (size_t k = 0; k < na; k++)
-					f->g[i].allowed[k] =
-						json_object_get_string(json_object_array_get_idx(al, k));
-				d->allowed = f->g[i].allowed;
-				d->n_allowed = na;
-			}
-			json_object *lr = NULL;
-			if (json_object_object_get_ex(f->g[i].pre, "local_resources", &lr) &&
-			    json_object_array_length(lr) > 0)
-				d->blocker = json_object_get_string(json_object_array_get_idx(lr, 0));
-		}
+		if (!g->template && !d->pinned && plan_targets(f, i, node) < 0)
+			return pve_error_oom(err);
 	}
-	free(pnode);
-	return rc;
+	ha_units(f);
+	return 0;
 }
 
 static int add_move(json_object *moves, const struct dp_input *in, const struct dp_move *m,
@@ -332,6 +379,13 @@ static int add_move(json_object *moves, const struct dp_input *in, const struct 
 	if (m->status == DP_MOVE || m->status == DP_NOWHERE) {
 		json_object_object_add(o, "method", json_object_new_string(mig_method_name(m->method)));
 		json_object_object_add(o, "estimate_s", json_object_new_double(m->estimate_s));
+	}
+	if (m->status == DP_WITH) {
+		/* HA moves it along: no migration of its own */
+		const struct dp_guest *lead = &in->guests[g->with - 1];
+		json_object_object_add(o, "method", json_object_new_string(mig_method_name(m->method)));
+		json_object_object_add(o, "with", json_object_new_string(lead->name));
+		json_object_object_add(o, "with_vmid", json_object_new_int(lead->vmid));
 	}
 	if (target)
 		json_object_object_add(o, "target", json_object_new_string(target));
@@ -389,10 +443,11 @@ static enum step_rc drain_plan_step(struct job *j)
 		goto out;
 	}
 	double total = 0;
-	size_t n_move = 0;
+	size_t n_move = 0, n_with = 0;
 	for (size_t i = 0; i < plan.n_moves; i++) {
 		struct dp_move *m = &plan.moves[i];
-		const char *target = m->status == DP_MOVE ? f.dn[m->target].name : NULL;
+		const char *target = m->status == DP_MOVE || m->status == DP_WITH
+					     ? f.dn[m->target].name : NULL;
 		double mb = 0, db = 0;
 		char *serr = NULL;
 		if (st && target && migstore_speeds(st, d->node, target, &mb, &db, &serr) == 0 &&
@@ -405,6 +460,7 @@ static enum step_rc drain_plan_step(struct job *j)
 			total += m->estimate_s;
 			n_move++;
 		}
+		n_with += m->status == DP_WITH;
 		if (add_move(moves, &in, m, target) < 0) {
 			json_object_put(moves);
 			json_object_put(free_after);
@@ -431,8 +487,9 @@ static enum step_rc drain_plan_step(struct job *j)
 		sbuf_free(&b);
 		goto out;
 	}
-	job_summary(j, "%zu to move (about %.0f s of migrations), %zu stay%s", n_move, total,
-		    plan.n_moves - n_move - plan.n_nowhere,
+	job_summary(j, "%zu to move (about %.0f s of migrations)%s, %zu stay%s", n_move + n_with,
+		    total, n_with ? ", some along with their HA partners" : "",
+		    plan.n_moves - n_move - n_with - plan.n_nowhere,
 		    plan.n_nowhere ? ", some fit nowhere" : "");
 	rc = d->dry_run ? STEP_RC_END : STEP_RC_OK;
 out:
@@ -586,6 +643,15 @@ static void run_one(struct pool *p, size_t i, struct pve *c)
 		json_object_object_add(m, "why", json_object_new_string(msg ? msg : "failed"));
 		free(msg);
 	}
+	/* those HA took along share the outcome */
+	long long vmid = 0, wv = 0;
+	json_int(m, "vmid", &vmid);
+	for (size_t k = 0; k < p->n; k++) {
+		json_object *w = json_object_array_get_idx(p->moves, k);
+		if (k != i && json_int(w, "with_vmid", &wv) && wv == vmid)
+			json_object_object_add(w, "status",
+					       json_object_get(json_object_object_get(m, "status")));
+	}
 	p->state[i] = 2;
 	p->running--;
 	pthread_cond_broadcast(&p->cv);
@@ -673,10 +739,12 @@ static enum step_rc move_step(struct job *j, bool undrain)
 		json_object *m = json_object_array_get_idx(moves, i);
 		const char *st = json_str(m, "status"), *t = json_str(m, "target");
 		p.targets[i] = (char *)(t ? t : "");
-		/* move what is planned; on a resumed run, what has not moved */
-		p.state[i] = st && t && (strcmp(st, "move") == 0 || strcmp(st, "failed") == 0 ||
-					 strcmp(st, "interrupted") == 0 ||
-					 strcmp(st, "needs-attention") == 0) ? 0 : 3;
+		/* move what is planned; on a resumed run, what has not moved; what
+		 * HA takes along goes with its partner's migration */
+		p.state[i] = st && t && !json_object_object_get_ex(m, "with_vmid", NULL) &&
+					     (strcmp(st, "move") == 0 || strcmp(st, "failed") == 0 ||
+					      strcmp(st, "interrupted") == 0 ||
+					      strcmp(st, "needs-attention") == 0) ? 0 : 3;
 	}
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv, NULL);

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "json.h"
 #include "log.h"
+#include "migrate_facts.h"
 #include "migrate_plan.h"
 #include "migrate_store.h"
 #include "probe.h"
@@ -156,72 +157,6 @@ static int save_plan(struct job *j, struct mig_ctx *m)
 
 static int retag(struct job *j, const char *home, bool unhome);
 
-/* Find the guest and its facts, plan, refuse with PVE's reason. */
-/* qemu: the volumes g's snapshots hold, as the planner wants them
- * (mig_facts.snapshot_refs), read only when the guest has a snapshot
- * (config "parent") and local disks (the precondition): the snapshot list,
- * then each snapshot's config. *out NULL when there are none. */
-static int snapshot_refs(struct pve *c, const struct guest_ref *g, json_object *config,
-			 json_object *pre, json_object **out, struct pve_error *err)
-{
-	*out = NULL;
-	json_object *ld = NULL;
-	if (!json_str(config, "parent") || !json_object_object_get_ex(pre, "local_disks", &ld) ||
-	    !json_object_is_type(ld, json_type_array) || !json_object_array_length(ld))
-		return 0;
-	char *node = pve_path_escape(g->node);
-	json_object *list = NULL, *refs = json_object_new_object();
-	int rc = -1;
-	if (!node || !refs) {
-		pve_error_oom(err);
-		goto out;
-	}
-	if (pve_getf(c, &list, NULL, err, "/nodes/%s/qemu/%d/snapshot", node, g->vmid) < 0)
-		goto out;
-	size_t n = json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
-	for (size_t i = 0; i < n; i++) {
-		const char *name = json_str(json_object_array_get_idx(list, i), "name");
-		if (!name || strcmp(name, "current") == 0)
-			continue;
-		char *sn = pve_path_escape(name);
-		json_object *sc = NULL;
-		int r = sn ? pve_getf(c, &sc, NULL, err, "/nodes/%s/qemu/%d/snapshot/%s/config", node,
-				      g->vmid, sn)
-			   : pve_error_oom(err);
-		free(sn);
-		struct pvecfg_hw hw = {0};
-		if (r < 0 || pvecfg_hw_read(sc, &hw) < 0) {
-			json_object_put(sc);
-			if (r == 0)
-				pve_error_oom(err);
-			goto out;
-		}
-		json_object_put(sc);
-		for (size_t k = 0; k < hw.n_disks; k++) {
-			const char *vol = hw.disks[k].volume;
-			if (!vol || hw.disks[k].cdrom || strcmp(vol, "none") == 0)
-				continue;
-			json_object *names = json_object_object_get(refs, vol);
-			if (!names) {
-				names = json_object_new_array();
-				json_object_object_add(refs, vol, names);
-			}
-			json_object_array_add(names, json_object_new_string(name));
-		}
-		pvecfg_hw_free(&hw);
-	}
-	if (json_object_object_length(refs) > 0) {
-		*out = refs;
-		refs = NULL;
-	}
-	rc = 0;
-out:
-	free(node);
-	json_object_put(list);
-	json_object_put(refs);
-	return rc;
-}
-
 static enum step_rc mig_plan_step(struct job *j)
 {
 	struct mig_ctx *m = job_ctx(j);
@@ -248,46 +183,18 @@ static enum step_rc mig_plan_step(struct job *j)
 		job_summary(j, "already on %s", m->target);
 		return STEP_RC_END;
 	}
-	json_object *status = NULL, *config = NULL, *pre = NULL, *storages = NULL, *ha = NULL;
-	json_object *snaps = NULL;
+	json_object *storages = NULL;
+	struct mig_read rd = {0};
 	struct mig_facts f = {
-		.type = m->g.type, .vmid = m->g.vmid, .source = m->g.node, .target = m->target,
-		.storage_map = m->storage_map, .restart_timeout = m->restart_timeout,
+		.target = m->target, .storage_map = m->storage_map,
+		.restart_timeout = m->restart_timeout,
 	};
 	const struct conf *cf = job_env(j)->conf;
 	f.memory_reserve = (uint64_t)(cf ? cf->migrate.memory_reserve : 1024) << 20;
 	enum step_rc rc = STEP_RC_FAIL;
-	char *path_node = pve_path_escape(m->g.node);
-	if (!path_node) {
-		pve_error_oom(err);
+	if (mig_read_guest(c, &m->g, m->target, &rd, &f, err) < 0)
 		goto out;
-	}
-	if (pve_getf(c, &status, NULL, err, "/nodes/%s/%s/%d/status/current", path_node,
-		     guest_type_name(m->g.type), m->g.vmid) < 0 ||
-	    guest_get_config(c, &m->g, &config, err) < 0)
-		goto out;
-	long long mem = 0, managed = 0;
-	const char *st = json_str(status, "status");
-	m->running = st && strcmp(st, "running") == 0;
-	f.running = m->running;
-	if (json_int(status, "maxmem", &mem) && mem > 0)
-		f.memory = (uint64_t)mem;
-	f.ha_managed = json_object_object_get_ex(status, "ha", &ha) &&
-		       json_int(ha, "managed", &managed) && managed;
-	f.config = config;
-	if (m->g.type == GUEST_QEMU) {
-		struct pve_params q = {0};
-		pve_params_add(&q, "target", m->target);
-		int r = pve_getf(c, &pre, &q, err, "/nodes/%s/qemu/%d/migrate", path_node,
-				 m->g.vmid);
-		pve_params_free(&q);
-		if (r < 0)
-			goto out;
-		f.precondition = pre;
-		if (snapshot_refs(c, &m->g, config, pre, &snaps, err) < 0)
-			goto out;
-		f.snapshot_refs = snaps;
-	}
+	m->running = f.running;
 	if (target_node(c, m->target, &f, err) < 0)
 		goto out;
 	if (f.target_online) {
@@ -295,7 +202,7 @@ static enum step_rc mig_plan_step(struct job *j)
 		int r = tn ? pve_getf(c, &storages, NULL, err, "/nodes/%s/storage", tn)
 			   : pve_error_oom(err);
 		free(tn);
-		if (r < 0)
+		if (r < 0 || mig_node_version(c, m->target, &f.target_version, err) < 0)
 			goto out;
 		f.target_storages = storages;
 	}
@@ -309,9 +216,15 @@ static enum step_rc mig_plan_step(struct job *j)
 			      m->target, m->plan.refusal);
 		goto out;
 	}
-	if (!m->address && m->running) {
-		m->address = guest_config_address(config, m->g.type);
-	}
+	if (!m->address && m->running)
+		m->address = guest_config_address(rd.config, m->g.type);
+	/* PVE 9: HA moves the guests in positive affinity along */
+	json_object *dep = NULL;
+	if (json_object_object_get_ex(rd.pre, "dependent-ha-resources", &dep) &&
+	    json_object_is_type(dep, json_type_array) && json_object_array_length(dep))
+		job_note(j, "%s: HA migrates %s along to %s (positive resource affinity)",
+			 job_subject(j), json_object_to_json_string_ext(dep, JSON_C_TO_STRING_PLAIN),
+			 m->target);
 	if (save_plan(j, m) < 0) {
 		pve_error_oom(err);
 		goto out;
@@ -323,11 +236,7 @@ static enum step_rc mig_plan_step(struct job *j)
 		    migrate_estimate_s(m->plan.method, m->plan.memory, m->plan.disk_bytes, 0, 0));
 	rc = m->dry_run ? STEP_RC_END : STEP_RC_OK;
 out:
-	free(path_node);
-	json_object_put(status);
-	json_object_put(config);
-	json_object_put(pre);
-	json_object_put(snaps);
+	mig_read_free(&rd);
 	json_object_put(storages);
 	return rc;
 }

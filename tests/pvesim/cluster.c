@@ -1059,6 +1059,7 @@ void cluster_free(struct cluster *c)
 		struct sim_node *n = c->nodes.v[i];
 		free(n->name);
 		free(n->ip);
+		free(n->version);
 		free(n);
 	}
 	for (size_t i = 0; i < c->storages.n; i++) {
@@ -1096,6 +1097,8 @@ void cluster_free(struct cluster *c)
 	ptrvec_free(&c->tasks);
 	acl_free(c->acl);
 	json_object_put(c->ha);
+	json_object_put(c->ha_rules);
+	free(c->ha_disarm);
 	json_object_put(c->faults);
 	free(c->scenario_path);
 	free(c->version);
@@ -1201,6 +1204,11 @@ struct cluster *cluster_load_with(const char *scenario_path, double now,
 	}
 	cluster_status_update(c, now, true);
 	return c;
+}
+
+const char *node_pve_version(const struct cluster *c, const struct sim_node *n)
+{
+	return n && n->version ? n->version : c->version;
 }
 
 const char *cluster_pve_version(const struct cluster *c)
@@ -1375,6 +1383,8 @@ json_object *cluster_state(struct cluster *c, double now)
 		json_object_object_add(o, "name", json_object_new_string(n->name));
 		json_object_object_add(o, "online", json_object_new_boolean(n->online));
 		json_object_object_add(o, "cpus", json_object_new_int(n->cpus));
+		json_object_object_add(o, "version",
+				       json_object_new_string(node_pve_version(c, n)));
 		json_object_object_add(o, "maxmem", json_object_new_uint64(n->memory));
 		json_object_object_add(o, "mem",
 				       json_object_new_uint64(node_mem_used(c, n->name)));

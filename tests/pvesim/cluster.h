@@ -30,7 +30,10 @@ struct sim_node {
 	int cpus;
 	uint64_t memory; /* bytes */
 	bool online;
+	char *version;   /* its PVE version ("8.4"); NULL: the cluster's */
 };
+/* The PVE version node n runs ("8.4", "9.1.2"). */
+const char *node_pve_version(const struct cluster *c, const struct sim_node *n);
 
 struct sim_storage {
 	char *id;
@@ -39,6 +42,8 @@ struct sim_storage {
 	bool shared;
 	json_object *nodes; /* array of node names */
 	uint64_t size;      /* bytes, per node for local storages */
+	bool volume_chain;  /* PVE 9 snapshot-as-volume-chain (dir, lvm): qcow2
+			       snapshots as separate volumes */
 };
 
 struct sim_volume {
@@ -98,6 +103,11 @@ struct cluster {
 	struct acl *acl;        /* roles and ACL entries of tokens and users */
 	struct ptrvec tasks;    /* struct sim_task * */
 	json_object *ha;        /* array of {sid, state, group, ...} */
+	json_object *ha_rules;  /* PVE 9 /etc/pve/ha/rules.cfg: array of {rule,
+				   type, resources, nodes, affinity, strict,
+				   disable} */
+	char *ha_disarm;        /* PVE 9: the HA stack disarmed, resource mode
+				   "freeze" or "ignore"; NULL: armed */
 	json_object *faults;    /* scenario faults (array) or NULL */
 	unsigned next_pid;
 	double boot_time;       /* simulated time the cluster came up */
@@ -257,8 +267,12 @@ void cluster_status_update(struct cluster *c, double now, bool force);
 const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g);
 /* The HA resource entry {sid, state, ...} of sid ("vm:100"), or NULL. */
 json_object *cluster_ha_entry(const struct cluster *c, const char *sid);
-/* POST .../migrate of an HA-managed guest: a "hamigrate" task that queues
- * the migration, which the CRM starts 2 s later as root@pam. */
+/* POST .../migrate of an HA-managed guest: a "hamigrate" task running
+ * `ha-manager migrate SID TARGET` (relocate for a container). The CRM
+ * starts the migration 2 s later as root@pam, with its positive
+ * resource-affinity partners (PVE 9); a negative partner on the target
+ * fails the task with ha-manager's text; a disarmed HA stack takes the
+ * request and never runs it. */
 void guest_ha_migrate_request(struct cluster *c, const struct sim_req *req,
 			      struct sim_guest *g, const char *target, struct sim_resp *r);
 /* power_ha_carry_out (power.h) for a VM: the real qmstart/qmstop/qmshutdown
@@ -290,6 +304,15 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 				      bool online, bool with_local,
 				      const char *targetstorage, double start,
 				      struct sim_resp *r);
+/* PVE 9: HA's motion info for sid (pve-ha-manager's
+ * get_resource_motion_info): the HA resources in positive affinity
+ * (*dependent, an array of sids) and per node those in negative affinity
+ * on it (*blocking, {node: [{sid, cause}]}). New references; both NULL
+ * when sid is not HA-managed or the cluster is before 9. */
+void ha_motion_info(const struct cluster *c, const char *sid, json_object **dependent,
+		    json_object **blocking);
+/* GET .../lxc/{vmid}/migrate answer (PVE 9); new reference. */
+json_object *ct_migrate_precondition(struct cluster *c, const struct sim_guest *g);
 /* GET .../qemu/{vmid}/migrate answer; new reference. */
 json_object *qemu_migrate_precondition(struct cluster *c,
 				       const struct sim_guest *g,

@@ -148,6 +148,189 @@ static json_object *local_resources(const struct sim_guest *g, json_object *mapp
 	return a;
 }
 
+/* ---- HA on PVE 9: resource affinity (pve-ha-manager) ------------------- */
+
+/* Is sid an HA resource whose state is not "ignored" (the CRM's service
+ * status holds it)? */
+static bool ha_active(const struct cluster *c, const char *sid)
+{
+	const char *st = cfg_str(cluster_ha_entry(c, sid), "state");
+	return st && strcmp(st, "ignored") != 0;
+}
+
+/* Does the comma list holds sid? */
+static bool list_has(const char *list, const char *sid)
+{
+	size_t n = strlen(sid);
+	for (const char *p = list; p && *p;) {
+		size_t l = strcspn(p, ",");
+		if (l == n && strncmp(p, sid, n) == 0)
+			return true;
+		p += l + (p[l] == ',');
+	}
+	return false;
+}
+
+/* Add every member of the enabled resource-affinity rules of `affinity`
+ * that hold sid, but sid, to set (an object used as a set). */
+static void rule_partners(const struct cluster *c, const char *sid, const char *affinity,
+			  json_object *set)
+{
+	size_t n = c->ha_rules ? json_object_array_length(c->ha_rules) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *r = json_object_array_get_idx(c->ha_rules, i), *d = NULL;
+		const char *res = cfg_str(r, "resources"), *t = cfg_str(r, "type");
+		if ((json_object_object_get_ex(r, "disable", &d) && json_object_get_int(d)) ||
+		    !t || strcmp(t, "resource-affinity") != 0 ||
+		    strcmp(cfg_str(r, "affinity") ? cfg_str(r, "affinity") : "", affinity) != 0 ||
+		    !list_has(res, sid))
+			continue;
+		char *copy = strdup(res), *save = NULL;
+		for (char *x = copy ? strtok_r(copy, ",", &save) : NULL; x;
+		     x = strtok_r(NULL, ",", &save))
+			if (strcmp(x, sid) != 0)
+				json_object_object_add(set, x, NULL);
+		free(copy);
+	}
+}
+
+/* The resources sid is in positive affinity with (connected positive rules
+ * merged, as Rules/ResourceAffinity.pm does) into together, and in
+ * negative affinity with (its own and its positive partners', as
+ * get_affinitive_resources says) into separate. */
+static void ha_affinity(const struct cluster *c, const char *sid, json_object *together,
+			json_object *separate)
+{
+	rule_partners(c, sid, "positive", together);
+	for (size_t grew = 1; grew;) {
+		grew = 0;
+		json_object_object_foreach(together, k, v)
+		{
+			(void)v;
+			int before = json_object_object_length(together);
+			rule_partners(c, k, "positive", together);
+			grew |= json_object_object_length(together) != before;
+			if (grew)
+				break; /* the object changed: walk it again */
+		}
+	}
+	json_object_object_del(together, sid);
+	rule_partners(c, sid, "negative", separate);
+	json_object_object_foreach(together, k, v)
+	{
+		(void)v;
+		rule_partners(c, k, "negative", separate);
+	}
+	json_object_object_del(separate, sid);
+}
+
+/* The guest an HA sid names ("vm:100"), or NULL. */
+static struct sim_guest *sid_guest(const struct cluster *c, const char *sid)
+{
+	return strlen(sid) > 3 ? cluster_guest(c, atoi(sid + 3)) : NULL;
+}
+
+void ha_motion_info(const struct cluster *c, const char *sid, json_object **dependent,
+		    json_object **blocking)
+{
+	*dependent = *blocking = NULL;
+	if (c->major < 9 || !ha_active(c, sid))
+		return;
+	json_object *together = json_object_new_object(), *separate = json_object_new_object();
+	*dependent = json_object_new_array();
+	*blocking = json_object_new_object();
+	if (!together || !separate || !*dependent || !*blocking) {
+		json_object_put(*dependent);
+		json_object_put(*blocking);
+		*dependent = *blocking = NULL;
+	} else {
+		ha_affinity(c, sid, together, separate);
+		json_object_object_foreach(together, k, v)
+		{
+			(void)v;
+			if (ha_active(c, k))
+				json_object_array_add(*dependent, json_object_new_string(k));
+		}
+		for (size_t i = 0; i < c->nodes.n; i++) {
+			const struct sim_node *nd = c->nodes.v[i];
+			if (!nd->online)
+				continue;
+			json_object *list = NULL;
+			json_object_object_foreach(separate, k2, v2)
+			{
+				(void)v2;
+				const struct sim_guest *pg = sid_guest(c, k2);
+				if (!ha_active(c, k2) || !pg || strcmp(pg->node, nd->name) != 0)
+					continue;
+				json_object *e = json_object_new_object();
+				if (!list && (list = json_object_new_array()))
+					json_object_object_add(*blocking, nd->name, list);
+				if (e && list) {
+					jadd_str(e, "sid", k2);
+					jadd_str(e, "cause", "resource-affinity");
+					json_object_array_add(list, e);
+				} else {
+					json_object_put(e);
+				}
+			}
+		}
+	}
+	json_object_put(together);
+	json_object_put(separate);
+}
+
+/* The HA part of a migrate precondition (qemu-server's and pve-container's
+ * migrate_vm_precondition on PVE 9): dependent-ha-resources, and the nodes
+ * negative partners block moved from allowed to not-allowed with their
+ * blocking-ha-resources. */
+static void ha_precondition(struct cluster *c, const struct sim_guest *g, json_object *o,
+			    json_object *allowed, json_object *notallowed)
+{
+	char sid[32];
+	snprintf(sid, sizeof sid, "%s:%d", strcmp(g->type, "qemu") == 0 ? "vm" : "ct", g->vmid);
+	json_object *dep = NULL, *block = NULL;
+	ha_motion_info(c, sid, &dep, &block);
+	if (!dep)
+		return;
+	json_object_object_add(o, "dependent-ha-resources", dep);
+	json_object_object_foreach(block, node, list)
+	{
+		json_object *e = NULL;
+		if (!json_object_object_get_ex(notallowed, node, &e)) {
+			e = json_object_new_object();
+			json_object_object_add(notallowed, node, e);
+		}
+		json_object_object_add(e, "blocking-ha-resources", json_object_get(list));
+		for (size_t i = json_object_array_length(allowed); i-- > 0;)
+			if (strcmp(json_object_get_string(json_object_array_get_idx(allowed, i)),
+				   node) == 0)
+				json_object_array_del_idx(allowed, i, 1);
+	}
+	json_object_put(block);
+}
+
+json_object *ct_migrate_precondition(struct cluster *c, const struct sim_guest *g)
+{
+	json_object *o = json_object_new_object(), *allowed = json_object_new_array();
+	json_object *notallowed = json_object_new_object();
+	if (!o || !allowed || !notallowed) {
+		json_object_put(o);
+		json_object_put(allowed);
+		json_object_put(notallowed);
+		return NULL;
+	}
+	jadd_int(o, "running", g->running ? 1 : 0);
+	for (size_t i = 0; i < c->nodes.n; i++) {
+		const struct sim_node *nd = c->nodes.v[i];
+		if (strcmp(nd->name, g->node) != 0)
+			json_object_array_add(allowed, json_object_new_string(nd->name));
+	}
+	ha_precondition(c, g, o, allowed, notallowed);
+	json_object_object_add(o, "allowed-nodes", allowed);
+	json_object_object_add(o, "not-allowed-nodes", notallowed);
+	return o;
+}
+
 json_object *qemu_migrate_precondition(struct cluster *c,
 				       const struct sim_guest *g,
 				       const char *target)
@@ -207,6 +390,7 @@ json_object *qemu_migrate_precondition(struct cluster *c,
 		}
 	}
 	free_disks(d, n);
+	ha_precondition(c, g, o, allowed, notallowed);
 	json_object_object_add(o, "allowed_nodes", allowed);
 	json_object_object_add(o, "not_allowed_nodes", notallowed);
 	json_object_object_add(o, "local_disks", ld);
@@ -248,10 +432,10 @@ static bool held_by_snapshot(const struct sim_guest *g, const char *volid)
 	return false;
 }
 
-/* Why PVE 8 cannot migrate local disk d held by a snapshot
+/* Why PVE cannot migrate local disk d held by a snapshot
  * (QemuMigrate::scan_local_volumes): live, or a storage whose snapshots
- * do not travel (only zfspool, btrfs raw and qcow2 files do); NULL when
- * it can. */
+ * do not travel (only zfspool, btrfs raw and qcow2 files do, on 9 not on
+ * a snapshot-as-volume-chain storage); NULL when it can. */
 static const char *snapshot_blocks(const struct cluster *c, const struct sim_guest *g,
 				   const struct local_disk *d, bool live)
 {
@@ -262,9 +446,10 @@ static const char *snapshot_blocks(const struct cluster *c, const struct sim_gue
 	const struct sim_storage *s = cluster_storage(c, d->storage);
 	const struct sim_volume *v = cluster_volume(c, d->volid, g->node);
 	const char *fmt = v && v->format ? v->format : "raw";
+	/* qemu-server 9: qcow2 only with in-qcow2 snapshots, not a volume chain */
 	bool travels = s && (strcmp(s->type, "zfspool") == 0 ||
 			     (strcmp(s->type, "btrfs") == 0 && strcmp(fmt, "raw") == 0) ||
-			     strcmp(fmt, "qcow2") == 0);
+			     (strcmp(fmt, "qcow2") == 0 && !s->volume_chain));
 	return travels ? NULL : "non-migratable snapshot exists";
 }
 
@@ -773,4 +958,88 @@ struct sim_task *ct_start_migration(struct cluster *c,
 	finish_ok(c, t, at + 0.2);
 	task_apply_fault(t, req->task_fail);
 	return t;
+}
+
+/* ---- through HA: hamigrate ------------------------------------------------ */
+
+/* The CRM carries out a migration (relocation for a container) of g to
+ * target at `at`, as root@pam. */
+static void crm_migrate(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+			const char *target, double at)
+{
+	struct sim_req hreq = *req;
+	hreq.userid = "root@pam";
+	hreq.privs = "all";
+	hreq.task_fail = NULL;
+	struct sim_resp tmp = {0};
+	if (strcmp(g->type, "qemu") == 0)
+		qemu_start_migration(c, &hreq, g, target, g->running, true, NULL, at, &tmp);
+	else
+		ct_start_migration(c, &hreq, g, target, g->running, false, at, &tmp);
+	sim_resp_clear(&tmp);
+}
+
+/* An HA-managed guest is not migrated by the API call: it runs
+ * `ha-manager migrate|relocate SID TARGET` in a "hamigrate" task
+ * (qemu-server and pve-container alike), which queues the command for the
+ * CRM and prints what the rules make of it (pve-ha-manager
+ * CLI/ha_manager.pm print_resource_motion_output); the CRM then runs it
+ * (Manager.pm queue_resource_motion) unless the HA stack is disarmed
+ * (handle_disarm drops queued commands). */
+void guest_ha_migrate_request(struct cluster *c, const struct sim_req *req,
+			      struct sim_guest *g, const char *target, struct sim_resp *r)
+{
+	if (strcmp(target, g->node) == 0) {
+		resp_param_error(r, "target", "target is local node.");
+		return;
+	}
+	if (!cluster_node(c, target)) {
+		resp_error(r, 500, "no such cluster node '%s'", target);
+		return;
+	}
+	char *id = strprintf("%d", g->vmid);
+	struct sim_task *t = id ? task_new(c, g->node, "hamigrate", id, req->userid, req->now, 1.0)
+				: NULL;
+	free(id);
+	if (!t) {
+		resp_error(r, 500, "out of memory");
+		return;
+	}
+	bool qemu = strcmp(g->type, "qemu") == 0;
+	const char *cmd = qemu ? "migrate" : "relocate";
+	char sid[32];
+	snprintf(sid, sizeof sid, "%s:%d", qemu ? "vm" : "ct", g->vmid);
+	task_log(t, 0.1, "Requesting HA %s for %s %d to node %s",
+		 qemu ? "migration" : "relocation", qemu ? "VM" : "CT", g->vmid, target);
+	json_object *dep = NULL, *block = NULL, *list = NULL;
+	ha_motion_info(c, sid, &dep, &block);
+	if (block && json_object_object_get_ex(block, target, &list)) {
+		task_log(t, 0.2, "cannot %s resource '%s' to node '%s':", cmd, sid, target);
+		task_log(t, 0.2, "%s", "");
+		for (size_t i = 0; i < json_object_array_length(list); i++)
+			task_log(t, 0.2,
+				 "- resource '%s' on target node '%s' in negative affinity with "
+				 "resource '%s'",
+				 cfg_str(json_object_array_get_idx(list, i), "sid"), target, sid);
+		char *err = strprintf("command 'ha-manager %s %s %s' failed: exit code 255", cmd,
+				      sid, target);
+		task_fail_at(t, 0.3, err ? err : "ha-manager failed");
+		free(err);
+	} else {
+		/* the partners go along, those not on the target yet */
+		for (size_t i = 0; dep && i < json_object_array_length(dep); i++) {
+			const char *p = json_object_get_string(json_object_array_get_idx(dep, i));
+			struct sim_guest *pg = sid_guest(c, p);
+			task_log(t, 0.2, "also %s resource '%s' in positive affinity with resource "
+					 "'%s' to target node '%s'", cmd, p, sid, target);
+			if (!c->ha_disarm && pg && strcmp(pg->node, target) != 0)
+				crm_migrate(c, req, pg, target, req->now + 2.0);
+		}
+		if (!c->ha_disarm)
+			crm_migrate(c, req, g, target, req->now + 2.0);
+	}
+	json_object_put(dep);
+	json_object_put(block);
+	task_apply_fault(t, req->task_fail);
+	resp_task(r, t);
 }

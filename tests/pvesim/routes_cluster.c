@@ -12,7 +12,9 @@
 #include <string.h>
 
 /* ---- /version ----------------------------------------------------------- */
-static void route_version(struct cluster *c, struct sim_resp *r)
+/* {version, release, repoid} of PVE version ver ("8.4", "9.1.2", "3.4"),
+ * as GET /version and GET /nodes/{node}/version answer. */
+static void route_version(const char *ver, struct sim_resp *r)
 {
 	json_object *o = json_object_new_object();
 	if (!o) {
@@ -21,25 +23,23 @@ static void route_version(struct cluster *c, struct sim_resp *r)
 	}
 	char *version, *release;
 	size_t dots = 0;
-	for (const char *p = c->version; *p; p++)
+	int major = atoi(ver);
+	for (const char *p = ver; *p; p++)
 		dots += *p == '.';
-	if (c->major < 4) {
+	if (major < 4) {
 		/* PVE 3.x: "3.4-16" */
-		version = strchr(c->version, '-') ? strdup(c->version)
-						  : strprintf("%s-16", c->version);
+		version = strchr(ver, '-') ? strdup(ver) : strprintf("%s-16", ver);
 		const char *dash = strchr(version ? version : "", '-');
 		release = strdup(dash ? dash + 1 : "16");
 	} else {
-		version = dots >= 2 ? strdup(c->version)
-				    : strprintf("%s.1", c->version);
-		const char *d2 = strchr(c->version, '.');
+		version = dots >= 2 ? strdup(ver) : strprintf("%s.1", ver);
+		const char *d2 = strchr(ver, '.');
 		d2 = d2 ? strchr(d2 + 1, '.') : NULL;
-		release = d2 ? strndup(c->version, (size_t)(d2 - c->version))
-			     : strdup(c->version);
+		release = d2 ? strndup(ver, (size_t)(d2 - ver)) : strdup(ver);
 	}
 	jadd_str(o, "version", version);
 	jadd_str(o, "release", release);
-	jadd_str(o, "repoid", c->major < 4 ? "40ccc11c" : "2a5fa54a8503f96d");
+	jadd_str(o, "repoid", major < 4 ? "40ccc11c" : "2a5fa54a8503f96d");
 	free(version);
 	free(release);
 	resp_data(r, o);
@@ -131,9 +131,9 @@ static void route_node_status(struct cluster *c, const struct sim_req *req,
 		jadd_str(ci, "model", "QEMU Virtual CPU (pvesim)");
 	}
 	json_object_object_add(o, "cpuinfo", ci);
-	char *pv = c->major < 4
-			   ? strprintf("pve-manager/%s/40ccc11c", c->version)
-			   : strprintf("pve-manager/%s/2a5fa54a8503f96d", c->version);
+	const char *nv = node_pve_version(c, n);
+	char *pv = atoi(nv) < 4 ? strprintf("pve-manager/%s/40ccc11c", nv)
+				: strprintf("pve-manager/%s/2a5fa54a8503f96d", nv);
 	jadd_str(o, "pveversion", pv);
 	free(pv);
 	jadd_str(o, "kversion", c->major < 4 ? "Linux 2.6.32-37-pve"
@@ -460,6 +460,34 @@ static void route_storage_content(struct cluster *c, const struct sim_req *req,
 	resp_data(r, arr);
 }
 
+/* GET /storage (pve-storage API2/Storage/Config.pm index): storage.cfg's
+ * entries the identity may see (Datastore.Audit or .AllocateSpace on
+ * /storage/ID), each with its configuration. */
+static void route_storage_config(struct cluster *c, const struct sim_req *req,
+				 struct sim_resp *r)
+{
+	json_object *arr = json_object_new_array();
+	for (size_t i = 0; arr && i < c->storages.n; i++) {
+		const struct sim_storage *st = c->storages.v[i];
+		char *path = strprintf("/storage/%s", st->id);
+		bool may = path && (priv_has(req, path, "Datastore.Audit") ||
+				    priv_has(req, path, "Datastore.AllocateSpace"));
+		free(path);
+		json_object *o = may ? json_object_new_object() : NULL;
+		if (!o)
+			continue;
+		jadd_str(o, "storage", st->id);
+		jadd_str(o, "type", st->type);
+		jadd_str(o, "content", st->content);
+		jadd_int(o, "shared", st->shared);
+		jadd_str(o, "digest", "0c4ddb1b2a4d5e1e7c07e1d4c2f0d3b8a6c5e4f3");
+		if (st->volume_chain)
+			jadd_int(o, "snapshot-as-volume-chain", 1);
+		json_object_array_add(arr, o);
+	}
+	resp_data(r, arr);
+}
+
 /* ---- HA ----------------------------------------------------------------- */
 static void route_ha_resources(struct cluster *c, struct sim_resp *r)
 {
@@ -495,11 +523,13 @@ static void route_ha_status(struct cluster *c, const struct sim_req *req,
 		jadd_int(q, "quorate", 1);
 		json_object_array_add(arr, q);
 	}
-	if (json_object_array_length(c->ha) > 0) {
+	bool active = json_object_array_length(c->ha) > 0;
+	if (active) {
 		json_object *m = json_object_new_object();
 		if (m) {
-			char *st = strprintf("%s (active, %lld)", master,
-					     (long long)req->now);
+			char *st = strprintf("%s (active, %lld)%s%s", master, (long long)req->now,
+					     c->ha_disarm ? " - disarmed, resource mode: " : "",
+					     c->ha_disarm ? c->ha_disarm : "");
 			jadd_str(m, "id", "master");
 			jadd_str(m, "type", "master");
 			jadd_str(m, "node", master);
@@ -524,6 +554,25 @@ static void route_ha_status(struct cluster *c, const struct sim_req *req,
 			free(st);
 			json_object_array_add(arr, l);
 		}
+	}
+	/* PVE 9 (pve-ha-manager API2/HA/Status.pm): the fencing entry, armed
+	 * while the CRM is active, disarmed on request */
+	json_object *fe = c->major >= 9 ? json_object_new_object() : NULL;
+	if (fe) {
+		const char *armed = c->ha_disarm ? "disarmed" : active ? "armed" : "standby";
+		char *st = c->ha_disarm ? strprintf("disarmed, resource mode: %s (CRM watchdog "
+						    "released)", c->ha_disarm)
+				       : strprintf("%s (CRM watchdog %s)", armed,
+						   active ? "active" : "standby");
+		jadd_str(fe, "id", "fencing");
+		jadd_str(fe, "type", "fencing");
+		jadd_str(fe, "node", master);
+		jadd_str(fe, "status", st);
+		jadd_str(fe, "armed-state", armed);
+		if (c->ha_disarm)
+			jadd_str(fe, "resource_mode", c->ha_disarm);
+		free(st);
+		json_object_array_add(arr, fe);
 	}
 	size_t n = json_object_array_length(c->ha);
 	for (size_t i = 0; i < n; i++) {
@@ -824,11 +873,16 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 	size_t n = pp->n;
 	bool get = strcmp(req->method, "GET") == 0;
 	if (n == 1 && get && strcmp(s[0], "version") == 0) {
-		route_version(c, r);
+		/* the node the request reached: the first */
+		route_version(node_pve_version(c, c->nodes.n ? c->nodes.v[0] : NULL), r);
 		return true;
 	}
 	if (n == 1 && get && strcmp(s[0], "nodes") == 0) {
 		route_nodes(c, req, r);
+		return true;
+	}
+	if (n == 1 && get && strcmp(s[0], "storage") == 0) {
+		route_storage_config(c, req, r);
 		return true;
 	}
 	if (n == 2 && get && strcmp(s[0], "access") == 0 && strcmp(s[1], "permissions") == 0) {
@@ -895,8 +949,14 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 		if (!route_node(c, s[1], r))
 			return true;
 		const char *const subs[] = {"qemu", c->major < 4 ? "openvz" : "lxc",
-				      "storage", "tasks", "status", "migrateall"};
-		resp_data(r, subdir_index("name", subs, 6));
+				      "storage", "tasks", "status", "migrateall", "version"};
+		resp_data(r, subdir_index("name", subs, 7));
+		return true;
+	}
+	if (n == 3 && get && strcmp(s[2], "version") == 0) {
+		struct sim_node *nd = route_node(c, s[1], r);
+		if (nd)
+			route_version(node_pve_version(c, nd), r);
 		return true;
 	}
 	if (n == 3 && get && strcmp(s[2], "status") == 0) {

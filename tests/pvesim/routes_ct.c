@@ -558,6 +558,12 @@ bool routes_ct(struct cluster *c, const struct sim_req *req,
 		resp_data(r, NULL);
 		return true;
 	}
+	if (n == 5 && strcmp(sub, "migrate") == 0 && get && c->major >= 9) {
+		/* pve-container 6.0.8's precondition (the schema refuses it before 9) */
+		if (vm_priv_check(req, r, g->vmid, "VM.Migrate"))
+			resp_data(r, ct_migrate_precondition(c, g));
+		return true;
+	}
 	if (n == 5 && strcmp(sub, "migrate") == 0 && post) {
 		if (!vm_priv_check(req, r, g->vmid, "VM.Migrate"))
 			return true;

@@ -1482,46 +1482,6 @@ static void route_destroy(struct cluster *c, const struct sim_req *req,
 	resp_task(r, t);
 }
 
-/* An HA-managed guest is not migrated by the API call: it asks the HA
- * stack ("hamigrate" task, qemu-server and pve-container alike), whose CRM
- * then runs the migration (a restart migration for a container) as
- * root@pam on the source node. */
-void guest_ha_migrate_request(struct cluster *c, const struct sim_req *req,
-			      struct sim_guest *g, const char *target, struct sim_resp *r)
-{
-	if (strcmp(target, g->node) == 0) {
-		resp_param_error(r, "target", "target is local node.");
-		return;
-	}
-	if (!cluster_node(c, target)) {
-		resp_error(r, 500, "no such cluster node '%s'", target);
-		return;
-	}
-	struct sim_task *t = guest_task(c, req, g, "hamigrate", 1.0);
-	if (!t) {
-		resp_error(r, 500, "out of memory");
-		return;
-	}
-	t->vmid = 0; /* holds no guest */
-	bool qemu = strcmp(g->type, "qemu") == 0;
-	task_log(t, 0.1, "Requesting HA %s for %s %d to node %s",
-		 qemu ? "migration" : "relocation", qemu ? "VM" : "CT", g->vmid, target);
-	struct sim_req hreq = *req;
-	hreq.userid = "root@pam";
-	hreq.privs = "all";
-	hreq.task_fail = NULL;
-	struct sim_resp tmp = {0};
-	if (qemu)
-		qemu_start_migration(c, &hreq, g, target, g->running, true, NULL,
-				     req->now + 2.0, &tmp);
-	else
-		ct_start_migration(c, &hreq, g, target, g->running, false, req->now + 2.0,
-				   &tmp);
-	sim_resp_clear(&tmp);
-	task_apply_fault(t, req->task_fail);
-	resp_task(r, t);
-}
-
 /* ---- dispatch ----------------------------------------------------------- */
 bool routes_qemu(struct cluster *c, const struct sim_req *req,
 		 struct path_parts *pp, struct sim_resp *r)

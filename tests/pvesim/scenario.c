@@ -154,10 +154,26 @@ char *scenario_mac(int vmid, int n)
 }
 
 /* ---- nodes -------------------------------------------------------------- */
+/* Is ver a version ("9.1", "8.4.1") a node of a major-`major` cluster
+ * may run (a rolling upgrade spans one major)? */
+static bool pve_version_valid(const char *ver, int major)
+{
+	char *end;
+	long maj = strtol(ver, &end, 10);
+	if (maj < 2 || maj > 9 || !isdigit((unsigned char)ver[0]) || *end != '.')
+		return false;
+	for (int parts = 0; *end == '.' && parts < 2; parts++) {
+		if (!isdigit((unsigned char)end[1]))
+			return false;
+		strtol(end + 1, &end, 10);
+	}
+	return !*end && (maj == major || maj == major - 1 || maj == major + 1);
+}
+
 static int load_nodes(struct sctx *x, json_object *arr)
 {
 	static const char *const keys[] = {"name", "cpus", "memory_mib",
-					   "online", "ip", NULL};
+					   "online", "ip", "version", NULL};
 	size_t n = json_object_array_length(arr);
 	if (n == 0)
 		return sfail(x, "$.nodes", "at least one node is required");
@@ -222,6 +238,15 @@ static int load_nodes(struct sctx *x, json_object *arr)
 		if (rc == 0 && !node->ip &&
 		    !(node->ip = strprintf("10.0.0.%zu", i + 1)))
 			rc = -1;
+		if (rc == 0 && member(x, o, p, "version", json_type_string, false, &v) > 0) {
+			/* a mixed cluster (a rolling upgrade): this node's version */
+			const char *ver = json_object_get_string(v);
+			if (!pve_version_valid(ver, x->c->major))
+				rc = sfail(x, p, "invalid version '%s' (MAJOR.MINOR[.PATCH], "
+					   "and within one major of pve_version)", ver);
+			else if (!(node->version = strdup(ver)))
+				rc = -1;
+		}
 		if (rc == 0 && *x->err)
 			rc = -1; /* a member() type error */
 		free(p);
@@ -336,7 +361,7 @@ static int load_storages(struct sctx *x, json_object *arr)
 {
 	static const char *const keys[] = {"id",	  "type",     "shared",
 					   "nodes",   "content",  "size_gib",
-					   "volumes", NULL};
+					   "volumes", "snapshot_as_volume_chain", NULL};
 	size_t n = json_object_array_length(arr);
 	for (size_t i = 0; i < n; i++) {
 		char *p = jp("$.storages", "[%zu]", i);
@@ -382,6 +407,15 @@ static int load_storages(struct sctx *x, json_object *arr)
 		if (rc == 0 &&
 		    member(x, o, p, "shared", json_type_boolean, false, &v) > 0)
 			s->shared = json_object_get_boolean(v);
+		if (rc == 0 && member(x, o, p, "snapshot_as_volume_chain", json_type_boolean, false,
+				      &v) > 0) {
+			/* pve-storage 9: dir and lvm only */
+			s->volume_chain = json_object_get_boolean(v);
+			if (s->volume_chain && (x->c->major < 9 || (strcmp(s->type, "dir") != 0 &&
+								    strcmp(s->type, "lvm") != 0)))
+				rc = sfail(x, p, "snapshot_as_volume_chain is for dir and lvm "
+					   "storages on PVE 9");
+		}
 		if (rc == 0 && !s->shared &&
 		    (strcmp(s->type, "rbd") == 0 || strcmp(s->type, "cephfs") == 0))
 			s->shared = true; /* network storages are shared */
@@ -1053,6 +1087,10 @@ static int load_ha(struct sctx *x, json_object *arr)
 		if (rc == 0 && member(x, o, p, "state", json_type_string, false, &v) > 0 &&
 		    !in_list(states, json_object_get_string(v)))
 			rc = sfail(x, p, "unknown state '%s'", json_object_get_string(v));
+		if (rc == 0 && x->c->major >= 9 &&
+		    member(x, o, p, "group", json_type_string, false, &v) > 0)
+			rc = sfail(x, p, "PVE %s has no HA groups: they became node-affinity "
+				   "rules (ha_rules)", x->c->version);
 		if (rc == 0 && (member(x, o, p, "group", json_type_string, false, &v) < 0 ||
 				member(x, o, p, "comment", json_type_string, false, &v) < 0 ||
 				member(x, o, p, "max_restart", json_type_int, false, &v) < 0 ||
@@ -1069,6 +1107,110 @@ static int load_ha(struct sctx *x, json_object *arr)
 				json_object_array_add(x->c->ha, copy);
 			}
 		}
+		if (rc == 0 && *x->err)
+			rc = -1; /* a member() type error */
+		free(p);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Is each item of the comma list s an HA resource of the scenario
+ * (resources) or a node, with an optional ":PRIORITY" (nodes)? */
+static bool ha_list_ok(struct sctx *x, const char *s, bool nodes, const char **bad)
+{
+	char *copy = strdup(s), *save = NULL;
+	bool ok = copy && *s;
+	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; ok && t;
+	     t = strtok_r(NULL, ",", &save)) {
+		if (nodes) {
+			char *colon = strchr(t, ':');
+			if (colon)
+				*colon = '\0';
+			ok = cluster_node(x->c, t) &&
+			     (!colon || (isdigit((unsigned char)colon[1]) &&
+					 strspn(colon + 1, "0123456789") == strlen(colon + 1)));
+		} else {
+			ok = cluster_ha_entry(x->c, t) != NULL;
+		}
+		if (!ok)
+			*bad = s;
+	}
+	free(copy);
+	return ok;
+}
+
+/* PVE 9 HA rules as /etc/pve/ha/rules.cfg holds them (pve-ha-manager
+ * src/PVE/HA/Rules.pm, Rules/NodeAffinity.pm, Rules/ResourceAffinity.pm):
+ * {"rule": ID, "type": "node-affinity", "resources": "vm:100,ct:200",
+ *  "nodes": "pve1:2,pve2", "strict": 0|1} or {"rule": ID, "type":
+ * "resource-affinity", "resources": "vm:100,vm:101", "affinity":
+ * "positive"|"negative"}; "disable" and "comment" on both. */
+static int load_ha_rules(struct sctx *x, json_object *arr)
+{
+	static const char *const keys[] = {"rule",   "type",    "resources", "nodes",
+					   "strict", "affinity", "disable",  "comment", NULL};
+	size_t n = json_object_array_length(arr);
+	if (x->c->major < 9)
+		return sfail(x, "$.ha_rules", "HA rules are PVE 9 (this is %s: use ha[].group)",
+			     x->c->version);
+	for (size_t i = 0; i < n; i++) {
+		char *p = jp("$.ha_rules", "[%zu]", i);
+		if (!p)
+			return -1;
+		json_object *o = json_object_array_get_idx(arr, i), *v;
+		const char *type = NULL, *bad = NULL;
+		int rc = 0;
+		if (!json_object_is_type(o, json_type_object))
+			rc = sfail(x, p, "must be an object, not %s", type_name(o));
+		if (rc == 0)
+			rc = check_keys(x, o, p, keys);
+		if (rc == 0 && (member(x, o, p, "rule", json_type_string, true, &v) < 0 ||
+				!valid_name(json_object_get_string(v), false)))
+			rc = *x->err ? -1 : sfail(x, p, "invalid rule id");
+		if (rc == 0 && member(x, o, p, "type", json_type_string, true, &v) < 0)
+			rc = -1;
+		if (rc == 0) {
+			type = json_object_get_string(v);
+			if (strcmp(type, "node-affinity") != 0 &&
+			    strcmp(type, "resource-affinity") != 0)
+				rc = sfail(x, p, "unknown type '%s' (node-affinity, "
+					   "resource-affinity)", type);
+		}
+		if (rc == 0 && member(x, o, p, "resources", json_type_string, true, &v) < 0)
+			rc = -1;
+		if (rc == 0 && !ha_list_ok(x, json_object_get_string(v), false, &bad))
+			rc = sfail(x, p, "resources '%s': each must be an HA resource of $.ha", bad);
+		bool node = type && strcmp(type, "node-affinity") == 0;
+		if (rc == 0) {
+			int has = member(x, o, p, "nodes", json_type_string, node, &v);
+			if (has < 0)
+				rc = -1;
+			else if (has && !node)
+				rc = sfail(x, p, "nodes is for node-affinity rules");
+			else if (has && !ha_list_ok(x, json_object_get_string(v), true, &bad))
+				rc = sfail(x, p, "nodes '%s': NODE[:PRIORITY],...", bad);
+		}
+		if (rc == 0) {
+			int has = member(x, o, p, "affinity", json_type_string, !node, &v);
+			const char *a = has > 0 ? json_object_get_string(v) : NULL;
+			if (has < 0)
+				rc = -1;
+			else if (has && node)
+				rc = sfail(x, p, "affinity is for resource-affinity rules");
+			else if (a && strcmp(a, "positive") != 0 && strcmp(a, "negative") != 0)
+				rc = sfail(x, p, "affinity must be positive or negative");
+		}
+		if (rc == 0 && (member(x, o, p, "strict", json_type_int, false, &v) < 0 ||
+				member(x, o, p, "disable", json_type_int, false, &v) < 0 ||
+				member(x, o, p, "comment", json_type_string, false, &v) < 0))
+			rc = -1;
+		json_object *copy = NULL;
+		if (rc == 0 && json_object_deep_copy(o, &copy, NULL) < 0)
+			rc = -1;
+		if (rc == 0)
+			json_object_array_add(x->c->ha_rules, copy);
 		if (rc == 0 && *x->err)
 			rc = -1; /* a member() type error */
 		free(p);
@@ -1103,7 +1245,7 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 	static const char *const keys[] = {"pve_version", "cluster_name", "nodes",
 					   "storages",    "tokens",	  "users",	"roles",
 					   "guests",	  "ha",		  "faults",
-					   NULL};
+					   "ha_rules",	  "ha_disarm",	  NULL};
 	json_object *v;
 	if (rc == 0)
 		rc = check_keys(&x, root, "$", keys);
@@ -1170,6 +1312,24 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 	if (rc == 0) {
 		int has = member(&x, root, "$", "ha", json_type_array, false, &v);
 		if (has < 0 || (has && load_ha(&x, v) < 0))
+			rc = -1;
+	}
+	if (rc == 0 && !(c->ha_rules = json_object_new_array()))
+		rc = -1;
+	if (rc == 0) {
+		int has = member(&x, root, "$", "ha_rules", json_type_array, false, &v);
+		if (has < 0 || (has && load_ha_rules(&x, v) < 0))
+			rc = -1;
+	}
+	if (rc == 0) {
+		/* `ha-manager crm-command disarm-ha MODE` done (pve-ha-manager 5.1.3+) */
+		int has = member(&x, root, "$", "ha_disarm", json_type_string, false, &v);
+		const char *mode = has > 0 ? json_object_get_string(v) : NULL;
+		if (mode && c->major < 9)
+			rc = sfail(&x, "$.ha_disarm", "disarming HA is PVE 9");
+		else if (mode && strcmp(mode, "freeze") != 0 && strcmp(mode, "ignore") != 0)
+			rc = sfail(&x, "$.ha_disarm", "resource mode must be freeze or ignore");
+		else if (has < 0 || (mode && !(c->ha_disarm = strdup(mode))))
 			rc = -1;
 	}
 	if (rc == 0) {

@@ -1619,3 +1619,247 @@ Test(cluster, clones_get_an_address_at_first_boot)
 	json_object_put(st);
 	cluster_free(c);
 }
+
+/* ---- PVE 9: node versions, HA rules, disarmed HA --------------------------------- */
+
+/* Three nodes, three HA VMs on a: 100 and 101 kept together, 100 and 102
+ * kept apart (102 on c), plus an HA container 200 in positive affinity
+ * with 102. */
+#define HA9 \
+	"{\"pve_version\":\"%s\",\"nodes\":[{\"name\":\"a\",\"version\":\"%s\"},{\"name\":" \
+	"\"b\",\"version\":\"8.4.1\"},{\"name\":\"c\"}],\"storages\":[{\"id\":\"ceph\",\"type\":" \
+	"\"rbd\",\"content\":\"images,rootdir\"}],\"guests\":[" \
+	"{\"vmid\":100,\"node\":\"a\",\"status\":\"running\",\"config\":{\"memory\":\"512\"," \
+	"\"virtio0\":\"ceph:vm-100-disk-0,size=4G\"}}," \
+	"{\"vmid\":101,\"node\":\"a\",\"status\":\"running\",\"config\":{\"memory\":\"512\"," \
+	"\"virtio0\":\"ceph:vm-101-disk-0,size=4G\"}}," \
+	"{\"vmid\":102,\"node\":\"c\",\"status\":\"running\",\"config\":{\"memory\":\"512\"," \
+	"\"virtio0\":\"ceph:vm-102-disk-0,size=4G\"}}," \
+	"{\"vmid\":200,\"node\":\"c\",\"type\":\"lxc\",\"status\":\"running\",\"config\":" \
+	"{\"hostname\":\"ct\",\"memory\":512,\"ostype\":\"debian\",\"arch\":\"amd64\"," \
+	"\"rootfs\":\"ceph:vm-200-disk-0,size=2G\"}}]," \
+	"\"ha\":[{\"sid\":\"vm:100\"},{\"sid\":\"vm:101\"},{\"sid\":\"vm:102\"}," \
+	"{\"sid\":\"ct:200\"}]%s}"
+#define HA9_RULES \
+	",\"ha_rules\":[{\"rule\":\"together\",\"type\":\"resource-affinity\",\"resources\":" \
+	"\"vm:100,vm:101\",\"affinity\":\"positive\"},{\"rule\":\"apart\",\"type\":" \
+	"\"resource-affinity\",\"resources\":\"vm:100,vm:102\",\"affinity\":\"negative\"}," \
+	"{\"rule\":\"ct-with-102\",\"type\":\"resource-affinity\",\"resources\":" \
+	"\"vm:102,ct:200\",\"affinity\":\"positive\"},{\"rule\":\"pin\",\"type\":" \
+	"\"node-affinity\",\"resources\":\"vm:101\",\"nodes\":\"a:2,b,c\",\"strict\":1}]"
+
+static struct cluster *load_ha9(const char *extra)
+{
+	char text[4096];
+	snprintf(text, sizeof text, HA9, "9.1", "9.1.2", extra);
+	return load_text(text);
+}
+
+Test(cluster, node_versions)
+{
+	struct cluster *c = load_ha9("");
+	struct sim_resp r;
+	call(c, "GET", "/version", NULL, T0, &r);
+	cr_assert_eq(r.status, 200);
+	cr_expect_str_eq(jstr(r.data, "version"), "9.1.2", "the node the request reached: a");
+	cr_expect_str_eq(jstr(r.data, "release"), "9.1");
+	cr_expect_not_null(jstr(r.data, "repoid"));
+	sim_resp_clear(&r);
+	call(c, "GET", "/nodes/b/version", NULL, T0, &r);
+	cr_assert_eq(r.status, 200);
+	cr_expect_str_eq(jstr(r.data, "version"), "8.4.1");
+	cr_expect_str_eq(jstr(r.data, "release"), "8.4");
+	sim_resp_clear(&r);
+	call(c, "GET", "/nodes/c/version", NULL, T0, &r);
+	cr_expect_str_eq(jstr(r.data, "version"), "9.1.1", "the scenario's pve_version");
+	sim_resp_clear(&r);
+	cluster_free(c);
+}
+
+/* A scenario the loader refuses, with a message holding want. */
+static void load_refused(const char *text, const char *want)
+{
+	char *err = NULL;
+	char tmpl[] = "/tmp/pvesim-test-XXXXXX";
+	int fd = mkstemp(tmpl);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	struct cluster *c = cluster_load(tmpl, T0, &err);
+	unlink(tmpl);
+	cr_expect_null(c, "loaded: %s", text);
+	cluster_free(c);
+	cr_expect(err && strstr(err, want), "'%s' lacks '%s'", err ? err : "", want);
+	free(err);
+}
+
+/* The PVE 9 keys, checked: a node two majors away is no rolling upgrade;
+ * HA groups are PVE 8's, rules, disarming and volume chains PVE 9's;
+ * rules name HA resources and nodes of the scenario. */
+Test(cluster, ha9_scenario_errors)
+{
+	char text[4096];
+	load_refused("{\"pve_version\":\"9.1\",\"nodes\":[{\"name\":\"a\",\"version\":\"7.4\"}]}",
+		     "$.nodes[0]: invalid version '7.4'");
+	snprintf(text, sizeof text, HA9, "8.4", "8.4.1", HA9_RULES);
+	load_refused(text, "$.ha_rules: HA rules are PVE 9 (this is 8.4: use ha[].group)");
+	snprintf(text, sizeof text, HA9, "8.4", "8.4.1", ",\"ha_disarm\":\"freeze\"");
+	load_refused(text, "$.ha_disarm: disarming HA is PVE 9");
+	snprintf(text, sizeof text, HA9, "9.1", "9.1.1", ",\"ha_disarm\":\"off\"");
+	load_refused(text, "$.ha_disarm: resource mode must be freeze or ignore");
+	snprintf(text, sizeof text, HA9, "9.1", "9.1.1",
+		 ",\"ha_rules\":[{\"rule\":\"x\",\"type\":\"resource-affinity\","
+		 "\"resources\":\"vm:100,vm:999\",\"affinity\":\"negative\"}]");
+	load_refused(text, "$.ha_rules[0]: resources 'vm:100,vm:999': each must be an HA "
+			   "resource of $.ha");
+	snprintf(text, sizeof text, HA9, "9.1", "9.1.1",
+		 ",\"ha_rules\":[{\"rule\":\"x\",\"type\":\"node-affinity\","
+		 "\"resources\":\"vm:100\",\"nodes\":\"a:x\"}]");
+	load_refused(text, "$.ha_rules[0]: nodes 'a:x': NODE[:PRIORITY],...");
+	snprintf(text, sizeof text, HA9, "9.1", "9.1.1",
+		 ",\"ha_rules\":[{\"rule\":\"x\",\"type\":\"resource-affinity\","
+		 "\"resources\":\"vm:100,vm:101\"}]");
+	load_refused(text, "$.ha_rules[0]: missing required key 'affinity'");
+	load_refused("{\"pve_version\":\"9.1\",\"nodes\":[{\"name\":\"a\"}],\"guests\":"
+		     "[{\"vmid\":100,\"node\":\"a\",\"config\":{\"memory\":\"512\"}}],"
+		     "\"ha\":[{\"sid\":\"vm:100\",\"group\":\"g\"}]}",
+		     "$.ha[0]: PVE 9.1 has no HA groups");
+	load_refused("{\"pve_version\":\"9.1\",\"nodes\":[{\"name\":\"a\"}],\"storages\":"
+		     "[{\"id\":\"s\",\"type\":\"lvmthin\",\"content\":\"images\","
+		     "\"snapshot_as_volume_chain\":true}]}",
+		     "$.storages[0]: snapshot_as_volume_chain is for dir and lvm storages on PVE 9");
+}
+
+/* qemu-server's precondition on 9: dependent-ha-resources (positive
+ * partners) and, per node, the negative partners on it as
+ * blocking-ha-resources (that node left out of allowed_nodes), as
+ * pve-ha-manager's get_resource_motion_info says; pve-container's own
+ * precondition the same with hyphenated keys. */
+Test(cluster, ha9_precondition)
+{
+	struct cluster *c = load_ha9(HA9_RULES);
+	struct sim_resp r;
+	call(c, "GET", "/nodes/a/qemu/100/migrate", NULL, T0, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	cr_expect_str_eq(json_object_to_json_string_ext(
+				 json_object_object_get(r.data, "dependent-ha-resources"),
+				 JSON_C_TO_STRING_PLAIN),
+			 "[\"vm:101\"]");
+	json_object *na = json_object_object_get(r.data, "not_allowed_nodes");
+	cr_expect_str_eq(json_object_to_json_string_ext(
+				 json_object_object_get(json_object_object_get(na, "c"),
+							"blocking-ha-resources"),
+				 JSON_C_TO_STRING_PLAIN),
+			 "[{\"sid\":\"vm:102\",\"cause\":\"resource-affinity\"}]");
+	cr_expect_str_eq(json_object_to_json_string_ext(json_object_object_get(r.data,
+									       "allowed_nodes"),
+							JSON_C_TO_STRING_PLAIN),
+			 "[\"b\"]");
+	sim_resp_clear(&r);
+	/* 101 inherits 100's negative partner (get_affinitive_resources) */
+	call(c, "GET", "/nodes/a/qemu/101/migrate", NULL, T0, &r);
+	na = json_object_object_get(r.data, "not_allowed_nodes");
+	cr_expect_not_null(json_object_object_get(json_object_object_get(na, "c"),
+						  "blocking-ha-resources"));
+	sim_resp_clear(&r);
+	/* 200 takes its partner 102's negative partner 100, not 100's partner
+	 * 101 (one step, as the rules' implicit negative inference) */
+	call(c, "GET", "/nodes/c/lxc/200/migrate", NULL, T0, &r);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	cr_expect_str_eq(json_object_to_json_string_ext(r.data, JSON_C_TO_STRING_PLAIN),
+			 "{\"running\":1,\"dependent-ha-resources\":[\"vm:102\"],"
+			 "\"allowed-nodes\":[\"b\"],\"not-allowed-nodes\":{\"a\":"
+			 "{\"blocking-ha-resources\":[{\"sid\":\"vm:100\",\"cause\":"
+			 "\"resource-affinity\"}]}}}");
+	sim_resp_clear(&r);
+	cluster_free(c);
+	/* PVE 8.4: no HA rules, no HA fields, no LXC precondition */
+	char text[4096];
+	snprintf(text, sizeof text, HA9, "8.4", "8.4.1", "");
+	c = load_text(text);
+	call(c, "GET", "/nodes/a/qemu/100/migrate", NULL, T0, &r);
+	cr_expect_null(json_object_object_get(r.data, "dependent-ha-resources"));
+	sim_resp_clear(&r);
+	call(c, "GET", "/nodes/c/lxc/200/migrate", NULL, T0, &r);
+	cr_expect_neq(r.status, 200);
+	sim_resp_clear(&r);
+	cluster_free(c);
+}
+
+/* `ha-manager migrate` on 9: a negative partner on the target fails the
+ * hamigrate task with ha-manager's words and nothing moves; otherwise the
+ * CRM moves the positive partners along ("also migrate resource"). */
+Test(cluster, ha9_migrate_affinity)
+{
+	struct cluster *c = load_ha9(HA9_RULES);
+	char *u = start_task(c, "POST", "/nodes/a/qemu/100/migrate",
+			     "{\"target\":\"c\",\"online\":\"1\"}", T0);
+	char *st = wait_task(c, u, T0, NULL);
+	cr_expect_str_eq(st, "command 'ha-manager migrate vm:100 c' failed: exit code 255");
+	char *log = task_log_text(c, u, T0 + 5, NULL);
+	cr_expect(strstr(log, "cannot migrate resource 'vm:100' to node 'c':\n\n- resource "
+			      "'vm:102' on target node 'c' in negative affinity with resource "
+			      "'vm:100'\n"), "%s", log);
+	free(log);
+	free(st);
+	free(u);
+	cr_expect_str_eq(cluster_guest(c, 100)->node, "a");
+	u = start_task(c, "POST", "/nodes/a/qemu/100/migrate", "{\"target\":\"b\",\"online\":\"1\"}",
+		       T0 + 10);
+	st = wait_task(c, u, T0 + 10, NULL);
+	cr_expect_str_eq(st, "OK");
+	log = task_log_text(c, u, T0 + 15, NULL);
+	cr_expect(strstr(log, "also migrate resource 'vm:101' in positive affinity with resource "
+			      "'vm:100' to target node 'b'"), "%s", log);
+	free(log);
+	free(st);
+	free(u);
+	struct sim_resp r;
+	call(c, "GET", "/cluster/resources", NULL, T0 + 120, &r);
+	sim_resp_clear(&r);
+	cr_expect_str_eq(cluster_guest(c, 100)->node, "b");
+	cr_expect_str_eq(cluster_guest(c, 101)->node, "b", "moved along by the CRM");
+	cluster_free(c);
+}
+
+/* A disarmed HA stack: status/current says so in its fencing entry; a
+ * hamigrate is accepted and nothing ever migrates. On 9 an armed stack has
+ * its fencing entry too, and no ha groups exist. */
+Test(cluster, ha9_disarmed)
+{
+	struct cluster *c = load_ha9(",\"ha_disarm\":\"freeze\"");
+	struct sim_resp r;
+	call(c, "GET", "/cluster/ha/status/current", NULL, T0, &r);
+	cr_assert_eq(r.status, 200);
+	json_object *fe = NULL;
+	for (size_t i = 0; i < json_object_array_length(r.data); i++)
+		if (strcmp(jstr(json_object_array_get_idx(r.data, i), "id"), "fencing") == 0)
+			fe = json_object_array_get_idx(r.data, i);
+	cr_assert_not_null(fe);
+	cr_expect_str_eq(jstr(fe, "armed-state"), "disarmed");
+	cr_expect_str_eq(jstr(fe, "resource_mode"), "freeze");
+	cr_expect_str_eq(jstr(fe, "status"), "disarmed, resource mode: freeze (CRM watchdog "
+					     "released)");
+	sim_resp_clear(&r);
+	char *u = start_task(c, "POST", "/nodes/a/qemu/100/migrate",
+			     "{\"target\":\"b\",\"online\":\"1\"}", T0);
+	char *st = wait_task(c, u, T0, NULL);
+	cr_expect_str_eq(st, "OK");
+	free(st);
+	free(u);
+	call(c, "GET", "/nodes/a/tasks", "{\"typefilter\":\"qmigrate\",\"source\":\"all\"}",
+	     T0 + 600, &r);
+	cr_expect_eq(json_object_array_length(r.data), 0, "the CRM started nothing");
+	sim_resp_clear(&r);
+	cr_expect_str_eq(cluster_guest(c, 100)->node, "a");
+	cluster_free(c);
+	c = load_ha9("");
+	call(c, "GET", "/cluster/ha/status/current", NULL, T0, &r);
+	fe = NULL;
+	for (size_t i = 0; i < json_object_array_length(r.data); i++)
+		if (strcmp(jstr(json_object_array_get_idx(r.data, i), "id"), "fencing") == 0)
+			fe = json_object_array_get_idx(r.data, i);
+	cr_expect_str_eq(jstr(fe, "armed-state"), "armed");
+	sim_resp_clear(&r);
+	cluster_free(c);
+}

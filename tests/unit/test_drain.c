@@ -11,6 +11,7 @@
 #include "json.h"
 #include "migfx.h"
 #include "wf_drain.h"
+#include "wf_migrate.h"
 #include "window.h"
 
 #include <stdio.h>
@@ -258,5 +259,164 @@ Test(drain, window_deadline_skips_what_would_not_finish, .timeout = 240)
 	job_free(j);
 	f.conf.windows = NULL;
 	f.conf.n_windows = 0;
+	fx_stop(&f);
+}
+
+/* ---- the migration planner's refusals, on PVE 8.4 and 9.1 ------------------------- */
+/* A running VM whose local LVM-thin disk a snapshot holds (app2) and a VM
+ * with a local ISO in its CD drive (iso1): the dry run lists both as
+ * fitting nowhere with the reason `migrate` gives, said once; the real
+ * drain moves nothing without --partial. */
+static void refused_as_migrate_refuses(const char *ver)
+{
+	char changes[1024];
+	snprintf(changes, sizeof changes,
+		 "{\"pve_version\": \"%s\", \"storages\": {\"local\": {\"volumes\": [{\"volid\": "
+		 "\"local:iso/debian-13.iso\", \"size_mib\": 700}]}}, \"guests\": [{\"vmid\": 312, "
+		 "\"node\": \"pve1\", \"type\": \"qemu\", \"status\": \"stopped\", \"config\": "
+		 "{\"name\": \"iso1\", \"memory\": \"512\", \"cores\": 1, \"ostype\": \"l26\", "
+		 "\"scsi0\": \"shared:vm-312-disk-0,size=1G\", \"ide2\": "
+		 "\"local:iso/debian-13.iso,media=cdrom\"}}]}",
+		 ver);
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(&f, SCEN, changes, true), 0, "simulator did not start");
+	struct guest_ref g = {0};
+	struct pve_error e = {0};
+	bool existed = false;
+	cr_assert_eq(guest_find_by_vmid(f.c, 306, &g, &e), 1, "%s", e.message ? e.message : "?");
+	cr_assert_eq(guest_snapshot(f.c, &g, "before-upgrade", NULL, &f.env.wait, &existed, &e), 0,
+		     "%s", e.message ? e.message : "?");
+	guest_ref_clear(&g);
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, true, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *app2 = move_of(j, "app2"), *iso1 = move_of(j, "iso1");
+	cr_expect_str_eq(json_str(app2, "status"), "fits nowhere");
+	cr_expect_str_eq(json_str(app2, "why"),
+			 "VM 306's local disk local-lvm:vm-306-disk-0 is held by its snapshot "
+			 "before-upgrade: PVE cannot move snapshots on lvmthin storage 'local-lvm' "
+			 "(and not at all while the VM runs); delete the snapshot (qm delsnapshot "
+			 "306 before-upgrade), or keep the disk on shared storage");
+	cr_expect_str_eq(json_str(iso1, "status"), "fits nowhere");
+	cr_expect_str_eq(json_str(iso1, "why"),
+			 "VM 312 has a local ISO 'local:iso/debian-13.iso' in its CD drive ide2: "
+			 "eject it (qm set 312 --ide2 none,media=cdrom) or keep the ISO on shared "
+			 "storage");
+	/* the same words as migrate's */
+	char *why = strdup(json_str(app2, "why"));
+	job_free(j);
+	j = NULL;
+	json_object *mp = wf_migrate_params("pve2", NULL, 0, 0, true);
+	cr_assert_eq(job_new(&f.env, &wf_migrate, "app2", mp, &j, &e), 0);
+	json_object_put(mp);
+	o = job_run(j, f.c);
+	cr_expect_eq(o, JOB_OUT_USAGE);
+	cr_expect(job_error(j)->message && strstr(job_error(j)->message, why), "%s",
+		  job_error(j)->message ? job_error(j)->message : "(none)");
+	free(why);
+	job_free(j);
+	/* the real drain: nothing moves */
+	j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, false, false, 0), &o);
+	cr_expect_eq(o, JOB_OUT_FAILED);
+	const char *msg = job_error(j)->message;
+	cr_expect(msg && strstr(msg, "app2 (VM 306's local disk") && strstr(msg, "iso1 (VM 312 has"),
+		  "%s", msg ? msg : "(none)");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+Test(drain, refused_as_migrate_refuses_on_8_4)
+{
+	refused_as_migrate_refuses("8.4");
+}
+
+Test(drain, refused_as_migrate_refuses_on_9_1)
+{
+	refused_as_migrate_refuses("9.1");
+}
+
+/* A rolling upgrade: pve1 and pve3 on 9.1, pve2 still on 8.4. Every guest
+ * goes to the upgraded pve3 (room enough), none to pve2 although it has
+ * room too; drained to pve2 alone, the running VMs must wait for its
+ * upgrade (why says so) while stopped guests and containers (not live)
+ * may go. */
+Test(drain, rolling_upgrade_upgraded_node_first)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(&f, SCEN,
+				      "{\"pve_version\": \"9.1\", \"nodes\": {\"pve2\": "
+				      "{\"version\": \"8.4\"}, \"pve3\": {\"memory_mib\": 65536}}}",
+				      true), 0, "simulator did not start");
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, false, true, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *moves = NULL;
+	size_t n = 0;
+	json_object_object_get_ex(job_vars(j), "moves", &moves);
+	for (size_t i = 0; i < json_object_array_length(moves); i++) {
+		json_object *m = json_object_array_get_idx(moves, i);
+		if (strcmp(json_str(m, "status"), "move") != 0)
+			continue;
+		cr_expect_str_eq(json_str(m, "target"), "pve3", "%s", json_str(m, "name"));
+		n++;
+	}
+	cr_expect_eq(n, 10, "all but the template and the pinned one: %s",
+		     json_object_to_json_string(moves));
+	job_free(j);
+	static const char *const to2[] = {"pve2"};
+	j = run(&f, &wf_drain, wf_drain_params(to2, 1, 4, 0, true, true, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *web1 = move_of(j, "web1");
+	cr_expect_str_eq(json_str(web1, "status"), "fits nowhere");
+	cr_expect(strstr(json_str(web1, "why"), "node 'pve2' runs PVE 8.4.1, older than 9.1.1 on "
+				  "'pve1'") &&
+		  strstr(json_str(web1, "why"), "wait until 'pve2' is upgraded"),
+		  "%s", json_str(web1, "why"));
+	cr_expect_str_eq(json_str(move_of(j, "cold1"), "target"), "pve2");
+	cr_expect_str_eq(json_str(move_of(j, "ct1"), "target"), "pve2");
+	job_free(j);
+	fx_stop(&f);
+}
+
+/* PVE 9 positive resource affinity: HA migrates web2 along with web1. The
+ * drain plans them as one unit onto one node and asks PVE for web1's
+ * migration only; both end up there. */
+Test(drain, ha_partners_move_as_one_unit, .timeout = 240)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(&f, SCEN,
+				      "{\"pve_version\": \"9.1\", \"ha\": [{\"sid\": \"vm:303\"}, "
+				      "{\"sid\": \"vm:304\"}], \"ha_rules\": [{\"rule\": \"web\", "
+				      "\"type\": \"resource-affinity\", \"resources\": "
+				      "\"vm:303,vm:304\", \"affinity\": \"positive\"}]}",
+				      true), 0, "simulator did not start");
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, true, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *web1 = move_of(j, "web1"), *web2 = move_of(j, "web2");
+	cr_expect_str_eq(json_str(web1, "status"), "move");
+	cr_expect_str_eq(json_str(web2, "status"), "with");
+	cr_expect_str_eq(json_str(web2, "with"), "web1");
+	cr_expect_str_eq(json_str(web2, "target"), json_str(web1, "target"));
+	job_free(j);
+	j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, false, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	web1 = move_of(j, "web1");
+	web2 = move_of(j, "web2");
+	cr_expect_str_eq(json_str(web1, "status"), "moved");
+	cr_expect_str_eq(json_str(web2, "status"), "moved");
+	char n1[32], n2[32], tags[128];
+	sim_guest(&f, 303, n1, sizeof n1, tags, sizeof tags);
+	sim_guest(&f, 304, n2, sizeof n2, tags, sizeof tags);
+	cr_expect_str_eq(n1, json_str(web1, "target"));
+	cr_expect_str_eq(n2, n1, "HA took web2 along");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu/303/migrate", -1), 1);
+	cr_expect_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu/304/migrate", -1), 0);
+	json_object_put(log);
+	job_free(j);
 	fx_stop(&f);
 }

@@ -1,7 +1,8 @@
 /* test_drain_plan.c - the pure drain planner: 12 mixed guests onto two
  * targets with a pinned guest, a template and one that fits nowhere
  * (largest first, most headroom, never overcommitted, storage, CPUs,
- * allowed nodes, --to), and the sliding-window schedule (not chunks; the
+ * allowed nodes, --to), the migration planner's refusals (one reason when
+ * every node gives it) and upgraded nodes first, the sliding-window schedule (not chunks; the
  * per-target limit), plus the plan time for 1,000 guests on 16 nodes. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -17,10 +18,10 @@ static const char *const ALL_ST[] = {"local", "local-lvm", "shared"};
 static const char *const SHARED_ST[] = {"local", "shared"};
 
 static const struct dp_node NODES[] = {
-	{"pve1", true, 64 * GiB, 30 * GiB, 16, ALL_ST, 3},
-	{"pve2", true, 32 * GiB, 4 * GiB, 8, ALL_ST, 3},    /* 28 GiB free */
-	{"pve3", true, 16 * GiB, 2 * GiB, 4, SHARED_ST, 2}, /* 14 GiB free, no local-lvm */
-	{"pve4", false, 64 * GiB, 0, 16, ALL_ST, 3},
+	{"pve1", true, 64 * GiB, 30 * GiB, 16, ALL_ST, 3, false},
+	{"pve2", true, 32 * GiB, 4 * GiB, 8, ALL_ST, 3, false},    /* 28 GiB free */
+	{"pve3", true, 16 * GiB, 2 * GiB, 4, SHARED_ST, 2, false}, /* 14 GiB free, no local-lvm */
+	{"pve4", false, 64 * GiB, 0, 16, ALL_ST, 3, false},
 };
 
 static const char *const LVM[] = {"local-lvm"};
@@ -28,18 +29,18 @@ static const char *const LVM[] = {"local-lvm"};
 /* 12 guests on pve1: qemu and lxc, running and stopped, one template, one
  * pinned, one too large for any target. */
 static const struct dp_guest GUESTS[] = {
-	{"web1", 100, GUEST_QEMU, true, false, false, 4 * GiB, 2, 0, NULL, 0, NULL, 0, NULL},
-	{"web2", 101, GUEST_QEMU, true, false, false, 4 * GiB, 2, 0, NULL, 0, NULL, 0, NULL},
-	{"db1", 102, GUEST_QEMU, true, false, false, 8 * GiB, 4, 32 * GiB, LVM, 1, NULL, 0, NULL},
-	{"db2", 103, GUEST_QEMU, true, false, false, 6 * GiB, 4, 0, NULL, 0, NULL, 0, NULL},
-	{"cache", 104, GUEST_QEMU, true, false, false, 2 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
-	{"huge", 105, GUEST_QEMU, true, false, false, 40 * GiB, 8, 0, NULL, 0, NULL, 0, NULL},
-	{"tmpl", 9000, GUEST_QEMU, false, true, false, 2 * GiB, 2, 0, NULL, 0, NULL, 0, NULL},
-	{"pinned", 106, GUEST_QEMU, true, false, true, 1 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
-	{"ct1", 200, GUEST_LXC, true, false, false, 1 * GiB, 1, 8 * GiB, LVM, 1, NULL, 0, NULL},
-	{"ct2", 201, GUEST_LXC, true, false, false, 512 * MiB, 1, 0, NULL, 0, NULL, 0, NULL},
-	{"ct3", 202, GUEST_LXC, false, false, false, 512 * MiB, 1, 0, NULL, 0, NULL, 0, NULL},
-	{"cold", 107, GUEST_QEMU, false, false, false, 16 * GiB, 2, 0, NULL, 0, NULL, 0, NULL},
+	{"web1", 100, GUEST_QEMU, true, false, false, 4 * GiB, 2, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"web2", 101, GUEST_QEMU, true, false, false, 4 * GiB, 2, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"db1", 102, GUEST_QEMU, true, false, false, 8 * GiB, 4, 32 * GiB, LVM, 1, NULL, 0, NULL, 0},
+	{"db2", 103, GUEST_QEMU, true, false, false, 6 * GiB, 4, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"cache", 104, GUEST_QEMU, true, false, false, 2 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"huge", 105, GUEST_QEMU, true, false, false, 40 * GiB, 8, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"tmpl", 9000, GUEST_QEMU, false, true, false, 2 * GiB, 2, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"pinned", 106, GUEST_QEMU, true, false, true, 1 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"ct1", 200, GUEST_LXC, true, false, false, 1 * GiB, 1, 8 * GiB, LVM, 1, NULL, 0, NULL, 0},
+	{"ct2", 201, GUEST_LXC, true, false, false, 512 * MiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"ct3", 202, GUEST_LXC, false, false, false, 512 * MiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+	{"cold", 107, GUEST_QEMU, false, false, false, 16 * GiB, 2, 0, NULL, 0, NULL, 0, NULL, 0},
 };
 
 static const struct dp_move *move_of(const struct dp_plan *p, const char *name)
@@ -109,8 +110,8 @@ Test(drain_plan, to_and_allowed_nodes)
 	static const char *const only3[] = {"pve3"};
 	static const char *const allowed2[] = {"pve2"};
 	struct dp_guest g[] = {
-		{"a", 1, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, allowed2, 1, NULL},
-		{"b", 2, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, NULL},
+		{"a", 1, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, allowed2, 1, NULL, 0},
+		{"b", 2, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
 	};
 	struct dp_input in = {
 		.source = "pve1", .nodes = NODES, .n_nodes = 4, .guests = g, .n_guests = 2,
@@ -123,6 +124,64 @@ Test(drain_plan, to_and_allowed_nodes)
 		  p.moves[0].why);
 	cr_expect_eq(p.moves[1].status, DP_MOVE);
 	cr_expect_str_eq(NODES[p.moves[1].target].name, "pve3");
+	drain_plan_free(&p);
+}
+
+/* migrate_plan()'s refusals per node: the same one from every node is said
+ * once; a refused node is never chosen. */
+Test(drain_plan, planner_refusals)
+{
+	static const char *const held[] = {"snapshot holds it", "snapshot holds it",
+					   "snapshot holds it", "snapshot holds it"};
+	static const char *const not2[] = {NULL, "HA rule", NULL, NULL};
+	struct dp_guest g[] = {
+		{"a", 1, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, held, 0},
+		{"b", 2, GUEST_QEMU, true, false, false, 1 * GiB, 1, 0, NULL, 0, NULL, 0, not2, 0},
+	};
+	static const struct dp_node nodes[] = {
+		{"pve1", true, 64 * GiB, 30 * GiB, 16, ALL_ST, 3, false},
+		{"pve2", true, 32 * GiB, 4 * GiB, 8, ALL_ST, 3, false},
+		{"pve3", true, 16 * GiB, 2 * GiB, 4, ALL_ST, 3, false},
+	};
+	struct dp_input in = {
+		.source = "pve1", .nodes = nodes, .n_nodes = 3, .guests = g, .n_guests = 2,
+	};
+	struct dp_plan p;
+	cr_assert_eq(drain_plan(&in, &p), 0);
+	cr_expect_eq(p.n_nowhere, 1);
+	cr_expect_eq(p.moves[0].status, DP_NOWHERE);
+	cr_expect_str_eq(p.moves[0].why, "snapshot holds it");
+	cr_expect_eq(p.moves[1].status, DP_MOVE);
+	cr_expect_str_eq(nodes[p.moves[1].target].name, "pve3", "pve2 has more headroom but "
+			 "is refused");
+	drain_plan_free(&p);
+}
+
+/* A rolling upgrade: a node on an older PVE is taken only when no
+ * upgraded node fits, even with more headroom. */
+Test(drain_plan, upgraded_nodes_first)
+{
+	static const struct dp_node nodes[] = {
+		{"pve1", true, 64 * GiB, 30 * GiB, 16, ALL_ST, 3, false},
+		{"old", true, 64 * GiB, 0, 16, ALL_ST, 3, true},   /* 64 GiB free, older */
+		{"new", true, 8 * GiB, 2 * GiB, 16, ALL_ST, 3, false}, /* 6 GiB free */
+	};
+	struct dp_guest g[] = {
+		{"a", 1, GUEST_QEMU, false, false, false, 4 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+		{"b", 2, GUEST_LXC, true, false, false, 6 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+	};
+	struct dp_input in = {
+		.source = "pve1", .nodes = nodes, .n_nodes = 3, .guests = g, .n_guests = 2,
+		.reserve = 1 * GiB,
+	};
+	struct dp_plan p;
+	cr_assert_eq(drain_plan(&in, &p), 0);
+	cr_expect_eq(p.n_nowhere, 0);
+	/* b (6 GiB running) does not fit the upgraded node after the reserve,
+	 * so it goes to the older one; a (stopped) goes to the upgraded one */
+	cr_expect_eq(p.moves[0].guest, 1);
+	cr_expect_str_eq(nodes[p.moves[0].target].name, "old");
+	cr_expect_str_eq(nodes[p.moves[1].target].name, "new");
 	drain_plan_free(&p);
 }
 
@@ -152,12 +211,12 @@ Test(drain_plan, thousand_guests_sixteen_nodes_fast)
 	static char gnames[1000][16];
 	for (int i = 0; i < 16; i++) {
 		snprintf(names[i], sizeof names[i], "n%d", i);
-		nodes[i] = (struct dp_node){names[i], true, 512 * GiB, 8 * GiB, 64, ALL_ST, 3};
+		nodes[i] = (struct dp_node){names[i], true, 512 * GiB, 8 * GiB, 64, ALL_ST, 3, false};
 	}
 	for (int i = 0; i < 1000; i++) {
 		snprintf(gnames[i], sizeof gnames[i], "g%d", i);
 		guests[i] = (struct dp_guest){gnames[i], 100 + i, GUEST_QEMU, true, false, false,
-					      (uint64_t)(1 + i % 8) * GiB, 2, 0, NULL, 0, NULL, 0, NULL};
+					      (uint64_t)(1 + i % 8) * GiB, 2, 0, NULL, 0, NULL, 0, NULL, 0};
 	}
 	struct dp_input in = {.source = "n0", .nodes = nodes, .n_nodes = 16, .guests = guests,
 			      .n_guests = 1000, .reserve = 1 * GiB};
@@ -169,5 +228,52 @@ Test(drain_plan, thousand_guests_sixteen_nodes_fast)
 	double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
 	cr_expect_eq(p.n_nowhere, 0);
 	cr_expect_lt(ms, 50.0, "plan took %.1f ms", ms);
+	drain_plan_free(&p);
+}
+
+/* HA's positive partners are one unit: every member must fit the one
+ * target, their memory counted together; the partner is planned "with"
+ * its unit's first, never on its own. */
+Test(drain_plan, ha_units)
+{
+	static const struct dp_node nodes[] = {
+		{"pve1", true, 64 * GiB, 30 * GiB, 16, ALL_ST, 3, false},
+		{"big", true, 16 * GiB, 2 * GiB, 16, ALL_ST, 3, false},    /* 13 GiB after reserve */
+		{"small", true, 8 * GiB, 1 * GiB, 16, SHARED_ST, 2, false}, /* 6 GiB, no local-lvm */
+	};
+	struct dp_guest g[] = {
+		{"lead", 1, GUEST_QEMU, true, false, false, 4 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+		{"part", 2, GUEST_QEMU, true, false, false, 4 * GiB, 1, 0, LVM, 1, NULL, 0, NULL, 1},
+		{"solo", 3, GUEST_QEMU, true, false, false, 5 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+		{"big1", 4, GUEST_QEMU, true, false, false, 7 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 0},
+		{"big2", 5, GUEST_QEMU, true, false, false, 7 * GiB, 1, 0, NULL, 0, NULL, 0, NULL, 4},
+	};
+	struct dp_input in = {
+		.source = "pve1", .nodes = nodes, .n_nodes = 3, .guests = g, .n_guests = 5,
+		.reserve = 1 * GiB,
+	};
+	struct dp_plan p;
+	cr_assert_eq(drain_plan(&in, &p), 0);
+	const struct dp_move *by[5] = {0};
+	for (size_t i = 0; i < p.n_moves; i++)
+		by[p.moves[i].guest] = &p.moves[i];
+	for (size_t i = 0; i < 5; i++)
+		cr_assert_not_null(by[i], "guest %zu not in the plan", i);
+	/* big1 + big2 need 14 GiB together: nowhere, and big2 with it */
+	cr_expect_eq(by[3]->status, DP_NOWHERE);
+	cr_expect(strstr(by[3]->why, "big: 13312 MiB free after the reserve, needs 14336 MiB with "
+				     "its HA partners"), "%s", by[3]->why);
+	cr_expect_eq(by[4]->status, DP_NOWHERE);
+	cr_expect_str_eq(by[4]->why, "HA moves it with big1, which fits nowhere");
+	/* solo (larger, first) takes "big"; lead + part (8 GiB together, part on
+	 * local-lvm, which "small" lacks) still fit there, exactly */
+	cr_expect_eq(by[2]->status, DP_MOVE);
+	cr_expect_str_eq(nodes[by[2]->target].name, "big");
+	cr_expect_eq(by[0]->status, DP_MOVE);
+	cr_expect_str_eq(nodes[by[0]->target].name, "big");
+	cr_expect_eq(by[1]->status, DP_WITH);
+	cr_expect_eq(by[1]->target, by[0]->target);
+	cr_expect_eq(p.n_nowhere, 2);
+	cr_expect_eq(p.free_after[1], 14 * GiB - 5 * GiB - 8 * GiB, "the unit's 8 GiB counted");
 	drain_plan_free(&p);
 }

@@ -503,7 +503,6 @@ static void fx_stop(struct fx *f)
 	store_close(f->store);
 	rm_rf(f->dir);
 	free(f->dir);
-	guest_version_cache_clear();
 	guest_made_cache_clear();
 	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
 	simclock_destroy(&f->sc);

@@ -33,6 +33,14 @@ static void fx_stop(struct migfx *f)
 	cr_assert_eq(migfx_stop(f), 0, "simulator did not exit cleanly");
 }
 
+/* The migrate scenario on PVE ver ("8.4", "9.1"). */
+static void fx_start_on(struct migfx *f, const char *ver)
+{
+	char changes[64];
+	snprintf(changes, sizeof changes, "{\"pve_version\": \"%s\"}", ver);
+	cr_assert_eq(migfx_start_with(f, SCEN, changes, true), 0, "simulator did not start");
+}
+
 /* Run one migration; the job is returned for its vars (job_free it). */
 static struct job *migrate(struct migfx *f, const char *name, json_object *params,
 			   enum job_outcome *out)
@@ -125,10 +133,11 @@ static void refused(struct migfx *f, const char *name, const char *target, const
 	job_free(j);
 }
 
-Test(migrate, refusals_send_nothing)
+/* Every refusal, the same on PVE 8.4 and 9.1. */
+static void refusals_send_nothing(const char *ver)
 {
 	struct migfx f;
-	fx_start(&f, SCEN, true);
+	fx_start_on(&f, ver);
 	refused(&f, "web1", "pve4", NULL, "node 'pve4' is offline");
 	refused(&f, "web1", "pve9", NULL, "there is no node 'pve9'");
 	refused(&f, "big1", "pve3", NULL, "not enough free memory on node 'pve3'");
@@ -144,6 +153,16 @@ Test(migrate, refusals_send_nothing)
 	cr_expect_eq(simproc_count_requests(log, "PUT", "*/config", -1), 0);
 	json_object_put(log);
 	fx_stop(&f);
+}
+
+Test(migrate, refusals_send_nothing_on_8_4)
+{
+	refusals_send_nothing("8.4");
+}
+
+Test(migrate, refusals_send_nothing_on_9_1)
+{
+	refusals_send_nothing("9.1");
 }
 
 /* ---- methods ------------------------------------------------------------------------ */
@@ -292,10 +311,12 @@ Test(migrate, qemu_offline)
 	fx_stop(&f);
 }
 
-Test(migrate, lxc_restart)
+/* A container's restart migration; on 9.1 its own precondition is read
+ * first (pve-container 6), on 8.4 there is none to read. */
+static void lxc_restart(const char *ver)
 {
 	struct migfx f;
-	fx_start(&f, SCEN, true);
+	fx_start_on(&f, ver);
 	enum job_outcome o;
 	struct job *j = migrate(&f, "ct1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
 	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
@@ -307,6 +328,8 @@ Test(migrate, lxc_restart)
 	cr_assert_not_null(r);
 	cr_expect_str_eq(param(r, "restart"), "1");
 	cr_expect_str_eq(param(r, "timeout"), "180");
+	cr_expect_eq(simproc_count_requests(log, "GET", "/nodes/pve1/lxc/200/migrate", -1),
+		     strcmp(ver, "9.1") == 0 ? 1 : 0);
 	json_object_put(log);
 	json_object *st = simproc_state(&f.sp);
 	cr_expect_str_eq(sim_node_of(st, 200), "pve2");
@@ -315,10 +338,21 @@ Test(migrate, lxc_restart)
 	fx_stop(&f);
 }
 
-Test(migrate, ha_managed_follows_the_child_task)
+Test(migrate, lxc_restart_on_8_4)
+{
+	lxc_restart("8.4");
+}
+
+Test(migrate, lxc_restart_on_9_1)
+{
+	lxc_restart("9.1");
+}
+
+/* Through HA on PVE ver: the HA request's task, then the CRM's child. */
+static void ha_managed_follows_the_child_task(const char *ver)
 {
 	struct migfx f;
-	fx_start(&f, SCEN, true);
+	fx_start_on(&f, ver);
 	enum job_outcome o;
 	struct job *j = migrate(&f, "ha1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
 	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
@@ -338,6 +372,74 @@ Test(migrate, ha_managed_follows_the_child_task)
 	cr_expect_str_eq(sim_node_of(st, 106), "pve2");
 	cr_expect_str_eq(sim_node_of(st, 201), "pve2");
 	json_object_put(st);
+	fx_stop(&f);
+}
+
+Test(migrate, ha_managed_follows_the_child_task_on_8_4)
+{
+	ha_managed_follows_the_child_task("8.4");
+}
+
+Test(migrate, ha_managed_follows_the_child_task_on_9_1)
+{
+	ha_managed_follows_the_child_task("9.1");
+}
+
+/* PVE 9 HA rules: tiny1 (vm:109, on pve2) and ha1 (vm:106) kept apart; a
+ * disarmed HA stack. */
+#define HA9_APART "{\"pve_version\": \"9.1\", \"guests\": {\"109\": {\"node\": \"pve2\"}}, " \
+	"\"ha\": [{\"sid\": \"vm:109\"}], \"ha_rules\": [{\"rule\": \"apart\", \"type\": " \
+	"\"resource-affinity\", \"resources\": \"vm:106,vm:109\", \"affinity\": \"negative\"}]%s}"
+
+/* Start on HA9_APART with extra top-level keys. */
+static void start_ha9(struct migfx *f, const char *extra)
+{
+	char changes[512];
+	snprintf(changes, sizeof changes, HA9_APART, extra);
+	cr_assert_eq(migfx_start_with(f, SCEN, changes, true), 0, "simulator did not start");
+}
+
+/* No migration was asked of PVE; then guest name goes to target. */
+static void nothing_sent_then(struct migfx *f, const char *name, const char *target)
+{
+	json_object *log = simproc_requests(&f->sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	json_object_put(log);
+	enum job_outcome o;
+	struct job *j = migrate(f, name, wf_migrate_params(target, NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	job_free(j);
+}
+
+/* Negative affinity on the target is refused in the plan with the rule
+ * named, nothing sent; another node is fine. */
+Test(migrate, ha9_negative_affinity_refused_in_plan)
+{
+	struct migfx f;
+	start_ha9(&f, "");
+	refused(&f, "ha1", "pve2", NULL,
+		"HA resource vm:109 on node 'pve2' is in negative affinity with VM 106 (a "
+		"resource-affinity HA rule): choose another node, or change the rule (ha-manager "
+		"rules config)");
+	nothing_sent_then(&f, "ha1", "pve3");
+	fx_stop(&f);
+}
+
+/* A disarmed HA stack takes the request and never runs it: pvagent reads
+ * the armed state first and fails at once with the reason, sending no
+ * migration (not after the 300 s wait for a child task). */
+Test(migrate, ha9_disarmed_fails_fast)
+{
+	struct migfx f;
+	start_ha9(&f, ", \"ha_disarm\": \"freeze\"");
+	double t0 = pve_clock_now(f.env.clock);
+	refused(&f, "ha1", "pve3", NULL,
+		"the HA stack is disarmed (resource mode freeze): PVE takes the migration request "
+		"of HA guest VM 106 and never carries it out; re-arm HA first (ha-manager "
+		"crm-command arm-ha)");
+	cr_expect_lt(pve_clock_now(f.env.clock) - t0, 5.0, "within seconds");
+	/* a guest HA does not manage migrates as ever */
+	nothing_sent_then(&f, "web1", "pve3");
 	fx_stop(&f);
 }
 
@@ -576,5 +678,127 @@ Test(migrate, memory_held_by_an_incoming_migration_counts)
 	json_object *log = simproc_requests(&f.sp);
 	cr_expect_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu/110/migrate", -1), 0);
 	json_object_put(log);
+	fx_stop(&f);
+}
+
+/* ---- a rolling upgrade: nodes on different PVE versions -------------------------- */
+
+/* pve1 on 9.1.2 (the node the client talks to), pve2 still on 8.4. */
+#define MIXED "{\"pve_version\": \"9.1\", \"nodes\": {\"pve1\": {\"version\": \"9.1.2\"}, " \
+	      "\"pve2\": {\"version\": \"8.4\"}}}"
+
+/* The client reads the cluster's version and each node's once, from the
+ * node it talks to (a token's login already did) and from GET
+ * /nodes/{node}/version. */
+Test(migrate, versions_read_once_per_client)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(&f, SCEN, MIXED, true), 0, "simulator did not start");
+	const struct pve_version *v = NULL, *v2 = NULL, *again = NULL;
+	struct pve_error e = {0};
+	/* a token's login asks GET /version: its answer is kept */
+	cr_assert_eq(pve_login(f.c, &e), 0, "%s", e.message ? e.message : "?");
+	cr_assert_eq(pve_version(f.c, &v, &e), 0, "%s", e.message ? e.message : "?");
+	cr_expect_eq(v->major, 9);
+	cr_expect_eq(v->minor, 1);
+	cr_expect_eq(v->patch, 2);
+	cr_expect_str_eq(v->version, "9.1.2");
+	cr_expect_str_eq(v->release, "9.1");
+	cr_assert_eq(pve_node_version(f.c, "pve2", &v2, &e), 0, "%s", e.message ? e.message : "?");
+	cr_expect_str_eq(v2->version, "8.4.1");
+	cr_expect_lt(pve_version_cmp(v2, v), 0);
+	cr_assert_eq(pve_node_version(f.c, "pve3", &again, &e), 0);
+	cr_expect_str_eq(again->version, "9.1.1", "the scenario's pve_version");
+	cr_assert_eq(pve_node_version(f.c, "pve2", &again, &e), 0);
+	cr_expect_eq(again, v2, "cached, and still valid after more nodes were asked");
+	cr_assert_eq(pve_version(f.c, &again, &e), 0);
+	int major = 0;
+	cr_assert_eq(guest_pve_major(f.c, &major, &e), 0);
+	cr_expect_eq(major, 9);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/version", -1), 1);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/nodes/pve2/version", -1), 1);
+	json_object_put(log);
+	cr_expect_eq(pve_node_version(f.c, "pve9", &again, &e), -1, "no such node");
+	pve_error_clear(&e);
+	fx_stop(&f);
+}
+
+/* Proxmox guarantees live migration only to a node at least as new as the
+ * source: a running VM on 9.1 is not migrated online to 8.4 (refused in
+ * the plan, nothing sent), a stopped one is (offline), and the 9.1 node
+ * takes the running one. */
+Test(migrate, online_to_an_older_node_refused)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(&f, SCEN, MIXED, true), 0, "simulator did not start");
+	refused(&f, "web1", "pve2", NULL,
+		"node 'pve2' runs PVE 8.4.1, older than 9.1.2 on 'pve1': Proxmox only guarantees "
+		"live migration to a node at least as new as the source; shut VM 100 down to "
+		"migrate it offline, choose an upgraded node, or wait until 'pve2' is upgraded");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	json_object_put(log);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "cold1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "offline");
+	job_free(j);
+	j = migrate(&f, "web1", wf_migrate_params("pve3", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
+	job_free(j);
+	fx_stop(&f);
+}
+
+/* PVE 9: a qcow2 disk with snapshots moves offline on a plain directory
+ * storage, but not on one that keeps snapshots as a volume chain
+ * (qemu-server QemuMigrate scan_local_volumes): refused in the plan, as
+ * the simulator's task would fail. */
+Test(migrate, qcow2_snapshots_on_a_volume_chain_storage)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(
+			     &f, SCEN,
+			     "{\"pve_version\": \"9.1\", \"storages\": [{\"id\": \"chain\", \"type\": "
+			     "\"dir\", \"content\": \"images\", \"snapshot_as_volume_chain\": true}, "
+			     "{\"id\": \"qdir\", \"type\": \"dir\", \"content\": \"images\"}], "
+			     "\"guests\": [{\"vmid\": 111, \"node\": \"pve1\", \"type\": \"qemu\", "
+			     "\"status\": \"stopped\", \"config\": {\"name\": \"chain1\", \"memory\": "
+			     "\"512\", \"scsi0\": \"chain:111/vm-111-disk-0.qcow2,size=1G\"}}, "
+			     "{\"vmid\": 112, \"node\": \"pve1\", \"type\": \"qemu\", \"status\": "
+			     "\"stopped\", \"config\": {\"name\": \"qcow1\", \"memory\": \"512\", "
+			     "\"scsi0\": \"qdir:112/vm-112-disk-0.qcow2,size=1G\"}}]}",
+			     true), 0, "simulator did not start");
+	struct pve_error e = {0};
+	for (int vmid = 111; vmid <= 112; vmid++) {
+		struct guest_ref g = {0};
+		bool existed = false;
+		cr_assert_eq(guest_find_by_vmid(f.c, vmid, &g, &e), 1, "%s", e.message ? e.message : "?");
+		cr_assert_eq(guest_snapshot(f.c, &g, "before", NULL, &f.env.wait, &existed, &e), 0,
+			     "%s", e.message ? e.message : "?");
+		guest_ref_clear(&g);
+	}
+	refused(&f, "chain1", "pve2", NULL,
+		"VM 111's qcow2 disk chain:111/vm-111-disk-0.qcow2 has snapshots, which storage "
+		"'chain' keeps as a volume chain (snapshot-as-volume-chain): PVE cannot migrate "
+		"those; delete the snapshot (qm delsnapshot 111 before), or keep the disk on shared "
+		"storage");
+	nothing_sent_then(&f, "qcow1", "pve2");
+	/* PVE itself refuses the first */
+	long status = 0;
+	json_object *ans = NULL, *upid = NULL;
+	cr_assert_eq(sim_api(&f.sp, "POST", "/nodes/pve1/qemu/111/migrate", "target=pve2", &status,
+			     &ans), 0);
+	cr_assert_eq(status, 200);
+	cr_assert(json_object_object_get_ex(ans, "data", &upid));
+	struct task_result tr;
+	struct task_wait_opts w = {.clock = f.env.clock};
+	cr_expect_eq(task_wait(f.c, json_object_get_string(upid), &w, &tr, &e), -1);
+	task_result_free(&tr);
+	cr_expect(e.detail && strstr(e.detail, "non-migratable snapshot exists"), "%s",
+		  e.detail ? e.detail : "(no log)");
+	pve_error_clear(&e);
+	json_object_put(ans);
 	fx_stop(&f);
 }

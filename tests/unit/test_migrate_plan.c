@@ -82,6 +82,12 @@ Test(migrate_plan, local_disks_with_map)
 		  p.refusal);
 	cr_expect(strstr(p.refusal, "--storage-map fast:DST"), "%s", p.refusal);
 	mig_plan_free(&p);
+	/* drain's plan: no map to offer */
+	f.no_storage_map = true;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_str_eq(p.refusal, "storage 'fast' is not available on node 'pve2'");
+	mig_plan_free(&p);
+	f.no_storage_map = false;
 	/* mapped to a storage the target has */
 	f.storage_map = "fast:local-lvm";
 	cr_assert_eq(migrate_plan(&f, &p), 0);
@@ -332,4 +338,87 @@ Test(migrate_plan, local_disk_held_by_a_snapshot)
 	json_object_put(st);
 	json_object_put(zst);
 	json_object_put(refs);
+}
+
+/* PVE 9 HA: blocking resources from either precondition's spelling (qemu's
+ * not_allowed_nodes, LXC's not-allowed-nodes) and both causes; a disarmed
+ * stack refuses an HA guest only. */
+Test(migrate_plan, ha_rules_and_disarmed)
+{
+	json_object *pre = J("{\"running\":1,\"allowed-nodes\":[],\"not-allowed-nodes\":{\"pve2\":"
+			     "{\"blocking-ha-resources\":[{\"sid\":\"ct:201\",\"cause\":"
+			     "\"resource-affinity\"},{\"sid\":\"ct:200\",\"cause\":"
+			     "\"node-affinity\"}]}},\"dependent-ha-resources\":[]}");
+	json_object *st = J(STORAGES);
+	struct mig_facts f = qemu_facts(pre, st);
+	f.type = GUEST_LXC;
+	f.vmid = 200;
+	f.ha_managed = true;
+	f.config = J("{\"rootfs\":\"ceph:vm-200-disk-0,size=2G\"}");
+	struct mig_plan p;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_str_eq(p.refusal, "HA resource ct:201 on node 'pve2' is in negative affinity "
+				    "with CT 200 (a resource-affinity HA rule); a node-affinity HA "
+				    "rule of ct:200 keeps CT 200 off node 'pve2': choose another "
+				    "node, or change the rule (ha-manager rules config)");
+	mig_plan_free(&p);
+	f.target = "pve3";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_eq(p.method, MIG_RESTART);
+	mig_plan_free(&p);
+	f.ha_armed_state = "disarming";
+	f.ha_resource_mode = "ignore";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect(p.refusal && strstr(p.refusal, "the HA stack is disarming (resource mode "
+						 "ignore)"), "%s", p.refusal);
+	mig_plan_free(&p);
+	f.ha_managed = false;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	mig_plan_free(&p);
+	json_object_put(f.config);
+	json_object_put(pre);
+	json_object_put(st);
+}
+
+/* Versions: parsed as PVE writes them; a live migration to an older
+ * release (a point release does not count) is refused, offline is not. */
+Test(migrate_plan, versions)
+{
+	int a, b, c;
+	cr_expect_eq(pve_version_parse("9.1.2", &a, &b, &c), 0);
+	cr_expect(a == 9 && b == 1 && c == 2);
+	cr_expect_eq(pve_version_parse("3.4-16", &a, &b, &c), 0);
+	cr_expect(a == 3 && b == 4 && c == 16);
+	cr_expect_eq(pve_version_parse("8.4", &a, &b, &c), 0);
+	cr_expect(a == 8 && b == 4 && c == -1);
+	static const char *const bad[] = {"", "9", "9.", "9.1.", "v9.1", "9.1.2.3", "9.1-2-3",
+					  "9.1x", "99999999999.1", NULL};
+	for (size_t i = 0; bad[i]; i++)
+		cr_expect_eq(pve_version_parse(bad[i], &a, &b, &c), -1, "'%s'", bad[i]);
+	struct pve_version v91 = {9, 1, 2, "9.1.2", "9.1"}, v910 = {9, 1, 0, "9.1.0", "9.1"},
+			   v84 = {8, 4, 1, "8.4.1", "8.4"};
+	cr_expect(migrate_version_older(&v84, &v91));
+	cr_expect_not(migrate_version_older(&v910, &v91), "a point release");
+	cr_expect_not(migrate_version_older(&v91, &v84));
+	cr_expect_not(migrate_version_older(NULL, &v91));
+	json_object *pre = J("{\"running\":1,\"allowed_nodes\":[\"pve2\"],\"not_allowed_nodes\":{},"
+			     "\"local_disks\":[],\"local_resources\":[]}");
+	json_object *st = J(STORAGES);
+	struct mig_facts f = qemu_facts(pre, st);
+	f.source_version = &v91;
+	f.target_version = &v84;
+	struct mig_plan p;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect(p.refusal && strstr(p.refusal, "node 'pve2' runs PVE 8.4.1, older than 9.1.2 on "
+						 "'pve1'"), "%s", p.refusal);
+	mig_plan_free(&p);
+	f.running = false;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_eq(p.method, MIG_OFFLINE);
+	mig_plan_free(&p);
+	json_object_put(pre);
+	json_object_put(st);
 }

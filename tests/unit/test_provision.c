@@ -424,7 +424,6 @@ static void fx_stop(struct fx *f)
 	pve_free(f->c);
 	tmpl_free(f->t);
 	sbuf_free(&f->ev.text);
-	guest_version_cache_clear();
 	guest_made_cache_clear();
 	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
 	simclock_destroy(&f->sc);

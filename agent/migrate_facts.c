@@ -1,0 +1,183 @@
+/* migrate_facts.c - the facts of a guest's migration, read from PVE
+ * (migrate_facts.h). */
+#include "migrate_facts.h"
+
+#include "json.h"
+#include "pvecfg.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void mig_read_free(struct mig_read *r)
+{
+	json_object_put(r->status);
+	json_object_put(r->config);
+	json_object_put(r->pre);
+	json_object_put(r->snaps);
+	json_object_put(r->ha_status);
+	json_object_put(r->storages);
+	memset(r, 0, sizeof *r);
+}
+
+int mig_node_version(struct pve *c, const char *node, const struct pve_version **out,
+		     struct pve_error *err)
+{
+	const struct pve_version *cv = NULL;
+	*out = NULL;
+	if (pve_version(c, &cv, err) < 0)
+		return -1;
+	if (cv->major < 4)
+		return 0;
+	return pve_node_version(c, node, out, err);
+}
+
+/* qemu: the volumes g's snapshots hold, as the planner wants them
+ * (mig_facts.snapshot_refs), read only when the guest has a snapshot
+ * (config "parent") and local disks (the precondition): the snapshot list,
+ * then each snapshot's config. *out NULL when there are none. */
+static int snapshot_refs(struct pve *c, const struct guest_ref *g, json_object *config,
+			 json_object *pre, json_object **out, struct pve_error *err)
+{
+	*out = NULL;
+	json_object *ld = NULL;
+	if (!json_str(config, "parent") || !json_object_object_get_ex(pre, "local_disks", &ld) ||
+	    !json_object_is_type(ld, json_type_array) || !json_object_array_length(ld))
+		return 0;
+	char *node = pve_path_escape(g->node);
+	json_object *list = NULL, *refs = json_object_new_object();
+	int rc = -1;
+	if (!node || !refs) {
+		pve_error_oom(err);
+		goto out;
+	}
+	if (pve_getf(c, &list, NULL, err, "/nodes/%s/qemu/%d/snapshot", node, g->vmid) < 0)
+		goto out;
+	size_t n = json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = json_str(json_object_array_get_idx(list, i), "name");
+		if (!name || strcmp(name, "current") == 0)
+			continue;
+		char *sn = pve_path_escape(name);
+		json_object *sc = NULL;
+		int r = sn ? pve_getf(c, &sc, NULL, err, "/nodes/%s/qemu/%d/snapshot/%s/config", node,
+				      g->vmid, sn)
+			   : pve_error_oom(err);
+		free(sn);
+		struct pvecfg_hw hw = {0};
+		if (r < 0 || pvecfg_hw_read(sc, &hw) < 0) {
+			json_object_put(sc);
+			if (r == 0)
+				pve_error_oom(err);
+			goto out;
+		}
+		json_object_put(sc);
+		for (size_t k = 0; k < hw.n_disks; k++) {
+			const char *vol = hw.disks[k].volume;
+			if (!vol || hw.disks[k].cdrom || strcmp(vol, "none") == 0)
+				continue;
+			json_object *names = json_object_object_get(refs, vol);
+			if (!names) {
+				names = json_object_new_array();
+				json_object_object_add(refs, vol, names);
+			}
+			json_object_array_add(names, json_object_new_string(name));
+		}
+		pvecfg_hw_free(&hw);
+	}
+	if (json_object_object_length(refs) > 0) {
+		*out = refs;
+		refs = NULL;
+	}
+	rc = 0;
+out:
+	free(node);
+	json_object_put(list);
+	json_object_put(refs);
+	return rc;
+}
+
+/* PVE 9: the HA stack's armed state, from the fencing entry of GET
+ * /cluster/ha/status/current (Sys.Audit on /: without it the state stays
+ * unknown and PVE's own answer decides). */
+static int ha_armed(struct pve *c, struct mig_read *r, struct mig_facts *f,
+		    struct pve_error *err)
+{
+	if (pve_get(c, "/cluster/ha/status/current", NULL, &r->ha_status, err) < 0) {
+		if (err->kind != PVE_ERR_PERM)
+			return -1;
+		pve_error_clear(err);
+		return 0;
+	}
+	size_t n = json_object_is_type(r->ha_status, json_type_array)
+			   ? json_object_array_length(r->ha_status) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(r->ha_status, i);
+		const char *type = json_str(e, "type");
+		if (type && strcmp(type, "fencing") == 0) {
+			f->ha_armed_state = json_str(e, "armed-state");
+			f->ha_resource_mode = json_str(e, "resource_mode");
+		}
+	}
+	return 0;
+}
+
+int mig_read_guest(struct pve *c, const struct guest_ref *g, const char *target,
+		   struct mig_read *r, struct mig_facts *f, struct pve_error *err)
+{
+	json_object *ha = NULL;
+	long long mem = 0, managed = 0;
+	const struct pve_version *cv = NULL;
+	char *node = pve_path_escape(g->node);
+	int rc = -1;
+	memset(r, 0, sizeof *r);
+	f->type = g->type;
+	f->vmid = g->vmid;
+	f->source = g->node;
+	if (!node) {
+		pve_error_oom(err);
+		goto out;
+	}
+	if (pve_getf(c, &r->status, NULL, err, "/nodes/%s/%s/%d/status/current", node,
+		     guest_type_name(g->type), g->vmid) < 0 ||
+	    guest_get_config(c, g, &r->config, err) < 0 ||
+	    pve_version(c, &cv, err) < 0 ||
+	    mig_node_version(c, g->node, &f->source_version, err) < 0)
+		goto out;
+	const char *st = json_str(r->status, "status");
+	f->running = st && strcmp(st, "running") == 0;
+	if (json_int(r->status, "maxmem", &mem) && mem > 0)
+		f->memory = (uint64_t)mem;
+	f->ha_managed = json_object_object_get_ex(r->status, "ha", &ha) &&
+			json_int(ha, "managed", &managed) && managed;
+	f->config = r->config;
+	/* the precondition: qemu's; LXC's own from PVE 9 */
+	if (g->type == GUEST_QEMU || (g->type == GUEST_LXC && cv->major >= 9)) {
+		struct pve_params q = {0};
+		if (target)
+			pve_params_add(&q, "target", target);
+		int x = pve_getf(c, &r->pre, &q, err, "/nodes/%s/%s/%d/migrate", node,
+				 guest_type_name(g->type), g->vmid);
+		pve_params_free(&q);
+		if (x < 0)
+			goto out;
+		f->precondition = r->pre;
+	}
+	if (g->type == GUEST_QEMU) {
+		if (snapshot_refs(c, g, r->config, r->pre, &r->snaps, err) < 0)
+			goto out;
+		f->snapshot_refs = r->snaps;
+		/* PVE 9: whether those snapshots sit in a volume chain */
+		if (r->snaps && cv->major >= 9) {
+			if (pve_get(c, "/storage", NULL, &r->storages, err) < 0)
+				goto out;
+			f->storage_config = r->storages;
+		}
+	}
+	if (f->ha_managed && cv->major >= 9 && ha_armed(c, r, f, err) < 0)
+		goto out;
+	rc = 0;
+out:
+	free(node);
+	return rc;
+}
