@@ -103,15 +103,15 @@ static void check_versions(struct doctor *d, json_object *nodes)
 		request_failed(d, "version", &e);
 		return;
 	}
-	char *first = NULL;
+	const struct pve_version *first = NULL;
 	bool mixed = false;
 	for (size_t i = 0; i < json_object_array_length(nodes); i++) {
 		const char *n = json_str(json_object_array_get_idx(nodes, i), "node");
-		char *esc = n ? pve_path_escape(n) : NULL;
-		json_object *v = NULL;
-		if (!esc || pve_getf(d->cli->pve, &v, NULL, &e, "/nodes/%s/version", esc) < 0) {
-			free(esc);
-			if (esc && e.kind == PVE_ERR_NOT_IMPLEMENTED) {
+		const struct pve_version *v = NULL;
+		if (!n)
+			continue;
+		if (pve_node_version(d->cli->pve, n, &v, &e) < 0) {
+			if (e.kind == PVE_ERR_NOT_IMPLEMENTED) {
 				pve_error_clear(&e);
 				check(d, V_UNKNOWN, "node version", "%s: PVE %d (cluster; the node "
 				      "does not say)", n, d->major);
@@ -120,19 +120,15 @@ static void check_versions(struct doctor *d, json_object *nodes)
 			request_failed(d, "node version", &e);
 			continue;
 		}
-		free(esc);
-		const char *ver = json_str(v, "version") ? json_str(v, "version") : "?";
 		if (!first)
-			first = strdup(ver);
-		else if (strncmp(first, ver, strcspn(ver, ".")) != 0)
+			first = v;
+		else if (first->major != v->major || first->minor != v->minor)
 			mixed = true;
-		check(d, V_OK, "node version", "%s: %s", n, ver);
-		json_object_put(v);
+		check(d, V_OK, "node version", "%s: %s", n, v->version ? v->version : "?");
 	}
 	if (mixed)
-		check(d, V_NOTE, "node version", "mixed majors: live migration goes only to a node "
-		      "of the same or a newer version");
-	free(first);
+		check(d, V_NOTE, "node version", "mixed versions: live migration goes only to a node "
+		      "of the same or a newer version; drain prefers the upgraded ones");
 }
 
 /* The path a need is asked on: its table path made concrete where doctor
