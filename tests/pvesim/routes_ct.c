@@ -82,7 +82,8 @@ static json_object *ct_entry(const struct sim_guest *g, double now,
 		snprintf(buf, sizeof(buf), "%d", g->vmid);
 		jadd_str(o, "vmid", buf); /* PVE 3 lists vmids as strings */
 	}
-	jadd_str(o, "name", guest_name(g));
+	char nbuf[32];
+	jadd_str(o, "name", guest_status_name(g, nbuf, sizeof nbuf));
 	jadd_str(o, "status", g->running ? "running" : "stopped");
 	jadd_str(o, "type", g->type);
 	uint64_t mem = guest_memory(g);

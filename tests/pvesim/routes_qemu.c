@@ -60,7 +60,8 @@ static json_object *qemu_list_entry(const struct sim_guest *g, double now)
 	if (!o)
 		return NULL;
 	jadd_int(o, "vmid", g->vmid);
-	jadd_str(o, "name", guest_name(g));
+	char nbuf[32];
+	jadd_str(o, "name", guest_status_name(g, nbuf, sizeof nbuf));
 	jadd_str(o, "status", g->running ? "running" : "stopped");
 	uint64_t mem = guest_memory(g);
 	json_object_object_add(o, "maxmem", json_object_new_uint64(mem));
@@ -706,7 +707,8 @@ static void route_status_current(const struct cluster *c,
 		return;
 	}
 	jadd_int(o, "vmid", g->vmid);
-	jadd_str(o, "name", guest_name(g));
+	char nbuf[32];
+	jadd_str(o, "name", guest_status_name(g, nbuf, sizeof nbuf));
 	jadd_str(o, "status", g->running ? "running" : "stopped");
 	if (g->running)
 		jadd_str(o, "qmpstatus", "running");
