@@ -207,6 +207,119 @@ static char *boot_order_map(const char *boot, const struct name_map *keys)
 	return sbuf_steal(&b);
 }
 
+/* PVE's Windows ostypes (qemu-server's windows_version: win*, wxp, w2k*). */
+static bool ostype_windows(const char *os)
+{
+	return os && (strncmp(os, "win", 3) == 0 || strcmp(os, "wxp") == 0 ||
+		      strncmp(os, "w2k", 3) == 0);
+}
+
+/* What an emulated disk sits on, for messages; NULL for virtio and IDE
+ * (IDE is what pvagent converts). */
+static const char *disk_emulation(enum disk_bus bus, const char *scsihw)
+{
+	if (bus == BUS_SATA)
+		return "SATA (AHCI)";
+	if (bus != BUS_SCSI)
+		return NULL;
+	if (!scsihw || strcmp(scsihw, "lsi") == 0)
+		return "LSI 53C895A SCSI (scsihw lsi, PVE's default)";
+	if (strcmp(scsihw, "lsi53c810") == 0)
+		return "LSI 53C810 SCSI";
+	if (strcmp(scsihw, "megasas") == 0)
+		return "MegaRAID SAS SCSI (scsihw megasas)";
+	if (strcmp(scsihw, "pvscsi") == 0)
+		return "VMware PVSCSI (scsihw pvscsi)";
+	return NULL; /* virtio-scsi-pci, virtio-scsi-single */
+}
+
+static bool key_touches_buses(const char *k)
+{
+	return pvecfg_disk_key(k, NULL) != BUS_NONE || key_indexed(k, "net") ||
+	       strcmp(k, "boot") == 0 || strcmp(k, "bootdisk") == 0 || strcmp(k, "scsihw") == 0;
+}
+
+int convert_config_check(json_object *config, int vmid, const char *pending_keys, char **why)
+{
+	*why = NULL;
+	const char *os = json_text(config, "ostype");
+	if (ostype_windows(os)) {
+		*why = strprintf("a Windows guest (ostype %s): pvagent does not convert Windows; it "
+				 "boots from virtio only once the viostor (disk) and NetKVM (network) "
+				 "drivers from the virtio-win ISO are installed while its disks and NICs "
+				 "are still emulated", os);
+		return -1;
+	}
+	for (const char *p = pending_keys; p && *p;) {
+		size_t n = strcspn(p, ",");
+		char *k = strndup(p, n);
+		if (!k)
+			return -1;
+		bool touch = key_touches_buses(k);
+		if (touch)
+			*why = strprintf("%s has a pending change (PVE applies it at the next restart): "
+					 "pvagent converts only the config the guest runs; restart the "
+					 "guest to apply it or revert it (qm revert %d --revert %s)", k,
+					 vmid, k);
+		free(k);
+		if (touch)
+			return -1;
+		p += n + (p[n] == ',');
+	}
+	struct pvecfg_hw hw = {0};
+	if (pvecfg_hw_read(config, &hw) < 0)
+		return -1;
+	struct sbuf stay = {0};
+	unsigned ide = 0, e1000 = 0, nstay = 0;
+	int rc = 0;
+	/* "scsi0, scsi1 on LSI ...; net0 (vmxnet3)": disks grouped by what
+	 * emulates them */
+	for (size_t i = 0; i < hw.n_disks && rc == 0; i++) {
+		const struct pvecfg_disk *d = &hw.disks[i];
+		ide += !d->cdrom && d->bus == BUS_IDE;
+		const char *em = d->cdrom ? NULL : disk_emulation(d->bus, hw.scsihw);
+		bool first = em != NULL;
+		for (size_t j = 0; j < i && first; j++)
+			first = hw.disks[j].cdrom || disk_emulation(hw.disks[j].bus, hw.scsihw) != em;
+		if (!first)
+			continue;
+		rc = sbuf_addf(&stay, "%s", stay.len ? "; " : "");
+		for (size_t j = i, n = 0; j < hw.n_disks && rc == 0; j++)
+			if (!hw.disks[j].cdrom && disk_emulation(hw.disks[j].bus, hw.scsihw) == em) {
+				rc = sbuf_addf(&stay, "%s%s", n++ ? ", " : "", hw.disks[j].key);
+				nstay++;
+			}
+		if (rc == 0)
+			rc = sbuf_addf(&stay, " on %s", em);
+	}
+	for (size_t i = 0; i < hw.n_nics && rc == 0; i++) {
+		const char *m = hw.nics[i].model;
+		if (nic_model_moves(m))
+			e1000++;
+		else if (strcmp(m, "virtio") != 0 && ++nstay)
+			rc = sbuf_addf(&stay, "%s%s (%s)", stay.len ? "; " : "", hw.nics[i].key, m);
+	}
+	pvecfg_hw_free(&hw);
+	if (rc < 0) {
+		sbuf_free(&stay);
+		return -1;
+	}
+	if (stay.len) {
+		const char *s = nstay > 1 ? "" : "s";
+		*why = ide || e1000
+		     ? strprintf("%s stay%s emulated beside the IDE disks and e1000 NICs pvagent "
+				 "would move: pvagent converts only guests whose every disk is on IDE "
+				 "or virtio and every NIC e1000 or virtio (the guest's device names "
+				 "would shift)", sbuf_str(&stay), s)
+		     : strprintf("nothing pvagent converts: %s stay%s emulated; pvagent converts "
+				 "IDE disks and e1000/e1000e NICs only", sbuf_str(&stay), s);
+		sbuf_free(&stay);
+		return -1;
+	}
+	sbuf_free(&stay);
+	return ide || e1000 ? 0 : 1;
+}
+
 int convert_target_make(json_object *saved, enum vbus bus, struct convert_target *t,
 			char **err)
 {
@@ -230,11 +343,11 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 			continue;
 		if (d->bus == BUS_IDE)
 			t->ndisks++;
-		else if (d->bus == BUS_VIRTIO || d->bus == BUS_SCSI)
+		else if (d->bus == BUS_VIRTIO || d->bus == BUS_SCSI || d->bus == BUS_SATA)
 			others = true;
 	}
 	if (t->ndisks && others) {
-		*err = strdup("the guest has virtio or SCSI disks beside its IDE disks; pvagent "
+		*err = strdup("the guest has virtio, SATA or SCSI disks beside its IDE disks; pvagent "
 			      "converts only guests whose disks are all on IDE");
 		goto out;
 	}

@@ -160,6 +160,17 @@ void convert_target_free(struct convert_target *t);
  * are 0 when there is nothing to move. -1 with *err (malloc'd) for a
  * config this cannot convert (virtio or scsi disks beside the IDE ones,
  * unparsable values). */
+/* What the config alone decides, before any address or SSH (the config
+ * as GET .../config answers it, pending_keys from guest_pending, may be
+ * NULL): 1 nothing to convert (no IDE disk, no e1000 NIC, nothing else
+ * emulated); 0 there is something to convert; -1 refused, *why says why
+ * (malloc'd): a Windows ostype (win*, wxp, w2k*: its viostor and NetKVM
+ * drivers are not pvagent's to install), disks or NICs that stay
+ * emulated (SATA, LSI/megasas/pvscsi SCSI, vmxnet3, rtl8139, ...: named,
+ * pvagent does not convert them), or a pending change of a disk, a NIC,
+ * boot, bootdisk or scsihw (the plan would move slots PVE is about to
+ * change). */
+int convert_config_check(json_object *config, int vmid, const char *pending_keys, char **why);
 int convert_target_make(json_object *saved, enum vbus bus, struct convert_target *t,
 			char **err);
 

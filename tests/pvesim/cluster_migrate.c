@@ -427,6 +427,73 @@ static const char *snapshot_blocks(const struct cluster *c, const struct sim_gue
 
 static void mlog(struct cluster *c, struct sim_task *t, double at,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void migration_abort(struct cluster *c, struct sim_task *t, double at,
+			    const char *err);
+
+/* QemuMigrate::scan_local_volumes on what no storage holds: a disk by
+ * absolute path ("local file/device") and the host's CD drive ("can't
+ * migrate local cdrom drive") stop the migration; true when they did. */
+static bool host_devices_block(struct cluster *c, struct sim_task *t, const struct sim_guest *g,
+			       double at)
+{
+	bool abort = false;
+	json_object_object_foreach(g->config, k, v)
+	{
+		const char *val = json_object_get_string(v);
+		if (!is_drive_key(k) || !val)
+			continue;
+		char *vol = drive_volid(val);
+		if (vol && vol[0] == '/') {
+			mlog(c, t, at, "WARN: can't migrate local disk '%s': local file/device", vol);
+			abort = true;
+		} else if (vol && strcmp(vol, "cdrom") == 0) {
+			mlog(c, t, at, "WARN: can't migrate local cdrom drive");
+			abort = true;
+		}
+		free(vol);
+	}
+	if (abort)
+		migration_abort(c, t, at + 0.1, "Problem found while scanning volumes - "
+						"can't migrate VM - check log");
+	return abort;
+}
+
+/* pve-container LXC/Migrate.pm phase1: a volume a snapshot references
+ * on local storage moves only on zfspool and btrfs ("non-migratable
+ * snapshot exists"); true when one stops the migration (logged). */
+static bool ct_snapshots_block(struct cluster *c, struct sim_task *t, const struct sim_guest *g,
+			       double at)
+{
+	bool abort = false;
+	json_object *seen = json_object_new_object();
+	json_object_object_foreach(g->snapshots, sn, snap)
+	{
+		(void)sn;
+		json_object *sc = json_object_object_get(snap, "config");
+		json_object_object_foreach(sc, k, v)
+		{
+			const char *val = json_object_get_string(v);
+			if (!is_drive_key(k) || !val)
+				continue;
+			char *vol = drive_volid(val);
+			char *sid = vol ? volid_storage(vol) : NULL;
+			const struct sim_storage *s = sid ? cluster_storage(c, sid) : NULL;
+			if (s && !s->shared && strcmp(s->type, "zfspool") != 0 &&
+			    strcmp(s->type, "btrfs") != 0 &&
+			    !json_object_object_get_ex(seen, vol, NULL)) {
+				json_object_object_add(seen, vol, NULL);
+				mlog(c, t, at, "WARN: can't migrate local volume '%s': non-migratable "
+					       "snapshot exists", vol);
+				abort = true;
+			}
+			free(sid);
+			free(vol);
+		}
+	}
+	json_object_put(seen);
+	return abort;
+}
+
 static void mlog(struct cluster *c, struct sim_task *t, double at,
 		 const char *fmt, ...)
 {
@@ -668,6 +735,11 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 		return t;
 	}
 	json_object_put(lres);
+	if (host_devices_block(c, t, g, at)) {
+		free_disks(d, n);
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
 	uint64_t disk_total = 0;
 	bool attached = false;
 	for (size_t i = 0; i < n; i++) {
@@ -913,6 +985,19 @@ struct sim_task *ct_start_migration(struct cluster *c,
 	}
 	mlog(c, t, at, "starting migration of CT %d to node '%s' (%s)", g->vmid, target,
 	     tn->ip);
+	if (ct_snapshots_block(c, t, g, at)) {
+		mlog(c, t, at + 0.1, "aborting phase 1 - cleanup resources");
+		mlog(c, t, at + 0.1, "start final cleanup");
+		if (restarted) {
+			/* restart mode: started again on the source (final_cleanup) */
+			mlog(c, t, at + 0.2, "start container on source node");
+			guest_down(c, g, t->start + 0.1, t->start + at + 1.0);
+		}
+		migration_abort(c, t, at + 1.0, "can't migrate CT - check log");
+		free_disks(d, n);
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
 	for (size_t i = 0; i < n; i++) {
 		mlog(c, t, at, "found local volume '%s' (in current VM config)", d[i].volid);
 		double secs = (double)d[i].size / DISK_RATE;
