@@ -993,6 +993,8 @@ struct sim_task *ct_start_migration(struct cluster *c,
 			mlog(c, t, at + 0.2, "start container on source node");
 			guest_down(c, g, t->start + 0.1, t->start + at + 1.0);
 		}
+		t->duration = at + 1.0;
+		t->end = t->start + t->duration;
 		migration_abort(c, t, at + 1.0, "can't migrate CT - check log");
 		free_disks(d, n);
 		task_apply_fault(t, req->task_fail);
