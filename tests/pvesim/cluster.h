@@ -270,6 +270,11 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 		    struct path_parts *pp, struct sim_resp *r);
 bool routes_qemu(struct cluster *c, const struct sim_req *req,
 		 struct path_parts *pp, struct sim_resp *r);
+/* .../snapshot[/NAME[/rollback|/config]] of a qemu guest or a container
+ * (qemu-server and pve-container answer alike; containers' tasks are
+ * vzsnapshot, vzrollback, vzdelsnapshot). */
+void route_snapshots(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+		     struct path_parts *pp, struct sim_resp *r);
 bool routes_ct(struct cluster *c, const struct sim_req *req,
 	       struct path_parts *pp, struct sim_resp *r);
 bool routes_tasks(struct cluster *c, const struct sim_req *req,

@@ -514,8 +514,12 @@ bool routes_ct(struct cluster *c, const struct sim_req *req,
 		return true;
 	}
 	if (n == 4 && get) {
-		const char *const subs[] = {"config", "status", "migrate", "interfaces"};
-		resp_data(r, subdir_index("subdir", subs, 4));
+		const char *const subs[] = {"config", "status", "migrate", "interfaces", "snapshot"};
+		resp_data(r, subdir_index("subdir", subs, openvz ? 4 : 5));
+		return true;
+	}
+	if (n >= 5 && strcmp(s[4], "snapshot") == 0 && !openvz) {
+		route_snapshots(c, req, g, pp, r);
 		return true;
 	}
 	const char *sub = s[4];

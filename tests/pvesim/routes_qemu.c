@@ -1130,10 +1130,10 @@ static void snapshot_config(const struct sim_req *req, struct sim_guest *g, cons
 	resp_data(r, out);
 }
 
-static void route_snapshots(struct cluster *c, const struct sim_req *req,
-			    struct sim_guest *g, struct path_parts *pp,
-			    struct sim_resp *r)
+void route_snapshots(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+		     struct path_parts *pp, struct sim_resp *r)
 {
+	bool ct = strcmp(g->type, "lxc") == 0;
 	char **s = pp->seg;
 	bool get = strcmp(req->method, "GET") == 0;
 	if (pp->n == 5 && get) {
@@ -1175,15 +1175,15 @@ static void route_snapshots(struct cluster *c, const struct sim_req *req,
 	if (pp->n == 5 && post) {
 		op = "create";
 		lock = "snapshot";
-		type = "qmsnapshot";
+		type = ct ? "vzsnapshot" : "qmsnapshot";
 	} else if (pp->n == 7 && post && strcmp(s[6], "rollback") == 0) {
 		op = "rollback";
 		lock = "rollback";
-		type = "qmrollback";
+		type = ct ? "vzrollback" : "qmrollback";
 	} else if (pp->n == 6 && strcmp(req->method, "DELETE") == 0) {
 		op = "delete";
 		lock = "snapshot-delete";
-		type = "qmdelsnapshot";
+		type = ct ? "vzdelsnapshot" : "qmdelsnapshot";
 	} else if (pp->n == 7 && get && strcmp(s[6], "config") == 0) {
 		snapshot_config(req, g, name, r);
 		return;

@@ -305,3 +305,61 @@ Test(realcfg, simulator_refuses_as_pve)
 	}
 	json_object_put(st);
 }
+
+/* Container snapshots as pve-container serves them: listed with the
+ * file's snapshot sections, deleted (the config's parent goes), and
+ * refused on storage that has none (raw on dir). */
+Test(realcfg, container_snapshots)
+{
+	long status = 0;
+	json_object *ans = NULL;
+	cr_assert_eq(sim_api(&sp, "GET", "/nodes/pve1/lxc/104/snapshot", NULL, &status, &ans), 0);
+	cr_assert_eq(status, 200, "%s", json_object_to_json_string(ans));
+	json_object *d = json_object_object_get(ans, "data");
+	cr_expect_eq(json_object_array_length(d), 2, "test and current: %s",
+		     json_object_to_json_string(ans));
+	cr_expect_str_eq(json_object_get_string(json_object_object_get(
+				 json_object_array_get_idx(d, 0), "name")), "test");
+	json_object_put(ans);
+	cr_assert_eq(sim_api(&sp, "DELETE", "/nodes/pve1/lxc/104/snapshot/test", NULL, &status, &ans), 0);
+	cr_assert_eq(status, 200, "%s", json_object_to_json_string(ans));
+	json_object_put(ans);
+	cr_assert_eq(simproc_advance(&sp, 10), 0);
+	char *parent = simproc_config_key(&sp, 104, "parent");
+	cr_expect_null(parent, "the config still names the deleted snapshot: %s", parent);
+	free(parent);
+	cr_assert_eq(sim_api(&sp, "POST", "/nodes/pve1/lxc/100/snapshot", "snapname=before", &status,
+			     &ans), 0);
+	cr_assert_eq(status, 200, "%s", json_object_to_json_string(ans));
+	char *path = strprintf("/nodes/pve1/tasks/%s/status",
+			       json_object_get_string(json_object_object_get(ans, "data")));
+	json_object_put(ans);
+	cr_assert_eq(simproc_advance(&sp, 10), 0);
+	cr_assert_eq(sim_api(&sp, "GET", path, NULL, &status, &ans), 0);
+	const char *es = json_object_get_string(json_object_object_get(json_object_object_get(ans, "data"),
+								       "exitstatus"));
+	cr_expect(es && strstr(es, "snapshot feature is not available"), "%s",
+		  json_object_to_json_string(ans));
+	json_object_put(ans);
+	free(path);
+}
+
+/* A disk by absolute path is root@pam's alone (its API tokens included:
+ * pve-storage check_volume_access); the guests holding one load and run. */
+Test(realcfg, passthrough_is_root_only)
+{
+	long status = 0;
+	json_object *ans = NULL;
+	cr_assert_eq(sim_api(&sp, "PUT", "/nodes/pve1/qemu/157/config", "scsi2=%2Fdev%2Fsdb", &status,
+			     &ans), 0);
+	cr_expect_eq(status, 500, "%s", json_object_to_json_string(ans));
+	cr_expect(strstr(json_object_to_json_string(ans), "Only root can pass arbitrary filesystem paths"),
+		  "%s", json_object_to_json_string(ans));
+	json_object_put(ans);
+	char *v = simproc_config_key(&sp, 157, "scsi2");
+	cr_expect_null(v, "set anyway: %s", v);
+	free(v);
+	v = simproc_config_key(&sp, 150, "scsi0");
+	cr_expect_str_eq(v ? v : "", "/dev/sda");
+	free(v);
+}
