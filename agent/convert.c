@@ -214,12 +214,10 @@ static bool ostype_windows(const char *os)
 		      strncmp(os, "w2k", 3) == 0);
 }
 
-/* What an emulated disk sits on, for messages; NULL for virtio and IDE
- * (IDE is what pvagent converts). */
+/* What an emulated disk pvagent does not convert sits on, for messages;
+ * NULL for virtio, IDE and SATA (those pvagent converts). */
 static const char *disk_emulation(enum disk_bus bus, const char *scsihw)
 {
-	if (bus == BUS_SATA)
-		return "SATA (AHCI)";
 	if (bus != BUS_SCSI)
 		return NULL;
 	if (!scsihw || strcmp(scsihw, "lsi") == 0)
@@ -270,13 +268,16 @@ int convert_config_check(json_object *config, int vmid, const char *pending_keys
 	if (pvecfg_hw_read(config, &hw) < 0)
 		return -1;
 	struct sbuf stay = {0};
-	unsigned ide = 0, e1000 = 0, nstay = 0;
+	unsigned ide = 0, sata = 0, virt = 0, e1000 = 0, nstay = 0;
 	int rc = 0;
 	/* "scsi0, scsi1 on LSI ...; net0 (vmxnet3)": disks grouped by what
 	 * emulates them */
 	for (size_t i = 0; i < hw.n_disks && rc == 0; i++) {
 		const struct pvecfg_disk *d = &hw.disks[i];
 		ide += !d->cdrom && d->bus == BUS_IDE;
+		sata += !d->cdrom && d->bus == BUS_SATA;
+		virt += !d->cdrom && (d->bus == BUS_VIRTIO ||
+				      (d->bus == BUS_SCSI && !disk_emulation(d->bus, hw.scsihw)));
 		const char *em = d->cdrom ? NULL : disk_emulation(d->bus, hw.scsihw);
 		bool first = em != NULL;
 		for (size_t j = 0; j < i && first; j++)
@@ -306,18 +307,24 @@ int convert_config_check(json_object *config, int vmid, const char *pending_keys
 	}
 	if (stay.len) {
 		const char *s = nstay > 1 ? "" : "s";
-		*why = ide || e1000
-		     ? strprintf("%s stay%s emulated beside the IDE disks and e1000 NICs pvagent "
-				 "would move: pvagent converts only guests whose every disk is on IDE "
-				 "or virtio and every NIC e1000 or virtio (the guest's device names "
-				 "would shift)", sbuf_str(&stay), s)
+		*why = ide || sata || e1000
+		     ? strprintf("%s stay%s emulated beside the disks and NICs pvagent would move: "
+				 "pvagent converts only guests whose every disk is on IDE, SATA or "
+				 "virtio and every NIC e1000 or virtio (the guest's device names would "
+				 "shift)", sbuf_str(&stay), s)
 		     : strprintf("nothing pvagent converts: %s stay%s emulated; pvagent converts "
-				 "IDE disks and e1000/e1000e NICs only", sbuf_str(&stay), s);
+				 "IDE and SATA disks and e1000/e1000e NICs only", sbuf_str(&stay), s);
 		sbuf_free(&stay);
 		return -1;
 	}
 	sbuf_free(&stay);
-	return ide || e1000 ? 0 : 1;
+	if ((ide && sata) || ((ide || sata) && virt)) {
+		*why = strdup("its disks are on more than one bus (IDE, SATA, virtio): pvagent "
+			      "converts a guest whose disks are all on IDE or all on SATA (the guest's "
+			      "device names would shift)");
+		return -1;
+	}
+	return ide || sata || e1000 ? 0 : 1;
 }
 
 int convert_target_make(json_object *saved, enum vbus bus, struct convert_target *t,
@@ -335,27 +342,31 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 	}
 	const char *bootdisk = json_text(saved, "bootdisk");
 	const char *boot = json_text(saved, "boot");
-	/* IDE disks in PVE order ide0, ide1, ide3 (hw is sorted by key) */
+	/* IDE (or SATA) disks in PVE order ide0, ide1, ide3 (hw is sorted by
+	 * key) */
+	unsigned ide = 0, sata = 0;
 	bool others = false;
 	for (size_t i = 0; i < hw.n_disks; i++) {
 		const struct pvecfg_disk *d = &hw.disks[i];
 		if (d->cdrom)
 			continue;
-		if (d->bus == BUS_IDE)
-			t->ndisks++;
-		else if (d->bus == BUS_VIRTIO || d->bus == BUS_SCSI || d->bus == BUS_SATA)
-			others = true;
+		ide += d->bus == BUS_IDE;
+		sata += d->bus == BUS_SATA;
+		others |= d->bus == BUS_VIRTIO || d->bus == BUS_SCSI;
 	}
-	if (t->ndisks && others) {
-		*err = strdup("the guest has virtio, SATA or SCSI disks beside its IDE disks; pvagent "
-			      "converts only guests whose disks are all on IDE");
+	if ((ide || sata) && (others || (ide && sata))) {
+		*err = strdup("the guest has disks on more than one bus (IDE, SATA, SCSI or virtio); "
+			      "pvagent converts only guests whose disks are all on IDE or all on SATA");
 		goto out;
 	}
+	t->sata = sata > 0;
+	t->ndisks = ide + sata;
+	enum disk_bus src = t->sata ? BUS_SATA : BUS_IDE;
 	const struct pvecfg_disk *bd = pvecfg_boot_disk(&hw, boot, bootdisk);
 	unsigned idx = 0;
 	for (size_t i = 0; i < hw.n_disks; i++) {
 		const struct pvecfg_disk *d = &hw.disks[i];
-		if (d->cdrom || d->bus != BUS_IDE)
+		if (d->cdrom || d->bus != src)
 			continue;
 		char *nk = strprintf("%s%u", bus == VBUS_VIRTIO_SCSI ? "scsi" : "virtio", idx);
 		const char *old = json_text(saved, d->key);
@@ -559,6 +570,13 @@ struct run {
 	enum rw_phase phase;          /* for the inject edit */
 	const char *step;
 };
+
+/* What the guest runs on before the switch, for messages. */
+static const char *emulated(const struct run *r)
+{
+	return r->t.sata ? "SATA/e1000" : "IDE/e1000";
+}
+
 
 /* The step failures are named by (r->step: the engine's step, or the
  * part of it under way, such as "rollback"). */
@@ -854,8 +872,8 @@ static int plan_guest(struct run *r)
 		return -1;
 	}
 	free(err);
-	if (virtio_plan_init(&r->vp, &r->det.profile, bus, r->t.ndisks, r->t.nnics, &r->facts,
-			     &err) < 0) {
+	if (virtio_plan_init_from(&r->vp, &r->det.profile, r->t.sata ? DBUS_SATA : DBUS_IDE, bus,
+				  r->t.ndisks, r->t.nnics, &r->facts, &err) < 0) {
 		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
 		free(err);
 		return -1;
@@ -867,7 +885,7 @@ static int plan_guest(struct run *r)
 /* The boot disk's name in the guest on the old or the new bus. */
 static char *boot_disk_name(const struct run *r, bool virtio)
 {
-	enum dbus b = !virtio ? DBUS_IDE
+	enum dbus b = !virtio ? (r->t.sata ? DBUS_SATA : DBUS_IDE)
 		    : r->vp.bus == VBUS_VIRTIO_SCSI ? DBUS_VIRTIO_SCSI : DBUS_VIRTIO_BLK;
 	return osprof_disk_name(&r->det.profile, b, r->t.boot_index);
 }
@@ -881,7 +899,7 @@ static void run_bench(struct run *r, bool virtio)
 		.os = r->det.os.family,
 		.size_mib = q->bench_size_mib,
 		.raw_disk = disk,
-		.bus = virtio ? vbus_name(r->vp.bus) : "ide",
+		.bus = virtio ? vbus_name(r->vp.bus) : r->t.sata ? "sata" : "ide",
 		.nic = r->t.nnics ? (virtio ? "virtio" : "e1000") : "-",
 		.on_event = bench_job_phase,
 		.event_ctx = r->j.job,
@@ -1196,7 +1214,8 @@ static int apply_target(struct run *r)
 		if (guest_set_config(r->req->pve, &r->g, &none, r->t.delete_keys, NULL, false,
 				     &r->w, &e) < 0 &&
 		    !(e.message && strstr(e.message, "does not exist")))
-			return fail_pve(r, &e, "removing the IDE disks from the config");
+			return fail_pve(r, &e, r->t.sata ? "removing the SATA disks from the config"
+							   : "removing the IDE disks from the config");
 		pve_error_clear(&e);
 	}
 	if (guest_set_config(r->req->pve, &r->g, &r->t.set, NULL, NULL, false, &r->w, &e) < 0)
@@ -1320,8 +1339,8 @@ static int rollback(struct run *r)
 	char *what = r->res->error ? strdup(r->res->error) : NULL;
 	const char *was = r->step;
 	step_begin(r, "rollback");
-	job_note(r->j.job, "%s failed: %s; rolling back to IDE/e1000", was ? was : "?",
-	      what ? what : "error");
+	job_note(r->j.job, "%s failed: %s; rolling back to %s", was ? was : "?",
+	      what ? what : "error", emulated(r));
 	close_session(r);
 	struct pve_error e = {0};
 	json_object *cur = NULL;
@@ -1357,11 +1376,13 @@ static int rollback(struct run *r)
 		}
 	}
 	if (!failed && guest_start(r->req->pve, &r->g, &r->w, &e) < 0)
-		failed = "starting the guest on IDE/e1000";
+		failed = r->t.sata ? "starting the guest on SATA/e1000"
+				   : "starting the guest on IDE/e1000";
 	struct ssh_error se = {0};
 	double timeout = r->req->verify_timeout_s > 0 ? r->req->verify_timeout_s : 300;
 	if (!failed && connect_wait(r, timeout, &se) < 0)
-		failed = "reaching the guest over SSH on IDE/e1000";
+		failed = r->t.sata ? "reaching the guest over SSH on SATA/e1000"
+				   : "reaching the guest over SSH on IDE/e1000";
 	if (!failed && restore_files(r) < 0)
 		failed = "restoring the guest's files";
 	free(r->res->error);
@@ -1386,14 +1407,15 @@ static int rollback(struct run *r)
 		r->outcome = JOB_OUT_NEEDS_ATTENTION;
 	} else {
 		char *hint = pve_perm_hint(what);
-		r->res->error = strprintf("%s failed: %s; rolled back: the guest runs on IDE/e1000 "
+		r->res->error = strprintf("%s failed: %s; rolled back: the guest runs on %s "
 					  "with its original files%s",
-					  was ? was : "?", what ? what : "error", hint ? hint : "");
+					  was ? was : "?", what ? what : "error", emulated(r),
+					  hint ? hint : "");
 		free(hint);
 		r->res->rolled_back = true;
 		r->res->status = CONV_FAILED;
 		r->outcome = JOB_OUT_FAILED;
-		job_note(r->j.job, "rolled back: the guest is back on IDE/e1000");
+		job_note(r->j.job, "rolled back: the guest is back on %s", emulated(r));
 	}
 	json_object_put(cur);
 	pve_error_clear(&e);
@@ -1449,8 +1471,8 @@ static int dry_run(struct run *r)
 		return -1;
 	if (r->det.profile.family == OS_LINUX && r->det.profile.initramfs_update)
 		job_note(r->j.job, "would run %s", r->det.profile.initramfs_update);
-	job_note(r->j.job, "prepare: %zu file%s to change while on IDE/e1000", n1,
-		 n1 == 1 ? "" : "s");
+	job_note(r->j.job, "prepare: %zu file%s to change while on %s", n1,
+		 n1 == 1 ? "" : "s", emulated(r));
 	step_begin(r, "config");
 	for (size_t i = 0; i < r->t.n_lines; i++)
 		job_diff(r->j.job, r->t.lines[i]);
@@ -1530,7 +1552,7 @@ static enum step_rc st_preflight(struct job *j)
 	if (nothing) {
 		res->status = CONV_ALREADY;
 		r->outcome = JOB_OUT_DONE;
-		job_summary(r->j.job, "already virtio: no IDE disk or e1000 NIC");
+		job_summary(r->j.job, "already virtio: no IDE or SATA disk, no e1000 NIC");
 		return STEP_RC_END;
 	}
 	bool running = r->g.status && strcmp(r->g.status, "running") == 0;
@@ -1553,9 +1575,9 @@ static enum step_rc st_preflight(struct job *j)
 			failf(r, JOB_OUT_FAILED, "out of memory");
 			return step_failed(j, r);
 		}
-	job_summary(r->j.job, "%s: %u IDE disk%s, %u e1000 NIC%s -> %s", res->os_desc ? res->os_desc : "?",
-		  r->t.ndisks, r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nnics == 1 ? "" : "s",
-		  vbus_name(r->vp.bus));
+	job_summary(r->j.job, "%s: %u %s disk%s, %u e1000 NIC%s -> %s", res->os_desc ? res->os_desc : "?",
+		  r->t.ndisks, r->t.sata ? "SATA" : "IDE", r->t.ndisks == 1 ? "" : "s", r->t.nnics,
+		  r->t.nnics == 1 ? "" : "s", vbus_name(r->vp.bus));
 	if (q->dry_run)
 		return dry_run(r) < 0 ? step_failed(j, r) : STEP_RC_END;
 	/* every privilege the switch and the rollback need, before anything changes */
@@ -1667,8 +1689,8 @@ static enum step_rc st_prepare(struct job *j)
 		}
 		return step_failed(j, r);
 	}
-	job_summary(r->j.job, "%zu file%s changed; the guest still boots on IDE/e1000", n,
-		  n == 1 ? "" : "s");
+	job_summary(r->j.job, "%zu file%s changed; the guest still boots on %s", n,
+		  n == 1 ? "" : "s", emulated(r));
 	return STEP_RC_OK;
 }
 

@@ -150,16 +150,18 @@ struct convert_target {
 	struct pve_params set;   /* virtio0=..., net0=..., boot/bootdisk, scsihw */
 	char **lines;            /* "ide0 -> virtio0: local-lvm:vm-1-disk-0,size=16G" */
 	size_t n_lines;
-	unsigned ndisks, nnics;  /* IDE disks and e1000 NICs moved */
+	unsigned ndisks, nnics;  /* IDE (or SATA) disks and e1000 NICs moved */
+	bool sata;               /* the disks moved are on SATA, not IDE */
 	char *boot_key;          /* the boot disk's new key ("virtio0"), or NULL */
 	unsigned boot_index;     /* the boot disk's index among the moved ones */
 };
 void convert_target_free(struct convert_target *t);
 
-/* Fill t for bus (VBUS_VIRTIO_BLK or VBUS_VIRTIO_SCSI). ndisks and nnics
- * are 0 when there is nothing to move. -1 with *err (malloc'd) for a
- * config this cannot convert (virtio or scsi disks beside the IDE ones,
- * unparsable values). */
+/* Fill t for bus (VBUS_VIRTIO_BLK or VBUS_VIRTIO_SCSI): the disks of one
+ * emulated bus, IDE or SATA (AHCI), move. ndisks and nnics are 0 when
+ * there is nothing to move. -1 with *err (malloc'd) for a config this
+ * cannot convert (disks on IDE and SATA, virtio or scsi disks beside
+ * them, unparsable values). */
 /* What the config alone decides, before any address or SSH (the config
  * as GET .../config answers it, pending_keys from guest_pending, may be
  * NULL): 1 nothing to convert (no IDE disk, no e1000 NIC, nothing else

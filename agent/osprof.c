@@ -193,6 +193,10 @@ char *osprof_disk_name(const struct os_profile *p, enum dbus bus, unsigned idx)
 		if (p->scsi_disk_letters)
 			return letters_name(p->scsi_disk, idx);
 		return strprintf("%s%u", p->scsi_disk, idx);
+	case DBUS_SATA:
+		if (p->family == OS_LINUX)
+			return letters_name("sd", idx);
+		return strprintf("ada%u", idx);
 	}
 	return NULL;
 }

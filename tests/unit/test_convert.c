@@ -121,8 +121,30 @@ Test(convert_target, mixed_buses_refused)
 	struct convert_target t;
 	char *err = NULL;
 	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), -1);
-	cr_assert(err && strstr(err, "beside its IDE disks"), "%s", err ? err : "(null)");
+	cr_assert(err && strstr(err, "disks on more than one bus"), "%s", err ? err : "(null)");
 	free(err);
+	json_object_put(c);
+	/* IDE and SATA: one bus at a time */
+	c = cfg("{\"ide0\":\"local-lvm:vm-1-disk-0,size=32G\",\"sata0\":\"local-lvm:vm-1-disk-1,size=8G\"}");
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), -1);
+	free(err);
+	json_object_put(c);
+}
+
+/* SATA disks move like IDE ones: sata0 -> virtio0, the boot order follows */
+Test(convert_target, sata_disks_to_virtio)
+{
+	json_object *c = cfg("{\"sata0\":\"local-lvm:vm-1-disk-0,size=32G,ssd=1\","
+			     "\"sata1\":\"local-lvm:vm-1-disk-1,size=8G\",\"boot\":\"order=sata0;net0\","
+			     "\"net0\":\"e1000=BC:24:11:00:00:01,bridge=vmbr0\"}");
+	struct convert_target t;
+	char *err = NULL;
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, &t, &err), 0, "%s", err ? err : "");
+	cr_expect(t.sata);
+	cr_expect_eq(t.ndisks, 2);
+	cr_expect_str_eq(t.boot_key, "virtio0");
+	cr_expect_str_eq(t.delete_keys, "sata0,sata1");
+	convert_target_free(&t);
 	json_object_put(c);
 }
 
@@ -463,6 +485,43 @@ Test(convert_run, ubuntu_24_04_auto_is_virtio_scsi)
 {
 	convert_ok("ubuntu-24.04", "127.0.1.145", CONVERT_BUS_AUTO, "scsi0",
 		   "virtio=BC:24:11:5E:2A:7C,bridge=vmbr0");
+}
+
+/* A boot disk on SATA (AHCI) converts the same safe way: the boot model
+ * names it sda (Linux libata) / ada0 (FreeBSD CAM), as the plan does. */
+static void convert_sata(const char *fixture, const char *addr, enum convert_bus bus,
+			 const char *disk_key)
+{
+	static struct conv_world f;
+	const char *sim_bin = getenv("PVESIM_BIN");
+	if (access(sim_bin ? sim_bin : "build/san/pvesim", X_OK) < 0)
+		cr_skip_test("no simulator binary (make build/san/pvesim)");
+	struct conv_world_opts o = {.fixture = fixture, .addr = addr, .disk_key = "sata0"};
+	live = &f;
+	cr_assert_eq(conv_world_start(&f, &o), 0, "guest %s did not start on %s", fixture, addr);
+	struct convert_result r;
+	int rc = run(&f, bus, false, 0, &r);
+	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
+		     r.failed_step, r.error, sbuf_str(&f.events));
+	cr_expect_eq(r.status, CONV_DONE);
+	cr_expect(strstr(sbuf_str(&f.events), "1 SATA disk"), "%s", sbuf_str(&f.events));
+	convert_result_free(&r);
+	expect_config(&f, disk_key, "local-lvm:vm-190-disk-0,size=16G");
+	expect_config(&f, "sata0", NULL);
+	char *st = conv_world_boot(&f);
+	cr_expect_str_eq(st, "up");
+	free(st);
+	fx_stop(&f);
+}
+
+Test(convert_run, ubuntu_24_04_sata)
+{
+	convert_sata("ubuntu-24.04", "127.0.1.157", CONVERT_BUS_BLK, "virtio0");
+}
+
+Test(convert_run, freebsd_14_sata)
+{
+	convert_sata("freebsd-14", "127.0.1.158", CONVERT_BUS_BLK, "virtio0");
 }
 
 Test(convert_run, two_disks_and_a_cdrom)
@@ -882,4 +941,74 @@ Test(convert_run, ha_managed_guest_converts)
 	free(st);
 	expect_tree(&f, "expected-final");
 	fx_stop(&f);
+}
+
+/* A SATA guest that does not answer on virtio is rolled back to SATA. */
+Test(convert_run, sata_guest_never_answers_rolls_back)
+{
+	static struct conv_world f;
+	const char *sim_bin = getenv("PVESIM_BIN");
+	if (access(sim_bin ? sim_bin : "build/san/pvesim", X_OK) < 0)
+		cr_skip_test("no simulator binary (make build/san/pvesim)");
+	struct conv_world_opts o = {.fixture = "freebsd-14", .addr = "127.0.1.159",
+				    .disk_key = "sata0"};
+	live = &f;
+	cr_assert_eq(conv_world_start(&f, &o), 0, "guest did not start");
+	f.hook = silence_guest;
+	struct convert_result r;
+	cr_assert_eq(run(&f, CONVERT_BUS_BLK, false, 3, &r), -1);
+	cr_expect(strstr(sbuf_str(&f.events), "rolling back to SATA/e1000"), "%s", sbuf_str(&f.events));
+	cr_expect(r.rolled_back);
+	cr_expect(r.error && strstr(r.error, "the guest runs on SATA/e1000"), "%s", r.error);
+	convert_result_free(&r);
+	expect_config(&f, "sata0", "local-lvm:vm-190-disk-0,size=16G");
+	expect_config(&f, "virtio0", NULL);
+	char *st = conv_world_boot(&f);
+	cr_expect_str_eq(st, "up");
+	free(st);
+	fx_stop(&f);
+}
+
+/* What the config alone decides (convert_config_check), before any
+ * address: Windows, devices that stay emulated, pending changes, mixed
+ * buses; nothing to do; something to convert. */
+Test(convert_target, config_check)
+{
+	static const struct {
+		const char *cfg, *pending, *want; /* want NULL: rc 0 or 1 below */
+		int rc;
+	} cases[] = {
+		{"{\"ostype\":\"win7\",\"ide0\":\"local:1/vm-1-disk-0.qcow2\"}", NULL,
+		 "viostor (disk) and NetKVM", -1},
+		{"{\"ostype\":\"wxp\",\"ide0\":\"local:1/vm-1-disk-0.qcow2\"}", NULL, "ostype wxp", -1},
+		{"{\"ostype\":\"w2k8\"}", NULL, "Windows", -1},
+		{"{\"scsi0\":\"local:1/vm-1-disk-0.qcow2\"}", NULL,
+		 "scsi0 on LSI 53C895A SCSI (scsihw lsi, PVE's default) stays emulated", -1},
+		{"{\"scsihw\":\"pvscsi\",\"scsi0\":\"l:vm-1-disk-0\",\"scsi1\":\"l:vm-1-disk-1\"}", NULL,
+		 "scsi0, scsi1 on VMware PVSCSI (scsihw pvscsi) stay emulated", -1},
+		{"{\"virtio0\":\"l:vm-1-disk-0\",\"net0\":\"rtl8139=BC:24:11:00:00:01\"}", NULL,
+		 "net0 (rtl8139) stays emulated", -1},
+		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"vmxnet3=BC:24:11:00:00:01\"}", NULL,
+		 "beside the disks and NICs pvagent would move", -1},
+		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"e1000=BC:24:11:00:00:01\"}", "memory,ide0",
+		 "ide0 has a pending change", -1},
+		{"{\"ide0\":\"l:vm-1-disk-0\",\"sata1\":\"l:vm-1-disk-1\"}", NULL, "more than one bus", -1},
+		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"e1000=BC:24:11:00:00:01\"}", "memory", NULL, 0},
+		{"{\"sata0\":\"l:vm-1-disk-0\",\"ide2\":\"none,media=cdrom\"}", NULL, NULL, 0},
+		{"{\"scsihw\":\"virtio-scsi-single\",\"scsi0\":\"l:vm-1-disk-0\","
+		 "\"net0\":\"virtio=BC:24:11:00:00:01\",\"usb1\":\"spice\"}", NULL, NULL, 1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		json_object *c = cfg(cases[i].cfg);
+		char *why = NULL;
+		int rc = convert_config_check(c, 100, cases[i].pending, &why);
+		cr_expect_eq(rc, cases[i].rc, "%s: %d (%s)", cases[i].cfg, rc, why ? why : "");
+		if (cases[i].want)
+			cr_expect(why && strstr(why, cases[i].want), "%s: '%s', want '%s'", cases[i].cfg,
+				  why ? why : "(null)", cases[i].want);
+		else
+			cr_expect_null(why, "%s: %s", cases[i].cfg, why);
+		free(why);
+		json_object_put(c);
+	}
 }
