@@ -489,16 +489,21 @@ Test(convert_run, ubuntu_24_04_auto_is_virtio_scsi)
 
 /* A boot disk on SATA (AHCI) converts the same safe way: the boot model
  * names it sda (Linux libata) / ada0 (FreeBSD CAM), as the plan does. */
-static void convert_sata(const char *fixture, const char *addr, enum convert_bus bus,
-			 const char *disk_key)
+static void fx_start_sata(struct conv_world *f, const char *fixture, const char *addr)
 {
-	static struct conv_world f;
 	const char *sim_bin = getenv("PVESIM_BIN");
 	if (access(sim_bin ? sim_bin : "build/san/pvesim", X_OK) < 0)
 		cr_skip_test("no simulator binary (make build/san/pvesim)");
 	struct conv_world_opts o = {.fixture = fixture, .addr = addr, .disk_key = "sata0"};
-	live = &f;
-	cr_assert_eq(conv_world_start(&f, &o), 0, "guest %s did not start on %s", fixture, addr);
+	live = f;
+	cr_assert_eq(conv_world_start(f, &o), 0, "guest %s did not start on %s", fixture, addr);
+}
+
+static void convert_sata(const char *fixture, const char *addr, enum convert_bus bus,
+			 const char *disk_key)
+{
+	static struct conv_world f;
+	fx_start_sata(&f, fixture, addr);
 	struct convert_result r;
 	int rc = run(&f, bus, false, 0, &r);
 	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
@@ -947,13 +952,7 @@ Test(convert_run, ha_managed_guest_converts)
 Test(convert_run, sata_guest_never_answers_rolls_back)
 {
 	static struct conv_world f;
-	const char *sim_bin = getenv("PVESIM_BIN");
-	if (access(sim_bin ? sim_bin : "build/san/pvesim", X_OK) < 0)
-		cr_skip_test("no simulator binary (make build/san/pvesim)");
-	struct conv_world_opts o = {.fixture = "freebsd-14", .addr = "127.0.1.159",
-				    .disk_key = "sata0"};
-	live = &f;
-	cr_assert_eq(conv_world_start(&f, &o), 0, "guest did not start");
+	fx_start_sata(&f, "freebsd-14", "127.0.1.159");
 	f.hook = silence_guest;
 	struct convert_result r;
 	cr_assert_eq(run(&f, CONVERT_BUS_BLK, false, 3, &r), -1);
