@@ -44,10 +44,27 @@ static int open_target(struct cli *cli, const char *cmd, const struct target_req
 
 /* virtio reads the config before it asks for an address
  * (convert_config_check): a guest with nothing to convert needs none, and
- * one it refuses is refused at once. */
-static int virtio_config_check(struct pve *c, const struct guest_target *gt,
+ * one it refuses is refused at once; an interrupted conversion of it is
+ * left to its journal (its config is half converted). arg: the
+ * job store, or NULL (a dry run keeps none). */
+static int virtio_config_check(struct pve *c, const struct guest_target *gt, void *arg,
 			       struct pve_error *err)
 {
+	struct store *st = arg;
+	if (st) {
+		struct store_job sj;
+		char *serr = NULL;
+		int r = store_job_find_open(st, "virtio", gt->ref.name ? gt->ref.name : "", &sj, &serr);
+		if (r == 1)
+			store_job_free(&sj);
+		if (r < 0) {
+			pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "state.db");
+			free(serr);
+			return -1;
+		}
+		if (r == 1)
+			return 0;
+	}
 	char *pending = NULL, *why = NULL;
 	if (guest_pending(c, &gt->ref, &pending, err) < 0)
 		return -1;
@@ -313,7 +330,8 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 	const char *name = a->argv[0];
 	struct target_req treq = {.name = name, .tmpl_name = tname, .address = address,
 				  .vars = &vars, .tmpl_optional = true, .qemu_only = true,
-				  .config_check = virtio_config_check};
+				  .config_check = virtio_config_check,
+				  .check_arg = dry ? NULL : cli_store(cli)};
 	struct guest_target gt;
 	struct convert_result res = {0};
 	char *db = NULL;

@@ -28,10 +28,12 @@ struct target_req {
 					   [ssh] settings alone */
 	double address_timeout_s;       /* looking it up; 0: 60 */
 	bool qemu_only;                 /* a container is a usage error */
-	/* Run on the config before the address is looked up (may be NULL):
-	 * 1 the command needs no address (gt->address stays NULL, no SSH
-	 * options), 0 go on, -1 stop with *err. */
-	int (*config_check)(struct pve *c, const struct guest_target *gt, struct pve_error *err);
+	/* Run on the config before the address is looked up (may be NULL),
+	 * with check_arg: 1 the command needs no address (gt->address stays
+	 * NULL, no SSH options), 0 go on, -1 stop with *err. */
+	int (*config_check)(struct pve *c, const struct guest_target *gt, void *check_arg,
+			    struct pve_error *err);
+	void *check_arg;
 };
 
 struct guest_target {
