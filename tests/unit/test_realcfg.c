@@ -213,6 +213,10 @@ Test(realcfg, migrate_dry_run)
 		}
 		free(out);
 	}
+	/* drain --dry-run per config joins here once drain plans with
+	 * migrate's planner (issue 26 item 4): `drain pve1 --dry-run` must
+	 * list each row's guest with the migrate column's answer (a move, or
+	 * "fits nowhere" with the same reason). */
 	expect_only_reads();
 }
 
