@@ -139,9 +139,23 @@ void convert_target_free(struct convert_target *t)
 	memset(t, 0, sizeof *t);
 }
 
-static bool nic_model_moves(const char *model)
+/* e1000e is driven like e1000 (FreeBSD em, Linux e1000e keeps the slot
+ * name): one family for a conversion. */
+static const char *nic_driver(const char *model)
 {
-	return model && (strcmp(model, "e1000") == 0 || strcmp(model, "e1000e") == 0);
+	return strcmp(model, "e1000e") == 0 ? "e1000" : model;
+}
+
+/* The NIC models pvagent moves to virtio (the guest's NIC keeps its PCI
+ * slot and MAC; FreeBSD renames em/re/vmx to vtnet); the model's name as a
+ * static string, or NULL. */
+static const char *nic_model_moves(const char *model)
+{
+	static const char *const moves[] = {"e1000", "e1000e", "rtl8139", "vmxnet3"};
+	for (size_t i = 0; model && i < sizeof moves / sizeof *moves; i++)
+		if (strcmp(model, moves[i]) == 0)
+			return moves[i];
+	return NULL;
 }
 
 /* The same drive value with only the options the target bus's drive
@@ -310,10 +324,11 @@ int convert_config_check(json_object *config, int vmid, const char *pending_keys
 		*why = ide || sata || e1000
 		     ? strprintf("%s stay%s emulated beside the disks and NICs pvagent would move: "
 				 "pvagent converts only guests whose every disk is on IDE, SATA or "
-				 "virtio and every NIC e1000 or virtio (the guest's device names would "
-				 "shift)", sbuf_str(&stay), s)
+				 "virtio and every NIC e1000, e1000e, rtl8139, vmxnet3 or virtio (the "
+				 "guest's device names would shift)", sbuf_str(&stay), s)
 		     : strprintf("nothing pvagent converts: %s stay%s emulated; pvagent converts "
-				 "IDE and SATA disks and e1000/e1000e NICs only", sbuf_str(&stay), s);
+				 "IDE and SATA disks and e1000, e1000e, rtl8139 and vmxnet3 NICs only",
+				 sbuf_str(&stay), s);
 		sbuf_free(&stay);
 		return -1;
 	}
@@ -391,8 +406,13 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 	}
 	for (size_t i = 0; i < hw.n_nics; i++) {
 		const struct pvecfg_nic *n = &hw.nics[i];
-		if (!nic_model_moves(n->model))
+		const char *model = nic_model_moves(n->model);
+		/* one driver at a time (e1000 and e1000e are both em); NICs of
+		 * another model keep it, their names do not depend on the others */
+		if (!model || (t->nic_model && strcmp(nic_driver(t->nic_model), nic_driver(model)) != 0))
 			continue;
+		if (!t->nic_model)
+			t->nic_model = model;
 		const char *old = json_text(saved, n->key);
 		char *nv = old ? nic_value_virtio(old) : NULL;
 		if (!nv || pve_params_add(&t->set, n->key, nv) < 0 ||
@@ -569,12 +589,16 @@ struct run {
 					 failed rollback says CONV_STUCK) */
 	enum rw_phase phase;          /* for the inject edit */
 	const char *step;
+	char emul[32];          /* emulated()'s text */
 };
 
-/* What the guest runs on before the switch, for messages. */
-static const char *emulated(const struct run *r)
+/* What the guest runs on before the switch, for messages ("IDE/e1000",
+ * "SATA/rtl8139"); kept in r. */
+static const char *emulated(struct run *r)
 {
-	return r->t.sata ? "SATA/e1000" : "IDE/e1000";
+	snprintf(r->emul, sizeof r->emul, "%s/%s", r->t.sata ? "SATA" : "IDE",
+		 r->t.nic_model ? r->t.nic_model : "e1000");
+	return r->emul;
 }
 
 
@@ -872,7 +896,8 @@ static int plan_guest(struct run *r)
 		return -1;
 	}
 	free(err);
-	if (virtio_plan_init_from(&r->vp, &r->det.profile, r->t.sata ? DBUS_SATA : DBUS_IDE, bus,
+	if (virtio_plan_init_from(&r->vp, &r->det.profile, r->t.sata ? DBUS_SATA : DBUS_IDE,
+				  r->t.nic_model ? r->t.nic_model : "e1000", bus,
 				  r->t.ndisks, r->t.nnics, &r->facts, &err) < 0) {
 		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
 		free(err);
@@ -900,7 +925,7 @@ static void run_bench(struct run *r, bool virtio)
 		.size_mib = q->bench_size_mib,
 		.raw_disk = disk,
 		.bus = virtio ? vbus_name(r->vp.bus) : r->t.sata ? "sata" : "ide",
-		.nic = r->t.nnics ? (virtio ? "virtio" : "e1000") : "-",
+		.nic = r->t.nnics ? (virtio ? "virtio" : r->t.nic_model) : "-",
 		.on_event = bench_job_phase,
 		.event_ctx = r->j.job,
 	};
@@ -1376,13 +1401,11 @@ static int rollback(struct run *r)
 		}
 	}
 	if (!failed && guest_start(r->req->pve, &r->g, &r->w, &e) < 0)
-		failed = r->t.sata ? "starting the guest on SATA/e1000"
-				   : "starting the guest on IDE/e1000";
+		failed = "starting the guest on its emulated disks and NICs";
 	struct ssh_error se = {0};
 	double timeout = r->req->verify_timeout_s > 0 ? r->req->verify_timeout_s : 300;
 	if (!failed && connect_wait(r, timeout, &se) < 0)
-		failed = r->t.sata ? "reaching the guest over SSH on SATA/e1000"
-				   : "reaching the guest over SSH on IDE/e1000";
+		failed = "reaching the guest over SSH on its emulated disks and NICs";
 	if (!failed && restore_files(r) < 0)
 		failed = "restoring the guest's files";
 	free(r->res->error);
@@ -1552,7 +1575,7 @@ static enum step_rc st_preflight(struct job *j)
 	if (nothing) {
 		res->status = CONV_ALREADY;
 		r->outcome = JOB_OUT_DONE;
-		job_summary(r->j.job, "already virtio: no IDE or SATA disk, no e1000 NIC");
+		job_summary(r->j.job, "already virtio: no IDE or SATA disk, no emulated NIC");
 		return STEP_RC_END;
 	}
 	bool running = r->g.status && strcmp(r->g.status, "running") == 0;
@@ -1575,8 +1598,9 @@ static enum step_rc st_preflight(struct job *j)
 			failf(r, JOB_OUT_FAILED, "out of memory");
 			return step_failed(j, r);
 		}
-	job_summary(r->j.job, "%s: %u %s disk%s, %u e1000 NIC%s -> %s", res->os_desc ? res->os_desc : "?",
-		  r->t.ndisks, r->t.sata ? "SATA" : "IDE", r->t.ndisks == 1 ? "" : "s", r->t.nnics,
+	job_summary(r->j.job, "%s: %u %s disk%s, %u %s NIC%s -> %s",
+		  res->os_desc ? res->os_desc : "?", r->t.ndisks, r->t.sata ? "SATA" : "IDE",
+		  r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nic_model ? r->t.nic_model : "e1000",
 		  r->t.nnics == 1 ? "" : "s", vbus_name(r->vp.bus));
 	if (q->dry_run)
 		return dry_run(r) < 0 ? step_failed(j, r) : STEP_RC_END;

@@ -152,6 +152,8 @@ struct convert_target {
 	size_t n_lines;
 	unsigned ndisks, nnics;  /* IDE (or SATA) disks and e1000 NICs moved */
 	bool sata;               /* the disks moved are on SATA, not IDE */
+	const char *nic_model;   /* the NICs' model moved ("e1000", "rtl8139",
+				    ...; static), or NULL when none moves */
 	char *boot_key;          /* the boot disk's new key ("virtio0"), or NULL */
 	unsigned boot_index;     /* the boot disk's index among the moved ones */
 };
@@ -164,14 +166,14 @@ void convert_target_free(struct convert_target *t);
  * them, unparsable values). */
 /* What the config alone decides, before any address or SSH (the config
  * as GET .../config answers it, pending_keys from guest_pending, may be
- * NULL): 1 nothing to convert (no IDE disk, no e1000 NIC, nothing else
- * emulated); 0 there is something to convert; -1 refused, *why says why
- * (malloc'd): a Windows ostype (win*, wxp, w2k*: its viostor and NetKVM
- * drivers are not pvagent's to install), disks or NICs that stay
- * emulated (SATA, LSI/megasas/pvscsi SCSI, vmxnet3, rtl8139, ...: named,
- * pvagent does not convert them), or a pending change of a disk, a NIC,
- * boot, bootdisk or scsihw (the plan would move slots PVE is about to
- * change). */
+ * NULL): 1 nothing to convert (no IDE or SATA disk, no e1000, e1000e,
+ * rtl8139 or vmxnet3 NIC, nothing else emulated); 0 there is something to
+ * convert; -1 refused, *why says why (malloc'd): a Windows ostype (win*,
+ * wxp, w2k*: its viostor and NetKVM drivers are not pvagent's to
+ * install), disks or NICs that stay emulated (LSI/megasas/pvscsi SCSI,
+ * other NIC models: named, pvagent does not convert them), disks on more
+ * than one bus, or a pending change of a disk, a NIC, boot, bootdisk or
+ * scsihw (the plan would move slots PVE is about to change). */
 int convert_config_check(json_object *config, int vmid, const char *pending_keys, char **why);
 int convert_target_make(json_object *saved, enum vbus bus, struct convert_target *t,
 			char **err);

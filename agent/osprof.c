@@ -206,8 +206,10 @@ char *osprof_nic_name(const struct os_profile *p, const char *model, unsigned id
 	errno = 0;
 	if (p->family != OS_FREEBSD)
 		return NULL;
-	if (strcmp(model, "e1000") == 0)
+	if (strcmp(model, "e1000") == 0 || strcmp(model, "e1000e") == 0)
 		return strprintf("%s%u", p->nic_e1000, idx);
+	if (strcmp(model, "vmxnet3") == 0)
+		return strprintf("vmx%u", idx);
 	if (strcmp(model, "virtio") == 0)
 		return strprintf("%s%u", p->nic_virtio, idx);
 	if (strcmp(model, "rtl8139") == 0)

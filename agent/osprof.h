@@ -120,7 +120,8 @@ enum dbus { DBUS_IDE, DBUS_VIRTIO_BLK, DBUS_VIRTIO_SCSI, DBUS_SATA };
  * sdX on Linux (libata) and adaN on FreeBSD 9 and later (ahci(4) and
  * CAM), counted in order. malloc'd. */
 char *osprof_disk_name(const struct os_profile *p, enum dbus bus, unsigned idx);
-/* NIC name for net<idx> with model "e1000" or "virtio"; NULL (errno 0)
+/* NIC name for net<idx> with model "e1000", "e1000e", "rtl8139",
+ * "vmxnet3" or "virtio" (FreeBSD em, re, vmx, vtnet); NULL (errno 0)
  * where the name does not follow the model (Linux: MAC/slot based). */
 char *osprof_nic_name(const struct os_profile *p, const char *model, unsigned idx);
 
@@ -161,9 +162,10 @@ struct virtio_plan {
  * from the facts when given (may be NULL). */
 /* The same for disks on bus from (DBUS_IDE or DBUS_SATA; -1 with *err
  * where the profile cannot name SATA disks for sure: FreeBSD before 9,
- * whose ata(4) numbers them by channel). */
+ * whose ata(4) numbers them by channel) and NICs of nic_model ("e1000",
+ * "e1000e", "rtl8139" or "vmxnet3"). */
 int virtio_plan_init_from(struct virtio_plan *vp, const struct os_profile *p, enum dbus from,
-			  enum vbus bus, unsigned ndisks, unsigned nnics,
+			  const char *nic_model, enum vbus bus, unsigned ndisks, unsigned nnics,
 			  const struct os_facts *facts, char **err);
 int virtio_plan_init(struct virtio_plan *vp, const struct os_profile *p,
 		     enum vbus bus, unsigned ndisks, unsigned nnics,

@@ -27,11 +27,11 @@ int virtio_plan_init(struct virtio_plan *vp, const struct os_profile *p,
 		     enum vbus bus, unsigned ndisks, unsigned nnics,
 		     const struct os_facts *facts, char **err)
 {
-	return virtio_plan_init_from(vp, p, DBUS_IDE, bus, ndisks, nnics, facts, err);
+	return virtio_plan_init_from(vp, p, DBUS_IDE, "e1000", bus, ndisks, nnics, facts, err);
 }
 
 int virtio_plan_init_from(struct virtio_plan *vp, const struct os_profile *p, enum dbus src,
-			  enum vbus bus, unsigned ndisks, unsigned nnics,
+			  const char *nic_model, enum vbus bus, unsigned ndisks, unsigned nnics,
 			  const struct os_facts *facts, char **err)
 {
 	memset(vp, 0, sizeof *vp);
@@ -64,7 +64,7 @@ int virtio_plan_init_from(struct virtio_plan *vp, const struct os_profile *p, en
 		}
 	}
 	for (unsigned i = 0; i < nnics && rc == 0; i++) {
-		char *from = osprof_nic_name(p, "e1000", i);
+		char *from = osprof_nic_name(p, nic_model, i);
 		char *to = osprof_nic_name(p, "virtio", i);
 		if (!from && !to)
 			continue;

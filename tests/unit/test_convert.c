@@ -985,10 +985,14 @@ Test(convert_target, config_check)
 		 "scsi0 on LSI 53C895A SCSI (scsihw lsi, PVE's default) stays emulated", -1},
 		{"{\"scsihw\":\"pvscsi\",\"scsi0\":\"l:vm-1-disk-0\",\"scsi1\":\"l:vm-1-disk-1\"}", NULL,
 		 "scsi0, scsi1 on VMware PVSCSI (scsihw pvscsi) stay emulated", -1},
-		{"{\"virtio0\":\"l:vm-1-disk-0\",\"net0\":\"rtl8139=BC:24:11:00:00:01\"}", NULL,
-		 "net0 (rtl8139) stays emulated", -1},
-		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"vmxnet3=BC:24:11:00:00:01\"}", NULL,
+		{"{\"virtio0\":\"l:vm-1-disk-0\",\"net0\":\"ne2k_pci=BC:24:11:00:00:01\"}", NULL,
+		 "net0 (ne2k_pci) stays emulated", -1},
+		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"i82551=BC:24:11:00:00:01\"}", NULL,
 		 "beside the disks and NICs pvagent would move", -1},
+		{"{\"net0\":\"e1000=BC:24:11:00:00:01\",\"net1\":\"rtl8139=BC:24:11:00:00:02\"}", NULL,
+		 NULL, 0},
+		{"{\"virtio0\":\"l:vm-1-disk-0\",\"net0\":\"rtl8139=BC:24:11:00:00:01\"}", NULL, NULL, 0},
+		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"vmxnet3=BC:24:11:00:00:01\"}", NULL, NULL, 0},
 		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"e1000=BC:24:11:00:00:01\"}", "memory,ide0",
 		 "ide0 has a pending change", -1},
 		{"{\"ide0\":\"l:vm-1-disk-0\",\"sata1\":\"l:vm-1-disk-1\"}", NULL, "more than one bus", -1},
@@ -1010,4 +1014,57 @@ Test(convert_target, config_check)
 		free(why);
 		json_object_put(c);
 	}
+}
+
+/* An rtl8139 NIC moves like an e1000 one: the NIC keeps its slot and MAC
+ * (Linux keeps ens18), net0 becomes virtio with the same MAC. */
+Test(convert_run, ubuntu_24_04_rtl8139)
+{
+	static struct conv_world f;
+	const char *sim_bin = getenv("PVESIM_BIN");
+	if (access(sim_bin ? sim_bin : "build/san/pvesim", X_OK) < 0)
+		cr_skip_test("no simulator binary (make build/san/pvesim)");
+	struct conv_world_opts o = {.fixture = "ubuntu-24.04", .addr = "127.0.1.160",
+				    .nic_model = "rtl8139"};
+	live = &f;
+	cr_assert_eq(conv_world_start(&f, &o), 0, "guest did not start");
+	struct convert_result r;
+	cr_assert_eq(run(&f, CONVERT_BUS_BLK, false, 0, &r), 0, "%s\n%s", r.error,
+		     sbuf_str(&f.events));
+	cr_expect_eq(r.status, CONV_DONE);
+	cr_expect(strstr(sbuf_str(&f.events), "1 rtl8139 NIC"), "%s", sbuf_str(&f.events));
+	convert_result_free(&r);
+	expect_config(&f, "net0", "virtio=BC:24:11:5E:2A:7C,bridge=vmbr0");
+	expect_config(&f, "virtio0", "local-lvm:vm-190-disk-0,size=16G");
+	char *st = conv_world_boot(&f);
+	cr_expect_str_eq(st, "up");
+	free(st);
+	fx_stop(&f);
+}
+
+/* FreeBSD renames the NIC with its driver: re0 and vmx0 become vtnet0. */
+Test(convert_target, freebsd_nic_names_by_model)
+{
+	struct os_profile p = {.family = OS_FREEBSD, .major = 14, .virtio_builtin = 1,
+			       .ide_disk = "ada", .blk_disk = "vtbd", .scsi_disk = "da",
+			       .nic_e1000 = "em", .nic_virtio = "vtnet", .scsi = VS_YES};
+	static const char *const models[][2] = {{"rtl8139", "re0"}, {"vmxnet3", "vmx0"},
+						{"e1000e", "em0"}};
+	for (size_t i = 0; i < 3; i++) {
+		struct virtio_plan vp;
+		char *err = NULL;
+		cr_assert_eq(virtio_plan_init_from(&vp, &p, DBUS_SATA, models[i][0], VBUS_VIRTIO_BLK,
+						   1, 1, NULL, &err), 0, "%s", err ? err : "");
+		cr_expect_str_eq(name_map_get(&vp.nics, models[i][1]), "vtnet0", "%s", models[i][0]);
+		cr_expect_str_eq(name_map_get(&vp.disks, "ada0"), "vtbd0");
+		virtio_plan_free(&vp);
+	}
+	/* FreeBSD 8's ata(4) numbers SATA disks by channel: refused */
+	p.major = 8;
+	struct virtio_plan vp;
+	char *err = NULL;
+	cr_expect_eq(virtio_plan_init_from(&vp, &p, DBUS_SATA, "e1000", VBUS_VIRTIO_BLK, 1, 1, NULL,
+					   &err), -1);
+	cr_expect(err && strstr(err, "ata(4) channel"), "%s", err ? err : "(null)");
+	free(err);
 }
