@@ -489,30 +489,37 @@ Test(convert_run, ubuntu_24_04_auto_is_virtio_scsi)
 
 /* A boot disk on SATA (AHCI) converts the same safe way: the boot model
  * names it sda (Linux libata) / ada0 (FreeBSD CAM), as the plan does. */
-static void fx_start_sata(struct conv_world *f, const char *fixture, const char *addr)
+static void fx_start_emulated(struct conv_world *f, const char *fixture, const char *addr,
+			      const char *disk_key, const char *nic_model)
 {
 	const char *sim_bin = getenv("PVESIM_BIN");
 	if (access(sim_bin ? sim_bin : "build/san/pvesim", X_OK) < 0)
 		cr_skip_test("no simulator binary (make build/san/pvesim)");
-	struct conv_world_opts o = {.fixture = fixture, .addr = addr, .disk_key = "sata0"};
+	struct conv_world_opts o = {.fixture = fixture, .addr = addr, .disk_key = disk_key,
+				    .nic_model = nic_model};
 	live = f;
 	cr_assert_eq(conv_world_start(f, &o), 0, "guest %s did not start on %s", fixture, addr);
 }
 
-static void convert_sata(const char *fixture, const char *addr, enum convert_bus bus,
-			 const char *disk_key)
+/* A boot disk on SATA (AHCI) or a NIC of another model converts the same
+ * safe way: the boot model names the disk sda (Linux libata) / ada0
+ * (FreeBSD CAM) and keeps Linux's slot-named NIC, as the plan does. */
+static void convert_emulated(const char *fixture, const char *addr, const char *disk_key,
+			     const char *nic_model, const char *summary, const char *net0)
 {
 	static struct conv_world f;
-	fx_start_sata(&f, fixture, addr);
+	fx_start_emulated(&f, fixture, addr, disk_key, nic_model);
 	struct convert_result r;
-	int rc = run(&f, bus, false, 0, &r);
+	int rc = run(&f, CONVERT_BUS_BLK, false, 0, &r);
 	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
 		     r.failed_step, r.error, sbuf_str(&f.events));
 	cr_expect_eq(r.status, CONV_DONE);
-	cr_expect(strstr(sbuf_str(&f.events), "1 SATA disk"), "%s", sbuf_str(&f.events));
+	cr_expect(strstr(sbuf_str(&f.events), summary), "%s", sbuf_str(&f.events));
 	convert_result_free(&r);
-	expect_config(&f, disk_key, "local-lvm:vm-190-disk-0,size=16G");
-	expect_config(&f, "sata0", NULL);
+	expect_config(&f, "virtio0", "local-lvm:vm-190-disk-0,size=16G");
+	expect_config(&f, disk_key ? disk_key : "ide0", NULL);
+	if (net0)
+		expect_config(&f, "net0", net0);
 	char *st = conv_world_boot(&f);
 	cr_expect_str_eq(st, "up");
 	free(st);
@@ -521,12 +528,19 @@ static void convert_sata(const char *fixture, const char *addr, enum convert_bus
 
 Test(convert_run, ubuntu_24_04_sata)
 {
-	convert_sata("ubuntu-24.04", "127.0.1.157", CONVERT_BUS_BLK, "virtio0");
+	convert_emulated("ubuntu-24.04", "127.0.1.157", "sata0", NULL, "1 SATA disk", NULL);
 }
 
 Test(convert_run, freebsd_14_sata)
 {
-	convert_sata("freebsd-14", "127.0.1.158", CONVERT_BUS_BLK, "virtio0");
+	convert_emulated("freebsd-14", "127.0.1.158", "sata0", NULL, "1 SATA disk", NULL);
+}
+
+/* rtl8139 moves like e1000: same MAC and slot, Linux keeps ens18 */
+Test(convert_run, ubuntu_24_04_rtl8139)
+{
+	convert_emulated("ubuntu-24.04", "127.0.1.160", NULL, "rtl8139", "1 rtl8139 NIC",
+			 "virtio=BC:24:11:5E:2A:7C,bridge=vmbr0");
 }
 
 Test(convert_run, two_disks_and_a_cdrom)
@@ -952,7 +966,7 @@ Test(convert_run, ha_managed_guest_converts)
 Test(convert_run, sata_guest_never_answers_rolls_back)
 {
 	static struct conv_world f;
-	fx_start_sata(&f, "freebsd-14", "127.0.1.159");
+	fx_start_emulated(&f, "freebsd-14", "127.0.1.159", "sata0", NULL);
 	f.hook = silence_guest;
 	struct convert_result r;
 	cr_assert_eq(run(&f, CONVERT_BUS_BLK, false, 3, &r), -1);
@@ -1014,32 +1028,6 @@ Test(convert_target, config_check)
 		free(why);
 		json_object_put(c);
 	}
-}
-
-/* An rtl8139 NIC moves like an e1000 one: the NIC keeps its slot and MAC
- * (Linux keeps ens18), net0 becomes virtio with the same MAC. */
-Test(convert_run, ubuntu_24_04_rtl8139)
-{
-	static struct conv_world f;
-	const char *sim_bin = getenv("PVESIM_BIN");
-	if (access(sim_bin ? sim_bin : "build/san/pvesim", X_OK) < 0)
-		cr_skip_test("no simulator binary (make build/san/pvesim)");
-	struct conv_world_opts o = {.fixture = "ubuntu-24.04", .addr = "127.0.1.160",
-				    .nic_model = "rtl8139"};
-	live = &f;
-	cr_assert_eq(conv_world_start(&f, &o), 0, "guest did not start");
-	struct convert_result r;
-	cr_assert_eq(run(&f, CONVERT_BUS_BLK, false, 0, &r), 0, "%s\n%s", r.error,
-		     sbuf_str(&f.events));
-	cr_expect_eq(r.status, CONV_DONE);
-	cr_expect(strstr(sbuf_str(&f.events), "1 rtl8139 NIC"), "%s", sbuf_str(&f.events));
-	convert_result_free(&r);
-	expect_config(&f, "net0", "virtio=BC:24:11:5E:2A:7C,bridge=vmbr0");
-	expect_config(&f, "virtio0", "local-lvm:vm-190-disk-0,size=16G");
-	char *st = conv_world_boot(&f);
-	cr_expect_str_eq(st, "up");
-	free(st);
-	fx_stop(&f);
 }
 
 /* FreeBSD renames the NIC with its driver: re0 and vmx0 become vtnet0. */
