@@ -228,21 +228,12 @@ static bool ostype_windows(const char *os)
 		      strncmp(os, "w2k", 3) == 0);
 }
 
-/* What an emulated disk pvagent does not convert sits on, for messages;
- * NULL for virtio, IDE and SATA (those pvagent converts). */
-static const char *disk_emulation(enum disk_bus bus, const char *scsihw)
+/* An emulated SCSI controller (scsihw unset: LSI 53C895A, PVE's default;
+ * lsi53c810, megasas, pvscsi): its disks move to virtio-scsi under the
+ * same keys. */
+static bool scsihw_emulated(const char *scsihw)
 {
-	if (bus != BUS_SCSI)
-		return NULL;
-	if (!scsihw || strcmp(scsihw, "lsi") == 0)
-		return "LSI 53C895A SCSI (scsihw lsi, PVE's default)";
-	if (strcmp(scsihw, "lsi53c810") == 0)
-		return "LSI 53C810 SCSI";
-	if (strcmp(scsihw, "megasas") == 0)
-		return "MegaRAID SAS SCSI (scsihw megasas)";
-	if (strcmp(scsihw, "pvscsi") == 0)
-		return "VMware PVSCSI (scsihw pvscsi)";
-	return NULL; /* virtio-scsi-pci, virtio-scsi-single */
+	return !scsihw || strncmp(scsihw, "virtio-scsi", 11) != 0;
 }
 
 static bool key_touches_buses(const char *k)
@@ -282,30 +273,16 @@ int convert_config_check(json_object *config, int vmid, const char *pending_keys
 	if (pvecfg_hw_read(config, &hw) < 0)
 		return -1;
 	struct sbuf stay = {0};
-	unsigned ide = 0, sata = 0, virt = 0, e1000 = 0, nstay = 0;
+	unsigned ide = 0, sata = 0, lsi = 0, virt = 0, e1000 = 0, nstay = 0;
 	int rc = 0;
-	/* "scsi0, scsi1 on LSI ...; net0 (vmxnet3)": disks grouped by what
-	 * emulates them */
-	for (size_t i = 0; i < hw.n_disks && rc == 0; i++) {
+	for (size_t i = 0; i < hw.n_disks; i++) {
 		const struct pvecfg_disk *d = &hw.disks[i];
-		ide += !d->cdrom && d->bus == BUS_IDE;
-		sata += !d->cdrom && d->bus == BUS_SATA;
-		virt += !d->cdrom && (d->bus == BUS_VIRTIO ||
-				      (d->bus == BUS_SCSI && !disk_emulation(d->bus, hw.scsihw)));
-		const char *em = d->cdrom ? NULL : disk_emulation(d->bus, hw.scsihw);
-		bool first = em != NULL;
-		for (size_t j = 0; j < i && first; j++)
-			first = hw.disks[j].cdrom || disk_emulation(hw.disks[j].bus, hw.scsihw) != em;
-		if (!first)
+		if (d->cdrom)
 			continue;
-		rc = sbuf_addf(&stay, "%s", stay.len ? "; " : "");
-		for (size_t j = i, n = 0; j < hw.n_disks && rc == 0; j++)
-			if (!hw.disks[j].cdrom && disk_emulation(hw.disks[j].bus, hw.scsihw) == em) {
-				rc = sbuf_addf(&stay, "%s%s", n++ ? ", " : "", hw.disks[j].key);
-				nstay++;
-			}
-		if (rc == 0)
-			rc = sbuf_addf(&stay, " on %s", em);
+		ide += d->bus == BUS_IDE;
+		sata += d->bus == BUS_SATA;
+		lsi += d->bus == BUS_SCSI && scsihw_emulated(hw.scsihw);
+		virt += d->bus == BUS_VIRTIO || (d->bus == BUS_SCSI && !scsihw_emulated(hw.scsihw));
 	}
 	for (size_t i = 0; i < hw.n_nics && rc == 0; i++) {
 		const char *m = hw.nics[i].model;
@@ -321,25 +298,24 @@ int convert_config_check(json_object *config, int vmid, const char *pending_keys
 	}
 	if (stay.len) {
 		const char *s = nstay > 1 ? "" : "s";
-		*why = ide || sata || e1000
+		*why = ide || sata || lsi || e1000
 		     ? strprintf("%s stay%s emulated beside the disks and NICs pvagent would move: "
-				 "pvagent converts only guests whose every disk is on IDE, SATA or "
-				 "virtio and every NIC e1000, e1000e, rtl8139, vmxnet3 or virtio (the "
-				 "guest's device names would shift)", sbuf_str(&stay), s)
+				 "pvagent converts only guests whose every NIC is e1000, e1000e, "
+				 "rtl8139, vmxnet3 or virtio", sbuf_str(&stay), s)
 		     : strprintf("nothing pvagent converts: %s stay%s emulated; pvagent converts "
-				 "IDE and SATA disks and e1000, e1000e, rtl8139 and vmxnet3 NICs only",
-				 sbuf_str(&stay), s);
+				 "e1000, e1000e, rtl8139 and vmxnet3 NICs", sbuf_str(&stay), s);
 		sbuf_free(&stay);
 		return -1;
 	}
 	sbuf_free(&stay);
-	if ((ide && sata) || ((ide || sata) && virt)) {
-		*why = strdup("its disks are on more than one bus (IDE, SATA, virtio): pvagent "
-			      "converts a guest whose disks are all on IDE or all on SATA (the guest's "
-			      "device names would shift)");
+	unsigned buses = !!ide + !!sata + !!lsi + !!virt;
+	if ((ide || sata || lsi) && buses > 1) {
+		*why = strdup("its disks are on more than one bus (IDE, SATA, SCSI, virtio): pvagent "
+			      "converts a guest whose disks are all on IDE, all on SATA or all on "
+			      "one SCSI controller (the guest's device names would shift)");
 		return -1;
 	}
-	return ide || sata || e1000 ? 0 : 1;
+	return ide || sata || lsi || e1000 ? 0 : 1;
 }
 
 int convert_target_make(json_object *saved, enum vbus bus, struct convert_target *t,
@@ -359,26 +335,41 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 	const char *boot = json_text(saved, "boot");
 	/* IDE (or SATA) disks in PVE order ide0, ide1, ide3 (hw is sorted by
 	 * key) */
-	unsigned ide = 0, sata = 0;
-	bool others = false;
+	unsigned ide = 0, sata = 0, lsi = 0, virt = 0;
 	for (size_t i = 0; i < hw.n_disks; i++) {
 		const struct pvecfg_disk *d = &hw.disks[i];
 		if (d->cdrom)
 			continue;
 		ide += d->bus == BUS_IDE;
 		sata += d->bus == BUS_SATA;
-		others |= d->bus == BUS_VIRTIO || d->bus == BUS_SCSI;
+		lsi += d->bus == BUS_SCSI && scsihw_emulated(hw.scsihw);
+		virt += d->bus == BUS_VIRTIO || (d->bus == BUS_SCSI && !scsihw_emulated(hw.scsihw));
 	}
-	if ((ide || sata) && (others || (ide && sata))) {
+	if ((ide || sata || lsi) && !!ide + !!sata + !!lsi + !!virt > 1) {
 		*err = strdup("the guest has disks on more than one bus (IDE, SATA, SCSI or virtio); "
-			      "pvagent converts only guests whose disks are all on IDE or all on SATA");
+			      "pvagent converts only guests whose disks are all on IDE, all on SATA "
+			      "or all on one SCSI controller");
 		goto out;
 	}
 	t->sata = sata > 0;
-	t->ndisks = ide + sata;
-	enum disk_bus src = t->sata ? BUS_SATA : BUS_IDE;
+	t->scsi_ctl = lsi > 0;
+	t->ndisks = ide + sata + lsi;
+	/* an emulated SCSI controller: the disks keep their keys */
+	enum disk_bus src = t->scsi_ctl ? BUS_NONE : t->sata ? BUS_SATA : BUS_IDE;
 	const struct pvecfg_disk *bd = pvecfg_boot_disk(&hw, boot, bootdisk);
 	unsigned idx = 0;
+	for (size_t i = 0; t->scsi_ctl && i < hw.n_disks; i++) {
+		const struct pvecfg_disk *d = &hw.disks[i];
+		if (d->cdrom || d->bus != BUS_SCSI)
+			continue;
+		if (d == bd && !(t->boot_key = strdup(d->key))) {
+			*err = strdup("out of memory");
+			goto out;
+		}
+		if (d == bd)
+			t->boot_index = idx;
+		idx++;
+	}
 	for (size_t i = 0; i < hw.n_disks; i++) {
 		const struct pvecfg_disk *d = &hw.disks[i];
 		if (d->cdrom || d->bus != src)
@@ -425,7 +416,12 @@ int convert_target_make(json_object *saved, enum vbus bus, struct convert_target
 		free(nv);
 		t->nnics++;
 	}
-	if (t->ndisks) {
+	if (t->scsi_ctl) {
+		/* same keys, same boot order: only the controller changes */
+		pve_params_add(&t->set, "scsihw", "virtio-scsi-single");
+		strv_add(&t->lines, &t->n_lines, strprintf("scsihw: %s -> virtio-scsi-single",
+							   hw.scsihw ? hw.scsihw : "(default lsi)"));
+	} else if (t->ndisks) {
 		if (bus == VBUS_VIRTIO_SCSI) {
 			const char *hwv = json_text(saved, "scsihw");
 			if (!hwv || strncmp(hwv, "virtio-scsi", 11) != 0) {
@@ -596,7 +592,8 @@ struct run {
  * "SATA/rtl8139"); kept in r. */
 static const char *emulated(struct run *r)
 {
-	snprintf(r->emul, sizeof r->emul, "%s/%s", r->t.sata ? "SATA" : "IDE",
+	snprintf(r->emul, sizeof r->emul, "%s/%s",
+		 r->t.sata ? "SATA" : r->t.scsi_ctl ? "SCSI" : "IDE",
 		 r->t.nic_model ? r->t.nic_model : "e1000");
 	return r->emul;
 }
@@ -848,11 +845,29 @@ static int plan_guest(struct run *r)
 	if (!r->det.have_profile)
 		return failf(r, JOB_OUT_FAILED, "%s has no usable virtio drivers: pvagent leaves it on IDE/e1000",
 			     r->det.os_desc ? r->det.os_desc : "the guest's OS");
-	enum vbus bus = choose_bus(r);
-	const char *jbus = json_text(r->j.o, "bus");
-	if (jbus && r->req->bus == CONVERT_BUS_AUTO)
-		bus = strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
+	/* disks on an emulated SCSI controller stay on SCSI: virtio-scsi */
+	struct convert_target probe;
 	char *err = NULL;
+	if (convert_target_make(r->saved, VBUS_VIRTIO_SCSI, &probe, &err) < 0) {
+		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
+		free(err);
+		return -1;
+	}
+	bool scsi_ctl = probe.scsi_ctl;
+	convert_target_free(&probe);
+	const char *scsihw = json_text(r->saved, "scsihw");
+	if (scsi_ctl && r->req->bus == CONVERT_BUS_BLK)
+		return failf(r, JOB_OUT_FAILED, "the disks are on an emulated SCSI controller (%s): "
+			     "they move to virtio-scsi under the same keys, not to virtio-blk",
+			     scsihw ? scsihw : "lsi");
+	if (scsi_ctl && r->det.profile.family == OS_FREEBSD && scsihw &&
+	    strcmp(scsihw, "megasas") == 0)
+		return failf(r, JOB_OUT_FAILED, "FreeBSD names MegaRAID SAS disks mfidN (mfi(4)) and "
+			     "virtio-scsi ones daN: pvagent does not rename them; megasas stays");
+	enum vbus bus = scsi_ctl ? VBUS_VIRTIO_SCSI : choose_bus(r);
+	const char *jbus = json_text(r->j.o, "bus");
+	if (jbus && r->req->bus == CONVERT_BUS_AUTO && !scsi_ctl)
+		bus = strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
 	if (osprof_check_bus(&r->det.profile, bus, &err) < 0) {
 		failf(r, JOB_OUT_FAILED, "%s", err ? err : "bus not supported");
 		free(err);
@@ -896,7 +911,10 @@ static int plan_guest(struct run *r)
 		return -1;
 	}
 	free(err);
-	if (virtio_plan_init_from(&r->vp, &r->det.profile, r->t.sata ? DBUS_SATA : DBUS_IDE,
+	/* an emulated SCSI controller names its disks as virtio-scsi does
+	 * (sdX, daN): nothing to rename */
+	if (virtio_plan_init_from(&r->vp, &r->det.profile,
+				  r->t.sata ? DBUS_SATA : r->t.scsi_ctl ? DBUS_VIRTIO_SCSI : DBUS_IDE,
 				  r->t.nic_model ? r->t.nic_model : "e1000", bus,
 				  r->t.ndisks, r->t.nnics, &r->facts, &err) < 0) {
 		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
@@ -910,7 +928,7 @@ static int plan_guest(struct run *r)
 /* The boot disk's name in the guest on the old or the new bus. */
 static char *boot_disk_name(const struct run *r, bool virtio)
 {
-	enum dbus b = !virtio ? (r->t.sata ? DBUS_SATA : DBUS_IDE)
+	enum dbus b = !virtio ? (r->t.sata ? DBUS_SATA : r->t.scsi_ctl ? DBUS_VIRTIO_SCSI : DBUS_IDE)
 		    : r->vp.bus == VBUS_VIRTIO_SCSI ? DBUS_VIRTIO_SCSI : DBUS_VIRTIO_BLK;
 	return osprof_disk_name(&r->det.profile, b, r->t.boot_index);
 }
@@ -924,7 +942,7 @@ static void run_bench(struct run *r, bool virtio)
 		.os = r->det.os.family,
 		.size_mib = q->bench_size_mib,
 		.raw_disk = disk,
-		.bus = virtio ? vbus_name(r->vp.bus) : r->t.sata ? "sata" : "ide",
+		.bus = virtio ? vbus_name(r->vp.bus) : r->t.sata ? "sata" : r->t.scsi_ctl ? "scsi" : "ide",
 		.nic = r->t.nnics ? (virtio ? "virtio" : r->t.nic_model) : "-",
 		.on_event = bench_job_phase,
 		.event_ctx = r->j.job,
@@ -1599,7 +1617,8 @@ static enum step_rc st_preflight(struct job *j)
 			return step_failed(j, r);
 		}
 	job_summary(r->j.job, "%s: %u %s disk%s, %u %s NIC%s -> %s",
-		  res->os_desc ? res->os_desc : "?", r->t.ndisks, r->t.sata ? "SATA" : "IDE",
+		  res->os_desc ? res->os_desc : "?", r->t.ndisks,
+		  r->t.sata ? "SATA" : r->t.scsi_ctl ? "SCSI" : "IDE",
 		  r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nic_model ? r->t.nic_model : "e1000",
 		  r->t.nnics == 1 ? "" : "s", vbus_name(r->vp.bus));
 	if (q->dry_run)

@@ -152,6 +152,8 @@ struct convert_target {
 	size_t n_lines;
 	unsigned ndisks, nnics;  /* IDE (or SATA) disks and e1000 NICs moved */
 	bool sata;               /* the disks moved are on SATA, not IDE */
+	bool scsi_ctl;           /* the disks stay on SCSI, their emulated
+				    controller (scsihw) becomes virtio-scsi */
 	const char *nic_model;   /* the NICs' model moved ("e1000", "rtl8139",
 				    ...; static), or NULL when none moves */
 	char *boot_key;          /* the boot disk's new key ("virtio0"), or NULL */

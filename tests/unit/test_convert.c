@@ -505,19 +505,23 @@ static void fx_start_emulated(struct conv_world *f, const char *fixture, const c
  * safe way: the boot model names the disk sda (Linux libata) / ada0
  * (FreeBSD CAM) and keeps Linux's slot-named NIC, as the plan does. */
 static void convert_emulated(const char *fixture, const char *addr, const char *disk_key,
-			     const char *nic_model, const char *summary, const char *net0)
+			     const char *nic_model, const char *summary, const char *net0,
+			     const char *new_key, enum convert_bus bus)
 {
 	static struct conv_world f;
 	fx_start_emulated(&f, fixture, addr, disk_key, nic_model);
 	struct convert_result r;
-	int rc = run(&f, CONVERT_BUS_BLK, false, 0, &r);
+	int rc = run(&f, bus, false, 0, &r);
 	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
 		     r.failed_step, r.error, sbuf_str(&f.events));
 	cr_expect_eq(r.status, CONV_DONE);
 	cr_expect(strstr(sbuf_str(&f.events), summary), "%s", sbuf_str(&f.events));
 	convert_result_free(&r);
-	expect_config(&f, "virtio0", "local-lvm:vm-190-disk-0,size=16G");
-	expect_config(&f, disk_key ? disk_key : "ide0", NULL);
+	expect_config(&f, new_key, "local-lvm:vm-190-disk-0,size=16G");
+	if (strcmp(new_key, disk_key ? disk_key : "ide0") != 0)
+		expect_config(&f, disk_key ? disk_key : "ide0", NULL);
+	else /* the same key on the controller it changed to */
+		expect_config(&f, "scsihw", "virtio-scsi-single");
 	if (net0)
 		expect_config(&f, "net0", net0);
 	char *st = conv_world_boot(&f);
@@ -528,19 +532,36 @@ static void convert_emulated(const char *fixture, const char *addr, const char *
 
 Test(convert_run, ubuntu_24_04_sata)
 {
-	convert_emulated("ubuntu-24.04", "127.0.1.157", "sata0", NULL, "1 SATA disk", NULL);
+	convert_emulated("ubuntu-24.04", "127.0.1.157", "sata0", NULL, "1 SATA disk", NULL, "virtio0",
+			 CONVERT_BUS_BLK);
 }
 
 Test(convert_run, freebsd_14_sata)
 {
-	convert_emulated("freebsd-14", "127.0.1.158", "sata0", NULL, "1 SATA disk", NULL);
+	convert_emulated("freebsd-14", "127.0.1.158", "sata0", NULL, "1 SATA disk", NULL, "virtio0",
+			 CONVERT_BUS_BLK);
 }
 
 /* rtl8139 moves like e1000: same MAC and slot, Linux keeps ens18 */
 Test(convert_run, ubuntu_24_04_rtl8139)
 {
 	convert_emulated("ubuntu-24.04", "127.0.1.160", NULL, "rtl8139", "1 rtl8139 NIC",
-			 "virtio=BC:24:11:5E:2A:7C,bridge=vmbr0");
+			 "virtio=BC:24:11:5E:2A:7C,bridge=vmbr0", "virtio0", CONVERT_BUS_BLK);
+}
+
+/* A disk on PVE's default SCSI controller (LSI 53C895A) stays scsi0 and
+ * the controller becomes virtio-scsi: the initramfs (Linux) must hold
+ * virtio_scsi, which the boot model checks */
+Test(convert_run, ubuntu_24_04_lsi_to_virtio_scsi)
+{
+	convert_emulated("ubuntu-24.04", "127.0.1.161", "scsi0", NULL, "1 SCSI disk", NULL, "scsi0",
+			 CONVERT_BUS_AUTO);
+}
+
+Test(convert_run, freebsd_14_lsi_to_virtio_scsi)
+{
+	convert_emulated("freebsd-14", "127.0.1.162", "scsi0", NULL, "1 SCSI disk", NULL, "scsi0",
+			 CONVERT_BUS_AUTO);
 }
 
 Test(convert_run, two_disks_and_a_cdrom)
@@ -995,10 +1016,11 @@ Test(convert_target, config_check)
 		 "viostor (disk) and NetKVM", -1},
 		{"{\"ostype\":\"wxp\",\"ide0\":\"local:1/vm-1-disk-0.qcow2\"}", NULL, "ostype wxp", -1},
 		{"{\"ostype\":\"w2k8\"}", NULL, "Windows", -1},
-		{"{\"scsi0\":\"local:1/vm-1-disk-0.qcow2\"}", NULL,
-		 "scsi0 on LSI 53C895A SCSI (scsihw lsi, PVE's default) stays emulated", -1},
+		{"{\"scsi0\":\"local:1/vm-1-disk-0.qcow2\"}", NULL, NULL, 0},
 		{"{\"scsihw\":\"pvscsi\",\"scsi0\":\"l:vm-1-disk-0\",\"scsi1\":\"l:vm-1-disk-1\"}", NULL,
-		 "scsi0, scsi1 on VMware PVSCSI (scsihw pvscsi) stay emulated", -1},
+		 NULL, 0},
+		{"{\"scsi0\":\"l:vm-1-disk-0\",\"virtio0\":\"l:vm-1-disk-1\"}", NULL, "more than one bus",
+		 -1},
 		{"{\"virtio0\":\"l:vm-1-disk-0\",\"net0\":\"ne2k_pci=BC:24:11:00:00:01\"}", NULL,
 		 "net0 (ne2k_pci) stays emulated", -1},
 		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"i82551=BC:24:11:00:00:01\"}", NULL,

@@ -250,9 +250,9 @@ Test(realcfg, guests_by_vmid)
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "would migrate to pve2"), "%s", out);
 	free(out);
-	rc = test_pvagent(bin(), conf, &out, "virtio", "106", "--dry-run", NULL);
+	rc = test_pvagent(bin(), conf, &out, "virtio", "110", "--dry-run", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
-	cr_expect(strstr(out, "VM 106 is not converted"), "%s", out);
+	cr_expect(strstr(out, "VM 110 is a Windows guest (ostype win11)"), "%s", out);
 	free(out);
 	expect_only_reads();
 }
