@@ -42,6 +42,45 @@ static int open_target(struct cli *cli, const char *cmd, const struct target_req
 	return 0;
 }
 
+/* virtio reads the config before it asks for an address
+ * (convert_config_check): a guest with nothing to convert needs none, and
+ * one it refuses is refused at once; an interrupted conversion of it is
+ * left to its journal (its config is half converted). arg: the
+ * job store, or NULL (a dry run keeps none). */
+static int virtio_config_check(struct pve *c, const struct guest_target *gt, void *arg,
+			       struct pve_error *err)
+{
+	struct store *st = arg;
+	if (st) {
+		struct store_job sj;
+		char *serr = NULL;
+		int r = store_job_find_open(st, "virtio", gt->ref.name ? gt->ref.name : "", &sj, &serr);
+		if (r == 1)
+			store_job_free(&sj);
+		if (r < 0) {
+			pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "state.db");
+			free(serr);
+			return -1;
+		}
+		if (r == 1)
+			return 0;
+	}
+	char *pending = NULL, *why = NULL;
+	if (guest_pending(c, &gt->ref, &pending, err) < 0)
+		return -1;
+	int rc = convert_config_check(gt->config, gt->ref.vmid, pending, &why);
+	free(pending);
+	if (rc < 0) {
+		if (why)
+			pve_error_set(err, PVE_ERR_CONFIG, "%s is %s%s", gt->ref.name ? gt->ref.name : "the guest",
+				      strncmp(why, "a Windows", 9) == 0 ? "" : "not converted: ", why);
+		else
+			pve_error_oom(err);
+		free(why);
+	}
+	return rc;
+}
+
 /* --var K=V into vars; 0 or EXIT_USAGE (said). */
 static int parse_var(const char *cmd, const char *arg, struct tmpl_kvlist *vars)
 {
@@ -290,7 +329,9 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 	}
 	const char *name = a->argv[0];
 	struct target_req treq = {.name = name, .tmpl_name = tname, .address = address,
-				  .vars = &vars, .tmpl_optional = true, .qemu_only = true};
+				  .vars = &vars, .tmpl_optional = true, .qemu_only = true,
+				  .config_check = virtio_config_check,
+				  .check_arg = dry ? NULL : cli_store(cli)};
 	struct guest_target gt;
 	struct convert_result res = {0};
 	char *db = NULL;

@@ -139,9 +139,23 @@ void convert_target_free(struct convert_target *t)
 	memset(t, 0, sizeof *t);
 }
 
-static bool nic_model_moves(const char *model)
+/* e1000e is driven like e1000 (FreeBSD em, Linux e1000e keeps the slot
+ * name): one family for a conversion. */
+static const char *nic_driver(const char *model)
 {
-	return model && (strcmp(model, "e1000") == 0 || strcmp(model, "e1000e") == 0);
+	return strcmp(model, "e1000e") == 0 ? "e1000" : model;
+}
+
+/* The NIC models pvagent moves to virtio (the guest's NIC keeps its PCI
+ * slot and MAC; FreeBSD renames em/re/vmx to vtnet); the model's name as a
+ * static string, or NULL. */
+static const char *nic_model_moves(const char *model)
+{
+	static const char *const moves[] = {"e1000", "e1000e", "rtl8139", "vmxnet3"};
+	for (size_t i = 0; model && i < sizeof moves / sizeof *moves; i++)
+		if (strcmp(model, moves[i]) == 0)
+			return moves[i];
+	return NULL;
 }
 
 /* The same drive value with only the options the target bus's drive
@@ -217,6 +231,103 @@ static char *boot_order_map(const char *boot, const struct name_map *keys)
 	return sbuf_steal(&b);
 }
 
+/* PVE's Windows ostypes (qemu-server's windows_version: win*, wxp, w2k*). */
+static bool ostype_windows(const char *os)
+{
+	return os && (strncmp(os, "win", 3) == 0 || strcmp(os, "wxp") == 0 ||
+		      strncmp(os, "w2k", 3) == 0);
+}
+
+/* An emulated SCSI controller (scsihw unset: LSI 53C895A, PVE's default;
+ * lsi53c810, megasas, pvscsi): its disks move to virtio-scsi under the
+ * same keys. */
+static bool scsihw_emulated(const char *scsihw)
+{
+	return !scsihw || strncmp(scsihw, "virtio-scsi", 11) != 0;
+}
+
+static bool key_touches_buses(const char *k)
+{
+	return pvecfg_disk_key(k, NULL) != BUS_NONE || key_indexed(k, "net") ||
+	       strcmp(k, "boot") == 0 || strcmp(k, "bootdisk") == 0 || strcmp(k, "scsihw") == 0;
+}
+
+int convert_config_check(json_object *config, int vmid, const char *pending_keys, char **why)
+{
+	*why = NULL;
+	const char *os = json_text(config, "ostype");
+	if (ostype_windows(os)) {
+		*why = strprintf("a Windows guest (ostype %s): pvagent does not convert Windows; it "
+				 "boots from virtio only once the viostor (disk) and NetKVM (network) "
+				 "drivers from the virtio-win ISO are installed while its disks and NICs "
+				 "are still emulated", os);
+		return -1;
+	}
+	for (const char *p = pending_keys; p && *p;) {
+		size_t n = strcspn(p, ",");
+		char *k = strndup(p, n);
+		if (!k)
+			return -1;
+		bool touch = key_touches_buses(k);
+		if (touch)
+			*why = strprintf("%s has a pending change (PVE applies it at the next restart): "
+					 "pvagent converts only the config the guest runs; restart the "
+					 "guest to apply it or revert it (qm revert %d --revert %s)", k,
+					 vmid, k);
+		free(k);
+		if (touch)
+			return -1;
+		p += n + (p[n] == ',');
+	}
+	struct pvecfg_hw hw = {0};
+	if (pvecfg_hw_read(config, &hw) < 0)
+		return -1;
+	struct sbuf stay = {0};
+	unsigned ide = 0, sata = 0, lsi = 0, virt = 0, e1000 = 0, nstay = 0;
+	int rc = 0;
+	for (size_t i = 0; i < hw.n_disks; i++) {
+		const struct pvecfg_disk *d = &hw.disks[i];
+		if (d->cdrom)
+			continue;
+		ide += d->bus == BUS_IDE;
+		sata += d->bus == BUS_SATA;
+		lsi += d->bus == BUS_SCSI && scsihw_emulated(hw.scsihw);
+		virt += d->bus == BUS_VIRTIO || (d->bus == BUS_SCSI && !scsihw_emulated(hw.scsihw));
+	}
+	for (size_t i = 0; i < hw.n_nics && rc == 0; i++) {
+		const char *m = hw.nics[i].model;
+		if (nic_model_moves(m))
+			e1000++;
+		else if (strcmp(m, "virtio") != 0 && ++nstay)
+			rc = sbuf_addf(&stay, "%s%s (%s)", stay.len ? "; " : "", hw.nics[i].key, m);
+	}
+	pvecfg_hw_free(&hw);
+	if (rc < 0) {
+		sbuf_free(&stay);
+		return -1;
+	}
+	if (stay.len) {
+		const char *s = nstay > 1 ? "" : "s";
+		*why = ide || sata || lsi || e1000
+		     ? strprintf("%s stay%s emulated beside the disks and NICs pvagent would move: "
+				 "pvagent converts only guests whose every NIC is e1000, e1000e, "
+				 "rtl8139, vmxnet3 or virtio", sbuf_str(&stay), s)
+		     : strprintf("nothing pvagent converts: %s stay%s emulated; pvagent converts "
+				 "e1000, e1000e, rtl8139 and vmxnet3 NICs", sbuf_str(&stay), s);
+		sbuf_free(&stay);
+		return -1;
+	}
+	sbuf_free(&stay);
+	unsigned buses = !!ide + !!sata + !!lsi + !!virt;
+	if ((ide || sata || lsi) && buses > 1) {
+		*why = strdup("its disks are on more than one bus (IDE, SATA, SCSI, virtio): pvagent "
+			      "converts a guest whose disks are all on IDE, all on SATA or all on "
+			      "one SCSI controller (the guest's device names would shift)");
+		return -1;
+	}
+	return ide || sata || lsi || e1000 ? 0 : 1;
+}
+
 int convert_target_make(json_object *saved, enum vbus bus, int pve_major,
 			struct convert_target *t, char **err)
 {
@@ -232,27 +343,46 @@ int convert_target_make(json_object *saved, enum vbus bus, int pve_major,
 	}
 	const char *bootdisk = json_text(saved, "bootdisk");
 	const char *boot = json_text(saved, "boot");
-	/* IDE disks in PVE order ide0, ide1, ide3 (hw is sorted by key) */
-	bool others = false;
+	/* IDE (or SATA) disks in PVE order ide0, ide1, ide3 (hw is sorted by
+	 * key) */
+	unsigned ide = 0, sata = 0, lsi = 0, virt = 0;
 	for (size_t i = 0; i < hw.n_disks; i++) {
 		const struct pvecfg_disk *d = &hw.disks[i];
 		if (d->cdrom)
 			continue;
-		if (d->bus == BUS_IDE)
-			t->ndisks++;
-		else if (d->bus == BUS_VIRTIO || d->bus == BUS_SCSI)
-			others = true;
+		ide += d->bus == BUS_IDE;
+		sata += d->bus == BUS_SATA;
+		lsi += d->bus == BUS_SCSI && scsihw_emulated(hw.scsihw);
+		virt += d->bus == BUS_VIRTIO || (d->bus == BUS_SCSI && !scsihw_emulated(hw.scsihw));
 	}
-	if (t->ndisks && others) {
-		*err = strdup("the guest has virtio or SCSI disks beside its IDE disks; pvagent "
-			      "converts only guests whose disks are all on IDE");
+	if ((ide || sata || lsi) && !!ide + !!sata + !!lsi + !!virt > 1) {
+		*err = strdup("the guest has disks on more than one bus (IDE, SATA, SCSI or virtio); "
+			      "pvagent converts only guests whose disks are all on IDE, all on SATA "
+			      "or all on one SCSI controller");
 		goto out;
 	}
+	t->sata = sata > 0;
+	t->scsi_ctl = lsi > 0;
+	t->ndisks = ide + sata + lsi;
+	/* an emulated SCSI controller: the disks keep their keys */
+	enum disk_bus src = t->scsi_ctl ? BUS_NONE : t->sata ? BUS_SATA : BUS_IDE;
 	const struct pvecfg_disk *bd = pvecfg_boot_disk(&hw, boot, bootdisk);
 	unsigned idx = 0;
+	for (size_t i = 0; t->scsi_ctl && i < hw.n_disks; i++) {
+		const struct pvecfg_disk *d = &hw.disks[i];
+		if (d->cdrom || d->bus != BUS_SCSI)
+			continue;
+		if (d == bd && !(t->boot_key = strdup(d->key))) {
+			*err = strdup("out of memory");
+			goto out;
+		}
+		if (d == bd)
+			t->boot_index = idx;
+		idx++;
+	}
 	for (size_t i = 0; i < hw.n_disks; i++) {
 		const struct pvecfg_disk *d = &hw.disks[i];
-		if (d->cdrom || d->bus != BUS_IDE)
+		if (d->cdrom || d->bus != src)
 			continue;
 		char *nk = strprintf("%s%u", bus == VBUS_VIRTIO_SCSI ? "scsi" : "virtio", idx);
 		const char *old = json_text(saved, d->key);
@@ -283,8 +413,13 @@ int convert_target_make(json_object *saved, enum vbus bus, int pve_major,
 	}
 	for (size_t i = 0; i < hw.n_nics; i++) {
 		const struct pvecfg_nic *n = &hw.nics[i];
-		if (!nic_model_moves(n->model))
+		const char *model = nic_model_moves(n->model);
+		/* one driver at a time (e1000 and e1000e are both em); NICs of
+		 * another model keep it, their names do not depend on the others */
+		if (!model || (t->nic_model && strcmp(nic_driver(t->nic_model), nic_driver(model)) != 0))
 			continue;
+		if (!t->nic_model)
+			t->nic_model = model;
 		const char *old = json_text(saved, n->key);
 		char *nv = old ? nic_value_virtio(old) : NULL;
 		if (!nv || pve_params_add(&t->set, n->key, nv) < 0 ||
@@ -297,7 +432,12 @@ int convert_target_make(json_object *saved, enum vbus bus, int pve_major,
 		free(nv);
 		t->nnics++;
 	}
-	if (t->ndisks) {
+	if (t->scsi_ctl) {
+		/* same keys, same boot order: only the controller changes */
+		pve_params_add(&t->set, "scsihw", "virtio-scsi-single");
+		strv_add(&t->lines, &t->n_lines, strprintf("scsihw: %s -> virtio-scsi-single",
+							   hw.scsihw ? hw.scsihw : "(default lsi)"));
+	} else if (t->ndisks) {
 		if (bus == VBUS_VIRTIO_SCSI) {
 			const char *hwv = json_text(saved, "scsihw");
 			if (!hwv || strncmp(hwv, "virtio-scsi", 11) != 0) {
@@ -461,6 +601,7 @@ struct run {
 					 failed rollback says CONV_STUCK) */
 	enum rw_phase phase;          /* for the inject edit */
 	const char *step;
+	char emul[32];          /* emulated()'s text */
 };
 
 /* convert_target_make for the saved config on the cluster's PVE version
@@ -477,6 +618,17 @@ static int target_for(struct run *r, enum vbus bus, struct convert_target *t, ch
 	}
 	return convert_target_make(r->saved, bus, major, t, err);
 }
+
+/* What the guest runs on before the switch, for messages ("IDE/e1000",
+ * "SATA/rtl8139"); kept in r. */
+static const char *emulated(struct run *r)
+{
+	snprintf(r->emul, sizeof r->emul, "%s/%s",
+		 r->t.sata ? "SATA" : r->t.scsi_ctl ? "SCSI" : "IDE",
+		 r->t.nic_model ? r->t.nic_model : "e1000");
+	return r->emul;
+}
+
 
 /* The step failures are named by (r->step: the engine's step, or the
  * part of it under way, such as "rollback"). */
@@ -724,11 +876,29 @@ static int plan_guest(struct run *r)
 	if (!r->det.have_profile)
 		return failf(r, JOB_OUT_FAILED, "%s has no usable virtio drivers: pvagent leaves it on IDE/e1000",
 			     r->det.os_desc ? r->det.os_desc : "the guest's OS");
-	enum vbus bus = choose_bus(r);
-	const char *jbus = json_text(r->j.o, "bus");
-	if (jbus && r->req->bus == CONVERT_BUS_AUTO)
-		bus = strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
+	/* disks on an emulated SCSI controller stay on SCSI: virtio-scsi */
+	struct convert_target probe;
 	char *err = NULL;
+	if (target_for(r, VBUS_VIRTIO_SCSI, &probe, &err) < 0) {
+		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
+		free(err);
+		return -1;
+	}
+	bool scsi_ctl = probe.scsi_ctl;
+	convert_target_free(&probe);
+	const char *scsihw = json_text(r->saved, "scsihw");
+	if (scsi_ctl && r->req->bus == CONVERT_BUS_BLK)
+		return failf(r, JOB_OUT_FAILED, "the disks are on an emulated SCSI controller (%s): "
+			     "they move to virtio-scsi under the same keys, not to virtio-blk",
+			     scsihw ? scsihw : "lsi");
+	if (scsi_ctl && r->det.profile.family == OS_FREEBSD && scsihw &&
+	    strcmp(scsihw, "megasas") == 0)
+		return failf(r, JOB_OUT_FAILED, "FreeBSD names MegaRAID SAS disks mfidN (mfi(4)) and "
+			     "virtio-scsi ones daN: pvagent does not rename them; megasas stays");
+	enum vbus bus = scsi_ctl ? VBUS_VIRTIO_SCSI : choose_bus(r);
+	const char *jbus = json_text(r->j.o, "bus");
+	if (jbus && r->req->bus == CONVERT_BUS_AUTO && !scsi_ctl)
+		bus = strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
 	if (osprof_check_bus(&r->det.profile, bus, &err) < 0) {
 		failf(r, JOB_OUT_FAILED, "%s", err ? err : "bus not supported");
 		free(err);
@@ -771,8 +941,12 @@ static int plan_guest(struct run *r)
 		return -1;
 	}
 	free(err);
-	if (virtio_plan_init(&r->vp, &r->det.profile, bus, r->t.ndisks, r->t.nnics, &r->facts,
-			     &err) < 0) {
+	/* an emulated SCSI controller names its disks as virtio-scsi does
+	 * (sdX, daN): nothing to rename */
+	if (virtio_plan_init_from(&r->vp, &r->det.profile,
+				  r->t.sata ? DBUS_SATA : r->t.scsi_ctl ? DBUS_VIRTIO_SCSI : DBUS_IDE,
+				  r->t.nic_model ? r->t.nic_model : "e1000", bus,
+				  r->t.ndisks, r->t.nnics, &r->facts, &err) < 0) {
 		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
 		free(err);
 		return -1;
@@ -784,7 +958,7 @@ static int plan_guest(struct run *r)
 /* The boot disk's name in the guest on the old or the new bus. */
 static char *boot_disk_name(const struct run *r, bool virtio)
 {
-	enum dbus b = !virtio ? DBUS_IDE
+	enum dbus b = !virtio ? (r->t.sata ? DBUS_SATA : r->t.scsi_ctl ? DBUS_VIRTIO_SCSI : DBUS_IDE)
 		    : r->vp.bus == VBUS_VIRTIO_SCSI ? DBUS_VIRTIO_SCSI : DBUS_VIRTIO_BLK;
 	return osprof_disk_name(&r->det.profile, b, r->t.boot_index);
 }
@@ -798,8 +972,8 @@ static void run_bench(struct run *r, bool virtio)
 		.os = r->det.os.family,
 		.size_mib = q->bench_size_mib,
 		.raw_disk = disk,
-		.bus = virtio ? vbus_name(r->vp.bus) : "ide",
-		.nic = r->t.nnics ? (virtio ? "virtio" : "e1000") : "-",
+		.bus = virtio ? vbus_name(r->vp.bus) : r->t.sata ? "sata" : r->t.scsi_ctl ? "scsi" : "ide",
+		.nic = r->t.nnics ? (virtio ? "virtio" : r->t.nic_model) : "-",
 		.on_event = bench_job_phase,
 		.event_ctx = r->j.job,
 	};
@@ -1113,7 +1287,8 @@ static int apply_target(struct run *r)
 		if (guest_set_config(r->req->pve, &r->g, &none, r->t.delete_keys, NULL, false,
 				     &r->w, &e) < 0 &&
 		    !(e.message && strstr(e.message, "does not exist")))
-			return fail_pve(r, &e, "removing the IDE disks from the config");
+			return fail_pve(r, &e, r->t.sata ? "removing the SATA disks from the config"
+							   : "removing the IDE disks from the config");
 		pve_error_clear(&e);
 	}
 	if (guest_set_config(r->req->pve, &r->g, &r->t.set, NULL, NULL, false, &r->w, &e) < 0)
@@ -1237,8 +1412,8 @@ static int rollback(struct run *r)
 	char *what = r->res->error ? strdup(r->res->error) : NULL;
 	const char *was = r->step;
 	step_begin(r, "rollback");
-	job_note(r->j.job, "%s failed: %s; rolling back to IDE/e1000", was ? was : "?",
-	      what ? what : "error");
+	job_note(r->j.job, "%s failed: %s; rolling back to %s", was ? was : "?",
+	      what ? what : "error", emulated(r));
 	close_session(r);
 	struct pve_error e = {0};
 	json_object *cur = NULL;
@@ -1274,11 +1449,11 @@ static int rollback(struct run *r)
 		}
 	}
 	if (!failed && guest_start(r->req->pve, &r->g, &r->w, &e) < 0)
-		failed = "starting the guest on IDE/e1000";
+		failed = "starting the guest on its emulated disks and NICs";
 	struct ssh_error se = {0};
 	double timeout = r->req->verify_timeout_s > 0 ? r->req->verify_timeout_s : 300;
 	if (!failed && connect_wait(r, timeout, &se) < 0)
-		failed = "reaching the guest over SSH on IDE/e1000";
+		failed = "reaching the guest over SSH on its emulated disks and NICs";
 	if (!failed && restore_files(r) < 0)
 		failed = "restoring the guest's files";
 	free(r->res->error);
@@ -1303,14 +1478,15 @@ static int rollback(struct run *r)
 		r->outcome = JOB_OUT_NEEDS_ATTENTION;
 	} else {
 		char *hint = pve_perm_hint(what);
-		r->res->error = strprintf("%s failed: %s; rolled back: the guest runs on IDE/e1000 "
+		r->res->error = strprintf("%s failed: %s; rolled back: the guest runs on %s "
 					  "with its original files%s",
-					  was ? was : "?", what ? what : "error", hint ? hint : "");
+					  was ? was : "?", what ? what : "error", emulated(r),
+					  hint ? hint : "");
 		free(hint);
 		r->res->rolled_back = true;
 		r->res->status = CONV_FAILED;
 		r->outcome = JOB_OUT_FAILED;
-		job_note(r->j.job, "rolled back: the guest is back on IDE/e1000");
+		job_note(r->j.job, "rolled back: the guest is back on %s", emulated(r));
 	}
 	json_object_put(cur);
 	pve_error_clear(&e);
@@ -1366,8 +1542,8 @@ static int dry_run(struct run *r)
 		return -1;
 	if (r->det.profile.family == OS_LINUX && r->det.profile.initramfs_update)
 		job_note(r->j.job, "would run %s", r->det.profile.initramfs_update);
-	job_note(r->j.job, "prepare: %zu file%s to change while on IDE/e1000", n1,
-		 n1 == 1 ? "" : "s");
+	job_note(r->j.job, "prepare: %zu file%s to change while on %s", n1,
+		 n1 == 1 ? "" : "s", emulated(r));
 	step_begin(r, "config");
 	for (size_t i = 0; i < r->t.n_lines; i++)
 		job_diff(r->j.job, r->t.lines[i]);
@@ -1447,7 +1623,7 @@ static enum step_rc st_preflight(struct job *j)
 	if (nothing) {
 		res->status = CONV_ALREADY;
 		r->outcome = JOB_OUT_DONE;
-		job_summary(r->j.job, "already virtio: no IDE disk or e1000 NIC");
+		job_summary(r->j.job, "already virtio: no IDE or SATA disk, no emulated NIC");
 		return STEP_RC_END;
 	}
 	bool running = r->g.status && strcmp(r->g.status, "running") == 0;
@@ -1470,9 +1646,11 @@ static enum step_rc st_preflight(struct job *j)
 			failf(r, JOB_OUT_FAILED, "out of memory");
 			return step_failed(j, r);
 		}
-	job_summary(r->j.job, "%s: %u IDE disk%s, %u e1000 NIC%s -> %s", res->os_desc ? res->os_desc : "?",
-		  r->t.ndisks, r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nnics == 1 ? "" : "s",
-		  vbus_name(r->vp.bus));
+	job_summary(r->j.job, "%s: %u %s disk%s, %u %s NIC%s -> %s",
+		  res->os_desc ? res->os_desc : "?", r->t.ndisks,
+		  r->t.sata ? "SATA" : r->t.scsi_ctl ? "SCSI" : "IDE",
+		  r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nic_model ? r->t.nic_model : "e1000",
+		  r->t.nnics == 1 ? "" : "s", vbus_name(r->vp.bus));
 	if (q->dry_run)
 		return dry_run(r) < 0 ? step_failed(j, r) : STEP_RC_END;
 	/* every privilege the switch and the rollback need, before anything changes */
@@ -1584,8 +1762,8 @@ static enum step_rc st_prepare(struct job *j)
 		}
 		return step_failed(j, r);
 	}
-	job_summary(r->j.job, "%zu file%s changed; the guest still boots on IDE/e1000", n,
-		  n == 1 ? "" : "s");
+	job_summary(r->j.job, "%zu file%s changed; the guest still boots on %s", n,
+		  n == 1 ? "" : "s", emulated(r));
 	return STEP_RC_OK;
 }
 

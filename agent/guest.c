@@ -513,8 +513,8 @@ static int refresh_found(struct pve *c, int rc, struct guest_ref *out, struct pv
 	return 0;
 }
 
-int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
-		       struct pve_error *err)
+static int find_named(struct pve *c, const char *name, struct guest_ref *out,
+		      struct pve_error *err)
 {
 	memset(out, 0, sizeof *out);
 	struct guest_list l;
@@ -545,7 +545,7 @@ int guest_find(struct pve *c, const char *arg, struct guest_ref *out, struct pve
 {
 	int vmid;
 	if (!guest_arg_is_vmid(arg, &vmid))
-		return guest_find_by_name(c, arg, out, err);
+		return find_named(c, arg, out, err);
 	return refresh_found(c, guest_find_by_vmid(c, vmid, out, err), out, err);
 }
 

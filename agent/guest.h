@@ -101,21 +101,21 @@ void guest_made_cache_clear(void);
 int guest_list(struct pve *c, const char *node, struct guest_list *out,
 	       struct pve_error *err);
 
-/* The guest called name (compared case-insensitively, as DNS names are),
- * cluster-wide. Returns 1 and fills out when found,
- * 0 when there is none, -1 on error; two or more guests with this name are
- * an error (PVE_ERR_API) naming every VMID. guest_list(), then for a hit
- * its status/current (status and name as they are now; renamed meanwhile:
- * not found). */
-int guest_find_by_name(struct pve *c, const char *name, struct guest_ref *out,
-		       struct pve_error *err);
 /* The guest with this VMID: 1 found, 0 none, -1 error. */
 int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out,
 		       struct pve_error *err);
-/* The guest a command's argument names: a VMID when all digits
- * (guest_arg_is_vmid; its status read now), else a name
- * (guest_find_by_name). 1 found, 0 none, -1 error. */
+/* The guest a command's argument or a job's subject names: a VMID when
+ * all digits (guest_arg_is_vmid; its status read now), else a name,
+ * compared case-insensitively as DNS names are, cluster-wide (its
+ * status/current read now; renamed meanwhile: not found). 1 found, 0
+ * none, -1 error; two or more guests with the name are an error
+ * (PVE_ERR_API) naming every VMID and node. This is the one lookup:
+ * unnamed guests (PVE shows "VM 100") and guests sharing a name are
+ * reached by VMID wherever a guest is named. */
 int guest_find(struct pve *c, const char *arg, struct guest_ref *out, struct pve_error *err);
+/* The old name of guest_find, for callers not yet renamed (wf_migrate.c):
+ * a job keyed on a VMID finds its guest there too. */
+#define guest_find_by_name guest_find
 /* The same look-ups in a listing already made with guest_list(), so that
  * one listing serves several (no request; out is a copy; -1 is a duplicate
  * name or out of memory). The listing is as old as it is: use a fresh one

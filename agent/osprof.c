@@ -193,6 +193,10 @@ char *osprof_disk_name(const struct os_profile *p, enum dbus bus, unsigned idx)
 		if (p->scsi_disk_letters)
 			return letters_name(p->scsi_disk, idx);
 		return strprintf("%s%u", p->scsi_disk, idx);
+	case DBUS_SATA:
+		if (p->family == OS_LINUX)
+			return letters_name("sd", idx);
+		return strprintf("ada%u", idx);
 	}
 	return NULL;
 }
@@ -202,8 +206,10 @@ char *osprof_nic_name(const struct os_profile *p, const char *model, unsigned id
 	errno = 0;
 	if (p->family != OS_FREEBSD)
 		return NULL;
-	if (strcmp(model, "e1000") == 0)
+	if (strcmp(model, "e1000") == 0 || strcmp(model, "e1000e") == 0)
 		return strprintf("%s%u", p->nic_e1000, idx);
+	if (strcmp(model, "vmxnet3") == 0)
+		return strprintf("vmx%u", idx);
 	if (strcmp(model, "virtio") == 0)
 		return strprintf("%s%u", p->nic_virtio, idx);
 	if (strcmp(model, "rtl8139") == 0)

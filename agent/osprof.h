@@ -114,11 +114,14 @@ void osprof_loader_lines(const struct os_profile *p, enum vbus bus,
 void osprof_initramfs_modules(const struct os_profile *p, enum vbus bus,
 			      const char *const **mods, size_t *n);
 
-enum dbus { DBUS_IDE, DBUS_VIRTIO_BLK, DBUS_VIRTIO_SCSI };
+enum dbus { DBUS_IDE, DBUS_VIRTIO_BLK, DBUS_VIRTIO_SCSI, DBUS_SATA };
 /* Name (no /dev/) of the idx-th disk on a bus; IDE disks are counted in
- * PVE order ide0, ide1, ide3 (ide2 is the CD-ROM). malloc'd. */
+ * PVE order ide0, ide1, ide3 (ide2 is the CD-ROM). SATA (AHCI) disks are
+ * sdX on Linux (libata) and adaN on FreeBSD 9 and later (ahci(4) and
+ * CAM), counted in order. malloc'd. */
 char *osprof_disk_name(const struct os_profile *p, enum dbus bus, unsigned idx);
-/* NIC name for net<idx> with model "e1000" or "virtio"; NULL (errno 0)
+/* NIC name for net<idx> with model "e1000", "e1000e", "rtl8139",
+ * "vmxnet3" or "virtio" (FreeBSD em, re, vmx, vtnet); NULL (errno 0)
  * where the name does not follow the model (Linux: MAC/slot based). */
 char *osprof_nic_name(const struct os_profile *p, const char *model, unsigned idx);
 
@@ -157,6 +160,13 @@ struct virtio_plan {
 /* Plan for ndisks disks (ide0, ide1, ide3 ... -> bus 0, 1, 2 ...) and
  * nnics e1000 NICs (net0 ...) becoming virtio. Labels and MACs are taken
  * from the facts when given (may be NULL). */
+/* The same for disks on bus from (DBUS_IDE or DBUS_SATA; -1 with *err
+ * where the profile cannot name SATA disks for sure: FreeBSD before 9,
+ * whose ata(4) numbers them by channel) and NICs of nic_model ("e1000",
+ * "e1000e", "rtl8139" or "vmxnet3"). */
+int virtio_plan_init_from(struct virtio_plan *vp, const struct os_profile *p, enum dbus from,
+			  const char *nic_model, enum vbus bus, unsigned ndisks, unsigned nnics,
+			  const struct os_facts *facts, char **err);
 int virtio_plan_init(struct virtio_plan *vp, const struct os_profile *p,
 		     enum vbus bus, unsigned ndisks, unsigned nnics,
 		     const struct os_facts *facts, char **err);

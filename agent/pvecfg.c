@@ -297,6 +297,8 @@ int pvecfg_hw_read(json_object *config, struct pvecfg_hw *out)
 			rc = read_nic(out, key, val);
 		else if (strcmp(key, "scsihw") == 0 && !(out->scsihw = strdup(val)))
 			rc = -1;
+		else if (strcmp(key, "bootdisk") == 0 && !(out->bootdisk = strdup(val)))
+			rc = -1;
 		if (rc < 0) {
 			pvecfg_hw_free(out);
 			return -1;
@@ -324,29 +326,47 @@ void pvecfg_hw_free(struct pvecfg_hw *hw)
 	free(hw->disks);
 	free(hw->nics);
 	free(hw->scsihw);
+	free(hw->bootdisk);
 	memset(hw, 0, sizeof *hw);
+}
+
+/* hw's disk called key (len bytes), not a cdrom. */
+static const struct pvecfg_disk *disk_named(const struct pvecfg_hw *hw, const char *key, size_t len)
+{
+	for (size_t i = 0; key && i < hw->n_disks; i++)
+		if (!hw->disks[i].cdrom && strlen(hw->disks[i].key) == len &&
+		    strncmp(hw->disks[i].key, key, len) == 0)
+			return &hw->disks[i];
+	return NULL;
 }
 
 const struct pvecfg_disk *pvecfg_boot_disk(const struct pvecfg_hw *hw, const char *boot,
 					   const char *bootdisk)
 {
-	if (boot) {
-		const char *order = strstr(boot, "order=");
-		const char *s = order ? order + 6 : NULL;
-		while (s && *s && *s != ',') {
+	const char *order = boot ? strstr(boot, "order=") : NULL;
+	if (order) {
+		for (const char *s = order + 6; *s && *s != ',';) {
 			size_t len = strcspn(s, ";,");
-			for (size_t i = 0; i < hw->n_disks; i++)
-				if (!hw->disks[i].cdrom && strlen(hw->disks[i].key) == len &&
-				    strncmp(hw->disks[i].key, s, len) == 0)
-					return &hw->disks[i];
+			const struct pvecfg_disk *d = disk_named(hw, s, len);
+			if (d)
+				return d;
 			s += len;
 			if (*s == ';')
 				s++;
 		}
+	} else {
+		/* legacy: "[legacy=]cdn"; bootorder_from_legacy gives only the
+		 * bootdisk a disk's bootindex, and only with 'c' */
+		const char *letters = boot ? boot : "cdn";
+		if (strncmp(letters, "legacy=", 7) == 0)
+			letters += 7;
+		size_t n = strcspn(letters, ",");
+		const struct pvecfg_disk *d =
+			memchr(letters, 'c', n) && bootdisk ? disk_named(hw, bootdisk, strlen(bootdisk))
+							    : NULL;
+		if (d)
+			return d;
 	}
-	for (size_t i = 0; bootdisk && i < hw->n_disks; i++)
-		if (!hw->disks[i].cdrom && strcmp(hw->disks[i].key, bootdisk) == 0)
-			return &hw->disks[i];
 	for (size_t i = 0; i < hw->n_disks; i++)
 		if (!hw->disks[i].cdrom)
 			return &hw->disks[i];
@@ -355,7 +375,7 @@ const struct pvecfg_disk *pvecfg_boot_disk(const struct pvecfg_hw *hw, const cha
 
 char *pvecfg_hw_disk_summary(const struct pvecfg_hw *hw, const char *boot)
 {
-	const struct pvecfg_disk *d = pvecfg_boot_disk(hw, boot, NULL);
+	const struct pvecfg_disk *d = pvecfg_boot_disk(hw, boot, hw->bootdisk);
 	if (!d)
 		return strdup("-");
 	if (d->bus == BUS_SCSI && hw->scsihw)

@@ -66,6 +66,7 @@ struct pvecfg_hw {
 	struct pvecfg_nic *nics;
 	size_t n_nics;
 	char *scsihw;   /* or NULL */
+	char *bootdisk; /* the legacy bootdisk key, or NULL */
 };
 
 /* Read disks and NICs from a qemu config object (GET .../config data),
@@ -73,13 +74,15 @@ struct pvecfg_hw {
  * -1: out of memory, or errno EINVAL when config is not an object. */
 int pvecfg_hw_read(json_object *config, struct pvecfg_hw *out);
 void pvecfg_hw_free(struct pvecfg_hw *hw);
-/* The disk the guest boots from: the first disk of "order=a;b" in boot,
- * else the legacy bootdisk key (may be NULL), else the first disk that is
- * not a cdrom; NULL when there is none. */
+/* The disk the guest boots from, as qemu-server's device_bootorder gives
+ * disks their bootindex: with "order=a;b" in boot, the first disk of the
+ * order; else (legacy letters, "cdn" when boot is unset) the bootdisk key
+ * when the letters hold 'c'. Where that names no disk, the first disk
+ * that is not a cdrom (the firmware's pick); NULL when there is none. */
 const struct pvecfg_disk *pvecfg_boot_disk(const struct pvecfg_hw *hw, const char *boot,
 					   const char *bootdisk);
-/* Summary for listings: the bus of the boot disk (or of the first
- * non-cdrom disk) such as "virtio", "scsi (virtio-scsi-single)", "ide";
+/* Summary for listings: the bus of the boot disk (pvecfg_boot_disk with
+ * the config's bootdisk) such as "virtio", "scsi (virtio-scsi-single)", "ide";
  * "-" when there is none. malloc'd. */
 char *pvecfg_hw_disk_summary(const struct pvecfg_hw *hw, const char *boot);
 /* NIC models, comma-separated ("virtio", "e1000,virtio"); "-" for none. */

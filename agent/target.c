@@ -139,6 +139,9 @@ int guest_target_open(struct pve *c, const struct conf *conf, const struct targe
 	}
 	if (target_template(conf, req, gt, err) < 0)
 		return -1;
+	int cc = req->config_check ? req->config_check(c, gt, req->check_arg, err) : 0;
+	if (cc != 0)
+		return cc < 0 ? -1 : 0;
 	if (req->address) {
 		gt->address = strdup(req->address);
 		if (!gt->address)

@@ -16,6 +16,8 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
+struct guest_target;
+
 struct target_req {
 	const char *name;               /* the guest's name, or its VMID */
 	const char *tmpl_name;          /* -t TEMPLATE, or NULL: the one the
@@ -26,6 +28,12 @@ struct target_req {
 					   [ssh] settings alone */
 	double address_timeout_s;       /* looking it up; 0: 60 */
 	bool qemu_only;                 /* a container is a usage error */
+	/* Run on the config before the address is looked up (may be NULL),
+	 * with check_arg: 1 the command needs no address (gt->address stays
+	 * NULL, no SSH options), 0 go on, -1 stop with *err. */
+	int (*config_check)(struct pve *c, const struct guest_target *gt, void *check_arg,
+			    struct pve_error *err);
+	void *check_arg;
 };
 
 struct guest_target {

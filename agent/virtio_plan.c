@@ -27,17 +27,29 @@ int virtio_plan_init(struct virtio_plan *vp, const struct os_profile *p,
 		     enum vbus bus, unsigned ndisks, unsigned nnics,
 		     const struct os_facts *facts, char **err)
 {
+	return virtio_plan_init_from(vp, p, DBUS_IDE, "e1000", bus, ndisks, nnics, facts, err);
+}
+
+int virtio_plan_init_from(struct virtio_plan *vp, const struct os_profile *p, enum dbus src,
+			  const char *nic_model, enum vbus bus, unsigned ndisks, unsigned nnics,
+			  const struct os_facts *facts, char **err)
+{
 	memset(vp, 0, sizeof *vp);
 	if (err)
 		*err = NULL;
 	if (osprof_check_bus(p, bus, err) < 0)
 		return -1;
+	if (src == DBUS_SATA && p->family == OS_FREEBSD && p->major < 9) {
+		osprofi_set_err(err, "FreeBSD before 9 numbers SATA disks by ata(4) channel: "
+				"pvagent converts SATA disks on FreeBSD 9 and later");
+		return -1;
+	}
 	vp->prof = *p;
 	vp->bus = bus;
 	enum dbus nb = bus == VBUS_VIRTIO_SCSI ? DBUS_VIRTIO_SCSI : DBUS_VIRTIO_BLK;
 	int rc = 0;
 	for (unsigned i = 0; i < ndisks && rc == 0; i++) {
-		char *from = osprof_disk_name(p, DBUS_IDE, i);
+		char *from = osprof_disk_name(p, src, i);
 		char *to = osprof_disk_name(p, nb, i);
 		if (from && to && strcmp(from, to) == 0) { /* Linux IDE -> virtio-scsi: sda stays sda */
 			free(from);
@@ -45,14 +57,14 @@ int virtio_plan_init(struct virtio_plan *vp, const struct os_profile *p,
 			continue;
 		}
 		rc = add_owned(&vp->disks, from, to);
-		if (rc == 0 && p->ide_legacy) {
+		if (rc == 0 && p->ide_legacy && src == DBUS_IDE) {
 			unsigned slot = i < 2 ? i : i + 1;
 			rc = add_owned(&vp->disks, strprintf("%s%u", p->ide_legacy, slot),
 				       osprof_disk_name(p, nb, i));
 		}
 	}
 	for (unsigned i = 0; i < nnics && rc == 0; i++) {
-		char *from = osprof_nic_name(p, "e1000", i);
+		char *from = osprof_nic_name(p, nic_model, i);
 		char *to = osprof_nic_name(p, "virtio", i);
 		if (!from && !to)
 			continue;

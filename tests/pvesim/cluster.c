@@ -199,6 +199,15 @@ const char *guest_name(const struct sim_guest *g)
 	return n;
 }
 
+const char *guest_status_name(const struct sim_guest *g, char *buf, size_t n)
+{
+	const char *nm = guest_name(g);
+	if (nm)
+		return nm;
+	snprintf(buf, n, strcmp(g->type, "qemu") == 0 ? "VM %d" : "CT%d", g->vmid);
+	return buf;
+}
+
 const char *guest_lock(const struct sim_guest *g)
 {
 	return cfg_str(g->config, "lock");
@@ -226,6 +235,7 @@ void guest_free(struct sim_guest *g)
 	json_object_put(g->pending);
 	json_object_put(g->pending_delete);
 	json_object_put(g->snapshots);
+	json_object_put(g->cloudinit);
 	free(g->fixture);
 	free(g->address);
 	free(g->root);
@@ -508,8 +518,10 @@ bool storage_can_snapshot(const struct sim_storage *s, const char *format)
 {
 	if (storage_is_file(s))
 		return format && strcmp(format, "qcow2") == 0;
+	/* btrfs: subvolume snapshots of raw files too; zfs: ZFS over iSCSI */
 	return strcmp(s->type, "lvmthin") == 0 || strcmp(s->type, "rbd") == 0 ||
-	       strcmp(s->type, "zfspool") == 0;
+	       strcmp(s->type, "zfspool") == 0 || strcmp(s->type, "btrfs") == 0 ||
+	       strcmp(s->type, "zfs") == 0;
 }
 
 void volume_free(struct sim_volume *v)
@@ -1009,7 +1021,8 @@ void cluster_status_update(struct cluster *c, double now, bool force)
 		double since = floor((g->res_at - c->boot_time) / STATUS_PERIOD);
 		if (!force && floor((now - c->boot_time) / STATUS_PERIOD) <= since)
 			continue;
-		const char *name = guest_name(g);
+		char nbuf[32];
+		const char *name = guest_status_name(g, nbuf, sizeof nbuf);
 		char *nm = name ? strdup(name) : NULL;
 		if (name && !nm)
 			continue; /* out of memory: next time */
@@ -1339,6 +1352,8 @@ static json_object *state_guest(const struct cluster *c,
 	json_object *snaps = NULL;
 	json_object_deep_copy(g->snapshots, &snaps, NULL);
 	json_object_object_add(o, "snapshots", snaps);
+	if (g->cloudinit)
+		json_object_object_add(o, "cloudinit", json_object_get(g->cloudinit));
 	if (g->fixture)
 		json_object_object_add(o, "fixture",
 				       json_object_new_string(g->fixture));

@@ -65,6 +65,7 @@ struct sim_guest {
 	json_object *pending;   /* key -> new value, for a running guest */
 	json_object *pending_delete; /* array of keys */
 	json_object *snapshots; /* name -> {config, snaptime, description} */
+	json_object *cloudinit; /* [special:cloudinit] of a config file, or NULL */
 	char *fixture, *address, *root;
 	unsigned listen_port; /* with address: a TCP listener there (guestnet.h) */
 	bool listen_any;      /* listen_port 0 in the scenario: a free port */
@@ -137,6 +138,10 @@ uint64_t node_mem_used(const struct cluster *c, const char *node);
 uint64_t guest_memory(const struct sim_guest *g); /* bytes */
 bool guest_is_template(const struct sim_guest *g);
 const char *guest_name(const struct sim_guest *g);
+/* The name PVE's status shows (node lists, status/current, cluster
+ * resources): the config's, else "VM 100" / "CT100" (QemuServer::vmstatus,
+ * LXC::vmstatus); written into buf when made up. */
+const char *guest_status_name(const struct sim_guest *g, char *buf, size_t n);
 const char *guest_lock(const struct sim_guest *g);
 int guest_set_lock(struct sim_guest *g, const char *lock); /* NULL clears */
 void guest_free(struct sim_guest *g);
@@ -286,6 +291,11 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 		    struct path_parts *pp, struct sim_resp *r);
 bool routes_qemu(struct cluster *c, const struct sim_req *req,
 		 struct path_parts *pp, struct sim_resp *r);
+/* .../snapshot[/NAME[/rollback|/config]] of a qemu guest or a container
+ * (qemu-server and pve-container answer alike; containers' tasks are
+ * vzsnapshot, vzrollback, vzdelsnapshot). */
+void route_snapshots(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+		     struct path_parts *pp, struct sim_resp *r);
 bool routes_ct(struct cluster *c, const struct sim_req *req,
 	       struct path_parts *pp, struct sim_resp *r);
 bool routes_tasks(struct cluster *c, const struct sim_req *req,

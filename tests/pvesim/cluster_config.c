@@ -600,6 +600,18 @@ int config_drive_perm(const struct sim_req *req, struct sim_resp *r, int vmid,
 {
 	if (is_root(req) || !value)
 		return 0;
+	/* API2/Qemu.pm $check_storage_access: the host's CD drive needs
+	 * Sys.Console on /; a path is pve-storage check_volume_access's
+	 * "Only root can pass arbitrary filesystem paths." */
+	char *vol = drive_volid(value);
+	bool path = vol && vol[0] == '/', hostcd = vol && strcmp(vol, "cdrom") == 0;
+	free(vol);
+	if (path) {
+		resp_error(r, 500, "Only root can pass arbitrary filesystem paths.");
+		return -1;
+	}
+	if (hostcd && !priv_check_any(req, r, "/", (const char *const[]){"Sys.Console", NULL}))
+		return -1;
 	if (drive_is_cloudinit(value))
 		return NEED(req, r, vmid, "VM.Config.Cloudinit", "VM.Config.CDROM");
 	if (drive_is_cdrom(value))

@@ -103,37 +103,70 @@ static char *map_storage(const char *map, const char *src)
 	return strdup(src);
 }
 
-/* Config keys PVE cannot migrate (QemuMigrate::Helpers::check_local_resources):
- * hostpci/usb/serial/parallel/virtiofs N, ivshmem; a serial "socket" and a
- * usb "spice" are fine. Mapped devices (mapping=NAME) go into mapped (an
- * object key -> {name}); a mapped one blocks only a running VM (the
- * simulator has no live-migration capable mappings). Returns a new array. */
+/* The usb value's host (its default key): "spice" in "spice,usb3=1". */
+static bool usb_is_spice(const char *val)
+{
+	char *host = prop_get(val, "host");
+	bool spice = false;
+	if (host) {
+		spice = strcasecmp(host, "spice") == 0;
+	} else {
+		size_t n = strcspn(val, ",");
+		spice = !memchr(val, '=', n) && n == 5 && strncasecmp(val, "spice", 5) == 0;
+	}
+	free(host);
+	return spice;
+}
+
+/* What keeps a VM where it is, as qemu-server (master and stable-bookworm
+ * alike) computes it for the precondition:
+ * QemuMigrate::Helpers::check_non_migratable_resources (amd-sev,
+ * intel-tdx and virtiofs, only while running) then check_local_resources:
+ * the old hostusb/hostpci keys, ivshmem, and every usbN, hostpciN,
+ * serialN, parallelN, virtiofsN except a USB port whose host is spice
+ * (the format's default key: "usb1: spice,usb3=1"), a serial "socket",
+ * and a hostpci mapping (mapping=NAME) while stopped. Mapped devices go
+ * into mapped (key -> {name}); the simulator has no live-migration
+ * capable mappings. Returns a new array. */
 static json_object *local_resources(const struct sim_guest *g, json_object *mapped)
 {
 	json_object *a = json_object_new_array();
 	if (!a)
 		return NULL;
+	if (g->running) {
+		static const char *const nm[] = {"amd-sev", "intel-tdx"};
+		for (size_t i = 0; i < 2; i++)
+			if (cfg_str(g->config, nm[i]))
+				json_object_array_add(a, json_object_new_string(nm[i]));
+		bool vfs = false;
+		json_object_object_foreach(g->config, vk, vv)
+		{
+			(void)vv;
+			vfs |= key_indexed(vk, "virtiofs");
+		}
+		if (vfs)
+			json_object_array_add(a, json_object_new_string("virtiofs"));
+	}
+	static const char *const old[] = {"hostusb", "hostpci", "ivshmem"};
+	for (size_t i = 0; i < 3; i++)
+		if (cfg_str(g->config, old[i]))
+			json_object_array_add(a, json_object_new_string(old[i]));
 	json_object_object_foreach(g->config, k, v)
 	{
 		const char *val = json_object_get_string(v);
-		size_t pl = strcspn(k, "0123456789");
-		bool numbered = k[pl] && strspn(k + pl, "0123456789") == strlen(k + pl);
 		static const char *const kinds[] = {"hostpci", "usb", "serial", "parallel",
 						    "virtiofs"};
 		bool dev = false;
 		for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-			dev |= numbered && strlen(kinds[i]) == pl && strncmp(k, kinds[i], pl) == 0;
-		if (strcmp(k, "ivshmem") == 0) {
-			json_object_array_add(a, json_object_new_string(k));
-			continue;
-		}
+			dev |= key_indexed(k, kinds[i]);
 		if (!dev || !val)
 			continue;
-		if (strncmp(k, "serial", 6) == 0 && strcmp(val, "socket") == 0)
+		if (key_indexed(k, "usb") && usb_is_spice(val))
 			continue;
-		if (strncmp(k, "usb", 3) == 0 && strstr(val, "host=spice"))
+		if (key_indexed(k, "serial") && strcmp(val, "socket") == 0)
 			continue;
-		char *map = prop_get(val, "mapping");
+		char *map = key_indexed(k, "virtiofs") ? prop_get(val, "dirid")
+			  : prop_get(val, "mapping");
 		if (map && mapped) {
 			json_object *e = json_object_new_object();
 			if (e) {
@@ -141,7 +174,8 @@ static json_object *local_resources(const struct sim_guest *g, json_object *mapp
 				json_object_object_add(mapped, k, e);
 			}
 		}
-		if (!map || g->running)
+		bool skip = map && key_indexed(k, "hostpci") && !g->running;
+		if (!skip)
 			json_object_array_add(a, json_object_new_string(k));
 		free(map);
 	}
@@ -331,6 +365,143 @@ json_object *ct_migrate_precondition(struct cluster *c, const struct sim_guest *
 	return o;
 }
 
+/* One volume of the precondition's local_disks, as
+ * QemuServer::foreach_volid collects it over the config, its pending part
+ * and its snapshots. */
+struct pc_vol {
+	char *volid;
+	const char *drivename; /* borrowed key of the last valid drive */
+	bool cdrom_set, cdrom, cloudinit, replicate, unused, attached, pending, vmstate,
+		tpmstate;
+	uint64_t size;
+	json_object *snaps; /* referenced_in_snapshot: name -> 1 */
+};
+
+static struct pc_vol *pc_find(struct pc_vol *v, size_t n, const char *volid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].volid, volid) == 0)
+			return &v[i];
+	return NULL;
+}
+
+static int pc_scan(json_object *conf, const char *snapname, bool pending, struct pc_vol **v,
+		   size_t *n)
+{
+	json_object_object_foreach(conf, k, val)
+	{
+		const char *s = json_object_get_string(val);
+		bool vmstate = strcmp(k, "vmstate") == 0;
+		if (!s || (!is_drive_key(k) && !is_unused_key(k) && !vmstate))
+			continue;
+		char *volid = drive_volid(s);
+		if (!volid)
+			return -1;
+		struct pc_vol *e = pc_find(*v, *n, volid);
+		if (e) {
+			free(volid);
+		} else {
+			struct pc_vol *nv = realloc(*v, (*n + 1) * sizeof **v);
+			if (!nv) {
+				free(volid);
+				return -1;
+			}
+			*v = nv;
+			e = &nv[(*n)++];
+			memset(e, 0, sizeof *e);
+			e->volid = volid;
+		}
+		bool cd = !vmstate && drive_is_cdrom(s);
+		if (!e->cdrom_set) {
+			e->cdrom = true;
+			e->cdrom_set = true;
+		}
+		if (!cd)
+			e->cdrom = false;
+		e->cloudinit |= !vmstate && drive_is_cloudinit(s);
+		char *rep = prop_get(s, "replicate");
+		e->replicate |= !rep || strcmp(rep, "0") != 0;
+		free(rep);
+		e->unused |= is_unused_key(k);
+		e->attached |= !e->unused && !snapname && !pending;
+		e->pending |= pending;
+		e->vmstate |= vmstate;
+		e->tpmstate |= strcmp(k, "tpmstate0") == 0;
+		char *sz = prop_get(s, "size");
+		uint64_t b = 0;
+		if (!e->size && sz && parse_size(sz, &b) == 0)
+			e->size = b;
+		free(sz);
+		if (is_drive_key(k))
+			e->drivename = k;
+		if (snapname) {
+			if (!e->snaps && !(e->snaps = json_object_new_object()))
+				return -1;
+			json_object_object_add(e->snaps, snapname, json_object_new_int(1));
+		}
+	}
+	return 0;
+}
+
+/* The precondition's local_disks (API2/Qemu.pm $check_vm_disks_local):
+ * every volume foreach_volid finds, but those on shared storages and an
+ * empty CD drive ("none"); so a local ISO, the host's CD drive ("cdrom",
+ * cdrom 1) and a passthrough disk by path are listed. size only where
+ * the drive says size=. */
+static json_object *precondition_local_disks(const struct cluster *c, const struct sim_guest *g)
+{
+	struct pc_vol *v = NULL;
+	size_t n = 0;
+	json_object *arr = json_object_new_array();
+	int rc = arr ? pc_scan(g->config, NULL, false, &v, &n) : -1;
+	if (rc == 0)
+		rc = pc_scan(g->pending, NULL, true, &v, &n);
+	json_object_object_foreach(g->snapshots, sn, snap)
+	{
+		json_object *sc = NULL;
+		if (rc == 0 && json_object_object_get_ex(snap, "config", &sc))
+			rc = pc_scan(sc, sn, false, &v, &n);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct pc_vol *e = &v[i];
+		char *sid = rc == 0 && strchr(e->volid, ':') ? volid_storage(e->volid) : NULL;
+		const struct sim_storage *st = sid ? cluster_storage(c, sid) : NULL;
+		free(sid);
+		json_object *o = NULL;
+		if (rc < 0 || (st && st->shared) || (e->cdrom && strcmp(e->volid, "none") == 0) ||
+		    !(o = json_object_new_object())) {
+			json_object_put(e->snaps);
+			free(e->volid);
+			continue;
+		}
+		json_object_object_add(o, "volid", json_object_new_string(e->volid));
+		jadd_int(o, "cdrom", e->cdrom);
+		jadd_int(o, "is_cloudinit", e->cloudinit);
+		jadd_int(o, "replicate", e->replicate);
+		jadd_int(o, "shared", 0);
+		jadd_int(o, "is_unused", e->unused);
+		jadd_int(o, "is_attached", e->attached);
+		if (e->pending)
+			jadd_int(o, "referenced_in_pending", 1);
+		if (e->snaps)
+			json_object_object_add(o, "referenced_in_snapshot", e->snaps);
+		if (e->size)
+			json_object_object_add(o, "size", json_object_new_uint64(e->size));
+		jadd_int(o, "is_vmstate", e->vmstate);
+		jadd_int(o, "is_tpmstate", e->tpmstate);
+		if (e->drivename)
+			json_object_object_add(o, "drivename", json_object_new_string(e->drivename));
+		json_object_array_add(arr, o);
+		free(e->volid);
+	}
+	free(v);
+	if (rc < 0) {
+		json_object_put(arr);
+		return NULL;
+	}
+	return arr;
+}
+
 json_object *qemu_migrate_precondition(struct cluster *c,
 				       const struct sim_guest *g,
 				       const char *target)
@@ -339,7 +510,7 @@ json_object *qemu_migrate_precondition(struct cluster *c,
 	json_object *o = json_object_new_object();
 	json_object *allowed = json_object_new_array();
 	json_object *notallowed = json_object_new_object();
-	json_object *ld = json_object_new_array();
+	json_object *ld = precondition_local_disks(c, g);
 	struct local_disk *d = NULL;
 	size_t n = 0;
 	if (!o || !allowed || !notallowed || !ld || local_disks(c, g, &d, &n) < 0) {
@@ -351,20 +522,6 @@ json_object *qemu_migrate_precondition(struct cluster *c,
 		return NULL;
 	}
 	jadd_int(o, "running", g->running ? 1 : 0);
-	for (size_t i = 0; i < n; i++) {
-		json_object *e = json_object_new_object();
-		if (!e)
-			continue;
-		json_object_object_add(e, "volid", json_object_new_string(d[i].volid));
-		json_object_object_add(e, "size", json_object_new_uint64(d[i].size));
-		json_object_object_add(e, "drivename", json_object_new_string(d[i].key));
-		jadd_int(e, "cdrom", d[i].cdrom);
-		jadd_int(e, "is_unused", d[i].unused);
-		jadd_int(e, "is_vmstate", 0);
-		jadd_int(e, "is_tpmstate", 0);
-		jadd_int(e, "replicate", 1);
-		json_object_array_add(ld, e);
-	}
 	for (size_t i = 0; i < c->nodes.n; i++) {
 		struct sim_node *nd = c->nodes.v[i];
 		if (strcmp(nd->name, g->node) == 0)
@@ -455,6 +612,73 @@ static const char *snapshot_blocks(const struct cluster *c, const struct sim_gue
 
 static void mlog(struct cluster *c, struct sim_task *t, double at,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void migration_abort(struct cluster *c, struct sim_task *t, double at,
+			    const char *err);
+
+/* QemuMigrate::scan_local_volumes on what no storage holds: a disk by
+ * absolute path ("local file/device") and the host's CD drive ("can't
+ * migrate local cdrom drive") stop the migration; true when they did. */
+static bool host_devices_block(struct cluster *c, struct sim_task *t, const struct sim_guest *g,
+			       double at)
+{
+	bool abort = false;
+	json_object_object_foreach(g->config, k, v)
+	{
+		const char *val = json_object_get_string(v);
+		if (!is_drive_key(k) || !val)
+			continue;
+		char *vol = drive_volid(val);
+		if (vol && vol[0] == '/') {
+			mlog(c, t, at, "WARN: can't migrate local disk '%s': local file/device", vol);
+			abort = true;
+		} else if (vol && strcmp(vol, "cdrom") == 0) {
+			mlog(c, t, at, "WARN: can't migrate local cdrom drive");
+			abort = true;
+		}
+		free(vol);
+	}
+	if (abort)
+		migration_abort(c, t, at + 0.1, "Problem found while scanning volumes - "
+						"can't migrate VM - check log");
+	return abort;
+}
+
+/* pve-container LXC/Migrate.pm phase1: a volume a snapshot references
+ * on local storage moves only on zfspool and btrfs ("non-migratable
+ * snapshot exists"); true when one stops the migration (logged). */
+static bool ct_snapshots_block(struct cluster *c, struct sim_task *t, const struct sim_guest *g,
+			       double at)
+{
+	bool abort = false;
+	json_object *seen = json_object_new_object();
+	json_object_object_foreach(g->snapshots, sn, snap)
+	{
+		(void)sn;
+		json_object *sc = json_object_object_get(snap, "config");
+		json_object_object_foreach(sc, k, v)
+		{
+			const char *val = json_object_get_string(v);
+			if (!is_drive_key(k) || !val)
+				continue;
+			char *vol = drive_volid(val);
+			char *sid = vol ? volid_storage(vol) : NULL;
+			const struct sim_storage *s = sid ? cluster_storage(c, sid) : NULL;
+			if (s && !s->shared && strcmp(s->type, "zfspool") != 0 &&
+			    strcmp(s->type, "btrfs") != 0 &&
+			    !json_object_object_get_ex(seen, vol, NULL)) {
+				json_object_object_add(seen, vol, NULL);
+				mlog(c, t, at, "WARN: can't migrate local volume '%s': non-migratable "
+					       "snapshot exists", vol);
+				abort = true;
+			}
+			free(sid);
+			free(vol);
+		}
+	}
+	json_object_put(seen);
+	return abort;
+}
+
 static void mlog(struct cluster *c, struct sim_task *t, double at,
 		 const char *fmt, ...)
 {
@@ -696,6 +920,11 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 		return t;
 	}
 	json_object_put(lres);
+	if (host_devices_block(c, t, g, at)) {
+		free_disks(d, n);
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
 	uint64_t disk_total = 0;
 	bool attached = false;
 	for (size_t i = 0; i < n; i++) {
@@ -941,6 +1170,21 @@ struct sim_task *ct_start_migration(struct cluster *c,
 	}
 	mlog(c, t, at, "starting migration of CT %d to node '%s' (%s)", g->vmid, target,
 	     tn->ip);
+	if (ct_snapshots_block(c, t, g, at)) {
+		mlog(c, t, at + 0.1, "aborting phase 1 - cleanup resources");
+		mlog(c, t, at + 0.1, "start final cleanup");
+		if (restarted) {
+			/* restart mode: started again on the source (final_cleanup) */
+			mlog(c, t, at + 0.2, "start container on source node");
+			guest_down(c, g, t->start + 0.1, t->start + at + 1.0);
+		}
+		t->duration = at + 1.0;
+		t->end = t->start + t->duration;
+		migration_abort(c, t, at + 1.0, "can't migrate CT - check log");
+		free_disks(d, n);
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
 	for (size_t i = 0; i < n; i++) {
 		mlog(c, t, at, "found local volume '%s' (in current VM config)", d[i].volid);
 		double secs = (double)d[i].size / DISK_RATE;

@@ -82,7 +82,8 @@ static json_object *ct_entry(const struct sim_guest *g, double now,
 		snprintf(buf, sizeof(buf), "%d", g->vmid);
 		jadd_str(o, "vmid", buf); /* PVE 3 lists vmids as strings */
 	}
-	jadd_str(o, "name", guest_name(g));
+	char nbuf[32];
+	jadd_str(o, "name", guest_status_name(g, nbuf, sizeof nbuf));
 	jadd_str(o, "status", g->running ? "running" : "stopped");
 	jadd_str(o, "type", g->type);
 	uint64_t mem = guest_memory(g);
@@ -522,8 +523,12 @@ bool routes_ct(struct cluster *c, const struct sim_req *req,
 		return true;
 	}
 	if (n == 4 && get) {
-		const char *const subs[] = {"config", "status", "migrate", "interfaces"};
-		resp_data(r, subdir_index("subdir", subs, 4));
+		const char *const subs[] = {"config", "status", "migrate", "interfaces", "snapshot"};
+		resp_data(r, subdir_index("subdir", subs, openvz ? 4 : 5));
+		return true;
+	}
+	if (n >= 5 && strcmp(s[4], "snapshot") == 0 && !openvz) {
+		route_snapshots(c, req, g, pp, r);
 		return true;
 	}
 	const char *sub = s[4];

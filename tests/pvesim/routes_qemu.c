@@ -60,7 +60,8 @@ static json_object *qemu_list_entry(const struct sim_guest *g, double now)
 	if (!o)
 		return NULL;
 	jadd_int(o, "vmid", g->vmid);
-	jadd_str(o, "name", guest_name(g));
+	char nbuf[32];
+	jadd_str(o, "name", guest_status_name(g, nbuf, sizeof nbuf));
 	jadd_str(o, "status", g->running ? "running" : "stopped");
 	uint64_t mem = guest_memory(g);
 	json_object_object_add(o, "maxmem", json_object_new_uint64(mem));
@@ -706,7 +707,8 @@ static void route_status_current(const struct cluster *c,
 		return;
 	}
 	jadd_int(o, "vmid", g->vmid);
-	jadd_str(o, "name", guest_name(g));
+	char nbuf[32];
+	jadd_str(o, "name", guest_status_name(g, nbuf, sizeof nbuf));
 	jadd_str(o, "status", g->running ? "running" : "stopped");
 	if (g->running)
 		jadd_str(o, "qmpstatus", "running");
@@ -1128,10 +1130,10 @@ static void snapshot_config(const struct sim_req *req, struct sim_guest *g, cons
 	resp_data(r, out);
 }
 
-static void route_snapshots(struct cluster *c, const struct sim_req *req,
-			    struct sim_guest *g, struct path_parts *pp,
-			    struct sim_resp *r)
+void route_snapshots(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+		     struct path_parts *pp, struct sim_resp *r)
 {
+	bool ct = strcmp(g->type, "lxc") == 0;
 	char **s = pp->seg;
 	bool get = strcmp(req->method, "GET") == 0;
 	if (pp->n == 5 && get) {
@@ -1173,15 +1175,15 @@ static void route_snapshots(struct cluster *c, const struct sim_req *req,
 	if (pp->n == 5 && post) {
 		op = "create";
 		lock = "snapshot";
-		type = "qmsnapshot";
+		type = ct ? "vzsnapshot" : "qmsnapshot";
 	} else if (pp->n == 7 && post && strcmp(s[6], "rollback") == 0) {
 		op = "rollback";
 		lock = "rollback";
-		type = "qmrollback";
+		type = ct ? "vzrollback" : "qmrollback";
 	} else if (pp->n == 6 && strcmp(req->method, "DELETE") == 0) {
 		op = "delete";
 		lock = "snapshot-delete";
-		type = "qmdelsnapshot";
+		type = ct ? "vzdelsnapshot" : "qmdelsnapshot";
 	} else if (pp->n == 7 && get && strcmp(s[6], "config") == 0) {
 		snapshot_config(req, g, name, r);
 		return;

@@ -3,6 +3,7 @@
 #include "scenario.h"
 
 #include "acl.h"
+#include "pvecfgfile.h"
 #include "qemu_guest.h"
 #include "util.h"
 
@@ -21,7 +22,13 @@ struct sctx {
 	char **err;
 	struct cluster *c;
 	char *dir; /* directory of the scenario file */
+	/* Reading a guest's config_file: volumes the file names on a storage
+	 * of the scenario exist (with its size=, else FILE_DISK_SIZE), as
+	 * they do on the PVE host the file came from. */
+	bool from_file;
 };
+
+#define FILE_DISK_SIZE (8ULL << 30)
 
 static int sfail(struct sctx *x, const char *jpath, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -258,7 +265,7 @@ static int load_nodes(struct sctx *x, json_object *arr)
 
 /* ---- storages ----------------------------------------------------------- */
 static const char *const storage_types[] = {
-	"dir", "lvmthin", "lvm", "nfs", "cifs", "rbd", "zfspool", "cephfs", NULL};
+	"dir", "lvmthin", "lvm", "nfs", "cifs", "rbd", "zfspool", "cephfs", "btrfs", "zfs", NULL};
 static const char *const content_types[] = {
 	"images", "rootdir", "iso", "vztmpl", "backup", "snippets", NULL};
 
@@ -667,23 +674,61 @@ static int vmid_of_volname(const char *volid, int def)
 	return vmid;
 }
 
+/* A volume a config file names (config_file): its storage must be in the
+ * scenario, on the guest's node, with the content; the volume is made
+ * when missing, with the drive's size= or FILE_DISK_SIZE. */
+static int file_volume(struct sctx *x, struct sim_guest *g, const char *vol,
+		       const char *content, const char *value, const char *cp)
+{
+	if (vol[0] == '/' || strcmp(vol, "none") == 0 || strcmp(vol, "cdrom") == 0 ||
+	    cluster_volume(x->c, vol, g->node))
+		return 0;
+	char *sid = volid_storage(vol);
+	struct sim_storage *s = sid ? cluster_storage(x->c, sid) : NULL;
+	int rc = 0;
+	if (!sid || !vol[strlen(sid) + 1])
+		rc = sfail(x, cp, "invalid volume '%s'", vol);
+	else if (!s)
+		rc = sfail(x, cp, "storage '%s' does not exist (declare it in the scenario)", sid);
+	else if (!storage_on_node(s, g->node))
+		rc = sfail(x, cp, "storage '%s' is not available on node '%s'", sid, g->node);
+	else if (!storage_has_content(s, content))
+		rc = sfail(x, cp, "storage '%s' has no content '%s'", sid, content);
+	free(sid);
+	if (rc < 0)
+		return rc;
+	char *sz = prop_get(value, "size");
+	uint64_t size = FILE_DISK_SIZE;
+	if (sz && parse_size(sz, &size) < 0)
+		rc = sfail(x, cp, "invalid size '%s'", sz);
+	free(sz);
+	if (rc == 0 && !volume_add(x->c, vol, g->node, vmid_of_volname(vol, g->vmid), size,
+				   content))
+		rc = -1;
+	return rc;
+}
+
 static int guest_drive(struct sctx *x, struct sim_guest *g, const char *key,
 		       const char *value, const char *cp)
 {
-	if (drive_is_cdrom(value) && !drive_is_cloudinit(value)) {
-		char *vol = drive_volid(value);
-		int rc = 0;
-		if (!vol)
-			return -1;
-		if (strcmp(vol, "none") != 0 && strcmp(vol, "cdrom") != 0 &&
-		    !cluster_volume(x->c, vol, g->node))
-			rc = sfail(x, cp, "volume '%s' does not exist", vol);
-		free(vol);
-		return rc;
-	}
 	char *vol = drive_volid(value);
 	if (!vol)
 		return -1;
+	if (vol[0] == '/') {
+		/* a block device or file by absolute path (passthrough): PVE
+		 * takes it as it is (QemuServer::filename_to_volume_id) */
+		free(vol);
+		return 0;
+	}
+	if (drive_is_cdrom(value) && !drive_is_cloudinit(value)) {
+		int rc = 0;
+		if (strcmp(vol, "none") != 0 && strcmp(vol, "cdrom") != 0 &&
+		    !cluster_volume(x->c, vol, g->node))
+			rc = x->from_file ? file_volume(x, g, vol, "iso", value, cp)
+					  : sfail(x, cp, "volume '%s' does not exist", vol);
+		free(vol);
+		return rc;
+	}
 	char *sid = volid_storage(vol);
 	int rc = 0;
 	struct sim_storage *s = sid ? cluster_storage(x->c, sid) : NULL;
@@ -715,10 +760,10 @@ static int guest_drive(struct sctx *x, struct sim_guest *g, const char *key,
 		free(nv);
 	} else if (rc == 0) {
 		char *sz = prop_get(value, "size");
-		uint64_t size = 0;
-		if (!sz)
+		uint64_t size = FILE_DISK_SIZE;
+		if (!sz && !x->from_file)
 			rc = sfail(x, cp, "drive '%s' has no size=", value);
-		else if (parse_size(sz, &size) < 0)
+		else if (sz && parse_size(sz, &size) < 0)
 			rc = sfail(x, cp, "invalid size '%s'", sz);
 		free(sz);
 		if (rc == 0 && !cluster_volume(x->c, vol, g->node) &&
@@ -940,10 +985,84 @@ out:
 	return rc;
 }
 
+/* The volumes of a config file's [PENDING] and snapshot sections
+ * (QemuServer::foreach_volid counts them too). */
+static int file_section_volumes(struct sctx *x, struct sim_guest *g, json_object *keys,
+				const char *p)
+{
+	int rc = 0;
+	json_object_object_foreach(keys, k, v)
+	{
+		const char *val = json_object_get_string(v);
+		bool vmstate = strcmp(k, "vmstate") == 0;
+		if (rc < 0 || !val || (!is_drive_key(k) && !is_unused_key(k) && !vmstate))
+			continue;
+		char *vol = drive_volid(val);
+		char *cp = jp(p, ".%s", k);
+		bool iso = !vmstate && drive_is_cdrom(val) && !drive_is_cloudinit(val);
+		const char *content = iso ? "iso"
+				     : strcmp(g->type, "qemu") == 0 ? "images" : "rootdir";
+		rc = vol && cp ? file_volume(x, g, vol, content, val, cp) : -1;
+		free(vol);
+		free(cp);
+	}
+	return rc;
+}
+
+/* "config_file": a config file as PVE writes it (pvecfgfile.h), relative
+ * to the scenario. Its main section is checked as an inline config is;
+ * [PENDING], snapshots and [special:cloudinit] become the guest's. */
+static int load_guest_file(struct sctx *x, struct sim_guest *g, const char *file,
+			   const char *p)
+{
+	char *path = file[0] == '/' ? strdup(file) : strprintf("%s/%s", x->dir, file);
+	if (!path)
+		return -1;
+	struct pvecfg_file f;
+	char *msg = NULL;
+	int rc = pvecfg_file_read(path, strcmp(g->type, "qemu") == 0, &f, &msg);
+	free(path);
+	if (rc < 0) {
+		if (msg)
+			sfail(x, p, "config_file %s", msg);
+		free(msg);
+		return -1;
+	}
+	char *fp = jp(p, ".config_file(%s)", file);
+	x->from_file = true;
+	if (!fp || json_object_deep_copy(f.config, &g->config, NULL) < 0)
+		rc = -1;
+	else
+		rc = guest_config(x, g, f.config, fp);
+	json_object_object_foreach(f.snapshots, sn, snap)
+	{
+		char *sp = rc == 0 ? jp(fp, "[%s]", sn) : NULL;
+		if (rc == 0)
+			rc = sp ? file_section_volumes(x, g, json_object_object_get(snap, "config"), sp)
+				: -1;
+		free(sp);
+	}
+	if (rc == 0) {
+		char *pp = jp(fp, "%s", "[PENDING]");
+		rc = pp ? file_section_volumes(x, g, f.pending, pp) : -1;
+		free(pp);
+	}
+	x->from_file = false;
+	free(fp);
+	g->pending = json_object_get(f.pending);
+	g->pending_delete = json_object_get(f.pending_delete);
+	g->snapshots = json_object_get(f.snapshots);
+	g->cloudinit = json_object_get(f.cloudinit);
+	pvecfg_file_free(&f);
+	if (rc == 0 && g->running && guest_is_template(g))
+		rc = sfail(x, p, "a template cannot be running");
+	return rc;
+}
+
 static int load_guest(struct sctx *x, json_object *o, const char *p)
 {
 	static const char *const keys[] = {"vmid",    "node",    "type",
-					   "config",  "status",  "fixture",
+					   "config",  "config_file", "status",  "fixture",
 					   "address", "root",    "listen_port", "qemu", NULL};
 	json_object *v;
 	if (!json_object_is_type(o, json_type_object))
@@ -1036,8 +1155,14 @@ static int load_guest(struct sctx *x, json_object *o, const char *p)
 	}
 	if (load_guest_qemu(x, o, p, g) < 0)
 		return -1;
-	if (member(x, o, p, "config", json_type_object, true, &v) < 0)
+	json_object *cf = NULL;
+	if (member(x, o, p, "config", json_type_object, false, &v) < 0 ||
+	    member(x, o, p, "config_file", json_type_string, false, &cf) < 0)
 		return -1;
+	if (!v == !cf)
+		return sfail(x, p, "needs 'config' or 'config_file' (one of them)");
+	if (cf)
+		return load_guest_file(x, g, json_object_get_string(cf), p);
 	if (json_object_deep_copy(v, &g->config, NULL) < 0)
 		return -1;
 	g->pending = json_object_new_object();

@@ -44,11 +44,13 @@ static int write_scenario(struct conv_world *w)
 		" \"guests\": [{\"vmid\": 190, \"node\": \"pve1\", \"type\": \"qemu\", \"status\": \"%s\",\n"
 		"   \"fixture\": \"%s\", \"address\": \"%s\", \"root\": \"%s\",\n"
 		"   \"config\": {\"name\": \"g190\", \"memory\": \"1024\", \"cores\": 1, \"ostype\": \"%s\","
-		" \"boot\": \"order=ide0;net0\", \"ide0\": \"%s\","
-		" \"net0\": \"e1000=%s,bridge=vmbr0\"%s}}]}\n",
+		" \"boot\": \"order=%s;net0\", \"%s\": \"%s\","
+		" \"net0\": \"%s=%s,bridge=vmbr0\"%s}}]}\n",
 		o->ha ? o->ha : "[]", o->status ? o->status : "running", o->fixture, w->ge.sd.addr,
-		w->ge.sd.root, bsd ? "other" : "l26",
-		o->ide0 ? o->ide0 : "local-lvm:vm-190-disk-0,size=16G", fixture_mac(o->fixture),
+		w->ge.sd.root, bsd ? "other" : "l26", o->disk_key ? o->disk_key : "ide0",
+		o->disk_key ? o->disk_key : "ide0",
+		o->ide0 ? o->ide0 : "local-lvm:vm-190-disk-0,size=16G",
+		o->nic_model ? o->nic_model : "e1000", fixture_mac(o->fixture),
 		o->extra ? o->extra : "");
 	int rc = scen ? test_write_file(w->scenario, scen, 0644) : -1;
 	free(scen);

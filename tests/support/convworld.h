@@ -32,6 +32,8 @@ struct conv_world_opts {
 	const char *fixture;      /* "freebsd-9.0", ... */
 	const char *addr;         /* the guest's loopback address */
 	const char *ide0;         /* boot disk value; NULL: "local-lvm:vm-190-disk-0,size=16G" */
+	const char *disk_key;     /* the boot disk's key; NULL: "ide0" ("sata0": on SATA) */
+	const char *nic_model;    /* net0's model; NULL: "e1000" */
 	const char *extra;        /* more config members (",\"ide1\": \"...\""), or NULL */
 	const char *ha;           /* the scenario's "ha" array, or NULL */
 	const char *status;       /* the guest's status; NULL: "running" */

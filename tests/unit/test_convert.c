@@ -147,8 +147,30 @@ Test(convert_target, mixed_buses_refused)
 	struct convert_target t;
 	char *err = NULL;
 	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, 9, &t, &err), -1);
-	cr_assert(err && strstr(err, "beside its IDE disks"), "%s", err ? err : "(null)");
+	cr_assert(err && strstr(err, "disks on more than one bus"), "%s", err ? err : "(null)");
 	free(err);
+	json_object_put(c);
+	/* IDE and SATA: one bus at a time */
+	c = cfg("{\"ide0\":\"local-lvm:vm-1-disk-0,size=32G\",\"sata0\":\"local-lvm:vm-1-disk-1,size=8G\"}");
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, 9, &t, &err), -1);
+	free(err);
+	json_object_put(c);
+}
+
+/* SATA disks move like IDE ones: sata0 -> virtio0, the boot order follows */
+Test(convert_target, sata_disks_to_virtio)
+{
+	json_object *c = cfg("{\"sata0\":\"local-lvm:vm-1-disk-0,size=32G,ssd=1\","
+			     "\"sata1\":\"local-lvm:vm-1-disk-1,size=8G\",\"boot\":\"order=sata0;net0\","
+			     "\"net0\":\"e1000=BC:24:11:00:00:01,bridge=vmbr0\"}");
+	struct convert_target t;
+	char *err = NULL;
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_BLK, 9, &t, &err), 0, "%s", err ? err : "");
+	cr_expect(t.sata);
+	cr_expect_eq(t.ndisks, 2);
+	cr_expect_str_eq(t.boot_key, "virtio0");
+	cr_expect_str_eq(t.delete_keys, "sata0,sata1");
+	convert_target_free(&t);
 	json_object_put(c);
 }
 
@@ -489,6 +511,83 @@ Test(convert_run, ubuntu_24_04_auto_is_virtio_scsi)
 {
 	convert_ok("ubuntu-24.04", "127.0.1.145", CONVERT_BUS_AUTO, "scsi0",
 		   "virtio=BC:24:11:5E:2A:7C,bridge=vmbr0");
+}
+
+/* A boot disk on SATA (AHCI) converts the same safe way: the boot model
+ * names it sda (Linux libata) / ada0 (FreeBSD CAM), as the plan does. */
+static void fx_start_emulated(struct conv_world *f, const char *fixture, const char *addr,
+			      const char *disk_key, const char *nic_model)
+{
+	const char *sim_bin = getenv("PVESIM_BIN");
+	if (access(sim_bin ? sim_bin : "build/san/pvesim", X_OK) < 0)
+		cr_skip_test("no simulator binary (make build/san/pvesim)");
+	struct conv_world_opts o = {.fixture = fixture, .addr = addr, .disk_key = disk_key,
+				    .nic_model = nic_model};
+	live = f;
+	cr_assert_eq(conv_world_start(f, &o), 0, "guest %s did not start on %s", fixture, addr);
+}
+
+/* A boot disk on SATA (AHCI) or a NIC of another model converts the same
+ * safe way: the boot model names the disk sda (Linux libata) / ada0
+ * (FreeBSD CAM) and keeps Linux's slot-named NIC, as the plan does. */
+static void convert_emulated(const char *fixture, const char *addr, const char *disk_key,
+			     const char *nic_model, const char *summary, const char *net0,
+			     const char *new_key, enum convert_bus bus)
+{
+	static struct conv_world f;
+	fx_start_emulated(&f, fixture, addr, disk_key, nic_model);
+	struct convert_result r;
+	int rc = run(&f, bus, false, 0, &r);
+	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
+		     r.failed_step, r.error, sbuf_str(&f.events));
+	cr_expect_eq(r.status, CONV_DONE);
+	cr_expect(strstr(sbuf_str(&f.events), summary), "%s", sbuf_str(&f.events));
+	convert_result_free(&r);
+	expect_config(&f, new_key, "local-lvm:vm-190-disk-0,size=16G");
+	if (strcmp(new_key, disk_key ? disk_key : "ide0") != 0)
+		expect_config(&f, disk_key ? disk_key : "ide0", NULL);
+	else /* the same key on the controller it changed to */
+		expect_config(&f, "scsihw", "virtio-scsi-single");
+	if (net0)
+		expect_config(&f, "net0", net0);
+	char *st = conv_world_boot(&f);
+	cr_expect_str_eq(st, "up");
+	free(st);
+	fx_stop(&f);
+}
+
+Test(convert_run, ubuntu_24_04_sata)
+{
+	convert_emulated("ubuntu-24.04", "127.0.1.157", "sata0", NULL, "1 SATA disk", NULL, "virtio0",
+			 CONVERT_BUS_BLK);
+}
+
+Test(convert_run, freebsd_14_sata)
+{
+	convert_emulated("freebsd-14", "127.0.1.158", "sata0", NULL, "1 SATA disk", NULL, "virtio0",
+			 CONVERT_BUS_BLK);
+}
+
+/* rtl8139 moves like e1000: same MAC and slot, Linux keeps ens18 */
+Test(convert_run, ubuntu_24_04_rtl8139)
+{
+	convert_emulated("ubuntu-24.04", "127.0.1.160", NULL, "rtl8139", "1 rtl8139 NIC",
+			 "virtio=BC:24:11:5E:2A:7C,bridge=vmbr0", "virtio0", CONVERT_BUS_BLK);
+}
+
+/* A disk on PVE's default SCSI controller (LSI 53C895A) stays scsi0 and
+ * the controller becomes virtio-scsi: the initramfs (Linux) must hold
+ * virtio_scsi, which the boot model checks */
+Test(convert_run, ubuntu_24_04_lsi_to_virtio_scsi)
+{
+	convert_emulated("ubuntu-24.04", "127.0.1.161", "scsi0", NULL, "1 SCSI disk", NULL, "scsi0",
+			 CONVERT_BUS_AUTO);
+}
+
+Test(convert_run, freebsd_14_lsi_to_virtio_scsi)
+{
+	convert_emulated("freebsd-14", "127.0.1.162", "scsi0", NULL, "1 SCSI disk", NULL, "scsi0",
+			 CONVERT_BUS_AUTO);
 }
 
 Test(convert_run, two_disks_and_a_cdrom)
@@ -908,4 +1007,100 @@ Test(convert_run, ha_managed_guest_converts)
 	free(st);
 	expect_tree(&f, "expected-final");
 	fx_stop(&f);
+}
+
+/* A SATA guest that does not answer on virtio is rolled back to SATA. */
+Test(convert_run, sata_guest_never_answers_rolls_back)
+{
+	static struct conv_world f;
+	fx_start_emulated(&f, "freebsd-14", "127.0.1.159", "sata0", NULL);
+	f.hook = silence_guest;
+	struct convert_result r;
+	cr_assert_eq(run(&f, CONVERT_BUS_BLK, false, 3, &r), -1);
+	cr_expect(strstr(sbuf_str(&f.events), "rolling back to SATA/e1000"), "%s", sbuf_str(&f.events));
+	cr_expect(r.rolled_back);
+	cr_expect(r.error && strstr(r.error, "the guest runs on SATA/e1000"), "%s", r.error);
+	convert_result_free(&r);
+	expect_config(&f, "sata0", "local-lvm:vm-190-disk-0,size=16G");
+	expect_config(&f, "virtio0", NULL);
+	char *st = conv_world_boot(&f);
+	cr_expect_str_eq(st, "up");
+	free(st);
+	fx_stop(&f);
+}
+
+/* What the config alone decides (convert_config_check), before any
+ * address: Windows, devices that stay emulated, pending changes, mixed
+ * buses; nothing to do; something to convert. */
+Test(convert_target, config_check)
+{
+	static const struct {
+		const char *cfg, *pending, *want; /* want NULL: rc 0 or 1 below */
+		int rc;
+	} cases[] = {
+		{"{\"ostype\":\"win7\",\"ide0\":\"local:1/vm-1-disk-0.qcow2\"}", NULL,
+		 "viostor (disk) and NetKVM", -1},
+		{"{\"ostype\":\"wxp\",\"ide0\":\"local:1/vm-1-disk-0.qcow2\"}", NULL, "ostype wxp", -1},
+		{"{\"ostype\":\"w2k8\"}", NULL, "Windows", -1},
+		{"{\"scsi0\":\"local:1/vm-1-disk-0.qcow2\"}", NULL, NULL, 0},
+		{"{\"scsihw\":\"pvscsi\",\"scsi0\":\"l:vm-1-disk-0\",\"scsi1\":\"l:vm-1-disk-1\"}", NULL,
+		 NULL, 0},
+		{"{\"scsi0\":\"l:vm-1-disk-0\",\"virtio0\":\"l:vm-1-disk-1\"}", NULL, "more than one bus",
+		 -1},
+		{"{\"virtio0\":\"l:vm-1-disk-0\",\"net0\":\"ne2k_pci=BC:24:11:00:00:01\"}", NULL,
+		 "net0 (ne2k_pci) stays emulated", -1},
+		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"i82551=BC:24:11:00:00:01\"}", NULL,
+		 "beside the disks and NICs pvagent would move", -1},
+		{"{\"net0\":\"e1000=BC:24:11:00:00:01\",\"net1\":\"rtl8139=BC:24:11:00:00:02\"}", NULL,
+		 NULL, 0},
+		{"{\"virtio0\":\"l:vm-1-disk-0\",\"net0\":\"rtl8139=BC:24:11:00:00:01\"}", NULL, NULL, 0},
+		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"vmxnet3=BC:24:11:00:00:01\"}", NULL, NULL, 0},
+		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"e1000=BC:24:11:00:00:01\"}", "memory,ide0",
+		 "ide0 has a pending change", -1},
+		{"{\"ide0\":\"l:vm-1-disk-0\",\"sata1\":\"l:vm-1-disk-1\"}", NULL, "more than one bus", -1},
+		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"e1000=BC:24:11:00:00:01\"}", "memory", NULL, 0},
+		{"{\"sata0\":\"l:vm-1-disk-0\",\"ide2\":\"none,media=cdrom\"}", NULL, NULL, 0},
+		{"{\"scsihw\":\"virtio-scsi-single\",\"scsi0\":\"l:vm-1-disk-0\","
+		 "\"net0\":\"virtio=BC:24:11:00:00:01\",\"usb1\":\"spice\"}", NULL, NULL, 1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		json_object *c = cfg(cases[i].cfg);
+		char *why = NULL;
+		int rc = convert_config_check(c, 100, cases[i].pending, &why);
+		cr_expect_eq(rc, cases[i].rc, "%s: %d (%s)", cases[i].cfg, rc, why ? why : "");
+		if (cases[i].want)
+			cr_expect(why && strstr(why, cases[i].want), "%s: '%s', want '%s'", cases[i].cfg,
+				  why ? why : "(null)", cases[i].want);
+		else
+			cr_expect_null(why, "%s: %s", cases[i].cfg, why);
+		free(why);
+		json_object_put(c);
+	}
+}
+
+/* FreeBSD renames the NIC with its driver: re0 and vmx0 become vtnet0. */
+Test(convert_target, freebsd_nic_names_by_model)
+{
+	struct os_profile p = {.family = OS_FREEBSD, .major = 14, .virtio_builtin = 1,
+			       .ide_disk = "ada", .blk_disk = "vtbd", .scsi_disk = "da",
+			       .nic_e1000 = "em", .nic_virtio = "vtnet", .scsi = VS_YES};
+	static const char *const models[][2] = {{"rtl8139", "re0"}, {"vmxnet3", "vmx0"},
+						{"e1000e", "em0"}};
+	for (size_t i = 0; i < 3; i++) {
+		struct virtio_plan vp;
+		char *err = NULL;
+		cr_assert_eq(virtio_plan_init_from(&vp, &p, DBUS_SATA, models[i][0], VBUS_VIRTIO_BLK,
+						   1, 1, NULL, &err), 0, "%s", err ? err : "");
+		cr_expect_str_eq(name_map_get(&vp.nics, models[i][1]), "vtnet0", "%s", models[i][0]);
+		cr_expect_str_eq(name_map_get(&vp.disks, "ada0"), "vtbd0");
+		virtio_plan_free(&vp);
+	}
+	/* FreeBSD 8's ata(4) numbers SATA disks by channel: refused */
+	p.major = 8;
+	struct virtio_plan vp;
+	char *err = NULL;
+	cr_expect_eq(virtio_plan_init_from(&vp, &p, DBUS_SATA, "e1000", VBUS_VIRTIO_BLK, 1, 1, NULL,
+					   &err), -1);
+	cr_expect(err && strstr(err, "ata(4) channel"), "%s", err ? err : "(null)");
+	free(err);
 }

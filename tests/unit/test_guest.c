@@ -334,14 +334,14 @@ Test(guest_sim, version_list_and_find)
 
 	struct guest_ref g, t;
 	find_template(&f, "freebsd14-base", &t);
-	cr_assert_eq(guest_find_by_name(f.c, t.name, &g, &e), 1);
+	cr_assert_eq(guest_find(f.c, t.name, &g, &e), 1);
 	cr_assert_eq(g.vmid, t.vmid);
 	guest_ref_clear(&t);
 	cr_assert(g.template);
 	cr_assert_eq(g.type, GUEST_QEMU);
 	cr_assert_not_null(g.node);
 	guest_ref_clear(&g);
-	cr_assert_eq(guest_find_by_name(f.c, "no-such-guest", &g, &e), 0);
+	cr_assert_eq(guest_find(f.c, "no-such-guest", &g, &e), 0);
 	cr_assert_null(g.node);
 	fx_stop(&f);
 }
@@ -671,7 +671,7 @@ Test(guest_sim, start_shutdown_delete_and_missing)
 	int vmid = create_named(&f, f.c, "power1", NULL, &e);
 	cr_assert_gt(vmid, 0, "%s", e.message ? e.message : "?");
 	struct guest_ref g;
-	cr_assert_eq(guest_find_by_name(f.c, "power1", &g, &e), 1);
+	cr_assert_eq(guest_find(f.c, "power1", &g, &e), 1);
 	cr_assert_eq(guest_start(f.c, &g, &f.w, &e), 0, "%s", e.message ? e.message : "?");
 	cr_assert_str_eq(g.status, "running");
 	cr_assert_eq(guest_start(f.c, &g, &f.w, &e), 0, "already running is fine");
@@ -721,7 +721,7 @@ Test(guest_sim, duplicate_names_are_an_error)
 	json_object_put(ans);
 	simproc_advance(&f.sp, 30);
 	struct guest_ref g;
-	cr_assert_eq(guest_find_by_name(f.c, "twin", &g, &e), -1);
+	cr_assert_eq(guest_find(f.c, "twin", &g, &e), -1);
 	cr_assert_not_null(strstr(e.message, "901"), "%s", e.message);
 	cr_assert_not_null(strstr(e.message, "902"), "%s", e.message);
 	pve_error_clear(&e);
@@ -967,7 +967,7 @@ Test(guest_sim, start_believes_stopped_and_survives_a_stale_belief)
 	int vmid = create_named(&f, f.c, "power2", NULL, &e);
 	cr_assert_gt(vmid, 0, "%s", e.message ? e.message : "?");
 	struct guest_ref g;
-	cr_assert_eq(guest_find_by_name(f.c, "power2", &g, &e), 1);
+	cr_assert_eq(guest_find(f.c, "power2", &g, &e), 1);
 	cr_assert_str_eq(g.status, "stopped");
 	char *sp = strprintf("/nodes/pve1/qemu/%d/status/start", vmid);
 	json_object *log = simproc_requests(&f.sp);

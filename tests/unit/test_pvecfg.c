@@ -113,6 +113,30 @@ Test(pvecfg, virtio_scsi_guest_boot_order_and_model_key)
 	json_object_put(c);
 }
 
+/* qemu-server's cfg2cmd/bootorder-legacy.conf: legacy letters with 'c'
+ * boot the bootdisk (bootorder_from_legacy), not the first disk by key;
+ * without 'c' no disk has a bootindex and the firmware takes the first */
+Test(pvecfg, legacy_boot_letters_and_bootdisk)
+{
+	json_object *c = cfg("{\"boot\":\"ndca\",\"bootdisk\":\"virtio1\","
+			     "\"ide2\":\"none,media=cdrom\","
+			     "\"scsi4\":\"local:8006/vm-8006-disk-0.qcow2,discard=on,size=104858K\","
+			     "\"virtio0\":\"local:8006/vm-8006-disk-0.qcow2,iothread=1,size=104858K\","
+			     "\"virtio1\":\"local:8006/vm-8006-disk-0.qcow2,iothread=1,size=104858K\"}");
+	struct pvecfg_hw hw;
+	cr_assert_eq(pvecfg_hw_read(c, &hw), 0);
+	cr_expect_str_eq(pvecfg_boot_disk(&hw, "ndca", hw.bootdisk)->key, "virtio1");
+	char *d = pvecfg_hw_disk_summary(&hw, "ndca");
+	cr_expect_str_eq(d, "virtio", "the bootdisk's bus, not scsi4's");
+	free(d);
+	cr_expect_str_eq(pvecfg_boot_disk(&hw, "legacy=nd", hw.bootdisk)->key, "scsi4");
+	cr_expect_str_eq(pvecfg_boot_disk(&hw, NULL, hw.bootdisk)->key, "virtio1", "unset is cdn");
+	cr_expect_str_eq(pvecfg_boot_disk(&hw, "order=net0;virtio0", hw.bootdisk)->key, "virtio0",
+			 "an order ignores bootdisk");
+	pvecfg_hw_free(&hw);
+	json_object_put(c);
+}
+
 Test(pvecfg, no_disks_no_nics)
 {
 	json_object *c = cfg("{\"name\":\"empty\",\"memory\":\"512\"}");
