@@ -109,9 +109,27 @@ Test(store, refuses_a_database_newer_than_itself)
 		     SQLITE_OK);
 	store_close(s);
 	char *path = store_path(dir), *err = NULL;
+	char *before = NULL, *after = NULL;
+	size_t nb = 0, na = 0;
+	cr_assert_eq(read_file(path, &before, &nb), 0);
 	cr_assert_eq(store_open(path, &s, &err), -1);
 	cr_assert(err && strstr(err, "newer") && strstr(err, path), "%s", err ? err : "");
 	free(err);
+	/* never rewritten: the file as it was, its version still the newer one */
+	cr_assert_eq(read_file(path, &after, &na), 0);
+	cr_assert(na == nb && memcmp(before, after, nb) == 0, "the refused file was changed");
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'",
+					-1, &st, NULL),
+		     SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	cr_assert_eq(sqlite3_column_int(st, 0), 99);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	free(before);
+	free(after);
 	free(path);
 	rm_rf(dir);
 	free(dir);
