@@ -43,8 +43,6 @@ int cli_exit_code(enum job_outcome o);
 /* state.db under [paths] state; NULL (said once) when it cannot be
  * opened: jobs then run without being recorded. */
 struct store *cli_store(struct cli *cli);
-/* Client options from the loaded configuration. */
-struct pve_opts cli_pve_opts(const struct conf *c);
 
 /* Every command's job events (event.h) as lines or JSON lines
  * (cli_progress.c); then each command prints its result. */
@@ -73,6 +71,18 @@ int cli_error(const char *kind, const char *cmd, const char *fmt, ...)
 /* out_result_members of a job: its subject, guest, exit code and error
  * (kind, message, the step it failed in). */
 void cli_job_result_members(json_object *o, struct job *j, int code);
+/* A migrate, drain or undrain job's result as its command prints it, from
+ * its params and vars (pvagent resume; cli_migrate.c). */
+void cli_migration_result(struct cli *cli, struct job *j, int code);
+/* A bench job's result as `bench` prints it, from its vars (cli_guest.c);
+ * returns code, or 1 when its figures cannot be read. */
+int cli_bench_result(struct cli *cli, struct job *j, int code);
+/* An inject job's result as `inject` prints it, from its vars
+ * (cli_guest.c); its exit code. */
+int cli_inject_result(struct cli *cli, struct job *j, int code);
+/* A virtio job's result as `virtio` prints it (cli_guest.c); its exit
+ * code. */
+int cli_virtio_result(struct cli *cli, struct job *j, int code);
 /* Report a PVE error and return its exit code. */
 int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e);
 /* arg as a number from min to max into *out: 0, or EXIT_USAGE (said). */

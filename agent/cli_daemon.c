@@ -219,8 +219,9 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 }
 
 static const struct cmd_entry *const submittable[] = {
-	&cmd_up_entry, &cmd_down_entry,  &cmd_inject_entry, &cmd_virtio_entry,
-	&cmd_bench_entry, &cmd_resume_entry, NULL,
+	&cmd_up_entry,	   &cmd_down_entry,    &cmd_inject_entry, &cmd_virtio_entry,
+	&cmd_bench_entry,  &cmd_migrate_entry, &cmd_drain_entry,  &cmd_undrain_entry,
+	&cmd_resume_entry, NULL,
 };
 
 int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,

@@ -81,6 +81,55 @@ static int virtio_config_check(struct pve *c, const struct guest_target *gt, voi
 	return rc;
 }
 
+/* The guest a guest command's job worked on: its name (the job's vars;
+ * the subject may be its VMID). */
+static const char *cli_job_guest_name(struct job *j)
+{
+	const char *name = json_str(job_vars(j), "name");
+	return name ? name : job_subject(j);
+}
+
+/* Run a new job of wf on subject with params (taken; NULL: out of memory)
+ * in this process with events through ep, and print its result with
+ * render; its exit code. keep_out: not kept in the store (a dry run). */
+static int run_guest_job(struct cli *cli, const struct job_workflow *wf, const char *subject,
+			 json_object *params, bool keep_out, struct event_print *ep,
+			 int (*render)(struct cli *cli, struct job *j, int code))
+{
+	if (!params) {
+		fprintf(stderr, "pvagent %s: out of memory\n", wf->name);
+		return 1;
+	}
+	cli->subject = subject;
+	int rc = cli_connect_pve(cli);
+	if (rc) {
+		json_object_put(params);
+		return rc;
+	}
+	struct job_env env = {
+		.store = keep_out ? NULL : cli_store(cli),
+		.on_event = on_job_event,
+		.event_ctx = ep,
+		.stop = &cli_stop,
+		.conf = &cli->conf,
+	};
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	if (job_env_init(&env) < 0 || job_submit(&env, wf, subject, params, &j, &e) < 0) {
+		json_object_put(params);
+		rc = e.kind != PVE_OK ? cli_fail_pve(cli, wf->name, &e) : 1;
+		job_env_fini(&env);
+		return rc;
+	}
+	json_object_put(params);
+	job_run(j, cli->pve);
+	end_progress_line(ep);
+	rc = render(cli, j, cli_exit_code(job_outcome(j)));
+	job_free(j);
+	job_env_fini(&env);
+	return rc;
+}
+
 /* --var K=V into vars; 0 or EXIT_USAGE (said). */
 static int parse_var(const char *cmd, const char *arg, struct tmpl_kvlist *vars)
 {
@@ -122,54 +171,54 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 		tmpl_kvlist_free(&vars);
 		return rc;
 	}
-	const char *name = a->argv[0];
 	struct target_req treq = {
-		.name = name,
+		.name = a->argv[0],
 		.tmpl_name = tname_opt,
 		.address = address,
 		.vars = &vars,
 	};
-	struct guest_target gt;
-	struct inject_result res = {0};
-	rc = open_target(cli, a->cmd, &treq, &gt);
-	if (rc)
-		goto out;
-	name = gt.ref.name ? gt.ref.name : name; /* given by VMID: its name */
-	struct inject_request req = {
-		.name = name,
-		.inst = &gt.inst,
-		.expect_os = gt.tmpl->os,
-		.ssh = &gt.ssh,
-		.dry_run = dry_run,
-	};
+	json_object *params = wf_inject_params(&treq, dry_run);
+	tmpl_kvlist_free(&vars);
 	struct event_print ep = {.cli = cli, .tty = !cli->json && cli_stdout_tty(),
 				 .file_diffs = true, .dry_run = dry_run};
-	enum job_outcome out = inject_job_run(cli_store(cli), &cli_stop, &req,
-					      (const char *const *)a->cmdline, on_job_event, &ep,
-					      &res);
-	end_progress_line(&ep);
-	rc = cli_exit_code(out);
+	/* a dry run is not kept */
+	return run_guest_job(cli, &wf_inject, a->argv[0], params, dry_run, &ep,
+			     cli_inject_result);
+}
+
+int cli_inject_result(struct cli *cli, struct job *j, int code)
+{
+	json_object *v = job_vars(j), *res = NULL;
+	const char *name = cli_job_guest_name(j), *summary = json_str(v, "summary");
+	if (!json_object_object_get_ex(v, "result", &res) || !res) {
+		/* it failed before inject ran (finding the guest, its template,
+		 * its address): as any command's failure */
+		struct pve_error e = {0};
+		json_object *eo = pve_error_to_json(job_error(j));
+		if (!eo || pve_error_from_json(eo, &e) < 0)
+			pve_error_oom(&e);
+		json_object_put(eo);
+		return cli_fail_pve(cli, "inject", &e);
+	}
+	const char *failed = json_str(res, "failed_step"), *error = json_str(res, "error");
 	if (cli->json) {
-		json_object *o = inject_result_json(&res);
+		json_object *o = NULL;
+		json_object_deep_copy(res, &o, NULL);
+		if (!o)
+			return 1;
 		json_object_object_add(o, "command", json_object_new_string("inject"));
-		out_result_members(o, name, gt.ref.vmid, gt.ref.node, rc,
-				   rc ? job_outcome_name(out) : NULL, res.error,
-				   rc ? inject_step_name(res.failed_step) : NULL);
+		out_result_members(o, name, job_vmid(j), job_node(j), code,
+				   code ? job_outcome_name(job_outcome(j)) : NULL, error,
+				   code ? failed : NULL);
 		out_json_line(stdout, o);
 		json_object_put(o);
 	} else {
-		char *sum = inject_result_summary(&res);
-		printf("%s: %s\n", name, sum ? sum : "done");
-		free(sum);
+		printf("%s: %s\n", name, summary ? summary : "done");
 	}
-	if (rc && !cli->json)
-		log_error("%s: inject failed at %s: %s", name, inject_step_name(res.failed_step),
-			  res.error ? res.error : "error");
-out:
-	inject_result_free(&res);
-	guest_target_free(&gt);
-	tmpl_kvlist_free(&vars);
-	return rc;
+	if (code && !cli->json)
+		log_error("%s: inject failed at %s: %s", name, failed ? failed : "?",
+			  error ? error : "error");
+	return code;
 }
 
 /* ---- bench and virtio ------------------------------------------------------------ */
@@ -213,67 +262,90 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 		tmpl_kvlist_free(&vars);
 		return rc;
 	}
-	const char *name = a->argv[0];
-	struct target_req treq = {.name = name, .tmpl_name = tname, .address = address,
-				  .vars = &vars, .tmpl_optional = true};
-	struct guest_target gt;
-	struct bench_result last = {0};
-	struct bench_job_result res = {0};
-	char *db = NULL;
-	rc = open_target(cli, a->cmd, &treq, &gt);
-	if (rc)
-		goto out;
-	name = gt.ref.name ? gt.ref.name : name; /* given by VMID: its name */
-	db = bench_db_path(cli->conf.paths.state);
-	char *lerr = NULL;
-	int have_last = db ? bench_last(db, name, gt.ref.vmid, &last, &lerr) : 0;
-	if (have_last < 0) {
-		log_warn("%s: cannot read earlier results: %s", name, lerr ? lerr : "error");
-		have_last = 0;
-	}
-	free(lerr);
+	struct target_req treq = {.name = a->argv[0], .tmpl_name = tname, .address = address,
+				  .vars = &vars};
+	json_object *params = wf_bench_params(&treq, size);
+	tmpl_kvlist_free(&vars);
 	struct event_print ep = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
-	struct bench_job_request q = {
-		.name = name,
-		.vmid = gt.ref.vmid,
-		.ssh = &gt.ssh,
-		.config = gt.config,
-		.size_mib = size,
-		.db = db,
-		.on_event = on_job_event,
-		.event_ctx = &ep,
-	};
-	int brc = bench_job_run(cli_store(cli), &cli_stop, &q, (const char *const *)a->cmdline,
-				&res);
-	end_progress_line(&ep);
-	rc = brc < 0 ? cli_exit_code(res.outcome) : 0;
-	if (brc < 0)
-		fprintf(stderr, "pvagent bench: %s: %s\n", name, res.error ? res.error : "failed");
+	return run_guest_job(cli, &wf_bench, a->argv[0], params, false, &ep, cli_bench_result);
+}
+
+int cli_bench_result(struct cli *cli, struct job *j, int code)
+{
+	struct bench_result now = {0}, last = {0};
+	bool have_last = false;
+	char *err = NULL;
+	const char *name = cli_job_guest_name(j);
+	int r = code == 0 ? wf_bench_result(j, &now, &last, &have_last, &err) : 0;
+	if (r < 0) {
+		cli_error("bench", "bench", "%s: %s", name, err ? err : "no figures");
+		free(err);
+		return 1;
+	}
+	char *msg = code ? pve_error_format(job_error(j)) : NULL;
+	if (code)
+		fprintf(stderr, "pvagent bench: %s: %s\n", name, msg ? msg : "failed");
 	if (cli->json) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "command", json_object_new_string("bench"));
-		out_result_members(o, name, gt.ref.vmid, gt.ref.node, rc,
-				   rc ? job_outcome_name(res.outcome) : NULL, res.error,
-				   rc ? "bench" : NULL);
-		if (brc == 0)
-			json_object_object_add(o, "bench", bench_result_json(&res.now));
-		if (have_last && brc == 0)
-			json_object_object_add(o, "compare", bench_compare_json(&last, &res.now));
+		out_result_members(o, name, job_vmid(j), job_node(j), code,
+				   code ? job_outcome_name(job_outcome(j)) : NULL, msg,
+				   code ? "bench" : NULL);
+		if (r > 0)
+			json_object_object_add(o, "bench", bench_result_json(&now));
+		if (r > 0 && have_last)
+			json_object_object_add(o, "compare", bench_compare_json(&last, &now));
 		out_json_line(stdout, o);
 		json_object_put(o);
-	} else if (brc == 0) {
-		bench_print(&res.now, stdout);
+	} else if (r > 0) {
+		bench_print(&now, stdout);
 		if (have_last) {
 			printf("\ncompared with the last run:\n");
-			bench_compare_table(&last, &res.now, stdout);
+			bench_compare_table(&last, &now, stdout);
 		}
 	}
-out:
+	free(msg);
+	bench_result_free(&now);
 	bench_result_free(&last);
-	bench_job_result_free(&res);
-	free(db);
-	guest_target_free(&gt);
-	tmpl_kvlist_free(&vars);
+	return code;
+}
+
+/* A conversion's result as `virtio` prints it; its exit code. */
+static int print_virtio(struct cli *cli, const char *name, int vmid, const char *node,
+			const struct convert_result *res)
+{
+	int rc = cli_exit_code(res->outcome);
+	if (cli->json) {
+		json_object *o = convert_result_json(res);
+		json_object_object_add(o, "command", json_object_new_string("virtio"));
+		out_result_members(o, name, vmid, node, rc,
+				   rc ? job_outcome_name(res->outcome) : NULL, res->error,
+				   rc ? res->failed_step : NULL);
+		out_json_line(stdout, o);
+		json_object_put(o);
+		return rc;
+	}
+	if (res->have_bench_before && res->have_bench_after) {
+		printf("\n");
+		bench_compare_table(&res->bench_before, &res->bench_after, stdout);
+	}
+	switch (res->status) {
+	case CONV_DONE:
+		printf("%s: converted to %s%s\n", name, res->bus ? res->bus : "virtio",
+		       res->resumed ? " (resumed an interrupted run)" : "");
+		break;
+	case CONV_ALREADY:
+		printf("%s: already virtio; nothing changed\n", name);
+		break;
+	case CONV_DRY_RUN:
+		printf("%s: dry run: nothing changed\n", name);
+		break;
+	default:
+		fprintf(stderr, "pvagent virtio: %s: %s%s%s\n", name,
+			res->error ? res->error : "failed", res->recovery ? "\n" : "",
+			res->recovery ? res->recovery : "");
+		break;
+	}
 	return rc;
 }
 
@@ -356,7 +428,7 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 		.dry_run = dry,
 		.store = dry ? NULL : cli_store(cli),
 		.stop = &cli_stop,
-		.cli_args = (const char *const *)a->cmdline,
+		.target = &treq,
 		.wait = &w,
 		.verify_timeout_s = timeout,
 		.keep_snapshot = keep,
@@ -371,44 +443,21 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 					    : "converting to virtio");
 	convert_run(&q, &res);
 	end_progress_line(&ep);
-	rc = cli_exit_code(res.outcome);
-	if (cli->json) {
-		json_object *o = convert_result_json(&res);
-		json_object_object_add(o, "command", json_object_new_string("virtio"));
-		out_result_members(o, name, gt.ref.vmid, gt.ref.node, rc,
-				   rc ? job_outcome_name(res.outcome) : NULL, res.error,
-				   rc ? res.failed_step : NULL);
-		out_json_line(stdout, o);
-		json_object_put(o);
-	} else {
-		if (res.have_bench_before && res.have_bench_after) {
-			printf("\n");
-			bench_compare_table(&res.bench_before, &res.bench_after, stdout);
-		}
-		switch (res.status) {
-		case CONV_DONE:
-			printf("%s: converted to %s%s\n", name, res.bus ? res.bus : "virtio",
-			       res.resumed ? " (resumed an interrupted run)" : "");
-			break;
-		case CONV_ALREADY:
-			printf("%s: already virtio; nothing changed\n", name);
-			break;
-		case CONV_DRY_RUN:
-			printf("%s: dry run: nothing changed\n", name);
-			break;
-		default:
-			fprintf(stderr, "pvagent virtio: %s: %s%s%s\n", name,
-				res.error ? res.error : "failed", res.recovery ? "\n" : "",
-				res.recovery ? res.recovery : "");
-			break;
-		}
-	}
+	rc = print_virtio(cli, name, gt.ref.vmid, gt.ref.node, &res);
 out:
 	convert_result_free(&res);
 	free(db);
 	guest_target_free(&gt);
 	tmpl_kvlist_free(&vars);
 	return rc;
+}
+
+int cli_virtio_result(struct cli *cli, struct job *j, int code)
+{
+	const struct convert_result *r = wf_virtio_result(j);
+	if (!r)
+		return code;
+	return print_virtio(cli, cli_job_guest_name(j), job_vmid(j), job_node(j), r);
 }
 
 /* ---- show ----------------------------------------------------------------------- */

@@ -8,6 +8,11 @@
 #include "output.h"
 #include "store.h"
 #include "util.h"
+#include "convert.h"
+#include "wf_bench.h"
+#include "wf_drain.h"
+#include "wf_inject.h"
+#include "wf_migrate.h"
 #include "wf_up.h"
 
 #include <errno.h>
@@ -278,7 +283,12 @@ static int cmd_job(struct cli *cli, const struct cmd_args *args)
 		if (left)
 			printf("left: %s\n", left);
 		json_object_put(eo);
-		if (!watching && store_job_resumable(&j))
+		long holder = 0;
+		int running = job_state_open(j.state) ? store_job_running(st, j.id, &holder, NULL)
+						      : 0;
+		if (running == 1)
+			printf("running in process %ld\n", holder);
+		else if (!watching && running == 0 && job_state_open(j.state))
 			printf("resume it with: pvagent resume %lld\n", j.id);
 	}
 	if (follow && !watching && job_state_open(j.state))
@@ -305,65 +315,32 @@ static int load_open_job(struct cli *cli, const char *cmd, long long id, struct 
 		if (r < 0)
 			cli_error("job", cmd, "%s", err ? err : "store");
 		else
-			cli_error("not-found", cmd, "no job %lld in %s", id, store_file(st));
+			cli_error("not-found", cmd, "no job %lld in %s; nothing to %s", id,
+				  store_file(st), cmd);
 		free(err);
-		return 1;
+		return r < 0 ? 1 : EXIT_USAGE;
 	}
 	if (!job_state_open(out->state)) {
-		cli_error("job", cmd, "job %lld is %s already", id,
-			job_state_name(out->state));
+		cli_error("usage", cmd, "job %lld (%s %s) is %s already; nothing to %s", id,
+			  out->workflow, out->subject, job_state_name(out->state), cmd);
 		store_job_free(out);
-		return 1;
+		return EXIT_USAGE;
 	}
 	return 0;
 }
 
-/* The command line stored with the job (params "argv"), dispatched again. */
-static int rerun_command(struct cli *cli, const struct store_job *sj)
+/* Who holds job id's lock (store.h): 1 running (*holder), 0 not, or an
+ * exit code (said) as a negative number. */
+static int job_running(struct cli *cli, const char *cmd, long long id, long *holder)
 {
-	json_object *p = json_tokener_parse(sj->params ? sj->params : "{}"), *a;
-	if (!json_object_object_get_ex(p, "argv", &a) || !json_object_is_type(a, json_type_array) ||
-	    json_object_array_length(a) < 2) {
-		fprintf(stderr, "pvagent resume: job %lld has no command line; run 'pvagent %s %s' "
-				"again to resume it\n",
-			sj->id, sj->workflow, sj->subject);
-		json_object_put(p);
-		return 1;
+	char *err = NULL;
+	int r = store_job_running(cli_store(cli), id, holder, &err);
+	if (r < 0) {
+		cli_error("job", cmd, "%s", err ? err : "cannot look at the job's lock");
+		free(err);
+		return -1;
 	}
-	size_t n = json_object_array_length(a);
-	char **argv = calloc(n + 1, sizeof *argv);
-	int rc = 1;
-	if (argv) {
-		size_t got = 0;
-		for (; got < n; got++) {
-			const char *arg = json_object_get_string(json_object_array_get_idx(a, got));
-			if (!arg)
-				break;
-			argv[got] = (char *)arg;
-		}
-		const char *name = argv[0];
-		if (got < n || !name) {
-			cli_error("job", "resume", "job %lld: its command line is damaged",
-				sj->id);
-			free(argv);
-			json_object_put(p);
-			return 1;
-		}
-		static const struct cmd_entry *const guest_cmds[] = {
-			&cmd_virtio_entry, &cmd_inject_entry, &cmd_bench_entry, NULL};
-		const struct cmd_entry *e = NULL;
-		for (const struct cmd_entry *const *c = guest_cmds; *c && !e; c++)
-			if (strcmp((*c)->name, name) == 0)
-				e = *c;
-		if (e)
-			rc = cmd_dispatch(cli, e, (int)n, argv);
-		else
-			cli_error("job", "resume", "job %lld: cannot resume '%s'", sj->id,
-				name);
-		free(argv);
-	}
-	json_object_put(p);
-	return rc;
+	return r;
 }
 
 static int cmd_resume(struct cli *cli, const struct cmd_args *a)
@@ -375,26 +352,27 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 	struct store_job sj;
 	if ((rc = load_open_job(cli, "resume", id, &sj)))
 		return rc;
-	bool ok = store_job_resumable(&sj);
 	const struct job_workflow *wf = job_workflow_find(sj.workflow);
-	if (!ok || !wf) {
-		if (!ok)
-			cli_error("job", "resume", "job %lld runs in process %ld", id, sj.pid);
-		else
-			cli_error("job", "resume", "job %lld: unknown workflow '%s'", id,
-				sj.workflow);
+	if (!wf) {
+		cli_error("usage", "resume", "job %lld: workflow '%s' is not one this pvagent knows",
+			  id, sj.workflow);
+		store_job_free(&sj);
+		return EXIT_USAGE;
+	}
+	long holder = 0;
+	int running = job_running(cli, "resume", id, &holder);
+	if (running != 0) {
+		if (running > 0)
+			cli_error("locked", "resume", "job %lld (%s %s) is running in process %ld; "
+				  "follow it with 'pvagent job %lld'", id, sj.workflow, sj.subject,
+				  holder, id);
 		store_job_free(&sj);
 		return 1;
 	}
-	if (wf != &wf_up && wf != &wf_down) {
-		/* the guest commands resume their own job: run the command line
-		 * the job was made with again */
-		rc = rerun_command(cli, &sj);
-		store_job_free(&sj);
-		return rc;
-	}
 	store_job_free(&sj);
-	struct pve_opts po = cli_pve_opts(&cli->conf);
+	cli->subject = NULL;
+	if ((rc = cli_connect_pve(cli)))
+		return rc;
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
 	struct job_env env = {
 		.store = cli_store(cli),
@@ -403,6 +381,9 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 		.stop = &cli_stop,
 		.conf = &cli->conf,
 	};
+	bool migration = wf == &wf_migrate || wf == &wf_drain || wf == &wf_undrain;
+	if (migration)
+		env.wait.task_timeout_s = cli->conf.migrate.timeout;
 	if (job_env_init(&env) < 0)
 		return 1;
 	struct job *j = NULL;
@@ -412,11 +393,21 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 		job_env_fini(&env);
 		return rc ? rc : 1;
 	}
-	job_run_all(&j, 1, 1, &po, NULL);
+	job_run(j, cli->pve);
 	end_progress_line(&pp);
-	const struct up_result *r = wf == &wf_down ? wf_down_result(j) : wf_up_result(j);
 	rc = cli_exit_code(job_outcome(j));
-	print_results(cli, wf->name, r, 1, rc);
+	if (migration) {
+		cli_migration_result(cli, j, rc);
+	} else if (wf == &wf_bench) {
+		rc = cli_bench_result(cli, j, rc);
+	} else if (wf == &wf_inject) {
+		rc = cli_inject_result(cli, j, rc);
+	} else if (wf == &wf_virtio) {
+		rc = cli_virtio_result(cli, j, rc);
+	} else {
+		const struct up_result *r = wf == &wf_down ? wf_down_result(j) : wf_up_result(j);
+		print_results(cli, wf->name, r, 1, rc);
+	}
 	job_free(j);
 	job_env_fini(&env);
 	return rc;
@@ -436,39 +427,68 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 	struct store_job sj;
 	if ((rc = load_open_job(cli, "cancel", id, &sj)))
 		return rc;
-	if (!store_job_resumable(&sj)) {
-		/* running in another process: ask it to stop after its step */
-		if (kill((pid_t)sj.pid, SIGTERM) < 0) {
-			cli_error("job", "cancel", "job %lld: process %ld: %s", id, sj.pid,
-				strerror(errno));
-			store_job_free(&sj);
-			return 1;
-		}
-		printf("job %lld: asked process %ld to stop; it stops after its current step\n",
-		       id, sj.pid);
-		/* the process records the job as interrupted; wait (bounded) */
-		struct store *st = cli_store(cli);
-		for (int i = 0; i < 600 && sj.state == JOB_RUNNING; i++) {
-			struct timespec ts = {0, 100L * 1000 * 1000};
-			nanosleep(&ts, NULL);
-			store_job_free(&sj);
-			char *err = NULL;
-			if (store_job_get(st, id, &sj, &err) != 1) {
-				free(err);
-				return 1;
+	struct store *st = cli_store(cli);
+	struct store_job_lock *lk = NULL;
+	char *err = NULL;
+	long holder = 0;
+	bool signalled = false;
+	/* its lock, taken to write it cancelled; while another process holds
+	 * it, that process is asked to stop after its step (bounded: 60 s) */
+	for (int i = 0; i < 600; i++) {
+		int r = store_job_lock(st, id, &lk, &holder, &err);
+		if (r != 0)
+			break;
+		if (!signalled) {
+			int s = store_job_signal(st, id, SIGTERM, &holder, &err);
+			if (s < 0)
+				break;
+			if (s > 0) {
+				signalled = true;
+				printf("job %lld: asked process %ld to stop; it stops after its "
+				       "current step\n", id, holder);
+				fflush(stdout);
 			}
 		}
-		if (sj.state == JOB_RUNNING) {
-			cli_error("job", "cancel", "job %lld is still running after 60 s", id);
-			store_job_free(&sj);
-			return 1;
-		}
+		struct timespec ts = {0, 100L * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling its lock, bounded */
+	}
+	if (!lk) {
+		if (err)
+			cli_error("job", "cancel", "%s", err);
+		else
+			cli_error("job", "cancel", "job %lld is still running in process %ld after "
+				  "60 s", id, holder);
+		free(err);
+		store_job_free(&sj);
+		return 1;
+	}
+	if (!signalled && !cli->json)
+		printf("job %lld (%s %s) is not running (%s): nothing signalled\n", id,
+		       sj.workflow, sj.subject, job_state_name(sj.state));
+	/* as stored now: the process that stopped recorded its end */
+	struct store_job now;
+	int r = store_job_get(st, id, &now, &err);
+	if (r == 1) {
+		store_job_free(&sj);
+		sj = now;
+	}
+	if (r < 0 || !job_state_open(sj.state)) {
+		if (r < 0)
+			cli_error("job", "cancel", "%s", err ? err : "store");
+		else
+			cli_error("usage", "cancel", "job %lld ended %s before it was cancelled", id,
+				  job_state_name(sj.state));
+		free(err);
+		store_job_unlock(lk);
+		store_job_free(&sj);
+		return r < 0 ? 1 : EXIT_USAGE;
 	}
 	sj.state = JOB_CANCELLED;
 	sj.ended = clock_unix_now();
 	sj.pid = 0;
-	char *err = NULL;
-	if (store_job_update(cli_store(cli), &sj, &err) < 0) {
+	rc = store_job_update(st, &sj, &err);
+	store_job_unlock(lk);
+	if (rc < 0) {
 		cli_error("job", "cancel", "%s", err ? err : "store");
 		free(err);
 		store_job_free(&sj);

@@ -26,14 +26,14 @@ static double var_num(json_object *v, const char *key)
 
 /* Run one job of wf on subject (an interrupted one of the same request is
  * resumed) with events as lines or JSON, then print its result; params
- * are taken. po: client options for a drain's workers (NULL: none). */
+ * are taken. A drain's workers make their clients from the conf. */
 struct job_print {
 	void (*print)(struct cli *cli, struct job *j, const void *ctx, int code);
 	const void *ctx;
 };
 
 static int run_job(struct cli *cli, const char *cmd, const struct job_workflow *wf,
-		   const char *subject, json_object *params, bool dry, const struct pve_opts *po,
+		   const char *subject, json_object *params, bool dry,
 		   const struct job_print *out)
 {
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
@@ -53,11 +53,9 @@ static int run_job(struct cli *cli, const char *cmd, const struct job_workflow *
 		fprintf(stderr, "pvagent %s: out of memory\n", cmd);
 		return 1;
 	}
-	if (job_for_subject(&env, wf, subject, params, &j, &e) < 0) {
+	if (job_submit(&env, wf, subject, params, &j, &e) < 0) {
 		rc = cli_fail_pve(cli, cmd, &e);
 	} else {
-		if (po)
-			wf_drain_attach(j, po);
 		enum job_outcome o = job_run(j, cli->pve);
 		end_progress_line(&pp);
 		rc = cli_exit_code(o);
@@ -204,7 +202,7 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 	const struct job_print out = {print_migration_cb, &mp};
 	return run_job(cli, "migrate", &wf_migrate, a->argv[0],
 		       wf_migrate_params(a->argv[1], storage, (unsigned)bw, (unsigned)md, dry), dry,
-		       NULL, &out);
+		       &out);
 }
 
 static const struct option migrate_opts[] = {
@@ -315,6 +313,17 @@ static void print_drain_cb(struct cli *cli, struct job *j, const void *ctx, int 
 	print_drain(cli, dp->cmd, j, dp->dry_run, code);
 }
 
+void cli_migration_result(struct cli *cli, struct job *j, int code)
+{
+	json_object *p = job_params(j);
+	long long x = 0;
+	bool dry = json_int(p, "dry_run", &x) && x;
+	if (job_wf(j) == &wf_migrate)
+		print_migration(cli, j, json_str(p, "target"), dry, code);
+	else
+		print_drain(cli, job_wf(j)->name, j, dry, code);
+}
+
 /* "N1,N2" -> a NULL-terminated list (the string is cut in place). */
 static int split_nodes(char *s, const char ***out, size_t *n)
 {
@@ -408,10 +417,9 @@ static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 		free(to);
 		return rc;
 	}
-	struct pve_opts po = cli_pve_opts(&cli->conf);
 	struct drain_print dp = {cmd, dry};
 	const struct job_print out = {print_drain_cb, &dp};
-	rc = run_job(cli, cmd, undrain ? &wf_undrain : &wf_drain, a->argv[0], params, dry, &po,
+	rc = run_job(cli, cmd, undrain ? &wf_undrain : &wf_drain, a->argv[0], params, dry,
 		     &out);
 	free(tov);
 	free(to);

@@ -602,6 +602,13 @@ struct run {
 	enum rw_phase phase;          /* for the inject edit */
 	const char *step;
 	char emul[32];          /* emulated()'s text */
+	/* a job loaded alone (job_load + job_run): the request and result
+	 * open made from its params */
+	struct convert_request own_req;
+	struct convert_result own_res;
+	struct guest_target own_gt;
+	struct tmpl_kvlist own_vars;
+	char *own_db;
 };
 
 /* convert_target_make for the saved config on the cluster's PVE version
@@ -1950,9 +1957,78 @@ static enum step_rc st_del_snapshot(struct job *j)
 	return STEP_RC_OK;
 }
 
+json_object *convert_params(const struct target_req *target, const struct convert_request *req)
+{
+	json_object *p = json_object_new_object();
+	bool ok = p && (!target || target_params_add(p, target) == 0);
+	if (ok && req->guest)
+		ok = json_object_object_add(p, "vmid", json_object_new_int(req->guest->vmid)) == 0;
+	ok = ok && json_object_object_add(p, "bus", json_object_new_int(req->bus)) == 0;
+	if (ok && req->keep_snapshot)
+		ok = json_object_object_add(p, "keep_snapshot", json_object_new_boolean(1)) == 0;
+	if (ok && req->bench)
+		ok = json_object_object_add(p, "bench", json_object_new_boolean(1)) == 0;
+	if (ok && req->bench_size_mib)
+		ok = json_object_object_add(p, "bench_size_mib",
+					    json_object_new_int64(req->bench_size_mib)) == 0;
+	if (ok && req->verify_timeout_s > 0)
+		ok = json_object_object_add(p, "verify_timeout_s",
+					    json_object_new_double(req->verify_timeout_s)) == 0;
+	if (!ok) {
+		json_object_put(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* A job loaded alone: its request from its params (the guest found again,
+ * its template and address as asked) and a result of its own. */
+static int own_request(struct job *j, struct run *r)
+{
+	struct pve_error *err = job_err(j);
+	struct job_env *env = job_env(j);
+	json_object *p = job_params(j);
+	long long bus = 0, size = 0, x = 0;
+	json_object *t = NULL;
+	if ((json_object_object_get_ex(p, "bus", NULL) &&
+	     (!json_int(p, "bus", &bus) || bus < CONVERT_BUS_AUTO || bus > CONVERT_BUS_SCSI)) ||
+	    (json_object_object_get_ex(p, "bench_size_mib", NULL) &&
+	     (!json_int(p, "bench_size_mib", &size) || size < 1 || size > BENCH_MAX_SIZE_MIB)))
+		return pve_error_set(err, PVE_ERR_CONFIG,
+				     "job params: bus or bench_size_mib out of range"), -1;
+	if (guest_target_open_job(j, true, true, &r->own_gt, &r->own_vars) < 0)
+		return -1;
+	struct convert_request *q = &r->own_req;
+	q->pve = job_pve(j);
+	q->guest = &r->own_gt.ref;
+	q->ssh = &r->own_gt.ssh;
+	q->bus = (enum convert_bus)bus;
+	q->store = env->store;
+	q->stop = env->stop;
+	q->wait = &env->wait;
+	q->clock = env->clock;
+	q->keep_snapshot = json_int(p, "keep_snapshot", &x) && x;
+	q->bench = json_int(p, "bench", &x) && x;
+	q->bench_size_mib = (unsigned)size;
+	if (json_object_object_get_ex(p, "verify_timeout_s", &t))
+		q->verify_timeout_s = json_object_get_double(t);
+	if (env->store && !(r->own_db = bench_db_path(env->conf->paths.state)))
+		return pve_error_oom(err);
+	q->bench_db = r->own_db;
+	r->req = q;
+	r->res = &r->own_res;
+	r->w = env->wait;
+	return guest_ref_copy(&r->g, q->guest) < 0 ? pve_error_oom(err) : 0;
+}
+
 static int virtio_open(struct job *j, void *ctx)
 {
 	struct run *r = ctx;
+	if (!r->req && own_request(j, r) < 0)
+		return -1;
+	if (job_set_guest(j, r->g.vmid, r->g.node) < 0 ||
+	    (r->g.name && job_set_str(j, "name", r->g.name) < 0))
+		return pve_error_oom(job_err(j));
 	r->j.job = j;
 	r->j.o = job_vars(j);
 	json_object *cfg;
@@ -1978,6 +2054,10 @@ static void virtio_close(struct job *j, void *ctx)
 	inject_result_free(&r->det);
 	strv_free(r->paths, r->n_paths);
 	guest_ref_clear(&r->g);
+	convert_result_free(&r->own_res);
+	guest_target_free(&r->own_gt);
+	tmpl_kvlist_free(&r->own_vars);
+	free(r->own_db);
 }
 
 static const struct job_step_def virtio_steps[] = {
@@ -2001,46 +2081,8 @@ const struct job_workflow wf_virtio = {
 	.open = virtio_open,
 	.close = virtio_close,
 	.undo_on_failure = true,
+	.resume = JOB_RESUME_SUBJECT,
 };
-
-/* The job for this guest: an unfinished virtio job of it is resumed (its
- * journal holds the config saved before anything changed). */
-static int virtio_job(struct job_env *env, const struct convert_request *req, struct job **out,
-		      struct pve_error *err)
-{
-	const char *subject = req->guest->name ? req->guest->name : "";
-	if (env->store) {
-		struct store_job sj;
-		char *serr = NULL;
-		int r = store_job_find_open(env->store, "virtio", subject, &sj, &serr);
-		if (r < 0) {
-			pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "store");
-			free(serr);
-			return -1;
-		}
-		if (r == 1) {
-			bool ok = store_job_resumable(&sj);
-			long long id = sj.id;
-			long pid = sj.pid;
-			store_job_free(&sj);
-			if (!ok) {
-				pve_error_set(err, PVE_ERR_LOCKED,
-					      "virtio job %lld (process %ld) is converting %s", id, pid,
-					      subject);
-				return -1;
-			}
-			return job_load(env, id, &wf_virtio, out, err) == 1 ? 0 : -1;
-		}
-	}
-	json_object *params = job_cli_params(req->cli_args);
-	if (!params)
-		return pve_error_oom(err);
-	json_object_object_add(params, "vmid", json_object_new_int(req->guest->vmid));
-	json_object_object_add(params, "bus", json_object_new_int(req->bus));
-	int rc = job_new(env, &wf_virtio, subject, params, out, err);
-	json_object_put(params);
-	return rc;
-}
 
 int convert_run(const struct convert_request *req, struct convert_result *res)
 {
@@ -2069,7 +2111,15 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 		env.wait = *req->wait;
 	struct pve_error e = {0};
 	struct job *j = NULL;
-	if (job_env_init(&env) < 0 || virtio_job(&env, req, &j, &e) < 0) {
+	/* an unfinished virtio job of the guest is resumed (its journal holds
+	 * the config saved before anything changed) */
+	json_object *params = convert_params(req->target, req);
+	int made = params && job_env_init(&env) == 0
+			   ? job_submit(&env, &wf_virtio, req->guest->name ? req->guest->name : "",
+					params, &j, &e)
+			   : (pve_error_oom(&e), -1);
+	json_object_put(params);
+	if (made < 0) {
 		res->outcome = e.kind == PVE_ERR_LOCKED ? JOB_OUT_FAILED : pve_error_outcome(&e);
 		res->error = strdup(e.message ? e.message : "cannot make the job");
 		pve_error_clear(&e);
@@ -2087,23 +2137,39 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 		return -1;
 	}
 	r->w = env.wait;
-	enum job_outcome o = job_run(j, req->pve);
+	job_run(j, req->pve);
+	int rc = wf_virtio_result(j) ? (res->status == CONV_FAILED || res->status == CONV_STUCK ? -1 : 0)
+				     : -1;
+	job_free(j);
+	job_env_fini(&env);
+	return rc;
+}
+
+const struct convert_result *wf_virtio_result(struct job *j)
+{
+	struct run *r = job_ctx(j);
+	struct convert_result *res = r->res;
+	if (!res)
+		return NULL;
+	enum job_outcome o = job_outcome(j);
 	if (o == JOB_OUT_INTERRUPTED && !res->error) {
 		res->error = strprintf("interrupted; resume with 'pvagent resume %lld' or run the "
 				       "same command again", job_id(j));
 	}
-	int rc = res->status == CONV_DONE || res->status == CONV_ALREADY ||
-			 res->status == CONV_DRY_RUN
-		 ? 0
-		 : -1;
+	if (!r->j.job && !res->error) {
+		/* it failed before any step: open's error */
+		char *m = pve_error_format(job_error(j));
+		res->error = m;
+		r->outcome = pve_error_outcome(job_error(j));
+	}
+	bool ok = res->status == CONV_DONE || res->status == CONV_ALREADY ||
+		  res->status == CONV_DRY_RUN;
 	/* the run's own outcome is the last word on a failure: a rollback
 	 * that worked makes an unreachable guest a clean failure */
-	res->outcome = rc == 0			? JOB_OUT_DONE
+	res->outcome = ok			  ? JOB_OUT_DONE
 		     : o == JOB_OUT_INTERRUPTED ? o
 						: job_outcome_failure(r->outcome);
-	if (rc < 0 && res->status != CONV_STUCK)
+	if (!ok && res->status != CONV_STUCK)
 		res->status = CONV_FAILED;
-	job_free(j);
-	job_env_fini(&env);
-	return rc;
+	return res;
 }

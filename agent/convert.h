@@ -61,6 +61,7 @@
 #include "pve.h"
 #include "ssh.h"
 #include "store.h"
+#include "target.h"
 
 #include <signal.h>
 
@@ -87,8 +88,9 @@ struct convert_request {
 	struct store *store;             /* the job store (the journal); NULL:
 					    not kept, no resume */
 	volatile sig_atomic_t *stop;     /* set by a signal: stop between steps */
-	const char *const *cli_args;     /* the command line, kept with the job
-					    for `pvagent resume` (may be NULL) */
+	const struct target_req *target; /* what the user asked for the guest
+					    (template, address, vars), kept in
+					    the job's params (may be NULL) */
 	const struct guest_wait *wait;   /* PVE waits (their clock: wait->clock,
 					    else clock); NULL: defaults */
 	double verify_timeout_s;         /* SSH back after a start; 0: 300 */
@@ -136,6 +138,18 @@ extern const struct job_workflow wf_virtio;
 /* Run the conversion. Returns 0 when status is CONV_DONE, CONV_ALREADY or
  * CONV_DRY_RUN, -1 otherwise; *res is always filled. */
 int convert_run(const struct convert_request *req, struct convert_result *res);
+
+/* The params of a virtio job (subject = the guest's name): target's
+ * "template", "address", "vars" (target.h), and req's "vmid", "bus",
+ * "keep_snapshot", "bench", "bench_size_mib", "verify_timeout_s". A job
+ * loaded alone (job_load + job_run, no convert_run) opens from them with
+ * the env's conf, store, stop flag and waits and the job's PVE client.
+ * NULL on OOM. */
+json_object *convert_params(const struct target_req *target, const struct convert_request *req);
+/* After job_run: the conversion's result (the launcher's, or the job's
+ * own when it was loaded alone), completed from the job's outcome; valid
+ * until job_free. NULL before the job ran. */
+const struct convert_result *wf_virtio_result(struct job *j);
 
 /* {"status", "outcome", "os", "bus", "snapshot", "changes", "resumed",
  * "rolled_back", "failed_step", "error", "recovery", "bench" (the

@@ -45,6 +45,7 @@ struct job {
 	struct guest_wait wait;
 	struct guest_task_hooks hooks;
 	bool resume_upid_taken, resume_unknown_taken;
+	struct store_job_lock *lock;  /* held while this process runs it */
 };
 
 /* ---- environment and the stop clock ------------------------------------------------ */
@@ -75,6 +76,22 @@ static void stop_sleep(void *ctx, double s)
 		pve_clock_sleep(env->clock, d);
 		s -= d;
 	}
+}
+
+struct pve_opts job_conf_pve_opts(const struct conf *c)
+{
+	struct pve_opts o = {
+		.url = c->pve.url,
+		.token_id = c->pve.token_id,
+		.token_secret = c->pve.token_secret,
+		.user = c->pve.user,
+		.password = c->pve.password,
+		.fingerprint = c->pve.fingerprint,
+		.ca_file = c->pve.ca_file,
+		.insecure = c->pve.insecure != 0,
+		.timeout_ms = (long)c->pve.timeout * 1000,
+	};
+	return o;
 }
 
 int job_env_init(struct job_env *env)
@@ -572,6 +589,35 @@ static void step_wait_init(struct job *j, bool interrupted)
 	j->resume_unknown_taken = !resumed;
 }
 
+/* ---- the job's lock -------------------------------------------------------------------------- */
+
+/* Hold the job's lock (store.h) from now until it ends here: 0, or -1
+ * with the error set (another process runs it: PVE_ERR_LOCKED naming
+ * it). A job that is not stored has none. */
+static int take_lock(struct job *j, struct pve_error *err)
+{
+	if (j->lock || !j->env->store || !j->id)
+		return 0;
+	long holder = 0;
+	char *serr = NULL;
+	int r = store_job_lock(j->env->store, j->id, &j->lock, &holder, &serr);
+	if (r == 1)
+		return 0;
+	if (r == 0)
+		pve_error_set(err, PVE_ERR_LOCKED, "%s: %s job %lld is running in process %ld",
+			      j->subject, j->wf->name, j->id, holder);
+	else
+		pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "cannot lock the job");
+	free(serr);
+	return -1;
+}
+
+static void drop_lock(struct job *j)
+{
+	store_job_unlock(j->lock);
+	j->lock = NULL;
+}
+
 /* ---- making and loading ------------------------------------------------------------------------ */
 
 /* Free what a step record holds and zero it. */
@@ -630,6 +676,11 @@ int job_new(struct job_env *env, const struct job_workflow *wf, const char *subj
 				     &serr) < 0) {
 			pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "cannot store the job");
 			free(serr);
+			job_free(j);
+			return -1;
+		}
+		/* a new job is this process's from the start */
+		if (take_lock(j, err) < 0) {
 			job_free(j);
 			return -1;
 		}
@@ -744,22 +795,8 @@ void job_free(struct job *j)
 	free(j->left);
 	free(j->summary);
 	free(j->node);
+	drop_lock(j);
 	free(j);
-}
-
-/* {"argv": [...]}: the command line, for `pvagent resume`. */
-json_object *job_cli_params(const char *const *cli_args)
-{
-	json_object *p = json_object_new_object(), *a = json_object_new_array();
-	if (!p || !a) {
-		json_object_put(p);
-		json_object_put(a);
-		return NULL;
-	}
-	for (const char *const *c = cli_args; c && *c; c++)
-		json_object_array_add(a, json_object_new_string(*c));
-	json_object_object_add(p, "argv", a);
-	return p;
 }
 
 /* ---- running ----------------------------------------------------------------------------------- */
@@ -799,6 +836,7 @@ static enum job_outcome finish(struct job *j, enum job_state state, enum job_out
 	emit(j, JOB_EV_DONE, NULL, 0, -1, word, j->ctx);
 	if (tx)
 		tx_commit(j);
+	drop_lock(j);
 	return outcome;
 }
 
@@ -832,14 +870,40 @@ static int undo_steps(struct job *j, size_t upto)
 	return rc;
 }
 
+/* A loaded job, now that this process holds its lock: its state as stored
+ * now (another process may have ended it since it was loaded). */
+static int reread_state(struct job *j)
+{
+	struct store_job sj;
+	char *serr = NULL;
+	int r = store_job_get(j->env->store, j->id, &sj, &serr);
+	if (r <= 0) {
+		pve_error_set(&j->err, PVE_ERR_INTERNAL, "%s",
+			      serr ? serr : "the job is gone from the store");
+		free(serr);
+		return -1;
+	}
+	j->state = sj.state;
+	store_job_free(&sj);
+	return 0;
+}
+
 enum job_outcome job_run(struct job *j, struct pve *c)
 {
 	const struct job_workflow *wf = j->wf;
 	j->pve = c;
 	j->resumed = j->state == JOB_INTERRUPTED || j->state == JOB_RUNNING ||
 		     j->state == JOB_NEEDS_ATTENTION;
+	bool had_lock = j->lock != NULL;
+	if (job_state_open(j->state) && take_lock(j, &j->err) < 0)
+		return j->outcome = pve_error_outcome(&j->err); /* another process's */
+	if (!had_lock && j->lock && reread_state(j) < 0) {
+		drop_lock(j);
+		return j->outcome = pve_error_outcome(&j->err);
+	}
 	if (!job_state_open(j->state)) {
 		/* finished already: report what it was */
+		drop_lock(j);
 		return j->outcome = j->state == JOB_DONE ? JOB_OUT_DONE
 				  : j->state == JOB_NEEDS_ATTENTION ? JOB_OUT_NEEDS_ATTENTION
 								    : pve_error_outcome(&j->err);
@@ -851,6 +915,8 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 	if (j->started <= 0)
 		j->started = clock_unix_now();
 	if (!j->ctx_open && wf->open) {
+		/* close frees what a failed open made, too */
+		j->ctx_open = true;
 		if (wf->open(j, j->ctx) < 0) {
 			if (j->err.kind == PVE_OK)
 				pve_error_set(&j->err, PVE_ERR_INTERNAL, "%s: cannot start", wf->name);
@@ -1035,13 +1101,18 @@ int job_for_subject(struct job_env *env, const struct job_workflow *wf, const ch
 		}
 		if (r == 1) {
 			const char *mine = json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN);
-			bool same = sj.params && strcmp(sj.params, mine) == 0 &&
-				    store_job_resumable(&sj);
+			long holder = 0;
+			int free_now = store_job_resumable(env->store, &sj, &holder, &serr);
+			bool same = sj.params && strcmp(sj.params, mine) == 0;
 			long long id = sj.id;
-			if (!store_job_resumable(&sj)) {
-				pve_error_set(err, PVE_ERR_LOCKED,
-					      "%s: %s job %lld (process %ld) is working on it", subject,
-					      wf->name, id, sj.pid);
+			if (free_now <= 0) {
+				if (free_now < 0)
+					pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "store");
+				else
+					pve_error_set(err, PVE_ERR_LOCKED,
+						      "%s: %s job %lld (process %ld) is working on it",
+						      subject, wf->name, id, holder);
+				free(serr);
 				store_job_free(&sj);
 				return -1;
 			}
@@ -1051,16 +1122,71 @@ int job_for_subject(struct job_env *env, const struct job_workflow *wf, const ch
 				return job_load(env, id, wf, out, err) == 1 ? 0 : -1;
 			}
 			/* another request for the same guest replaces the old job */
+			struct store_job_lock *lk = NULL;
+			if (store_job_lock(env->store, id, &lk, &holder, &serr) != 1) {
+				pve_error_set(err, serr ? PVE_ERR_INTERNAL : PVE_ERR_LOCKED,
+					      "%s: %s job %lld: %s", subject, wf->name, id,
+					      serr ? serr : "another process has just taken it");
+				free(serr);
+				store_job_free(&sj);
+				return -1;
+			}
 			log_info("%s: interrupted %s job %lld is superseded by this one", subject,
 				 wf->name, id);
 			sj.state = JOB_CANCELLED;
 			sj.ended = clock_unix_now();
+			sj.pid = 0;
 			if (store_job_update(env->store, &sj, &serr) < 0) {
 				log_warn("%s", serr ? serr : "cannot record the old job");
 				free(serr);
 			}
+			store_job_unlock(lk);
 			store_job_free(&sj);
 		}
 	}
 	return job_new(env, wf, subject, params, out, err);
+}
+
+/* Any unfinished job of wf on subject, resumed whatever its params. */
+static int job_for_any(struct job_env *env, const struct job_workflow *wf, const char *subject,
+		       json_object *params, struct job **out, struct pve_error *err)
+{
+	if (env->store) {
+		struct store_job sj;
+		char *serr = NULL;
+		int r = store_job_find_open(env->store, wf->name, subject, &sj, &serr);
+		long holder = 0;
+		long long id = r == 1 ? sj.id : 0;
+		int free_now = r == 1 ? store_job_resumable(env->store, &sj, &holder, &serr) : 1;
+		if (r == 1)
+			store_job_free(&sj);
+		if (r < 0 || free_now < 0) {
+			pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "store");
+			free(serr);
+			return -1;
+		}
+		if (!free_now)
+			return pve_error_set(err, PVE_ERR_LOCKED,
+					     "%s: %s job %lld (process %ld) is working on it",
+					     subject, wf->name, id, holder), -1;
+		if (id) {
+			log_info("%s: resuming unfinished %s job %lld", subject, wf->name, id);
+			return job_load(env, id, wf, out, err) == 1 ? 0 : -1;
+		}
+	}
+	return job_new(env, wf, subject, params, out, err);
+}
+
+int job_submit(struct job_env *env, const struct job_workflow *wf, const char *subject,
+	       json_object *params, struct job **out, struct pve_error *err)
+{
+	switch (wf->resume) {
+	case JOB_RESUME_SUBJECT:
+		return job_for_any(env, wf, subject, params, out, err);
+	case JOB_RESUME_NONE:
+		return job_new(env, wf, subject, params, out, err);
+	case JOB_RESUME_SAME:
+		break;
+	}
+	return job_for_subject(env, wf, subject, params, out, err);
 }

@@ -73,6 +73,15 @@ struct job_workflow {
 	void (*close)(struct job *j, void *ctx);
 	/* Undo the done steps in reverse when a step fails. */
 	bool undo_on_failure;
+	/* What job_submit does with an unfinished job of the same subject. */
+	enum job_resume {
+		JOB_RESUME_SAME = 0, /* resumed when its params are the same,
+					else superseded (job_for_subject) */
+		JOB_RESUME_SUBJECT,  /* resumed whatever its params (virtio: its
+					journal is the guest's state) */
+		JOB_RESUME_NONE,     /* left alone: every request a new job
+					(inject, bench: a rerun does it again) */
+	} resume;
 };
 
 /* ---- environment ------------------------------------------------------------- */
@@ -94,6 +103,11 @@ struct job_env {
 	pthread_mutex_t mu;
 	struct pve_clock stop_clock;
 };
+
+/* The PVE client options of a configuration's [pve] section (pointing
+ * into c). Workflows that make clients of their own (a drain's workers)
+ * make them from the env's conf with these. */
+struct pve_opts job_conf_pve_opts(const struct conf *c);
 
 /* Initialise (env is caller-owned; fill the public members first, or
  * after). */
@@ -122,9 +136,14 @@ void job_free(struct job *j);
  * another process is PVE_ERR_LOCKED; otherwise a new one is made. */
 int job_for_subject(struct job_env *env, const struct job_workflow *wf, const char *subject,
 		    json_object *params, struct job **out, struct pve_error *err);
-/* Params holding the command line a job was made by ({"argv": [...]}), so
- * that `pvagent resume` can run it again; NULL on OOM. */
-json_object *job_cli_params(const char *const *cli_args);
+
+/* The one launcher: the job a request of wf on subject with params
+ * (borrowed) makes, by wf's resume policy (an unfinished job resumed, or a
+ * new one); one whose lock another process holds is PVE_ERR_LOCKED. Run it
+ * with job_run, in this process (the CLI, a pvagentd child) or load it
+ * elsewhere by ID. */
+int job_submit(struct job_env *env, const struct job_workflow *wf, const char *subject,
+	       json_object *params, struct job **out, struct pve_error *err);
 
 /* Run the job from its first unfinished step with this PVE client. */
 enum job_outcome job_run(struct job *j, struct pve *c);

@@ -848,7 +848,7 @@ int provision_up(const struct up_request *req, struct up_result **results, struc
 		json_object *params = wf_up_params(req, req->names[i]);
 		if (!res[i].name || !params)
 			rc = pve_error_oom(err);
-		else if (job_for_subject(&env, &wf_up, req->names[i], params, &jobs[i], err) < 0)
+		else if (job_submit(&env, &wf_up, req->names[i], params, &jobs[i], err) < 0)
 			rc = -1;
 		else
 			wf_up_attach(jobs[i], req->tmpl, &res[i]);
@@ -897,7 +897,7 @@ int provision_down(const struct down_request *req, struct up_result *res)
 	} else {
 		json_object_object_add(params, "purge", json_object_new_boolean(req->purge));
 		json_object_object_add(params, "dry_run", json_object_new_boolean(req->dry_run));
-		if (job_for_subject(&env, &wf_down, req->name, params, &j, err) == 0) {
+		if (job_submit(&env, &wf_down, req->name, params, &j, err) == 0) {
 			wf_down_attach(j, res);
 			job_run_all(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);
 			wf_down_result(j);

@@ -126,29 +126,12 @@ int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e)
 	return code;
 }
 
-/* Client options from the loaded configuration. */
-struct pve_opts cli_pve_opts(const struct conf *c)
-{
-	struct pve_opts o = {
-		.url = c->pve.url,
-		.token_id = c->pve.token_id,
-		.token_secret = c->pve.token_secret,
-		.user = c->pve.user,
-		.password = c->pve.password,
-		.fingerprint = c->pve.fingerprint,
-		.ca_file = c->pve.ca_file,
-		.insecure = c->pve.insecure != 0,
-		.timeout_ms = (long)c->pve.timeout * 1000,
-	};
-	return o;
-}
-
 int cli_connect_pve(struct cli *cli)
 {
 	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
-	struct pve_opts o = cli_pve_opts(&cli->conf);
+	struct pve_opts o = job_conf_pve_opts(&cli->conf);
 	struct pve_error e = {0};
 	cli->pve = pve_new(&o, &e);
 	if (!cli->pve)
@@ -698,7 +681,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		return rc;
 	}
 	char *pubkey = inject_read_pubkey(&cli->conf);
-	struct pve_opts po = cli_pve_opts(&cli->conf);
+	struct pve_opts po = job_conf_pve_opts(&cli->conf);
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
 	struct up_request req = {
 		.names = (const char *const *)a->argv,
@@ -763,7 +746,7 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 		fprintf(stderr, "pvagent down: out of memory\n");
 		return 1;
 	}
-	struct pve_opts po = cli_pve_opts(&cli->conf);
+	struct pve_opts po = job_conf_pve_opts(&cli->conf);
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
 	size_t done = 0;
 	for (; done < n && !cli_stop; done++) {
@@ -959,7 +942,7 @@ static int complete(struct cli *cli, int argc, char **argv)
 		}
 		/* a shell waits for this: two seconds at most */
 		cli->conf.pve.timeout = 2;
-		struct pve_opts o = cli_pve_opts(&cli->conf);
+		struct pve_opts o = job_conf_pve_opts(&cli->conf);
 		struct pve_error e = {0};
 		json_object *guests = NULL;
 		cli->pve = pve_new(&o, &e);

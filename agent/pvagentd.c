@@ -239,8 +239,8 @@ static json_object *djob_json(const struct djob *j)
 	return o;
 }
 
-static const char *const runnable[] = {"up", "down", "inject", "virtio", "bench", "resume",
-				       NULL};
+static const char *const runnable[] = {"up",	  "down",  "inject",  "virtio", "bench",
+				       "migrate", "drain", "undrain", "resume", NULL};
 
 /* Queue a command line. guests: what it works on; node may be NULL. */
 static struct djob *djob_queue(struct daemon *d, const char *const *argv, size_t argc,
@@ -353,9 +353,19 @@ static void mark_interrupted(struct daemon *d, const struct djob *j, enum job_st
 {
 	for (size_t i = 0; i < j->n_jobs; i++) {
 		struct store_job sj;
+		struct store_job_lock *lk = NULL;
+		long holder = 0;
 		char *err = NULL;
+		/* its lock first: a process that runs it now writes it itself */
+		if (store_job_lock(d->store, j->jobs[i], &lk, &holder, &err) != 1) {
+			if (err)
+				log_warn("job %lld: %s", j->jobs[i], err);
+			free(err);
+			continue;
+		}
 		if (store_job_get(d->store, j->jobs[i], &sj, &err) != 1) {
 			free(err);
+			store_job_unlock(lk);
 			continue;
 		}
 		bool change = to == JOB_CANCELLED ? job_state_open(sj.state)
@@ -372,6 +382,7 @@ static void mark_interrupted(struct daemon *d, const struct djob *j, enum job_st
 				log_info("job %lld recorded %s", sj.id, job_state_name(to));
 			}
 		}
+		store_job_unlock(lk);
 		store_job_free(&sj);
 	}
 }
@@ -577,7 +588,8 @@ static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json
 		known = strcmp(*r, argv[0]) == 0;
 	if (!known) {
 		answer(c, ctl_error(id, "bad_request", "the daemon does not run '%.64s' (up, down, "
-					"inject, virtio, bench, resume)", argv[0]));
+					"inject, virtio, bench, migrate, drain, undrain, "
+					"resume)", argv[0]));
 		goto out;
 	}
 	if (strcmp(argv[0], "resume") == 0) {
@@ -1246,6 +1258,27 @@ static int lock_store(struct daemon *d)
 	return 0;
 }
 
+/* Is sj a migration of a drain (params "parent") that is itself
+ * unfinished? Then the drain's resume resumes it. */
+static bool parent_open(struct daemon *d, const struct store_job *sj)
+{
+	json_object *p = json_tokener_parse(sj->params ? sj->params : "{}");
+	long long parent = 0;
+	bool has = json_int(p, "parent", &parent) && parent > 0;
+	json_object_put(p);
+	if (!has)
+		return false;
+	struct store_job pj;
+	char *err = NULL;
+	int r = store_job_get(d->store, parent, &pj, &err);
+	free(err);
+	if (r != 1)
+		return false;
+	bool open = job_state_open(pj.state);
+	store_job_free(&pj);
+	return open;
+}
+
 /* Queue every unfinished job of the store again (its resume re-attaches
  * to the PVE tasks it recorded). */
 static void resume_all(struct daemon *d)
@@ -1265,8 +1298,24 @@ static void resume_all(struct daemon *d)
 	for (size_t i = n; i-- > 0;) {
 		const struct store_job *sj = &v[i];
 		/* (a workflow this pvagent does not know: its resume says so) */
-		if (!store_job_resumable(sj))
+		long holder = 0;
+		int free_now = store_job_resumable(d->store, sj, &holder, &err);
+		if (free_now < 0) {
+			log_warn("job %lld: %s", sj->id, err ? err : "store");
+			free(err);
+			err = NULL;
+		}
+		if (free_now <= 0) {
+			if (holder)
+				log_info("job %lld (%s %s) runs in process %ld: not resumed", sj->id,
+					 sj->workflow, sj->subject, holder);
 			continue;
+		}
+		if (parent_open(d, sj)) {
+			log_info("job %lld (%s %s): its drain resumes it", sj->id, sj->workflow,
+				 sj->subject);
+			continue;
+		}
 		if (sj->state == JOB_NEEDS_ATTENTION) {
 			log_info("job %lld (%s %s) needs attention: not resumed; 'pvagent resume "
 				 "%lld' continues it", sj->id, sj->workflow, sj->subject, sj->id);

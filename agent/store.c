@@ -7,11 +7,13 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -416,14 +418,215 @@ void store_jobs_free(struct store_job *v, size_t n)
 	free(v);
 }
 
-bool store_job_resumable(const struct store_job *j)
+/* ---- the job lock ------------------------------------------------------------------ */
+
+struct store_job_lock {
+	int fd;
+	char *path;
+};
+
+/* "<directory of state.db>/job-ID.lock" (malloc'd; NULL when out of
+ * memory). */
+static char *job_lock_path(const struct store *s, long long id)
 {
-	if (j->state == JOB_INTERRUPTED || j->state == JOB_QUEUED ||
-	    j->state == JOB_NEEDS_ATTENTION)
-		return true;
-	if (j->state != JOB_RUNNING)
-		return false;
-	return j->pid <= 0 || (kill((pid_t)j->pid, 0) < 0 && errno == ESRCH);
+	const char *slash = strrchr(s->path, '/');
+	if (!slash)
+		return strprintf("job-%lld.lock", id);
+	return strprintf("%.*s/job-%lld.lock", (int)(slash - s->path), s->path, id);
+}
+
+/* The pid a lock file names (0 when none or unreadable). */
+static long lock_file_pid(int fd)
+{
+	char buf[32];
+	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *end;
+	long pid = strtol(buf, &end, 10);
+	return pid > 0 && (*end == '\n' || *end == '\0') ? pid : 0;
+}
+
+/* Is the file open at fd the one at path now (not removed by a holder
+ * letting go)? */
+static bool same_file(int fd, const char *path)
+{
+	struct stat a, b;
+	return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+int store_job_lock(struct store *s, long long id, struct store_job_lock **out, long *holder,
+		   char **err)
+{
+	*out = NULL;
+	*holder = 0;
+	char *path = job_lock_path(s, id);
+	struct store_job_lock *l = calloc(1, sizeof *l);
+	if (!path || !l) {
+		free(path);
+		free(l);
+		err_setf(err, "%s: out of memory", s->path);
+		return -1;
+	}
+	for (;;) {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			err_setf(err, "%s: %s", path, strerror(errno));
+			break;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			int e = errno;
+			*holder = lock_file_pid(fd);
+			close(fd);
+			if (e == EWOULDBLOCK) {
+				free(path);
+				free(l);
+				return 0;
+			}
+			err_setf(err, "%s: flock: %s", path, strerror(e));
+			break;
+		}
+		if (!same_file(fd, path)) {
+			close(fd); /* its holder let go and removed it: take the new one */
+			continue;
+		}
+		char pid[32];
+		int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+		if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+			err_setf(err, "%s: %s", path, strerror(errno));
+			close(fd);
+			break;
+		}
+		l->fd = fd;
+		l->path = path;
+		*out = l;
+		return 1;
+	}
+	free(path);
+	free(l);
+	return -1;
+}
+
+void store_job_unlock(struct store_job_lock *l)
+{
+	if (!l)
+		return;
+	/* removed while still held: nobody takes the old file after this */
+	unlink(l->path);
+	close(l->fd);
+	free(l->path);
+	free(l);
+}
+
+/* Open job id's lock file without making it: fd, -2 when there is none,
+ * -1 error. */
+static int open_lock_file(struct store *s, long long id, char **path, char **err)
+{
+	*path = job_lock_path(s, id);
+	if (!*path) {
+		err_setf(err, "%s: out of memory", s->path);
+		return -1;
+	}
+	int fd = open(*path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (errno == ENOENT)
+		return -2;
+	err_setf(err, "%s: %s", *path, strerror(errno));
+	return -1;
+}
+
+/* Is the lock on fd held by someone: 1 (*holder), 0 no, -1 error. */
+static int lock_held(int fd, const char *path, long *holder, char **err)
+{
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		flock(fd, LOCK_UN);
+		return 0;
+	}
+	if (errno != EWOULDBLOCK) {
+		err_setf(err, "%s: flock: %s", path, strerror(errno));
+		return -1;
+	}
+	*holder = lock_file_pid(fd);
+	return 1;
+}
+
+int store_job_running(struct store *s, long long id, long *holder, char **err)
+{
+	*holder = 0;
+	char *path = NULL;
+	int fd = open_lock_file(s, id, &path, err);
+	if (fd < 0) {
+		free(path);
+		return fd == -2 ? 0 : -1;
+	}
+	int rc = lock_held(fd, path, holder, err);
+	close(fd);
+	free(path);
+	return rc;
+}
+
+int store_job_signal(struct store *s, long long id, int sig, long *holder, char **err)
+{
+	*holder = 0;
+	char *path = NULL;
+	int fd = open_lock_file(s, id, &path, err);
+	if (fd < 0) {
+		free(path);
+		return fd == -2 ? 0 : -1;
+	}
+	int rc = lock_held(fd, path, holder, err);
+	long pid = *holder;
+	if (rc == 1 && pid <= 0) {
+		err_setf(err, "%s: held, but names no process", path);
+		rc = -1;
+	}
+	int pfd = -1;
+	if (rc == 1) {
+		pfd = pidfd_open((pid_t)pid, 0);
+		if (pfd < 0 && errno != ESRCH) {
+			err_setf(err, "%s: pidfd_open %ld: %s", path, pid, strerror(errno));
+			rc = -1;
+		}
+	}
+	/* The pidfd is of the process with that pid now. If the lock is
+	 * still held and the file still names that pid, its holder is alive
+	 * with that pid, so the pidfd is the holder's: a holder that died
+	 * before let go of the lock, and a process that took its pid later
+	 * is not the one the pidfd names (it was opened on the live one). */
+	if (rc == 1) {
+		long again = 0;
+		rc = pfd < 0 ? 0 : lock_held(fd, path, &again, err);
+		if (rc == 1 && (again != pid || !same_file(fd, path))) {
+			err_setf(err, "%s: another process took it while signalling; try again",
+				 path);
+			rc = -1;
+		}
+	}
+	if (rc == 1 && pidfd_send_signal(pfd, sig, NULL, 0) < 0) {
+		if (errno == ESRCH) {
+			rc = 0;
+		} else {
+			err_setf(err, "process %ld: %s", pid, strerror(errno));
+			rc = -1;
+		}
+	}
+	if (pfd >= 0)
+		close(pfd);
+	close(fd);
+	free(path);
+	return rc;
+}
+
+int store_job_resumable(struct store *s, const struct store_job *j, long *holder, char **err)
+{
+	*holder = 0;
+	if (!job_state_open(j->state))
+		return 0;
+	int r = store_job_running(s, j->id, holder, err);
+	return r < 0 ? -1 : !r;
 }
 
 static int store_job_insert_locked(struct store *s, const char *workflow, const char *subject,

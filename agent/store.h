@@ -15,6 +15,7 @@
  *         ended)                          PRIMARY KEY (job, idx)
  *   events(id, job, time, step, kind, percent, message)
  *   bench(id, guest, vmid, ts, bus, nic, size_mib, figures, notes)
+ * and, beside the database, one lock file per running job (below).
  *
  * One struct store may be used by several threads (the connection is
  * opened in serialized mode). Functions return 0 on success and -1 on
@@ -77,10 +78,37 @@ struct store_job {
 	long pid;          /* process running it, 0 when none */
 };
 void store_job_free(struct store_job *j);
-/* Can this job be resumed now: interrupted, queued or needing attention,
- * or "running" while no process of its pid runs any more (killed)? */
-bool store_job_resumable(const struct store_job *j);
 void store_jobs_free(struct store_job *v, size_t n);
+
+/* ---- the job lock ----------------------------------------------------------
+ *
+ * A process running a job holds its lock: an flock on
+ * "<state dir>/job-ID.lock" (opened close-on-exec), with the holder's pid
+ * in the file. The kernel drops it when the process dies, so a killed
+ * process, its zombie, a pid used again by another process or a reboot
+ * never make a job look alive. "Is it running?" is asked of the lock,
+ * never of the pid stored in the jobs row (which only says who ran it
+ * last). The holder removes the file when it lets go. */
+struct store_job_lock;
+
+/* Take job id's lock: 1 taken (*out), 0 another holder has it (*holder
+ * its pid, 0 when unknown), -1 error (*err). */
+int store_job_lock(struct store *s, long long id, struct store_job_lock **out, long *holder,
+		   char **err);
+/* Let go of it (and remove its file); NULL is fine. */
+void store_job_unlock(struct store_job_lock *l);
+/* Is job id's lock held: 1 yes (*holder its pid, 0 unknown), 0 no, -1
+ * error. Held by this process counts as held. */
+int store_job_running(struct store *s, long long id, long *holder, char **err);
+/* Send sig to the process that holds job id's lock, checked at the moment
+ * of sending: the signal goes through a pidfd opened on the pid the lock
+ * file names, and only while that file, still locked, names the same
+ * pid, so a process that took the pid of a dead holder is never signalled.
+ * 1 sent (*holder), 0 not running (nothing sent), -1 error. */
+int store_job_signal(struct store *s, long long id, int sig, long *holder, char **err);
+/* Can this job be resumed now: interrupted, queued, needing attention or
+ * "running" (stored) while no process holds its lock? -1 on error. */
+int store_job_resumable(struct store *s, const struct store_job *j, long *holder, char **err);
 
 int store_job_insert(struct store *s, const char *workflow, const char *subject,
 		     const char *params, double now, long long *id, char **err);

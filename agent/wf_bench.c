@@ -1,7 +1,8 @@
-/* wf_bench.c - `pvagent bench` as a job (wf_bench.h): connect, detect the
- * OS and which disk to read, measure (bench.h), store the figures in
- * state.db. A stopped benchmark leaves nothing: bench_run removes its test
- * directory; a rerun measures again. */
+/* wf_bench.c - `pvagent bench` as a job (wf_bench.h): open finds the guest
+ * from the job's params (target.h); connect, detect the OS and which disk
+ * to read, measure (bench.h), store the figures in state.db, every result
+ * in the job's vars. A stopped benchmark leaves nothing: bench_run removes
+ * its test directory; a resume or a rerun measures again. */
 #include "wf_bench.h"
 
 #include "inject.h"
@@ -13,19 +14,43 @@
 #include <string.h>
 
 struct bench_ctx {
-	const struct bench_job_request *req;
-	struct bench_job_result *res;
+	struct guest_target gt;
+	struct tmpl_kvlist tvars;
+	unsigned size_mib;
+	char *db;                /* state.db for the figures, or NULL */
 	struct ssh_session *s;
 	struct inject_result det;
 	char *disk;
 	const char *bus, *nic;
 };
 
-void bench_job_result_free(struct bench_job_result *r)
+json_object *wf_bench_params(const struct target_req *req, unsigned size_mib)
 {
-	bench_result_free(&r->now);
-	free(r->error);
-	memset(r, 0, sizeof *r);
+	json_object *p = json_object_new_object();
+	if (!p || target_params_add(p, req) < 0 ||
+	    (size_mib && json_object_object_add(p, "size_mib", json_object_new_int64(size_mib)) < 0)) {
+		json_object_put(p);
+		return NULL;
+	}
+	return p;
+}
+
+static int bench_open(struct job *j, void *ctx)
+{
+	struct bench_ctx *x = ctx;
+	struct pve_error *err = job_err(j);
+	json_object *p = job_params(j);
+	long long size = 0;
+	if (json_object_object_get_ex(p, "size_mib", NULL) &&
+	    (!json_int(p, "size_mib", &size) || size < 1 || size > BENCH_MAX_SIZE_MIB))
+		return pve_error_set(err, PVE_ERR_CONFIG, "job params: size_mib is not 1 to %u",
+				     BENCH_MAX_SIZE_MIB), -1;
+	x->size_mib = (unsigned)size;
+	if (guest_target_open_job(j, true, false, &x->gt, &x->tvars) < 0)
+		return -1;
+	if (job_env(j)->store && !(x->db = bench_db_path(job_env(j)->conf->paths.state)))
+		return pve_error_oom(err);
+	return 0;
 }
 
 void bench_guest_disk(json_object *config, const struct os_profile *p, char **name,
@@ -72,37 +97,27 @@ void bench_job_phase(void *job, const char *phase, const char *text)
 	job_note(job, "%s: %s", phase, text ? text : "");
 }
 
-/* The job's error from a lower module's outcome and message (also the
- * result's). */
-static enum step_rc failed(struct job *j, struct bench_ctx *x, enum job_outcome o,
-			   const char *msg)
-{
-	free(x->res->error);
-	x->res->error = strdup(msg ? msg : "failed");
-	return job_fail_outcome(j, o, msg);
-}
-
 static enum step_rc st_connect(struct job *j)
 {
 	struct bench_ctx *x = job_ctx(j);
 	struct ssh_error e = {0};
-	if (ssh_connect(x->req->ssh, &x->s, &e) < 0) {
-		enum step_rc rc = failed(j, x, ssh_error_outcome(&e), ssh_error_str(&e));
+	if (ssh_connect(&x->gt.ssh, &x->s, &e) < 0) {
+		enum step_rc rc = job_fail_outcome(j, ssh_error_outcome(&e), ssh_error_str(&e));
 		ssh_error_clear(&e);
 		return rc;
 	}
-	job_summary(j, "%s", x->req->ssh->host);
+	job_summary(j, "%s", x->gt.ssh.host);
 	return STEP_RC_OK;
 }
 
 static enum step_rc st_detect(struct job *j)
 {
 	struct bench_ctx *x = job_ctx(j);
-	struct inject_request q = {.session = x->s, .ssh = x->req->ssh};
+	struct inject_request q = {.session = x->s, .ssh = &x->gt.ssh};
 	inject_result_free(&x->det);
 	if (inject_run(&q, &x->det) < 0)
-		return failed(j, x, x->det.outcome, x->det.error ? x->det.error : "no OS");
-	bench_guest_disk(x->req->config, x->det.have_profile ? &x->det.profile : NULL, &x->disk,
+		return job_fail_outcome(j, x->det.outcome, x->det.error ? x->det.error : "no OS");
+	bench_guest_disk(x->gt.config, x->det.have_profile ? &x->det.profile : NULL, &x->disk,
 			 &x->bus, &x->nic);
 	job_summary(j, "%s, %s (%s/%s)", x->det.os_desc ? x->det.os_desc : "?",
 		    x->disk ? x->disk : "no raw disk", x->bus, x->nic);
@@ -114,7 +129,7 @@ static enum step_rc st_measure(struct job *j)
 	struct bench_ctx *x = job_ctx(j);
 	struct bench_request q = {
 		.os = x->det.os.family,
-		.size_mib = x->req->size_mib,
+		.size_mib = x->size_mib,
 		.raw_disk = x->disk,
 		.bus = x->bus,
 		.nic = x->nic,
@@ -122,31 +137,71 @@ static enum step_rc st_measure(struct job *j)
 		.event_ctx = j,
 	};
 	char *err = NULL;
-	bench_result_free(&x->res->now);
-	if (bench_run(x->s, &q, &x->res->now, &err) < 0) {
-		enum step_rc rc = failed(j, x, x->res->now.outcome, err);
-		free(err);
-		return rc;
+	struct bench_result now = {0};
+	enum step_rc rc = STEP_RC_OK;
+	if (bench_run(x->s, &q, &now, &err) < 0) {
+		rc = job_fail_outcome(j, now.outcome, err);
+	} else {
+		json_object *o = bench_result_json(&now);
+		if (!o || json_object_object_add(job_vars(j), "bench", o) < 0) {
+			json_object_put(o);
+			rc = pve_error_oom(job_err(j));
+		} else {
+			job_summary(j, "%u MiB on %s", now.size_mib, x->bus);
+		}
 	}
-	job_summary(j, "%u MiB on %s", x->res->now.size_mib, x->bus);
-	return STEP_RC_OK;
+	free(err);
+	bench_result_free(&now);
+	return rc;
+}
+
+/* The figures in the job's vars under key: 1, 0 none, -1 (*err). */
+static int vars_figures(struct job *j, const char *key, struct bench_result *out, char **err)
+{
+	json_object *o = NULL;
+	if (!json_object_object_get_ex(job_vars(j), key, &o) || !o)
+		return 0;
+	return bench_result_from_json(o, out, err) < 0 ? -1 : 1;
 }
 
 static enum step_rc st_store(struct job *j)
 {
 	struct bench_ctx *x = job_ctx(j);
-	if (!x->req->db)
+	if (!x->db)
 		return STEP_RC_SKIP;
+	const char *name = x->gt.ref.name ? x->gt.ref.name : job_subject(j);
+	struct bench_result now = {0}, last = {0};
 	char *serr = NULL;
-	if (bench_store(x->req->db, x->req->name, x->req->vmid, &x->res->now, &serr) < 0) {
-		/* the figures are there; only their record is not */
-		log_warn("%s: the result was not stored in %s: %s", x->req->name, x->req->db,
-			 serr ? serr : "error");
+	if (vars_figures(j, "bench", &now, &serr) != 1) {
+		enum step_rc rc = job_fail(j, PVE_ERR_INTERNAL, "%s: the figures: %s", name,
+					   serr ? serr : "not measured");
 		free(serr);
-		return STEP_RC_SKIP;
+		bench_result_free(&now);
+		return rc;
 	}
-	job_summary(j, "stored");
-	return STEP_RC_OK;
+	/* the run before this one, for the comparison; then this one */
+	int had = bench_last(x->db, name, x->gt.ref.vmid, &last, &serr);
+	if (had < 0) {
+		log_warn("%s: cannot read earlier results: %s", name, serr ? serr : "error");
+		free(serr);
+		serr = NULL;
+	} else if (had > 0 &&
+		   json_object_object_add(job_vars(j), "before", bench_result_json(&last)) < 0) {
+		log_warn("%s: out of memory for the earlier results", name);
+	}
+	enum step_rc rc = STEP_RC_OK;
+	if (bench_store(x->db, name, x->gt.ref.vmid, &now, &serr) < 0) {
+		/* the figures are there; only their record is not */
+		log_warn("%s: the result was not stored in %s: %s", name, x->db,
+			 serr ? serr : "error");
+		rc = STEP_RC_SKIP;
+	} else {
+		job_summary(j, "stored");
+	}
+	free(serr);
+	bench_result_free(&now);
+	bench_result_free(&last);
+	return rc;
 }
 
 static void bench_close(struct job *j, void *ctx)
@@ -156,6 +211,9 @@ static void bench_close(struct job *j, void *ctx)
 	ssh_close(x->s);
 	inject_result_free(&x->det);
 	free(x->disk);
+	free(x->db);
+	guest_target_free(&x->gt);
+	tmpl_kvlist_free(&x->tvars);
 }
 
 static const struct job_step_def bench_steps[] = {
@@ -170,42 +228,23 @@ const struct job_workflow wf_bench = {
 	.steps = bench_steps,
 	.n_steps = sizeof bench_steps / sizeof *bench_steps,
 	.ctx_size = sizeof(struct bench_ctx),
+	.open = bench_open,
 	.close = bench_close,
+	.resume = JOB_RESUME_NONE,
 };
 
-int bench_job_run(struct store *store, volatile sig_atomic_t *stop,
-		  const struct bench_job_request *req, const char *const *cli_args,
-		  struct bench_job_result *r)
+int wf_bench_result(struct job *j, struct bench_result *now, struct bench_result *before,
+		    bool *have_before, char **err)
 {
-	memset(r, 0, sizeof *r);
-	struct job_env env = {
-		.store = store,
-		.stop = stop,
-		.on_event = req->on_event,
-		.event_ctx = req->event_ctx,
-	};
-	struct job *j = NULL;
-	struct pve_error e = {0};
-	json_object *params = job_cli_params(cli_args);
-	int made = job_env_init(&env) == 0 ? job_new(&env, &wf_bench, req->name ? req->name : "",
-						     params, &j, &e)
-					   : -1;
-	json_object_put(params);
-	if (made < 0) {
-		r->outcome = JOB_OUT_FAILED;
-		r->error = strdup(e.message ? e.message : "cannot make the job");
-		pve_error_clear(&e);
-		job_env_fini(&env);
+	*have_before = false;
+	int r = vars_figures(j, "bench", now, err);
+	if (r <= 0)
+		return r;
+	int b = vars_figures(j, "before", before, err);
+	if (b < 0) {
+		bench_result_free(now);
 		return -1;
 	}
-	struct bench_ctx *x = job_ctx(j);
-	x->req = req;
-	x->res = r;
-	enum job_outcome o = job_run(j, NULL);
-	if (o == JOB_OUT_INTERRUPTED && !r->error)
-		r->error = strdup("interrupted");
-	r->outcome = o;
-	job_free(j);
-	job_env_fini(&env);
-	return o == JOB_OUT_DONE ? 0 : -1;
+	*have_before = b > 0;
+	return 1;
 }

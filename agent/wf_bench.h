@@ -6,39 +6,28 @@
 #include "bench.h"
 #include "job.h"
 #include "ssh.h"
-#include "store.h"
+#include "target.h"
 
 #include <json-c/json.h>
-#include <signal.h>
+#include <stdbool.h>
 
 extern const struct job_workflow wf_bench;
 
-struct bench_job_request {
-	const char *name;           /* the guest */
-	int vmid;
-	const struct ssh_opts *ssh;
-	json_object *config;        /* its PVE config: the boot disk, bus and NIC */
-	unsigned size_mib;          /* 0: the default */
-	const char *db;             /* state.db to store the result in, or NULL */
-	/* The job's events (event.h): the detect step's summary names the OS,
-	 * disk, bus and NIC; bench's phases are notes. May be NULL. */
-	job_event_fn on_event;
-	void *event_ctx;
-};
+/* Params (subject = the guest's name or VMID): "template", "address",
+ * "vars" (target.h, target_params_add), "size_mib" (1 to
+ * BENCH_MAX_SIZE_MIB; absent: the default). The job opens with the env's
+ * conf and the job's PVE client: the guest found, its template expanded,
+ * its address and SSH options (target.h). Vars left: vmid, node, "bench"
+ * (the figures, bench_result_json) once measured, "before" (the guest's
+ * figures stored before this run, when there were any). The figures go
+ * into state.db (bench.h) when the env has a store. */
+json_object *wf_bench_params(const struct target_req *req, unsigned size_mib);
 
-struct bench_job_result {
-	struct bench_result now;    /* the figures */
-	enum job_outcome outcome;   /* the mains turn it into an exit code */
-	char *error;                /* what failed, or NULL */
-};
-void bench_job_result_free(struct bench_job_result *r);
-
-/* Run the benchmark as a job kept in store (may be NULL); cli_args (may be
- * NULL) is the command line kept with it. 0 (r->outcome done), or -1 with
- * r->outcome and r->error. */
-int bench_job_run(struct store *store, volatile sig_atomic_t *stop,
-		  const struct bench_job_request *req, const char *const *cli_args,
-		  struct bench_job_result *r);
+/* The figures of a bench job (vars "bench"): 1 (into *now; *before and
+ * *have_before the earlier run's, when the job read one), 0 none (it did
+ * not measure), -1 with *err. */
+int wf_bench_result(struct job *j, struct bench_result *now, struct bench_result *before,
+		    bool *have_before, char **err);
 
 /* A bench_event_fn (bench.h) for a bench run inside a job (ctx: the
  * struct job): each phase's result becomes a note of the current step

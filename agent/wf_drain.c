@@ -20,6 +20,7 @@
 
 struct drain_ctx {
 	const struct pve_opts *po;
+	struct pve_opts conf_po;     /* the env's conf's, when nothing is attached */
 	const char *node;
 	unsigned max_workers, per_target;
 	bool partial, dry_run;
@@ -60,6 +61,10 @@ static int drain_open(struct job *j, void *ctx)
 	long long x = 0;
 	const struct conf *cf = job_env(j)->conf;
 	d->node = job_subject(j);
+	if (!d->po && cf) {
+		d->conf_po = job_conf_pve_opts(cf);
+		d->po = &d->conf_po;
+	}
 	d->max_workers = json_int(p, "max_workers", &x) && x > 0 ? (unsigned)x
 		       : cf && cf->migrate.max_workers ? cf->migrate.max_workers : 2;
 	d->per_target = json_int(p, "per_target", &x) && x > 0 ? (unsigned)x
@@ -610,8 +615,10 @@ static void run_one(struct pool *p, size_t i, struct pve *c)
 			json_object_object_add(params, "unhome", json_object_new_boolean(1));
 		else
 			json_object_object_add(params, "home", json_object_new_string(d->node));
+		/* its drain resumes it (pvagentd's start-up leaves it to the drain) */
+		json_object_object_add(params, "parent", json_object_new_int64(job_id(dj)));
 	}
-	if (!params || job_for_subject(job_env(dj), &wf_migrate, name, params, &mj, &e) < 0) {
+	if (!params || job_submit(job_env(dj), &wf_migrate, name, params, &mj, &e) < 0) {
 		if (e.kind == PVE_OK)
 			pve_error_oom(&e);
 	} else {

@@ -21,9 +21,10 @@
 
 extern const struct job_workflow wf_drain, wf_undrain;
 
-/* What the caller hands the job (not kept in the store): the client
- * options for the workers' PVE clients (NULL: one worker on the job's
- * client). Call before job_run. */
+/* Client options for the workers' PVE clients other than the env's conf's
+ * [pve] (tests and the bench point them at a simulator). Without a conf
+ * and without these, one worker uses the job's client. Call before
+ * job_run. */
 void wf_drain_attach(struct job *j, const struct pve_opts *po);
 
 json_object *wf_drain_params(const char *const *to, size_t n_to, unsigned max_workers,

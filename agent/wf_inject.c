@@ -1,8 +1,9 @@
-/* wf_inject.c - `pvagent inject` as a job: connect, then inject (the
- * guest's files and hostname, written atomically with backups, every file
- * put back on a failure: inject.h). Kept in the store like every job, so
- * `pvagent jobs` shows it; a rerun is the resume (inject changes nothing
- * on a guest that matches). */
+/* wf_inject.c - `pvagent inject` as a job: open finds the guest from the
+ * job's params (target.h); connect, then inject (the guest's files and
+ * hostname, written atomically with backups, every file put back on a
+ * failure: inject.h), its result in the job's vars. Kept in the store like
+ * every job, so `pvagent jobs` shows it; a resume or a rerun injects again
+ * (inject changes nothing on a guest that matches). */
 #include "wf_inject.h"
 
 #include "util.h"
@@ -11,10 +12,45 @@
 #include <string.h>
 
 struct inject_ctx {
-	const struct inject_request *req;
-	struct inject_result *res;
+	struct guest_target gt;
+	struct tmpl_kvlist tvars;
+	bool dry_run;
 	struct ssh_session *s;
 };
+
+json_object *wf_inject_params(const struct target_req *req, bool dry_run)
+{
+	json_object *p = json_object_new_object();
+	if (!p || target_params_add(p, req) < 0 ||
+	    (dry_run && json_object_object_add(p, "dry_run", json_object_new_boolean(1)) < 0)) {
+		json_object_put(p);
+		return NULL;
+	}
+	return p;
+}
+
+static int inject_open(struct job *j, void *ctx)
+{
+	struct inject_ctx *x = ctx;
+	long long dry = 0;
+	x->dry_run = json_int(job_params(j), "dry_run", &dry) && dry;
+	return guest_target_open_job(j, false, false, &x->gt, &x->tvars);
+}
+
+/* inject's result into the job's vars: "result" (inject_result_json),
+ * "summary" (inject_result_summary). 0, or -1 on OOM. */
+static int keep_result(struct job *j, const struct inject_result *res)
+{
+	json_object *o = inject_result_json(res);
+	char *sum = inject_result_summary(res);
+	int rc = o && sum && json_object_object_add(job_vars(j), "result", o) == 0 ? 0 : -1;
+	if (rc < 0)
+		json_object_put(o);
+	if (rc == 0 && job_set_str(j, "summary", sum) < 0)
+		rc = -1;
+	free(sum);
+	return rc;
+}
 
 void inject_job_event(void *job, const struct inject_event *ev)
 {
@@ -43,35 +79,46 @@ void inject_job_event(void *job, const struct inject_event *ev)
 static enum step_rc st_connect(struct job *j)
 {
 	struct inject_ctx *x = job_ctx(j);
-	if (x->req->session)
-		return STEP_RC_SKIP;
 	struct ssh_error e = {0};
-	if (ssh_connect(x->req->ssh, &x->s, &e) < 0) {
-		x->res->outcome = ssh_error_outcome(&e);
-		x->res->failed_step = INJ_STEP_CONNECT;
-		x->res->error = strprintf("connect: %s", ssh_error_str(&e));
+	if (ssh_connect(&x->gt.ssh, &x->s, &e) < 0) {
+		struct inject_result res = {.outcome = ssh_error_outcome(&e),
+					    .failed_step = INJ_STEP_CONNECT};
+		res.error = strprintf("connect: %s", ssh_error_str(&e));
 		ssh_error_clear(&e);
-		return job_fail_outcome(j, x->res->outcome, x->res->error);
+		enum step_rc rc = keep_result(j, &res) < 0
+					  ? pve_error_oom(job_err(j))
+					  : job_fail_outcome(j, res.outcome, res.error);
+		inject_result_free(&res);
+		return rc;
 	}
-	job_summary(j, "%s", x->req->ssh->host);
+	job_summary(j, "%s", x->gt.ssh.host);
 	return STEP_RC_OK;
 }
 
 static enum step_rc st_inject(struct job *j)
 {
 	struct inject_ctx *x = job_ctx(j);
-	struct inject_request q = *x->req;
-	if (!q.session)
-		q.session = x->s;
-	q.on_event = inject_job_event;
-	q.event_ctx = j;
-	inject_result_free(x->res);
-	if (inject_run(&q, x->res) < 0)
-		return job_fail_outcome(j, x->res->outcome, x->res->error);
-	char *sum = inject_result_summary(x->res);
-	job_summary(j, "%s", sum ? sum : "done");
-	free(sum);
-	return STEP_RC_OK;
+	struct inject_request q = {
+		.name = x->gt.ref.name ? x->gt.ref.name : job_subject(j),
+		.inst = &x->gt.inst,
+		.expect_os = x->gt.tmpl ? x->gt.tmpl->os : NULL,
+		.session = x->s,
+		.ssh = &x->gt.ssh,
+		.dry_run = x->dry_run,
+		.on_event = inject_job_event,
+		.event_ctx = j,
+	};
+	struct inject_result res = {0};
+	int r = inject_run(&q, &res);
+	enum step_rc rc = STEP_RC_OK;
+	if (keep_result(j, &res) < 0)
+		rc = pve_error_oom(job_err(j));
+	else if (r < 0)
+		rc = job_fail_outcome(j, res.outcome, res.error);
+	else
+		job_summary(j, "%s", json_str(job_vars(j), "summary"));
+	inject_result_free(&res);
+	return rc;
 }
 
 static void inject_close(struct job *j, void *ctx)
@@ -80,6 +127,8 @@ static void inject_close(struct job *j, void *ctx)
 	struct inject_ctx *x = ctx;
 	ssh_close(x->s);
 	x->s = NULL;
+	guest_target_free(&x->gt);
+	tmpl_kvlist_free(&x->tvars);
 }
 
 static const struct job_step_def inject_steps[] = {
@@ -92,41 +141,7 @@ const struct job_workflow wf_inject = {
 	.steps = inject_steps,
 	.n_steps = sizeof inject_steps / sizeof *inject_steps,
 	.ctx_size = sizeof(struct inject_ctx),
+	.open = inject_open,
 	.close = inject_close,
+	.resume = JOB_RESUME_NONE,
 };
-
-enum job_outcome inject_job_run(struct store *store, volatile sig_atomic_t *stop,
-		   const struct inject_request *req, const char *const *cli_args,
-		   job_event_fn on_event, void *event_ctx, struct inject_result *res)
-{
-	memset(res, 0, sizeof *res);
-	struct job_env env = {
-		.store = req->dry_run ? NULL : store,
-		.stop = stop,
-		.on_event = on_event,
-		.event_ctx = event_ctx,
-	};
-	struct job *j = NULL;
-	struct pve_error e = {0};
-	json_object *params = job_cli_params(cli_args);
-	int made = job_env_init(&env) == 0 ? job_new(&env, &wf_inject, req->name ? req->name : "",
-						     params, &j, &e)
-					   : -1;
-	json_object_put(params);
-	if (made < 0) {
-		res->outcome = JOB_OUT_FAILED;
-		res->error = strdup(e.message ? e.message : "cannot make the job");
-		pve_error_clear(&e);
-		job_env_fini(&env);
-		return JOB_OUT_FAILED;
-	}
-	struct inject_ctx *x = job_ctx(j);
-	x->req = req;
-	x->res = res;
-	enum job_outcome o = job_run(j, NULL);
-	if (o == JOB_OUT_INTERRUPTED && !res->error)
-		res->error = strdup("interrupted");
-	job_free(j);
-	job_env_fini(&env);
-	return o;
-}

@@ -4,19 +4,21 @@
 
 #include "inject.h"
 #include "job.h"
-#include "store.h"
+#include "target.h"
 
-#include <signal.h>
+#include <json-c/json.h>
+#include <stdbool.h>
 
 extern const struct job_workflow wf_inject;
 
-/* Run inject (inject.h) as a job kept in store (NULL, or a dry run: not
- * kept), stopping between its steps when *stop is set; cli_args (may be
- * NULL) is the command line kept with it. Fills *res as inject_run() does
- * and returns the job's outcome. */
-enum job_outcome inject_job_run(struct store *store, volatile sig_atomic_t *stop,
-		   const struct inject_request *req, const char *const *cli_args,
-		   job_event_fn on_event, void *event_ctx, struct inject_result *res);
+/* Params (subject = the guest's name or VMID): "template", "address",
+ * "vars" (target.h, target_params_add), "dry_run". The job opens with the
+ * env's conf and the job's PVE client (the guest found, its template
+ * expanded, its address and SSH options: target.h). Vars left: vmid,
+ * node, "result" (inject_result_json) and "summary"
+ * (inject_result_summary), also when it fails. A dry run is not kept:
+ * run it in an env without a store. */
+json_object *wf_inject_params(const struct target_req *req, bool dry_run);
 
 /* An inject_event_fn (inject.h) for inject_run inside a job (ctx: the
  * struct job): a file's diff becomes a job diff with its path, a note a

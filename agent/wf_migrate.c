@@ -175,10 +175,12 @@ static enum step_rc mig_plan_step(struct job *j)
 		if (job_set_guest(j, m->g.vmid, m->g.node) < 0 ||
 		    job_set_str(j, "method", "none") < 0)
 			return pve_error_oom(err);
-		/* an undrain of a guest someone brought home already: the tag goes */
+		/* an undrain of a guest someone brought home already: the tag goes;
+		 * a drain resumed after this guest moved: it gets its home tag */
 		long long x = 0;
-		if (!m->dry_run && json_int(job_params(j), "unhome", &x) && x &&
-		    retag(j, NULL, true) < 0)
+		const char *home = json_str(job_params(j), "home");
+		bool unhome = json_int(job_params(j), "unhome", &x) && x;
+		if (!m->dry_run && (home || unhome) && retag(j, home, unhome) < 0)
 			return STEP_RC_FAIL;
 		job_summary(j, "already on %s", m->target);
 		return STEP_RC_END;

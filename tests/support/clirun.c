@@ -1,5 +1,5 @@
-/* clirun.c - running pvagent from tests, test files, simulator counts
- * (clirun.h). */
+/* clirun.c - running pvagent from tests, test files, bystander
+ * processes, the store's and the simulator's counts (clirun.h). */
 #include "clirun.h"
 
 #include "sshd.h"
@@ -7,8 +7,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <json-c/json.h>
 #include <pty.h>
+#include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +84,43 @@ void test_kill(pid_t *pid)
 		waitpid(*pid, NULL, 0);
 	}
 	*pid = -1;
+}
+
+long long test_db_int(const char *path, const char *sql, const char *arg)
+{
+	sqlite3 *db = NULL;
+	long long v = -1;
+	if (access(path, F_OK) == 0 &&
+	    sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+		sqlite3_busy_timeout(db, 2000);
+		sqlite3_stmt *st = NULL;
+		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+			if (arg)
+				sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
+			if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+				v = sqlite3_column_int64(st, 0);
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return v;
+}
+
+pid_t test_bystander(void)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+bool test_alive_unreaped(pid_t pid)
+{
+	siginfo_t si = {0};
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0;
 }
 
 int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, char **out, ...)
@@ -160,4 +199,52 @@ int simproc_named(struct simproc *sp, const char *name)
 	int n = simproc_count_named(st, name);
 	json_object_put(st);
 	return n;
+}
+
+void simproc_guest(struct simproc *sp, int vmid, char *node, size_t nn, const char *key,
+		   char *val, size_t nv)
+{
+	json_object *st = simproc_state(sp), *cl = NULL, *guests = NULL;
+	json_object_object_get_ex(st, "cluster", &cl);
+	json_object_object_get_ex(cl, "guests", &guests);
+	node[0] = val[0] = '\0';
+	for (size_t i = 0; guests && i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i), *cfg = NULL, *v = NULL;
+		if (!json_object_object_get_ex(g, "vmid", &v) || json_object_get_int(v) != vmid)
+			continue;
+		if (json_object_object_get_ex(g, "node", &v))
+			snprintf(node, nn, "%s", json_object_get_string(v));
+		if (json_object_object_get_ex(g, "config", &cfg) &&
+		    json_object_object_get_ex(cfg, key, &v))
+			snprintf(val, nv, "%s", json_object_get_string(v));
+	}
+	json_object_put(st);
+}
+
+int simproc_migrations(struct simproc *sp, int vmid)
+{
+	char q[64], l[64];
+	snprintf(q, sizeof q, "/qemu/%d/migrate", vmid);
+	snprintf(l, sizeof l, "/lxc/%d/migrate", vmid);
+	return simproc_count(sp, "POST", q, 200) + simproc_count(sp, "POST", l, 200);
+}
+
+char *simproc_not_drained(struct simproc *sp, const int *vmids, size_t n, const char *from)
+{
+	char node[64], tags[256];
+	char *tag = strprintf("pvagent-home-%s", from);
+	char *why = NULL;
+	for (size_t i = 0; tag && !why && i < n; i++) {
+		simproc_guest(sp, vmids[i], node, sizeof node, "tags", tags, sizeof tags);
+		int moves = simproc_migrations(sp, vmids[i]);
+		if (!*node || strcmp(node, from) == 0)
+			why = strprintf("%d is on '%s'", vmids[i], node);
+		else if (!strstr(tags, tag))
+			why = strprintf("%d moved to %s without its home tag (tags '%s')", vmids[i],
+					node, tags);
+		else if (moves > 1)
+			why = strprintf("%d was migrated %d times", vmids[i], moves);
+	}
+	free(tag);
+	return why;
 }

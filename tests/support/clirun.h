@@ -1,13 +1,15 @@
 /* clirun.h - test support: running the pvagent tool to its end from a
  * test (its output checked for sanitizer reports), writing the small
- * files a test sets up, and the simulator's request and guest counts the
- * CLI tests assert on. */
+ * files a test sets up, processes that prove nothing signalled them, a
+ * query on the store, and the simulator's request and guest counts, guest
+ * facts and drain outcome the CLI tests assert on. */
 #ifndef TESTS_CLIRUN_H
 #define TESTS_CLIRUN_H
 
 #include "simproc.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* Write text to path with mode. 0, or -1 (errno). */
@@ -28,11 +30,31 @@ int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, cha
 pid_t test_spawn(const char *const *argv, const char *out_path);
 /* SIGKILL the child *pid (when > 0), reap it, and set *pid to -1. */
 void test_kill(pid_t *pid);
+/* The first column of the first row of sql (one optional text parameter,
+ * arg) on the SQLite file at path, read-only, as an integer; -1 when there
+ * is no such row or file. */
+long long test_db_int(const char *path, const char *sql, const char *arg);
+/* A child that only waits, and ends at any signal that ends a process by
+ * default (SIGTERM): that it is still there proves nothing signalled it.
+ * Its pid, or -1. The caller kills and reaps it. */
+pid_t test_bystander(void);
+/* Has the child pid neither ended nor been reaped (a zombie has ended)? */
+bool test_alive_unreaped(pid_t pid);
 
 /* Requests in the simulator's log with method and a path ending in
  * suffix, of status (any when < 0). */
 int simproc_count(struct simproc *sp, const char *method, const char *suffix, int status);
 /* Guests of that name in the simulator's state. */
 int simproc_named(struct simproc *sp, const char *name);
+/* Guest vmid in the simulator's state: its node and the value of one key
+ * of its config (each "" when there is none). */
+void simproc_guest(struct simproc *sp, int vmid, char *node, size_t nn, const char *key,
+		   char *val, size_t nv);
+/* Migrations of guest vmid the simulator accepted (qemu and lxc). */
+int simproc_migrations(struct simproc *sp, int vmid);
+/* NULL when every guest of vmids is off node from, carries the tag
+ * pvagent-home-FROM and was migrated at most once; else what is wrong
+ * with the first that is not (malloc'd). */
+char *simproc_not_drained(struct simproc *sp, const int *vmids, size_t n, const char *from);
 
 #endif

@@ -5,8 +5,12 @@
  * SIGKILL right after each task-starting request of `up` and `down` was
  * sent, then the same command again: one guest (none after down), each
  * request effective once; `jobs`
- * and `job` show what happened. The tool is started as a child and the
- * tests wait for states in its state.db (never for time). */
+ * and `job` show what happened; migrate, drain and undrain killed at each
+ * step boundary and finished by `pvagent resume ID` (below); resume and
+ * cancel of what is finished, unknown, running elsewhere, or stored with
+ * the pid of an unrelated process or a zombie (resumed, never signalled).
+ * The tool is started as a child and the tests wait for states in its
+ * state.db (never for time). */
 #include "clirun.h"
 #include "simproc.h"
 #include "sshd.h"
@@ -54,7 +58,10 @@ static void write_text(const char *path, const char *text, mode_t mode)
 	cr_assert_eq(chmod(path, mode), 0);
 }
 
-static void world_start(struct world *w, double time_scale)
+/* The world on scenario (NULL: the demo's) with extra lines of
+ * configuration (may be NULL). */
+static void world_start_on(struct world *w, const char *scenario, double time_scale,
+			   const char *extra)
 {
 	const char *bin = getenv("PVAGENT_BIN");
 	w->bin = bin ? bin : "build/san/pvagent";
@@ -66,7 +73,9 @@ static void world_start(struct world *w, double time_scale)
 	char scale[32];
 	snprintf(scale, sizeof scale, "%g", time_scale);
 	const char *args[] = {"--time-scale", scale, NULL};
-	cr_assert_eq(simproc_start(&sim, "tests/pvesim/scenarios/demo.json", args), 0);
+	cr_assert_eq(simproc_start(&sim, scenario ? scenario : "tests/pvesim/scenarios/demo.json",
+				   args),
+		     0);
 	char *tdir = strprintf("%s/templates", w->dir);
 	cr_assert_eq(mkdir(tdir, 0755), 0);
 	char *t = strprintf("%s/jobvm.tmpl", tdir);
@@ -82,13 +91,19 @@ static void world_start(struct world *w, double time_scale)
 	w->conf = strprintf("%s/pvagent.conf", w->dir);
 	char *conf = strprintf("[pve]\nurl = %s\ntoken_id = %s\ntoken_secret_file = %s\n"
 			       "fingerprint = %s\nnode = pve1\ntimeout = 3\n"
-			       "[paths]\ntemplates = %s\nstate = %s\n",
-			       sim.url, sim.token_id, secret, sim.fingerprint, tdir, w->dir);
+			       "[paths]\ntemplates = %s\nstate = %s\n%s",
+			       sim.url, sim.token_id, secret, sim.fingerprint, tdir, w->dir,
+			       extra ? extra : "");
 	write_text(w->conf, conf, 0600);
 	free(conf);
 	free(secret);
 	free(tdir);
 	w->db = store_path(w->dir);
+}
+
+static void world_start(struct world *w, double time_scale)
+{
+	world_start_on(w, NULL, time_scale, NULL);
 }
 
 static void world_free(struct world *w)
@@ -305,4 +320,345 @@ Test(cli_jobs, sigkill_after_the_shutdown_was_sent)
 Test(cli_jobs, sigkill_after_the_delete_was_sent)
 {
 	killed_after("DELETE", "/qemu/[0-9]+$", "/qemu/100", "delete", true);
+}
+
+/* The first column of the first row of a query on the store (-1: none). */
+static long long db_int(const struct world *w, const char *sql)
+{
+	return test_db_int(w->db, sql, NULL);
+}
+
+static void db_exec(const struct world *w, const char *sql)
+{
+	sqlite3 *db = NULL;
+	cr_assert_eq(sqlite3_open(w->db, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 2000);
+	cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+	sqlite3_close(db);
+}
+
+/* Bounded wait (60 s) until the query gives at least want, while the
+ * background pvagent (child) runs. */
+static void wait_db(const struct world *w, const char *sql, long long want, const char *what)
+{
+	for (int i = 0; i < 3000; i++) {
+		if (db_int(w, sql) >= want)
+			return;
+		int status;
+		cr_assert_eq(waitpid(child, &status, WNOHANG), 0, "pvagent ended before: %s", what);
+		struct timespec ts = {0, 20L * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a state (the store), bounded */
+	}
+	cr_assert_fail("never: %s", what);
+}
+
+/* pvagent ARGS... in the background (child), its output into a file. */
+static void start_bg(const struct world *w, const char *const *args)
+{
+	const char *argv[24] = {w->bin, "-c", w->conf};
+	size_t n = 3;
+	for (size_t i = 0; args[i] && n + 1 < 24; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	char *outp = strprintf("%s/bg.out", w->dir);
+	child = test_spawn(argv, outp);
+	cr_assert_geq(child, 0);
+	free(outp);
+}
+
+static void sim_guest_key(int vmid, char *node, size_t nn, const char *key, char *val,
+			  size_t nv)
+{
+	simproc_guest(&sim, vmid, node, nn, key, val, nv);
+}
+
+/* Its node and tags. */
+static void sim_guest(int vmid, char *node, size_t nn, char *tags, size_t nt)
+{
+	simproc_guest(&sim, vmid, node, nn, "tags", tags, nt);
+}
+
+static int migrations_of(int vmid)
+{
+	return simproc_migrations(&sim, vmid);
+}
+
+/* The guests drain.json's drain of pve1 moves (the others are a template,
+ * pinned, or fit nowhere). */
+static const int MOVERS[] = {303, 304, 305, 306, 307, 308, 309, 310, 311};
+#define N_MOVERS (sizeof MOVERS / sizeof *MOVERS)
+
+/* ---- jobs that own themselves: migrate, drain and undrain killed, then resumed -------- *
+ *
+ * drain.json, real time scaled: each workflow killed with SIGKILL at each
+ * of its step boundaries (a drain also in the middle of its moves), then
+ * `pvagent resume ID` alone finishes it: each guest's migration started
+ * at most once, every guest a drain moved carries its home tag, an
+ * undrain brings them all home. */
+
+#define SCEN "tests/pvesim/scenarios/drain.json"
+#define MIGRATE_CONF "[migrate]\nprobe_port = 1\nmax_workers = 2\n"
+
+/* pvagent ARGS... (job 1) killed once the store shows what sql asks; then
+ * `pvagent resume 1` must finish it. */
+static void kill_when_then_resume(const struct world *w, const char *const *args,
+				  const char *sql, const char *what)
+{
+	start_bg(w, args);
+	wait_db(w, sql, 1, what);
+	test_kill(&child);
+	char *out = NULL;
+	int rc = pv(w, &out, "resume", "1", NULL);
+	cr_assert_eq(rc, 0, "resume after SIGKILL (%s):\n%s", what, out);
+	free(out);
+}
+
+/* ---- migrate: killed after each step ---------------------------------------------- */
+
+#define STEP_DONE_SQL(job, idx)                                                                 \
+	"SELECT count(*) FROM steps WHERE job = " #job " AND idx = " #idx " AND state = 'done'"
+
+/* `migrate web1 pve2 --max-downtime 100` (so that every step has work:
+ * the limit is set, the guest moved, looked at, and the limit put back on
+ * pve2), killed once the store shows what step_done_sql asks; the put back
+ * is held 1.5 s by the simulator, so that the job cannot end first. */
+static void migrate_killed_after(const char *step_done_sql, const char *what)
+{
+	static struct world w;
+	world_start_on(&w, SCEN, 20, MIGRATE_CONF);
+	cr_assert_eq(simproc_fault(&sim, "{\"method\":\"PUT\",\"path\":"
+					 "\"/nodes/pve2/qemu/303/config$\",\"nth\":1,"
+					 "\"action\":\"delay\",\"ms\":1500}"),
+		     0);
+	const char *args[] = {"migrate", "web1", "pve2", "--max-downtime", "100", NULL};
+	kill_when_then_resume(&w, args, step_done_sql, what);
+	char *out = NULL;
+	char node[32], tags[128];
+	sim_guest(303, node, sizeof node, tags, sizeof tags);
+	cr_assert_str_eq(node, "pve2");
+	cr_assert_leq(migrations_of(303), 1, "the migration was started twice (%s)", what);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'"), 1);
+	char limit[32];
+	sim_guest_key(303, node, sizeof node, "migrate_downtime", limit, sizeof limit);
+	cr_assert_str_eq(limit, "", "the limit was not put back (%s)", what);
+	/* done: resume again says so, exit 2, sends nothing */
+	int before = simproc_count(&sim, "POST", "", -1);
+	cr_assert_eq(pv(&w, &out, "resume", "1", NULL), 2, "%s", out);
+	cr_assert(strstr(out, "done already"), "%s", out);
+	free(out);
+	cr_assert_eq(simproc_count(&sim, "POST", "", -1), before);
+	world_free(&w);
+}
+
+Test(cli_jobs, migrate_killed_after_plan)
+{
+	migrate_killed_after(STEP_DONE_SQL(1, 0), "plan done");
+}
+
+Test(cli_jobs, migrate_killed_after_downtime)
+{
+	migrate_killed_after(STEP_DONE_SQL(1, 1), "downtime done");
+}
+
+Test(cli_jobs, migrate_killed_after_its_task_was_started)
+{
+	migrate_killed_after("SELECT count(*) FROM steps WHERE job = 1 AND idx = 2 AND "
+			     "upid IS NOT NULL",
+			     "the migration task started");
+}
+
+Test(cli_jobs, migrate_killed_after_migrate)
+{
+	migrate_killed_after(STEP_DONE_SQL(1, 2), "migrate done");
+}
+
+Test(cli_jobs, migrate_killed_after_verify)
+{
+	migrate_killed_after(STEP_DONE_SQL(1, 3), "verify done");
+}
+
+/* ---- drain and undrain: killed after plan, and in the middle of the moves ------------- */
+
+static void assert_drained(const char *what)
+{
+	char *why = simproc_not_drained(&sim, MOVERS, N_MOVERS, "pve1");
+	cr_assert_null(why, "%s: %s", what, why);
+}
+
+static void drain_killed(const char *sql, const char *what)
+{
+	static struct world w;
+	world_start_on(&w, SCEN, 20, MIGRATE_CONF);
+	const char *args[] = {"drain", "pve1", "--partial", NULL};
+	kill_when_then_resume(&w, args, sql, what);
+	assert_drained(what);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'"), 1);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE workflow = 'migrate' AND "
+				"state != 'done'"),
+		     0, "every migration of the drain ended done");
+	world_free(&w);
+}
+
+Test(cli_jobs, drain_killed_after_plan)
+{
+	drain_killed(STEP_DONE_SQL(1, 0), "drain planned");
+}
+
+Test(cli_jobs, drain_killed_while_a_migration_runs)
+{
+	drain_killed("SELECT count(*) FROM steps s JOIN jobs j ON s.job = j.id WHERE "
+		     "j.workflow = 'migrate' AND s.name = 'migrate' AND s.upid IS NOT NULL",
+		     "a migration's task started");
+}
+
+Test(cli_jobs, drain_killed_after_some_migrations_ended)
+{
+	drain_killed("SELECT count(*) >= 3 FROM jobs WHERE workflow = 'migrate' AND "
+		     "state = 'done'",
+		     "three migrations done");
+}
+
+Test(cli_jobs, undrain_killed_in_the_middle_brings_every_guest_home)
+{
+	static struct world w;
+	world_start_on(&w, SCEN, 20, MIGRATE_CONF);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "drain", "pve1", "--partial", NULL), 0, "%s", out);
+	free(out);
+	assert_drained("before the undrain");
+	long long first = db_int(&w, "SELECT max(id) FROM jobs") + 1;
+	const char *args[] = {"undrain", "pve1", NULL};
+	start_bg(&w, args);
+	char *sql = strprintf("SELECT count(*) FROM jobs WHERE workflow = 'migrate' AND id > %lld "
+			      "AND state = 'done'",
+			      first);
+	wait_db(&w, sql, 2, "two guests home");
+	free(sql);
+	test_kill(&child);
+	char id[32];
+	snprintf(id, sizeof id, "%lld", first);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE workflow = 'undrain'"), 1);
+	cr_assert_eq(pv(&w, &out, "resume", id, NULL), 0, "%s", out);
+	free(out);
+	char node[32], tags[128];
+	for (size_t i = 0; i < N_MOVERS; i++) {
+		sim_guest(MOVERS[i], node, sizeof node, tags, sizeof tags);
+		cr_assert_str_eq(node, "pve1", "%d is not home", MOVERS[i]);
+		cr_assert_null(strstr(tags, "pvagent-home"), "%d keeps '%s'", MOVERS[i], tags);
+		cr_assert_leq(migrations_of(MOVERS[i]), 2, "%d moved more than out and back",
+			      MOVERS[i]);
+	}
+	world_free(&w);
+}
+
+/* ---- resume and cancel: what is not theirs to do ----------------------------------- */
+
+Test(cli_jobs, resume_and_cancel_refuse_what_is_finished_or_unknown)
+{
+	static struct world w;
+	world_start_on(&w, SCEN, 20, MIGRATE_CONF);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "resume", "7", NULL), 2, "%s", out);
+	cr_assert(strstr(out, "no job 7"), "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "cancel", "7", NULL), 2, "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "migrate", "web1", "pve2", "--dry-run", NULL), 0, "%s", out);
+	free(out);
+	/* a cancelled job: interrupted, then cancelled, then resumed */
+	const char *args[] = {"migrate", "web1", "pve2", NULL};
+	start_bg(&w, args);
+	wait_db(&w, STEP_DONE_SQL(1, 0), 1, "plan done");
+	test_kill(&child);
+	int posts = simproc_count(&sim, "POST", "", -1);
+	pid_t other = test_bystander();
+	cr_assert_geq(other, 0);
+	char *sql = strprintf("UPDATE jobs SET pid = %ld WHERE id = 1", (long)other);
+	db_exec(&w, sql);
+	free(sql);
+	cr_assert_eq(pv(&w, &out, "cancel", "1", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "is not running"), "%s", out);
+	cr_assert(strstr(out, "nothing signalled"), "%s", out);
+	free(out);
+	cr_assert(test_alive_unreaped(other), "cancel signalled the process that has the stored pid");
+	cr_assert_eq(pv(&w, &out, "resume", "1", NULL), 2, "%s", out);
+	cr_assert(strstr(out, "cancelled already"), "%s", out);
+	free(out);
+	cr_assert_eq(simproc_count(&sim, "POST", "", -1), posts, "a refused resume sent nothing");
+	kill(other, SIGKILL);
+	cr_assert_eq(waitpid(other, NULL, 0), other);
+	world_free(&w);
+}
+
+Test(cli_jobs, a_job_whose_stored_pid_is_another_live_process_or_a_zombie_is_resumed)
+{
+	static struct world w;
+	world_start_on(&w, SCEN, 20, MIGRATE_CONF);
+	const char *args[] = {"migrate", "web1", "pve2", NULL};
+	start_bg(&w, args);
+	wait_db(&w, STEP_DONE_SQL(1, 0), 1, "plan done");
+	/* killed but not reaped: a zombie with the stored pid */
+	pid_t zombie = child;
+	child = -1;
+	cr_assert_eq(kill(zombie, SIGKILL), 0);
+	siginfo_t si = {0};
+	cr_assert_eq(waitid(P_PID, (id_t)zombie, &si, WEXITED | WNOWAIT), 0);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'running'"),
+		     1);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "jobs", NULL), 0, "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "job", "1", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "resume it with: pvagent resume 1"), "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "resume", "1", NULL), 0, "a zombie blocked the resume:\n%s",
+		     out);
+	free(out);
+	cr_assert_eq(waitpid(zombie, NULL, 0), zombie);
+	/* again, the stored pid now an unrelated live process's */
+	const char *back[] = {"migrate", "web1", "pve1", NULL};
+	start_bg(&w, back);
+	wait_db(&w, STEP_DONE_SQL(2, 0), 1, "plan done");
+	test_kill(&child);
+	pid_t other = test_bystander();
+	cr_assert_geq(other, 0);
+	char *sql = strprintf("UPDATE jobs SET pid = %ld WHERE id = 2", (long)other);
+	db_exec(&w, sql);
+	free(sql);
+	cr_assert_eq(pv(&w, &out, "resume", "2", NULL), 0, "a live pid blocked the resume:\n%s",
+		     out);
+	free(out);
+	cr_assert(test_alive_unreaped(other), "the process that has the stored pid was signalled");
+	char node[32], tags[128];
+	sim_guest(303, node, sizeof node, tags, sizeof tags);
+	cr_assert_str_eq(node, "pve1");
+	kill(other, SIGKILL);
+	cr_assert_eq(waitpid(other, NULL, 0), other);
+	world_free(&w);
+}
+
+Test(cli_jobs, resume_of_a_running_job_names_its_process_and_cancel_stops_it)
+{
+	static struct world w;
+	world_start_on(&w, SCEN, 2, MIGRATE_CONF); /* slow: it runs while we look */
+	const char *args[] = {"migrate", "web1", "pve2", NULL};
+	start_bg(&w, args);
+	wait_db(&w, "SELECT count(*) FROM steps WHERE job = 1 AND idx = 2 AND upid IS NOT NULL", 1,
+		"the migration task started");
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "resume", "1", NULL), 1, "%s", out);
+	char *want = strprintf("running in process %ld", (long)child);
+	cr_assert(strstr(out, want), "%s", out);
+	free(want);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "cancel", "1", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "asked process"), "%s", out);
+	free(out);
+	int status = 0;
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	child = -1;
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d", status);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'cancelled'"),
+		     1);
+	world_free(&w);
 }

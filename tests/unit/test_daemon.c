@@ -250,22 +250,7 @@ static int pv(const struct world *w, char **out, ...)
  * (-1 when there is none). */
 static long long db_int(const struct world *w, const char *sql, const char *arg)
 {
-	sqlite3 *db = NULL;
-	long long v = -1;
-	if (access(w->db, F_OK) == 0 &&
-	    sqlite3_open_v2(w->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-		sqlite3_busy_timeout(db, 2000);
-		sqlite3_stmt *st = NULL;
-		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-			if (arg)
-				sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
-			if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-				v = sqlite3_column_int64(st, 0);
-		}
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
-	return v;
+	return test_db_int(w->db, sql, arg);
 }
 
 /* Bounded wait until the query gives want. */
@@ -582,6 +567,61 @@ Test(daemon, sigkill_during_a_clone_then_restart_resumes_without_cloning_again)
 	daemon_stop(&w);
 	free(outp);
 	world_free(&w);
+}
+
+/* ---- a drain through the daemon, the daemon killed and started again ------------- */
+
+/* The guests drain.json's drain of pve1 moves. */
+static const int MOVERS[] = {303, 304, 305, 306, 307, 308, 309, 310, 311};
+
+/* `pvagent drain pve1 --partial` submitted to the daemon (job 1), the
+ * daemon killed with its job once the store shows what sql asks, started
+ * again: its start-up resumes the drain (which resumes its migrations)
+ * to the end, every moved guest with its home tag, each migrated once. */
+static void drain_daemon_killed(const char *sql, const char *what)
+{
+	static struct world w;
+	world_start_on(&w, "tests/pvesim/scenarios/drain.json", 20, 2,
+		       "[migrate]\nprobe_port = 1\nmax_workers = 2\n");
+	daemon_start(&w);
+	char *outp = strprintf("%s/drain.out", w.dir);
+	const char *args[] = {"drain", "pve1", "--partial", NULL};
+	client_pid = bg(&w, outp, args);
+	wait_db(&w, sql, NULL, 1, what);
+	kill_daemon_with_its_job(&w);
+	daemon_start(&w);
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'", NULL, 1,
+		"the resumed drain ended done");
+	wait_log(&w, "job 1 (drain pve1, running): resuming");
+	char *why = simproc_not_drained(&sim, MOVERS, sizeof MOVERS / sizeof *MOVERS, "pve1");
+	cr_assert_null(why, "%s: %s", what, why);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE workflow = 'migrate' AND "
+				"state != 'done'", NULL),
+		     0, "every migration of the drain ended done");
+	daemon_stop(&w);
+	free(outp);
+	world_free(&w);
+}
+
+Test(daemon, sigkill_after_a_drain_planned_then_restart_finishes_it)
+{
+	drain_daemon_killed("SELECT count(*) FROM steps WHERE job = 1 AND idx = 0 AND "
+			    "state = 'done'",
+			    "the drain planned");
+}
+
+Test(daemon, sigkill_while_a_drains_migration_runs_then_restart_finishes_it)
+{
+	drain_daemon_killed("SELECT count(*) > 0 FROM steps s JOIN jobs j ON s.job = j.id WHERE "
+			    "j.workflow = 'migrate' AND s.name = 'migrate' AND s.upid IS NOT NULL",
+			    "a migration's task started");
+}
+
+Test(daemon, sigkill_after_some_of_a_drains_migrations_then_restart_finishes_it)
+{
+	drain_daemon_killed("SELECT count(*) >= 3 FROM jobs WHERE workflow = 'migrate' AND "
+			    "state = 'done'",
+			    "three migrations done");
 }
 
 Test(daemon, sigterm_records_the_job_interrupted_and_the_next_start_resumes_it)

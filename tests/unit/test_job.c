@@ -8,6 +8,7 @@
  * converges. */
 #include <criterion/criterion.h>
 
+#include "clirun.h"
 #include "faultkinds.h"
 #include "job.h"
 #include "provision.h"
@@ -22,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define DEMO "tests/pvesim/scenarios/demo.json"
@@ -106,9 +109,27 @@ Test(store, refuses_a_database_newer_than_itself)
 		     SQLITE_OK);
 	store_close(s);
 	char *path = store_path(dir), *err = NULL;
+	char *before = NULL, *after = NULL;
+	size_t nb = 0, na = 0;
+	cr_assert_eq(read_file(path, &before, &nb), 0);
 	cr_assert_eq(store_open(path, &s, &err), -1);
 	cr_assert(err && strstr(err, "newer") && strstr(err, path), "%s", err ? err : "");
 	free(err);
+	/* never rewritten: the file as it was, its version still the newer one */
+	cr_assert_eq(read_file(path, &after, &na), 0);
+	cr_assert(na == nb && memcmp(before, after, nb) == 0, "the refused file was changed");
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'",
+					-1, &st, NULL),
+		     SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	cr_assert_eq(sqlite3_column_int(st, 0), 99);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	free(before);
+	free(after);
 	free(path);
 	rm_rf(dir);
 	free(dir);
@@ -129,7 +150,9 @@ Test(store, rows_of_jobs_steps_and_events)
 	cr_assert_eq(store_job_find_open(s, "up", "web1", &got, &err), 1);
 	cr_assert_eq(got.id, a);
 	cr_assert_str_eq(got.vars, "{\"vmid\":7}");
-	cr_assert(store_job_resumable(&got));
+	long holder = -1;
+	cr_assert_eq(store_job_resumable(s, &got, &holder, &err), 1);
+	cr_assert_eq(holder, 0);
 	store_job_free(&got);
 	cr_assert_eq(store_job_find_open(s, "down", "web1", &got, &err), 0);
 	struct store_job *v;
@@ -157,11 +180,171 @@ Test(store, rows_of_jobs_steps_and_events)
 	cr_assert_eq(n, 1);
 	cr_assert_float_eq(ee[0].percent, 50, 1e-9);
 	store_events_free(ee, n);
-	/* a running job whose process is gone can be resumed; ours cannot */
-	struct store_job live = {.state = JOB_RUNNING, .pid = getpid()};
-	struct store_job dead = {.state = JOB_RUNNING, .pid = 999999999};
-	cr_assert(!store_job_resumable(&live));
-	cr_assert(store_job_resumable(&dead));
+	store_close(s);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* ---- the job lock: liveness is its lock, never its stored pid -------------------------- */
+
+/* A job row "running" under pid (what a killed process leaves). */
+static long long running_row(struct store *s, long pid)
+{
+	char *err = NULL;
+	long long id;
+	cr_assert_eq(store_job_insert(s, "up", "web1", "{}", 1, &id, &err), 0);
+	struct store_job j = {.id = id, .state = JOB_RUNNING, .started = 2, .pid = pid};
+	cr_assert_eq(store_job_update(s, &j, &err), 0);
+	return id;
+}
+
+Test(store, a_stored_pid_of_an_unrelated_live_process_neither_blocks_nor_is_signalled)
+{
+	char *dir = temp_dir();
+	struct store *s = open_in(dir);
+	pid_t other = test_bystander();
+	cr_assert_geq(other, 0);
+	long long id = running_row(s, other);
+	struct store_job sj;
+	char *err = NULL;
+	long holder = -1;
+	cr_assert_eq(store_job_get(s, id, &sj, &err), 1);
+	cr_assert_eq(store_job_running(s, id, &holder, &err), 0, "its lock is free");
+	cr_assert_eq(store_job_resumable(s, &sj, &holder, &err), 1);
+	cr_assert_eq(store_job_signal(s, id, SIGTERM, &holder, &err), 0, "nothing to signal");
+	store_job_free(&sj);
+	cr_assert(test_alive_unreaped(other), "the process that has that pid was not signalled");
+	/* and the lock is free to take */
+	struct store_job_lock *lk = NULL;
+	cr_assert_eq(store_job_lock(s, id, &lk, &holder, &err), 1, "%s", err ? err : "");
+	cr_assert_eq(store_job_running(s, id, &holder, &err), 1, "held here now");
+	cr_assert_eq(holder, getpid());
+	store_job_unlock(lk);
+	cr_assert_eq(store_job_running(s, id, &holder, &err), 0);
+	kill(other, SIGKILL);
+	cr_assert_eq(waitpid(other, NULL, 0), other);
+	store_close(s);
+	rm_rf(dir);
+	free(dir);
+}
+
+static const struct job_workflow stepless = {.name = "stepless"};
+
+/* A child that runs take(arg), which returns 0 holding a job's lock, then
+ * waits to be killed; returns (its pid) once the child holds it. */
+static pid_t lock_holder(int (*take)(void *arg), void *arg)
+{
+	int ready[2];
+	cr_assert_eq(pipe(ready), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(ready[0]);
+		char ok = 'k';
+		if (take(arg) < 0 || write(ready[1], &ok, 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	char c = 0;
+	cr_assert_eq(read(ready[0], &c, 1), 1, "the lock's holder did not start");
+	close(ready[0]);
+	return pid;
+}
+
+/* In the child: make a job of stepless in the store under dir (a new job
+ * holds its lock). */
+static int make_job(void *dir)
+{
+	struct store *cs = NULL;
+	char *path = store_path(dir), *cerr = NULL;
+	struct job_env env = {0};
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	if (store_open(path, &cs, &cerr) < 0 || job_env_init(&env) < 0)
+		return -1;
+	env.store = cs;
+	return job_new(&env, &stepless, "g1", NULL, &j, &e);
+}
+
+struct lock_arg {
+	struct store *s;
+	long long id;
+};
+
+/* In the child: take job id's lock. */
+static int take_lock(void *arg)
+{
+	struct lock_arg *a = arg;
+	struct store_job_lock *lk = NULL;
+	long h = 0;
+	return store_job_lock(a->s, a->id, &lk, &h, NULL) == 1 ? 0 : -1;
+}
+
+Test(store, a_job_held_by_a_process_is_running_until_it_dies_and_its_zombie_does_not_count)
+{
+	char *dir = temp_dir();
+	pid_t holder_pid = lock_holder(make_job, dir);
+	struct store *s = open_in(dir);
+	char *err = NULL;
+	long holder = 0;
+	cr_assert_eq(store_job_running(s, 1, &holder, &err), 1);
+	cr_assert_eq(holder, holder_pid, "the lock names its holder");
+	struct store_job sj;
+	cr_assert_eq(store_job_get(s, 1, &sj, &err), 1);
+	cr_assert_eq(store_job_resumable(s, &sj, &holder, &err), 0, "queued, but held");
+	store_job_free(&sj);
+	struct store_job_lock *lk = NULL;
+	cr_assert_eq(store_job_lock(s, 1, &lk, &holder, &err), 0);
+	cr_assert_null(lk);
+	/* the engine will not run it here */
+	struct job_env env = {0};
+	cr_assert_eq(job_env_init(&env), 0);
+	env.store = s;
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(job_load(&env, 1, &stepless, &j, &e), 1);
+	cr_assert_neq(job_run(j, NULL), JOB_OUT_DONE);
+	cr_assert_eq(job_error(j)->kind, PVE_ERR_LOCKED);
+	cr_assert(strstr(job_error(j)->message, "running in process"), "%s",
+		  job_error(j)->message);
+	job_free(j);
+	/* killed, and left a zombie (not reaped) */
+	cr_assert_eq(kill(holder_pid, SIGKILL), 0);
+	siginfo_t si = {0};
+	cr_assert_eq(waitid(P_PID, (id_t)holder_pid, &si, WEXITED | WNOWAIT), 0);
+	cr_assert_eq(kill(holder_pid, 0), 0, "a zombie: kill(pid, 0) still says it is there");
+	cr_assert_eq(store_job_running(s, 1, &holder, &err), 0, "but its lock is gone");
+	cr_assert_eq(store_job_signal(s, 1, SIGTERM, &holder, &err), 0);
+	cr_assert_eq(store_job_lock(s, 1, &lk, &holder, &err), 1, "%s", err ? err : "");
+	store_job_unlock(lk);
+	/* and the engine resumes it while the zombie is still there */
+	cr_assert_eq(job_load(&env, 1, &stepless, &j, &e), 1);
+	cr_assert_eq(job_run(j, NULL), JOB_OUT_DONE);
+	job_free(j);
+	job_env_fini(&env);
+	cr_assert_eq(waitpid(holder_pid, NULL, 0), holder_pid);
+	store_close(s);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(store, signal_reaches_the_process_that_holds_the_lock)
+{
+	char *dir = temp_dir();
+	struct store *s = open_in(dir);
+	long long id = running_row(s, 1);
+	pid_t pid = lock_holder(take_lock, &(struct lock_arg){s, id});
+	char *err = NULL;
+	long holder = 0;
+	cr_assert_eq(store_job_signal(s, id, SIGTERM, &holder, &err), 1, "%s", err ? err : "");
+	cr_assert_eq(holder, pid);
+	int status = 0;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+	cr_assert_eq(store_job_running(s, id, &holder, &err), 0);
 	store_close(s);
 	rm_rf(dir);
 	free(dir);
@@ -210,9 +393,10 @@ static const struct job_step_def toy_steps[TOY_STEPS] = {
 	{"c", toy_run2, toy_undo2, 0},
 	{"d", toy_run3, toy_undo3, 0},
 };
-static const struct job_workflow toy = {"toy", toy_steps, TOY_STEPS, 8, NULL, NULL, false};
+static const struct job_workflow toy = {"toy", toy_steps, TOY_STEPS, 8, NULL, NULL, false,
+					JOB_RESUME_SAME};
 static const struct job_workflow toy_undoing = {"toy", toy_steps, TOY_STEPS, 8, NULL, NULL,
-						true};
+						true, JOB_RESUME_SAME};
 
 static void toy_reset(void)
 {
@@ -366,7 +550,8 @@ static enum step_rc told_run(struct job *j)
 }
 
 static const struct job_step_def told_steps[] = {{"only", told_run, NULL, 0}};
-static const struct job_workflow told_wf = {"told", told_steps, 1, 8, NULL, NULL, false};
+static const struct job_workflow told_wf = {"told", told_steps, 1, 8, NULL, NULL, false,
+					    JOB_RESUME_SAME};
 
 Test(job_engine, a_lower_modules_outcome_is_the_jobs_outcome)
 {
@@ -578,6 +763,24 @@ static int requests(struct fx *f, const char *method, const char *suffix, int st
 	return n;
 }
 
+/* An `up` job of name made (stored, queued) and left unrun, as a launcher
+ * would; *env (initialised here) is one to run it in. Its ID. */
+static long long stored_up_job(struct fx *f, struct job_env *env, const char *name)
+{
+	const char *names[] = {name};
+	struct up_request req = up_req(f, names);
+	*env = (struct job_env){.store = f->store, .clock = &f->clk, .wait = req.wait};
+	cr_assert_eq(job_env_init(env), 0);
+	json_object *params = wf_up_params(&req, name);
+	struct job *j;
+	struct pve_error e = {0};
+	cr_assert_eq(job_new(env, &wf_up, name, params, &j, &e), 0);
+	long long id = job_id(j);
+	job_free(j);
+	json_object_put(params);
+	return id;
+}
+
 Test(job_sim, a_resumed_clone_waits_for_the_recorded_task_instead_of_cloning_again)
 {
 	static struct fx f;
@@ -593,17 +796,8 @@ Test(job_sim, a_resumed_clone_waits_for_the_recorded_task_instead_of_cloning_aga
 	cr_assert(json_object_object_get_ex(d, "data", &data));
 	char *upid = strdup(json_object_get_string(data));
 	json_object_put(d);
-	const char *names[] = {"re1"};
-	struct up_request req = up_req(&f, names);
-	struct job_env env = {.store = f.store, .clock = &f.clk, .wait = req.wait};
-	cr_assert_eq(job_env_init(&env), 0);
-	json_object *params = wf_up_params(&req, "re1");
-	struct job *j;
-	struct pve_error e = {0};
-	cr_assert_eq(job_new(&env, &wf_up, "re1", params, &j, &e), 0);
-	long long id = job_id(j);
-	job_free(j);
-	json_object_put(params);
+	struct job_env env;
+	long long id = stored_up_job(&f, &env, "re1");
 	char *err = NULL;
 	struct store_step s0 = {.idx = 0, .name = "find", .state = STEP_DONE};
 	struct store_step s1 = {.idx = 1, .name = "clone", .state = STEP_RUNNING, .upid = upid,
@@ -624,6 +818,34 @@ Test(job_sim, a_resumed_clone_waits_for_the_recorded_task_instead_of_cloning_aga
 	cr_assert_eq(guests_named(&f, "re1"), 1);
 	job_env_fini(&env);
 	free(upid);
+	fx_stop(&f);
+}
+
+Test(job_sim, up_and_down_run_from_the_store_alone)
+{
+	static struct fx f;
+	fx_start(&f);
+	/* made by one launcher and never run there */
+	struct job_env env;
+	long long up_id = stored_up_job(&f, &env, "own1");
+	struct job *j;
+	struct pve_error e = {0};
+	/* loaded by its workflow's name and run: no template attached */
+	cr_assert_eq(job_load(&env, up_id, job_workflow_find("up"), &j, &e), 1);
+	cr_assert_eq(job_run(j, f.c), JOB_OUT_DONE, "%s", job_error(j)->message);
+	cr_assert_gt(job_vmid(j), 0);
+	job_free(j);
+	cr_assert_eq(guests_named(&f, "own1"), 1);
+	json_object *params = json_object_new_object();
+	cr_assert_eq(job_new(&env, &wf_down, "own1", params, &j, &e), 0);
+	long long down_id = job_id(j);
+	job_free(j);
+	json_object_put(params);
+	cr_assert_eq(job_load(&env, down_id, job_workflow_find("down"), &j, &e), 1);
+	cr_assert_eq(job_run(j, f.c), JOB_OUT_DONE, "%s", job_error(j)->message);
+	job_free(j);
+	cr_assert_eq(guests_named(&f, "own1"), 0);
+	job_env_fini(&env);
 	fx_stop(&f);
 }
 
