@@ -125,8 +125,7 @@ void ctl_listener_close(struct ctl_listener *l)
 	l->fd = -1;
 }
 
-/* Is uid a member of gid (its primary group or a supplementary one)? */
-static bool in_group(uid_t uid, gid_t peer_gid, gid_t gid)
+bool ctl_uid_in_group(uid_t uid, gid_t peer_gid, gid_t gid)
 {
 	if (peer_gid == gid)
 		return true;
@@ -179,7 +178,7 @@ int ctl_accept(struct ctl_listener *l, struct ctl_conn *c, char **who)
 		close(fd);
 		return -1;
 	}
-	if (cr.uid != 0 && cr.uid != geteuid() && !(l->have_group && in_group(cr.uid, cr.gid, l->gid))) {
+	if (cr.uid != 0 && cr.uid != geteuid() && !(l->have_group && ctl_uid_in_group(cr.uid, cr.gid, l->gid))) {
 		*who = strprintf("pid %ld uid %u gid %u (not root, the daemon's user or in group %u)",
 				 (long)cr.pid, (unsigned)cr.uid, (unsigned)cr.gid, (unsigned)l->gid);
 		json_object *e = ctl_error(NULL, "refused", "permission denied: uid %u may not use "
@@ -196,6 +195,7 @@ int ctl_accept(struct ctl_listener *l, struct ctl_conn *c, char **who)
 	}
 	c->fd = fd;
 	c->uid = cr.uid;
+	c->gid = cr.gid;
 	c->pid = cr.pid;
 	return 1;
 }

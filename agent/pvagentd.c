@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "jobq.h"
 #include "store.h"
+#include "submit_check.h"
 #include "tmpl.h"
 #include "util.h"
 #include "window.h"
@@ -622,6 +623,15 @@ static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json
 		}
 	}
 	char *err = NULL;
+	const struct submit_peer peer = {c->c.uid, c->c.gid};
+	if (submit_check(argv, argc, &peer, (const char *const *)d->conf.paths.templates,
+			 &err) < 0) {
+		log_warn("uid %u: %.64s refused: %s", (unsigned)c->c.uid, argv[0],
+			 err ? err : "out of memory");
+		answer(c, ctl_error(id, "refused", "%s", err ? err : "out of memory"));
+		free(err);
+		goto out;
+	}
 	struct djob *j = djob_queue(d, argv, argc, guests, ng, node, &err);
 	if (!j) {
 		answer(c, ctl_error(id, "internal", "%s", err ? err : "out of memory"));

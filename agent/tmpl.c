@@ -929,7 +929,7 @@ int tmpl_load_file(const char *path, struct tmpl **out, char **err)
 	return 0;
 }
 
-static int valid_tmpl_name(const char *name)
+int tmpl_name_valid(const char *name)
 {
 	return name[0] != '.' && all_chars(name, "._-");
 }
@@ -941,7 +941,7 @@ int tmpl_load(const char *const *dirs, const char *name, struct tmpl **out,
 	*err = NULL;
 	if (strchr(name, '/'))
 		return tmpl_load_file(name, out, err);
-	if (!valid_tmpl_name(name)) {
+	if (!tmpl_name_valid(name)) {
 		*err = strprintf("%s: not a template name (letters, digits, '.', '_', '-')", name);
 		return -1;
 	}

@@ -498,7 +498,7 @@ Test(validate, structure, .init = setup, .fini = teardown)
 		   "pvagent.conf:5: [pve] url: duplicate key (first at line 2)");
 	expect_err("[ssh]\nuser = root\n",
 		   "pvagent.conf:2: [pve]: missing required section");
-	expect_err("[pve]\nurl\n", "pvagent.conf:2: url: expected '=' after the key");
+	expect_err("[pve]\nurl\n", "pvagent.conf:2: expected '=' after the key");
 }
 
 /* ---- search order ------------------------------------------------------- */

@@ -666,14 +666,21 @@ static int as_other_user(const struct world *w, gid_t gid)
 	return WEXITSTATUS(st);
 }
 
-Test(daemon, a_peer_outside_the_group_is_refused)
+/* The socket group of the tests with another peer (nogroup); skips the
+ * test when not root (the peer is a child under setuid). */
+static gid_t socket_group_gid(void)
 {
 	if (geteuid() != 0)
 		cr_skip_test("needs root (setuid in a child)");
 	struct group *g = getgrnam("nogroup");
 	if (!g)
 		cr_skip_test("no group 'nogroup'");
-	gid_t gid = g->gr_gid;
+	return g->gr_gid;
+}
+
+Test(daemon, a_peer_outside_the_group_is_refused)
+{
+	gid_t gid = socket_group_gid();
 	static struct world w;
 	world_start(&w, 100, 2, "socket_group = nogroup\n");
 	daemon_start(&w);
@@ -692,6 +699,140 @@ Test(daemon, a_peer_outside_the_group_is_refused)
 	cr_assert(json_object_get_boolean(json_object_object_get(ans, "ok")));
 	json_object_put(ans);
 	daemon_stop(&w);
+	world_free(&w);
+}
+
+/* In a child under uid (0: root, as the test runs) and gid: submit argv
+ * (a JSON array) and read every line until the answer refuses or the
+ * command's exit event; the lines, as received, one a line (malloc'd). */
+static char *submit_as(const struct world *w, uid_t uid, gid_t gid, const char *argv_json)
+{
+	int pfd[2];
+	cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		if (uid && (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0))
+			_exit(10);
+		struct ctl_client c;
+		char *err = NULL;
+		if (ctl_client_connect(w->sock, &c, &err) != 0)
+			_exit(11);
+		char *text = strprintf("{\"id\":1,\"op\":\"submit\",\"argv\":%s}", argv_json);
+		json_object *req = text ? json_tokener_parse(text) : NULL, *m = NULL;
+		free(text);
+		if (!req || ctl_client_send(&c, req, &err) < 0)
+			_exit(12);
+		while (ctl_client_recv(&c, &m, 60000, &err) == 1) {
+			const char *s = json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN);
+			if (write(pfd[1], s, strlen(s)) < 0 || write(pfd[1], "\n", 1) < 0)
+				_exit(13);
+			json_object *ok = json_object_object_get(m, "ok");
+			const char *ev = json_object_get_string(json_object_object_get(m, "event"));
+			bool end = (ok && !json_object_get_boolean(ok)) || (ev && strcmp(ev, "exit") == 0);
+			json_object_put(m);
+			if (end)
+				_exit(0);
+		}
+		_exit(14);
+	}
+	close(pfd[1]);
+	struct sbuf b = {0};
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(pfd[0], buf, sizeof buf)) > 0)
+		cr_assert_eq(sbuf_addn(&b, buf, (size_t)n), 0);
+	close(pfd[0]);
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "submit as uid %u: status %d:\n%s",
+		  (unsigned)uid, st, b.s ? b.s : "");
+	return b.s ? sbuf_steal(&b) : strdup("");
+}
+
+/* No 8 bytes in a row of secret are in text (but digits only, which a
+ * number in a reply may hold by chance). */
+static void assert_none_of(const char *text, const char *secret, const char *what)
+{
+	size_t n = strlen(secret);
+	cr_assert_geq(n, 8);
+	for (size_t i = 0; i + 8 <= n; i++) {
+		char part[9];
+		memcpy(part, secret + i, 8);
+		part[8] = '\0';
+		if (strspn(part, "0123456789") == 8)
+			continue;
+		cr_assert_null(strstr(text, part), "%s: bytes %zu.. of %s in a reply:\n%s", what, i,
+			       what, text);
+	}
+}
+
+Test(daemon, a_member_cannot_make_it_read_a_file_it_could_not)
+{
+	gid_t gid = socket_group_gid();
+	static struct world w;
+	world_start(&w, 100, 2, "socket_group = nogroup\n");
+	cr_assert_eq(chmod(w.dir, 0711), 0);
+	const char *rootonly_text = "rootonly-Zq7Xw9Kp2Vb4";
+	char *rootonly = strprintf("%s/rootonly", w.dir), *body = strprintf("%s\n", rootonly_text);
+	write_text(rootonly, body, 0600);
+	free(body);
+	/* in the template directory: a symlink out of it, a template only
+	 * root may read */
+	char *leak = strprintf("%s/leak.tmpl", w.tdir), *priv = strprintf("%s/private.tmpl", w.tdir);
+	cr_assert_eq(symlink(w.secret, leak), 0);
+	body = strprintf("[template]\n%s\n", rootonly_text);
+	write_text(priv, body, 0600);
+	free(body);
+	daemon_start(&w);
+	/* each command line around the value: before, after */
+	const char *fmt[][2] = {
+		{"[\"up\",\"x9\",\"-t\",\"", "\",\"--dry-run\"]"},
+		{"[\"up\",\"x9\",\"--template=", "\",\"--dry-run\"]"},
+		{"[\"up\",\"x9\",\"--templ\",\"", "\",\"--dry-run\"]"},
+		{"[\"up\",\"x9\",\"-dt", "\"]"},
+		{"[\"inject\",\"x9\",\"-t", "\"]"},
+		{"[\"bench\",\"x9\",\"--template\",\"", "\"]"},
+		{"[\"virtio\",\"x9\",\"--dry-run\",\"-t\",\"", "\"]"},
+	};
+	char *vals[] = {w.secret, "../token.secret", "..", rootonly, "../rootonly", "leak",
+			"private", "/etc/shadow", "../../../etc/shadow"};
+	for (size_t f = 0; f < sizeof fmt / sizeof *fmt; f++)
+		for (size_t v = 0; v < sizeof vals / sizeof *vals; v++) {
+			char *argv = strprintf("%s%s%s", fmt[f][0], vals[v], fmt[f][1]);
+			char *out = submit_as(&w, 12345, gid, argv);
+			json_object *first = json_tokener_parse(out);
+			cr_assert_not_null(first, "%s: %s", argv, out);
+			cr_assert(!json_object_get_boolean(json_object_object_get(first, "ok")),
+				  "%s: not refused:\n%s", argv, out);
+			cr_assert_str_eq(json_object_get_string(json_object_object_get(first, "error")),
+					 "refused", "%s:\n%s", argv, out);
+			assert_none_of(out, sim.token_secret, "the token secret");
+			assert_none_of(out, rootonly_text, "the root-only file");
+			json_object_put(first);
+			free(out);
+			free(argv);
+		}
+	wait_log(&w, "uid 12345: up refused: argument 2: a template is a name");
+	wait_log(&w, "template 'leak' leads out of its directory");
+	wait_log(&w, "template 'private' is not a file uid 12345 may read");
+	/* a template of the directory runs; the refusals ran nothing */
+	char *out = submit_as(&w, 12345, gid, "[\"up\",\"x9\",\"-t\",\"jobvm\",\"--dry-run\"]");
+	cr_assert(strstr(out, "\"event\":\"exit\",\"ticket\":1,\"code\":0"), "%s", out);
+	free(out);
+	wait_log(&w, "ticket 1 (up x9 -t jobvm --dry-run) queued for uid 12345");
+	/* root may name a file, and a parse error quotes nothing of it */
+	char *argv = strprintf("[\"up\",\"x9\",\"-t\",\"%s\",\"--dry-run\"]", w.secret);
+	out = submit_as(&w, 0, 0, argv);
+	cr_assert(strstr(out, "expected '=' after the key"), "%s", out);
+	assert_none_of(out, sim.token_secret, "the token secret (root's parse error)");
+	free(out);
+	free(argv);
+	daemon_stop(&w);
+	free(rootonly);
+	free(leak);
+	free(priv);
 	world_free(&w);
 }
 
