@@ -80,6 +80,11 @@ struct conf {
 		unsigned node_jobs;      /* jobs in flight per node; default 2 */
 		char *socket_group;      /* or NULL: the daemon's own group */
 		char *metrics_file;      /* Prometheus text file, or NULL: none */
+		unsigned max_clients;    /* connections of peers other than root;
+					  * default 64 */
+		unsigned keep_jobs;      /* seconds a finished job is kept; default
+					  * 90 days */
+		unsigned keep_jobs_max;  /* finished jobs kept; default 10,000 */
 	} daemon;
 	struct {
 		unsigned max_workers;    /* parallel migrations; default 2 */

@@ -61,5 +61,8 @@ int ctl_conn_send(struct ctl_conn *c, json_object *o);
 int ctl_conn_flush(struct ctl_conn *c);
 bool ctl_conn_pending(const struct ctl_conn *c);
 void ctl_conn_close(struct ctl_conn *c);
+/* Write answer (consumed) without waiting and close: a connection that
+ * is not served (too many). */
+void ctl_conn_turn_away(struct ctl_conn *c, json_object *answer);
 
 #endif

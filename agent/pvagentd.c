@@ -49,7 +49,17 @@
 
 struct dconn {
 	struct ctl_conn c;
+	bool counted;                /* against [daemon] max_clients */
 	struct dconn *next;
+};
+
+/* A message that may come in a flood (a peer's connections, the fd
+ * limit): said at once, then at most once per LOG_EVERY_S with how many
+ * times it came meanwhile. */
+#define LOG_EVERY_S 60.0
+struct lograte {
+	double next;                 /* monotonic: when it may be said again */
+	unsigned long held;          /* times it came since it was said */
 };
 
 struct watcher {
@@ -86,6 +96,9 @@ struct daemon {
 	struct ctl_listener lis;
 	struct sched q;
 	struct dconn *conns;
+	unsigned n_clients;          /* connections counted against max_clients */
+	bool accept_paused;          /* at the fd limit: until an fd closes */
+	struct lograte log_refused, log_busy, log_accept;
 	int sig_fd;
 	double started_at;           /* unix */
 	bool stopping;
@@ -128,6 +141,21 @@ static void log_line(void *ctx, enum log_level lvl, const char *line)
 		(void)w; /* nowhere to report a failing stderr */
 	}
 	sbuf_free(&b);
+}
+
+/* May a message of r be said now? Then *held: the times it came unsaid
+ * since it was last said. */
+static bool say_now(struct lograte *r, unsigned long *held)
+{
+	double now = mono_now();
+	if (now < r->next) {
+		r->held++;
+		return false;
+	}
+	*held = r->held;
+	r->held = 0;
+	r->next = now + LOG_EVERY_S;
+	return true;
 }
 
 /* ---- jobs -------------------------------------------------------------- */
@@ -480,6 +508,7 @@ static void on_child_fd(struct daemon *d, struct djob *j, int *fd)
 	if (n <= 0) {
 		close(*fd);
 		*fd = -1;
+		d->accept_paused = false;
 		maybe_end(d, j);
 		return;
 	}
@@ -831,6 +860,8 @@ static void conn_drop(struct daemon *d, struct dconn *c)
 			break;
 		}
 	ctl_conn_close(&c->c);
+	d->n_clients -= c->counted;
+	d->accept_paused = false;
 	free(c);
 }
 
@@ -888,15 +919,42 @@ static void on_accept(struct daemon *d)
 		}
 		char *who = NULL;
 		int r = ctl_accept(&d->lis, &c->c, &who);
+		int e = errno;
+		unsigned long held = 0;
 		if (r <= 0) {
-			if (r < 0 && who)
-				log_warn("control socket: refused %s", who);
-			else if (r < 0)
-				log_warn("control socket: accept: %s", strerror(errno));
+			if (r < 0 && who) {
+				if (say_now(&d->log_refused, &held))
+					log_warn("control socket: refused %s (and %lu more since this "
+						 "was last said)", who, held);
+			} else if (r < 0 && (e == EMFILE || e == ENFILE)) {
+				/* the connection waits in the backlog; polling the
+				 * listener now would only fail again */
+				d->accept_paused = true;
+				if (say_now(&d->log_accept, &held))
+					log_error("control socket: accept: %s: not accepting until a "
+						  "connection closes (and %lu more since this was last "
+						  "said)", strerror(e), held);
+			} else if (r < 0 && say_now(&d->log_accept, &held)) {
+				log_warn("control socket: accept: %s (and %lu more since this was "
+					 "last said)", strerror(e), held);
+			}
 			free(who);
 			free(c);
 			return;
 		}
+		c->counted = c->c.uid != 0 && c->c.uid != geteuid();
+		if (c->counted && d->n_clients >= d->conf.daemon.max_clients) {
+			if (say_now(&d->log_busy, &held))
+				log_warn("control socket: uid %u turned away: %u clients connected "
+					 "([daemon] max_clients; and %lu more since this was last said)",
+					 (unsigned)c->c.uid, d->n_clients, held);
+			ctl_conn_turn_away(&c->c, ctl_error(NULL, "busy", "too many clients: at most "
+							    "%u at once; try again later",
+							    d->conf.daemon.max_clients));
+			free(c);
+			continue;
+		}
+		d->n_clients += c->counted;
 		c->next = d->conns;
 		d->conns = c;
 	}
@@ -1126,7 +1184,7 @@ static int run(struct daemon *d)
 		schedule(d);
 		m.n = 0;
 		bool oom = pm_add(&m, d->sig_fd, POLLIN, SRC_SIG, NULL) < 0;
-		if (!d->stopping && d->lis.fd >= 0)
+		if (!d->stopping && d->lis.fd >= 0 && !d->accept_paused)
 			oom |= pm_add(&m, d->lis.fd, POLLIN, SRC_LISTEN, NULL) < 0;
 		sweep_conns(d);
 		for (struct dconn *c = d->conns; c; c = c->next)

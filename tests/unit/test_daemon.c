@@ -25,12 +25,14 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <json-c/json.h>
+#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -155,12 +157,18 @@ static void world_free(struct world *w)
 	free(w->tdir);
 }
 
+/* The daemon's RLIMIT_NOFILE when not 0. */
+static rlim_t daemon_nofile;
+
 /* Start `pvagentd -c CONF -f`, its stderr appended to the log. */
 static pid_t daemon_spawn(const struct world *w)
 {
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		struct rlimit rl = {daemon_nofile, daemon_nofile};
+		if (daemon_nofile && setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			_exit(126);
 		int fd = open(w->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		if (fd >= 0) {
 			dup2(fd, 1);
@@ -836,6 +844,206 @@ Test(daemon, a_member_cannot_make_it_read_a_file_it_could_not)
 	world_free(&w);
 }
 
+/* /proc/PID/FILE (malloc'd). */
+static char *proc_text(pid_t pid, const char *file)
+{
+	char *path = strprintf("/proc/%d/%s", (int)pid, file), *text = NULL;
+	cr_assert_eq(read_file(path, &text, NULL), 0, "%s", path);
+	free(path);
+	return text;
+}
+
+/* The daemon's CPU time so far in clock ticks (utime + stime of
+ * /proc/PID/stat). */
+static long cpu_ticks(pid_t pid)
+{
+	char *text = proc_text(pid, "stat");
+	const char *p = strrchr(text, ')');
+	cr_assert_not_null(p);
+	long ut = 0, st = 0;
+	/* after ") ": the state, then fields 4 to 13; utime is 14, stime 15 */
+	int n = sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &ut, &st);
+	free(text);
+	cr_assert_eq(n, 2);
+	return ut + st;
+}
+
+static size_t log_lines_with(const struct world *w, const char *needle)
+{
+	char *log = daemon_log(w);
+	size_t n = 0;
+	for (const char *p = log; (p = strstr(p, needle)); p++)
+		n++;
+	free(log);
+	return n;
+}
+
+/* In a child under uid 12345 and gid: n connections, a status request on
+ * each and its answer read; "OK BUSY\n" written to the pipe out[1], then
+ * they are held until hold[0] reads end of file. */
+static pid_t member_holds(const struct world *w, gid_t gid, int n, const int out[2],
+			  const int hold[2])
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid != 0) {
+		close(out[1]);
+		close(hold[0]);
+		return pid;
+	}
+	close(out[0]);
+	close(hold[1]);
+	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(12345) < 0)
+		_exit(10);
+	struct ctl_client *c = calloc((size_t)n, sizeof *c);
+	json_object *req = json_tokener_parse("{\"id\":1,\"op\":\"status\"}");
+	char *err = NULL;
+	if (!c || !req)
+		_exit(11);
+	for (int i = 0; i < n; i++)
+		if (ctl_client_connect(w->sock, &c[i], &err) != 0)
+			_exit(12);
+	int ok = 0, busy = 0;
+	for (int i = 0; i < n; i++) {
+		json_object *m = NULL;
+		(void)ctl_client_send(&c[i], req, &err); /* a turned-away one may be closed */
+		free(err);
+		err = NULL;
+		if (ctl_client_recv(&c[i], &m, 60000, &err) != 1)
+			_exit(13);
+		const char *e = json_object_get_string(json_object_object_get(m, "error"));
+		if (json_object_get_boolean(json_object_object_get(m, "ok")))
+			ok++;
+		else if (e && strcmp(e, "busy") == 0)
+			busy++;
+		json_object_put(m);
+	}
+	char line[64];
+	int len = snprintf(line, sizeof line, "%d %d\n", ok, busy);
+	if (write(out[1], line, (size_t)len) != len)
+		_exit(14);
+	char b;
+	while (read(hold[0], &b, 1) > 0)
+		continue;
+	_exit(0);
+}
+
+Test(daemon, twice_the_client_limit_is_turned_away_and_status_still_answers)
+{
+	gid_t gid = socket_group_gid();
+	static struct world w;
+	world_start(&w, 100, 2, "socket_group = nogroup\nmax_clients = 8\n");
+	cr_assert_eq(chmod(w.dir, 0711), 0);
+	daemon_start(&w);
+	int res[2], hold[2];
+	cr_assert_eq(pipe(res), 0);
+	cr_assert_eq(pipe(hold), 0);
+	client_pid = member_holds(&w, gid, 16, res, hold);
+	char line[64] = "";
+	struct pollfd pf = {.fd = res[0], .events = POLLIN};
+	if (poll(&pf, 1, 120000) != 1) {
+		char *log = daemon_log(&w);
+		cr_assert_fail("the member's 16 connections were not all answered:\n%s", log);
+	}
+	ssize_t n = read(res[0], line, sizeof line - 1);
+	close(res[0]);
+	cr_assert_gt(n, 0, "the member's connections got no answers");
+	line[n] = '\0';
+	int ok = -1, busy = -1;
+	cr_assert_eq(sscanf(line, "%d %d", &ok, &busy), 2, "%s", line);
+	cr_assert_eq(ok, 8, "served: %d", ok);
+	cr_assert_eq(busy, 8, "turned away: %d", busy);
+	/* held: root's status answers at once, the daemon stays idle */
+	long before = cpu_ticks(daemon_pid);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	json_object *ans = call(&w, "{\"id\":2,\"op\":\"status\"}");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert(json_object_get_boolean(json_object_object_get(ans, "ok")));
+	json_object_put(ans);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	cr_assert_lt(s, 1.0, "status took %.2f s", s);
+	struct timespec win = {1, 0};
+	nanosleep(&win, NULL); /* the hold window: the measurement itself */
+	long after = cpu_ticks(daemon_pid);
+	cr_assert_leq(after - before, 5, "%ld ticks of CPU over the hold", after - before);
+	size_t lines = log_lines_with(&w, "turned away");
+	cr_assert_eq(lines, 1, "%zu log lines for 8 connections turned away", lines);
+	/* let go: a member is served again */
+	close(hold[1]);
+	int st = 0;
+	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
+	client_pid = -1;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "member status %d", st);
+	cr_assert_eq(as_other_user(&w, gid), 0, "a member is not served after the others left");
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+/* Does a line come on c within ms? 1 and *m, 0 not yet. */
+static int answer_within(struct ctl_client *c, int ms, json_object **m)
+{
+	char *err = NULL;
+	int r = ctl_client_recv(c, m, ms, &err);
+	cr_assert_geq(r, 0, "%s", err ? err : "closed");
+	free(err);
+	return r;
+}
+
+Test(daemon, at_the_fd_limit_it_stops_accepting_until_a_connection_closes)
+{
+	static struct world w;
+	world_start(&w, 100, 2, "max_clients = 1000\n");
+	daemon_nofile = 32;
+	daemon_start(&w);
+	daemon_nofile = 0;
+	json_object *req = json_tokener_parse("{\"id\":1,\"op\":\"status\"}");
+	struct ctl_client c[48];
+	int served = 0, pending = -1;
+	/* connect one at a time until one is not served: the daemon said it
+	 * stopped accepting (each waits for its answer or that line) */
+	for (int i = 0; i < 48 && pending < 0; i++) {
+		connect_daemon(&w, &c[i]);
+		char *err = NULL;
+		cr_assert_eq(ctl_client_send(&c[i], req, &err), 0, "%s", err ? err : "");
+		for (;;) {
+			json_object *m = NULL;
+			if (answer_within(&c[i], 10, &m)) {
+				cr_assert(json_object_get_boolean(json_object_object_get(m, "ok")));
+				json_object_put(m);
+				served++;
+				break;
+			}
+			if (log_lines_with(&w, "not accepting until a connection closes")) {
+				pending = i;
+				break;
+			}
+		}
+	}
+	cr_assert_geq(pending, 0, "48 connections and the fd limit was never reached");
+	cr_assert_gt(served, 0);
+	long before = cpu_ticks(daemon_pid);
+	struct timespec win = {1, 0};
+	nanosleep(&win, NULL); /* the window at the limit: the measurement itself */
+	long after = cpu_ticks(daemon_pid);
+	cr_assert_leq(after - before, 5, "%ld ticks of CPU at the fd limit", after - before);
+	cr_assert_eq(log_lines_with(&w, "accept:"), 1);
+	/* one closes: the waiting one is served */
+	ctl_client_close(&c[0]);
+	json_object *m = NULL;
+	cr_assert_eq(answer_within(&c[pending], 60000, &m), 1);
+	cr_assert(json_object_get_boolean(json_object_object_get(m, "ok")));
+	json_object_put(m);
+	for (int i = 1; i <= pending; i++)
+		ctl_client_close(&c[i]);
+	json_object_put(req);
+	json_object *ans = call(&w, "{\"id\":2,\"op\":\"status\"}");
+	cr_assert(json_object_get_boolean(json_object_object_get(ans, "ok")));
+	json_object_put(ans);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
 /* Raw lines to the socket; the answers (lines) read until n came. */
 static json_object *raw_lines(const struct world *w, const char *data, size_t len, int n)
 {
@@ -997,9 +1205,7 @@ Test(daemon, a_second_daemon_on_the_same_store_refuses_to_start)
 
 static long ctxt_switches(pid_t pid)
 {
-	char *path = strprintf("/proc/%d/status", (int)pid), *text = NULL;
-	cr_assert_eq(read_file(path, &text, NULL), 0);
-	free(path);
+	char *text = proc_text(pid, "status");
 	const char *p = strstr(text, "\nvoluntary_ctxt_switches:");
 	cr_assert_not_null(p);
 	long v = strtol(p + strlen("\nvoluntary_ctxt_switches:"), NULL, 10);
