@@ -178,7 +178,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 	cr_expect_str_eq(w->to[1], "pve3");
 	cr_expect_null(w->to[2]);
 	cr_expect_eq(w->max_workers, 1);
-	cr_expect_eq(w->line, 39);
+	cr_expect_eq(w->line, 41);
 	w = &c.windows[1];
 	cr_expect_eq(w->days, 0x63); /* fri, sat, sun, mon (wraps) */
 	cr_expect_eq(w->duration, 86400);
