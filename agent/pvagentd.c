@@ -1,7 +1,8 @@
 /* pvagentd.c - the daemon: startup (configuration, the store and its
  * lock, resuming unfinished jobs, the control socket), the one event loop
  * (signals through a signalfd, the socket, the jobs' pipes; poll with no
- * timeout while nothing is due, so an idle daemon never wakes), the
+ * timeout but the next maintenance window or the daily pruning of
+ * finished jobs, so an idle daemon does not wake), the connection limit, the
  * requests of the control protocol (ctl.h), and stopping. Jobs are
  * queued with their limits (jobq.h) and each runs as a pvagent child
  * (jobproc.h) whose output and events are passed to the clients that
@@ -46,6 +47,9 @@
 /* How long running steps may take to end after SIGTERM before their
  * processes are killed (their jobs are then recorded interrupted). */
 #define STOP_GRACE_S 30.0
+/* How often finished jobs beyond [daemon] keep_jobs/keep_jobs_max are
+ * pruned (and at start). */
+#define PRUNE_EVERY_S 86400.0
 
 struct dconn {
 	struct ctl_conn c;
@@ -103,6 +107,7 @@ struct daemon {
 	double started_at;           /* unix */
 	bool stopping;
 	double stop_deadline;        /* monotonic */
+	double next_prune;           /* monotonic */
 	char *bin;
 	struct metrics m;
 	bool foreground;
@@ -1171,6 +1176,8 @@ static bool djob_alive(struct daemon *d, struct djob *j)
 	return false;
 }
 
+static void prune_jobs(struct daemon *d);
+
 static int run(struct daemon *d)
 {
 	struct pollmap m = {0};
@@ -1181,6 +1188,14 @@ static int run(struct daemon *d)
 		/* the windows' drains and undrains, queued before the jobs'
 		 * pipes are polled */
 		double due = d->stopping ? -1 : windows_tick(d);
+		if (!d->stopping) {
+			double now = mono_now();
+			if (now >= d->next_prune)
+				prune_jobs(d);
+			double p = d->next_prune - now;
+			if (due < 0 || p < due)
+				due = p > 0 ? p : 0;
+		}
 		schedule(d);
 		m.n = 0;
 		bool oom = pm_add(&m, d->sig_fd, POLLIN, SRC_SIG, NULL) < 0;
@@ -1314,6 +1329,22 @@ static int lock_store(struct daemon *d)
 	return 0;
 }
 
+/* Delete the finished jobs beyond [daemon] keep_jobs and keep_jobs_max. */
+static void prune_jobs(struct daemon *d)
+{
+	size_t n = 0;
+	char *err = NULL;
+	double cutoff = clock_unix_now() - (double)d->conf.daemon.keep_jobs;
+	if (store_jobs_prune(d->store, cutoff, d->conf.daemon.keep_jobs_max, &n, &err) < 0) {
+		log_warn("pruning jobs: %s", err ? err : "store");
+		free(err);
+	} else if (n) {
+		log_info("pruned %zu finished jobs (ended more than %u s ago, or beyond the newest "
+			 "%u)", n, d->conf.daemon.keep_jobs, d->conf.daemon.keep_jobs_max);
+	}
+	d->next_prune = mono_now() + PRUNE_EVERY_S;
+}
+
 /* Queue every unfinished job of the store again (its resume re-attaches
  * to the PVE tasks it recorded). */
 static void resume_all(struct daemon *d)
@@ -1321,16 +1352,13 @@ static void resume_all(struct daemon *d)
 	struct store_job *v = NULL;
 	size_t n = 0;
 	char *err = NULL;
-	const size_t limit = 1000000;
-	if (store_jobs_list(d->store, limit, &v, &n, &err) < 0) {
+	if (store_jobs_unfinished(d->store, &v, &n, &err) < 0) {
 		log_error("cannot read the jobs to resume: %s", err ? err : "store");
 		free(err);
 		return;
 	}
-	if (n == limit)
-		log_warn("only the newest %zu jobs were looked at for resuming", limit);
 	/* oldest first */
-	for (size_t i = n; i-- > 0;) {
+	for (size_t i = 0; i < n; i++) {
 		const struct store_job *sj = &v[i];
 		/* (a workflow this pvagent does not know: its resume says so) */
 		if (!store_job_resumable(sj))
@@ -1514,6 +1542,7 @@ int main(int argc, char **argv)
 	sched_init(&d.q, d.conf.daemon.workers, d.conf.daemon.node_jobs);
 	d.started_at = clock_unix_now();
 	d.m.start_time = d.started_at;
+	prune_jobs(&d);
 	resume_all(&d);
 	if (windows_sync(&d) < 0) {
 		log_error("out of memory for the maintenance windows");

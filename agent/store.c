@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -301,7 +302,11 @@ int store_open(const char *path, struct store **out, char **err)
 	 * keeps the rollback journal, which still works. */
 	if (exec(s, "PRAGMA journal_mode=WAL", err, "journal mode") < 0 ||
 	    exec(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON", err, "pragmas") < 0 ||
-	    migrate(s, err) < 0)
+	    migrate(s, err) < 0 ||
+	    /* pruning by age and reading the unfinished jobs (an index, not a
+	     * schema change: any version of the file may have it) */
+	    exec(s, "CREATE INDEX IF NOT EXISTS jobs_state_ended ON jobs(state, ended)", err,
+		 "index") < 0)
 		goto fail;
 	*out = s;
 	return 0;
@@ -482,6 +487,8 @@ int store_job_update(struct store *s, const struct store_job *j, char **err)
 	return rc;
 }
 
+#define OPEN_STATES "('queued', 'running', 'interrupted', 'needs-attention')"
+#define FINISHED_STATES "('done', 'failed', 'cancelled')"
 #define JOB_COLS "id, workflow, subject, params, vars, state, created, started, ended, error, pid"
 
 /* ---- reading rows ------------------------------------------------------------------- */
@@ -598,8 +605,7 @@ int store_job_find_open(struct store *s, const char *workflow, const char *subje
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
 			       "SELECT " JOB_COLS " FROM jobs WHERE workflow=? AND subject=? AND "
-			       "state IN ('queued', 'running', 'interrupted', 'needs-attention') "
-			       "ORDER BY id DESC",
+			       "state IN " OPEN_STATES " ORDER BY id DESC",
 			       -1, &st, NULL) != SQLITE_OK ||
 	    bind_text(st, 1, workflow) != SQLITE_OK || bind_text(st, 2, subject) != SQLITE_OK) {
 		sqlite3_finalize(st);
@@ -611,14 +617,58 @@ int store_job_find_open(struct store *s, const char *workflow, const char *subje
 int store_jobs_list(struct store *s, size_t limit, struct store_job **out, size_t *n,
 		    char **err)
 {
+	return store_jobs_page(s, 0, limit, out, n, err);
+}
+
+int store_jobs_page(struct store *s, long long before, size_t limit, struct store_job **out,
+		    size_t *n, char **err)
+{
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs ORDER BY id DESC LIMIT ?", -1,
-			       &st, NULL) != SQLITE_OK ||
-	    sqlite3_bind_int64(st, 1, limit ? (long long)limit : 50) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs WHERE id < ? ORDER BY id "
+			       "DESC LIMIT ?", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 1, before > 0 ? before : LLONG_MAX) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 2, limit ? (long long)limit : 50) != SQLITE_OK) {
 		sqlite3_finalize(st);
 		return db_fail(s, err, "jobs");
 	}
 	return job_query(s, st, out, n, limit ? limit : 50, err);
+}
+
+int store_jobs_unfinished(struct store *s, struct store_job **out, size_t *n, char **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs WHERE state IN "
+			       OPEN_STATES " ORDER BY id", -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "jobs");
+	}
+	return job_query(s, st, out, n, 0, err);
+}
+
+int store_jobs_prune(struct store *s, double older_than, size_t keep_max, size_t *pruned,
+		     char **err)
+{
+	*pruned = 0;
+	sqlite3_stmt *st = NULL;
+	lock(s);
+	/* one statement, so one commit; their steps and events go with them
+	 * (ON DELETE CASCADE) */
+	if (sqlite3_prepare_v2(s->db, "DELETE FROM jobs WHERE state IN " FINISHED_STATES " AND "
+			       "(ended < ?1 OR (ended IS NULL AND created < ?1) OR id IN (SELECT id "
+			       "FROM jobs WHERE state IN " FINISHED_STATES " ORDER BY id DESC LIMIT -1 "
+			       "OFFSET ?2))", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_double(st, 1, older_than) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 2, keep_max ? (long long)keep_max : LLONG_MAX) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		int rc = db_fail(s, err, "prune");
+		unlock(s);
+		return rc;
+	}
+	int rc = run_done(s, st, err, "prune");
+	if (rc == 0)
+		*pruned = (size_t)sqlite3_changes(s->db);
+	unlock(s);
+	return rc;
 }
 
 /* ---- steps ------------------------------------------------------------------------ */

@@ -1044,6 +1044,112 @@ Test(daemon, at_the_fd_limit_it_stops_accepting_until_a_connection_closes)
 	world_free(&w);
 }
 
+/* Run sql on the store (a test's own writes). */
+static void db_exec(const struct world *w, const char *sql)
+{
+	sqlite3 *db = NULL;
+	cr_assert_eq(sqlite3_open(w->db, &db), SQLITE_OK);
+	char *msg = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+	cr_assert_eq(rc, SQLITE_OK, "%s: %s", sql, msg ? msg : "");
+	sqlite3_close(db);
+}
+
+/* The query plan of sql on the store, its details one a line. */
+static char *query_plan(const struct world *w, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	cr_assert_eq(sqlite3_open_v2(w->db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	char *q = strprintf("EXPLAIN QUERY PLAN %s", sql);
+	cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+	free(q);
+	struct sbuf b = {0};
+	while (sqlite3_step(st) == SQLITE_ROW)
+		sbuf_addf(&b, "%s\n", (const char *)sqlite3_column_text(st, 3));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return b.s ? sbuf_steal(&b) : strdup("");
+}
+
+static void assert_plan(const struct world *w, const char *sql, const char *want)
+{
+	char *plan = query_plan(w, sql);
+	cr_assert(strstr(plan, want), "%s: not %s:\n%s", sql, want, plan);
+	cr_assert_null(strstr(plan, "SCAN jobs\n"), "%s scans every job:\n%s", sql, plan);
+	free(plan);
+}
+
+#define FINISHED "state IN ('done', 'failed', 'cancelled')"
+
+Test(daemon, finished_jobs_beyond_the_age_and_count_limits_are_pruned)
+{
+	static struct world w;
+	world_start(&w, 100, 2, "keep_jobs = 30d\nkeep_jobs_max = 25000\n");
+	/* the store's schema, then 100,000 finished jobs (60,000 of 100 days
+	 * ago, 40,000 of a day ago) and 10 unfinished ones of 200 days ago,
+	 * each with a step and an event, in one transaction */
+	daemon_start(&w);
+	daemon_stop(&w);
+	double now = (double)time(NULL);
+	char *sql = strprintf(
+		"BEGIN;"
+		"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100010) "
+		"INSERT INTO jobs(id, workflow, subject, params, state, created, ended) "
+		"SELECT i, 'up', 'g' || i, '{}', "
+		"CASE WHEN i <= 10 THEN 'needs-attention' WHEN i %% 3 = 0 THEN 'failed' ELSE 'done' END, "
+		"CASE WHEN i <= 10 THEN %f WHEN i <= 60010 THEN %f ELSE %f END, "
+		"CASE WHEN i <= 10 THEN NULL WHEN i <= 60010 THEN %f ELSE %f END FROM n;"
+		"INSERT INTO steps(job, idx, name, state) SELECT id, 0, 'clone', 'done' FROM jobs;"
+		"INSERT INTO events(job, time, kind, message) SELECT id, created, 'note', 'x' FROM jobs;"
+		"COMMIT;",
+		now - 200 * 86400.0, now - 100 * 86400.0, now - 86400.0, now - 100 * 86400.0,
+		now - 86400.0);
+	db_exec(&w, sql);
+	free(sql);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs", NULL), 100010);
+	/* at start: by age (60,000), then by count (the newest 25,000 of the
+	 * other 40,000 kept); the unfinished ones stay */
+	daemon_start(&w);
+	wait_log(&w, "pruned 75000 finished jobs");
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE " FINISHED, NULL), 25000);
+	cr_assert_eq(db_int(&w, "SELECT min(id) FROM jobs WHERE " FINISHED, NULL), 75011);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE state = 'needs-attention'",
+			    NULL), 10);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM steps", NULL), 25010, "steps go with them");
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM events", NULL), 25010, "events too");
+	daemon_stop(&w);
+	/* what the store is asked stays an index lookup whatever it holds */
+	assert_plan(&w, "SELECT id FROM jobs WHERE id < 5 ORDER BY id DESC LIMIT 20",
+		    "USING INTEGER PRIMARY KEY");
+	assert_plan(&w, "SELECT id FROM jobs WHERE id = 5", "USING INTEGER PRIMARY KEY");
+	assert_plan(&w, "SELECT idx FROM steps WHERE job = 5 ORDER BY idx",
+		    "sqlite_autoindex_steps_1 (job=?)");
+	assert_plan(&w, "SELECT time FROM events WHERE job = 5 ORDER BY id", "events_job (job=?)");
+	assert_plan(&w, "SELECT id FROM jobs WHERE state IN ('queued', 'running', "
+		    "'interrupted', 'needs-attention') ORDER BY id", "jobs_state_ended");
+	/* the command: --older-than instead of keep_jobs; pages */
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "jobs", "--prune", "--older-than", "12h", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "pruned 25000 finished jobs"), "%s", out);
+	free(out);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs", NULL), 10);
+	cr_assert_eq(pv(&w, &out, "--json", "jobs", "--limit", "4", NULL), 0, "%s", out);
+	json_object *o = json_tokener_parse(out);
+	cr_assert_not_null(o, "%s", out);
+	cr_assert_eq(json_object_array_length(json_object_object_get(o, "jobs")), 4);
+	cr_assert_eq(json_object_get_int(json_object_object_get(o, "next_before")), 7, "%s", out);
+	json_object_put(o);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "jobs", "--limit", "4", "--before", "3", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "\n2 ") && strstr(out, "\n1 ") && !strstr(out, "\n3 "), "%s", out);
+	cr_assert_null(strstr(out, "more:"), "the last page has no next:\n%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "jobs", "--older-than", "1d", NULL), 2, "%s", out);
+	free(out);
+	world_free(&w);
+}
+
 /* Raw lines to the socket; the answers (lines) read until n came. */
 static json_object *raw_lines(const struct world *w, const char *data, size_t len, int n)
 {
