@@ -1539,6 +1539,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	free(db);
+	/* a small page cache: the daemon reads a job at a time (and prunes) */
+	if (sqlite3_exec(store_db(d.store), "PRAGMA cache_size=-256", NULL, NULL, NULL) != SQLITE_OK)
+		log_warn("%s: cannot set the page cache size", store_file(d.store));
 	sched_init(&d.q, d.conf.daemon.workers, d.conf.daemon.node_jobs);
 	d.started_at = clock_unix_now();
 	d.m.start_time = d.started_at;

@@ -645,28 +645,62 @@ int store_jobs_unfinished(struct store *s, struct store_job **out, size_t *n, ch
 	return job_query(s, st, out, n, 0, err);
 }
 
+/* The first column of sql's first row (with ?1, if it has one, bound to
+ * a), or 0 when it has none. 0, or -1 with *err. */
+static int prune_query(struct store *s, const char *sql, long long a, long long *out,
+		       char **err)
+{
+	sqlite3_stmt *st = NULL;
+	*out = 0;
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK ||
+	    (sqlite3_bind_parameter_count(st) && sqlite3_bind_int64(st, 1, a) != SQLITE_OK)) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "prune");
+	}
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_fail(s, err, "prune");
+}
+
+static int store_jobs_prune_locked(struct store *s, double older_than, size_t keep_max,
+				   size_t *pruned, char **err)
+{
+	/* the newest finished job beyond keep_max (0: none), from the index
+	 * (counted first: the daily case has nothing beyond) */
+	long long finished = 0, cutoff = 0;
+	if (keep_max &&
+	    prune_query(s, "SELECT count(*) FROM jobs WHERE state IN " FINISHED_STATES, 0,
+			&finished, err) < 0)
+		return -1;
+	if (keep_max && finished > (long long)keep_max &&
+	    prune_query(s, "SELECT id FROM jobs WHERE state IN " FINISHED_STATES " ORDER BY id "
+			"DESC LIMIT 1 OFFSET ?1", (long long)keep_max, &cutoff, err) < 0)
+		return -1;
+	/* one statement, so one commit; their steps and events go with them
+	 * (ON DELETE CASCADE) */
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "DELETE FROM jobs WHERE state IN " FINISHED_STATES " AND "
+			       "(ended < ?1 OR (ended IS NULL AND created < ?1) OR id <= ?2)", -1,
+			       &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_double(st, 1, older_than) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 2, cutoff) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "prune");
+	}
+	if (run_done(s, st, err, "prune") < 0)
+		return -1;
+	*pruned = (size_t)sqlite3_changes(s->db);
+	return 0;
+}
+
 int store_jobs_prune(struct store *s, double older_than, size_t keep_max, size_t *pruned,
 		     char **err)
 {
 	*pruned = 0;
-	sqlite3_stmt *st = NULL;
 	lock(s);
-	/* one statement, so one commit; their steps and events go with them
-	 * (ON DELETE CASCADE) */
-	if (sqlite3_prepare_v2(s->db, "DELETE FROM jobs WHERE state IN " FINISHED_STATES " AND "
-			       "(ended < ?1 OR (ended IS NULL AND created < ?1) OR id IN (SELECT id "
-			       "FROM jobs WHERE state IN " FINISHED_STATES " ORDER BY id DESC LIMIT -1 "
-			       "OFFSET ?2))", -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_bind_double(st, 1, older_than) != SQLITE_OK ||
-	    sqlite3_bind_int64(st, 2, keep_max ? (long long)keep_max : LLONG_MAX) != SQLITE_OK) {
-		sqlite3_finalize(st);
-		int rc = db_fail(s, err, "prune");
-		unlock(s);
-		return rc;
-	}
-	int rc = run_done(s, st, err, "prune");
-	if (rc == 0)
-		*pruned = (size_t)sqlite3_changes(s->db);
+	int rc = store_jobs_prune_locked(s, older_than, keep_max, pruned, err);
 	unlock(s);
 	return rc;
 }

@@ -12,6 +12,7 @@
  *     time over the ideal 200 x clone / 4 (target at most 1.10), and over
  *     the sum of the jobs' own times / 4 (the queue's own gaps). */
 #include "ctl_client.h"
+#include "procstat.h"
 #include "simproc.h"
 #include "util.h"
 
@@ -41,37 +42,6 @@ static double now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static long status_field(pid_t pid, const char *key)
-{
-	char *path = strprintf("/proc/%d/status", (int)pid), *text = NULL;
-	long v = -1;
-	if (path && read_file(path, &text, NULL) == 0) {
-		char *k = strprintf("\n%s:", key);
-		const char *p = k ? strstr(text, k) : NULL;
-		if (p)
-			v = strtol(p + strlen(k), NULL, 10);
-		free(k);
-	}
-	free(text);
-	free(path);
-	return v;
-}
-
-/* Bounded wait until the process sleeps ("State: S"). */
-static void wait_sleeping(pid_t pid)
-{
-	for (int i = 0; i < 1000; i++) {
-		char *path = strprintf("/proc/%d/status", (int)pid), *text = NULL;
-		bool s = path && read_file(path, &text, NULL) == 0 && strstr(text, "\nState:\tS");
-		free(text);
-		free(path);
-		if (s)
-			return;
-		struct timespec ts = {0, 1000L * 1000};
-		nanosleep(&ts, NULL); /* polling a state, bounded */
-	}
 }
 
 static int cmp(const void *a, const void *b)
@@ -206,14 +176,14 @@ int main(int argc, char **argv)
 
 	/* 2. idle: memory and wakeups with nothing to do, from the moment it
 	 * sleeps (its last answer is out before it is back in poll) */
-	wait_sleeping(pid);
-	long rss = status_field(pid, "VmRSS");
-	long v0 = status_field(pid, "voluntary_ctxt_switches"),
-	     n0 = status_field(pid, "nonvoluntary_ctxt_switches");
+	procstat_wait_sleeping(pid);
+	long rss = procstat_field(pid, "VmRSS");
+	long v0 = procstat_field(pid, "voluntary_ctxt_switches"),
+	     n0 = procstat_field(pid, "nonvoluntary_ctxt_switches");
 	struct timespec win = {2, 0};
 	nanosleep(&win, NULL); /* the idle window is the measurement */
-	long v1 = status_field(pid, "voluntary_ctxt_switches"),
-	     n1 = status_field(pid, "nonvoluntary_ctxt_switches");
+	long v1 = procstat_field(pid, "voluntary_ctxt_switches"),
+	     n1 = procstat_field(pid, "nonvoluntary_ctxt_switches");
 	double wakeups = (double)((v1 - v0) + (n1 - n0)) / 2.0;
 
 	/* 3. 200 queued jobs, one connection, 4 workers */
