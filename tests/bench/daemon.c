@@ -119,30 +119,10 @@ int main(int argc, char **argv)
 		return fail("cannot write the configuration");
 	free(body);
 	free(text);
-	pid_t pid = fork();
-	if (pid < 0)
-		return fail("fork");
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd >= 0)
-			dup2(fd, 2);
-		setenv("PVAGENT_BIN", bin, 1);
-		execl(dbin, dbin, "-c", conf, "-f", (char *)NULL);
-		_exit(127);
-	}
 	struct ctl_client c;
 	char *err = NULL;
-	int r = 1;
-	for (int i = 0; i < 500 && r != 0; i++) {
-		r = ctl_client_connect(sock, &c, &err);
-		free(err);
-		err = NULL;
-		if (r) {
-			struct timespec ts = {0, 10L * 1000 * 1000};
-			nanosleep(&ts, NULL); /* polling for the socket, bounded */
-		}
-	}
-	if (r)
+	pid_t pid = procstat_daemon(dbin, bin, conf, log, sock, &c);
+	if (pid < 0)
 		return fail("pvagentd did not start");
 	int rc = 0;
 

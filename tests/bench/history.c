@@ -80,36 +80,17 @@ static int fill_store(const char *dir)
 static int measure(const char *dbin, const char *bin, const char *conf, const char *sock,
 		   const char *log, long *rss, long *peak)
 {
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0)
-			dup2(fd, 2);
-		setenv("PVAGENT_BIN", bin, 1);
-		execl(dbin, dbin, "-c", conf, "-f", (char *)NULL);
-		_exit(127);
-	}
 	struct ctl_client c;
 	char *err = NULL;
-	int r = 1;
-	for (int i = 0; i < 3000 && r != 0; i++) {
-		r = ctl_client_connect(sock, &c, &err);
-		free(err);
-		err = NULL;
-		if (r) {
-			struct timespec ts = {0, 10L * 1000 * 1000};
-			nanosleep(&ts, NULL); /* polling for the socket, bounded */
-		}
-	}
+	pid_t pid = procstat_daemon(dbin, bin, conf, log, sock, &c);
+	if (pid < 0)
+		return -1;
 	json_object *req = json_tokener_parse("{\"id\":1,\"op\":\"status\"}"), *ans = NULL;
-	bool ok = r == 0 && req && ctl_client_call(&c, req, &ans, &err) == 1;
+	bool ok = req && ctl_client_call(&c, req, &ans, &err) == 1;
 	json_object_put(req);
 	json_object_put(ans);
 	free(err);
-	if (r == 0)
-		ctl_client_close(&c);
+	ctl_client_close(&c);
 	if (ok && procstat_wait_sleeping(pid) == 0) {
 		*rss = procstat_field(pid, "VmRSS");
 		*peak = procstat_field(pid, "VmHWM");
