@@ -214,6 +214,14 @@ int tmpl_var_arg(struct tmpl_kvlist *vars, const char *arg, char **err)
 		*err = strprintf("--var %s: expected NAME=VALUE (NAME: letters, digits, '_')", arg);
 		return -1;
 	}
+	/* as in a template: a value holds no control character (a newline
+	 * in ciuser or description would reach PVE's config as it is) */
+	for (const char *p = eq + 1; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			*err = strprintf("%.*s: the value holds a control character (0x%02x)",
+					 (int)(eq - arg), arg, (unsigned)(unsigned char)*p);
+			return -1;
+		}
 	char *name = strndup(arg, (size_t)(eq - arg));
 	if (!name || tmpl_kvlist_set(vars, name, eq + 1) < 0) {
 		free(name);
