@@ -11,6 +11,7 @@
  *     time as in up.sh) through the daemon with 4 workers: wall
  *     time over the ideal 200 x clone / 4 (target at most 1.10), and over
  *     the sum of the jobs' own times / 4 (the queue's own gaps). */
+#include "benchend.h"
 #include "ctl_client.h"
 #include "procstat.h"
 #include "simproc.h"
@@ -233,12 +234,8 @@ int main(int argc, char **argv)
 	if (!(rss <= 8L * 1024 && wakeups == 0 && lat_first[LAT_RUNS - 1] <= 0.010 &&
 	      wall / ideal <= 1.10))
 		rc = 1;
-	if (simproc_stop(&sim) < 0)
-		rc = fail("the simulator did not exit cleanly");
-	char *cmd = strprintf("rm -rf '%s'", dir);
-	if (!cmd || system(cmd) != 0)
+	if (bench_end(&sim, dir) < 0)
 		rc = 1;
-	free(cmd);
 	free(secret);
 	free(conf);
 	free(sock);

@@ -7,6 +7,7 @@
  *     16 MiB peak);
  *   - the defaults (keep_jobs_max 10,000): the start prunes 90,000 jobs
  *     (the same targets). */
+#include "benchend.h"
 #include "ctl_client.h"
 #include "procstat.h"
 #include "simproc.h"
@@ -156,12 +157,8 @@ int main(void)
 	free(path);
 	if (rc == 0 && left != 10000)
 		rc = fail("the start with the defaults did not keep 10,000 jobs");
-	if (simproc_stop(&sim) < 0)
-		rc = fail("the simulator did not exit cleanly");
-	char *cmd = strprintf("rm -rf '%s'", dir);
-	if (!cmd || system(cmd) != 0)
+	if (bench_end(&sim, dir) < 0)
 		rc = 1;
-	free(cmd);
 	free(secret);
 	free(conf);
 	free(sock);
