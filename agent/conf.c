@@ -735,6 +735,7 @@ static int set_defaults(struct conf *c)
 	c->daemon.keep_jobs = 90 * 86400;
 	c->daemon.keep_jobs_max = 10000;
 	c->migrate.max_workers = 2;
+	c->migrate.with_local_disks = 1;
 	c->migrate.timeout = 3600;
 	c->migrate.memory_reserve = 1024;
 	c->migrate.per_target = 2;

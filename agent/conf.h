@@ -89,7 +89,8 @@ struct conf {
 	struct {
 		unsigned max_workers;    /* parallel migrations; default 2 */
 		unsigned bwlimit;        /* KiB/s; 0: PVE's own limit */
-		int with_local_disks;    /* default 0 */
+		int with_local_disks;    /* a running VM's local disks copied
+					  * live; default 1 */
 		char *target_storage;    /* or NULL: same storage */
 		unsigned timeout;        /* seconds per migration; default 3600 */
 		unsigned memory_reserve; /* MiB kept free on a target; default 1024 */

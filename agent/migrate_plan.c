@@ -316,6 +316,12 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 		return p->refusal ? 0 : -1;
 	if (check_memory(f, p) < 0 || p->refusal)
 		return p->refusal ? 0 : -1;
+	if (copies && f->running && f->no_live_local_disks) {
+		sbuf_addf(&b, "VM %d is running with local disks, and [migrate] with_local_disks = "
+			      "no: shut it down first (an offline migration copies them), or set "
+			      "with_local_disks = yes", f->vmid);
+		return refuse(p, &b);
+	}
 	p->method = f->running ? MIG_ONLINE : MIG_OFFLINE;
 	p->with_local_disks = copies && f->running;
 	if (copies && f->storage_map && !(p->targetstorage = strdup(f->storage_map)))

@@ -256,6 +256,7 @@ static enum step_rc mig_plan_step(struct job *j)
 	};
 	const struct conf *cf = job_env(j)->conf;
 	f.memory_reserve = (uint64_t)(cf ? cf->migrate.memory_reserve : 1024) << 20;
+	f.no_live_local_disks = cf && !cf->migrate.with_local_disks;
 	enum step_rc rc = STEP_RC_FAIL;
 	char *path_node = pve_path_escape(m->g.node);
 	if (!path_node) {

@@ -100,7 +100,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 		"[paths]\ntemplates = tmpl:/usr/share/t\nstate = /var/tmp/st\nsocket = run/s.sock\n\n"
 		"[daemon]\nworkers = 8\nnode_jobs = 3\nsocket_group = pvagent\nmetrics_file = m.prom\n"
 		"max_clients = 16\nkeep_jobs = 30d\nkeep_jobs_max = 500\n\n"
-		"[migrate]\nmax_workers = 3\nbwlimit = 100000\nwith_local_disks = yes\n"
+		"[migrate]\nmax_workers = 3\nbwlimit = 100000\nwith_local_disks = no\n"
 		"memory_reserve = 2048\nper_target = 3\nprobe_port = 2222\n"
 		"target_storage = local-lvm\ntimeout = 2h\n\n"
 		"[window \"night\"]\nnode = pve2\ndays = mon-fri\nstart = 02:30\nduration = 90m\n"
@@ -159,7 +159,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 	cr_expect_str_eq(c.daemon.socket_group, "pvagent");
 	cr_expect_eq(c.migrate.max_workers, 3);
 	cr_expect_eq(c.migrate.bwlimit, 100000);
-	cr_expect_eq(c.migrate.with_local_disks, 1);
+	cr_expect_eq(c.migrate.with_local_disks, 0);
 	cr_expect_str_eq(c.migrate.target_storage, "local-lvm");
 	cr_expect_eq(c.migrate.timeout, 7200);
 	cr_expect_eq(c.migrate.memory_reserve, 2048);
@@ -223,7 +223,7 @@ Test(conf, defaults_and_password_auth, .init = setup, .fini = teardown)
 	cr_expect_null(c.daemon.socket_group);
 	cr_expect_eq(c.migrate.max_workers, 2);
 	cr_expect_eq(c.migrate.bwlimit, 0);
-	cr_expect_eq(c.migrate.with_local_disks, 0);
+	cr_expect_eq(c.migrate.with_local_disks, 1);
 	cr_expect_eq(c.migrate.timeout, 3600);
 	cr_expect_eq(c.migrate.memory_reserve, 1024);
 	cr_expect_eq(c.migrate.per_target, 2);
