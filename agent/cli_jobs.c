@@ -2,6 +2,7 @@
  * jobs), job ID (its steps and events), resume ID (continue an
  * interrupted job in this process), cancel ID (end an unfinished one). */
 #include "cli.h"
+#include "clock.h"
 
 #include "json.h"
 #include "log.h"
@@ -100,28 +101,81 @@ static json_object *job_json(const struct store_job *j)
 	return o;
 }
 
+/* jobs --prune [--older-than AGE]: the finished jobs beyond [daemon]
+ * keep_jobs (or AGE) and keep_jobs_max, deleted. */
+static int prune(struct cli *cli, struct store *st, const char *older_than)
+{
+	unsigned age = cli->conf.daemon.keep_jobs;
+	if (older_than && conf_parse_duration(older_than, &age) < 0)
+		return cli_usage_error("jobs", "--older-than: expected a duration (30d, 12h, ...), "
+				       "not", older_than);
+	size_t n = 0;
+	char *err = NULL;
+	if (store_jobs_prune(st, clock_unix_now() - (double)age, cli->conf.daemon.keep_jobs_max,
+			     &n, &err) < 0) {
+		cli_error("job", "jobs", "%s", err ? err : "cannot prune the jobs");
+		free(err);
+		return 1;
+	}
+	if (cli->json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "result", json_object_new_string("ok"));
+		json_object_object_add(o, "command", json_object_new_string("jobs"));
+		json_object_object_add(o, "pruned", json_object_new_int64((int64_t)n));
+		json_object_object_add(o, "exit", json_object_new_int(0));
+		out_json_line(stdout, o);
+		json_object_put(o);
+	} else {
+		printf("pruned %zu finished jobs (ended more than %u s ago, or beyond the newest %u); "
+		       "unfinished ones are kept\n", n, age, cli->conf.daemon.keep_jobs_max);
+	}
+	return 0;
+}
+
 static int cmd_jobs(struct cli *cli, const struct cmd_args *args)
 {
 	long limit = 20;
+	long long before = 0;
+	bool pruning = false;
+	const char *older_than = NULL;
 	for (size_t i = 0; i < args->n; i++) {
+		const char *val = args->v[i].val;
 		char *end;
-		limit = strtol(args->v[i].val, &end, 10);
-		if (*end || limit < 1 || limit > 10000)
-			return cli_usage_error("jobs", "--limit: expected 1 to 10000, not",
-					       args->v[i].val);
+		switch (args->v[i].opt) {
+		case 'n':
+			limit = strtol(val, &end, 10);
+			if (*end || limit < 1 || limit > 10000)
+				return cli_usage_error("jobs", "--limit: expected 1 to 10000, not", val);
+			break;
+		case 'b':
+			errno = 0;
+			before = strtoll(val, &end, 10);
+			if (errno || *end || before < 1)
+				return cli_usage_error("jobs", "--before: expected a job ID, not", val);
+			break;
+		case 'P': pruning = true; break;
+		case 'o': older_than = val; break;
+		default: break;
+		}
 	}
+	if (older_than && !pruning)
+		return cli_usage_error("jobs", "--older-than goes with", "--prune");
 	struct store *st;
 	int rc = open_store(cli, "jobs", &st);
 	if (rc)
 		return rc;
+	if (pruning)
+		return prune(cli, st, older_than);
 	struct store_job *v = NULL;
 	size_t n = 0;
 	char *err = NULL;
-	if (store_jobs_list(st, (size_t)limit, &v, &n, &err) < 0) {
+	if (store_jobs_page(st, before, (size_t)limit, &v, &n, &err) < 0) {
 		cli_error("job", "jobs", "%s", err ? err : "cannot read the jobs");
 		free(err);
 		return 1;
 	}
+	/* a full page: the next one starts before its last job */
+	long long next = n == (size_t)limit ? v[n - 1].id : 0;
 	json_object *queued = NULL;
 	cli_daemon_queued(cli, &queued);
 	if (cli->json) {
@@ -131,6 +185,8 @@ static int cmd_jobs(struct cli *cli, const struct cmd_args *args)
 		json_object_object_add(o, "result", json_object_new_string("ok"));
 		json_object_object_add(o, "command", json_object_new_string("jobs"));
 		json_object_object_add(o, "jobs", a);
+		if (next)
+			json_object_object_add(o, "next_before", json_object_new_int64(next));
 		json_object_object_add(o, "exit", json_object_new_int(0));
 		if (queued)
 			json_object_object_add(o, "daemon_queued", json_object_get(queued));
@@ -153,6 +209,10 @@ static int cmd_jobs(struct cli *cli, const struct cmd_args *args)
 		if (t)
 			table_print(t, stdout);
 		table_free(t);
+		if (next && limit != 20)
+			fprintf(stderr, "more: pvagent jobs --before %lld --limit %ld\n", next, limit);
+		else if (next)
+			fprintf(stderr, "more: pvagent jobs --before %lld\n", next);
 		if (queued && json_object_array_length(queued))
 			cli_daemon_print_queued(queued);
 	}
@@ -513,11 +573,19 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 
 /* ---- the entries ---------------------------------------------------------------- */
 
-static const struct option jobs_opts[] = {{"limit", required_argument, NULL, 'n'}, {0}};
+static const struct option jobs_opts[] = {
+	{"limit", required_argument, NULL, 'n'},      {"before", required_argument, NULL, 'b'},
+	{"prune", no_argument, NULL, 'P'},            {"older-than", required_argument, NULL, 'o'},
+	{0}};
 
 const struct cmd_entry cmd_jobs_entry = {
-	"jobs", "[--limit N]", "recent jobs with their state and duration", "n:", jobs_opts, NULL,
-	0, 0, NULL, cmd_jobs, "pvagent jobs\npvagent jobs --limit 5",
+	"jobs", "[--limit N] [--before ID] | --prune [--older-than AGE]",
+	"recent jobs with their state and duration, a page at a time (the next: --before the last "
+	"ID); --prune: delete the finished jobs beyond [daemon] keep_jobs (or AGE) and "
+	"keep_jobs_max",
+	"n:", jobs_opts, NULL, 0, 0, NULL, cmd_jobs,
+	"pvagent jobs\npvagent jobs --limit 5\npvagent jobs --before 120\n"
+	"pvagent jobs --prune --older-than 30d",
 };
 static const struct option job_opts[] = {{"follow", no_argument, NULL, 'f'}, {0}};
 

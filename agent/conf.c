@@ -54,6 +54,9 @@ static const struct ini_key_spec daemon_keys[] = {
 	{"node_jobs", 0},
 	{"socket_group", 0},
 	{"metrics_file", 0},
+	{"max_clients", 0},
+	{"keep_jobs", 0},
+	{"keep_jobs_max", 0},
 	{NULL, 0},
 };
 static const struct ini_key_spec migrate_keys[] = {
@@ -574,6 +577,9 @@ static void load_daemon(struct ctx *x, const struct ini_section *s)
 	get_uint(x, s, "node_jobs", 1, 256, &x->c->daemon.node_jobs);
 	get_word(x, s, "socket_group", "._-", "group name", &x->c->daemon.socket_group);
 	get_path(x, s, "metrics_file", &x->c->daemon.metrics_file);
+	get_uint(x, s, "max_clients", 1, 65536, &x->c->daemon.max_clients);
+	get_duration(x, s, "keep_jobs", &x->c->daemon.keep_jobs);
+	get_uint(x, s, "keep_jobs_max", 1, 100000000, &x->c->daemon.keep_jobs_max);
 }
 
 static void load_migrate(struct ctx *x, const struct ini_section *s)
@@ -725,7 +731,11 @@ static int set_defaults(struct conf *c)
 	c->ssh.host_key_policy = CONF_HKP_STRICT;
 	c->daemon.workers = 2;
 	c->daemon.node_jobs = 2;
+	c->daemon.max_clients = 64;
+	c->daemon.keep_jobs = 90 * 86400;
+	c->daemon.keep_jobs_max = 10000;
 	c->migrate.max_workers = 2;
+	c->migrate.with_local_disks = 1;
 	c->migrate.timeout = 3600;
 	c->migrate.memory_reserve = 1024;
 	c->migrate.per_target = 2;

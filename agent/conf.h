@@ -80,11 +80,17 @@ struct conf {
 		unsigned node_jobs;      /* jobs in flight per node; default 2 */
 		char *socket_group;      /* or NULL: the daemon's own group */
 		char *metrics_file;      /* Prometheus text file, or NULL: none */
+		unsigned max_clients;    /* connections of peers other than root;
+					  * default 64 */
+		unsigned keep_jobs;      /* seconds a finished job is kept; default
+					  * 90 days */
+		unsigned keep_jobs_max;  /* finished jobs kept; default 10,000 */
 	} daemon;
 	struct {
 		unsigned max_workers;    /* parallel migrations; default 2 */
 		unsigned bwlimit;        /* KiB/s; 0: PVE's own limit */
-		int with_local_disks;    /* default 0 */
+		int with_local_disks;    /* a running VM's local disks copied
+					  * live; default 1 */
 		char *target_storage;    /* or NULL: same storage */
 		unsigned timeout;        /* seconds per migration; default 3600 */
 		unsigned memory_reserve; /* MiB kept free on a target; default 1024 */

@@ -125,8 +125,7 @@ void ctl_listener_close(struct ctl_listener *l)
 	l->fd = -1;
 }
 
-/* Is uid a member of gid (its primary group or a supplementary one)? */
-static bool in_group(uid_t uid, gid_t peer_gid, gid_t gid)
+bool ctl_uid_in_group(uid_t uid, gid_t peer_gid, gid_t gid)
 {
 	if (peer_gid == gid)
 		return true;
@@ -161,6 +160,19 @@ static bool in_group(uid_t uid, gid_t peer_gid, gid_t gid)
 	return found;
 }
 
+/* Write the answer e (consumed) without waiting, then close fd. */
+static void say_and_close(int fd, json_object *e)
+{
+	struct sbuf b = {0};
+	if (e && ctl_line_add(&b, e) == 0) {
+		ssize_t w = send(fd, b.s, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)w; /* best effort: the peer is turned away either way */
+	}
+	sbuf_free(&b);
+	json_object_put(e);
+	close(fd);
+}
+
 int ctl_accept(struct ctl_listener *l, struct ctl_conn *c, char **who)
 {
 	*who = NULL;
@@ -179,23 +191,16 @@ int ctl_accept(struct ctl_listener *l, struct ctl_conn *c, char **who)
 		close(fd);
 		return -1;
 	}
-	if (cr.uid != 0 && cr.uid != geteuid() && !(l->have_group && in_group(cr.uid, cr.gid, l->gid))) {
+	if (cr.uid != 0 && cr.uid != geteuid() && !(l->have_group && ctl_uid_in_group(cr.uid, cr.gid, l->gid))) {
 		*who = strprintf("pid %ld uid %u gid %u (not root, the daemon's user or in group %u)",
 				 (long)cr.pid, (unsigned)cr.uid, (unsigned)cr.gid, (unsigned)l->gid);
-		json_object *e = ctl_error(NULL, "refused", "permission denied: uid %u may not use "
-					   "this socket", (unsigned)cr.uid);
-		struct sbuf b = {0};
-		if (e && ctl_line_add(&b, e) == 0) {
-			ssize_t w = write(fd, b.s, b.len);
-			(void)w; /* best effort: the peer is refused either way */
-		}
-		sbuf_free(&b);
-		json_object_put(e);
-		close(fd);
+		say_and_close(fd, ctl_error(NULL, "refused", "permission denied: uid %u may not use "
+					    "this socket", (unsigned)cr.uid));
 		return -1;
 	}
 	c->fd = fd;
 	c->uid = cr.uid;
+	c->gid = cr.gid;
 	c->pid = cr.pid;
 	return 1;
 }
@@ -261,6 +266,13 @@ int ctl_conn_send(struct ctl_conn *c, json_object *o)
 bool ctl_conn_pending(const struct ctl_conn *c)
 {
 	return c->out_pos < c->out.len;
+}
+
+void ctl_conn_turn_away(struct ctl_conn *c, json_object *answer)
+{
+	say_and_close(c->fd, answer);
+	c->fd = -1;
+	ctl_conn_close(c);
 }
 
 void ctl_conn_close(struct ctl_conn *c)

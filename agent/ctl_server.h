@@ -19,6 +19,10 @@ struct ctl_listener {
 	bool have_group;
 };
 
+/* Is uid a member of gid: peer_gid (its primary group, as SO_PEERCRED
+ * gave it) or one of the user's groups? */
+bool ctl_uid_in_group(uid_t uid, gid_t peer_gid, gid_t gid);
+
 /* Listen on path (a stale socket nobody answers on is replaced; one that
  * answers is an error). group NULL: the daemon's own group. 0, or -1
  * with *err. */
@@ -33,6 +37,7 @@ void ctl_listener_close(struct ctl_listener *l);
 struct ctl_conn {
 	int fd;
 	uid_t uid;
+	gid_t gid;          /* the peer's primary group */
 	pid_t pid;
 	struct ctl_lines in;
 	struct sbuf out;
@@ -56,5 +61,8 @@ int ctl_conn_send(struct ctl_conn *c, json_object *o);
 int ctl_conn_flush(struct ctl_conn *c);
 bool ctl_conn_pending(const struct ctl_conn *c);
 void ctl_conn_close(struct ctl_conn *c);
+/* Write answer (consumed) without waiting and close: a connection that
+ * is not served (too many). */
+void ctl_conn_turn_away(struct ctl_conn *c, json_object *answer);
 
 #endif

@@ -113,9 +113,6 @@ int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out,
  * unnamed guests (PVE shows "VM 100") and guests sharing a name are
  * reached by VMID wherever a guest is named. */
 int guest_find(struct pve *c, const char *arg, struct guest_ref *out, struct pve_error *err);
-/* The old name of guest_find, for callers not yet renamed (wf_migrate.c):
- * a job keyed on a VMID finds its guest there too. */
-#define guest_find_by_name guest_find
 /* The same look-ups in a listing already made with guest_list(), so that
  * one listing serves several (no request; out is a copy; -1 is a duplicate
  * name or out of memory). The listing is as old as it is: use a fresh one

@@ -177,7 +177,7 @@ int ini_parse(const char *path, const char *text, size_t len, struct ini *out,
 		size_t eol = pos;
 		while (eol < len && text[eol] != '\n')
 			eol++;
-		const char *s = text + pos;
+		const char *s = text + pos, *line_start = s;
 		size_t n = eol - pos;
 		pos = eol < len ? eol + 1 : eol;
 		if (n && s[n - 1] == '\r')
@@ -223,12 +223,14 @@ int ini_parse(const char *path, const char *text, size_t len, struct ini *out,
 			if (ke == 0)
 				*err = strprintf("%s:%d: expected 'key = value' or '[section]'",
 						 path, line);
+			/* the line did not parse: what it holds is not quoted (it
+			 * may be a secret, and the reader of the message may not
+			 * be allowed to read the file: pvagentd's peers) */
 			else if (i < n && s[i] != '=' && i == ke)
-				*err = strprintf("%s:%d: %.*s: invalid character '%c' in key",
-						 path, line, (int)ke, s, s[i]);
+				*err = strprintf("%s:%d: column %zu: invalid character in a key",
+						 path, line, (size_t)(s - line_start) + ke + 1);
 			else
-				*err = strprintf("%s:%d: %.*s: expected '=' after the key",
-						 path, line, (int)ke, s);
+				*err = strprintf("%s:%d: expected '=' after the key", path, line);
 			goto fail;
 		}
 		if (ini.n_sections == 0) {

@@ -5,6 +5,8 @@
 #include "pvecfg.h"
 #include "util.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,11 +69,12 @@ int inventory_nodes(struct pve *c, json_object **out, struct pve_error *err)
 	return 0;
 }
 
-/* Disk bus and NIC model of one guest, from its config. */
-static int guest_hw(struct pve *c, json_object *res, json_object *o, struct pve_error *err)
+/* Disk bus and NIC model of one guest o (an inventory_guests item), from
+ * its config. */
+static int guest_hw(struct pve *c, json_object *o, struct pve_error *err)
 {
-	const char *type = json_text(res, "type"), *node = json_text(res, "node");
-	int64_t vmid = int_field(res, "vmid");
+	const char *type = json_text(o, "type"), *node = json_text(o, "node");
+	int64_t vmid = int_field(o, "vmid");
 	if (!type || !node) {
 		pve_error_set(err, PVE_ERR_PROTOCOL, "guest %lld without type or node",
 			      (long long)vmid);
@@ -172,12 +175,9 @@ int inventory_guests(struct pve *c, const char *node, json_object **out, struct 
 		json_object_object_add(o, "template",
 				       json_object_new_boolean(int_field(r, "template") != 0));
 		copy_field(o, r, "lock");
+		copy_field(o, r, "tags");
+		copy_field(o, r, "maxmem");
 		json_object_array_add(a, o);
-		if (guest_hw(c, r, o, err) < 0) {
-			json_object_put(a);
-			json_object_put(data);
-			return -1;
-		}
 	}
 	json_object_put(data);
 	if (!a) {
@@ -186,5 +186,90 @@ int inventory_guests(struct pve *c, const char *node, json_object **out, struct 
 	}
 	json_object_array_sort(a, cmp_vmid);
 	*out = a;
+	return 0;
+}
+
+/* ---- the configs, read concurrently ------------------------------------------ */
+
+struct hw_run {
+	json_object *guests;
+	const struct pve_opts *po;
+	pthread_mutex_t mu;
+	size_t next;                 /* the next guest to read */
+	bool failed;
+	struct pve_error err;        /* the first failure */
+};
+
+/* Read configs with client c (or a client of its own from po when c is
+ * NULL) until none are left or a read failed. */
+static void hw_worker(struct hw_run *r, struct pve *c)
+{
+	struct pve_error e = {0};
+	struct pve *own = NULL;
+	if (!c && !(c = own = pve_new(r->po, &e))) {
+		pthread_mutex_lock(&r->mu);
+		if (!r->failed) {
+			r->failed = true;
+			r->err = e;
+		} else {
+			pve_error_clear(&e);
+		}
+		pthread_mutex_unlock(&r->mu);
+		return;
+	}
+	for (;;) {
+		pthread_mutex_lock(&r->mu);
+		size_t i = r->next++;
+		bool stop = r->failed || i >= json_object_array_length(r->guests);
+		pthread_mutex_unlock(&r->mu);
+		if (stop)
+			break;
+		if (guest_hw(c, json_object_array_get_idx(r->guests, i), &e) < 0) {
+			pthread_mutex_lock(&r->mu);
+			if (!r->failed) {
+				r->failed = true;
+				r->err = e;
+				memset(&e, 0, sizeof e);
+			}
+			pthread_mutex_unlock(&r->mu);
+			pve_error_clear(&e);
+			break;
+		}
+	}
+	pve_free(own);
+}
+
+static void *hw_thread(void *arg)
+{
+	hw_worker(arg, NULL);
+	return NULL;
+}
+
+int inventory_guests_hw(struct pve *c, const struct pve_opts *po, unsigned parallel,
+			json_object *guests, struct pve_error *err)
+{
+	struct hw_run r = {.guests = guests, .po = po};
+	if (pthread_mutex_init(&r.mu, NULL) != 0) {
+		pve_error_set(err, PVE_ERR_INTERNAL, "cannot make a mutex");
+		return -1;
+	}
+	size_t n = json_object_array_length(guests), k = po && parallel ? parallel : 1;
+	if (k > n)
+		k = n;
+	pthread_t *th = k > 1 ? calloc(k, sizeof *th) : NULL;
+	size_t started = 0;
+	for (; th && started < k; started++)
+		if (pthread_create(&th[started], NULL, hw_thread, &r) != 0)
+			break;
+	if (started == 0)
+		hw_worker(&r, c); /* one at a time, on the caller's client */
+	for (size_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	pthread_mutex_destroy(&r.mu);
+	if (r.failed) {
+		*err = r.err;
+		return -1;
+	}
 	return 0;
 }

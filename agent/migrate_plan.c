@@ -248,6 +248,10 @@ static const char *resource_fix(const char *key)
 		return "a host device: remove it or use 'socket'";
 	if (strncmp(key, "virtiofs", 8) == 0)
 		return "a directory mapping: map it on the target too";
+	/* qemu-server's check_non_migratable_resources: only while it runs */
+	if (strcmp(key, "amd-sev") == 0 || strcmp(key, "intel-tdx") == 0)
+		return "its memory is encrypted, so it cannot move while it runs: shut it down and "
+		       "migrate it offline";
 	return "remove it from the guest's config";
 }
 
@@ -321,6 +325,19 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 		json_int(d, "cdrom", &cd);
 		json_int(d, "is_unused", &unused);
 		const char *volid = json_str(d, "volid"), *drive = json_str(d, "drivename");
+		long long ci = 0;
+		json_int(d, "is_cloudinit", &ci);
+		/* QemuMigrate::scan_local_volumes: a cloud-init drive is generated
+		 * again on the target; the host's drive cannot move */
+		if (cd && ci)
+			continue;
+		if (cd && volid && strcmp(volid, "cdrom") == 0) {
+			sbuf_addf(&b, "VM %d uses the host's CD drive%s%s, and PVE can't migrate a local "
+				      "cdrom drive: set it to none (qm set %d --%s none,media=cdrom)",
+				  f->vmid, drive ? " as " : "", drive ? drive : "", f->vmid,
+				  drive ? drive : "ide2");
+			return refuse(p, &b);
+		}
 		if (cd) {
 			sbuf_addf(&b, "VM %d has a local ISO '%s' in its CD drive%s%s: eject it "
 				      "(qm set %d --%s none,media=cdrom) or keep the ISO on shared "
@@ -339,6 +356,12 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 		return p->refusal ? 0 : -1;
 	if (check_memory(f, p) < 0 || p->refusal)
 		return p->refusal ? 0 : -1;
+	if (copies && f->running && f->no_live_local_disks) {
+		sbuf_addf(&b, "VM %d is running with local disks, and [migrate] with_local_disks = "
+			      "no: shut it down first (an offline migration copies them), or set "
+			      "with_local_disks = yes", f->vmid);
+		return refuse(p, &b);
+	}
 	p->method = f->running ? MIG_ONLINE : MIG_OFFLINE;
 	p->with_local_disks = copies && f->running;
 	if (copies && f->storage_map && !(p->targetstorage = strdup(f->storage_map)))

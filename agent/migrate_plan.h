@@ -58,6 +58,7 @@ struct mig_facts {
 				      advice to give one */
 	uint64_t memory_reserve;   /* [migrate] memory_reserve, bytes */
 	unsigned restart_timeout;  /* lxc restart: shutdown timeout, s (0: 180) */
+	bool no_live_local_disks;  /* [migrate] with_local_disks = no */
 };
 
 struct mig_plan {

@@ -433,12 +433,18 @@ static int check_node(struct cli *cli, const char *cmd, const char *node)
 	return cli_fail_pve(cli, cmd, &e);
 }
 
+/* list --long: the configs read this many at once */
+#define LIST_CONFIG_READS 8
+
 static int cmd_list(struct cli *cli, const struct cmd_args *a)
 {
 	const char *node = NULL;
-	for (size_t i = 0; i < a->n; i++)
+	bool longer = false;
+	for (size_t i = 0; i < a->n; i++) {
 		if (a->v[i].opt == 'n')
 			node = a->v[i].val;
+		longer |= a->v[i].opt == 'l';
+	}
 	int rc = check_node(cli, "list", node);
 	if (rc)
 		return rc;
@@ -446,11 +452,17 @@ static int cmd_list(struct cli *cli, const struct cmd_args *a)
 	struct pve_error e = {0};
 	if (inventory_guests(cli->pve, node, &guests, &e) < 0)
 		return cli_fail_pve(cli, "list", &e);
+	struct pve_opts po = job_conf_pve_opts(&cli->conf);
+	if (longer && inventory_guests_hw(cli->pve, &po, LIST_CONFIG_READS, guests, &e) < 0) {
+		json_object_put(guests);
+		return cli_fail_pve(cli, "list", &e);
+	}
 	if (cli->json) {
 		print_result(cli, "list", "guests", guests);
 	} else {
-		const char *hdr[] = {"VMID", "NAME", "NODE", "TYPE", "STATUS", "DISK", "NIC"};
-		struct table *t = table_new(7, hdr);
+		const char *hdr[] = {"VMID", "NAME", "NODE", "TYPE", "STATUS", "MEMORY", "TAGS", "DISK",
+				     "NIC"};
+		struct table *t = table_new(longer ? 9 : 7, hdr);
 		for (size_t i = 0; t && i < json_object_array_length(guests); i++) {
 			json_object *g = json_object_array_get_idx(guests, i);
 			json_object *tv = NULL;
@@ -460,9 +472,13 @@ static int cmd_list(struct cli *cli, const struct cmd_args *a)
 			snprintf(status, sizeof status, "%s%s%s%s",
 				 json_object_get_boolean(tv) ? "template" : json_text(g, "status"),
 				 lock ? " (lock: " : "", lock ? lock : "", lock ? ")" : "");
+			char mem[24] = "-";
+			if (json_object_object_get(g, "maxmem"))
+				out_bytes(mem, sizeof mem, num(g, "maxmem"));
+			const char *tags = json_text(g, "tags");
 			const char *row[] = {json_text(g, "vmid"), json_text(g, "name"), json_text(g, "node"),
-					     json_text(g, "type"), status, json_text(g, "disk_bus"),
-					     json_text(g, "nic_model")};
+					     json_text(g, "type"), status, mem, tags && *tags ? tags : "-",
+					     json_text(g, "disk_bus"), json_text(g, "nic_model")};
 			table_add(t, row);
 		}
 		if (t)
@@ -773,7 +789,8 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 
 /* ---- command table and main ---------------------------------------------- */
 
-static const struct option list_opts[] = {{"node", required_argument, NULL, 'n'}, {0}};
+static const struct option list_opts[] = {{"node", required_argument, NULL, 'n'},
+					  {"long", no_argument, NULL, 'l'}, {0}};
 static const struct option up_opts[] = {
 	{"template", required_argument, NULL, 't'}, {"node", required_argument, NULL, 'n'},
 	{"vmid", required_argument, NULL, 'i'},     {"storage", required_argument, NULL, 's'},
@@ -791,9 +808,11 @@ static const struct cmd_entry cmd_nodes_entry = {
 	"pvagent nodes\npvagent --json nodes",
 };
 static const struct cmd_entry cmd_list_entry = {
-	"list", "[--node N]", "guests: vmid, name, node, type, status, disk bus, NIC", "n:",
-	list_opts, NULL, 0, 0, NULL, cmd_list,
-	"pvagent list\npvagent --json list --node pve1",
+	"list", "[--node N] [--long]",
+	"guests: vmid, name, node, type, status, memory, tags (one request); --long: also the "
+	"disk bus and NIC of each guest's config, read 8 at once",
+	"n:l", list_opts, NULL, 0, 0, NULL, cmd_list,
+	"pvagent list\npvagent list --long\npvagent --json list --node pve1",
 };
 static const struct cmd_entry cmd_templates_entry = {
 	"templates", "", "the templates pvagent can provision from", NULL, NULL, NULL, 0, 0, NULL,

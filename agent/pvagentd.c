@@ -1,7 +1,8 @@
 /* pvagentd.c - the daemon: startup (configuration, the store and its
  * lock, resuming unfinished jobs, the control socket), the one event loop
  * (signals through a signalfd, the socket, the jobs' pipes; poll with no
- * timeout while nothing is due, so an idle daemon never wakes), the
+ * timeout but the next maintenance window or the daily pruning of
+ * finished jobs, so an idle daemon does not wake), the connection limit, the
  * requests of the control protocol (ctl.h), and stopping. Jobs are
  * queued with their limits (jobq.h) and each runs as a pvagent child
  * (jobproc.h) whose output and events are passed to the clients that
@@ -21,6 +22,7 @@
 #include "metrics.h"
 #include "jobq.h"
 #include "store.h"
+#include "submit_check.h"
 #include "tmpl.h"
 #include "util.h"
 #include "window.h"
@@ -45,10 +47,23 @@
 /* How long running steps may take to end after SIGTERM before their
  * processes are killed (their jobs are then recorded interrupted). */
 #define STOP_GRACE_S 30.0
+/* How often finished jobs beyond [daemon] keep_jobs/keep_jobs_max are
+ * pruned (and at start). */
+#define PRUNE_EVERY_S 86400.0
 
 struct dconn {
 	struct ctl_conn c;
+	bool counted;                /* against [daemon] max_clients */
 	struct dconn *next;
+};
+
+/* A message that may come in a flood (a peer's connections, the fd
+ * limit): said at once, then at most once per LOG_EVERY_S with how many
+ * times it came meanwhile. */
+#define LOG_EVERY_S 60.0
+struct lograte {
+	double next;                 /* monotonic: when it may be said again */
+	unsigned long held;          /* times it came since it was said */
 };
 
 struct watcher {
@@ -85,10 +100,14 @@ struct daemon {
 	struct ctl_listener lis;
 	struct sched q;
 	struct dconn *conns;
+	unsigned n_clients;          /* connections counted against max_clients */
+	bool accept_paused;          /* at the fd limit: until an fd closes */
+	struct lograte log_refused, log_busy, log_accept;
 	int sig_fd;
 	double started_at;           /* unix */
 	bool stopping;
 	double stop_deadline;        /* monotonic */
+	double next_prune;           /* monotonic */
 	char *bin;
 	struct metrics m;
 	bool foreground;
@@ -127,6 +146,21 @@ static void log_line(void *ctx, enum log_level lvl, const char *line)
 		(void)w; /* nowhere to report a failing stderr */
 	}
 	sbuf_free(&b);
+}
+
+/* May a message of r be said now? Then *held: the times it came unsaid
+ * since it was last said. */
+static bool say_now(struct lograte *r, unsigned long *held)
+{
+	double now = mono_now();
+	if (now < r->next) {
+		r->held++;
+		return false;
+	}
+	*held = r->held;
+	r->held = 0;
+	r->next = now + LOG_EVERY_S;
+	return true;
 }
 
 /* ---- jobs -------------------------------------------------------------- */
@@ -490,6 +524,7 @@ static void on_child_fd(struct daemon *d, struct djob *j, int *fd)
 	if (n <= 0) {
 		close(*fd);
 		*fd = -1;
+		d->accept_paused = false;
 		maybe_end(d, j);
 		return;
 	}
@@ -634,6 +669,15 @@ static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json
 		}
 	}
 	char *err = NULL;
+	const struct submit_peer peer = {c->c.uid, c->c.gid};
+	if (submit_check(argv, argc, &peer, (const char *const *)d->conf.paths.templates,
+			 &err) < 0) {
+		log_warn("uid %u: %.64s refused: %s", (unsigned)c->c.uid, argv[0],
+			 err ? err : "out of memory");
+		answer(c, ctl_error(id, "refused", "%s", err ? err : "out of memory"));
+		free(err);
+		goto out;
+	}
 	struct djob *j = djob_queue(d, argv, argc, guests, ng, node, &err);
 	if (!j) {
 		answer(c, ctl_error(id, "internal", "%s", err ? err : "out of memory"));
@@ -833,6 +877,8 @@ static void conn_drop(struct daemon *d, struct dconn *c)
 			break;
 		}
 	ctl_conn_close(&c->c);
+	d->n_clients -= c->counted;
+	d->accept_paused = false;
 	free(c);
 }
 
@@ -890,15 +936,42 @@ static void on_accept(struct daemon *d)
 		}
 		char *who = NULL;
 		int r = ctl_accept(&d->lis, &c->c, &who);
+		int e = errno;
+		unsigned long held = 0;
 		if (r <= 0) {
-			if (r < 0 && who)
-				log_warn("control socket: refused %s", who);
-			else if (r < 0)
-				log_warn("control socket: accept: %s", strerror(errno));
+			if (r < 0 && who) {
+				if (say_now(&d->log_refused, &held))
+					log_warn("control socket: refused %s (and %lu more since this "
+						 "was last said)", who, held);
+			} else if (r < 0 && (e == EMFILE || e == ENFILE)) {
+				/* the connection waits in the backlog; polling the
+				 * listener now would only fail again */
+				d->accept_paused = true;
+				if (say_now(&d->log_accept, &held))
+					log_error("control socket: accept: %s: not accepting until a "
+						  "connection closes (and %lu more since this was last "
+						  "said)", strerror(e), held);
+			} else if (r < 0 && say_now(&d->log_accept, &held)) {
+				log_warn("control socket: accept: %s (and %lu more since this was "
+					 "last said)", strerror(e), held);
+			}
 			free(who);
 			free(c);
 			return;
 		}
+		c->counted = c->c.uid != 0 && c->c.uid != geteuid();
+		if (c->counted && d->n_clients >= d->conf.daemon.max_clients) {
+			if (say_now(&d->log_busy, &held))
+				log_warn("control socket: uid %u turned away: %u clients connected "
+					 "([daemon] max_clients; and %lu more since this was last said)",
+					 (unsigned)c->c.uid, d->n_clients, held);
+			ctl_conn_turn_away(&c->c, ctl_error(NULL, "busy", "too many clients: at most "
+							    "%u at once; try again later",
+							    d->conf.daemon.max_clients));
+			free(c);
+			continue;
+		}
+		d->n_clients += c->counted;
 		c->next = d->conns;
 		d->conns = c;
 	}
@@ -1115,6 +1188,8 @@ static bool djob_alive(struct daemon *d, struct djob *j)
 	return false;
 }
 
+static void prune_jobs(struct daemon *d);
+
 static int run(struct daemon *d)
 {
 	struct pollmap m = {0};
@@ -1125,10 +1200,18 @@ static int run(struct daemon *d)
 		/* the windows' drains and undrains, queued before the jobs'
 		 * pipes are polled */
 		double due = d->stopping ? -1 : windows_tick(d);
+		if (!d->stopping) {
+			double now = mono_now();
+			if (now >= d->next_prune)
+				prune_jobs(d);
+			double p = d->next_prune - now;
+			if (due < 0 || p < due)
+				due = p > 0 ? p : 0;
+		}
 		schedule(d);
 		m.n = 0;
 		bool oom = pm_add(&m, d->sig_fd, POLLIN, SRC_SIG, NULL) < 0;
-		if (!d->stopping && d->lis.fd >= 0)
+		if (!d->stopping && d->lis.fd >= 0 && !d->accept_paused)
 			oom |= pm_add(&m, d->lis.fd, POLLIN, SRC_LISTEN, NULL) < 0;
 		sweep_conns(d);
 		for (struct dconn *c = d->conns; c; c = c->next)
@@ -1279,6 +1362,22 @@ static bool parent_open(struct daemon *d, const struct store_job *sj)
 	return open;
 }
 
+/* Delete the finished jobs beyond [daemon] keep_jobs and keep_jobs_max. */
+static void prune_jobs(struct daemon *d)
+{
+	size_t n = 0;
+	char *err = NULL;
+	double cutoff = clock_unix_now() - (double)d->conf.daemon.keep_jobs;
+	if (store_jobs_prune(d->store, cutoff, d->conf.daemon.keep_jobs_max, &n, &err) < 0) {
+		log_warn("pruning jobs: %s", err ? err : "store");
+		free(err);
+	} else if (n) {
+		log_info("pruned %zu finished jobs (ended more than %u s ago, or beyond the newest "
+			 "%u)", n, d->conf.daemon.keep_jobs, d->conf.daemon.keep_jobs_max);
+	}
+	d->next_prune = mono_now() + PRUNE_EVERY_S;
+}
+
 /* Queue every unfinished job of the store again (its resume re-attaches
  * to the PVE tasks it recorded). */
 static void resume_all(struct daemon *d)
@@ -1286,16 +1385,13 @@ static void resume_all(struct daemon *d)
 	struct store_job *v = NULL;
 	size_t n = 0;
 	char *err = NULL;
-	const size_t limit = 1000000;
-	if (store_jobs_list(d->store, limit, &v, &n, &err) < 0) {
+	if (store_jobs_unfinished(d->store, &v, &n, &err) < 0) {
 		log_error("cannot read the jobs to resume: %s", err ? err : "store");
 		free(err);
 		return;
 	}
-	if (n == limit)
-		log_warn("only the newest %zu jobs were looked at for resuming", limit);
 	/* oldest first */
-	for (size_t i = n; i-- > 0;) {
+	for (size_t i = 0; i < n; i++) {
 		const struct store_job *sj = &v[i];
 		/* (a workflow this pvagent does not know: its resume says so) */
 		long holder = 0;
@@ -1492,9 +1588,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	free(db);
+	/* a small page cache: the daemon reads a job at a time (and prunes) */
+	if (sqlite3_exec(store_db(d.store), "PRAGMA cache_size=-256", NULL, NULL, NULL) != SQLITE_OK)
+		log_warn("%s: cannot set the page cache size", store_file(d.store));
 	sched_init(&d.q, d.conf.daemon.workers, d.conf.daemon.node_jobs);
 	d.started_at = clock_unix_now();
 	d.m.start_time = d.started_at;
+	prune_jobs(&d);
 	resume_all(&d);
 	if (windows_sync(&d) < 0) {
 		log_error("out of memory for the maintenance windows");

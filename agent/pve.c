@@ -1172,13 +1172,16 @@ static int call(struct pve *c, const char *method, const char *path, const char 
 			err->ambiguous = true;
 			return -1;
 		}
+		/* A plain 5xx (no known reason such as "locked" or "already
+		 * exists") may also come after the handler did its work; on a
+		 * GET, which changes nothing, it is asked again as a 503 is (PVE's
+		 * definite answers, not found, permission, parameters, are kinds
+		 * of their own and never retried). */
+		bool unknown_5xx = err->http_status >= 500 && err->kind == PVE_ERR_API;
 		bool retry = pve_err_retryable(err->kind) ||
-			     (err->kind == PVE_ERR_TIMEOUT && is_get(method));
+			     (is_get(method) && (err->kind == PVE_ERR_TIMEOUT || unknown_5xx));
 		if (at.maybe_applied)
 			earlier_unknown = true;
-		/* A plain 5xx (no known reason such as "locked" or "already
-		 * exists") may also come after the handler did its work. */
-		bool unknown_5xx = err->http_status >= 500 && err->kind == PVE_ERR_API;
 		if (co && co->stop_if_maybe_applied && !is_get(method) &&
 		    (at.maybe_applied || err->kind == PVE_ERR_TRANSIENT || unknown_5xx)) {
 			err->ambiguous = true;

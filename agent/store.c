@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -303,7 +304,11 @@ int store_open(const char *path, struct store **out, char **err)
 	 * keeps the rollback journal, which still works. */
 	if (exec(s, "PRAGMA journal_mode=WAL", err, "journal mode") < 0 ||
 	    exec(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON", err, "pragmas") < 0 ||
-	    migrate(s, err) < 0)
+	    migrate(s, err) < 0 ||
+	    /* pruning by age and reading the unfinished jobs (an index, not a
+	     * schema change: any version of the file may have it) */
+	    exec(s, "CREATE INDEX IF NOT EXISTS jobs_state_ended ON jobs(state, ended)", err,
+		 "index") < 0)
 		goto fail;
 	*out = s;
 	return 0;
@@ -685,6 +690,8 @@ int store_job_update(struct store *s, const struct store_job *j, char **err)
 	return rc;
 }
 
+#define OPEN_STATES "('queued', 'running', 'interrupted', 'needs-attention')"
+#define FINISHED_STATES "('done', 'failed', 'cancelled')"
 #define JOB_COLS "id, workflow, subject, params, vars, state, created, started, ended, error, pid"
 
 /* ---- reading rows ------------------------------------------------------------------- */
@@ -801,8 +808,7 @@ int store_job_find_open(struct store *s, const char *workflow, const char *subje
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
 			       "SELECT " JOB_COLS " FROM jobs WHERE workflow=? AND subject=? AND "
-			       "state IN ('queued', 'running', 'interrupted', 'needs-attention') "
-			       "ORDER BY id DESC",
+			       "state IN " OPEN_STATES " ORDER BY id DESC",
 			       -1, &st, NULL) != SQLITE_OK ||
 	    bind_text(st, 1, workflow) != SQLITE_OK || bind_text(st, 2, subject) != SQLITE_OK) {
 		sqlite3_finalize(st);
@@ -814,14 +820,92 @@ int store_job_find_open(struct store *s, const char *workflow, const char *subje
 int store_jobs_list(struct store *s, size_t limit, struct store_job **out, size_t *n,
 		    char **err)
 {
+	return store_jobs_page(s, 0, limit, out, n, err);
+}
+
+int store_jobs_page(struct store *s, long long before, size_t limit, struct store_job **out,
+		    size_t *n, char **err)
+{
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs ORDER BY id DESC LIMIT ?", -1,
-			       &st, NULL) != SQLITE_OK ||
-	    sqlite3_bind_int64(st, 1, limit ? (long long)limit : 50) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs WHERE id < ? ORDER BY id "
+			       "DESC LIMIT ?", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 1, before > 0 ? before : LLONG_MAX) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 2, limit ? (long long)limit : 50) != SQLITE_OK) {
 		sqlite3_finalize(st);
 		return db_fail(s, err, "jobs");
 	}
 	return job_query(s, st, out, n, limit ? limit : 50, err);
+}
+
+int store_jobs_unfinished(struct store *s, struct store_job **out, size_t *n, char **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs WHERE state IN "
+			       OPEN_STATES " ORDER BY id", -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "jobs");
+	}
+	return job_query(s, st, out, n, 0, err);
+}
+
+/* The first column of sql's first row (with ?1, if it has one, bound to
+ * a), or 0 when it has none. 0, or -1 with *err. */
+static int prune_query(struct store *s, const char *sql, long long a, long long *out,
+		       char **err)
+{
+	sqlite3_stmt *st = NULL;
+	*out = 0;
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK ||
+	    (sqlite3_bind_parameter_count(st) && sqlite3_bind_int64(st, 1, a) != SQLITE_OK)) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "prune");
+	}
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_fail(s, err, "prune");
+}
+
+static int store_jobs_prune_locked(struct store *s, double older_than, size_t keep_max,
+				   size_t *pruned, char **err)
+{
+	/* the newest finished job beyond keep_max (0: none), from the index
+	 * (counted first: the daily case has nothing beyond) */
+	long long finished = 0, cutoff = 0;
+	if (keep_max &&
+	    prune_query(s, "SELECT count(*) FROM jobs WHERE state IN " FINISHED_STATES, 0,
+			&finished, err) < 0)
+		return -1;
+	if (keep_max && finished > (long long)keep_max &&
+	    prune_query(s, "SELECT id FROM jobs WHERE state IN " FINISHED_STATES " ORDER BY id "
+			"DESC LIMIT 1 OFFSET ?1", (long long)keep_max, &cutoff, err) < 0)
+		return -1;
+	/* one statement, so one commit; their steps and events go with them
+	 * (ON DELETE CASCADE) */
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "DELETE FROM jobs WHERE state IN " FINISHED_STATES " AND "
+			       "(ended < ?1 OR (ended IS NULL AND created < ?1) OR id <= ?2)", -1,
+			       &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_double(st, 1, older_than) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 2, cutoff) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "prune");
+	}
+	if (run_done(s, st, err, "prune") < 0)
+		return -1;
+	*pruned = (size_t)sqlite3_changes(s->db);
+	return 0;
+}
+
+int store_jobs_prune(struct store *s, double older_than, size_t keep_max, size_t *pruned,
+		     char **err)
+{
+	*pruned = 0;
+	lock(s);
+	int rc = store_jobs_prune_locked(s, older_than, keep_max, pruned, err);
+	unlock(s);
+	return rc;
 }
 
 /* ---- steps ------------------------------------------------------------------------ */

@@ -123,6 +123,18 @@ int store_job_find_open(struct store *s, const char *workflow, const char *subje
 /* The newest jobs first, at most limit (0: 50). */
 int store_jobs_list(struct store *s, size_t limit, struct store_job **out, size_t *n,
 		    char **err);
+/* The same from the jobs older than job before (0: from the newest): the
+ * next page starts before the last ID of this one. */
+int store_jobs_page(struct store *s, long long before, size_t limit, struct store_job **out,
+		    size_t *n, char **err);
+/* Every unfinished job (job_state_open), oldest first. */
+int store_jobs_unfinished(struct store *s, struct store_job **out, size_t *n, char **err);
+/* Delete the finished jobs (done, failed, cancelled) that ended before
+ * older_than (unix seconds) or are not among the newest keep_max finished
+ * ones (0: no count limit), with their steps and events, in one commit;
+ * *pruned: how many. Unfinished jobs are never deleted. */
+int store_jobs_prune(struct store *s, double older_than, size_t keep_max, size_t *pruned,
+		     char **err);
 
 /* ---- steps ---------------------------------------------------------------- */
 

@@ -214,6 +214,14 @@ int tmpl_var_arg(struct tmpl_kvlist *vars, const char *arg, char **err)
 		*err = strprintf("--var %s: expected NAME=VALUE (NAME: letters, digits, '_')", arg);
 		return -1;
 	}
+	/* as in a template: a value holds no control character (a newline
+	 * in ciuser or description would reach PVE's config as it is) */
+	for (const char *p = eq + 1; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			*err = strprintf("%.*s: the value holds a control character (0x%02x)",
+					 (int)(eq - arg), arg, (unsigned)(unsigned char)*p);
+			return -1;
+		}
 	char *name = strndup(arg, (size_t)(eq - arg));
 	if (!name || tmpl_kvlist_set(vars, name, eq + 1) < 0) {
 		free(name);
@@ -929,7 +937,7 @@ int tmpl_load_file(const char *path, struct tmpl **out, char **err)
 	return 0;
 }
 
-static int valid_tmpl_name(const char *name)
+int tmpl_name_valid(const char *name)
 {
 	return name[0] != '.' && all_chars(name, "._-");
 }
@@ -1005,7 +1013,7 @@ int tmpl_load(const char *const *dirs, const char *name, struct tmpl **out,
 	*err = NULL;
 	if (strchr(name, '/'))
 		return tmpl_load_file(name, out, err);
-	if (!valid_tmpl_name(name)) {
+	if (!tmpl_name_valid(name)) {
 		*err = strprintf("%s: not a template name (letters, digits, '.', '_', '-')", name);
 		return -1;
 	}

@@ -171,6 +171,9 @@ int tmpl_load_file(const char *path, struct tmpl **out, char **err);
  * NAME.tmpl. A name containing '/' is taken as a file path. */
 int tmpl_load(const char *const *dirs, const char *name, struct tmpl **out,
 	      char **err);
+/* Is name a template name (letters, digits, '.', '_', '-'; not starting
+ * with '.'), as opposed to a path? 1 or 0. */
+int tmpl_name_valid(const char *name);
 void tmpl_free(struct tmpl *t);
 
 /* Every NAME.tmpl in dirs (an earlier directory hides a later one's file of

@@ -163,7 +163,7 @@ static enum step_rc mig_plan_step(struct job *j)
 	struct pve *c = job_pve(j);
 	struct pve_error *err = job_err(j);
 	guest_ref_clear(&m->g);
-	int found = guest_find_by_name(c, job_subject(j), &m->g, err);
+	int found = guest_find(c, job_subject(j), &m->g, err);
 	if (found < 0)
 		return STEP_RC_FAIL;
 	if (!found)
@@ -193,6 +193,7 @@ static enum step_rc mig_plan_step(struct job *j)
 	};
 	const struct conf *cf = job_env(j)->conf;
 	f.memory_reserve = (uint64_t)(cf ? cf->migrate.memory_reserve : 1024) << 20;
+	f.no_live_local_disks = cf && !cf->migrate.with_local_disks;
 	enum step_rc rc = STEP_RC_FAIL;
 	if (mig_read_guest(c, &m->g, m->target, &rd, &f, err) < 0)
 		goto out;

@@ -11,7 +11,9 @@
  *     time as in up.sh) through the daemon with 4 workers: wall
  *     time over the ideal 200 x clone / 4 (target at most 1.10), and over
  *     the sum of the jobs' own times / 4 (the queue's own gaps). */
+#include "benchend.h"
 #include "ctl_client.h"
+#include "procstat.h"
 #include "simproc.h"
 #include "util.h"
 
@@ -41,37 +43,6 @@ static double now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static long status_field(pid_t pid, const char *key)
-{
-	char *path = strprintf("/proc/%d/status", (int)pid), *text = NULL;
-	long v = -1;
-	if (path && read_file(path, &text, NULL) == 0) {
-		char *k = strprintf("\n%s:", key);
-		const char *p = k ? strstr(text, k) : NULL;
-		if (p)
-			v = strtol(p + strlen(k), NULL, 10);
-		free(k);
-	}
-	free(text);
-	free(path);
-	return v;
-}
-
-/* Bounded wait until the process sleeps ("State: S"). */
-static void wait_sleeping(pid_t pid)
-{
-	for (int i = 0; i < 1000; i++) {
-		char *path = strprintf("/proc/%d/status", (int)pid), *text = NULL;
-		bool s = path && read_file(path, &text, NULL) == 0 && strstr(text, "\nState:\tS");
-		free(text);
-		free(path);
-		if (s)
-			return;
-		struct timespec ts = {0, 1000L * 1000};
-		nanosleep(&ts, NULL); /* polling a state, bounded */
-	}
 }
 
 static int cmp(const void *a, const void *b)
@@ -149,30 +120,10 @@ int main(int argc, char **argv)
 		return fail("cannot write the configuration");
 	free(body);
 	free(text);
-	pid_t pid = fork();
-	if (pid < 0)
-		return fail("fork");
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd >= 0)
-			dup2(fd, 2);
-		setenv("PVAGENT_BIN", bin, 1);
-		execl(dbin, dbin, "-c", conf, "-f", (char *)NULL);
-		_exit(127);
-	}
 	struct ctl_client c;
 	char *err = NULL;
-	int r = 1;
-	for (int i = 0; i < 500 && r != 0; i++) {
-		r = ctl_client_connect(sock, &c, &err);
-		free(err);
-		err = NULL;
-		if (r) {
-			struct timespec ts = {0, 10L * 1000 * 1000};
-			nanosleep(&ts, NULL); /* polling for the socket, bounded */
-		}
-	}
-	if (r)
+	pid_t pid = procstat_daemon(dbin, bin, conf, log, sock, &c);
+	if (pid < 0)
 		return fail("pvagentd did not start");
 	int rc = 0;
 
@@ -206,14 +157,14 @@ int main(int argc, char **argv)
 
 	/* 2. idle: memory and wakeups with nothing to do, from the moment it
 	 * sleeps (its last answer is out before it is back in poll) */
-	wait_sleeping(pid);
-	long rss = status_field(pid, "VmRSS");
-	long v0 = status_field(pid, "voluntary_ctxt_switches"),
-	     n0 = status_field(pid, "nonvoluntary_ctxt_switches");
+	procstat_wait_sleeping(pid);
+	long rss = procstat_field(pid, "VmRSS");
+	long v0 = procstat_field(pid, "voluntary_ctxt_switches"),
+	     n0 = procstat_field(pid, "nonvoluntary_ctxt_switches");
 	struct timespec win = {2, 0};
 	nanosleep(&win, NULL); /* the idle window is the measurement */
-	long v1 = status_field(pid, "voluntary_ctxt_switches"),
-	     n1 = status_field(pid, "nonvoluntary_ctxt_switches");
+	long v1 = procstat_field(pid, "voluntary_ctxt_switches"),
+	     n1 = procstat_field(pid, "nonvoluntary_ctxt_switches");
 	double wakeups = (double)((v1 - v0) + (n1 - n0)) / 2.0;
 
 	/* 3. 200 queued jobs, one connection, 4 workers */
@@ -283,12 +234,8 @@ int main(int argc, char **argv)
 	if (!(rss <= 8L * 1024 && wakeups == 0 && lat_first[LAT_RUNS - 1] <= 0.010 &&
 	      wall / ideal <= 1.10))
 		rc = 1;
-	if (simproc_stop(&sim) < 0)
-		rc = fail("the simulator did not exit cleanly");
-	char *cmd = strprintf("rm -rf '%s'", dir);
-	if (!cmd || system(cmd) != 0)
+	if (bench_end(&sim, dir) < 0)
 		rc = 1;
-	free(cmd);
 	free(secret);
 	free(conf);
 	free(sock);

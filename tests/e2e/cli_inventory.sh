@@ -11,12 +11,17 @@ echo "$out"
 grep -qE '^pve1 +online' <<<"$out" || fail "nodes: pve1 online missing"
 grep -qE '^pve2 +online' <<<"$out" || fail "nodes: pve2 online missing"
 
+# list: from /cluster/resources alone; --long: each config too
 out=$(pvagent list)
 echo "$out"
-grep -qE 'fbsd9-legacy +pve1 +qemu +running +ide +e1000' <<<"$out" ||
-	fail "list: the legacy FreeBSD 9.0 guest on IDE/e1000 is missing"
-grep -qE 'freebsd-14-base +pve1 +qemu +template +virtio +virtio' <<<"$out" ||
-	fail "list: the FreeBSD 14 template on virtio is missing"
+grep -qE 'fbsd9-legacy +pve1 +qemu +running +[0-9.]+ [KMGT]?i?B +[^ ]+$' <<<"$out" ||
+	fail "list: the legacy FreeBSD 9.0 guest with its memory and tags is missing"
+out=$(pvagent list --long)
+echo "$out"
+grep -qE 'fbsd9-legacy +pve1 +qemu +running +[^ ]+ [^ ]+ +[^ ]+ +ide +e1000' <<<"$out" ||
+	fail "list --long: the legacy FreeBSD 9.0 guest on IDE/e1000 is missing"
+grep -qE 'freebsd-14-base +pve1 +qemu +template +[^ ]+ [^ ]+ +[^ ]+ +virtio +virtio' <<<"$out" ||
+	fail "list --long: the FreeBSD 14 template on virtio is missing"
 
 json=$(pvagent --json list --node pve1)
 [ "$(jq -r .result <<<"$json")" = ok ] || fail "list --json: no ok result"

@@ -4,7 +4,8 @@
 # lintian), install it with dpkg -i, check that every file is where the
 # unit and the man pages say, configure it against the PVE simulator on
 # loopback, start pvagentd as the unit starts it (--check, then -f) and
-# ask it with the installed pvagent, stop it with SIGTERM, purge the
+# ask it with the installed pvagent and, under the unit's directory modes,
+# as a member of the socket group, stop it with SIGTERM, purge the
 # package and check that nothing is left. Refuses to run where pvagent is
 # installed or configured already. Prints "deb-install: ok" at the end.
 set -euo pipefail
@@ -25,9 +26,11 @@ deb=$(ls build/deb/pvagent_*_*.deb)
 echo "built $deb ($(du -k "$deb" | cut -f1) KiB) in $(( $(date +%s) - t0 )) s"
 
 work=$(mktemp -d /tmp/pvagent-deb-XXXXXX)
-sim_pid= daemon_pid=
+sim_pid= daemon_pid= member=pvagent-deb-member
 cleanup() {
 	local rc=$?
+	userdel "$member" 2>/dev/null
+	groupdel "$member" 2>/dev/null
 	[ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
 	[ -n "$sim_pid" ] && kill -TERM "$sim_pid" 2>/dev/null && wait "$sim_pid" 2>/dev/null
 	rm -f /etc/pvagent/pvagent.conf /etc/pvagent/token.secret
@@ -68,13 +71,25 @@ url = $url
 token_id = $(jq -r .token_id <<<"$line")
 token_secret_file = /etc/pvagent/token.secret
 fingerprint = $fp
+[daemon]
+socket_group = $member
 CONF
 chmod 0600 /etc/pvagent/pvagent.conf
 
 # as the unit runs it: --check, then the daemon with its runtime and
 # state directories
 /usr/sbin/pvagentd --check -c /etc/pvagent/pvagent.conf || fail "pvagentd --check exited $?"
-install -d -m 0750 /run/pvagent /var/lib/pvagent
+unit=/lib/systemd/system/pvagentd.service
+grep -q '^LimitNOFILE=' $unit || fail "the unit sets no LimitNOFILE"
+run_mode=$(sed -n 's/^RuntimeDirectoryMode=//p' $unit)
+state_mode=$(sed -n 's/^StateDirectoryMode=//p' $unit)
+[ -n "$run_mode" ] && [ -n "$state_mode" ] || fail "the unit names no directory modes"
+install -d -m "$run_mode" /run/pvagent
+install -d -m "$state_mode" /var/lib/pvagent
+# a member of the socket group (not root, not the daemon's user)
+groupadd --system "$member" || fail "groupadd exited $?"
+useradd --system --no-create-home --shell /usr/sbin/nologin -g nogroup -G "$member" "$member" ||
+	fail "useradd exited $?"
 /usr/sbin/pvagentd -f -c /etc/pvagent/pvagent.conf 2>"$work/daemon.err" &
 daemon_pid=$!
 for _ in $(seq 100); do
@@ -86,6 +101,21 @@ done
 st=$(/usr/bin/pvagent -c /etc/pvagent/pvagent.conf --json status) || fail "pvagent status: exit $?"
 [ "$(jq -r .daemon.pid <<<"$st")" = "$daemon_pid" ] || fail "status names another pid: $st"
 /usr/bin/pvagent -c /etc/pvagent/pvagent.conf nodes | grep -q '^pve1 ' || fail "pvagent nodes"
+# the member connects through the shipped modes (/run/pvagent, the socket)
+# and is answered; nobody else is
+member_status() {
+	setpriv --reuid="$1" --regid=nogroup --init-groups /usr/bin/python3 -c '
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("/run/pvagent/pvagentd.sock")
+except OSError as e:
+    print("connect:", e.strerror); sys.exit(0)
+s.sendall(b"{\"id\":1,\"op\":\"status\"}\n")
+print(json.loads(s.makefile().readline()).get("ok"))'
+}
+[ "$(member_status "$member")" = True ] || fail "a member of the socket group is not answered"
+[ "$(member_status nobody)" != True ] || fail "nobody (not in the group) is answered"
 /usr/bin/pvagent -c /etc/pvagent/pvagent.conf templates | grep -q '^ubuntu-24.04 ' ||
 	fail "the installed templates (/usr/share/pvagent/templates) are not found"
 kill -TERM "$daemon_pid"

@@ -4,6 +4,7 @@
  *   pvesim --scenario FILE.json [--listen 127.0.0.1:0] [--schema PATH]
  *          [--log FILE.jsonl] [--time-scale X] [--cert-out FILE.pem]
  *          [--guest-root VMID=DIR]... [--spare-guest FIXTURE@ADDR=DIR]...
+ *          [--latency MS]
  */
 #include "schema.h"
 #include "server.h"
@@ -26,6 +27,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: pvesim --scenario FILE.json [--listen 127.0.0.1:0] [--schema PATH]\n"
 		   "              [--log FILE.jsonl] [--time-scale X] [--cert-out FILE.pem]\n"
 		   "              [--guest-root VMID=DIR]... [--spare-guest FIXTURE@ADDR=DIR]...\n"
+		   "              [--latency MS]\n"
+		   "  --latency MS           wait MS milliseconds before each API answer (a real\n"
+		   "                         cluster's round trip; concurrent requests overlap)\n"
 		   "  --guest-root VMID=DIR  the scenario guest VMID's root directory (sets or\n"
 		   "                         replaces its \"root\"; repeatable): the boot model\n"
 		   "                         reads its files and writes DIR/.pvagent-facts/boot\n"
@@ -92,6 +96,7 @@ int main(int argc, char **argv)
 		{"cert-out", required_argument, NULL, 'c'},
 		{"guest-root", required_argument, NULL, 'g'},
 		{"spare-guest", required_argument, NULL, 'G'},
+		{"latency", required_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -156,6 +161,20 @@ int main(int argc, char **argv)
 				free(spares);
 				return 2;
 			}
+			break;
+		}
+		case 'D': {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 0 || v > 60000) {
+				fprintf(stderr, "pvesim: --latency %s: expected milliseconds, 0 to 60000\n",
+					optarg);
+				free(roots);
+				free(spares);
+				return 2;
+			}
+			so.latency_ms = (unsigned)v;
 			break;
 		}
 		case 'h': usage(stdout); free(roots); free(spares); return 0;

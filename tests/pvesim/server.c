@@ -38,6 +38,7 @@ struct server {
 	struct auth *auth;
 	FILE *log;
 	double scale;
+	unsigned latency_ms;
 	struct timespec t0;
 	double sim0, offset;
 	long requests;
@@ -544,6 +545,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
 		json_object_put(ans);
 		return r;
 	}
+	if (sv->latency_ms) {
+		/* this connection's thread only: concurrent requests overlap as
+		 * on a real cluster */
+		struct timespec d = {(time_t)(sv->latency_ms / 1000),
+				     (long)(sv->latency_ms % 1000) * 1000000L};
+		while (nanosleep(&d, &d) < 0 && errno == EINTR)
+			continue;
+	}
 	const char *path = url + sizeof API_PREFIX - 1;
 	size_t plen = strlen(path);
 	char *p = strndup(path, plen > 1 && path[plen - 1] == '/' ? plen - 1 : plen);
@@ -620,6 +629,7 @@ struct server *server_start(struct cluster *c, struct schema *s, const struct se
 	sv->cluster = c;
 	sv->schema = s;
 	sv->scale = o->time_scale > 0 ? o->time_scale : 1.0;
+	sv->latency_ms = o->latency_ms;
 	clock_gettime(CLOCK_MONOTONIC, &sv->t0);
 	sv->sim0 = (double)time(NULL);
 	if (!(sv->faults = faults_new()) || !(sv->auth = auth_new())) {

@@ -12,6 +12,8 @@ struct server_opts {
 	const char *log_path; /* JSON lines, one per request, or NULL */
 	double time_scale;    /* simulated seconds per real second */
 	const char *cert_out; /* write the PEM certificate here, or NULL */
+	unsigned latency_ms;  /* a fixed delay before each API answer (real
+			       * time): a real cluster's round trip */
 };
 
 struct server;

@@ -33,6 +33,7 @@ int migfx_start(struct migfx *f, const char *scenario, const char *const *extra_
 		return -1;
 	}
 	f->conf.migrate.memory_reserve = 1024;
+	f->conf.migrate.with_local_disks = 1; /* as conf_load's default */
 	f->conf.migrate.probe_port = 1;
 	f->conf.migrate.timeout = 600;
 	f->conf.migrate.per_target = 2;

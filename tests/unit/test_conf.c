@@ -98,8 +98,9 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 		"[ssh]\nuser = admin\nidentity = id_ed25519\nknown_hosts = ~/kh\n"
 		"host_key_policy = tofu\ntimeout = 45\nport = 2222\n\n"
 		"[paths]\ntemplates = tmpl:/usr/share/t\nstate = /var/tmp/st\nsocket = run/s.sock\n\n"
-		"[daemon]\nworkers = 8\nnode_jobs = 3\nsocket_group = pvagent\nmetrics_file = m.prom\n\n"
-		"[migrate]\nmax_workers = 3\nbwlimit = 100000\nwith_local_disks = yes\n"
+		"[daemon]\nworkers = 8\nnode_jobs = 3\nsocket_group = pvagent\nmetrics_file = m.prom\n"
+		"max_clients = 16\nkeep_jobs = 30d\nkeep_jobs_max = 500\n\n"
+		"[migrate]\nmax_workers = 3\nbwlimit = 100000\nwith_local_disks = no\n"
 		"memory_reserve = 2048\nper_target = 3\nprobe_port = 2222\n"
 		"target_storage = local-lvm\ntimeout = 2h\n\n"
 		"[window \"night\"]\nnode = pve2\ndays = mon-fri\nstart = 02:30\nduration = 90m\n"
@@ -151,11 +152,14 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 
 	cr_expect_eq(c.daemon.workers, 8);
 	cr_expect_eq(c.daemon.node_jobs, 3);
+	cr_expect_eq(c.daemon.max_clients, 16);
+	cr_expect_eq(c.daemon.keep_jobs, 30u * 86400);
+	cr_expect_eq(c.daemon.keep_jobs_max, 500);
 	cr_expect(c.daemon.metrics_file && strstr(c.daemon.metrics_file, "/m.prom"));
 	cr_expect_str_eq(c.daemon.socket_group, "pvagent");
 	cr_expect_eq(c.migrate.max_workers, 3);
 	cr_expect_eq(c.migrate.bwlimit, 100000);
-	cr_expect_eq(c.migrate.with_local_disks, 1);
+	cr_expect_eq(c.migrate.with_local_disks, 0);
 	cr_expect_str_eq(c.migrate.target_storage, "local-lvm");
 	cr_expect_eq(c.migrate.timeout, 7200);
 	cr_expect_eq(c.migrate.memory_reserve, 2048);
@@ -174,7 +178,7 @@ Test(conf, full_file_values_and_paths, .init = setup, .fini = teardown)
 	cr_expect_str_eq(w->to[1], "pve3");
 	cr_expect_null(w->to[2]);
 	cr_expect_eq(w->max_workers, 1);
-	cr_expect_eq(w->line, 38);
+	cr_expect_eq(w->line, 41);
 	w = &c.windows[1];
 	cr_expect_eq(w->days, 0x63); /* fri, sat, sun, mon (wraps) */
 	cr_expect_eq(w->duration, 86400);
@@ -213,10 +217,13 @@ Test(conf, defaults_and_password_auth, .init = setup, .fini = teardown)
 	cr_expect_eq(c.daemon.workers, 2);
 	cr_expect_eq(c.daemon.node_jobs, 2);
 	cr_expect_null(c.daemon.metrics_file);
+	cr_expect_eq(c.daemon.max_clients, 64);
+	cr_expect_eq(c.daemon.keep_jobs, 90u * 86400);
+	cr_expect_eq(c.daemon.keep_jobs_max, 10000);
 	cr_expect_null(c.daemon.socket_group);
 	cr_expect_eq(c.migrate.max_workers, 2);
 	cr_expect_eq(c.migrate.bwlimit, 0);
-	cr_expect_eq(c.migrate.with_local_disks, 0);
+	cr_expect_eq(c.migrate.with_local_disks, 1);
 	cr_expect_eq(c.migrate.timeout, 3600);
 	cr_expect_eq(c.migrate.memory_reserve, 1024);
 	cr_expect_eq(c.migrate.per_target, 2);
@@ -472,6 +479,11 @@ Test(validate, durations_numbers_enums, .init = setup, .fini = teardown)
 		   "pvagent.conf:6: [daemon] workers: '0' is not an integer from 1 to 256");
 	expect_err(PVE_OK "[daemon]\nworkers = 2\nnode_jobs = x\n",
 		   "pvagent.conf:7: [daemon] node_jobs: 'x' is not an integer from 1 to 256");
+	expect_err(PVE_OK "[daemon]\nmax_clients = 0\n",
+		   "pvagent.conf:6: [daemon] max_clients: '0' is not an integer from 1 to 65536");
+	expect_err(PVE_OK "[daemon]\nkeep_jobs = forever\n",
+		   "pvagent.conf:6: [daemon] keep_jobs: 'forever' is not a duration (a positive number "
+		   "of seconds, or with s, m, h or d)");
 	expect_err(PVE_OK "[migrate]\nwith_local_disks = maybe\n",
 		   "pvagent.conf:6: [migrate] with_local_disks: 'maybe' is not yes or no");
 	expect_err(PVE_OK "[paths]\ntemplates = a::b\n",
@@ -498,7 +510,7 @@ Test(validate, structure, .init = setup, .fini = teardown)
 		   "pvagent.conf:5: [pve] url: duplicate key (first at line 2)");
 	expect_err("[ssh]\nuser = root\n",
 		   "pvagent.conf:2: [pve]: missing required section");
-	expect_err("[pve]\nurl\n", "pvagent.conf:2: url: expected '=' after the key");
+	expect_err("[pve]\nurl\n", "pvagent.conf:2: expected '=' after the key");
 }
 
 /* ---- search order ------------------------------------------------------- */
@@ -563,7 +575,7 @@ Test(example, loads_and_documents_every_key, .init = setup, .fini = teardown)
 		"url", "token_id", "token_secret_file", "user", "password_file", "fingerprint",
 		"ca_file", "insecure", "node", "timeout", "identity", "known_hosts",
 		"host_key_policy", "port", "templates", "state", "socket", "workers", "node_jobs",
-		"socket_group", "metrics_file",
+		"socket_group", "metrics_file", "max_clients", "keep_jobs", "keep_jobs_max",
 		"max_workers", "bwlimit", "with_local_disks", "target_storage", "memory_reserve",
 		"per_target", "probe_port", "schedule", "action", "duration", "to",
 	};

@@ -25,12 +25,14 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <json-c/json.h>
+#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -155,12 +157,18 @@ static void world_free(struct world *w)
 	free(w->tdir);
 }
 
+/* The daemon's RLIMIT_NOFILE when not 0. */
+static rlim_t daemon_nofile;
+
 /* Start `pvagentd -c CONF -f`, its stderr appended to the log. */
 static pid_t daemon_spawn(const struct world *w)
 {
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		struct rlimit rl = {daemon_nofile, daemon_nofile};
+		if (daemon_nofile && setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			_exit(126);
 		int fd = open(w->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		if (fd >= 0) {
 			dup2(fd, 1);
@@ -706,14 +714,21 @@ static int as_other_user(const struct world *w, gid_t gid)
 	return WEXITSTATUS(st);
 }
 
-Test(daemon, a_peer_outside_the_group_is_refused)
+/* The socket group of the tests with another peer (nogroup); skips the
+ * test when not root (the peer is a child under setuid). */
+static gid_t socket_group_gid(void)
 {
 	if (geteuid() != 0)
 		cr_skip_test("needs root (setuid in a child)");
 	struct group *g = getgrnam("nogroup");
 	if (!g)
 		cr_skip_test("no group 'nogroup'");
-	gid_t gid = g->gr_gid;
+	return g->gr_gid;
+}
+
+Test(daemon, a_peer_outside_the_group_is_refused)
+{
+	gid_t gid = socket_group_gid();
 	static struct world w;
 	world_start(&w, 100, 2, "socket_group = nogroup\n");
 	daemon_start(&w);
@@ -732,6 +747,446 @@ Test(daemon, a_peer_outside_the_group_is_refused)
 	cr_assert(json_object_get_boolean(json_object_object_get(ans, "ok")));
 	json_object_put(ans);
 	daemon_stop(&w);
+	world_free(&w);
+}
+
+/* In a child under uid (0: root, as the test runs) and gid: submit argv
+ * (a JSON array) and read every line until the answer refuses or the
+ * command's exit event; the lines, as received, one a line (malloc'd). */
+static char *submit_as(const struct world *w, uid_t uid, gid_t gid, const char *argv_json)
+{
+	int pfd[2];
+	cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		if (uid && (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0))
+			_exit(10);
+		struct ctl_client c;
+		char *err = NULL;
+		if (ctl_client_connect(w->sock, &c, &err) != 0)
+			_exit(11);
+		char *text = strprintf("{\"id\":1,\"op\":\"submit\",\"argv\":%s}", argv_json);
+		json_object *req = text ? json_tokener_parse(text) : NULL, *m = NULL;
+		free(text);
+		if (!req || ctl_client_send(&c, req, &err) < 0)
+			_exit(12);
+		while (ctl_client_recv(&c, &m, 60000, &err) == 1) {
+			const char *s = json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN);
+			if (write(pfd[1], s, strlen(s)) < 0 || write(pfd[1], "\n", 1) < 0)
+				_exit(13);
+			json_object *ok = json_object_object_get(m, "ok");
+			const char *ev = json_object_get_string(json_object_object_get(m, "event"));
+			bool end = (ok && !json_object_get_boolean(ok)) || (ev && strcmp(ev, "exit") == 0);
+			json_object_put(m);
+			if (end)
+				_exit(0);
+		}
+		_exit(14);
+	}
+	close(pfd[1]);
+	struct sbuf b = {0};
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(pfd[0], buf, sizeof buf)) > 0)
+		cr_assert_eq(sbuf_addn(&b, buf, (size_t)n), 0);
+	close(pfd[0]);
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "submit as uid %u: status %d:\n%s",
+		  (unsigned)uid, st, b.s ? b.s : "");
+	return b.s ? sbuf_steal(&b) : strdup("");
+}
+
+/* No 8 bytes in a row of secret are in text (but digits only, which a
+ * number in a reply may hold by chance). */
+static void assert_none_of(const char *text, const char *secret, const char *what)
+{
+	size_t n = strlen(secret);
+	cr_assert_geq(n, 8);
+	for (size_t i = 0; i + 8 <= n; i++) {
+		char part[9];
+		memcpy(part, secret + i, 8);
+		part[8] = '\0';
+		if (strspn(part, "0123456789") == 8)
+			continue;
+		cr_assert_null(strstr(text, part), "%s: bytes %zu.. of %s in a reply:\n%s", what, i,
+			       what, text);
+	}
+}
+
+Test(daemon, a_member_cannot_make_it_read_a_file_it_could_not)
+{
+	gid_t gid = socket_group_gid();
+	static struct world w;
+	world_start(&w, 100, 2, "socket_group = nogroup\n");
+	cr_assert_eq(chmod(w.dir, 0711), 0);
+	const char *rootonly_text = "rootonly-Zq7Xw9Kp2Vb4";
+	char *rootonly = strprintf("%s/rootonly", w.dir), *body = strprintf("%s\n", rootonly_text);
+	write_text(rootonly, body, 0600);
+	free(body);
+	/* in the template directory: a symlink out of it, a template only
+	 * root may read */
+	char *leak = strprintf("%s/leak.tmpl", w.tdir), *priv = strprintf("%s/private.tmpl", w.tdir);
+	cr_assert_eq(symlink(w.secret, leak), 0);
+	body = strprintf("[template]\n%s\n", rootonly_text);
+	write_text(priv, body, 0600);
+	free(body);
+	daemon_start(&w);
+	/* each command line around the value: before, after */
+	const char *fmt[][2] = {
+		{"[\"up\",\"x9\",\"-t\",\"", "\",\"--dry-run\"]"},
+		{"[\"up\",\"x9\",\"--template=", "\",\"--dry-run\"]"},
+		{"[\"up\",\"x9\",\"--templ\",\"", "\",\"--dry-run\"]"},
+		{"[\"up\",\"x9\",\"-dt", "\"]"},
+		{"[\"inject\",\"x9\",\"-t", "\"]"},
+		{"[\"bench\",\"x9\",\"--template\",\"", "\"]"},
+		{"[\"virtio\",\"x9\",\"--dry-run\",\"-t\",\"", "\"]"},
+	};
+	char *vals[] = {w.secret, "../token.secret", "..", rootonly, "../rootonly", "leak",
+			"private", "/etc/shadow", "../../../etc/shadow"};
+	for (size_t f = 0; f < sizeof fmt / sizeof *fmt; f++)
+		for (size_t v = 0; v < sizeof vals / sizeof *vals; v++) {
+			char *argv = strprintf("%s%s%s", fmt[f][0], vals[v], fmt[f][1]);
+			char *out = submit_as(&w, 12345, gid, argv);
+			json_object *first = json_tokener_parse(out);
+			cr_assert_not_null(first, "%s: %s", argv, out);
+			cr_assert(!json_object_get_boolean(json_object_object_get(first, "ok")),
+				  "%s: not refused:\n%s", argv, out);
+			cr_assert_str_eq(json_object_get_string(json_object_object_get(first, "error")),
+					 "refused", "%s:\n%s", argv, out);
+			assert_none_of(out, sim.token_secret, "the token secret");
+			assert_none_of(out, rootonly_text, "the root-only file");
+			json_object_put(first);
+			free(out);
+			free(argv);
+		}
+	wait_log(&w, "uid 12345: up refused: argument 2: a template is a name");
+	wait_log(&w, "template 'leak' leads out of its directory");
+	wait_log(&w, "template 'private' is not a file uid 12345 may read");
+	/* a template of the directory runs; the refusals ran nothing */
+	char *out = submit_as(&w, 12345, gid, "[\"up\",\"x9\",\"-t\",\"jobvm\",\"--dry-run\"]");
+	cr_assert(strstr(out, "\"event\":\"exit\",\"ticket\":1,\"code\":0"), "%s", out);
+	free(out);
+	wait_log(&w, "ticket 1 (up x9 -t jobvm --dry-run) queued for uid 12345");
+	/* root may name a file, and a parse error quotes nothing of it */
+	char *argv = strprintf("[\"up\",\"x9\",\"-t\",\"%s\",\"--dry-run\"]", w.secret);
+	out = submit_as(&w, 0, 0, argv);
+	cr_assert(strstr(out, "expected '=' after the key"), "%s", out);
+	assert_none_of(out, sim.token_secret, "the token secret (root's parse error)");
+	free(out);
+	free(argv);
+	daemon_stop(&w);
+	free(rootonly);
+	free(leak);
+	free(priv);
+	world_free(&w);
+}
+
+/* /proc/PID/FILE (malloc'd). */
+static char *proc_text(pid_t pid, const char *file)
+{
+	char *path = strprintf("/proc/%d/%s", (int)pid, file), *text = NULL;
+	cr_assert_eq(read_file(path, &text, NULL), 0, "%s", path);
+	free(path);
+	return text;
+}
+
+/* The daemon's CPU time so far in clock ticks (utime + stime of
+ * /proc/PID/stat). */
+static long cpu_ticks(pid_t pid)
+{
+	char *text = proc_text(pid, "stat");
+	const char *p = strrchr(text, ')');
+	cr_assert_not_null(p);
+	long ut = 0, st = 0;
+	/* after ") ": the state, then fields 4 to 13; utime is 14, stime 15 */
+	int n = sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &ut, &st);
+	free(text);
+	cr_assert_eq(n, 2);
+	return ut + st;
+}
+
+static size_t log_lines_with(const struct world *w, const char *needle)
+{
+	char *log = daemon_log(w);
+	size_t n = 0;
+	for (const char *p = log; (p = strstr(p, needle)); p++)
+		n++;
+	free(log);
+	return n;
+}
+
+/* In a child under uid 12345 and gid: n connections, a status request on
+ * each and its answer read; "OK BUSY\n" written to the pipe out[1], then
+ * they are held until hold[0] reads end of file. */
+static pid_t member_holds(const struct world *w, gid_t gid, int n, const int out[2],
+			  const int hold[2])
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid != 0) {
+		close(out[1]);
+		close(hold[0]);
+		return pid;
+	}
+	close(out[0]);
+	close(hold[1]);
+	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(12345) < 0)
+		_exit(10);
+	struct ctl_client *c = calloc((size_t)n, sizeof *c);
+	json_object *req = json_tokener_parse("{\"id\":1,\"op\":\"status\"}");
+	char *err = NULL;
+	if (!c || !req)
+		_exit(11);
+	for (int i = 0; i < n; i++)
+		if (ctl_client_connect(w->sock, &c[i], &err) != 0)
+			_exit(12);
+	int ok = 0, busy = 0;
+	for (int i = 0; i < n; i++) {
+		json_object *m = NULL;
+		(void)ctl_client_send(&c[i], req, &err); /* a turned-away one may be closed */
+		free(err);
+		err = NULL;
+		if (ctl_client_recv(&c[i], &m, 60000, &err) != 1)
+			_exit(13);
+		const char *e = json_object_get_string(json_object_object_get(m, "error"));
+		if (json_object_get_boolean(json_object_object_get(m, "ok")))
+			ok++;
+		else if (e && strcmp(e, "busy") == 0)
+			busy++;
+		json_object_put(m);
+	}
+	char line[64];
+	int len = snprintf(line, sizeof line, "%d %d\n", ok, busy);
+	if (write(out[1], line, (size_t)len) != len)
+		_exit(14);
+	char b;
+	while (read(hold[0], &b, 1) > 0)
+		continue;
+	_exit(0);
+}
+
+Test(daemon, twice_the_client_limit_is_turned_away_and_status_still_answers)
+{
+	gid_t gid = socket_group_gid();
+	static struct world w;
+	world_start(&w, 100, 2, "socket_group = nogroup\nmax_clients = 8\n");
+	cr_assert_eq(chmod(w.dir, 0711), 0);
+	daemon_start(&w);
+	int res[2], hold[2];
+	cr_assert_eq(pipe(res), 0);
+	cr_assert_eq(pipe(hold), 0);
+	client_pid = member_holds(&w, gid, 16, res, hold);
+	char line[64] = "";
+	struct pollfd pf = {.fd = res[0], .events = POLLIN};
+	if (poll(&pf, 1, 120000) != 1) {
+		char *log = daemon_log(&w);
+		cr_assert_fail("the member's 16 connections were not all answered:\n%s", log);
+	}
+	ssize_t n = read(res[0], line, sizeof line - 1);
+	close(res[0]);
+	cr_assert_gt(n, 0, "the member's connections got no answers");
+	line[n] = '\0';
+	int ok = -1, busy = -1;
+	cr_assert_eq(sscanf(line, "%d %d", &ok, &busy), 2, "%s", line);
+	cr_assert_eq(ok, 8, "served: %d", ok);
+	cr_assert_eq(busy, 8, "turned away: %d", busy);
+	/* held: root's status answers at once, the daemon stays idle */
+	long before = cpu_ticks(daemon_pid);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	json_object *ans = call(&w, "{\"id\":2,\"op\":\"status\"}");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert(json_object_get_boolean(json_object_object_get(ans, "ok")));
+	json_object_put(ans);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	cr_assert_lt(s, 1.0, "status took %.2f s", s);
+	struct timespec win = {1, 0};
+	nanosleep(&win, NULL); /* the hold window: the measurement itself */
+	long after = cpu_ticks(daemon_pid);
+	cr_assert_leq(after - before, 5, "%ld ticks of CPU over the hold", after - before);
+	size_t lines = log_lines_with(&w, "turned away");
+	cr_assert_eq(lines, 1, "%zu log lines for 8 connections turned away", lines);
+	/* let go: a member is served again */
+	close(hold[1]);
+	int st = 0;
+	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
+	client_pid = -1;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "member status %d", st);
+	cr_assert_eq(as_other_user(&w, gid), 0, "a member is not served after the others left");
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+/* Does a line come on c within ms? 1 and *m, 0 not yet. */
+static int answer_within(struct ctl_client *c, int ms, json_object **m)
+{
+	char *err = NULL;
+	int r = ctl_client_recv(c, m, ms, &err);
+	cr_assert_geq(r, 0, "%s", err ? err : "closed");
+	free(err);
+	return r;
+}
+
+Test(daemon, at_the_fd_limit_it_stops_accepting_until_a_connection_closes)
+{
+	static struct world w;
+	world_start(&w, 100, 2, "max_clients = 1000\n");
+	daemon_nofile = 32;
+	daemon_start(&w);
+	daemon_nofile = 0;
+	json_object *req = json_tokener_parse("{\"id\":1,\"op\":\"status\"}");
+	struct ctl_client c[48];
+	int served = 0, pending = -1;
+	/* connect one at a time until one is not served: the daemon said it
+	 * stopped accepting (each waits for its answer or that line) */
+	for (int i = 0; i < 48 && pending < 0; i++) {
+		connect_daemon(&w, &c[i]);
+		char *err = NULL;
+		cr_assert_eq(ctl_client_send(&c[i], req, &err), 0, "%s", err ? err : "");
+		for (;;) {
+			json_object *m = NULL;
+			if (answer_within(&c[i], 10, &m)) {
+				cr_assert(json_object_get_boolean(json_object_object_get(m, "ok")));
+				json_object_put(m);
+				served++;
+				break;
+			}
+			if (log_lines_with(&w, "not accepting until a connection closes")) {
+				pending = i;
+				break;
+			}
+		}
+	}
+	cr_assert_geq(pending, 0, "48 connections and the fd limit was never reached");
+	cr_assert_gt(served, 0);
+	long before = cpu_ticks(daemon_pid);
+	struct timespec win = {1, 0};
+	nanosleep(&win, NULL); /* the window at the limit: the measurement itself */
+	long after = cpu_ticks(daemon_pid);
+	cr_assert_leq(after - before, 5, "%ld ticks of CPU at the fd limit", after - before);
+	cr_assert_eq(log_lines_with(&w, "accept:"), 1);
+	/* one closes: the waiting one is served */
+	ctl_client_close(&c[0]);
+	json_object *m = NULL;
+	cr_assert_eq(answer_within(&c[pending], 60000, &m), 1);
+	cr_assert(json_object_get_boolean(json_object_object_get(m, "ok")));
+	json_object_put(m);
+	for (int i = 1; i <= pending; i++)
+		ctl_client_close(&c[i]);
+	json_object_put(req);
+	json_object *ans = call(&w, "{\"id\":2,\"op\":\"status\"}");
+	cr_assert(json_object_get_boolean(json_object_object_get(ans, "ok")));
+	json_object_put(ans);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+/* Run sql on the store (a test's own writes). */
+static void db_exec(const struct world *w, const char *sql)
+{
+	sqlite3 *db = NULL;
+	cr_assert_eq(sqlite3_open(w->db, &db), SQLITE_OK);
+	char *msg = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+	cr_assert_eq(rc, SQLITE_OK, "%s: %s", sql, msg ? msg : "");
+	sqlite3_close(db);
+}
+
+/* The query plan of sql on the store, its details one a line. */
+static char *query_plan(const struct world *w, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	cr_assert_eq(sqlite3_open_v2(w->db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	char *q = strprintf("EXPLAIN QUERY PLAN %s", sql);
+	cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+	free(q);
+	struct sbuf b = {0};
+	while (sqlite3_step(st) == SQLITE_ROW)
+		sbuf_addf(&b, "%s\n", (const char *)sqlite3_column_text(st, 3));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return b.s ? sbuf_steal(&b) : strdup("");
+}
+
+static void assert_plan(const struct world *w, const char *sql, const char *want)
+{
+	char *plan = query_plan(w, sql);
+	cr_assert(strstr(plan, want), "%s: not %s:\n%s", sql, want, plan);
+	cr_assert_null(strstr(plan, "SCAN jobs\n"), "%s scans every job:\n%s", sql, plan);
+	free(plan);
+}
+
+#define FINISHED "state IN ('done', 'failed', 'cancelled')"
+
+Test(daemon, finished_jobs_beyond_the_age_and_count_limits_are_pruned)
+{
+	static struct world w;
+	world_start(&w, 100, 2, "keep_jobs = 30d\nkeep_jobs_max = 25000\n");
+	/* the store's schema, then 100,000 finished jobs (60,000 of 100 days
+	 * ago, 40,000 of a day ago) and 10 unfinished ones of 200 days ago,
+	 * each with a step and an event, in one transaction */
+	daemon_start(&w);
+	daemon_stop(&w);
+	double now = (double)time(NULL);
+	char *sql = strprintf(
+		"BEGIN;"
+		"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100010) "
+		"INSERT INTO jobs(id, workflow, subject, params, state, created, ended) "
+		"SELECT i, 'up', 'g' || i, '{}', "
+		"CASE WHEN i <= 10 THEN 'needs-attention' WHEN i %% 3 = 0 THEN 'failed' ELSE 'done' END, "
+		"CASE WHEN i <= 10 THEN %f WHEN i <= 60010 THEN %f ELSE %f END, "
+		"CASE WHEN i <= 10 THEN NULL WHEN i <= 60010 THEN %f ELSE %f END FROM n;"
+		"INSERT INTO steps(job, idx, name, state) SELECT id, 0, 'clone', 'done' FROM jobs;"
+		"INSERT INTO events(job, time, kind, message) SELECT id, created, 'note', 'x' FROM jobs;"
+		"COMMIT;",
+		now - 200 * 86400.0, now - 100 * 86400.0, now - 86400.0, now - 100 * 86400.0,
+		now - 86400.0);
+	db_exec(&w, sql);
+	free(sql);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs", NULL), 100010);
+	/* at start: by age (60,000), then by count (the newest 25,000 of the
+	 * other 40,000 kept); the unfinished ones stay */
+	daemon_start(&w);
+	wait_log(&w, "pruned 75000 finished jobs");
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE " FINISHED, NULL), 25000);
+	cr_assert_eq(db_int(&w, "SELECT min(id) FROM jobs WHERE " FINISHED, NULL), 75011);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE state = 'needs-attention'",
+			    NULL), 10);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM steps", NULL), 25010, "steps go with them");
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM events", NULL), 25010, "events too");
+	daemon_stop(&w);
+	/* what the store is asked stays an index lookup whatever it holds */
+	assert_plan(&w, "SELECT id FROM jobs WHERE id < 5 ORDER BY id DESC LIMIT 20",
+		    "USING INTEGER PRIMARY KEY");
+	assert_plan(&w, "SELECT id FROM jobs WHERE id = 5", "USING INTEGER PRIMARY KEY");
+	assert_plan(&w, "SELECT idx FROM steps WHERE job = 5 ORDER BY idx",
+		    "sqlite_autoindex_steps_1 (job=?)");
+	assert_plan(&w, "SELECT time FROM events WHERE job = 5 ORDER BY id", "events_job (job=?)");
+	assert_plan(&w, "SELECT id FROM jobs WHERE state IN ('queued', 'running', "
+		    "'interrupted', 'needs-attention') ORDER BY id", "jobs_state_ended");
+	/* the command: --older-than instead of keep_jobs; pages */
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "jobs", "--prune", "--older-than", "12h", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "pruned 25000 finished jobs"), "%s", out);
+	free(out);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs", NULL), 10);
+	cr_assert_eq(pv(&w, &out, "--json", "jobs", "--limit", "4", NULL), 0, "%s", out);
+	json_object *o = json_tokener_parse(out);
+	cr_assert_not_null(o, "%s", out);
+	cr_assert_eq(json_object_array_length(json_object_object_get(o, "jobs")), 4);
+	cr_assert_eq(json_object_get_int(json_object_object_get(o, "next_before")), 7, "%s", out);
+	json_object_put(o);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "jobs", "--limit", "4", "--before", "3", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "\n2 ") && strstr(out, "\n1 ") && !strstr(out, "\n3 "), "%s", out);
+	cr_assert_null(strstr(out, "more:"), "the last page has no next:\n%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "jobs", "--older-than", "1d", NULL), 2, "%s", out);
+	free(out);
 	world_free(&w);
 }
 
@@ -896,9 +1351,7 @@ Test(daemon, a_second_daemon_on_the_same_store_refuses_to_start)
 
 static long ctxt_switches(pid_t pid)
 {
-	char *path = strprintf("/proc/%d/status", (int)pid), *text = NULL;
-	cr_assert_eq(read_file(path, &text, NULL), 0);
-	free(path);
+	char *text = proc_text(pid, "status");
 	const char *p = strstr(text, "\nvoluntary_ctxt_switches:");
 	cr_assert_not_null(p);
 	long v = strtol(p + strlen("\nvoluntary_ctxt_switches:"), NULL, 10);

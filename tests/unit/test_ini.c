@@ -92,8 +92,8 @@ Test(parse, no_trailing_newline_and_empty)
 Test(parse, errors_name_file_and_line)
 {
 	parse_fails("k = v\n", 6, "f.ini:1: k: key outside any section");
-	parse_fails("[a]\n\njust words\n", 16, "f.ini:3: just: expected '=' after the key");
-	parse_fails("[a]\nk:v\n", 8, "f.ini:2: k: invalid character ':' in key");
+	parse_fails("[a]\n\njust words\n", 16, "f.ini:3: expected '=' after the key");
+	parse_fails("[a]\nk:v\n", 8, "f.ini:2: column 2: invalid character in a key");
 	parse_fails("[a]\n= v\n", 8, "f.ini:2: expected 'key = value' or '[section]'");
 	parse_fails("[a\n", 3, "f.ini:1: expected ']' to end the section header");
 	parse_fails("[]\n", 3, "f.ini:1: section name expected after '['");

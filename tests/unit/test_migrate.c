@@ -209,6 +209,17 @@ Test(migrate, qemu_local_disks_and_storage_map)
 	struct migfx f;
 	fx_start(&f, SCEN, true);
 	enum job_outcome o;
+	/* [migrate] with_local_disks = no: refused before anything is sent */
+	f.conf.migrate.with_local_disks = 0;
+	struct job *refused = migrate(&f, "db1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_USAGE);
+	cr_expect(strstr(job_error(refused)->message, "[migrate] with_local_disks = no"), "%s",
+		  job_error(refused)->message);
+	json_object *rlog = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(rlog, "POST", "*/migrate", -1), 0);
+	json_object_put(rlog);
+	job_free(refused);
+	f.conf.migrate.with_local_disks = 1;
 	/* local-lvm exists on pve2: the disk is copied to the same storage id */
 	struct job *j = migrate(&f, "db1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
 	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");

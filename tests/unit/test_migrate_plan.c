@@ -102,6 +102,21 @@ Test(migrate_plan, local_disks_with_map)
 	cr_expect_null(pve_params_get(&pp, "bwlimit"));
 	pve_params_free(&pp);
 	mig_plan_free(&p);
+	/* [migrate] with_local_disks = no: not live; stopped, it is offline */
+	f.storage_map = "fast:local-lvm";
+	f.no_live_local_disks = true;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_assert_not_null(p.refusal);
+	cr_expect(strstr(p.refusal, "VM 100 is running with local disks, and [migrate] "
+			 "with_local_disks = no"), "%s", p.refusal);
+	mig_plan_free(&p);
+	f.running = false;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_eq(p.method, MIG_OFFLINE);
+	mig_plan_free(&p);
+	f.running = true;
+	f.no_live_local_disks = false;
 	/* mapped to one it does not have */
 	f.storage_map = "fast:nvme";
 	cr_assert_eq(migrate_plan(&f, &p), 0);

@@ -1363,22 +1363,48 @@ Test(mock, retry_classes)
 	}
 }
 
-static void no_retry_case(int st, const char *reason, const char *body, enum pve_err_kind want)
+static void no_retry_case_of(const char *method, int st, const char *reason, const char *body,
+			     enum pve_err_kind want)
 {
 	struct mock m;
 	mock_start(&m);
 	mock_rule(&m, (struct mrule){NULL, "/nodes/pve1/qemu", 0, st, reason, body, false, 0, false});
 	struct pve *c = mock_client(&m, false, NULL);
 	struct pve_error e = {0};
-	cr_expect_eq(pve_post(c, "/nodes/pve1/qemu", NULL, NULL, &e), -1);
+	cr_expect_eq(pve_request(c, method, "/nodes/pve1/qemu", NULL, NULL, NULL, &e), -1);
 	cr_expect_eq(e.kind, want, "%d %s: got %s", st, reason, pve_err_kind_name(e.kind));
 	cr_expect_eq(e.attempts, 1);
 	cr_expect_eq(e.http_status, st);
 	cr_expect_not(e.ambiguous);
 	pve_free(c);
 	mock_stop(&m);
-	cr_expect_eq(mock_count(&m, "POST", "/api2/json/nodes/pve1/qemu"), 1);
+	cr_expect_eq(mock_count(&m, method, "/api2/json/nodes/pve1/qemu"), 1, "%s %d %s", method,
+		     st, reason);
 	pve_error_clear(&e);
+}
+
+static void no_retry_case(int st, const char *reason, const char *body, enum pve_err_kind want)
+{
+	no_retry_case_of("POST", st, reason, body, want);
+}
+
+/* A 500 with no known reason: a GET is asked again (its answer may come
+ * the next time), a POST is not (it may have taken effect); PVE's
+ * definite answers are never asked again. */
+Test(mock, a_plain_500_on_a_get_is_retried)
+{
+	struct mrule r = {NULL, "/nodes/pve1/qemu", 1, 500, "Internal Server Error", NULL, false, 0,
+			  false};
+	retry_case(r, "GET");
+	r.reason = "storage 'x' does not support content-type 'images'";
+	retry_case(r, "GET");
+	no_retry_case_of("POST", 500, "Internal Server Error", NULL, PVE_ERR_API);
+	no_retry_case_of("GET", 500, "Configuration file 'nodes/pve1/qemu-server/100.conf' does "
+			 "not exist", NULL, PVE_ERR_NOT_FOUND);
+	no_retry_case_of("GET", 403, "Permission check failed (/vms/100, VM.Audit)", NULL,
+			 PVE_ERR_PERM);
+	no_retry_case_of("GET", 400, "Parameter verification failed.",
+			 "{\"data\":null,\"errors\":{\"vmid\":\"invalid format\"}}", PVE_ERR_PARAM);
 }
 
 Test(mock, non_retry_classes)

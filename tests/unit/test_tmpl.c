@@ -469,6 +469,18 @@ Test(vars, bad_references, .init = mkscratch, .fini = rmscratch)
 	cr_expect_eq(tmpl_var_arg(&v, "no-equals", &err), -1);
 	cr_expect_str_eq(err, "--var no-equals: expected NAME=VALUE (NAME: letters, digits, '_')");
 	free(err);
+	/* --set and --var values: no control character, the key named */
+	const char *bad[][2] = {{"ciuser=admin\nroot", "ciuser: the value holds a control character (0x0a)"},
+				{"searchdomain=a\rb", "searchdomain: the value holds a control character (0x0d)"},
+				{"cipassword=x\ty", "cipassword: the value holds a control character (0x09)"},
+				{"description=x\x7f", "description: the value holds a control character (0x7f)"}};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		err = NULL;
+		cr_expect_eq(tmpl_var_arg(&v, bad[i][0], &err), -1, "%s", bad[i][0]);
+		cr_expect_str_eq(err, bad[i][1]);
+		free(err);
+	}
+	cr_expect_eq(v.n, 0, "nothing was set");
 	tmpl_kvlist_free(&v);
 }
 
