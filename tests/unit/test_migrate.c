@@ -463,7 +463,7 @@ Test(migrate, ha_managed_ct_shutdown_and_start_wait_for_the_lrm)
 	fx_start(&f, SCEN, true);
 	struct pve_error e = {0};
 	struct guest_ref g = {0};
-	cr_assert_eq(guest_find_by_name(f.c, "hact1", &g, &e), 1, "%s", e.message ? e.message : "");
+	cr_assert_eq(guest_find(f.c, "hact1", &g, &e), 1, "%s", e.message ? e.message : "");
 	cr_assert_str_eq(g.status, "running");
 	bool forced = true;
 	cr_assert_eq(guest_shutdown(f.c, &g, &f.env.wait, &forced, &e), 0, "%s",
