@@ -12,6 +12,7 @@
 #include "clirun.h"
 #include "pve.h"
 #include "pveprivs.h"
+#include "pvevers.h"
 #include "simproc.h"
 #include "sshd.h"
 #include "util.h"
@@ -32,10 +33,9 @@ static const char *bin(void)
 	return b ? b : "build/san/pvagent";
 }
 
-static void start(void)
+static void start_scenario(const char *scenario)
 {
-	cr_assert_eq(simproc_start(&sp, "tests/pvesim/scenarios/demo.json", NULL), 0,
-		     "simulator did not start");
+	cr_assert_eq(simproc_start(&sp, scenario, NULL), 0, "simulator did not start");
 	char tmpl[] = "/tmp/pvagent-setup-XXXXXX";
 	cr_assert_not_null(mkdtemp(tmpl));
 	dir = strdup(tmpl);
@@ -44,6 +44,11 @@ static void start(void)
 	key = strprintf("%s/etc/id_ed25519", dir);
 	pw = strprintf("%s/pw", dir);
 	cr_assert_eq(test_write_file(pw, "demo-root-password\n", 0600), 0);
+}
+
+static void start(void)
+{
+	start_scenario("tests/pvesim/scenarios/demo.json");
 }
 
 static void stop(void)
@@ -483,4 +488,86 @@ Test(pveprivs, readme_roles_are_the_tables)
 	free(t9);
 	free(p8);
 	free(p9);
+}
+
+/* The demo cluster on PVE version pv: demo.json with its pve_version
+ * replaced, written into path (malloc'd, freed by the caller). */
+static char *demo_on(const struct test_pve *pv)
+{
+	char *text = NULL;
+	cr_assert_eq(read_file("tests/pvesim/scenarios/demo.json", &text, NULL), 0);
+	char *at = strstr(text, "\"pve_version\": \"");
+	cr_assert_not_null(at);
+	at += strlen("\"pve_version\": \"");
+	size_t n = strcspn(at, "\"");
+	char *copy = strprintf("%.*s%s%s", (int)(at - text), text, pv->ver, at + n);
+	char *path = strprintf("/tmp/pvagent-setup-demo-%s-%d.json", pv->ver, (int)getpid());
+	cr_assert_eq(test_write_file(path, copy, 0600), 0);
+	free(copy);
+	free(text);
+	return path;
+}
+
+static void put_role(const char *privs)
+{
+	char *enc = pve_percent_encode(privs), *form = strprintf("privs=%s", enc);
+	long st = 0;
+	cr_assert_eq(sim_api(&sp, "PUT", "/access/roles/" PVEPRIVS_ROLE, form, &st, NULL), 0);
+	cr_assert_eq(st, 200, "PUT role privs=%s", privs);
+	free(enc);
+	free(form);
+}
+
+/* pvagent doctor --migrate (pv itself is a name the version tests' body
+ * cannot see: ON_EACH_PVE_VERSION's parameter is called pv too). */
+static int doctor_migrate(char **out)
+{
+	return pv(out, "doctor", "--migrate", NULL);
+}
+
+TestSuite(setup_versions, .fini = stop, .timeout = 300);
+
+/* On 9.1 and on 8.4: the role setup --migrate makes holds what every
+ * command needs (doctor --migrate is all well), and with each of its
+ * privileges taken away in turn doctor exits 1 naming that privilege, its
+ * path and the grant line for that version. */
+ON_EACH_PVE_VERSION(setup_versions, doctor_names_each_missing_privilege)
+{
+	char *scenario = demo_on(pv);
+	start_scenario(scenario);
+	cr_assert_eq(pve_major(), pv->major);
+	char *out = NULL;
+	make_key();
+	cr_assert_eq(setup(&out, "--migrate"), 0, "%s", out);
+	free(out);
+	cr_assert_eq(doctor_migrate(&out), 0, "%s", out);
+	free(out);
+	char *all = pveprivs_role_privs(pv->major, true);
+	cr_assert_not_null(strstr(all, pv->agent), "%s lacks %s", all, pv->agent);
+	size_t tried = 0;
+	for (const char *p = all; *p;) {
+		size_t len = strcspn(p, " ");
+		char *priv = strndup(p, len);
+		/* the role without priv */
+		char *rest = strprintf("%.*s%s", (int)(p - all), all, p[len] ? p + len + 1 : "");
+		put_role(*rest ? rest : "VM.Audit");
+		cr_assert_eq(doctor_migrate(&out), 1, "without %s: %s", priv, out);
+		char *missing = strprintf("%s on /", priv), *grant = pveprivs_grant_line(priv);
+		cr_assert_not_null(strstr(out, missing), "without %s: %s", priv, out);
+		cr_assert_not_null(strstr(out, grant), "without %s: %s", priv, out);
+		free(missing);
+		free(grant);
+		free(out);
+		free(rest);
+		free(priv);
+		tried++;
+		p += len + (p[len] == ' ');
+	}
+	put_role(all);
+	cr_assert_eq(doctor_migrate(&out), 0, "%s", out);
+	free(out);
+	cr_assert_geq(tried, 17);
+	free(all);
+	unlink(scenario);
+	free(scenario);
 }
