@@ -125,6 +125,7 @@ extern const struct cmd_entry cmd_migrate_entry, cmd_drain_entry, cmd_undrain_en
 	cmd_windows_entry;
 extern const struct cmd_entry cmd_jobs_entry, cmd_job_entry, cmd_resume_entry, cmd_cancel_entry;
 extern const struct cmd_entry cmd_up_entry, cmd_down_entry, cmd_status_entry;
+extern const struct cmd_entry cmd_pool_entry; /* cli_pool.c */
 
 /* pvagentd (cli_daemon.c). Run by the daemon: send the engine's events to
  * it ($PVAGENT_EVENT_FD). */

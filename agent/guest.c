@@ -146,15 +146,17 @@ void guest_ref_clear(struct guest_ref *g)
 	free(g->name);
 	free(g->status);
 	free(g->lock);
+	free(g->tags);
 	memset(g, 0, sizeof *g);
 }
 
 int guest_ref_copy(struct guest_ref *dst, const struct guest_ref *src)
 {
 	struct guest_ref t = *src;
-	t.node = t.name = t.status = t.lock = NULL;
+	t.node = t.name = t.status = t.lock = t.tags = NULL;
 	if (dupstr(&t.node, src->node) < 0 || dupstr(&t.name, src->name) < 0 ||
-	    dupstr(&t.status, src->status) < 0 || dupstr(&t.lock, src->lock) < 0) {
+	    dupstr(&t.status, src->status) < 0 || dupstr(&t.lock, src->lock) < 0 ||
+	    dupstr(&t.tags, src->tags) < 0) {
 		guest_ref_clear(&t);
 		return -1;
 	}
@@ -397,7 +399,8 @@ static int ref_from_resource(json_object *it, struct guest_ref *g)
 	const char *lock = json_str(it, "lock");
 	if (dupstr(&g->node, json_str(it, "node")) < 0 || dupstr(&g->name, json_str(it, "name")) < 0 ||
 	    dupstr(&g->status, json_str(it, "status")) < 0 ||
-	    dupstr(&g->lock, lock && *lock ? lock : NULL) < 0) {
+	    dupstr(&g->lock, lock && *lock ? lock : NULL) < 0 ||
+	    dupstr(&g->tags, json_str(it, "tags")) < 0) {
 		guest_ref_clear(g);
 		return -1;
 	}

@@ -55,6 +55,8 @@ struct guest_ref {
 	char *status;    /* "running", "stopped", ... (malloc'd) or NULL */
 	char *lock;      /* "clone", "create", "migrate", ... or NULL */
 	bool template;   /* a template VM */
+	char *tags;      /* PVE's tag list as /cluster/resources gives it
+			    (';'-separated, read from the configs), or NULL */
 };
 /* Free the members and zero g. */
 void guest_ref_clear(struct guest_ref *g);

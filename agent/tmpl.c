@@ -33,7 +33,7 @@ static const struct ini_key_spec source_keys[] = {
 };
 static const struct ini_key_spec guest_keys[] = {
 	{"user", 0}, {"port", 0}, {"address", INI_KEY_REQUIRED}, {"ip", 0},
-	{NULL, 0},
+	{"pool", 0}, {NULL, 0},
 };
 static const struct ini_key_spec ci_keys[] = {
 	{"ciuser", 0}, {"sshkeys", INI_KEY_LIST}, {"ipconfig[n]", 0},
@@ -741,6 +741,17 @@ static void load_guest(struct ctx *x, struct tmpl *t, const struct ini_section *
 			xerr(x, g->ip.line, T, "ip", "'%s' is not an address", lit);
 		free(lit);
 	}
+	e = ini_get(s, "pool");
+	if (e) {
+		if (!all_chars(e->value, "._-"))
+			xerr(x, e->line, T, "pool", "'%s' is not a pool name ([pool \"NAME\"] of "
+			     "pvagent.conf)", e->value);
+		else if (t->kind != TMPL_QEMU)
+			xerr(x, e->line, T, "pool", "only for kind qemu (the address goes to "
+			     "cloud-init's ipconfig0)");
+		else
+			g->pool = chk(x, strdup(e->value));
+	}
 }
 
 static void load_ci(struct ctx *x, struct tmpl *t, const struct ini_section *s)
@@ -1002,6 +1013,7 @@ void tmpl_free(struct tmpl *t)
 	tmpl_kvlist_free(&t->vars);
 	tmpl_kvlist_free(&t->pve);
 	free(t->guest.user);
+	free(t->guest.pool);
 	kv_free(&t->guest.ip);
 	tmpl_kvlist_free(&t->ci.params);
 	tmpl_kvlist_free(&t->ci.sshkeys);

@@ -11,7 +11,9 @@
  *   [pve]        PVE config keys, sent in file order after expansion
  *   [guest]      user (default: [ssh] user of pvagent.conf), port
  *                (default: [ssh] port of pvagent.conf, itself 22),
- *                address = agent|static|cloud-init, ip (for static)
+ *                address = agent|static|cloud-init, ip (for static),
+ *                pool (qemu: a pvagent.conf [pool "NAME"] gives the
+ *                address, in ipconfig0)
  *   [cloud-init] ciuser, sshkeys (repeatable, one public key each),
  *                ipconfig0.., nameserver, searchdomain, citype (qemu only)
  *   [loader.conf], [rc.conf]   (FreeBSD) NAME = VALUE shell variables
@@ -118,6 +120,9 @@ struct tmpl_guest {
 	unsigned port;             /* 0 (unset): [ssh] port of pvagent.conf */
 	enum tmpl_addr address;
 	struct tmpl_kv ip;         /* static address (value NULL if none) */
+	char *pool;                /* [pool "NAME"] of pvagent.conf whose
+				      address the guest gets (ipconfig0), or
+				      NULL; the template only, not expanded */
 };
 
 struct tmpl_cloudinit {

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <pty.h>
 #include <stdio.h>
@@ -25,6 +26,18 @@ int test_write_file(const char *path, const char *text, mode_t mode)
 	int bad = fputs(text, f) < 0;
 	bad |= fclose(f) != 0;
 	return bad || chmod(path, mode) < 0 ? -1 : 0;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+int test_remove_tree(const char *dir)
+{
+	return nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 int test_pvagentv(const char *bin, const char *conf, char **out, va_list ap)

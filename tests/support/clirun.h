@@ -13,6 +13,10 @@
 /* Write text to path with mode. 0, or -1 (errno). */
 int test_write_file(const char *path, const char *text, mode_t mode);
 
+/* Remove dir and everything below it (symbolic links not followed). 0, or
+ * -1 (errno). */
+int test_remove_tree(const char *dir);
+
 /* Run `bin -c conf ARGS...` (NULL-terminated) to its end; *out gets its
  * stdout and stderr (malloc'd). Returns its exit status; -1 when it could
  * not run; -2 when its output has a sanitizer report (*out kept). */
