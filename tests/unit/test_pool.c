@@ -6,10 +6,13 @@
  * with the gateway; an exhausted pool fails before anything is created; an
  * address a guest holds by hand (its tag) is passed over; `down` then `up`
  * reuses the freed address; `--pool` with `--set ipconfig0` and an unknown
- * pool are refused before any request. */
+ * pool are refused before any request; and a claim made from a stale
+ * listing that collides with another guest's backs off to the next
+ * address, holding nothing of the lost one. */
 #include "clirun.h"
 #include "conf.h"
 #include "pool.h"
+#include "pool_claim.h"
 #include "simproc.h"
 #include "sshd.h"
 #include "util.h"
@@ -470,4 +473,60 @@ Test(pool_cli, bad_pool_input_refused_before_any_request)
 	cr_assert_eq(simproc_count(&sim, "GET", "", -1), before);
 	cr_assert_eq(simproc_count(&sim, "POST", "", -1), 0);
 	world_free(&w);
+}
+
+/* A claim picks from a listing made before another guest took the address
+ * (as a second process would): its check finds two holders, it backs off
+ * and takes the next address, and the other guest keeps its own. */
+Test(pool_cli, stale_pick_collides_and_backs_off)
+{
+	const char *args[] = {"--time-scale", "1000", NULL};
+	cr_assert_eq(simproc_start(&sim, "tests/pvesim/scenarios/demo.json", args), 0);
+	struct pve_opts o = {.url = sim.url, .token_id = sim.token_id,
+			     .token_secret = sim.token_secret, .fingerprint = sim.fingerprint};
+	struct pve_error e = {0};
+	struct pve *c = pve_new(&o, &e);
+	cr_assert_not_null(c, "%s", e.message ? e.message : "?");
+	long st = 0;
+	cr_assert_eq(sim_api(&sim, "POST", "/nodes/pve1/qemu", "vmid=500&name=other&tags=legacy",
+			     &st, NULL), 0);
+	cr_assert_eq(st, 200);
+	struct guest_list stale = {0};
+	cr_assert_eq(guest_list(c, NULL, &stale, &e), 0, "%s", e.message ? e.message : "?");
+	/* now VM 190 takes 10.9.0.10, after the listing */
+	cr_assert_eq(sim_api(&sim, "PUT", "/nodes/pve1/qemu/190/config",
+			     "ipconfig0=ip%3D10.9.0.10%2F24&tags=ip-10.9.0.10", &st, NULL), 0);
+	cr_assert_eq(st, 200);
+	struct ip_pool p = mkpool("10.9.0.0", 24, "10.9.0.1", "10.9.0.10", "10.9.0.20");
+	p.name = (char *)"lan";
+	struct guest_ref g = {0};
+	cr_assert_eq(guest_find_by_vmid(c, 500, &g, &e), 1);
+	struct guest_wait w = {.poll_s = 0.1};
+	struct pool_claim_req req = {.pool = &p, .g = &g, .tags = NULL, .listing = &stale,
+				     .w = &w};
+	struct pool_ip got;
+	int before = simproc_count(&sim, "PUT", "/qemu/500/config", -1);
+	cr_assert_eq(pool_claim(c, &req, &got, &e), 0, "%s", e.message ? e.message : "?");
+	/* VM 500 ranks second of the two holders: the second free address */
+	char *a = ipstr(&got);
+	cr_assert_str_eq(a, "10.9.0.12");
+	free(a);
+	/* written twice: the lost address, then the won one */
+	cr_assert_eq(simproc_count(&sim, "PUT", "/qemu/500/config", -1), before + 2);
+	char *ipc = simproc_config_key(&sim, 500, "ipconfig0");
+	char *tags = simproc_config_key(&sim, 500, "tags");
+	cr_assert_str_eq(ipc, "ip=10.9.0.12/24,gw=10.9.0.1");
+	cr_assert_str_eq(tags, "legacy;ip-10.9.0.12");
+	free(ipc);
+	free(tags);
+	tags = simproc_config_key(&sim, 190, "tags");
+	cr_assert_str_eq(tags, "ip-10.9.0.10");
+	free(tags);
+	pool_claim_release(&got);
+	guest_ref_clear(&g);
+	guest_list_free(&stale);
+	pve_free(c);
+	guest_version_cache_clear();
+	guest_made_cache_clear();
+	cr_assert_eq(simproc_stop(&sim), 0);
 }
