@@ -520,6 +520,7 @@ void volume_free(struct sim_volume *v)
 	free(v->node);
 	free(v->content);
 	free(v->format);
+	free(v->sums);
 	free(v);
 }
 
@@ -1222,6 +1223,7 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 	bool done = routes_tasks(c, req, &pp, resp) ||
 		    routes_qemu(c, req, &pp, resp) ||
 		    routes_ct(c, req, &pp, resp) ||
+		    routes_storage(c, req, &pp, resp) ||
 		    routes_cluster(c, req, &pp, resp);
 	if (!done)
 		resp_error(resp, 501, "Method '%s %s' not implemented",

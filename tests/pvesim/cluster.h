@@ -49,6 +49,8 @@ struct sim_volume {
 	char *format;  /* raw, qcow2, subvol, iso, tgz */
 	int vmid;      /* owner, 0 for none */
 	uint64_t size; /* bytes */
+	char *sums;    /* a downloaded file's digests, "md5=HEX;sha1=HEX;...",
+			  or NULL (routes_storage.c) */
 };
 
 struct sim_guest {
@@ -269,6 +271,18 @@ bool routes_ct(struct cluster *c, const struct sim_req *req,
 	       struct path_parts *pp, struct sim_resp *r);
 bool routes_tasks(struct cluster *c, const struct sim_req *req,
 		  struct path_parts *pp, struct sim_resp *r);
+/* A qemu disk "STORAGE:0,import-from=SOURCE" (routes_storage.c): a new
+ * disk of g on STORAGE copied from the volume SOURCE (content images or
+ * import), as qemu-server's create and config do; *out the drive value to
+ * store, *cost the seconds it takes, the copy's lines into log. 0, or -1
+ * with r answered. */
+struct sbuf;
+int storage_import_disk(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+			const char *key, const char *value, char **out, double *cost,
+			struct sbuf *log, struct sim_resp *r);
+/* routes_storage.c: download-url, deleting a volume */
+bool routes_storage(struct cluster *c, const struct sim_req *req,
+		    struct path_parts *pp, struct sim_resp *r);
 
 /* Start a migration task for one guest (used by migrate and migrateall);
  * returns the task or NULL with *resp filled on refusal. */

@@ -235,7 +235,7 @@ static int load_nodes(struct sctx *x, json_object *arr)
 static const char *const storage_types[] = {
 	"dir", "lvmthin", "lvm", "nfs", "cifs", "rbd", "zfspool", "cephfs", NULL};
 static const char *const content_types[] = {
-	"images", "rootdir", "iso", "vztmpl", "backup", "snippets", NULL};
+	"images", "rootdir", "iso", "vztmpl", "backup", "snippets", "import", NULL};
 
 static bool in_list(const char *const *l, const char *s)
 {
@@ -277,6 +277,8 @@ static int load_storage_volumes(struct sctx *x, struct sim_storage *s,
 				content = "iso";
 			else if (strstr(volid, ":vztmpl/"))
 				content = "vztmpl";
+			else if (strstr(volid, ":import/"))
+				content = "import";
 			else if (strstr(volid, ":backup/") || strstr(volid, "vzdump-"))
 				content = "backup";
 			else
