@@ -57,6 +57,9 @@ struct event_print {
 	size_t n_live, drawn;
 };
 void on_job_event(void *ctx, const struct job_event *ev);
+/* A job environment of this command line: state.db, events printed by
+ * pp, the stop flag, the configuration; job_env_init'ed (0, or -1). */
+int cli_job_env(struct cli *cli, struct event_print *pp, struct job_env *env);
 /* Erase the live lines and forget them (before the result is printed). */
 void end_progress_line(struct event_print *pp);
 void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
@@ -125,7 +128,8 @@ extern const struct cmd_entry cmd_migrate_entry, cmd_drain_entry, cmd_undrain_en
 	cmd_windows_entry;
 extern const struct cmd_entry cmd_jobs_entry, cmd_job_entry, cmd_resume_entry, cmd_cancel_entry;
 extern const struct cmd_entry cmd_up_entry, cmd_down_entry, cmd_status_entry;
-extern const struct cmd_entry cmd_pool_entry; /* cli_pool.c */
+extern const struct cmd_entry cmd_pool_entry;  /* cli_pool.c */
+extern const struct cmd_entry cmd_image_entry; /* cli_image.c */
 
 /* pvagentd (cli_daemon.c). Run by the daemon: send the engine's events to
  * it ($PVAGENT_EVENT_FD). */

@@ -350,7 +350,8 @@ static int rerun_command(struct cli *cli, const struct store_job *sj)
 			return 1;
 		}
 		static const struct cmd_entry *const guest_cmds[] = {
-			&cmd_virtio_entry, &cmd_inject_entry, &cmd_bench_entry, NULL};
+			&cmd_virtio_entry, &cmd_inject_entry, &cmd_bench_entry, &cmd_image_entry,
+			NULL};
 		const struct cmd_entry *e = NULL;
 		for (const struct cmd_entry *const *c = guest_cmds; *c && !e; c++)
 			if (strcmp((*c)->name, name) == 0)
@@ -396,14 +397,8 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 	store_job_free(&sj);
 	struct pve_opts po = cli_pve_opts(&cli->conf);
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
-	struct job_env env = {
-		.store = cli_store(cli),
-		.on_event = on_job_event,
-		.event_ctx = &pp,
-		.stop = &cli_stop,
-		.conf = &cli->conf,
-	};
-	if (job_env_init(&env) < 0)
+	struct job_env env;
+	if (cli_job_env(cli, &pp, &env) < 0)
 		return 1;
 	struct job *j = NULL;
 	struct pve_error e = {0};

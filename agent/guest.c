@@ -954,6 +954,58 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 			      noop, NULL, err);
 }
 
+int guest_node_task(struct pve *c, const char *method, const char *path,
+		    const struct pve_params *params, const char *step, const struct guest_wait *w,
+		    struct task_result *res, struct pve_error *err)
+{
+	char *upid = hook_resume_upid(w);
+	if (upid) {
+		log_debug("%s %s: waiting for the %s task an earlier run started", method, path,
+			  step);
+		struct guest_wait wa = w ? *w : (struct guest_wait){0};
+		wa.attach = true;
+		int rc = guest_wait_task(c, upid, step, &wa, res, err);
+		free(upid);
+		return rc;
+	}
+	struct pve_call_opts co = {.stop_if_maybe_applied = true};
+	hook_sending(w, 0);
+	if (task_start(c, method, path, params, &co, &upid, err) < 0)
+		return -1;
+	if (!upid) {
+		hook_answered(w);
+		return 0;
+	}
+	hook_started(w, upid);
+	int rc = guest_wait_task(c, upid, step, w, res, err);
+	free(upid);
+	return rc;
+}
+
+static int shows_template(struct pve *c, struct guest_ref *g, const void *arg,
+			  struct pve_error *err)
+{
+	(void)arg;
+	json_object *conf = NULL;
+	if (guest_get_config(c, g, &conf, err) < 0)
+		return -1;
+	long long t = 0;
+	int is = json_int(conf, "template", &t) && t;
+	json_object_put(conf);
+	return is;
+}
+
+int guest_make_template(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
+			struct pve_error *err)
+{
+	static const struct effect eff = {.qm_task = "qmtemplate", .shows = shows_template};
+	int rc = guest_task(c, g, "POST", "/template", NULL, "template", NULL, 0, &eff, w, NULL,
+			    err);
+	if (rc == 0)
+		g->template = true;
+	return rc;
+}
+
 static int shows_status(struct pve *c, struct guest_ref *g, const void *arg,
 			struct pve_error *err)
 {

@@ -127,6 +127,18 @@ int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e)
 }
 
 /* Client options from the loaded configuration. */
+int cli_job_env(struct cli *cli, struct event_print *pp, struct job_env *env)
+{
+	*env = (struct job_env){
+		.store = cli_store(cli),
+		.on_event = on_job_event,
+		.event_ctx = pp,
+		.stop = &cli_stop,
+		.conf = &cli->conf,
+	};
+	return job_env_init(env);
+}
+
 struct pve_opts cli_pve_opts(const struct conf *c)
 {
 	struct pve_opts o = {
@@ -820,6 +832,7 @@ static const struct cmd_entry *const commands[] = {
 	&cmd_ssh_entry,
 	&cmd_show_entry,
 	&cmd_pool_entry,
+	&cmd_image_entry,
 	NULL,
 };
 

@@ -29,7 +29,7 @@ static const struct ini_key_spec template_keys[] = {
 };
 static const struct ini_key_spec source_keys[] = {
 	{"clone", 0}, {"iso", 0}, {"ostemplate", 0}, {"full", 0},
-	{"storage", 0}, {"bus", 0}, {"nic", 0}, {NULL, 0},
+	{"storage", 0}, {"bus", 0}, {"nic", 0}, {"image", 0}, {NULL, 0},
 };
 static const struct ini_key_spec guest_keys[] = {
 	{"user", 0}, {"port", 0}, {"address", INI_KEY_REQUIRED}, {"ip", 0},
@@ -568,6 +568,19 @@ static void load_source(struct ctx *x, struct tmpl *t, const struct ini_section 
 	const char *T = "[source]";
 	struct tmpl_source *src = &t->source;
 	kv_set(x, &src->clone, ini_get(s, "clone"));
+	const struct ini_entry *img = ini_get(s, "image");
+	if (img && src->clone.value) {
+		xerr(x, img->line, T, "image", "give clone or image, not both");
+	} else if (img && (!all_chars(img->value, "._-") || t->kind != TMPL_QEMU)) {
+		xerr(x, img->line, T, "image", "'%s': %s", img->value,
+		     t->kind != TMPL_QEMU ? "only for kind qemu" : "not an image name");
+	} else if (img) {
+		/* the template VM `pvagent image build NAME` makes (image.h) */
+		src->image = chk(x, strdup(img->value));
+		src->clone.key = chk(x, strdup("clone"));
+		src->clone.value = chk(x, strprintf("%s-image", img->value));
+		src->clone.line = img->line;
+	}
 	kv_set(x, &src->iso, ini_get(s, "iso"));
 	kv_set(x, &src->ostemplate, ini_get(s, "ostemplate"));
 	kv_set(x, &src->storage, ini_get(s, "storage"));
@@ -987,6 +1000,7 @@ static void source_free(struct tmpl_source *s)
 	kv_free(&s->ostemplate);
 	kv_free(&s->storage);
 	free(s->nic);
+	free(s->image);
 	memset(s, 0, sizeof *s);
 }
 
@@ -1229,6 +1243,8 @@ int tmpl_expand(const struct tmpl *t, const struct tmpl_kvlist *vars,
 	out->source.bus = t->source.bus;
 	if (t->source.nic)
 		out->source.nic = chk(&x, strdup(t->source.nic));
+	if (t->source.image)
+		out->source.image = chk(&x, strdup(t->source.image));
 	if (out->source.clone.value && !all_chars(out->source.clone.value, ".-_"))
 		xerr(&x, t->source.clone.line, "[source]", "clone",
 		     "'%s': expected a template VM id or name", out->source.clone.value);

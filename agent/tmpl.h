@@ -3,7 +3,8 @@
  *
  * A template is INI (see ini.h) with these sections:
  *   [template]   kind = qemu|lxc|openvz, os, os_version, description
- *   [source]     clone (template VM id or name) | iso | ostemplate, full,
+ *   [source]     clone (template VM id or name) | image (a catalogue image:
+ *                clone its built template VM) | iso | ostemplate, full,
  *                storage, bus (ide|sata|scsi|virtio: the bus the source
  *                boots on), nic (e1000|e1000e|rtl8139|vmxnet3|virtio)
  *   [vars]       NAME = DEFAULT; an empty default means --var NAME=VALUE is
@@ -113,6 +114,9 @@ struct tmpl_source {
 	int full;                  /* full clone (default 1) */
 	enum tmpl_bus bus;         /* bus the source boots on */
 	char *nic;                 /* NIC model of the source, or NULL */
+	char *image;               /* [source] image = NAME (catalogue, image.h):
+				      clone is then NAME-image, the VM
+				      `pvagent image build NAME` makes */
 };
 
 struct tmpl_guest {

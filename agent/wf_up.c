@@ -605,6 +605,13 @@ static int find_source(struct pve *c, struct up_ctx *u, const char *clone, struc
 		       : guest_list_find_name(&u->listing, clone, src, err);
 	if (r < 0)
 		return -1;
+	if (r == 0 && u->tmpl->source.image) {
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "template VM '%s' of image %s is not built: run 'pvagent image build "
+			      "%s' first",
+			      clone, u->tmpl->source.image, u->tmpl->source.image);
+		return -1;
+	}
 	if (r == 0) {
 		pve_error_set(err, PVE_ERR_NOT_FOUND,
 			      "template VM '%s' not found in the cluster (PVE lists only the guests "
