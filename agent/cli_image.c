@@ -172,7 +172,8 @@ static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 		return EXIT_USAGE;
 	}
 	req.image = im;
-	json_object *params = wf_image_params(&req), *argv = job_cli_params((const char *const *)a->cmdline);
+	json_object *params = wf_image_params(&req);
+	json_object *argv = job_cli_params((const char *const *)a->cmdline);
 	json_object *av = NULL;
 	if (params && argv && json_object_object_get_ex(argv, "argv", &av))
 		json_object_object_add(params, "argv", json_object_get(av));

@@ -241,9 +241,14 @@ static enum step_rc step_download(struct job *j)
 	if (rc < 0 && err->ambiguous) {
 		/* the answer was lost: the file tells whether it took effect */
 		struct pve_error lerr = {0};
-		if (volume_there(job_pve(j), x->node, x->import_storage, volid, &lerr) == 1) {
+		int t = volume_there(job_pve(j), x->node, x->import_storage, volid, &lerr);
+		if (t == 1) {
 			pve_error_clear(err);
 			rc = 0;
+		} else if (t == 0) {
+			/* no file: nothing to undo here; a download still running
+			 * from a lost answer would be found by the next run */
+			err->ambiguous = false;
 		}
 		pve_error_clear(&lerr);
 	}

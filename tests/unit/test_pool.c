@@ -13,6 +13,7 @@
 #include "conf.h"
 #include "pool.h"
 #include "pool_claim.h"
+#include "simcli.h"
 #include "simproc.h"
 #include "sshd.h"
 #include "util.h"
@@ -125,7 +126,8 @@ Test(pool_conf, bad_pools_refused_with_line_and_key)
 		"comes after the end");
 	refused("[pool \"lan\"]\ncidr = 192.0.2.0/24\ngateway = 192.0.2.1\n"
 		"range = 192.0.2.0-192.0.2.20\n", "includes the network or the broadcast address");
-	refused("[pool \"lan\"]\ncidr = 192.0.2.0/24\ngateway = 192.0.2.1\n", "range: missing required key");
+	refused("[pool \"lan\"]\ncidr = 192.0.2.0/24\ngateway = 192.0.2.1\n",
+		"range: missing required key");
 	refused("[pool \"lan\"]\ncidr = 192.0.2.0/24\ngateway = 192.0.2.1\n"
 		"range = 192.0.2.10-192.0.2.20\ndns = 192.0.2.x\n",
 		"dns: '192.0.2.x' is not an IPv4 or IPv6 address");
@@ -215,11 +217,6 @@ Test(pool_addr, ipv6_tags_round_trip_and_big_ranges)
 static struct simproc sim;
 static pid_t kids[2] = {-1, -1};
 
-struct world {
-	char *dir, *conf, *tdir;
-	const char *bin;
-};
-
 static void cli_fini(void)
 {
 	test_kill(&kids[0]);
@@ -235,57 +232,17 @@ static const char pool_tmpl[] =
 	"[pve]\nmemory = 512\ntags = web\n"
 	"[guest]\naddress = agent\n";
 
-static void world_start(struct world *w, const char *range)
+static void world_start(struct simcli *w, const char *range)
 {
-	const char *bin = getenv("PVAGENT_BIN");
-	w->bin = bin ? bin : "build/san/pvagent";
-	if (access(w->bin, X_OK) < 0)
-		cr_skip_test("no pvagent binary (make build/san/pvagent)");
-	char t[] = "/tmp/pvagent-test-poolcli.XXXXXX";
-	cr_assert_not_null(mkdtemp(t));
-	w->dir = strdup(t);
-	const char *args[] = {"--time-scale", "1000", NULL};
-	cr_assert_eq(simproc_start(&sim, "tests/pvesim/scenarios/demo.json", args), 0);
-	w->tdir = strprintf("%s/templates", w->dir);
-	cr_assert_eq(mkdir(w->tdir, 0755), 0);
+	char *extra = strprintf("[pool \"lan\"]\ncidr = 10.9.0.0/24\ngateway = 10.9.0.1\n"
+				"range = %s\ndns = 10.9.0.53\n", range);
+	simcli_start(w, &sim, "tests/pvesim/scenarios/demo.json", extra);
+	free(extra);
 	char *tp = strprintf("%s/poolvm.tmpl", w->tdir);
 	cr_assert_eq(test_write_file(tp, pool_tmpl, 0644), 0);
 	free(tp);
-	char *secret = strprintf("%s/token.secret", w->dir);
-	char *body = strprintf("%s\n", sim.token_secret);
-	cr_assert_eq(test_write_file(secret, body, 0600), 0);
-	free(body);
-	w->conf = strprintf("%s/pvagent.conf", w->dir);
-	char *conf = strprintf("[pve]\nurl = %s\ntoken_id = %s\ntoken_secret_file = %s\n"
-			       "fingerprint = %s\nnode = pve1\n"
-			       "[paths]\ntemplates = %s\nstate = %s\nsocket = %s/none.sock\n"
-			       "[pool \"lan\"]\ncidr = 10.9.0.0/24\ngateway = 10.9.0.1\n"
-			       "range = %s\ndns = 10.9.0.53\n",
-			       sim.url, sim.token_id, secret, sim.fingerprint, w->tdir, w->dir,
-			       w->dir, range);
-	cr_assert_eq(test_write_file(w->conf, conf, 0600), 0);
-	free(conf);
-	free(secret);
 }
 
-static void world_free(struct world *w)
-{
-	cr_assert_eq(simproc_stop(&sim), 0, "simulator did not exit cleanly");
-	cr_assert_eq(test_remove_tree(w->dir), 0, "cannot remove %s", w->dir);
-	free(w->dir);
-	free(w->conf);
-	free(w->tdir);
-}
-
-static int pv(const struct world *w, char **out, ...)
-{
-	va_list ap;
-	va_start(ap, out);
-	int rc = test_pvagentv(w->bin, w->conf, out, ap);
-	va_end(ap);
-	cr_assert_geq(rc, 0, "pvagent did not run cleanly:\n%s", *out ? *out : "");
-	return rc;
-}
 
 /* The guests named PREFIXn: their ipconfig0 addresses, in ips[name index]
  * (n names), asserting each is "ip=A/24,gw=10.9.0.1" with the address tag
@@ -343,7 +300,7 @@ static void assert_distinct_in(char ips[][32], size_t n, unsigned lo, unsigned h
 
 Test(pool_cli, twenty_parallel_ups_in_one_process)
 {
-	struct world w = {0};
+	struct simcli w = {0};
 	world_start(&w, "10.9.0.100-10.9.0.139");
 	const char *argv[40] = {w.bin, "-c", w.conf, "--local", "--json", "up"};
 	size_t n = 6;
@@ -366,12 +323,12 @@ Test(pool_cli, twenty_parallel_ups_in_one_process)
 	/* reported at once, from the pool */
 	cr_assert_not_null(strstr(out, "\"address\":\"10.9.0.1"), "%s", out);
 	free(out);
-	world_free(&w);
+	simcli_free(&w);
 }
 
 Test(pool_cli, twenty_ups_across_two_processes)
 {
-	struct world w = {0};
+	struct simcli w = {0};
 	world_start(&w, "10.9.0.100-10.9.0.139");
 	char outp[2][256];
 	for (int k = 0; k < 2; k++) {
@@ -403,12 +360,12 @@ Test(pool_cli, twenty_ups_across_two_processes)
 	char ips[20][32];
 	cr_assert_eq(addresses("q", 20, ips), 20);
 	assert_distinct_in(ips, 20, 100, 139);
-	world_free(&w);
+	simcli_free(&w);
 }
 
 Test(pool_cli, exhaustion_hand_set_and_reuse)
 {
-	struct world w = {0};
+	struct simcli w = {0};
 	world_start(&w, "10.9.0.10-10.9.0.13");
 	char *out = NULL;
 	/* a guest holding 10.9.0.10 by hand: its tag says so */
@@ -418,7 +375,7 @@ Test(pool_cli, exhaustion_hand_set_and_reuse)
 			     "ipconfig0=ip%3D10.9.0.10%2F24&tags=ip-10.9.0.10", &status, &ans), 0);
 	cr_assert_eq(status, 200, "%s", json_object_to_json_string(ans));
 	json_object_put(ans);
-	cr_assert_eq(pv(&w, &out, "--local", "up", "e0", "e1", "e2", "-t", "poolvm", "--pool",
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "up", "e0", "e1", "e2", "-t", "poolvm", "--pool",
 			"lan", "--no-start", "--parallel", "1", NULL), 0, "%s", out);
 	free(out);
 	char ips[4][32];
@@ -428,7 +385,7 @@ Test(pool_cli, exhaustion_hand_set_and_reuse)
 	cr_assert_str_eq(ips[2], "10.9.0.13");
 	/* exhausted: fails before anything is created */
 	int clones = simproc_count(&sim, "POST", "/clone", -1);
-	cr_assert_eq(pv(&w, &out, "--local", "up", "e3", "-t", "poolvm", "--pool", "lan",
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "up", "e3", "-t", "poolvm", "--pool", "lan",
 			"--no-start", NULL), 1, "%s", out);
 	cr_assert_not_null(strstr(out, "pool lan is exhausted: its 4 addresses "
 				       "(10.9.0.10-10.9.0.13) are held"), "%s", out);
@@ -436,43 +393,43 @@ Test(pool_cli, exhaustion_hand_set_and_reuse)
 	cr_assert_eq(simproc_count(&sim, "POST", "/clone", -1), clones);
 	cr_assert_eq(simproc_named(&sim, "e3"), 0);
 	/* pool list: who holds what */
-	cr_assert_eq(pv(&w, &out, "pool", "list", NULL), 0, "%s", out);
+	cr_assert_eq(simcli_pv(&w, &out, "pool", "list", NULL), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "4 addresses, 4 used, 0 free"), "%s", out);
 	cr_assert_not_null(strstr(out, "e1"), "%s", out);
 	cr_assert_not_null(strstr(out, "free: none"), "%s", out);
 	free(out);
 	/* down frees the address; the next up takes it */
-	cr_assert_eq(pv(&w, &out, "--local", "down", "e1", NULL), 0, "%s", out);
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "down", "e1", NULL), 0, "%s", out);
 	free(out);
-	cr_assert_eq(pv(&w, &out, "--local", "--json", "pool", "list", NULL), 0, "%s", out);
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "--json", "pool", "list", NULL), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "\"free\":[\"10.9.0.12\"]"), "%s", out);
 	free(out);
-	cr_assert_eq(pv(&w, &out, "--local", "up", "e3", "-t", "poolvm", "--pool", "lan",
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "up", "e3", "-t", "poolvm", "--pool", "lan",
 			"--no-start", NULL), 0, "%s", out);
 	free(out);
 	cr_assert_eq(addresses("e", 4, ips), 3);
 	cr_assert_str_eq(ips[3], "10.9.0.12");
-	world_free(&w);
+	simcli_free(&w);
 }
 
 Test(pool_cli, bad_pool_input_refused_before_any_request)
 {
-	struct world w = {0};
+	struct simcli w = {0};
 	world_start(&w, "10.9.0.10-10.9.0.13");
 	char *out = NULL;
 	int before = simproc_count(&sim, "GET", "", -1);
-	cr_assert_eq(pv(&w, &out, "--local", "up", "b1", "-t", "poolvm", "--pool", "lan", "--set",
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "up", "b1", "-t", "poolvm", "--pool", "lan", "--set",
 			"ipconfig0=ip=10.9.0.50/24", NULL), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "--set ipconfig0: the address comes from pool lan"), "%s",
 			   out);
 	free(out);
-	cr_assert_eq(pv(&w, &out, "--local", "up", "b1", "-t", "poolvm", "--pool", "nosuch",
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "up", "b1", "-t", "poolvm", "--pool", "nosuch",
 			NULL), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "--pool nosuch: no [pool \"nosuch\"]"), "%s", out);
 	free(out);
 	cr_assert_eq(simproc_count(&sim, "GET", "", -1), before);
 	cr_assert_eq(simproc_count(&sim, "POST", "", -1), 0);
-	world_free(&w);
+	simcli_free(&w);
 }
 
 /* A claim picks from a listing made before another guest took the address
