@@ -137,7 +137,8 @@ static int exhausted(const struct ip_pool *p, struct pve_error *err)
 	return -1;
 }
 
-int pool_check_free(const struct ip_pool *p, const struct guest_list *l, struct pve_error *err)
+int pool_check_free(const struct ip_pool *p, const struct guest_list *l, struct pool_ip *first,
+		    struct pve_error *err)
 {
 	struct pool_usage u;
 	if (pool_usage_from_list(p, l, &u) < 0)
@@ -149,7 +150,7 @@ int pool_check_free(const struct ip_pool *p, const struct guest_list *l, struct 
 		free(used);
 		return pve_error_oom(err);
 	}
-	int r = pool_pick(p, used, n, 0, &any);
+	int r = pool_pick(p, used, n, 0, first ? first : &any);
 	free(used);
 	if (r < 0)
 		return pve_error_oom(err);

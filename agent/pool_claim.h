@@ -61,8 +61,10 @@ int pool_claim(struct pve *c, const struct pool_claim_req *req, struct pool_ip *
 
 /* The free addresses of p as a listing l shows them, minus what this
  * process is claiming: -1 (err) when there are none (the exhausted error),
- * 0 otherwise. Checks before anything is created. */
-int pool_check_free(const struct ip_pool *p, const struct guest_list *l, struct pve_error *err);
+ * 0 otherwise, with *first (may be NULL) the lowest of them. Checks before
+ * anything is created; the dry run's plan. */
+int pool_check_free(const struct ip_pool *p, const struct guest_list *l, struct pool_ip *first,
+		    struct pve_error *err);
 
 /* Forget an address this process claimed (its guest is deleted). */
 void pool_claim_release(const struct pool_ip *ip);

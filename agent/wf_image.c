@@ -15,6 +15,7 @@
 #include "image.h"
 #include "json.h"
 #include "log.h"
+#include "task.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -313,6 +314,39 @@ static enum step_rc step_create(struct job *j)
 			return STEP_RC_OK;
 		}
 		guest_ref_clear(&x->g);
+	}
+	const char *upid = job_step_upid(j);
+	if (upid || job_step_attempts(j) > 0) {
+		/* killed after the create was sent: its task (the UPID names the
+		 * new VMID), or, the answer lost, a VM of our name */
+		struct guest_ref g = {0};
+		int r = 0;
+		if (upid) {
+			struct task_upid tu;
+			struct guest_wait wa = *job_wait(j);
+			wa.attach = true;
+			if (task_upid_parse(upid, &tu) == 0) {
+				g.vmid = atoi(tu.id);
+				task_upid_free(&tu);
+			}
+			if (guest_wait_task(job_pve(j), upid, "create", &wa, NULL, err) < 0)
+				return STEP_RC_FAIL;
+			r = g.vmid > 0 ? guest_find_by_vmid(job_pve(j), g.vmid, &g, err) : 0;
+		} else {
+			job_settle(j);
+			r = guest_find_by_name(job_pve(j), name, &g, err);
+		}
+		if (r < 0)
+			return STEP_RC_FAIL;
+		if (r == 1) {
+			guest_ref_clear(&x->g);
+			x->g = g;
+			if (job_set_int(j, "vmid", x->g.vmid) < 0 ||
+			    job_set_guest(j, x->g.vmid, x->g.node) < 0)
+				return pve_error_oom(err);
+			job_summary(j, "VM %d (made by the earlier run)", x->g.vmid);
+			return STEP_RC_OK;
+		}
 	}
 	long long want = 0;
 	json_int(job_params(j), "vmid", &want);

@@ -453,6 +453,7 @@ static enum guest_type tmpl_guest_type(enum tmpl_kind k, int major)
 }
 
 static int up_plan(struct job *j, struct up_ctx *u, bool exists);
+static int plan_add(struct job *j, struct up_ctx *u, char *line);
 
 /* A guest made from another template (its description names the one it
  * was made from) is not converged to this one unless --retemplate: its
@@ -551,8 +552,19 @@ static enum step_rc up_find(struct job *j)
 			return STEP_RC_FAIL;
 	}
 	/* an exhausted pool fails before anything is created */
-	if (u->pool && !found && pool_check_free(u->pool, &u->listing, err) < 0)
+	struct pool_ip first;
+	if (u->pool && !found && pool_check_free(u->pool, &u->listing, &first, err) < 0)
 		return STEP_RC_FAIL;
+	if (u->pool && !found && u->dry_run) {
+		char *a = pool_ip_str(&first);
+		int pr = plan_add(j, u, a ? strprintf("give it %s of pool %s (the lowest free now; "
+						       "claimed at PVE: ipconfig0 and its tag)",
+						       a, u->pool->name)
+					  : NULL);
+		free(a);
+		if (pr < 0)
+			return STEP_RC_FAIL;
+	}
 	if (job_set_bool(j, "exists", found) < 0)
 		return pve_error_oom(err);
 	job_summary(j, found ? "exists" : "new");

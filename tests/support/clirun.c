@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 int test_write_file(const char *path, const char *text, mode_t mode)
@@ -173,4 +175,38 @@ int simproc_named(struct simproc *sp, const char *name)
 	int n = simproc_count_named(st, name);
 	json_object_put(st);
 	return n;
+}
+
+int test_wait_step_sent(const char *dbpath, const char *subject, const char *step, bool want_upid,
+			pid_t pid)
+{
+	for (int i = 0; i < 3000; i++) {
+		sqlite3 *db = NULL;
+		bool ok = false;
+		if (access(dbpath, F_OK) == 0 &&
+		    sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+			sqlite3_busy_timeout(db, 1000);
+			sqlite3_stmt *st = NULL;
+			if (sqlite3_prepare_v2(db,
+					       "SELECT s.attempts, s.upid FROM steps s JOIN jobs j ON "
+					       "s.job = j.id WHERE j.subject = ? AND s.name = ?",
+					       -1, &st, NULL) == SQLITE_OK) {
+				sqlite3_bind_text(st, 1, subject, -1, SQLITE_STATIC);
+				sqlite3_bind_text(st, 2, step, -1, SQLITE_STATIC);
+				if (sqlite3_step(st) == SQLITE_ROW)
+					ok = sqlite3_column_int(st, 0) > 0 &&
+					     (!want_upid || sqlite3_column_type(st, 1) != SQLITE_NULL);
+			}
+			sqlite3_finalize(st);
+		}
+		sqlite3_close(db);
+		if (ok)
+			return 0;
+		int status;
+		if (pid > 0 && waitpid(pid, &status, WNOHANG) != 0)
+			return -1;
+		struct timespec ts = {0, 20L * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a state, bounded */
+	}
+	return -1;
 }

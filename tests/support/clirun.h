@@ -8,6 +8,7 @@
 #include "simproc.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* Write text to path with mode. 0, or -1 (errno). */
@@ -32,6 +33,13 @@ int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, cha
 pid_t test_spawn(const char *const *argv, const char *out_path);
 /* SIGKILL the child *pid (when > 0), reap it, and set *pid to -1. */
 void test_kill(pid_t *pid);
+
+/* Wait (bounded, 60 s, polling the state) until the step of the job of
+ * subject in state.db db has been sent (attempts > 0) and, when want_upid,
+ * has its UPID recorded. 0; -1 when it never was or process pid (> 0)
+ * ended first. */
+int test_wait_step_sent(const char *db, const char *subject, const char *step, bool want_upid,
+			pid_t pid);
 
 /* Requests in the simulator's log with method and a path ending in
  * suffix, of status (any when < 0). */

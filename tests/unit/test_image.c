@@ -11,12 +11,14 @@
  * second build finds the template; --rebuild replaces it; `image rm`
  * removes it; `up` from a built image's template gets a pool address; `up` of a
  * template whose image is not built says so and exits 2 before any
- * change. */
+ * change; a build killed (SIGKILL) once each task of it was sent and
+ * recorded, then run again, finishes with one download and one create. */
 #include "clirun.h"
 #include "httpserve.h"
 #include "image.h"
 #include "simcli.h"
 #include "simproc.h"
+#include "store.h"
 #include "sshd.h"
 #include "util.h"
 
@@ -389,5 +391,52 @@ Test(image_cli, failures_leave_nothing)
 	free(url);
 	free(missing);
 	free(sum);
+	world_free(&w);
+}
+
+Test(image_cli, killed_at_each_step_then_resumed)
+{
+	struct simcli w = {0};
+	world_start(&w);
+	static const char *const steps[] = {"download", "create", "resize", "template", "cleanup"};
+	static const char *const names[] = {"debian-12", "debian-13", "ubuntu-24.04", "ubuntu-26.04",
+					    "freebsd-15"};
+	char *db = store_path(w.dir);
+	for (size_t i = 0; i < 5; i++) {
+		char *file = strprintf("%s.qcow2", names[i]);
+		char *sum = serve_qcow2(file, 1ULL << 30);
+		char *url = strprintf("%s/%s", hs.base, file);
+		char *outp = strprintf("%s/kill.out", w.dir);
+		int dl = simproc_count(&sim, "POST", "/download-url", -1);
+		int cr = simproc_count(&sim, "POST", "/nodes/pve1/qemu", -1);
+		const char *argv[] = {w.bin, "-c", w.conf, "--local", "image", "build", names[i],
+				      "--url", url, "--checksum", sum, NULL};
+		pid_t pid = test_spawn(argv, outp);
+		cr_assert_gt(pid, 0);
+		cr_assert_eq(test_wait_step_sent(db, names[i], steps[i], true, pid), 0,
+			     "%s: step %s never recorded its task", names[i], steps[i]);
+		test_kill(&pid);
+		char *out = NULL;
+		cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "build", names[i], "--url", url,
+				       "--checksum", sum, NULL), 0, "%s after a kill in %s:\n%s",
+			     names[i], steps[i], out);
+		free(out);
+		char *vm = strprintf("%s-image", names[i]);
+		json_object *c = config_of(vm);
+		cr_assert_not_null(c, "%s: no template after the resume", vm);
+		cr_assert_str_eq(cfg(c, "template") ?: "", "1");
+		json_object_put(c);
+		cr_assert_eq(simproc_count(&sim, "POST", "/download-url", -1) - dl, 1,
+			     "%s: downloaded twice", names[i]);
+		cr_assert_eq(simproc_count(&sim, "POST", "/nodes/pve1/qemu", -1) - cr, 1,
+			     "%s: created twice", names[i]);
+		cr_assert_eq(import_volumes(), 0);
+		free(vm);
+		free(outp);
+		free(url);
+		free(sum);
+		free(file);
+	}
+	free(db);
 	world_free(&w);
 }

@@ -429,6 +429,12 @@ Test(pool_cli, bad_pool_input_refused_before_any_request)
 	free(out);
 	cr_assert_eq(simproc_count(&sim, "GET", "", -1), before);
 	cr_assert_eq(simproc_count(&sim, "POST", "", -1), 0);
+	/* the dry run's plan names the address, from reads only */
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "up", "b1", "-t", "poolvm", "--pool", "lan",
+			       "--dry-run", NULL), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "give it 10.9.0.10 of pool lan"), "%s", out);
+	free(out);
+	cr_assert_eq(simproc_count(&sim, "POST", "", -1) + simproc_count(&sim, "PUT", "", -1), 0);
 	simcli_free(&w);
 }
 
