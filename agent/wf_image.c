@@ -213,12 +213,49 @@ static int delete_volume(struct job *j, const char *node, const char *storage, c
 	return rc;
 }
 
+/* A download sent by an earlier run whose answer was lost: once it can
+ * no longer be on its way, its task if it still runs (GET /nodes/N/tasks,
+ * active, type download, the file name as its id) is waited for, so that
+ * the file is not fetched twice. 0 or -1. */
+static int lost_download(struct job *j, struct image_ctx *x, const char *file)
+{
+	struct pve_error *err = job_err(j);
+	job_settle(j);
+	char *n = pve_path_escape(x->node);
+	json_object *d = NULL;
+	int rc = n ? pve_getf(job_pve(j), &d, NULL, err,
+			      "/nodes/%s/tasks?source=active&typefilter=download", n)
+		   : pve_error_oom(err);
+	free(n);
+	const char *upid = NULL;
+	for (size_t i = 0; rc == 0 && json_object_is_type(d, json_type_array) &&
+			   i < json_object_array_length(d) && !upid;
+	     i++) {
+		json_object *t = json_object_array_get_idx(d, i);
+		const char *id = json_str(t, "id");
+		if (id && file && strcmp(id, file) == 0)
+			upid = json_str(t, "upid");
+	}
+	if (upid) {
+		log_info("%s: waiting for the download an earlier run started (%s)", job_subject(j),
+			 upid);
+		struct guest_wait wa = *job_wait(j);
+		wa.attach = true;
+		rc = guest_wait_task(job_pve(j), upid, "download", &wa, NULL, err);
+	}
+	json_object_put(d);
+	return rc;
+}
+
 static enum step_rc step_download(struct job *j)
 {
 	struct image_ctx *x = job_ctx(j);
 	json_object *v = job_vars(j);
 	struct pve_error *err = job_err(j);
 	const char *volid = json_str(v, "volid");
+	if (!job_step_upid(j) && job_step_attempts(j) > 0 &&
+	    lost_download(j, x, json_str(v, "file")) < 0)
+		return STEP_RC_FAIL;
 	int there = job_step_upid(j) ? 0 : volume_there(job_pve(j), x->node, x->import_storage,
 							volid, err);
 	if (there < 0)
