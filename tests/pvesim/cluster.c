@@ -1071,6 +1071,7 @@ void cluster_free(struct cluster *c)
 	acl_free(c->acl);
 	json_object_put(c->ha);
 	json_object_put(c->faults);
+	json_object_put(c->appliances);
 	free(c->scenario_path);
 	free(c->version);
 	free(c->cluster_name);

@@ -101,6 +101,7 @@ struct cluster {
 	struct ptrvec tasks;    /* struct sim_task * */
 	json_object *ha;        /* array of {sid, state, group, ...} */
 	json_object *faults;    /* scenario faults (array) or NULL */
+	json_object *appliances; /* aplinfo's catalogue (array) or NULL */
 	unsigned next_pid;
 	double boot_time;       /* simulated time the cluster came up */
 	struct guestnet *net;   /* the guests' listeners, or NULL */
@@ -280,7 +281,7 @@ struct sbuf;
 int storage_import_disk(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
 			const char *key, const char *value, char **out, double *cost,
 			struct sbuf *log, struct sim_resp *r);
-/* routes_storage.c: download-url, deleting a volume */
+/* routes_storage.c: download-url, deleting a volume, aplinfo */
 bool routes_storage(struct cluster *c, const struct sim_req *req,
 		    struct path_parts *pp, struct sim_resp *r);
 

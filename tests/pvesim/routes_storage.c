@@ -4,7 +4,10 @@
  * that fetches the URL, verifies the checksum, decompresses where PVE can,
  * checks an image as an untrusted one and stores the file as a volume of
  * its content), DELETE .../content/{volume} (an "imgdel" task), and the
- * source of a disk's import-from (import volumes and their formats).
+ * source of a disk's import-from (import volumes and their formats), and
+ * GET/POST /nodes/{node}/aplinfo (Nodes.pm aplinfo, apl_download: the
+ * scenario's "appliances" listed, one downloaded into a storage's template
+ * cache as download-url downloads, its sha512sum required).
  *
  * The simulator fetches only http:// URLs on loopback (127.0.0.0/8), at the
  * moment of the request and in real time, so that tests serve their own
@@ -396,6 +399,31 @@ static char *download_work(struct sim_task *t, struct dl *d, double *at)
 	return err;
 }
 
+/* The download task t: its log and end (the volume made when it ends
+ * well), answered with its UPID. */
+static void download_run(const struct sim_req *req, struct sim_task *t, struct dl *d,
+			 struct sim_resp *r)
+{
+	double at = 0.1;
+	char *err = download_work(t, d, &at);
+	t->duration = at + 0.1;
+	t->end = t->start + t->duration;
+	if (err) {
+		task_fail_at(t, at, err);
+	} else if (!d->have && (t->args = json_object_new_object())) {
+		json_object_object_add(t->args, "volid", json_object_new_string(d->volid));
+		json_object_object_add(t->args, "content", json_object_new_string(d->content));
+		if (d->format)
+			json_object_object_add(t->args, "format", json_object_new_string(d->format));
+		json_object_object_add(t->args, "sums", json_object_new_string(d->sums));
+		json_object_object_add(t->args, "size", json_object_new_int64((int64_t)d->size));
+		t->on_end = download_end;
+	}
+	free(err);
+	task_apply_fault(t, req->task_fail);
+	resp_task(r, t);
+}
+
 /* download_url's checks before its worker: the file name normalised and
  * checked for the content type, the destination. 0, or -1 (r answered). */
 static int download_target(struct sim_storage *s, const char *dir, const char *fname,
@@ -486,25 +514,7 @@ static void route_download_url(struct cluster *c, const struct sim_req *req,
 	}
 	if (t && d.tmp) {
 		d.have = cluster_volume(c, d.volid, node);
-		double at = 0.1;
-		char *err = download_work(t, &d, &at);
-		t->duration = at + 0.1;
-		t->end = t->start + t->duration;
-		if (err) {
-			task_fail_at(t, at, err);
-		} else if (!d.have && (t->args = json_object_new_object())) {
-			json_object_object_add(t->args, "volid", json_object_new_string(d.volid));
-			json_object_object_add(t->args, "content", json_object_new_string(d.content));
-			if (d.format)
-				json_object_object_add(t->args, "format",
-						       json_object_new_string(d.format));
-			json_object_object_add(t->args, "sums", json_object_new_string(d.sums));
-			json_object_object_add(t->args, "size", json_object_new_int64((int64_t)d.size));
-			t->on_end = download_end;
-		}
-		free(err);
-		task_apply_fault(t, req->task_fail);
-		resp_task(r, t);
+		download_run(req, t, &d, r);
 	} else if (t) {
 		task_discard(c, t);
 	}
@@ -633,10 +643,89 @@ int storage_import_disk(struct cluster *c, const struct sim_req *req, struct sim
 	return rc;
 }
 
+/* ---- aplinfo ------------------------------------------------------------------------ */
+
+static json_object *appliance(const struct cluster *c, const char *template)
+{
+	for (size_t i = 0; c->appliances && i < json_object_array_length(c->appliances); i++) {
+		json_object *a = json_object_array_get_idx(c->appliances, i);
+		const char *t = json_object_get_string(json_object_object_get(a, "template"));
+		if (t && template && strcmp(t, template) == 0)
+			return a;
+	}
+	return NULL;
+}
+
+/* POST /nodes/{node}/aplinfo (Nodes.pm apl_download): the appliance's
+ * location fetched as download-url fetches, its sha512sum required, into
+ * the storage's template cache. */
+static void route_apl_download(struct cluster *c, const struct sim_req *req, const char *node,
+			       struct sim_resp *r)
+{
+	const char *tname = param_str(req, "template"), *sid = param_str(req, "storage");
+	json_object *a = appliance(c, tname);
+	struct sim_storage *s = sid ? cluster_storage(c, sid) : NULL;
+	char *sp = sid ? strprintf("/storage/%s", sid) : NULL;
+	if (!sp || !priv_check(req, r, sp, "Datastore.AllocateTemplate")) {
+		free(sp);
+		return;
+	}
+	free(sp);
+	const char *type = a ? json_object_get_string(json_object_object_get(a, "type")) : NULL;
+	char *dir = s ? storage_dir(s) : NULL;
+	if (!a) {
+		resp_param_error(r, "template", "no such template");
+	} else if (!s || !storage_on_node(s, node)) {
+		resp_error(r, 500, "storage '%s' does not exist", sid);
+	} else if (type && strcmp(type, "lxc") != 0 && strcmp(type, "openvz") != 0) {
+		resp_error(r, 500, "unknown template type '%s'", type);
+	} else if (!storage_has_content(s, "vztmpl") || !dir) {
+		resp_error(r, 500, "storage '%s' does not support templates", sid);
+	} else {
+		struct dl d = {
+			.url = json_object_get_string(json_object_object_get(a, "location")),
+			.content = "vztmpl",
+			.sum = json_object_get_string(json_object_object_get(a, "sha512sum")),
+			.algo = "sha512",
+			.dest = strprintf("%s/template/cache/%s", dir, tname),
+			.volid = strprintf("%s:vztmpl/%s", sid, tname),
+		};
+		struct sim_task *t = task_new(c, node, "download", tname, req->userid, req->now, 3600);
+		d.tmp = t && d.dest ? strprintf("%s.tmp_dwnl.%u", d.dest, t->pid) : NULL;
+		if (!t || !d.tmp || !d.volid) {
+			resp_error(r, 500, "out of memory");
+			if (t)
+				task_discard(c, t);
+		} else {
+			d.have = cluster_volume(c, d.volid, node);
+			download_run(req, t, &d, r);
+		}
+		free(d.dest);
+		free(d.tmp);
+		free(d.volid);
+		free(d.sums);
+	}
+	free(dir);
+}
+
 bool routes_storage(struct cluster *c, const struct sim_req *req, struct path_parts *pp,
 		    struct sim_resp *r)
 {
 	char **s = pp->seg;
+	if (pp->n == 3 && strcmp(s[0], "nodes") == 0 && strcmp(s[2], "aplinfo") == 0) {
+		struct sim_node *nd = route_node(c, s[1], r);
+		if (!nd)
+			return true;
+		if (strcmp(req->method, "POST") == 0) {
+			route_apl_download(c, req, nd->name, r);
+		} else {
+			json_object *arr = NULL;
+			if (c->appliances)
+				json_object_deep_copy(c->appliances, &arr, NULL);
+			resp_data(r, arr ? arr : json_object_new_array());
+		}
+		return true;
+	}
 	size_t n = pp->n;
 	if (n < 5 || strcmp(s[0], "nodes") != 0 || strcmp(s[2], "storage") != 0)
 		return false;

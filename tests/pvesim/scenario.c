@@ -1102,7 +1102,7 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 	static const char *const keys[] = {"pve_version", "cluster_name", "nodes",
 					   "storages",    "tokens",	  "users",	"roles",
 					   "guests",	  "ha",		  "faults",
-					   NULL};
+					   "appliances",  NULL};
 	json_object *v;
 	if (rc == 0)
 		rc = check_keys(&x, root, "$", keys);
@@ -1186,6 +1186,23 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 			}
 		}
 		if (rc == 0 && has > 0 && json_object_deep_copy(v, &c->faults, NULL) < 0)
+			rc = -1;
+	}
+	if (rc == 0) {
+		/* the appliance catalogue aplinfo lists (routes_storage.c) */
+		int has = member(&x, root, "$", "appliances", json_type_array, false, &v);
+		for (size_t i = 0; has > 0 && rc == 0 && i < json_object_array_length(v); i++) {
+			json_object *a = json_object_array_get_idx(v, i), *t = NULL;
+			if (!json_object_object_get_ex(a, "template", &t) ||
+			    !json_object_object_get_ex(a, "location", &t) ||
+			    !json_object_object_get_ex(a, "sha512sum", &t)) {
+				char *p = jp("$.appliances", "[%zu]", i);
+				rc = p ? sfail(&x, p, "needs template, location and sha512sum") : -1;
+				free(p);
+			}
+		}
+		if (has < 0 || (rc == 0 && has > 0 && json_object_deep_copy(v, &c->appliances,
+									     NULL) < 0))
 			rc = -1;
 	}
 	json_object_put(root);

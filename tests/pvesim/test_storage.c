@@ -8,7 +8,10 @@
  * leave no volume; a storage that is not file based, a content type the
  * storage lacks and a bad file name are refused at once; import-from of an
  * ISO volume or without the STORAGE:0 syntax is refused; deleting the
- * volume removes it. */
+ * volume removes it; aplinfo lists the scenario's appliances and downloads
+ * one with its sha512sum verified into the template cache, a wrong sum
+ * failing the task, an unknown template and a storage without vztmpl
+ * refused. */
 #include "httpserve.h"
 #include "simproc.h"
 #include "util.h"
@@ -272,5 +275,82 @@ Test(storage, failed_downloads_leave_no_volume)
 	cr_assert_eq(status, 400);
 	cr_assert_not_null(strstr(json_object_to_json_string(a), "requires special syntax"));
 	json_object_put(a);
+	stop();
+}
+
+/* The images scenario with two appliances served by hs (one with a wrong
+ * sha512sum); its path (malloc'd, in hs's directory). */
+static char *apl_scenario(const char *sha)
+{
+	json_object *sc = json_object_from_file("tests/pvesim/scenarios/images.json");
+	cr_assert_not_null(sc);
+	char *txt = strprintf("[{\"template\":\"debian-13-standard_13.1-2_amd64.tar.zst\","
+			      "\"type\":\"lxc\",\"os\":\"debian-13\",\"section\":\"system\","
+			      "\"location\":\"%s/ct.tar.zst\",\"sha512sum\":\"%s\"},"
+			      "{\"template\":\"bad-standard_1_amd64.tar.zst\",\"type\":\"lxc\","
+			      "\"location\":\"%s/ct.tar.zst\",\"sha512sum\":\"%0128d\"}]",
+			      hs.base, sha, hs.base, 0);
+	json_object *apl = json_tokener_parse(txt);
+	cr_assert_not_null(apl, "%s", txt);
+	json_object_object_add(sc, "appliances", apl);
+	char *path = strprintf("%s/scenario.json", hs.dir);
+	cr_assert_eq(json_object_to_file(path, sc), 0);
+	json_object_put(sc);
+	free(txt);
+	return path;
+}
+
+Test(storage, aplinfo_lists_and_downloads)
+{
+	cr_assert_eq(httpserve_start(&hs), 0);
+	static const char body[] = "a container template";
+	cr_assert_eq(httpserve_put(&hs, "ct.tar.zst", body, sizeof body - 1), 0);
+	unsigned char md[64];
+	cr_assert_eq(gnutls_hash_fast(GNUTLS_DIG_SHA512, body, sizeof body - 1, md), 0);
+	char sha[129];
+	for (int i = 0; i < 64; i++)
+		snprintf(sha + 2 * i, 3, "%02x", md[i]);
+	char *scen = apl_scenario(sha);
+	cr_assert_eq(simproc_start(&sp, scen, NULL), 0);
+	long status = 0;
+	json_object *a = NULL, *d = NULL;
+	cr_assert_eq(sim_api(&sp, "GET", "/nodes/pve1/aplinfo", NULL, &status, &a), 0);
+	cr_assert_eq(status, 200);
+	cr_assert(json_object_object_get_ex(a, "data", &d) && json_object_array_length(d) == 2);
+	json_object_put(a);
+	cr_assert_eq(sim_api(&sp, "POST", "/nodes/pve1/aplinfo",
+			     "storage=local&template=debian-13-standard_13.1-2_amd64.tar.zst",
+			     &status, &a), 0);
+	cr_assert_eq(status, 200, "%s", json_object_to_json_string(a));
+	json_object_object_get_ex(a, "data", &d);
+	char *log = NULL, *exit = task_end(json_object_get_string(d), &log);
+	json_object_put(a);
+	cr_assert_str_eq(exit, "OK", "%s", log);
+	cr_assert_not_null(strstr(log, "/var/lib/vz/template/cache/debian-13-standard_13.1-2_amd64"
+				       ".tar.zst"), "%s", log);
+	cr_assert_not_null(strstr(log, "calculating checksum...OK, checksum verified"), "%s", log);
+	free(exit);
+	free(log);
+	cr_assert_eq(volumes("vztmpl", "local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst"), 1);
+	cr_assert_eq(sim_api(&sp, "POST", "/nodes/pve1/aplinfo",
+			     "storage=local&template=bad-standard_1_amd64.tar.zst", &status, &a), 0);
+	json_object_object_get_ex(a, "data", &d);
+	exit = task_end(json_object_get_string(d), &log);
+	json_object_put(a);
+	cr_assert_not_null(strstr(exit, "checksum mismatch"), "%s", exit);
+	free(exit);
+	free(log);
+	cr_assert_eq(volumes("vztmpl", "local:vztmpl/bad-standard_1_amd64.tar.zst"), 0);
+	cr_assert_eq(sim_api(&sp, "POST", "/nodes/pve1/aplinfo",
+			     "storage=local&template=nosuch.tar.zst", &status, &a), 0);
+	cr_assert_eq(status, 400);
+	cr_assert_not_null(strstr(json_object_to_json_string(a), "no such template"));
+	json_object_put(a);
+	cr_assert_eq(sim_api(&sp, "POST", "/nodes/pve1/aplinfo",
+			     "storage=local-lvm&template=bad-standard_1_amd64.tar.zst", &status, &a),
+		     0);
+	cr_assert_not_null(strstr(json_object_to_json_string(a), "does not support templates"));
+	json_object_put(a);
+	free(scen);
 	stop();
 }
