@@ -2,6 +2,7 @@
  * the catalogue (image.h) and its template VMs (wf_image.h). */
 #include "cli.h"
 
+#include "json.h"
 #include "output.h"
 #include "wf_image.h"
 #include "util.h"
@@ -123,6 +124,7 @@ static int image_show_cmd(struct cli *cli, const char *name)
 static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 {
 	struct image_build_req req = {.storage = "local-lvm", .import_storage = "local"};
+	/* for a container image, --import-storage is where its template goes */
 	long vmid = 0;
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < a->n; i++) {
@@ -161,6 +163,12 @@ static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 	if (image_load(tdirs(cli), a->argv[1], &im, &err) < 0) {
 		cli_error("usage", "image", "%s", err ? err : "cannot load the image");
 		free(err);
+		return EXIT_USAGE;
+	}
+	if (im->lxc && (req.url || req.checksum)) {
+		cli_error("usage", "image", "image %s is a container template from PVE's appliance "
+			  "catalogue: --url and --checksum are for VM images", im->name);
+		image_free(im);
 		return EXIT_USAGE;
 	}
 	if (im->compression && !req.url) {
@@ -205,6 +213,10 @@ static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 			cli_job_result_members(o, j, rc);
 			out_json_line(stdout, o);
 			json_object_put(o);
+		} else if (rc == 0 && im->lxc) {
+			printf("image %s: container template %s on %s\n", im->name,
+			       json_str(job_vars(j), "volid") ? json_str(job_vars(j), "volid") : "?",
+			       req.node);
 		} else if (rc == 0) {
 			printf("image %s: template VM %s (VMID %d) on %s\n", im->name,
 			       vmname ? vmname : "?", job_vmid(j), req.node);

@@ -12,15 +12,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* required for a VM image (kind qemu); a container image needs appliance */
+static const char *const vm_required[] = {"url", "checksum_algorithm", "format", "user",
+					  "cloudinit", NULL};
 static const struct ini_key_spec image_keys[] = {
-	{"description", 0}, {"os", INI_KEY_REQUIRED}, {"os_version", INI_KEY_REQUIRED},
-	{"url", INI_KEY_REQUIRED}, {"checksums", 0}, {"checksum_algorithm", INI_KEY_REQUIRED},
-	{"format", INI_KEY_REQUIRED}, {"compression", 0}, {"user", INI_KEY_REQUIRED},
-	{"cloudinit", INI_KEY_REQUIRED}, {"profile", INI_KEY_REQUIRED}, {NULL, 0},
+	{"description", 0}, {"kind", 0}, {"os", INI_KEY_REQUIRED}, {"os_version", INI_KEY_REQUIRED},
+	{"url", 0}, {"checksums", 0}, {"checksum_algorithm", 0}, {"format", 0},
+	{"compression", 0}, {"user", 0}, {"cloudinit", 0}, {"profile", INI_KEY_REQUIRED},
+	{"appliance", 0}, {NULL, 0},
 };
 static const struct ini_section_spec image_spec[] = {
 	{"image", INI_SEC_REQUIRED, image_keys},
-	{"vm", INI_SEC_REQUIRED | INI_SEC_ANYKEY, NULL},
+	{"vm", INI_SEC_ANYKEY, NULL},
 	{NULL, 0, NULL},
 };
 
@@ -106,6 +109,18 @@ int image_load_file(const char *path, struct image **out, char **err)
 									    : strdup(base);
 		im->path = strdup(path);
 		x.s = ini_find(&ini, "image", NULL);
+		static const char *const kinds[] = {"qemu", "lxc", NULL};
+		char *kind = take(&x, "kind", kinds, "expected qemu or lxc");
+		im->lxc = kind && strcmp(kind, "lxc") == 0;
+		free(kind);
+		im->appliance = take(&x, "appliance", NULL, NULL);
+		for (const char *const *k = vm_required; !im->lxc && *k; k++)
+			if (!ini_get(x.s, *k))
+				IERR(&x, NULL, "%s: missing (a VM image needs it)", *k);
+		if (im->lxc && !im->appliance)
+			IERR(&x, NULL, "%s", "appliance: missing (kind lxc: the aplinfo template name)");
+		if (!im->lxc && im->appliance)
+			IERR(&x, ini_get(x.s, "appliance"), "%s", "only for kind lxc");
 		im->description = take(&x, "description", NULL, NULL);
 		im->os = take(&x, "os", NULL, NULL);
 		im->os_version = take(&x, "os_version", NULL, NULL);
@@ -131,6 +146,8 @@ int image_load_file(const char *path, struct image **out, char **err)
 			im->compression = NULL;
 		}
 		x.s = ini_find(&ini, "vm", NULL);
+		if (im->lxc && x.s)
+			IERR(&x, NULL, "%s", "a container image has no [vm] section");
 		for (size_t i = 0; x.s && i < x.s->n_entries; i++) {
 			const struct ini_entry *e = &x.s->entries[i];
 			if (strcmp(e->key, "disk") == 0)
@@ -140,10 +157,11 @@ int image_load_file(const char *path, struct image **out, char **err)
 			else if (tmpl_kvlist_add(&im->vm, e->key, e->value, e->line) < 0)
 				x.oom = 1;
 		}
-		if (!im->disk)
-			IERR(&x, NULL, "%s", "disk: missing (the disk key: scsi0, virtio0, ...)");
-		else if (strncmp(im->disk, "scsi", 4) != 0 && strncmp(im->disk, "virtio", 6) != 0 &&
-			 strncmp(im->disk, "sata", 4) != 0)
+		x.s = x.s ? x.s : ini_find(&ini, "image", NULL);
+		if (!im->disk && !im->lxc)
+			IERR(&x, NULL, "%s", "[vm] disk: missing (the disk key: scsi0, virtio0, ...)");
+		else if (im->disk && strncmp(im->disk, "scsi", 4) != 0 &&
+			 strncmp(im->disk, "virtio", 6) != 0 && strncmp(im->disk, "sata", 4) != 0)
 			IERR(&x, ini_get(x.s, "disk"), "'%s': expected scsiN, virtioN or sataN",
 			     im->disk);
 		if (!im->name || !im->path)
@@ -165,7 +183,7 @@ void image_free(struct image *im)
 {
 	if (!im)
 		return;
-	char **f[] = {&im->name, &im->path, &im->description, &im->os, &im->os_version,
+	char **f[] = {&im->name, &im->path, &im->appliance, &im->description, &im->os, &im->os_version,
 		      &im->url, &im->checksums, &im->algo, &im->format, &im->compression,
 		      &im->user, &im->cloudinit, &im->profile, &im->disk, &im->disk_size};
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)

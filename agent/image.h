@@ -19,6 +19,12 @@
  *                                 ostype, bios, net0, ...); disk = the
  *                                 disk key (scsi0, virtio0), disk_size
  *
+ * A container image ([image] kind = lxc) names an appliance of PVE's
+ * catalogue instead (aplinfo): appliance = debian-13-standard, the newest
+ * template of that name (debian-13-standard_13.1-2_amd64.tar.zst) is
+ * downloaded into a storage's template cache; it needs os, os_version and
+ * profile, and no [vm].
+ *
  * PVE's download-url decompresses only ISO images, so an image published
  * compressed (FreeBSD's .qcow2.xz) is built from an uncompressed copy
  * given with --url and --checksum. */
@@ -27,10 +33,13 @@
 
 #include "tmpl.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct image {
 	char *name;            /* "debian-13" (the file's name) */
+	bool lxc;              /* kind = lxc: a container template (appliance) */
+	char *appliance;       /* lxc: the aplinfo name before '_' */
 	char *path;
 	char *description, *os, *os_version;
 	char *url, *checksums, *algo;

@@ -8,7 +8,9 @@
  * old template removed, or kept under another name while linked clones
  * depend on it, only now that the new one is complete; the new one takes
  * the name), cleanup (the downloaded file removed). A failure undoes the
- * done steps: no VM and no file are left. Every task is recorded, so a
+ * done steps: no VM and no file are left. A container image (kind lxc)
+ * is the newest template of its appliance in the node's catalogue, which
+ * the download step fetches (POST /nodes/N/aplinfo); the VM steps skip. Every task is recorded, so a
  * killed build resumes and re-attaches to its download. */
 #include "wf_image.h"
 
@@ -117,11 +119,63 @@ static int resolve_sum(struct job *j, struct image_ctx *x, const char *url, char
 	return *algo ? 0 : pve_error_oom(job_err(j));
 }
 
+static int volume_there(struct pve *c, const char *node, const char *storage,
+			const char *content, const char *volid, struct pve_error *err);
+
+/* A container image: the newest template of its appliance that the node's
+ * catalogue lists (GET /nodes/N/aplinfo); there already: the job ends. */
+static enum step_rc resolve_appliance(struct job *j, struct image_ctx *x)
+{
+	struct pve_error *err = job_err(j);
+	char *n = pve_path_escape(x->node);
+	json_object *d = NULL;
+	if (!n || pve_getf(job_pve(j), &d, NULL, err, "/nodes/%s/aplinfo", n) < 0) {
+		if (!n)
+			pve_error_oom(err);
+		free(n);
+		return STEP_RC_FAIL;
+	}
+	free(n);
+	size_t pl = strlen(x->im->appliance);
+	const char *best = NULL;
+	for (size_t i = 0; json_object_is_type(d, json_type_array) && i < json_object_array_length(d);
+	     i++) {
+		const char *t = json_str(json_object_array_get_idx(d, i), "template");
+		if (t && strncmp(t, x->im->appliance, pl) == 0 && t[pl] == '_' &&
+		    (!best || strverscmp(t, best) > 0))
+			best = t;
+	}
+	enum step_rc rc = STEP_RC_FAIL;
+	char *volid = best ? strprintf("%s:vztmpl/%s", x->import_storage, best) : NULL;
+	int there = volid ? volume_there(job_pve(j), x->node, x->import_storage, "vztmpl", volid,
+					 err)
+			  : -1;
+	if (!best)
+		job_fail(j, PVE_ERR_NOT_FOUND, "the appliance catalogue of %s lists no %s_*: run "
+			 "'pveam update' on the node", x->node, x->im->appliance);
+	else if (there < 0)
+		;
+	else if (job_set_str(j, "template", best) < 0 || job_set_str(j, "volid", volid) < 0)
+		pve_error_oom(err);
+	else if (there) {
+		job_summary(j, "%s is there already", volid);
+		rc = STEP_RC_END;
+	} else {
+		job_summary(j, "%s", best);
+		rc = STEP_RC_OK;
+	}
+	free(volid);
+	json_object_put(d);
+	return rc;
+}
+
 static enum step_rc step_resolve(struct job *j)
 {
 	struct image_ctx *x = job_ctx(j);
 	json_object *p = job_params(j);
 	struct pve_error *err = job_err(j);
+	if (x->im->lxc)
+		return resolve_appliance(j, x);
 	const char *url = json_str(p, "url") ? json_str(p, "url") : x->im->url;
 	if (x->im->compression && !json_str(p, "url"))
 		return job_fail(j, PVE_ERR_CONFIG,
@@ -171,14 +225,15 @@ static enum step_rc step_resolve(struct job *j)
 
 /* ---- download ------------------------------------------------------------------- */
 
-/* Is volid on storage of node (GET .../content?content=import)? 1, 0, -1. */
-static int volume_there(struct pve *c, const char *node, const char *storage, const char *volid,
-			struct pve_error *err)
+/* Is volid on storage of node (GET .../content?content=CONTENT)? 1, 0,
+ * -1. */
+static int volume_there(struct pve *c, const char *node, const char *storage,
+			const char *content, const char *volid, struct pve_error *err)
 {
 	char *n = pve_path_escape(node), *s = pve_path_escape(storage);
 	json_object *d = NULL;
-	int rc = n && s ? pve_getf(c, &d, NULL, err, "/nodes/%s/storage/%s/content?content=import",
-				   n, s)
+	int rc = n && s ? pve_getf(c, &d, NULL, err, "/nodes/%s/storage/%s/content?content=%s",
+				   n, s, content)
 			: pve_error_oom(err);
 	free(n);
 	free(s);
@@ -198,7 +253,7 @@ static int volume_there(struct pve *c, const char *node, const char *storage, co
 static int delete_volume(struct job *j, const char *node, const char *storage, const char *volid)
 {
 	struct pve_error *err = job_err(j);
-	int there = volume_there(job_pve(j), node, storage, volid, err);
+	int there = volume_there(job_pve(j), node, storage, "import", volid, err);
 	if (there <= 0)
 		return there;
 	char *n = pve_path_escape(node), *s = pve_path_escape(storage), *v = pve_path_escape(volid);
@@ -254,32 +309,42 @@ static enum step_rc step_download(struct job *j)
 	struct pve_error *err = job_err(j);
 	const char *volid = json_str(v, "volid");
 	if (!job_step_upid(j) && job_step_attempts(j) > 0 &&
-	    lost_download(j, x, json_str(v, "file")) < 0)
+	    lost_download(j, x, json_str(v, x->im->lxc ? "template" : "file")) < 0)
 		return STEP_RC_FAIL;
 	int there = job_step_upid(j) ? 0 : volume_there(job_pve(j), x->node, x->import_storage,
-							volid, err);
+							x->im->lxc ? "vztmpl" : "import", volid,
+							err);
 	if (there < 0)
 		return STEP_RC_FAIL;
-	job_set_left(j, "the downloaded file %s on %s", volid, x->node);
+	/* a container template is what the build makes: it stays */
+	job_set_left(j, x->im->lxc ? NULL : "the downloaded file %s on %s", volid, x->node);
 	if (there) {
 		job_summary(j, "%s is there already", volid);
 		return STEP_RC_OK;
 	}
 	struct pve_params p = {0};
-	pve_params_add(&p, "url", json_str(v, "url"));
-	pve_params_add(&p, "content", "import");
-	pve_params_add(&p, "filename", json_str(v, "file"));
-	pve_params_add(&p, "checksum", json_str(v, "sum"));
-	pve_params_add(&p, "checksum-algorithm", json_str(v, "algo"));
+	if (x->im->lxc) {
+		pve_params_add(&p, "storage", x->import_storage);
+		pve_params_add(&p, "template", json_str(v, "template"));
+	} else {
+		pve_params_add(&p, "url", json_str(v, "url"));
+		pve_params_add(&p, "content", "import");
+		pve_params_add(&p, "filename", json_str(v, "file"));
+		pve_params_add(&p, "checksum", json_str(v, "sum"));
+		pve_params_add(&p, "checksum-algorithm", json_str(v, "algo"));
+	}
 	char *n = pve_path_escape(x->node), *s = pve_path_escape(x->import_storage);
-	char *path = n && s ? strprintf("/nodes/%s/storage/%s/download-url", n, s) : NULL;
+	char *path = !n || !s ? NULL
+		     : x->im->lxc ? strprintf("/nodes/%s/aplinfo", n)
+				  : strprintf("/nodes/%s/storage/%s/download-url", n, s);
 	int rc = path && !p.failed ? guest_node_task(job_pve(j), "POST", path, &p, "download",
 						     job_wait(j), NULL, err)
 				   : pve_error_oom(err);
 	if (rc < 0 && err->ambiguous) {
 		/* the answer was lost: the file tells whether it took effect */
 		struct pve_error lerr = {0};
-		int t = volume_there(job_pve(j), x->node, x->import_storage, volid, &lerr);
+		int t = volume_there(job_pve(j), x->node, x->import_storage,
+				     x->im->lxc ? "vztmpl" : "import", volid, &lerr);
 		if (t == 1) {
 			pve_error_clear(err);
 			rc = 0;
@@ -305,6 +370,8 @@ static enum step_rc step_download(struct job *j)
 static int undo_download(struct job *j)
 {
 	struct image_ctx *x = job_ctx(j);
+	if (x->im->lxc)
+		return 1; /* the template is the result, complete */
 	return delete_volume(j, x->node, x->import_storage, json_str(job_vars(j), "volid")) < 0
 		       ? -1
 		       : 0;
@@ -336,6 +403,8 @@ static int create_params(void *ctx, int vmid, struct pve_params *p, struct pve_e
 static enum step_rc step_create(struct job *j)
 {
 	struct image_ctx *x = job_ctx(j);
+	if (x->im->lxc)
+		return STEP_RC_SKIP;
 	struct pve_error *err = job_err(j);
 	const char *name = json_str(job_vars(j), "build_name");
 	if (x->g.vmid) {
@@ -417,6 +486,8 @@ static int undo_create(struct job *j)
 static enum step_rc step_resize(struct job *j)
 {
 	struct image_ctx *x = job_ctx(j);
+	if (x->im->lxc)
+		return STEP_RC_SKIP;
 	if (!x->im->disk_size)
 		return STEP_RC_SKIP;
 	bool grown = false;
@@ -430,6 +501,8 @@ static enum step_rc step_resize(struct job *j)
 static enum step_rc step_template(struct job *j)
 {
 	struct image_ctx *x = job_ctx(j);
+	if (x->im->lxc)
+		return STEP_RC_SKIP;
 	if (guest_make_template(job_pve(j), &x->g, job_wait(j), job_err(j)) < 0)
 		return STEP_RC_FAIL;
 	job_summary(j, "VM %d is a template", x->g.vmid);
@@ -495,6 +568,8 @@ static int rename_vm(struct job *j, struct guest_ref *g, const char *name)
 static enum step_rc step_replace(struct job *j)
 {
 	struct image_ctx *x = job_ctx(j);
+	if (x->im->lxc)
+		return STEP_RC_SKIP;
 	struct pve_error *err = job_err(j);
 	long long old = 0;
 	if (!json_int(job_vars(j), "old_vmid", &old) || old <= 0)
@@ -537,6 +612,8 @@ out:
 static enum step_rc step_cleanup(struct job *j)
 {
 	struct image_ctx *x = job_ctx(j);
+	if (x->im->lxc)
+		return STEP_RC_SKIP;
 	const char *volid = json_str(job_vars(j), "volid");
 	if (delete_volume(j, x->node, x->import_storage, volid) < 0)
 		return STEP_RC_FAIL;

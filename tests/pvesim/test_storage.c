@@ -13,6 +13,7 @@
  * failing the task, an unknown template and a storage without vztmpl
  * refused. */
 #include "httpserve.h"
+#include "simcli.h"
 #include "simproc.h"
 #include "util.h"
 
@@ -54,16 +55,6 @@ static void qcow2(unsigned char *b, unsigned long long vsize)
 	b[7] = 3; /* version */
 	for (int i = 0; i < 8; i++)
 		b[24 + i] = (unsigned char)(vsize >> (56 - 8 * i));
-}
-
-static char *sha256_hex(const void *d, size_t n)
-{
-	unsigned char md[32];
-	cr_assert_eq(gnutls_hash_fast(GNUTLS_DIG_SHA256, d, n, md), 0);
-	char *hex = malloc(65);
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	return hex;
 }
 
 /* POST download-url with form; the UPID, or NULL with *status set. */
@@ -149,8 +140,8 @@ Test(storage, download_verified_then_imported)
 	start();
 	unsigned char img[512];
 	qcow2(img, 3ULL << 30);
-	cr_assert_eq(httpserve_put(&hs, "deb.qcow2", img, sizeof img), 0);
-	char *sum = sha256_hex(img, sizeof img);
+	char *sum = httpserve_put_sum(&hs, "deb.qcow2", img, sizeof img, 256);
+	cr_assert_not_null(sum);
 	char *extra = strprintf("&checksum=%s&checksum-algorithm=sha256", sum);
 	char *log = NULL;
 	char *exit = fetch_import("deb.qcow2", extra, &log);
@@ -282,20 +273,14 @@ Test(storage, failed_downloads_leave_no_volume)
  * sha512sum); its path (malloc'd, in hs's directory). */
 static char *apl_scenario(const char *sha)
 {
-	json_object *sc = json_object_from_file("tests/pvesim/scenarios/images.json");
-	cr_assert_not_null(sc);
 	char *txt = strprintf("[{\"template\":\"debian-13-standard_13.1-2_amd64.tar.zst\","
 			      "\"type\":\"lxc\",\"os\":\"debian-13\",\"section\":\"system\","
 			      "\"location\":\"%s/ct.tar.zst\",\"sha512sum\":\"%s\"},"
 			      "{\"template\":\"bad-standard_1_amd64.tar.zst\",\"type\":\"lxc\","
 			      "\"location\":\"%s/ct.tar.zst\",\"sha512sum\":\"%0128d\"}]",
 			      hs.base, sha, hs.base, 0);
-	json_object *apl = json_tokener_parse(txt);
-	cr_assert_not_null(apl, "%s", txt);
-	json_object_object_add(sc, "appliances", apl);
-	char *path = strprintf("%s/scenario.json", hs.dir);
-	cr_assert_eq(json_object_to_file(path, sc), 0);
-	json_object_put(sc);
+	char *path = simcli_scenario_with("tests/pvesim/scenarios/images.json", "appliances", txt,
+					  hs.dir);
 	free(txt);
 	return path;
 }
@@ -304,12 +289,8 @@ Test(storage, aplinfo_lists_and_downloads)
 {
 	cr_assert_eq(httpserve_start(&hs), 0);
 	static const char body[] = "a container template";
-	cr_assert_eq(httpserve_put(&hs, "ct.tar.zst", body, sizeof body - 1), 0);
-	unsigned char md[64];
-	cr_assert_eq(gnutls_hash_fast(GNUTLS_DIG_SHA512, body, sizeof body - 1, md), 0);
-	char sha[129];
-	for (int i = 0; i < 64; i++)
-		snprintf(sha + 2 * i, 3, "%02x", md[i]);
+	char *sha = httpserve_put_sum(&hs, "ct.tar.zst", body, sizeof body - 1, 512);
+	cr_assert_not_null(sha);
 	char *scen = apl_scenario(sha);
 	cr_assert_eq(simproc_start(&sp, scen, NULL), 0);
 	long status = 0;
@@ -352,5 +333,6 @@ Test(storage, aplinfo_lists_and_downloads)
 	cr_assert_not_null(strstr(json_object_to_json_string(a), "does not support templates"));
 	json_object_put(a);
 	free(scen);
+	free(sha);
 	stop();
 }

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/crypto.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -105,6 +106,20 @@ int httpserve_put(struct httpserve *h, const char *name, const void *data, size_
 		ok = 0;
 	free(path);
 	return ok ? 0 : -1;
+}
+
+char *httpserve_put_sum(struct httpserve *h, const char *name, const void *data, size_t len,
+			int bits)
+{
+	unsigned char md[64];
+	gnutls_digest_algorithm_t alg = bits == 512 ? GNUTLS_DIG_SHA512 : GNUTLS_DIG_SHA256;
+	size_t n = gnutls_hash_get_len(alg);
+	if (httpserve_put(h, name, data, len) < 0 || gnutls_hash_fast(alg, data, len, md) < 0)
+		return NULL;
+	char *hex = malloc(2 * n + 1);
+	for (size_t i = 0; hex && i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return hex;
 }
 
 void httpserve_stop(struct httpserve *h)

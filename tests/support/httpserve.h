@@ -19,6 +19,10 @@ struct httpserve {
 int httpserve_start(struct httpserve *h);
 /* Write a file of len bytes under the served directory. 0 or -1. */
 int httpserve_put(struct httpserve *h, const char *name, const void *data, size_t len);
+/* httpserve_put, and the file's SHA-256 (bits 256) or SHA-512 (512) as
+ * lower-case hex (malloc'd); NULL when either fails. */
+char *httpserve_put_sum(struct httpserve *h, const char *name, const void *data, size_t len,
+			int bits);
 /* Stop the server and remove the directory. */
 void httpserve_stop(struct httpserve *h);
 

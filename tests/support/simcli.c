@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <criterion/criterion.h>
+#include <json-c/json.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -38,6 +39,18 @@ void simcli_start(struct simcli *w, struct simproc *sim, const char *scenario,
 	cr_assert_eq(test_write_file(w->conf, conf, 0600), 0);
 	free(conf);
 	free(secret);
+}
+
+char *simcli_scenario_with(const char *base, const char *key, const char *value,
+			   const char *dir)
+{
+	json_object *sc = json_object_from_file(base), *v = json_tokener_parse(value);
+	cr_assert(sc && v, "%s or the value of %s does not parse", base, key);
+	json_object_object_add(sc, key, v);
+	char *path = strprintf("%s/scenario.json", dir);
+	cr_assert_eq(json_object_to_file(path, sc), 0);
+	json_object_put(sc);
+	return path;
 }
 
 void simcli_free(struct simcli *w)

@@ -28,4 +28,10 @@ void simcli_free(struct simcli *w);
  * output; fails the test when it did not run cleanly. */
 int simcli_pv(const struct simcli *w, char **out, ...);
 
+/* A copy of scenario base with member key set to the JSON text value,
+ * written as DIR/scenario.json; its path (malloc'd). Fails the test when
+ * it cannot be made. */
+char *simcli_scenario_with(const char *base, const char *key, const char *value,
+			   const char *dir);
+
 #endif

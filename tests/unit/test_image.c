@@ -45,11 +45,21 @@ Test(image_catalogue, every_shipped_image_loads)
 	size_t n = 0;
 	char *err = NULL;
 	cr_assert_eq(image_list(dirs, &l, &n, &err), 0);
-	cr_assert_eq(n, N_SHIPPED);
+	cr_assert_eq(n, N_SHIPPED + 4);
+	size_t vm = 0;
 	for (size_t i = 0; i < n; i++) {
-		cr_assert_str_eq(l[i].name, shipped[i]);
 		cr_assert_not_null(l[i].image, "%s: %s", l[i].name, l[i].error);
 		const struct image *im = l[i].image;
+		if (im->lxc) {
+			/* the container counterparts: debian-12-ct is debian-12-standard */
+			size_t nl = strlen(im->name);
+			cr_assert(nl > 3 && strcmp(im->name + nl - 3, "-ct") == 0, "%s", im->name);
+			char *want = strprintf("%.*s-standard", (int)(nl - 3), im->name);
+			cr_assert_str_eq(im->appliance, want);
+			free(want);
+			continue;
+		}
+		cr_assert_str_eq(l[i].name, shipped[vm++]);
 		cr_assert(strncmp(im->url, "https://", 8) == 0, "%s", im->url);
 		cr_assert_not_null(im->checksums);
 		cr_assert_str_eq(im->format, "qcow2");
@@ -57,6 +67,7 @@ Test(image_catalogue, every_shipped_image_loads)
 		/* FreeBSD publishes its images xz-compressed only */
 		cr_assert_eq(im->compression != NULL, strncmp(im->name, "freebsd", 7) == 0);
 	}
+	cr_assert_eq(vm, N_SHIPPED);
 	image_list_free(l, n);
 }
 
@@ -184,13 +195,11 @@ static char *serve_qcow2(const char *name, unsigned long long vsize)
 	for (int i = 0; i < 8; i++)
 		b[24 + i] = (unsigned char)(vsize >> (56 - 8 * i));
 	b[100] = (unsigned char)strlen(name); /* distinct files, distinct sums */
-	cr_assert_eq(httpserve_put(&hs, name, b, sizeof b), 0);
-	unsigned char md[32];
-	cr_assert_eq(gnutls_hash_fast(GNUTLS_DIG_SHA256, b, sizeof b, md), 0);
-	char hex[65];
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	return strprintf("sha256:%s", hex);
+	char *hex = httpserve_put_sum(&hs, name, b, sizeof b, 256);
+	cr_assert_not_null(hex);
+	char *arg = strprintf("sha256:%s", hex);
+	free(hex);
+	return arg;
 }
 
 /* Is config c's name name? */
@@ -446,4 +455,52 @@ Test(image_cli, killed_at_each_step_then_resumed)
 	}
 	free(db);
 	world_free(&w);
+}
+
+/* A container image: the newest template of its appliance in the node's
+ * catalogue, downloaded into the template cache; a second build finds it. */
+Test(image_cli, container_image_from_the_appliance_catalogue)
+{
+	struct simcli w = {0};
+	cr_assert_eq(httpserve_start(&hs), 0);
+	static const char body[] = "a debian 13 container";
+	char *sha = httpserve_put_sum(&hs, "ct.tar.zst", body, sizeof body - 1, 512);
+	cr_assert_not_null(sha);
+	char *apl = strprintf("[{\"template\":\"debian-13-standard_13.0-1_amd64.tar.zst\","
+			      "\"type\":\"lxc\",\"location\":\"%s/old\",\"sha512sum\":\"%s\"},"
+			      "{\"template\":\"debian-13-standard_13.1-2_amd64.tar.zst\","
+			      "\"type\":\"lxc\",\"location\":\"%s/ct.tar.zst\","
+			      "\"sha512sum\":\"%s\"}]", hs.base, sha, hs.base, sha);
+	char *scen = simcli_scenario_with("tests/pvesim/scenarios/images.json", "appliances", apl,
+					  hs.dir);
+	simcli_start(&w, &sim, scen, NULL);
+	char *cmd = strprintf("cp -r templates/. '%s' && chmod -R go-w '%s'", w.tdir, w.tdir);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	char *out = NULL;
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "build", "debian-13-ct", NULL), 0,
+		     "%s", out);
+	cr_assert_not_null(strstr(out, "container template local:vztmpl/debian-13-standard_13.1-2_"
+				       "amd64.tar.zst"), "%s", out);
+	free(out);
+	long status = 0;
+	json_object *a = NULL, *d = NULL;
+	cr_assert_eq(sim_api(&sim, "GET", "/nodes/pve1/storage/local/content?content=vztmpl", NULL,
+			     &status, &a), 0);
+	cr_assert(json_object_object_get_ex(a, "data", &d));
+	cr_assert_not_null(strstr(json_object_to_json_string(d), "debian-13-standard_13.1-2"));
+	json_object_put(a);
+	int posts = simproc_count(&sim, "POST", "/aplinfo", -1);
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "build", "debian-13-ct", NULL), 0,
+		     "%s", out);
+	free(out);
+	cr_assert_eq(simproc_count(&sim, "POST", "/aplinfo", -1), posts);
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "build", "debian-13-ct", "--url",
+			       "http://127.0.0.1/x.qcow2", NULL), 2, "%s", out);
+	free(out);
+	httpserve_stop(&hs);
+	simcli_free(&w);
+	free(scen);
+	free(apl);
+	free(sha);
 }
