@@ -254,9 +254,8 @@ static int image_rm_cmd(struct cli *cli, const char *name)
 	} else {
 		char **clones = NULL;
 		size_t n = 0;
-		if (wf_image_clones(cli->pve, g.vmid, &clones, &n, &e) < 0) {
-			rc = cli_fail_pve(cli, "image", &e);
-		} else if (n) {
+		bool failed = wf_image_clones(cli->pve, g.vmid, &clones, &n, &e) < 0;
+		if (!failed && n) {
 			struct sbuf b = {0};
 			for (size_t i = 0; i < n; i++)
 				sbuf_addf(&b, "%s%s", i ? ", " : "", clones[i]);
@@ -265,7 +264,7 @@ static int image_rm_cmd(struct cli *cli, const char *name)
 				name, g.vmid, n, n == 1 ? "" : "s", b.len ? sbuf_str(&b) : "?");
 			sbuf_free(&b);
 			rc = 1;
-		} else if (guest_delete(cli->pve, &g, true, NULL, NULL, &e) < 0) {
+		} else if (failed || guest_delete(cli->pve, &g, true, NULL, NULL, &e) < 0) {
 			rc = cli_fail_pve(cli, "image", &e);
 		} else if (cli->json) {
 			print_ok("image", "removed", json_object_new_int(g.vmid));

@@ -183,11 +183,12 @@ void image_free(struct image *im)
 {
 	if (!im)
 		return;
-	char **f[] = {&im->name, &im->path, &im->appliance, &im->description, &im->os, &im->os_version,
-		      &im->url, &im->checksums, &im->algo, &im->format, &im->compression,
-		      &im->user, &im->cloudinit, &im->profile, &im->disk, &im->disk_size};
-	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-		free(*f[i]);
+	char **fields[] = {&im->name,	    &im->path,	      &im->appliance, &im->description,
+			   &im->os,	    &im->os_version,  &im->url,	      &im->checksums,
+			   &im->algo,	    &im->format,      &im->compression, &im->user,
+			   &im->cloudinit, &im->profile,     &im->disk,      &im->disk_size};
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+		free(*fields[i]);
 	tmpl_kvlist_free(&im->vm);
 	free(im);
 }
@@ -263,6 +264,10 @@ int image_list(const char *const *dirs, struct image_info **out, size_t *n, char
 					break;
 				}
 				*out = nv;
+			}
+			if (!*out) {
+				free(name);
+				break;
 			}
 			char *p = strprintf("%s/%s", d, de->d_name);
 			struct image_info *it = &(*out)[(*n)++];

@@ -78,7 +78,7 @@ uint64_t pool_size(const struct ip_pool *p)
 {
 	size_t n = ip_len(&p->start);
 	/* end - start + 1, saturating */
-	unsigned char d[16];
+	unsigned char d[16] = {0};
 	int borrow = 0;
 	for (size_t i = n; i-- > 0;) {
 		int v = (int)p->end.b[i] - (int)p->start.b[i] - borrow;
@@ -252,7 +252,7 @@ int pool_load(const char *path, const struct ini_section *s, struct ip_pool *out
 			x.oom = 1;
 		for (char *save = NULL, *t = copy ? strtok_r(copy, " ,", &save) : NULL; t;
 		     t = strtok_r(NULL, " ,", &save)) {
-			struct pool_ip ip;
+			struct pool_ip ip = {0};
 			if (pool_ip_parse(t, &ip) < 0)
 				perr(&x, e->line, e->key, "'%s' is not an IPv4 or IPv6 address", t);
 			else if ((d.len && sbuf_add(&d, " ") < 0) || sbuf_add(&d, t) < 0)
@@ -447,10 +447,10 @@ int pool_pick(const struct ip_pool *p, const struct pool_ip *used, size_t n, siz
 	struct pool_ip *sorted = n ? malloc(n * sizeof *sorted) : NULL;
 	if (n && !sorted)
 		return -1;
-	if (n)
+	if (n) {
 		memcpy(sorted, used, n * sizeof *sorted);
-	if (n)
 		qsort(sorted, n, sizeof *sorted, cmp_ip);
+	}
 	struct pool_ip a = p->start;
 	size_t i = 0;
 	int rc = 1;

@@ -96,7 +96,7 @@ int pool_usage_from_list(const struct ip_pool *p, const struct guest_list *l,
 	if (!out->v)
 		return -1;
 	for (size_t i = 0; i < l->n; i++) {
-		struct pool_ip ip;
+		struct pool_ip ip = {0};
 		if (!pool_tags_find(p, l->v[i].tags, &ip))
 			continue;
 		struct pool_holder *h = &out->v[out->n++];

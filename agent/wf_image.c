@@ -195,15 +195,13 @@ static enum step_rc step_resolve(struct job *j)
 	char *volid = file ? strprintf("%s:import/%s", x->import_storage, file) : NULL;
 	char *build = final ? strprintf("%s%s", final, found == 1 ? "-new" : "") : NULL;
 	if (found < 0) {
-		/* err set */
-	} else if (!volid || !build) {
-		pve_error_oom(err);
+		rc = STEP_RC_FAIL; /* err says why */
 	} else if (found == 1 && !rebuild) {
 		job_set_guest(j, old.vmid, old.node);
 		job_summary(j, "%s exists (VMID %d on %s); --rebuild replaces it", final, old.vmid,
 			    old.node);
 		rc = STEP_RC_END;
-	} else if (job_set_str(j, "algo", algo) < 0 || job_set_str(j, "sum", hex) < 0 ||
+	} else if (!volid || !build || job_set_str(j, "algo", algo) < 0 || job_set_str(j, "sum", hex) < 0 ||
 		   job_set_str(j, "url", url) < 0 || job_set_str(j, "file", file) < 0 ||
 		   job_set_str(j, "volid", volid) < 0 || job_set_str(j, "final_name", final) < 0 ||
 		   job_set_str(j, "build_name", build) < 0 ||
@@ -532,7 +530,7 @@ int wf_image_clones(struct pve *c, int vmid, char ***names, size_t *n, struct pv
 		json_object_object_foreach(conf, k, val) {
 			(void)k;
 			const char *s = json_object_get_string(val);
-			uses = uses || (s && strstr(s, base));
+			uses = uses || (s && base && strstr(s, base));
 		}
 		json_object_put(conf);
 		if (!uses)
@@ -551,6 +549,13 @@ int wf_image_clones(struct pve *c, int vmid, char ***names, size_t *n, struct pv
 	}
 	free(base);
 	guest_list_free(&l);
+	if (rc < 0) {
+		for (size_t i = 0; i < *n; i++)
+			free((*names)[i]);
+		free(*names);
+		*names = NULL;
+		*n = 0;
+	}
 	return rc;
 }
 
@@ -585,20 +590,21 @@ static enum step_rc step_replace(struct job *j)
 		size_t nc = 0;
 		if (wf_image_clones(job_pve(j), og.vmid, &clones, &nc, err) < 0)
 			goto out;
+		int k;
 		if (nc) {
 			char *keep = strprintf("%s-%d", final, og.vmid);
-			int k = keep ? rename_vm(j, &og, keep) : pve_error_oom(err);
+			k = keep ? rename_vm(j, &og, keep) : pve_error_oom(err);
 			job_note(j, "the old template VM %d has %zu linked clone%s: kept as %s", og.vmid,
 				 nc, nc == 1 ? "" : "s", keep ? keep : "?");
 			free(keep);
-			for (size_t i = 0; i < nc; i++)
-				free(clones[i]);
-			free(clones);
-			if (k < 0)
-				goto out;
-		} else if (guest_delete(job_pve(j), &og, true, job_wait(j), NULL, err) < 0) {
-			goto out;
+		} else {
+			k = guest_delete(job_pve(j), &og, true, job_wait(j), NULL, err);
 		}
+		for (size_t i = 0; i < nc; i++)
+			free(clones[i]);
+		free(clones);
+		if (k < 0)
+			goto out;
 	}
 	if (strcmp(x->g.name ? x->g.name : "", final) != 0 && rename_vm(j, &x->g, final) < 0)
 		goto out;

@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FETCH_MAX (512u * 1024u * 1024u) /* bytes a download may have */
+#define FETCH_MAX ((size_t)512 * 1024 * 1024) /* bytes a download may have */
 #define FETCH_TIMEOUT_MS 10000
 #define DOWNLOAD_RATE (100.0 * 1024 * 1024) /* bytes per simulated second */
 
@@ -353,7 +353,7 @@ static char *download_work(struct sim_task *t, struct dl *d, double *at)
 		*q = (char)tolower((unsigned char)*q);
 	char *err = NULL;
 	if (d->have) {
-		char *got = lw ? sum_of(d->have->sums, d->algo) : NULL;
+		char *got = lw && d->algo ? sum_of(d->have->sums, d->algo) : NULL;
 		if (!lw)
 			err = strprintf("refusing to override existing file '%s'", d->dest);
 		else if (got && strcmp(got, lw) == 0)
