@@ -51,7 +51,10 @@ static void stop(void)
 static void qcow2(unsigned char *b, unsigned long long vsize)
 {
 	memset(b, 0, 512);
-	memcpy(b, "QFI\xfb", 4);
+	b[0] = (unsigned char)'Q';
+	b[1] = (unsigned char)'F';
+	b[2] = (unsigned char)'I';
+	b[3] = 0xfb;
 	b[7] = 3; /* version */
 	for (int i = 0; i < 8; i++)
 		b[24 + i] = (unsigned char)(vsize >> (56 - 8 * i));

@@ -190,7 +190,10 @@ static void world_free(struct simcli *w)
 static char *serve_qcow2(const char *name, unsigned long long vsize)
 {
 	unsigned char b[512] = {0};
-	memcpy(b, "QFI\xfb", 4);
+	b[0] = (unsigned char)'Q';
+	b[1] = (unsigned char)'F';
+	b[2] = (unsigned char)'I';
+	b[3] = 0xfb;
 	b[7] = 3;
 	for (int i = 0; i < 8; i++)
 		b[24 + i] = (unsigned char)(vsize >> (56 - 8 * i));
