@@ -299,6 +299,7 @@ install: $(INSTALL_DEPS)
 	sed 's|@SBINDIR@|$(SBINDIR)|g' conf/pvagentd.service >$(DESTDIR)$(UNITDIR)/pvagentd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/pvagentd.service
 	$(if $(wildcard templates/*.tmpl),install -m 0644 $(wildcard templates/*.tmpl) $(DESTDIR)$(DATADIR)/templates/)
+	$(if $(wildcard templates/images/*.image),install -d $(DESTDIR)$(DATADIR)/templates/images && install -m 0644 $(wildcard templates/images/*.image) $(DESTDIR)$(DATADIR)/templates/images/)
 	$(if $(wildcard conf/pvagent.conf.example),install -m 0644 conf/pvagent.conf.example $(DESTDIR)$(SYSCONFDIR)/pvagent/)
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0644 conf/pvagent.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pvagent

@@ -56,6 +56,9 @@ struct event_print {
 	size_t n_live, drawn;
 };
 void on_job_event(void *ctx, const struct job_event *ev);
+/* A job environment of this command line: state.db, events printed by
+ * pp, the stop flag, the configuration; job_env_init'ed (0, or -1). */
+int cli_job_env(struct cli *cli, struct event_print *pp, struct job_env *env);
 /* Erase the live lines and forget them (before the result is printed). */
 void end_progress_line(struct event_print *pp);
 void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
@@ -141,6 +144,10 @@ extern const struct cmd_entry cmd_jobs_entry, cmd_job_entry, cmd_resume_entry, c
 extern const struct cmd_entry cmd_up_entry, cmd_down_entry, cmd_status_entry;
 /* cli_setup.c and cli_doctor.c */
 extern const struct cmd_entry cmd_setup_entry, cmd_doctor_entry;
+extern const struct cmd_entry cmd_pool_entry;  /* cli_pool.c */
+extern const struct cmd_entry cmd_image_entry; /* cli_image.c */
+/* An image build's result, as `image build` and `resume` print it. */
+int cli_image_result(struct cli *cli, struct job *j, int code);
 
 /* pvagentd (cli_daemon.c). Run by the daemon: send the engine's events to
  * it ($PVAGENT_EVENT_FD). */

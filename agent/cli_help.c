@@ -25,6 +25,7 @@ struct opt_doc {
 
 static const struct opt_doc docs[] = {
 	{"list", "node", "N", "only the guests of node N"},
+	{"list", "long", NULL, "also each guest's disk bus and NICs (its config, 8 read at once)"},
 	{"up", "template", "NAME", "the template to provision from (required)"},
 	{"up", "node", "N", "the node to create the guests on (default: [pve] node)"},
 	{"up", "vmid", "ID", "the VMID to claim (default: the next free one)"},
@@ -37,6 +38,7 @@ static const struct opt_doc docs[] = {
 	{"up", "no-inject", NULL, "skip the guest-side setup over SSH"},
 	{"up", "retemplate", NULL, "reconfigure a guest made from another template"},
 	{"up", "dry-run", NULL, "print the plan, key by key; change nothing"},
+	{"up", "pool", "NAME", "a static address from [pool NAME]: its lowest free one"},
 	{"down", "purge", NULL, "also remove the guest from backup jobs, replication and HA"},
 	{"down", "dry-run", NULL, "print what would be deleted; change nothing"},
 	{"inject", "dry-run", NULL, "show each file's diff; write nothing"},
@@ -72,6 +74,16 @@ static const struct opt_doc docs[] = {
 	{"setup", "dry-run", NULL, "print the pveum lines for this PVE version; change nothing"},
 	{"doctor", "migrate", NULL, "also check what migrate and drain need"},
 	{"jobs", "limit", "N", "show the N most recent jobs (default 20)"},
+	{"jobs", "before", "ID", "the page of jobs older than job ID (--json: next_before)"},
+	{"jobs", "prune", NULL, "delete finished jobs past [daemon] keep_jobs, keep_jobs_max"},
+	{"jobs", "older-than", "AGE", "with --prune: ended more than AGE ago (default keep_jobs)"},
+	{"image", "node", "N", "the node that downloads and builds (default [pve] node)"},
+	{"image", "storage", "S", "the template's disk storage (default local-lvm)"},
+	{"image", "import-storage", "S", "where the node downloads the image (default local)"},
+	{"image", "url", "URL", "download from URL instead (a mirror; needs --checksum)"},
+	{"image", "checksum", "ALGO:HEX", "the image's checksum (default: its published file)"},
+	{"image", "vmid", "ID", "the template VM's VMID (default: the next free one)"},
+	{"image", "rebuild", NULL, "replace the template, once the new one is complete"},
 	{"job", "follow", NULL, "follow a running job's events until it ends"},
 };
 

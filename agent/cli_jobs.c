@@ -13,6 +13,7 @@
 #include "wf_bench.h"
 #include "wf_drain.h"
 #include "wf_inject.h"
+#include "wf_image.h"
 #include "wf_migrate.h"
 #include "wf_up.h"
 
@@ -464,6 +465,8 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 		rc = cli_inject_result(cli, j, rc);
 	} else if (wf == &wf_virtio) {
 		rc = cli_virtio_result(cli, j, rc);
+	} else if (wf == &wf_image) {
+		rc = cli_image_result(cli, j, rc);
 	} else {
 		const struct up_result *r = wf == &wf_down ? wf_down_result(j) : wf_up_result(j);
 		print_results(cli, wf->name, r, 1, rc);

@@ -81,6 +81,14 @@ static const struct ini_key_spec window_keys[] = {
 	{"max_workers", 0},
 	{NULL, 0},
 };
+static const struct ini_key_spec pool_keys[] = {
+	{"cidr", INI_KEY_REQUIRED},
+	{"gateway", INI_KEY_REQUIRED},
+	{"range", INI_KEY_REQUIRED},
+	{"dns", 0},
+	{"searchdomain", 0},
+	{NULL, 0},
+};
 static const struct ini_section_spec conf_spec[] = {
 	{"pve", INI_SEC_REQUIRED, pve_keys},
 	{"ssh", 0, ssh_keys},
@@ -88,6 +96,7 @@ static const struct ini_section_spec conf_spec[] = {
 	{"daemon", 0, daemon_keys},
 	{"migrate", 0, migrate_keys},
 	{"window", INI_SEC_LABEL, window_keys},
+	{"pool", INI_SEC_LABEL, pool_keys},
 	{NULL, 0, NULL},
 };
 
@@ -719,6 +728,23 @@ static void load_window(struct ctx *x, const struct ini_section *s,
 	get_uint(x, s, "max_workers", 1, 64, &w->max_workers);
 }
 
+/* A count of problems a module appended to x->errs itself (-1: no memory). */
+static void count_problems(struct ctx *x, int n)
+{
+	if (n < 0)
+		x->oom = 1;
+	else
+		x->nerr += n;
+}
+
+const struct ip_pool *conf_pool(const struct conf *c, const char *name)
+{
+	for (size_t i = 0; name && i < c->n_pools; i++)
+		if (strcmp(c->pools[i].name, name) == 0)
+			return &c->pools[i];
+	return NULL;
+}
+
 #ifndef PVAGENT_TEMPLATES
 #define PVAGENT_TEMPLATES "/usr/local/share/pvagent/templates" /* $(DATADIR)/templates */
 #endif
@@ -814,6 +840,11 @@ int conf_load(const char *path, struct conf *out, char **err)
 	if (!x.oom && !x.nerr && nwin) {
 		out->windows = chk(&x, calloc(nwin, sizeof *out->windows));
 	}
+	size_t npool = 0;
+	for (size_t i = 0; i < x.ini.n_sections; i++)
+		npool += strcmp(x.ini.sections[i].name, "pool") == 0;
+	if (!x.oom && !x.nerr && npool)
+		out->pools = chk(&x, calloc(npool, sizeof *out->pools));
 	if (!x.oom && !x.nerr) {
 		for (size_t i = 0; i < x.ini.n_sections; i++) {
 			const struct ini_section *s = &x.ini.sections[i];
@@ -829,7 +860,13 @@ int conf_load(const char *path, struct conf *out, char **err)
 				load_migrate(&x, s);
 			else if (strcmp(s->name, "window") == 0)
 				load_window(&x, s, &out->windows[out->n_windows++]);
+			else if (strcmp(s->name, "pool") == 0 && out->pools)
+				count_problems(&x, pool_load(x.ini.path, s,
+							     &out->pools[out->n_pools++], &x.errs));
 		}
+		if (out->n_pools)
+			count_problems(&x, pool_check_overlaps(x.ini.path, &x.ini, out->pools,
+							       out->n_pools, &x.errs));
 	}
 	/* derived defaults, then secrets (only for an otherwise valid file) */
 	if (!x.oom && !x.nerr && !out->ssh.known_hosts)
@@ -901,5 +938,8 @@ void conf_free(struct conf *c)
 		free(w->to);
 	}
 	free(c->windows);
+	for (size_t i = 0; i < c->n_pools; i++)
+		pool_free(&c->pools[i]);
+	free(c->pools);
 	memset(c, 0, sizeof *c);
 }

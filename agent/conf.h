@@ -18,6 +18,7 @@
 #define PVAGENT_CONF_H
 
 #include "calendar.h"
+#include "pool.h"
 
 #include <stddef.h>
 
@@ -100,7 +101,12 @@ struct conf {
 	} migrate;
 	struct conf_window *windows;
 	size_t n_windows;
+	struct ip_pool *pools;          /* [pool "NAME"] (pool.h) */
+	size_t n_pools;
 };
+
+/* The pool called name, or NULL. */
+const struct ip_pool *conf_pool(const struct conf *c, const char *name);
 
 /* Load the configuration. path NULL means search: $PVAGENT_CONF,
  * ./conf/pvagent.conf, /etc/pvagent/pvagent.conf (the first that exists;

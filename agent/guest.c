@@ -146,15 +146,17 @@ void guest_ref_clear(struct guest_ref *g)
 	free(g->name);
 	free(g->status);
 	free(g->lock);
+	free(g->tags);
 	memset(g, 0, sizeof *g);
 }
 
 int guest_ref_copy(struct guest_ref *dst, const struct guest_ref *src)
 {
 	struct guest_ref t = *src;
-	t.node = t.name = t.status = t.lock = NULL;
+	t.node = t.name = t.status = t.lock = t.tags = NULL;
 	if (dupstr(&t.node, src->node) < 0 || dupstr(&t.name, src->name) < 0 ||
-	    dupstr(&t.status, src->status) < 0 || dupstr(&t.lock, src->lock) < 0) {
+	    dupstr(&t.status, src->status) < 0 || dupstr(&t.lock, src->lock) < 0 ||
+	    dupstr(&t.tags, src->tags) < 0) {
 		guest_ref_clear(&t);
 		return -1;
 	}
@@ -318,7 +320,8 @@ static int ref_from_resource(json_object *it, struct guest_ref *g)
 	const char *lock = json_str(it, "lock");
 	if (dupstr(&g->node, json_str(it, "node")) < 0 || dupstr(&g->name, json_str(it, "name")) < 0 ||
 	    dupstr(&g->status, json_str(it, "status")) < 0 ||
-	    dupstr(&g->lock, lock && *lock ? lock : NULL) < 0) {
+	    dupstr(&g->lock, lock && *lock ? lock : NULL) < 0 ||
+	    dupstr(&g->tags, json_str(it, "tags")) < 0) {
 		guest_ref_clear(g);
 		return -1;
 	}
@@ -870,6 +873,58 @@ static int guest_task(struct pve *c, struct guest_ref *g, const char *method, co
 {
 	return guest_task_res(c, g, method, suffix, params, step, ok_msg, task_timeout, eff, w,
 			      noop, NULL, err);
+}
+
+int guest_node_task(struct pve *c, const char *method, const char *path,
+		    const struct pve_params *params, const char *step, const struct guest_wait *w,
+		    struct task_result *res, struct pve_error *err)
+{
+	char *upid = hook_resume_upid(w);
+	if (upid) {
+		log_debug("%s %s: waiting for the %s task an earlier run started", method, path,
+			  step);
+		struct guest_wait wa = w ? *w : (struct guest_wait){0};
+		wa.attach = true;
+		int rc = guest_wait_task(c, upid, step, &wa, res, err);
+		free(upid);
+		return rc;
+	}
+	struct pve_call_opts co = {.stop_if_maybe_applied = true};
+	hook_sending(w, 0);
+	if (task_start(c, method, path, params, &co, &upid, err) < 0)
+		return -1;
+	if (!upid) {
+		hook_answered(w);
+		return 0;
+	}
+	hook_started(w, upid);
+	int rc = guest_wait_task(c, upid, step, w, res, err);
+	free(upid);
+	return rc;
+}
+
+static int shows_template(struct pve *c, struct guest_ref *g, const void *arg,
+			  struct pve_error *err)
+{
+	(void)arg;
+	json_object *conf = NULL;
+	if (guest_get_config(c, g, &conf, err) < 0)
+		return -1;
+	long long t = 0;
+	int is = json_int(conf, "template", &t) && t;
+	json_object_put(conf);
+	return is;
+}
+
+int guest_make_template(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
+			struct pve_error *err)
+{
+	static const struct effect eff = {.qm_task = "qmtemplate", .shows = shows_template};
+	int rc = guest_task(c, g, "POST", "/template", NULL, "template", NULL, 0, &eff, w, NULL,
+			    err);
+	if (rc == 0)
+		g->template = true;
+	return rc;
 }
 
 static int shows_status(struct pve *c, struct guest_ref *g, const void *arg,

@@ -55,6 +55,8 @@ struct guest_ref {
 	char *status;    /* "running", "stopped", ... (malloc'd) or NULL */
 	char *lock;      /* "clone", "create", "migrate", ... or NULL */
 	bool template;   /* a template VM */
+	char *tags;      /* PVE's tag list as /cluster/resources gives it
+			    (';'-separated, read from the configs), or NULL */
 };
 /* Free the members and zero g. */
 void guest_ref_clear(struct guest_ref *g);
@@ -361,6 +363,19 @@ int guest_delete(struct pve *c, struct guest_ref *g, bool purge,
  * none: the caller follows the child task (guest_find_task). A lost answer
  * is resolved by looking: a running qmigrate/vzmigrate task for the guest,
  * or the guest on the target already. */
+/* A task-starting request that is not about one guest (a node's storage:
+ * download-url, deleting a volume): the hooks record it and its UPID, a
+ * resumed step waits for the recorded task instead; the request is never
+ * sent twice (an answer that may have been lost is an error with
+ * err->ambiguous: the caller looks at PVE). A synchronous answer counts
+ * as done. res may be NULL. */
+int guest_node_task(struct pve *c, const char *method, const char *path,
+		    const struct pve_params *params, const char *step, const struct guest_wait *w,
+		    struct task_result *res, struct pve_error *err);
+/* Convert a VM into a template (POST .../template; a lost answer is
+ * resolved by reading its config). */
+int guest_make_template(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
+			struct pve_error *err);
 int guest_migrate(struct pve *c, struct guest_ref *g, const struct pve_params *params,
 		  const struct guest_wait *w, struct task_result *res, struct pve_error *err);
 

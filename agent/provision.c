@@ -766,6 +766,39 @@ static int check_values(const struct up_request *req, enum pvekey_kind kk, struc
 	return 0;
 }
 
+/* The pool up gives addresses from (--pool, else the template's [guest]
+ * pool): it must exist, the guests be VMs, and ipconfig0 not be set by
+ * --set as well. 0, or -1 with err (PVE_ERR_CONFIG). */
+static int check_pool(const struct up_request *req, struct pve_error *err)
+{
+	const char *name = req->pool ? req->pool : req->tmpl->guest.pool;
+	const char *from = req->pool ? "--pool" : "the template's [guest] pool";
+	if (!name)
+		return 0;
+	if (!req->conf || !conf_pool(req->conf, name)) {
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "%s %s: no [pool \"%s\"] in the configuration%s%s", from, name, name,
+			      req->conf && req->conf->path ? " " : "",
+			      req->conf && req->conf->path ? req->conf->path : "");
+		return -1;
+	}
+	if (req->tmpl->kind != TMPL_QEMU) {
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "%s %s: only VMs take a pool address (cloud-init's ipconfig0); "
+			      "template %s makes containers",
+			      from, name, req->tmpl->name ? req->tmpl->name : "?");
+		return -1;
+	}
+	if (req->sets && tmpl_kvlist_get(req->sets, "ipconfig0")) {
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "--set ipconfig0: the address comes from pool %s (%s); give one or "
+			      "the other",
+			      name, from);
+		return -1;
+	}
+	return 0;
+}
+
 int provision_up(const struct up_request *req, struct up_result **results, struct pve_error *err)
 {
 	*results = NULL;
@@ -826,7 +859,7 @@ int provision_up(const struct up_request *req, struct up_result **results, struc
 			return -1;
 		}
 	}
-	if (check_values(req, kk, err) < 0)
+	if (check_values(req, kk, err) < 0 || check_pool(req, err) < 0)
 		return -1;
 	struct up_result *res = calloc(req->n_names, sizeof *res);
 	struct job **jobs = calloc(req->n_names, sizeof(struct job *));

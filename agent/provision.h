@@ -129,6 +129,10 @@ struct up_request {
 	bool full;                      /* force a full clone (else [source] full) */
 	bool dry_run;                   /* plan only: reads, nothing sent that
 					   changes anything, nothing stored */
+	const char *pool;               /* --pool NAME: a pvagent.conf [pool]
+					   gives the guest its address (in
+					   ipconfig0, pool_claim.h); NULL: the
+					   template's [guest] pool, if any */
 	bool retemplate;                /* converge a guest made from another
 					   template (its description names it);
 					   otherwise that is refused, nothing

@@ -126,6 +126,20 @@ int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e)
 	return code;
 }
 
+/* The job environment of a command run in this process: state.db, its
+ * events to pp, the stop flag and the configuration. 0, or -1. */
+int cli_job_env(struct cli *cli, struct event_print *pp, struct job_env *env)
+{
+	*env = (struct job_env){
+		.store = cli_store(cli),
+		.on_event = on_job_event,
+		.event_ctx = pp,
+		.stop = &cli_stop,
+		.conf = &cli->conf,
+	};
+	return job_env_init(env);
+}
+
 int cli_connect_pve(struct cli *cli)
 {
 	int rc = cli_load_conf(cli);
@@ -647,7 +661,7 @@ int cli_parse_count(const char *cmd, const char *opt, const char *arg, long min,
 
 static int cmd_up(struct cli *cli, const struct cmd_args *a)
 {
-	const char *tname = NULL, *node = NULL, *storage = NULL;
+	const char *tname = NULL, *node = NULL, *storage = NULL, *pool = NULL;
 	long vmid = 0, parallel = 4;
 	bool no_start = false, full = false, no_inject = false, retemplate = false, dry = false;
 	struct tmpl_kvlist sets = {0}, vars = {0};
@@ -666,6 +680,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		case 'I': no_inject = true; break;
 		case 'R': retemplate = true; break;
 		case 'd': dry = true; break;
+		case 'o': pool = arg; break;
 		case 'S':
 		case 'V':
 			if (tmpl_var_arg(a->v[i].opt == 'S' ? &sets : &vars, arg, &err) < 0) {
@@ -713,6 +728,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		.no_start = no_start,
 		.full = full,
 		.retemplate = retemplate,
+		.pool = pool,
 		.dry_run = dry,
 		.conf = &cli->conf,
 		.no_inject = no_inject,
@@ -798,6 +814,7 @@ static const struct option up_opts[] = {
 	{"parallel", required_argument, NULL, 'p'}, {"no-start", no_argument, NULL, 'N'},
 	{"full", no_argument, NULL, 'f'},           {"no-inject", no_argument, NULL, 'I'},
 	{"retemplate", no_argument, NULL, 'R'},     {"dry-run", no_argument, NULL, 'd'},
+	{"pool", required_argument, NULL, 'o'},
 	{0},
 };
 static const struct option down_opts[] = {
@@ -821,11 +838,12 @@ static const struct cmd_entry cmd_templates_entry = {
 const struct cmd_entry cmd_up_entry = {
 	"up",
 	"NAME... -t TEMPLATE [--node N] [--vmid ID] [--storage S] [--set K=V]... [--var K=V]... "
-	"[--parallel K] [--no-start] [--full] [--no-inject] [--retemplate] [--dry-run]",
+	"[--parallel K] [--no-start] [--full] [--no-inject] [--retemplate] [--pool NAME] [--dry-run]",
 	"provision guests, or converge existing ones; then inject the template's guest files",
 	"t:n:", up_opts, "SV", 1, -1, "guest name", cmd_up,
 	"pvagent up web1 -t ubuntu-24.04\npvagent up w1 w2 w3 -t freebsd-14 --set cores=4 --parallel 2\n"
-	"pvagent up web1 -t ubuntu-24.04 --set size=64G --dry-run",
+	"pvagent up web1 -t ubuntu-24.04 --set size=64G --dry-run\n"
+	"pvagent up db1 db2 -t debian-13 --pool lan",
 };
 const struct cmd_entry cmd_down_entry = {
 	"down", "NAME|VMID... [--purge] [--dry-run]", "shut down and delete guests", "", down_opts,
@@ -854,6 +872,7 @@ static const struct cmd_entry *const commands[] = {
 	&cmd_ssh_entry,
 	&cmd_show_entry,
 	&cmd_setup_entry,  &cmd_doctor_entry,
+	&cmd_pool_entry,   &cmd_image_entry,
 	NULL,
 };
 

@@ -29,11 +29,11 @@ static const struct ini_key_spec template_keys[] = {
 };
 static const struct ini_key_spec source_keys[] = {
 	{"clone", 0}, {"iso", 0}, {"ostemplate", 0}, {"full", 0},
-	{"storage", 0}, {"bus", 0}, {"nic", 0}, {NULL, 0},
+	{"storage", 0}, {"bus", 0}, {"nic", 0}, {"image", 0}, {NULL, 0},
 };
 static const struct ini_key_spec guest_keys[] = {
 	{"user", 0}, {"port", 0}, {"address", INI_KEY_REQUIRED}, {"ip", 0},
-	{NULL, 0},
+	{"pool", 0}, {NULL, 0},
 };
 static const struct ini_key_spec ci_keys[] = {
 	{"ciuser", 0}, {"sshkeys", INI_KEY_LIST}, {"ipconfig[n]", 0},
@@ -576,6 +576,19 @@ static void load_source(struct ctx *x, struct tmpl *t, const struct ini_section 
 	const char *T = "[source]";
 	struct tmpl_source *src = &t->source;
 	kv_set(x, &src->clone, ini_get(s, "clone"));
+	const struct ini_entry *img = ini_get(s, "image");
+	if (img && src->clone.value) {
+		xerr(x, img->line, T, "image", "give clone or image, not both");
+	} else if (img && (!all_chars(img->value, "._-") || t->kind != TMPL_QEMU)) {
+		xerr(x, img->line, T, "image", "'%s': %s", img->value,
+		     t->kind != TMPL_QEMU ? "only for kind qemu" : "not an image name");
+	} else if (img) {
+		/* the template VM `pvagent image build NAME` makes (image.h) */
+		src->image = chk(x, strdup(img->value));
+		src->clone.key = chk(x, strdup("clone"));
+		src->clone.value = chk(x, strprintf("%s-image", img->value));
+		src->clone.line = img->line;
+	}
 	kv_set(x, &src->iso, ini_get(s, "iso"));
 	kv_set(x, &src->ostemplate, ini_get(s, "ostemplate"));
 	kv_set(x, &src->storage, ini_get(s, "storage"));
@@ -748,6 +761,17 @@ static void load_guest(struct ctx *x, struct tmpl *t, const struct ini_section *
 		if (lit && !refs && !all_chars(lit, ".:-"))
 			xerr(x, g->ip.line, T, "ip", "'%s' is not an address", lit);
 		free(lit);
+	}
+	e = ini_get(s, "pool");
+	if (e) {
+		if (!all_chars(e->value, "._-"))
+			xerr(x, e->line, T, "pool", "'%s' is not a pool name ([pool \"NAME\"] of "
+			     "pvagent.conf)", e->value);
+		else if (t->kind != TMPL_QEMU)
+			xerr(x, e->line, T, "pool", "only for kind qemu (the address goes to "
+			     "cloud-init's ipconfig0)");
+		else
+			g->pool = chk(x, strdup(e->value));
 	}
 }
 
@@ -1051,6 +1075,7 @@ static void source_free(struct tmpl_source *s)
 	kv_free(&s->ostemplate);
 	kv_free(&s->storage);
 	free(s->nic);
+	free(s->image);
 	memset(s, 0, sizeof *s);
 }
 
@@ -1077,6 +1102,7 @@ void tmpl_free(struct tmpl *t)
 	tmpl_kvlist_free(&t->vars);
 	tmpl_kvlist_free(&t->pve);
 	free(t->guest.user);
+	free(t->guest.pool);
 	kv_free(&t->guest.ip);
 	tmpl_kvlist_free(&t->ci.params);
 	tmpl_kvlist_free(&t->ci.sshkeys);
@@ -1292,6 +1318,8 @@ int tmpl_expand(const struct tmpl *t, const struct tmpl_kvlist *vars,
 	out->source.bus = t->source.bus;
 	if (t->source.nic)
 		out->source.nic = chk(&x, strdup(t->source.nic));
+	if (t->source.image)
+		out->source.image = chk(&x, strdup(t->source.image));
 	if (out->source.clone.value && !all_chars(out->source.clone.value, ".-_"))
 		xerr(&x, t->source.clone.line, "[source]", "clone",
 		     "'%s': expected a template VM id or name", out->source.clone.value);

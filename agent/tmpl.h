@@ -3,7 +3,8 @@
  *
  * A template is INI (see ini.h) with these sections:
  *   [template]   kind = qemu|lxc|openvz, os, os_version, description
- *   [source]     clone (template VM id or name) | iso | ostemplate, full,
+ *   [source]     clone (template VM id or name) | image (a catalogue image:
+ *                clone its built template VM) | iso | ostemplate, full,
  *                storage, bus (ide|sata|scsi|virtio: the bus the source
  *                boots on), nic (e1000|e1000e|rtl8139|vmxnet3|virtio)
  *   [vars]       NAME = DEFAULT; an empty default means --var NAME=VALUE is
@@ -11,7 +12,9 @@
  *   [pve]        PVE config keys, sent in file order after expansion
  *   [guest]      user (default: [ssh] user of pvagent.conf), port
  *                (default: [ssh] port of pvagent.conf, itself 22),
- *                address = agent|static|cloud-init, ip (for static)
+ *                address = agent|static|cloud-init, ip (for static),
+ *                pool (qemu: a pvagent.conf [pool "NAME"] gives the
+ *                address, in ipconfig0)
  *   [cloud-init] ciuser, sshkeys (repeatable, one public key each),
  *                ipconfig0.., nameserver, searchdomain, citype (qemu only)
  *   [loader.conf], [rc.conf]   (FreeBSD) NAME = VALUE shell variables
@@ -111,6 +114,9 @@ struct tmpl_source {
 	int full;                  /* full clone (default 1) */
 	enum tmpl_bus bus;         /* bus the source boots on */
 	char *nic;                 /* NIC model of the source, or NULL */
+	char *image;               /* [source] image = NAME (catalogue, image.h):
+				      clone is then NAME-image, the VM
+				      `pvagent image build NAME` makes */
 };
 
 struct tmpl_guest {
@@ -118,6 +124,9 @@ struct tmpl_guest {
 	unsigned port;             /* 0 (unset): [ssh] port of pvagent.conf */
 	enum tmpl_addr address;
 	struct tmpl_kv ip;         /* static address (value NULL if none) */
+	char *pool;                /* [pool "NAME"] of pvagent.conf whose
+				      address the guest gets (ipconfig0), or
+				      NULL; the template only, not expanded */
 };
 
 struct tmpl_cloudinit {

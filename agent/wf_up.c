@@ -11,6 +11,7 @@
 #include "pvecfg.h"
 #include "pvekeys.h"
 #include "pveperm.h"
+#include "pool_claim.h"
 #include "task.h"
 #include "util.h"
 #include "wf_inject.h"
@@ -39,6 +40,9 @@ struct up_ctx {
 	struct guest_ref g;          /* the guest, once known */
 	struct guest_list listing;   /* the find step's (this run only) */
 	bool have_listing;
+	const struct ip_pool *pool;  /* the pool the address comes from, or NULL */
+	struct pool_ip pool_ip;      /* its address, once claimed (vars: pool_ip) */
+	bool have_ip;
 };
 
 /* ---- params ------------------------------------------------------------------------ */
@@ -97,6 +101,7 @@ json_object *wf_up_params(const struct up_request *req, const char *name)
 	add_opt_str(o, "node", req->node);
 	add_opt_str(o, "storage", req->storage);
 	add_opt_str(o, "pubkey", req->pubkey);
+	add_opt_str(o, "pool", req->pool ? req->pool : req->tmpl->guest.pool);
 	json_object_object_add(o, "vmid", json_object_new_int(req->vmid));
 	json_object_object_add(o, "vmid_min", json_object_new_int(req->vmid_min));
 	json_object_object_add(o, "vmid_max", json_object_new_int(req->vmid_max));
@@ -281,6 +286,14 @@ static int up_open(struct job *j, void *ctx)
 			return pve_error_oom(err);
 		job_set_guest(j, u->g.vmid, u->g.node);
 	}
+	const char *pool = json_str(p, "pool");
+	if (pool && !(u->pool = u->conf ? conf_pool(u->conf, pool) : NULL)) {
+		pve_error_set(err, PVE_ERR_CONFIG, "pool %s: no [pool \"%s\"] in the configuration",
+			      pool, pool);
+		return -1;
+	}
+	if (u->pool && json_str(v, "pool_ip"))
+		u->have_ip = pool_ip_parse(json_str(v, "pool_ip"), &u->pool_ip) == 0;
 	if (pbool(v, "created"))
 		job_set_left(j, "VM %d on %s was created and is left as it is", u->g.vmid,
 			     u->g.node ? u->g.node : "?");
@@ -345,6 +358,26 @@ static int expand(struct up_ctx *u, const char *name, int vmid, const char *node
 	return 0;
 }
 
+/* The pool's address in d: ipconfig0 (the template's replaced), the
+ * address tag in tags when d sets tags (else the claim's tag stays as PVE
+ * has it), nameserver and searchdomain when the pool has them. -1: OOM. */
+static int pool_params(const struct up_ctx *u, struct tmpl_kvlist *d)
+{
+	char *ipc = pool_ipconfig(u->pool, &u->pool_ip);
+	const char *tags = tmpl_kvlist_get(d, "tags");
+	char *t = tags ? pool_tags_with(u->pool, tags, &u->pool_ip) : NULL;
+	int rc = ipc && (!tags || t) && tmpl_kvlist_set(d, "ipconfig0", ipc) == 0 &&
+			 (!t || tmpl_kvlist_set(d, "tags", t) == 0) &&
+			 (!u->pool->dns || tmpl_kvlist_set(d, "nameserver", u->pool->dns) == 0) &&
+			 (!u->pool->searchdomain ||
+			  tmpl_kvlist_set(d, "searchdomain", u->pool->searchdomain) == 0)
+		 ? 0
+		 : -1;
+	free(ipc);
+	free(t);
+	return rc;
+}
+
 /* Desired PVE parameters for a guest of type t: the template's expanded
  * [pve] (+ cloud-init), then --set, translated between LXC and OpenVZ when
  * the template was written for the other one. */
@@ -361,6 +394,8 @@ static int desired_params(struct up_ctx *u, const struct tmpl_inst *inst, enum g
 		if (tmpl_kvlist_set(&d, u->sets.items[i].key, u->sets.items[i].value) < 0)
 			goto nomem;
 	}
+	if (u->have_ip && pool_params(u, &d) < 0)
+		goto nomem;
 	enum tmpl_kind k = u->tmpl->kind;
 	if ((t == GUEST_OPENVZ && k == TMPL_LXC) || (t == GUEST_LXC && k == TMPL_OPENVZ)) {
 		char *msg = NULL;
@@ -419,6 +454,7 @@ static enum guest_type tmpl_guest_type(enum tmpl_kind k, int major)
 }
 
 static int up_plan(struct job *j, struct up_ctx *u, bool exists);
+static int plan_add(struct job *j, struct up_ctx *u, char *line);
 
 /* A guest made from another template (its description names the one it
  * was made from) is not converged to this one unless --retemplate: its
@@ -524,6 +560,20 @@ static enum step_rc up_find(struct job *j)
 		if (know_guest(j, u, &g) < 0)
 			return STEP_RC_FAIL;
 	}
+	/* an exhausted pool fails before anything is created */
+	struct pool_ip first;
+	if (u->pool && !found && pool_check_free(u->pool, &u->listing, &first, err) < 0)
+		return STEP_RC_FAIL;
+	if (u->pool && !found && u->dry_run) {
+		char *a = pool_ip_str(&first);
+		int pr = plan_add(j, u, a ? strprintf("give it %s of pool %s (the lowest free now; "
+						       "claimed at PVE: ipconfig0 and its tag)",
+						       a, u->pool->name)
+					  : NULL);
+		free(a);
+		if (pr < 0)
+			return STEP_RC_FAIL;
+	}
 	if (job_set_bool(j, "exists", found) < 0)
 		return pve_error_oom(err);
 	job_summary(j, found ? "exists" : "new");
@@ -587,6 +637,13 @@ static int find_source(struct pve *c, struct up_ctx *u, const char *clone, struc
 		       : guest_list_find_name(&u->listing, clone, src, err);
 	if (r < 0)
 		return -1;
+	if (r == 0 && u->tmpl->source.image) {
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "template VM '%s' of image %s is not built: run 'pvagent image build "
+			      "%s' first",
+			      clone, u->tmpl->source.image, u->tmpl->source.image);
+		return -1;
+	}
 	if (r == 0) {
 		pve_error_set(err, PVE_ERR_NOT_FOUND,
 			      "template VM '%s' not found in the cluster (PVE lists only the guests "
@@ -941,6 +998,85 @@ out:
 	return rc;
 }
 
+/* ---- pool address ------------------------------------------------------------------------------ */
+
+/* The tags of the clone source ([source] clone) in the find listing,
+ * malloc'd into *tags (NULL when it has none or is not found). */
+static int source_tags(struct job *j, struct up_ctx *u, char **tags)
+{
+	struct pve_error *err = job_err(j);
+	struct tmpl_inst inst;
+	if (expand(u, job_subject(j), u->g.vmid, u->g.node, &inst, err) < 0)
+		return -1;
+	struct guest_ref src = {0};
+	struct pve_error lerr = {0};
+	int rc = 0;
+	if (inst.source.clone.value &&
+	    find_source(job_pve(j), u, inst.source.clone.value, &src, &lerr) == 0 && src.tags &&
+	    !(*tags = strdup(src.tags)))
+		rc = pve_error_oom(err);
+	pve_error_clear(&lerr);
+	guest_ref_clear(&src);
+	tmpl_inst_free(&inst);
+	return rc;
+}
+
+/* The tags the guest has when the listing does not show it yet: a created
+ * guest's are the template's, a clone's its source's. malloc'd or NULL
+ * (none); -1 (err) on OOM or a template error. */
+static int made_tags(struct job *j, struct up_ctx *u, char **tags)
+{
+	struct pve_error *err = job_err(j);
+	struct tmpl_kvlist d;
+	*tags = NULL;
+	if (desired_for(u, job_subject(j), u->g.vmid, u->g.node, &d, err) < 0)
+		return -1;
+	const char *t = tmpl_kvlist_get(&d, "tags");
+	int rc = 0;
+	if (t)
+		rc = (*tags = strdup(t)) ? 0 : pve_error_oom(err);
+	else if (u->have_listing)
+		rc = source_tags(j, u, tags);
+	tmpl_kvlist_free(&d);
+	return rc;
+}
+
+/* The guest's address from its pool, claimed at PVE (pool_claim.h): kept
+ * when it holds one already, else the lowest free one written into its
+ * config and checked against every other guest's. */
+static enum step_rc up_pool(struct job *j)
+{
+	struct up_ctx *u = job_ctx(j);
+	struct pve_error *err = job_err(j);
+	if (!u->pool)
+		return STEP_RC_SKIP;
+	char *tags = NULL;
+	if (made_tags(j, u, &tags) < 0)
+		return STEP_RC_FAIL;
+	struct pool_claim_req cr = {
+		.pool = u->pool,
+		.g = &u->g,
+		.tags = tags,
+		.listing = u->have_listing ? &u->listing : NULL,
+		.w = job_wait(j),
+	};
+	struct pool_ip ip;
+	int rc = pool_claim(job_pve(j), &cr, &ip, err);
+	free(tags);
+	if (rc < 0)
+		return STEP_RC_FAIL;
+	char *a = pool_ip_str(&ip);
+	if (!a || job_set_str(j, "pool_ip", a) < 0) {
+		free(a);
+		return pve_error_oom(err);
+	}
+	u->pool_ip = ip;
+	u->have_ip = true;
+	job_summary(j, "%s from pool %s", a, u->pool->name);
+	free(a);
+	return STEP_RC_OK;
+}
+
 /* ---- config and resize ------------------------------------------------------------------------- */
 
 static bool digest_conflict(const struct pve_error *e)
@@ -1106,6 +1242,17 @@ static enum step_rc up_address(struct job *j)
 {
 	struct up_ctx *u = job_ctx(j);
 	struct pve_error *err = job_err(j);
+	if (u->have_ip) {
+		/* the pool's address: known at once, no guest agent to wait for */
+		char *a = pool_ip_str(&u->pool_ip);
+		if (!a || dup_into(&u->res->address, a) < 0 || job_set_str(j, "address", a) < 0) {
+			free(a);
+			return pve_error_oom(err);
+		}
+		job_summary(j, "%s (pool %s)", a, u->pool->name);
+		free(a);
+		return STEP_RC_OK;
+	}
 	if (u->no_start)
 		return STEP_RC_SKIP;
 	struct tmpl_inst inst;
@@ -1491,6 +1638,7 @@ static const struct job_step_def up_steps[] = {
 	{"clone", up_clone, NULL, JOB_STEP_TASK},
 	{"move", up_move, NULL, JOB_STEP_TASK},
 	{"create", up_create, NULL, JOB_STEP_TASK},
+	{"pool", up_pool, NULL, 0},
 	{"config", up_config, NULL, JOB_STEP_TASK},
 	{"resize", up_resize, NULL, JOB_STEP_TASK},
 	{"start", up_start, NULL, JOB_STEP_TASK},

@@ -2,6 +2,7 @@
 #include "convert.h"
 #include "job.h"
 #include "wf_bench.h"
+#include "wf_image.h"
 #include "wf_inject.h"
 #include "wf_drain.h"
 #include "wf_migrate.h"
@@ -18,6 +19,7 @@ static const struct job_workflow *const workflows[] = {
 	&wf_migrate,
 	&wf_drain,
 	&wf_undrain,
+	&wf_image,
 	NULL,
 };
 

@@ -533,6 +533,7 @@ void volume_free(struct sim_volume *v)
 	free(v->node);
 	free(v->content);
 	free(v->format);
+	free(v->sums);
 	free(v);
 }
 
@@ -1113,6 +1114,7 @@ void cluster_free(struct cluster *c)
 	json_object_put(c->ha_rules);
 	free(c->ha_disarm);
 	json_object_put(c->faults);
+	json_object_put(c->appliances);
 	free(c->scenario_path);
 	free(c->version);
 	free(c->cluster_name);
@@ -1305,6 +1307,7 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 	bool done = routes_tasks(c, req, &pp, resp) ||
 		    routes_qemu(c, req, &pp, resp) ||
 		    routes_ct(c, req, &pp, resp) ||
+		    routes_storage(c, req, &pp, resp) ||
 		    routes_cluster(c, req, &pp, resp) ||
 		    routes_access(c, req, &pp, resp) ||
 		    routes_nodeinfo(c, req, &pp, resp);

@@ -54,6 +54,8 @@ struct sim_volume {
 	char *format;  /* raw, qcow2, subvol, iso, tgz */
 	int vmid;      /* owner, 0 for none */
 	uint64_t size; /* bytes */
+	char *sums;    /* a downloaded file's digests, "md5=HEX;sha1=HEX;...",
+			  or NULL (routes_storage.c) */
 };
 
 struct sim_guest {
@@ -110,6 +112,7 @@ struct cluster {
 	char *ha_disarm;        /* PVE 9: the HA stack disarmed, resource mode
 				   "freeze" or "ignore"; NULL: armed */
 	json_object *faults;    /* scenario faults (array) or NULL */
+	json_object *appliances; /* aplinfo's catalogue (array) or NULL */
 	unsigned next_pid;
 	double boot_time;       /* simulated time the cluster came up */
 	struct guestnet *net;   /* the guests' listeners, or NULL */
@@ -304,6 +307,18 @@ bool routes_access(struct cluster *c, const struct sim_req *req,
 		   struct path_parts *pp, struct sim_resp *r);
 bool routes_nodeinfo(struct cluster *c, const struct sim_req *req,
 		     struct path_parts *pp, struct sim_resp *r);
+/* A qemu disk "STORAGE:0,import-from=SOURCE" (routes_storage.c): a new
+ * disk of g on STORAGE copied from the volume SOURCE (content images or
+ * import), as qemu-server's create and config do; *out the drive value to
+ * store, *cost the seconds it takes, the copy's lines into log. 0, or -1
+ * with r answered. */
+struct sbuf;
+int storage_import_disk(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+			const char *key, const char *value, char **out, double *cost,
+			struct sbuf *log, struct sim_resp *r);
+/* routes_storage.c: download-url, deleting a volume, aplinfo */
+bool routes_storage(struct cluster *c, const struct sim_req *req,
+		    struct path_parts *pp, struct sim_resp *r);
 
 /* Start a migration task for one guest (used by migrate and migrateall);
  * returns the task or NULL with *resp filled on refusal. */

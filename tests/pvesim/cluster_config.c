@@ -91,6 +91,8 @@ int config_alloc_drive(struct cluster *c, const struct sim_req *req,
 				*out = strprintf("%s,media=cdrom", volid);
 			free(volid);
 		}
+	} else if (qemu && strstr(value, "import-from=")) {
+		rc = storage_import_disk(c, req, g, key, value, out, cost, log, r);
 	} else if (is_alloc_spec(vol, sid, &gib)) {
 		const char *content = qemu ? "images" : "rootdir";
 		uint64_t size = (uint64_t)(gib * (double)GiB);

@@ -239,6 +239,11 @@ static json_object *vm_resource(const struct cluster *c,
 	const char *lock = guest_lock(g);
 	if (lock)
 		jadd_str(o, "lock", lock);
+	/* read from the configs at once (get_guest_config_properties), not
+	 * from the status daemon's lagging view */
+	const char *tags = cfg_str(g->config, "tags");
+	if (tags && *tags)
+		jadd_str(o, "tags", tags);
 	const char *hs = cluster_ha_state(c, g);
 	if (hs)
 		jadd_str(o, "hastate", hs);

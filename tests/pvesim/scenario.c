@@ -267,7 +267,7 @@ static int load_nodes(struct sctx *x, json_object *arr)
 static const char *const storage_types[] = {
 	"dir", "lvmthin", "lvm", "nfs", "cifs", "rbd", "zfspool", "cephfs", "btrfs", "zfs", NULL};
 static const char *const content_types[] = {
-	"images", "rootdir", "iso", "vztmpl", "backup", "snippets", NULL};
+	"images", "rootdir", "iso", "vztmpl", "backup", "snippets", "import", NULL};
 
 static bool in_list(const char *const *l, const char *s)
 {
@@ -309,6 +309,8 @@ static int load_storage_volumes(struct sctx *x, struct sim_storage *s,
 				content = "iso";
 			else if (strstr(volid, ":vztmpl/"))
 				content = "vztmpl";
+			else if (strstr(volid, ":import/"))
+				content = "import";
 			else if (strstr(volid, ":backup/") || strstr(volid, "vzdump-"))
 				content = "backup";
 			else
@@ -1370,7 +1372,8 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 	static const char *const keys[] = {"pve_version", "cluster_name", "nodes",
 					   "storages",    "tokens",	  "users",	"roles",
 					   "guests",	  "ha",		  "faults",
-					   "ha_rules",	  "ha_disarm",	  NULL};
+					   "ha_rules",	  "ha_disarm",	  "appliances",
+					   NULL};
 	json_object *v;
 	if (rc == 0)
 		rc = check_keys(&x, root, "$", keys);
@@ -1472,6 +1475,23 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 			}
 		}
 		if (rc == 0 && has > 0 && json_object_deep_copy(v, &c->faults, NULL) < 0)
+			rc = -1;
+	}
+	if (rc == 0) {
+		/* the appliance catalogue aplinfo lists (routes_storage.c) */
+		int has = member(&x, root, "$", "appliances", json_type_array, false, &v);
+		for (size_t i = 0; has > 0 && rc == 0 && i < json_object_array_length(v); i++) {
+			json_object *a = json_object_array_get_idx(v, i), *t = NULL;
+			if (!json_object_object_get_ex(a, "template", &t) ||
+			    !json_object_object_get_ex(a, "location", &t) ||
+			    !json_object_object_get_ex(a, "sha512sum", &t)) {
+				char *p = jp("$.appliances", "[%zu]", i);
+				rc = p ? sfail(&x, p, "needs template, location and sha512sum") : -1;
+				free(p);
+			}
+		}
+		if (has < 0 || (rc == 0 && has > 0 && json_object_deep_copy(v, &c->appliances,
+									     NULL) < 0))
 			rc = -1;
 	}
 	json_object_put(root);

@@ -1786,6 +1786,14 @@ static const struct pnode *lookup(const struct schema *s, const char *path,
 		n++;
 		i += l;
 	}
+	/* Content.pm is mounted with fragmentDelimiter '' (API2/Storage/Status.pm):
+	 * the rest of the path, '/' and all, is the one {volume} */
+	if (n > 6 && segs[0].len == 5 && strncmp(segs[0].p, "nodes", 5) == 0 &&
+	    segs[2].len == 7 && strncmp(segs[2].p, "storage", 7) == 0 && segs[4].len == 7 &&
+	    strncmp(segs[4].p, "content", 7) == 0) {
+		segs[5].len = (size_t)(segs[n - 1].p + segs[n - 1].len - segs[5].p);
+		n = 6;
+	}
 	const struct pnode **trail = calloc(n + 1, sizeof(struct pnode *));
 	if (!trail) {
 		free(segs);

@@ -15,6 +15,10 @@
 /* Write text to path with mode. 0, or -1 (errno). */
 int test_write_file(const char *path, const char *text, mode_t mode);
 
+/* Remove dir and everything below it (symbolic links not followed). 0, or
+ * -1 (errno). */
+int test_remove_tree(const char *dir);
+
 /* Run `bin -c conf ARGS...` (NULL-terminated) to its end; *out gets its
  * stdout and stderr (malloc'd). Returns its exit status; -1 when it could
  * not run; -2 when its output has a sanitizer report (*out kept). */
@@ -40,6 +44,13 @@ long long test_db_int(const char *path, const char *sql, const char *arg);
 pid_t test_bystander(void);
 /* Has the child pid neither ended nor been reaped (a zombie has ended)? */
 bool test_alive_unreaped(pid_t pid);
+
+/* Wait (bounded, 60 s, polling the state) until the step of the job of
+ * subject in state.db db has been sent (attempts > 0) and, when want_upid,
+ * has its UPID recorded. 0; -1 when it never was or process pid (> 0)
+ * ended first. */
+int test_wait_step_sent(const char *db, const char *subject, const char *step, bool want_upid,
+			pid_t pid);
 
 /* Requests in the simulator's log with method and a path ending in
  * suffix, of status (any when < 0). */

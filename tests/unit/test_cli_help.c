@@ -361,7 +361,7 @@ Test(cli_help, bash_completion)
 	free(out);
 	out = complete_words("up --");
 	cr_assert_str_eq(out, "--template\n--node\n--vmid\n--storage\n--set\n--var\n--parallel\n"
-			      "--no-start\n--full\n--no-inject\n--retemplate\n--dry-run\n--help\n");
+			      "--no-start\n--full\n--no-inject\n--retemplate\n--dry-run\n--pool\n--help\n");
 	free(out);
 	char *w = strprintf("-c %s up web1 -t h", conf);
 	out = complete_words(w);

@@ -151,35 +151,8 @@ static pid_t cmd_bg(const struct world *w, const char *name, const char *out_pat
  * (attempts > 0) and, when want_upid, has its UPID recorded. */
 static void wait_sent(const struct world *w, const char *name, const char *step, bool want_upid)
 {
-	for (int i = 0; i < 3000; i++) {
-		sqlite3 *db = NULL;
-		bool ok = false;
-		if (access(w->db, F_OK) == 0 &&
-		    sqlite3_open_v2(w->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-			sqlite3_busy_timeout(db, 1000);
-			sqlite3_stmt *st = NULL;
-			if (sqlite3_prepare_v2(db,
-					       "SELECT s.attempts, s.upid FROM steps s JOIN jobs j ON "
-					       "s.job = j.id WHERE j.subject = ? AND s.name = ?",
-					       -1, &st, NULL) == SQLITE_OK) {
-				sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-				sqlite3_bind_text(st, 2, step, -1, SQLITE_STATIC);
-				if (sqlite3_step(st) == SQLITE_ROW)
-					ok = sqlite3_column_int(st, 0) > 0 &&
-					     (!want_upid || sqlite3_column_type(st, 1) != SQLITE_NULL);
-			}
-			sqlite3_finalize(st);
-		}
-		sqlite3_close(db);
-		if (ok)
-			return;
-		int status;
-		cr_assert_eq(waitpid(child, &status, WNOHANG), 0,
-			     "pvagent ended before step %s was sent", step);
-		struct timespec ts = {0, 20L * 1000 * 1000};
-		nanosleep(&ts, NULL); /* polling a state, bounded */
-	}
-	cr_assert_fail("step %s of %s was never sent", step, name);
+	cr_assert_eq(test_wait_step_sent(w->db, name, step, want_upid, child), 0,
+		     "step %s of %s was never sent (or pvagent ended first)", step, name);
 }
 
 static int requests(const char *method, const char *suffix, int status)

@@ -63,15 +63,27 @@ Test(shipped, all_load_and_list_sorted)
 	size_t n = 0;
 	char *err = NULL;
 	cr_assert_eq(tmpl_list(shipped, &list, &n, &err), 0, "%s", err);
-	static const char *const want[] = {"debian-7-openvz", "freebsd-14", "freebsd-9.0",
-					   "ubuntu-24.04", "ubuntu-24.04-ct", "ubuntu-9.04"};
-	cr_assert_eq(n, 6);
+	static const char *const want[] = {"debian-12",       "debian-13",    "debian-7-openvz",
+					   "freebsd-14",      "freebsd-15",   "freebsd-9.0",
+					   "ubuntu-24.04",    "ubuntu-24.04-ct", "ubuntu-26.04",
+					   "ubuntu-9.04"};
+	cr_assert_eq(n, 10);
 	for (size_t i = 0; i < n; i++) {
 		cr_expect_str_eq(list[i].name, want[i]);
 		cr_expect_null(list[i].error, "%s: %s", list[i].name, list[i].error);
 		cr_expect_not_null(list[i].tmpl);
 	}
 	tmpl_list_free(list, n);
+}
+
+/* [source] image: the template VM `pvagent image build` makes */
+Test(shipped, image_templates_clone_the_built_image)
+{
+	struct tmpl *t = load_ok("templates/debian-13.tmpl");
+	cr_expect_str_eq(t->source.image, "debian-13");
+	cr_expect_str_eq(t->source.clone.value, "debian-13-image");
+	cr_expect_str_eq(t->guest.pool, "lan");
+	tmpl_free(t);
 }
 
 Test(shipped, freebsd_90_source_on_ide)

@@ -1,0 +1,324 @@
+/* cli_image.c - `pvagent image list | show NAME | build NAME | rm NAME`:
+ * the catalogue (image.h) and its template VMs (wf_image.h). */
+#include "cli.h"
+
+#include "json.h"
+#include "output.h"
+#include "wf_image.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const *tdirs(struct cli *cli)
+{
+	return (const char *const *)cli->conf.paths.templates;
+}
+
+static json_object *image_json(const struct image *im)
+{
+	json_object *o = json_object_new_object();
+	const char *k[] = {"name", "description", "os", "os_version", "url", "checksums",
+			   "checksum_algorithm", "format", "compression", "user", "cloudinit",
+			   "profile", "disk", "disk_size", "path"};
+	const char *v[] = {im->name, im->description, im->os, im->os_version, im->url,
+			   im->checksums, im->algo, im->format, im->compression, im->user,
+			   im->cloudinit, im->profile, im->disk, im->disk_size, im->path};
+	for (size_t i = 0; o && i < sizeof k / sizeof k[0]; i++)
+		json_object_object_add(o, k[i], v[i] ? json_object_new_string(v[i]) : NULL);
+	json_object *vm = json_object_new_object();
+	for (size_t i = 0; vm && i < im->vm.n; i++)
+		json_object_object_add(vm, im->vm.items[i].key,
+				       json_object_new_string(im->vm.items[i].value));
+	if (o)
+		json_object_object_add(o, "vm", vm);
+	else
+		json_object_put(vm);
+	return o;
+}
+
+static void print_ok(const char *cmd, const char *key, json_object *v)
+{
+	json_object *r = json_object_new_object();
+	json_object_object_add(r, "result", json_object_new_string("ok"));
+	json_object_object_add(r, "command", json_object_new_string(cmd));
+	json_object_object_add(r, key, v);
+	json_object_object_add(r, "exit", json_object_new_int(0));
+	out_json_line(stdout, r);
+	json_object_put(r);
+}
+
+static int image_list_cmd(struct cli *cli)
+{
+	struct image_info *l = NULL;
+	size_t n = 0;
+	char *err = NULL;
+	image_list(tdirs(cli), &l, &n, &err);
+	free(err);
+	int bad = 0;
+	json_object *arr = cli->json ? json_object_new_array() : NULL;
+	const char *hdr[] = {"IMAGE", "OS", "FORMAT", "USER", "CLOUD-INIT", "DESCRIPTION"};
+	struct table *t = cli->json ? NULL : table_new(6, hdr);
+	for (size_t i = 0; i < n; i++) {
+		const struct image *im = l[i].image;
+		bad += !im;
+		if (arr) {
+			json_object *o = im ? image_json(im) : json_object_new_object();
+			if (o && !im) {
+				json_object_object_add(o, "name", json_object_new_string(l[i].name));
+				json_object_object_add(o, "error", json_object_new_string(l[i].error));
+			}
+			json_object_array_add(arr, o);
+		} else if (t) {
+			char os[96];
+			snprintf(os, sizeof os, "%s %s", im ? im->os : "", im ? im->os_version : "");
+			const char *row[] = {l[i].name, im ? os : "invalid", im ? im->format : "-",
+					     im ? im->user : "-", im ? im->cloudinit : "-",
+					     im ? (im->description ? im->description : "") : l[i].error};
+			table_add(t, row);
+		}
+	}
+	if (arr)
+		print_ok("image", "images", arr);
+	else if (t)
+		table_print(t, stdout);
+	table_free(t);
+	image_list_free(l, n);
+	return bad ? 1 : 0;
+}
+
+static int image_show_cmd(struct cli *cli, const char *name)
+{
+	struct image *im = NULL;
+	char *err = NULL;
+	if (image_load(tdirs(cli), name, &im, &err) < 0) {
+		cli_error("usage", "image", "%s", err ? err : "cannot load the image");
+		free(err);
+		return EXIT_USAGE;
+	}
+	json_object *o = image_json(im);
+	char *vmname = image_vm_name(im->name);
+	if (o && vmname)
+		json_object_object_add(o, "template_vm", json_object_new_string(vmname));
+	if (cli->json) {
+		print_ok("image", "image", o);
+	} else {
+		json_object_object_foreach(o, k, v)
+		{
+			if (json_object_is_type(v, json_type_object)) {
+				json_object_object_foreach(v, vk, vv)
+					printf("%-20s %s\n", vk, json_object_get_string(vv));
+			} else if (v) {
+				printf("%-20s %s\n", k, json_object_get_string(v));
+			}
+		}
+		json_object_put(o);
+	}
+	free(vmname);
+	image_free(im);
+	return 0;
+}
+
+/* image build NAME [options] */
+static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
+{
+	struct image_build_req req = {.storage = "local-lvm", .import_storage = "local"};
+	/* for a container image, --import-storage is where its template goes */
+	long vmid = 0;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < a->n; i++) {
+		const char *v = a->v[i].val;
+		switch (a->v[i].opt) {
+		case 'n': req.node = v; break;
+		case 's': req.storage = v; break;
+		case 'I': req.import_storage = v; break;
+		case 'u': req.url = v; break;
+		case 'k': req.checksum = v; break;
+		case 'i': rc = cli_parse_count("image", "--vmid", v, 100, 999999999, &vmid); break;
+		case 'R': req.rebuild = true; break;
+		default: rc = EXIT_USAGE; break;
+		}
+	}
+	if (rc)
+		return rc;
+	req.vmid = (int)vmid;
+	char *algo = NULL, *hex = NULL;
+	const char *why = NULL;
+	if (req.url && strncmp(req.url, "http://", 7) != 0 && strncmp(req.url, "https://", 8) != 0)
+		return cli_error("usage", "image", "--url %s: not an http(s) URL", req.url);
+	if (req.checksum && image_checksum_arg(req.checksum, &algo, &hex, &why) < 0)
+		return cli_error("usage", "image", "--checksum %s: %s", req.checksum, why);
+	free(algo);
+	free(hex);
+	if ((rc = cli_load_conf(cli)))
+		return rc;
+	if (!req.node)
+		req.node = cli->conf.pve.node;
+	if (!req.node)
+		return cli_error("usage", "image", "give --node (or [pve] node in %s)",
+				 cli->conf.path ? cli->conf.path : "the configuration");
+	struct image *im = NULL;
+	char *err = NULL;
+	if (image_load(tdirs(cli), a->argv[1], &im, &err) < 0) {
+		cli_error("usage", "image", "%s", err ? err : "cannot load the image");
+		free(err);
+		return EXIT_USAGE;
+	}
+	if (im->lxc && (req.url || req.checksum)) {
+		cli_error("usage", "image", "image %s is a container template from PVE's appliance "
+			  "catalogue: --url and --checksum are for VM images", im->name);
+		image_free(im);
+		return EXIT_USAGE;
+	}
+	if (im->compression && !req.url) {
+		cli_error("usage", "image",
+			  "image %s is published %s-compressed, and PVE's download-url "
+			  "decompresses only ISO images: give --url of an uncompressed copy and "
+			  "--checksum ALGO:HEX of it", im->name, im->compression);
+		image_free(im);
+		return EXIT_USAGE;
+	}
+	req.image = im;
+	json_object *params = wf_image_params(&req);
+	struct pve_opts po = job_conf_pve_opts(&cli->conf);
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
+	struct job_env env;
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	if (!params || cli_job_env(cli, &pp, &env) < 0) {
+		json_object_put(params);
+		image_free(im);
+		fprintf(stderr, "pvagent image: out of memory\n");
+		return 1;
+	}
+	if (job_submit(&env, &wf_image, im->name, params, &j, &e) < 0) {
+		rc = cli_fail_pve(cli, "image", &e);
+	} else {
+		job_run_all(&j, 1, 1, &po, NULL);
+		end_progress_line(&pp);
+		rc = cli_image_result(cli, j, cli_exit_code(job_outcome(j)));
+	}
+	pve_error_clear(&e);
+	json_object_put(params);
+	job_free(j);
+	job_env_fini(&env);
+	image_free(im);
+	return rc;
+}
+
+/* What an image build did (its job: the image is the subject, the node a
+ * param; a container template's volume is in the vars): the line or the
+ * JSON object; returns code. Also what `resume` prints. */
+int cli_image_result(struct cli *cli, struct job *j, int code)
+{
+	const char *name = job_subject(j);
+	const char *node = json_str(job_params(j), "node");
+	const char *volid = json_str(job_vars(j), "volid");
+	char *vmname = image_vm_name(name);
+	if (cli->json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "command", json_object_new_string("image"));
+		json_object_object_add(o, "image", json_object_new_string(name));
+		json_object_object_add(o, "template_vm",
+				       vmname ? json_object_new_string(vmname) : NULL);
+		cli_job_result_members(o, j, code);
+		out_json_line(stdout, o);
+		json_object_put(o);
+	} else if (code == 0 && volid) {
+		printf("image %s: container template %s on %s\n", name, volid, node ? node : "?");
+	} else if (code == 0) {
+		printf("image %s: template VM %s (VMID %d) on %s\n", name, vmname ? vmname : "?",
+		       job_vmid(j), node ? node : "?");
+	} else {
+		const struct pve_error *je = job_error(j);
+		fprintf(stderr, "pvagent: error: image %s: %s%s%s\n", name,
+			je->message ? je->message : "failed", job_left(j) ? "; left: " : "",
+			job_left(j) ? job_left(j) : "");
+	}
+	free(vmname);
+	return code;
+}
+
+/* image rm NAME: the template VM, when no linked clone depends on it. */
+static int image_rm_cmd(struct cli *cli, const char *name)
+{
+	int rc = cli_connect_pve(cli);
+	if (rc)
+		return rc;
+	char *vmname = image_vm_name(name);
+	struct guest_ref g = {0};
+	struct pve_error e = {0};
+	int r = vmname ? guest_find(cli->pve, vmname, &g, &e) : pve_error_oom(&e);
+	if (r < 0) {
+		rc = cli_fail_pve(cli, "image", &e);
+	} else if (r == 0 || !g.template) {
+		rc = cli_error("usage", "image", "no template VM %s (of image %s)%s",
+			       vmname, name, r ? ": the VM of that name is no template" : "");
+	} else {
+		char **clones = NULL;
+		size_t n = 0;
+		bool failed = wf_image_clones(cli->pve, g.vmid, &clones, &n, &e) < 0;
+		if (!failed && n) {
+			struct sbuf b = {0};
+			for (size_t i = 0; i < n; i++)
+				sbuf_addf(&b, "%s%s", i ? ", " : "", clones[i]);
+			fprintf(stderr, "pvagent: error: image %s: template VM %d has %zu linked "
+					"clone%s, which need it: %s\n",
+				name, g.vmid, n, n == 1 ? "" : "s", b.len ? sbuf_str(&b) : "?");
+			sbuf_free(&b);
+			rc = 1;
+		} else if (failed || guest_delete(cli->pve, &g, true, NULL, NULL, &e) < 0) {
+			rc = cli_fail_pve(cli, "image", &e);
+		} else if (cli->json) {
+			print_ok("image", "removed", json_object_new_int(g.vmid));
+		} else {
+			printf("image %s: template VM %s (VMID %d) removed\n", name, vmname, g.vmid);
+		}
+		for (size_t i = 0; i < n; i++)
+			free(clones[i]);
+		free(clones);
+	}
+	pve_error_clear(&e);
+	guest_ref_clear(&g);
+	free(vmname);
+	return rc;
+}
+
+static int cmd_image(struct cli *cli, const struct cmd_args *a)
+{
+	const char *sub = a->argv[0];
+	bool one = a->argc == 2;
+	if (strcmp(sub, "list") == 0 && a->argc == 1) {
+		int rc = cli_load_conf(cli);
+		return rc ? rc : image_list_cmd(cli);
+	}
+	if (strcmp(sub, "show") == 0 && one) {
+		int rc = cli_load_conf(cli);
+		return rc ? rc : image_show_cmd(cli, a->argv[1]);
+	}
+	if (strcmp(sub, "build") == 0 && one)
+		return image_build_cmd(cli, a);
+	if (strcmp(sub, "rm") == 0 && one)
+		return image_rm_cmd(cli, a->argv[1]);
+	return cli_usage_error("image", "expected list, show NAME, build NAME or rm NAME", sub);
+}
+
+static const struct option image_opts[] = {
+	{"node", required_argument, NULL, 'n'},     {"storage", required_argument, NULL, 's'},
+	{"import-storage", required_argument, NULL, 'I'},
+	{"url", required_argument, NULL, 'u'},      {"checksum", required_argument, NULL, 'k'},
+	{"vmid", required_argument, NULL, 'i'},     {"rebuild", no_argument, NULL, 'R'},
+	{0},
+};
+
+const struct cmd_entry cmd_image_entry = {
+	"image",
+	"list | show NAME | build NAME [--node N] [--storage S] [--import-storage S] [--url URL] "
+	"[--checksum ALGO:HEX] [--vmid ID] [--rebuild] | rm NAME",
+	"template VMs from the distributions' official cloud images, through the API",
+	"n:s:", image_opts, NULL, 1, 2, "subcommand and image", cmd_image,
+	"pvagent image list\npvagent image show debian-13\npvagent image build debian-13\n"
+	"pvagent image build freebsd-15 --url http://mirror/FreeBSD-15.0-RELEASE-amd64-"
+	"BASIC-CLOUDINIT-ufs.qcow2 --checksum sha512:...\npvagent image rm debian-13",
+};

@@ -1,0 +1,72 @@
+/* pool_claim.h - handing out a pool's addresses on PVE, which is the source
+ * of truth: who holds what (read from one cluster listing: the address tag
+ * a claim sets with ipconfig0, which /cluster/resources returns from the
+ * guests' configs at once), and the claim of an address for one guest.
+ *
+ * PVE has no reservation, so a claim is made like a VMID claim: write, then
+ * look. The guest's config gets ipconfig0 and the address tag in one PUT;
+ * then a fresh listing shows every guest holding that address. A guest that
+ * finds itself the only holder keeps it; one that finds others holding it
+ * backs off (and so do they), taking for its next attempt the free address
+ * whose rank among the free ones is its VMID's rank among the colliders, so
+ * colliders part. Any later writer sees the keeper and backs off: no two
+ * guests keep one address, whichever processes or machines claim them.
+ * Within one process the addresses being claimed are also held in memory,
+ * so parallel claims of one process never pick the same address.
+ *
+ * Requests: a claim picks from a listing the caller already has (up's own),
+ * then one PUT and one listing (2 requests); each collision costs a PUT and
+ * a listing more. */
+#ifndef PVAGENT_POOL_CLAIM_H
+#define PVAGENT_POOL_CLAIM_H
+
+#include "guest.h"
+#include "pool.h"
+
+struct pool_holder {
+	struct pool_ip ip;
+	int vmid;
+	char *name;    /* or NULL */
+	char *node;
+};
+
+struct pool_usage {
+	struct pool_holder *v; /* sorted by address, then VMID */
+	size_t n;
+};
+
+/* The guests of l holding an address of p (by their address tag). -1 when
+ * memory ran out. */
+int pool_usage_from_list(const struct ip_pool *p, const struct guest_list *l,
+			 struct pool_usage *out);
+void pool_usage_free(struct pool_usage *u);
+
+struct pool_claim_req {
+	const struct ip_pool *pool;
+	struct guest_ref *g;              /* the guest (a VM) */
+	const char *tags;                 /* its tags now (kept), or NULL */
+	const struct guest_list *listing; /* a listing to pick from, or NULL
+					     (then one is read) */
+	const struct guest_wait *w;
+};
+
+/* Claim an address of req->pool for req->g: 0 and *out (held in PVE, the
+ * guest's ipconfig0 and tag set), or -1: an exhausted pool (PVE_ERR_API,
+ * "pool NAME is exhausted: its N addresses are held"), a request error, or
+ * no address won after repeated collisions. A guest that already holds an
+ * address of the pool (and alone) keeps it without a write. On failure
+ * the guest holds no address of the pool. */
+int pool_claim(struct pve *c, const struct pool_claim_req *req, struct pool_ip *out,
+	       struct pve_error *err);
+
+/* The free addresses of p as a listing l shows them, minus what this
+ * process is claiming: -1 (err) when there are none (the exhausted error),
+ * 0 otherwise, with *first (may be NULL) the lowest of them. Checks before
+ * anything is created; the dry run's plan. */
+int pool_check_free(const struct ip_pool *p, const struct guest_list *l, struct pool_ip *first,
+		    struct pve_error *err);
+
+/* Forget an address this process claimed (its guest is deleted). */
+void pool_claim_release(const struct pool_ip *ip);
+
+#endif
