@@ -1211,8 +1211,6 @@ static int run(struct daemon *d)
 		schedule(d);
 		m.n = 0;
 		bool oom = pm_add(&m, d->sig_fd, POLLIN, SRC_SIG, NULL) < 0;
-		if (!d->stopping && d->lis.fd >= 0 && !d->accept_paused)
-			oom |= pm_add(&m, d->lis.fd, POLLIN, SRC_LISTEN, NULL) < 0;
 		sweep_conns(d);
 		for (struct dconn *c = d->conns; c; c = c->next)
 			oom |= pm_add(&m, c->c.fd,
@@ -1228,6 +1226,11 @@ static int run(struct daemon *d)
 			if (j->proc.ev_fd >= 0)
 				oom |= pm_add(&m, j->proc.ev_fd, POLLIN, SRC_EV, j) < 0;
 		}
+		/* the listener last: the connections that closed in the same
+		 * wakeup are dropped before a new one is counted against
+		 * [daemon] max_clients */
+		if (!d->stopping && d->lis.fd >= 0 && !d->accept_paused)
+			oom |= pm_add(&m, d->lis.fd, POLLIN, SRC_LISTEN, NULL) < 0;
 		if (oom) {
 			log_error("out of memory in the event loop");
 			rc = 1;
