@@ -310,8 +310,12 @@ static void check_templates(struct doctor *d)
 			const char *name = json_text(g, "name"), *vmid = json_text(g, "vmid");
 			found = (name && strcmp(name, want) == 0) || (vmid && strcmp(vmid, want) == 0);
 		}
-		check(d, found ? V_OK : V_FIX, "template VM", "%s clones %s: %s", list[i].name,
-		      want, found ? "there" : "not found (README: the template VMs)");
+		if (!found && t->source.image)
+			check(d, V_NOTE, "template VM", "%s clones %s: not built yet ('pvagent image "
+			      "build %s' makes it)", list[i].name, want, t->source.image);
+		else
+			check(d, found ? V_OK : V_FIX, "template VM", "%s clones %s: %s", list[i].name,
+			      want, found ? "there" : "not found (README: the template VMs)");
 	}
 	json_object_put(res);
 	tmpl_list_free(list, n);
