@@ -94,8 +94,8 @@ if [ -n "$guest" ]; then
 	grep -q '^virtio_blk_load="YES"$' "$legacy_root/boot/loader.conf" ||
 		fail "the guest's loader.conf has no virtio_blk line"
 	[ -f "$legacy_root/boot/modules/virtio_blk.ko" ] || fail "virtio-kmod was not installed"
-	run list --node pve1 | tee "$E2E_DIR/list.out"
-	grep -qE '^190 +fbsd9-legacy +pve1 +qemu +running +virtio +virtio$' "$E2E_DIR/list.out" ||
+	run list --long --node pve1 | tee "$E2E_DIR/list.out"
+	grep -qE '^190 +fbsd9-legacy +pve1 +qemu +running .* virtio +virtio$' "$E2E_DIR/list.out" ||
 		fail "fbsd9-legacy is not running on virtio"
 	say "Run it again: nothing left to convert"
 	run virtio fbsd9-legacy --address 127.0.1.90 | tee "$E2E_DIR/virtio2.out"
