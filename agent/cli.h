@@ -32,7 +32,22 @@ struct cli {
 	bool store_failed;
 	const char *subject;   /* the guest a guest command is about: the
 				  "name" of its --json error object */
+	struct cli_sub *sub;   /* set: the jobs go to pvagentd (cli_sub_add) */
 };
+
+/* A job command's jobs for pvagentd (cli_daemon.c): the command's handler
+ * parses and checks its command line as it always does, and where it
+ * would submit a job in this process it hands the job's params here
+ * instead; the daemon checks, stores and runs them. */
+struct cli_sub {
+	const char *workflow;
+	json_object *jobs;     /* [{"subject": S, "params": P}, ...] */
+	const char *node;      /* up: the node they run on (the daemon's limit) */
+};
+/* Hand one job to cli->sub (params taken; NULL: out of memory). 0, or 1
+ * (said). */
+int cli_sub_add(struct cli *cli, const struct job_workflow *wf, const char *subject,
+		json_object *params);
 
 /* Set by SIGINT/SIGTERM: jobs stop between steps (job.h). */
 extern volatile sig_atomic_t cli_stop;

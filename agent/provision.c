@@ -799,9 +799,8 @@ static int check_pool(const struct up_request *req, struct pve_error *err)
 	return 0;
 }
 
-int provision_up(const struct up_request *req, struct up_result **results, struct pve_error *err)
+int provision_up_check(const struct up_request *req, struct pve_error *err)
 {
-	*results = NULL;
 	if (!req->tmpl || !req->n_names) {
 		pve_error_set(err, PVE_ERR_CONFIG, "up: no template or no names");
 		return -1;
@@ -860,6 +859,14 @@ int provision_up(const struct up_request *req, struct up_result **results, struc
 		}
 	}
 	if (check_values(req, kk, err) < 0 || check_pool(req, err) < 0)
+		return -1;
+	return 0;
+}
+
+int provision_up(const struct up_request *req, struct up_result **results, struct pve_error *err)
+{
+	*results = NULL;
+	if (provision_up_check(req, err) < 0)
 		return -1;
 	struct up_result *res = calloc(req->n_names, sizeof *res);
 	struct job **jobs = calloc(req->n_names, sizeof(struct job *));
@@ -922,14 +929,12 @@ int provision_down(const struct down_request *req, struct up_result *res)
 	if (env_of(&env, req->dry_run ? NULL : req->store, &req->wait, req->on_event,
 		   req->event_ctx, req->stop, NULL) < 0)
 		return pve_error_oom(err);
-	json_object *params = json_object_new_object();
+	json_object *params = wf_down_params(req->purge, req->dry_run);
 	struct job *j = NULL;
 	int rc = -1;
 	if (!params) {
 		pve_error_oom(err);
 	} else {
-		json_object_object_add(params, "purge", json_object_new_boolean(req->purge));
-		json_object_object_add(params, "dry_run", json_object_new_boolean(req->dry_run));
 		if (job_submit(&env, &wf_down, req->name, params, &j, err) == 0) {
 			wf_down_attach(j, res);
 			job_run_all(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);

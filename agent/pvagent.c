@@ -21,6 +21,7 @@
 #include "pve.h"
 #include "tmpl.h"
 #include "util.h"
+#include "wf_up.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -698,7 +699,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		rc = cli_usage_error("up", "needs a template", "-t TEMPLATE");
 	if (rc == 0)
 		rc = cli_load_conf(cli);
-	if (rc == 0 && node)
+	if (rc == 0 && node && !cli->sub) /* pvagentd's job checks it */
 		rc = check_node(cli, "up", node);
 	struct tmpl *t = NULL;
 	if (rc == 0 && tmpl_load((const char *const *)cli->conf.paths.templates, tname, &t, &err) < 0) {
@@ -711,7 +712,8 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		tmpl_kvlist_free(&vars);
 		return rc;
 	}
-	char *pubkey = inject_read_pubkey(&cli->conf);
+	/* pvagentd puts its own in a submitted job */
+	char *pubkey = cli->sub ? NULL : inject_read_pubkey(&cli->conf);
 	struct pve_opts po = job_conf_pve_opts(&cli->conf);
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
 	struct up_request req = {
@@ -740,7 +742,13 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	};
 	struct up_result *results = NULL;
 	struct pve_error e = {0};
-	if (provision_up(&req, &results, &e) < 0 && !results) {
+	if (cli->sub) {
+		cli->sub->node = req.node;
+		if (provision_up_check(&req, &e) < 0)
+			rc = cli_fail_pve(cli, "up", &e);
+		for (size_t i = 0; rc == 0 && i < req.n_names; i++)
+			rc = cli_sub_add(cli, &wf_up, req.names[i], wf_up_params(&req, req.names[i]));
+	} else if (provision_up(&req, &results, &e) < 0 && !results) {
 		rc = cli_fail_pve(cli, "up", &e);
 	} else {
 		end_progress_line(&pp);
@@ -773,6 +781,10 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 		for (size_t j = 0; j < i; j++)
 			if (strcasecmp(a->argv[i], a->argv[j]) == 0)
 				return cli_usage_error("down", "guest given twice", a->argv[i]);
+	for (size_t i = 0; cli->sub && i < n && rc == 0; i++)
+		rc = cli_sub_add(cli, &wf_down, a->argv[i], wf_down_params(purge, dry));
+	if (cli->sub)
+		return rc;
 	struct up_result *res = calloc(n, sizeof *res);
 	if (!res) {
 		fprintf(stderr, "pvagent down: out of memory\n");

@@ -409,13 +409,14 @@ Test(daemon, up_through_the_daemon_is_the_same_as_in_process)
 	free(l_out);
 	cr_assert_eq(guests_named("same1"), 1);
 	cr_assert_eq(requests("POST", "/qemu/9024/clone", -1), 2);
-	/* the metrics of the three daemon jobs */
+	/* the metrics of the two daemon jobs (the usage error is the
+	 * client's: nothing reached the daemon) */
 	char *mp = strprintf("%s/metrics.prom", w.dir), *m = NULL;
 	cr_assert_eq(read_file(mp, &m, NULL), 0);
 	cr_assert(strstr(m, "pvagent_jobs_total{workflow=\"up\",result=\"done\"} 2\n"), "%s", m);
 	cr_assert(strstr(m, "pvagent_step_seconds_count{workflow=\"up\",step=\"clone\"} 1\n"), "%s",
 		  m);
-	cr_assert(strstr(m, "pvagent_daemon_jobs_total{exit=\"2\"} 1\n"), "%s", m);
+	cr_assert_null(strstr(m, "pvagent_daemon_jobs_total{exit=\"2\"}"), "%s", m);
 	cr_assert(strstr(m, "pvagent_pve_requests_total{method=\"POST\"} "), "%s", m);
 	free(m);
 	free(mp);
@@ -750,10 +751,11 @@ Test(daemon, a_peer_outside_the_group_is_refused)
 	world_free(&w);
 }
 
-/* In a child under uid (0: root, as the test runs) and gid: submit argv
- * (a JSON array) and read every line until the answer refuses or the
- * command's exit event; the lines, as received, one a line (malloc'd). */
-static char *submit_as(const struct world *w, uid_t uid, gid_t gid, const char *argv_json)
+/* In a child under uid (0: root, as the test runs) and gid: submit body
+ * (the members of a submit request after "op": "workflow", "jobs") and
+ * read every line until the answer refuses or the job's exit event; the
+ * lines, as received, one a line (malloc'd). */
+static char *submit_as(const struct world *w, uid_t uid, gid_t gid, const char *body)
 {
 	int pfd[2];
 	cr_assert_eq(pipe(pfd), 0);
@@ -767,7 +769,7 @@ static char *submit_as(const struct world *w, uid_t uid, gid_t gid, const char *
 		char *err = NULL;
 		if (ctl_client_connect(w->sock, &c, &err) != 0)
 			_exit(11);
-		char *text = strprintf("{\"id\":1,\"op\":\"submit\",\"argv\":%s}", argv_json);
+		char *text = strprintf("{\"id\":1,\"op\":\"submit\",%s}", body);
 		json_object *req = text ? json_tokener_parse(text) : NULL, *m = NULL;
 		free(text);
 		if (!req || ctl_client_send(&c, req, &err) < 0)
@@ -816,6 +818,21 @@ static void assert_none_of(const char *text, const char *secret, const char *wha
 	}
 }
 
+/* A submit body of one job of wf on x9 with params (a JSON object). */
+static char *one_job(const char *wf, const char *params)
+{
+	char *b = strprintf("\"workflow\":\"%s\",\"jobs\":[{\"subject\":\"x9\",\"params\":%s}]",
+			    wf, params);
+	cr_assert_not_null(b);
+	return b;
+}
+
+/* What a member submits is params, never a command line: every member
+ * naming a file (a template in up, inject, bench and virtio; up's
+ * template_path), given a path, '..', an absolute path, a symlink out of
+ * the template directory or a template only root may read, is refused;
+ * so is a member the workflow's launcher never writes; no reply holds a
+ * byte of the token secret or of a root-only file. */
 Test(daemon, a_member_cannot_make_it_read_a_file_it_could_not)
 {
 	gid_t gid = socket_group_gid();
@@ -834,49 +851,70 @@ Test(daemon, a_member_cannot_make_it_read_a_file_it_could_not)
 	write_text(priv, body, 0600);
 	free(body);
 	daemon_start(&w);
-	/* each command line around the value: before, after */
-	const char *fmt[][2] = {
-		{"[\"up\",\"x9\",\"-t\",\"", "\",\"--dry-run\"]"},
-		{"[\"up\",\"x9\",\"--template=", "\",\"--dry-run\"]"},
-		{"[\"up\",\"x9\",\"--templ\",\"", "\",\"--dry-run\"]"},
-		{"[\"up\",\"x9\",\"-dt", "\"]"},
-		{"[\"inject\",\"x9\",\"-t", "\"]"},
-		{"[\"bench\",\"x9\",\"--template\",\"", "\"]"},
-		{"[\"virtio\",\"x9\",\"--dry-run\",\"-t\",\"", "\"]"},
+	/* each workflow's params around the value: before, after */
+	const char *fmt[][3] = {
+		{"up", "{\"name\":\"x9\",\"dry_run\":true,\"template\":\"", "\"}"},
+		{"up", "{\"name\":\"x9\",\"dry_run\":true,\"template\":\"jobvm\",\"template_path\":\"",
+		 "\"}"},
+		{"inject", "{\"template\":\"", "\"}"},
+		{"bench", "{\"template\":\"", "\",\"size_mib\":1}"},
+		{"virtio", "{\"dry_run\":true,\"template\":\"", "\"}"},
+		{"up", "{\"template\":\"jobvm\",\"template_file\":\"", "\"}"},
+		{"migrate", "{\"target\":\"pve2\",\"parent\":1,\"storage_map\":\"", "\"}"},
 	};
 	char *vals[] = {w.secret, "../token.secret", "..", rootonly, "../rootonly", "leak",
 			"private", "/etc/shadow", "../../../etc/shadow"};
+	size_t runs = 0;
 	for (size_t f = 0; f < sizeof fmt / sizeof *fmt; f++)
 		for (size_t v = 0; v < sizeof vals / sizeof *vals; v++) {
-			char *argv = strprintf("%s%s%s", fmt[f][0], vals[v], fmt[f][1]);
-			char *out = submit_as(&w, 12345, gid, argv);
+			char *params = strprintf("%s%s%s", fmt[f][1], vals[v], fmt[f][2]);
+			char *req = one_job(fmt[f][0], params);
+			char *out = submit_as(&w, 12345, gid, req);
 			json_object *first = json_tokener_parse(out);
-			cr_assert_not_null(first, "%s: %s", argv, out);
+			cr_assert_not_null(first, "%s: %s", req, out);
 			cr_assert(!json_object_get_boolean(json_object_object_get(first, "ok")),
-				  "%s: not refused:\n%s", argv, out);
+				  "%s: not refused:\n%s", req, out);
 			cr_assert_str_eq(json_object_get_string(json_object_object_get(first, "error")),
-					 "refused", "%s:\n%s", argv, out);
+					 "refused", "%s:\n%s", req, out);
 			assert_none_of(out, sim.token_secret, "the token secret");
 			assert_none_of(out, rootonly_text, "the root-only file");
 			json_object_put(first);
 			free(out);
-			free(argv);
+			free(req);
+			free(params);
+			runs++;
 		}
-	wait_log(&w, "uid 12345: up refused: argument 2: a template is a name");
+	cr_assert_eq(runs, 63);
+	wait_log(&w, "uid 12345: up refused: \"template\": a template is a name");
 	wait_log(&w, "template 'leak' leads out of its directory");
 	wait_log(&w, "template 'private' is not a file uid 12345 may read");
-	/* a template of the directory runs; the refusals ran nothing */
-	char *out = submit_as(&w, 12345, gid, "[\"up\",\"x9\",\"-t\",\"jobvm\",\"--dry-run\"]");
+	wait_log(&w, "\"template_path\" is not the file of template 'jobvm'");
+	wait_log(&w, "\"template_file\" is not one of its params");
+	wait_log(&w, "\"parent\" is not one of its params");
+	/* a template of the directory runs, the path of its file given or not;
+	 * it is job 1: the refusals stored nothing */
+	char *tp = strprintf("%s/jobvm.tmpl", w.tdir);
+	char *params = strprintf("{\"name\":\"x9\",\"dry_run\":true,\"template\":\"jobvm\","
+				 "\"template_path\":\"%s\"}", tp);
+	char *req = one_job("up", params);
+	char *out = submit_as(&w, 12345, gid, req);
 	cr_assert(strstr(out, "\"event\":\"exit\",\"ticket\":1,\"code\":0"), "%s", out);
 	free(out);
-	wait_log(&w, "ticket 1 (up x9 -t jobvm --dry-run) queued for uid 12345");
+	free(req);
+	free(params);
+	free(tp);
+	wait_log(&w, "uid 12345: up x9 queued as ticket 1");
+	wait_log(&w, "ticket 1 (up x9) runs job 1");
 	/* root may name a file, and a parse error quotes nothing of it */
-	char *argv = strprintf("[\"up\",\"x9\",\"-t\",\"%s\",\"--dry-run\"]", w.secret);
-	out = submit_as(&w, 0, 0, argv);
+	params = strprintf("{\"name\":\"x9\",\"dry_run\":true,\"template\":\"%s\","
+			   "\"template_path\":\"%s\"}", w.secret, w.secret);
+	req = one_job("up", params);
+	out = submit_as(&w, 0, 0, req);
 	cr_assert(strstr(out, "expected '=' after the key"), "%s", out);
 	assert_none_of(out, sim.token_secret, "the token secret (root's parse error)");
 	free(out);
-	free(argv);
+	free(req);
+	free(params);
 	daemon_stop(&w);
 	free(rootonly);
 	free(leak);
@@ -1500,11 +1538,11 @@ Test(daemon, with_one_worker_the_second_command_waits_and_jobs_shows_it)
 	char *outq = strprintf("%s/q.out", w.dir);
 	const char *args[] = {"up", "one2", "-t", "jobvm", NULL};
 	pid_t second = bg(&w, outq, args);
-	wait_log(&w, "ticket 2 (up -t jobvm one2) waiting: all 1 workers are busy");
+	wait_log(&w, "ticket 2 (up one2) waiting: all 1 workers are busy");
 	char *out = NULL;
 	cr_assert_eq(pv(&w, &out, "jobs", NULL), 0, "%s", out);
 	cr_assert(strstr(out, "queued in pvagentd (not started yet)") &&
-		  strstr(out, "up -t jobvm one2"), "%s", out);
+		  strstr(out, "up one2"), "%s", out);
 	free(out);
 	int st = client_end();
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "first client %d", st);
