@@ -83,6 +83,9 @@ static void write_conf(const struct world *w, unsigned workers, const char *extr
 	free(conf);
 }
 
+/* The simulator's --latency for the next world (ms; 0: none). */
+static int sim_latency_ms;
+
 /* The world on a scenario file (NULL: the demo's). */
 static void world_start_on(struct world *w, const char *scenario, double time_scale,
 			   unsigned workers, const char *extra)
@@ -98,7 +101,9 @@ static void world_start_on(struct world *w, const char *scenario, double time_sc
 	w->dir = strdup(tmpl);
 	char scale[32];
 	snprintf(scale, sizeof scale, "%g", time_scale);
-	const char *args[] = {"--time-scale", scale, NULL};
+	char latency[32];
+	snprintf(latency, sizeof latency, "%d", sim_latency_ms);
+	const char *args[] = {"--time-scale", scale, "--latency", latency, NULL};
 	cr_assert_eq(simproc_start(&sim, scenario ? scenario : "tests/pvesim/scenarios/demo.json",
 				   args),
 		     0);
@@ -576,6 +581,103 @@ Test(daemon, sigkill_during_a_clone_then_restart_resumes_without_cloning_again)
 	daemon_stop(&w);
 	free(outp);
 	world_free(&w);
+}
+
+/* ---- up and down: the daemon killed at every step boundary ------------------------ */
+
+/* SIGKILL the daemon while job id runs (its child dies with it; the
+ * client attached sees it go). */
+static void kill_daemon_with(const struct world *w, const char *id)
+{
+	pid_t child = (pid_t)db_int(w, "SELECT pid FROM jobs WHERE id = ?", id);
+	cr_assert_gt(child, 0);
+	cr_assert_eq(kill(daemon_pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(daemon_pid, NULL, 0), daemon_pid);
+	daemon_pid = -1;
+	int st = client_end();
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "the client saw the daemon go");
+	wait_gone(child);
+}
+
+/* `pvagent up kill1 -t jobvm --set size=40G` (job 1), or with down `pvagent down kill1`
+ * (job 2, after an up), through the daemon, the daemon and its job
+ * killed once the job's step idx is done or skipped (the simulator holds
+ * each answer, so the next step is still on its way), the daemon started
+ * again: its start-up finishes the job, and each task-starting request was
+ * sent once at most. */
+static void killed_at_boundary(bool down, int idx)
+{
+	static struct world w;
+	sim_latency_ms = 150;
+	world_start(&w, 100, 2, NULL);
+	sim_latency_ms = 0;
+	daemon_start(&w);
+	char *out = NULL;
+	if (down) {
+		cr_assert_eq(pv(&w, &out, "up", "kill1", "-t", "jobvm", NULL), 0, "%s", out);
+		free(out);
+	}
+	const char *id = down ? "2" : "1";
+	char *outp = strprintf("%s/cmd.out", w.dir);
+	const char *up_args[] = {"up", "kill1", "-t", "jobvm", "--set", "size=40G", NULL};
+	const char *down_args[] = {"down", "kill1", NULL};
+	client_pid = bg(&w, outp, down ? down_args : up_args);
+	char *sql = strprintf("SELECT count(*) FROM steps WHERE job = %s AND idx = %d AND state IN "
+			      "('done', 'skipped')", id, idx);
+	char *what = strprintf("%s: step %d ended", down ? "down" : "up", idx);
+	wait_db(&w, sql, NULL, 1, what);
+	kill_daemon_with(&w, id);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = ? AND state = 'done'", id), 0,
+		     "%s: the job ended before the kill", what);
+	daemon_start(&w);
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = ? AND state = 'done'", id, 1, what);
+	char *line = strprintf("job %s (%s kill1, running): resuming", id, down ? "down" : "up");
+	wait_log(&w, line);
+	free(line);
+	cr_assert_eq(guests_named("kill1"), down ? 0 : 1, "%s", what);
+	cr_assert_eq(requests("POST", "/qemu/9024/clone", -1), 1, "%s: clone", what);
+	const char *const once[][2] = {{"POST", "/config"},	{"PUT", "/resize"},
+				       {"POST", "/status/start"}, {"POST", "/status/shutdown"},
+				       {"DELETE", ""}};
+	for (size_t i = 0; i < sizeof once / sizeof *once; i++)
+		cr_assert_leq(requests(once[i][0], once[i][1], -1), 1, "%s: %s *%s sent twice",
+			      what, once[i][0], once[i][1]);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs", NULL), down ? 2 : 1,
+		     "%s: a job was made again", what);
+	daemon_stop(&w);
+	free(sql);
+	free(what);
+	free(outp);
+	world_free(&w);
+}
+
+/* up's steps: find, clone, move, create, pool, config, resize, start,
+ * address, inject (with --set size=40G every one up to start sends
+ * something, so each boundary up to start's is one the job waits at);
+ * after start, address (the template's static one) and inject (no guest
+ * files) send nothing, so that boundary is the job's end. down's: find,
+ * shutdown, delete. */
+#define UP_BOUNDARY(i)                                                                       \
+	Test(daemon, sigkill_after_up_step_##i##_then_restart_finishes_it, .timeout = 120)   \
+	{                                                                                    \
+		killed_at_boundary(false, i);                                                \
+	}
+UP_BOUNDARY(0)
+UP_BOUNDARY(1)
+UP_BOUNDARY(2)
+UP_BOUNDARY(3)
+UP_BOUNDARY(4)
+UP_BOUNDARY(5)
+UP_BOUNDARY(6)
+
+Test(daemon, sigkill_after_down_step_0_then_restart_finishes_it, .timeout = 120)
+{
+	killed_at_boundary(true, 0);
+}
+
+Test(daemon, sigkill_after_down_step_1_then_restart_finishes_it, .timeout = 120)
+{
+	killed_at_boundary(true, 1);
 }
 
 /* ---- a drain through the daemon, the daemon killed and started again ------------- */
