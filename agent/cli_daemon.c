@@ -333,7 +333,9 @@ int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct c
 		const char *code = json_str(ans, "error");
 		log_error("pvagentd: %s", json_str(ans, "message") ? json_str(ans, "message")
 								    : "refused the job");
-		rc = code && (strcmp(code, "refused") == 0 || strcmp(code, "bad_request") == 0)
+		/* refused, or nothing to resume (finished, unknown): usage */
+		rc = code && (strcmp(code, "refused") == 0 || strcmp(code, "bad_request") == 0 ||
+			      strcmp(code, "not_found") == 0)
 			     ? EXIT_USAGE : 1;
 	} else {
 		json_object *t = json_object_object_get(ans, "tickets");

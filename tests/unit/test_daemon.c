@@ -505,12 +505,6 @@ Test(daemon, twenty_clients_each_job_once_one_at_a_time_per_guest)
 	world_free(&w);
 }
 
-/* The pid the store has for job 1, once it has one. */
-static pid_t job_pid(const struct world *w)
-{
-	return (pid_t)db_int(w, "SELECT pid FROM jobs WHERE id = 1", NULL);
-}
-
 static void wait_gone(pid_t pid)
 {
 	for (int i = 0; i < 3000; i++) {
@@ -547,11 +541,11 @@ static int client_end(void)
 	return st;
 }
 
-/* SIGKILL the daemon while job 1 runs: the attached client (client_pid)
- * sees it go, and the job's process dies with it. */
-static void kill_daemon_with_its_job(const struct world *w)
+/* SIGKILL the daemon while job id runs (its child dies with it; the
+ * client attached sees it go). */
+static void kill_daemon_with(const struct world *w, const char *id)
 {
-	pid_t child = job_pid(w);
+	pid_t child = (pid_t)db_int(w, "SELECT pid FROM jobs WHERE id = ?", id);
 	cr_assert_gt(child, 0);
 	cr_assert_eq(kill(daemon_pid, SIGKILL), 0);
 	cr_assert_eq(waitpid(daemon_pid, NULL, 0), daemon_pid);
@@ -567,7 +561,7 @@ Test(daemon, sigkill_during_a_clone_then_restart_resumes_without_cloning_again)
 	world_start(&w, 10, 2, NULL); /* the clone takes seconds */
 	daemon_start(&w);
 	char *outp = up_until_clone(&w, "kill1");
-	kill_daemon_with_its_job(&w);
+	kill_daemon_with(&w, "1");
 	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'running'",
 			    NULL),
 		     1);
@@ -584,20 +578,6 @@ Test(daemon, sigkill_during_a_clone_then_restart_resumes_without_cloning_again)
 }
 
 /* ---- up and down: the daemon killed at every step boundary ------------------------ */
-
-/* SIGKILL the daemon while job id runs (its child dies with it; the
- * client attached sees it go). */
-static void kill_daemon_with(const struct world *w, const char *id)
-{
-	pid_t child = (pid_t)db_int(w, "SELECT pid FROM jobs WHERE id = ?", id);
-	cr_assert_gt(child, 0);
-	cr_assert_eq(kill(daemon_pid, SIGKILL), 0);
-	cr_assert_eq(waitpid(daemon_pid, NULL, 0), daemon_pid);
-	daemon_pid = -1;
-	int st = client_end();
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "the client saw the daemon go");
-	wait_gone(child);
-}
 
 /* `pvagent up kill1 -t jobvm --set size=40G` (job 1), or with down `pvagent down kill1`
  * (job 2, after an up), through the daemon, the daemon and its job
@@ -658,7 +638,7 @@ static void killed_at_boundary(bool down, int idx)
  * files) send nothing, so that boundary is the job's end. down's: find,
  * shutdown, delete. */
 #define UP_BOUNDARY(i)                                                                       \
-	Test(daemon, sigkill_after_up_step_##i##_then_restart_finishes_it, .timeout = 120)   \
+	Test(daemon, sigkill_after_up_step_##i##_then_restart_finishes_it)                  \
 	{                                                                                    \
 		killed_at_boundary(false, i);                                                \
 	}
@@ -670,12 +650,12 @@ UP_BOUNDARY(4)
 UP_BOUNDARY(5)
 UP_BOUNDARY(6)
 
-Test(daemon, sigkill_after_down_step_0_then_restart_finishes_it, .timeout = 120)
+Test(daemon, sigkill_after_down_step_0_then_restart_finishes_it)
 {
 	killed_at_boundary(true, 0);
 }
 
-Test(daemon, sigkill_after_down_step_1_then_restart_finishes_it, .timeout = 120)
+Test(daemon, sigkill_after_down_step_1_then_restart_finishes_it)
 {
 	killed_at_boundary(true, 1);
 }
@@ -699,7 +679,7 @@ static void drain_daemon_killed(const char *sql, const char *what)
 	const char *args[] = {"drain", "pve1", "--partial", NULL};
 	client_pid = bg(&w, outp, args);
 	wait_db(&w, sql, NULL, 1, what);
-	kill_daemon_with_its_job(&w);
+	kill_daemon_with(&w, "1");
 	daemon_start(&w);
 	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'", NULL, 1,
 		"the resumed drain ended done");
@@ -1757,7 +1737,7 @@ Test(daemon, sigkill_during_a_virtio_switch_resumes_to_a_reachable_guest)
 				"state = 'running'", NULL),
 		     1, "the job ended before its switch:\n%s", o ? o : "");
 	free(o);
-	kill_daemon_with_its_job(&w);
+	kill_daemon_with(&w, "1");
 
 	daemon_start(&w);
 	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state IN ('done', 'failed')", NULL,
