@@ -1079,12 +1079,6 @@ static enum step_rc up_pool(struct job *j)
 
 /* ---- config and resize ------------------------------------------------------------------------- */
 
-static bool digest_conflict(const struct pve_error *e)
-{
-	return e->message &&
-	       (strstr(e->message, "digest") || strstr(e->message, "modified configuration"));
-}
-
 static enum step_rc up_config(struct job *j)
 {
 	struct up_ctx *u = job_ctx(j);
@@ -1114,7 +1108,7 @@ static enum step_rc up_config(struct job *j)
 		const char *digest = json_str(conf, "digest");
 		int sr = guest_set_config(c, &u->g, &p, NULL, digest, false, job_wait(j), err);
 		pve_params_free(&p);
-		if (sr < 0 && attempt < 4 && (digest_conflict(err) || err->ambiguous)) {
+		if (sr < 0 && attempt < 4 && (err->kind == PVE_ERR_CONFLICT || err->ambiguous)) {
 			/* changed under us (by the lock holder we waited for, or by
 			 * our own request whose answer was lost): compare anew */
 			log_debug("%s: config changed meanwhile, or unknown; comparing again",
