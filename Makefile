@@ -1,5 +1,6 @@
-# pvagent build: the agent library and its two mains, the PVE simulator,
-# Criterion tests (sanitizer build), demo, benchmarks, lint, install.
+# pvagent build: the agent library (agent/) and its two programs (agent/cli/,
+# agent/daemon/), the PVE simulator, Criterion tests (sanitizer build), demo,
+# benchmarks, lint, install.
 #
 #   make            pvagent, pvagentd, tests/pvesim/pvesim, tests/guests/guestd
 #                   (release flags)

@@ -1,8 +1,8 @@
-/* pvagent.c - the command-line tool: global options, configuration,
- * the command table, and how each command's result is printed (text
- * tables, or JSON lines with --json). The work itself lives in the
- * library modules; the guest-side commands (inject, virtio, bench) are
- * in cli_guest.c.
+/* pvagent.c - the command-line tool's main: global options, the command
+ * table and its dispatch (in this process, or submitted to pvagentd for
+ * the commands it takes), and the commands nodes, list, templates, help
+ * and version. What every command shares is in cli_env.c; up and down in
+ * cli_up.c, the guest-side commands in cli_guest.c, and so on (cli.h).
  *
  *   pvagent [-c CONF] [--json] [-v|-q] COMMAND ...
  *
