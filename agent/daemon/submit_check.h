@@ -1,9 +1,9 @@
-/* submit_check.h - what a peer of pvagentd may submit (README "Running
- * the daemon", pvagentd(8)). A submitted job is a workflow, a subject and
- * params (the JSON object job_submit stores), never a command line; the
- * daemon stores it and its root child runs it by ID. A peer other than
- * root (or the daemon's own user) may make it read no file the peer could
- * not read itself:
+/* submit_check.h - what a peer of pvagentd may submit (pvagentd(8),
+ * CONTROL PROTOCOL). A submitted job is a workflow, a subject and params
+ * (the JSON object job_submit stores), never a command line; the daemon
+ * stores it and its root child runs it by ID. A peer other than root (or
+ * the daemon's own user) may make it read no file the peer could not
+ * read itself:
  *
  * - params carry only the members the workflow's own launcher writes
  *   (this module's table); any other member is refused;

@@ -88,14 +88,6 @@ void cli_daemon_child_end(void)
 	json_object_put(o);
 }
 
-bool cli_stdout_tty(void)
-{
-	const char *v = getenv("PVAGENT_TTY");
-	if (v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0))
-		return *v == '1';
-	return isatty(STDOUT_FILENO) != 0;
-}
-
 /* ---- talking to the daemon ------------------------------------------------------ */
 
 static volatile sig_atomic_t detach;
@@ -225,12 +217,6 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 	return rc;
 }
 
-static const struct cmd_entry *const submittable[] = {
-	&cmd_up_entry,	   &cmd_down_entry,    &cmd_inject_entry, &cmd_virtio_entry,
-	&cmd_bench_entry,  &cmd_migrate_entry, &cmd_drain_entry,  &cmd_undrain_entry,
-	&cmd_resume_entry, NULL,
-};
-
 int cli_sub_add(struct cli *cli, const struct job_workflow *wf, const char *subject,
 		json_object *params)
 {
@@ -257,15 +243,15 @@ int cli_sub_add(struct cli *cli, const struct job_workflow *wf, const char *subj
  * that what reaches the daemon is the jobs' params, never the command
  * line. NULL with *rc: the handler said no (a usage error), or nothing to
  * submit. */
-static json_object *submit_request(struct cli *cli, const struct cmd_entry *e,
-				   const struct cmd_args *a, int *rc)
+static json_object *submit_request(struct cli *cli, enum cli_submit how,
+				   const struct cmd_entry *e, const struct cmd_args *a, int *rc)
 {
 	json_object *req = json_object_new_object();
 	if (!req) {
 		*rc = 1;
 		return NULL;
 	}
-	if (e == &cmd_resume_entry) {
+	if (how == CLI_SUBMIT_RESUME) {
 		char *end = NULL;
 		long long id = a->argc == 1 ? strtoll(a->argv[0], &end, 10) : 0;
 		if (!end || *end || id <= 0) {
@@ -295,14 +281,11 @@ static json_object *submit_request(struct cli *cli, const struct cmd_entry *e,
 	return req;
 }
 
-int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,
-		      bool *handled)
+int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_entry *e,
+		      const struct cmd_args *a, bool *handled)
 {
 	*handled = false;
-	bool ok = false;
-	for (const struct cmd_entry *const *s = submittable; *s && !ok; s++)
-		ok = *s == e;
-	if (!ok || cli->local)
+	if (how == CLI_SUBMIT_NO || cli->local)
 		return 0;
 	struct ctl_client c;
 	int rc = connect_daemon(cli, &c, false);
@@ -311,7 +294,7 @@ int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct c
 	*handled = true;
 	if (rc)
 		return rc;
-	json_object *req = submit_request(cli, e, a, &rc);
+	json_object *req = submit_request(cli, how, e, a, &rc);
 	if (!req) {
 		ctl_client_close(&c);
 		return rc;
