@@ -32,17 +32,73 @@ int mig_node_version(struct pve *c, const char *node, const struct pve_version *
 	return pve_node_version(c, node, out, err);
 }
 
-/* qemu: the volumes g's snapshots hold, as the planner wants them
+/* The volumes of one snapshot's config (volume ids; qemu: its disks but
+ * CD drives; lxc: rootfs and mount points, bind mounts and devices not)
+ * added to refs as {"VOLID": [..., "SNAP"]}. 0, or -1 out of memory. */
+static int snapshot_volumes(enum guest_type type, json_object *sc, const char *snap,
+			    json_object *refs)
+{
+	struct pvecfg_hw hw = {0};
+	if (type == GUEST_QEMU && pvecfg_hw_read(sc, &hw) < 0)
+		return -1;
+	int rc = 0;
+	size_t n = type == GUEST_QEMU ? hw.n_disks : 0;
+	json_object_object_foreach(sc, k, v)
+	{
+		bool vol = strcmp(k, "rootfs") == 0 ||
+			   (strncmp(k, "mp", 2) == 0 && k[2] >= '0' && k[2] <= '9');
+		if (type != GUEST_QEMU && vol) {
+			struct propstr ps;
+			if (propstr_parse(json_object_get_string(v), &ps) < 0)
+				return -1;
+			const char *id = propstr_get(&ps, NULL);
+			json_object *names = NULL;
+			if (id && id[0] != '/' && strchr(id, ':') &&
+			    !json_object_object_get_ex(refs, id, &names)) {
+				names = json_object_new_array();
+				if (!names || json_object_object_add(refs, id, names) < 0)
+					rc = -1;
+			}
+			if (names && rc == 0 &&
+			    json_object_array_add(names, json_object_new_string(snap)) < 0)
+				rc = -1;
+			propstr_free(&ps);
+		}
+	}
+	for (size_t d = 0; d < n && rc == 0; d++) {
+		const char *vol = hw.disks[d].volume;
+		if (!vol || hw.disks[d].cdrom || strcmp(vol, "none") == 0)
+			continue;
+		json_object *names = json_object_object_get(refs, vol);
+		if (!names) {
+			names = json_object_new_array();
+			if (!names || json_object_object_add(refs, vol, names) < 0) {
+				rc = -1;
+				break;
+			}
+		}
+		if (json_object_array_add(names, json_object_new_string(snap)) < 0)
+			rc = -1;
+	}
+	pvecfg_hw_free(&hw);
+	return rc;
+}
+
+/* The volumes g's snapshots hold, as the planner wants them
  * (mig_facts.snapshot_refs), read only when the guest has a snapshot
- * (config "parent") and local disks (the precondition): the snapshot list,
- * then each snapshot's config. *out NULL when there are none. */
+ * (config "parent") and, for qemu, local disks (the precondition): the
+ * snapshot list, then each snapshot's config. *out NULL when there are
+ * none. pve-container has no precondition that says so (LXC/Migrate.pm
+ * phase1 finds them), so a container's are read whenever it has one. */
 static int snapshot_refs(struct pve *c, const struct guest_ref *g, json_object *config,
 			 json_object *pre, json_object **out, struct pve_error *err)
 {
 	*out = NULL;
 	json_object *ld = NULL;
-	if (!json_str(config, "parent") || !json_object_object_get_ex(pre, "local_disks", &ld) ||
-	    !json_object_is_type(ld, json_type_array) || !json_object_array_length(ld))
+	if (!json_str(config, "parent") ||
+	    (g->type == GUEST_QEMU && (!json_object_object_get_ex(pre, "local_disks", &ld) ||
+				       !json_object_is_type(ld, json_type_array) ||
+				       !json_object_array_length(ld))))
 		return 0;
 	char *node = pve_path_escape(g->node);
 	json_object *list = NULL, *refs = json_object_new_object();
@@ -51,7 +107,8 @@ static int snapshot_refs(struct pve *c, const struct guest_ref *g, json_object *
 		pve_error_oom(err);
 		goto out;
 	}
-	if (pve_getf(c, &list, NULL, err, "/nodes/%s/qemu/%d/snapshot", node, g->vmid) < 0)
+	const char *type = guest_type_name(g->type);
+	if (pve_getf(c, &list, NULL, err, "/nodes/%s/%s/%d/snapshot", node, type, g->vmid) < 0)
 		goto out;
 	size_t n = json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
 	for (size_t i = 0; i < n; i++) {
@@ -60,30 +117,17 @@ static int snapshot_refs(struct pve *c, const struct guest_ref *g, json_object *
 			continue;
 		char *sn = pve_path_escape(name);
 		json_object *sc = NULL;
-		int r = sn ? pve_getf(c, &sc, NULL, err, "/nodes/%s/qemu/%d/snapshot/%s/config", node,
-				      g->vmid, sn)
+		int r = sn ? pve_getf(c, &sc, NULL, err, "/nodes/%s/%s/%d/snapshot/%s/config", node,
+				      type, g->vmid, sn)
 			   : pve_error_oom(err);
 		free(sn);
-		struct pvecfg_hw hw = {0};
-		if (r < 0 || pvecfg_hw_read(sc, &hw) < 0) {
+		if (r < 0 || snapshot_volumes(g->type, sc, name, refs) < 0) {
 			json_object_put(sc);
 			if (r == 0)
 				pve_error_oom(err);
 			goto out;
 		}
 		json_object_put(sc);
-		for (size_t k = 0; k < hw.n_disks; k++) {
-			const char *vol = hw.disks[k].volume;
-			if (!vol || hw.disks[k].cdrom || strcmp(vol, "none") == 0)
-				continue;
-			json_object *names = json_object_object_get(refs, vol);
-			if (!names) {
-				names = json_object_new_array();
-				json_object_object_add(refs, vol, names);
-			}
-			json_object_array_add(names, json_object_new_string(name));
-		}
-		pvecfg_hw_free(&hw);
 	}
 	if (json_object_object_length(refs) > 0) {
 		*out = refs;
@@ -163,12 +207,12 @@ int mig_read_guest(struct pve *c, const struct guest_ref *g, const char *target,
 			goto out;
 		f->precondition = r->pre;
 	}
-	if (g->type == GUEST_QEMU) {
+	if (g->type != GUEST_OPENVZ) {
 		if (snapshot_refs(c, g, r->config, r->pre, &r->snaps, err) < 0)
 			goto out;
 		f->snapshot_refs = r->snaps;
-		/* PVE 9: whether those snapshots sit in a volume chain */
-		if (r->snaps && cv->major >= 9) {
+		/* PVE 9: whether a VM's snapshots sit in a volume chain */
+		if (r->snaps && g->type == GUEST_QEMU && cv->major >= 9) {
 			if (pve_get(c, "/storage", NULL, &r->storages, err) < 0)
 				goto out;
 			f->storage_config = r->storages;
