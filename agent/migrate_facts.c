@@ -84,12 +84,60 @@ static int snapshot_volumes(enum guest_type type, json_object *sc, const char *s
 	return rc;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* qemu: the volumes snapshots hold, from the precondition's local_disks,
+ * which carry referenced_in_snapshot as QemuServer::foreach_volid gives
+ * it (API2/Qemu.pm $check_vm_disks_local: no request more), the names
+ * sorted. 0, or -1 out of memory. */
+static int precondition_refs(json_object *ld, json_object *refs)
+{
+	for (size_t i = 0; i < json_object_array_length(ld); i++) {
+		json_object *d = json_object_array_get_idx(ld, i), *rs = NULL;
+		const char *vol = json_str(d, "volid");
+		long long cd = 0;
+		/* QemuMigrate::scan_local_volumes settles a CD drive's volume
+		 * (cloud-init, ISO, the host's drive) before its snapshot rules */
+		if (json_int(d, "cdrom", &cd) && cd)
+			continue;
+		size_t n = json_object_object_get_ex(d, "referenced_in_snapshot", &rs) &&
+				   json_object_is_type(rs, json_type_object)
+				   ? (size_t)json_object_object_length(rs) : 0;
+		if (!vol || !n)
+			continue;
+		const char **v = calloc(n, sizeof *v);
+		json_object *names = json_object_new_array();
+		if (!v || !names || json_object_object_add(refs, vol, names) < 0) {
+			free(v);
+			json_object_put(names);
+			return -1;
+		}
+		size_t k = 0;
+		json_object_object_foreach(rs, sn, one)
+		{
+			(void)one;
+			v[k++] = sn;
+		}
+		qsort(v, k, sizeof *v, name_cmp);
+		for (size_t x = 0; x < k; x++)
+			if (json_object_array_add(names, json_object_new_string(v[x])) < 0) {
+				free(v);
+				return -1;
+			}
+		free(v);
+	}
+	return 0;
+}
+
 /* The volumes g's snapshots hold, as the planner wants them
  * (mig_facts.snapshot_refs), read only when the guest has a snapshot
- * (config "parent") and, for qemu, local disks (the precondition): the
- * snapshot list, then each snapshot's config. *out NULL when there are
- * none. pve-container has no precondition that says so (LXC/Migrate.pm
- * phase1 finds them), so a container's are read whenever it has one. */
+ * (config "parent"): qemu's from the precondition; a container's, which
+ * no precondition says (LXC/Migrate.pm phase1 finds them), from the
+ * snapshot list and each snapshot's config. *out NULL when there are
+ * none. */
 static int snapshot_refs(struct pve *c, const struct guest_ref *g, json_object *config,
 			 json_object *pre, json_object **out, struct pve_error *err)
 {
@@ -100,6 +148,18 @@ static int snapshot_refs(struct pve *c, const struct guest_ref *g, json_object *
 				       !json_object_is_type(ld, json_type_array) ||
 				       !json_object_array_length(ld))))
 		return 0;
+	if (g->type == GUEST_QEMU) {
+		json_object *refs = json_object_new_object();
+		if (!refs || precondition_refs(ld, refs) < 0) {
+			json_object_put(refs);
+			return pve_error_oom(err);
+		}
+		if (json_object_object_length(refs) > 0)
+			*out = refs;
+		else
+			json_object_put(refs);
+		return 0;
+	}
 	char *node = pve_path_escape(g->node);
 	json_object *list = NULL, *refs = json_object_new_object();
 	int rc = -1;
@@ -211,8 +271,18 @@ int mig_read_guest(struct pve *c, const struct guest_ref *g, const char *target,
 		if (snapshot_refs(c, g, r->config, r->pre, &r->snaps, err) < 0)
 			goto out;
 		f->snapshot_refs = r->snaps;
-		/* PVE 9: whether a VM's snapshots sit in a volume chain */
-		if (r->snaps && g->type == GUEST_QEMU && cv->major >= 9) {
+		/* PVE 9: whether a stopped VM's qcow2 snapshots sit in a volume
+		 * chain (a running one's cannot move whatever the storage) */
+		bool qcow2 = false;
+		if (r->snaps && g->type == GUEST_QEMU && !f->running) {
+			json_object_object_foreach(r->snaps, vol, names)
+			{
+				(void)names;
+				size_t l = strlen(vol);
+				qcow2 |= l > 6 && strcmp(vol + l - 6, ".qcow2") == 0;
+			}
+		}
+		if (qcow2 && cv->major >= 9) {
 			if (pve_get(c, "/storage", NULL, &r->storages, err) < 0)
 				goto out;
 			f->storage_config = r->storages;

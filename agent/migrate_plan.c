@@ -185,8 +185,8 @@ static bool volume_chain(const struct mig_facts *f, const char *sid)
 /* PVE (QemuMigrate::scan_local_volumes) cannot move a local volume a
  * snapshot holds while the VM runs, nor offline unless the storage keeps
  * snapshots in the volume (zfspool, btrfs raw, qcow2 files; on 9 not on a
- * snapshot-as-volume-chain storage, not even offline): the refusal
- * in b, or 0 when volid can go. */
+ * snapshot-as-volume-chain storage): the refusal in b, or 0 when volid
+ * can go. */
 static int snapshot_refusal(const struct mig_facts *f, const char *volid, struct sbuf *b)
 {
 	json_object *names = NULL;
@@ -203,7 +203,9 @@ static int snapshot_refusal(const struct mig_facts *f, const char *volid, struct
 	bool travels = (qcow2 && !chain) ||
 		       (type && (strcmp(type, "zfspool") == 0 || strcmp(type, "btrfs") == 0));
 	int rc = 0;
-	if (chain) {
+	/* PVE refuses a running VM's first ("online storage migration not
+	 * possible"), whatever the storage */
+	if (chain && !f->running) {
 		sbuf_addf(b, "VM %d's qcow2 disk %s has snapshots, which storage '%s' keeps as a "
 			     "volume chain (snapshot-as-volume-chain): PVE cannot migrate those; "
 			     "delete the snapshot (qm delsnapshot %d %s), or keep the disk on shared "
