@@ -1,8 +1,8 @@
 /* test_realcfg.c - every config of tests/realcfg (Proxmox's own test
  * suites' guest configs, loaded by the simulator from realcfg.json)
- * through the real pvagent ($PVAGENT_BIN): show and list (the name PVE
- * shows, the boot disk's bus), virtio --dry-run, migrate --dry-run and
- * drain --dry-run, each answer as tests/realcfg/expected.tsv says with the
+ * through the real pvagent ($PVAGENT_BIN): show and list --long (the
+ * name PVE shows, the boot disk's bus), virtio --dry-run, migrate
+ * --dry-run and drain --dry-run, each answer as tests/realcfg/expected.tsv says with the
  * PVE function that decides it; no dry run sends a change; a real drain
  * moves what its dry run plans to move and nothing else (nothing at all
  * without --partial), on PVE 9.1 and 8.4; guests by VMID where names
@@ -278,19 +278,25 @@ Test(realcfg, show_names_and_boot_disk)
 	}
 	free_outs(outs);
 	free(rcs);
-	/* list: the same names, one line per guest, unnamed ones as PVE names them */
+	/* list --long: the same names and boot disk buses, one line per
+	 * guest, unnamed ones as PVE names them */
 	char *out = NULL;
-	cr_assert_eq(test_pvagent(bin(), conf, &out, "--json", "list", NULL), 0, "%s", out);
+	cr_assert_eq(test_pvagent(bin(), conf, &out, "--json", "list", "--long", NULL), 0, "%s", out);
 	json_object *o = last_json(out), *gs = NULL;
 	cr_assert(json_object_object_get_ex(o, "guests", &gs), "%s", out);
 	cr_expect_eq(json_object_array_length(gs), nrows);
 	for (size_t i = 0; i < json_object_array_length(gs); i++) {
 		json_object *g = json_object_array_get_idx(gs, i);
 		const char *id = json_object_get_string(json_object_object_get(g, "vmid"));
-		for (size_t j = 0; j < nrows; j++)
-			if (strcmp(rows[j].f[0], id) == 0)
-				cr_expect_str_eq(json_object_get_string(json_object_object_get(g, "name")),
-						 rows[j].f[3], "list: VMID %s", id);
+		for (size_t j = 0; j < nrows; j++) {
+			if (strcmp(rows[j].f[F_VMID], id) != 0)
+				continue;
+			cr_expect_str_eq(json_object_get_string(json_object_object_get(g, "name")),
+					 rows[j].f[F_NAME], "list --long: VMID %s", id);
+			const char *db = json_object_get_string(json_object_object_get(g, "disk_bus"));
+			cr_expect_str_eq(db ? db : "(null)", rows[j].f[F_DISK],
+					 "list --long: VMID %s's disk bus", id);
+		}
 	}
 	json_object_put(o);
 	free(out);
