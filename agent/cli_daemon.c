@@ -221,7 +221,7 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 static const struct cmd_entry *const submittable[] = {
 	&cmd_up_entry,	   &cmd_down_entry,    &cmd_inject_entry, &cmd_virtio_entry,
 	&cmd_bench_entry,  &cmd_migrate_entry, &cmd_drain_entry,  &cmd_undrain_entry,
-	&cmd_resume_entry, NULL,
+	&cmd_resume_entry, &cmd_image_entry, NULL,
 };
 
 int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,
@@ -231,6 +231,9 @@ int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct c
 	bool ok = false;
 	for (const struct cmd_entry *const *s = submittable; *s && !ok; s++)
 		ok = *s == e;
+	/* of image's subcommands, build is a job */
+	if (e == &cmd_image_entry && (a->argc != 2 || strcmp(a->argv[0], "build") != 0))
+		ok = false;
 	if (!ok || cli->local)
 		return 0;
 	struct ctl_client c;
@@ -245,13 +248,16 @@ int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct c
 	for (char **p = a->cmdline; p && *p; p++)
 		json_object_array_add(argv, json_object_new_string(*p));
 	const char *node = NULL;
-	if (e == &cmd_up_entry) {
+	if (e == &cmd_up_entry || e == &cmd_image_entry) {
 		for (size_t i = 0; i < a->n; i++)
 			if (a->v[i].opt == 'n')
 				node = a->v[i].val;
 		node = node ? node : cli->conf.pve.node;
 	}
-	if (e != &cmd_resume_entry)
+	/* an image build's key is its image's name */
+	if (e == &cmd_image_entry)
+		json_object_array_add(guests, json_object_new_string(a->argv[1]));
+	else if (e != &cmd_resume_entry)
 		for (int i = 0; i < (e == &cmd_up_entry ? a->argc : 1); i++)
 			json_object_array_add(guests, json_object_new_string(a->argv[i]));
 	json_object_object_add(req, "id", json_object_new_int(1));

@@ -214,7 +214,10 @@ int cli_image_result(struct cli *cli, struct job *j, int code)
 {
 	const char *name = job_subject(j);
 	const char *node = json_str(job_params(j), "node");
-	const char *volid = json_str(job_vars(j), "volid");
+	/* a container image's vars name its appliance template; a VM image's
+	 * volid is the downloaded file, removed by then */
+	const char *volid = json_str(job_vars(j), "template") ? json_str(job_vars(j), "volid")
+							      : NULL;
 	char *vmname = image_vm_name(name);
 	if (cli->json) {
 		json_object *o = json_object_new_object();

@@ -274,7 +274,7 @@ static json_object *djob_json(const struct djob *j)
 }
 
 static const char *const runnable[] = {"up",	  "down",  "inject",  "virtio", "bench",
-				       "migrate", "drain", "undrain", "resume", NULL};
+				       "migrate", "drain", "undrain", "resume", "image", NULL};
 
 /* Queue a command line. guests: what it works on; node may be NULL. */
 static struct djob *djob_queue(struct daemon *d, const char *const *argv, size_t argc,
@@ -621,10 +621,13 @@ static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json
 	bool known = false;
 	for (const char *const *r = runnable; *r && !known; r++)
 		known = strcmp(*r, argv[0]) == 0;
+	/* of image's subcommands, build NAME is a job */
+	if (known && strcmp(argv[0], "image") == 0 && !submit_image_build(argv, argc))
+		known = false;
 	if (!known) {
 		answer(c, ctl_error(id, "bad_request", "the daemon does not run '%.64s' (up, down, "
 					"inject, virtio, bench, migrate, drain, undrain, "
-					"resume)", argv[0]));
+					"image build, resume)", argv[0]));
 		goto out;
 	}
 	if (strcmp(argv[0], "resume") == 0) {

@@ -43,21 +43,30 @@ static bool inside(const char *real, const char *dir)
 	return strncmp(real, dir, n) == 0 && real[n] == '/';
 }
 
-/* The value of a template option at argv position pos. 0 or -1 (*why). */
-static int check_template(const char *v, size_t pos, const struct submit_peer *p,
-			  const char *const *dirs, char **why)
+/* What a name resolves to in the template directories: a template
+ * (DIR/NAME.tmpl) or a catalogue image (DIR/images/NAME.image). */
+struct named_kind {
+	const char *what, *sub, *ext; /* DIR/sub NAME ext */
+};
+static const struct named_kind template_kind = {"template", "", ".tmpl"};
+static const struct named_kind image_kind = {"image", "images/", ".image"};
+
+/* The value of a template option (or image build's image) at argv
+ * position pos. 0 or -1 (*why). */
+static int check_named(const struct named_kind *k, const char *v, size_t pos,
+		       const struct submit_peer *p, const char *const *dirs, char **why)
 {
 	if (!v) {
-		err_setf(why, "argument %zu: the template option has no value", pos);
+		err_setf(why, "argument %zu: the %s option has no value", pos, k->what);
 		return -1;
 	}
 	if (!tmpl_name_valid(v)) {
-		err_setf(why, "argument %zu: a template is a name from the template directories "
-			 "(letters, digits, '.', '_', '-'; no path, no '..')", pos);
+		err_setf(why, "argument %zu: a %s is a name from the template directories "
+			 "(letters, digits, '.', '_', '-'; no path, no '..')", pos, k->what);
 		return -1;
 	}
 	for (size_t i = 0; dirs && dirs[i]; i++) {
-		char *path = strprintf("%s/%s.tmpl", dirs[i], v);
+		char *path = strprintf("%s/%s%s%s", dirs[i], k->sub, v, k->ext);
 		if (!path) {
 			err_setf(why, "out of memory");
 			return -1;
@@ -70,12 +79,12 @@ static int check_template(const char *v, size_t pos, const struct submit_peer *p
 		struct stat st;
 		int rc = 0;
 		if (!real || !dir || !inside(real, dir)) {
-			err_setf(why, "argument %zu: template '%s' %s", pos, v,
+			err_setf(why, "argument %zu: %s '%s' %s", pos, k->what, v,
 				 real && dir ? "leads out of its directory" : "cannot be resolved");
 			rc = -1;
 		} else if (stat(real, &st) < 0 || !S_ISREG(st.st_mode) || !peer_reads(&st, p)) {
-			err_setf(why, "argument %zu: template '%s' is not a file uid %u may read", pos,
-				 v, (unsigned)p->uid);
+			err_setf(why, "argument %zu: %s '%s' is not a file uid %u may read", pos,
+				 k->what, v, (unsigned)p->uid);
 			rc = -1;
 		}
 		free(real);
@@ -86,12 +95,43 @@ static int check_template(const char *v, size_t pos, const struct submit_peer *p
 	return 0; /* none: the command says so, having read nothing */
 }
 
+const char *submit_image_build(const char *const *argv, size_t argc)
+{
+	if (argc < 3 || strcmp(argv[0], "image") != 0)
+		return NULL;
+	const char *words[3] = {NULL, NULL, NULL};
+	size_t nw = 0;
+	for (size_t i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (a[0] != '-' || a[1] == '\0') {
+			if (nw == 3)
+				return NULL;
+			words[nw++] = a;
+		} else if (strcmp(a, "--") == 0) {
+			for (i++; i < argc && nw < 3; i++)
+				words[nw++] = argv[i];
+			if (i < argc)
+				return NULL;
+		} else if (a[1] == '-' ? !strchr(a, '=') && strcmp(a, "--rebuild") != 0 : !a[2]) {
+			i++; /* its value: every option of image build but --rebuild has one */
+		}
+	}
+	return nw == 2 && strcmp(words[0], "build") == 0 ? words[1] : NULL;
+}
+
 int submit_check(const char *const *argv, size_t argc, const struct submit_peer *peer,
 		 const char *const *dirs, char **why)
 {
 	*why = NULL;
 	if (peer->uid == 0 || peer->uid == geteuid())
 		return 0;
+	/* image build NAME reads the catalogue file NAME names */
+	const char *image = submit_image_build(argv, argc);
+	size_t ipos = 0;
+	for (size_t i = 1; image && i < argc && !ipos; i++)
+		ipos = argv[i] == image ? i : 0;
+	if (image && check_named(&image_kind, image, ipos, peer, dirs, why) < 0)
+		return -1;
 	for (size_t i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0)
@@ -118,7 +158,7 @@ int submit_check(const char *const *argv, size_t argc, const struct submit_peer 
 				continue;
 			v = a[k + 1] ? a + k + 1 : i + 1 < argc ? argv[++i] : NULL;
 		}
-		if (check_template(v, pos, peer, dirs, why) < 0)
+		if (check_named(&template_kind, v, pos, peer, dirs, why) < 0)
 			return -1;
 	}
 	return 0;

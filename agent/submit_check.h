@@ -9,6 +9,8 @@
  *   configured template directories; the file it resolves to, symlinks
  *   followed, must lie inside that directory and be readable by the peer
  *   by its mode (owner, group, others);
+ * - `image build NAME` reads the catalogue file NAME names
+ *   (DIR/images/NAME.image): the same rules, as for a template;
  * - no other option of the commands the daemon runs names a file; one
  *   that does is added to this module's table.
  *
@@ -30,5 +32,10 @@ struct submit_peer {
  * refused, *why (malloc'd) says why. */
 int submit_check(const char *const *argv, size_t argc, const struct submit_peer *peer,
 		 const char *const *dirs, char **why);
+
+/* The image NAME when argv is `image build NAME` with image build's options
+ * anywhere (a command line as pvagent's getopt left it: options first);
+ * NULL for anything else. */
+const char *submit_image_build(const char *const *argv, size_t argc);
 
 #endif
