@@ -540,6 +540,8 @@ Test(lab, sata_to_virtio_then_image_build_and_pool_address)
 		cr_skip_test("%s", why);
 	struct lab *l = &L;
 	char *sata = strprintf("%s/sata.qcow2", lab_dir(l));
+	/* the scenario names it now; its disk is 315's once prepared */
+	cr_assert_eq(test_write_file(sata, "", 0600), 0, "%s", sata);
 	char *g1 = lab_guest(315, "lab-prep", 15, "uuid.raw", false);
 	char *g2 = strprintf("{\"vmid\": 316, \"node\": \"pve1\", \"type\": \"qemu\","
 			     " \"address\": \"127.0.4.16\","

@@ -34,6 +34,8 @@
 #include <unistd.h>
 
 #define FETCH_MAX ((size_t)512 * 1024 * 1024) /* bytes a download may have */
+#define FETCH_MAX_FILES ((size_t)3 << 30) /* with the scenario's "files": a
+					     real disk image (the lab) */
 #define FETCH_TIMEOUT_MS 10000
 #define DOWNLOAD_RATE (100.0 * 1024 * 1024) /* bytes per simulated second */
 
@@ -70,7 +72,7 @@ static int send_all(int fd, const char *buf, size_t n)
 }
 
 /* GET url (http://127.x.y.z[:port]/path) into f, as wget would. */
-static void fetch_url(const char *url, struct fetch *f)
+static void fetch_url(const char *url, size_t max, struct fetch *f)
 {
 	memset(f, 0, sizeof *f);
 	if (strncmp(url, "https://", 8) == 0) {
@@ -128,7 +130,7 @@ static void fetch_url(const char *url, struct fetch *f)
 			continue;
 		if (n <= 0)
 			break;
-		if (raw.len + (size_t)n > FETCH_MAX || sbuf_addn(&raw, buf, (size_t)n) < 0)
+		if (raw.len + (size_t)n > max || sbuf_addn(&raw, buf, (size_t)n) < 0)
 			ok = 0;
 	}
 	close(fd);
@@ -402,7 +404,7 @@ static char *download_work(struct sim_task *t, struct dl *d, double *at)
 		return err;
 	}
 	struct fetch f;
-	fetch_url(d->url, &f);
+	fetch_url(d->url, d->files ? FETCH_MAX_FILES : FETCH_MAX, &f);
 	int rc = wget_log(t, d->url, d->tmp, &f, at);
 	if (rc) {
 		err = strprintf("download failed: command 'wget --progress=dot:giga -O %s %s' "
