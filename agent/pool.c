@@ -425,6 +425,49 @@ char *pool_tags_with(const struct ip_pool *p, const char *tags, const struct poo
 	return out;
 }
 
+struct have_ctx {
+	const char *tag;
+	size_t len;
+};
+
+static int is_tag(void *ctx, const char *tag, size_t len)
+{
+	const struct have_ctx *h = ctx;
+	return len == h->len && strncmp(tag, h->tag, len) == 0;
+}
+
+bool pool_tags_have(const char *tags, const struct pool_ip *a)
+{
+	char *t = pool_tag(a);
+	struct have_ctx h = {t, t ? strlen(t) : 0};
+	bool have = t && each_tag(tags, is_tag, &h) == 1;
+	free(t);
+	return have;
+}
+
+size_t pool_value_ips(const char *value, struct pool_ip out[2])
+{
+	size_t n = 0;
+	for (const char *p = value ? value : ""; *p && n < 2;) {
+		size_t len = strcspn(p, ",");
+		size_t kl = strncmp(p, "ip=", 3) == 0 ? 3 : strncmp(p, "ip6=", 4) == 0 ? 4 : 0;
+		if (kl) {
+			char buf[64];
+			size_t al = strcspn(p + kl, "/,");
+			if (al < sizeof buf) {
+				memcpy(buf, p + kl, al);
+				buf[al] = 0;
+				if (pool_ip_parse(buf, &out[n]) == 0)
+					n++;
+			}
+		}
+		p += len;
+		if (*p)
+			p++;
+	}
+	return n;
+}
+
 char *pool_ipconfig(const struct ip_pool *p, const struct pool_ip *a)
 {
 	char *ip = pool_ip_str(a), *gw = pool_ip_str(&p->gateway);

@@ -74,6 +74,13 @@ int pool_tags_find(const struct ip_pool *p, const char *tags, struct pool_ip *ou
  * range removed), ';'-separated; malloc'd. a NULL: only the removal. */
 char *pool_tags_with(const struct ip_pool *p, const char *tags, const struct pool_ip *a);
 
+/* Does the tag list hold a's address tag? */
+bool pool_tags_have(const char *tags, const struct pool_ip *a);
+/* The addresses a config value sets by hand: the ip= and ip6= options of a
+ * VM's ipconfigN or a container's netN ("ip=A/P,gw=G"; dhcp, auto and
+ * manual set none), at most 2, into out. Their number. */
+size_t pool_value_ips(const char *value, struct pool_ip out[2]);
+
 /* PVE's ipconfig0 value for address a of p: "ip=A/P,gw=G" (IPv6: "ip6=A/P,
  * gw6=G"). malloc'd. */
 char *pool_ipconfig(const struct ip_pool *p, const struct pool_ip *a);

@@ -76,12 +76,25 @@ static int cmp_holder(const void *a, const void *b)
 	return c ? c : (x->vmid > y->vmid) - (x->vmid < y->vmid);
 }
 
+/* A holder of g's address ip (its name and node copied): 0, -1 no memory. */
+static int holder_set(struct pool_holder *h, const struct guest_ref *g, const struct pool_ip *ip)
+{
+	*h = (struct pool_holder){.ip = *ip, .vmid = g->vmid};
+	h->name = g->name ? strdup(g->name) : NULL;
+	h->node = g->node ? strdup(g->node) : NULL;
+	return (g->name && !h->name) || (g->node && !h->node) ? -1 : 0;
+}
+
+static void holder_clear(struct pool_holder *h)
+{
+	free(h->name);
+	free(h->node);
+}
+
 void pool_usage_free(struct pool_usage *u)
 {
-	for (size_t i = 0; u && i < u->n; i++) {
-		free(u->v[i].name);
-		free(u->v[i].node);
-	}
+	for (size_t i = 0; u && i < u->n; i++)
+		holder_clear(&u->v[i]);
 	if (u) {
 		free(u->v);
 		memset(u, 0, sizeof *u);
@@ -99,12 +112,7 @@ int pool_usage_from_list(const struct ip_pool *p, const struct guest_list *l,
 		struct pool_ip ip = {0};
 		if (!pool_tags_find(p, l->v[i].tags, &ip))
 			continue;
-		struct pool_holder *h = &out->v[out->n++];
-		h->ip = ip;
-		h->vmid = l->v[i].vmid;
-		h->name = l->v[i].name ? strdup(l->v[i].name) : NULL;
-		h->node = l->v[i].node ? strdup(l->v[i].node) : NULL;
-		if ((l->v[i].name && !h->name) || (l->v[i].node && !h->node)) {
+		if (holder_set(&out->v[out->n++], &l->v[i], &ip) < 0) {
 			pool_usage_free(out);
 			return -1;
 		}
@@ -373,4 +381,94 @@ int pool_claim(struct pve *c, const struct pool_claim_req *req, struct pool_ip *
 	guest_list_free(&fresh);
 	free(lost);
 	return rc;
+}
+
+/* ---- strays ------------------------------------------------------------------- */
+
+void pool_strays_free(struct pool_stray *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		holder_clear(&v[i].h);
+		free(v[i].key);
+	}
+	free(v);
+}
+
+static int cmp_stray(const void *a, const void *b)
+{
+	const struct pool_stray *x = a, *y = b;
+	if (x->pool != y->pool)
+		return (x->pool > y->pool) - (x->pool < y->pool);
+	return cmp_holder(&x->h, &y->h);
+}
+
+/* The strays of guest g (its config conf, its tags from the listing). */
+static int strays_of(const struct ip_pool *p, size_t n, const struct guest_ref *g,
+		     json_object *conf, struct pool_stray **v, size_t *nv)
+{
+	json_object_object_foreach(conf, key, val)
+	{
+		const char *pfx = g->type == GUEST_QEMU ? "ipconfig" : "net";
+		size_t pl = strlen(pfx);
+		if (strncmp(key, pfx, pl) != 0 || !key[pl] ||
+		    strspn(key + pl, "0123456789") != strlen(key + pl))
+			continue;
+		struct pool_ip ips[2];
+		size_t ni = pool_value_ips(json_object_get_string(val), ips);
+		for (size_t k = 0; k < ni; k++)
+			for (size_t i = 0; i < n; i++) {
+				if (!pool_in_range(&p[i], &ips[k]) || pool_tags_have(g->tags, &ips[k]))
+					continue;
+				struct pool_stray *nw = realloc(*v, (*nv + 1) * sizeof *nw);
+				if (!nw)
+					return -1;
+				*v = nw;
+				struct pool_stray *s = &nw[(*nv)++];
+				*s = (struct pool_stray){.pool = &p[i]};
+				s->key = strdup(key);
+				if (holder_set(&s->h, g, &ips[k]) < 0 || !s->key)
+					return -1;
+			}
+	}
+	return 0;
+}
+
+int pool_strays(struct pve *c, const struct ip_pool *p, size_t n, struct pool_stray **out,
+		size_t *n_out, struct pve_error *err)
+{
+	*out = NULL;
+	*n_out = 0;
+	if (n == 0)
+		return 0;
+	struct guest_list l;
+	if (guest_list(c, NULL, &l, err) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		const struct guest_ref *g = &l.v[i];
+		if (g->type == GUEST_OPENVZ)
+			continue;
+		json_object *conf = NULL;
+		if (guest_get_config(c, g, &conf, err) < 0) {
+			if (err->kind != PVE_ERR_NOT_FOUND) {
+				rc = -1;
+				break;
+			}
+			pve_error_clear(err); /* gone meanwhile */
+			continue;
+		}
+		if (strays_of(p, n, g, conf, out, n_out) < 0)
+			rc = pve_error_oom(err);
+		json_object_put(conf);
+	}
+	guest_list_free(&l);
+	if (rc < 0) {
+		pool_strays_free(*out, *n_out);
+		*out = NULL;
+		*n_out = 0;
+		return -1;
+	}
+	if (*n_out)
+		qsort(*out, *n_out, sizeof **out, cmp_stray);
+	return 0;
 }

@@ -66,6 +66,23 @@ int pool_claim(struct pve *c, const struct pool_claim_req *req, struct pool_ip *
 int pool_check_free(const struct ip_pool *p, const struct guest_list *l, struct pool_ip *first,
 		    struct pve_error *err);
 
+/* A guest with an address of a pool's range set in its config by hand
+ * (ipconfigN, or a container's netN ip=) without the pool's tag for it:
+ * the pool does not know it, and could hand the address out again. */
+struct pool_stray {
+	const struct ip_pool *pool;
+	struct pool_holder h; /* the guest and the address */
+	char *key;            /* "ipconfig0", "net1" */
+};
+
+/* The strays of the pools p[0..n): the allocator's listing (guest_list:
+ * GET /cluster/resources, whose tags say what the pools know) and each
+ * guest's config (one GET each, templates too). 0 and *out (sorted by
+ * pool, address, VMID), or -1 with err. */
+int pool_strays(struct pve *c, const struct ip_pool *p, size_t n, struct pool_stray **out,
+		size_t *n_out, struct pve_error *err);
+void pool_strays_free(struct pool_stray *v, size_t n);
+
 /* Forget an address this process claimed (its guest is deleted). */
 void pool_claim_release(const struct pool_ip *ip);
 

@@ -5,7 +5,8 @@
  * GET /access/permissions, the table in pveprivs.h) with the grant line
  * for that version, storages and their content types, bridges, the
  * template VMs the templates clone, the SSH identity and its mode, clock
- * skew, the HA stack's armed state, and the daemon's socket. Exit 0 when
+ * skew, the HA stack's armed state, the addresses of the pools' ranges
+ * that guests hold by hand (pool_strays), and the daemon's socket. Exit 0 when
  * all is well, 1 when something needs fixing. A check PVE cannot answer
  * (a route it lacks: 501, or no right to ask) says "unknown" and fails
  * nothing. */
@@ -13,6 +14,7 @@
 #include "guest.h"
 #include "json.h"
 #include "output.h"
+#include "pool_claim.h"
 #include "pveprivs.h"
 #include "tmpl.h"
 #include "util.h"
@@ -377,6 +379,38 @@ static void check_ha(struct doctor *d)
 	json_object_put(st);
 }
 
+/* Addresses of a pool's range that a guest's config sets without the
+ * pool's tag: the pool does not know them. */
+static void check_pools(struct doctor *d)
+{
+	const struct conf *cf = &d->cli->conf;
+	if (!cf->n_pools)
+		return;
+	struct pool_stray *v = NULL;
+	size_t n = 0;
+	struct pve_error e = {0};
+	if (pool_strays(d->cli->pve, cf->pools, cf->n_pools, &v, &n, &e) < 0) {
+		request_failed(d, "pools", &e);
+		pve_error_clear(&e);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct pool_holder *h = &v[i].h;
+		char *a = pool_ip_str(&h->ip), *tag = pool_tag(&h->ip);
+		check(d, V_FIX, "pool address",
+		      "pool %s: %s is set by hand in %s of %s (VMID %d, %s), without the tag %s: "
+		      "the pool may hand it out again; tag the guest %s or give it another address",
+		      v[i].pool->name, a ? a : "?", v[i].key, h->name ? h->name : "an unnamed guest",
+		      h->vmid, h->node ? h->node : "?", tag ? tag : "?", tag ? tag : "?");
+		free(a);
+		free(tag);
+	}
+	if (!n)
+		check(d, V_OK, "pools", "%zu pool%s: no address of a range is set by hand outside "
+		      "the pool", cf->n_pools, cf->n_pools == 1 ? "" : "s");
+	pool_strays_free(v, n);
+}
+
 static void check_socket(struct doctor *d)
 {
 	const char *path = d->cli->conf.paths.socket;
@@ -426,6 +460,7 @@ static int cmd_doctor(struct cli *cli, const struct cmd_args *a)
 			check_clock(&d);
 		check_templates(&d);
 		check_ha(&d);
+		check_pools(&d);
 	}
 	check_ssh(&d);
 	check_socket(&d);
@@ -452,7 +487,7 @@ static const struct option doctor_opts[] = {{"migrate", no_argument, NULL, 'm'},
 const struct cmd_entry cmd_doctor_entry = {
 	"doctor", "[--migrate]",
 	"check the installation: API, versions, privileges, storages, bridges, template VMs, "
-	"SSH identity, clock, HA, daemon socket",
+	"SSH identity, clock, HA, pools' hand-set addresses, daemon socket",
 	"", doctor_opts, NULL, 0, 0, NULL, cmd_doctor,
 	"pvagent doctor\npvagent doctor --migrate\npvagent --json doctor",
 };

@@ -181,6 +181,11 @@ static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 	}
 	req.image = im;
 	json_object *params = wf_image_params(&req);
+	if (cli->sub) {
+		rc = cli_sub_add(cli, &wf_image, im->name, params);
+		image_free(im);
+		return rc;
+	}
 	struct pve_opts po = job_conf_pve_opts(&cli->conf);
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
 	struct job_env env;
@@ -214,7 +219,10 @@ int cli_image_result(struct cli *cli, struct job *j, int code)
 {
 	const char *name = job_subject(j);
 	const char *node = json_str(job_params(j), "node");
-	const char *volid = json_str(job_vars(j), "volid");
+	/* a container image's vars name its appliance template; a VM image's
+	 * volid is the downloaded file, removed by then */
+	const char *volid = json_str(job_vars(j), "template") ? json_str(job_vars(j), "volid")
+							      : NULL;
 	char *vmname = image_vm_name(name);
 	if (cli->json) {
 		json_object *o = json_object_new_object();

@@ -170,9 +170,13 @@ int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_
 	return 0;
 }
 
-/* The commands a running pvagentd takes (cli_daemon_submit). */
-static enum cli_submit submit_how(const struct cmd_entry *e)
+/* The commands a running pvagentd takes (cli_daemon_submit); of image's
+ * subcommands only build is a job. */
+static enum cli_submit submit_how(const struct cmd_entry *e, const struct cmd_args *a)
 {
+	if (e == &cmd_image_entry)
+		return a->argc >= 1 && strcmp(a->argv[0], "build") == 0 ? CLI_SUBMIT_JOBS
+									 : CLI_SUBMIT_NO;
 	static const struct {
 		const struct cmd_entry *e;
 		enum cli_submit how;
@@ -196,7 +200,7 @@ int cmd_dispatch(struct cli *cli, const struct cmd_entry *e, int argc, char **ar
 	if (rc)
 		return rc;
 	bool handled = false;
-	rc = cli_daemon_submit(cli, submit_how(e), e, &a, &handled);
+	rc = cli_daemon_submit(cli, submit_how(e, &a), e, &a, &handled);
 	if (!handled)
 		rc = e->run(cli, &a);
 	cmd_args_free(&a);

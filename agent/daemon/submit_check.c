@@ -18,7 +18,7 @@
 
 /* The members each workflow's launcher writes (wf_up_params,
  * wf_down_params, wf_inject_params, wf_bench_params, convert_params,
- * wf_migrate_params, wf_drain_params). A drain's own migrations
+ * wf_migrate_params, wf_drain_params, wf_image_params). A drain's own migrations
  * ("parent") are made by the drain, never submitted. */
 static const struct wf_members {
 	const char *wf;
@@ -35,6 +35,8 @@ static const struct wf_members {
 	{"migrate", {"target", "storage_map", "bwlimit", "max_downtime", "dry_run", NULL}},
 	{"drain", {"to", "max_workers", "per_target", "partial", "dry_run", "deadline", NULL}},
 	{"undrain", {"to", "max_workers", "per_target", "partial", "dry_run", "deadline", NULL}},
+	{"image", {"image", "image_path", "node", "storage", "import_storage", "url", "checksum",
+		   "vmid", "rebuild", NULL}},
 };
 
 /* May the peer read a file of this mode, owner and group? */
@@ -56,19 +58,28 @@ static bool inside(const char *real, const char *dir)
 	return strncmp(real, dir, n) == 0 && real[n] == '/';
 }
 
-/* Template name v, resolved in dirs as tmpl_load does: 0 with *path (the
- * file, resolved; NULL when no directory has it), or -1 (*why). */
-static int resolve_template(const char *v, const struct submit_peer *p,
-			    const char *const *dirs, char **path, char **why)
+/* What a name resolves to in the template directories: a template
+ * (DIR/NAME.tmpl, as tmpl_load finds it) or a catalogue image
+ * (DIR/images/NAME.image, as image_load does). */
+struct named_kind {
+	const char *member, *sub, *ext; /* the param; DIR/sub NAME ext */
+};
+static const struct named_kind template_kind = {"template", "", ".tmpl"};
+static const struct named_kind image_kind = {"image", "images/", ".image"};
+
+/* Name v of kind k, resolved in dirs: 0 with *path (the file, resolved;
+ * NULL when no directory has it), or -1 (*why). */
+static int resolve_named(const struct named_kind *k, const char *v, const struct submit_peer *p,
+			 const char *const *dirs, char **path, char **why)
 {
 	*path = NULL;
 	if (!tmpl_name_valid(v)) {
-		err_setf(why, "\"template\": a template is a name from the template directories "
-			 "(letters, digits, '.', '_', '-'; no path, no '..')");
+		err_setf(why, "\"%s\": a %s is a name from the template directories "
+			 "(letters, digits, '.', '_', '-'; no path, no '..')", k->member, k->member);
 		return -1;
 	}
 	for (size_t i = 0; dirs && dirs[i]; i++) {
-		char *file = strprintf("%s/%s.tmpl", dirs[i], v);
+		char *file = strprintf("%s/%s%s%s", dirs[i], k->sub, v, k->ext);
 		if (!file) {
 			err_setf(why, "out of memory");
 			return -1;
@@ -81,12 +92,12 @@ static int resolve_template(const char *v, const struct submit_peer *p,
 		struct stat st;
 		int rc = 0;
 		if (!real || !dir || !inside(real, dir)) {
-			err_setf(why, "\"template\": template '%s' %s", v,
+			err_setf(why, "\"%s\": %s '%s' %s", k->member, k->member, v,
 				 real && dir ? "leads out of its directory" : "cannot be resolved");
 			rc = -1;
 		} else if (stat(real, &st) < 0 || !S_ISREG(st.st_mode) || !peer_reads(&st, p)) {
-			err_setf(why, "\"template\": template '%s' is not a file uid %u may read", v,
-				 (unsigned)p->uid);
+			err_setf(why, "\"%s\": %s '%s' is not a file uid %u may read", k->member,
+				 k->member, v, (unsigned)p->uid);
 			rc = -1;
 		}
 		free(dir);
@@ -116,6 +127,31 @@ static int set_member(json_object *o, const char *key, const char *v)
 	return v ? json_object_object_add(o, key, json_object_new_string(v)) : 0;
 }
 
+/* An image build for a non-root peer: the image is a catalogue name, its
+ * file the daemon's own resolution of it. 0 or -1 (*why). */
+static int check_image(const char *subject, json_object *params, const struct submit_peer *peer,
+		       const struct conf *conf, char **why)
+{
+	const char *name = json_str(params, "image");
+	char *path = NULL;
+	if (!name || strcmp(name, subject) != 0) {
+		err_setf(why, "image %s: \"image\" is not the subject's name", subject);
+		return -1;
+	}
+	if (resolve_named(&image_kind, name, peer, (const char *const *)conf->paths.templates,
+			  &path, why) < 0)
+		return -1;
+	if (!path) {
+		err_setf(why, "image %s: no such image in the catalogue", subject);
+		return -1;
+	}
+	int rc = set_member(params, "image_path", path);
+	if (rc < 0)
+		err_setf(why, "out of memory");
+	free(path);
+	return rc;
+}
+
 int submit_check(const char *wf, const char *subject, json_object *params,
 		 const struct submit_peer *peer, const struct conf *conf, char **why)
 {
@@ -126,7 +162,7 @@ int submit_check(const char *wf, const char *subject, json_object *params,
 			m = &table[i];
 	if (!m) {
 		err_setf(why, "the daemon does not run '%.64s' (up, down, inject, virtio, bench, "
-			 "migrate, drain, undrain)", wf);
+			 "migrate, drain, undrain, image)", wf);
 		return -1;
 	}
 	if (!subject || !subject_valid(subject)) {
@@ -149,14 +185,16 @@ int submit_check(const char *wf, const char *subject, json_object *params,
 	}
 	if (peer->uid == 0 || peer->uid == geteuid())
 		return 0;
+	if (strcmp(wf, "image") == 0)
+		return check_image(subject, params, peer, conf, why);
 	json_object *t = json_object_object_get(params, "template");
 	if (t && !json_object_is_type(t, json_type_string)) {
 		err_setf(why, "%s %s: \"template\" is not a name", wf, subject);
 		return -1;
 	}
 	char *path = NULL;
-	if (t && resolve_template(json_object_get_string(t), peer,
-				  (const char *const *)conf->paths.templates, &path, why) < 0)
+	if (t && resolve_named(&template_kind, json_object_get_string(t), peer,
+			       (const char *const *)conf->paths.templates, &path, why) < 0)
 		return -1;
 	if (strcmp(wf, "up") != 0) {
 		free(path);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- ptrvec ------------------------------------------------------------- */
 int ptrvec_push(struct ptrvec *pv, void *p)
@@ -534,6 +535,9 @@ void volume_free(struct sim_volume *v)
 	free(v->content);
 	free(v->format);
 	free(v->sums);
+	if (v->path && unlink(v->path) < 0 && errno != ENOENT)
+		fprintf(stderr, "pvesim: cannot remove %s: %s\n", v->path, strerror(errno));
+	free(v->path);
 	free(v);
 }
 
@@ -846,7 +850,7 @@ bool guest_check_lock(const struct sim_req *req, const struct sim_guest *g,
 static void guest_assign_address(struct cluster *c, struct sim_guest *g)
 {
 	bool qemu = strcmp(g->type, "qemu") == 0;
-	if (qemu && !g->fixture)
+	if (qemu && !g->fixture && !g->qemu)
 		return;
 	if (!qemu) {
 		const char *net = cfg_str(g->config, "net0");
@@ -865,6 +869,8 @@ static void guest_assign_address(struct cluster *c, struct sim_guest *g)
 		return;
 	}
 	free(ip);
+	if (g->qemu)
+		return; /* a QEMU process keeps the address its forward had */
 	if (qemu && !g->root && !g->address) { /* a spare guest (--spare-guest) */
 		for (size_t i = 0; i < c->spares.n; i++) {
 			struct sim_spare *sp = c->spares.v[i];
@@ -1115,6 +1121,7 @@ void cluster_free(struct cluster *c)
 	free(c->ha_disarm);
 	json_object_put(c->faults);
 	json_object_put(c->appliances);
+	free(c->files_dir);
 	free(c->scenario_path);
 	free(c->version);
 	free(c->cluster_name);

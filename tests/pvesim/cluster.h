@@ -56,6 +56,8 @@ struct sim_volume {
 	uint64_t size; /* bytes */
 	char *sums;    /* a downloaded file's digests, "md5=HEX;sha1=HEX;...",
 			  or NULL (routes_storage.c) */
+	char *path;    /* its real file (the scenario's "files"), removed with
+			  it; NULL: none */
 };
 
 struct sim_guest {
@@ -113,6 +115,11 @@ struct cluster {
 				   "freeze" or "ignore"; NULL: armed */
 	json_object *faults;    /* scenario faults (array) or NULL */
 	json_object *appliances; /* aplinfo's catalogue (array) or NULL */
+	char *files_dir;        /* the scenario's "files": where download-url
+				   keeps what it downloads as real files (a
+				   disk imported from one runs as QEMU, the
+				   lab); NULL: downloads are kept in memory
+				   only as sizes and digests */
 	unsigned next_pid;
 	double boot_time;       /* simulated time the cluster came up */
 	struct guestnet *net;   /* the guests' listeners, or NULL */

@@ -15,6 +15,7 @@
  * resolve host address"), https:// as wget without a trusted certificate
  * would. The task's log and duration then run in simulated time. */
 #include "cluster.h"
+#include "qemu_guest.h"
 #include "tasks.h"
 #include "util.h"
 
@@ -33,6 +34,8 @@
 #include <unistd.h>
 
 #define FETCH_MAX ((size_t)512 * 1024 * 1024) /* bytes a download may have */
+#define FETCH_MAX_FILES ((size_t)3 << 30) /* with the scenario's "files": a
+					     real disk image (the lab) */
 #define FETCH_TIMEOUT_MS 10000
 #define DOWNLOAD_RATE (100.0 * 1024 * 1024) /* bytes per simulated second */
 
@@ -69,7 +72,7 @@ static int send_all(int fd, const char *buf, size_t n)
 }
 
 /* GET url (http://127.x.y.z[:port]/path) into f, as wget would. */
-static void fetch_url(const char *url, struct fetch *f)
+static void fetch_url(const char *url, size_t max, struct fetch *f)
 {
 	memset(f, 0, sizeof *f);
 	if (strncmp(url, "https://", 8) == 0) {
@@ -127,7 +130,7 @@ static void fetch_url(const char *url, struct fetch *f)
 			continue;
 		if (n <= 0)
 			break;
-		if (raw.len + (size_t)n > FETCH_MAX || sbuf_addn(&raw, buf, (size_t)n) < 0)
+		if (raw.len + (size_t)n > max || sbuf_addn(&raw, buf, (size_t)n) < 0)
 			ok = 0;
 	}
 	close(fd);
@@ -269,6 +272,10 @@ static char *sum_of(const char *sums, const char *algo)
 
 static void download_end(struct cluster *c, struct sim_task *t, bool ok)
 {
+	const char *path = t->args ? json_object_get_string(json_object_object_get(t->args, "path"))
+				   : NULL;
+	if (!ok && path)
+		unlink(path); /* a task failed by a fault: PVE removes the file */
 	if (!ok || !t->args)
 		return;
 	const char *volid = json_object_get_string(json_object_object_get(t->args, "volid"));
@@ -285,6 +292,8 @@ static void download_end(struct cluster *c, struct sim_task *t, bool ok)
 	}
 	if (v && sums)
 		v->sums = strdup(sums);
+	if (v && path)
+		v->path = strdup(path);
 }
 
 /* wget's lines for the fetch f, and its exit code (0: fetched). */
@@ -322,12 +331,40 @@ static int wget_log(struct sim_task *t, const char *url, const char *tmp, const 
 
 struct dl {
 	const char *url, *content, *sum, *algo, *compression, *format;
+	const char *files; /* the cluster's files_dir for an import, or NULL */
 	char *dest, *tmp, *volid;
+	char *path; /* the real file written (files), or NULL */
 	struct sim_volume *have; /* the file exists already */
 	/* results */
 	uint64_t size;
 	char *sums;
 };
+
+/* The downloaded file as a real one in d->files (a disk imported from it
+ * can then run as QEMU): d->path. 0, or -1 with errno. */
+static int keep_file(struct dl *d, const struct sbuf *body)
+{
+	char *name = strdup(d->volid);
+	for (char *q = name; q && *q; q++)
+		if (*q == ':' || *q == '/')
+			*q = '_';
+	d->path = name ? strprintf("%s/%s", d->files, name) : NULL;
+	free(name);
+	FILE *f = d->path ? fopen(d->path, "wbe") : NULL;
+	int ok = f && (body->len == 0 || fwrite(sbuf_str(body), 1, body->len, f) == body->len);
+	int saved = errno;
+	if (f && fclose(f) != 0 && ok) {
+		ok = 0;
+		saved = errno;
+	}
+	if (!ok && d->path) {
+		unlink(d->path);
+		free(d->path);
+		d->path = NULL;
+	}
+	errno = saved ? saved : EIO;
+	return ok ? 0 : -1;
+}
 
 /* The worker (download_file_from_url and its callers' checks): its log in
  * t from *at on; NULL when the file is there, else the error it dies with. */
@@ -367,7 +404,7 @@ static char *download_work(struct sim_task *t, struct dl *d, double *at)
 		return err;
 	}
 	struct fetch f;
-	fetch_url(d->url, &f);
+	fetch_url(d->url, d->files ? FETCH_MAX_FILES : FETCH_MAX, &f);
 	int rc = wget_log(t, d->url, d->tmp, &f, at);
 	if (rc) {
 		err = strprintf("download failed: command 'wget --progress=dot:giga -O %s %s' "
@@ -392,6 +429,8 @@ static char *download_work(struct sim_task *t, struct dl *d, double *at)
 	}
 	if (!err && !(d->sums = all_sums(&f.body)))
 		err = strdup("out of memory");
+	if (!err && d->files && keep_file(d, &f.body) < 0)
+		err = strprintf("cannot write '%s': %s", d->dest, strerror(errno));
 	if (!err)
 		task_log(t, *at, "download of '%s' to '%s' finished", d->url, d->dest);
 	fetch_free(&f);
@@ -417,7 +456,11 @@ static void download_run(const struct sim_req *req, struct sim_task *t, struct d
 			json_object_object_add(t->args, "format", json_object_new_string(d->format));
 		json_object_object_add(t->args, "sums", json_object_new_string(d->sums));
 		json_object_object_add(t->args, "size", json_object_new_int64((int64_t)d->size));
+		if (d->path)
+			json_object_object_add(t->args, "path", json_object_new_string(d->path));
 		t->on_end = download_end;
+	} else if (d->path) {
+		unlink(d->path); /* failed, or there already */
 	}
 	free(err);
 	task_apply_fault(t, req->task_fail);
@@ -480,6 +523,9 @@ static void route_download_url(struct cluster *c, const struct sim_req *req,
 		.sum = param_str(req, "checksum"),
 		.algo = param_str(req, "checksum-algorithm"),
 		.compression = param_str(req, "compression"),
+		.files = strcmp(param_str(req, "content") ? param_str(req, "content") : "", "import") == 0
+				 ? c->files_dir
+				 : NULL,
 	};
 	char *sp = strprintf("/storage/%s", s->id), *np = strprintf("/nodes/%s", node);
 	bool allowed = sp && np && priv_check(req, r, sp, "Datastore.AllocateTemplate");
@@ -522,6 +568,7 @@ static void route_download_url(struct cluster *c, const struct sim_req *req,
 	free(d.tmp);
 	free(d.volid);
 	free(d.sums);
+	free(d.path);
 	free(dir);
 }
 
@@ -585,6 +632,34 @@ static char *drop_import_from(const char *value)
 	return out;
 }
 
+/* A disk imported from a real file (the scenario's "files") is the VM's
+ * own file, a hard link beside it (the import file may go), and the VM
+ * runs as QEMU on it (qemu_guest.h) with an SSH forward on 127.0.4.N. 0,
+ * or -1 (said on stderr: the import itself is done). */
+static int import_real(struct cluster *c, struct sim_guest *g, const struct sim_volume *src,
+		       const char *volid)
+{
+	struct sim_volume *v = cluster_volume(c, volid, g->node);
+	char *name = strdup(volid);
+	for (char *q = name; q && *q; q++)
+		if (*q == ':' || *q == '/')
+			*q = '_';
+	char *path = name ? strprintf("%s/%s", c->files_dir, name) : NULL;
+	free(name);
+	if (!v || !path || link(src->path, path) < 0) {
+		fprintf(stderr, "pvesim: VM %d: cannot make its disk from %s: %s\n", g->vmid,
+			src->path, path ? strerror(errno) : "out of memory");
+		free(path);
+		return -1;
+	}
+	v->path = path;
+	if (!g->qemu && !(g->qemu = qemu_guest_new(path, src->format)))
+		return -1;
+	if (!g->address)
+		g->address = cluster_unused_address(c, "127.0.4", 10);
+	return 0;
+}
+
 int storage_import_disk(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
 			const char *key, const char *value, char **out, double *cost,
 			struct sbuf *log, struct sim_resp *r)
@@ -623,6 +698,8 @@ int storage_import_disk(struct cluster *c, const struct sim_req *req, struct sim
 			resp_error(r, 500, "out of memory");
 		} else {
 			rc = 0;
+			if (sv->path && c->files_dir)
+				import_real(c, g, sv, nv);
 			if (cost)
 				*cost += 0.5 + (double)sv->size / (200.0 * 1024 * 1024);
 			char *h = human_bytes(sv->size);

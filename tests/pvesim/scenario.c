@@ -1373,7 +1373,7 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 					   "storages",    "tokens",	  "users",	"roles",
 					   "guests",	  "ha",		  "faults",
 					   "ha_rules",	  "ha_disarm",	  "appliances",
-					   NULL};
+					   "files",	  NULL};
 	json_object *v;
 	if (rc == 0)
 		rc = check_keys(&x, root, "$", keys);
@@ -1492,6 +1492,14 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 		}
 		if (has < 0 || (rc == 0 && has > 0 && json_object_deep_copy(v, &c->appliances,
 									     NULL) < 0))
+			rc = -1;
+	}
+	if (rc == 0) {
+		/* downloads kept as real files (routes_storage.c, the lab) */
+		int has = member(&x, root, "$", "files", json_type_string, false, &v);
+		if (has > 0 && json_object_get_string(v)[0] != '/')
+			rc = sfail(&x, "$.files", "must be an absolute directory");
+		else if (has < 0 || (has > 0 && !(c->files_dir = strdup(json_object_get_string(v)))))
 			rc = -1;
 	}
 	json_object_put(root);

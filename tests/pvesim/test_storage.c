@@ -11,7 +11,10 @@
  * volume removes it; aplinfo lists the scenario's appliances and downloads
  * one with its sha512sum verified into the template cache, a wrong sum
  * failing the task, an unknown template and a storage without vztmpl
- * refused. */
+ * refused; with the scenario's "files" (the lab) a downloaded file is a
+ * real one, a disk imported from it is a file of its own (the import may
+ * go), and each is removed with its volume. */
+#include "clirun.h"
 #include "httpserve.h"
 #include "simcli.h"
 #include "simproc.h"
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct simproc sp;
 static struct httpserve hs;
@@ -338,4 +342,51 @@ Test(storage, aplinfo_lists_and_downloads)
 	free(scen);
 	free(sha);
 	stop();
+}
+
+/* The scenario's "files": downloads kept as real files (the lab's QEMU
+ * guests run on them). */
+Test(storage, files_kept_for_the_lab)
+{
+	cr_assert_eq(httpserve_start(&hs), 0);
+	char t[] = "/tmp/pvesim-test-files.XXXXXX";
+	cr_assert_not_null(mkdtemp(t));
+	char *val = strprintf("\"%s\"", t);
+	char *scen = simcli_scenario_with("tests/pvesim/scenarios/images.json", "files", val, t);
+	cr_assert_eq(simproc_start(&sp, scen, NULL), 0);
+	unsigned char img[512];
+	qcow2(img, 1ULL << 30);
+	img[200] = 0x5a;
+	cr_assert_eq(httpserve_put(&hs, "lab.qcow2", img, sizeof img), 0);
+	char *log = NULL, *exit = fetch_import("lab.qcow2", NULL, &log);
+	cr_assert_str_eq(exit, "OK", "%s", log);
+	free(exit);
+	free(log);
+	char *imp = strprintf("%s/local_import_lab.qcow2", t), *text = NULL;
+	size_t len = 0;
+	cr_assert_eq(read_file(imp, &text, &len), 0, "%s: not written", imp);
+	cr_assert_eq(len, sizeof img);
+	cr_assert_eq(memcmp(text, img, sizeof img), 0);
+	free(text);
+	simcli_api_ok(&sp, "POST", "/nodes/pve1/qemu",
+		      "vmid=701&name=lab&virtio0=local-lvm%3A0%2Cimport-from%3Dlocal%3Aimport%2F"
+		      "lab.qcow2");
+	cr_assert_eq(simproc_advance(&sp, 60), 0);
+	char *disk = strprintf("%s/local-lvm_vm-701-disk-0", t);
+	cr_assert_eq(access(disk, R_OK), 0, "%s: the VM's disk is no file", disk);
+	/* the import removed: the VM's disk stays; the VM removed: it goes */
+	simcli_api_ok(&sp, "DELETE", "/nodes/pve1/storage/local/content/local:import/lab.qcow2",
+		      NULL);
+	cr_assert_eq(simproc_advance(&sp, 5), 0);
+	cr_assert_neq(access(imp, F_OK), 0, "%s is left", imp);
+	cr_assert_eq(access(disk, R_OK), 0, "%s went with the import", disk);
+	simcli_api_ok(&sp, "DELETE", "/nodes/pve1/qemu/701", NULL);
+	cr_assert_eq(simproc_advance(&sp, 30), 0);
+	cr_assert_neq(access(disk, F_OK), 0, "%s is left with the VM gone", disk);
+	stop();
+	cr_assert_eq(test_remove_tree(t), 0);
+	free(disk);
+	free(imp);
+	free(scen);
+	free(val);
 }

@@ -21,6 +21,10 @@ static const char *fixture_mac(const char *fixture)
 		return "52:54:00:3A:9C:1E";
 	if (strcmp(fixture, "ubuntu-12.04") == 0)
 		return "52:54:00:7D:41:E2";
+	if (strcmp(fixture, "ubuntu-26.04") == 0)
+		return "BC:24:11:26:04:7C";
+	if (strcmp(fixture, "debian-13") == 0)
+		return "BC:24:11:13:0D:13";
 	return "BC:24:11:00:01:90";
 }
 

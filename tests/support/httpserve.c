@@ -122,6 +122,23 @@ char *httpserve_put_sum(struct httpserve *h, const char *name, const void *data,
 	return hex;
 }
 
+char *httpserve_put_qcow2(struct httpserve *h, const char *name, unsigned long long vsize)
+{
+	unsigned char b[512] = {0};
+	b[0] = (unsigned char)'Q';
+	b[1] = (unsigned char)'F';
+	b[2] = (unsigned char)'I';
+	b[3] = 0xfb;
+	b[7] = 3;
+	for (int i = 0; i < 8; i++)
+		b[24 + i] = (unsigned char)(vsize >> (56 - 8 * i));
+	b[100] = (unsigned char)strlen(name);
+	char *hex = httpserve_put_sum(h, name, b, sizeof b, 256);
+	char *arg = hex ? strprintf("sha256:%s", hex) : NULL;
+	free(hex);
+	return arg;
+}
+
 void httpserve_stop(struct httpserve *h)
 {
 	if (h->pid > 0) {

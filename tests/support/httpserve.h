@@ -23,6 +23,10 @@ int httpserve_put(struct httpserve *h, const char *name, const void *data, size_
  * lower-case hex (malloc'd); NULL when either fails. */
 char *httpserve_put_sum(struct httpserve *h, const char *name, const void *data, size_t len,
 			int bits);
+/* A qcow2 header of a vsize-byte image (what PVE's untrusted-image
+ * check reads; name's length in it, so that distinct names give distinct
+ * files), served as name; "sha256:HEX" of it (malloc'd), NULL on failure. */
+char *httpserve_put_qcow2(struct httpserve *h, const char *name, unsigned long long vsize);
 /* Stop the server and remove the directory. */
 void httpserve_stop(struct httpserve *h);
 

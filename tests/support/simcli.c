@@ -53,6 +53,17 @@ char *simcli_scenario_with(const char *base, const char *key, const char *value,
 	return path;
 }
 
+void simcli_api_ok(struct simproc *sp, const char *method, const char *path, const char *form)
+{
+	long status = 0;
+	json_object *a = NULL;
+	cr_assert_eq(sim_api(sp, method, path, form, &status, &a), 0, "%s %s: no answer", method,
+		     path);
+	cr_assert_eq(status, 200, "%s %s: %ld %s", method, path, status,
+		     a ? json_object_to_json_string(a) : "");
+	json_object_put(a);
+}
+
 void simcli_free(struct simcli *w)
 {
 	cr_assert_eq(simproc_stop(w->sim), 0, "simulator did not exit cleanly");

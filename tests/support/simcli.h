@@ -33,5 +33,7 @@ int simcli_pv(const struct simcli *w, char **out, ...);
  * it cannot be made. */
 char *simcli_scenario_with(const char *base, const char *key, const char *value,
 			   const char *dir);
+/* One API request (form body or NULL) that must answer 200. */
+void simcli_api_ok(struct simproc *sp, const char *method, const char *path, const char *form);
 
 #endif

@@ -507,6 +507,22 @@ Test(convert_run, ubuntu_24_04_blk)
 		   "virtio=BC:24:11:5E:2A:7C,bridge=vmbr0");
 }
 
+/* The current releases: Debian 13 (ifupdown, slot-named ens18: the
+ * interfaces file stays), Ubuntu 26.04 (netplan pinned to the MAC),
+ * FreeBSD 15 (the VM image's ifconfig_DEFAULT: no NIC to rename). */
+Test(convert_run, current_releases)
+{
+	static const struct {
+		const char *fixture, *addr, *nic;
+	} t[] = {
+		{"debian-13", "127.0.1.146", "virtio=BC:24:11:13:0D:13,bridge=vmbr0"},
+		{"ubuntu-26.04", "127.0.1.147", "virtio=BC:24:11:26:04:7C,bridge=vmbr0"},
+		{"freebsd-15", "127.0.1.148", "virtio=BC:24:11:00:01:90,bridge=vmbr0"},
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		convert_ok(t[i].fixture, t[i].addr, CONVERT_BUS_BLK, "virtio0", t[i].nic);
+}
+
 Test(convert_run, ubuntu_24_04_auto_is_virtio_scsi)
 {
 	convert_ok("ubuntu-24.04", "127.0.1.145", CONVERT_BUS_AUTO, "scsi0",

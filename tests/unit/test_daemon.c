@@ -8,13 +8,15 @@
  * forked child under another uid); malformed, 10 MiB and unknown
  * requests answered with errors while the daemon keeps serving; SIGHUP
  * with a broken file keeping the old configuration; a second daemon on
- * the same store refused; idle without wakeups (/proc/PID/status). Tests
+ * the same store refused; idle without wakeups (/proc/PID/status); `image
+ * build` submitted as a job (other image params refused). Tests
  * wait for states (the socket, the store, the daemon's log, waitpid),
  * never for time, except the idle window, which is the measurement. */
 #include "clirun.h"
 #include "ctl_client.h"
 #include "simproc.h"
 #include "guestenv.h"
+#include "httpserve.h"
 #include "ssh.h"
 #include "sshd.h"
 #include "store.h"
@@ -43,6 +45,7 @@
 static struct simproc sim;
 static pid_t daemon_pid = -1, client_pid = -1;
 static struct guestenv ge; /* the virtio test's guest behind sshd */
+static struct httpserve hs; /* the image test's file server */
 
 static void cleanup(void)
 {
@@ -54,6 +57,7 @@ static void cleanup(void)
 			*p[i] = -1;
 		}
 	simproc_stop(&sim);
+	httpserve_stop(&hs);
 	guestenv_watch_stop(&ge);
 	guestenv_stop(&ge);
 }
@@ -317,6 +321,20 @@ static pid_t bg(const struct world *w, const char *out_path, const char *const *
 	return pid;
 }
 
+/* The same command through the daemon (d_rc, its ticket's line wait in
+ * the log) and in-process with --local (l_rc): both exit 0, and the
+ * daemon's log never names the local one's word. */
+static void daemon_and_local(const struct world *w, int d_rc, const char *d_out, int l_rc,
+			     const char *l_out, const char *wait, const char *local_word)
+{
+	cr_assert_eq(d_rc, 0, "%s", d_out);
+	cr_assert_eq(l_rc, 0, "%s", l_out);
+	wait_log(w, wait);
+	char *log = daemon_log(w);
+	cr_assert_null(strstr(log, local_word), "--local went through the daemon:\n%s", log);
+	free(log);
+}
+
 /* The (event, step) sequence of the JSON lines in out, and the last line. */
 static char *event_shape(const char *out, json_object **last)
 {
@@ -373,12 +391,7 @@ Test(daemon, up_through_the_daemon_is_the_same_as_in_process)
 	char *d_out = NULL, *l_out = NULL;
 	int d_rc = pv(&w, &d_out, "--json", "up", "same1", "-t", "jobvm", NULL);
 	int l_rc = pv(&w, &l_out, "--local", "--json", "up", "same2", "-t", "jobvm", NULL);
-	cr_assert_eq(d_rc, 0, "%s", d_out);
-	cr_assert_eq(l_rc, 0, "%s", l_out);
-	wait_log(&w, "ticket 1 (up");
-	char *log = daemon_log(&w);
-	cr_assert_null(strstr(log, "same2"), "--local did not go through the daemon:\n%s", log);
-	free(log);
+	daemon_and_local(&w, d_rc, d_out, l_rc, l_out, "ticket 1 (up", "same2");
 	json_object *dl, *ll;
 	char *ds = event_shape(d_out, &dl), *ls = event_shape(l_out, &ll);
 	cr_assert_str_eq(ds, ls, "daemon:\n%s\nin-process:\n%s", d_out, l_out);
@@ -1764,4 +1777,63 @@ Test(daemon, sigkill_during_a_virtio_switch_resumes_to_a_reachable_guest)
 	cr_assert_eq(guestenv_watch_stop(&ge), 0);
 	world_free(&w);
 	guestenv_stop(&ge);
+}
+
+/* `image build` is a job the daemon runs: submitted, its ticket logged,
+ * the job in the store done, the template VM made, the output the
+ * in-process build's; params of anything but a build are refused. */
+Test(daemon, image_build_through_the_daemon)
+{
+	static struct world w;
+	world_start_on(&w, "tests/pvesim/scenarios/images.json", 100, 2, NULL);
+	cr_assert_eq(httpserve_start(&hs), 0);
+	char *cmd = strprintf("cp -r templates/images '%s/' && chmod -R go-w '%s'", w.tdir, w.tdir);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	daemon_start(&w);
+	char *s13 = httpserve_put_qcow2(&hs, "d13.qcow2", 2ULL << 30);
+	char *s12 = httpserve_put_qcow2(&hs, "d12.qcow2", 2ULL << 30);
+	cr_assert(s13 && s12);
+	char *u13 = strprintf("%s/d13.qcow2", hs.base), *u12 = strprintf("%s/d12.qcow2", hs.base);
+	char *d_out = NULL, *l_out = NULL;
+	int d_rc = pv(&w, &d_out, "image", "build", "debian-13", "--url", u13, "--checksum", s13,
+		      NULL);
+	int l_rc = pv(&w, &l_out, "--local", "image", "build", "debian-12", "--url", u12,
+		      "--checksum", s12, NULL);
+	daemon_and_local(&w, d_rc, d_out, l_rc, l_out, "job 1 (image debian-13): done",
+			 "debian-12");
+	char *dn = normalised(d_out, "debian-13"), *ln = normalised(l_out, "debian-12");
+	cr_assert_str_eq(dn, ln, "daemon:\n%s\nin-process:\n%s", d_out, l_out);
+	cr_assert(strstr(d_out, "image debian-13: template VM debian-13-image"), "%s", d_out);
+	free(dn);
+	free(ln);
+	cr_assert_eq(guests_named("debian-13-image"), 1);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE workflow = 'image' AND "
+			    "subject = ?1 AND state = 'done'", "debian-13"), 1);
+	cr_assert_eq(requests("POST", "/download-url", -1), 2);
+	free(d_out);
+	free(l_out);
+	/* a second build through the daemon finds it (a job, done, nothing sent) */
+	d_rc = pv(&w, &d_out, "image", "build", "debian-13", "--url", u13, "--checksum", s13, NULL);
+	cr_assert_eq(d_rc, 0, "%s", d_out);
+	cr_assert(strstr(d_out, "debian-13-image exists"), "%s", d_out);
+	free(d_out);
+	cr_assert_eq(requests("POST", "/download-url", -1), 2);
+	/* only a build is an image job: params of anything else are refused */
+	json_object *a = call(&w, "{\"id\":1,\"op\":\"submit\",\"workflow\":\"image\",\"jobs\":"
+				  "[{\"subject\":\"debian-13\",\"params\":{\"image\":\"debian-13\","
+				  "\"command\":\"rm\"}}]}");
+	cr_assert_not(json_object_get_boolean(json_object_object_get(a, "ok")), "%s",
+		      json_object_to_json_string(a));
+	const char *msg = json_object_get_string(json_object_object_get(a, "message"));
+	cr_assert(msg && strstr(msg, "\"command\" is not one of its params"), "%s",
+		  json_object_to_json_string(a));
+	json_object_put(a);
+	free(s13);
+	free(s12);
+	free(u13);
+	free(u12);
+	httpserve_stop(&hs);
+	daemon_stop(&w);
+	world_free(&w);
 }

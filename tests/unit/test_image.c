@@ -189,19 +189,8 @@ static void world_free(struct simcli *w)
  * "sha256:HEX". */
 static char *serve_qcow2(const char *name, unsigned long long vsize)
 {
-	unsigned char b[512] = {0};
-	b[0] = (unsigned char)'Q';
-	b[1] = (unsigned char)'F';
-	b[2] = (unsigned char)'I';
-	b[3] = 0xfb;
-	b[7] = 3;
-	for (int i = 0; i < 8; i++)
-		b[24 + i] = (unsigned char)(vsize >> (56 - 8 * i));
-	b[100] = (unsigned char)strlen(name); /* distinct files, distinct sums */
-	char *hex = httpserve_put_sum(&hs, name, b, sizeof b, 256);
-	cr_assert_not_null(hex);
-	char *arg = strprintf("sha256:%s", hex);
-	free(hex);
+	char *arg = httpserve_put_qcow2(&hs, name, vsize);
+	cr_assert_not_null(arg);
 	return arg;
 }
 

@@ -234,6 +234,24 @@ Test(inject, detect_ubuntu_2404)
 {
 	detect("ubuntu-24.04", "127.0.1.36", OS_LINUX, "ubuntu", 24, 4, "24.04");
 }
+/* the current releases, each behind its own sshd */
+Test(inject, detect_current_releases)
+{
+	static const struct {
+		const char *fx, *addr, *id, *version;
+		enum os_family family;
+		int major, minor;
+	} t[] = {
+		{"ubuntu-26.04", "127.0.1.37", "ubuntu", "26.04", OS_LINUX, 26, 4},
+		{"debian-13", "127.0.1.38", "debian", "13", OS_LINUX, 13, 0},
+		{"freebsd-15", "127.0.1.39", "freebsd", "15.0-RELEASE", OS_FREEBSD, 15, 0},
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		detect(t[i].fx, t[i].addr, t[i].family, t[i].id, t[i].major, t[i].minor,
+		       t[i].version);
+		guestenv_stop(&ge);
+	}
+}
 
 /* ---- dry run, apply, idempotence -------------------------------------------------- */
 

@@ -31,6 +31,17 @@ static void detect_fx(const char *fx, struct os_info *oi)
 	os_facts_free(&f);
 }
 
+/* detect_fx, asserting the release, and the fixture's profile. */
+static void detect_release(const char *fx, struct os_info *oi, struct os_profile *p,
+			   const char *version, int major, int minor)
+{
+	detect_fx(fx, oi);
+	cr_assert_str_eq(oi->version, version, "%s", fx);
+	cr_assert(oi->major == major && oi->minor == minor, "%s: %d.%d", fx, oi->major, oi->minor);
+	char *err = NULL;
+	cr_assert_eq(osprof_for(oi, p, &err), 0, "%s: %s", fx, err);
+}
+
 Test(facts, transcript_parse)
 {
 	struct os_facts f = {0};
@@ -65,6 +76,20 @@ Test(detect, freebsd_fixtures)
 	cr_assert_eq(oi.major, 14);
 	cr_assert_eq(oi.minor, 1);
 	os_info_free(&oi);
+	/* 15.0's VM image (pkgbase): virtio in GENERIC, no kmod, no loader lines */
+	struct os_profile p;
+	detect_release("freebsd-15", &oi, &p, "15.0-RELEASE", 15, 0);
+	cr_assert(p.virtio_builtin && !p.kmod_pkg && p.scsi == VS_YES);
+	const struct rw_kv *kv = NULL;
+	size_t n = 9;
+	osprof_loader_lines(&p, VBUS_VIRTIO_BLK, &kv, &n);
+	cr_assert_eq(n, 0);
+	char *nic = osprof_nic_name(&p, "virtio", 0), *disk = osprof_disk_name(&p, DBUS_IDE, 0);
+	cr_assert_str_eq(nic, "vtnet0");
+	cr_assert_str_eq(disk, "ada0");
+	free(nic);
+	free(disk);
+	os_info_free(&oi);
 }
 
 Test(detect, ubuntu_fixtures)
@@ -90,6 +115,23 @@ Test(detect, ubuntu_fixtures)
 	cr_assert_eq(oi.minor, 4);
 	cr_assert_str_eq(oi.codename, "noble");
 	cr_assert_eq(oi.kmajor, 6);
+	os_info_free(&oi);
+	/* a 7.x kernel: virtio-scsi as on 6.x */
+	struct os_profile p;
+	detect_release("ubuntu-26.04", &oi, &p, "26.04", 26, 4);
+	cr_assert_str_eq(oi.codename, "resolute");
+	cr_assert_eq(oi.kmajor, 7);
+	cr_assert_eq(p.scsi, VS_YES);
+	os_info_free(&oi);
+	/* Debian 13 from os-release alone (no lsb_release on a minimal install) */
+	detect_release("debian-13", &oi, &p, "13", 13, 0);
+	cr_assert_str_eq(oi.id, "debian");
+	cr_assert_str_eq(oi.codename, "trixie");
+	cr_assert(oi.kmajor == 6 && oi.kminor == 12);
+	cr_assert_str_eq(p.distro, "debian");
+	char *d = osprof_describe(&p);
+	cr_assert_str_eq(d, "debian 13.0 (Linux 6.12)");
+	free(d);
 	os_info_free(&oi);
 }
 

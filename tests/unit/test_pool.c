@@ -8,7 +8,9 @@
  * reuses the freed address; `--pool` with `--set ipconfig0` and an unknown
  * pool are refused before any request; and a claim made from a stale
  * listing that collides with another guest's backs off to the next
- * address, holding nothing of the lost one. */
+ * address, holding nothing of the lost one; `doctor` names each guest
+ * whose config sets an address of a range by hand without the pool's tag,
+ * and the address. */
 #include "clirun.h"
 #include "conf.h"
 #include "pool.h"
@@ -491,4 +493,39 @@ Test(pool_cli, stale_pick_collides_and_backs_off)
 	pve_free(c);
 	guest_made_cache_clear();
 	cr_assert_eq(simproc_stop(&sim), 0);
+}
+
+/* doctor: an address of the range in a guest's ipconfig0 without the
+ * pool's tag is named with the guest and the key; the pool's own guests
+ * and a hand-set address with its tag are not; tagged, it is known. */
+Test(pool_cli, doctor_names_addresses_set_by_hand)
+{
+	struct simcli w = {0};
+	world_start(&w, "10.9.0.10-10.9.0.13");
+	char *out = NULL;
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "up", "d0", "-t", "poolvm", "--pool", "lan",
+			"--no-start", NULL), 0, "%s", out);
+	free(out);
+	/* by hand, no tag: unknown to the pool; outside the range: none of its business */
+	simcli_api_ok(&sim, "PUT", "/nodes/pve1/qemu/190/config",
+		      "ipconfig0=ip%3D10.9.0.12%2F24%2Cgw%3D10.9.0.1&ipconfig1=ip%3D10.9.0.200%2F24");
+	/* by hand with its tag: known */
+	simcli_api_ok(&sim, "PUT", "/nodes/pve1/qemu/9024/config",
+		      "ipconfig0=ip%3D10.9.0.13%2F24&tags=ip-10.9.0.13");
+	cr_assert_eq(simcli_pv(&w, &out, "doctor", NULL), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "pool lan: 10.9.0.12 is set by hand in ipconfig0 of "
+				       "fbsd9-legacy (VMID 190, pve1), without the tag "
+				       "ip-10.9.0.12"), "%s", out);
+	cr_assert_null(strstr(out, "10.9.0.200"), "%s", out);
+	cr_assert_null(strstr(out, "10.9.0.13 is set"), "%s", out);
+	cr_assert_null(strstr(out, "10.9.0.10 is set"), "%s", out);
+	free(out);
+	/* up passes over neither (the allocator knows tags only) but doctor said so;
+	 * tagged, the address is the pool's and doctor is content */
+	simcli_api_ok(&sim, "PUT", "/nodes/pve1/qemu/190/config", "tags=ip-10.9.0.12");
+	simcli_pv(&w, &out, "--json", "doctor", NULL);
+	cr_assert_null(strstr(out, "\"check\":\"pool address\""), "%s", out);
+	cr_assert_not_null(strstr(out, "\"check\":\"pools\",\"state\":\"ok\""), "%s", out);
+	free(out);
+	simcli_free(&w);
 }

@@ -193,6 +193,9 @@ Test(fixtures, freebsd_14_zfs) { check_fixture("freebsd-14-zfs"); }
 Test(fixtures, ubuntu_9_04) { check_fixture("ubuntu-9.04"); }
 Test(fixtures, ubuntu_12_04) { check_fixture("ubuntu-12.04"); }
 Test(fixtures, ubuntu_24_04) { check_fixture("ubuntu-24.04"); }
+Test(fixtures, ubuntu_26_04) { check_fixture("ubuntu-26.04"); }
+Test(fixtures, debian_13) { check_fixture("debian-13"); }
+Test(fixtures, freebsd_15) { check_fixture("freebsd-15"); }
 
 /* Without label facts (no gpart/dumpfs output), freebsd-9.0 shows the
  * PREPARE/SWITCH/FINAL split: swap gets both names, the UFS entries are
