@@ -7,6 +7,7 @@
 
 #include "wf_up.h"
 
+#include "jobpool.h"
 #include "json.h"
 #include "log.h"
 #include "pvecfg.h"
@@ -893,7 +894,7 @@ int provision_up(const struct up_request *req, struct up_result **results, struc
 		job_env_fini(&env);
 		return -1;
 	}
-	job_run_all(jobs, req->n_names, req->parallel, req->pve_opts, req->client);
+	jobpool_run_jobs(jobs, req->n_names, req->parallel, req->pve_opts, req->client);
 	for (size_t i = 0; i < req->n_names; i++) {
 		wf_up_result(jobs[i]);
 		if (res[i].status == UP_FAILED)
@@ -932,7 +933,7 @@ int provision_down(const struct down_request *req, struct up_result *res)
 		json_object_object_add(params, "dry_run", json_object_new_boolean(req->dry_run));
 		if (job_submit(&env, &wf_down, req->name, params, &j, err) == 0) {
 			wf_down_attach(j, res);
-			job_run_all(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);
+			jobpool_run_jobs(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);
 			wf_down_result(j);
 			rc = res->status == UP_FAILED ? -1 : 0;
 		}

@@ -14,6 +14,7 @@
 #include "conf.h"
 #include "guest.h"
 #include "inventory.h"
+#include "jobpool.h"
 #include "log.h"
 #include "output.h"
 #include "provision.h"
@@ -447,9 +448,6 @@ static int check_node(struct cli *cli, const char *cmd, const char *node)
 	return cli_fail_pve(cli, cmd, &e);
 }
 
-/* list --long: the configs read this many at once */
-#define LIST_CONFIG_READS 8
-
 static int cmd_list(struct cli *cli, const struct cmd_args *a)
 {
 	const char *node = NULL;
@@ -467,7 +465,7 @@ static int cmd_list(struct cli *cli, const struct cmd_args *a)
 	if (inventory_guests(cli->pve, node, &guests, &e) < 0)
 		return cli_fail_pve(cli, "list", &e);
 	struct pve_opts po = job_conf_pve_opts(&cli->conf);
-	if (longer && inventory_guests_hw(cli->pve, &po, LIST_CONFIG_READS, guests, &e) < 0) {
+	if (longer && inventory_guests_hw(cli->pve, &po, JOBPOOL_READS, guests, &e) < 0) {
 		json_object_put(guests);
 		return cli_fail_pve(cli, "list", &e);
 	}

@@ -95,13 +95,15 @@ static int plan_time(void)
 	static const char *const st[] = {"local", "local-lvm", "shared"};
 	for (int i = 0; i < 16; i++) {
 		snprintf(names[i], sizeof names[i], "n%d", i);
-		nodes[i] = (struct dp_node){names[i], true, 512 * GiB, 8 * GiB, 64, st, 3};
+		nodes[i] = (struct dp_node){.name = names[i], .online = true, .mem_total = 512 * GiB,
+					    .mem_used = 8 * GiB, .cpus = 64, .storages = st,
+					    .n_storages = 3};
 	}
 	for (int i = 0; i < 1000; i++) {
 		snprintf(gnames[i], sizeof gnames[i], "g%d", i);
-		guests[i] = (struct dp_guest){gnames[i], 100 + i, GUEST_QEMU, true, false, false,
-					      (uint64_t)(1 + i % 8) * GiB, 2, 0, NULL, 0, NULL, 0,
-					      NULL};
+		guests[i] = (struct dp_guest){.name = gnames[i], .vmid = 100 + i,
+					      .type = GUEST_QEMU, .running = true,
+					      .memory = (uint64_t)(1 + i % 8) * GiB, .cpus = 2};
 	}
 	struct dp_input in = {.source = "n0", .nodes = nodes, .n_nodes = 16, .guests = guests,
 			      .n_guests = 1000, .reserve = GiB};
@@ -139,7 +141,7 @@ static int drain_makespan(void)
 			    json_object_object_get_ex(m, "seconds", &sec))
 				d[n++] = json_object_get_double(sec);
 		}
-		double ideal = drain_schedule(d, NULL, n, 4, 0, NULL);
+		double ideal = drain_schedule(d, NULL, n, 4, 0, 0, NULL);
 		printf("  migration times (s):");
 		for (size_t i = 0; i < n; i++)
 			printf(" %.2f", d[i]);
