@@ -69,11 +69,14 @@ static double stop_now(void *ctx)
 static void stop_sleep(void *ctx, double s)
 {
 	struct job_env *env = ctx;
-	/* sleep in slices so that a stop is seen within 50 ms */
+	/* sleep in slices so that a stop is seen within 50 ms; on the real
+	 * clock up to a deadline, so that late wakeups (a busy machine) do not
+	 * add up over the slices of a long wait */
+	double end = env->clock ? 0 : pve_clock_now(NULL) + s;
 	while (s > 0 && !env_stopping(env)) {
 		double d = s < 0.05 ? s : 0.05;
 		pve_clock_sleep(env->clock, d);
-		s -= d;
+		s = env->clock ? s - d : end - pve_clock_now(NULL);
 	}
 }
 
