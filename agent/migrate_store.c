@@ -123,7 +123,7 @@ int migstore_drain_unfinished(struct store *s, const char *node, struct migstore
 	*out = NULL;
 	*n = 0;
 	if (sqlite3_prepare_v2(db,
-			       "SELECT subject, max(id) FROM jobs WHERE workflow = 'migrate' AND "
+			       "SELECT subject, max(id), json_extract(params, '$.target') FROM jobs WHERE workflow = 'migrate' AND "
 			       "json_extract(params, '$.home') = ?1 AND state != 'done' AND id > "
 			       "coalesce((SELECT max(id) FROM jobs WHERE workflow = 'undrain' AND "
 			       "subject = ?1 AND state = 'done'), 0) GROUP BY subject ORDER BY min(id)",
@@ -133,10 +133,16 @@ int migstore_drain_unfinished(struct store *s, const char *node, struct migstore
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(st, 0);
+		const char *target = (const char *)sqlite3_column_text(st, 2);
 		struct migstore_moved *nv = realloc(*out, (*n + 1) * sizeof *nv);
-		if (nv)
+		if (nv) {
 			*out = nv;
-		if (!nv || !name || !(nv[*n].name = strdup(name))) {
+			nv[*n] = (struct migstore_moved){0};
+		}
+		if (!nv || !name || !(nv[*n].name = strdup(name)) ||
+		    (target && !(nv[*n].target = strdup(target)))) {
+			if (nv)
+				free(nv[*n].name);
 			sqlite3_finalize(st);
 			migstore_moved_free(*out, *n);
 			*out = NULL;
@@ -158,7 +164,9 @@ int migstore_drain_unfinished(struct store *s, const char *node, struct migstore
 
 void migstore_moved_free(struct migstore_moved *v, size_t n)
 {
-	for (size_t i = 0; v && i < n; i++)
+	for (size_t i = 0; v && i < n; i++) {
 		free(v[i].name);
+		free(v[i].target);
+	}
 	free(v);
 }

@@ -41,6 +41,7 @@ int migstore_set_home(struct store *s, int vmid, const char *name, const char *h
 struct migstore_moved {
 	char *name;
 	long long job;
+	char *target;     /* NULL when its params had none */
 };
 int migstore_drain_unfinished(struct store *s, const char *node, struct migstore_moved **out,
 			      size_t *n, char **err);

@@ -99,6 +99,7 @@ struct gfacts {
 	struct mig_facts mf;            /* for migrate_plan(), target unset */
 	const char **storages, **allowed;
 	char **refusals;                /* per /nodes entry: migrate_plan()'s */
+	bool gone;                      /* not on the node after all */
 };
 struct nfacts {
 	json_object *storages;          /* GET /nodes/N/storage */
@@ -280,8 +281,31 @@ static int read_guest(void *ctx, size_t i, struct pve *c, struct pve_error *err)
 	struct facts *f = ctx;
 	const struct guest_ref *g = &f->guests.v[i];
 	struct gfacts *gf = &f->g[i];
-	return g->template ? guest_get_config(c, g, &gf->rd.config, err)
-			   : mig_read_guest(c, g, NULL, &gf->rd, &gf->mf, err);
+	int r = g->template ? guest_get_config(c, g, &gf->rd.config, err)
+			    : mig_read_guest(c, g, NULL, &gf->rd, &gf->mf, err);
+	if (r < 0 && err->kind == PVE_ERR_NOT_FOUND) {
+		/* the listing lags behind a move (or a delete): not on the node */
+		pve_error_clear(err);
+		gf->gone = true;
+		return 0;
+	}
+	return r;
+}
+
+/* Take the guests read_guest found gone out of the facts. */
+static void drop_gone(struct facts *f)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < f->guests.n; i++) {
+		if (f->g[i].gone) {
+			mig_read_free(&f->g[i].rd);
+			guest_ref_clear(&f->guests.v[i]);
+			continue;
+		}
+		f->guests.v[k] = f->guests.v[i];
+		f->g[k++] = f->g[i];
+	}
+	f->guests.n = k;
 }
 
 static int gather(struct job *j, struct facts *f, json_object *src_storages)
@@ -340,6 +364,8 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 	const struct drain_ctx *dc = job_ctx(j);
 	if (jobpool_map(dc->po, c, JOBPOOL_READS, ng, read_guest, f, err) < 0)
 		return -1;
+	drop_gone(f);
+	ng = f->guests.n;
 	for (size_t i = 0; i < ng; i++) {
 		struct guest_ref *g = &f->guests.v[i];
 		struct dp_guest *d = &f->dg[i];
@@ -442,8 +468,23 @@ static long earlier_moves(struct job *j, json_object *moves)
 		for (size_t k = 0; !g && k < all.n; k++)
 			if (all.v[k].name && !all.v[k].template && strcmp(all.v[k].name, mv[i].name) == 0)
 				g = &all.v[k];
-		if (!g || !g->node || strcmp(g->node, d->node) == 0 || has_tag(g->tags, tag))
-			continue; /* gone, still here (planned above), or tagged */
+		if (!g || !g->node || has_tag(g->tags, tag))
+			continue; /* gone, or tagged */
+		const char *where = g->node;
+		if (strcmp(where, d->node) == 0) {
+			/* still here (planned above), unless the listing lags behind
+			 * its move: asked of its migration's target */
+			int on = mv[i].target ? guest_on_node(job_pve(j), g, mv[i].target, NULL,
+							      job_err(j))
+					      : 0;
+			if (on < 0) {
+				found = -1;
+				break;
+			}
+			if (!on)
+				continue;
+			where = mv[i].target;
+		}
 		char *why = strprintf("moved by migration job %lld of an earlier drain; gets its home "
 				      "tag", mv[i].job);
 		json_object *o = json_object_new_object();
@@ -458,7 +499,7 @@ static long earlier_moves(struct job *j, json_object *moves)
 		json_object_object_add(o, "type", json_object_new_string(guest_type_name(g->type)));
 		json_object_object_add(o, "status", json_object_new_string("tag"));
 		json_object_object_add(o, "method", json_object_new_string("none"));
-		json_object_object_add(o, "target", json_object_new_string(g->node));
+		json_object_object_add(o, "target", json_object_new_string(where));
 		json_object_object_add(o, "why", json_object_new_string(why));
 		free(why);
 		found++;
