@@ -388,6 +388,18 @@ static void kill_when_then_resume(const struct world *w, const char *const *args
 	free(out);
 }
 
+/* The world on drain.json with MIGRATE_CONF, the first PUT of web1's
+ * (303) config on a node matching node_rx held ms by the simulator. */
+static void world_holding_put(struct world *w, const char *node_rx, int ms)
+{
+	world_start_on(w, SCEN, 20, MIGRATE_CONF);
+	char *rule = strprintf("{\"method\":\"PUT\",\"path\":\"^/nodes/%s/qemu/303/config$\","
+			       "\"nth\":1,\"action\":\"delay\",\"ms\":%d}",
+			       node_rx, ms);
+	cr_assert_eq(simproc_fault(&sim, rule), 0);
+	free(rule);
+}
+
 /* ---- migrate: killed after each step ---------------------------------------------- */
 
 #define STEP_DONE_SQL(job, idx)                                                                 \
@@ -400,11 +412,7 @@ static void kill_when_then_resume(const struct world *w, const char *const *args
 static void migrate_killed_after(const char *step_done_sql, const char *what)
 {
 	static struct world w;
-	world_start_on(&w, SCEN, 20, MIGRATE_CONF);
-	cr_assert_eq(simproc_fault(&sim, "{\"method\":\"PUT\",\"path\":"
-					 "\"/nodes/pve2/qemu/303/config$\",\"nth\":1,"
-					 "\"action\":\"delay\",\"ms\":1500}"),
-		     0);
+	world_holding_put(&w, "pve2", 1500);
 	const char *args[] = {"migrate", "web1", "pve2", "--max-downtime", "100", NULL};
 	kill_when_then_resume(&w, args, step_done_sql, what);
 	char *out = NULL;
@@ -502,11 +510,7 @@ Test(cli_jobs, drain_killed_after_some_migrations_ended)
 static void drain_killed_before_a_tag(bool resume)
 {
 	static struct world w;
-	world_start_on(&w, SCEN, 20, MIGRATE_CONF);
-	cr_assert_eq(simproc_fault(&sim, "{\"method\":\"PUT\",\"path\":"
-					 "\"^/nodes/pve[23]/qemu/303/config$\",\"nth\":1,"
-					 "\"action\":\"delay\",\"ms\":3000}"),
-		     0);
+	world_holding_put(&w, "pve[23]", 3000);
 	const char *args[] = {"drain", "pve1", "--partial", NULL};
 	start_bg(&w, args);
 	wait_db(&w, "SELECT count(*) FROM steps s JOIN jobs j ON s.job = j.id WHERE "
