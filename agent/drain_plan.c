@@ -1,7 +1,9 @@
 /* drain_plan.c - drain placement and the sliding-window schedule
- * (drain_plan.h). Pure. */
+ * (drain_plan.h), the latter jobq's bookkeeping replayed in simulated
+ * time. Pure. */
 #include "drain_plan.h"
 
+#include "jobq.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -267,55 +269,54 @@ out:
 }
 
 double drain_schedule(const double *durations, const size_t *targets, size_t n, unsigned k,
-		      unsigned per_target, double *starts)
+		      unsigned per_target, double deadline, double *starts)
 {
-	if (!k)
-		k = 1;
-	double *end = calloc(n ? n : 1, sizeof *end);
-	char *state = calloc(n ? n : 1, 1); /* 0 pending, 1 running, 2 done */
-	if (!end || !state) {
-		free(end);
-		free(state);
-		return -1;
+	struct jobq q;
+	double *end = calloc(n + 1, sizeof *end);
+	char **node = calloc(n + 1, sizeof *node);
+	bool ok = end && node;
+	jobq_init(&q, k ? k : 1, per_target);
+	for (size_t i = 0; ok && i < n; i++) {
+		struct jobq_item *x = NULL;
+		if ((targets && !(node[i] = strprintf("%zu", targets[i]))) ||
+		    !(x = jobq_add(&q, NULL, 0, node[i], &end[i])))
+			ok = false;
+		else if (deadline > 0)
+			x->start_by = deadline - durations[i];
+		if (ok && starts)
+			starts[i] = -1;
 	}
 	double t = 0, makespan = 0;
-	size_t done = 0;
-	while (done < n) {
-		unsigned running = 0;
-		for (size_t i = 0; i < n; i++)
-			running += state[i] == 1;
-		/* start what may start now, in order */
-		for (size_t i = 0; i < n && running < k; i++) {
-			if (state[i] != 0)
-				continue;
-			unsigned into = 0;
-			for (size_t j = 0; per_target && j < n; j++)
-				into += state[j] == 1 && targets && targets[j] == targets[i];
-			if (per_target && into >= per_target)
-				continue;
-			state[i] = 1;
-			running++;
+	while (ok && q.head) {
+		struct jobq_item *x;
+		while ((x = jobq_late(&q, t)))
+			jobq_remove(&q, x);
+		while ((x = jobq_next(&q))) {
+			size_t i = (size_t)((double *)x->data - end);
 			end[i] = t + durations[i];
 			if (starts)
 				starts[i] = t;
 		}
-		/* the next end */
+		/* the next end, and what ends then */
 		double next = -1;
-		for (size_t i = 0; i < n; i++)
-			if (state[i] == 1 && (next < 0 || end[i] < next))
-				next = end[i];
+		for (x = q.head; x; x = x->next)
+			if (x->running && (next < 0 || *(double *)x->data < next))
+				next = *(double *)x->data;
 		if (next < 0)
-			break; /* nothing runs and nothing may start: cannot happen */
+			break; /* nothing runs and nothing may start: late ones only */
 		t = next;
-		for (size_t i = 0; i < n; i++)
-			if (state[i] == 1 && end[i] <= t) {
-				state[i] = 2;
-				done++;
-				if (end[i] > makespan)
-					makespan = end[i];
-			}
+		makespan = t > makespan ? t : makespan;
+		x = q.head;
+		for (struct jobq_item *nx; x; x = nx) {
+			nx = x->next;
+			if (x->running && *(double *)x->data <= t)
+				jobq_remove(&q, x);
+		}
 	}
+	jobq_free(&q);
+	for (size_t i = 0; node && i < n; i++)
+		free(node[i]);
+	free(node);
 	free(end);
-	free(state);
-	return makespan;
+	return ok ? makespan : -1;
 }

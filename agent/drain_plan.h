@@ -10,7 +10,8 @@
  * with the reason. Guests HA moves together (PVE 9 positive resource
  * affinity) are one unit: every member must fit the one target, their
  * memory counted together. Also the sliding-window schedule of the moves (K in
- * flight, at most per_target into one node), for estimates and the bench.
+ * flight, at most per_target into one node, jobq's rule in simulated
+ * time), for estimates and the bench.
  * Pure: no I/O. */
 #ifndef PVAGENT_DRAIN_PLAN_H
 #define PVAGENT_DRAIN_PLAN_H
@@ -99,12 +100,15 @@ struct dp_plan {
 int drain_plan(const struct dp_input *in, struct dp_plan *out);
 void drain_plan_free(struct dp_plan *p);
 
-/* The sliding-window schedule: jobs with these durations started in
+/* The sliding-window schedule, as the drain runs its migrations (jobq.h,
+ * replayed in simulated time): jobs with these durations started in
  * order, k at a time (the next when any one ends), at most per_target (0:
- * no limit) into targets[i] at once; a job that cannot start because its
- * target is full waits while later ones may start. Returns the makespan;
- * starts (may be NULL) gets each job's start time. */
+ * no limit) into targets[i] (NULL: no targets) at once; a job that cannot
+ * start because its target is full waits while later ones may start; with
+ * a deadline (> 0; time 0 is now), a job that would end after it is not
+ * started. Returns the makespan (-1 out of memory); starts (may be NULL)
+ * gets each job's start time, -1 for one not started. */
 double drain_schedule(const double *durations, const size_t *targets, size_t n, unsigned k,
-		      unsigned per_target, double *starts);
+		      unsigned per_target, double deadline, double *starts);
 
 #endif

@@ -1,11 +1,13 @@
-/* inventory.c - nodes and guests of the cluster (see inventory.h). */
+/* inventory.c - nodes and guests of the cluster (see inventory.h); the
+ * configs of list --long read on the thread pool (jobpool_map). */
 #include "inventory.h"
+
+#include "jobpool.h"
 #include "json.h"
 
 #include "pvecfg.h"
 #include "util.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,87 +191,15 @@ int inventory_guests(struct pve *c, const char *node, json_object **out, struct 
 	return 0;
 }
 
-/* ---- the configs, read concurrently ------------------------------------------ */
+/* ---- the configs, read concurrently (jobpool_map) ------------------------------ */
 
-struct hw_run {
-	json_object *guests;
-	const struct pve_opts *po;
-	pthread_mutex_t mu;
-	size_t next;                 /* the next guest to read */
-	bool failed;
-	struct pve_error err;        /* the first failure */
-};
-
-/* Read configs with client c (or a client of its own from po when c is
- * NULL) until none are left or a read failed. */
-static void hw_worker(struct hw_run *r, struct pve *c)
+static int hw_one(void *ctx, size_t i, struct pve *c, struct pve_error *err)
 {
-	struct pve_error e = {0};
-	struct pve *own = NULL;
-	if (!c && !(c = own = pve_new(r->po, &e))) {
-		pthread_mutex_lock(&r->mu);
-		if (!r->failed) {
-			r->failed = true;
-			r->err = e;
-		} else {
-			pve_error_clear(&e);
-		}
-		pthread_mutex_unlock(&r->mu);
-		return;
-	}
-	for (;;) {
-		pthread_mutex_lock(&r->mu);
-		size_t i = r->next++;
-		bool stop = r->failed || i >= json_object_array_length(r->guests);
-		pthread_mutex_unlock(&r->mu);
-		if (stop)
-			break;
-		if (guest_hw(c, json_object_array_get_idx(r->guests, i), &e) < 0) {
-			pthread_mutex_lock(&r->mu);
-			if (!r->failed) {
-				r->failed = true;
-				r->err = e;
-				memset(&e, 0, sizeof e);
-			}
-			pthread_mutex_unlock(&r->mu);
-			pve_error_clear(&e);
-			break;
-		}
-	}
-	pve_free(own);
-}
-
-static void *hw_thread(void *arg)
-{
-	hw_worker(arg, NULL);
-	return NULL;
+	return guest_hw(c, json_object_array_get_idx(ctx, i), err);
 }
 
 int inventory_guests_hw(struct pve *c, const struct pve_opts *po, unsigned parallel,
 			json_object *guests, struct pve_error *err)
 {
-	struct hw_run r = {.guests = guests, .po = po};
-	if (pthread_mutex_init(&r.mu, NULL) != 0) {
-		pve_error_set(err, PVE_ERR_INTERNAL, "cannot make a mutex");
-		return -1;
-	}
-	size_t n = json_object_array_length(guests), k = po && parallel ? parallel : 1;
-	if (k > n)
-		k = n;
-	pthread_t *th = k > 1 ? calloc(k, sizeof *th) : NULL;
-	size_t started = 0;
-	for (; th && started < k; started++)
-		if (pthread_create(&th[started], NULL, hw_thread, &r) != 0)
-			break;
-	if (started == 0)
-		hw_worker(&r, c); /* one at a time, on the caller's client */
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	free(th);
-	pthread_mutex_destroy(&r.mu);
-	if (r.failed) {
-		*err = r.err;
-		return -1;
-	}
-	return 0;
+	return jobpool_map(po, c, parallel, json_object_array_length(guests), hw_one, guests, err);
 }

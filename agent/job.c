@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define DEF_PARALLEL 4
 
 struct job {
 	const struct job_workflow *wf;
@@ -70,11 +69,14 @@ static double stop_now(void *ctx)
 static void stop_sleep(void *ctx, double s)
 {
 	struct job_env *env = ctx;
-	/* sleep in slices so that a stop is seen within 50 ms */
+	/* sleep in slices so that a stop is seen within 50 ms; on the real
+	 * clock up to a deadline, so that late wakeups (a busy machine) do not
+	 * add up over the slices of a long wait */
+	double end = env->clock ? 0 : pve_clock_now(NULL) + s;
 	while (s > 0 && !env_stopping(env)) {
 		double d = s < 0.05 ? s : 0.05;
 		pve_clock_sleep(env->clock, d);
-		s -= d;
+		s = env->clock ? s - d : end - pve_clock_now(NULL);
 	}
 }
 
@@ -1024,77 +1026,11 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 	return finish(j, JOB_DONE, JOB_OUT_DONE, "done");
 }
 
-/* ---- several jobs ------------------------------------------------------------------------------ */
-
-struct run_all {
-	struct job **jobs;
-	size_t n, next;
-	const struct pve_opts *po;
-	struct pve *c;
-	pthread_mutex_t mu;
-};
-
-static void *run_worker(void *arg)
+enum job_outcome job_fail_unrun(struct job *j, const struct pve_error *why)
 {
-	struct run_all *ra = arg;
-	struct pve *c = NULL;
-	bool own = false;
-	for (;;) {
-		pthread_mutex_lock(&ra->mu);
-		size_t i = ra->next++;
-		pthread_mutex_unlock(&ra->mu);
-		if (i >= ra->n)
-			break;
-		struct job *j = ra->jobs[i];
-		if (!c) {
-			if (ra->po) {
-				c = pve_new(ra->po, &j->err);
-				own = c != NULL;
-			} else {
-				c = ra->c;
-			}
-		}
-		if (!c) {
-			if (j->err.kind == PVE_OK)
-				pve_error_set(&j->err, PVE_ERR_CONFIG, "no PVE connection");
-			finish(j, JOB_FAILED, pve_error_outcome(&j->err), "failed");
-			continue;
-		}
-		job_run(j, c);
-	}
-	if (own)
-		pve_free(c);
-	return NULL;
-}
-
-enum job_outcome job_run_all(struct job **jobs, size_t n, unsigned parallel,
-			     const struct pve_opts *po, struct pve *c)
-{
-	struct run_all ra = {.jobs = jobs, .n = n, .po = po, .c = c};
-	size_t k = parallel ? parallel : DEF_PARALLEL;
-	if (k > n)
-		k = n;
-	if (!po)
-		k = 1; /* one client: one at a time */
-	if (po && c && k <= 1)
-		ra.po = NULL; /* one worker: the caller's client */
-	if (pthread_mutex_init(&ra.mu, NULL) != 0)
-		k = 1;
-	pthread_t *th = k > 1 ? calloc(k, sizeof *th) : NULL;
-	size_t started = 0;
-	for (; th && started < k; started++)
-		if (pthread_create(&th[started], NULL, run_worker, &ra) != 0)
-			break;
-	if (started == 0)
-		run_worker(&ra);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	free(th);
-	pthread_mutex_destroy(&ra.mu);
-	enum job_outcome worst = JOB_OUT_DONE;
-	for (size_t i = 0; i < n; i++)
-		worst = job_outcome_worse(worst, jobs[i]->outcome);
-	return worst;
+	pve_error_set(&j->err, why && why->kind != PVE_OK ? why->kind : PVE_ERR_CONFIG, "%s",
+		      why && why->message ? why->message : "no PVE connection");
+	return finish(j, JOB_FAILED, pve_error_outcome(&j->err), "failed");
 }
 
 /* ---- the job for a request ---------------------------------------------------- */

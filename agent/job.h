@@ -148,12 +148,9 @@ int job_submit(struct job_env *env, const struct job_workflow *wf, const char *s
 /* Run the job from its first unfinished step with this PVE client. */
 enum job_outcome job_run(struct job *j, struct pve *c);
 
-/* Run n jobs with at most parallel in flight (0: 4), one PVE client per
- * worker made from po (or c for a single worker when po is NULL). Returns
- * the worst outcome: needs attention > unreachable > failed > usage >
- * interrupted > done, i.e. the first that is not done in that order. */
-enum job_outcome job_run_all(struct job **jobs, size_t n, unsigned parallel,
-			     const struct pve_opts *po, struct pve *c);
+/* End the job as failed with why without running it (its runner has no
+ * PVE client: jobpool.h runs several jobs). Returns its outcome. */
+enum job_outcome job_fail_unrun(struct job *j, const struct pve_error *why);
 
 /* ---- what a job is ---------------------------------------------------------------- */
 

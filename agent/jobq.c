@@ -1,18 +1,19 @@
-/* jobq.c - the daemon's queue and its worker, node and guest limits
- * (jobq.h). */
+/* jobq.c - the job queue and its worker, node and guest limits and
+ * latest starts (jobq.h). */
 #include "jobq.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-void sched_init(struct sched *s, unsigned workers, unsigned node_jobs)
+void jobq_init(struct jobq *s, unsigned workers, unsigned node_jobs)
 {
 	memset(s, 0, sizeof *s);
 	s->workers = workers;
 	s->node_jobs = node_jobs;
 }
 
-static void item_free(struct sched_item *it)
+static void item_free(struct jobq_item *it)
 {
 	for (size_t i = 0; i < it->n_guests; i++)
 		free(it->guests[i]);
@@ -21,10 +22,10 @@ static void item_free(struct sched_item *it)
 	free(it);
 }
 
-struct sched_item *sched_add(struct sched *s, const char *const *guests, size_t n_guests,
+struct jobq_item *jobq_add(struct jobq *s, const char *const *guests, size_t n_guests,
 			     const char *node, void *data)
 {
-	struct sched_item *it = calloc(1, sizeof *it);
+	struct jobq_item *it = calloc(1, sizeof *it);
 	if (!it)
 		return NULL;
 	it->guests = calloc(n_guests + 1, sizeof *it->guests);
@@ -36,6 +37,7 @@ struct sched_item *sched_add(struct sched *s, const char *const *guests, size_t 
 		return NULL;
 	}
 	it->data = data;
+	it->start_by = HUGE_VAL;
 	it->ticket = ++s->last_ticket;
 	it->prev = s->tail;
 	if (s->tail)
@@ -47,7 +49,7 @@ struct sched_item *sched_add(struct sched *s, const char *const *guests, size_t 
 	return it;
 }
 
-static bool shares_guest(const struct sched_item *a, const struct sched_item *b,
+static bool shares_guest(const struct jobq_item *a, const struct jobq_item *b,
 			 const char **which)
 {
 	for (size_t i = 0; i < a->n_guests; i++)
@@ -60,30 +62,30 @@ static bool shares_guest(const struct sched_item *a, const struct sched_item *b,
 	return false;
 }
 
-const struct sched_item *sched_blocker(const struct sched *s, const struct sched_item *it,
+const struct jobq_item *jobq_blocker(const struct jobq *s, const struct jobq_item *it,
 				       const char **guest)
 {
 	/* the items before it in the queue (running or not) come first */
-	for (const struct sched_item *o = s->head; o && o != it; o = o->next)
+	for (const struct jobq_item *o = s->head; o && o != it; o = o->next)
 		if (shares_guest(it, o, guest))
 			return o;
 	return NULL;
 }
 
-static size_t on_node(const struct sched *s, const char *node)
+static size_t on_node(const struct jobq *s, const char *node)
 {
 	size_t n = 0;
-	for (const struct sched_item *o = s->head; o; o = o->next)
+	for (const struct jobq_item *o = s->head; o; o = o->next)
 		n += o->running && o->node && strcmp(o->node, node) == 0;
 	return n;
 }
 
-struct sched_item *sched_next(struct sched *s)
+struct jobq_item *jobq_next(struct jobq *s)
 {
 	if (s->workers && s->n_running >= s->workers)
 		return NULL;
-	for (struct sched_item *it = s->head; it; it = it->next) {
-		if (it->running || sched_blocker(s, it, NULL))
+	for (struct jobq_item *it = s->head; it; it = it->next) {
+		if (it->running || jobq_blocker(s, it, NULL))
 			continue;
 		if (it->node && s->node_jobs && on_node(s, it->node) >= s->node_jobs)
 			continue;
@@ -95,7 +97,15 @@ struct sched_item *sched_next(struct sched *s)
 	return NULL;
 }
 
-void sched_remove(struct sched *s, struct sched_item *it)
+struct jobq_item *jobq_late(const struct jobq *s, double now)
+{
+	for (struct jobq_item *it = s->head; it; it = it->next)
+		if (!it->running && it->start_by < now)
+			return it;
+	return NULL;
+}
+
+void jobq_remove(struct jobq *s, struct jobq_item *it)
 {
 	if (it->prev)
 		it->prev->next = it->next;
@@ -112,17 +122,17 @@ void sched_remove(struct sched *s, struct sched_item *it)
 	item_free(it);
 }
 
-struct sched_item *sched_find(const struct sched *s, unsigned long long ticket)
+struct jobq_item *jobq_find(const struct jobq *s, unsigned long long ticket)
 {
-	for (struct sched_item *it = s->head; it; it = it->next)
+	for (struct jobq_item *it = s->head; it; it = it->next)
 		if (it->ticket == ticket)
 			return it;
 	return NULL;
 }
 
-void sched_free(struct sched *s)
+void jobq_free(struct jobq *s)
 {
-	for (struct sched_item *it = s->head, *next; it; it = next) {
+	for (struct jobq_item *it = s->head, *next; it; it = next) {
 		next = it->next;
 		item_free(it);
 	}

@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <sqlite3.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int fail(sqlite3 *db, sqlite3_stmt *st, char **err, const char *what)
@@ -112,4 +113,60 @@ int migstore_set_home(struct store *s, int vmid, const char *name, const char *h
 		return fail(db, st, err, "recording a home");
 	sqlite3_finalize(st);
 	return 0;
+}
+
+int migstore_drain_unfinished(struct store *s, const char *node, struct migstore_moved **out,
+			      size_t *n, char **err)
+{
+	sqlite3 *db = store_db(s);
+	sqlite3_stmt *st = NULL;
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT subject, max(id), json_extract(params, '$.target') FROM jobs WHERE workflow = 'migrate' AND "
+			       "json_extract(params, '$.home') = ?1 AND state != 'done' AND id > "
+			       "coalesce((SELECT max(id) FROM jobs WHERE workflow = 'undrain' AND "
+			       "subject = ?1 AND state = 'done'), 0) GROUP BY subject ORDER BY min(id)",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_text(st, 1, node, -1, SQLITE_TRANSIENT) != SQLITE_OK)
+		return fail(db, st, err, "reading a drain's migrations");
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		const char *target = (const char *)sqlite3_column_text(st, 2);
+		struct migstore_moved *nv = realloc(*out, (*n + 1) * sizeof *nv);
+		if (nv) {
+			*out = nv;
+			nv[*n] = (struct migstore_moved){0};
+		}
+		if (!nv || !name || !(nv[*n].name = strdup(name)) ||
+		    (target && !(nv[*n].target = strdup(target)))) {
+			if (nv)
+				free(nv[*n].name);
+			sqlite3_finalize(st);
+			migstore_moved_free(*out, *n);
+			*out = NULL;
+			*n = 0;
+			err_setf(err, "out of memory");
+			return -1;
+		}
+		nv[(*n)++].job = sqlite3_column_int64(st, 1);
+	}
+	if (rc != SQLITE_DONE) {
+		migstore_moved_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		return fail(db, st, err, "reading a drain's migrations");
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+void migstore_moved_free(struct migstore_moved *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].name);
+		free(v[i].target);
+	}
+	free(v);
 }

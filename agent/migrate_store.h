@@ -33,4 +33,18 @@ int migstore_speeds(struct store *s, const char *src, const char *dst, double *m
 int migstore_set_home(struct store *s, int vmid, const char *name, const char *home,
 		      double ts, char **err);
 
+/* The guests a drain of node set out to move whose migration job did not
+ * end done (failed, needs attention, interrupted, superseded), since the
+ * last undrain of node that did: name and the newest such job. A rerun
+ * of the drain looks at where they are now (a guest that moved without
+ * its home tag gets it). 0 or -1. */
+struct migstore_moved {
+	char *name;
+	long long job;
+	char *target;     /* NULL when its params had none */
+};
+int migstore_drain_unfinished(struct store *s, const char *node, struct migstore_moved **out,
+			      size_t *n, char **err);
+void migstore_moved_free(struct migstore_moved *v, size_t n);
+
 #endif

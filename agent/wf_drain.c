@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "drain_plan.h"
+#include "jobpool.h"
 #include "json.h"
 #include "log.h"
 #include "migrate_facts.h"
@@ -99,6 +100,7 @@ struct gfacts {
 	struct mig_facts mf;            /* for migrate_plan(), target unset */
 	const char **storages, **allowed;
 	char **refusals;                /* per /nodes entry: migrate_plan()'s */
+	bool gone;                      /* not on the node after all */
 };
 struct nfacts {
 	json_object *storages;          /* GET /nodes/N/storage */
@@ -273,6 +275,40 @@ static void ha_units(struct facts *f)
 	}
 }
 
+/* Guest i's facts (a template: its config, pinned or not, is all there is
+ * to know), on a pool worker's client. */
+static int read_guest(void *ctx, size_t i, struct pve *c, struct pve_error *err)
+{
+	struct facts *f = ctx;
+	const struct guest_ref *g = &f->guests.v[i];
+	struct gfacts *gf = &f->g[i];
+	int r = g->template ? guest_get_config(c, g, &gf->rd.config, err)
+			    : mig_read_guest(c, g, NULL, &gf->rd, &gf->mf, err);
+	if (r < 0 && err->kind == PVE_ERR_NOT_FOUND) {
+		/* the listing lags behind a move (or a delete): not on the node */
+		pve_error_clear(err);
+		gf->gone = true;
+		return 0;
+	}
+	return r;
+}
+
+/* Take the guests read_guest found gone out of the facts. */
+static void drop_gone(struct facts *f)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < f->guests.n; i++) {
+		if (f->g[i].gone) {
+			mig_read_free(&f->g[i].rd);
+			guest_ref_clear(&f->guests.v[i]);
+			continue;
+		}
+		f->guests.v[k] = f->guests.v[i];
+		f->g[k++] = f->g[i];
+	}
+	f->guests.n = k;
+}
+
 static int gather(struct job *j, struct facts *f, json_object *src_storages)
 {
 	struct pve *c = job_pve(j);
@@ -325,6 +361,12 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		}
 		d->storages = f->n[i].ids;
 	}
+	/* each guest's facts, read concurrently (as list --long reads configs) */
+	const struct drain_ctx *dc = job_ctx(j);
+	if (jobpool_map(dc->po, c, JOBPOOL_READS, ng, read_guest, f, err) < 0)
+		return -1;
+	drop_gone(f);
+	ng = f->guests.n;
 	for (size_t i = 0; i < ng; i++) {
 		struct guest_ref *g = &f->guests.v[i];
 		struct dp_guest *d = &f->dg[i];
@@ -333,10 +375,8 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		d->vmid = g->vmid;
 		d->type = g->type;
 		d->template = g->template;
-		/* a template stays: its config (pinned or not) is all there is to know */
-		if (g->template ? guest_get_config(c, g, &gf->rd.config, err) < 0
-				: mig_read_guest(c, g, NULL, &gf->rd, &gf->mf, err) < 0)
-			return -1;
+		/* the version a worker's client read is gone with it: the node's */
+		gf->mf.source_version = src_version;
 		json_object *cfg = gf->rd.config;
 		d->running = gf->mf.running;
 		d->memory = gf->mf.memory;
@@ -400,6 +440,77 @@ static int add_move(json_object *moves, const struct dp_input *in, const struct 
 	return json_object_array_add(moves, o);
 }
 
+/* The guests an earlier run of this drain moved whose home tag it never
+ * gave (its migration's outcome unknown or failed after the move, or the
+ * process killed in between): a move each with status "tag", its target
+ * where it is now; the move step's migration finds it there and tags it.
+ * Their number, or -1. */
+static long earlier_moves(struct job *j, json_object *moves)
+{
+	struct drain_ctx *d = job_ctx(j);
+	struct store *st = job_env(j)->store;
+	struct migstore_moved *mv = NULL;
+	size_t n = 0;
+	char *serr = NULL;
+	if (!st)
+		return 0;
+	if (migstore_drain_unfinished(st, d->node, &mv, &n, &serr) < 0) {
+		pve_error_set(job_err(j), PVE_ERR_INTERNAL, "%s", serr ? serr : "state.db");
+		free(serr);
+		return -1;
+	}
+	struct guest_list all = {0};
+	char *tag = strprintf(WF_HOME_TAG "%s", d->node);
+	long found = 0;
+	if (n && (!tag || guest_list(job_pve(j), NULL, &all, job_err(j)) < 0))
+		found = tag ? -1 : pve_error_oom(job_err(j));
+	for (size_t i = 0; found >= 0 && i < n; i++) {
+		const struct guest_ref *g = NULL;
+		for (size_t k = 0; !g && k < all.n; k++)
+			if (all.v[k].name && !all.v[k].template && strcmp(all.v[k].name, mv[i].name) == 0)
+				g = &all.v[k];
+		if (!g || !g->node || has_tag(g->tags, tag))
+			continue; /* gone, or tagged */
+		const char *where = g->node;
+		if (strcmp(where, d->node) == 0) {
+			/* still here (planned above), unless the listing lags behind
+			 * its move: asked of its migration's target */
+			int on = mv[i].target ? guest_on_node(job_pve(j), g, mv[i].target, NULL,
+							      job_err(j))
+					      : 0;
+			if (on < 0) {
+				found = -1;
+				break;
+			}
+			if (!on)
+				continue;
+			where = mv[i].target;
+		}
+		char *why = strprintf("moved by migration job %lld of an earlier drain; gets its home "
+				      "tag", mv[i].job);
+		json_object *o = json_object_new_object();
+		if (!why || !o || json_object_array_add(moves, o) < 0) {
+			free(why);
+			json_object_put(o);
+			found = pve_error_oom(job_err(j));
+			break;
+		}
+		json_object_object_add(o, "name", json_object_new_string(mv[i].name));
+		json_object_object_add(o, "vmid", json_object_new_int(g->vmid));
+		json_object_object_add(o, "type", json_object_new_string(guest_type_name(g->type)));
+		json_object_object_add(o, "status", json_object_new_string("tag"));
+		json_object_object_add(o, "method", json_object_new_string("none"));
+		json_object_object_add(o, "target", json_object_new_string(where));
+		json_object_object_add(o, "why", json_object_new_string(why));
+		free(why);
+		found++;
+	}
+	free(tag);
+	guest_list_free(&all);
+	migstore_moved_free(mv, n);
+	return found;
+}
+
 static enum step_rc drain_plan_step(struct job *j)
 {
 	struct drain_ctx *d = job_ctx(j);
@@ -409,6 +520,8 @@ static enum step_rc drain_plan_step(struct job *j)
 	struct dp_plan plan = {0};
 	enum step_rc rc = STEP_RC_FAIL;
 	const char **tov = NULL;
+	double *dur = NULL;
+	size_t *tgt = NULL;
 	char *pn = pve_path_escape(d->node);
 	if (!pn || pve_getf(job_pve(j), &src_st, NULL, err, "/nodes/%s/storage", pn) < 0 ||
 	    gather(j, &f, src_st) < 0)
@@ -450,6 +563,14 @@ static enum step_rc drain_plan_step(struct job *j)
 	}
 	double total = 0;
 	size_t n_move = 0, n_with = 0;
+	dur = calloc(plan.n_moves + 1, sizeof *dur);
+	tgt = calloc(plan.n_moves + 1, sizeof *tgt);
+	if (!dur || !tgt) {
+		json_object_put(moves);
+		json_object_put(free_after);
+		pve_error_oom(err);
+		goto out;
+	}
 	for (size_t i = 0; i < plan.n_moves; i++) {
 		struct dp_move *m = &plan.moves[i];
 		const char *target = m->status == DP_MOVE || m->status == DP_WITH
@@ -464,7 +585,8 @@ static enum step_rc drain_plan_step(struct job *j)
 		free(serr);
 		if (m->status == DP_MOVE) {
 			total += m->estimate_s;
-			n_move++;
+			dur[n_move] = m->estimate_s;
+			tgt[n_move++] = m->target;
 		}
 		n_with += m->status == DP_WITH;
 		if (add_move(moves, &in, m, target) < 0) {
@@ -473,6 +595,12 @@ static enum step_rc drain_plan_step(struct job *j)
 			pve_error_oom(err);
 			goto out;
 		}
+	}
+	long n_tag = earlier_moves(j, moves);
+	if (n_tag < 0) {
+		json_object_put(moves);
+		json_object_put(free_after);
+		goto out;
 	}
 	for (size_t i = 0; i < f.n_nodes; i++)
 		if (f.dn[i].name && f.dn[i].online && strcmp(f.dn[i].name, d->node) != 0)
@@ -493,14 +621,25 @@ static enum step_rc drain_plan_step(struct job *j)
 		sbuf_free(&b);
 		goto out;
 	}
-	job_summary(j, "%zu to move (about %.0f s of migrations)%s, %zu stay%s", n_move + n_with,
-		    total, n_with ? ", some along with their HA partners" : "",
+	/* the wall time: the moves on the scheduler they will run on, replayed */
+	double wall = drain_schedule(dur, tgt, n_move, d->max_workers, d->per_target, 0, NULL);
+	if (wall >= 0)
+		json_object_object_add(job_vars(j), "estimate_s", json_object_new_double(wall));
+	char *tags = n_tag ? strprintf("; %ld moved earlier get%s the home tag", n_tag,
+				       n_tag == 1 ? "s" : "")
+			   : NULL;
+	job_summary(j, "%zu to move (about %.0f s of migrations, %.0f s with %u at once)%s, "
+		    "%zu stay%s%s", n_move + n_with, total, wall > 0 ? wall : 0, d->max_workers,
+		    n_with ? ", some along with their HA partners" : "",
 		    plan.n_moves - n_move - n_with - plan.n_nowhere,
-		    plan.n_nowhere ? ", some fit nowhere" : "");
+		    plan.n_nowhere ? ", some fit nowhere" : "", tags ? tags : "");
+	free(tags);
 	rc = d->dry_run ? STEP_RC_END : STEP_RC_OK;
 out:
 	free(pn);
 	free(tov);
+	free(dur);
+	free(tgt);
 	drain_plan_free(&plan);
 	json_object_put(src_st);
 	facts_free(&f);
@@ -565,166 +704,132 @@ out:
 	return rc;
 }
 
-/* ---- the moves: a sliding window of migration jobs -------------------------------- */
+/* ---- the moves: migration jobs on the one scheduler ---------------------------------- */
 
-struct pool {
+/* The moves of one move step; mu guards the moves' JSON (each runs on a
+ * pool worker). */
+struct moves {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
 	struct job *drain;
 	json_object *moves;
-	size_t n, next_hint;
-	unsigned running;
-	unsigned *into;          /* per move: in flight into its target (by index) */
-	char **targets;
-	char *state;             /* per move: 0 pending, 1 running, 2 done, 3 not to run */
+	size_t n;
 	bool undrain;
 	double unix0, mono0;     /* unix time = unix0 + (the env's clock - mono0) */
 };
 
-/* The next move that may start now: pending, its target below per_target.
- * -1 none now; -2 none left at all. Called locked. */
-static long pick(struct pool *p)
+struct move_call {
+	struct moves *ms;
+	size_t i;
+	const char *target;
+	double estimate_s;
+	bool tag;                /* moved by an earlier run: only its home tag */
+};
+
+static void set_why(json_object *m, const struct pve_error *e)
 {
-	struct drain_ctx *d = job_ctx(p->drain);
-	bool pending = false;
-	for (size_t i = 0; i < p->n; i++) {
-		if (p->state[i] != 0)
-			continue;
-		pending = true;
-		unsigned in = 0;
-		for (size_t k = 0; k < p->n; k++)
-			in += p->state[k] == 1 && strcmp(p->targets[k], p->targets[i]) == 0;
-		if (in < d->per_target)
-			return (long)i;
-	}
-	return pending ? -1 : -2;
+	char *msg = pve_error_format(e);
+	json_object_object_add(m, "why", json_object_new_string(msg ? msg : "failed"));
+	free(msg);
 }
 
-static void run_one(struct pool *p, size_t i, struct pve *c)
+static void run_one(void *arg, struct pve *c, const struct pve_error *no_client)
 {
-	struct job *dj = p->drain;
+	struct move_call *x = arg;
+	struct moves *ms = x->ms;
+	struct job *dj = ms->drain;
 	struct drain_ctx *d = job_ctx(dj);
-	json_object *m = json_object_array_get_idx(p->moves, i);
+	pthread_mutex_lock(&ms->mu);
+	json_object *m = json_object_array_get_idx(ms->moves, x->i);
 	/* keyed on the VMID: names repeat, and an unnamed guest has none */
 	long long id = 0;
 	char subject[24];
 	json_int(m, "vmid", &id);
 	snprintf(subject, sizeof subject, "%lld", id);
-	json_object *params = wf_migrate_params(p->targets[i], NULL, 0, 0, false);
+	pthread_mutex_unlock(&ms->mu);
+	json_object *params = wf_migrate_params(x->target, NULL, 0, 0, false);
 	struct job *mj = NULL;
 	struct pve_error e = {0};
 	enum job_outcome o = JOB_OUT_FAILED;
 	double t0 = clock_unix_now();
 	if (params) {
-		if (p->undrain)
+		if (ms->undrain)
 			json_object_object_add(params, "unhome", json_object_new_boolean(1));
 		else
 			json_object_object_add(params, "home", json_object_new_string(d->node));
 		/* its drain resumes it (pvagentd's start-up leaves it to the drain) */
 		json_object_object_add(params, "parent", json_object_new_int64(job_id(dj)));
 	}
-	if (!params || job_submit(job_env(dj), &wf_migrate, subject, params, &mj, &e) < 0) {
+	if (!c) {
+		pve_error_set(&e, no_client->kind, "%s",
+			      no_client->message ? no_client->message : "no PVE client");
+	} else if (!params || job_submit(job_env(dj), &wf_migrate, subject, params, &mj, &e) < 0) {
 		if (e.kind == PVE_OK)
 			pve_error_oom(&e);
 	} else {
 		o = job_run(mj, c);
 	}
-	pthread_mutex_lock(&p->mu);
+	pthread_mutex_lock(&ms->mu);
 	json_object_object_add(m, "status",
-			       json_object_new_string(o == JOB_OUT_DONE ? "moved"
+			       json_object_new_string(o == JOB_OUT_DONE ? (x->tag ? "tagged" : "moved")
 						      : o == JOB_OUT_NEEDS_ATTENTION ? "needs-attention"
 						      : o == JOB_OUT_INTERRUPTED ? "interrupted"
 						      : "failed"));
 	json_object_object_add(m, "seconds", json_object_new_double(clock_unix_now() - t0));
 	if (mj) {
 		json_object *v = job_vars(mj);
-		long long x;
-		if (json_int(v, "downtime_ms", &x))
-			json_object_object_add(m, "downtime_ms", json_object_new_int64(x));
-		if (json_int(v, "probe_gap_ms", &x))
-			json_object_object_add(m, "probe_gap_ms", json_object_new_int64(x));
+		long long n;
+		if (json_int(v, "downtime_ms", &n))
+			json_object_object_add(m, "downtime_ms", json_object_new_int64(n));
+		if (json_int(v, "probe_gap_ms", &n))
+			json_object_object_add(m, "probe_gap_ms", json_object_new_int64(n));
 		if (job_id(mj))
 			json_object_object_add(m, "job", json_object_new_int64(job_id(mj)));
-		if (job_error(mj)->kind != PVE_OK) {
-			char *msg = pve_error_format(job_error(mj));
-			json_object_object_add(m, "why", json_object_new_string(msg ? msg : "failed"));
-			free(msg);
-		}
+		if (job_error(mj)->kind != PVE_OK)
+			set_why(m, job_error(mj));
 	} else if (e.kind != PVE_OK) {
-		char *msg = pve_error_format(&e);
-		json_object_object_add(m, "why", json_object_new_string(msg ? msg : "failed"));
-		free(msg);
+		set_why(m, &e);
 	}
 	/* those HA took along share the outcome */
 	long long vmid = 0, wv = 0;
 	json_int(m, "vmid", &vmid);
-	for (size_t k = 0; k < p->n; k++) {
-		json_object *w = json_object_array_get_idx(p->moves, k);
-		if (k != i && json_int(w, "with_vmid", &wv) && wv == vmid)
+	for (size_t k = 0; k < ms->n; k++) {
+		json_object *w = json_object_array_get_idx(ms->moves, k);
+		if (k != x->i && json_int(w, "with_vmid", &wv) && wv == vmid)
 			json_object_object_add(w, "status",
 					       json_object_get(json_object_object_get(m, "status")));
 	}
-	p->state[i] = 2;
-	p->running--;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
+	pthread_mutex_unlock(&ms->mu);
 	pve_error_clear(&e);
 	job_free(mj);
 	json_object_put(params);
 }
 
-struct worker {
-	struct pool *p;
-	struct pve *c;
-	bool own;
-	pthread_t th;
-};
-
-static void *worker_main(void *arg)
+/* Not admitted: it would end after the window closes. */
+static void not_started(void *arg, double now)
 {
-	struct worker *w = arg;
-	struct pool *p = w->p;
-	struct drain_ctx *d = job_ctx(p->drain);
-	const struct pve_clock *clk = job_env(p->drain)->clock;
-	pthread_mutex_lock(&p->mu);
-	for (;;) {
-		if (job_stopping(p->drain))
-			break;
-		long i = pick(p);
-		if (i == -2)
-			break;
-		if (i == -1) {
-			pthread_cond_wait(&p->cv, &p->mu);
-			continue;
-		}
-		json_object *m = json_object_array_get_idx(p->moves, (size_t)i);
-		/* a deadline: start nothing that would end after it */
-		if (d->deadline > 0) {
-			json_object *e = NULL;
-			double est = json_object_object_get_ex(m, "estimate_s", &e)
-					     ? json_object_get_double(e) : 0;
-			double now = p->unix0 + (pve_clock_now(clk) - p->mono0);
-			if (now + est > d->deadline) {
-				char *why = strprintf("not started: about %.0f s from now it would end "
-						      "%.0f s after the window closes",
-						      est, now + est - d->deadline);
-				json_object_object_add(m, "status", json_object_new_string("skipped"));
-				json_object_object_add(m, "why", json_object_new_string(why ? why : "deadline"));
-				free(why);
-				p->state[i] = 3;
-				pthread_cond_broadcast(&p->cv);
-				continue;
-			}
-		}
-		p->state[i] = 1;
-		p->running++;
-		pthread_mutex_unlock(&p->mu);
-		run_one(p, (size_t)i, w->c);
-		pthread_mutex_lock(&p->mu);
-	}
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
+	struct move_call *x = arg;
+	struct moves *ms = x->ms;
+	struct drain_ctx *d = job_ctx(ms->drain);
+	double at = ms->unix0 + (now - ms->mono0);
+	char *why = strprintf("not started: about %.0f s from now it would end %.0f s after the "
+			      "window closes",
+			      x->estimate_s, at + x->estimate_s - d->deadline);
+	pthread_mutex_lock(&ms->mu);
+	json_object *m = json_object_array_get_idx(ms->moves, x->i);
+	json_object_object_add(m, "status", json_object_new_string("skipped"));
+	json_object_object_add(m, "why", json_object_new_string(why ? why : "deadline"));
+	pthread_mutex_unlock(&ms->mu);
+	free(why);
+}
+
+/* Should move m run (again)? What is planned; on a resumed run, what has
+ * not moved; what HA takes along goes with its partner's migration. */
+static bool to_run(json_object *m)
+{
+	const char *st = json_str(m, "status");
+	return st && json_str(m, "target") && !json_object_object_get_ex(m, "with_vmid", NULL) &&
+	       (strcmp(st, "move") == 0 || strcmp(st, "tag") == 0 || strcmp(st, "failed") == 0 ||
+		strcmp(st, "interrupted") == 0 || strcmp(st, "needs-attention") == 0);
 }
 
 static enum step_rc move_step(struct job *j, bool undrain)
@@ -733,65 +838,44 @@ static enum step_rc move_step(struct job *j, bool undrain)
 	json_object *moves = NULL;
 	json_object_object_get_ex(job_vars(j), "moves", &moves);
 	size_t n = moves ? json_object_array_length(moves) : 0;
-	struct pool p = {.drain = j, .moves = moves, .n = n, .undrain = undrain,
-			 .unix0 = clock_unix_now(), .mono0 = pve_clock_now(job_env(j)->clock)};
-	p.targets = calloc(n + 1, sizeof *p.targets);
-	p.state = calloc(n + 1, 1);
-	unsigned k = d->max_workers ? d->max_workers : 1;
-	if (!d->po)
-		k = 1;
-	struct worker *w = calloc(k, sizeof *w);
-	if (!p.targets || !p.state || !w) {
-		free(p.targets);
-		free(p.state);
-		free(w);
+	const struct pve_clock *clk = job_env(j)->clock;
+	struct moves ms = {.drain = j, .moves = moves, .n = n, .undrain = undrain,
+			   .unix0 = clock_unix_now(), .mono0 = pve_clock_now(clk)};
+	struct jobpool_opts po = {.workers = d->max_workers ? d->max_workers : 1,
+				  .node_jobs = d->per_target, .po = d->po, .c = job_pve(j),
+				  .clock = clk, .stop = job_env(j)->stop};
+	struct move_call *calls = calloc(n + 1, sizeof *calls);
+	struct jobpool *pool = calls ? jobpool_new(&po) : NULL;
+	if (!pool || pthread_mutex_init(&ms.mu, NULL) != 0) {
+		jobpool_free(pool);
+		free(calls);
 		return pve_error_oom(job_err(j));
 	}
-	for (size_t i = 0; i < n; i++) {
-		json_object *m = json_object_array_get_idx(moves, i);
-		const char *st = json_str(m, "status"), *t = json_str(m, "target");
-		p.targets[i] = (char *)(t ? t : "");
-		/* move what is planned; on a resumed run, what has not moved; what
-		 * HA takes along goes with its partner's migration */
-		p.state[i] = st && t && !json_object_object_get_ex(m, "with_vmid", NULL) &&
-					     (strcmp(st, "move") == 0 || strcmp(st, "failed") == 0 ||
-					      strcmp(st, "interrupted") == 0 ||
-					      strcmp(st, "needs-attention") == 0) ? 0 : 3;
+	int rc_add = 0;
+	for (size_t i = 0; i < n && rc_add == 0; i++) {
+		json_object *m = json_object_array_get_idx(moves, i), *e = NULL;
+		if (!to_run(m))
+			continue;
+		calls[i] = (struct move_call){.ms = &ms, .i = i, .target = json_str(m, "target"),
+					      .tag = json_str(m, "method") &&
+						     strcmp(json_str(m, "method"), "none") == 0};
+		if (json_object_object_get_ex(m, "estimate_s", &e))
+			calls[i].estimate_s = json_object_get_double(e);
+		/* a deadline: start nothing that would end after it */
+		struct jobpool_item it = {.guest = json_str(m, "name"), .node = calls[i].target,
+					  .run = run_one, .late = not_started, .arg = &calls[i],
+					  .timed = d->deadline > 0,
+					  .start_by = ms.mono0 + (d->deadline - ms.unix0) -
+						      calls[i].estimate_s};
+		rc_add = jobpool_add(pool, &it);
 	}
-	pthread_mutex_init(&p.mu, NULL);
-	pthread_cond_init(&p.cv, NULL);
-	unsigned started = 0;
-	for (unsigned i = 0; i < k; i++) {
-		w[i].p = &p;
-		if (d->po) {
-			struct pve_error e = {0};
-			w[i].c = pve_new(d->po, &e);
-			w[i].own = true;
-			pve_error_clear(&e);
-			if (!w[i].c)
-				break;
-		} else {
-			w[i].c = job_pve(j);
-		}
-		if (pthread_create(&w[i].th, NULL, worker_main, &w[i]) != 0) {
-			if (w[i].own)
-				pve_free(w[i].c);
-			break;
-		}
-		started++;
-	}
-	if (!started)
-		worker_main(&(struct worker){.p = &p, .c = job_pve(j)});
-	for (unsigned i = 0; i < started; i++) {
-		pthread_join(w[i].th, NULL);
-		if (w[i].own)
-			pve_free(w[i].c);
-	}
-	pthread_cond_destroy(&p.cv);
-	pthread_mutex_destroy(&p.mu);
-	free(w);
-	free(p.targets);
-	free(p.state);
+	if (rc_add == 0)
+		jobpool_run(pool);
+	jobpool_free(pool);
+	pthread_mutex_destroy(&ms.mu);
+	free(calls);
+	if (rc_add < 0)
+		return pve_error_oom(job_err(j));
 	/* the summary */
 	size_t moved = 0, failed = 0, attention = 0, skipped = 0, interrupted = 0;
 	struct sbuf b = {0};
@@ -800,7 +884,7 @@ static enum step_rc move_step(struct job *j, bool undrain)
 		const char *st = json_str(m, "status");
 		if (!st)
 			continue;
-		moved += strcmp(st, "moved") == 0;
+		moved += strcmp(st, "moved") == 0 || strcmp(st, "tagged") == 0;
 		skipped += strcmp(st, "skipped") == 0;
 		interrupted += strcmp(st, "interrupted") == 0;
 		if (strcmp(st, "failed") == 0 || strcmp(st, "needs-attention") == 0) {

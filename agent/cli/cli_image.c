@@ -2,6 +2,7 @@
  * the catalogue (image.h) and its template VMs (wf_image.h). */
 #include "cli.h"
 
+#include "jobpool.h"
 #include "json.h"
 #include "output.h"
 #include "wf_image.h"
@@ -200,7 +201,7 @@ static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 	if (job_submit(&env, &wf_image, im->name, params, &j, &e) < 0) {
 		rc = cli_fail_pve(cli, "image", &e);
 	} else {
-		job_run_all(&j, 1, 1, &po, NULL);
+		jobpool_run_jobs(&j, 1, 1, &po, NULL);
 		end_progress_line(&pp);
 		rc = cli_image_result(cli, j, cli_exit_code(job_outcome(j)));
 	}

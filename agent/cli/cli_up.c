@@ -6,6 +6,7 @@
 #include "cli_up.h"
 
 #include "cli.h"
+#include "jobpool.h"
 #include "json.h"
 #include "log.h"
 #include "output.h"
@@ -234,7 +235,7 @@ int cli_up_launch(const struct up_request *req, struct up_result **results, stru
 		job_env_fini(&env);
 		return -1;
 	}
-	job_run_all(jobs, req->n_names, req->parallel, req->pve_opts, req->client);
+	jobpool_run_jobs(jobs, req->n_names, req->parallel, req->pve_opts, req->client);
 	for (size_t i = 0; i < req->n_names; i++) {
 		wf_up_result(jobs[i]);
 		if (res[i].status == UP_FAILED)
@@ -271,7 +272,7 @@ int cli_down_launch(const struct down_request *req, struct up_result *res)
 	} else {
 		if (job_submit(&env, &wf_down, req->name, params, &j, err) == 0) {
 			wf_down_attach(j, res);
-			job_run_all(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);
+			jobpool_run_jobs(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);
 			wf_down_result(j);
 			rc = res->status == UP_FAILED ? -1 : 0;
 		}

@@ -14,6 +14,7 @@
 #include "conf.h"
 #include "guest.h"
 #include "inventory.h"
+#include "jobpool.h"
 #include "log.h"
 #include "output.h"
 #include "store.h"
@@ -253,9 +254,6 @@ static int cmd_nodes(struct cli *cli, const struct cmd_args *a)
 /* ---- list ----------------------------------------------------------------- */
 
 
-/* list --long: the configs read this many at once */
-#define LIST_CONFIG_READS 8
-
 static int cmd_list(struct cli *cli, const struct cmd_args *a)
 {
 	const char *node = NULL;
@@ -273,7 +271,7 @@ static int cmd_list(struct cli *cli, const struct cmd_args *a)
 	if (inventory_guests(cli->pve, node, &guests, &e) < 0)
 		return cli_fail_pve(cli, "list", &e);
 	struct pve_opts po = job_conf_pve_opts(&cli->conf);
-	if (longer && inventory_guests_hw(cli->pve, &po, LIST_CONFIG_READS, guests, &e) < 0) {
+	if (longer && inventory_guests_hw(cli->pve, &po, JOBPOOL_READS, guests, &e) < 0) {
 		json_object_put(guests);
 		return cli_fail_pve(cli, "list", &e);
 	}

@@ -77,7 +77,7 @@ struct watcher {
  * is stored (job_submit) when it starts, so that each submission is a
  * request of its own, taken in order. */
 struct djob {
-	struct sched_item *it;
+	struct jobq_item *it;
 	char *what;                  /* "up web1" for messages */
 	char *subject;
 	json_object *params;         /* submitted: to store when it starts */
@@ -103,7 +103,7 @@ struct daemon {
 	struct store *store;
 	int lock_fd;
 	struct ctl_listener lis;
-	struct sched q;
+	struct jobq q;
 	struct dconn *conns;
 	unsigned n_clients;          /* connections counted against max_clients */
 	bool accept_paused;          /* at the fd limit: until an fd closes */
@@ -213,7 +213,7 @@ static int djob_add_job(struct djob *j, long long id)
 
 static struct djob *find_by_job(struct daemon *d, long long id)
 {
-	for (struct sched_item *it = d->q.head; it; it = it->next)
+	for (struct jobq_item *it = d->q.head; it; it = it->next)
 		if (djob_has(it->data, id))
 			return it->data;
 	return NULL;
@@ -302,7 +302,7 @@ static struct djob *djob_queue(struct daemon *d, long long id, const char *wf,
 	if (id && (j->jobs = malloc(sizeof *j->jobs)))
 		j->jobs[j->n_jobs++] = id;
 	if (!j->what || !j->subject || !j->workflow || (id && !j->jobs) ||
-	    !(j->it = sched_add(&d->q, guests, 1, node, j))) {
+	    !(j->it = jobq_add(&d->q, guests, 1, node, j))) {
 		djob_free(j);
 		err_setf(err, "out of memory");
 		return NULL;
@@ -396,8 +396,8 @@ static void schedule(struct daemon *d)
 {
 	if (d->stopping)
 		return;
-	struct sched_item *it;
-	while ((it = sched_next(&d->q)))
+	struct jobq_item *it;
+	while ((it = jobq_next(&d->q)))
 		start_djob(d, it->data);
 }
 
@@ -419,7 +419,7 @@ static void tell_waiting(struct daemon *d, struct djob *j)
 	if (j->started)
 		return;
 	const char *guest = NULL;
-	const struct sched_item *b = sched_blocker(&d->q, j->it, &guest);
+	const struct jobq_item *b = jobq_blocker(&d->q, j->it, &guest);
 	char *text;
 	if (b)
 		text = strprintf("waiting: guest %s is in use by ticket %llu (%s)", guest, b->ticket,
@@ -507,7 +507,7 @@ static void end_djob(struct daemon *d, struct djob *j)
 	if (j->started && metrics_exit(&d->m, j->code) < 0)
 		log_warn("metrics: out of memory");
 	write_metrics(d);
-	sched_remove(&d->q, j->it);
+	jobq_remove(&d->q, j->it);
 	djob_free(j);
 }
 
@@ -609,7 +609,7 @@ static void reap(struct daemon *d)
 		pid_t pid = waitpid(-1, &st, WNOHANG);
 		if (pid <= 0)
 			return;
-		for (struct sched_item *it = d->q.head; it; it = it->next) {
+		for (struct jobq_item *it = d->q.head; it; it = it->next) {
 			struct djob *j = it->data;
 			if (!j->started || j->exited || j->proc.pid != pid)
 				continue;
@@ -790,7 +790,7 @@ static struct djob *named(struct daemon *d, json_object *req, long long *jid)
 	long long t = 0;
 	*jid = 0;
 	if (json_int(req, "ticket", &t) && t > 0) {
-		struct sched_item *it = sched_find(&d->q, (unsigned long long)t);
+		struct jobq_item *it = jobq_find(&d->q, (unsigned long long)t);
 		return it ? it->data : NULL;
 	}
 	if (json_int(req, "job", jid) && *jid > 0)
@@ -856,7 +856,7 @@ static void req_cancel(struct daemon *d, struct dconn *c, json_object *req, json
 static void req_list(struct daemon *d, struct dconn *c, json_object *id, enum ctl_op op)
 {
 	json_object *ok = ctl_ok(id), *run = json_object_new_array(), *qd = json_object_new_array();
-	for (struct sched_item *it = d->q.head; it; it = it->next)
+	for (struct jobq_item *it = d->q.head; it; it = it->next)
 		json_object_array_add(it->running ? run : qd, djob_json(it->data));
 	if (!ok) {
 		json_object_put(run);
@@ -940,7 +940,7 @@ static void on_request(struct daemon *d, struct dconn *c, const char *line, size
 
 static void conn_drop(struct daemon *d, struct dconn *c)
 {
-	for (struct sched_item *it = d->q.head; it; it = it->next) {
+	for (struct jobq_item *it = d->q.head; it; it = it->next) {
 		struct djob *j = it->data;
 		for (size_t i = 0; i < j->n_w;) {
 			if (j->w[i].conn == c) {
@@ -965,7 +965,7 @@ static void conn_drop(struct daemon *d, struct dconn *c)
 /* Does a command stream to c? */
 static bool conn_watching(struct daemon *d, const struct dconn *c)
 {
-	for (struct sched_item *it = d->q.head; it; it = it->next) {
+	for (struct jobq_item *it = d->q.head; it; it = it->next) {
 		const struct djob *j = it->data;
 		for (size_t i = 0; i < j->n_w; i++)
 			if (j->w[i].conn == c)
@@ -1172,7 +1172,7 @@ static void begin_stop(struct daemon *d, int sig)
 	log_info("%s: stopping (running steps end within %.0f s)", strsignal(sig), STOP_GRACE_S);
 	ctl_listener_close(&d->lis);
 	/* queued items never started: nothing of them is done */
-	for (struct sched_item *it = d->q.head, *next; it; it = next) {
+	for (struct jobq_item *it = d->q.head, *next; it; it = next) {
 		next = it->next;
 		struct djob *j = it->data;
 		if (j->started)
@@ -1182,7 +1182,7 @@ static void begin_stop(struct daemon *d, int sig)
 		j->code = 130;
 		end_djob(d, j);
 	}
-	for (struct sched_item *it = d->q.head; it; it = it->next) {
+	for (struct jobq_item *it = d->q.head; it; it = it->next) {
 		struct djob *j = it->data;
 		if (!j->exited && kill(j->proc.pid, SIGTERM) < 0)
 			log_warn("ticket %llu: kill: %s", j->it->ticket, strerror(errno));
@@ -1207,7 +1207,7 @@ static void on_signal(struct daemon *d)
 
 static void kill_overdue(struct daemon *d)
 {
-	for (struct sched_item *it = d->q.head; it; it = it->next) {
+	for (struct jobq_item *it = d->q.head; it; it = it->next) {
 		struct djob *j = it->data;
 		if (j->started && !j->exited && !j->killed) {
 			log_warn("ticket %llu (%s): still running after %.0f s: killed; its jobs "
@@ -1263,7 +1263,7 @@ static bool conn_alive(struct daemon *d, struct dconn *c)
 
 static bool djob_alive(struct daemon *d, struct djob *j)
 {
-	for (struct sched_item *it = d->q.head; it; it = it->next)
+	for (struct jobq_item *it = d->q.head; it; it = it->next)
 		if (it->data == j)
 			return true;
 	return false;
@@ -1298,7 +1298,7 @@ static int run(struct daemon *d)
 				      (short)((c->c.rd_eof ? 0 : POLLIN) |
 					      (ctl_conn_pending(&c->c) ? POLLOUT : 0)),
 				      SRC_CONN, c) < 0;
-		for (struct sched_item *it = d->q.head; it; it = it->next) {
+		for (struct jobq_item *it = d->q.head; it; it = it->next) {
 			struct djob *j = it->data;
 			if (j->proc.out_fd >= 0)
 				oom |= pm_add(&m, j->proc.out_fd, POLLIN, SRC_OUT, j) < 0;
@@ -1668,7 +1668,7 @@ int main(int argc, char **argv)
 	/* a small page cache: the daemon reads a job at a time (and prunes) */
 	if (sqlite3_exec(store_db(d.store), "PRAGMA cache_size=-256", NULL, NULL, NULL) != SQLITE_OK)
 		log_warn("%s: cannot set the page cache size", store_file(d.store));
-	sched_init(&d.q, d.conf.daemon.workers, d.conf.daemon.node_jobs);
+	jobq_init(&d.q, d.conf.daemon.workers, d.conf.daemon.node_jobs);
 	d.started_at = clock_unix_now();
 	d.m.start_time = d.started_at;
 	prune_jobs(&d);
@@ -1692,9 +1692,9 @@ int main(int argc, char **argv)
 out:
 	while (d.conns)
 		conn_drop(&d, d.conns);
-	for (struct sched_item *it = d.q.head; it; it = it->next)
+	for (struct jobq_item *it = d.q.head; it; it = it->next)
 		djob_free(it->data);
-	sched_free(&d.q);
+	jobq_free(&d.q);
 	ctl_listener_close(&d.lis);
 	store_close(d.store);
 	if (d.lock_fd >= 0)

@@ -9,8 +9,11 @@
  *     at most 10 ms; and the job's first engine event, "begin");
  *   - 200 queued `up --no-start` of bench.tmpl (a 2.5 s clone, in real
  *     time as in up.sh) through the daemon with 4 workers: wall
- *     time over the ideal 200 x clone / 4 (target at most 1.10), and over
- *     the sum of the jobs' own times / 4 (the queue's own gaps). */
+ *     time over the ideal 200 x clone / 4 (target at most 1.05), and over
+ *     the sum of the jobs' own times / 4 (the queue's own gaps); where a
+ *     job's time beyond its clone goes: its process outside the engine
+ *     (exec, configuration, template, store, exit) and the engine beyond
+ *     the clone (requests, state.db commits, seeing the task's end). */
 #include "benchend.h"
 #include "ctl_client.h"
 #include "procstat.h"
@@ -226,13 +229,15 @@ int main(int argc, char **argv)
 	printf("submit to the job's first engine event ('begin'): median %.1f ms, max %.1f ms\n",
 	       lat_begin[LAT_RUNS / 2] * 1e3, lat_begin[LAT_RUNS - 1] * 1e3);
 	printf("%d queued up jobs, %d workers, %.2f s clones (time scale %g): %.1f s wall, ideal "
-	       "%.1f s: %.3f x ideal (target <= 1.10) %s; %.3f x the jobs' own time / %d\n",
+	       "%.1f s: %.3f x ideal (target <= 1.05) %s; %.3f x the jobs' own time / %d\n",
 	       JOBS, WORKERS, CLONE_S, SCALE, wall, ideal, wall / ideal,
-	       wall / ideal <= 1.10 ? "ok" : "ABOVE TARGET", wall / packed, WORKERS);
+	       wall / ideal <= 1.05 ? "ok" : "ABOVE TARGET", wall / packed, WORKERS);
 	printf("  a job: %.3f s from its process's start to its exit, %.3f s of it from the "
-	       "engine's begin to done\n", busy / JOBS, engine / JOBS);
+	       "engine's begin to done; beyond the clone: %.0f ms in the process outside the "
+	       "engine, %.0f ms in the engine\n", busy / JOBS, engine / JOBS,
+	       (busy - engine) / JOBS * 1e3, (engine / JOBS - CLONE_S) * 1e3);
 	if (!(rss <= 8L * 1024 && wakeups == 0 && lat_first[LAT_RUNS - 1] <= 0.010 &&
-	      wall / ideal <= 1.10))
+	      wall / ideal <= 1.05))
 		rc = 1;
 	if (bench_end(&sim, dir) < 0)
 		rc = 1;

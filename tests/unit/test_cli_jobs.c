@@ -6,7 +6,9 @@
  * sent, then the same command again: one guest (none after down), each
  * request effective once; `jobs`
  * and `job` show what happened; migrate, drain and undrain killed at each
- * step boundary and finished by `pvagent resume ID` (below); resume and
+ * step boundary and finished by `pvagent resume ID` (below), a drain
+ * killed between a guest's move and its home tag finished by resume or by
+ * a rerun with other parameters; resume and
  * cancel of what is finished, unknown, running elsewhere, or stored with
  * the pid of an unrelated process or a zombie (resumed, never signalled).
  * The tool is started as a child and the tests wait for states in its
@@ -386,6 +388,18 @@ static void kill_when_then_resume(const struct world *w, const char *const *args
 	free(out);
 }
 
+/* The world on drain.json with MIGRATE_CONF, the first PUT of web1's
+ * (303) config on a node matching node_rx held ms by the simulator. */
+static void world_holding_put(struct world *w, const char *node_rx, int ms)
+{
+	world_start_on(w, SCEN, 20, MIGRATE_CONF);
+	char *rule = strprintf("{\"method\":\"PUT\",\"path\":\"^/nodes/%s/qemu/303/config$\","
+			       "\"nth\":1,\"action\":\"delay\",\"ms\":%d}",
+			       node_rx, ms);
+	cr_assert_eq(simproc_fault(&sim, rule), 0);
+	free(rule);
+}
+
 /* ---- migrate: killed after each step ---------------------------------------------- */
 
 #define STEP_DONE_SQL(job, idx)                                                                 \
@@ -398,11 +412,7 @@ static void kill_when_then_resume(const struct world *w, const char *const *args
 static void migrate_killed_after(const char *step_done_sql, const char *what)
 {
 	static struct world w;
-	world_start_on(&w, SCEN, 20, MIGRATE_CONF);
-	cr_assert_eq(simproc_fault(&sim, "{\"method\":\"PUT\",\"path\":"
-					 "\"/nodes/pve2/qemu/303/config$\",\"nth\":1,"
-					 "\"action\":\"delay\",\"ms\":1500}"),
-		     0);
+	world_holding_put(&w, "pve2", 1500);
 	const char *args[] = {"migrate", "web1", "pve2", "--max-downtime", "100", NULL};
 	kill_when_then_resume(&w, args, step_done_sql, what);
 	char *out = NULL;
@@ -489,6 +499,52 @@ Test(cli_jobs, drain_killed_after_some_migrations_ended)
 	drain_killed("SELECT count(*) >= 3 FROM jobs WHERE workflow = 'migrate' AND "
 		     "state = 'done'",
 		     "three migrations done");
+}
+
+/* Killed after web1 (303) moved and before its home tag: the tag's PUT on
+ * its target is held 3 s by the simulator, and pvagent is killed once the
+ * migration's verify step is done. Then `pvagent resume 1`, or a rerun of
+ * the drain with other parameters (a new drain job: the first one is
+ * superseded), leaves every guest moved and tagged, web1 migrated once;
+ * undrain brings them all home. */
+static void drain_killed_before_a_tag(bool resume)
+{
+	static struct world w;
+	world_holding_put(&w, "pve[23]", 3000);
+	const char *args[] = {"drain", "pve1", "--partial", NULL};
+	start_bg(&w, args);
+	wait_db(&w, "SELECT count(*) FROM steps s JOIN jobs j ON s.job = j.id WHERE "
+		    "j.workflow = 'migrate' AND j.subject = 'web1' AND s.name = 'verify' AND "
+		    "s.state = 'done'", 1, "web1 moved");
+	test_kill(&child);
+	char node[32], tags[128];
+	sim_guest(303, node, sizeof node, tags, sizeof tags);
+	cr_assert_str_neq(node, "pve1", "web1 moved before the kill");
+	cr_assert_null(strstr(tags, "pvagent-home"), "killed before its tag: '%s'", tags);
+	char *out = NULL;
+	int rc = resume ? pv(&w, &out, "resume", "1", NULL)
+			: pv(&w, &out, "drain", "pve1", "--partial", "--max-workers", "1", NULL);
+	cr_assert_eq(rc, 0, "%s", out);
+	free(out);
+	assert_drained(resume ? "resumed" : "rerun");
+	cr_assert_eq(migrations_of(303), 1, "web1 was migrated once");
+	cr_assert_eq(pv(&w, &out, "undrain", "pve1", NULL), 0, "%s", out);
+	free(out);
+	for (size_t i = 0; i < N_MOVERS; i++) {
+		sim_guest(MOVERS[i], node, sizeof node, tags, sizeof tags);
+		cr_assert_str_eq(node, "pve1", "%d is not home", MOVERS[i]);
+	}
+	world_free(&w);
+}
+
+Test(cli_jobs, drain_killed_before_a_tag_then_resumed)
+{
+	drain_killed_before_a_tag(true);
+}
+
+Test(cli_jobs, drain_killed_before_a_tag_then_run_again_otherwise)
+{
+	drain_killed_before_a_tag(false);
 }
 
 Test(cli_jobs, undrain_killed_in_the_middle_brings_every_guest_home)

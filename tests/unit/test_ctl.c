@@ -101,44 +101,44 @@ Test(ctl_request, parsed_and_refused)
 	json_object_put(e);
 }
 
-static struct sched_item *add(struct sched *s, const char *g1, const char *g2, const char *node)
+static struct jobq_item *add(struct jobq *s, const char *g1, const char *g2, const char *node)
 {
 	const char *g[] = {g1, g2};
-	struct sched_item *it = sched_add(s, g, g2 ? 2 : 1, node, NULL);
+	struct jobq_item *it = jobq_add(s, g, g2 ? 2 : 1, node, NULL);
 	cr_assert_not_null(it);
 	return it;
 }
 
 Test(jobq, workers_nodes_and_one_job_per_guest_in_order)
 {
-	struct sched s;
-	sched_init(&s, 3, 2);
-	struct sched_item *a = add(&s, "web1", NULL, "pve1"), *b = add(&s, "web1", NULL, "pve1"),
+	struct jobq s;
+	jobq_init(&s, 3, 2);
+	struct jobq_item *a = add(&s, "web1", NULL, "pve1"), *b = add(&s, "web1", NULL, "pve1"),
 			  *c = add(&s, "web2", "web3", "pve1"), *d = add(&s, "web4", NULL, "pve1"),
 			  *e = add(&s, "web3", NULL, "pve2"), *f = add(&s, "web5", NULL, NULL);
-	cr_assert_eq(sched_next(&s), a);
-	cr_assert_eq(sched_next(&s), c, "b waits for web1");
-	cr_assert_eq(sched_next(&s), f, "d: pve1 is full; e waits for web3 (c)");
-	cr_assert_null(sched_next(&s), "3 workers");
+	cr_assert_eq(jobq_next(&s), a);
+	cr_assert_eq(jobq_next(&s), c, "b waits for web1");
+	cr_assert_eq(jobq_next(&s), f, "d: pve1 is full; e waits for web3 (c)");
+	cr_assert_null(jobq_next(&s), "3 workers");
 	const char *g = NULL;
-	cr_assert_eq(sched_blocker(&s, b, &g), a);
+	cr_assert_eq(jobq_blocker(&s, b, &g), a);
 	cr_assert_str_eq(g, "web1");
-	cr_assert_eq(sched_blocker(&s, e, &g), c);
-	cr_assert_null(sched_blocker(&s, d, &g), "d waits for its node only");
-	sched_remove(&s, f);
-	cr_assert_null(sched_next(&s), "a free worker, but nothing may start");
-	sched_remove(&s, a);
-	cr_assert_eq(sched_next(&s), b);
-	cr_assert_null(sched_next(&s));
-	sched_remove(&s, c);
-	cr_assert_eq(sched_next(&s), d, "d came before e");
-	cr_assert_eq(sched_next(&s), e);
+	cr_assert_eq(jobq_blocker(&s, e, &g), c);
+	cr_assert_null(jobq_blocker(&s, d, &g), "d waits for its node only");
+	jobq_remove(&s, f);
+	cr_assert_null(jobq_next(&s), "a free worker, but nothing may start");
+	jobq_remove(&s, a);
+	cr_assert_eq(jobq_next(&s), b);
+	cr_assert_null(jobq_next(&s));
+	jobq_remove(&s, c);
+	cr_assert_eq(jobq_next(&s), d, "d came before e");
+	cr_assert_eq(jobq_next(&s), e);
 	cr_assert_eq(s.n_running, 3);
 	cr_assert_eq(s.n_queued, 0);
-	struct sched_item *h = add(&s, "web3", NULL, NULL);
-	cr_assert_eq(sched_find(&s, h->ticket), h);
+	struct jobq_item *h = add(&s, "web3", NULL, NULL);
+	cr_assert_eq(jobq_find(&s, h->ticket), h);
 	cr_assert_eq(h->ticket, 7);
-	sched_free(&s);
+	jobq_free(&s);
 }
 
 Test(metrics, text_format_and_atomic_file)

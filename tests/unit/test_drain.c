@@ -4,12 +4,15 @@
  * dry run sends nothing, a drain that cannot place every guest moves
  * nothing, --partial moves the rest with home tags and never overcommits,
  * a failure in the middle does not stop the others, undrain brings them
- * home and is idempotent, and a deadline leaves what would not finish. */
+ * home and is idempotent, a deadline leaves what would not finish, and a
+ * rerun tags what its faulted earlier run moved. */
 #include <criterion/criterion.h>
 
 #include "job.h"
 #include "json.h"
 #include "migfx.h"
+#include "store.h"
+#include "util.h"
 #include "wf_drain.h"
 #include "wf_migrate.h"
 #include "window.h"
@@ -77,6 +80,21 @@ static void sim_guest(struct migfx *f, int vmid, char *node, size_t nn, char *ta
 }
 
 static const int MOVERS[] = {303, 304, 305, 306, 307, 308, 309, 310, 311};
+
+/* undrain pve1: every guest the drain moved is home, its tag gone. */
+static void undrain_all_home(struct migfx *f)
+{
+	enum job_outcome o;
+	struct job *j = run(f, &wf_undrain, wf_drain_params(NULL, 0, 4, 0, false, false, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	char node[32], tags[128];
+	for (size_t i = 0; i < sizeof MOVERS / sizeof *MOVERS; i++) {
+		sim_guest(f, MOVERS[i], node, sizeof node, tags, sizeof tags);
+		cr_expect_str_eq(node, "pve1", "%d not home", MOVERS[i]);
+		cr_expect_null(strstr(tags, "pvagent-home"), "%d tags '%s'", MOVERS[i], tags);
+	}
+	job_free(j);
+}
 
 Test(drain, dry_run_plans_and_sends_nothing)
 {
@@ -155,14 +173,7 @@ Test(drain, partial_then_undrain, .timeout = 240)
 	cr_expect_str_eq(node, "pve1");
 	job_free(j);
 
-	j = run(&f, &wf_undrain, wf_drain_params(NULL, 0, 4, 0, false, false, 0), &o);
-	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
-	for (size_t i = 0; i < sizeof MOVERS / sizeof *MOVERS; i++) {
-		sim_guest(&f, MOVERS[i], node, sizeof node, tags, sizeof tags);
-		cr_expect_str_eq(node, "pve1", "%d not home", MOVERS[i]);
-		cr_expect_null(strstr(tags, "pvagent-home"), "%d tags '%s'", MOVERS[i], tags);
-	}
-	job_free(j);
+	undrain_all_home(&f);
 	/* again: nothing to bring home, nothing sent */
 	json_object *log = simproc_requests(&f.sp);
 	int before = simproc_count_requests(log, "POST", "*/migrate", -1);
@@ -418,5 +429,71 @@ Test(drain, ha_partners_move_as_one_unit, .timeout = 240)
 	cr_expect_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu/304/migrate", -1), 0);
 	json_object_put(log);
 	job_free(j);
+	fx_stop(&f);
+}
+
+/* A drain whose migration of web2 (304) cannot read the guest on its
+ * target after the task (every GET of its status there answers 500): the
+ * guest moved, but its migration never got to the home tag and the drain
+ * ends without it. A rerun (a new drain job: the first one ended) finds
+ * the guest its earlier run moved and tags it; undrain brings every guest
+ * home. */
+Test(drain, a_rerun_tags_what_its_faulted_run_moved, .timeout = 240)
+{
+	struct migfx f;
+	fx_start(&f);
+	char dir[] = "/tmp/pvagent-test-drain.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char *db = strprintf("%s/state.db", dir), *serr = NULL;
+	cr_assert_eq(store_open(db, &f.env.store, &serr), 0, "%s", serr ? serr : "");
+	cr_assert_eq(simproc_fault(&f.sp, "{\"method\":\"GET\",\"path\":\"^/nodes/pve[23]/qemu/304/"
+					  "status/current$\",\"action\":\"status\",\"status\":500,"
+					  "\"message\":\"read failed\"}"),
+		     0);
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 2, 0, true, false, 0), &o);
+	cr_expect_neq(o, JOB_OUT_DONE);
+	cr_expect_str_neq(json_str(move_of(j, "web2"), "status"), "moved");
+	char node[32], tags[128];
+	sim_guest(&f, 304, node, sizeof node, tags, sizeof tags);
+	cr_assert_str_neq(node, "pve1", "web2 moved before the reads failed");
+	cr_assert_null(strstr(tags, "pvagent-home"), "tags '%s'", tags);
+	job_free(j);
+	long status = 0;
+	cr_assert_eq(sim_http(&f.sp, "DELETE", "/_sim/fault", NULL, NULL, NULL, &status, NULL), 0);
+
+	/* the rerun: web2 is not on pve1 any more, yet it is the drain's */
+	j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 2, 0, true, false, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *web2 = move_of(j, "web2");
+	cr_expect_str_eq(json_str(web2, "status"), "tagged");
+	cr_expect_str_eq(json_str(web2, "target"), node);
+	for (size_t i = 0; i < sizeof MOVERS / sizeof *MOVERS; i++) {
+		char n2[32];
+		sim_guest(&f, MOVERS[i], n2, sizeof n2, tags, sizeof tags);
+		cr_expect_str_neq(n2, "pve1", "%d was not moved", MOVERS[i]);
+		cr_expect(strstr(tags, "pvagent-home-pve1"), "%d tags '%s'", MOVERS[i], tags);
+	}
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "/nodes/pve1/qemu/304/migrate", -1), 1,
+		     "web2 was migrated once");
+	json_object_put(log);
+	job_free(j);
+
+	undrain_all_home(&f);
+	/* a drain after the undrain: nothing of the first one is left to tag */
+	j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 2, 0, true, true, 0), &o);
+	cr_expect_eq(o, JOB_OUT_DONE);
+	json_object *moves = NULL;
+	json_object_object_get_ex(job_vars(j), "moves", &moves);
+	for (size_t i = 0; moves && i < json_object_array_length(moves); i++)
+		cr_expect_str_neq(json_str(json_object_array_get_idx(moves, i), "status"), "tag");
+	job_free(j);
+	store_close(f.env.store);
+	f.env.store = NULL;
+	char *cmd = strprintf("rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+	free(cmd);
+	free(db);
 	fx_stop(&f);
 }

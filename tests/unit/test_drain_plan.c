@@ -192,15 +192,22 @@ Test(drain_plan, sliding_window_not_chunks)
 	double d[] = {10, 1, 1, 1};
 	size_t t[] = {0, 1, 1, 1};
 	double st[4];
-	cr_expect_float_eq(drain_schedule(d, t, 4, 2, 0, st), 10, 1e-9);
+	cr_expect_float_eq(drain_schedule(d, t, 4, 2, 0, 0, st), 10, 1e-9);
 	cr_expect_float_eq(st[2], 1, 1e-9);
 	cr_expect_float_eq(st[3], 2, 1e-9);
 	/* per_target 1: the three into node 1 run one after another */
-	cr_expect_float_eq(drain_schedule(d, t, 4, 4, 1, st), 10, 1e-9);
+	cr_expect_float_eq(drain_schedule(d, t, 4, 4, 1, 0, st), 10, 1e-9);
 	cr_expect_float_eq(st[3], 2, 1e-9);
 	size_t same[] = {0, 0, 0, 0};
-	cr_expect_float_eq(drain_schedule(d, same, 4, 4, 1, NULL), 13, 1e-9);
-	cr_expect_float_eq(drain_schedule(d, NULL, 4, 1, 0, NULL), 13, 1e-9);
+	cr_expect_float_eq(drain_schedule(d, same, 4, 4, 1, 0, NULL), 13, 1e-9);
+	cr_expect_float_eq(drain_schedule(d, NULL, 4, 1, 0, 0, NULL), 13, 1e-9);
+	/* a deadline at 11.5, one at a time: the 10 s one (ends 10) and the
+	 * next (ends 11) start; the third would end at 12: not started, nor
+	 * the fourth (its latest start, 10.5, passes while the second runs) */
+	cr_expect_float_eq(drain_schedule(d, NULL, 4, 1, 0, 11.5, st), 11, 1e-9);
+	cr_expect_float_eq(st[1], 10, 1e-9);
+	cr_expect_float_eq(st[2], -1, 1e-9);
+	cr_expect_float_eq(st[3], -1, 1e-9);
 }
 
 Test(drain_plan, thousand_guests_sixteen_nodes_fast)
