@@ -34,8 +34,12 @@ struct cli {
 				  "name" of its --json error object */
 };
 
-/* Set by SIGINT/SIGTERM: jobs stop between steps (job.h). */
-extern volatile sig_atomic_t cli_stop;
+/* Set by SIGINT/SIGTERM: jobs stop between steps (job.h); cli_cancelled
+ * also by SIGUSR1, `pvagent cancel`'s signal (directly or through
+ * pvagentd). */
+extern volatile sig_atomic_t cli_stop, cli_cancelled;
+/* How a stopped job is said: "cancelled" or "interrupted". */
+const char *cli_stop_word(void);
 
 /* Exit codes (README): 0 done, 1 failed with nothing left, 2 usage, 3 needs
  * attention, 4 unreachable, 130 interrupted (resumable). */
@@ -59,6 +63,8 @@ void on_job_event(void *ctx, const struct job_event *ev);
 /* A job environment of this command line: state.db, events printed by
  * pp, the stop flag, the configuration; job_env_init'ed (0, or -1). */
 int cli_job_env(struct cli *cli, struct event_print *pp, struct job_env *env);
+/* Erase the live lines still drawn (atexit: none is left on the screen). */
+void cli_progress_at_exit(void);
 /* Erase the live lines and forget them (before the result is printed). */
 void end_progress_line(struct event_print *pp);
 void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
@@ -93,6 +99,11 @@ int cli_parse_count(const char *cmd, const char *opt, const char *arg, long min,
 		    long *out);
 /* Load the configuration (once); 0 or an exit code (said). */
 int cli_load_conf(struct cli *cli);
+/* Is node one of the cluster's (connecting first; NULL: only connect)?
+ * 0, or an exit code (said: 2 naming the nodes there are, the nearest
+ * first; from, when not NULL, says where the name came from: "[pve]
+ * node"). */
+int cli_check_node(struct cli *cli, const char *cmd, const char *node, const char *from);
 /* Load the configuration (once) and open the PVE client; 0 or an exit code. */
 int cli_connect_pve(struct cli *cli);
 /* A command's options and arguments, parsed by the command table's

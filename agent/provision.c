@@ -150,39 +150,6 @@ static int parse_bool(const char *s)
 	return -1;
 }
 
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	ch = tolower(ch);
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	return -1;
-}
-
-/* Percent-decoded copy with trailing whitespace removed. */
-static char *pct_decode_trim(const char *s)
-{
-	size_t n = strlen(s);
-	char *o = malloc(n + 1), *p = o;
-	if (!o)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		int hi = i + 2 < n ? hexval((unsigned char)s[i + 1]) : -1;
-		int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
-		if (s[i] == '%' && hi >= 0 && lo >= 0) {
-			*p++ = (char)(hi * 16 + lo);
-			i += 2;
-		} else {
-			*p++ = s[i];
-		}
-	}
-	*p = 0;
-	while (p > o && isspace((unsigned char)p[-1]))
-		*--p = 0;
-	return o;
-}
-
 static char *trim_dup(const char *s)
 {
 	size_t n = strlen(s);
@@ -348,8 +315,8 @@ static bool values_equal(enum guest_type t, const char *key, const char *want, c
 		return false;
 	}
 	if (strcmp(key, "sshkeys") == 0 || strcmp(key, "description") == 0) {
-		char *a = strcmp(key, "sshkeys") == 0 ? pct_decode_trim(want) : trim_dup(want);
-		char *b = strcmp(key, "sshkeys") == 0 ? pct_decode_trim(cur) : trim_dup(cur);
+		char *a = strcmp(key, "sshkeys") == 0 ? str_pct_decode_trim(want) : trim_dup(want);
+		char *b = strcmp(key, "sshkeys") == 0 ? str_pct_decode_trim(cur) : trim_dup(cur);
 		bool eq = a && b && strcmp(a, b) == 0;
 		free(a);
 		free(b);
@@ -814,7 +781,7 @@ int provision_up(const struct up_request *req, struct up_result **results, struc
 		}
 		if (guest_arg_is_vmid(req->names[i], NULL)) {
 			pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': all digits would read as "
-				      "a VMID; give up a name (and --vmid ID for its VMID)",
+				      "a VMID; use a name with a letter (and --vmid ID to choose the VMID)",
 				      req->names[i]);
 			return -1;
 		}
@@ -848,9 +815,23 @@ int provision_up(const struct up_request *req, struct up_result **results, struc
 			      : req->tmpl->kind == TMPL_LXC ? PVEKEY_LXC
 							    : PVEKEY_OPENVZ;
 	for (size_t i = 0; req->sets && i < req->sets->n; i++) {
-		const char *k = req->sets->items[i].key;
-		if (strcmp(k, "size") == 0)
+		const char *k = req->sets->items[i].key, *v = req->sets->items[i].value;
+		size_t d = strspn(v, "0123456789");
+		if (strcmp(k, "size") == 0) {
+			/* a size without its unit would be bytes: never meant (any
+			 * other bad size is the schema check's) */
+			if (d > 0 && !v[d]) {
+				pve_error_set(err, PVE_ERR_CONFIG, "--set size=%s: give the size with "
+					      "its unit, K, M, G or T (e.g. %sG)", v, v);
+				return -1;
+			}
 			continue;
+		}
+		if (strcmp(k, "memory") == 0 && d > 0 && v[d] && isalpha((unsigned char)v[d])) {
+			pve_error_set(err, PVE_ERR_CONFIG, "--set memory=%s: memory is a number of "
+				      "MiB, without a unit (2048 for 2 GiB)", v);
+			return -1;
+		}
 		static const char *const refused[] = {"vmid", "node", "delete", "digest", "force",
 						      "skiplock", "revert"};
 		if (!pvekey_lookup(kk, k) || IN(k, refused)) {

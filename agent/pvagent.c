@@ -6,9 +6,10 @@
  *
  *   pvagent [-c CONF] [--json] [-v|-q] COMMAND ...
  *
- * Exit codes (README "Exit codes"): 0 done; 1 failed, nothing left half-done;
- * 2 usage or configuration error; 3 failed and needs attention; 4 cannot
- * reach or authenticate to PVE or a guest. */
+ * Exit codes (pvagent(1) EXIT STATUS): 0 done; 1 failed, nothing left
+ * half-done; 2 usage or configuration error, or what was named does not
+ * exist; 3 failed and needs attention; 4 cannot reach or authenticate to
+ * PVE or a guest; 130 interrupted or cancelled. */
 #include "cli.h"
 #include "json.h"
 #include "conf.h"
@@ -38,6 +39,8 @@ static struct {
 	const char *kind, *cmd;
 	char *message;
 } cli_err;
+/* The command being run ("up"), for the one error prefix "pvagent up: ". */
+static const char *cli_cmd;
 
 int cli_error(const char *kind, const char *cmd, const char *fmt, ...)
 {
@@ -51,6 +54,8 @@ int cli_error(const char *kind, const char *cmd, const char *fmt, ...)
 		vsnprintf(msg, (size_t)len + 1, fmt, ap);
 		va_end(ap);
 	}
+	if (!cmd)
+		cmd = cli_cmd;
 	if (cmd)
 		fprintf(stderr, "pvagent %s: %s\n", cmd, msg ? msg : fmt);
 	else
@@ -102,13 +107,21 @@ int cli_load_conf(struct cli *cli)
 	return 0;
 }
 
+const char *cli_stop_word(void)
+{
+	return cli_cancelled ? "cancelled" : "interrupted";
+}
+
 void cli_job_result_members(json_object *o, struct job *j, int code)
 {
 	const struct pve_error *e = job_error(j);
-	char *m = e->kind != PVE_OK ? pve_error_format(e) : NULL;
+	bool stopped = job_outcome(j) == JOB_OUT_INTERRUPTED;
+	char *m = e->kind != PVE_OK && !stopped ? pve_error_format(e) : NULL;
+	/* a stop is said as one, never as the error the stop caused */
 	out_result_members(o, job_subject(j), job_vmid(j), job_node(j), code,
-			   e->kind != PVE_OK ? pve_err_kind_name(e->kind) : NULL, m,
-			   job_failed_step(j));
+			   stopped ? cli_stop_word()
+			   : e->kind != PVE_OK ? pve_err_kind_name(e->kind) : NULL,
+			   stopped ? job_left(j) : m, job_failed_step(j));
 	free(m);
 }
 
@@ -142,10 +155,13 @@ int cli_job_env(struct cli *cli, struct event_print *pp, struct job_env *env)
 
 int cli_connect_pve(struct cli *cli)
 {
+	if (cli->pve)
+		return 0;
 	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
 	struct pve_opts o = job_conf_pve_opts(&cli->conf);
+	o.unreachable_once = true; /* a wrong url: said at once, not after retries */
 	struct pve_error e = {0};
 	cli->pve = pve_new(&o, &e);
 	if (!cli->pve)
@@ -185,20 +201,30 @@ struct store *cli_store(struct cli *cli)
 
 /* Ctrl-C or SIGTERM: the running job stops at once between steps (its
  * waits end; its UPIDs are recorded) and is kept as interrupted. A second
- * one quits at once. */
-volatile sig_atomic_t cli_stop;
+ * one quits at once. SIGUSR1 is `pvagent cancel` (itself, or pvagentd for
+ * it): the same stop, said as a cancel. */
+volatile sig_atomic_t cli_stop, cli_cancelled;
 
 static void on_stop_signal(int sig)
 {
-	if (cli_stop) {
+	if (cli_stop && sig != SIGUSR1) {
 		signal(sig, SIG_DFL);
 		raise(sig);
 		return;
 	}
+	if (cli_stop)
+		return;
 	cli_stop = 1;
-	static const char msg[] = "\npvagent: stopping after the current step (again to quit "
-				  "at once)\n";
-	ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+	static const char msg[] = "\npvagent: stopping: the job is kept as it is now (again to "
+				  "quit at once)\n";
+	static const char cmsg[] = "\npvagent: cancelled by 'pvagent cancel': stopping\n";
+	ssize_t w;
+	if (sig == SIGUSR1) {
+		cli_cancelled = 1;
+		w = write(STDERR_FILENO, cmsg, sizeof cmsg - 1);
+	} else {
+		w = write(STDERR_FILENO, msg, sizeof msg - 1);
+	}
 	(void)w;
 }
 
@@ -210,6 +236,7 @@ static void catch_stop_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 }
 
 /* ---- printing helpers ---------------------------------------------------- */
@@ -279,26 +306,35 @@ int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_
 	a->cmdline = argv;
 	/* optind 0: GNU getopt starts afresh, permuting options and arguments */
 	optind = 0;
+	opterr = 0;
 	int opt;
 	while ((opt = getopt_long(argc, argv, e->shortopts ? e->shortopts : "", e->longopts,
 				  NULL)) != -1) {
 		if (opt == '?' || opt == ':') {
-			/* getopt said which on stderr; the same for --json, with the
+			/* said here (opterr 0), in the one prefix, with the
 			 * nearest option of the command for a mistyped one */
 			const char *bad = optind > 0 && optind <= argc ? argv[optind - 1] : "";
-			const char *near = !optopt && strncmp(bad, "--", 2) == 0
-				? closest_option(e, bad + 2) : NULL;
-			if (near)
-				fprintf(stderr, "pvagent %s: did you mean '--%s'?\n", e->name, near);
-			if (!cli_err.kind) {
-				cli_err.kind = "usage";
-				cli_err.cmd = e->name;
-				cli_err.message = optopt ? strprintf("option -%c: unknown or needs an "
-								     "argument", optopt)
-					: near ? strprintf("unknown option '%s' (did you mean '--%s'?)", bad,
-							   near)
-					: strprintf("unknown option '%s'", bad);
+			bool is_long = strncmp(bad, "--", 2) == 0;
+			bool needs_arg = false;
+			if (optopt && !is_long) {
+				const char *p = e->shortopts ? strchr(e->shortopts, optopt) : NULL;
+				needs_arg = p && p[1] == ':';
+			} else if (is_long) {
+				for (const struct option *o = e->longopts; o && o->name; o++)
+					if (strcmp(o->name, bad + 2) == 0)
+						needs_arg = o->has_arg == required_argument;
 			}
+			const char *near = !needs_arg && is_long ? closest_option(e, bad + 2) : NULL;
+			if (needs_arg)
+				cli_error("usage", e->name, "option '%s' needs an argument",
+					  is_long ? bad : (char[]){'-', (char)optopt, 0});
+			else if (near)
+				cli_error("usage", e->name, "unknown option '%s' (did you mean '--%s'?)",
+					  bad, near);
+			else if (optopt && !is_long)
+				cli_error("usage", e->name, "unknown option '-%c'", optopt);
+			else
+				cli_error("usage", e->name, "unknown option '%s'", bad);
 			cmd_args_free(a);
 			fprintf(stderr, "(see pvagent %s --help)\n", e->name);
 			return EXIT_USAGE;
@@ -338,7 +374,7 @@ int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_
 			cli_error("usage", e->name, "takes no arguments, not '%s'", a->argv[0]);
 		else if (a->argc < e->min_args && e->min_args == e->max_args)
 			cli_error("usage", e->name, "needs %s %s",
-				  e->min_args == 1 ? "one" : "more", what);
+				  e->min_args == 1 ? "one" : "a", what);
 		else if (a->argc < e->min_args)
 			cli_error("usage", e->name, "needs at least one %s", what);
 		else
@@ -410,9 +446,7 @@ static int cmd_nodes(struct cli *cli, const struct cmd_args *a)
 
 /* ---- list ----------------------------------------------------------------- */
 
-/* A --node given: is it one of the cluster's? 0, or an exit code (said:
- * EXIT_USAGE with the nodes there are). */
-static int check_node(struct cli *cli, const char *cmd, const char *node)
+int cli_check_node(struct cli *cli, const char *cmd, const char *node, const char *from)
 {
 	int rc = cli_connect_pve(cli);
 	if (rc || !node)
@@ -438,9 +472,9 @@ static int check_node(struct cli *cli, const char *cmd, const char *node)
 			names[i] = name;
 	}
 	const char *near = names ? str_closest(node, names, n) : NULL;
-	pve_error_set(&e, PVE_ERR_CONFIG, "no node '%s' in the cluster%s%s%s; nodes: %s", node,
-		      near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "",
-		      list.len ? sbuf_str(&list) : "none");
+	pve_error_set(&e, PVE_ERR_NOT_FOUND, "%s%sno node '%s' in the cluster%s%s%s; nodes: %s",
+		      from ? from : "", from ? ": " : "", node, near ? " (did you mean '" : "",
+		      near ? near : "", near ? "'?)" : "", list.len ? sbuf_str(&list) : "none");
 	free(names);
 	sbuf_free(&list);
 	json_object_put(nodes);
@@ -459,7 +493,7 @@ static int cmd_list(struct cli *cli, const struct cmd_args *a)
 			node = a->v[i].val;
 		longer |= a->v[i].opt == 'l';
 	}
-	int rc = check_node(cli, "list", node);
+	int rc = cli_check_node(cli, "list", node, NULL);
 	if (rc)
 		return rc;
 	json_object *guests = NULL;
@@ -587,13 +621,16 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 		json_object *o = json_object_new_object(), *a = json_object_new_array();
 		for (size_t i = 0; i < n; i++) {
 			json_object *g = up_result_json(&r[i]);
-			bool failed = r[i].error.kind != PVE_OK;
-			char *m = failed ? pve_error_format(&r[i].error) : NULL;
+			bool stopped = r[i].outcome == JOB_OUT_INTERRUPTED;
+			bool failed = r[i].error.kind != PVE_OK || stopped;
+			char *m = stopped ? NULL : failed ? pve_error_format(&r[i].error) : NULL;
+			const char *kind = !failed ? NULL
+					   : stopped ? cli_stop_word()
+						     : pve_err_kind_name(r[i].error.kind);
 			if (g)
 				out_result_members(g, r[i].name, r[i].vmid, r[i].node,
-						   cli_exit_code(r[i].outcome),
-						   failed ? pve_err_kind_name(r[i].error.kind) : NULL,
-						   m, r[i].failed_step);
+						   cli_exit_code(r[i].outcome), kind,
+						   stopped ? r[i].left : m, r[i].failed_step);
 			free(m);
 			json_object_array_add(a, g);
 		}
@@ -614,8 +651,11 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 			total += r[i].steps[k].elapsed_s;
 		snprintf(vmid, sizeof vmid, "%d", r[i].vmid);
 		snprintf(secs, sizeof secs, "%.1fs", total);
+		/* the word of the exit code: 130 is interrupted (or cancelled) */
+		const char *res = r[i].outcome != JOB_OUT_INTERRUPTED ? up_status_name(r[i].status)
+				  : cli_cancelled ? "cancelled" : "interrupted";
 		const char *row[] = {r[i].name, r[i].vmid ? vmid : NULL, r[i].node, r[i].address,
-				     up_status_name(r[i].status), secs};
+				     res, secs};
 		table_add(t, row);
 	}
 	if (t)
@@ -624,6 +664,11 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 	for (size_t i = 0; i < n; i++) {
 		if (r[i].pending)
 			printf("%s: applied at the next restart: %s\n", r[i].name, r[i].pending);
+		if (r[i].outcome == JOB_OUT_INTERRUPTED && cli_cancelled) {
+			log_error("%s: cancelled by 'pvagent cancel'%s%s", r[i].name,
+				  r[i].left ? ": " : "", r[i].left ? r[i].left : "");
+			continue;
+		}
 		if (r[i].outcome == JOB_OUT_INTERRUPTED) {
 			log_error("%s: interrupted%s%s; the job is kept: 'pvagent resume %lld' (or the "
 				  "same command again) waits for what PVE still does and finishes",
@@ -663,7 +708,8 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 {
 	const char *tname = NULL, *node = NULL, *storage = NULL, *pool = NULL;
 	long vmid = 0, parallel = 4;
-	bool no_start = false, full = false, no_inject = false, retemplate = false, dry = false;
+	bool no_start = false, full = false, no_inject = false, retemplate = false, dry = false,
+	     no_wait_ssh = false;
 	struct tmpl_kvlist sets = {0}, vars = {0};
 	char *err = NULL;
 	int rc = 0;
@@ -678,6 +724,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		case 'N': no_start = true; break;
 		case 'f': full = true; break;
 		case 'I': no_inject = true; break;
+		case 'W': no_wait_ssh = true; break;
 		case 'R': retemplate = true; break;
 		case 'd': dry = true; break;
 		case 'o': pool = arg; break;
@@ -698,15 +745,29 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		rc = cli_usage_error("up", "needs a template", "-t TEMPLATE");
 	if (rc == 0)
 		rc = cli_load_conf(cli);
-	if (rc == 0 && node)
-		rc = check_node(cli, "up", node);
+	/* what needs no request first: the template, then the node */
 	struct tmpl *t = NULL;
 	if (rc == 0 && tmpl_load((const char *const *)cli->conf.paths.templates, tname, &t, &err) < 0) {
 		cli_error("template", "up", "%s", err ? err : "cannot load the template");
 		free(err);
 		rc = EXIT_USAGE;
 	}
+	if (rc == 0 && node)
+		rc = cli_check_node(cli, "up", node, NULL);
+	else if (rc == 0 && cli->conf.pve.node) /* the default must exist too */
+		rc = cli_check_node(cli, "up", cli->conf.pve.node, "[pve] node");
+	if (rc == 0 && t->kind == TMPL_OPENVZ && (cli->pve || (rc = cli_connect_pve(cli)) == 0)) {
+		/* OpenVZ left PVE with 4.0: said before any --var is asked for */
+		int major = 0;
+		struct pve_error ve = {0};
+		if (guest_pve_major(cli->pve, &major, &ve) < 0)
+			rc = cli_fail_pve(cli, "up", &ve);
+		else if (major >= 4)
+			rc = cli_error("template", "up", "template %s is an OpenVZ container: it needs "
+				       "PVE 2.x or 3.x, and this cluster runs PVE %d", tname, major);
+	}
 	if (rc) {
+		tmpl_free(t);
 		tmpl_kvlist_free(&sets);
 		tmpl_kvlist_free(&vars);
 		return rc;
@@ -732,6 +793,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		.dry_run = dry,
 		.conf = &cli->conf,
 		.no_inject = no_inject,
+		.no_wait_ssh = no_wait_ssh,
 		.pve_opts = &po,
 		.on_event = on_job_event,
 		.event_ctx = &pp,
@@ -814,7 +876,7 @@ static const struct option up_opts[] = {
 	{"parallel", required_argument, NULL, 'p'}, {"no-start", no_argument, NULL, 'N'},
 	{"full", no_argument, NULL, 'f'},           {"no-inject", no_argument, NULL, 'I'},
 	{"retemplate", no_argument, NULL, 'R'},     {"dry-run", no_argument, NULL, 'd'},
-	{"pool", required_argument, NULL, 'o'},
+	{"pool", required_argument, NULL, 'o'},     {"no-wait-ssh", no_argument, NULL, 'W'},
 	{0},
 };
 static const struct option down_opts[] = {
@@ -838,7 +900,8 @@ static const struct cmd_entry cmd_templates_entry = {
 const struct cmd_entry cmd_up_entry = {
 	"up",
 	"NAME... -t TEMPLATE [--node N] [--vmid ID] [--storage S] [--set K=V]... [--var K=V]... "
-	"[--parallel K] [--no-start] [--full] [--no-inject] [--retemplate] [--pool NAME] [--dry-run]",
+	"[--parallel K] [--no-start] [--full] [--no-inject] [--no-wait-ssh] [--retemplate] "
+	"[--pool NAME] [--dry-run]",
 	"provision guests, or converge existing ones; then inject the template's guest files",
 	"t:n:", up_opts, "SV", 1, -1, "guest name", cmd_up,
 	"pvagent up web1 -t ubuntu-24.04\npvagent up w1 w2 w3 -t freebsd-14 --set cores=4 --parallel 2\n"
@@ -864,16 +927,14 @@ static const struct cmd_entry cmd_version_entry = {
 };
 
 static const struct cmd_entry *const commands[] = {
-	&cmd_nodes_entry,  &cmd_list_entry,   &cmd_templates_entry, &cmd_up_entry,
-	&cmd_down_entry,   &cmd_inject_entry, &cmd_virtio_entry,    &cmd_bench_entry,
-	&cmd_migrate_entry, &cmd_drain_entry,  &cmd_undrain_entry,   &cmd_windows_entry,
-	&cmd_jobs_entry,   &cmd_job_entry,    &cmd_resume_entry,    &cmd_cancel_entry,
-	&cmd_status_entry, &cmd_help_entry,   &cmd_version_entry,
-	&cmd_ssh_entry,
-	&cmd_show_entry,
-	&cmd_setup_entry,  &cmd_doctor_entry,
-	&cmd_pool_entry,   &cmd_image_entry,
-	NULL,
+	/* as help lists them: what a user does first, help and version last */
+	&cmd_nodes_entry,   &cmd_list_entry,    &cmd_show_entry,   &cmd_templates_entry,
+	&cmd_up_entry,      &cmd_down_entry,    &cmd_ssh_entry,    &cmd_inject_entry,
+	&cmd_virtio_entry,  &cmd_bench_entry,   &cmd_migrate_entry, &cmd_drain_entry,
+	&cmd_undrain_entry, &cmd_windows_entry, &cmd_jobs_entry,   &cmd_job_entry,
+	&cmd_resume_entry,  &cmd_cancel_entry,  &cmd_status_entry, &cmd_setup_entry,
+	&cmd_doctor_entry,  &cmd_pool_entry,    &cmd_image_entry,  &cmd_help_entry,
+	&cmd_version_entry, NULL,
 };
 
 static const struct cmd_entry *find_command(const char *name)
@@ -959,7 +1020,8 @@ static int complete(struct cli *cli, int argc, char **argv)
 			printf("--help\n");
 		else
 			printf("--config\n--json\n--local\n--verbose\n--quiet\n--help\n--version\n");
-	} else if (strcmp(what, "templates") == 0 || strcmp(what, "guests") == 0) {
+	} else if (strcmp(what, "templates") == 0 || strcmp(what, "guests") == 0 ||
+		   strcmp(what, "nodes") == 0) {
 		char *err = NULL;
 		if (conf_load(cli->conf_path, &cli->conf, &err) < 0) {
 			free(err);
@@ -984,9 +1046,16 @@ static int complete(struct cli *cli, int argc, char **argv)
 		struct pve_error e = {0};
 		json_object *guests = NULL;
 		cli->pve = pve_new(&o, &e);
-		if (cli->pve && inventory_guests(cli->pve, NULL, &guests, &e) == 0) {
+		bool nodes = what[0] == 'n';
+		if (cli->pve && (nodes ? inventory_nodes(cli->pve, &guests, &e)
+				       : inventory_guests(cli->pve, NULL, &guests, &e)) == 0) {
 			for (size_t i = 0; i < json_object_array_length(guests); i++) {
-				const char *n = json_text(json_object_array_get_idx(guests, i), "name");
+				json_object *g = json_object_array_get_idx(guests, i), *tv = NULL;
+				const char *n = json_text(g, nodes ? "node" : "name");
+				/* a template VM is never a command's guest */
+				if (json_object_object_get_ex(g, "template", &tv) &&
+				    json_object_get_boolean(tv))
+					continue;
 				if (n && *n)
 					printf("%s\n", n);
 			}
@@ -1081,7 +1150,14 @@ int main(int argc, char **argv)
 		}
 		return finish_error(&cli, name, EXIT_USAGE);
 	}
+	/* one error prefix: "pvagent COMMAND: " */
+	char *ident = cmd ? strprintf("pvagent %s", cmd->name) : NULL;
+	if (ident) {
+		cli_cmd = cmd->name;
+		log_set_ident(ident);
+	}
 	if (cmd && asks_help(argc - optind, argv + optind)) {
+		free(ident);
 		command_help(stdout, cmd);
 		return 0;
 	}
@@ -1093,6 +1169,7 @@ int main(int argc, char **argv)
 		rc = complete(&cli, argc - optind, argv + optind);
 	} else {
 		catch_stop_signals();
+		atexit(cli_progress_at_exit);
 		if (cli.local)
 			cli_daemon_child_init();
 		rc = cmd_dispatch(&cli, cmd, argc - optind, argv + optind);
@@ -1106,5 +1183,7 @@ int main(int argc, char **argv)
 		conf_free(&cli.conf);
 	pve_global_cleanup();
 	log_secret_clear();
+	log_set_ident(NULL);
+	free(ident);
 	return rc;
 }
