@@ -83,6 +83,7 @@ const char *pve_err_kind_name(enum pve_err_kind k)
 	case PVE_ERR_BAD_REQUEST: return "bad-request";
 	case PVE_ERR_NOT_FOUND: return "not-found";
 	case PVE_ERR_LOCKED: return "locked";
+	case PVE_ERR_CONFLICT: return "conflict";
 	case PVE_ERR_EXISTS: return "exists";
 	case PVE_ERR_NOT_IMPLEMENTED: return "not-implemented";
 	case PVE_ERR_API: return "api";
@@ -144,7 +145,7 @@ static int perm_hint(struct sbuf *b, const char *s)
 			 " pveum role modify PVAgent --append 1 --privs %.*s, and"
 			 " pveum acl modify %.*s --tokens 'USER@REALM!TOKEN' --roles PVAgent plus"
 			 " pveum acl modify %.*s --users USER@REALM --roles PVAgent"
-			 " (README: On a real PVE host)",
+			 " (pvagent(1): PRIVILEGES)",
 			 any ? " (one of)" : "", priv, comma + 2, path, p, priv, comma + 2,
 			 any ? (int)strcspn(comma + 2, "|") : priv, comma + 2, path, p, path, p);
 }
@@ -212,7 +213,7 @@ char *pve_error_format(const struct pve_error *e)
 static const enum pve_err_kind all_kinds[] = {
 	PVE_OK, PVE_ERR_CONFIG, PVE_ERR_AUTH, PVE_ERR_PERM, PVE_ERR_TLS, PVE_ERR_PIN,
 	PVE_ERR_CONNECT, PVE_ERR_TIMEOUT, PVE_ERR_TRANSIENT, PVE_ERR_PARAM, PVE_ERR_BAD_REQUEST,
-	PVE_ERR_NOT_FOUND, PVE_ERR_LOCKED, PVE_ERR_EXISTS, PVE_ERR_NOT_IMPLEMENTED, PVE_ERR_API,
+	PVE_ERR_NOT_FOUND, PVE_ERR_LOCKED, PVE_ERR_CONFLICT, PVE_ERR_EXISTS, PVE_ERR_NOT_IMPLEMENTED, PVE_ERR_API,
 	PVE_ERR_PROTOCOL, PVE_ERR_TASK, PVE_ERR_TASK_TIMEOUT, PVE_ERR_INTERNAL,
 };
 

@@ -1,7 +1,8 @@
 /* cli.h - what the parts of the pvagent command-line tool share
- * (pvagent.c: global options, configuration, inventory, up/down, the
- * command table; cli_guest.c: inject, virtio, bench). Not part of the
- * library: these are linked into pvagent only. */
+ * (cli_env.c: configuration, client, store, errors and exit codes;
+ * pvagent.c: global options, the command table, nodes/list/templates;
+ * cli_up.c: up/down; cli_guest.c: inject, virtio, bench; ...). Not part
+ * of the library: agent/cli/ is linked into pvagent only. */
 #ifndef PVAGENT_CLI_H
 #define PVAGENT_CLI_H
 
@@ -12,7 +13,7 @@
 #include "conf.h"
 #include "ctl_client.h"
 #include "job.h"
-#include "provision.h"
+#include "up_result.h"
 #include "pve.h"
 
 #include <signal.h>
@@ -41,7 +42,7 @@ extern volatile sig_atomic_t cli_stop, cli_cancelled;
 /* How a stopped job is said: "cancelled" or "interrupted". */
 const char *cli_stop_word(void);
 
-/* Exit codes (README): 0 done, 1 failed with nothing left, 2 usage, 3 needs
+/* Exit codes (pvagent(1) EXIT STATUS): 0 done, 1 failed with nothing left, 2 usage, 3 needs
  * attention, 4 unreachable, 130 interrupted (resumable). */
 int cli_exit_code(enum job_outcome o);
 /* state.db under [paths] state; NULL (said once) when it cannot be
@@ -67,6 +68,12 @@ int cli_job_env(struct cli *cli, struct event_print *pp, struct job_env *env);
 void cli_progress_at_exit(void);
 /* Erase the live lines and forget them (before the result is printed). */
 void end_progress_line(struct event_print *pp);
+/* The terminal's width: stdout's, else $COLUMNS (a daemon's child draws
+ * for its client's terminal), else 80. */
+unsigned cli_term_columns(void);
+/* Is our output a terminal (progress redrawn in place)? $PVAGENT_TTY
+ * (set by the daemon for its children) wins over isatty(1). */
+bool cli_stdout_tty(void);
 void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
 		   int code);
 
@@ -77,6 +84,17 @@ int cli_usage_error(const char *cmd, const char *what, const char *arg);
  * final JSON object with --json. Returns EXIT_USAGE. */
 int cli_error(const char *kind, const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Keep msg (malloc'd, taken) as the error of --json's final object when
+ * none is kept yet, without saying it (it was said already). */
+void cli_error_note(const char *kind, const char *cmd, char *msg);
+/* With --json, a command that failed with an error said by cli_error and
+ * printed no final object prints it; the kept message is freed. Returns rc. */
+int cli_finish_error(struct cli *cli, const char *cmd, int rc);
+/* Ctrl-C and SIGTERM set cli_stop (a second one quits at once); SIGUSR1
+ * (pvagent cancel) sets cli_stop and cli_cancelled. */
+void cli_catch_stop_signals(void);
+/* The command being run: cli_error's prefix when it is given none. */
+void cli_set_command(const char *name);
 /* out_result_members of a job: its subject, guest, exit code and error
  * (kind, message, the step it failed in). */
 void cli_job_result_members(json_object *o, struct job *j, int code);
@@ -165,15 +183,20 @@ int cli_image_result(struct cli *cli, struct job *j, int code);
 void cli_daemon_child_init(void);
 /* ... and at its end this process's PVE request counts (pve_stats). */
 void cli_daemon_child_end(void);
-/* The terminal's width: stdout's, else $COLUMNS (a daemon's child draws
- * for its client's terminal), else 80. */
-unsigned cli_term_columns(void);
-/* Is our output a terminal (progress redrawn in place)? $PVAGENT_TTY
- * (set by the daemon for its children) wins over isatty(1). */
-bool cli_stdout_tty(void);
-/* A job command with a daemon answering: submit it there and print what
- * it prints; *handled false (and 0) when it is to run in this process. */
-int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,
+/* How a command goes to pvagentd (the command table's, pvagent.c): not
+ * at all (runs here), with its first argument as its guest (or node), with
+ * every argument a guest and --node (-n) or [pve] node its node (up), or
+ * with no guest (resume). */
+enum cli_submit {
+	CLI_SUBMIT_NO = 0,
+	CLI_SUBMIT_FIRST_ARG,
+	CLI_SUBMIT_ALL_ARGS,
+	CLI_SUBMIT_NO_SUBJECT,
+};
+/* A job command (how not CLI_SUBMIT_NO) with a daemon answering: submit
+ * it there and print what it prints; *handled false (and 0) when it is to
+ * run in this process. */
+int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_args *a,
 		      bool *handled);
 /* Watch job id in the daemon: 0 (then cli_daemon_follow), or non-zero
  * when the daemon does not run it (or none answers). */
