@@ -65,7 +65,7 @@ static void note(struct run *r, const char *step, const char *fmt, ...)
 	int rc = sbuf_vaddf(&b, fmt, ap);
 	va_end(ap);
 	if (rc == 0 && benchi_add_note_str(r->res, sbuf_str(&b)) == 0)
-		emit(r, step, "note: %s", sbuf_str(&b));
+		emit(r, step, "%s", sbuf_str(&b)); /* the event line says "note:" */
 	sbuf_free(&b);
 }
 

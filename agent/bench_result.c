@@ -141,7 +141,7 @@ static void fmt_value(double v, char *buf, size_t n)
 	snprintf(buf, n, "%.*f", prec, v);
 }
 
-enum time_fmt { TF_TEXT, TF_MINUTE, TF_ISO };
+enum time_fmt { TF_TEXT, TF_MINUTE, TF_SECOND, TF_ISO };
 
 /* UTC: "2026-11-30 12:00:00 UTC", "2026-11-30 12:00", "2026-11-30T12:00:00Z". */
 static void fmt_time(long long ts, enum time_fmt tf, char *buf, size_t n)
@@ -154,6 +154,8 @@ static void fmt_time(long long ts, enum time_fmt tf, char *buf, size_t n)
 			w = strftime(buf, n, "%Y-%m-%d %H:%M:%S UTC", &tm);
 		else if (tf == TF_MINUTE)
 			w = strftime(buf, n, "%Y-%m-%d %H:%M", &tm);
+		else if (tf == TF_SECOND)
+			w = strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
 		else
 			w = strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	}
@@ -231,12 +233,13 @@ static double row_gain(const struct cmp_row *r)
 	return r->hib ? r->a->value / r->b->value : r->b->value / r->a->value;
 }
 
-static char *default_title(const struct bench_result *r, bool with_time)
+/* "bus/nic", with its time (tf) when with_time */
+static char *default_title(const struct bench_result *r, bool with_time, enum time_fmt tf)
 {
 	if (!with_time || r->ts <= 0)
 		return strprintf("%s/%s", or_q(r->bus), or_q(r->nic));
 	char when[32];
-	fmt_time(r->ts, TF_MINUTE, when, sizeof when);
+	fmt_time(r->ts, tf, when, sizeof when);
 	return strprintf("%s/%s %s", or_q(r->bus), or_q(r->nic), when);
 }
 
@@ -244,13 +247,16 @@ int bench_compare_table_titled(const struct bench_result *before, const char *ti
 			       const struct bench_result *after, const char *title_after,
 			       FILE *f)
 {
-	char *tb = title_before ? strdup(title_before) : default_title(before, false);
-	char *ta = title_after ? strdup(title_after) : default_title(after, false);
-	if (tb && ta && !title_before && !title_after && strcmp(tb, ta) == 0) {
+	char *tb = title_before ? strdup(title_before) : default_title(before, false, TF_MINUTE);
+	char *ta = title_after ? strdup(title_after) : default_title(after, false, TF_MINUTE);
+	/* two columns never have the same title: the time, to the minute,
+	 * then (two runs in one minute) to the second */
+	for (int k = 0; k < 2 && tb && ta && !title_before && !title_after && strcmp(tb, ta) == 0;
+	     k++) {
 		free(tb);
 		free(ta);
-		tb = default_title(before, true);
-		ta = default_title(after, true);
+		tb = default_title(before, true, k ? TF_SECOND : TF_MINUTE);
+		ta = default_title(after, true, k ? TF_SECOND : TF_MINUTE);
 	}
 	struct cmp_row *rows = NULL;
 	size_t n = 0;

@@ -38,39 +38,6 @@ static int parse_bool(const char *s)
 	return -1;
 }
 
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	ch = tolower(ch);
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	return -1;
-}
-
-/* Percent-decoded copy with trailing whitespace removed. */
-static char *pct_decode_trim(const char *s)
-{
-	size_t n = strlen(s);
-	char *o = malloc(n + 1), *p = o;
-	if (!o)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		int hi = i + 2 < n ? hexval((unsigned char)s[i + 1]) : -1;
-		int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
-		if (s[i] == '%' && hi >= 0 && lo >= 0) {
-			*p++ = (char)(hi * 16 + lo);
-			i += 2;
-		} else {
-			*p++ = s[i];
-		}
-	}
-	*p = 0;
-	while (p > o && isspace((unsigned char)p[-1]))
-		*--p = 0;
-	return o;
-}
-
 static char *trim_dup(const char *s)
 {
 	size_t n = strlen(s);
@@ -236,8 +203,8 @@ static bool values_equal(enum guest_type t, const char *key, const char *want, c
 		return false;
 	}
 	if (strcmp(key, "sshkeys") == 0 || strcmp(key, "description") == 0) {
-		char *a = strcmp(key, "sshkeys") == 0 ? pct_decode_trim(want) : trim_dup(want);
-		char *b = strcmp(key, "sshkeys") == 0 ? pct_decode_trim(cur) : trim_dup(cur);
+		char *a = strcmp(key, "sshkeys") == 0 ? str_pct_decode_trim(want) : trim_dup(want);
+		char *b = strcmp(key, "sshkeys") == 0 ? str_pct_decode_trim(cur) : trim_dup(cur);
 		bool eq = a && b && strcmp(a, b) == 0;
 		free(a);
 		free(b);

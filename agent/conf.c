@@ -728,6 +728,20 @@ static void load_window(struct ctx *x, const struct ini_section *s,
 	get_uint(x, s, "max_workers", 1, 64, &w->max_workers);
 }
 
+/* A [window] section, its errors into errs (not the file's): one bad
+ * window stops only the commands that use windows (conf.windows_error). */
+static void load_window_apart(struct ctx *x, const struct ini_section *s, struct sbuf *errs,
+			      struct conf_window *w)
+{
+	struct sbuf file_errs = x->errs;
+	int nerr = x->nerr;
+	x->errs = *errs;
+	load_window(x, s, w);
+	*errs = x->errs;
+	x->errs = file_errs;
+	x->nerr = nerr;
+}
+
 /* A count of problems a module appended to x->errs itself (-1: no memory). */
 static void count_problems(struct ctx *x, int n)
 {
@@ -797,13 +811,15 @@ static int find_conf(const char *path, char **found, char **err)
 		*found = strdup(SYSTEM_CONF);
 		return *found ? 0 : -1;
 	}
-	*err = strprintf("no configuration file: tried -c, $PVAGENT_CONF, %s and %s",
-			 LOCAL_CONF, SYSTEM_CONF);
+	*err = strprintf("no configuration file: tried -c, $PVAGENT_CONF, %s and %s; start "
+			 "from conf/pvagent.conf.example (man pvagent.conf), or try it against "
+			 "the simulator: make sandbox", LOCAL_CONF, SYSTEM_CONF);
 	return -2;
 }
 
 int conf_load(const char *path, struct conf *out, char **err)
 {
+	struct sbuf win_errs = {0}; /* the [window] sections' errors (windows_error) */
 	struct ctx x = {0};
 	char *file = NULL;
 	*err = NULL;
@@ -859,7 +875,7 @@ int conf_load(const char *path, struct conf *out, char **err)
 			else if (strcmp(s->name, "migrate") == 0)
 				load_migrate(&x, s);
 			else if (strcmp(s->name, "window") == 0)
-				load_window(&x, s, &out->windows[out->n_windows++]);
+				load_window_apart(&x, s, &win_errs, &out->windows[out->n_windows++]);
 			else if (strcmp(s->name, "pool") == 0 && out->pools)
 				count_problems(&x, pool_load(x.ini.path, s,
 							     &out->pools[out->n_pools++], &x.errs));
@@ -879,18 +895,35 @@ int conf_load(const char *path, struct conf *out, char **err)
 		if ((e = get(s, "password_file")) && out->pve.password_file)
 			read_secret(&x, s, e, out->pve.password_file, &out->pve.password);
 		s = ini_find(&x.ini, "ssh", NULL);
-		if ((e = get(s, "identity")) && out->ssh.identity)
-			read_secret(&x, s, e, out->ssh.identity, NULL);
+		if ((e = get(s, "identity")) && out->ssh.identity) {
+			if (access(out->ssh.identity, F_OK) < 0 && errno == ENOENT)
+				cerr(&x, e->line, s, e->key, "%s: no such file; make the key with: "
+				     "ssh-keygen -t ed25519 -N '' -f %s", out->ssh.identity,
+				     out->ssh.identity);
+			else
+				read_secret(&x, s, e, out->ssh.identity, NULL);
+		}
 	}
 	free(x.dir);
 	ini_free(&x.ini);
 	if (x.oom || x.nerr) {
 		*err = x.oom ? strdup("out of memory") : sbuf_steal(&x.errs);
 		sbuf_free(&x.errs);
+		sbuf_free(&win_errs);
 		conf_free(out);
 		return -1;
 	}
 	sbuf_free(&x.errs);
+	if (win_errs.len) {
+		/* kept for the commands that use windows; the rest run */
+		out->windows_error = sbuf_steal(&win_errs);
+		if (!out->windows_error) {
+			*err = strdup("out of memory");
+			conf_free(out);
+			return -1;
+		}
+	}
+	sbuf_free(&win_errs);
 	return 0;
 }
 
@@ -938,6 +971,7 @@ void conf_free(struct conf *c)
 		free(w->to);
 	}
 	free(c->windows);
+	free(c->windows_error);
 	for (size_t i = 0; i < c->n_pools; i++)
 		pool_free(&c->pools[i]);
 	free(c->pools);

@@ -101,6 +101,9 @@ struct conf {
 	} migrate;
 	struct conf_window *windows;
 	size_t n_windows;
+	char *windows_error;            /* what is wrong with the [window]
+					   sections, or NULL: the commands that
+					   use windows refuse to run with it */
 	struct ip_pool *pools;          /* [pool "NAME"] (pool.h) */
 	size_t n_pools;
 };

@@ -108,6 +108,9 @@ enum job_outcome pve_error_outcome(const struct pve_error *e)
 		return JOB_OUT_USAGE;
 	if (e->kind == PVE_ERR_TASK_TIMEOUT || e->ambiguous)
 		return JOB_OUT_NEEDS_ATTENTION;
+	/* what the user named does not exist: exit 2 in every command */
+	if (e->kind == PVE_ERR_NOT_FOUND)
+		return JOB_OUT_USAGE;
 	switch (e->kind) {
 	case PVE_ERR_AUTH:
 	case PVE_ERR_TLS:

@@ -70,7 +70,8 @@ const char *pve_err_kind_name(enum pve_err_kind k);
 /* Would the client retry this kind (connection errors and transient)? */
 bool pve_err_retryable(enum pve_err_kind k);
 /* What a failure with this error means when nothing is left behind:
- * done for PVE_OK; usage for PVE_ERR_CONFIG; needs-attention for a task
+ * done for PVE_OK; usage for PVE_ERR_CONFIG and PVE_ERR_NOT_FOUND (what
+ * was named does not exist: exit 2); needs-attention for a task
  * still running (PVE_ERR_TASK_TIMEOUT) or an ambiguous failure;
  * unreachable for auth, TLS, pin, connect and timeout; failed otherwise. */
 enum job_outcome pve_error_outcome(const struct pve_error *e);

@@ -993,7 +993,10 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 				if (ur < 0)
 					out = JOB_OUT_NEEDS_ATTENTION;
 			}
-			if (j->left && out != JOB_OUT_USAGE && out != JOB_OUT_UNREACHABLE)
+			/* something left behind needs attention, unless the
+			 * request was refused before (usage) or PVE never heard */
+			if (j->left && out != JOB_OUT_UNREACHABLE &&
+			    !(out == JOB_OUT_USAGE && j->err.kind == PVE_ERR_CONFIG))
 				out = JOB_OUT_NEEDS_ATTENTION;
 			return finish(j, out == JOB_OUT_NEEDS_ATTENTION ? JOB_NEEDS_ATTENTION : JOB_FAILED,
 				      out, "failed");

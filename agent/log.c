@@ -82,6 +82,15 @@ void log_set_sink(log_sink_fn fn, void *ctx)
 	pthread_mutex_unlock(&out_mu);
 }
 
+/* Caller holds out_mu. */
+static void print_stderr(enum log_level lvl, const char *line)
+{
+	if (lvl == LOGL_INFO || lvl == LOGL_ERROR) /* an error: "pvagent COMMAND: text" */
+		fprintf(stderr, "%s: %s\n", ident, line);
+	else
+		fprintf(stderr, "%s: %s: %s\n", ident, log_level_name(lvl), line);
+}
+
 void log_set_ident(const char *id)
 {
 	pthread_mutex_lock(&out_mu);
@@ -366,15 +375,19 @@ void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 		return;
 	}
 	pthread_mutex_lock(&out_mu);
-	if (sink_fn) {
+	if (sink_fn)
 		sink_fn(sink_ctx, lvl, line);
-	} else if (lvl == LOGL_INFO) {
-		fprintf(stderr, "%s: %s\n", ident, line);
-	} else {
-		fprintf(stderr, "%s: %s: %s\n", ident, log_level_name(lvl), line);
-	}
+	else
+		print_stderr(lvl, line);
 	pthread_mutex_unlock(&out_mu);
 	free(line);
+}
+
+void log_stderr(enum log_level lvl, const char *line)
+{
+	pthread_mutex_lock(&out_mu);
+	print_stderr(lvl, line);
+	pthread_mutex_unlock(&out_mu);
 }
 
 void log_msg(enum log_level lvl, const char *fmt, ...)

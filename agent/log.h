@@ -40,12 +40,17 @@ enum log_level log_level_from_verbosity(int verbosity);
 /* Name of a level: "error", "warning", "info", "debug", "trace". */
 const char *log_level_name(enum log_level lvl);
 
-/* Where lines go. The default writes "pvagent: LEVEL: text\n" to stderr
- * (no "LEVEL: " for info). A sink receives the already redacted text
+/* Where lines go. The default writes "IDENT: LEVEL: text\n" to stderr (no
+ * "LEVEL: " for info and errors: "pvagent COMMAND: text"). A sink
+ * receives the already redacted text
  * without prefix or newline; pass NULL to restore stderr. Used by tests and
  * by the daemon (to turn lines into events). */
 typedef void (*log_sink_fn)(void *ctx, enum log_level lvl, const char *line);
 void log_set_sink(log_sink_fn fn, void *ctx);
+
+/* A line (already redacted) on stderr as the default sink writes it: for
+ * a sink that prints some lines itself (the CLI's live progress). */
+void log_stderr(enum log_level lvl, const char *line);
 
 /* Program name used as the stderr prefix (default "pvagent"); the string
  * must outlive its use. */

@@ -303,6 +303,7 @@ struct pve {
 	unsigned long nreq;
 	uint64_t rng;
 	int max_attempts;
+	bool unreachable_once, answered; /* pve_opts; PVE answered once */
 	int status;
 	bool use_token;
 	bool have_pin;
@@ -803,6 +804,7 @@ struct pve *pve_new(const struct pve_opts *o, struct pve_error *err)
 							  : DEF_CONNECT_TIMEOUT_MS;
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEF_TIMEOUT_MS;
 	c->max_attempts = o->max_attempts > 0 ? o->max_attempts : DEF_ATTEMPTS;
+	c->unreachable_once = o->unreachable_once;
 	c->retry_base_ms = o->retry_base_ms > 0 ? o->retry_base_ms : DEF_RETRY_BASE_MS;
 	c->retry_max_ms = o->retry_max_ms > 0 ? o->retry_max_ms : DEF_RETRY_MAX_MS;
 	if (c->retry_max_ms < c->retry_base_ms)
@@ -1134,8 +1136,11 @@ static int call(struct pve *c, const char *method, const char *path, const char 
 		pve_error_clear(err);
 		int rc = http_once(c, method, path, form, authed, tmo, data, &at, err);
 		err->attempts = attempt;
+		c->answered = c->answered || rc == 0 || err->http_status > 0;
 		if (rc == 0)
 			return 0;
+		if (err->kind == PVE_ERR_CONNECT && c->unreachable_once && !c->answered)
+			return -1; /* never reached: asking again only makes the user wait */
 		if (err->kind == PVE_ERR_AUTH && authed) {
 			if (!c->use_token && !relogged) {
 				/* Expired or revoked ticket: renew once, resend. */

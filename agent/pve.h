@@ -101,6 +101,10 @@ struct pve_opts {
 	long connect_timeout_ms;  /* 0: 10000 */
 	long timeout_ms;          /* whole request; 0: 30000 */
 	int max_attempts;         /* per call, for retryable failures; 0: 4 */
+	bool unreachable_once;    /* a connection refused (or a name not
+				     resolved) before PVE ever answered this
+				     client is not retried: a command line
+				     says "unreachable" at once */
 	long retry_base_ms;       /* first backoff; 0: 500 (doubles, with jitter) */
 	long retry_max_ms;        /* backoff cap; 0: 5000 */
 	double ticket_renew_s;    /* renew the ticket after this age; 0: 3600

@@ -211,7 +211,7 @@ int tmpl_var_arg(struct tmpl_kvlist *vars, const char *arg, char **err)
 	*err = NULL;
 	const char *eq = strchr(arg, '=');
 	if (!eq || !is_var_name(arg, (size_t)(eq - arg))) {
-		*err = strprintf("--var %s: expected NAME=VALUE (NAME: letters, digits, '_')", arg);
+		*err = strdup("expected NAME=VALUE (NAME: letters, digits, '_')");
 		return -1;
 	}
 	/* as in a template: a value holds no control character (a newline
@@ -223,6 +223,13 @@ int tmpl_var_arg(struct tmpl_kvlist *vars, const char *arg, char **err)
 			return -1;
 		}
 	char *name = strndup(arg, (size_t)(eq - arg));
+	const char *had = name ? tmpl_kvlist_get(vars, name) : NULL;
+	if (had && strcmp(had, eq + 1) != 0) {
+		/* the last one winning silently hides a typo */
+		*err = strprintf("given twice ('%s=%s' and '%s')", name, had, arg);
+		free(name);
+		return -1;
+	}
 	if (!name || tmpl_kvlist_set(vars, name, eq + 1) < 0) {
 		free(name);
 		*err = strdup("out of memory");

@@ -103,7 +103,8 @@ const char *tmpl_kvlist_get(const struct tmpl_kvlist *l, const char *key);
 /* Add or replace (in place) key's value. */
 int tmpl_kvlist_set(struct tmpl_kvlist *l, const char *key, const char *value);
 void tmpl_kvlist_free(struct tmpl_kvlist *l);
-/* "K=V" (a --var argument) -> set K. -1 with *err on a malformed one. */
+/* "K=V" (a --var or --set argument) -> set K. -1 with *err on a malformed
+ * one, or a K given before with another value. */
 int tmpl_var_arg(struct tmpl_kvlist *vars, const char *arg, char **err);
 
 struct tmpl_source {

@@ -323,3 +323,62 @@ const char *str_closest(const char *word, const char *const *candidates, size_t 
 	}
 	return best;
 }
+
+static int hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	ch = tolower(ch);
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	return -1;
+}
+
+/* Percent-decoded copy with trailing whitespace removed. */
+char *str_pct_decode_trim(const char *s)
+{
+	size_t n = strlen(s);
+	char *o = malloc(n + 1), *p = o;
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		int hi = i + 2 < n ? hexval((unsigned char)s[i + 1]) : -1;
+		int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
+		if (s[i] == '%' && hi >= 0 && lo >= 0) {
+			*p++ = (char)(hi * 16 + lo);
+			i += 2;
+		} else {
+			*p++ = s[i];
+		}
+	}
+	*p = 0;
+	while (p > o && isspace((unsigned char)p[-1]))
+		*--p = 0;
+	return o;
+}
+
+const char *str_duration(char *buf, size_t len, double seconds)
+{
+	/* as the configuration writes durations: one number, one unit, the
+	 * largest that says it exactly (7200 -> 2h, 5400 -> 90m, 44 -> 44s) */
+	if (seconds < 0)
+		seconds = 0;
+	if (seconds < 1) {
+		snprintf(buf, len, "%.0fms", seconds * 1000);
+		return buf;
+	}
+	if (seconds < 10 && seconds != (double)(long)seconds) {
+		snprintf(buf, len, "%.1fs", seconds);
+		return buf;
+	}
+	long s = (long)(seconds + 0.5);
+	if (s % 86400 == 0)
+		snprintf(buf, len, "%ldd", s / 86400);
+	else if (s % 3600 == 0)
+		snprintf(buf, len, "%ldh", s / 3600);
+	else if (s % 60 == 0)
+		snprintf(buf, len, "%ldm", s / 60);
+	else
+		snprintf(buf, len, "%lds", s);
+	return buf;
+}

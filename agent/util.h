@@ -65,5 +65,11 @@ void err_setf(char **err, const char *fmt, ...) __attribute__((format(printf, 2,
  * most a third of its length, one to three edits), for "did you mean";
  * NULL when none is that near. */
 const char *str_closest(const char *word, const char *const *candidates, size_t n);
+/* seconds as the configuration writes a duration (2h, 90m, 44s; 1.5s
+ * below 10 s, 77ms below 1 s) into buf (at least 24 bytes); buf. */
+const char *str_duration(char *buf, size_t len, double seconds);
+/* A copy of s with %XX decoded and trailing whitespace removed (PVE's
+ * sshkeys); NULL when out of memory. */
+char *str_pct_decode_trim(const char *s);
 
 #endif

@@ -614,10 +614,11 @@ static enum step_rc drain_plan_step(struct job *j)
 			if (plan.moves[i].status == DP_NOWHERE)
 				sbuf_addf(&b, "%s%s (%s)", b.len ? "; " : "",
 					  f.dg[plan.moves[i].guest].name, plan.moves[i].why);
-		rc = job_fail(j, PVE_ERR_API, "%zu guest%s of %s fit%s nowhere, nothing moved "
+		rc = job_fail(j, PVE_ERR_API, "%zu guest%s of %s fit%s nowhere, nothing %s "
 				 "(--partial moves the others): %s",
 			      plan.n_nowhere, plan.n_nowhere == 1 ? "" : "s", d->node,
-			      plan.n_nowhere == 1 ? "s" : "", sbuf_str(&b));
+			      plan.n_nowhere == 1 ? "s" : "", d->dry_run ? "would move" : "moved",
+			      sbuf_str(&b));
 		sbuf_free(&b);
 		goto out;
 	}
@@ -676,9 +677,19 @@ static enum step_rc undrain_plan_step(struct job *j)
 			goto out;
 		}
 		bool home = has_tag(json_str(cfg, "tags"), tag);
+		/* the columns a drain's moves have: memory (MiB in the config,
+		 * 512 unset) and the method its state asks for */
+		long long mib = 512;
+		json_object *mv = NULL;
+		if (json_object_object_get_ex(cfg, "memory", &mv) && json_object_get_int64(mv) > 0)
+			mib = json_object_get_int64(mv);
 		json_object_put(cfg);
 		if (!home)
 			continue;
+		bool running = g->status && strcmp(g->status, "running") == 0;
+		enum mig_method method = !running		 ? MIG_OFFLINE
+					 : g->type == GUEST_LXC ? MIG_RESTART
+								: MIG_ONLINE;
 		json_object *o = json_object_new_object();
 		if (!o || json_object_array_add(moves, o) < 0) {
 			json_object_put(o);
@@ -688,7 +699,9 @@ static enum step_rc undrain_plan_step(struct job *j)
 		json_object_object_add(o, "name", json_object_new_string(g->name ? g->name : ""));
 		json_object_object_add(o, "vmid", json_object_new_int(g->vmid));
 		json_object_object_add(o, "type", json_object_new_string(guest_type_name(g->type)));
+		json_object_object_add(o, "memory", json_object_new_int64(mib * 1048576));
 		json_object_object_add(o, "status", json_object_new_string("move"));
+		json_object_object_add(o, "method", json_object_new_string(mig_method_name(method)));
 		json_object_object_add(o, "target", json_object_new_string(d->node));
 		json_object_object_add(o, "from", json_object_new_string(g->node ? g->node : ""));
 		n++;

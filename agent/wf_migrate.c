@@ -221,6 +221,17 @@ static enum step_rc mig_plan_step(struct job *j)
 	}
 	if (!m->address && m->running)
 		m->address = guest_config_address(rd.config, m->g.type);
+	if (!m->address && m->running) {
+		/* a DHCP guest: its agent says its address, for the probe that
+		 * measures the gap clients see (none: PVE's downtime only) */
+		struct guest_wait w = *job_wait(j);
+		w.address_timeout_s = 2;
+		struct pve_error ae = {0};
+		if (guest_address(job_pve(j), &m->g, GUEST_ADDR_AGENT, NULL, &w, &m->address,
+				  &ae) < 0)
+			m->address = NULL;
+		pve_error_clear(&ae);
+	}
 	/* PVE 9: HA moves the guests in positive affinity along */
 	json_object *dep = NULL;
 	if (json_object_object_get_ex(rd.pre, "dependent-ha-resources", &dep) &&
@@ -457,10 +468,11 @@ static enum step_rc mig_migrate(struct job *j)
 	json_int(v, "probe_gap_ms", &gap);
 	struct sbuf s = {0};
 	sbuf_addf(&s, "on %s", m->target);
+	char db[32];
 	if (dt >= 0)
-		sbuf_addf(&s, ", downtime %lld ms", dt);
+		sbuf_addf(&s, ", downtime %s", str_duration(db, sizeof db, (double)dt / 1000));
 	if (gap >= 0)
-		sbuf_addf(&s, ", clients saw %lld ms", gap);
+		sbuf_addf(&s, ", clients saw %s", str_duration(db, sizeof db, (double)gap / 1000));
 	else if (pr && pres.ever_ok)
 		sbuf_addf(&s, ", clients saw no gap");
 	job_summary(j, "%s", sbuf_str(&s));

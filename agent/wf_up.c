@@ -37,7 +37,7 @@ struct up_ctx {
 	struct tmpl_kvlist sets, vars;
 	const char *node, *storage, *pubkey; /* borrowed from the params */
 	int vmid, vmid_min, vmid_max;
-	bool no_start, full, no_inject, retemplate, dry_run;
+	bool no_start, full, no_inject, retemplate, dry_run, no_wait_ssh;
 	double ssh_wait_s;
 	enum guest_type t;
 	struct guest_ref g;          /* the guest, once known */
@@ -114,6 +114,8 @@ json_object *wf_up_params(const struct up_request *req, const char *name)
 	json_object_object_add(o, "retemplate", json_object_new_boolean(req->retemplate));
 	json_object_object_add(o, "dry_run", json_object_new_boolean(req->dry_run));
 	json_object_object_add(o, "ssh_wait_s", json_object_new_double(req->ssh_wait_s));
+	if (req->no_wait_ssh)
+		json_object_object_add(o, "no_wait_ssh", json_object_new_boolean(true));
 	if (kv_to_json(o, "sets", req->sets) < 0 || kv_to_json(o, "vars", req->vars) < 0) {
 		json_object_put(o);
 		return NULL;
@@ -202,10 +204,15 @@ static int add_diff_line(struct job *j, struct up_ctx *u, const struct cfg_chang
 		return -1;
 	r->diff = nd;
 	const char *old = ch->old_value ? ch->old_value : "(unset)";
-	/* never show secrets */
+	/* never show secrets; sshkeys as the keys read, not as PVE encodes them */
 	bool secret = strcmp(ch->key, "cipassword") == 0 || strcmp(ch->key, "password") == 0;
-	r->diff[r->n_diff] = strprintf("%s: %s -> %s", ch->key, secret ? "***" : old,
-				       secret ? "***" : ch->new_value);
+	bool keys = strcmp(ch->key, "sshkeys") == 0;
+	char *o = keys && ch->old_value ? str_pct_decode_trim(old) : NULL;
+	char *n = keys && ch->new_value ? str_pct_decode_trim(ch->new_value) : NULL;
+	r->diff[r->n_diff] = strprintf("%s: %s -> %s", ch->key, secret ? "***" : o ? o : old,
+				       secret ? "***" : n ? n : ch->new_value);
+	free(o);
+	free(n);
 	if (!r->diff[r->n_diff])
 		return -1;
 	r->n_diff++;
@@ -275,6 +282,7 @@ static int up_open(struct job *j, void *ctx)
 	u->no_inject = pbool(p, "no_inject");
 	u->retemplate = pbool(p, "retemplate");
 	u->dry_run = pbool(p, "dry_run");
+	u->no_wait_ssh = pbool(p, "no_wait_ssh");
 	json_object *w;
 	u->ssh_wait_s = json_object_object_get_ex(p, "ssh_wait_s", &w) ? json_object_get_double(w) : 0;
 	const char *type = json_str(v, "type");
@@ -1309,10 +1317,16 @@ static bool ssh_retryable(enum ssh_err_kind k)
 	return k == SSH_ERR_CONNECT || k == SSH_ERR_TIMEOUT;
 }
 
+/* Progress of the SSH wait: one event when it starts, then one every
+ * this many seconds (the live line is redrawn; `pvagent job` folds them) */
+#define SSH_WAIT_PROGRESS_S 10.0
+
 /* Connect once the guest answers: refused and timed-out connections are
  * tried again every poll_s until ssh_wait_s has passed since the first
  * attempt (each attempt's connect timeout is cut to the time left); a
- * host key or authentication failure ends the wait at once. */
+ * host key or authentication failure ends the wait at once. A wait that
+ * runs out leaves a running guest without its files: needs-attention,
+ * saying so; with no_wait_ssh one attempt, and no answer is done (1). */
 static int wait_ssh(struct job *j, struct up_ctx *u, const struct ssh_opts *so,
 		    struct ssh_session **out)
 {
@@ -1321,7 +1335,7 @@ static int wait_ssh(struct job *j, struct up_ctx *u, const struct ssh_opts *so,
 	double limit = u->ssh_wait_s > 0 ? u->ssh_wait_s : DEF_SSH_WAIT_S;
 	double poll = w->poll_s > 0 ? w->poll_s : 1;
 	long base_ms = so->connect_timeout_ms > 0 ? so->connect_timeout_ms : 30000;
-	double t0 = pve_clock_now(clk);
+	double t0 = pve_clock_now(clk), said = -SSH_WAIT_PROGRESS_S;
 	struct ssh_error e = {0};
 	unsigned attempts = 0;
 	*out = NULL;
@@ -1335,25 +1349,46 @@ static int wait_ssh(struct job *j, struct up_ctx *u, const struct ssh_opts *so,
 		if (ssh_connect(&a, out, &e) == 0)
 			return 0;
 		*out = NULL;
-		if (!ssh_retryable(e.kind) || pve_clock_now(clk) - t0 + poll > limit)
+		if (!ssh_retryable(e.kind) || u->no_wait_ssh ||
+		    pve_clock_now(clk) - t0 + poll > limit)
 			break;
+		double waited = pve_clock_now(clk) - t0;
 		if (attempts == 1)
 			log_info("%s: no SSH answer from %s yet (%s); waiting up to %.0f s",
 				 job_subject(j), so->host, ssh_error_str(&e), limit);
-		job_progress(j, -1, "waiting for SSH on %s: %s (attempt %u)", so->host,
-			     ssh_error_str(&e), attempts);
+		if (waited - said >= SSH_WAIT_PROGRESS_S) {
+			/* what changes first, so a cut live line still says it */
+			job_progress(j, -1, "waiting for SSH on %s (%.0f s of %.0f, attempt %u): %s",
+				     so->host, waited, limit, attempts, ssh_error_str(&e));
+			said = waited;
+		}
 		pve_clock_sleep(clk, poll);
 	}
+	const char *user = so->user ? so->user : "root";
+	int port = so->port ? so->port : 22;
+	if (ssh_retryable(e.kind) && u->no_wait_ssh) {
+		job_note(j, "%s port %d does not answer SSH yet (%s): its files are not written; "
+			 "'pvagent inject %s' once it answers", so->host, port, ssh_error_str(&e),
+			 job_subject(j));
+		ssh_error_clear(&e);
+		return 1;
+	}
 	char *msg;
-	if (ssh_retryable(e.kind))
+	enum job_outcome o = ssh_error_outcome(&e);
+	if (ssh_retryable(e.kind)) {
+		/* the guest exists and runs: what is left is its files */
+		o = JOB_OUT_NEEDS_ATTENTION;
 		msg = strprintf("connect: %s@%s port %d did not answer SSH within %.0f s "
-				"(%u attempt%s): %s",
-				so->user ? so->user : "root", so->host, so->port ? so->port : 22,
-				limit, attempts, attempts == 1 ? "" : "s", ssh_error_str(&e));
-	else
-		msg = strprintf("connect: %s@%s port %d: %s", so->user ? so->user : "root",
-				so->host, so->port ? so->port : 22, ssh_error_str(&e));
-	inject_failed(j, u, INJ_FAILED, ssh_error_outcome(&e), inject_step_name(INJ_STEP_CONNECT),
+				"(%u attempt%s): %s; VM %d on %s runs without its guest files: "
+				"'pvagent inject %s' once it answers, or 'pvagent down %s'",
+				user, so->host, port, limit, attempts, attempts == 1 ? "" : "s",
+				ssh_error_str(&e), u->g.vmid, u->g.node ? u->g.node : "?",
+				job_subject(j), job_subject(j));
+	} else {
+		msg = strprintf("connect: %s@%s port %d: %s", user, so->host, port,
+				ssh_error_str(&e));
+	}
+	inject_failed(j, u, INJ_FAILED, o, inject_step_name(INJ_STEP_CONNECT),
 		      msg ? msg : ssh_error_str(&e));
 	free(msg);
 	ssh_error_clear(&e);
@@ -1391,8 +1426,22 @@ static enum step_rc up_inject(struct job *j)
 		goto out;
 	}
 	struct ssh_session *s = NULL;
-	if (wait_ssh(j, u, &so, &s) < 0)
+	int w = wait_ssh(j, u, &so, &s);
+	if (w < 0)
 		goto out;
+	if (w > 0) { /* --no-wait-ssh and no answer yet: done without files */
+		struct up_inject *ui = &u->res->inject;
+		free(ui->summary);
+		ui->summary = strprintf("not written: no SSH answer yet (pvagent inject %s)",
+					job_subject(j));
+		if (!ui->summary || store_inject(j, ui) < 0) {
+			pve_error_oom(err);
+			goto out;
+		}
+		job_summary(j, "%s", ui->summary);
+		rc = STEP_RC_SKIP;
+		goto out;
+	}
 	struct inject_request ir = {
 		.name = job_subject(j),
 		.inst = &inst,
@@ -1612,7 +1661,11 @@ static int up_plan(struct job *j, struct up_ctx *u, bool exists)
 				     u->tmpl->n_files, u->tmpl->n_files == 1 ? "" : "s",
 				     job_subject(j))) < 0)
 		goto out;
-	if (job_set_bool(j, "planned", true) < 0) {
+	/* the VMID and node it would take, for the result's table */
+	if (job_set_bool(j, "planned", true) < 0 ||
+	    (!exists && (json_object_object_add(job_vars(j), "plan_vmid",
+						json_object_new_int(vmid)) < 0 ||
+			 (node && *node && job_set_str(j, "plan_node", node) < 0)))) {
 		pve_error_oom(err);
 		goto out;
 	}
@@ -1669,7 +1722,7 @@ static void say_interrupted(struct job *j, struct up_result *r, const struct sto
 		bad |= sbuf_addf(&b, "stopped in step %s", at->name);
 	if (at && at->upid)
 		bad |= sbuf_addf(&b, "; its PVE task %s goes on without pvagent", at->upid);
-	if (job_vmid(j) > 0)
+	if (job_vmid(j) > 0 && !r->left) /* left names it already */
 		bad |= sbuf_addf(&b, "%sVM %d on %s exists", b.len ? "; " : "", job_vmid(j),
 				 job_node(j) ? job_node(j) : "?");
 	if (r->left)
@@ -1716,6 +1769,10 @@ void wf_result_finish(struct job *j, struct up_result *r)
 		r->status = UP_FAILED;
 	} else if (pbool(v, "planned")) {
 		r->status = UP_PLANNED;
+		if (!r->vmid)
+			r->vmid = pint(v, "plan_vmid");
+		if (!r->node && dup_into(&r->node, json_str(v, "plan_node")) < 0)
+			pve_error_oom(&r->error);
 	} else if (json_object_object_get_ex(v, "deleted", NULL)) {
 		r->status = pbool(v, "deleted") ? UP_DELETED : UP_ABSENT;
 	} else {

@@ -77,6 +77,9 @@ struct up_request {
 					   every wait.poll_s; host key and
 					   authentication failures are not);
 					   0: 300 */
+	bool no_wait_ssh;               /* one SSH attempt: a guest that does not
+					   answer yet is done, its files left for
+					   `pvagent inject` */
 
 	/* PVE access: each worker makes its own client from pve_opts. With
 	 * parallel 1 (or one name) and client set, client is used instead. */

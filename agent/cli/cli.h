@@ -50,8 +50,12 @@ struct cli_sub {
 int cli_sub_add(struct cli *cli, const struct job_workflow *wf, const char *subject,
 		json_object *params);
 
-/* Set by SIGINT/SIGTERM: jobs stop between steps (job.h). */
-extern volatile sig_atomic_t cli_stop;
+/* Set by SIGINT/SIGTERM: jobs stop between steps (job.h); cli_cancelled
+ * also by SIGUSR1, `pvagent cancel`'s signal (directly or through
+ * pvagentd). */
+extern volatile sig_atomic_t cli_stop, cli_cancelled;
+/* How a stopped job is said: "cancelled" or "interrupted". */
+const char *cli_stop_word(void);
 
 /* Exit codes (pvagent(1) EXIT STATUS): 0 done, 1 failed with nothing left, 2 usage, 3 needs
  * attention, 4 unreachable, 130 interrupted (resumable). */
@@ -75,6 +79,8 @@ void on_job_event(void *ctx, const struct job_event *ev);
 /* A job environment of this command line: state.db, events printed by
  * pp, the stop flag, the configuration; job_env_init'ed (0, or -1). */
 int cli_job_env(struct cli *cli, struct event_print *pp, struct job_env *env);
+/* Erase the live lines still drawn (atexit: none is left on the screen). */
+void cli_progress_at_exit(void);
 /* Erase the live lines and forget them (before the result is printed). */
 void end_progress_line(struct event_print *pp);
 /* The terminal's width: stdout's, else $COLUMNS (a daemon's child draws
@@ -99,11 +105,11 @@ void cli_error_note(const char *kind, const char *cmd, char *msg);
 /* With --json, a command that failed with an error said by cli_error and
  * printed no final object prints it; the kept message is freed. Returns rc. */
 int cli_finish_error(struct cli *cli, const char *cmd, int rc);
-/* Ctrl-C and SIGTERM set cli_stop (a second one quits at once). */
+/* Ctrl-C and SIGTERM set cli_stop (a second one quits at once); SIGUSR1
+ * (pvagent cancel) sets cli_stop and cli_cancelled. */
 void cli_catch_stop_signals(void);
-/* A --node given: is it one of the cluster's? 0, or an exit code (said:
- * EXIT_USAGE with the nodes there are). */
-int cli_check_node(struct cli *cli, const char *cmd, const char *node);
+/* The command being run: cli_error's prefix when it is given none. */
+void cli_set_command(const char *name);
 /* out_result_members of a job: its subject, guest, exit code and error
  * (kind, message, the step it failed in). */
 void cli_job_result_members(json_object *o, struct job *j, int code);
@@ -126,6 +132,11 @@ int cli_parse_count(const char *cmd, const char *opt, const char *arg, long min,
 		    long *out);
 /* Load the configuration (once); 0 or an exit code (said). */
 int cli_load_conf(struct cli *cli);
+/* Is node one of the cluster's (connecting first; NULL: only connect)?
+ * 0, or an exit code (said: 2 naming the nodes there are, the nearest
+ * first; from, when not NULL, says where the name came from: "[pve]
+ * node"). */
+int cli_check_node(struct cli *cli, const char *cmd, const char *node, const char *from);
 /* Load the configuration (once) and open the PVE client; 0 or an exit code. */
 int cli_connect_pve(struct cli *cli);
 /* A command's options and arguments, parsed by the command table's

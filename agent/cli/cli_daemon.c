@@ -122,6 +122,22 @@ static void write_all(FILE *f, const char *s, size_t n)
 	fflush(f);
 }
 
+/* --json: the child's final object, passed on, is the command's: no
+ * second one (out_json_relayed) for each whole line of data in pending. */
+static void relay_lines(struct sbuf *pending, const char *data, size_t n)
+{
+	for (const char *p = data, *end = data + n; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (sbuf_addn(pending, p, nl ? (size_t)(nl - p) : (size_t)(end - p)) < 0)
+			return;
+		if (!nl)
+			return;
+		out_json_relayed(sbuf_str(pending));
+		sbuf_reset(pending);
+		p = nl + 1;
+	}
+}
+
 /* Pass the daemon's stream for ticket on: output to our stdout/stderr,
  * waiting notes to stderr; until its exit (its code), the connection
  * ends (1) or Ctrl-C (detach: EXIT_INTERRUPTED after saying how to
@@ -141,6 +157,7 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 	long long job = 0;
 	int rc = 1;
 	size_t exits = 0;
+	struct sbuf line = {0}; /* --json: the child's stdout up to its newline */
 	for (;;) {
 		if (detach) {
 			fflush(stdout);
@@ -185,9 +202,13 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 			log_info("%s", json_str(m, "text") ? json_str(m, "text") : "queued");
 		} else if (strcmp(ev, "output") == 0) {
 			json_object *d = NULL;
-			if (!follow && json_object_object_get_ex(m, "data", &d) && json_int(m, "fd", &v))
-				write_all(v == 2 ? stderr : stdout, json_object_get_string(d),
-					  (size_t)json_object_get_string_len(d));
+			if (!follow && json_object_object_get_ex(m, "data", &d) && json_int(m, "fd", &v)) {
+				const char *s = json_object_get_string(d);
+				size_t n = (size_t)json_object_get_string_len(d);
+				write_all(v == 2 ? stderr : stdout, s, n);
+				if (cli->json && v == 1)
+					relay_lines(&line, s, n);
+			}
 		} else if (follow && strcmp(ev, "start") != 0) {
 			json_object *t = NULL;
 			double tm = json_object_object_get_ex(m, "time", &t) ? json_object_get_double(t)
@@ -212,6 +233,7 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 		}
 		json_object_put(m);
 	}
+	sbuf_free(&line);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	return rc;
@@ -324,7 +346,12 @@ int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_ent
 		json_object *t = json_object_object_get(ans, "tickets");
 		size_t n = t && json_object_is_type(t, json_type_array) ? json_object_array_length(t)
 									 : 1;
-		log_debug("pvagentd: %zu ticket(s)", n);
+		/* said to a person (not to scripts): where the command runs */
+		if (isatty(STDERR_FILENO) && !cli->json && cli->verbosity >= 0)
+			log_info("submitted to pvagentd (ticket %s%s); Ctrl-C detaches, the job goes on",
+				 json_text(ans, "ticket"), n > 1 ? " and on" : "");
+		else
+			log_debug("pvagentd: %zu ticket(s) from %s", n, json_text(ans, "ticket"));
 		rc = stream(cli, &c, false, 0, n);
 	}
 	json_object_put(ans);
@@ -535,10 +562,13 @@ static int cmd_status(struct cli *cli, const struct cmd_args *a)
 			if (json_int(x, "next", &next) && next > 0 && (t = (time_t)next, localtime_r(&t, &lt)))
 				strftime(when, sizeof when, "%a %Y-%m-%d %H:%M", &lt);
 			json_object *open = json_object_object_get(x, "open");
-			printf("window %s: node %s, %s %s, for %ss\n", json_text(x, "name"),
+			char db[32];
+			printf("window %s: node %s, %s %s, for %s\n", json_text(x, "name"),
 			       json_text(x, "node"), open && json_object_get_boolean(open) ? "open since"
 											 : "next",
-			       when, json_text(x, "duration"));
+			       when, str_duration(db, sizeof db,
+						  json_object_get_double(json_object_object_get(x,
+							  "duration"))));
 		}
 	}
 	json_object_put(ans);

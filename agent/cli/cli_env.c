@@ -23,6 +23,13 @@ static struct {
 	const char *kind, *cmd;
 	char *message;
 } cli_err;
+/* The command being run ("up"), for the one error prefix "pvagent up: ". */
+static const char *cli_cmd;
+
+void cli_set_command(const char *name)
+{
+	cli_cmd = name;
+}
 
 void cli_error_note(const char *kind, const char *cmd, char *msg)
 {
@@ -47,6 +54,8 @@ int cli_error(const char *kind, const char *cmd, const char *fmt, ...)
 		vsnprintf(msg, (size_t)len + 1, fmt, ap);
 		va_end(ap);
 	}
+	if (!cmd)
+		cmd = cli_cmd;
 	if (cmd)
 		fprintf(stderr, "pvagent %s: %s\n", cmd, msg ? msg : fmt);
 	else
@@ -105,13 +114,21 @@ int cli_load_conf(struct cli *cli)
 	return 0;
 }
 
+const char *cli_stop_word(void)
+{
+	return cli_cancelled ? "cancelled" : "interrupted";
+}
+
 void cli_job_result_members(json_object *o, struct job *j, int code)
 {
 	const struct pve_error *e = job_error(j);
-	char *m = e->kind != PVE_OK ? pve_error_format(e) : NULL;
+	bool stopped = job_outcome(j) == JOB_OUT_INTERRUPTED;
+	char *m = e->kind != PVE_OK && !stopped ? pve_error_format(e) : NULL;
+	/* a stop is said as one, never as the error the stop caused */
 	out_result_members(o, job_subject(j), job_vmid(j), job_node(j), code,
-			   e->kind != PVE_OK ? pve_err_kind_name(e->kind) : NULL, m,
-			   job_failed_step(j));
+			   stopped ? cli_stop_word()
+			   : e->kind != PVE_OK ? pve_err_kind_name(e->kind) : NULL,
+			   stopped ? job_left(j) : m, job_failed_step(j));
 	free(m);
 }
 
@@ -145,10 +162,13 @@ int cli_job_env(struct cli *cli, struct event_print *pp, struct job_env *env)
 
 int cli_connect_pve(struct cli *cli)
 {
+	if (cli->pve)
+		return 0;
 	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
 	struct pve_opts o = job_conf_pve_opts(&cli->conf);
+	o.unreachable_once = true; /* a wrong url: said at once, not after retries */
 	struct pve_error e = {0};
 	cli->pve = pve_new(&o, &e);
 	if (!cli->pve)
@@ -188,20 +208,30 @@ struct store *cli_store(struct cli *cli)
 
 /* Ctrl-C or SIGTERM: the running job stops at once between steps (its
  * waits end; its UPIDs are recorded) and is kept as interrupted. A second
- * one quits at once. */
-volatile sig_atomic_t cli_stop;
+ * one quits at once. SIGUSR1 is `pvagent cancel` (itself, or pvagentd for
+ * it): the same stop, said as a cancel. */
+volatile sig_atomic_t cli_stop, cli_cancelled;
 
 static void on_stop_signal(int sig)
 {
-	if (cli_stop) {
+	if (cli_stop && sig != SIGUSR1) {
 		signal(sig, SIG_DFL);
 		raise(sig);
 		return;
 	}
+	if (cli_stop)
+		return;
 	cli_stop = 1;
-	static const char msg[] = "\npvagent: stopping after the current step (again to quit "
-				  "at once)\n";
-	ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+	static const char msg[] = "\npvagent: stopping: the job is kept as it is now (again to "
+				  "quit at once)\n";
+	static const char cmsg[] = "\npvagent: cancelled by 'pvagent cancel': stopping\n";
+	ssize_t w;
+	if (sig == SIGUSR1) {
+		cli_cancelled = 1;
+		w = write(STDERR_FILENO, cmsg, sizeof cmsg - 1);
+	} else {
+		w = write(STDERR_FILENO, msg, sizeof msg - 1);
+	}
 	(void)w;
 }
 
@@ -213,11 +243,12 @@ void cli_catch_stop_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 }
 
 /* A --node given: is it one of the cluster's? 0, or an exit code (said:
  * EXIT_USAGE with the nodes there are). */
-int cli_check_node(struct cli *cli, const char *cmd, const char *node)
+int cli_check_node(struct cli *cli, const char *cmd, const char *node, const char *from)
 {
 	int rc = cli_connect_pve(cli);
 	if (rc || !node)
@@ -243,9 +274,9 @@ int cli_check_node(struct cli *cli, const char *cmd, const char *node)
 			names[i] = name;
 	}
 	const char *near = names ? str_closest(node, names, n) : NULL;
-	pve_error_set(&e, PVE_ERR_CONFIG, "no node '%s' in the cluster%s%s%s; nodes: %s", node,
-		      near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "",
-		      list.len ? sbuf_str(&list) : "none");
+	pve_error_set(&e, PVE_ERR_NOT_FOUND, "%s%sno node '%s' in the cluster%s%s%s; nodes: %s",
+		      from ? from : "", from ? ": " : "", node, near ? " (did you mean '" : "",
+		      near ? near : "", near ? "'?)" : "", list.len ? sbuf_str(&list) : "none");
 	free(names);
 	sbuf_free(&list);
 	json_object_put(nodes);

@@ -214,12 +214,17 @@ int cli_inject_result(struct cli *cli, struct job *j, int code)
 				   code ? failed : NULL);
 		out_json_line(stdout, o);
 		json_object_put(o);
-	} else {
+	} else if (!code) {
 		printf("%s: %s\n", name, summary ? summary : "done");
+	} else {
+		/* once, with where to look next */
+		bool at_connect = failed && strcmp(failed, "connect") == 0;
+		log_error("%s: inject failed at %s: %s%s%s", name, failed ? failed : "?",
+			  error ? error : "error",
+			  at_connect ? " (does the guest run sshd? its address: --address; the "
+				       "port: [ssh] port)" : "",
+			  cli->verbosity > 0 ? "" : "; rerun with -v for the details");
 	}
-	if (code && !cli->json)
-		log_error("%s: inject failed at %s: %s", name, failed ? failed : "?",
-			  error ? error : "error");
 	return code;
 }
 
@@ -290,9 +295,9 @@ int cli_bench_result(struct cli *cli, struct job *j, int code)
 	if (cli->json) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "command", json_object_new_string("bench"));
-		out_result_members(o, name, job_vmid(j), job_node(j), code,
-				   code ? job_outcome_name(job_outcome(j)) : NULL, msg,
-				   code ? "bench" : NULL);
+		/* the error's real kind and step, as every command's */
+		cli_job_result_members(o, j, code);
+		json_object_object_add(o, "name", json_object_new_string(name));
 		if (r > 0)
 			json_object_object_add(o, "bench", bench_result_json(&now));
 		if (r > 0 && have_last)
@@ -556,12 +561,9 @@ static int cmd_show(struct cli *cli, const struct cmd_args *a)
 		       nic ? nic : "-", gt.address ? gt.address : "unknown",
 		       gt.tmpl_name ? gt.tmpl_name : "-");
 		if (have_bench == 1) {
-			printf("last bench: %lld (%s, %s)\n", br.ts, br.bus ? br.bus : "-",
-			       br.nic ? br.nic : "-");
-			for (size_t i = 0; i < br.n_figs; i++)
-				printf("  %s = %.1f %s\n", br.figs[i].label ? br.figs[i].label
-									     : br.figs[i].key,
-				       br.figs[i].value, br.figs[i].unit ? br.figs[i].unit : "");
+			/* as bench prints it: its time, and every figure with its unit */
+			printf("last bench: ");
+			bench_print(&br, stdout);
 		} else {
 			printf("last bench: none\n");
 		}

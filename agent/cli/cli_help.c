@@ -36,6 +36,8 @@ static const struct opt_doc docs[] = {
 	{"up", "no-start", NULL, "create and configure, but leave the guest stopped"},
 	{"up", "full", NULL, "a full clone instead of a linked one"},
 	{"up", "no-inject", NULL, "skip the guest-side setup over SSH"},
+	{"up", "no-wait-ssh", NULL, "try SSH once: a guest not answering yet is done without "
+	 "its files (default: wait 300 s)"},
 	{"up", "retemplate", NULL, "reconfigure a guest made from another template"},
 	{"up", "dry-run", NULL, "print the plan, key by key; change nothing"},
 	{"up", "pool", "NAME", "a static address from [pool NAME]: its lowest free one"},

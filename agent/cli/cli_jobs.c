@@ -247,7 +247,7 @@ static int cmd_job(struct cli *cli, const struct cmd_args *args)
 		cli_error("not-found", "job", "no job %lld in %s", id, store_file(st));
 		if (watching)
 			ctl_client_close(&wc);
-		return 1;
+		return EXIT_USAGE; /* not found: 2, as in every command */
 	}
 	if (r < 0 || store_steps_get(st, id, &steps, &ns, &err) < 0 ||
 	    store_events_get(st, id, &evs, &ne, &err) < 0) {
@@ -330,10 +330,23 @@ static int cmd_job(struct cli *cli, const struct cmd_args *args)
 		for (size_t i = 0; i < ne; i++) {
 			if (strcmp(evs[i].kind, "progress") == 0 && evs[i].percent >= 0)
 				continue; /* percentages: the step lines say enough */
+			/* a run of progress lines of one step: its last one, and
+			 * how many it stands for */
+			size_t run = 1;
+			while (strcmp(evs[i].kind, "progress") == 0 && i + run < ne &&
+			       strcmp(evs[i + run].kind, "progress") == 0 && evs[i + run].percent < 0 &&
+			       !(evs[i + run].step && evs[i].step ? strcmp(evs[i + run].step,
+									   evs[i].step)
+								  : evs[i + run].step != evs[i].step))
+				run++;
+			i += run - 1;
 			char tb[32];
 			const char *tm = when(evs[i].time, tb, sizeof tb);
-			printf("  %s %-8s %-8s %s\n", tm ? tm : "?", evs[i].kind,
+			printf("  %s %-8s %-8s %s", tm ? tm : "?", evs[i].kind,
 			       evs[i].step ? evs[i].step : "", evs[i].message ? evs[i].message : "");
+			if (run > 1)
+				printf(" (the last of %zu)", run);
+			printf("\n");
 		}
 		char *e = error_text(j.error);
 		if (e)
@@ -502,7 +515,8 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 		if (r != 0)
 			break;
 		if (!signalled) {
-			int s = store_job_signal(st, id, SIGTERM, &holder, &err);
+			/* SIGUSR1: the holder stops as for Ctrl-C, and says cancelled */
+			int s = store_job_signal(st, id, SIGUSR1, &holder, &err);
 			if (s < 0)
 				break;
 			if (s > 0) {

@@ -120,6 +120,15 @@ static void print_migration(struct cli *cli, struct job *j, const char *target, 
 	json_object_put(o);
 	const char *name = job_subject(j), *method = json_str(v, "method");
 	const struct pve_error *e = job_error(j);
+	if (job_outcome(j) == JOB_OUT_INTERRUPTED) {
+		/* a stop, said as what it was: a cancel is not resumed */
+		if (cli_cancelled)
+			log_error("%s: cancelled by 'pvagent cancel'", name);
+		else
+			log_error("%s: interrupted; the job is kept: 'pvagent resume %lld' (or the "
+				  "same command again) finishes it", name, job_id(j));
+		return;
+	}
 	if (e->kind != PVE_OK) {
 		char *m = pve_error_format(e);
 		log_error("%s: %s", name, m ? m : "failed");
@@ -133,26 +142,28 @@ static void print_migration(struct cli *cli, struct job *j, const char *target, 
 		printf("%s: already on %s\n", name, target);
 		return;
 	}
+	char tb[32];
 	if (dry_run) {
-		printf("%s: would migrate to %s (%s%s), about %.0f s\n", name, target,
+		printf("%s: would migrate to %s (%s%s), about %s\n", name, target,
 		       method ? method : "?", var_num(v, "via_ha") > 0 ? ", through HA" : "",
-		       var_num(v, "estimate_s"));
+		       str_duration(tb, sizeof tb, var_num(v, "estimate_s")));
 		return;
 	}
 	double speed = var_num(v, "speed"), bytes = var_num(v, "transferred");
 	double dt = var_num(v, "downtime_ms"), gap = var_num(v, "probe_gap_ms");
 	double dur = var_num(v, "duration_s");
-	printf("%s: migrated to %s (%s) in %.0f s", name, target, method ? method : "?",
-	       dur >= 0 ? dur : var_num(v, "elapsed_s"));
+	printf("%s: migrated to %s (%s) in %s", name, target, method ? method : "?",
+	       str_duration(tb, sizeof tb, dur >= 0 ? dur : var_num(v, "elapsed_s")));
 	if (bytes >= 0)
 		printf(", %.1f MiB", bytes / 1048576.0);
 	if (speed >= 0)
 		printf(" at %.1f MiB/s", speed / 1048576.0);
+	char db[32];
 	if (dt >= 0)
-		printf(", downtime %.0f ms (PVE)", dt);
+		printf(", downtime %s (PVE)", str_duration(db, sizeof db, dt / 1000));
 	long long probed = 0;
 	if (gap >= 0)
-		printf(", clients saw %.0f ms", gap);
+		printf(", clients saw %s", str_duration(db, sizeof db, gap / 1000));
 	else if (json_int(v, "probed", &probed) && probed)
 		printf(", clients saw no gap");
 	printf("\n");
@@ -198,6 +209,21 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 	}
 	if (rc == 0) /* submitted to pvagentd: its job connects */
 		rc = cli->sub ? cli_load_conf(cli) : cli_connect_pve(cli);
+	if (rc == 0 && !cli->sub)
+		rc = cli_check_node(cli, "migrate", a->argv[1], NULL);
+	if (rc == 0 && !cli->sub) {
+		/* a guest that does not exist: said before any job is stored */
+		struct guest_ref g = {0};
+		struct pve_error e = {0};
+		int f = guest_find(cli->pve, a->argv[0], &g, &e);
+		guest_ref_clear(&g);
+		cli->subject = a->argv[0];
+		if (f == 0)
+			pve_error_set(&e, PVE_ERR_NOT_FOUND, guest_arg_is_vmid(a->argv[0], NULL)
+				      ? "no guest with VMID %s" : "no guest named '%s'", a->argv[0]);
+		if (f <= 0)
+			rc = cli_fail_pve(cli, "migrate", &e);
+	}
 	if (rc)
 		return rc;
 	struct migrate_print mp = {a->argv[1], dry};
@@ -222,7 +248,7 @@ const struct cmd_entry cmd_migrate_entry = {
 	"[--max-downtime MS] [--dry-run]",
 	"move a guest to NODE: live (qemu), restart (lxc) or online (OpenVZ); prints the "
 	"downtime PVE measured and the one clients saw",
-	"", migrate_opts, NULL, 2, 2, "guest name and node", cmd_migrate,
+	"", migrate_opts, NULL, 2, 2, "guest name and a node", cmd_migrate,
 	"pvagent migrate web1 pve2\npvagent migrate web1 pve2 --storage-map local-lvm:fast --dry-run",
 };
 
@@ -261,7 +287,10 @@ static void print_drain(struct cli *cli, const char *cmd, struct job *j, bool dr
 	const char *hdr[] = {"GUEST", "VMID", "MEMORY", "METHOD", "TARGET",
 			     dry_run ? "ESTIMATE" : "TIME", dry_run ? "PLAN" : "RESULT",
 			     "DOWNTIME", "WHY"};
-	struct table *t = table_new(9, hdr);
+	bool none = !moves || json_object_array_length(moves) == 0;
+	if (none && code == 0)
+		printf("%s %s: nothing to move\n", cmd, job_subject(j));
+	struct table *t = none ? NULL : table_new(9, hdr);
 	for (size_t i = 0; t && moves && i < json_object_array_length(moves); i++) {
 		json_object *m = json_object_array_get_idx(moves, i);
 		char vmid[16], mem[32], est[32], dt[48];
@@ -270,11 +299,16 @@ static void print_drain(struct cli *cli, const char *cmd, struct job *j, bool dr
 		snprintf(vmid, sizeof vmid, "%lld", id);
 		fmt_num(mem, sizeof mem, m, "memory", " MiB", 1048576.0);
 		fmt_num(est, sizeof est, m, dry_run ? "estimate_s" : "seconds", " s", 1);
-		fmt_num(dt, sizeof dt, m, "downtime_ms", " ms", 1);
+		json_object *dto = NULL;
+		dt[0] = 0;
+		if (json_object_object_get_ex(m, "downtime_ms", &dto) && dto)
+			str_duration(dt, sizeof dt, json_object_get_double(dto) / 1000);
 		long long gap = -1;
 		if (json_int(m, "probe_gap_ms", &gap) && gap >= 0) {
 			size_t l = strlen(dt);
-			snprintf(dt + l, sizeof dt - l, "%s(seen %lld ms)", l ? " " : "", gap);
+			char gb[32];
+			snprintf(dt + l, sizeof dt - l, "%s(seen %s)", l ? " " : "",
+				 str_duration(gb, sizeof gb, (double)gap / 1000));
 		}
 		/* a partner HA moves along with another guest (PVE 9) says with which */
 		char *with = !json_str(m, "why") && json_str(m, "with")
@@ -349,6 +383,8 @@ static int split_nodes(char *s, const char ***out, size_t *n)
 static int window_params(struct cli *cli, const char *cmd, const char *name, const char *node,
 			 bool undrain, json_object **params)
 {
+	if (cli->conf.windows_error)
+		return cli_error("config", cmd, "%s", cli->conf.windows_error);
 	const struct conf_window *w = NULL;
 	for (size_t i = 0; i < cli->conf.n_windows && !w; i++)
 		if (strcmp(cli->conf.windows[i].name, name) == 0)
@@ -403,6 +439,10 @@ static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 		rc = 1;
 	if (rc == 0) /* submitted to pvagentd: its job connects */
 		rc = cli->sub ? cli_load_conf(cli) : cli_connect_pve(cli);
+	if (rc == 0 && !cli->sub) /* an unknown node is named with the nodes there are */
+		rc = cli_check_node(cli, cmd, a->argv[0], NULL);
+	for (size_t i = 0; rc == 0 && !cli->sub && i < n_to; i++)
+		rc = cli_check_node(cli, cmd, tov[i], "--to");
 	if (rc) {
 		free(tov);
 		free(to);
@@ -483,6 +523,8 @@ static int cmd_windows(struct cli *cli, const struct cmd_args *a)
 	if (rc)
 		return rc;
 	const struct conf *c = &cli->conf;
+	if (c->windows_error) /* only the commands that use windows stop on it */
+		return cli_error("config", "windows", "%s", c->windows_error);
 	time_t now = time(NULL);
 	json_object *arr = cli->json ? json_object_new_array() : NULL;
 	const char *hdr[] = {"WINDOW", "NODE", "SCHEDULE", "DURATION", "TO", "NEXT", "UNTIL", "STATE"};
@@ -497,7 +539,7 @@ static int cmd_windows(struct cli *cli, const struct cmd_args *a)
 			snprintf(sched, sizeof sched, "%s", w->schedule);
 		else
 			snprintf(sched, sizeof sched, "days %02d:%02d", w->start / 60, w->start % 60);
-		snprintf(dur, sizeof dur, "%um", w->duration / 60);
+		str_duration(dur, sizeof dur, w->duration);
 		for (size_t k = 0; k < w->n_to; k++)
 			sbuf_addf(&to, "%s%s", k ? "," : "", w->to[k]);
 		if (has) {

@@ -42,10 +42,7 @@ static void log_above(void *ctx, enum log_level lvl, const char *line)
 	if (pp)
 		live_erase(pp);
 	fflush(stdout);
-	if (lvl == LOGL_INFO)
-		fprintf(stderr, "pvagent: %s\n", line);
-	else
-		fprintf(stderr, "pvagent: %s: %s\n", log_level_name(lvl), line);
+	log_stderr(lvl, line);
 	if (pp)
 		live_draw(pp);
 	fflush(stdout);
@@ -146,6 +143,17 @@ static void live_remove(struct event_print *pp, const char *name)
 	pp->n_live--;
 }
 
+void cli_progress_at_exit(void)
+{
+	/* no live line outlives the program (an exit on an error path) */
+	pthread_mutex_lock(&print_mu);
+	if (drawing)
+		live_erase(drawing);
+	drawing = NULL;
+	fflush(stdout);
+	pthread_mutex_unlock(&print_mu);
+}
+
 void end_progress_line(struct event_print *pp)
 {
 	pthread_mutex_lock(&print_mu);
@@ -235,6 +243,8 @@ void on_job_event(void *ctx, const struct job_event *ev)
 		json_object_put(o);
 		return;
 	}
+	if (pp->cli->verbosity < 0)
+		return; /* -q: warnings and errors only (the log's) */
 	if (!pp->tty) {
 		print_line(pp, ev);
 		fflush(stdout);

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "jobpool.h"
+#include "guest.h"
 #include "json.h"
 #include "log.h"
 #include "output.h"
@@ -16,6 +17,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +147,7 @@ int cli_up_check(const struct up_request *req, struct pve_error *err)
 		}
 		if (guest_arg_is_vmid(req->names[i], NULL)) {
 			pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': all digits would read as "
-				      "a VMID; give up a name (and --vmid ID for its VMID)",
+				      "a VMID; use a name with a letter (and --vmid ID to choose the VMID)",
 				      req->names[i]);
 			return -1;
 		}
@@ -179,9 +181,23 @@ int cli_up_check(const struct up_request *req, struct pve_error *err)
 			      : req->tmpl->kind == TMPL_LXC ? PVEKEY_LXC
 							    : PVEKEY_OPENVZ;
 	for (size_t i = 0; req->sets && i < req->sets->n; i++) {
-		const char *k = req->sets->items[i].key;
-		if (strcmp(k, "size") == 0)
+		const char *k = req->sets->items[i].key, *v = req->sets->items[i].value;
+		size_t d = strspn(v, "0123456789");
+		if (strcmp(k, "size") == 0) {
+			/* a size without its unit would be bytes: never meant (any
+			 * other bad size is the schema check's) */
+			if (d > 0 && !v[d]) {
+				pve_error_set(err, PVE_ERR_CONFIG, "--set size=%s: give the size with "
+					      "its unit, K, M, G or T (e.g. %sG)", v, v);
+				return -1;
+			}
 			continue;
+		}
+		if (strcmp(k, "memory") == 0 && d > 0 && v[d] && isalpha((unsigned char)v[d])) {
+			pve_error_set(err, PVE_ERR_CONFIG, "--set memory=%s: memory is a number of "
+				      "MiB, without a unit (2048 for 2 GiB)", v);
+			return -1;
+		}
 		static const char *const refused[] = {"vmid", "node", "delete", "digest", "force",
 						      "skiplock", "revert"};
 		bool is_refused = false;
@@ -294,13 +310,16 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 		json_object *o = json_object_new_object(), *a = json_object_new_array();
 		for (size_t i = 0; i < n; i++) {
 			json_object *g = up_result_json(&r[i]);
-			bool failed = r[i].error.kind != PVE_OK;
-			char *m = failed ? pve_error_format(&r[i].error) : NULL;
+			bool stopped = r[i].outcome == JOB_OUT_INTERRUPTED;
+			bool failed = r[i].error.kind != PVE_OK || stopped;
+			char *m = stopped ? NULL : failed ? pve_error_format(&r[i].error) : NULL;
+			const char *kind = !failed ? NULL
+					   : stopped ? cli_stop_word()
+						     : pve_err_kind_name(r[i].error.kind);
 			if (g)
 				out_result_members(g, r[i].name, r[i].vmid, r[i].node,
-						   cli_exit_code(r[i].outcome),
-						   failed ? pve_err_kind_name(r[i].error.kind) : NULL,
-						   m, r[i].failed_step);
+						   cli_exit_code(r[i].outcome), kind,
+						   stopped ? r[i].left : m, r[i].failed_step);
 			free(m);
 			json_object_array_add(a, g);
 		}
@@ -321,8 +340,11 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 			total += r[i].steps[k].elapsed_s;
 		snprintf(vmid, sizeof vmid, "%d", r[i].vmid);
 		snprintf(secs, sizeof secs, "%.1fs", total);
+		/* the word of the exit code: 130 is interrupted (or cancelled) */
+		const char *res = r[i].outcome != JOB_OUT_INTERRUPTED ? up_status_name(r[i].status)
+				  : cli_cancelled ? "cancelled" : "interrupted";
 		const char *row[] = {r[i].name, r[i].vmid ? vmid : NULL, r[i].node, r[i].address,
-				     up_status_name(r[i].status), secs};
+				     res, secs};
 		table_add(t, row);
 	}
 	if (t)
@@ -331,6 +353,11 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 	for (size_t i = 0; i < n; i++) {
 		if (r[i].pending)
 			printf("%s: applied at the next restart: %s\n", r[i].name, r[i].pending);
+		if (r[i].outcome == JOB_OUT_INTERRUPTED && cli_cancelled) {
+			log_error("%s: cancelled by 'pvagent cancel'%s%s", r[i].name,
+				  r[i].left ? ": " : "", r[i].left ? r[i].left : "");
+			continue;
+		}
 		if (r[i].outcome == JOB_OUT_INTERRUPTED) {
 			log_error("%s: interrupted%s%s; the job is kept: 'pvagent resume %lld' (or the "
 				  "same command again) waits for what PVE still does and finishes",
@@ -356,7 +383,8 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 {
 	const char *tname = NULL, *node = NULL, *storage = NULL, *pool = NULL;
 	long vmid = 0, parallel = 4;
-	bool no_start = false, full = false, no_inject = false, retemplate = false, dry = false;
+	bool no_start = false, full = false, no_inject = false, retemplate = false, dry = false,
+	     no_wait_ssh = false;
 	struct tmpl_kvlist sets = {0}, vars = {0};
 	char *err = NULL;
 	int rc = 0;
@@ -371,6 +399,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		case 'N': no_start = true; break;
 		case 'f': full = true; break;
 		case 'I': no_inject = true; break;
+		case 'W': no_wait_ssh = true; break;
 		case 'R': retemplate = true; break;
 		case 'd': dry = true; break;
 		case 'o': pool = arg; break;
@@ -391,15 +420,30 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		rc = cli_usage_error("up", "needs a template", "-t TEMPLATE");
 	if (rc == 0)
 		rc = cli_load_conf(cli);
-	if (rc == 0 && node && !cli->sub) /* pvagentd's job checks it */
-		rc = cli_check_node(cli, "up", node);
+	/* what needs no request first: the template, then the node */
 	struct tmpl *t = NULL;
 	if (rc == 0 && tmpl_load((const char *const *)cli->conf.paths.templates, tname, &t, &err) < 0) {
 		cli_error("template", "up", "%s", err ? err : "cannot load the template");
 		free(err);
 		rc = EXIT_USAGE;
 	}
+	/* (submitted to pvagentd: its job checks the node) */
+	if (rc == 0 && node && !cli->sub)
+		rc = cli_check_node(cli, "up", node, NULL);
+	else if (rc == 0 && cli->conf.pve.node && !cli->sub) /* the default must exist too */
+		rc = cli_check_node(cli, "up", cli->conf.pve.node, "[pve] node");
+	if (rc == 0 && !cli->sub && t->kind == TMPL_OPENVZ && (rc = cli_connect_pve(cli)) == 0) {
+		/* OpenVZ left PVE with 4.0: said before any --var is asked for */
+		int major = 0;
+		struct pve_error ve = {0};
+		if (guest_pve_major(cli->pve, &major, &ve) < 0)
+			rc = cli_fail_pve(cli, "up", &ve);
+		else if (major >= 4)
+			rc = cli_error("template", "up", "template %s is an OpenVZ container: it needs "
+				       "PVE 2.x or 3.x, and this cluster runs PVE %d", tname, major);
+	}
 	if (rc) {
+		tmpl_free(t);
 		tmpl_kvlist_free(&sets);
 		tmpl_kvlist_free(&vars);
 		return rc;
@@ -426,6 +470,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		.dry_run = dry,
 		.conf = &cli->conf,
 		.no_inject = no_inject,
+		.no_wait_ssh = no_wait_ssh,
 		.pve_opts = &po,
 		.on_event = on_job_event,
 		.event_ctx = &pp,
@@ -514,7 +559,7 @@ static const struct option up_opts[] = {
 	{"parallel", required_argument, NULL, 'p'}, {"no-start", no_argument, NULL, 'N'},
 	{"full", no_argument, NULL, 'f'},           {"no-inject", no_argument, NULL, 'I'},
 	{"retemplate", no_argument, NULL, 'R'},     {"dry-run", no_argument, NULL, 'd'},
-	{"pool", required_argument, NULL, 'o'},
+	{"pool", required_argument, NULL, 'o'},     {"no-wait-ssh", no_argument, NULL, 'W'},
 	{0},
 };
 static const struct option down_opts[] = {
@@ -523,7 +568,8 @@ static const struct option down_opts[] = {
 const struct cmd_entry cmd_up_entry = {
 	"up",
 	"NAME... -t TEMPLATE [--node N] [--vmid ID] [--storage S] [--set K=V]... [--var K=V]... "
-	"[--parallel K] [--no-start] [--full] [--no-inject] [--retemplate] [--pool NAME] [--dry-run]",
+	"[--parallel K] [--no-start] [--full] [--no-inject] [--no-wait-ssh] [--retemplate] "
+	"[--pool NAME] [--dry-run]",
 	"provision guests, or converge existing ones; then inject the template's guest files",
 	"t:n:", up_opts, "SV", 1, -1, "guest name", cmd_up,
 	"pvagent up web1 -t ubuntu-24.04\npvagent up w1 w2 w3 -t freebsd-14 --set cores=4 --parallel 2\n"

@@ -121,6 +121,15 @@ void out_json_line(FILE *f, json_object *o)
 	fflush(f);
 }
 
+void out_json_relayed(const char *line)
+{
+	json_object *o = json_tokener_parse(line);
+	if (o && json_object_is_type(o, json_type_object) &&
+	    json_object_object_get_ex(o, "result", NULL))
+		result_printed = true;
+	json_object_put(o);
+}
+
 const char *out_bytes(char *buf, size_t len, double bytes)
 {
 	static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};

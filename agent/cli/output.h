@@ -20,7 +20,11 @@ void table_free(struct table *t);
 
 /* Print o as one compact JSON line on f and flush. */
 void out_json_line(FILE *f, json_object *o);
-/* Has out_json_line printed a final result object (one with "result")? */
+/* A line another process printed on our stdout (pvagentd's child, passed
+ * on by the client): counted when it is a final result object. */
+void out_json_relayed(const char *line);
+/* Has out_json_line printed a final result object (one with "result"),
+ * or was one relayed? */
 bool out_json_result_printed(void);
 
 /* The members every command's result has, for each guest (set on o,

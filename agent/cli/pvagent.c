@@ -6,9 +6,10 @@
  *
  *   pvagent [-c CONF] [--json] [-v|-q] COMMAND ...
  *
- * Exit codes (pvagent(1) EXIT STATUS): 0 done; 1 failed, nothing left half-done;
- * 2 usage or configuration error; 3 failed and needs attention; 4 cannot
- * reach or authenticate to PVE or a guest. */
+ * Exit codes (pvagent(1) EXIT STATUS): 0 done; 1 failed, nothing left
+ * half-done; 2 usage or configuration error, or what was named does not
+ * exist; 3 failed and needs attention; 4 cannot reach or authenticate to
+ * PVE or a guest; 130 interrupted or cancelled. */
 #include "cli.h"
 #include "json.h"
 #include "conf.h"
@@ -102,23 +103,35 @@ int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_
 	a->cmdline = argv;
 	/* optind 0: GNU getopt starts afresh, permuting options and arguments */
 	optind = 0;
+	opterr = 0;
 	int opt;
 	while ((opt = getopt_long(argc, argv, e->shortopts ? e->shortopts : "", e->longopts,
 				  NULL)) != -1) {
 		if (opt == '?' || opt == ':') {
-			/* getopt said which on stderr; the same for --json, with the
+			/* said here (opterr 0), in the one prefix, with the
 			 * nearest option of the command for a mistyped one */
 			const char *bad = optind > 0 && optind <= argc ? argv[optind - 1] : "";
-			const char *near = !optopt && strncmp(bad, "--", 2) == 0
-				? closest_option(e, bad + 2) : NULL;
-			if (near)
-				fprintf(stderr, "pvagent %s: did you mean '--%s'?\n", e->name, near);
-			cli_error_note("usage", e->name,
-				       optopt ? strprintf("option -%c: unknown or needs an argument",
-							  optopt)
-				       : near ? strprintf("unknown option '%s' (did you mean '--%s'?)",
-							  bad, near)
-				       : strprintf("unknown option '%s'", bad));
+			bool is_long = strncmp(bad, "--", 2) == 0;
+			bool needs_arg = false;
+			if (optopt && !is_long) {
+				const char *p = e->shortopts ? strchr(e->shortopts, optopt) : NULL;
+				needs_arg = p && p[1] == ':';
+			} else if (is_long) {
+				for (const struct option *o = e->longopts; o && o->name; o++)
+					if (strcmp(o->name, bad + 2) == 0)
+						needs_arg = o->has_arg == required_argument;
+			}
+			const char *near = !needs_arg && is_long ? closest_option(e, bad + 2) : NULL;
+			if (needs_arg)
+				cli_error("usage", e->name, "option '%s' needs an argument",
+					  is_long ? bad : (char[]){'-', (char)optopt, 0});
+			else if (near)
+				cli_error("usage", e->name, "unknown option '%s' (did you mean '--%s'?)",
+					  bad, near);
+			else if (optopt && !is_long)
+				cli_error("usage", e->name, "unknown option '-%c'", optopt);
+			else
+				cli_error("usage", e->name, "unknown option '%s'", bad);
 			cmd_args_free(a);
 			fprintf(stderr, "(see pvagent %s --help)\n", e->name);
 			return EXIT_USAGE;
@@ -158,7 +171,7 @@ int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_
 			cli_error("usage", e->name, "takes no arguments, not '%s'", a->argv[0]);
 		else if (a->argc < e->min_args && e->min_args == e->max_args)
 			cli_error("usage", e->name, "needs %s %s",
-				  e->min_args == 1 ? "one" : "more", what);
+				  e->min_args == 1 ? "one" : "a", what);
 		else if (a->argc < e->min_args)
 			cli_error("usage", e->name, "needs at least one %s", what);
 		else
@@ -263,7 +276,7 @@ static int cmd_list(struct cli *cli, const struct cmd_args *a)
 			node = a->v[i].val;
 		longer |= a->v[i].opt == 'l';
 	}
-	int rc = cli_check_node(cli, "list", node);
+	int rc = cli_check_node(cli, "list", node, NULL);
 	if (rc)
 		return rc;
 	json_object *guests = NULL;
@@ -416,16 +429,14 @@ static const struct cmd_entry cmd_version_entry = {
 };
 
 static const struct cmd_entry *const commands[] = {
-	&cmd_nodes_entry,  &cmd_list_entry,   &cmd_templates_entry, &cmd_up_entry,
-	&cmd_down_entry,   &cmd_inject_entry, &cmd_virtio_entry,    &cmd_bench_entry,
-	&cmd_migrate_entry, &cmd_drain_entry,  &cmd_undrain_entry,   &cmd_windows_entry,
-	&cmd_jobs_entry,   &cmd_job_entry,    &cmd_resume_entry,    &cmd_cancel_entry,
-	&cmd_status_entry, &cmd_help_entry,   &cmd_version_entry,
-	&cmd_ssh_entry,
-	&cmd_show_entry,
-	&cmd_setup_entry,  &cmd_doctor_entry,
-	&cmd_pool_entry,   &cmd_image_entry,
-	NULL,
+	/* as help lists them: what a user does first, help and version last */
+	&cmd_nodes_entry,   &cmd_list_entry,    &cmd_show_entry,   &cmd_templates_entry,
+	&cmd_up_entry,      &cmd_down_entry,    &cmd_ssh_entry,    &cmd_inject_entry,
+	&cmd_virtio_entry,  &cmd_bench_entry,   &cmd_migrate_entry, &cmd_drain_entry,
+	&cmd_undrain_entry, &cmd_windows_entry, &cmd_jobs_entry,   &cmd_job_entry,
+	&cmd_resume_entry,  &cmd_cancel_entry,  &cmd_status_entry, &cmd_setup_entry,
+	&cmd_doctor_entry,  &cmd_pool_entry,    &cmd_image_entry,  &cmd_help_entry,
+	&cmd_version_entry, NULL,
 };
 
 static const struct cmd_entry *find_command(const char *name)
@@ -511,7 +522,8 @@ static int complete(struct cli *cli, int argc, char **argv)
 			printf("--help\n");
 		else
 			printf("--config\n--json\n--local\n--verbose\n--quiet\n--help\n--version\n");
-	} else if (strcmp(what, "templates") == 0 || strcmp(what, "guests") == 0) {
+	} else if (strcmp(what, "templates") == 0 || strcmp(what, "guests") == 0 ||
+		   strcmp(what, "nodes") == 0) {
 		char *err = NULL;
 		if (conf_load(cli->conf_path, &cli->conf, &err) < 0) {
 			free(err);
@@ -536,9 +548,16 @@ static int complete(struct cli *cli, int argc, char **argv)
 		struct pve_error e = {0};
 		json_object *guests = NULL;
 		cli->pve = pve_new(&o, &e);
-		if (cli->pve && inventory_guests(cli->pve, NULL, &guests, &e) == 0) {
+		bool nodes = what[0] == 'n';
+		if (cli->pve && (nodes ? inventory_nodes(cli->pve, &guests, &e)
+				       : inventory_guests(cli->pve, NULL, &guests, &e)) == 0) {
 			for (size_t i = 0; i < json_object_array_length(guests); i++) {
-				const char *n = json_text(json_object_array_get_idx(guests, i), "name");
+				json_object *g = json_object_array_get_idx(guests, i), *tv = NULL;
+				const char *n = json_text(g, nodes ? "node" : "name");
+				/* a template VM is never a command's guest */
+				if (json_object_object_get_ex(g, "template", &tv) &&
+				    json_object_get_boolean(tv))
+					continue;
 				if (n && *n)
 					printf("%s\n", n);
 			}
@@ -617,7 +636,14 @@ int main(int argc, char **argv)
 		}
 		return cli_finish_error(&cli, name, EXIT_USAGE);
 	}
+	/* one error prefix: "pvagent COMMAND: " */
+	char *ident = cmd ? strprintf("pvagent %s", cmd->name) : NULL;
+	if (ident) {
+		cli_set_command(cmd->name);
+		log_set_ident(ident);
+	}
 	if (cmd && asks_help(argc - optind, argv + optind)) {
+		free(ident);
 		command_help(stdout, cmd);
 		return 0;
 	}
@@ -629,6 +655,7 @@ int main(int argc, char **argv)
 		rc = complete(&cli, argc - optind, argv + optind);
 	} else {
 		cli_catch_stop_signals();
+		atexit(cli_progress_at_exit);
 		if (cli.local)
 			cli_daemon_child_init();
 		rc = cmd_dispatch(&cli, cmd, argc - optind, argv + optind);
@@ -642,5 +669,7 @@ int main(int argc, char **argv)
 		conf_free(&cli.conf);
 	pve_global_cleanup();
 	log_secret_clear();
+	log_set_ident(NULL);
+	free(ident);
 	return rc;
 }

@@ -843,7 +843,8 @@ static void req_cancel(struct daemon *d, struct dconn *c, json_object *req, json
 		return;
 	}
 	j->cancel = true;
-	if (!j->exited && kill(j->proc.pid, SIGTERM) < 0)
+	/* SIGUSR1: pvagent's cancel (it stops as for SIGTERM and says so) */
+	if (!j->exited && kill(j->proc.pid, SIGUSR1) < 0)
 		log_warn("ticket %llu: kill %ld: %s", j->it->ticket, (long)j->proc.pid,
 			 strerror(errno));
 	if (ok)
@@ -1147,6 +1148,11 @@ static void reload(struct daemon *d)
 		log_error("reload: %s; keeping the configuration loaded before",
 			  err ? err : "cannot load the configuration");
 		free(err);
+		return;
+	}
+	if (nc.windows_error) { /* the daemon runs the windows: strict */
+		log_error("reload: %s; keeping the configuration loaded before", nc.windows_error);
+		conf_free(&nc);
 		return;
 	}
 	if (strcmp(nc.paths.socket, d->conf.paths.socket) != 0 ||
@@ -1608,9 +1614,12 @@ int main(int argc, char **argv)
 	log_set_level(log_level_from_verbosity(verbosity));
 	char *err = NULL;
 	int lr = conf_load(d.conf_path, &d.conf, &err);
-	if (lr < 0) {
-		fprintf(stderr, "pvagentd: %s\n", err ? err : "cannot load the configuration");
+	if (lr < 0 || d.conf.windows_error) { /* the daemon runs the windows: strict */
+		fprintf(stderr, "pvagentd: %s\n", lr < 0 ? (err ? err : "cannot load the configuration")
+							   : d.conf.windows_error);
 		free(err);
+		if (lr == 0)
+			conf_free(&d.conf);
 		return 2;
 	}
 	if (check_only) {

@@ -258,7 +258,8 @@ Test(cli_help, did_you_mean)
 	json_object_put(o);
 	free(out);
 	cr_assert_eq(RUN(&out, "-c", conf, "--json", "up", "x", "-t", "helptest", "--nodee", "n"), 2);
-	cr_assert_not_null(strstr(out, "pvagent up: did you mean '--node'?"), "%s", out);
+	cr_assert_not_null(strstr(out, "pvagent up: unknown option '--nodee' (did you mean "
+				  "'--node'?)"), "%s", out);
 	o = final_json(out);
 	cr_assert_str_eq(str(o, "error", "message"), "unknown option '--nodee' (did you mean "
 			 "'--node'?)");
@@ -361,7 +362,8 @@ Test(cli_help, bash_completion)
 	free(out);
 	out = complete_words("up --");
 	cr_assert_str_eq(out, "--template\n--node\n--vmid\n--storage\n--set\n--var\n--parallel\n"
-			      "--no-start\n--full\n--no-inject\n--retemplate\n--dry-run\n--pool\n--help\n");
+			      "--no-start\n--full\n--no-inject\n--retemplate\n--dry-run\n--pool\n"
+			      "--no-wait-ssh\n--help\n");
 	free(out);
 	char *w = strprintf("-c %s up web1 -t h", conf);
 	out = complete_words(w);

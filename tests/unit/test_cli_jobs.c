@@ -689,5 +689,12 @@ Test(cli_jobs, resume_of_a_running_job_names_its_process_and_cancel_stops_it)
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d", status);
 	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'cancelled'"),
 		     1);
+	/* the process that ran it says cancelled, as cancel and the store do */
+	char *bgp = strprintf("%s/bg.out", w.dir), *bg = NULL;
+	cr_assert_eq(read_file(bgp, &bg, NULL), 0);
+	cr_assert(strstr(bg, "web1: cancelled by 'pvagent cancel'"), "%s", bg);
+	cr_assert_null(strstr(bg, "resume"), "%s", bg);
+	free(bg);
+	free(bgp);
 	world_free(&w);
 }

@@ -64,6 +64,12 @@ static char *load_err(const char *text)
 	char *err = NULL;
 	int rc = conf_load(p, &c, &err);
 	free(p);
+	if (rc == 0 && c.windows_error) {
+		/* a bad [window]: the file loads; the windows' commands refuse */
+		err = strdup(c.windows_error);
+		conf_free(&c);
+		rc = -1;
+	}
 	cr_assert_eq(rc, -1, "loaded although invalid");
 	cr_assert_not_null(err);
 	size_t dl = strlen(dir);
@@ -490,6 +496,23 @@ Test(validate, durations_numbers_enums, .init = setup, .fini = teardown)
 		   "pvagent.conf:6: [paths] templates: empty directory in the list (use ':' between directories)");
 }
 
+/* One bad [window] stops only the commands that use windows: the file
+ * loads, with the error kept in windows_error (the other sections still
+ * fail the load). */
+Test(validate, bad_window_only_for_windows, .init = setup, .fini = teardown)
+{
+	free(put("secret", "0f1e2d3c-aaaa-bbbb-cccc-000011112222\n", 0600));
+	char *p = put("pvagent.conf", PVE_OK "[window \"w\"]\nnode = pve2\nduration = 1h\n", 0644);
+	struct conf c;
+	char *err = NULL;
+	cr_assert_eq(conf_load(p, &c, &err), 0, "%s", err ? err : "");
+	cr_assert_not_null(c.windows_error);
+	cr_expect(strstr(c.windows_error, "[window \"w\"] schedule: required"), "%s",
+		  c.windows_error);
+	conf_free(&c);
+	free(p);
+}
+
 Test(validate, windows, .init = setup, .fini = teardown)
 {
 	expect_err(PVE_OK "[window \"w\"]\nnode = pve2\nduration = 1h\n",
@@ -534,7 +557,8 @@ Test(search, order, .init = setup, .fini = teardown)
 		cr_skip_test("/etc/pvagent/pvagent.conf exists here");
 	cr_assert_eq(conf_load(NULL, &c, &err), -2);
 	cr_expect_str_eq(err, "no configuration file: tried -c, $PVAGENT_CONF, ./conf/pvagent.conf "
-			      "and /etc/pvagent/pvagent.conf");
+			      "and /etc/pvagent/pvagent.conf; start from conf/pvagent.conf.example "
+			      "(man pvagent.conf), or try it against the simulator: make sandbox");
 	free(err);
 
 	cr_assert_eq(mkdir("conf", 0700), 0);

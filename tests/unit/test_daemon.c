@@ -442,6 +442,54 @@ Test(daemon, up_through_the_daemon_is_the_same_as_in_process)
 	world_free(&w);
 }
 
+/* --json through the daemon and in this process: one final object, the
+ * same, for each kind of error (a guest, a node, a template that do not
+ * exist; a bad option), with the error's own kind and exit code 2. */
+Test(daemon, json_errors_are_one_final_object_the_same_as_in_process)
+{
+	static struct world w;
+	world_start(&w, 10, 2, NULL);
+	daemon_start(&w);
+	static const char *const cases[][6] = {
+		{"inject", "nosuch", NULL, NULL, "not-found", NULL},
+		{"virtio", "nosuch", NULL, NULL, "not-found", NULL},
+		{"bench", "nosuch", NULL, NULL, "not-found", NULL},
+		{"migrate", "nosuch", "pve2", NULL, "not-found", NULL},
+		{"drain", "pve9", NULL, NULL, "not-found", NULL},
+		{"up", "x1", "-t", "nosuch", "template", NULL},
+		{"up", "x1", "--paralel", "2", "usage", NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const char *const *c = cases[i];
+		char *d_out = NULL, *l_out = NULL;
+		int d_rc = pv(&w, &d_out, "--json", c[0], c[1], c[2], c[3], NULL);
+		int l_rc = pv(&w, &l_out, "--json", "--local", c[0], c[1], c[2], c[3], NULL);
+		cr_expect_eq(d_rc, 2, "%s %s: %s", c[0], c[1], d_out);
+		cr_expect_eq(l_rc, 2, "%s %s: %s", c[0], c[1], l_out);
+		json_object *dl = NULL, *ll = NULL;
+		free(event_shape(d_out, &dl));
+		free(event_shape(l_out, &ll));
+		size_t finals = 0;
+		for (const char *p = d_out; (p = strstr(p, "\"result\":")); p++)
+			finals++;
+		cr_expect_eq(finals, 1, "%s %s: one final object:\n%s", c[0], c[1], d_out);
+		cr_assert_not_null(dl, "%s", d_out);
+		cr_assert_not_null(ll, "%s", l_out);
+		json_object *e = json_object_object_get(dl, "error");
+		cr_expect_str_eq(json_object_get_string(json_object_object_get(e, "kind")), c[4],
+				 "%s %s: %s", c[0], c[1], d_out);
+		cr_expect_eq(json_object_get_int(json_object_object_get(dl, "exit")), 2);
+		cr_expect_str_eq(json_object_to_json_string(dl), json_object_to_json_string(ll),
+				 "daemon:\n%s\nin-process:\n%s", d_out, l_out);
+		json_object_put(dl);
+		json_object_put(ll);
+		free(d_out);
+		free(l_out);
+	}
+	daemon_stop(&w);
+	world_free(&w);
+}
+
 /* On a terminal the job's process (the daemon's child) draws the live
  * lines, cut to the width of the client's terminal. */
 Test(daemon, live_lines_through_the_daemon_fit_the_clients_terminal)
@@ -1551,6 +1599,15 @@ Test(daemon, cancel_stops_a_running_job_and_records_it_cancelled)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "client status %d", st);
 	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'cancelled'", NULL, 1,
 		"job 1 recorded cancelled");
+	/* the submitter is told it was cancelled, as everyone is: no
+	 * "interrupted", no resume hint */
+	char *seen = NULL;
+	cr_assert_eq(read_file(outp, &seen, NULL), 0);
+	cr_assert(strstr(seen, "can1: cancelled by 'pvagent cancel'"), "%s", seen);
+	cr_assert(strstr(seen, " cancelled "), "the table says cancelled:\n%s", seen);
+	cr_assert_null(strstr(seen, "interrupted"), "%s", seen);
+	cr_assert_null(strstr(seen, "resume"), "%s", seen);
+	free(seen);
 	/* a cancelled job is not resumed at the next start */
 	daemon_stop(&w);
 	daemon_start(&w);

@@ -65,7 +65,7 @@ Test(log, stderr_format, .init = cr_redirect_stderr)
 	log_warn("careful");
 	log_error("bad %d", 3);
 	fflush(stderr);
-	cr_assert_stderr_eq_str("pvagent: hello\npvagent: warning: careful\npvagent: error: bad 3\n");
+	cr_assert_stderr_eq_str("pvagent: hello\npvagent: warning: careful\npvagent: bad 3\n");
 }
 
 Test(log, registered_secret_masked_everywhere)

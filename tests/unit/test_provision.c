@@ -582,6 +582,8 @@ Test(provision_sim, bad_values_refused_before_any_request)
 		{"net0", "virtio=zz:00:00:00:00:01,bridge=vmbr0", "is not a unicast MAC address"},
 		{"ostype", "beos", "--set ostype=beos: 'beos' is not one of: other, "},
 		{"size", "banana", "--set size=banana: 'banana' is not a size"},
+		{"size", "64", "--set size=64: give the size with its unit, K, M, G or T (e.g. 64G)"},
+		{"memory", "2G", "--set memory=2G: memory is a number of MiB, without a unit (2048"},
 		{"description", NULL, "8193 characters long, at most 8192 allowed"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1714,37 +1716,83 @@ Test(provision_inject, guest_files_without_ssh_settings_refused_up_front)
 	fx_stop(&f);
 }
 
+/* up of one guest (name) whose address (addr) refuses SSH, with an
+ * inject template and no known_hosts entry: cli_up_launch's return; *res
+ * its results, *kh the known_hosts path to free. */
+static int up_mute(struct fx *f, const char *addr, const char *name, double wait_s,
+		   bool no_wait, struct up_result **res, char **kh)
+{
+	int fd;
+	int port = tcp_port(addr, false, &fd);
+	inj_tmpl(f, addr, port, true);
+	static struct conf c;
+	c = (struct conf){0};
+	*kh = strprintf("%s/known_hosts", f->sp.dir);
+	c.ssh.known_hosts = *kh;
+	c.ssh.timeout = 10;
+	static const char *names[1];
+	names[0] = name;
+	struct up_request req = up_req(f, names, 1);
+	req.conf = &c;
+	req.ssh_wait_s = wait_s;
+	req.no_wait_ssh = no_wait;
+	struct pve_error e = {0};
+	int rc = cli_up_launch(&req, res, &e);
+	pve_error_clear(&e);
+	return rc;
+}
+
 /* A guest that never answers SSH: refused connections are retried every
  * poll_s (simulated time: the sleeps advance the simulator) until
- * ssh_wait_s, then up fails with exit 4 naming the connect step. */
-Test(provision_inject, ssh_never_answers_bounded_wait_exit_4)
+ * ssh_wait_s; the guest exists and runs, so up needs attention (exit 3),
+ * naming the VM and what is left, with one progress event per 10 s of
+ * waiting, not one per attempt. */
+Test(provision_inject, ssh_never_answers_bounded_wait_needs_attention)
 {
 	static struct fx f;
 	fx_start(&f, DEMO, NULL, NULL);
-	int fd;
-	int port = tcp_port("127.0.1.145", false, &fd);
-	inj_tmpl(&f, "127.0.1.145", port, true);
-	struct conf c = {0};
-	char *kh = strprintf("%s/known_hosts", f.sp.dir);
-	c.ssh.known_hosts = kh;
-	c.ssh.timeout = 10;
-	const char *names[] = {"mute1"};
-	struct up_request req = up_req(&f, names, 1);
-	req.conf = &c;
-	req.ssh_wait_s = 5;
 	struct up_result *res = NULL;
-	struct pve_error e = {0};
-	cr_assert_eq(cli_up_launch(&req, &res, &e), -1);
-	cr_assert_eq(res[0].status, UP_FAILED);
+	char *kh = NULL;
+	cr_assert_eq(up_mute(&f, "127.0.1.145", "mute1", 25, false, &res, &kh), -1);
 	cr_assert_str_eq(res[0].inject.failed_step, "connect");
-	cr_assert_eq(res[0].inject.outcome, JOB_OUT_UNREACHABLE);
-	cr_assert_eq(up_results_outcome(res, 1), JOB_OUT_UNREACHABLE);
+	cr_assert_eq(res[0].inject.outcome, JOB_OUT_NEEDS_ATTENTION);
+	cr_assert_eq(up_results_outcome(res, 1), JOB_OUT_NEEDS_ATTENTION);
 	char *msg = pve_error_format(&res[0].error);
 	cr_assert(!strncmp(msg, "inject: connect: root@127.0.1.145 port ", 39), "%s", msg);
-	cr_assert(strstr(msg, "did not answer SSH within 5 s (5 attempts)"), "%s", msg);
+	/* about one attempt a second (each costs a little simulated time) */
+	const char *at = strstr(msg, "did not answer SSH within 25 s (");
+	cr_assert(at, "%s", msg);
+	int attempts = atoi(at + strlen("did not answer SSH within 25 s ("));
+	cr_assert(attempts >= 15 && attempts <= 25, "%s", msg);
+	char *vm = strprintf("VM %d on pve1 runs without its guest files: 'pvagent inject "
+			     "mute1' once it answers", res[0].vmid);
+	cr_assert(strstr(msg, vm), "%s", msg);
+	free(vm);
 	free(msg);
 	const char *t = sbuf_str(&f.ev.text);
-	cr_assert_eq(count_of(t, "waiting for SSH on 127.0.1.145"), 4, "%s", t);
+	size_t said = count_of(t, "waiting for SSH on 127.0.1.145");
+	cr_assert(said >= 2 && said <= 3, "one progress line per 10 s, not %zu:\n%s", said, t);
+	cr_assert(strstr(t, "waiting for SSH on 127.0.1.145 (0 s of 25, attempt 1): "), "%s", t);
+	up_results_free(res, 1);
+	free(kh);
+	fx_stop(&f);
+}
+
+/* --no-wait-ssh: one attempt; a guest that does not answer yet is done,
+ * its files left for `pvagent inject`. */
+Test(provision_inject, no_wait_ssh_is_done_without_files)
+{
+	static struct fx f;
+	fx_start(&f, DEMO, NULL, NULL);
+	struct up_result *res = NULL;
+	char *kh = NULL;
+	cr_assert_eq(up_mute(&f, "127.0.1.147", "mute2", 0, true, &res, &kh), 0);
+	cr_assert_eq(up_results_outcome(res, 1), JOB_OUT_DONE);
+	cr_assert_eq(res[0].error.kind, PVE_OK);
+	const char *t = sbuf_str(&f.ev.text);
+	cr_expect_eq(count_of(t, "waiting for SSH"), 0, "%s", t);
+	cr_expect_str_eq(res[0].inject.summary,
+			 "not written: no SSH answer yet (pvagent inject mute2)");
 	up_results_free(res, 1);
 	free(kh);
 	fx_stop(&f);

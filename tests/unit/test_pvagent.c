@@ -44,7 +44,7 @@ Test(pvagent_cli, inject_address_for_a_guest_pve_cannot_locate)
 	cr_expect(strstr(out, "bad --address"), "%s", out);
 	free(out);
 	rc = cli_pv(&cw, &out, "inject", "nosuch", "--address", cw.ge.sd.addr, NULL);
-	cr_expect_eq(rc, 1, "%s", out);
+	cr_expect_eq(rc, 2, "%s", out);
 	cr_expect(strstr(out, "no guest named 'nosuch'"), "%s", out);
 	free(out);
 

@@ -573,6 +573,19 @@ Test(net, connection_refused_is_retried_then_exit_4)
 	cr_expect_not(e.ambiguous);
 	pve_error_clear(&e);
 	pve_free(c);
+	/* unreachable_once (the command line's client): a PVE that never
+	 * answered it is tried once, without a backoff, and said unreachable */
+	o.unreachable_once = true;
+	fc.n = 0;
+	c = pve_new(&o, &e);
+	cr_assert_not_null(c);
+	cr_expect_eq(pve_get(c, "/version", NULL, &d, &e), -1);
+	cr_expect_eq(e.kind, PVE_ERR_CONNECT, "%s", e.message);
+	cr_expect_eq(e.attempts, 1);
+	cr_expect_eq(fc.n, 0, "no backoff slept");
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
+	pve_error_clear(&e);
+	pve_free(c);
 }
 
 /* ==== a scripted HTTPS mock of PVE (self-signed certificate, OpenSSL) ======

@@ -479,7 +479,7 @@ Test(vars, bad_references, .init = mkscratch, .fini = rmscratch)
 	err = NULL;
 	struct tmpl_kvlist v = {0};
 	cr_expect_eq(tmpl_var_arg(&v, "no-equals", &err), -1);
-	cr_expect_str_eq(err, "--var no-equals: expected NAME=VALUE (NAME: letters, digits, '_')");
+	cr_expect_str_eq(err, "expected NAME=VALUE (NAME: letters, digits, '_')");
 	free(err);
 	/* --set and --var values: no control character, the key named */
 	const char *bad[][2] = {{"ciuser=admin\nroot", "ciuser: the value holds a control character (0x0a)"},
@@ -493,6 +493,13 @@ Test(vars, bad_references, .init = mkscratch, .fini = rmscratch)
 		free(err);
 	}
 	cr_expect_eq(v.n, 0, "nothing was set");
+	/* the same key twice: the same value is fine, another one refused */
+	cr_expect_eq(tmpl_var_arg(&v, "cores=4", &err), 0);
+	cr_expect_eq(tmpl_var_arg(&v, "cores=4", &err), 0);
+	cr_expect_eq(tmpl_var_arg(&v, "cores=8", &err), -1);
+	cr_expect_str_eq(err, "given twice ('cores=4' and 'cores=8')");
+	free(err);
+	cr_expect_str_eq(tmpl_kvlist_get(&v, "cores"), "4");
 	tmpl_kvlist_free(&v);
 }
 
