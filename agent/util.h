@@ -65,5 +65,9 @@ void err_setf(char **err, const char *fmt, ...) __attribute__((format(printf, 2,
  * most a third of its length, one to three edits), for "did you mean";
  * NULL when none is that near. */
 const char *str_closest(const char *word, const char *const *candidates, size_t n);
+/* A vector of n malloc'd strings: append s (taken; freed on failure, and
+ * NULL fails), and free the vector with its strings. */
+int strv_add(char ***v, size_t *n, char *s);
+void strv_free(char **v, size_t n);
 
 #endif
