@@ -158,7 +158,7 @@ struct run {
 	json_object *saved;           /* borrowed from the journal */
 	struct convert_target t;
 	struct ssh_session *s;
-	struct inject_result det;     /* OS detection */
+	struct guest_os det;          /* OS detection */
 	struct os_facts facts;        /* label facts */
 	struct virtio_plan vp;
 	bool have_plan;
@@ -312,13 +312,15 @@ static int run_cmd(struct run *r, const char *cmdline, char **out, int *status,
 
 /* ---- the plan ------------------------------------------------------------------------- */
 
-static int edit_fn(void *ctx, const struct inject_result *ires, const char *path,
-		   const char *text, char **out, char **err)
+/* gfedit_plan_fn: the current phase's transform of a file. */
+static int plan_edit(void *ctx, struct gfedit *e, const struct gfile *f, char **text)
 {
 	struct run *r = ctx;
-	(void)ires;
 	struct sbuf notes = {0};
-	int rc = virtio_transform(&r->vp, r->phase, path, text, out, &notes, err);
+	char *out = NULL, *err = NULL;
+	bool absent = !f->existed && **text == '\0';
+	int rc = virtio_transform(&r->vp, r->phase, f->path, absent ? NULL : *text, &out, &notes,
+				  &err);
 	if (rc == 0 && notes.len && r->phase == RW_PREPARE) {
 		/* one note per line: entries left for the switch */
 		const char *p = sbuf_str(&notes);
@@ -326,41 +328,59 @@ static int edit_fn(void *ctx, const struct inject_result *ires, const char *path
 			size_t n = strcspn(p, "\n");
 			char *line = strndup(p, n);
 			if (line)
-				note_path(r, path, line);
+				note_path(r, f->path, line);
 			free(line);
 			p += n + (p[n] ? 1 : 0);
 		}
 	}
 	sbuf_free(&notes);
-	return rc;
+	if (rc < 0) {
+		gfedit_fail(e, "plan", f->path, NULL, "%s", err ? err : "out of memory");
+		free(err);
+		free(out);
+		return -1;
+	}
+	free(err);
+	free(*text);
+	*text = out ? out : strdup("");
+	return *text ? 0 : gfedit_fail(e, "plan", f->path, NULL, "out of memory");
 }
 
-/* Run one phase's edits through inject; record the originals. */
+/* One phase's edits through the transactional editor (gfedit.h): read,
+ * plan, and (not dry_run) write and verify, every file put back when
+ * either fails; the originals of the files written are recorded. */
 static int run_phase(struct run *r, enum rw_phase phase, bool dry_run, size_t *changed)
 {
 	r->phase = phase;
-	struct inject_request q = {
-		.session = r->s,
-		.ssh = r->req->ssh,
-		.dry_run = dry_run,
-		.edit_paths = (const char *const *)r->paths,
-		.edit_why = "virtio",
-		.edit = edit_fn,
-		.edit_ctx = r,
-		.on_event = inject_job_event,
-		.event_ctx = r->j.job,
-	};
-	struct inject_result ir = {0};
-	int rc = inject_run(&q, &ir);
+	struct gfedit e = {.on_event = inject_job_event, .event_ctx = r->j.job};
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < r->n_paths; i++)
+		if (!gfedit_add(&e, r->paths[i], "virtio"))
+			rc = gfedit_fail(&e, "plan", NULL, NULL, "out of memory");
+	if (rc == 0)
+		rc = gfedit_read(&e, r->s);
+	if (rc == 0)
+		rc = gfedit_plan(&e, plan_edit, r);
 	if (changed)
-		*changed = ir.n_changed;
+		*changed = e.n_changed;
+	if (rc == 0 && !dry_run && e.n_changed) {
+		rc = gfedit_write(&e, r->s);
+		if (rc == 0)
+			rc = gfedit_verify(&e, r->s);
+		if (rc < 0) {
+			struct ssh_session *s = r->s;
+			bool own = false; /* a new session of the rollback's is closed here */
+			gfedit_restore(&e, &s, &own, r->req->ssh);
+			if (own)
+				ssh_close(s);
+		}
+	}
 	if (rc == 0 && !dry_run) {
 		json_object *files = journal_files(&r->j);
 		bool added = false;
-		for (size_t i = 0; i < ir.n_files; i++) {
-			const struct inject_file *f = &ir.files[i];
-			if (f->state != INJ_FILE_WRITTEN ||
-			    json_object_object_get_ex(files, f->path, NULL))
+		for (size_t i = 0; i < e.n_files; i++) {
+			const struct gfile *f = &e.files[i];
+			if (f->state != GF_WRITTEN || json_object_object_get_ex(files, f->path, NULL))
 				continue;
 			json_object_object_add(files, f->path,
 					       f->existed ? json_object_new_string(f->old_text) : NULL);
@@ -370,10 +390,10 @@ static int run_phase(struct run *r, enum rw_phase phase, bool dry_run, size_t *c
 			rc = failf(r, JOB_OUT_NEEDS_ATTENTION, "cannot record the original files in job %lld",
 				   job_id(r->j.job));
 	} else if (rc < 0) {
-		failf(r, ir.outcome, "%s%s%s", ir.error ? ir.error : "failed",
-		      ir.status == INJ_FAILED_PARTIAL ? "" : " (files left as they were)", "");
+		failf(r, e.outcome, "%s%s", e.error ? e.error : "failed",
+		      e.partial ? "" : " (files left as they were)");
 	}
-	inject_result_free(&ir);
+	gfedit_free(&e);
 	return rc;
 }
 
@@ -441,16 +461,22 @@ static enum vbus choose_bus(struct run *r)
 /* Detect, choose the bus, read fstab and the label facts, plan. */
 static int plan_guest(struct run *r)
 {
-	struct inject_request q = {.session = r->s, .ssh = r->req->ssh};
-	inject_result_free(&r->det);
-	if (inject_run(&q, &r->det) < 0)
-		return failf(r, r->det.outcome, "%s",
-			     r->det.error ? r->det.error : "cannot detect the OS");
+	struct ssh_error se = {0};
+	char *derr = NULL, *msg = NULL;
+	guest_os_free(&r->det);
+	if (guest_os_detect(r->s, &r->det, &se, &derr) < 0) {
+		enum job_outcome o = guest_os_failure(derr, &se, &msg);
+		failf(r, o, "%s", msg ? msg : "cannot detect the OS");
+		ssh_error_clear(&se);
+		free(derr);
+		free(msg);
+		return -1;
+	}
 	free(r->res->os_desc);
-	r->res->os_desc = r->det.os_desc ? strdup(r->det.os_desc) : NULL;
+	r->res->os_desc = r->det.desc ? strdup(r->det.desc) : NULL;
 	if (!r->det.have_profile)
 		return failf(r, JOB_OUT_FAILED, "%s has no usable virtio drivers: pvagent leaves it on IDE/e1000",
-			     r->det.os_desc ? r->det.os_desc : "the guest's OS");
+			     r->det.desc ? r->det.desc : "the guest's OS");
 	/* disks on an emulated SCSI controller stay on SCSI: virtio-scsi */
 	struct convert_target probe;
 	char *err = NULL;
@@ -1619,7 +1645,7 @@ static void virtio_close(struct job *j, void *ctx)
 	if (r->have_plan)
 		virtio_plan_free(&r->vp);
 	os_facts_free(&r->facts);
-	inject_result_free(&r->det);
+	guest_os_free(&r->det);
 	strv_free(r->paths, r->n_paths);
 	guest_ref_clear(&r->g);
 	convert_result_free(&r->own_res);
@@ -1730,6 +1756,8 @@ const struct convert_result *wf_virtio_result(struct job *j)
 		res->error = m;
 		r->outcome = pve_error_outcome(job_error(j));
 	}
+	if (o == JOB_OUT_DONE && res->status == CONV_FAILED)
+		res->status = CONV_DONE; /* resumed after its finish: only cleanup ran here */
 	bool ok = res->status == CONV_DONE || res->status == CONV_ALREADY ||
 		  res->status == CONV_DRY_RUN;
 	/* the run's own outcome is the last word on a failure: a rollback
