@@ -1796,3 +1796,52 @@ KILLED_AT(242, virtio, "prepare", prepare)
 KILLED_AT(243, virtio, "switch", switch)
 KILLED_AT(244, virtio, "verify", verify)
 KILLED_AT(245, virtio, "finish", finish)
+
+/* inject stopped after its write, /boot/loader.conf changed behind its
+ * back, SIGKILLed: `pvagent resume 1` runs verify, which fails, and the
+ * engine undoes write (the rollback): every file as it was, the job
+ * failed, its result saying so. */
+Test(daemon, inject_resumed_after_write_whose_verify_fails_is_rolled_back)
+{
+	static struct world w;
+	const char *addr = "127.0.1.246";
+	world_start_virtio_at(&w, addr);
+	char *t = strprintf("%s/killvm.tmpl", w.tdir), *text = strprintf(kill_tmpl, ge.sd.port);
+	write_text(t, text, 0644);
+	free(t);
+	free(text);
+	char *before = guestenv_snapshot(&ge);
+	cr_assert_not_null(before);
+	cr_assert_eq(setenv("PVAGENT_STOP_AFTER", "inject:write", 1), 0);
+	const char *args[] = {"inject", "g190", "-t", "killvm", "--address", addr, NULL};
+	char *outp = strprintf("%s/inject.out", w.dir);
+	client_pid = bg(&w, outp, args);
+	cr_assert_eq(unsetenv("PVAGENT_STOP_AFTER"), 0);
+	int st = 0;
+	cr_assert_eq(waitpid(client_pid, &st, WUNTRACED), client_pid);
+	cr_assert(WIFSTOPPED(st), "pvagent ended (status %d) before its write ended", st);
+	cr_assert_eq(kill(client_pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
+	client_pid = -1;
+	char *rc = guest_file("/etc/rc.conf");
+	cr_assert(strstr(rc, "\npvagent_kill_test=\"YES\"\n"), "the write did not happen:\n%s", rc);
+	free(rc);
+	cr_assert_eq(guestenv_write(&ge, "/boot/loader.conf", "tampered\n", 0644), 0);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "--json", "resume", "1", NULL), 1, "%s", out);
+	cr_assert(strstr(out, "verify /boot/loader.conf: reads back different"), "%s", out);
+	cr_assert(strstr(out, "every file written was restored"), "%s", out);
+	free(out);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'failed'",
+			    NULL), 1);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM steps WHERE job = 1 AND name = 'write' AND "
+				"state = 'undone'", NULL), 1, "write was undone");
+	char *after = guestenv_snapshot(&ge);
+	cr_assert_str_eq(after, before, "the guest's files are not as they were");
+	free(before);
+	free(after);
+	free(outp);
+	cr_assert_eq(guestenv_watch_stop(&ge), 0);
+	world_free(&w);
+	guestenv_stop(&ge);
+}
