@@ -188,7 +188,7 @@ test-run: $(SAN_PROGS) $(TEST_BINS)
 	  PVAGENTD_BIN=$(abspath $(SAN)/pvagentd) \
 	  GUESTD_BIN=$(abspath $(SAN)/guestd) sh tests/run-tests.sh $(TEST_BINS) $(wildcard tests/e2e/*.sh)
 
-# make lab: real guests (tests/lab, README "Lab"). Not part of make test: it
+# make lab: real guests (tests/lab, tests/README.md "Lab"). Not part of make test: it
 # needs QEMU and about half an hour of TCG. lab-deps installs what the image
 # build and the guests need; the image is built once per machine (its
 # content hash names it in /var/cache/pvagent-lab).

@@ -37,7 +37,7 @@ struct cli {
 /* Set by SIGINT/SIGTERM: jobs stop between steps (job.h). */
 extern volatile sig_atomic_t cli_stop;
 
-/* Exit codes (README): 0 done, 1 failed with nothing left, 2 usage, 3 needs
+/* Exit codes (pvagent(1) EXIT STATUS): 0 done, 1 failed with nothing left, 2 usage, 3 needs
  * attention, 4 unreachable, 130 interrupted (resumable). */
 int cli_exit_code(enum job_outcome o);
 /* state.db under [paths] state; NULL (said once) when it cannot be

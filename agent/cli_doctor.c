@@ -315,7 +315,7 @@ static void check_templates(struct doctor *d)
 			      "build %s' makes it)", list[i].name, want, t->source.image);
 		else
 			check(d, found ? V_OK : V_FIX, "template VM", "%s clones %s: %s", list[i].name,
-			      want, found ? "there" : "not found (README: the template VMs)");
+			      want, found ? "there" : "not found (pvagent-template(5), EXAMPLE: the template VMs)");
 	}
 	json_object_put(res);
 	tmpl_list_free(list, n);

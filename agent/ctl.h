@@ -1,5 +1,5 @@
 /* ctl.h - the control protocol between pvagent and pvagentd (pvagentd(8),
- * README "Running the daemon"): JSON lines over a unix socket, at most
+ * CONTROL PROTOCOL): JSON lines over a unix socket, at most
  * CTL_MAX_LINE bytes a line. This module owns the framing (a line reader
  * with that cap), the requests' shape and the answers' shape; the socket
  * ends are ctl_server.h and ctl_client.h.

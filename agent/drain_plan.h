@@ -1,4 +1,4 @@
-/* drain_plan.h - the drain planner (README "Migration and maintenance"):
+/* drain_plan.h - the drain planner (pvagent(1) drain):
  * where each guest of a node goes. Largest memory first onto the target
  * with the most memory headroom after the reserve, never overcommitting a
  * target; a target must be online, have the guest's local storages, enough

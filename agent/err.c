@@ -141,7 +141,7 @@ static int perm_hint(struct sbuf *b, const char *s)
 			 " pveum role modify PVAgent --append 1 --privs %.*s, and"
 			 " pveum acl modify %.*s --tokens 'USER@REALM!TOKEN' --roles PVAgent plus"
 			 " pveum acl modify %.*s --users USER@REALM --roles PVAgent"
-			 " (README: On a real PVE host)",
+			 " (pvagent(1): PRIVILEGES)",
 			 any ? " (one of)" : "", priv, comma + 2, path, p, priv, comma + 2,
 			 any ? (int)strcspn(comma + 2, "|") : priv, comma + 2, path, p, path, p);
 }

@@ -5,7 +5,7 @@
  * (with digest and lock waits), start/shutdown/stop/delete (task + wait),
  * disk resize, the guest's address, and the PVE version switch.
  *
- * Rules kept here (README "Architecture"):
+ * Rules kept here (agent/README.md, "Architecture"):
  *  - A VMID is claimed by creating the guest: take /cluster/nextid (or the
  *    lowest free id of a configured range), create, and on any of PVE's
  *    three "already exists" messages take the next id (bounded). A VMID the

@@ -1,4 +1,4 @@
-/* job.h - the job engine under every workflow (README "Architecture").
+/* job.h - the job engine under every workflow (agent/README.md: "Jobs", "Steps").
  *
  * A workflow is a table of steps (struct job_workflow). A job is one run
  * of a workflow on one subject (a guest name) with its parameters (JSON).

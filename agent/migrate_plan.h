@@ -1,5 +1,5 @@
-/* migrate_plan.h - the migration planner (README "Migration and
- * maintenance"): from what PVE said about a guest and its target (the
+/* migrate_plan.h - the migration planner (pvagent(1)
+ * migrate and drain): from what PVE said about a guest and its target (the
  * qemu precondition of GET .../migrate, the target node's status and
  * storages, the guest's config) decide whether the migration can run, how
  * (online, offline, restart; through HA), with which PVE parameters, and

@@ -6,7 +6,7 @@
  *
  *   pvagent [-c CONF] [--json] [-v|-q] COMMAND ...
  *
- * Exit codes (README "Exit codes"): 0 done; 1 failed, nothing left half-done;
+ * Exit codes (pvagent(1) EXIT STATUS): 0 done; 1 failed, nothing left half-done;
  * 2 usage or configuration error; 3 failed and needs attention; 4 cannot
  * reach or authenticate to PVE or a guest. */
 #include "cli.h"

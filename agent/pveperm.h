@@ -5,7 +5,7 @@
  * qemu-server's (drives and boot: VM.Config.Disk; netN: VM.Config.Network
  * and SDN.Use on the NIC's bridge; scsihw: VM.Config.HWType; the same on 8
  * and 9); the guest agent's address needs VM.Monitor on PVE 8 and
- * VM.GuestAgent.Audit on PVE 9. README "On a real PVE host" lists them per
+ * VM.GuestAgent.Audit on PVE 9. pvagent(1) PRIVILEGES lists them per
  * command and version. */
 #ifndef PVAGENT_PVEPERM_H
 #define PVAGENT_PVEPERM_H

@@ -1,5 +1,5 @@
 /* pveprivs.c - what pvagent needs of PVE, per command and version (see
- * pveprivs.h). The rows follow README's privileges table (qemu-server 8.4
+ * pveprivs.h). The rows follow pvagent(1)'s PRIVILEGES (qemu-server 8.4
  * and 9.1, pve-access-control); the paths are the parents pvagent's
  * requests meet each privilege under (/vms/ID, /storage/S,
  * /sdn/zones/localnetwork/BRIDGE, /nodes/NODE). */

@@ -1,8 +1,8 @@
 /* pveprivs.h - the one table of what pvagent needs of PVE: for each
  * command the privileges and the ACL paths PVE checks them on, per PVE
  * major version (the guest-agent address: VM.Monitor on 8.x and before,
- * VM.GuestAgent.Audit on 9.x), and the role that holds them (README "On a
- * real PVE host"; --migrate adds what migrate and drain need). `setup`
+ * VM.GuestAgent.Audit on 9.x), and the role that holds them (README.md
+ * "Connect a real host", pvagent(1) PRIVILEGES; --migrate adds what migrate and drain need). `setup`
  * makes that role, `doctor` checks it, and `setup --dry-run` prints it as
  * pveum lines. */
 #ifndef PVAGENT_PVEPRIVS_H

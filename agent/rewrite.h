@@ -24,7 +24,7 @@
  *            moved to the new name (rollback then needs FILE.pvagent.bak).
  *   FINAL    after the guest was verified on virtio: old names dropped.
  *
- * fstab policy (README "Guest-side rules"), the choice made:
+ * fstab policy, the choice made:
  *   1. Entries that already use a bus-independent name are left alone:
  *      UUID=, LABEL=, PARTUUID=, /dev/disk/by-*, /dev/gpt/, /dev/gptid/,
  *      /dev/ufs/, /dev/ufsid/, /dev/label/, /dev/mapper/, ZFS datasets,

@@ -7,7 +7,7 @@
  * returns: the engine marks a step "sent" so, before the request goes out,
  * so that even a power loss cannot make it send that request twice.
  *
- * Tables (readable with sqlite3; README "Architecture" documents them):
+ * Tables (readable with sqlite3; agent/README.md "The store" documents them):
  *   meta(key PRIMARY KEY, value)          key 'schema_version'
  *   jobs(id, workflow, subject, params, vars, state, created, started,
  *        ended, error, pid)

@@ -1,5 +1,5 @@
-/* submit_check.h - what a peer of pvagentd may submit (README "Running
- * the daemon", pvagentd(8)). The daemon runs a submitted command line as
+/* submit_check.h - what a peer of pvagentd may submit (pvagentd(8),
+ * CONTROL PROTOCOL). The daemon runs a submitted command line as
  * root; a peer other than root (or the daemon's own user) may make it
  * read no file the peer could not read itself:
  *

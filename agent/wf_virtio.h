@@ -1,6 +1,6 @@
 /* wf_virtio.h - `pvagent virtio NAME`: move a running qemu guest from
  * emulated IDE disks and e1000 NICs to virtio without ever leaving it
- * unbootable (README "pvagent virtio").
+ * unbootable (pvagent(1) virtio).
  *
  * Steps (each one an event, each named in a failure):
  *   preflight  read the PVE config (kept verbatim as the rollback target);

@@ -2,7 +2,7 @@
 # cli_inventory.sh - pvagent nodes, list and templates run as a user would
 # against the simulator's demo cluster; every request they send must pass
 # the simulator's schema check; a wrong pin refuses before any credential
-# is sent; exit codes as README "Exit codes" lists them.
+# is sent; exit codes as pvagent(1) EXIT STATUS lists them.
 source "$(dirname "$0")/lib/sim.sh"
 sim_start tests/pvesim/scenarios/demo.json
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/lab/image.sh - builds the lab's real Linux guest images from Debian packages only
-# (README "Lab"): a Debian 12 root by mmdebstrap (minbase, generic kernel: it has e1000 and
+# (tests/README.md "Lab"): a Debian 12 root by mmdebstrap (minbase, generic kernel: it has e1000 and
 # ata_piix), written into a partitioned raw disk without mounting (sfdisk on the file,
 # mke2fs -d at each partition's offset), a real GRUB (grub-mkimage core.img at sector 1, the
 # guest's own /boot/grub/grub.cfg), then booted once on IDE + e1000 under QEMU/TCG to build a

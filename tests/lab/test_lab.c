@@ -1,4 +1,4 @@
-/* test_lab.c - the lab (README "Lab", make lab): pvagent against real Debian 12
+/* test_lab.c - the lab (tests/README.md "Lab", make lab): pvagent against real Debian 12
  * guests that the simulator runs as QEMU/TCG processes from their PVE config
  * (tests/pvesim/qemu_guest.c), on the images of tests/lab/image.sh
  * ($LAB_IMAGE_DIR). Asserts device names, drivers and outcomes seen by the

@@ -1,5 +1,5 @@
 /* qemu_guest.c - scenario guests that run as real QEMU (TCG) processes
- * (qemu_guest.h, README "Lab"): the command line from the PVE config as
+ * (qemu_guest.h, tests/README.md "Lab"): the command line from the PVE config as
  * qemu-server builds it (drives per bus with scsihw, net0 model and MAC,
  * boot order, memory, cores, the agent's virtio-serial port), the qcow2
  * overlay that is the guest's disk, the process's life (start, ACPI

@@ -1,5 +1,5 @@
 /* qemu_guest.h - a scenario guest that runs as a real qemu-system-x86_64
- * (TCG) process (README "Lab"): its command line made from the PVE config
+ * (TCG) process (tests/README.md "Lab"): its command line made from the PVE config
  * as qemu-server makes it, its disk a qcow2 overlay of the scenario's image,
  * power through the process and QMP, the guest agent endpoints answered by
  * the real qemu-guest-agent. */

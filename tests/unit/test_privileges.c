@@ -1,5 +1,5 @@
 /* test_privileges.c - the README's least-privilege token, tested on PVE
- * 9.1 and 8.4: the `pveum` lines of README.md ("On a real PVE host", one
+ * 9.1 and 8.4: the `pveum` lines of README.md ("Connect a real host", one
  * block per major version, marked "# PVE 9.x" / "# PVE 8.x") are read out of
  * the README itself and turned into the simulator's roles, user, token and
  * ACLs (tests/pvesim/acl.h, PVE's permission model of that version); with

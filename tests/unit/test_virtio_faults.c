@@ -6,7 +6,7 @@
  * virtio ones in; synchronous PUTs, no task), the start on virtio, and,
  * for a guest that does not boot on virtio (its fstab broken at the
  * switch), the rollback's stop, its two config changes and its start.
- * Each case asserts: the outcome as README "Exit codes" documents it (0
+ * Each case asserts: the outcome as pvagent(1) EXIT STATUS documents it (0
  * converted and up; 1 back on its original config and files, up; 3 with
  * what is left said and the job kept), the guest never left with both or
  * neither bus, no request effective (status 200) twice in a row (the same
@@ -303,7 +303,7 @@ static void one_case(const struct vreq *q, const struct fault_kind *k, bool firs
 		cr_expect_eq(conv_world_open_job(&live), 1, "%s: exit 3 keeps the job", ctx);
 		break;
 	default:
-		cr_expect_fail("%s: outcome %s (%s): not one README documents for this", ctx,
+		cr_expect_fail("%s: outcome %s (%s): not one pvagent(1) EXIT STATUS documents for this", ctx,
 			       job_outcome_name(r.outcome), why);
 	}
 	cr_log_info("%s: %s (%s)", ctx, job_outcome_name(r.outcome), why);

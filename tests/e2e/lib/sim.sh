@@ -105,7 +105,7 @@ spare_guests_start() {
 		for ((i = 0; i < n; i++)); do
 			guestd_start "$f" "127.0.2.$a"
 			# the freebsd-14 template VM has a virtio NIC, so its image
-			# was made for one (README's template section): vtnet0
+			# was made for one (pvagent-template(5), EXAMPLE): vtnet0
 			[ "$f" != freebsd-14 ] ||
 				sed -i 's/^ifconfig_em0/ifconfig_vtnet0/' "$GUEST_ROOT/etc/rc.conf"
 			SIM_SPARE_ARGS+=(--spare-guest "$f@127.0.2.$a=$GUEST_ROOT")
