@@ -1,5 +1,6 @@
-# pvagent build: the agent library and its two mains, the PVE simulator,
-# Criterion tests (sanitizer build), demo, benchmarks, lint, install.
+# pvagent build: the agent library (agent/) and its two programs (agent/cli/,
+# agent/daemon/), the PVE simulator, Criterion tests (sanitizer build), demo,
+# benchmarks, lint, install.
 #
 #   make            pvagent, pvagentd, tests/pvesim/pvesim, tests/guests/guestd
 #                   (release flags)
@@ -54,11 +55,14 @@ SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 pc_cflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
 pc_libs   = $(shell pkg-config --libs $(1) 2>/dev/null)
 
-AGENT_MAINS = agent/pvagent.c agent/pvagentd.c
-# the command-line tool's own parts (linked into pvagent, not the library)
-CLI_SRC     = $(wildcard agent/cli_*.c)
-AGENT_SRC   = $(filter-out $(AGENT_MAINS) $(CLI_SRC),$(wildcard agent/*.c))
-MAIN_SRC    = $(wildcard $(AGENT_MAINS))
+# The library (agent/*.c, libpvagent.a) and the two programs on it, each
+# in its own folder: agent/cli/ (pvagent) and agent/daemon/ (pvagentd).
+# The library includes nothing of either; the tests link all three.
+CLI_MAIN    = agent/cli/pvagent.c
+DAEMON_MAIN = agent/daemon/pvagentd.c
+AGENT_SRC   = $(wildcard agent/*.c)
+CLI_SRC     = $(filter-out $(CLI_MAIN),$(wildcard agent/cli/*.c))
+DAEMON_SRC  = $(filter-out $(DAEMON_MAIN),$(wildcard agent/daemon/*.c))
 SIM_MAIN    = tests/pvesim/pvesim.c
 SIM_SRC     = $(filter-out $(SIM_MAIN) tests/pvesim/test_%.c,$(wildcard tests/pvesim/*.c))
 # agent modules the simulator links: plain helpers only (its boot model
@@ -74,32 +78,35 @@ SAN = build/san
 
 objs = $(patsubst %.c,$(1)/%.o,$(2))
 
-AGENT_CFLAGS = $(STD) $(WARN) -Iagent $(call pc_cflags,$(AGENT_PKGS))
-SIM_CFLAGS   = $(STD) $(WARN) -Itests/pvesim -Iagent $(call pc_cflags,$(SIM_PKGS))
-TEST_CFLAGS  = $(STD) $(WARN) -Iagent -Itests/pvesim -Itests/support \
+# header dependencies: each object's .d (included at the end)
+DEPFLAGS     = -MMD -MP
+AGENT_CFLAGS = $(STD) $(WARN) $(DEPFLAGS) -Iagent $(call pc_cflags,$(AGENT_PKGS))
+SIM_CFLAGS   = $(STD) $(WARN) $(DEPFLAGS) -Itests/pvesim -Iagent $(call pc_cflags,$(SIM_PKGS))
+TEST_INC     = -Iagent -Iagent/cli -Iagent/daemon -Itests/pvesim -Itests/support
+TEST_CFLAGS  = $(STD) $(WARN) $(DEPFLAGS) $(TEST_INC) \
 	$(call pc_cflags,$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS))
 AGENT_LIBS = $(call pc_libs,$(AGENT_PKGS)) -lpthread
 SIM_LIBS   = $(call pc_libs,$(SIM_PKGS)) -lpthread -lm
 TEST_LIBS  = $(call pc_libs,$(TEST_PKGS))
 
-PROGS = $(if $(wildcard agent/pvagent.c),pvagent) $(if $(wildcard agent/pvagentd.c),pvagentd) \
+PROGS = $(if $(wildcard $(CLI_MAIN)),pvagent) $(if $(wildcard $(DAEMON_MAIN)),pvagentd) \
 	tests/pvesim/pvesim tests/guests/guestd
 
 .PHONY: all deps deps-demo deps-test deps-bench deps-lint deps-fuzz test test-run demo demo-run bench bench-run lint install clean
 # Keep the objects of test and bench programs (make would delete them as
 # intermediate files and rebuild them on every run).
-.SECONDARY:
+.PRECIOUS: build/%.o
 all: $(PROGS)
 
 # ---- release tree ---------------------------------------------------------
-$(REL)/agent/%.o: agent/%.c $(wildcard agent/*.h)
+$(REL)/agent/%.o: agent/%.c $(REL)/agent/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(AGENT_CFLAGS) -c $< -o $@
-$(REL)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h agent/*.h)
+$(REL)/tests/pvesim/%.o: tests/pvesim/%.c $(REL)/tests/pvesim/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SIM_CFLAGS) -c $< -o $@
 # where pvagentd finds the pvagent it runs jobs with, once installed
-$(REL)/agent/jobproc.o $(SAN)/agent/jobproc.o: AGENT_CFLAGS += -DPVAGENT_CLI='"$(BINDIR)/pvagent"'
+$(REL)/agent/daemon/jobproc.o $(SAN)/agent/daemon/jobproc.o: AGENT_CFLAGS += -DPVAGENT_CLI='"$(BINDIR)/pvagent"'
 # and the shipped templates' directory, the last of the default search path
 $(REL)/agent/conf.o $(SAN)/agent/conf.o: AGENT_CFLAGS += -DPVAGENT_TEMPLATES='"$(DATADIR)/templates"'
 # Both are built in: a stamp holding them is rewritten when PREFIX changes
@@ -109,48 +116,53 @@ INSTALL_PATHS = $(BINDIR) $(DATADIR)
 %/paths.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(INSTALL_PATHS)' | cmp -s - $@ || echo '$(INSTALL_PATHS)' >$@
-$(REL)/agent/jobproc.o $(REL)/agent/conf.o: $(REL)/paths.stamp
-$(SAN)/agent/jobproc.o $(SAN)/agent/conf.o: $(SAN)/paths.stamp
-$(REL)/libpvagent.a: $(call objs,$(REL),$(AGENT_SRC))
+$(REL)/agent/daemon/jobproc.o $(REL)/agent/conf.o: $(REL)/paths.stamp
+$(SAN)/agent/daemon/jobproc.o $(SAN)/agent/conf.o: $(SAN)/paths.stamp
+# libpvagent.a, libpvcli.a (the CLI but its main), libpvdaemon.a (the
+# daemon but its main), in each tree
+$(foreach t,$(REL) $(SAN),$(eval $(t)/libpvagent.a: $(call objs,$(t),$(AGENT_SRC))) \
+	$(eval $(t)/libpvcli.a: $(call objs,$(t),$(CLI_SRC))) \
+	$(eval $(t)/libpvdaemon.a: $(call objs,$(t),$(DAEMON_SRC))))
+$(foreach t,$(REL) $(SAN),$(t)/libpvagent.a $(t)/libpvcli.a $(t)/libpvdaemon.a):
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^
-pvagent: $(call objs,$(REL),agent/pvagent.c $(CLI_SRC)) $(REL)/libpvagent.a
+pvagent: $(call objs,$(REL),$(CLI_MAIN)) $(REL)/libpvcli.a $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
 # the daemon links only what it uses (its jobs run in pvagent): no libcurl,
 # libssh2 or OpenSSL pages in its memory
-pvagentd: $(REL)/agent/pvagentd.o $(REL)/libpvagent.a
+pvagentd: $(call objs,$(REL),$(DAEMON_MAIN)) $(REL)/libpvdaemon.a $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -Wl,--as-needed -o $@ $^ $(AGENT_LIBS)
 tests/pvesim/pvesim: $(call objs,$(REL),$(SIM_MAIN) $(SIM_SRC) $(SIM_AGENT))
 	$(CC) $(CFLAGS) -o $@ $^ $(SIM_LIBS)
 
-$(REL)/tests/%.o: tests/%.c $(wildcard agent/*.h tests/pvesim/*.h tests/support/*.h)
+$(REL)/tests/%.o: tests/%.c $(REL)/tests/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -c $< -o $@
 $(REL)/libsupport.a: $(call objs,$(REL),$(SUPPORT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^
-$(REL)/tests/bench/%: $(REL)/tests/bench/%.o $(REL)/libsupport.a $(REL)/libpvagent.a
+# test and bench programs link the two programs' parts too (ctl_client, the
+# daemon's modules), before the library they use
+TEST_LIBA = libsupport.a libpvcli.a libpvdaemon.a libpvagent.a
+$(REL)/tests/bench/%: $(REL)/tests/bench/%.o $(addprefix $(REL)/,$(TEST_LIBA))
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS) $(SIM_LIBS)
 # fixture guests for shell scripts (the demo): needs root to run
-tests/guests/guestd: $(REL)/tests/guests/guestd.o $(REL)/libsupport.a $(REL)/libpvagent.a
+tests/guests/guestd: $(REL)/tests/guests/guestd.o $(addprefix $(REL)/,$(TEST_LIBA))
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS) $(SIM_LIBS)
 
 # ---- sanitizer tree (tests) -----------------------------------------------
-$(SAN)/agent/%.o: agent/%.c $(wildcard agent/*.h)
+$(SAN)/agent/%.o: agent/%.c $(SAN)/agent/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) $(AGENT_CFLAGS) -c $< -o $@
-$(SAN)/tests/pvesim/%.o: tests/pvesim/%.c $(wildcard tests/pvesim/*.h agent/*.h)
+$(SAN)/tests/pvesim/%.o: tests/pvesim/%.c $(SAN)/tests/pvesim/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) $(SIM_CFLAGS) -c $< -o $@
-$(SAN)/tests/pvesim/test_%.o: tests/pvesim/test_%.c $(wildcard agent/*.h tests/pvesim/*.h tests/support/*.h)
+$(SAN)/tests/pvesim/test_%.o: tests/pvesim/test_%.c $(SAN)/tests/pvesim/test_%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) $(TEST_CFLAGS) -c $< -o $@
-$(SAN)/tests/%.o: tests/%.c $(wildcard agent/*.h tests/pvesim/*.h tests/support/*.h)
+$(SAN)/tests/%.o: tests/%.c $(SAN)/tests/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) $(TEST_CFLAGS) -c $< -o $@
-$(SAN)/libpvagent.a: $(call objs,$(SAN),$(AGENT_SRC))
-	@mkdir -p $(dir $@)
-	rm -f $@; ar rcs $@ $^
 $(SAN)/libpvesim.a: $(call objs,$(SAN),$(SIM_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^
@@ -159,22 +171,22 @@ $(SAN)/libsupport.a: $(call objs,$(SAN),$(SUPPORT_SRC))
 	rm -f $@; ar rcs $@ $^
 $(SAN)/pvesim: $(call objs,$(SAN),$(SIM_MAIN) $(SIM_AGENT)) $(SAN)/libpvesim.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(SIM_LIBS)
-$(SAN)/pvagent: $(call objs,$(SAN),agent/pvagent.c $(CLI_SRC)) $(SAN)/libpvagent.a
+$(SAN)/pvagent: $(call objs,$(SAN),$(CLI_MAIN)) $(SAN)/libpvcli.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)
-$(SAN)/pvagentd: $(call objs,$(SAN),agent/pvagentd.c) $(SAN)/libpvagent.a
+$(SAN)/pvagentd: $(call objs,$(SAN),$(DAEMON_MAIN)) $(SAN)/libpvdaemon.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)
-$(SAN)/guestd: $(SAN)/tests/guests/guestd.o $(SAN)/libsupport.a $(SAN)/libpvagent.a
+$(SAN)/guestd: $(SAN)/tests/guests/guestd.o $(addprefix $(SAN)/,$(TEST_LIBA))
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS) $(SIM_LIBS)
-$(SAN)/tests/unit/test_%: $(SAN)/tests/unit/test_%.o $(SAN)/libsupport.a $(SAN)/libpvagent.a
+$(SAN)/tests/unit/test_%: $(SAN)/tests/unit/test_%.o $(addprefix $(SAN)/,$(TEST_LIBA))
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
-$(SAN)/tests/lab/test_%: $(SAN)/tests/lab/test_%.o $(SAN)/libsupport.a $(SAN)/libpvagent.a
+$(SAN)/tests/lab/test_%: $(SAN)/tests/lab/test_%.o $(addprefix $(SAN)/,$(TEST_LIBA))
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 $(SAN)/tests/pvesim/test_%: $(SAN)/tests/pvesim/test_%.o $(SAN)/libsupport.a $(SAN)/libpvesim.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 
 TEST_BINS = $(patsubst %.c,$(SAN)/%,$(UNIT_TESTS) $(SIM_TESTS))
-SAN_PROGS = $(SAN)/pvesim $(SAN)/guestd $(if $(wildcard agent/pvagent.c),$(SAN)/pvagent) \
-	$(if $(wildcard agent/pvagentd.c),$(SAN)/pvagentd)
+SAN_PROGS = $(SAN)/pvesim $(SAN)/guestd $(if $(wildcard $(CLI_MAIN)),$(SAN)/pvagent) \
+	$(if $(wildcard $(DAEMON_MAIN)),$(SAN)/pvagentd)
 
 # test, demo and bench first make sure the dependencies are installed
 # (`deps`), then build and run in a sub-make: pkg-config's flags are read
@@ -222,12 +234,12 @@ bench-run: all $(BENCH_BINS)
 
 lint: deps-lint
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-	  --inline-suppr --std=c11 -D_GNU_SOURCE -Iagent -Itests/pvesim -Itests/support \
+	  --inline-suppr --std=c11 -D_GNU_SOURCE $(TEST_INC) \
 	  --library=tests/tools/json-c.cfg --suppress=missingIncludeSystem \
 	  agent tests/pvesim tests/support tests/guests/guestd.c
-	printf '%s\n' $(wildcard agent/*.c tests/pvesim/*.c tests/support/*.c tests/unit/*.c \
+	printf '%s\n' $(wildcard agent/*.c agent/cli/*.c agent/daemon/*.c tests/pvesim/*.c tests/support/*.c tests/unit/*.c \
 	  tests/bench/*.c tests/guests/*.c) | xargs -P $$(nproc) -I{} clang-tidy --quiet --warnings-as-errors='*' \
-	  {} -- $(STD) -Iagent -Itests/pvesim -Itests/support \
+	  {} -- $(STD) $(TEST_INC) \
 	  $(call pc_cflags,$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS))
 
 # ---- fuzzing (tests/fuzz) --------------------------------------------------
@@ -248,7 +260,7 @@ FUZZ_SRC   = $(filter-out tests/fuzz/fuzz_main.c,$(wildcard tests/fuzz/*.c))
 FUZZ_NAMES = $(notdir $(wildcard tests/fuzz/corpus/*))
 .PHONY: fuzz fuzz-run
 
-$(FUZZ)/%.o: %.c $(wildcard agent/*.h tests/pvesim/*.h tests/fuzz/*.h)
+$(FUZZ)/%.o: %.c $(FUZZ)/%.d
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(TEST_CFLAGS) -c $< -o $@
 $(FUZZ)/libfuzz.a: $(call objs,$(FUZZ),$(FUZZ_SRC) $(AGENT_SRC) $(SIM_SRC))
@@ -264,7 +276,6 @@ fuzz-run: $(addprefix $(FUZZ)/bin/,$(FUZZ_NAMES))
 	@sh tests/fuzz/run.sh $(FUZZ) $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 # the replay suite links the target bodies and the simulator
-$(call objs,$(SAN),$(FUZZ_SRC) tests/unit/test_fuzz_replay.c): tests/fuzz/fuzz.h
 $(SAN)/tests/unit/test_fuzz_replay: $(SAN)/tests/unit/test_fuzz_replay.o \
 	  $(call objs,$(SAN),$(FUZZ_SRC)) $(SAN)/libsupport.a $(SAN)/libpvesim.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
@@ -322,6 +333,14 @@ deb:
 	cp -r conf/debian build/deb/pvagent-$(DEB_VERSION)/debian
 	cd build/deb/pvagent-$(DEB_VERSION) && dpkg-buildpackage -us -uc -b
 	lintian --info build/deb/pvagent_$(DEB_VERSION)_*.deb
+
+# the header dependencies the compiler wrote (-MMD -MP). Each .d is a
+# target (so never intermediate): an object without its .d (built before,
+# or the .d lost) is rebuilt.
+DEPFILES = $(foreach t,$(REL) $(SAN) $(FUZZ),\
+	$(patsubst %.c,$(t)/%.d,$(wildcard agent/*.c agent/*/*.c tests/*/*.c)))
+$(DEPFILES):
+-include $(wildcard $(DEPFILES))
 
 clean:
 	rm -rf build pvagent pvagentd tests/pvesim/pvesim tests/guests/guestd

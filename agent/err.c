@@ -83,6 +83,7 @@ const char *pve_err_kind_name(enum pve_err_kind k)
 	case PVE_ERR_BAD_REQUEST: return "bad-request";
 	case PVE_ERR_NOT_FOUND: return "not-found";
 	case PVE_ERR_LOCKED: return "locked";
+	case PVE_ERR_CONFLICT: return "conflict";
 	case PVE_ERR_EXISTS: return "exists";
 	case PVE_ERR_NOT_IMPLEMENTED: return "not-implemented";
 	case PVE_ERR_API: return "api";
@@ -209,7 +210,7 @@ char *pve_error_format(const struct pve_error *e)
 static const enum pve_err_kind all_kinds[] = {
 	PVE_OK, PVE_ERR_CONFIG, PVE_ERR_AUTH, PVE_ERR_PERM, PVE_ERR_TLS, PVE_ERR_PIN,
 	PVE_ERR_CONNECT, PVE_ERR_TIMEOUT, PVE_ERR_TRANSIENT, PVE_ERR_PARAM, PVE_ERR_BAD_REQUEST,
-	PVE_ERR_NOT_FOUND, PVE_ERR_LOCKED, PVE_ERR_EXISTS, PVE_ERR_NOT_IMPLEMENTED, PVE_ERR_API,
+	PVE_ERR_NOT_FOUND, PVE_ERR_LOCKED, PVE_ERR_CONFLICT, PVE_ERR_EXISTS, PVE_ERR_NOT_IMPLEMENTED, PVE_ERR_API,
 	PVE_ERR_PROTOCOL, PVE_ERR_TASK, PVE_ERR_TASK_TIMEOUT, PVE_ERR_INTERNAL,
 };
 

@@ -28,6 +28,9 @@ enum pve_err_kind {
 	PVE_ERR_BAD_REQUEST,  /* other 4xx */
 	PVE_ERR_NOT_FOUND,    /* guest/config/route does not exist */
 	PVE_ERR_LOCKED,       /* "VM is locked (...)" */
+	PVE_ERR_CONFLICT,     /* "detected modified configuration": the config
+				 digest sent no longer matches (nothing was
+				 changed; read the config again) */
 	PVE_ERR_EXISTS,       /* "already exists" */
 	PVE_ERR_NOT_IMPLEMENTED, /* 501 */
 	PVE_ERR_API,          /* any other PVE error (usually 500) */

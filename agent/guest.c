@@ -756,6 +756,21 @@ void guest_settle(struct pve *c, const struct guest_wait *w, double sent_at)
 		pve_clock_sleep(NULL, left < 0.05 ? left : 0.05);
 }
 
+/* A task-starting request on an existing guest (guest_task). */
+struct guest_task_req {
+	const char *method, *suffix;     /* "POST", "/status/start" (after the guest's path) */
+	const struct pve_params *params; /* or NULL */
+	const char *step;                /* the task's name in messages ("start") */
+	const char *ok_msg;              /* an error meaning "nothing to do"
+					    ("already running"), or NULL */
+	double task_timeout;             /* 0: the wait's */
+	const struct effect *eff;        /* how to look whether a request whose
+					    answer was lost took effect; NULL: it
+					    is not sent again */
+	bool *noop;                      /* out, or NULL: ok_msg came back */
+	struct task_result *res;         /* out, or NULL: the task's figures */
+};
+
 /* Run a task-starting request on an existing guest: a locked guest is
  * waited for and the request sent again; a UPID is handed to the hooks
  * and waited on, and never sent again; a lost answer is resolved by
@@ -763,35 +778,32 @@ void guest_settle(struct pve *c, const struct guest_wait *w, double sent_at)
  * meaning "nothing to do" (e.g. "already running"); *noop is set when
  * that came back. A resumed step (hooks) first waits for the task its
  * earlier run recorded. */
-static int guest_task_res(struct pve *c, struct guest_ref *g, const char *method,
-			  const char *suffix, const struct pve_params *params, const char *step,
-			  const char *ok_msg, double task_timeout, const struct effect *eff,
-			  const struct guest_wait *w, bool *noop, struct task_result *res,
-			  struct pve_error *err)
+static int guest_task(struct pve *c, struct guest_ref *g, const struct guest_task_req *rq,
+		      const struct guest_wait *w, struct pve_error *err)
 {
-	if (noop)
-		*noop = false;
+	if (rq->noop)
+		*rq->noop = false;
 	char *upid = hook_resume_upid(w);
 	if (upid) {
-		log_debug("VM %d: waiting for the %s task an earlier run started", g->vmid, step);
+		log_debug("VM %d: waiting for the %s task an earlier run started", g->vmid, rq->step);
 		struct guest_wait wa = w ? *w : (struct guest_wait){0};
 		wa.attach = true;
-		int rc = wait_task_timeout(c, upid, step, task_timeout, &wa, res, err);
+		int rc = wait_task_timeout(c, upid, rq->step, rq->task_timeout, &wa, rq->res, err);
 		free(upid);
 		return rc;
 	}
-	char *path = gpath(g, suffix);
+	char *path = gpath(g, rq->suffix);
 	if (!path)
 		return pve_error_oom(err);
-	struct pve_call_opts co = {.stop_if_maybe_applied = eff != NULL};
-	bool look_first = hook_resume_unknown(w) && eff;
+	struct pve_call_opts co = {.stop_if_maybe_applied = rq->eff != NULL};
+	bool look_first = hook_resume_unknown(w) && rq->eff;
 	if (look_first && w->hooks->resume_sent_at)
 		guest_settle(c, w, w->hooks->resume_sent_at(w->hooks->ctx));
 	int rc = -1, resends = 0;
 	for (int attempt = 0;; attempt++) {
 		if (look_first) {
 			struct pve_error lerr = {0};
-			int lr = look(c, g, eff, &upid, &lerr);
+			int lr = look(c, g, rq->eff, &upid, &lerr);
 			if (lr < 0) {
 				if (err->kind == PVE_OK)
 					pve_error_move(err, &lerr);
@@ -799,48 +811,48 @@ static int guest_task_res(struct pve *c, struct guest_ref *g, const char *method
 				break;
 			}
 			if (lr == 1) {
-				log_info("%s %s: the request whose answer was lost took effect", method,
+				log_info("%s %s: the request whose answer was lost took effect", rq->method,
 					 path);
 				pve_error_clear(err);
 				rc = 0;
 				break;
 			}
 			if (lr == 2) {
-				log_info("%s %s: the request whose answer was lost started %s", method,
+				log_info("%s %s: the request whose answer was lost started %s", rq->method,
 					 path, upid);
 				pve_error_clear(err);
 				hook_started(w, upid);
 				struct guest_wait wa = w ? *w : (struct guest_wait){0};
 				wa.attach = true;
-				rc = wait_task_timeout(c, upid, step, task_timeout, &wa, res, err);
+				rc = wait_task_timeout(c, upid, rq->step, rq->task_timeout, &wa, rq->res, err);
 				free(upid);
 				break;
 			}
-			log_debug("%s %s: the lost request took no effect; sending it again", method,
+			log_debug("%s %s: the lost request took no effect; sending it again", rq->method,
 				  path);
 			pve_error_clear(err);
 			look_first = false;
 		}
 		hook_sending(w, g->vmid);
-		int r = task_start(c, method, path, params, &co, &upid, err);
+		int r = task_start(c, rq->method, path, rq->params, &co, &upid, err);
 		if (r < 0) {
-			if (ok_msg && msg_has(err, ok_msg)) {
+			if (rq->ok_msg && msg_has(err, rq->ok_msg)) {
 				pve_error_clear(err);
-				if (noop)
-					*noop = true;
+				if (rq->noop)
+					*rq->noop = true;
 				rc = 0;
 				break;
 			}
 			if (err->kind == PVE_ERR_LOCKED && attempt < LOCK_RETRIES) {
-				log_debug("%s %s: %s; waiting for the lock", method, path,
+				log_debug("%s %s: %s; waiting for the lock", rq->method, path,
 					  err->message ? err->message : "locked");
 				pve_error_clear(err);
 				if (guest_wait_unlocked(c, g, w, err) < 0)
 					break;
 				continue;
 			}
-			if (err->ambiguous && eff && resends < AMBIGUOUS_RESENDS) {
-				log_info("%s %s: %s; looking whether it took effect", method, path,
+			if (err->ambiguous && rq->eff && resends < AMBIGUOUS_RESENDS) {
+				log_info("%s %s: %s; looking whether it took effect", rq->method, path,
 					 err->message ? err->message : "no answer");
 				/* given up on by us, the request may still be on its
 				 * way: as long again as we waited for it */
@@ -858,21 +870,12 @@ static int guest_task_res(struct pve *c, struct guest_ref *g, const char *method
 			break;
 		}
 		hook_started(w, upid);
-		rc = wait_task_timeout(c, upid, step, task_timeout, w, res, err);
+		rc = wait_task_timeout(c, upid, rq->step, rq->task_timeout, w, rq->res, err);
 		free(upid);
 		break;
 	}
 	free(path);
 	return rc;
-}
-
-static int guest_task(struct pve *c, struct guest_ref *g, const char *method, const char *suffix,
-		      const struct pve_params *params, const char *step, const char *ok_msg,
-		      double task_timeout, const struct effect *eff, const struct guest_wait *w,
-		      bool *noop, struct pve_error *err)
-{
-	return guest_task_res(c, g, method, suffix, params, step, ok_msg, task_timeout, eff, w,
-			      noop, NULL, err);
 }
 
 int guest_node_task(struct pve *c, const char *method, const char *path,
@@ -920,8 +923,8 @@ int guest_make_template(struct pve *c, struct guest_ref *g, const struct guest_w
 			struct pve_error *err)
 {
 	static const struct effect eff = {.qm_task = "qmtemplate", .shows = shows_template};
-	int rc = guest_task(c, g, "POST", "/template", NULL, "template", NULL, 0, &eff, w, NULL,
-			    err);
+	const struct guest_task_req rq = {"POST", "/template", .step = "template", .eff = &eff};
+	int rc = guest_task(c, g, &rq, w, err);
 	if (rc == 0)
 		g->template = true;
 	return rc;
@@ -1009,8 +1012,9 @@ int guest_migrate(struct pve *c, struct guest_ref *g, const struct pve_params *p
 	res->downtime_ms = res->duration_s = -1;
 	res->speed = res->transferred = -1;
 	const struct effect eff = {"qmigrate", "vzmigrate", shows_on_node, target};
-	return guest_task_res(c, g, "POST", "/migrate", params, "migrate", NULL, 0, &eff, w, NULL,
-			      res, err);
+	const struct guest_task_req rq = {"POST", "/migrate", .params = params, .step = "migrate",
+					  .eff = &eff, .res = res};
+	return guest_task(c, g, &rq, w, err);
 }
 
 int guest_snapshot(struct pve *c, struct guest_ref *g, const char *name,
@@ -1028,8 +1032,9 @@ int guest_snapshot(struct pve *c, struct guest_ref *g, const char *name,
 	static const struct effect eff_snap = {"qmsnapshot", "vzsnapshot", shows_snapshot, NULL};
 	struct effect eff = eff_snap;
 	eff.arg = name;
-	int rc = guest_task(c, g, "POST", "/snapshot", &p, "snapshot", "already used", 0, &eff, w,
-			    existed, err);
+	const struct guest_task_req rq = {"POST", "/snapshot", .params = &p, .step = "snapshot",
+					  .ok_msg = "already used", .eff = &eff, .noop = existed};
+	int rc = guest_task(c, g, &rq, w, err);
 	pve_params_free(&p);
 	return rc;
 }
@@ -1061,8 +1066,9 @@ int guest_delete_snapshot(struct pve *c, struct guest_ref *g, const char *name,
 					      NULL};
 	struct effect eff = eff_del;
 	eff.arg = name;
-	int rc = guest_task(c, g, "DELETE", suffix, NULL, "delete snapshot", gone, 0, &eff, w,
-			    absent, err);
+	const struct guest_task_req rq = {"DELETE", suffix, .step = "delete snapshot",
+					  .ok_msg = gone, .eff = &eff, .noop = absent};
+	int rc = guest_task(c, g, &rq, w, err);
 	free(suffix);
 	free(gone);
 	return rc;
@@ -1639,17 +1645,14 @@ int guest_set_config(struct pve *c, struct guest_ref *g, const struct pve_params
 		pve_params_add(&p, "delete", delete_keys);
 	if (digest && *digest)
 		pve_params_add(&p, "digest", digest);
-	int rc;
-	if (async && g->type == GUEST_QEMU)
-		rc = guest_task(c, g, "POST", "/config", &p, "config", NULL, 0, &eff_config, w, NULL,
-				err);
-	else {
-		/* synchronous: no task, but an answer lost after the change
-		 * was made is resolved by reading the config, never by
-		 * sending the change again blindly */
-		const struct effect eff = {NULL, NULL, shows_config, &p};
-		rc = guest_task(c, g, "PUT", "/config", &p, "config", NULL, 0, &eff, w, NULL, err);
-	}
+	/* synchronous (PUT): no task, but an answer lost after the change
+	 * was made is resolved by reading the config, never by sending the
+	 * change again blindly */
+	const struct effect eff = {NULL, NULL, shows_config, &p};
+	bool post = async && g->type == GUEST_QEMU;
+	const struct guest_task_req rq = {post ? "POST" : "PUT", "/config", .params = &p,
+					  .step = "config", .eff = post ? &eff_config : &eff};
+	int rc = guest_task(c, g, &rq, w, err);
 	pve_params_free(&p);
 	return rc;
 }
@@ -1783,7 +1786,9 @@ int guest_resize(struct pve *c, struct guest_ref *g, const char *disk, const cha
 	pve_params_add(&p, "size", size);
 	struct size_want sw = {disk, want};
 	struct effect eff = {"resize", "resize", shows_size, &sw};
-	rc = guest_task(c, g, "PUT", "/resize", &p, "resize", NULL, 0, &eff, w, NULL, err);
+	const struct guest_task_req rq = {"PUT", "/resize", .params = &p, .step = "resize",
+					  .eff = &eff};
+	rc = guest_task(c, g, &rq, w, err);
 	pve_params_free(&p);
 	if (rc == 0 && changed)
 		*changed = true;
@@ -1848,9 +1853,9 @@ int guest_start(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 			return 0;
 	}
 	static const struct effect eff = {"qmstart", "vzstart", shows_status, "running"};
-	int rc = guest_task(c, g, "POST", "/status/start", NULL, "start", "already running", 0,
-			    &eff, w,
-			    NULL, err);
+	const struct guest_task_req rq = {"POST", "/status/start", .step = "start",
+					  .ok_msg = "already running", .eff = &eff};
+	int rc = guest_task(c, g, &rq, w, err);
 	if (rc < 0 && !(err->kind == PVE_ERR_TASK && msg_has(err, "already running")))
 		return -1;
 	/* qemu says "already running" from inside the start task: believed
@@ -1893,9 +1898,9 @@ int guest_stop(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 	if (g->status && strcmp(g->status, "stopped") == 0)
 		return 0;
 	static const struct effect eff = {"qmstop", "vzstop", shows_status, "stopped"};
-	int rc = guest_task(c, g, "POST", "/status/stop", NULL, "stop", "not running", 0, &eff, w,
-			    NULL,
-			    err);
+	const struct guest_task_req rq = {"POST", "/status/stop", .step = "stop",
+					  .ok_msg = "not running", .eff = &eff};
+	int rc = guest_task(c, g, &rq, w, err);
 	if (rc == 0 && wait_status(c, g, "stopped", "stop", w_lock_timeout(w), w, err) < 0) {
 		if (err->kind == PVE_ERR_TASK_TIMEOUT)
 			return -1;
@@ -1917,8 +1922,10 @@ int guest_shutdown(struct pve *c, struct guest_ref *g, const struct guest_wait *
 	struct pve_params p = {0};
 	pve_params_add_int(&p, "timeout", (long long)tmo);
 	static const struct effect eff = {"qmshutdown", "vzshutdown", shows_status, "stopped"};
-	int rc = guest_task(c, g, "POST", "/status/shutdown", &p, "shutdown", "not running",
-			    tmo + 60, &eff, w, NULL, err);
+	const struct guest_task_req rq = {"POST", "/status/shutdown", .params = &p,
+					  .step = "shutdown", .ok_msg = "not running",
+					  .task_timeout = tmo + 60, .eff = &eff};
+	int rc = guest_task(c, g, &rq, w, err);
 	pve_params_free(&p);
 	if (rc == 0) {
 		/* HA: the hastop task ended; the shutdown itself comes later */
@@ -1958,7 +1965,9 @@ int guest_delete(struct pve *c, struct guest_ref *g, bool purge, const struct gu
 	}
 	bool noop = false;
 	static const struct effect eff = {"qmdestroy", "vzdestroy", shows_gone, NULL};
-	int rc = guest_task(c, g, "DELETE", "", &p, "delete", NULL, 0, &eff, w, &noop, err);
+	const struct guest_task_req rq = {"DELETE", "", .params = &p, .step = "delete", .eff = &eff,
+					  .noop = &noop};
+	int rc = guest_task(c, g, &rq, w, err);
 	pve_params_free(&p);
 	if (rc < 0 && err->kind == PVE_ERR_NOT_FOUND) {
 		log_debug("VM %d does not exist: nothing to delete", g->vmid);

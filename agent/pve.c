@@ -59,6 +59,8 @@ enum pve_err_kind pve_classify(int st, const char *msg, bool has_param_errors)
 		return PVE_ERR_EXISTS;
 	if (has_ci(msg, "is locked"))
 		return PVE_ERR_LOCKED;
+	if (has_ci(msg, "detected modified configuration"))
+		return PVE_ERR_CONFLICT;
 	if (st == 404 || has_ci(msg, "does not exist") || has_ci(msg, "no such ") ||
 	    has_ci(msg, "unable to find configuration file"))
 		return PVE_ERR_NOT_FOUND;

@@ -2,9 +2,12 @@
  * as a table of steps (find, clone or create, config, resize, start,
  * address, inject). What each step learns (VMID, node, changes, address,
  * inject's summary) goes into the job's vars, so that a resumed job
- * continues where it stopped and reports the whole run. provision.h
- * documents the behaviour; provision.c turns requests into these jobs. */
+ * continues where it stopped and reports the whole run. wf_up.h
+ * documents the behaviour; the CLI (agent/cli/cli_up.c) turns requests
+ * into these jobs. */
 #include "wf_up.h"
+
+#include "cfgdiff.h"
 
 #include "json.h"
 #include "log.h"
@@ -399,7 +402,7 @@ static int desired_params(struct up_ctx *u, const struct tmpl_inst *inst, enum g
 	enum tmpl_kind k = u->tmpl->kind;
 	if ((t == GUEST_OPENVZ && k == TMPL_LXC) || (t == GUEST_LXC && k == TMPL_OPENVZ)) {
 		char *msg = NULL;
-		if (provision_ct_translate(t, &d, out, &msg) < 0) {
+		if (cfgdiff_ct_translate(t, &d, out, &msg) < 0) {
 			pve_error_set(err, PVE_ERR_CONFIG,
 				      "template %s is for %s but this PVE runs %s containers: %s",
 				      u->tmpl->name ? u->tmpl->name : "?", tmpl_kind_name(k),
@@ -434,13 +437,13 @@ static int desired_for(struct up_ctx *u, const char *name, int vmid, const char 
 	return rc;
 }
 
-/* provision_config_diff with its message as err. 0 or -1. */
+/* cfgdiff with its message as err. 0 or -1. */
 static int diff_config(const struct up_ctx *u, json_object *conf,
 		       const struct tmpl_kvlist *desired, struct cfg_change **ch, size_t *nch,
 		       struct pve_error *err)
 {
 	char *derr = NULL;
-	if (provision_config_diff(u->t, conf, desired, ch, nch, &derr) < 0) {
+	if (cfgdiff(u->t, conf, desired, ch, nch, &derr) < 0) {
 		pve_error_set(err, PVE_ERR_INTERNAL, "%s", derr ? derr : "config difference");
 		free(derr);
 		return -1;
@@ -1079,12 +1082,6 @@ static enum step_rc up_pool(struct job *j)
 
 /* ---- config and resize ------------------------------------------------------------------------- */
 
-static bool digest_conflict(const struct pve_error *e)
-{
-	return e->message &&
-	       (strstr(e->message, "digest") || strstr(e->message, "modified configuration"));
-}
-
 static enum step_rc up_config(struct job *j)
 {
 	struct up_ctx *u = job_ctx(j);
@@ -1100,7 +1097,7 @@ static enum step_rc up_config(struct job *j)
 	for (int attempt = 0;; attempt++) {
 		json_object_put(conf);
 		conf = NULL;
-		cfg_changes_free(ch, nch);
+		cfgdiff_free(ch, nch);
 		ch = NULL;
 		nch = 0;
 		if (guest_get_config(c, &u->g, &conf, err) < 0 ||
@@ -1114,7 +1111,7 @@ static enum step_rc up_config(struct job *j)
 		const char *digest = json_str(conf, "digest");
 		int sr = guest_set_config(c, &u->g, &p, NULL, digest, false, job_wait(j), err);
 		pve_params_free(&p);
-		if (sr < 0 && attempt < 4 && (digest_conflict(err) || err->ambiguous)) {
+		if (sr < 0 && attempt < 4 && (err->kind == PVE_ERR_CONFLICT || err->ambiguous)) {
 			/* changed under us (by the lock holder we waited for, or by
 			 * our own request whose answer was lost): compare anew */
 			log_debug("%s: config changed meanwhile, or unknown; comparing again",
@@ -1156,7 +1153,7 @@ static enum step_rc up_config(struct job *j)
 	rc = STEP_RC_OK;
 out:
 	json_object_put(conf);
-	cfg_changes_free(ch, nch);
+	cfgdiff_free(ch, nch);
 	tmpl_kvlist_free(&desired);
 	return rc;
 }
@@ -1624,7 +1621,7 @@ static int up_plan(struct job *j, struct up_ctx *u, bool exists)
 	rc = 0;
 out:
 	json_object_put(conf);
-	cfg_changes_free(ch, nch);
+	cfgdiff_free(ch, nch);
 	tmpl_kvlist_free(&desired);
 	free(node);
 	free(disk);

@@ -1,11 +1,99 @@
 /* wf_up.h - the `up` and `down` workflows as job engine step tables
- * (wf_up.c, wf_down.c). provision.h turns requests into their jobs and
- * documents what they do. */
+ * (wf_up.c, wf_down.c; their planner is cfgdiff.c, their result
+ * up_result.h; the CLI launches them, agent/cli/cli_up.c).
+ *
+ * up NAME... -t TEMPLATE: for each name (at most `parallel` in flight, one
+ * PVE client per worker thread) find the guest by name; if there is none,
+ * clone the template VM (full or linked, onto the chosen node and storage)
+ * or create it from an ISO or container template (LXC on PVE >= 4, OpenVZ
+ * before, chosen from /version), claiming a VMID by creating; then bring
+ * its config to the template's expanded [pve] keys (key by key, PVE's
+ * property-string formatting normalised; a NIC keeps its MAC), grow the
+ * disk, start it and wait for an address. A guest that already exists is
+ * converged the same way (difference shown and applied, started if
+ * stopped); a second guest of the same name is never created, and if a
+ * concurrent run created one anyway, the one with the higher VMID is
+ * removed. Then, when the template has guest file sections ([loader.conf],
+ * [rc.conf], [sysctl.conf], [file "..."]), the "inject" step: wait (bounded
+ * by ssh_wait_s) until the guest answers SSH at its address, and run
+ * inject (inject.h) with the expanded template and the guest's name on that
+ * session; a failed inject leaves every file as it was (or says which are
+ * not) and fails the name with inject's outcome. A template without file
+ * sections never touches SSH. Progress events of the inject step carry
+ * the SSH wait ("waiting for SSH ...") and inject's own steps ("detect:
+ * FreeBSD 14.1-RELEASE"). Every step's duration is reported.
+ *
+ * down NAME [--purge]: clean shutdown (stop after the timeout), delete;
+ * a guest that does not exist counts as done. */
 #ifndef PVAGENT_WF_UP_H
 #define PVAGENT_WF_UP_H
 
 #include "job.h"
-#include "provision.h"
+#include "conf.h"
+#include "guest.h"
+#include "tmpl.h"
+#include "up_result.h"
+
+#include <signal.h>
+
+struct up_request {
+	const char *const *names;       /* guest names (DNS names, not all digits, distinct) */
+	size_t n_names;
+	const struct tmpl *tmpl;        /* loaded template */
+	const char *node;               /* target node; NULL: the template VM's
+					   node (clone) or the first online
+					   node */
+	const char *storage;            /* overrides [source] storage */
+	int vmid;                       /* > 0: exactly this VMID (one name only) */
+	int vmid_min, vmid_max;         /* > 0: claim from this range */
+	const struct tmpl_kvlist *sets; /* --set KEY=VAL: [pve] overrides; the
+					   pvagent key "size" (e.g. 32G) grows
+					   the boot disk */
+	const struct tmpl_kvlist *vars; /* --var K=V */
+	const char *pubkey;             /* ${pubkey}: public key text, or NULL */
+	unsigned parallel;              /* at most this many in flight; 0: 4 */
+	bool no_start;
+	bool full;                      /* force a full clone (else [source] full) */
+	bool dry_run;                   /* plan only: reads, nothing sent that
+					   changes anything, nothing stored */
+	const char *pool;               /* --pool NAME: a pvagent.conf [pool]
+					   gives the guest its address (in
+					   ipconfig0, pool_claim.h); NULL: the
+					   template's [guest] pool, if any */
+	bool retemplate;                /* converge a guest made from another
+					   template (its description names it);
+					   otherwise that is refused, nothing
+					   changed */
+
+	/* Inject (templates with guest file sections, guests started):
+	 * conf gives the [ssh] settings (inject_ssh_opts with the template's
+	 * [guest] user and port); it may be NULL only when the template has
+	 * no file sections, or with no_inject or no_start. */
+	const struct conf *conf;
+	bool no_inject;                 /* skip the inject step */
+	double ssh_wait_s;              /* how long the guest may take to answer
+					   SSH once its address is known (refused
+					   or timed-out connections are retried
+					   every wait.poll_s; host key and
+					   authentication failures are not);
+					   0: 300 */
+
+	/* PVE access: each worker makes its own client from pve_opts. With
+	 * parallel 1 (or one name) and client set, client is used instead. */
+	const struct pve_opts *pve_opts;
+	struct pve *client;
+
+	struct guest_wait wait;         /* timeouts, clock (progress is set by
+					   the launcher) */
+	job_event_fn on_event;
+	void *event_ctx;
+	/* The job store (NULL: jobs are not stored and cannot be resumed),
+	 * and the stop flag a signal handler sets (may be NULL). With a
+	 * store, an interrupted `up` job of the same name is resumed instead
+	 * of starting a new one. */
+	struct store *store;
+	volatile sig_atomic_t *stop;
+};
 
 extern const struct job_workflow wf_up;
 extern const struct job_workflow wf_down;

@@ -11,7 +11,8 @@
 #include "clirun.h"
 #include "faultkinds.h"
 #include "job.h"
-#include "provision.h"
+#include "cfgdiff.h"
+#include "cli_up.h"
 #include "simclock.h"
 #include "simproc.h"
 #include "store.h"
@@ -716,7 +717,7 @@ static enum job_outcome run_up(struct fx *f, const char *name, struct up_result 
 	struct up_request req = up_req(f, names);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	provision_up(&req, &res, &e);
+	cli_up_launch(&req, &res, &e);
 	cr_assert_not_null(res, "%s", e.message ? e.message : "?");
 	enum job_outcome o = res[0].outcome;
 	if (out) {
@@ -738,7 +739,7 @@ static enum job_outcome run_down(struct fx *f, const char *name)
 		.store = f->store,
 	};
 	struct up_result res;
-	provision_down(&req, &res);
+	cli_down_launch(&req, &res);
 	enum job_outcome o = res.outcome;
 	up_result_free(&res);
 	return o;

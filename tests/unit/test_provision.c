@@ -1,6 +1,6 @@
-/* test_provision.c - Criterion tests of agent/provision.c: the config
- * difference (property strings normalised, MACs kept), the LXC <-> OpenVZ
- * translation, request checks, and the up/down workflows end to end
+/* test_provision.c - Criterion tests of up and down: the config
+ * difference (agent/cfgdiff.c: property strings normalised, MACs kept), the
+ * LXC <-> OpenVZ translation, request checks, and the up/down workflows end to end
  * against the PVE simulator (clone+configure+start+address, converge on
  * re-run, lxc and OpenVZ, down of running and missing guests). Simulator
  * tests assert on the simulator's state and request log. The inject step
@@ -14,7 +14,8 @@
 #include "clirun.h"
 #include "guestenv.h"
 #include "log.h"
-#include "provision.h"
+#include "cfgdiff.h"
+#include "cli_up.h"
 #include "simclock.h"
 #include "simproc.h"
 #include "sshd.h"
@@ -79,12 +80,12 @@ Test(provision_diff, equal_after_normalising)
 	struct cfg_change *ch = NULL;
 	size_t n = 99;
 	char *err = NULL;
-	cr_assert_eq(provision_config_diff(GUEST_QEMU, cur, &d, &ch, &n, &err), 0);
+	cr_assert_eq(cfgdiff(GUEST_QEMU, cur, &d, &ch, &n, &err), 0);
 	for (size_t i = 0; i < n; i++)
 		cr_log_error("unexpected change %s: %s -> %s", ch[i].key,
 			     ch[i].old_value ? ch[i].old_value : "-", ch[i].new_value);
 	cr_assert_eq(n, 0);
-	cfg_changes_free(ch, n);
+	cfgdiff_free(ch, n);
 	tmpl_kvlist_free(&d);
 	json_object_put(cur);
 }
@@ -104,7 +105,7 @@ Test(provision_diff, changes_and_mac_kept)
 	kv(&d, "virtio0", "local-lvm:vm-101-disk-0,cache=writeback");
 	struct cfg_change *ch = NULL;
 	size_t n = 0;
-	cr_assert_eq(provision_config_diff(GUEST_QEMU, cur, &d, &ch, &n, NULL), 0);
+	cr_assert_eq(cfgdiff(GUEST_QEMU, cur, &d, &ch, &n, NULL), 0);
 	cr_assert_eq(n, 6);
 	const struct cfg_change *c = find_change(ch, n, "cores");
 	cr_assert_str_eq(c->old_value, "1");
@@ -118,7 +119,7 @@ Test(provision_diff, changes_and_mac_kept)
 	cr_assert_not_null(find_change(ch, n, "virtio0"));
 	cr_assert_not_null(find_change(ch, n, "ipconfig0"));
 	cr_assert_not_null(find_change(ch, n, "memory"));
-	cfg_changes_free(ch, n);
+	cfgdiff_free(ch, n);
 	tmpl_kvlist_free(&d);
 	json_object_put(cur);
 }
@@ -138,31 +139,31 @@ Test(provision_diff, create_only_keys_skipped_for_lxc)
 	kv(&d, "swap", "512");
 	struct cfg_change *ch = NULL;
 	size_t n = 0;
-	cr_assert_eq(provision_config_diff(GUEST_LXC, cur, &d, &ch, &n, NULL), 0);
+	cr_assert_eq(cfgdiff(GUEST_LXC, cur, &d, &ch, &n, NULL), 0);
 	cr_assert_eq(n, 1, "only swap differs, got %zu", n);
 	cr_assert_str_eq(ch[0].key, "swap");
-	cfg_changes_free(ch, n);
+	cfgdiff_free(ch, n);
 	tmpl_kvlist_free(&d);
 	json_object_put(cur);
 }
 
 Test(provision_diff, keep_mac)
 {
-	char *s = provision_keep_mac("virtio,bridge=vmbr0", "e1000=AA:BB:CC:00:11:22,bridge=vmbr1");
+	char *s = cfgdiff_keep_mac("virtio,bridge=vmbr0", "e1000=AA:BB:CC:00:11:22,bridge=vmbr1");
 	cr_assert_str_eq(s, "virtio=AA:BB:CC:00:11:22,bridge=vmbr0");
 	free(s);
-	s = provision_keep_mac("model=virtio,bridge=vmbr0", "virtio,macaddr=AA:BB:CC:00:11:22");
+	s = cfgdiff_keep_mac("model=virtio,bridge=vmbr0", "virtio,macaddr=AA:BB:CC:00:11:22");
 	cr_assert_str_eq(s, "virtio=AA:BB:CC:00:11:22,bridge=vmbr0");
 	free(s);
 	/* a MAC given in the template is kept as given */
-	s = provision_keep_mac("virtio=02:00:00:00:00:01,bridge=vmbr0", "e1000=AA:BB:CC:00:11:22");
+	s = cfgdiff_keep_mac("virtio=02:00:00:00:00:01,bridge=vmbr0", "e1000=AA:BB:CC:00:11:22");
 	cr_assert_str_eq(s, "virtio=02:00:00:00:00:01,bridge=vmbr0");
 	free(s);
-	s = provision_keep_mac("virtio,bridge=vmbr0", NULL);
+	s = cfgdiff_keep_mac("virtio,bridge=vmbr0", NULL);
 	cr_assert_str_eq(s, "virtio,bridge=vmbr0");
 	free(s);
 	/* lxc: hwaddr */
-	s = provision_keep_mac("name=eth0,bridge=vmbr0,ip=dhcp",
+	s = cfgdiff_keep_mac("name=eth0,bridge=vmbr0,ip=dhcp",
 			       "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:20,ip=dhcp");
 	cr_assert_not_null(strstr(s, "hwaddr=BC:24:11:00:00:20"));
 	free(s);
@@ -181,7 +182,7 @@ Test(provision_ct, lxc_to_openvz)
 	kv(&in, "net0", "name=eth0,bridge=vmbr0,ip=10.0.0.7/24,gw=10.0.0.1");
 	kv(&in, "unprivileged", "1");
 	char *err = NULL;
-	cr_assert_eq(provision_ct_translate(GUEST_OPENVZ, &in, &out, &err), 0, "%s", err);
+	cr_assert_eq(cfgdiff_ct_translate(GUEST_OPENVZ, &in, &out, &err), 0, "%s", err);
 	cr_assert_str_eq(tmpl_kvlist_get(&out, "hostname"), "ct1");
 	cr_assert_str_eq(tmpl_kvlist_get(&out, "cpus"), "2");
 	cr_assert_str_eq(tmpl_kvlist_get(&out, "disk"), "8");
@@ -194,7 +195,7 @@ Test(provision_ct, lxc_to_openvz)
 	tmpl_kvlist_free(&in);
 
 	kv(&in, "mp0", "local:4,mp=/data");
-	cr_assert_eq(provision_ct_translate(GUEST_OPENVZ, &in, &out, &err), -1);
+	cr_assert_eq(cfgdiff_ct_translate(GUEST_OPENVZ, &in, &out, &err), -1);
 	cr_assert_not_null(strstr(err, "mp0"));
 	free(err);
 	tmpl_kvlist_free(&in);
@@ -210,7 +211,7 @@ Test(provision_ct, openvz_to_lxc)
 	kv(&in, "storage", "local-lvm");
 	kv(&in, "quotatime", "0");
 	char *err = NULL;
-	cr_assert_eq(provision_ct_translate(GUEST_LXC, &in, &out, &err), 0, "%s", err);
+	cr_assert_eq(cfgdiff_ct_translate(GUEST_LXC, &in, &out, &err), 0, "%s", err);
 	cr_assert_str_eq(tmpl_kvlist_get(&out, "rootfs"), "local-lvm:8");
 	cr_assert_str_eq(tmpl_kvlist_get(&out, "cores"), "1");
 	cr_assert_str_eq(tmpl_kvlist_get(&out, "net0"),
@@ -228,9 +229,9 @@ Test(provision_misc, status_names_and_outcomes)
 	struct up_result r[3] = {{.status = UP_CREATED},
 				 {.status = UP_FAILED, .outcome = JOB_OUT_UNREACHABLE},
 				 {.status = UP_FAILED, .outcome = JOB_OUT_NEEDS_ATTENTION}};
-	cr_assert_eq(provision_outcome(r, 1), JOB_OUT_DONE);
-	cr_assert_eq(provision_outcome(r, 2), JOB_OUT_UNREACHABLE);
-	cr_assert_eq(provision_outcome(r, 3), JOB_OUT_NEEDS_ATTENTION, "the most serious");
+	cr_assert_eq(up_results_outcome(r, 1), JOB_OUT_DONE);
+	cr_assert_eq(up_results_outcome(r, 2), JOB_OUT_UNREACHABLE);
+	cr_assert_eq(up_results_outcome(r, 3), JOB_OUT_NEEDS_ATTENTION, "the most serious");
 	struct pve_error e = {0};
 	pve_error_set(&e, PVE_ERR_CONNECT, "no route");
 	cr_assert_eq(pve_error_outcome(&e), JOB_OUT_UNREACHABLE);
@@ -498,7 +499,7 @@ Test(provision_sim, clone_configure_start_address)
 	req.sets = &sets;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -544,7 +545,7 @@ Test(provision_sim, clone_configure_start_address)
 	up_results_free(res, 1);
 
 	/* again, same size: nothing changes */
-	rc = provision_up(&req, &res, &e);
+	rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_UNCHANGED);
@@ -591,7 +592,7 @@ Test(provision_sim, bad_values_refused_before_any_request)
 		req.sets = &sets;
 		struct up_result *res = NULL;
 		struct pve_error e = {0};
-		cr_assert_eq(provision_up(&req, &res, &e), -1, "%s accepted", cases[i].key);
+		cr_assert_eq(cli_up_launch(&req, &res, &e), -1, "%s accepted", cases[i].key);
 		cr_assert_null(res);
 		cr_expect_eq(e.kind, PVE_ERR_CONFIG);
 		cr_expect(e.message && strstr(e.message, cases[i].want), "%s: %s", cases[i].key,
@@ -607,7 +608,7 @@ Test(provision_sim, bad_values_refused_before_any_request)
 	req.vars = &vars;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(cli_up_launch(&req, &res, &e), -1);
 	cr_expect(e.message && strstr(e.message, "ubuntu-24.04.tmpl:36: [pve] net0: ") &&
 			  strstr(e.message, ": [pve] net0: evil: unknown key (known: bridge, firewall,"),
 		  "%s", e.message ? e.message : "(none)");
@@ -652,7 +653,7 @@ Test(provision_sim, key_of_another_version_named_before_anything_is_made)
 	req.sets = &sets;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	(void)provision_up(&req, &res, &e);
+	(void)cli_up_launch(&req, &res, &e);
 	cr_assert_not_null(res, "%s", e.message ? e.message : "");
 	cr_assert_eq(res[0].status, UP_FAILED);
 	cr_expect(res[0].error.message &&
@@ -681,7 +682,7 @@ Test(provision_sim, smaller_size_warned_disk_kept)
 	req.sets = &sets;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_expect(strstr(sbuf_str(&f.ev.text), "web2 resize") &&
@@ -715,7 +716,7 @@ Test(provision_sim, clone_up_request_budget)
 	struct up_request req = up_req(&f, names, 1);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -761,7 +762,7 @@ Test(provision_sim, rerun_converges_without_second_guest)
 	struct up_request req = up_req(&f, names, 1);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	int vmid = res[0].vmid;
@@ -769,7 +770,7 @@ Test(provision_sim, rerun_converges_without_second_guest)
 	up_results_free(res, 1);
 
 	/* same again: nothing to do */
-	rc = provision_up(&req, &res, &e);
+	rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_UNCHANGED, "%s", up_status_name(res[0].status));
@@ -793,7 +794,7 @@ Test(provision_sim, rerun_converges_without_second_guest)
 	json_object_put(ans);
 	free(p);
 
-	rc = provision_up(&req, &res, &e);
+	rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_CONVERGED);
@@ -826,7 +827,7 @@ Test(provision_sim, parallel_rollout_caps_in_flight)
 	req.no_start = true;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 5);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(f.ev.begins, 5);
@@ -866,7 +867,7 @@ Test(provision_sim, parallel_workers_never_claim_the_same_vmid)
 	req.no_start = true;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 8);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(f.ev.max_in_flight, 4, "four ran at once");
@@ -890,7 +891,7 @@ Test(provision_sim, lxc_up_on_pve8)
 	req.sets = &sets;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -925,7 +926,7 @@ Test(provision_sim, openvz_up_on_pve3)
 	req.vars = &vars;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -956,7 +957,7 @@ Test(provision_sim, down_running_and_missing)
 	req.no_start = false;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	int vmid = res[0].vmid;
@@ -969,7 +970,7 @@ Test(provision_sim, down_running_and_missing)
 		.wait = {.clock = &f.clk, .poll_s = 1},
 	};
 	struct up_result r;
-	cr_assert_eq(provision_down(&dr, &r), 0, "%s", r.error.message ? r.error.message : "");
+	cr_assert_eq(cli_down_launch(&dr, &r), 0, "%s", r.error.message ? r.error.message : "");
 	cr_assert_eq(r.status, UP_DELETED);
 	cr_assert_eq(r.vmid, vmid);
 	cr_assert_eq(r.n_steps, 3);
@@ -985,7 +986,7 @@ Test(provision_sim, down_running_and_missing)
 	json_object_put(log);
 
 	/* missing: done, nothing sent but lookups */
-	cr_assert_eq(provision_down(&dr, &r), 0);
+	cr_assert_eq(cli_down_launch(&dr, &r), 0);
 	cr_assert_eq(r.status, UP_ABSENT);
 	up_result_free(&r);
 	log = simproc_requests(&f.sp);
@@ -1009,27 +1010,27 @@ Test(provision_sim, names_checked_before_anything_is_sent)
 	json_object_put(log);
 	const char *bad[] = {"ok1", "bad_name"};
 	struct up_request req = up_req(&f, bad, 2);
-	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(cli_up_launch(&req, &res, &e), -1);
 	cr_assert_null(res);
 	cr_assert_eq(e.kind, PVE_ERR_CONFIG);
 	cr_assert_not_null(strstr(e.message, "bad_name"));
 	pve_error_clear(&e);
 	const char *dup[] = {"same", "SAME"};
 	req = up_req(&f, dup, 2);
-	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(cli_up_launch(&req, &res, &e), -1);
 	cr_assert_not_null(strstr(e.message, "twice"), "%s", e.message);
 	pve_error_clear(&e);
 	const char *two[] = {"a1", "a2"};
 	req = up_req(&f, two, 2);
 	req.vmid = 500;
-	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(cli_up_launch(&req, &res, &e), -1);
 	cr_assert_eq(e.kind, PVE_ERR_CONFIG);
 	pve_error_clear(&e);
 	struct tmpl_kvlist sets = {0};
 	tmpl_kvlist_add(&sets, "nonsense", "1", 0);
 	req = up_req(&f, two, 1);
 	req.sets = &sets;
-	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(cli_up_launch(&req, &res, &e), -1);
 	cr_assert_not_null(strstr(e.message, "nonsense"));
 	pve_error_clear(&e);
 	tmpl_kvlist_free(&sets);
@@ -1058,7 +1059,7 @@ Test(provision_sim, duplicate_name_in_cluster_fails_naming_vmids)
 	struct up_request req = up_req(&f, names, 1);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(cli_up_launch(&req, &res, &e), -1);
 	cr_assert_eq(res[0].status, UP_FAILED);
 	cr_assert_not_null(strstr(res[0].error.message, "911"));
 	cr_assert_not_null(strstr(res[0].error.message, "912"));
@@ -1084,7 +1085,7 @@ static void *up_same(void *a)
 	req.no_start = true;
 	req.on_event = NULL;
 	struct pve_error e = {0};
-	sa->rc = provision_up(&req, &sa->res, &e);
+	sa->rc = cli_up_launch(&req, &sa->res, &e);
 	pve_error_clear(&e);
 	return NULL;
 }
@@ -1135,7 +1136,7 @@ Test(provision_sim, nic_model_change_keeps_mac)
 	req.no_start = true;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	const char *line = NULL;
@@ -1181,7 +1182,7 @@ Test(provision_sim, create_from_iso)
 	req.node = "pve2";
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -1215,7 +1216,7 @@ Test(provision_sim, clone_to_a_node_without_shared_storage_is_cloned_then_moved)
 	req.no_start = true;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -1258,7 +1259,7 @@ Test(provision_sim, lxc_template_on_pve3_makes_openvz)
 	struct up_request req = up_req(&f, names, 1);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].type, GUEST_OPENVZ);
@@ -1275,7 +1276,7 @@ Test(provision_sim, lxc_template_on_pve3_makes_openvz)
 	json_object_put(log);
 	up_results_free(res, 1);
 	/* again: converged, nothing to change */
-	rc = provision_up(&req, &res, &e);
+	rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_UNCHANGED, "%s", up_status_name(res[0].status));
@@ -1291,7 +1292,7 @@ Test(provision_sim, converge_running_guest_reports_pending_keys)
 	struct up_request req = up_req(&f, names, 1);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_null(res[0].pending, "a fresh guest has nothing pending");
@@ -1305,7 +1306,7 @@ Test(provision_sim, converge_running_guest_reports_pending_keys)
 	cr_assert_eq(status, 200);
 	json_object_put(ans);
 	free(p);
-	rc = provision_up(&req, &res, &e);
+	rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_CONVERGED);
@@ -1340,7 +1341,7 @@ static void *up_one_run(void *a)
 	req.no_start = true;
 	req.on_event = NULL;
 	struct pve_error e = {0};
-	ta->rc = provision_up(&req, &ta->res, &e);
+	ta->rc = cli_up_launch(&req, &ta->res, &e);
 	pve_error_clear(&e);
 	return NULL;
 }
@@ -1496,7 +1497,7 @@ Test(provision_inject, up_injects_then_rerun_is_unchanged)
 	req.conf = &c;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -1517,7 +1518,7 @@ Test(provision_inject, up_injects_then_rerun_is_unchanged)
 	cr_assert(strstr(t, "inj1 progress inject detect: FreeBSD 14.1-RELEASE-p5"),
 		  "inject's own steps are progress of the inject step:\n%s", t);
 	cr_assert_eq(count_of(t, "waiting for SSH"), 0, "the guest answered at once:\n%s", t);
-	cr_assert_eq(provision_outcome(res, 1), JOB_OUT_DONE);
+	cr_assert_eq(up_results_outcome(res, 1), JOB_OUT_DONE);
 	/* the files in the guest */
 	char *rcconf = guest_text("/etc/rc.conf");
 	cr_expect(strstr(rcconf, "sshd_enable=\"YES\"\n"), "%s", rcconf);
@@ -1533,7 +1534,7 @@ Test(provision_inject, up_injects_then_rerun_is_unchanged)
 	/* again: the guest matches, and inject runs and says so */
 	char *before = guestenv_snapshot(&ge);
 	cr_assert_not_null(before);
-	rc = provision_up(&req, &res, &e);
+	rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_UNCHANGED, "%s", up_status_name(res[0].status));
@@ -1574,7 +1575,7 @@ Test(provision_inject, failed_inject_fails_up_naming_the_step_files_unchanged)
 	req.conf = &c;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	cr_assert_eq(rc, -1);
 	cr_assert_not_null(res);
 	cr_assert_eq(res[0].status, UP_FAILED);
@@ -1588,7 +1589,7 @@ Test(provision_inject, failed_inject_fails_up_naming_the_step_files_unchanged)
 	cr_assert(strstr(msg, "restored") || strstr(msg, "no file was changed"), "%s", msg);
 	free(msg);
 	/* the guest files are as they were, but the VM up created stays */
-	cr_assert_eq(provision_outcome(res, 1), JOB_OUT_NEEDS_ATTENTION);
+	cr_assert_eq(up_results_outcome(res, 1), JOB_OUT_NEEDS_ATTENTION);
 	cr_assert(res[0].left && strstr(res[0].left, "was created"), "%s",
 		  res[0].left ? res[0].left : "(nothing left?)");
 	char *after = guestenv_snapshot(&ge);
@@ -1645,7 +1646,7 @@ Test(provision_inject, no_file_sections_or_no_inject_never_touch_ssh)
 	struct up_request req = up_req(&f, names, 1);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = provision_up(&req, &res, &e);
+	int rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -1660,7 +1661,7 @@ Test(provision_inject, no_file_sections_or_no_inject_never_touch_ssh)
 	names[0] = "plain2";
 	req = up_req(&f, names, 1);
 	req.no_inject = true;
-	rc = provision_up(&req, &res, &e);
+	rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -1673,7 +1674,7 @@ Test(provision_inject, no_file_sections_or_no_inject_never_touch_ssh)
 	names[0] = "plain3";
 	req = up_req(&f, names, 1);
 	req.no_start = true;
-	rc = provision_up(&req, &res, &e);
+	rc = cli_up_launch(&req, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_assert(!res[0].inject.ran);
@@ -1697,14 +1698,14 @@ Test(provision_inject, guest_files_without_ssh_settings_refused_up_front)
 	struct up_request req = up_req(&f, names, 1);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(cli_up_launch(&req, &res, &e), -1);
 	cr_assert_null(res);
 	cr_assert_eq(e.kind, PVE_ERR_CONFIG);
 	cr_assert(strstr(e.message, "guest files to inject"), "%s", e.message);
 	pve_error_clear(&e);
 	struct conf c = {0}; /* no known_hosts */
 	req.conf = &c;
-	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(cli_up_launch(&req, &res, &e), -1);
 	cr_assert(strstr(e.message, "known_hosts"), "%s", e.message);
 	pve_error_clear(&e);
 	log = simproc_requests(&f.sp);
@@ -1733,11 +1734,11 @@ Test(provision_inject, ssh_never_answers_bounded_wait_exit_4)
 	req.ssh_wait_s = 5;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(cli_up_launch(&req, &res, &e), -1);
 	cr_assert_eq(res[0].status, UP_FAILED);
 	cr_assert_str_eq(res[0].inject.failed_step, "connect");
 	cr_assert_eq(res[0].inject.outcome, JOB_OUT_UNREACHABLE);
-	cr_assert_eq(provision_outcome(res, 1), JOB_OUT_UNREACHABLE);
+	cr_assert_eq(up_results_outcome(res, 1), JOB_OUT_UNREACHABLE);
 	char *msg = pve_error_format(&res[0].error);
 	cr_assert(!strncmp(msg, "inject: connect: root@127.0.1.145 port ", 39), "%s", msg);
 	cr_assert(strstr(msg, "did not answer SSH within 5 s (5 attempts)"), "%s", msg);
@@ -1772,7 +1773,7 @@ Test(provision_inject, host_key_mismatch_is_not_retried)
 	req.conf = &c;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	cr_assert_eq(provision_up(&req, &res, &e), -1);
+	cr_assert_eq(cli_up_launch(&req, &res, &e), -1);
 	cr_assert_eq(res[0].status, UP_FAILED);
 	cr_assert_str_eq(res[0].inject.failed_step, "connect");
 	cr_assert_eq(res[0].inject.outcome, JOB_OUT_UNREACHABLE);

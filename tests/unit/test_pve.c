@@ -176,6 +176,8 @@ Test(classify, canned_answers)
 		 PVE_ERR_NOT_FOUND},
 		{500, "no such VM ('100')", false, PVE_ERR_NOT_FOUND},
 		{404, "Not Found", false, PVE_ERR_NOT_FOUND},
+		{500, "detected modified configuration - file changed by other user? Try again.",
+		 false, PVE_ERR_CONFLICT},
 		{501, "Method 'GET /x' not implemented", false, PVE_ERR_NOT_IMPLEMENTED},
 		{500, "storage 'local' does not support content-type 'images'", false, PVE_ERR_API},
 		{500, NULL, false, PVE_ERR_API},
@@ -2177,6 +2179,58 @@ Test(sim, non_retry_classes)
 	pve_params_free(&p);
 	pve_free(c);
 	pve_error_clear(&e);
+	sim_stop(&sp);
+}
+
+/* A config change sent with a digest that no longer matches: PVE's
+ * "detected modified configuration" is classified where the answer is
+ * decoded (PVE_ERR_CONFLICT, "conflict"), a definite answer: sent once,
+ * never ambiguous, even when the caller stops on a maybe-applied request;
+ * with the digest read again the same change goes through. */
+Test(sim, digest_conflict_is_its_own_kind)
+{
+	static struct simproc sp; /* static: sim_fini may stop it */
+	sim_start(&sp, NULL);
+	struct pve *c = sim_client(&sp, false, NULL);
+	static const char path[] = "/nodes/pve1/qemu/190/config";
+	json_object *cfg = NULL, *d = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(pve_get(c, path, NULL, &cfg, &e), 0, "%s", e.message);
+	cr_assert(json_object_object_get_ex(cfg, "digest", &d));
+	char *digest = strdup(json_object_get_string(d));
+	cr_assert_not_null(digest);
+	json_object_put(cfg);
+
+	struct pve_params p = {0};
+	pve_params_add(&p, "description", "changed meanwhile");
+	cr_assert_eq(pve_put(c, path, &p, NULL, &e), 0, "%s", e.message);
+	pve_params_free(&p);
+
+	pve_params_add(&p, "description", "ours");
+	pve_params_add(&p, "digest", digest);
+	const struct pve_call_opts co = {.stop_if_maybe_applied = true};
+	cr_expect_eq(pve_request(c, "PUT", path, &p, &co, NULL, &e), -1);
+	cr_expect_eq(e.kind, PVE_ERR_CONFLICT, "%s: %s", pve_err_kind_name(e.kind), e.message);
+	cr_expect_str_eq(pve_err_kind_name(e.kind), "conflict");
+	cr_expect_eq(e.http_status, 500);
+	cr_expect_not(e.ambiguous, "a digest conflict is a definite answer");
+	cr_expect_eq(e.attempts, 1, "not retried");
+	cr_expect_eq(pve_error_outcome(&e), JOB_OUT_FAILED);
+	enum pve_err_kind k;
+	cr_expect(pve_err_kind_parse("conflict", &k) == 0 && k == PVE_ERR_CONFLICT);
+	pve_params_free(&p);
+	free(digest);
+
+	cr_assert_eq(pve_get(c, path, NULL, &cfg, &e), 0, "%s", e.message);
+	cr_assert(json_object_object_get_ex(cfg, "digest", &d));
+	pve_params_add(&p, "description", "ours");
+	pve_params_add(&p, "digest", json_object_get_string(d));
+	cr_expect_eq(pve_request(c, "PUT", path, &p, &co, NULL, &e), 0, "%s", e.message);
+	pve_params_free(&p);
+	json_object_put(cfg);
+	cr_expect_eq(sim_count(&sp, "PUT", path, 500), 1, "the conflicting PUT was sent once");
+	pve_error_clear(&e);
+	pve_free(c);
 	sim_stop(&sp);
 }
 

@@ -1,134 +1,22 @@
-/* provision.c - `up` and `down` requests (see provision.h): checked, then
- * run as one job per guest (wf_up.c, wf_down.c), an interrupted job of
- * the same request resumed; and the pure rules those workflows use: the
- * config difference (key by key, property strings normalised) and the
- * LXC <-> OpenVZ translation. */
-#include "provision.h"
-
-#include "wf_up.h"
+/* cfgdiff.c - the pure planner of `up` (cfgdiff.h): a guest's config
+ * against the template's parameters, key by key (property strings
+ * normalised, a NIC keeping its MAC), and the LXC <-> OpenVZ translation
+ * of container parameters. No PVE calls, no jobs. */
+#include "cfgdiff.h"
 
 #include "json.h"
 #include "log.h"
 #include "pvecfg.h"
-#include "pvecheck.h"
 #include "pvekeys.h"
 #include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-
-/* ---- results ------------------------------------------------------------------ */
-
-const char *up_status_name(enum up_status s)
-{
-	switch (s) {
-	case UP_FAILED: return "failed";
-	case UP_CREATED: return "created";
-	case UP_CONVERGED: return "converged";
-	case UP_UNCHANGED: return "unchanged";
-	case UP_DELETED: return "deleted";
-	case UP_ABSENT: return "absent";
-	case UP_PLANNED: return "planned";
-	}
-	return "?";
-}
-
-json_object *up_result_json(const struct up_result *r)
-{
-	json_object *o = json_object_new_object();
-	if (!o)
-		return NULL;
-	json_object_object_add(o, "name", json_object_new_string(r->name ? r->name : ""));
-	json_object_object_add(o, "status", json_object_new_string(up_status_name(r->status)));
-	json_object_object_add(o, "vmid", r->vmid ? json_object_new_int(r->vmid) : NULL);
-	json_object_object_add(o, "node", r->node ? json_object_new_string(r->node) : NULL);
-	json_object_object_add(o, "type", json_object_new_string(guest_type_name(r->type)));
-	json_object_object_add(o, "address", r->address ? json_object_new_string(r->address) : NULL);
-	json_object *steps = json_object_new_object();
-	for (size_t i = 0; i < r->n_steps; i++)
-		json_object_object_add(steps, r->steps[i].step,
-				       json_object_new_double(r->steps[i].elapsed_s));
-	json_object_object_add(o, "steps", steps);
-	json_object *diff = json_object_new_array();
-	for (size_t i = 0; i < r->n_diff; i++)
-		json_object_array_add(diff, json_object_new_string(r->diff[i]));
-	json_object_object_add(o, "changes", diff);
-	if (r->status == UP_PLANNED) {
-		json_object *plan = json_object_new_array();
-		for (size_t i = 0; i < r->n_plan; i++)
-			json_object_array_add(plan, json_object_new_string(r->plan[i]));
-		json_object_object_add(o, "plan", plan);
-	}
-	json_object_object_add(o, "pending", r->pending ? json_object_new_string(r->pending) : NULL);
-	json_object *inj = NULL;
-	if (r->inject.ran) {
-		inj = json_object_new_object();
-		json_object_object_add(inj, "status",
-				       json_object_new_string(inject_status_name(r->inject.status)));
-		json_object_object_add(inj, "outcome",
-				       json_object_new_string(job_outcome_name(r->inject.outcome)));
-		json_object_object_add(inj, "summary", r->inject.summary
-				       ? json_object_new_string(r->inject.summary) : NULL);
-		if (r->inject.failed_step)
-			json_object_object_add(inj, "failed_step",
-					       json_object_new_string(r->inject.failed_step));
-	}
-	json_object_object_add(o, "inject", inj);
-	if (r->job)
-		json_object_object_add(o, "job", json_object_new_int64(r->job));
-	json_object_object_add(o, "outcome", json_object_new_string(job_outcome_name(r->outcome)));
-	if (r->left)
-		json_object_object_add(o, "left", json_object_new_string(r->left));
-	return o;
-}
-
-void up_result_free(struct up_result *r)
-{
-	if (!r)
-		return;
-	free(r->name);
-	free(r->node);
-	free(r->address);
-	free(r->pending);
-	free(r->inject.summary);
-	free(r->left);
-	free(r->failed_step);
-	for (size_t i = 0; i < r->n_steps; i++)
-		free(r->steps[i].step);
-	free(r->steps);
-	for (size_t i = 0; i < r->n_diff; i++)
-		free(r->diff[i]);
-	free(r->diff);
-	for (size_t i = 0; i < r->n_plan; i++)
-		free(r->plan[i]);
-	free(r->plan);
-	pve_error_clear(&r->error);
-	memset(r, 0, sizeof *r);
-}
-
-void up_results_free(struct up_result *r, size_t n)
-{
-	if (!r)
-		return;
-	for (size_t i = 0; i < n; i++)
-		up_result_free(&r[i]);
-	free(r);
-}
-
-enum job_outcome provision_outcome(const struct up_result *r, size_t n)
-{
-	enum job_outcome worst = JOB_OUT_DONE;
-	for (size_t i = 0; i < n; i++)
-		worst = job_outcome_worse(worst, r[i].outcome);
-	return worst;
-}
 
 /* ---- small helpers ------------------------------------------------------------ */
 
@@ -388,7 +276,7 @@ static bool values_equal(enum guest_type t, const char *key, const char *want, c
 	return eq;
 }
 
-char *provision_keep_mac(const char *desired, const char *current)
+char *cfgdiff_keep_mac(const char *desired, const char *current)
 {
 	if (!current)
 		return strdup(desired);
@@ -446,7 +334,7 @@ done:
 	return out;
 }
 
-void cfg_changes_free(struct cfg_change *c, size_t n)
+void cfgdiff_free(struct cfg_change *c, size_t n)
 {
 	if (!c)
 		return;
@@ -458,7 +346,7 @@ void cfg_changes_free(struct cfg_change *c, size_t n)
 	free(c);
 }
 
-int provision_config_diff(enum guest_type type, json_object *current,
+int cfgdiff(enum guest_type type, json_object *current,
 			  const struct tmpl_kvlist *desired, struct cfg_change **changes,
 			  size_t *n, char **err)
 {
@@ -491,7 +379,7 @@ int provision_config_diff(enum guest_type type, json_object *current,
 		}
 		char *newv = NULL;
 		if (type != GUEST_OPENVZ && key_indexed(key, "net") && cur)
-			newv = provision_keep_mac(want, cur); /* qemu MAC, lxc hwaddr */
+			newv = cfgdiff_keep_mac(want, cur); /* qemu MAC, lxc hwaddr */
 		else
 			newv = strdup(want);
 		if (!newv) {
@@ -520,7 +408,7 @@ int provision_config_diff(enum guest_type type, json_object *current,
 	*n = nv;
 	return 0;
 nomem:
-	cfg_changes_free(v, nv);
+	cfgdiff_free(v, nv);
 	if (err)
 		*err = strdup("out of memory");
 	return -1;
@@ -668,7 +556,7 @@ static int to_lxc(const struct tmpl_kvlist *in, struct tmpl_kvlist *out, struct 
 	return rc;
 }
 
-int provision_ct_translate(enum guest_type to, const struct tmpl_kvlist *in,
+int cfgdiff_ct_translate(enum guest_type to, const struct tmpl_kvlist *in,
 			   struct tmpl_kvlist *out, char **err)
 {
 	memset(out, 0, sizeof *out);
@@ -685,262 +573,4 @@ int provision_ct_translate(enum guest_type to, const struct tmpl_kvlist *in,
 		*err = rc < 0 ? strdup("out of memory") : sbuf_steal(&errs);
 	sbuf_free(&errs);
 	return -1;
-}
-
-/* ---- up and down as jobs ---------------------------------------------------------- */
-
-static int env_of(struct job_env *env, struct store *store, const struct guest_wait *w,
-		  job_event_fn on_event, void *event_ctx, volatile sig_atomic_t *stop,
-		  const struct conf *conf)
-{
-	memset(env, 0, sizeof *env);
-	env->store = store;
-	env->clock = w->clock;
-	env->on_event = on_event;
-	env->event_ctx = event_ctx;
-	env->stop = stop;
-	env->conf = conf;
-	env->wait = *w;
-	return job_env_init(env);
-}
-
-static void jobs_free(struct job **jobs, size_t n)
-{
-	for (size_t i = 0; jobs && i < n; i++)
-		job_free(jobs[i]);
-	free(jobs);
-}
-
-/* Every value as it will be sent, checked against the PVE schema before
- * any request: --set KEY=VAL, the size to grow to, and the template
- * expanded for each name (the VMID and node are not known yet: a VMID and
- * node of the right form stand in for them). */
-static int check_values(const struct up_request *req, enum pvekey_kind kk, struct pve_error *err)
-{
-	static const struct pvekey_val size_val = {.type = PVEKEY_T_STRING, .format = "disk-size"};
-	for (size_t i = 0; req->sets && i < req->sets->n; i++) {
-		const struct tmpl_kv *kv = &req->sets->items[i];
-		char *why = NULL;
-		int r = strcmp(kv->key, "size") == 0 ? pvecheck_value(&size_val, kv->value, &why)
-						     : pvecheck_param(0, kk, kv->key, kv->value, &why);
-		if (r < 0)
-			return pve_error_oom(err);
-		if (r > 0) {
-			pve_error_set(err, PVE_ERR_CONFIG, "--set %s=%s: %s", kv->key, kv->value, why);
-			free(why);
-			return -1;
-		}
-	}
-	char id[24];
-	snprintf(id, sizeof id, "%d", req->vmid > 0 ? req->vmid : req->vmid_min > 0 ? req->vmid_min : 100);
-	for (size_t i = 0; i < req->n_names; i++) {
-		struct tmpl_kvlist vars = {0};
-		struct tmpl_inst inst;
-		char *msg = NULL;
-		int r = 0;
-		for (size_t j = 0; req->vars && j < req->vars->n && r == 0; j++)
-			r = tmpl_kvlist_set(&vars, req->vars->items[j].key, req->vars->items[j].value);
-		if (r == 0)
-			r = tmpl_kvlist_set(&vars, "name", req->names[i]);
-		if (r == 0)
-			r = tmpl_kvlist_set(&vars, "vmid", id);
-		if (r == 0)
-			r = tmpl_kvlist_set(&vars, "node", req->node ? req->node : "node");
-		if (r == 0 && req->storage)
-			r = tmpl_kvlist_set(&vars, "storage", req->storage);
-		if (r == 0 && req->pubkey)
-			r = tmpl_kvlist_set(&vars, "pubkey", req->pubkey);
-		if (r < 0) {
-			tmpl_kvlist_free(&vars);
-			return pve_error_oom(err);
-		}
-		r = tmpl_expand(req->tmpl, &vars, &inst, &msg);
-		tmpl_kvlist_free(&vars);
-		if (r < 0) {
-			pve_error_set(err, PVE_ERR_CONFIG, "%s", msg ? msg : "out of memory");
-			free(msg);
-			return -1;
-		}
-		tmpl_inst_free(&inst);
-	}
-	return 0;
-}
-
-/* The pool up gives addresses from (--pool, else the template's [guest]
- * pool): it must exist, the guests be VMs, and ipconfig0 not be set by
- * --set as well. 0, or -1 with err (PVE_ERR_CONFIG). */
-static int check_pool(const struct up_request *req, struct pve_error *err)
-{
-	const char *name = req->pool ? req->pool : req->tmpl->guest.pool;
-	const char *from = req->pool ? "--pool" : "the template's [guest] pool";
-	if (!name)
-		return 0;
-	if (!req->conf || !conf_pool(req->conf, name)) {
-		pve_error_set(err, PVE_ERR_CONFIG,
-			      "%s %s: no [pool \"%s\"] in the configuration%s%s", from, name, name,
-			      req->conf && req->conf->path ? " " : "",
-			      req->conf && req->conf->path ? req->conf->path : "");
-		return -1;
-	}
-	if (req->tmpl->kind != TMPL_QEMU) {
-		pve_error_set(err, PVE_ERR_CONFIG,
-			      "%s %s: only VMs take a pool address (cloud-init's ipconfig0); "
-			      "template %s makes containers",
-			      from, name, req->tmpl->name ? req->tmpl->name : "?");
-		return -1;
-	}
-	if (req->sets && tmpl_kvlist_get(req->sets, "ipconfig0")) {
-		pve_error_set(err, PVE_ERR_CONFIG,
-			      "--set ipconfig0: the address comes from pool %s (%s); give one or "
-			      "the other",
-			      name, from);
-		return -1;
-	}
-	return 0;
-}
-
-int provision_up(const struct up_request *req, struct up_result **results, struct pve_error *err)
-{
-	*results = NULL;
-	if (!req->tmpl || !req->n_names) {
-		pve_error_set(err, PVE_ERR_CONFIG, "up: no template or no names");
-		return -1;
-	}
-	for (size_t i = 0; i < req->n_names; i++) {
-		const char *why;
-		if (!guest_name_valid(req->names[i], &why)) {
-			pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': %s", req->names[i], why);
-			return -1;
-		}
-		if (guest_arg_is_vmid(req->names[i], NULL)) {
-			pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': all digits would read as "
-				      "a VMID; give up a name (and --vmid ID for its VMID)",
-				      req->names[i]);
-			return -1;
-		}
-		for (size_t j = 0; j < i; j++) {
-			if (strcasecmp(req->names[i], req->names[j]) == 0) {
-				pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s' given twice",
-					      req->names[i]);
-				return -1;
-			}
-		}
-	}
-	if (req->vmid > 0 && req->n_names > 1) {
-		pve_error_set(err, PVE_ERR_CONFIG, "--vmid works with one name only");
-		return -1;
-	}
-	if ((req->vmid_min > 0) != (req->vmid_max > 0) || req->vmid_min > req->vmid_max) {
-		pve_error_set(err, PVE_ERR_CONFIG, "bad VMID range %d-%d", req->vmid_min,
-			      req->vmid_max);
-		return -1;
-	}
-	if (wf_up_wants_inject(req->tmpl->n_files, req->no_inject, req->no_start) &&
-	    (!req->conf || !req->conf->ssh.known_hosts)) {
-		pve_error_set(err, PVE_ERR_CONFIG,
-			      "template %s has guest files to inject over SSH: %s (or skip "
-			      "inject)",
-			      req->tmpl->name ? req->tmpl->name : "?",
-			      req->conf ? "set [ssh] known_hosts" : "no SSH settings given");
-		return -1;
-	}
-	enum pvekey_kind kk = req->tmpl->kind == TMPL_QEMU  ? PVEKEY_QEMU
-			      : req->tmpl->kind == TMPL_LXC ? PVEKEY_LXC
-							    : PVEKEY_OPENVZ;
-	for (size_t i = 0; req->sets && i < req->sets->n; i++) {
-		const char *k = req->sets->items[i].key;
-		if (strcmp(k, "size") == 0)
-			continue;
-		static const char *const refused[] = {"vmid", "node", "delete", "digest", "force",
-						      "skiplock", "revert"};
-		if (!pvekey_lookup(kk, k) || IN(k, refused)) {
-			pve_error_set(err, PVE_ERR_CONFIG, "--set %s: not a %s config key", k,
-				      tmpl_kind_name(req->tmpl->kind));
-			return -1;
-		}
-	}
-	if (check_values(req, kk, err) < 0 || check_pool(req, err) < 0)
-		return -1;
-	struct up_result *res = calloc(req->n_names, sizeof *res);
-	struct job **jobs = calloc(req->n_names, sizeof(struct job *));
-	struct job_env env;
-	if (!res || !jobs) {
-		free(res);
-		free(jobs);
-		return pve_error_oom(err);
-	}
-	if (env_of(&env, req->dry_run ? NULL : req->store, &req->wait, req->on_event,
-		   req->event_ctx, req->stop, req->conf) < 0) {
-		free(res);
-		free(jobs);
-		return pve_error_oom(err);
-	}
-	int rc = 0;
-	for (size_t i = 0; i < req->n_names && rc == 0; i++) {
-		res[i].name = strdup(req->names[i]);
-		json_object *params = wf_up_params(req, req->names[i]);
-		if (!res[i].name || !params)
-			rc = pve_error_oom(err);
-		else if (job_submit(&env, &wf_up, req->names[i], params, &jobs[i], err) < 0)
-			rc = -1;
-		else
-			wf_up_attach(jobs[i], req->tmpl, &res[i]);
-		json_object_put(params);
-	}
-	if (rc < 0) {
-		jobs_free(jobs, req->n_names);
-		up_results_free(res, req->n_names);
-		job_env_fini(&env);
-		return -1;
-	}
-	job_run_all(jobs, req->n_names, req->parallel, req->pve_opts, req->client);
-	for (size_t i = 0; i < req->n_names; i++) {
-		wf_up_result(jobs[i]);
-		if (res[i].status == UP_FAILED)
-			rc = -1;
-	}
-	jobs_free(jobs, req->n_names);
-	job_env_fini(&env);
-	*results = res;
-	return rc;
-}
-
-int provision_down(const struct down_request *req, struct up_result *res)
-{
-	memset(res, 0, sizeof *res);
-	struct pve_error *err = &res->error;
-	res->name = strdup(req->name ? req->name : "");
-	if (!res->name)
-		return pve_error_oom(err);
-	const char *why;
-	if (!guest_arg_is_vmid(req->name, NULL) && !guest_name_valid(req->name, &why)) {
-		pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': %s", req->name, why);
-		res->outcome = JOB_OUT_USAGE;
-		return -1;
-	}
-	struct job_env env;
-	if (env_of(&env, req->dry_run ? NULL : req->store, &req->wait, req->on_event,
-		   req->event_ctx, req->stop, NULL) < 0)
-		return pve_error_oom(err);
-	json_object *params = json_object_new_object();
-	struct job *j = NULL;
-	int rc = -1;
-	if (!params) {
-		pve_error_oom(err);
-	} else {
-		json_object_object_add(params, "purge", json_object_new_boolean(req->purge));
-		json_object_object_add(params, "dry_run", json_object_new_boolean(req->dry_run));
-		if (job_submit(&env, &wf_down, req->name, params, &j, err) == 0) {
-			wf_down_attach(j, res);
-			job_run_all(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);
-			wf_down_result(j);
-			rc = res->status == UP_FAILED ? -1 : 0;
-		}
-	}
-	if (rc < 0 && !j)
-		res->outcome = pve_error_outcome(err);
-	json_object_put(params);
-	job_free(j);
-	job_env_fini(&env);
-	return rc;
 }

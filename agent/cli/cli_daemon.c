@@ -88,14 +88,6 @@ void cli_daemon_child_end(void)
 	json_object_put(o);
 }
 
-bool cli_stdout_tty(void)
-{
-	const char *v = getenv("PVAGENT_TTY");
-	if (v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0))
-		return *v == '1';
-	return isatty(STDOUT_FILENO) != 0;
-}
-
 /* ---- talking to the daemon ------------------------------------------------------ */
 
 static volatile sig_atomic_t detach;
@@ -218,20 +210,11 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 	return rc;
 }
 
-static const struct cmd_entry *const submittable[] = {
-	&cmd_up_entry,	   &cmd_down_entry,    &cmd_inject_entry, &cmd_virtio_entry,
-	&cmd_bench_entry,  &cmd_migrate_entry, &cmd_drain_entry,  &cmd_undrain_entry,
-	&cmd_resume_entry, NULL,
-};
-
-int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,
+int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_args *a,
 		      bool *handled)
 {
 	*handled = false;
-	bool ok = false;
-	for (const struct cmd_entry *const *s = submittable; *s && !ok; s++)
-		ok = *s == e;
-	if (!ok || cli->local)
+	if (how == CLI_SUBMIT_NO || cli->local)
 		return 0;
 	struct ctl_client c;
 	int rc = connect_daemon(cli, &c, false);
@@ -245,14 +228,14 @@ int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct c
 	for (char **p = a->cmdline; p && *p; p++)
 		json_object_array_add(argv, json_object_new_string(*p));
 	const char *node = NULL;
-	if (e == &cmd_up_entry) {
+	if (how == CLI_SUBMIT_ALL_ARGS) {
 		for (size_t i = 0; i < a->n; i++)
 			if (a->v[i].opt == 'n')
 				node = a->v[i].val;
 		node = node ? node : cli->conf.pve.node;
 	}
-	if (e != &cmd_resume_entry)
-		for (int i = 0; i < (e == &cmd_up_entry ? a->argc : 1); i++)
+	if (how != CLI_SUBMIT_NO_SUBJECT)
+		for (int i = 0; i < (how == CLI_SUBMIT_ALL_ARGS ? a->argc : 1); i++)
 			json_object_array_add(guests, json_object_new_string(a->argv[i]));
 	json_object_object_add(req, "id", json_object_new_int(1));
 	json_object_object_add(req, "op", json_object_new_string("submit"));

@@ -60,6 +60,14 @@ static void live_erase(struct event_print *pp)
 	}
 }
 
+bool cli_stdout_tty(void)
+{
+	const char *v = getenv("PVAGENT_TTY");
+	if (v && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0))
+		return *v == '1';
+	return isatty(STDOUT_FILENO) != 0;
+}
+
 unsigned cli_term_columns(void)
 {
 	struct winsize ws;

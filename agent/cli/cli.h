@@ -1,7 +1,8 @@
 /* cli.h - what the parts of the pvagent command-line tool share
- * (pvagent.c: global options, configuration, inventory, up/down, the
- * command table; cli_guest.c: inject, virtio, bench). Not part of the
- * library: these are linked into pvagent only. */
+ * (cli_env.c: configuration, client, store, errors and exit codes;
+ * pvagent.c: global options, the command table, nodes/list/templates;
+ * cli_up.c: up/down; cli_guest.c: inject, virtio, bench; ...). Not part
+ * of the library: agent/cli/ is linked into pvagent only. */
 #ifndef PVAGENT_CLI_H
 #define PVAGENT_CLI_H
 
@@ -12,7 +13,7 @@
 #include "conf.h"
 #include "ctl_client.h"
 #include "job.h"
-#include "provision.h"
+#include "up_result.h"
 #include "pve.h"
 
 #include <signal.h>
@@ -61,6 +62,12 @@ void on_job_event(void *ctx, const struct job_event *ev);
 int cli_job_env(struct cli *cli, struct event_print *pp, struct job_env *env);
 /* Erase the live lines and forget them (before the result is printed). */
 void end_progress_line(struct event_print *pp);
+/* The terminal's width: stdout's, else $COLUMNS (a daemon's child draws
+ * for its client's terminal), else 80. */
+unsigned cli_term_columns(void);
+/* Is our output a terminal (progress redrawn in place)? $PVAGENT_TTY
+ * (set by the daemon for its children) wins over isatty(1). */
+bool cli_stdout_tty(void);
 void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
 		   int code);
 
@@ -71,6 +78,17 @@ int cli_usage_error(const char *cmd, const char *what, const char *arg);
  * final JSON object with --json. Returns EXIT_USAGE. */
 int cli_error(const char *kind, const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Keep msg (malloc'd, taken) as the error of --json's final object when
+ * none is kept yet, without saying it (it was said already). */
+void cli_error_note(const char *kind, const char *cmd, char *msg);
+/* With --json, a command that failed with an error said by cli_error and
+ * printed no final object prints it; the kept message is freed. Returns rc. */
+int cli_finish_error(struct cli *cli, const char *cmd, int rc);
+/* Ctrl-C and SIGTERM set cli_stop (a second one quits at once). */
+void cli_catch_stop_signals(void);
+/* A --node given: is it one of the cluster's? 0, or an exit code (said:
+ * EXIT_USAGE with the nodes there are). */
+int cli_check_node(struct cli *cli, const char *cmd, const char *node);
 /* out_result_members of a job: its subject, guest, exit code and error
  * (kind, message, the step it failed in). */
 void cli_job_result_members(json_object *o, struct job *j, int code);
@@ -154,15 +172,20 @@ int cli_image_result(struct cli *cli, struct job *j, int code);
 void cli_daemon_child_init(void);
 /* ... and at its end this process's PVE request counts (pve_stats). */
 void cli_daemon_child_end(void);
-/* The terminal's width: stdout's, else $COLUMNS (a daemon's child draws
- * for its client's terminal), else 80. */
-unsigned cli_term_columns(void);
-/* Is our output a terminal (progress redrawn in place)? $PVAGENT_TTY
- * (set by the daemon for its children) wins over isatty(1). */
-bool cli_stdout_tty(void);
-/* A job command with a daemon answering: submit it there and print what
- * it prints; *handled false (and 0) when it is to run in this process. */
-int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,
+/* How a command goes to pvagentd (the command table's, pvagent.c): not
+ * at all (runs here), with its first argument as its guest (or node), with
+ * every argument a guest and --node (-n) or [pve] node its node (up), or
+ * with no guest (resume). */
+enum cli_submit {
+	CLI_SUBMIT_NO = 0,
+	CLI_SUBMIT_FIRST_ARG,
+	CLI_SUBMIT_ALL_ARGS,
+	CLI_SUBMIT_NO_SUBJECT,
+};
+/* A job command (how not CLI_SUBMIT_NO) with a daemon answering: submit
+ * it there and print what it prints; *handled false (and 0) when it is to
+ * run in this process. */
+int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_args *a,
 		      bool *handled);
 /* Watch job id in the daemon: 0 (then cli_daemon_follow), or non-zero
  * when the daemon does not run it (or none answers). */

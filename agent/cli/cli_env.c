@@ -1,0 +1,267 @@
+/* cli_env.c - what every command of the pvagent command line shares
+ * (cli.h): its configuration, PVE client and job store, opened on first
+ * use; usage and configuration errors said once and kept for --json's
+ * final object; exit codes; the stop flag Ctrl-C and SIGTERM set. */
+#include "cli.h"
+
+#include "inventory.h"
+#include "json.h"
+#include "log.h"
+#include "output.h"
+#include "store.h"
+#include "util.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The first usage or configuration error, for --json's final object. */
+static struct {
+	const char *kind, *cmd;
+	char *message;
+} cli_err;
+
+void cli_error_note(const char *kind, const char *cmd, char *msg)
+{
+	if (!cli_err.kind) {
+		cli_err.kind = kind;
+		cli_err.cmd = cmd;
+		cli_err.message = msg;
+	} else {
+		free(msg);
+	}
+}
+
+int cli_error(const char *kind, const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int len = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *msg = len >= 0 ? malloc((size_t)len + 1) : NULL;
+	if (msg) {
+		va_start(ap, fmt);
+		vsnprintf(msg, (size_t)len + 1, fmt, ap);
+		va_end(ap);
+	}
+	if (cmd)
+		fprintf(stderr, "pvagent %s: %s\n", cmd, msg ? msg : fmt);
+	else
+		fprintf(stderr, "pvagent: %s\n", msg ? msg : fmt);
+	cli_error_note(kind, cmd, msg);
+	return EXIT_USAGE;
+}
+
+int cli_usage_error(const char *cmd, const char *what, const char *arg)
+{
+	cli_error("usage", cmd, "%s '%s'", what, arg);
+	fprintf(stderr, "(see pvagent %s --help)\n", cmd);
+	return EXIT_USAGE;
+}
+
+/* The error object, with --json, of an error said by cli_error or
+ * cli_fail_pve. */
+static void print_error_json(const struct cli *cli, const char *cmd, int code, const char *kind,
+			     const char *msg)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "command", cmd ? json_object_new_string(cmd) : NULL);
+	out_result_members(o, cli->subject, 0, NULL, code ? code : 1, kind, msg ? msg : "error",
+			   NULL);
+	out_json_line(stdout, o);
+	json_object_put(o);
+}
+
+int cli_finish_error(struct cli *cli, const char *cmd, int rc)
+{
+	/* every outcome ends with one final object; a message said only on
+	 * stderr (none kept) is pointed at */
+	if (cli->json && rc != 0 && !out_json_result_printed())
+		print_error_json(cli, cli_err.cmd ? cli_err.cmd : cmd, rc,
+				 cli_err.kind ? cli_err.kind : "failed",
+				 cli_err.message ? cli_err.message : "failed (see standard error)");
+	free(cli_err.message);
+	cli_err.message = NULL;
+	return rc;
+}
+
+/* ---- configuration and client ------------------------------------------ */
+
+int cli_load_conf(struct cli *cli)
+{
+	if (cli->conf_loaded)
+		return 0;
+	char *err = NULL;
+	int rc = conf_load(cli->conf_path, &cli->conf, &err);
+	if (rc < 0) {
+		cli_error("config", NULL, "%s", err ? err : "cannot load the configuration");
+		free(err);
+		return EXIT_USAGE;
+	}
+	cli->conf_loaded = true;
+	return 0;
+}
+
+void cli_job_result_members(json_object *o, struct job *j, int code)
+{
+	const struct pve_error *e = job_error(j);
+	char *m = e->kind != PVE_OK ? pve_error_format(e) : NULL;
+	out_result_members(o, job_subject(j), job_vmid(j), job_node(j), code,
+			   e->kind != PVE_OK ? pve_err_kind_name(e->kind) : NULL, m,
+			   job_failed_step(j));
+	free(m);
+}
+
+/* Report a PVE error and return its exit code. */
+int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e)
+{
+	int code = cli_exit_code(pve_error_outcome(e));
+	char *msg = pve_error_format(e);
+	if (cli->json) {
+		print_error_json(cli, cmd, code, pve_err_kind_name(e->kind), msg);
+	}
+	log_error("%s", msg ? msg : "error");
+	free(msg);
+	pve_error_clear(e);
+	return code;
+}
+
+/* The job environment of a command run in this process: state.db, its
+ * events to pp, the stop flag and the configuration. 0, or -1. */
+int cli_job_env(struct cli *cli, struct event_print *pp, struct job_env *env)
+{
+	*env = (struct job_env){
+		.store = cli_store(cli),
+		.on_event = on_job_event,
+		.event_ctx = pp,
+		.stop = &cli_stop,
+		.conf = &cli->conf,
+	};
+	return job_env_init(env);
+}
+
+int cli_connect_pve(struct cli *cli)
+{
+	int rc = cli_load_conf(cli);
+	if (rc)
+		return rc;
+	struct pve_opts o = job_conf_pve_opts(&cli->conf);
+	struct pve_error e = {0};
+	cli->pve = pve_new(&o, &e);
+	if (!cli->pve)
+		return cli_fail_pve(cli, "connect", &e);
+	return 0;
+}
+
+int cli_exit_code(enum job_outcome o)
+{
+	switch (o) {
+	case JOB_OUT_DONE: return 0;
+	case JOB_OUT_FAILED: return 1;
+	case JOB_OUT_USAGE: return EXIT_USAGE;
+	case JOB_OUT_NEEDS_ATTENTION: return 3;
+	case JOB_OUT_UNREACHABLE: return 4;
+	case JOB_OUT_INTERRUPTED: return EXIT_INTERRUPTED;
+	}
+	return 1;
+}
+
+struct store *cli_store(struct cli *cli)
+{
+	if (cli->store || cli->store_failed)
+		return cli->store;
+	if (cli_load_conf(cli))
+		return NULL;
+	char *path = store_path(cli->conf.paths.state), *err = NULL;
+	if (!path || store_open(path, &cli->store, &err) < 0) {
+		log_warn("jobs are not recorded (they cannot be resumed): %s",
+			 err ? err : "out of memory");
+		cli->store_failed = true;
+	}
+	free(path);
+	free(err);
+	return cli->store;
+}
+
+/* Ctrl-C or SIGTERM: the running job stops at once between steps (its
+ * waits end; its UPIDs are recorded) and is kept as interrupted. A second
+ * one quits at once. */
+volatile sig_atomic_t cli_stop;
+
+static void on_stop_signal(int sig)
+{
+	if (cli_stop) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	cli_stop = 1;
+	static const char msg[] = "\npvagent: stopping after the current step (again to quit "
+				  "at once)\n";
+	ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+	(void)w;
+}
+
+void cli_catch_stop_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* A --node given: is it one of the cluster's? 0, or an exit code (said:
+ * EXIT_USAGE with the nodes there are). */
+int cli_check_node(struct cli *cli, const char *cmd, const char *node)
+{
+	int rc = cli_connect_pve(cli);
+	if (rc || !node)
+		return rc;
+	json_object *nodes = NULL;
+	struct pve_error e = {0};
+	if (inventory_nodes(cli->pve, &nodes, &e) < 0)
+		return cli_fail_pve(cli, cmd, &e);
+	size_t n = json_object_array_length(nodes);
+	struct sbuf list = {0};
+	const char **names = n ? calloc(n, sizeof *names) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = json_text(json_object_array_get_idx(nodes, i), "node");
+		if (name && strcmp(name, node) == 0) {
+			sbuf_free(&list);
+			free(names);
+			json_object_put(nodes);
+			return 0;
+		}
+		if (name)
+			sbuf_addf(&list, "%s%s", list.len ? ", " : "", name);
+		if (names)
+			names[i] = name;
+	}
+	const char *near = names ? str_closest(node, names, n) : NULL;
+	pve_error_set(&e, PVE_ERR_CONFIG, "no node '%s' in the cluster%s%s%s; nodes: %s", node,
+		      near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "",
+		      list.len ? sbuf_str(&list) : "none");
+	free(names);
+	sbuf_free(&list);
+	json_object_put(nodes);
+	return cli_fail_pve(cli, cmd, &e);
+}
+
+int cli_parse_count(const char *cmd, const char *opt, const char *arg, long min, long max,
+		       long *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (!*arg || *end || v < min || v > max) {
+		fprintf(stderr, "pvagent %s: %s %s: expected a number from %ld to %ld\n", cmd, opt,
+			arg, min, max);
+		return EXIT_USAGE;
+	}
+	*out = v;
+	return 0;
+}

@@ -1,0 +1,521 @@
+/* cli_up.c - `pvagent up` and `pvagent down` (cli_up.h): the request
+ * checked (names, --set keys and values against the PVE schema, the
+ * address pool), one job per guest submitted (job_submit: an unfinished
+ * job of the same request is resumed) and run, at most --parallel at once
+ * (wf_up.c, wf_down.c do the work), and the results printed. */
+#include "cli_up.h"
+
+#include "cli.h"
+#include "json.h"
+#include "log.h"
+#include "output.h"
+#include "pvecheck.h"
+#include "pvekeys.h"
+#include "util.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int env_of(struct job_env *env, struct store *store, const struct guest_wait *w,
+		  job_event_fn on_event, void *event_ctx, volatile sig_atomic_t *stop,
+		  const struct conf *conf)
+{
+	memset(env, 0, sizeof *env);
+	env->store = store;
+	env->clock = w->clock;
+	env->on_event = on_event;
+	env->event_ctx = event_ctx;
+	env->stop = stop;
+	env->conf = conf;
+	env->wait = *w;
+	return job_env_init(env);
+}
+
+static void jobs_free(struct job **jobs, size_t n)
+{
+	for (size_t i = 0; jobs && i < n; i++)
+		job_free(jobs[i]);
+	free(jobs);
+}
+
+/* Every value as it will be sent, checked against the PVE schema before
+ * any request: --set KEY=VAL, the size to grow to, and the template
+ * expanded for each name (the VMID and node are not known yet: a VMID and
+ * node of the right form stand in for them). */
+static int check_values(const struct up_request *req, enum pvekey_kind kk, struct pve_error *err)
+{
+	static const struct pvekey_val size_val = {.type = PVEKEY_T_STRING, .format = "disk-size"};
+	for (size_t i = 0; req->sets && i < req->sets->n; i++) {
+		const struct tmpl_kv *kv = &req->sets->items[i];
+		char *why = NULL;
+		int r = strcmp(kv->key, "size") == 0 ? pvecheck_value(&size_val, kv->value, &why)
+						     : pvecheck_param(0, kk, kv->key, kv->value, &why);
+		if (r < 0)
+			return pve_error_oom(err);
+		if (r > 0) {
+			pve_error_set(err, PVE_ERR_CONFIG, "--set %s=%s: %s", kv->key, kv->value, why);
+			free(why);
+			return -1;
+		}
+	}
+	char id[24];
+	snprintf(id, sizeof id, "%d", req->vmid > 0 ? req->vmid : req->vmid_min > 0 ? req->vmid_min : 100);
+	for (size_t i = 0; i < req->n_names; i++) {
+		struct tmpl_kvlist vars = {0};
+		struct tmpl_inst inst;
+		char *msg = NULL;
+		int r = 0;
+		for (size_t j = 0; req->vars && j < req->vars->n && r == 0; j++)
+			r = tmpl_kvlist_set(&vars, req->vars->items[j].key, req->vars->items[j].value);
+		if (r == 0)
+			r = tmpl_kvlist_set(&vars, "name", req->names[i]);
+		if (r == 0)
+			r = tmpl_kvlist_set(&vars, "vmid", id);
+		if (r == 0)
+			r = tmpl_kvlist_set(&vars, "node", req->node ? req->node : "node");
+		if (r == 0 && req->storage)
+			r = tmpl_kvlist_set(&vars, "storage", req->storage);
+		if (r == 0 && req->pubkey)
+			r = tmpl_kvlist_set(&vars, "pubkey", req->pubkey);
+		if (r < 0) {
+			tmpl_kvlist_free(&vars);
+			return pve_error_oom(err);
+		}
+		r = tmpl_expand(req->tmpl, &vars, &inst, &msg);
+		tmpl_kvlist_free(&vars);
+		if (r < 0) {
+			pve_error_set(err, PVE_ERR_CONFIG, "%s", msg ? msg : "out of memory");
+			free(msg);
+			return -1;
+		}
+		tmpl_inst_free(&inst);
+	}
+	return 0;
+}
+
+/* The pool up gives addresses from (--pool, else the template's [guest]
+ * pool): it must exist, the guests be VMs, and ipconfig0 not be set by
+ * --set as well. 0, or -1 with err (PVE_ERR_CONFIG). */
+static int check_pool(const struct up_request *req, struct pve_error *err)
+{
+	const char *name = req->pool ? req->pool : req->tmpl->guest.pool;
+	const char *from = req->pool ? "--pool" : "the template's [guest] pool";
+	if (!name)
+		return 0;
+	if (!req->conf || !conf_pool(req->conf, name)) {
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "%s %s: no [pool \"%s\"] in the configuration%s%s", from, name, name,
+			      req->conf && req->conf->path ? " " : "",
+			      req->conf && req->conf->path ? req->conf->path : "");
+		return -1;
+	}
+	if (req->tmpl->kind != TMPL_QEMU) {
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "%s %s: only VMs take a pool address (cloud-init's ipconfig0); "
+			      "template %s makes containers",
+			      from, name, req->tmpl->name ? req->tmpl->name : "?");
+		return -1;
+	}
+	if (req->sets && tmpl_kvlist_get(req->sets, "ipconfig0")) {
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "--set ipconfig0: the address comes from pool %s (%s); give one or "
+			      "the other",
+			      name, from);
+		return -1;
+	}
+	return 0;
+}
+
+int cli_up_launch(const struct up_request *req, struct up_result **results, struct pve_error *err)
+{
+	*results = NULL;
+	if (!req->tmpl || !req->n_names) {
+		pve_error_set(err, PVE_ERR_CONFIG, "up: no template or no names");
+		return -1;
+	}
+	for (size_t i = 0; i < req->n_names; i++) {
+		const char *why;
+		if (!guest_name_valid(req->names[i], &why)) {
+			pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': %s", req->names[i], why);
+			return -1;
+		}
+		if (guest_arg_is_vmid(req->names[i], NULL)) {
+			pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': all digits would read as "
+				      "a VMID; give up a name (and --vmid ID for its VMID)",
+				      req->names[i]);
+			return -1;
+		}
+		for (size_t j = 0; j < i; j++) {
+			if (strcasecmp(req->names[i], req->names[j]) == 0) {
+				pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s' given twice",
+					      req->names[i]);
+				return -1;
+			}
+		}
+	}
+	if (req->vmid > 0 && req->n_names > 1) {
+		pve_error_set(err, PVE_ERR_CONFIG, "--vmid works with one name only");
+		return -1;
+	}
+	if ((req->vmid_min > 0) != (req->vmid_max > 0) || req->vmid_min > req->vmid_max) {
+		pve_error_set(err, PVE_ERR_CONFIG, "bad VMID range %d-%d", req->vmid_min,
+			      req->vmid_max);
+		return -1;
+	}
+	if (wf_up_wants_inject(req->tmpl->n_files, req->no_inject, req->no_start) &&
+	    (!req->conf || !req->conf->ssh.known_hosts)) {
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "template %s has guest files to inject over SSH: %s (or skip "
+			      "inject)",
+			      req->tmpl->name ? req->tmpl->name : "?",
+			      req->conf ? "set [ssh] known_hosts" : "no SSH settings given");
+		return -1;
+	}
+	enum pvekey_kind kk = req->tmpl->kind == TMPL_QEMU  ? PVEKEY_QEMU
+			      : req->tmpl->kind == TMPL_LXC ? PVEKEY_LXC
+							    : PVEKEY_OPENVZ;
+	for (size_t i = 0; req->sets && i < req->sets->n; i++) {
+		const char *k = req->sets->items[i].key;
+		if (strcmp(k, "size") == 0)
+			continue;
+		static const char *const refused[] = {"vmid", "node", "delete", "digest", "force",
+						      "skiplock", "revert"};
+		bool is_refused = false;
+		for (size_t r = 0; r < sizeof refused / sizeof *refused; r++)
+			is_refused = is_refused || strcmp(k, refused[r]) == 0;
+		if (!pvekey_lookup(kk, k) || is_refused) {
+			pve_error_set(err, PVE_ERR_CONFIG, "--set %s: not a %s config key", k,
+				      tmpl_kind_name(req->tmpl->kind));
+			return -1;
+		}
+	}
+	if (check_values(req, kk, err) < 0 || check_pool(req, err) < 0)
+		return -1;
+	struct up_result *res = calloc(req->n_names, sizeof *res);
+	struct job **jobs = calloc(req->n_names, sizeof(struct job *));
+	struct job_env env;
+	if (!res || !jobs) {
+		free(res);
+		free(jobs);
+		return pve_error_oom(err);
+	}
+	if (env_of(&env, req->dry_run ? NULL : req->store, &req->wait, req->on_event,
+		   req->event_ctx, req->stop, req->conf) < 0) {
+		free(res);
+		free(jobs);
+		return pve_error_oom(err);
+	}
+	int rc = 0;
+	for (size_t i = 0; i < req->n_names && rc == 0; i++) {
+		res[i].name = strdup(req->names[i]);
+		json_object *params = wf_up_params(req, req->names[i]);
+		if (!res[i].name || !params)
+			rc = pve_error_oom(err);
+		else if (job_submit(&env, &wf_up, req->names[i], params, &jobs[i], err) < 0)
+			rc = -1;
+		else
+			wf_up_attach(jobs[i], req->tmpl, &res[i]);
+		json_object_put(params);
+	}
+	if (rc < 0) {
+		jobs_free(jobs, req->n_names);
+		up_results_free(res, req->n_names);
+		job_env_fini(&env);
+		return -1;
+	}
+	job_run_all(jobs, req->n_names, req->parallel, req->pve_opts, req->client);
+	for (size_t i = 0; i < req->n_names; i++) {
+		wf_up_result(jobs[i]);
+		if (res[i].status == UP_FAILED)
+			rc = -1;
+	}
+	jobs_free(jobs, req->n_names);
+	job_env_fini(&env);
+	*results = res;
+	return rc;
+}
+
+int cli_down_launch(const struct down_request *req, struct up_result *res)
+{
+	memset(res, 0, sizeof *res);
+	struct pve_error *err = &res->error;
+	res->name = strdup(req->name ? req->name : "");
+	if (!res->name)
+		return pve_error_oom(err);
+	const char *why;
+	if (!guest_arg_is_vmid(req->name, NULL) && !guest_name_valid(req->name, &why)) {
+		pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': %s", req->name, why);
+		res->outcome = JOB_OUT_USAGE;
+		return -1;
+	}
+	struct job_env env;
+	if (env_of(&env, req->dry_run ? NULL : req->store, &req->wait, req->on_event,
+		   req->event_ctx, req->stop, NULL) < 0)
+		return pve_error_oom(err);
+	json_object *params = json_object_new_object();
+	struct job *j = NULL;
+	int rc = -1;
+	if (!params) {
+		pve_error_oom(err);
+	} else {
+		json_object_object_add(params, "purge", json_object_new_boolean(req->purge));
+		json_object_object_add(params, "dry_run", json_object_new_boolean(req->dry_run));
+		if (job_submit(&env, &wf_down, req->name, params, &j, err) == 0) {
+			wf_down_attach(j, res);
+			job_run_all(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);
+			wf_down_result(j);
+			rc = res->status == UP_FAILED ? -1 : 0;
+		}
+	}
+	if (rc < 0 && !j)
+		res->outcome = pve_error_outcome(err);
+	json_object_put(params);
+	job_free(j);
+	job_env_fini(&env);
+	return rc;
+}
+
+/* ---- the commands ---------------------------------------------------------- */
+
+void print_results(struct cli *cli, const char *cmd, const struct up_result *r, size_t n,
+			  int code)
+{
+	if (cli->json) {
+		json_object *o = json_object_new_object(), *a = json_object_new_array();
+		for (size_t i = 0; i < n; i++) {
+			json_object *g = up_result_json(&r[i]);
+			bool failed = r[i].error.kind != PVE_OK;
+			char *m = failed ? pve_error_format(&r[i].error) : NULL;
+			if (g)
+				out_result_members(g, r[i].name, r[i].vmid, r[i].node,
+						   cli_exit_code(r[i].outcome),
+						   failed ? pve_err_kind_name(r[i].error.kind) : NULL,
+						   m, r[i].failed_step);
+			free(m);
+			json_object_array_add(a, g);
+		}
+		json_object_object_add(o, "result", json_object_new_string(code ? "error" : "ok"));
+		json_object_object_add(o, "command", json_object_new_string(cmd));
+		json_object_object_add(o, "guests", a);
+		json_object_object_add(o, "exit", json_object_new_int(code));
+		out_json_line(stdout, o);
+		json_object_put(o);
+		return;
+	}
+	const char *hdr[] = {"NAME", "VMID", "NODE", "ADDRESS", "RESULT", "TIME"};
+	struct table *t = table_new(6, hdr);
+	for (size_t i = 0; t && i < n; i++) {
+		char vmid[16], secs[32];
+		double total = 0;
+		for (size_t k = 0; k < r[i].n_steps; k++)
+			total += r[i].steps[k].elapsed_s;
+		snprintf(vmid, sizeof vmid, "%d", r[i].vmid);
+		snprintf(secs, sizeof secs, "%.1fs", total);
+		const char *row[] = {r[i].name, r[i].vmid ? vmid : NULL, r[i].node, r[i].address,
+				     up_status_name(r[i].status), secs};
+		table_add(t, row);
+	}
+	if (t)
+		table_print(t, stdout);
+	table_free(t);
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].pending)
+			printf("%s: applied at the next restart: %s\n", r[i].name, r[i].pending);
+		if (r[i].outcome == JOB_OUT_INTERRUPTED) {
+			log_error("%s: interrupted%s%s; the job is kept: 'pvagent resume %lld' (or the "
+				  "same command again) waits for what PVE still does and finishes",
+				  r[i].name, r[i].left ? ": " : "", r[i].left ? r[i].left : "",
+				  r[i].job);
+			continue;
+		}
+		if (r[i].error.kind != PVE_OK) {
+			char *m = pve_error_format(&r[i].error);
+			log_error("%s: %s", r[i].name, m ? m : "failed");
+			free(m);
+		}
+		if (r[i].left && r[i].job)
+			log_error("%s: needs attention: %s; run the same command again, or 'pvagent "
+				  "resume %lld', to finish it",
+				  r[i].name, r[i].left, r[i].job);
+		else if (r[i].left)
+			log_error("%s: needs attention: %s", r[i].name, r[i].left);
+	}
+}
+
+static int cmd_up(struct cli *cli, const struct cmd_args *a)
+{
+	const char *tname = NULL, *node = NULL, *storage = NULL, *pool = NULL;
+	long vmid = 0, parallel = 4;
+	bool no_start = false, full = false, no_inject = false, retemplate = false, dry = false;
+	struct tmpl_kvlist sets = {0}, vars = {0};
+	char *err = NULL;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < a->n; i++) {
+		const char *arg = a->v[i].val;
+		switch (a->v[i].opt) {
+		case 't': tname = arg; break;
+		case 'n': node = arg; break;
+		case 's': storage = arg; break;
+		case 'i': rc = cli_parse_count("up", "--vmid", arg, 100, 999999999, &vmid); break;
+		case 'p': rc = cli_parse_count("up", "--parallel", arg, 1, 64, &parallel); break;
+		case 'N': no_start = true; break;
+		case 'f': full = true; break;
+		case 'I': no_inject = true; break;
+		case 'R': retemplate = true; break;
+		case 'd': dry = true; break;
+		case 'o': pool = arg; break;
+		case 'S':
+		case 'V':
+			if (tmpl_var_arg(a->v[i].opt == 'S' ? &sets : &vars, arg, &err) < 0) {
+				cli_error("usage", "up", "%s %s: %s",
+					  a->v[i].opt == 'S' ? "--set" : "--var", arg,
+					  err ? err : "expected KEY=VALUE");
+				free(err);
+				rc = EXIT_USAGE;
+			}
+			break;
+		default: rc = EXIT_USAGE; break;
+		}
+	}
+	if (rc == 0 && !tname)
+		rc = cli_usage_error("up", "needs a template", "-t TEMPLATE");
+	if (rc == 0)
+		rc = cli_load_conf(cli);
+	if (rc == 0 && node)
+		rc = cli_check_node(cli, "up", node);
+	struct tmpl *t = NULL;
+	if (rc == 0 && tmpl_load((const char *const *)cli->conf.paths.templates, tname, &t, &err) < 0) {
+		cli_error("template", "up", "%s", err ? err : "cannot load the template");
+		free(err);
+		rc = EXIT_USAGE;
+	}
+	if (rc) {
+		tmpl_kvlist_free(&sets);
+		tmpl_kvlist_free(&vars);
+		return rc;
+	}
+	char *pubkey = inject_read_pubkey(&cli->conf);
+	struct pve_opts po = job_conf_pve_opts(&cli->conf);
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
+	struct up_request req = {
+		.names = (const char *const *)a->argv,
+		.n_names = (size_t)a->argc,
+		.tmpl = t,
+		.node = node ? node : cli->conf.pve.node,
+		.storage = storage,
+		.vmid = (int)vmid,
+		.sets = &sets,
+		.vars = &vars,
+		.pubkey = pubkey,
+		.parallel = (unsigned)parallel,
+		.no_start = no_start,
+		.full = full,
+		.retemplate = retemplate,
+		.pool = pool,
+		.dry_run = dry,
+		.conf = &cli->conf,
+		.no_inject = no_inject,
+		.pve_opts = &po,
+		.on_event = on_job_event,
+		.event_ctx = &pp,
+		.store = cli_store(cli),
+		.stop = &cli_stop,
+	};
+	struct up_result *results = NULL;
+	struct pve_error e = {0};
+	if (cli_up_launch(&req, &results, &e) < 0 && !results) {
+		rc = cli_fail_pve(cli, "up", &e);
+	} else {
+		end_progress_line(&pp);
+		rc = cli_exit_code(up_results_outcome(results, req.n_names));
+		print_results(cli, "up", results, req.n_names, rc);
+		up_results_free(results, req.n_names);
+	}
+	pve_error_clear(&e);
+	free(pubkey);
+	tmpl_free(t);
+	tmpl_kvlist_free(&sets);
+	tmpl_kvlist_free(&vars);
+	return rc;
+}
+
+/* down NAME|VMID...: each its own job, one after the other; the exit code
+ * the worst outcome. */
+static int cmd_down(struct cli *cli, const struct cmd_args *a)
+{
+	bool purge = false, dry = false;
+	for (size_t i = 0; i < a->n; i++) {
+		purge = purge || a->v[i].opt == 'P';
+		dry = dry || a->v[i].opt == 'd';
+	}
+	int rc = cli_load_conf(cli);
+	if (rc)
+		return rc;
+	size_t n = (size_t)a->argc;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (strcasecmp(a->argv[i], a->argv[j]) == 0)
+				return cli_usage_error("down", "guest given twice", a->argv[i]);
+	struct up_result *res = calloc(n, sizeof *res);
+	if (!res) {
+		fprintf(stderr, "pvagent down: out of memory\n");
+		return 1;
+	}
+	struct pve_opts po = job_conf_pve_opts(&cli->conf);
+	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
+	size_t done = 0;
+	for (; done < n && !cli_stop; done++) {
+		struct down_request req = {
+			.name = a->argv[done],
+			.purge = purge,
+			.dry_run = dry,
+			.pve_opts = &po,
+			.on_event = on_job_event,
+			.event_ctx = &pp,
+			.store = cli_store(cli),
+			.stop = &cli_stop,
+		};
+		cli_down_launch(&req, &res[done]);
+		end_progress_line(&pp);
+	}
+	rc = cli_exit_code(up_results_outcome(res, done));
+	if (done < n && rc == 0)
+		rc = EXIT_INTERRUPTED;
+	print_results(cli, "down", res, done, rc);
+	up_results_free(res, done);
+	return rc;
+}
+
+static const struct option up_opts[] = {
+	{"template", required_argument, NULL, 't'}, {"node", required_argument, NULL, 'n'},
+	{"vmid", required_argument, NULL, 'i'},     {"storage", required_argument, NULL, 's'},
+	{"set", required_argument, NULL, 'S'},      {"var", required_argument, NULL, 'V'},
+	{"parallel", required_argument, NULL, 'p'}, {"no-start", no_argument, NULL, 'N'},
+	{"full", no_argument, NULL, 'f'},           {"no-inject", no_argument, NULL, 'I'},
+	{"retemplate", no_argument, NULL, 'R'},     {"dry-run", no_argument, NULL, 'd'},
+	{"pool", required_argument, NULL, 'o'},
+	{0},
+};
+static const struct option down_opts[] = {
+	{"purge", no_argument, NULL, 'P'}, {"dry-run", no_argument, NULL, 'd'}, {0}};
+
+const struct cmd_entry cmd_up_entry = {
+	"up",
+	"NAME... -t TEMPLATE [--node N] [--vmid ID] [--storage S] [--set K=V]... [--var K=V]... "
+	"[--parallel K] [--no-start] [--full] [--no-inject] [--retemplate] [--pool NAME] [--dry-run]",
+	"provision guests, or converge existing ones; then inject the template's guest files",
+	"t:n:", up_opts, "SV", 1, -1, "guest name", cmd_up,
+	"pvagent up web1 -t ubuntu-24.04\npvagent up w1 w2 w3 -t freebsd-14 --set cores=4 --parallel 2\n"
+	"pvagent up web1 -t ubuntu-24.04 --set size=64G --dry-run\n"
+	"pvagent up db1 db2 -t debian-13 --pool lan",
+};
+const struct cmd_entry cmd_down_entry = {
+	"down", "NAME|VMID... [--purge] [--dry-run]", "shut down and delete guests", "", down_opts,
+	NULL, 1, -1, "guest name or VMID", cmd_down,
+	"pvagent down web1\npvagent down web1 --purge\npvagent down 190 web2.example.org\n"
+	"pvagent down web1 --dry-run",
+};
