@@ -980,6 +980,18 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 				pve_error_set(&j->err, PVE_ERR_INTERNAL, "%s failed", d->name);
 			free(j->steps[i].error);
 			j->steps[i].error = err_json_text(&j->err);
+			if ((d->flags & JOB_STEP_TASK) && j->steps[i].upid && j->err.ambiguous) {
+				/* its task started and what became of it is unknown (a
+				 * read failed after the UPID): nothing is undone, and the
+				 * step stays running so that a resume waits for that
+				 * task instead of sending again */
+				if (!j->left)
+					job_set_left(j, "task %s was started and its outcome is "
+						     "unknown", j->steps[i].upid);
+				j->dirty[i] = true;
+				return finish(j, JOB_NEEDS_ATTENTION, JOB_OUT_NEEDS_ATTENTION,
+					      "failed");
+			}
 			step_set(j, i, STEP_FAILED);
 			j->dirty[i] = true;
 			enum job_outcome out = pve_error_outcome(&j->err);

@@ -804,6 +804,14 @@ out:
 	if (ret < 0 && err && !err->what && err->kind != PVE_ERR_TASK &&
 	    err->kind != PVE_ERR_TASK_TIMEOUT)
 		err->what = strprintf("waiting for task %s", upid);
+	/* a read that failed (after the client's retries) once the task had
+	 * its UPID: the task may have done its work, so its outcome is
+	 * unknown, never a clean failure (err.h: ambiguous) */
+	if (ret < 0 && u.node && err->kind != PVE_ERR_TASK && err->kind != PVE_ERR_INTERNAL) {
+		err->ambiguous = true;
+		if (!err->upid)
+			err->upid = strdup(upid);
+	}
 	free(spath);
 	logstate_free(&ls);
 	task_upid_free(&u);

@@ -16,6 +16,17 @@ struct down_ctx {
 	bool purge, dry_run;
 };
 
+json_object *wf_down_params(bool purge, bool dry_run)
+{
+	json_object *o = json_object_new_object();
+	if (o && (json_object_object_add(o, "purge", json_object_new_boolean(purge)) < 0 ||
+		  json_object_object_add(o, "dry_run", json_object_new_boolean(dry_run)) < 0)) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
 void wf_down_attach(struct job *j, struct up_result *res)
 {
 	struct down_ctx *d = job_ctx(j);

@@ -423,6 +423,8 @@ static enum step_rc mig_migrate(struct job *j)
 		bool oom = child && !upid;
 		if (!child && (rc = ha_child(j, since, &upid)) == 0)
 			oom = job_set_str(j, "child_upid", upid) < 0 || job_save(j) < 0;
+		else if (!child) /* the request went through: HA may move it yet */
+			err->ambiguous = true;
 		if (oom)
 			rc = pve_error_oom(err);
 		if (rc == 0) {
@@ -468,13 +470,30 @@ static enum step_rc mig_migrate(struct job *j)
 
 /* ---- after --------------------------------------------------------------------- */
 
+/* A step after the migration task ran failed (a read or a write that did
+ * not go through after the client's retries): the guest has moved, or may
+ * have, so this is never a clean failure. The job needs attention, naming
+ * what is unknown or not done; a resume (or the same request again) does
+ * the rest, and a guest found on its target completes its home tag. */
+static enum step_rc after_failed(struct job *j, const char *what)
+{
+	struct mig_ctx *m = job_ctx(j);
+	struct pve_error *e = job_err(j);
+	if (e->kind == PVE_OK)
+		pve_error_set(e, PVE_ERR_API, "%s failed", what);
+	e->ambiguous = true;
+	job_set_left(j, "VM %d was migrated to %s; %s is unknown or not done: "
+		     "'pvagent resume %lld' finishes it", m->g.vmid, m->target, what, job_id(j));
+	return STEP_RC_FAIL;
+}
+
 static enum step_rc mig_verify(struct job *j)
 {
 	struct mig_ctx *m = job_ctx(j);
 	char *status = NULL;
 	int on = guest_on_node(job_pve(j), &m->g, m->target, &status, job_err(j));
 	if (on < 0)
-		return STEP_RC_FAIL;
+		return after_failed(j, "where it is now");
 	enum step_rc rc = STEP_RC_OK;
 	if (!on) {
 		job_set_left(j, "VM %d is not on %s after its migration task ended", m->g.vmid,
@@ -589,9 +608,9 @@ static enum step_rc mig_finish(struct job *j)
 	bool unhome = json_int(p, "unhome", &x) && x;
 	bool had_limit = json_object_object_get_ex(job_vars(j), "prev_downtime", NULL);
 	if (restore_downtime(j) < 0)
-		return STEP_RC_FAIL;
+		return after_failed(j, "its migrate_downtime put back");
 	if ((home || unhome) && retag(j, home, unhome) < 0)
-		return STEP_RC_FAIL;
+		return after_failed(j, home ? "its home tag" : "its home tag removed");
 	record(j, home, unhome);
 	if (!had_limit && !home && !unhome)
 		return STEP_RC_SKIP;

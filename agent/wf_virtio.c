@@ -1565,6 +1565,8 @@ json_object *convert_params(const struct target_req *target, const struct conver
 	if (ok && req->bench_size_mib)
 		ok = json_object_object_add(p, "bench_size_mib",
 					    json_object_new_int64(req->bench_size_mib)) == 0;
+	if (ok && req->dry_run)
+		ok = json_object_object_add(p, "dry_run", json_object_new_boolean(1)) == 0;
 	if (ok && req->verify_timeout_s > 0)
 		ok = json_object_object_add(p, "verify_timeout_s",
 					    json_object_new_double(req->verify_timeout_s)) == 0;
@@ -1603,6 +1605,7 @@ static int own_request(struct job *j, struct run *r)
 	q->clock = env->clock;
 	q->keep_snapshot = json_int(p, "keep_snapshot", &x) && x;
 	q->bench = json_int(p, "bench", &x) && x;
+	q->dry_run = json_int(p, "dry_run", &x) && x;
 	q->bench_size_mib = (unsigned)size;
 	if (json_object_object_get_ex(p, "verify_timeout_s", &t))
 		q->verify_timeout_s = json_object_get_double(t);

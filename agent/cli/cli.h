@@ -33,7 +33,22 @@ struct cli {
 	bool store_failed;
 	const char *subject;   /* the guest a guest command is about: the
 				  "name" of its --json error object */
+	struct cli_sub *sub;   /* set: the jobs go to pvagentd (cli_sub_add) */
 };
+
+/* A job command's jobs for pvagentd (cli_daemon.c): the command's handler
+ * parses and checks its command line as it always does, and where it
+ * would submit a job in this process it hands the job's params here
+ * instead; the daemon checks, stores and runs them. */
+struct cli_sub {
+	const char *workflow;
+	json_object *jobs;     /* [{"subject": S, "params": P}, ...] */
+	const char *node;      /* up: the node they run on (the daemon's limit) */
+};
+/* Hand one job to cli->sub (params taken; NULL: out of memory). 0, or 1
+ * (said). */
+int cli_sub_add(struct cli *cli, const struct job_workflow *wf, const char *subject,
+		json_object *params);
 
 /* Set by SIGINT/SIGTERM: jobs stop between steps (job.h). */
 extern volatile sig_atomic_t cli_stop;
@@ -173,20 +188,19 @@ void cli_daemon_child_init(void);
 /* ... and at its end this process's PVE request counts (pve_stats). */
 void cli_daemon_child_end(void);
 /* How a command goes to pvagentd (the command table's, pvagent.c): not
- * at all (runs here), with its first argument as its guest (or node), with
- * every argument a guest and --node (-n) or [pve] node its node (up), or
- * with no guest (resume). */
+ * at all (runs here), as the jobs its handler hands to cli_sub_add, or as
+ * `resume ID`. */
 enum cli_submit {
 	CLI_SUBMIT_NO = 0,
-	CLI_SUBMIT_FIRST_ARG,
-	CLI_SUBMIT_ALL_ARGS,
-	CLI_SUBMIT_NO_SUBJECT,
+	CLI_SUBMIT_JOBS,
+	CLI_SUBMIT_RESUME,
 };
-/* A job command (how not CLI_SUBMIT_NO) with a daemon answering: submit
- * it there and print what it prints; *handled false (and 0) when it is to
- * run in this process. */
-int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_args *a,
-		      bool *handled);
+/* A job command (how not CLI_SUBMIT_NO) with a daemon answering: run e's
+ * handler with cli->sub to collect its jobs' params, submit them there
+ * and print what it prints; *handled false (and 0) when it is to run in
+ * this process. */
+int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_entry *e,
+		      const struct cmd_args *a, bool *handled);
 /* Watch job id in the daemon: 0 (then cli_daemon_follow), or non-zero
  * when the daemon does not run it (or none answers). */
 int cli_daemon_watch(struct cli *cli, long long id, struct ctl_client *c);

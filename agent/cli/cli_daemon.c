@@ -125,9 +125,11 @@ static void write_all(FILE *f, const char *s, size_t n)
 /* Pass the daemon's stream for ticket on: output to our stdout/stderr,
  * waiting notes to stderr; until its exit (its code), the connection
  * ends (1) or Ctrl-C (detach: EXIT_INTERRUPTED after saying how to
- * follow). follow: print engine events as `pvagent job` lines (or JSON
+ * follow); with several tickets, until each has exited (the greatest
+ * code). follow: print engine events as `pvagent job` lines (or JSON
  * lines) instead of the submitter's output, those after since only. */
-static int stream(struct cli *cli, struct ctl_client *c, bool follow, double since)
+static int stream(struct cli *cli, struct ctl_client *c, bool follow, double since,
+		  size_t tickets)
 {
 	struct sigaction sa, old_int, old_term;
 	memset(&sa, 0, sizeof sa);
@@ -138,6 +140,7 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 	sigaction(SIGTERM, &sa, &old_term);
 	long long job = 0;
 	int rc = 1;
+	size_t exits = 0;
 	for (;;) {
 		if (detach) {
 			fflush(stdout);
@@ -170,8 +173,12 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 			continue;
 		}
 		if (strcmp(ev, "exit") == 0) {
-			rc = json_int(m, "code", &v) ? (int)v : 1;
+			/* several tickets (up a b c): the greatest exit code */
+			int code = json_int(m, "code", &v) ? (int)v : 1;
+			rc = exits++ == 0 || code > rc ? code : rc;
 			json_object_put(m);
+			if (exits < tickets)
+				continue;
 			break;
 		}
 		if (strcmp(ev, "queued") == 0) {
@@ -210,8 +217,72 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 	return rc;
 }
 
-int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_args *a,
-		      bool *handled)
+int cli_sub_add(struct cli *cli, const struct job_workflow *wf, const char *subject,
+		json_object *params)
+{
+	struct cli_sub *s = cli->sub;
+	json_object *o = json_object_new_object();
+	if (!o || !params || !s->jobs ||
+	    json_object_object_add(o, "subject", json_object_new_string(subject)) < 0 ||
+	    json_object_object_add(o, "params", params) < 0) {
+		json_object_put(o);
+		json_object_put(params);
+		fprintf(stderr, "pvagent %s: out of memory\n", wf->name);
+		return 1;
+	}
+	s->workflow = wf->name;
+	if (json_object_array_add(s->jobs, o) < 0) {
+		json_object_put(o);
+		fprintf(stderr, "pvagent %s: out of memory\n", wf->name);
+		return 1;
+	}
+	return 0;
+}
+
+/* The submit request of a command: its handler run with cli->sub, so
+ * that what reaches the daemon is the jobs' params, never the command
+ * line. NULL with *rc: the handler said no (a usage error), or nothing to
+ * submit. */
+static json_object *submit_request(struct cli *cli, enum cli_submit how,
+				   const struct cmd_entry *e, const struct cmd_args *a, int *rc)
+{
+	json_object *req = json_object_new_object();
+	if (!req) {
+		*rc = 1;
+		return NULL;
+	}
+	if (how == CLI_SUBMIT_RESUME) {
+		char *end = NULL;
+		long long id = a->argc == 1 ? strtoll(a->argv[0], &end, 10) : 0;
+		if (!end || *end || id <= 0) {
+			json_object_put(req);
+			*rc = cli_usage_error("resume", "expected a job ID", a->argc ? a->argv[0] : "");
+			return NULL;
+		}
+		json_object_object_add(req, "op", json_object_new_string("resume"));
+		json_object_object_add(req, "job", json_object_new_int64(id));
+		return req;
+	}
+	struct cli_sub sub = {.jobs = json_object_new_array()};
+	cli->sub = &sub;
+	*rc = e->run(cli, a);
+	cli->sub = NULL;
+	if (*rc || !sub.workflow) {
+		*rc = *rc ? *rc : 1;
+		json_object_put(sub.jobs);
+		json_object_put(req);
+		return NULL;
+	}
+	json_object_object_add(req, "op", json_object_new_string("submit"));
+	json_object_object_add(req, "workflow", json_object_new_string(sub.workflow));
+	json_object_object_add(req, "jobs", sub.jobs);
+	if (sub.node)
+		json_object_object_add(req, "node", json_object_new_string(sub.node));
+	return req;
+}
+
+int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_entry *e,
+		      const struct cmd_args *a, bool *handled)
 {
 	*handled = false;
 	if (how == CLI_SUBMIT_NO || cli->local)
@@ -223,26 +294,12 @@ int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_arg
 	*handled = true;
 	if (rc)
 		return rc;
-	json_object *req = json_object_new_object(), *argv = json_object_new_array(),
-		    *guests = json_object_new_array();
-	for (char **p = a->cmdline; p && *p; p++)
-		json_object_array_add(argv, json_object_new_string(*p));
-	const char *node = NULL;
-	if (how == CLI_SUBMIT_ALL_ARGS) {
-		for (size_t i = 0; i < a->n; i++)
-			if (a->v[i].opt == 'n')
-				node = a->v[i].val;
-		node = node ? node : cli->conf.pve.node;
+	json_object *req = submit_request(cli, how, e, a, &rc);
+	if (!req) {
+		ctl_client_close(&c);
+		return rc;
 	}
-	if (how != CLI_SUBMIT_NO_SUBJECT)
-		for (int i = 0; i < (how == CLI_SUBMIT_ALL_ARGS ? a->argc : 1); i++)
-			json_object_array_add(guests, json_object_new_string(a->argv[i]));
 	json_object_object_add(req, "id", json_object_new_int(1));
-	json_object_object_add(req, "op", json_object_new_string("submit"));
-	json_object_object_add(req, "argv", argv);
-	json_object_object_add(req, "guests", guests);
-	if (node)
-		json_object_object_add(req, "node", json_object_new_string(node));
 	json_object_object_add(req, "json", json_object_new_boolean(cli->json));
 	bool tty = !cli->json && cli_stdout_tty();
 	json_object_object_add(req, "tty", json_object_new_boolean(tty));
@@ -256,12 +313,19 @@ int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_arg
 		free(err);
 		rc = 1;
 	} else if (!json_object_get_boolean(json_object_object_get(ans, "ok"))) {
+		const char *code = json_str(ans, "error");
 		log_error("pvagentd: %s", json_str(ans, "message") ? json_str(ans, "message")
 								    : "refused the job");
-		rc = 1;
+		/* refused, or nothing to resume (finished, unknown): usage */
+		rc = code && (strcmp(code, "refused") == 0 || strcmp(code, "bad_request") == 0 ||
+			      strcmp(code, "not_found") == 0)
+			     ? EXIT_USAGE : 1;
 	} else {
-		log_debug("pvagentd: ticket %s", json_text(ans, "ticket"));
-		rc = stream(cli, &c, false, 0);
+		json_object *t = json_object_object_get(ans, "tickets");
+		size_t n = t && json_object_is_type(t, json_type_array) ? json_object_array_length(t)
+									 : 1;
+		log_debug("pvagentd: %zu ticket(s)", n);
+		rc = stream(cli, &c, false, 0, n);
 	}
 	json_object_put(ans);
 	json_object_put(req);
@@ -339,7 +403,7 @@ int cli_daemon_cancel(struct cli *cli, long long id, bool *handled)
 
 int cli_daemon_follow(struct cli *cli, struct ctl_client *c, double since)
 {
-	int rc = stream(cli, c, true, since);
+	int rc = stream(cli, c, true, since, 1);
 	ctl_client_close(c);
 	return rc;
 }
@@ -390,10 +454,8 @@ static void print_items(const char *title, json_object *a)
 			for (size_t k = 0; k < json_object_array_length(v); k++)
 				sbuf_addf(&jobs, "%s%s", k ? "," : "",
 					  json_object_get_string(json_object_array_get_idx(v, k)));
-		if (json_object_object_get_ex(o, "argv", &v))
-			for (size_t k = 0; k < json_object_array_length(v); k++)
-				sbuf_addf(&cmd, "%s%s", k ? " " : "",
-					  json_object_get_string(json_object_array_get_idx(v, k)));
+		sbuf_addf(&cmd, "%s %s", json_str(o, "workflow") ? json_str(o, "workflow") : "?",
+			  json_str(o, "subject") ? json_str(o, "subject") : "");
 		char secs[32];
 		json_object *s = NULL;
 		snprintf(secs, sizeof secs, "%.1fs",

@@ -96,6 +96,8 @@ static int run_guest_job(struct cli *cli, const struct job_workflow *wf, const c
 			 json_object *params, bool keep_out, struct event_print *ep,
 			 int (*render)(struct cli *cli, struct job *j, int code))
 {
+	if (cli->sub)
+		return cli_sub_add(cli, wf, subject, params);
 	if (!params) {
 		fprintf(stderr, "pvagent %s: out of memory\n", wf->name);
 		return 1;
@@ -407,6 +409,14 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 	struct guest_target gt;
 	struct convert_result res = {0};
 	char *db = NULL;
+	if (cli->sub) { /* the guest is found by the job in pvagentd */
+		const struct convert_request sq = {.bus = cbus, .verify_timeout_s = timeout,
+						   .keep_snapshot = keep, .bench = bench && !dry,
+						   .bench_size_mib = size, .dry_run = dry};
+		rc = cli_sub_add(cli, &wf_virtio, name, convert_params(&treq, &sq));
+		tmpl_kvlist_free(&vars);
+		return rc;
+	}
 	rc = open_target(cli, a->cmd, &treq, &gt);
 	if (rc)
 		goto out;

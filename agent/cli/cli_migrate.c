@@ -36,6 +36,8 @@ static int run_job(struct cli *cli, const char *cmd, const struct job_workflow *
 		   const char *subject, json_object *params, bool dry,
 		   const struct job_print *out)
 {
+	if (cli->sub)
+		return cli_sub_add(cli, wf, subject, params);
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
 	struct job_env env = {
 		.store = dry ? NULL : cli_store(cli),
@@ -194,8 +196,8 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 		default: rc = EXIT_USAGE; break;
 		}
 	}
-	if (rc == 0)
-		rc = cli_connect_pve(cli);
+	if (rc == 0) /* submitted to pvagentd: its job connects */
+		rc = cli->sub ? cli_load_conf(cli) : cli_connect_pve(cli);
 	if (rc)
 		return rc;
 	struct migrate_print mp = {a->argv[1], dry};
@@ -399,8 +401,8 @@ static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 	size_t n_to = 0;
 	if (rc == 0 && to && split_nodes(to, &tov, &n_to) < 0)
 		rc = 1;
-	if (rc == 0)
-		rc = cli_connect_pve(cli);
+	if (rc == 0) /* submitted to pvagentd: its job connects */
+		rc = cli->sub ? cli_load_conf(cli) : cli_connect_pve(cli);
 	if (rc) {
 		free(tov);
 		free(to);

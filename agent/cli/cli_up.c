@@ -130,9 +130,8 @@ static int check_pool(const struct up_request *req, struct pve_error *err)
 	return 0;
 }
 
-int cli_up_launch(const struct up_request *req, struct up_result **results, struct pve_error *err)
+int cli_up_check(const struct up_request *req, struct pve_error *err)
 {
-	*results = NULL;
 	if (!req->tmpl || !req->n_names) {
 		pve_error_set(err, PVE_ERR_CONFIG, "up: no template or no names");
 		return -1;
@@ -195,6 +194,14 @@ int cli_up_launch(const struct up_request *req, struct up_result **results, stru
 	}
 	if (check_values(req, kk, err) < 0 || check_pool(req, err) < 0)
 		return -1;
+	return 0;
+}
+
+int cli_up_launch(const struct up_request *req, struct up_result **results, struct pve_error *err)
+{
+	*results = NULL;
+	if (cli_up_check(req, err) < 0)
+		return -1;
 	struct up_result *res = calloc(req->n_names, sizeof *res);
 	struct job **jobs = calloc(req->n_names, sizeof(struct job *));
 	struct job_env env;
@@ -256,14 +263,12 @@ int cli_down_launch(const struct down_request *req, struct up_result *res)
 	if (env_of(&env, req->dry_run ? NULL : req->store, &req->wait, req->on_event,
 		   req->event_ctx, req->stop, NULL) < 0)
 		return pve_error_oom(err);
-	json_object *params = json_object_new_object();
+	json_object *params = wf_down_params(req->purge, req->dry_run);
 	struct job *j = NULL;
 	int rc = -1;
 	if (!params) {
 		pve_error_oom(err);
 	} else {
-		json_object_object_add(params, "purge", json_object_new_boolean(req->purge));
-		json_object_object_add(params, "dry_run", json_object_new_boolean(req->dry_run));
 		if (job_submit(&env, &wf_down, req->name, params, &j, err) == 0) {
 			wf_down_attach(j, res);
 			job_run_all(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);
@@ -385,7 +390,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		rc = cli_usage_error("up", "needs a template", "-t TEMPLATE");
 	if (rc == 0)
 		rc = cli_load_conf(cli);
-	if (rc == 0 && node)
+	if (rc == 0 && node && !cli->sub) /* pvagentd's job checks it */
 		rc = cli_check_node(cli, "up", node);
 	struct tmpl *t = NULL;
 	if (rc == 0 && tmpl_load((const char *const *)cli->conf.paths.templates, tname, &t, &err) < 0) {
@@ -398,7 +403,8 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		tmpl_kvlist_free(&vars);
 		return rc;
 	}
-	char *pubkey = inject_read_pubkey(&cli->conf);
+	/* pvagentd puts its own in a submitted job */
+	char *pubkey = cli->sub ? NULL : inject_read_pubkey(&cli->conf);
 	struct pve_opts po = job_conf_pve_opts(&cli->conf);
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
 	struct up_request req = {
@@ -427,7 +433,13 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	};
 	struct up_result *results = NULL;
 	struct pve_error e = {0};
-	if (cli_up_launch(&req, &results, &e) < 0 && !results) {
+	if (cli->sub) {
+		cli->sub->node = req.node;
+		if (cli_up_check(&req, &e) < 0)
+			rc = cli_fail_pve(cli, "up", &e);
+		for (size_t i = 0; rc == 0 && i < req.n_names; i++)
+			rc = cli_sub_add(cli, &wf_up, req.names[i], wf_up_params(&req, req.names[i]));
+	} else if (cli_up_launch(&req, &results, &e) < 0 && !results) {
 		rc = cli_fail_pve(cli, "up", &e);
 	} else {
 		end_progress_line(&pp);
@@ -460,6 +472,10 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 		for (size_t j = 0; j < i; j++)
 			if (strcasecmp(a->argv[i], a->argv[j]) == 0)
 				return cli_usage_error("down", "guest given twice", a->argv[i]);
+	for (size_t i = 0; cli->sub && i < n && rc == 0; i++)
+		rc = cli_sub_add(cli, &wf_down, a->argv[i], wf_down_params(purge, dry));
+	if (cli->sub)
+		return rc;
 	struct up_result *res = calloc(n, sizeof *res);
 	if (!res) {
 		fprintf(stderr, "pvagent down: out of memory\n");

@@ -170,19 +170,18 @@ int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_
 	return 0;
 }
 
-/* The commands a running pvagentd takes, and the guests they are about
- * (cli_daemon_submit). */
+/* The commands a running pvagentd takes (cli_daemon_submit). */
 static enum cli_submit submit_how(const struct cmd_entry *e)
 {
 	static const struct {
 		const struct cmd_entry *e;
 		enum cli_submit how;
 	} submittable[] = {
-		{&cmd_up_entry, CLI_SUBMIT_ALL_ARGS},       {&cmd_down_entry, CLI_SUBMIT_FIRST_ARG},
-		{&cmd_inject_entry, CLI_SUBMIT_FIRST_ARG},  {&cmd_virtio_entry, CLI_SUBMIT_FIRST_ARG},
-		{&cmd_bench_entry, CLI_SUBMIT_FIRST_ARG},   {&cmd_migrate_entry, CLI_SUBMIT_FIRST_ARG},
-		{&cmd_drain_entry, CLI_SUBMIT_FIRST_ARG},   {&cmd_undrain_entry, CLI_SUBMIT_FIRST_ARG},
-		{&cmd_resume_entry, CLI_SUBMIT_NO_SUBJECT},
+		{&cmd_up_entry, CLI_SUBMIT_JOBS},      {&cmd_down_entry, CLI_SUBMIT_JOBS},
+		{&cmd_inject_entry, CLI_SUBMIT_JOBS},  {&cmd_virtio_entry, CLI_SUBMIT_JOBS},
+		{&cmd_bench_entry, CLI_SUBMIT_JOBS},   {&cmd_migrate_entry, CLI_SUBMIT_JOBS},
+		{&cmd_drain_entry, CLI_SUBMIT_JOBS},   {&cmd_undrain_entry, CLI_SUBMIT_JOBS},
+		{&cmd_resume_entry, CLI_SUBMIT_RESUME},
 	};
 	for (size_t i = 0; i < sizeof submittable / sizeof *submittable; i++)
 		if (submittable[i].e == e)
@@ -197,7 +196,7 @@ int cmd_dispatch(struct cli *cli, const struct cmd_entry *e, int argc, char **ar
 	if (rc)
 		return rc;
 	bool handled = false;
-	rc = cli_daemon_submit(cli, submit_how(e), &a, &handled);
+	rc = cli_daemon_submit(cli, submit_how(e), e, &a, &handled);
 	if (!handled)
 		rc = e->run(cli, &a);
 	cmd_args_free(&a);

@@ -1,7 +1,7 @@
-/* jobproc.h - how pvagentd runs a job: the command line it was given is
- * run by the pvagent tool itself, `pvagent --local -c CONF ARGS...`, as a
- * child process, so that a job's output, progress and exit code are the
- * tool's own, and its engine events reach the daemon on a pipe (fd 3,
+/* jobproc.h - how pvagentd runs a job: the pvagent tool itself runs the
+ * stored job, `pvagent --local -c CONF resume ID` (the daemon's own
+ * arguments, never a peer's), as a child process, so that a job's
+ * output, progress and exit code are the tool's own, and its engine events reach the daemon on a pipe (fd 3,
  * PVAGENT_EVENT_FD, in the engine's JSON form, job_event_tap). The child
  * dies with the daemon (PR_SET_PDEATHSIG), leaving its jobs resumable. */
 #ifndef PVAGENT_JOBPROC_H
@@ -24,7 +24,7 @@ struct jobproc_opts {
 	int verbosity;          /* -v (> 0) or -q (< 0) times */
 };
 
-/* Start the child for argv (from the command's name on, NULL-terminated).
+/* Start the child for argv (the daemon's: "resume", ID, NULL).
  * 0, or -1 with *err. */
 int jobproc_start(const struct jobproc_opts *o, const char *const *argv, struct jobproc *out,
 		  char **err);

@@ -26,6 +26,7 @@
 #include "tmpl.h"
 #include "util.h"
 #include "window.h"
+#include "wf_drain.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,15 +72,19 @@ struct watcher {
 	json_object *id;     /* the request's id */
 };
 
-/* One command line the daemon runs (a queue item's data). */
+/* One job the daemon runs (a queue item's data): its child runs
+ * `pvagent resume ID`, never a command line a peer gave. A submitted job
+ * is stored (job_submit) when it starts, so that each submission is a
+ * request of its own, taken in order. */
 struct djob {
 	struct sched_item *it;
-	char **argv;                 /* NULL-terminated, from the command's name */
 	char *what;                  /* "up web1" for messages */
+	char *subject;
+	json_object *params;         /* submitted: to store when it starts */
 	bool json, tty;
 	int columns;           /* the client terminal's width (tty), or 0 */
 	int verbosity;
-	long long resume_id;         /* a "resume ID" command: the job */
+	long long resume_id;         /* the job (0: not stored yet) */
 	struct jobproc proc;
 	bool started, exited, cancel, killed;
 	int code;                    /* exit code once exited */
@@ -167,10 +172,9 @@ static bool say_now(struct lograte *r, unsigned long *held)
 
 static void djob_free(struct djob *j)
 {
-	for (size_t i = 0; j->argv && j->argv[i]; i++)
-		free(j->argv[i]);
-	free(j->argv);
 	free(j->what);
+	free(j->subject);
+	json_object_put(j->params);
 	jobproc_close(&j->proc);
 	ctl_lines_free(&j->evin);
 	free(j->jobs);
@@ -249,16 +253,16 @@ static int add_watcher(struct djob *j, struct dconn *c, json_object *id)
 
 static json_object *djob_json(const struct djob *j)
 {
-	json_object *o = json_object_new_object(), *a = json_object_new_array(),
-		    *g = json_object_new_array(), *ids = json_object_new_array();
-	for (size_t i = 0; j->argv[i]; i++)
-		json_object_array_add(a, json_object_new_string(j->argv[i]));
+	json_object *o = json_object_new_object(), *g = json_object_new_array(),
+		    *ids = json_object_new_array();
 	for (size_t i = 0; i < j->it->n_guests; i++)
 		json_object_array_add(g, json_object_new_string(j->it->guests[i]));
 	for (size_t i = 0; i < j->n_jobs; i++)
 		json_object_array_add(ids, json_object_new_int64(j->jobs[i]));
 	json_object_object_add(o, "ticket", json_object_new_int64((int64_t)j->it->ticket));
-	json_object_object_add(o, "argv", a);
+	json_object_object_add(o, "workflow", json_object_new_string(j->workflow ? j->workflow
+										    : "?"));
+	json_object_object_add(o, "subject", json_object_new_string(j->subject));
 	json_object_object_add(o, "guests", g);
 	if (j->it->node)
 		json_object_object_add(o, "node", json_object_new_string(j->it->node));
@@ -273,30 +277,32 @@ static json_object *djob_json(const struct djob *j)
 	return o;
 }
 
-static const char *const runnable[] = {"up",	  "down",  "inject",  "virtio", "bench",
-				       "migrate", "drain", "undrain", "resume", NULL};
-
-/* Queue a command line. guests: what it works on; node may be NULL. */
-static struct djob *djob_queue(struct daemon *d, const char *const *argv, size_t argc,
-			       const char *const *guests, size_t n_guests, const char *node,
+/* Queue stored job id, or (id 0) a submitted one with params (taken), of
+ * workflow wf on subject (its exclusion key); node (its limit) may be
+ * NULL. */
+static struct djob *djob_queue(struct daemon *d, long long id, const char *wf,
+			       const char *subject, const char *node, json_object *params,
 			       char **err)
 {
 	struct djob *j = calloc(1, sizeof *j);
 	if (!j) {
+		json_object_put(params);
 		err_setf(err, "out of memory");
 		return NULL;
 	}
 	j->proc.pid = -1;
 	j->proc.out_fd = j->proc.err_fd = j->proc.ev_fd = -1;
-	j->argv = calloc(argc + 1, sizeof *j->argv);
-	struct sbuf what = {0};
-	bool bad = !j->argv;
-	for (size_t i = 0; !bad && i < argc; i++)
-		bad = !(j->argv[i] = strdup(argv[i])) ||
-		      sbuf_addf(&what, "%s%s", i ? " " : "", argv[i]) < 0;
-	j->what = sbuf_steal(&what);
-	if (bad || !j->what || !(j->it = sched_add(&d->q, guests, n_guests, node, j))) {
-		sbuf_free(&what);
+	j->params = params;
+	j->resume_id = id;
+	j->what = id ? strprintf("%s %s (job %lld)", wf, subject, id)
+		     : strprintf("%s %s", wf, subject);
+	j->subject = strdup(subject);
+	j->workflow = strdup(wf);
+	const char *guests[] = {subject};
+	if (id && (j->jobs = malloc(sizeof *j->jobs)))
+		j->jobs[j->n_jobs++] = id;
+	if (!j->what || !j->subject || !j->workflow || (id && !j->jobs) ||
+	    !(j->it = sched_add(&d->q, guests, 1, node, j))) {
 		djob_free(j);
 		err_setf(err, "out of memory");
 		return NULL;
@@ -306,6 +312,34 @@ static struct djob *djob_queue(struct daemon *d, const char *const *argv, size_t
 }
 
 static void end_djob(struct daemon *d, struct djob *j);
+
+/* A submitted job stored now (job_submit: an unfinished one of the same
+ * request is resumed). 0, or -1 with *err. */
+static int store_submitted(struct daemon *d, struct djob *j, char **err)
+{
+	const struct job_workflow *wf = job_workflow_find(j->workflow);
+	struct job_env env = {.store = d->store, .conf = &d->conf};
+	struct job *sj = NULL;
+	struct pve_error e = {0};
+	int rc = -1;
+	if (!wf || job_env_init(&env) < 0) {
+		err_setf(err, "out of memory");
+		return -1;
+	}
+	if (job_submit(&env, wf, j->subject, j->params, &sj, &e) < 0) {
+		*err = pve_error_format(&e);
+	} else if (find_by_job(d, job_id(sj))) {
+		err_setf(err, "job %lld (%s) is in the daemon already: pvagent job %lld --follow",
+			 job_id(sj), j->what, job_id(sj));
+	} else {
+		j->resume_id = job_id(sj);
+		rc = djob_add_job(j, j->resume_id);
+	}
+	job_free(sj); /* (its lock: the child takes it) */
+	pve_error_clear(&e);
+	job_env_fini(&env);
+	return rc;
+}
 
 static void start_djob(struct daemon *d, struct djob *j)
 {
@@ -317,10 +351,30 @@ static void start_djob(struct daemon *d, struct djob *j)
 		.columns = j->columns,
 		.verbosity = j->verbosity,
 	};
-	char *err = NULL;
+	char *err = NULL, id[32];
 	j->started = true;
 	j->started_at = mono_now();
-	if (jobproc_start(&o, (const char *const *)j->argv, &j->proc, &err) < 0) {
+	if (!j->resume_id && store_submitted(d, j, &err) < 0) {
+		log_error("ticket %llu (%s): %s", j->it->ticket, j->what, err ? err : "cannot store it");
+		json_object *ev = daemon_event(j, "output");
+		char *text = strprintf("pvagent: error: pvagentd: %s\n", err ? err : "cannot store it");
+		if (ev && text) {
+			json_object_object_add(ev, "fd", json_object_new_int(2));
+			json_object_object_add(ev, "data", json_object_new_string(text));
+			broadcast(j, ev);
+		}
+		json_object_put(ev);
+		free(text);
+		free(err);
+		j->exited = true;
+		j->code = 1;
+		end_djob(d, j);
+		return;
+	}
+	snprintf(id, sizeof id, "%lld", j->resume_id);
+	const char *const argv[] = {"resume", id, NULL};
+	log_info("ticket %llu (%s) runs job %lld", j->it->ticket, j->what, j->resume_id);
+	if (jobproc_start(&o, argv, &j->proc, &err) < 0) {
 		log_error("ticket %llu (%s): %s", j->it->ticket, j->what, err ? err : "cannot start");
 		free(err);
 		j->exited = true;
@@ -494,9 +548,7 @@ static void on_child_event(struct daemon *d, struct djob *j, const char *line, s
 	long long id = 0;
 	if (json_int(o, "job", &id) && id > 0)
 		djob_add_job(j, id);
-	if (wf && !j->workflow)
-		j->workflow = strdup(wf);
-	wf = wf ? wf : j->argv[0];
+	wf = wf ? wf : j->workflow;
 	if (kind && strcmp(kind, "step") == 0) {
 		json_object *s;
 		double secs = json_object_object_get_ex(o, "seconds", &s) ? json_object_get_double(s)
@@ -584,106 +636,9 @@ static bool get_bool(json_object *o, const char *k)
 	return json_object_object_get_ex(o, k, &v) && json_object_get_boolean(v);
 }
 
-/* submit (argv given) or resume (argv made from "job"). */
-static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json_object *id,
-		       enum ctl_op op)
+/* The rendering a client asked for, given to its jobs' children. */
+static void djob_client_opts(struct djob *j, json_object *req)
 {
-	size_t argc = 0, ng = 0;
-	bool bad = false, bad_g = false;
-	const char **argv = NULL, **guests = NULL;
-	char idbuf[32];
-	const char *rargv[3] = {"resume", idbuf, NULL};
-	const char *node = json_str(req, "node"), *subject_v[2] = {NULL, NULL};
-	struct store_job sj = {0};
-	bool have_sj = false;
-	long long jid = 0;
-	if (d->stopping) {
-		answer(c, ctl_error(id, "stopping", "the daemon is stopping; run it again later"));
-		return;
-	}
-	if (op == CTL_OP_RESUME) {
-		if (!json_int(req, "job", &jid) || jid <= 0) {
-			answer(c, ctl_error(id, "bad_request", "resume: \"job\" (a job ID) is missing"));
-			return;
-		}
-		snprintf(idbuf, sizeof idbuf, "%lld", jid);
-		argv = rargv;
-		argc = 2;
-	} else {
-		argv = ctl_strv(req, "argv", &argc, &bad);
-		if (!argv || argc == 0) {
-			free(argv);
-			answer(c, ctl_error(id, "bad_request", "submit: \"argv\" (an array of strings "
-						"from the command's name on) is missing or bad"));
-			return;
-		}
-	}
-	bool known = false;
-	for (const char *const *r = runnable; *r && !known; r++)
-		known = strcmp(*r, argv[0]) == 0;
-	if (!known) {
-		answer(c, ctl_error(id, "bad_request", "the daemon does not run '%.64s' (up, down, "
-					"inject, virtio, bench, migrate, drain, undrain, "
-					"resume)", argv[0]));
-		goto out;
-	}
-	if (strcmp(argv[0], "resume") == 0) {
-		char *end = NULL, *err = NULL;
-		errno = 0;
-		jid = argc == 2 ? strtoll(argv[1], &end, 10) : 0;
-		if (argc != 2 || errno || !end || *end || jid <= 0) {
-			answer(c, ctl_error(id, "bad_request", "resume takes one job ID"));
-			goto out;
-		}
-		int r = store_job_get(d->store, jid, &sj, &err);
-		if (r != 1) {
-			answer(c, ctl_error(id, "not_found", "no job %lld%s%s", jid, err ? ": " : "",
-					    err ? err : ""));
-			free(err);
-			goto out;
-		}
-		have_sj = true;
-		if (find_by_job(d, jid)) {
-			answer(c, ctl_error(id, "busy", "job %lld is in the daemon already: pvagent "
-					    "job %lld --follow", jid, jid));
-			goto out;
-		}
-		subject_v[0] = sj.subject;
-		guests = subject_v;
-		ng = 1;
-	} else {
-		guests = ctl_strv(req, "guests", &ng, &bad_g);
-		if (bad_g) {
-			answer(c, ctl_error(id, "bad_request", "\"guests\" is not an array of names"));
-			goto out;
-		}
-		for (size_t i = 0; i < ng; i++) {
-			bool in = false;
-			for (size_t k = 1; k < argc && !in; k++)
-				in = strcmp(argv[k], guests[i]) == 0;
-			if (!in) {
-				answer(c, ctl_error(id, "bad_request", "guest '%.64s' is not in the "
-							"command line", guests[i]));
-				goto out;
-			}
-		}
-	}
-	char *err = NULL;
-	const struct submit_peer peer = {c->c.uid, c->c.gid};
-	if (submit_check(argv, argc, &peer, (const char *const *)d->conf.paths.templates,
-			 &err) < 0) {
-		log_warn("uid %u: %.64s refused: %s", (unsigned)c->c.uid, argv[0],
-			 err ? err : "out of memory");
-		answer(c, ctl_error(id, "refused", "%s", err ? err : "out of memory"));
-		free(err);
-		goto out;
-	}
-	struct djob *j = djob_queue(d, argv, argc, guests, ng, node, &err);
-	if (!j) {
-		answer(c, ctl_error(id, "internal", "%s", err ? err : "out of memory"));
-		free(err);
-		goto out;
-	}
 	j->json = get_bool(req, "json");
 	j->tty = get_bool(req, "tty");
 	long long v = 0;
@@ -691,25 +646,142 @@ static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json
 		j->columns = (int)v;
 	if (json_int(req, "verbosity", &v))
 		j->verbosity = v < -3 ? -3 : v > 3 ? 3 : (int)v;
-	j->resume_id = strcmp(argv[0], "resume") == 0 ? jid : 0;
-	if (j->resume_id)
-		djob_add_job(j, jid);
+}
+
+/* Queue job jid (0: params, taken) for c's request (watched by c). NULL:
+ * said. */
+static struct djob *queue_for(struct daemon *d, struct dconn *c, json_object *req,
+			      json_object *id, long long jid, const char *wf, const char *subject,
+			      const char *node, json_object *params)
+{
+	char *err = NULL;
+	struct djob *j = djob_queue(d, jid, wf, subject, node, params, &err);
+	if (!j) {
+		answer(c, ctl_error(id, "internal", "%s", err ? err : "out of memory"));
+		free(err);
+		return NULL;
+	}
+	djob_client_opts(j, req);
 	if (add_watcher(j, c, id) < 0)
 		log_warn("ticket %llu: out of memory: nobody watches it", j->it->ticket);
-	json_object *ok = ctl_ok(id);
+	log_info("uid %u: %s queued as ticket %llu", (unsigned)c->c.uid, j->what, j->it->ticket);
+	return j;
+}
+
+/* The answer to a submit or resume: its tickets and jobs. */
+static void answer_queued(struct daemon *d, struct dconn *c, json_object *id,
+			  struct djob *const *q, size_t n)
+{
+	json_object *ok = ctl_ok(id), *t = json_object_new_array();
+	for (size_t i = 0; i < n && t; i++)
+		json_object_array_add(t, json_object_new_int64((int64_t)q[i]->it->ticket));
+	if (ok && n) /* (one ticket: "ticket", as before) */
+		json_object_object_add(ok, "ticket", json_object_new_int64((int64_t)q[0]->it->ticket));
 	if (ok)
-		json_object_object_add(ok, "ticket", json_object_new_int64((int64_t)j->it->ticket));
+		json_object_object_add(ok, "tickets", t);
+	else
+		json_object_put(t);
 	answer(c, ok);
-	log_info("ticket %llu (%s) queued for uid %u", j->it->ticket, j->what, (unsigned)c->c.uid);
 	schedule(d);
-	tell_waiting(d, j);
+	for (size_t i = 0; i < n; i++)
+		tell_waiting(d, q[i]);
+}
+
+/* resume: a stored job by its ID. */
+static void req_resume(struct daemon *d, struct dconn *c, json_object *req, json_object *id)
+{
+	long long jid = 0;
+	if (!json_int(req, "job", &jid) || jid <= 0) {
+		answer(c, ctl_error(id, "bad_request", "resume: \"job\" (a job ID) is missing"));
+		return;
+	}
+	struct store_job sj;
+	char *err = NULL;
+	if (store_job_get(d->store, jid, &sj, &err) != 1) {
+		answer(c, ctl_error(id, "not_found", "no job %lld%s%s", jid, err ? ": " : "",
+				    err ? err : ""));
+		free(err);
+		return;
+	}
+	if (find_by_job(d, jid))
+		answer(c, ctl_error(id, "busy", "job %lld is in the daemon already: pvagent job %lld "
+				    "--follow", jid, jid));
+	else if (!job_state_open(sj.state))
+		answer(c, ctl_error(id, "bad_request", "job %lld is %s: nothing to resume", jid,
+				    job_state_name(sj.state)));
+	else {
+		struct djob *j = queue_for(d, c, req, id, jid, sj.workflow, sj.subject, NULL, NULL);
+		if (j)
+			answer_queued(d, c, id, &j, 1);
+	}
+	store_job_free(&sj);
+}
+
+/* The most jobs one submit makes (up NAME... of that many). */
+#define SUBMIT_MAX_JOBS 256
+
+/* submit: {"workflow": W, "jobs": [{"subject": S, "params": P}...]}.
+ * Each job's params are checked for the peer (submit_check.h), queued,
+ * stored when it starts and run by its ID. Nothing of the peer's but the
+ * params reaches the child. */
+static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json_object *id)
+{
+	const char *wfname = json_str(req, "workflow"), *node = json_str(req, "node");
+	json_object *jobs = json_object_object_get(req, "jobs");
+	size_t n = jobs && json_object_is_type(jobs, json_type_array)
+			   ? json_object_array_length(jobs) : 0;
+	const struct job_workflow *wf = wfname ? job_workflow_find(wfname) : NULL;
+	if (!wf || n == 0 || n > SUBMIT_MAX_JOBS) {
+		answer(c, ctl_error(id, "bad_request", "submit: \"workflow\" (up, down, inject, "
+					"virtio, bench, migrate, drain, undrain) and \"jobs\" (1 to "
+					"%d of {\"subject\", \"params\"}) are needed", SUBMIT_MAX_JOBS));
+		return;
+	}
+	const struct submit_peer peer = {c->c.uid, c->c.gid};
+	json_object **params = calloc(n, sizeof *params);
+	struct djob **q = calloc(n, sizeof *q);
+	char *why = NULL;
+	int rc = params && q ? 0 : -1;
+	if (rc < 0)
+		err_setf(&why, "out of memory");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		json_object *o = json_object_array_get_idx(jobs, i), *p = NULL;
+		/* a copy: the check completes it (up's template_path, pubkey) */
+		if (json_object_object_get_ex(o, "params", &p) &&
+		    json_object_deep_copy(p, &params[i], NULL) < 0) {
+			err_setf(&why, "out of memory");
+			rc = -1;
+		} else {
+			rc = submit_check(wfname, json_str(o, "subject"), params[i], &peer, &d->conf,
+					  &why);
+		}
+		if (rc < 0)
+			log_warn("uid %u: %.64s refused: %s", (unsigned)c->c.uid, wfname,
+				 why ? why : "out of memory");
+	}
+	if (rc < 0) {
+		answer(c, ctl_error(id, "refused", "%s", why ? why : "out of memory"));
+		goto out;
+	}
+	size_t nq = 0;
+	for (; nq < n; nq++) {
+		const char *subject = json_str(json_object_array_get_idx(jobs, nq), "subject");
+		q[nq] = queue_for(d, c, req, id, 0, wfname, subject,
+				  strcmp(wfname, "up") == 0 ? node : NULL, params[nq]);
+		params[nq] = NULL;
+		if (!q[nq])
+			break;
+	}
+	if (nq == n)
+		answer_queued(d, c, id, q, nq);
+	else /* what was queued runs, unwatched */
+		schedule(d);
 out:
-	if (argv != rargv)
-		free(argv);
-	if (guests != subject_v)
-		free(guests);
-	if (have_sj)
-		store_job_free(&sj);
+	free(why);
+	for (size_t i = 0; params && i < n; i++)
+		json_object_put(params[i]);
+	free(params);
+	free(q);
 }
 
 /* The item a request names by "job" (a store job) or "ticket". */
@@ -848,7 +920,15 @@ static void on_request(struct daemon *d, struct dconn *c, const char *line, size
 	json_object_object_get_ex(req, "id", &id);
 	switch (op) {
 	case CTL_OP_SUBMIT:
-	case CTL_OP_RESUME: req_submit(d, c, req, id, op); break;
+	case CTL_OP_RESUME:
+		if (d->stopping)
+			answer(c, ctl_error(id, "stopping", "the daemon is stopping; run it again "
+					    "later"));
+		else if (op == CTL_OP_SUBMIT)
+			req_submit(d, c, req, id);
+		else
+			req_resume(d, c, req, id);
+		break;
 	case CTL_OP_WATCH:
 	case CTL_OP_JOB: req_watch(d, c, req, id, op); break;
 	case CTL_OP_CANCEL: req_cancel(d, c, req, id); break;
@@ -1007,22 +1087,23 @@ static int windows_sync(struct daemon *d)
 	return 0;
 }
 
-/* Queue `drain NODE --window NAME` (or undrain) as a command of the
- * daemon's own; the node's name is its exclusion key, so an undrain waits
- * for the drain of its window to end. */
-static void window_queue(struct daemon *d, const struct conf_window *w, bool undrain)
+/* Queue the window's drain of its node (its end the deadline) or its
+ * undrain as a job of the daemon's own; the node's name is its exclusion
+ * key, so an undrain waits for the drain of its window to end. */
+static void window_queue(struct daemon *d, const struct conf_window *w, bool undrain,
+			 time_t end)
 {
-	const char *argv[] = {undrain ? "undrain" : "drain", w->node, "--window", w->name};
-	const char *keys[] = {w->node};
+	const char *wf = undrain ? "undrain" : "drain";
+	json_object *params = undrain ? window_undrain_params(&d->conf, w)
+				      : window_drain_params(&d->conf, w, end);
 	char *err = NULL;
-	struct djob *j = djob_queue(d, argv, 4, keys, 1, NULL, &err);
-	if (!j) {
-		log_error("window %s: cannot queue its %s: %s", w->name, argv[0],
+	if (!params || !djob_queue(d, 0, wf, w->node, NULL, params, &err)) {
+		log_error("window %s: cannot queue its %s: %s", w->name, wf,
 			  err ? err : "out of memory");
 		free(err);
 		return;
 	}
-	log_info("window %s: %s %s queued", w->name, argv[0], w->node);
+	log_info("window %s: %s %s queued", w->name, wf, w->node);
 }
 
 /* Queue what the windows ask for now: a drain when one opens (once per
@@ -1036,13 +1117,13 @@ static double windows_tick(struct daemon *d)
 		const struct conf_window *w = &d->conf.windows[i];
 		struct dwin *s = &d->win[i];
 		if (s->end && now >= s->end) {
-			window_queue(d, w, true);
+			window_queue(d, w, true, 0);
 			s->end = 0;
 		}
 		time_t start, end;
 		if (window_next(w, now, &start, &end) == 0) {
 			if (start <= now && now < end && s->drained != start) {
-				window_queue(d, w, false);
+				window_queue(d, w, false, end);
 				s->drained = start;
 				s->end = end;
 			}
@@ -1420,19 +1501,12 @@ static void resume_all(struct daemon *d)
 				 "%lld' continues it", sj->id, sj->workflow, sj->subject, sj->id);
 			continue;
 		}
-		char id[32];
-		snprintf(id, sizeof id, "%lld", sj->id);
-		const char *argv[] = {"resume", id, NULL};
-		const char *guests[] = {sj->subject};
-		struct djob *j = djob_queue(d, argv, 2, guests, 1, NULL, &err);
-		if (!j) {
+		if (!djob_queue(d, sj->id, sj->workflow, sj->subject, NULL, NULL, &err)) {
 			log_error("job %lld: %s", sj->id, err ? err : "out of memory");
 			free(err);
 			err = NULL;
 			continue;
 		}
-		j->resume_id = sj->id;
-		djob_add_job(j, sj->id);
 		log_info("job %lld (%s %s, %s): resuming", sj->id, sj->workflow, sj->subject,
 			 job_state_name(sj->state));
 	}

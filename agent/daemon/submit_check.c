@@ -1,8 +1,10 @@
-/* submit_check.c - the files a command line submitted to pvagentd may
- * make it read (submit_check.h). */
+/* submit_check.c - the params a peer of pvagentd may submit, and the
+ * files they may make the daemon read (submit_check.h). */
 #include "submit_check.h"
 
 #include "ctl_server.h"
+#include "inject.h"
+#include "json.h"
 #include "tmpl.h"
 #include "util.h"
 
@@ -14,15 +16,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The long option naming a file (a template) in the commands the daemon
- * runs (up, inject, bench, virtio: pvagent.c, cli_guest.c), and its short
- * letter. */
-#define TEMPLATE_LONG "template"
-#define TEMPLATE_SHORT 't'
-/* The short letters that take a value in those commands' getopt strings
- * ("t:n:" of up, "t:" of the others), so that the rest of "-nt1" is a
- * value, not more letters; neither is a flag in another one. */
-static const char value_letters[] = "tn";
+/* The members each workflow's launcher writes (wf_up_params,
+ * wf_down_params, wf_inject_params, wf_bench_params, convert_params,
+ * wf_migrate_params, wf_drain_params). A drain's own migrations
+ * ("parent") are made by the drain, never submitted. */
+static const struct wf_members {
+	const char *wf;
+	const char *const members[20];
+} table[] = {
+	{"up", {"name", "template", "template_path", "node", "storage", "pubkey", "pool", "vmid",
+		"vmid_min", "vmid_max", "no_start", "full", "no_inject", "retemplate", "dry_run",
+		"ssh_wait_s", "sets", "vars", NULL}},
+	{"down", {"purge", "dry_run", NULL}},
+	{"inject", {"template", "address", "vars", "dry_run", NULL}},
+	{"bench", {"template", "address", "vars", "size_mib", NULL}},
+	{"virtio", {"template", "address", "vars", "vmid", "bus", "keep_snapshot", "bench",
+		    "bench_size_mib", "verify_timeout_s", "dry_run", NULL}},
+	{"migrate", {"target", "storage_map", "bwlimit", "max_downtime", "dry_run", NULL}},
+	{"drain", {"to", "max_workers", "per_target", "partial", "dry_run", "deadline", NULL}},
+	{"undrain", {"to", "max_workers", "per_target", "partial", "dry_run", "deadline", NULL}},
+};
 
 /* May the peer read a file of this mode, owner and group? */
 static bool peer_reads(const struct stat *st, const struct submit_peer *p)
@@ -43,83 +56,134 @@ static bool inside(const char *real, const char *dir)
 	return strncmp(real, dir, n) == 0 && real[n] == '/';
 }
 
-/* The value of a template option at argv position pos. 0 or -1 (*why). */
-static int check_template(const char *v, size_t pos, const struct submit_peer *p,
-			  const char *const *dirs, char **why)
+/* Template name v, resolved in dirs as tmpl_load does: 0 with *path (the
+ * file, resolved; NULL when no directory has it), or -1 (*why). */
+static int resolve_template(const char *v, const struct submit_peer *p,
+			    const char *const *dirs, char **path, char **why)
 {
-	if (!v) {
-		err_setf(why, "argument %zu: the template option has no value", pos);
-		return -1;
-	}
+	*path = NULL;
 	if (!tmpl_name_valid(v)) {
-		err_setf(why, "argument %zu: a template is a name from the template directories "
-			 "(letters, digits, '.', '_', '-'; no path, no '..')", pos);
+		err_setf(why, "\"template\": a template is a name from the template directories "
+			 "(letters, digits, '.', '_', '-'; no path, no '..')");
 		return -1;
 	}
 	for (size_t i = 0; dirs && dirs[i]; i++) {
-		char *path = strprintf("%s/%s.tmpl", dirs[i], v);
-		if (!path) {
+		char *file = strprintf("%s/%s.tmpl", dirs[i], v);
+		if (!file) {
 			err_setf(why, "out of memory");
 			return -1;
 		}
-		if (access(path, F_OK) < 0) {
-			free(path);
+		if (access(file, F_OK) < 0) {
+			free(file);
 			continue;
 		}
-		char *real = realpath(path, NULL), *dir = realpath(dirs[i], NULL);
+		char *real = realpath(file, NULL), *dir = realpath(dirs[i], NULL);
 		struct stat st;
 		int rc = 0;
 		if (!real || !dir || !inside(real, dir)) {
-			err_setf(why, "argument %zu: template '%s' %s", pos, v,
+			err_setf(why, "\"template\": template '%s' %s", v,
 				 real && dir ? "leads out of its directory" : "cannot be resolved");
 			rc = -1;
 		} else if (stat(real, &st) < 0 || !S_ISREG(st.st_mode) || !peer_reads(&st, p)) {
-			err_setf(why, "argument %zu: template '%s' is not a file uid %u may read", pos,
-				 v, (unsigned)p->uid);
+			err_setf(why, "\"template\": template '%s' is not a file uid %u may read", v,
+				 (unsigned)p->uid);
 			rc = -1;
 		}
-		free(real);
 		free(dir);
-		free(path);
+		free(file);
+		if (rc == 0)
+			*path = real;
+		else
+			free(real);
 		return rc;
 	}
-	return 0; /* none: the command says so, having read nothing */
+	return 0;
 }
 
-int submit_check(const char *const *argv, size_t argc, const struct submit_peer *peer,
-		 const char *const *dirs, char **why)
+/* A subject: a guest's name or VMID, or a node's name. */
+static bool subject_valid(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 253 || s[0] == '.' || s[0] == '-')
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") == n;
+}
+
+/* Replace member key of o with a string (NULL: remove it). 0 or -1. */
+static int set_member(json_object *o, const char *key, const char *v)
+{
+	json_object_object_del(o, key);
+	return v ? json_object_object_add(o, key, json_object_new_string(v)) : 0;
+}
+
+int submit_check(const char *wf, const char *subject, json_object *params,
+		 const struct submit_peer *peer, const struct conf *conf, char **why)
 {
 	*why = NULL;
+	const struct wf_members *m = NULL;
+	for (size_t i = 0; i < sizeof table / sizeof table[0] && !m; i++)
+		if (strcmp(table[i].wf, wf) == 0)
+			m = &table[i];
+	if (!m) {
+		err_setf(why, "the daemon does not run '%.64s' (up, down, inject, virtio, bench, "
+			 "migrate, drain, undrain)", wf);
+		return -1;
+	}
+	if (!subject || !subject_valid(subject)) {
+		err_setf(why, "%s: the subject is not a guest's or a node's name", wf);
+		return -1;
+	}
+	if (!params || !json_object_is_type(params, json_type_object)) {
+		err_setf(why, "%s %s: \"params\" is not an object", wf, subject);
+		return -1;
+	}
+	json_object_object_foreach(params, key, val) {
+		(void)val;
+		bool known = false;
+		for (size_t i = 0; m->members[i] && !known; i++)
+			known = strcmp(m->members[i], key) == 0;
+		if (!known) {
+			err_setf(why, "%s %s: \"%.64s\" is not one of its params", wf, subject, key);
+			return -1;
+		}
+	}
 	if (peer->uid == 0 || peer->uid == geteuid())
 		return 0;
-	for (size_t i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--") == 0)
-			break;
-		if (a[0] != '-' || a[1] == '\0')
-			continue;
-		const char *v = NULL;
-		size_t pos = i;
-		if (a[1] == '-') {
-			/* --template, --template=V and the prefixes getopt takes */
-			size_t n = strcspn(a + 2, "=");
-			if (n == 0 || strncmp(a + 2, TEMPLATE_LONG, n) != 0 ||
-			    n > strlen(TEMPLATE_LONG))
-				continue;
-			v = a[2 + n] == '=' ? a + 3 + n : i + 1 < argc ? argv[++i] : NULL;
-		} else {
-			/* a cluster of letters: -dt NAME, -tNAME */
-			size_t k = 1;
-			while (a[k] && !strchr(value_letters, a[k]))
-				k++;
-			/* (another option's value, next, is looked at as an
-			 * argument of its own: at worst a refusal too many) */
-			if (a[k] != TEMPLATE_SHORT)
-				continue;
-			v = a[k + 1] ? a + k + 1 : i + 1 < argc ? argv[++i] : NULL;
-		}
-		if (check_template(v, pos, peer, dirs, why) < 0)
-			return -1;
+	json_object *t = json_object_object_get(params, "template");
+	if (t && !json_object_is_type(t, json_type_string)) {
+		err_setf(why, "%s %s: \"template\" is not a name", wf, subject);
+		return -1;
 	}
-	return 0;
+	char *path = NULL;
+	if (t && resolve_template(json_object_get_string(t), peer,
+				  (const char *const *)conf->paths.templates, &path, why) < 0)
+		return -1;
+	if (strcmp(wf, "up") != 0) {
+		free(path);
+		return 0;
+	}
+	if (!path) {
+		err_setf(why, "up %s: %s", subject, t ? "no such template in the template directories"
+						   : "no template");
+		return -1;
+	}
+	/* the peer's own idea of the file: only the same file */
+	const char *given = json_str(params, "template_path");
+	char *real = given ? realpath(given, NULL) : NULL;
+	bool same = !given || (real && strcmp(real, path) == 0);
+	free(real);
+	if (!same) {
+		err_setf(why, "up %s: \"template_path\" is not the file of template '%s'", subject,
+			 json_object_get_string(t));
+		free(path);
+		return -1;
+	}
+	char *pubkey = inject_read_pubkey(conf);
+	int rc = set_member(params, "template_path", path) < 0 ||
+			 set_member(params, "pubkey", pubkey) < 0 ? -1 : 0;
+	if (rc < 0)
+		err_setf(why, "out of memory");
+	free(pubkey);
+	free(path);
+	return rc;
 }

@@ -1,22 +1,30 @@
 /* submit_check.h - what a peer of pvagentd may submit (pvagentd(8),
- * CONTROL PROTOCOL). The daemon runs a submitted command line as
- * root; a peer other than root (or the daemon's own user) may make it
- * read no file the peer could not read itself:
+ * CONTROL PROTOCOL). A submitted job is a workflow, a subject and params
+ * (the JSON object job_submit stores), never a command line; the daemon
+ * stores it and its root child runs it by ID. A peer other than root (or
+ * the daemon's own user) may make it read no file the peer could not
+ * read itself:
  *
- * - a template (-t, --template and its abbreviations, in any command) is
- *   a name (letters, digits, '.', '_', '-', not starting with '.'; no '/',
- *   so no path and no '..') resolved as tmpl_load() does, in the
- *   configured template directories; the file it resolves to, symlinks
- *   followed, must lie inside that directory and be readable by the peer
- *   by its mode (owner, group, others);
- * - no other option of the commands the daemon runs names a file; one
- *   that does is added to this module's table.
+ * - params carry only the members the workflow's own launcher writes
+ *   (this module's table); any other member is refused;
+ * - a template ("template") is a name (letters, digits, '.', '_', '-',
+ *   not starting with '.'; no '/', so no path and no '..') resolved as
+ *   tmpl_load() does, in the configured template directories; the file it
+ *   resolves to, symlinks followed, must lie inside that directory and be
+ *   readable by the peer by its mode (owner, group, others); up's
+ *   "template_path" is the daemon's resolution of it, never the peer's;
+ * - up's public key ("pubkey") is the daemon's ([ssh] of its
+ *   configuration), never the peer's;
+ * - no other member names a file; one that does is added to the table
+ *   with its check.
  *
- * The refusal names the option and the argument's position, never what
- * the file holds. */
+ * A refusal names the member, never what a file holds. */
 #ifndef PVAGENT_SUBMIT_CHECK_H
 #define PVAGENT_SUBMIT_CHECK_H
 
+#include "conf.h"
+
+#include <json-c/json.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -25,10 +33,11 @@ struct submit_peer {
 	gid_t gid; /* its primary group (SO_PEERCRED) */
 };
 
-/* argv: the command line from the command's name on (argc entries).
- * dirs: the template directories, NULL-terminated. 0: it may run; -1:
- * refused, *why (malloc'd) says why. */
-int submit_check(const char *const *argv, size_t argc, const struct submit_peer *peer,
-		 const char *const *dirs, char **why);
+/* Check (and complete) params of a job of workflow wf on subject,
+ * submitted by peer. 0: it may be stored and run; -1: refused, *why
+ * (malloc'd) says why (the workflow unknown to the daemon, a bad subject,
+ * a member not the workflow's, a template the peer may not read). */
+int submit_check(const char *wf, const char *subject, json_object *params,
+		 const struct submit_peer *peer, const struct conf *conf, char **why);
 
 #endif

@@ -84,6 +84,9 @@ static void write_conf(const struct world *w, unsigned workers, const char *extr
 	free(conf);
 }
 
+/* The simulator's --latency for the next world (ms; 0: none). */
+static int sim_latency_ms;
+
 /* The world on a scenario file (NULL: the demo's). */
 static void world_start_on(struct world *w, const char *scenario, double time_scale,
 			   unsigned workers, const char *extra)
@@ -99,7 +102,9 @@ static void world_start_on(struct world *w, const char *scenario, double time_sc
 	w->dir = strdup(tmpl);
 	char scale[32];
 	snprintf(scale, sizeof scale, "%g", time_scale);
-	const char *args[] = {"--time-scale", scale, NULL};
+	char latency[32];
+	snprintf(latency, sizeof latency, "%d", sim_latency_ms);
+	const char *args[] = {"--time-scale", scale, "--latency", latency, NULL};
 	cr_assert_eq(simproc_start(&sim, scenario ? scenario : "tests/pvesim/scenarios/demo.json",
 				   args),
 		     0);
@@ -410,13 +415,14 @@ Test(daemon, up_through_the_daemon_is_the_same_as_in_process)
 	free(l_out);
 	cr_assert_eq(guests_named("same1"), 1);
 	cr_assert_eq(requests("POST", "/qemu/9024/clone", -1), 2);
-	/* the metrics of the three daemon jobs */
+	/* the metrics of the two daemon jobs (the usage error is the
+	 * client's: nothing reached the daemon) */
 	char *mp = strprintf("%s/metrics.prom", w.dir), *m = NULL;
 	cr_assert_eq(read_file(mp, &m, NULL), 0);
 	cr_assert(strstr(m, "pvagent_jobs_total{workflow=\"up\",result=\"done\"} 2\n"), "%s", m);
 	cr_assert(strstr(m, "pvagent_step_seconds_count{workflow=\"up\",step=\"clone\"} 1\n"), "%s",
 		  m);
-	cr_assert(strstr(m, "pvagent_daemon_jobs_total{exit=\"2\"} 1\n"), "%s", m);
+	cr_assert_null(strstr(m, "pvagent_daemon_jobs_total{exit=\"2\"}"), "%s", m);
 	cr_assert(strstr(m, "pvagent_pve_requests_total{method=\"POST\"} "), "%s", m);
 	free(m);
 	free(mp);
@@ -500,12 +506,6 @@ Test(daemon, twenty_clients_each_job_once_one_at_a_time_per_guest)
 	world_free(&w);
 }
 
-/* The pid the store has for job 1, once it has one. */
-static pid_t job_pid(const struct world *w)
-{
-	return (pid_t)db_int(w, "SELECT pid FROM jobs WHERE id = 1", NULL);
-}
-
 static void wait_gone(pid_t pid)
 {
 	for (int i = 0; i < 3000; i++) {
@@ -542,11 +542,11 @@ static int client_end(void)
 	return st;
 }
 
-/* SIGKILL the daemon while job 1 runs: the attached client (client_pid)
- * sees it go, and the job's process dies with it. */
-static void kill_daemon_with_its_job(const struct world *w)
+/* SIGKILL the daemon while job id runs (its child dies with it; the
+ * client attached sees it go). */
+static void kill_daemon_with(const struct world *w, const char *id)
 {
-	pid_t child = job_pid(w);
+	pid_t child = (pid_t)db_int(w, "SELECT pid FROM jobs WHERE id = ?", id);
 	cr_assert_gt(child, 0);
 	cr_assert_eq(kill(daemon_pid, SIGKILL), 0);
 	cr_assert_eq(waitpid(daemon_pid, NULL, 0), daemon_pid);
@@ -562,7 +562,7 @@ Test(daemon, sigkill_during_a_clone_then_restart_resumes_without_cloning_again)
 	world_start(&w, 10, 2, NULL); /* the clone takes seconds */
 	daemon_start(&w);
 	char *outp = up_until_clone(&w, "kill1");
-	kill_daemon_with_its_job(&w);
+	kill_daemon_with(&w, "1");
 	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'running'",
 			    NULL),
 		     1);
@@ -576,6 +576,89 @@ Test(daemon, sigkill_during_a_clone_then_restart_resumes_without_cloning_again)
 	daemon_stop(&w);
 	free(outp);
 	world_free(&w);
+}
+
+/* ---- up and down: the daemon killed at every step boundary ------------------------ */
+
+/* `pvagent up kill1 -t jobvm --set size=40G` (job 1), or with down `pvagent down kill1`
+ * (job 2, after an up), through the daemon, the daemon and its job
+ * killed once the job's step idx is done or skipped (the simulator holds
+ * each answer, so the next step is still on its way), the daemon started
+ * again: its start-up finishes the job, and each task-starting request was
+ * sent once at most. */
+static void killed_at_boundary(bool down, int idx)
+{
+	static struct world w;
+	sim_latency_ms = 150;
+	world_start(&w, 100, 2, NULL);
+	sim_latency_ms = 0;
+	daemon_start(&w);
+	char *out = NULL;
+	if (down) {
+		cr_assert_eq(pv(&w, &out, "up", "kill1", "-t", "jobvm", NULL), 0, "%s", out);
+		free(out);
+	}
+	const char *id = down ? "2" : "1";
+	char *outp = strprintf("%s/cmd.out", w.dir);
+	const char *up_args[] = {"up", "kill1", "-t", "jobvm", "--set", "size=40G", NULL};
+	const char *down_args[] = {"down", "kill1", NULL};
+	client_pid = bg(&w, outp, down ? down_args : up_args);
+	char *sql = strprintf("SELECT count(*) FROM steps WHERE job = %s AND idx = %d AND state IN "
+			      "('done', 'skipped')", id, idx);
+	char *what = strprintf("%s: step %d ended", down ? "down" : "up", idx);
+	wait_db(&w, sql, NULL, 1, what);
+	kill_daemon_with(&w, id);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = ? AND state = 'done'", id), 0,
+		     "%s: the job ended before the kill", what);
+	daemon_start(&w);
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = ? AND state = 'done'", id, 1, what);
+	char *line = strprintf("job %s (%s kill1, running): resuming", id, down ? "down" : "up");
+	wait_log(&w, line);
+	free(line);
+	cr_assert_eq(guests_named("kill1"), down ? 0 : 1, "%s", what);
+	cr_assert_eq(requests("POST", "/qemu/9024/clone", -1), 1, "%s: clone", what);
+	const char *const once[][2] = {{"POST", "/config"},	{"PUT", "/resize"},
+				       {"POST", "/status/start"}, {"POST", "/status/shutdown"},
+				       {"DELETE", ""}};
+	for (size_t i = 0; i < sizeof once / sizeof *once; i++)
+		cr_assert_leq(requests(once[i][0], once[i][1], -1), 1, "%s: %s *%s sent twice",
+			      what, once[i][0], once[i][1]);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs", NULL), down ? 2 : 1,
+		     "%s: a job was made again", what);
+	daemon_stop(&w);
+	free(sql);
+	free(what);
+	free(outp);
+	world_free(&w);
+}
+
+/* up's steps: find, clone, move, create, pool, config, resize, start,
+ * address, inject (with --set size=40G every one up to start sends
+ * something, so each boundary up to start's is one the job waits at);
+ * after start, address (the template's static one) and inject (no guest
+ * files) send nothing, so that boundary is the job's end. down's: find,
+ * shutdown, delete. */
+#define UP_BOUNDARY(i)                                                                       \
+	Test(daemon, sigkill_after_up_step_##i##_then_restart_finishes_it)                  \
+	{                                                                                    \
+		killed_at_boundary(false, i);                                                \
+	}
+UP_BOUNDARY(0)
+UP_BOUNDARY(1)
+UP_BOUNDARY(2)
+UP_BOUNDARY(3)
+UP_BOUNDARY(4)
+UP_BOUNDARY(5)
+UP_BOUNDARY(6)
+
+Test(daemon, sigkill_after_down_step_0_then_restart_finishes_it)
+{
+	killed_at_boundary(true, 0);
+}
+
+Test(daemon, sigkill_after_down_step_1_then_restart_finishes_it)
+{
+	killed_at_boundary(true, 1);
 }
 
 /* ---- a drain through the daemon, the daemon killed and started again ------------- */
@@ -597,7 +680,7 @@ static void drain_daemon_killed(const char *sql, const char *what)
 	const char *args[] = {"drain", "pve1", "--partial", NULL};
 	client_pid = bg(&w, outp, args);
 	wait_db(&w, sql, NULL, 1, what);
-	kill_daemon_with_its_job(&w);
+	kill_daemon_with(&w, "1");
 	daemon_start(&w);
 	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'", NULL, 1,
 		"the resumed drain ended done");
@@ -751,10 +834,11 @@ Test(daemon, a_peer_outside_the_group_is_refused)
 	world_free(&w);
 }
 
-/* In a child under uid (0: root, as the test runs) and gid: submit argv
- * (a JSON array) and read every line until the answer refuses or the
- * command's exit event; the lines, as received, one a line (malloc'd). */
-static char *submit_as(const struct world *w, uid_t uid, gid_t gid, const char *argv_json)
+/* In a child under uid (0: root, as the test runs) and gid: submit body
+ * (the members of a submit request after "op": "workflow", "jobs") and
+ * read every line until the answer refuses or the job's exit event; the
+ * lines, as received, one a line (malloc'd). */
+static char *submit_as(const struct world *w, uid_t uid, gid_t gid, const char *body)
 {
 	int pfd[2];
 	cr_assert_eq(pipe(pfd), 0);
@@ -768,7 +852,7 @@ static char *submit_as(const struct world *w, uid_t uid, gid_t gid, const char *
 		char *err = NULL;
 		if (ctl_client_connect(w->sock, &c, &err) != 0)
 			_exit(11);
-		char *text = strprintf("{\"id\":1,\"op\":\"submit\",\"argv\":%s}", argv_json);
+		char *text = strprintf("{\"id\":1,\"op\":\"submit\",%s}", body);
 		json_object *req = text ? json_tokener_parse(text) : NULL, *m = NULL;
 		free(text);
 		if (!req || ctl_client_send(&c, req, &err) < 0)
@@ -817,6 +901,21 @@ static void assert_none_of(const char *text, const char *secret, const char *wha
 	}
 }
 
+/* A submit body of one job of wf on x9 with params (a JSON object). */
+static char *one_job(const char *wf, const char *params)
+{
+	char *b = strprintf("\"workflow\":\"%s\",\"jobs\":[{\"subject\":\"x9\",\"params\":%s}]",
+			    wf, params);
+	cr_assert_not_null(b);
+	return b;
+}
+
+/* What a member submits is params, never a command line: every member
+ * naming a file (a template in up, inject, bench and virtio; up's
+ * template_path), given a path, '..', an absolute path, a symlink out of
+ * the template directory or a template only root may read, is refused;
+ * so is a member the workflow's launcher never writes; no reply holds a
+ * byte of the token secret or of a root-only file. */
 Test(daemon, a_member_cannot_make_it_read_a_file_it_could_not)
 {
 	gid_t gid = socket_group_gid();
@@ -835,49 +934,70 @@ Test(daemon, a_member_cannot_make_it_read_a_file_it_could_not)
 	write_text(priv, body, 0600);
 	free(body);
 	daemon_start(&w);
-	/* each command line around the value: before, after */
-	const char *fmt[][2] = {
-		{"[\"up\",\"x9\",\"-t\",\"", "\",\"--dry-run\"]"},
-		{"[\"up\",\"x9\",\"--template=", "\",\"--dry-run\"]"},
-		{"[\"up\",\"x9\",\"--templ\",\"", "\",\"--dry-run\"]"},
-		{"[\"up\",\"x9\",\"-dt", "\"]"},
-		{"[\"inject\",\"x9\",\"-t", "\"]"},
-		{"[\"bench\",\"x9\",\"--template\",\"", "\"]"},
-		{"[\"virtio\",\"x9\",\"--dry-run\",\"-t\",\"", "\"]"},
+	/* each workflow's params around the value: before, after */
+	const char *fmt[][3] = {
+		{"up", "{\"name\":\"x9\",\"dry_run\":true,\"template\":\"", "\"}"},
+		{"up", "{\"name\":\"x9\",\"dry_run\":true,\"template\":\"jobvm\",\"template_path\":\"",
+		 "\"}"},
+		{"inject", "{\"template\":\"", "\"}"},
+		{"bench", "{\"template\":\"", "\",\"size_mib\":1}"},
+		{"virtio", "{\"dry_run\":true,\"template\":\"", "\"}"},
+		{"up", "{\"template\":\"jobvm\",\"template_file\":\"", "\"}"},
+		{"migrate", "{\"target\":\"pve2\",\"parent\":1,\"storage_map\":\"", "\"}"},
 	};
 	char *vals[] = {w.secret, "../token.secret", "..", rootonly, "../rootonly", "leak",
 			"private", "/etc/shadow", "../../../etc/shadow"};
+	size_t runs = 0;
 	for (size_t f = 0; f < sizeof fmt / sizeof *fmt; f++)
 		for (size_t v = 0; v < sizeof vals / sizeof *vals; v++) {
-			char *argv = strprintf("%s%s%s", fmt[f][0], vals[v], fmt[f][1]);
-			char *out = submit_as(&w, 12345, gid, argv);
+			char *params = strprintf("%s%s%s", fmt[f][1], vals[v], fmt[f][2]);
+			char *req = one_job(fmt[f][0], params);
+			char *out = submit_as(&w, 12345, gid, req);
 			json_object *first = json_tokener_parse(out);
-			cr_assert_not_null(first, "%s: %s", argv, out);
+			cr_assert_not_null(first, "%s: %s", req, out);
 			cr_assert(!json_object_get_boolean(json_object_object_get(first, "ok")),
-				  "%s: not refused:\n%s", argv, out);
+				  "%s: not refused:\n%s", req, out);
 			cr_assert_str_eq(json_object_get_string(json_object_object_get(first, "error")),
-					 "refused", "%s:\n%s", argv, out);
+					 "refused", "%s:\n%s", req, out);
 			assert_none_of(out, sim.token_secret, "the token secret");
 			assert_none_of(out, rootonly_text, "the root-only file");
 			json_object_put(first);
 			free(out);
-			free(argv);
+			free(req);
+			free(params);
+			runs++;
 		}
-	wait_log(&w, "uid 12345: up refused: argument 2: a template is a name");
+	cr_assert_eq(runs, 63);
+	wait_log(&w, "uid 12345: up refused: \"template\": a template is a name");
 	wait_log(&w, "template 'leak' leads out of its directory");
 	wait_log(&w, "template 'private' is not a file uid 12345 may read");
-	/* a template of the directory runs; the refusals ran nothing */
-	char *out = submit_as(&w, 12345, gid, "[\"up\",\"x9\",\"-t\",\"jobvm\",\"--dry-run\"]");
+	wait_log(&w, "\"template_path\" is not the file of template 'jobvm'");
+	wait_log(&w, "\"template_file\" is not one of its params");
+	wait_log(&w, "\"parent\" is not one of its params");
+	/* a template of the directory runs, the path of its file given or not;
+	 * it is job 1: the refusals stored nothing */
+	char *tp = strprintf("%s/jobvm.tmpl", w.tdir);
+	char *params = strprintf("{\"name\":\"x9\",\"dry_run\":true,\"template\":\"jobvm\","
+				 "\"template_path\":\"%s\"}", tp);
+	char *req = one_job("up", params);
+	char *out = submit_as(&w, 12345, gid, req);
 	cr_assert(strstr(out, "\"event\":\"exit\",\"ticket\":1,\"code\":0"), "%s", out);
 	free(out);
-	wait_log(&w, "ticket 1 (up x9 -t jobvm --dry-run) queued for uid 12345");
+	free(req);
+	free(params);
+	free(tp);
+	wait_log(&w, "uid 12345: up x9 queued as ticket 1");
+	wait_log(&w, "ticket 1 (up x9) runs job 1");
 	/* root may name a file, and a parse error quotes nothing of it */
-	char *argv = strprintf("[\"up\",\"x9\",\"-t\",\"%s\",\"--dry-run\"]", w.secret);
-	out = submit_as(&w, 0, 0, argv);
+	params = strprintf("{\"name\":\"x9\",\"dry_run\":true,\"template\":\"%s\","
+			   "\"template_path\":\"%s\"}", w.secret, w.secret);
+	req = one_job("up", params);
+	out = submit_as(&w, 0, 0, req);
 	cr_assert(strstr(out, "expected '=' after the key"), "%s", out);
 	assert_none_of(out, sim.token_secret, "the token secret (root's parse error)");
 	free(out);
-	free(argv);
+	free(req);
+	free(params);
 	daemon_stop(&w);
 	free(rootonly);
 	free(leak);
@@ -1501,11 +1621,11 @@ Test(daemon, with_one_worker_the_second_command_waits_and_jobs_shows_it)
 	char *outq = strprintf("%s/q.out", w.dir);
 	const char *args[] = {"up", "one2", "-t", "jobvm", NULL};
 	pid_t second = bg(&w, outq, args);
-	wait_log(&w, "ticket 2 (up -t jobvm one2) waiting: all 1 workers are busy");
+	wait_log(&w, "ticket 2 (up one2) waiting: all 1 workers are busy");
 	char *out = NULL;
 	cr_assert_eq(pv(&w, &out, "jobs", NULL), 0, "%s", out);
 	cr_assert(strstr(out, "queued in pvagentd (not started yet)") &&
-		  strstr(out, "up -t jobvm one2"), "%s", out);
+		  strstr(out, "up one2"), "%s", out);
 	free(out);
 	int st = client_end();
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "first client %d", st);
@@ -1623,7 +1743,7 @@ Test(daemon, sigkill_during_a_virtio_switch_resumes_to_a_reachable_guest)
 				"state = 'running'", NULL),
 		     1, "the job ended before its switch:\n%s", o ? o : "");
 	free(o);
-	kill_daemon_with_its_job(&w);
+	kill_daemon_with(&w, "1");
 
 	daemon_start(&w);
 	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state IN ('done', 'failed')", NULL,
