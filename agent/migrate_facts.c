@@ -32,18 +32,134 @@ int mig_node_version(struct pve *c, const char *node, const struct pve_version *
 	return pve_node_version(c, node, out, err);
 }
 
-/* qemu: the volumes g's snapshots hold, as the planner wants them
+/* The volumes of one snapshot's config (volume ids; qemu: its disks but
+ * CD drives; lxc: rootfs and mount points, bind mounts and devices not)
+ * added to refs as {"VOLID": [..., "SNAP"]}. 0, or -1 out of memory. */
+static int snapshot_volumes(enum guest_type type, json_object *sc, const char *snap,
+			    json_object *refs)
+{
+	struct pvecfg_hw hw = {0};
+	if (type == GUEST_QEMU && pvecfg_hw_read(sc, &hw) < 0)
+		return -1;
+	int rc = 0;
+	size_t n = type == GUEST_QEMU ? hw.n_disks : 0;
+	json_object_object_foreach(sc, k, v)
+	{
+		bool vol = strcmp(k, "rootfs") == 0 ||
+			   (strncmp(k, "mp", 2) == 0 && k[2] >= '0' && k[2] <= '9');
+		if (type != GUEST_QEMU && vol) {
+			struct propstr ps;
+			if (propstr_parse(json_object_get_string(v), &ps) < 0)
+				return -1;
+			const char *id = propstr_get(&ps, NULL);
+			json_object *names = NULL;
+			if (id && id[0] != '/' && strchr(id, ':') &&
+			    !json_object_object_get_ex(refs, id, &names)) {
+				names = json_object_new_array();
+				if (!names || json_object_object_add(refs, id, names) < 0)
+					rc = -1;
+			}
+			if (names && rc == 0 &&
+			    json_object_array_add(names, json_object_new_string(snap)) < 0)
+				rc = -1;
+			propstr_free(&ps);
+		}
+	}
+	for (size_t d = 0; d < n && rc == 0; d++) {
+		const char *vol = hw.disks[d].volume;
+		if (!vol || hw.disks[d].cdrom || strcmp(vol, "none") == 0)
+			continue;
+		json_object *names = json_object_object_get(refs, vol);
+		if (!names) {
+			names = json_object_new_array();
+			if (!names || json_object_object_add(refs, vol, names) < 0) {
+				rc = -1;
+				break;
+			}
+		}
+		if (json_object_array_add(names, json_object_new_string(snap)) < 0)
+			rc = -1;
+	}
+	pvecfg_hw_free(&hw);
+	return rc;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* qemu: the volumes snapshots hold, from the precondition's local_disks,
+ * which carry referenced_in_snapshot as QemuServer::foreach_volid gives
+ * it (API2/Qemu.pm $check_vm_disks_local: no request more), the names
+ * sorted. 0, or -1 out of memory. */
+static int precondition_refs(json_object *ld, json_object *refs)
+{
+	for (size_t i = 0; i < json_object_array_length(ld); i++) {
+		json_object *d = json_object_array_get_idx(ld, i), *rs = NULL;
+		const char *vol = json_str(d, "volid");
+		long long cd = 0;
+		/* QemuMigrate::scan_local_volumes settles a CD drive's volume
+		 * (cloud-init, ISO, the host's drive) before its snapshot rules */
+		if (json_int(d, "cdrom", &cd) && cd)
+			continue;
+		size_t n = json_object_object_get_ex(d, "referenced_in_snapshot", &rs) &&
+				   json_object_is_type(rs, json_type_object)
+				   ? (size_t)json_object_object_length(rs) : 0;
+		if (!vol || !n)
+			continue;
+		const char **v = calloc(n, sizeof *v);
+		json_object *names = json_object_new_array();
+		if (!v || !names || json_object_object_add(refs, vol, names) < 0) {
+			free(v);
+			json_object_put(names);
+			return -1;
+		}
+		size_t k = 0;
+		json_object_object_foreach(rs, sn, one)
+		{
+			(void)one;
+			v[k++] = sn;
+		}
+		qsort(v, k, sizeof *v, name_cmp);
+		for (size_t x = 0; x < k; x++)
+			if (json_object_array_add(names, json_object_new_string(v[x])) < 0) {
+				free(v);
+				return -1;
+			}
+		free(v);
+	}
+	return 0;
+}
+
+/* The volumes g's snapshots hold, as the planner wants them
  * (mig_facts.snapshot_refs), read only when the guest has a snapshot
- * (config "parent") and local disks (the precondition): the snapshot list,
- * then each snapshot's config. *out NULL when there are none. */
+ * (config "parent"): qemu's from the precondition; a container's, which
+ * no precondition says (LXC/Migrate.pm phase1 finds them), from the
+ * snapshot list and each snapshot's config. *out NULL when there are
+ * none. */
 static int snapshot_refs(struct pve *c, const struct guest_ref *g, json_object *config,
 			 json_object *pre, json_object **out, struct pve_error *err)
 {
 	*out = NULL;
 	json_object *ld = NULL;
-	if (!json_str(config, "parent") || !json_object_object_get_ex(pre, "local_disks", &ld) ||
-	    !json_object_is_type(ld, json_type_array) || !json_object_array_length(ld))
+	if (!json_str(config, "parent") ||
+	    (g->type == GUEST_QEMU && (!json_object_object_get_ex(pre, "local_disks", &ld) ||
+				       !json_object_is_type(ld, json_type_array) ||
+				       !json_object_array_length(ld))))
 		return 0;
+	if (g->type == GUEST_QEMU) {
+		json_object *refs = json_object_new_object();
+		if (!refs || precondition_refs(ld, refs) < 0) {
+			json_object_put(refs);
+			return pve_error_oom(err);
+		}
+		if (json_object_object_length(refs) > 0)
+			*out = refs;
+		else
+			json_object_put(refs);
+		return 0;
+	}
 	char *node = pve_path_escape(g->node);
 	json_object *list = NULL, *refs = json_object_new_object();
 	int rc = -1;
@@ -51,7 +167,8 @@ static int snapshot_refs(struct pve *c, const struct guest_ref *g, json_object *
 		pve_error_oom(err);
 		goto out;
 	}
-	if (pve_getf(c, &list, NULL, err, "/nodes/%s/qemu/%d/snapshot", node, g->vmid) < 0)
+	const char *type = guest_type_name(g->type);
+	if (pve_getf(c, &list, NULL, err, "/nodes/%s/%s/%d/snapshot", node, type, g->vmid) < 0)
 		goto out;
 	size_t n = json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
 	for (size_t i = 0; i < n; i++) {
@@ -60,30 +177,17 @@ static int snapshot_refs(struct pve *c, const struct guest_ref *g, json_object *
 			continue;
 		char *sn = pve_path_escape(name);
 		json_object *sc = NULL;
-		int r = sn ? pve_getf(c, &sc, NULL, err, "/nodes/%s/qemu/%d/snapshot/%s/config", node,
-				      g->vmid, sn)
+		int r = sn ? pve_getf(c, &sc, NULL, err, "/nodes/%s/%s/%d/snapshot/%s/config", node,
+				      type, g->vmid, sn)
 			   : pve_error_oom(err);
 		free(sn);
-		struct pvecfg_hw hw = {0};
-		if (r < 0 || pvecfg_hw_read(sc, &hw) < 0) {
+		if (r < 0 || snapshot_volumes(g->type, sc, name, refs) < 0) {
 			json_object_put(sc);
 			if (r == 0)
 				pve_error_oom(err);
 			goto out;
 		}
 		json_object_put(sc);
-		for (size_t k = 0; k < hw.n_disks; k++) {
-			const char *vol = hw.disks[k].volume;
-			if (!vol || hw.disks[k].cdrom || strcmp(vol, "none") == 0)
-				continue;
-			json_object *names = json_object_object_get(refs, vol);
-			if (!names) {
-				names = json_object_new_array();
-				json_object_object_add(refs, vol, names);
-			}
-			json_object_array_add(names, json_object_new_string(name));
-		}
-		pvecfg_hw_free(&hw);
 	}
 	if (json_object_object_length(refs) > 0) {
 		*out = refs;
@@ -163,12 +267,22 @@ int mig_read_guest(struct pve *c, const struct guest_ref *g, const char *target,
 			goto out;
 		f->precondition = r->pre;
 	}
-	if (g->type == GUEST_QEMU) {
+	if (g->type != GUEST_OPENVZ) {
 		if (snapshot_refs(c, g, r->config, r->pre, &r->snaps, err) < 0)
 			goto out;
 		f->snapshot_refs = r->snaps;
-		/* PVE 9: whether those snapshots sit in a volume chain */
-		if (r->snaps && cv->major >= 9) {
+		/* PVE 9: whether a stopped VM's qcow2 snapshots sit in a volume
+		 * chain (a running one's cannot move whatever the storage) */
+		bool qcow2 = false;
+		if (r->snaps && g->type == GUEST_QEMU && !f->running) {
+			json_object_object_foreach(r->snaps, vol, names)
+			{
+				(void)names;
+				size_t l = strlen(vol);
+				qcow2 |= l > 6 && strcmp(vol + l - 6, ".qcow2") == 0;
+			}
+		}
+		if (qcow2 && cv->major >= 9) {
 			if (pve_get(c, "/storage", NULL, &r->storages, err) < 0)
 				goto out;
 			f->storage_config = r->storages;

@@ -185,8 +185,8 @@ static bool volume_chain(const struct mig_facts *f, const char *sid)
 /* PVE (QemuMigrate::scan_local_volumes) cannot move a local volume a
  * snapshot holds while the VM runs, nor offline unless the storage keeps
  * snapshots in the volume (zfspool, btrfs raw, qcow2 files; on 9 not on a
- * snapshot-as-volume-chain storage, not even offline): the refusal
- * in b, or 0 when volid can go. */
+ * snapshot-as-volume-chain storage): the refusal in b, or 0 when volid
+ * can go. */
 static int snapshot_refusal(const struct mig_facts *f, const char *volid, struct sbuf *b)
 {
 	json_object *names = NULL;
@@ -203,7 +203,9 @@ static int snapshot_refusal(const struct mig_facts *f, const char *volid, struct
 	bool travels = (qcow2 && !chain) ||
 		       (type && (strcmp(type, "zfspool") == 0 || strcmp(type, "btrfs") == 0));
 	int rc = 0;
-	if (chain) {
+	/* PVE refuses a running VM's first ("online storage migration not
+	 * possible"), whatever the storage */
+	if (chain && !f->running) {
 		sbuf_addf(b, "VM %d's qcow2 disk %s has snapshots, which storage '%s' keeps as a "
 			     "volume chain (snapshot-as-volume-chain): PVE cannot migrate those; "
 			     "delete the snapshot (qm delsnapshot %d %s), or keep the disk on shared "
@@ -319,6 +321,7 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 			    json_object_is_type(ld, json_type_array)
 			    ? json_object_array_length(ld) : 0;
 	bool copies = false;
+	const char *path = NULL, *path_drive = NULL;
 	for (size_t i = 0; i < nd; i++) {
 		json_object *d = json_object_array_get_idx(ld, i);
 		long long cd = 0, unused = 0, size = 0;
@@ -346,11 +349,29 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 				  f->vmid, drive ? drive : "ide2");
 			return refuse(p, &b);
 		}
+		/* QemuMigrate::scan_local_volumes: a disk by absolute path that
+		 * is not marked shared=1 (the precondition leaves those out) is
+		 * "local file/device"; said after the CD drives, as PVE logs all */
+		if (volid && volid[0] == '/') {
+			if (!path) {
+				path = volid;
+				path_drive = drive;
+			}
+			continue;
+		}
 		if (snapshot_refusal(f, volid, &b))
 			return refuse(p, &b);
 		copies = true;
 		if (json_int(d, "size", &size) && size > 0)
 			p->disk_bytes += (uint64_t)size;
+	}
+	if (path) {
+		sbuf_addf(&b, "VM %d's disk %s%sis the host's %s (a local file/device), which PVE "
+			      "cannot migrate: detach it (qm set %d --delete %s), or, when the same "
+			      "device is at that path on every node, mark it shared (shared=1)",
+			  f->vmid, path_drive ? path_drive : "", path_drive ? " " : "", path, f->vmid,
+			  path_drive ? path_drive : "DISK");
+		return refuse(p, &b);
 	}
 	if (check_map_targets(f, p) < 0 || p->refusal)
 		return p->refusal ? 0 : -1;
@@ -366,6 +387,44 @@ static int qemu_plan(const struct mig_facts *f, struct mig_plan *p)
 	p->with_local_disks = copies && f->running;
 	if (copies && f->storage_map && !(p->targetstorage = strdup(f->storage_map)))
 		return -1;
+	return 0;
+}
+
+/* pve-container (LXC/Migrate.pm phase1): a volume a snapshot references
+ * moves only on zfspool and btrfs storage, or stays where it is on shared
+ * storage; on any other ("non-migratable snapshot exists") the migration
+ * stops, running or not. 1 with the refusal in b, or 0. */
+static int ct_snapshot_refusal(const struct mig_facts *f, struct sbuf *b)
+{
+	if (!json_object_is_type(f->snapshot_refs, json_type_object))
+		return 0;
+	json_object_object_foreach(f->snapshot_refs, volid, names)
+	{
+		char *sid = volid_storage(volid);
+		json_object *st = sid ? target_storage(f, sid) : NULL;
+		const char *type = json_str(st, "type");
+		long long shared = 0;
+		if (!type || (json_int(st, "shared", &shared) && shared) ||
+		    strcmp(type, "zfspool") == 0 || strcmp(type, "btrfs") == 0) {
+			free(sid);
+			continue;
+		}
+		size_t nn = json_object_is_type(names, json_type_array)
+				    ? json_object_array_length(names) : 0;
+		const char *first = nn ? json_object_get_string(json_object_array_get_idx(names, 0))
+				       : "NAME";
+		sbuf_addf(b, "CT %d's volume %s is held by its snapshot%s ", f->vmid, volid,
+			  nn > 1 ? "s" : "");
+		for (size_t i = 0; i < nn; i++)
+			sbuf_addf(b, "%s%s", i ? ", " : "",
+				  json_object_get_string(json_object_array_get_idx(names, i)));
+		sbuf_addf(b, " on %s storage '%s', and PVE moves a container's snapshots only on "
+			     "zfspool and btrfs (non-migratable snapshot exists): delete the "
+			     "snapshot (pct delsnapshot %d %s), or keep the volume on shared storage",
+			  type, sid, f->vmid, first);
+		free(sid);
+		return 1;
+	}
 	return 0;
 }
 
@@ -424,6 +483,8 @@ static int ct_plan(const struct mig_facts *f, struct mig_plan *p)
 		free(dst);
 		propstr_free(&ps);
 	}
+	if (ct_snapshot_refusal(f, &b))
+		return refuse(p, &b);
 	if (f->type == GUEST_OPENVZ && f->storage_map) {
 		sbuf_addf(&b, "OpenVZ containers migrate to the same storage: drop --storage");
 		return refuse(p, &b);

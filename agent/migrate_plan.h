@@ -38,8 +38,9 @@ struct mig_facts {
 	 * (GET /cluster/ha/status/current, its fencing entry); NULL: not
 	 * known, or before 9 */
 	const char *ha_armed_state, *ha_resource_mode;
-	/* qemu: the volumes snapshots hold, {"VOLID": ["SNAP", ...]} (each
-	 * snapshot's GET .../snapshot/NAME/config); NULL when none */
+	/* the volumes snapshots hold, {"VOLID": ["SNAP", ...]} (each
+	 * snapshot's GET .../snapshot/NAME/config; qemu and lxc); NULL when
+	 * none */
 	json_object *snapshot_refs;
 	/* with snapshot_refs: the storages' configuration (GET /storage), for
 	 * PVE 9's snapshot-as-volume-chain; NULL when not read */

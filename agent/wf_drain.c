@@ -15,6 +15,7 @@
 #include "wf_migrate.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -604,7 +605,11 @@ static void run_one(struct pool *p, size_t i, struct pve *c)
 	struct job *dj = p->drain;
 	struct drain_ctx *d = job_ctx(dj);
 	json_object *m = json_object_array_get_idx(p->moves, i);
-	const char *name = json_str(m, "name");
+	/* keyed on the VMID: names repeat, and an unnamed guest has none */
+	long long id = 0;
+	char subject[24];
+	json_int(m, "vmid", &id);
+	snprintf(subject, sizeof subject, "%lld", id);
 	json_object *params = wf_migrate_params(p->targets[i], NULL, 0, 0, false);
 	struct job *mj = NULL;
 	struct pve_error e = {0};
@@ -618,7 +623,7 @@ static void run_one(struct pool *p, size_t i, struct pve *c)
 		/* its drain resumes it (pvagentd's start-up leaves it to the drain) */
 		json_object_object_add(params, "parent", json_object_new_int64(job_id(dj)));
 	}
-	if (!params || job_submit(job_env(dj), &wf_migrate, name, params, &mj, &e) < 0) {
+	if (!params || job_submit(job_env(dj), &wf_migrate, subject, params, &mj, &e) < 0) {
 		if (e.kind == PVE_OK)
 			pve_error_oom(&e);
 	} else {

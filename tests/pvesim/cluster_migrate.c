@@ -939,9 +939,15 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 			task_apply_fault(t, req->task_fail);
 			return t;
 		}
-		mlog(c, t, at, "found local disk '%s' (%s)", d[i].volid,
-		     d[i].unused ? "referenced by unused" : "attached");
-		const char *held = snapshot_blocks(c, g, &d[i], live);
+		/* QemuMigrate::scan_local_volumes: a cloud-init drive is
+		 * "generated" and returns before the snapshot checks, so a
+		 * snapshot that references it holds nothing back */
+		if (d[i].cloudinit)
+			mlog(c, t, at, "found generated disk '%s' (in current VM config)", d[i].volid);
+		else
+			mlog(c, t, at, "found local disk '%s' (%s)", d[i].volid,
+			     d[i].unused ? "referenced by unused" : "attached");
+		const char *held = d[i].cloudinit ? NULL : snapshot_blocks(c, g, &d[i], live);
 		if (held) {
 			mlog(c, t, at, "WARN: can't migrate local disk '%s': %s", d[i].volid, held);
 			migration_abort(c, t, 0.3, "Problem found while scanning volumes - "

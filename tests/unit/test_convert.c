@@ -1009,24 +1009,75 @@ Test(convert_run, ha_managed_guest_converts)
 	fx_stop(&f);
 }
 
-/* A SATA guest that does not answer on virtio is rolled back to SATA. */
-Test(convert_run, sata_guest_never_answers_rolls_back)
+/* A guest on an emulated disk (disk_key) and NIC (nic_model) whose
+ * conversion fails, its guest silent on virtio (fault NULL) or a PVE
+ * fault rule (fault): rolled back (the events and error say why), its
+ * config as it was (want: key, value pairs, a NULL value for a key that
+ * must be absent; NULL-terminated by key) and it boots. */
+static void emulated_rolls_back(const char *fixture, const char *addr, const char *disk_key,
+				const char *nic_model, enum convert_bus bus, const char *fault,
+				const char *event, const char *error, const char *const *want)
 {
 	static struct conv_world f;
-	fx_start_emulated(&f, "freebsd-14", "127.0.1.159", "sata0", NULL);
-	f.hook = silence_guest;
+	fx_start_emulated(&f, fixture, addr, disk_key, nic_model);
+	if (fault)
+		cr_assert_eq(simproc_fault(&f.sp, fault), 0);
+	else
+		f.hook = silence_guest;
 	struct convert_result r;
-	cr_assert_eq(run(&f, CONVERT_BUS_BLK, false, 3, &r), -1);
-	cr_expect(strstr(sbuf_str(&f.events), "rolling back to SATA/e1000"), "%s", sbuf_str(&f.events));
+	cr_assert_eq(run(&f, bus, false, 3, &r), -1);
+	cr_expect(strstr(sbuf_str(&f.events), event), "%s", sbuf_str(&f.events));
 	cr_expect(r.rolled_back);
-	cr_expect(r.error && strstr(r.error, "the guest runs on SATA/e1000"), "%s", r.error);
+	cr_expect(r.error && strstr(r.error, error), "%s", r.error);
 	convert_result_free(&r);
-	expect_config(&f, "sata0", "local-lvm:vm-190-disk-0,size=16G");
-	expect_config(&f, "virtio0", NULL);
+	for (size_t i = 0; want[i]; i += 2)
+		expect_config(&f, want[i], want[i + 1]);
 	char *st = conv_world_boot(&f);
 	cr_expect_str_eq(st, "up");
 	free(st);
 	fx_stop(&f);
+}
+
+/* A SATA guest that does not answer on virtio is rolled back to SATA. */
+Test(convert_run, sata_guest_never_answers_rolls_back)
+{
+	static const char *const want[] = {"sata0", "local-lvm:vm-190-disk-0,size=16G",
+					   "virtio0", NULL, NULL};
+	emulated_rolls_back("freebsd-14", "127.0.1.159", "sata0", NULL, CONVERT_BUS_BLK, NULL,
+			    "rolling back to SATA/e1000", "the guest runs on SATA/e1000", want);
+}
+
+/* vmxnet3 moves like e1000 and rtl8139: same MAC and PCI slot, so Linux
+ * keeps ens18 and the boot model finds the network up on virtio */
+Test(convert_run, ubuntu_24_04_vmxnet3)
+{
+	convert_emulated("ubuntu-24.04", "127.0.1.163", NULL, "vmxnet3", "1 vmxnet3 NIC",
+			 "virtio=BC:24:11:5E:2A:7C,bridge=vmbr0", "virtio0", CONVERT_BUS_BLK);
+}
+
+/* A disk on the default LSI controller that does not come back on
+ * virtio-scsi: the controller goes back to what it was (scsihw unset:
+ * lsi), the disk keeps its key, and the guest boots as before. */
+Test(convert_run, lsi_guest_never_answers_rolls_back)
+{
+	static const char *const want[] = {"scsi0", "local-lvm:vm-190-disk-0,size=16G", "scsihw",
+					   NULL, "virtio0", NULL, NULL};
+	emulated_rolls_back("ubuntu-24.04", "127.0.1.164", "scsi0", NULL, CONVERT_BUS_AUTO, NULL,
+			    "rolling back", "does not answer", want);
+}
+
+/* A vmxnet3 guest whose virtio config PVE refuses (a forced 400 on the
+ * second config PUT): rolled back to SATA and vmxnet3, same MAC. */
+Test(convert_run, sata_vmxnet3_pve_error_rolls_back)
+{
+	static const char *const want[] = {"sata0", "local-lvm:vm-190-disk-0,size=16G", "virtio0",
+					   NULL, "net0", "vmxnet3=BC:24:11:5E:2A:7C,bridge=vmbr0",
+					   NULL};
+	emulated_rolls_back("ubuntu-24.04", "127.0.1.165", "sata0", "vmxnet3", CONVERT_BUS_BLK,
+			    "{\"method\": \"PUT\", \"path\": \"/qemu/190/config$\", \"nth\": 2,"
+			    " \"action\": \"status\", \"status\": 400,"
+			    " \"message\": \"Parameter verification failed.\"}",
+			    "rolling back", "adding the virtio devices", want);
 }
 
 /* What the config alone decides (convert_config_check), before any

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "migrate_plan.h"
+#include "util.h"
 
 #define MiB (1024ull * 1024ull)
 
@@ -353,6 +354,90 @@ Test(migrate_plan, local_disk_held_by_a_snapshot)
 	json_object_put(st);
 	json_object_put(zst);
 	json_object_put(refs);
+}
+
+/* pve-container LXC/Migrate.pm phase1: a volume a snapshot references
+ * moves only on zfspool and btrfs, or stays on shared storage; on any
+ * other the container stays, running or not. */
+Test(migrate_plan, lxc_snapshot_on_local_storage)
+{
+	json_object *cfg = J("{\"hostname\":\"ct1\",\"parent\":\"s1\","
+			     "\"rootfs\":\"vol:subvol-200-disk-0,size=8G\"}");
+	json_object *refs = J("{\"vol:subvol-200-disk-0\":[\"s1\",\"s2\"]}");
+	static const struct {
+		const char *type;
+		int shared;
+		bool running, refused;
+	} cases[] = {
+		{"dir", 0, false, true},    {"lvmthin", 0, true, true}, {"lvm", 0, false, true},
+		{"zfspool", 0, true, false}, {"btrfs", 0, false, false}, {"nfs", 1, false, false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *sj = strprintf("[{\"storage\":\"vol\",\"type\":\"%s\",\"enabled\":1,"
+				     "\"active\":1,\"shared\":%d}]", cases[i].type, cases[i].shared);
+		json_object *st = J(sj);
+		struct mig_facts f = {
+			.type = GUEST_LXC, .vmid = 200, .source = "pve1", .target = "pve2",
+			.running = cases[i].running, .config = cfg, .target_known = true,
+			.target_online = true, .target_mem_free = 4096 * MiB, .target_storages = st,
+			.snapshot_refs = refs,
+		};
+		struct mig_plan p;
+		cr_assert_eq(migrate_plan(&f, &p), 0);
+		if (cases[i].refused) {
+			char *want = strprintf("CT 200's volume vol:subvol-200-disk-0 is held by its "
+					       "snapshots s1, s2 on %s storage 'vol'", cases[i].type);
+			cr_expect(p.refusal && strstr(p.refusal, want) &&
+					  strstr(p.refusal, "non-migratable snapshot exists") &&
+					  strstr(p.refusal, "pct delsnapshot 200 s1"),
+				  "%s: %s", cases[i].type, p.refusal ? p.refusal : "(no refusal)");
+			free(want);
+		} else {
+			cr_expect_null(p.refusal, "%s: %s", cases[i].type, p.refusal);
+			cr_expect_eq(p.method, cases[i].running ? MIG_RESTART : MIG_OFFLINE);
+		}
+		mig_plan_free(&p);
+		json_object_put(st);
+		free(sj);
+	}
+	json_object_put(cfg);
+	json_object_put(refs);
+}
+
+/* QemuMigrate::scan_local_volumes: a disk by absolute path in
+ * local_disks (not shared=1) is "local file/device"; a CD drive's
+ * refusal comes first, as the corpus's simple-disk-passthrough shows. */
+Test(migrate_plan, disk_by_path_refused)
+{
+	static const char *const pres[] = {
+		/* scsiblk.conf, stopped */
+		"{\"running\":0,\"allowed_nodes\":[\"pve2\"],\"not_allowed_nodes\":{},\"local_disks\":"
+		"[{\"volid\":\"/dev/sdg\",\"cdrom\":0,\"is_unused\":0,\"drivename\":\"scsi0\","
+		"\"size\":34359738368}],\"local_resources\":[]}",
+		/* simple-disk-passthrough.conf, running */
+		"{\"running\":1,\"local_disks\":[{\"volid\":\"/dev/sda\",\"cdrom\":0,"
+		"\"drivename\":\"scsi1\"},{\"volid\":\"cdrom\",\"cdrom\":1,\"drivename\":\"ide2\"}],"
+		"\"local_resources\":[]}",
+	};
+	json_object *st = J(STORAGES), *pre = J(pres[0]);
+	struct mig_facts f = qemu_facts(pre, st);
+	f.running = false;
+	struct mig_plan p;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect(p.refusal && strstr(p.refusal, "VM 100's disk scsi0 is the host's /dev/sdg (a local "
+						 "file/device)") &&
+			  strstr(p.refusal, "shared=1"),
+		  "%s", p.refusal ? p.refusal : "(no refusal)");
+	mig_plan_free(&p);
+	json_object_put(pre);
+	pre = J(pres[1]);
+	f = qemu_facts(pre, st);
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect(p.refusal && strstr(p.refusal, "the host's CD drive as ide2"), "%s",
+		  p.refusal ? p.refusal : "(no refusal)");
+	mig_plan_free(&p);
+	json_object_put(pre);
+	json_object_put(st);
 }
 
 /* PVE 9 HA: blocking resources from either precondition's spelling (qemu's
