@@ -842,6 +842,18 @@ static enum job_outcome finish(struct job *j, enum job_state state, enum job_out
 	return outcome;
 }
 
+/* The tests' step boundary: with PVAGENT_STOP_AFTER=WORKFLOW:STEP in the
+ * environment, the process stops itself (SIGSTOP) right after that step's
+ * end was committed, for a test to SIGKILL it at exactly that boundary
+ * (tests/unit/test_killsteps.c). Unset (always, outside tests): nothing. */
+static void stop_after_hook(const struct job *j, const char *step)
+{
+	const char *v = getenv("PVAGENT_STOP_AFTER");
+	size_t n = strlen(j->wf->name);
+	if (v && strncmp(v, j->wf->name, n) == 0 && v[n] == ':' && strcmp(v + n + 1, step) == 0)
+		raise(SIGSTOP);
+}
+
 /* Undo the done steps before index upto, last first. 0 when every undo
  * worked. */
 static int undo_steps(struct job *j, size_t upto)
@@ -1015,6 +1027,7 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 			emit(j, JOB_EV_STEP, d->name, el, -1, j->summary, NULL);
 			if (tx)
 				tx_commit(j);
+			stop_after_hook(j, d->name);
 		} else if (rc == STEP_RC_END) {
 			emit(j, JOB_EV_STEP, d->name, el, -1, j->summary, NULL);
 			for (size_t k = i + 1; k < wf->n_steps; k++) {

@@ -56,3 +56,20 @@ bool json_int(json_object *o, const char *key, long long *out)
 	}
 	return false;
 }
+
+int json_add(json_object *o, const char *key, json_object *v)
+{
+	if (json_object_object_add(o, key, v) < 0) {
+		json_object_put(v);
+		return -1;
+	}
+	return 0;
+}
+
+int json_add_str(json_object *o, const char *key, const char *s)
+{
+	json_object *v = s ? json_object_new_string(s) : NULL;
+	if (s && !v)
+		return -1;
+	return json_add(o, key, v);
+}

@@ -1,5 +1,6 @@
 /* json.h - reading members of json-c objects as PVE sends them (numbers
- * as strings and the other way round), written once for every module. */
+ * as strings and the other way round) and adding members, written once
+ * for every module. */
 #ifndef PVAGENT_JSON_H
 #define PVAGENT_JSON_H
 
@@ -17,5 +18,10 @@ char *json_scalar_dup(json_object *o, const char *key);
 /* An integer member that may come as a number, a boolean or a decimal
  * string. false when absent or not an integer. */
 bool json_int(json_object *o, const char *key, long long *out);
+
+/* Add v (taken; NULL adds a null member) under key: 0, or -1 with v
+ * released. json_add_str: a copy of s (NULL: a null member). */
+int json_add(json_object *o, const char *key, json_object *v);
+int json_add_str(json_object *o, const char *key, const char *s);
 
 #endif

@@ -382,3 +382,24 @@ const char *str_duration(char *buf, size_t len, double seconds)
 		snprintf(buf, len, "%lds", s);
 	return buf;
 }
+
+void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+int strv_add(char ***v, size_t *n, char *s)
+{
+	if (!s)
+		return -1;
+	char **nv = realloc(*v, (*n + 1) * sizeof *nv);
+	if (!nv) {
+		free(s);
+		return -1;
+	}
+	nv[(*n)++] = s;
+	*v = nv;
+	return 0;
+}

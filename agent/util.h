@@ -71,5 +71,9 @@ const char *str_duration(char *buf, size_t len, double seconds);
 /* A copy of s with %XX decoded and trailing whitespace removed (PVE's
  * sshkeys); NULL when out of memory. */
 char *str_pct_decode_trim(const char *s);
+/* A vector of n malloc'd strings: append s (taken; freed on failure, and
+ * NULL fails), and free the vector with its strings. */
+int strv_add(char ***v, size_t *n, char *s);
+void strv_free(char **v, size_t n);
 
 #endif

@@ -5,7 +5,7 @@
  * its test directory; a resume or a rerun measures again. */
 #include "wf_bench.h"
 
-#include "inject.h"
+#include "osdetect.h"
 #include "log.h"
 #include "pvecfg.h"
 #include "util.h"
@@ -19,7 +19,7 @@ struct bench_ctx {
 	unsigned size_mib;
 	char *db;                /* state.db for the figures, or NULL */
 	struct ssh_session *s;
-	struct inject_result det;
+	struct guest_os det;
 	char *disk;
 	const char *bus, *nic;
 };
@@ -97,15 +97,52 @@ void bench_job_phase(void *job, const char *phase, const char *text)
 	job_note(job, "%s: %s", phase, text ? text : "");
 }
 
-static enum step_rc st_connect(struct job *j)
+/* The session to the guest: connected once per process (a resumed job's
+ * first step may be any). STEP_RC_OK, or the job failed. */
+static enum step_rc ensure_session(struct job *j, struct bench_ctx *x)
 {
-	struct bench_ctx *x = job_ctx(j);
+	if (x->s)
+		return STEP_RC_OK;
 	struct ssh_error e = {0};
 	if (ssh_connect(&x->gt.ssh, &x->s, &e) < 0) {
+		x->s = NULL;
 		enum step_rc rc = job_fail_outcome(j, ssh_error_outcome(&e), ssh_error_str(&e));
 		ssh_error_clear(&e);
 		return rc;
 	}
+	return STEP_RC_OK;
+}
+
+/* The guest's OS and which disk, bus and NIC it runs on, detected once
+ * per process. */
+static enum step_rc ensure_detected(struct job *j, struct bench_ctx *x)
+{
+	if (x->det.desc)
+		return STEP_RC_OK;
+	if (ensure_session(j, x) != STEP_RC_OK)
+		return STEP_RC_FAIL;
+	struct ssh_error se = {0};
+	char *err = NULL, *msg = NULL;
+	if (guest_os_detect(x->s, &x->det, &se, &err) < 0) {
+		enum step_rc rc = job_fail_outcome(j, guest_os_failure(err, &se, &msg),
+						   msg ? msg : "detect: out of memory");
+		guest_os_free(&x->det);
+		ssh_error_clear(&se);
+		free(err);
+		free(msg);
+		return rc;
+	}
+	free(x->disk);
+	bench_guest_disk(x->gt.config, x->det.have_profile ? &x->det.profile : NULL, &x->disk,
+			 &x->bus, &x->nic);
+	return STEP_RC_OK;
+}
+
+static enum step_rc st_connect(struct job *j)
+{
+	struct bench_ctx *x = job_ctx(j);
+	if (ensure_session(j, x) != STEP_RC_OK)
+		return STEP_RC_FAIL;
 	job_summary(j, "%s", x->gt.ssh.host);
 	return STEP_RC_OK;
 }
@@ -113,20 +150,19 @@ static enum step_rc st_connect(struct job *j)
 static enum step_rc st_detect(struct job *j)
 {
 	struct bench_ctx *x = job_ctx(j);
-	struct inject_request q = {.session = x->s, .ssh = &x->gt.ssh};
-	inject_result_free(&x->det);
-	if (inject_run(&q, &x->det) < 0)
-		return job_fail_outcome(j, x->det.outcome, x->det.error ? x->det.error : "no OS");
-	bench_guest_disk(x->gt.config, x->det.have_profile ? &x->det.profile : NULL, &x->disk,
-			 &x->bus, &x->nic);
-	job_summary(j, "%s, %s (%s/%s)", x->det.os_desc ? x->det.os_desc : "?",
-		    x->disk ? x->disk : "no raw disk", x->bus, x->nic);
+	guest_os_free(&x->det);
+	if (ensure_detected(j, x) != STEP_RC_OK)
+		return STEP_RC_FAIL;
+	job_summary(j, "%s, %s (%s/%s)", x->det.desc, x->disk ? x->disk : "no raw disk", x->bus,
+		    x->nic);
 	return STEP_RC_OK;
 }
 
 static enum step_rc st_measure(struct job *j)
 {
 	struct bench_ctx *x = job_ctx(j);
+	if (ensure_detected(j, x) != STEP_RC_OK)
+		return STEP_RC_FAIL;
 	struct bench_request q = {
 		.os = x->det.os.family,
 		.size_mib = x->size_mib,
@@ -209,7 +245,7 @@ static void bench_close(struct job *j, void *ctx)
 	(void)j;
 	struct bench_ctx *x = ctx;
 	ssh_close(x->s);
-	inject_result_free(&x->det);
+	guest_os_free(&x->det);
 	free(x->disk);
 	free(x->db);
 	guest_target_free(&x->gt);

@@ -20,11 +20,11 @@ extern const struct job_workflow wf_inject;
  * run it in an env without a store. */
 json_object *wf_inject_params(const struct target_req *req, bool dry_run);
 
-/* An inject_event_fn (inject.h) for inject_run inside a job (ctx: the
+/* A job_event_fn for inject_run and gfedit inside a job (ctx: the
  * struct job): a file's diff becomes a job diff with its path, a note a
  * note, inject's own steps and a rollback's files progress lines of the
  * current step. Every workflow that injects uses it. */
-void inject_job_event(void *job, const struct inject_event *ev);
+void inject_job_event(void *job, const struct job_event *ev);
 
 
 #endif

@@ -1388,7 +1388,7 @@ static int wait_ssh(struct job *j, struct up_ctx *u, const struct ssh_opts *so,
 		msg = strprintf("connect: %s@%s port %d: %s", user, so->host, port,
 				ssh_error_str(&e));
 	}
-	inject_failed(j, u, INJ_FAILED, o, inject_step_name(INJ_STEP_CONNECT),
+	inject_failed(j, u, INJ_FAILED, o, "connect",
 		      msg ? msg : ssh_error_str(&e));
 	free(msg);
 	ssh_error_clear(&e);
@@ -1421,7 +1421,7 @@ static enum step_rc up_inject(struct job *j)
 	struct ssh_opts so;
 	enum step_rc rc = STEP_RC_FAIL;
 	if (inject_ssh_opts(u->conf, &inst, u->res->address, &so) < 0) {
-		inject_failed(j, u, INJ_FAILED, JOB_OUT_USAGE, inject_step_name(INJ_STEP_CONNECT),
+		inject_failed(j, u, INJ_FAILED, JOB_OUT_USAGE, "connect",
 			      "connect: no SSH settings ([ssh] known_hosts) or no address");
 		goto out;
 	}
@@ -1457,8 +1457,8 @@ static enum step_rc up_inject(struct job *j)
 	if (r < 0) {
 		inject_failed(j, u,
 			      ires.status == INJ_FAILED_PARTIAL ? INJ_FAILED_PARTIAL : INJ_FAILED,
-			      ires.outcome, inject_step_name(ires.failed_step),
-			      ires.error);
+			      ires.ed.outcome, ires.ed.failed_step,
+			      ires.ed.error);
 		inject_result_free(&ires);
 		goto out;
 	}

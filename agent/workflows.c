@@ -1,5 +1,5 @@
 /* workflows.c - every workflow the engine can run or resume, by name. */
-#include "convert.h"
+#include "wf_virtio.h"
 #include "job.h"
 #include "wf_bench.h"
 #include "wf_image.h"

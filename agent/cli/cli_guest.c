@@ -5,7 +5,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "conf.h"
-#include "convert.h"
+#include "wf_virtio.h"
 #include "guest.h"
 #include "inject.h"
 #include "wf_bench.h"

@@ -9,7 +9,7 @@
 #include "output.h"
 #include "store.h"
 #include "util.h"
-#include "convert.h"
+#include "wf_virtio.h"
 #include "wf_bench.h"
 #include "wf_drain.h"
 #include "wf_inject.h"

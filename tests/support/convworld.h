@@ -15,7 +15,7 @@
 #ifndef TESTS_CONVWORLD_H
 #define TESTS_CONVWORLD_H
 
-#include "convert.h"
+#include "wf_virtio.h"
 #include "guestenv.h"
 #include "simclock.h"
 #include "simproc.h"

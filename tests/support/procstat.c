@@ -32,11 +32,12 @@ long procstat_field(pid_t pid, const char *key)
 	return v;
 }
 
-int procstat_wait_sleeping(pid_t pid)
+int procstat_wait_state(pid_t pid, char state, int ms)
 {
-	for (int i = 0; i < 1000; i++) {
+	char want[] = {'\n', 'S', 't', 'a', 't', 'e', ':', '\t', state, '\0'};
+	for (int i = 0; i < ms; i++) {
 		char *text = status_text(pid);
-		bool s = text && strstr(text, "\nState:\tS");
+		bool s = text && strstr(text, want);
 		free(text);
 		if (s)
 			return 0;
@@ -44,6 +45,11 @@ int procstat_wait_sleeping(pid_t pid)
 		nanosleep(&ts, NULL); /* polling a state, bounded */
 	}
 	return -1;
+}
+
+int procstat_wait_sleeping(pid_t pid)
+{
+	return procstat_wait_state(pid, 'S', 1000);
 }
 
 pid_t procstat_daemon(const char *dbin, const char *bin, const char *conf, const char *log,

@@ -1,5 +1,5 @@
 /* procstat.h - the benches' processes: a field of /proc/PID/status, a
- * bounded wait for a process to sleep, and pvagentd started and
+ * bounded wait for a process to sleep or stop, and pvagentd started and
  * connected to. */
 #ifndef PVAGENT_TEST_PROCSTAT_H
 #define PVAGENT_TEST_PROCSTAT_H
@@ -12,6 +12,9 @@ long procstat_field(pid_t pid, const char *key);
 /* Bounded wait (1 s) until the process sleeps ("State: S"); 0, or -1 when
  * it never did. */
 int procstat_wait_sleeping(pid_t pid);
+/* Bounded wait (about ms milliseconds) until the process is in state
+ * ('S' sleeping, 'T' stopped, ...); 0, or -1 when it never was. */
+int procstat_wait_state(pid_t pid, char state, int ms);
 
 struct ctl_client;
 /* Start `dbin -c conf -f` (its stderr to log, PVAGENT_BIN=bin) and connect

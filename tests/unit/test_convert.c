@@ -1,4 +1,4 @@
-/* test_convert.c - `pvagent virtio` (agent/convert.*): the PVE config
+/* test_convert.c - `pvagent virtio` (agent/wf_virtio.*, agent/convert_plan.*): the PVE config
  * change computed from a saved config (disks, cdrom left alone, MAC kept,
  * boot order, scsihw, legacy bootdisk), the restore plan of the rollback
  * (never an unusedN delete); and whole conversions against the simulator,
@@ -1170,4 +1170,56 @@ Test(convert_target, freebsd_nic_names_by_model)
 					   &err), -1);
 	cr_expect(err && strstr(err, "ata(4) channel"), "%s", err ? err : "(null)");
 	free(err);
+}
+
+/* A virtio job made by one env and run by another from the store alone
+ * (job_load + job_run: no convert_run, no launcher state), with only the
+ * configuration ([ssh], [paths] state), the simulator's client and the
+ * waits: it converts as convert_run does. */
+Test(convert_run, a_virtio_job_runs_from_the_store_alone, .timeout = 300)
+{
+	static struct conv_world f;
+	fx_start(&f, "freebsd-9.0", "127.0.1.247", NULL);
+	struct conf c = {0};
+	c.ssh.user = (char *)"root";
+	c.ssh.identity = (char *)f.so.identity;
+	c.ssh.known_hosts = (char *)f.so.known_hosts;
+	c.ssh.port = (unsigned)f.so.port;
+	c.ssh.timeout = 10;
+	c.paths.state = f.state;
+	char *path = store_path(f.state), *err = NULL;
+	struct store *st = NULL;
+	cr_assert_eq(store_open(path, &st, &err), 0, "%s", err ? err : "");
+	struct target_req treq = {.name = "g190", .address = f.so.host};
+	struct convert_request req = {.verify_timeout_s = 20};
+	json_object *p = convert_params(&treq, &req);
+	cr_assert_not_null(p);
+	struct job_env made = {.store = st, .conf = &c};
+	cr_assert_eq(job_env_init(&made), 0);
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(job_new(&made, &wf_virtio, "g190", p, &j, &e), 0, "%s", e.message);
+	json_object_put(p);
+	long long id = job_id(j);
+	job_free(j);
+	job_env_fini(&made);
+
+	struct job_env env = {.store = st, .conf = &c,
+			      .wait = {.clock = f.po.clock, .shutdown_timeout_s = 60}};
+	cr_assert_eq(job_env_init(&env), 0);
+	cr_assert_eq(job_load(&env, id, job_workflow_find("virtio"), &j, &e), 1, "%s", e.message);
+	enum job_outcome o = job_run(j, f.c);
+	const struct convert_result *res = wf_virtio_result(j);
+	cr_assert_not_null(res);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", res->error ? res->error : "");
+	cr_assert_eq(res->status, CONV_DONE);
+	job_free(j);
+	job_env_fini(&env);
+	store_close(st);
+	free(path);
+	char *v0 = conv_world_config(&f, "virtio0"), *i0 = conv_world_config(&f, "ide0");
+	cr_assert_not_null(v0, "the disk is on virtio");
+	cr_assert_null(i0, "no IDE disk left");
+	free(v0);
+	fx_stop(&f);
 }

@@ -17,6 +17,7 @@
 #include "simproc.h"
 #include "guestenv.h"
 #include "httpserve.h"
+#include "procstat.h"
 #include "ssh.h"
 #include "sshd.h"
 #include "store.h"
@@ -1750,9 +1751,9 @@ Test(daemon, a_window_drains_when_it_opens_and_undrains_when_it_closes)
 /* A FreeBSD 9.0 guest (VMID 190, IDE + e1000) behind a real sshd on
  * 127.0.1.230, in a one-node scenario whose boot model reads its files;
  * [ssh] settings for it in the configuration. */
-static void world_start_virtio(struct world *w)
+static void world_start_virtio_at(struct world *w, const char *addr)
 {
-	struct guestenv_opts go = {.fixture = "freebsd-9.0", .addr = "127.0.1.230"};
+	struct guestenv_opts go = {.fixture = "freebsd-9.0", .addr = addr};
 	cr_assert_eq(guestenv_start(&ge, &go), 0, "the guest did not start");
 	char *scen = guestenv_scenario(&ge, 190,
 				       "\"name\": \"g190\", \"memory\": \"1024\", \"cores\": 1,"
@@ -1770,6 +1771,11 @@ static void world_start_virtio(struct world *w)
 	free(scen);
 	free(path);
 	free(ssh);
+}
+
+static void world_start_virtio(struct world *w)
+{
+	world_start_virtio_at(w, "127.0.1.230");
 }
 
 static const char *config_value(const char *key)
@@ -1893,4 +1899,198 @@ Test(daemon, image_build_through_the_daemon)
 	httpserve_stop(&hs);
 	daemon_stop(&w);
 	world_free(&w);
+}
+
+/* ---- SIGKILL at every step boundary of inject, bench and virtio ------------------ *
+ *
+ * g190 (FreeBSD 9.0 behind sshd, IDE/e1000): `pvagent inject`, `bench` or
+ * `virtio` stopped right after a step's end was committed (the engine's
+ * PVAGENT_STOP_AFTER=WORKFLOW:STEP, SIGSTOP), then SIGKILLed: the CLI
+ * alone, and `pvagent resume 1` finishes the job; or the daemon with its
+ * job's process, and the daemon's next start-up finishes it. Each time:
+ * the job done, the guest's files fully edited (never half), each
+ * task-starting request taken once at most. */
+
+static const char kill_tmpl[] =
+	"[template]\nkind = qemu\nos = freebsd\nos_version = 9.0\n"
+	"[source]\nclone = base\n[guest]\nuser = root\nport = %d\naddress = agent\n"
+	"[rc.conf]\nsshd_enable = \"YES\"\npvagent_kill_test = \"YES\"\n"
+	"[loader.conf]\nautoboot_delay = \"3\"\n";
+
+static char *guest_file(const char *path)
+{
+	char *t = NULL;
+	cr_assert_eq(guestenv_read(&ge, path, &t), 0, "cannot read %s in the guest", path);
+	return t;
+}
+
+/* What a finished job of wf left: inject's files all edited, bench's
+ * figures stored once, virtio's guest converted with one snapshot. */
+static void assert_finished(const struct world *w, const char *wf, const char *rc_orig,
+			    const char *what)
+{
+	cr_assert_eq(db_int(w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'", NULL),
+		     1, "%s: job 1 did not end done", what);
+	cr_assert_eq(db_int(w, "SELECT count(*) FROM jobs", NULL), 1, "%s: one job", what);
+	if (strcmp(wf, "inject") == 0) {
+		char *rc = guest_file("/etc/rc.conf"), *bak = guest_file("/etc/rc.conf.pvagent.bak");
+		char *loader = guest_file("/boot/loader.conf");
+		cr_expect(strstr(rc, "\nhostname=\"g190\"\n") && strstr(rc, "\npvagent_kill_test=\"YES\"\n"),
+			  "%s: rc.conf half edited:\n%s", what, rc);
+		cr_expect_str_eq(bak, rc_orig, "%s: the backup is not the original", what);
+		cr_expect_str_eq(loader, "autoboot_delay=\"3\"\n", "%s", what);
+		free(rc);
+		free(bak);
+		free(loader);
+	} else if (strcmp(wf, "bench") == 0) {
+		cr_expect_eq(db_int(w, "SELECT count(*) FROM bench", NULL), 1,
+			     "%s: the figures were stored once", what);
+	} else {
+		cr_expect_not_null(config_value("virtio0"), "%s: the disk is on virtio", what);
+		cr_expect_null(config_value("ide0"), "%s: an IDE disk is left", what);
+		cr_expect_leq(requests("POST", "/qemu/190/snapshot", 200), 1, "%s: two snapshots", what);
+		cr_expect_leq(requests("POST", "/qemu/190/status/shutdown", 200), 1,
+			      "%s: two shutdowns", what);
+		cr_expect_leq(requests("DELETE", "/qemu/190/snapshot/pvagent_virtio", 200), 1,
+			      "%s: the snapshot deleted twice", what);
+	}
+}
+
+/* The command of wf on g190 stopped after step, SIGKILLed and finished by
+ * `pvagent resume 1` (daemon false) or by the daemon's next start-up. */
+static void killed_at(const char *addr, const char *wf, const char *step, bool daemon)
+{
+	static struct world w;
+	world_start_virtio_at(&w, addr);
+	char *t = strprintf("%s/killvm.tmpl", w.tdir), *text = strprintf(kill_tmpl, ge.sd.port);
+	write_text(t, text, 0644);
+	free(t);
+	free(text);
+	char *rc_orig = guest_file("/etc/rc.conf");
+	char *what = strprintf("%s killed after %s (%s)", wf, step, daemon ? "daemon" : "CLI");
+	char *stop = strprintf("%s:%s", wf, step);
+	cr_assert_eq(setenv("PVAGENT_STOP_AFTER", stop, 1), 0);
+	if (daemon)
+		daemon_start(&w); /* its job processes inherit the stop */
+	const char *inject[] = {"inject", "g190", "-t", "killvm", "--address", addr, NULL};
+	const char *bench[] = {"bench", "g190", "--address", addr, "--size", "8", NULL};
+	const char *virtio[] = {"virtio", "g190", "--address", addr, NULL};
+	const char *const *args = strcmp(wf, "inject") == 0 ? inject
+				  : strcmp(wf, "bench") == 0 ? bench : virtio;
+	char *outp = strprintf("%s/%s.out", w.dir, wf);
+	client_pid = bg(&w, outp, args);
+	cr_assert_eq(unsetenv("PVAGENT_STOP_AFTER"), 0);
+	if (daemon) {
+		wait_db(&w, "SELECT count(*) FROM steps WHERE job = 1 AND name = ?1 AND state = 'done'",
+			step, 1, what);
+		pid_t child = (pid_t)db_int(&w, "SELECT pid FROM jobs WHERE id = 1", NULL);
+		cr_assert_gt(child, 0);
+		cr_assert_eq(procstat_wait_state(child, 'T', 60000), 0, "%s: never stopped", what);
+		kill_daemon_with(&w, "1");
+		daemon_start(&w); /* its start-up resumes job 1 */
+		wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state IN ('done', 'failed', "
+			    "'needs-attention')", NULL, 1, what);
+	} else {
+		int st = 0;
+		cr_assert_eq(waitpid(client_pid, &st, WUNTRACED), client_pid);
+		char *o = NULL;
+		read_file(outp, &o, NULL);
+		cr_assert(WIFSTOPPED(st), "%s: pvagent ended (status %d) instead:\n%s", what, st,
+			  o ? o : "");
+		free(o);
+		cr_assert_eq(kill(client_pid, SIGKILL), 0);
+		cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
+		client_pid = -1;
+		cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'running'",
+				    NULL), 1, "%s", what);
+		char *out = NULL;
+		int rc = pv(&w, &out, "resume", "1", NULL);
+		cr_assert_eq(rc, 0, "%s: resume:\n%s", what, out);
+		free(out);
+	}
+	assert_finished(&w, wf, rc_orig, what);
+	if (daemon)
+		daemon_stop(&w);
+	free(rc_orig);
+	free(what);
+	free(stop);
+	free(outp);
+	cr_assert_eq(guestenv_watch_stop(&ge), 0);
+	world_free(&w);
+	guestenv_stop(&ge);
+}
+
+#define KILLED_AT(n, wf, step, ident)                                                          \
+	Test(daemon, cli_##wf##_killed_after_##ident)                                          \
+	{                                                                                      \
+		killed_at("127.0.1." #n, #wf, step, false);                                    \
+	}                                                                                      \
+	Test(daemon, daemon_##wf##_killed_after_##ident)                                       \
+	{                                                                                      \
+		killed_at("127.0.2." #n, #wf, step, true);                                     \
+	}
+
+KILLED_AT(231, inject, "connect", connect)
+KILLED_AT(232, inject, "detect", detect)
+KILLED_AT(233, inject, "read", read)
+KILLED_AT(234, inject, "plan", plan)
+KILLED_AT(235, inject, "write", write)
+KILLED_AT(236, bench, "connect", connect)
+KILLED_AT(237, bench, "detect", detect)
+KILLED_AT(238, bench, "measure", measure)
+KILLED_AT(239, virtio, "preflight", preflight)
+KILLED_AT(240, virtio, "kmod", kmod)
+KILLED_AT(241, virtio, "snapshot", snapshot)
+KILLED_AT(242, virtio, "prepare", prepare)
+KILLED_AT(243, virtio, "switch", switch)
+KILLED_AT(244, virtio, "verify", verify)
+KILLED_AT(245, virtio, "finish", finish)
+
+/* inject stopped after its write, /boot/loader.conf changed behind its
+ * back, SIGKILLed: `pvagent resume 1` runs verify, which fails, and the
+ * engine undoes write (the rollback): every file as it was, the job
+ * failed, its result saying so. */
+Test(daemon, inject_resumed_after_write_whose_verify_fails_is_rolled_back)
+{
+	static struct world w;
+	const char *addr = "127.0.1.246";
+	world_start_virtio_at(&w, addr);
+	char *t = strprintf("%s/killvm.tmpl", w.tdir), *text = strprintf(kill_tmpl, ge.sd.port);
+	write_text(t, text, 0644);
+	free(t);
+	free(text);
+	char *before = guestenv_snapshot(&ge);
+	cr_assert_not_null(before);
+	cr_assert_eq(setenv("PVAGENT_STOP_AFTER", "inject:write", 1), 0);
+	const char *args[] = {"inject", "g190", "-t", "killvm", "--address", addr, NULL};
+	char *outp = strprintf("%s/inject.out", w.dir);
+	client_pid = bg(&w, outp, args);
+	cr_assert_eq(unsetenv("PVAGENT_STOP_AFTER"), 0);
+	int st = 0;
+	cr_assert_eq(waitpid(client_pid, &st, WUNTRACED), client_pid);
+	cr_assert(WIFSTOPPED(st), "pvagent ended (status %d) before its write ended", st);
+	cr_assert_eq(kill(client_pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(client_pid, &st, 0), client_pid);
+	client_pid = -1;
+	char *rc = guest_file("/etc/rc.conf");
+	cr_assert(strstr(rc, "\npvagent_kill_test=\"YES\"\n"), "the write did not happen:\n%s", rc);
+	free(rc);
+	cr_assert_eq(guestenv_write(&ge, "/boot/loader.conf", "tampered\n", 0644), 0);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "--json", "resume", "1", NULL), 1, "%s", out);
+	cr_assert(strstr(out, "verify /boot/loader.conf: reads back different"), "%s", out);
+	cr_assert(strstr(out, "every file written was restored"), "%s", out);
+	free(out);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'failed'",
+			    NULL), 1);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM steps WHERE job = 1 AND name = 'write' AND "
+				"state = 'undone'", NULL), 1, "write was undone");
+	char *after = guestenv_snapshot(&ge);
+	cr_assert_str_eq(after, before, "the guest's files are not as they were");
+	free(before);
+	free(after);
+	free(outp);
+	cr_assert_eq(guestenv_watch_stop(&ge), 0);
+	world_free(&w);
+	guestenv_stop(&ge);
 }

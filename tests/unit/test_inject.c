@@ -93,27 +93,27 @@ static void make_inst(const char *text, const char *name, const char *const *var
 
 /* What the events said. */
 struct cap {
-	struct sbuf diffs;    /* every INJ_EV_DIFF text */
-	struct sbuf steps;    /* "step;" per INJ_EV_STEP */
-	size_t written;       /* INJ_EV_FILE "written" */
+	struct sbuf diffs;    /* every JOB_EV_DIFF text */
+	struct sbuf steps;    /* "step;" per JOB_EV_STEP */
+	size_t written;       /* JOB_EV_PROGRESS "written" of write */
 	size_t kill_after;    /* > 0: kill the sshd sessions after this many writes */
 	bool pause;           /* ... and stop the listener too */
 	size_t tamper_after;  /* > 0: after this many writes, change tamper_path */
 	const char *tamper_path;
 };
 
-static void on_event(void *ctx, const struct inject_event *ev)
+static void on_event(void *ctx, const struct job_event *ev)
 {
 	struct cap *c = ctx;
 	switch (ev->kind) {
-	case INJ_EV_DIFF:
+	case JOB_EV_DIFF:
 		cr_assert_eq(sbuf_add(&c->diffs, ev->text), 0);
 		break;
-	case INJ_EV_STEP:
-		cr_assert_eq(sbuf_addf(&c->steps, "%s;", inject_step_name(ev->step)), 0);
+	case JOB_EV_STEP:
+		cr_assert_eq(sbuf_addf(&c->steps, "%s;", ev->step), 0);
 		break;
-	case INJ_EV_FILE:
-		if (ev->step == INJ_STEP_WRITE && strcmp(ev->text, "written") == 0) {
+	case JOB_EV_PROGRESS:
+		if (strcmp(ev->step, "write") == 0 && strcmp(ev->text, "written") == 0) {
 			c->written++;
 			if (c->kill_after && c->written == c->kill_after) {
 				if (c->pause)
@@ -125,7 +125,7 @@ static void on_event(void *ctx, const struct inject_event *ev)
 				cr_assert_eq(guestenv_write(&ge, c->tamper_path, "tampered\n", 0644), 0);
 		}
 		break;
-	case INJ_EV_NOTE:
+	default:
 		break;
 	}
 }
@@ -172,11 +172,11 @@ static void expect_contains(const char *path, const char *needle)
 	free(t);
 }
 
-static const struct inject_file *file_of(const struct inject_result *r, const char *path)
+static const struct gfile *file_of(const struct inject_result *r, const char *path)
 {
-	for (size_t i = 0; i < r->n_files; i++)
-		if (strcmp(r->files[i].path, path) == 0)
-			return &r->files[i];
+	for (size_t i = 0; i < r->ed.n_files; i++)
+		if (strcmp(r->ed.files[i].path, path) == 0)
+			return &r->ed.files[i];
 	return NULL;
 }
 
@@ -188,21 +188,21 @@ static void detect(const char *fixture, const char *addr, enum os_family fam, co
 	start(fixture, addr);
 	struct inject_result r;
 	int rc = run(NULL, NULL, true, NULL, &r);
-	cr_assert_eq(rc, 0, "%s", r.error);
+	cr_assert_eq(rc, 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_DRY_RUN);
-	cr_expect_eq(r.os.family, fam);
-	cr_expect_str_eq(r.os.id, id);
-	cr_expect_eq(r.os.major, major);
-	cr_expect_eq(r.os.minor, minor);
-	cr_expect_str_eq(r.os.version, version);
-	cr_expect(r.have_profile, "no profile for %s", fixture);
-	cr_expect_eq(r.n_files, 0);
-	cr_expect_not_null(os_facts_get(&r.facts, "uname -sr"));
+	cr_expect_eq(r.guest.os.family, fam);
+	cr_expect_str_eq(r.guest.os.id, id);
+	cr_expect_eq(r.guest.os.major, major);
+	cr_expect_eq(r.guest.os.minor, minor);
+	cr_expect_str_eq(r.guest.os.version, version);
+	cr_expect(r.guest.have_profile, "no profile for %s", fixture);
+	cr_expect_eq(r.ed.n_files, 0);
+	cr_expect_not_null(os_facts_get(&r.guest.facts, "uname -sr"));
 	if (fam == OS_FREEBSD)
-		cr_expect_null(os_facts_get(&r.facts, "lsb_release -a"),
+		cr_expect_null(os_facts_get(&r.guest.facts, "lsb_release -a"),
 			       "a missing command gives no fact");
 	else
-		cr_expect_null(os_facts_get(&r.facts, "freebsd-version -k"));
+		cr_expect_null(os_facts_get(&r.guest.facts, "freebsd-version -k"));
 	inject_result_free(&r);
 }
 
@@ -272,11 +272,11 @@ Test(inject, dry_run_shows_diffs_and_changes_nothing)
 	cr_assert_not_null(before);
 	struct cap c = {0};
 	struct inject_result r;
-	cr_assert_eq(run("web1", &inst, true, &c, &r), 0, "%s", r.error);
+	cr_assert_eq(run("web1", &inst, true, &c, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_DRY_RUN);
-	cr_expect_eq(r.outcome, JOB_OUT_DONE);
-	cr_expect_eq(r.n_files, 4);
-	cr_expect_eq(r.n_changed, 4);
+	cr_expect_eq(r.ed.outcome, JOB_OUT_DONE);
+	cr_expect_eq(r.ed.n_files, 4);
+	cr_expect_eq(r.ed.n_changed, 4);
 	cr_expect_eq(c.written, 0);
 	const char *d = sbuf_str(&c.diffs);
 	cr_expect(strstr(d, "--- a/etc/rc.conf\n+++ b/etc/rc.conf\n"), "%s", d);
@@ -291,10 +291,10 @@ Test(inject, dry_run_shows_diffs_and_changes_nothing)
 	cr_expect_str_eq(after, before, "the dry run changed the guest");
 	free(before);
 	free(after);
-	const struct inject_file *rc = file_of(&r, "/etc/rc.conf");
+	const struct gfile *rc = file_of(&r, "/etc/rc.conf");
 	cr_assert_not_null(rc);
 	cr_expect_str_eq(rc->why, "[rc.conf], hostname");
-	cr_expect_eq(rc->state, INJ_FILE_PENDING);
+	cr_expect_eq(rc->state, GF_PENDING);
 	char *sum = inject_result_summary(&r);
 	cr_expect_str_eq(sum, "dry-run: FreeBSD 9.0-RELEASE: 4 of 4 files would change: "
 			      "/etc/rc.conf, /boot/loader.conf, /etc/sysctl.conf, /etc/motd");
@@ -316,7 +316,7 @@ Test(inject, apply_keeps_owner_mode_backup_once_then_unchanged)
 	make_inst(bsd_tmpl, "web1", NULL, &inst);
 	struct cap c = {0};
 	struct inject_result r;
-	cr_assert_eq(run("web1", &inst, false, &c, &r), 0, "%s", r.error);
+	cr_assert_eq(run("web1", &inst, false, &c, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_CHANGED);
 	cr_expect_eq(c.written, 4);
 	cr_expect_str_eq(sbuf_str(&c.steps), "connect;detect;read;plan;write;verify;");
@@ -346,20 +346,20 @@ Test(inject, apply_keeps_owner_mode_backup_once_then_unchanged)
 	/* second run: nothing to do, nothing written */
 	char *snap1 = guestenv_snapshot(&ge);
 	struct cap c2 = {0};
-	cr_assert_eq(run("web1", &inst, false, &c2, &r), 0, "%s", r.error);
+	cr_assert_eq(run("web1", &inst, false, &c2, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_UNCHANGED);
-	cr_expect_eq(r.n_changed, 0);
+	cr_expect_eq(r.ed.n_changed, 0);
 	cr_expect_eq(c2.written, 0);
 	cr_expect_str_eq(sbuf_str(&c2.diffs), "");
-	for (size_t i = 0; i < r.n_files; i++)
-		cr_expect_eq(r.files[i].state, INJ_FILE_UNCHANGED, "%s", r.files[i].path);
+	for (size_t i = 0; i < r.ed.n_files; i++)
+		cr_expect_eq(r.ed.files[i].state, GF_UNCHANGED, "%s", r.ed.files[i].path);
 	inject_result_free(&r);
 	cap_free(&c2);
 	char *snap2 = guestenv_snapshot(&ge);
 	cr_expect_str_eq(snap2, snap1);
 
 	/* another name: rc.conf changes again, the backup keeps the original */
-	cr_assert_eq(run("web2", &inst, false, NULL, &r), 0, "%s", r.error);
+	cr_assert_eq(run("web2", &inst, false, NULL, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_CHANGED);
 	inject_result_free(&r);
 	expect_contains("/etc/rc.conf", "\nhostname=\"web2\"\n");
@@ -390,9 +390,9 @@ Test(inject, shipped_template_freebsd_90)
 	struct inject_request req = {.name = "bsd9", .inst = &inst, .ssh = &so,
 				     .expect_os = t->os};
 	struct inject_result r;
-	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.error);
+	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_CHANGED);
-	cr_expect_eq(r.n_files, 1);
+	cr_expect_eq(r.ed.n_files, 1);
 	inject_result_free(&r);
 	expect_contains("/etc/rc.conf", "\nhostname=\"bsd9\"\n");
 	/* sshd_enable="YES" was already there: a single line */
@@ -437,22 +437,22 @@ Test(inject, shipped_template_ubuntu_904_dry_run_then_apply)
 				     .on_event = on_event, .event_ctx = &cp};
 	char *before = guestenv_snapshot(&ge);
 	struct inject_result r;
-	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.error);
+	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_DRY_RUN);
-	cr_expect_eq(r.n_changed, 3);
+	cr_expect_eq(r.ed.n_changed, 3);
 	inject_result_free(&r);
 	cr_expect(strstr(sbuf_str(&cp.diffs), " #vm.swappiness = 60\n kernel.printk = 4 4 1 7\n"
 					       "+vm.swappiness=10\n"), "%s", sbuf_str(&cp.diffs));
 	char *after = guestenv_snapshot(&ge);
 	cr_expect_str_eq(after, before);
 	req.dry_run = false;
-	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.error);
+	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_CHANGED);
 	inject_result_free(&r);
 	expect_text("/etc/sysctl.conf",
 		    "# /etc/sysctl.conf\n#vm.swappiness = 60\nkernel.printk = 4 4 1 7\nvm.swappiness=10\n");
 	expect_text("/etc/hostname", "jaunty1\n");
-	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.error);
+	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_UNCHANGED);
 	inject_result_free(&r);
 	free(before);
@@ -468,9 +468,9 @@ Test(inject, linux_hostname_and_hosts)
 	start("ubuntu-24.04", "127.0.1.43");
 	struct cap c = {0};
 	struct inject_result r;
-	cr_assert_eq(run("db1", NULL, false, &c, &r), 0, "%s", r.error);
+	cr_assert_eq(run("db1", NULL, false, &c, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_CHANGED);
-	cr_expect_eq(r.n_files, 2);
+	cr_expect_eq(r.ed.n_files, 2);
 	inject_result_free(&r);
 	const char *d = sbuf_str(&c.diffs);
 	cr_expect(strstr(d, "-ubuntu2404\n+db1\n"), "%s", d);
@@ -479,7 +479,7 @@ Test(inject, linux_hostname_and_hosts)
 	expect_text("/etc/hostname", "db1\n");
 	expect_contains("/etc/hosts", "127.0.0.1\tlocalhost\n127.0.1.1\tdb1\n\n# The following");
 	expect_text("/etc/hostname.pvagent.bak", "ubuntu2404\n");
-	cr_assert_eq(run("db1", NULL, false, NULL, &r), 0, "%s", r.error);
+	cr_assert_eq(run("db1", NULL, false, NULL, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_UNCHANGED);
 	char *sum = inject_result_summary(&r);
 	cr_expect_str_eq(sum, "unchanged: Ubuntu 24.04.1 LTS: 2 files checked, nothing to change");
@@ -496,10 +496,10 @@ Test(inject, template_for_other_os_refused_at_detect)
 	struct inject_result r;
 	cr_assert_eq(inject_run(&req, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
-	cr_expect_eq(r.failed_step, INJ_STEP_DETECT);
-	cr_expect_eq(r.outcome, JOB_OUT_FAILED);
-	cr_expect(strstr(r.error, "detect: the template is for ubuntu but the guest runs FreeBSD 14.1"),
-		  "%s", r.error);
+	cr_expect_str_eq(r.ed.failed_step, "detect");
+	cr_expect_eq(r.ed.outcome, JOB_OUT_FAILED);
+	cr_expect(strstr(r.ed.error, "detect: the template is for ubuntu but the guest runs FreeBSD 14.1"),
+		  "%s", r.ed.error);
 	inject_result_free(&r);
 	char *after = guestenv_snapshot(&ge);
 	cr_expect_str_eq(after, before);
@@ -530,7 +530,7 @@ Test(inject, hostile_values_written_literally_never_run)
 	char *dir = guestenv_path(&ge, "/etc/pvagent");
 	cr_assert_eq(mkdir(dir, 0755), 0);
 	struct inject_result r;
-	cr_assert_eq(run("h1", &inst, false, NULL, &r), 0, "%s", r.error);
+	cr_assert_eq(run("h1", &inst, false, NULL, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_CHANGED);
 	inject_result_free(&r);
 	expect_text("/etc/pvagent/hostile.conf",
@@ -545,7 +545,7 @@ Test(inject, hostile_values_written_literally_never_run)
 	for (size_t i = 0; pwned[i]; i++)
 		cr_expect(!guestenv_exists(&ge, pwned[i]), "%s was created", pwned[i]);
 	/* idempotent with hostile text too */
-	cr_assert_eq(run("h1", &inst, false, NULL, &r), 0, "%s", r.error);
+	cr_assert_eq(run("h1", &inst, false, NULL, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_UNCHANGED);
 	inject_result_free(&r);
 	free(dir);
@@ -580,8 +580,8 @@ Test(inject, newline_values_refused_before_inject)
 	/* and a hostile guest name never gets near a file */
 	struct inject_result r;
 	cr_assert_eq(run("a\"$(touch /pwned)", NULL, false, NULL, &r), -1);
-	cr_expect_eq(r.outcome, JOB_OUT_USAGE);
-	cr_expect(strstr(r.error, "host name"), "%s", r.error);
+	cr_expect_eq(r.ed.outcome, JOB_OUT_USAGE);
+	cr_expect(strstr(r.ed.error, "host name"), "%s", r.ed.error);
 	inject_result_free(&r);
 	cr_expect(!guestenv_exists(&ge, "/pwned"));
 }
@@ -605,16 +605,16 @@ Test(inject, sshd_dies_between_files_every_file_restored)
 	struct inject_result r;
 	cr_assert_eq(run("k1", &inst, false, &c, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
-	cr_expect_eq(r.outcome, JOB_OUT_FAILED);
-	cr_expect_eq(r.failed_step, INJ_STEP_WRITE);
-	cr_expect_str_eq(r.failed_path, "/boot/loader.conf");
-	cr_expect(strstr(r.error, "write /boot/loader.conf: file 2 of 3"), "%s", r.error);
-	cr_expect(strstr(r.error, "every file written was restored"), "%s", r.error);
-	const struct inject_file *f = file_of(&r, "/etc/rc.conf");
+	cr_expect_eq(r.ed.outcome, JOB_OUT_FAILED);
+	cr_expect_str_eq(r.ed.failed_step, "write");
+	cr_expect_str_eq(r.ed.failed_path, "/boot/loader.conf");
+	cr_expect(strstr(r.ed.error, "write /boot/loader.conf: file 2 of 3"), "%s", r.ed.error);
+	cr_expect(strstr(r.ed.error, "every file written was restored"), "%s", r.ed.error);
+	const struct gfile *f = file_of(&r, "/etc/rc.conf");
 	cr_assert_not_null(f);
-	cr_expect_eq(f->state, INJ_FILE_RESTORED);
-	cr_expect_eq(file_of(&r, "/boot/loader.conf")->state, INJ_FILE_FAILED);
-	cr_expect_eq(file_of(&r, "/etc/motd")->state, INJ_FILE_PENDING);
+	cr_expect_eq(f->state, GF_RESTORED);
+	cr_expect_eq(file_of(&r, "/boot/loader.conf")->state, GF_FAILED);
+	cr_expect_eq(file_of(&r, "/etc/motd")->state, GF_PENDING);
 	cr_expect(strstr(sbuf_str(&c.steps), "rollback;"), "%s", sbuf_str(&c.steps));
 	json_object *j = inject_result_json(&r);
 	cr_assert_not_null(j);
@@ -635,7 +635,7 @@ Test(inject, sshd_dies_between_files_every_file_restored)
 	char *after = guestenv_snapshot(&ge);
 	cr_expect_str_eq(after, before, "the guest tree differs after the rollback");
 	/* the guest is fine again: a new run applies everything */
-	cr_assert_eq(run("k1", &inst, false, NULL, &r), 0, "%s", r.error);
+	cr_assert_eq(run("k1", &inst, false, NULL, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_CHANGED);
 	inject_result_free(&r);
 	expect_text("/boot/loader.conf", "virtio_load=\"YES\"\n");
@@ -710,10 +710,10 @@ Test(inject, connection_lost_mid_write_no_temp_file_left)
 	cr_assert_eq(close(k.stop[1]), 0);
 	cr_assert_gt(k.killed, 0, "the guest was not killed during the write");
 	cr_assert_eq(rc, -1);
-	cr_expect_eq(r.status, INJ_FAILED, "%s", r.error);
-	cr_expect_eq(r.failed_step, INJ_STEP_WRITE);
-	cr_expect_str_eq(r.failed_path, "/etc/big.conf");
-	cr_expect_eq(file_of(&r, "/etc/rc.conf")->state, INJ_FILE_RESTORED);
+	cr_expect_eq(r.status, INJ_FAILED, "%s", r.ed.error);
+	cr_expect_str_eq(r.ed.failed_step, "write");
+	cr_expect_str_eq(r.ed.failed_path, "/etc/big.conf");
+	cr_expect_eq(file_of(&r, "/etc/rc.conf")->state, GF_RESTORED);
 	inject_result_free(&r);
 	char *after = guestenv_snapshot(&ge);
 	cr_expect_str_eq(after, before, "temp files or backups were left behind");
@@ -747,12 +747,12 @@ Test(inject, disk_full_mid_write_files_restored)
 	struct inject_result r;
 	cr_assert_eq(run("full1", &inst, false, NULL, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
-	cr_expect_eq(r.outcome, JOB_OUT_FAILED);
-	cr_expect_eq(r.failed_step, INJ_STEP_WRITE);
-	cr_expect_str_eq(r.failed_path, "/etc/big.conf");
+	cr_expect_eq(r.ed.outcome, JOB_OUT_FAILED);
+	cr_expect_str_eq(r.ed.failed_step, "write");
+	cr_expect_str_eq(r.ed.failed_path, "/etc/big.conf");
 	/* EFBIG (session intact) or the SFTP server killed (reconnect) */
-	cr_expect(r.ssh_kind == SSH_ERR_REMOTE || r.ssh_kind == SSH_ERR_CONNECT, "%s", r.error);
-	cr_expect_eq(file_of(&r, "/etc/sysctl.conf")->state, INJ_FILE_RESTORED);
+	cr_expect(r.ed.ssh_kind == SSH_ERR_REMOTE || r.ed.ssh_kind == SSH_ERR_CONNECT, "%s", r.ed.error);
+	cr_expect_eq(file_of(&r, "/etc/sysctl.conf")->state, GF_RESTORED);
 	inject_result_free(&r);
 	char *after = guestenv_snapshot(&ge);
 	cr_expect_str_eq(after, before);
@@ -772,11 +772,11 @@ Test(inject, verify_mismatch_rolls_back)
 	struct inject_result r;
 	cr_assert_eq(run("v1", &inst, false, &c, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
-	cr_expect_eq(r.failed_step, INJ_STEP_VERIFY);
-	cr_expect_str_eq(r.failed_path, "/etc/motd");
-	cr_expect(strstr(r.error, "verify /etc/motd: reads back different"), "%s", r.error);
-	for (size_t i = 0; i < r.n_files; i++)
-		cr_expect_eq(r.files[i].state, INJ_FILE_RESTORED, "%s", r.files[i].path);
+	cr_expect_str_eq(r.ed.failed_step, "verify");
+	cr_expect_str_eq(r.ed.failed_path, "/etc/motd");
+	cr_expect(strstr(r.ed.error, "verify /etc/motd: reads back different"), "%s", r.ed.error);
+	for (size_t i = 0; i < r.ed.n_files; i++)
+		cr_expect_eq(r.ed.files[i].state, GF_RESTORED, "%s", r.ed.files[i].path);
 	inject_result_free(&r);
 	char *after = guestenv_snapshot(&ge);
 	cr_expect_str_eq(after, before);
@@ -796,19 +796,19 @@ Test(inject, guest_gone_for_good_reports_what_is_left)
 	struct inject_result r;
 	cr_assert_eq(run("k2", &inst, false, &c, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED_PARTIAL);
-	cr_expect_eq(r.outcome, JOB_OUT_NEEDS_ATTENTION);
-	cr_expect_eq(r.failed_step, INJ_STEP_WRITE);
-	cr_expect(strstr(r.error, "/etc/rc.conf is changed and could not be restored"), "%s",
-		  r.error);
-	cr_expect(strstr(r.error, "/etc/rc.conf.pvagent.bak"), "%s", r.error);
-	cr_expect_eq(file_of(&r, "/etc/rc.conf")->state, INJ_FILE_DIRTY);
+	cr_expect_eq(r.ed.outcome, JOB_OUT_NEEDS_ATTENTION);
+	cr_expect_str_eq(r.ed.failed_step, "write");
+	cr_expect(strstr(r.ed.error, "/etc/rc.conf is changed and could not be restored"), "%s",
+		  r.ed.error);
+	cr_expect(strstr(r.ed.error, "/etc/rc.conf.pvagent.bak"), "%s", r.ed.error);
+	cr_expect_eq(file_of(&r, "/etc/rc.conf")->state, GF_DIRTY);
 	inject_result_free(&r);
 	/* what the message says is true */
 	expect_text("/etc/rc.conf.pvagent.bak", orig);
 	cr_expect(!guestenv_exists(&ge, "/boot/loader.conf"));
 	/* back up: the next run converges */
 	cr_assert_eq(guestenv_resume(&ge), 0);
-	cr_assert_eq(run("k2", &inst, false, NULL, &r), 0, "%s", r.error);
+	cr_assert_eq(run("k2", &inst, false, NULL, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_CHANGED);
 	inject_result_free(&r);
 	expect_text("/etc/rc.conf.pvagent.bak", orig);
@@ -829,12 +829,12 @@ Test(inject, read_only_directory_fails_with_files_restored)
 	struct inject_result r;
 	cr_assert_eq(run("ro1", &inst, false, NULL, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
-	cr_expect_eq(r.outcome, JOB_OUT_FAILED);
-	cr_expect_eq(r.failed_step, INJ_STEP_WRITE);
-	cr_expect_str_eq(r.failed_path, "/boot/loader.conf");
-	cr_expect(strstr(r.error, "write /boot/loader.conf"), "%s", r.error);
-	cr_expect(strstr(r.error, "restored"), "%s", r.error);
-	cr_expect_eq(file_of(&r, "/etc/rc.conf")->state, INJ_FILE_RESTORED);
+	cr_expect_eq(r.ed.outcome, JOB_OUT_FAILED);
+	cr_expect_str_eq(r.ed.failed_step, "write");
+	cr_expect_str_eq(r.ed.failed_path, "/boot/loader.conf");
+	cr_expect(strstr(r.ed.error, "write /boot/loader.conf"), "%s", r.ed.error);
+	cr_expect(strstr(r.ed.error, "restored"), "%s", r.ed.error);
+	cr_expect_eq(file_of(&r, "/etc/rc.conf")->state, GF_RESTORED);
 	inject_result_free(&r);
 	char *after = guestenv_snapshot(&ge);
 	cr_expect_str_eq(after, before);
@@ -855,11 +855,11 @@ Test(inject, immutable_existing_file_fails_with_files_restored)
 	struct inject_result r;
 	cr_assert_eq(run("ro2", &inst, false, NULL, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
-	cr_expect_eq(r.failed_step, INJ_STEP_WRITE);
-	cr_expect_str_eq(r.failed_path, "/etc/motd");
-	cr_expect(strstr(r.error, "write /etc/motd: file 3 of 3"), "%s", r.error);
-	cr_expect_eq(file_of(&r, "/etc/rc.conf")->state, INJ_FILE_RESTORED);
-	cr_expect_eq(file_of(&r, "/boot/loader.conf")->state, INJ_FILE_RESTORED);
+	cr_expect_str_eq(r.ed.failed_step, "write");
+	cr_expect_str_eq(r.ed.failed_path, "/etc/motd");
+	cr_expect(strstr(r.ed.error, "write /etc/motd: file 3 of 3"), "%s", r.ed.error);
+	cr_expect_eq(file_of(&r, "/etc/rc.conf")->state, GF_RESTORED);
+	cr_expect_eq(file_of(&r, "/boot/loader.conf")->state, GF_RESTORED);
 	inject_result_free(&r);
 	char *after = guestenv_snapshot(&ge);
 	cr_expect_str_eq(after, before);
@@ -875,9 +875,9 @@ Test(inject, unreachable_guest_exit_4_at_connect)
 	struct inject_result r;
 	cr_assert_eq(run("u1", NULL, false, NULL, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
-	cr_expect_eq(r.failed_step, INJ_STEP_CONNECT);
-	cr_expect_eq(r.outcome, JOB_OUT_UNREACHABLE);
-	cr_expect(strncmp(r.error, "connect: ", 9) == 0, "%s", r.error);
+	cr_expect_str_eq(r.ed.failed_step, "connect");
+	cr_expect_eq(r.ed.outcome, JOB_OUT_UNREACHABLE);
+	cr_expect(strncmp(r.ed.error, "connect: ", 9) == 0, "%s", r.ed.error);
 	inject_result_free(&r);
 }
 
@@ -892,7 +892,7 @@ Test(inject, caller_session_is_used_and_left_open)
 	struct inject_request req = {.name = "old1", .session = s, .on_event = on_event,
 				     .event_ctx = &c};
 	struct inject_result r;
-	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.error);
+	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_CHANGED);
 	cr_expect_str_eq(sbuf_str(&c.steps), "detect;read;plan;write;verify;");
 	inject_result_free(&r);
@@ -1090,7 +1090,7 @@ Test(inject_sim, guest_sshd_follows_the_boot_model)
 	cr_assert_eq(guestenv_follow(&ge, &sim, 190), 1);
 	cr_expect(ssh_answers());
 	struct inject_result r;
-	cr_assert_eq(run("fbsd9", NULL, false, NULL, &r), 0, "%s", r.error);
+	cr_assert_eq(run("fbsd9", NULL, false, NULL, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_CHANGED);
 	inject_result_free(&r);
 	free(scen);

@@ -1,5 +1,5 @@
 /* test_virtio_faults.c - issue 9's fault matrix for `pvagent virtio`
- * (agent/convert.c): a FreeBSD 9.0 guest behind a real sshd (convworld.h)
+ * (agent/wf_virtio.c): a FreeBSD 9.0 guest behind a real sshd (convworld.h)
  * whose every state-changing request of the conversion gets every fault
  * kind (faultkinds.h), once: the preflight start of a stopped guest, the
  * snapshot, the shutdown, the two config changes (the IDE devices out, the

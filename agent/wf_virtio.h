@@ -1,4 +1,4 @@
-/* convert.h - `pvagent virtio NAME`: move a running qemu guest from
+/* wf_virtio.h - `pvagent virtio NAME`: move a running qemu guest from
  * emulated IDE disks and e1000 NICs to virtio without ever leaving it
  * unbootable (pvagent(1) virtio).
  *
@@ -45,15 +45,16 @@
  * prepare step and after the finish step on the guest's session; its
  * phases are notes, its figures the result's and, with
  * bench_db, stored. A failed benchmark is a note, never a conversion
- * failure. */
-#ifndef PVAGENT_CONVERT_H
-#define PVAGENT_CONVERT_H
+ * failure. The PVE config change itself is planned by convert_plan.h. */
+#ifndef PVAGENT_WF_VIRTIO_H
+#define PVAGENT_WF_VIRTIO_H
 
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "bench.h"
+#include "convert_plan.h"
 #include "event.h"
 #include "guest.h"
 #include "job.h"
@@ -155,52 +156,5 @@ const struct convert_result *wf_virtio_result(struct job *j);
  * "rolled_back", "failed_step", "error", "recovery", "bench" (the
  * before/after comparison, bench.h)}; new reference. */
 json_object *convert_result_json(const struct convert_result *r);
-
-/* ---- pure parts (exposed for tests) -------------------------------------------- */
-
-/* The PVE side of a conversion, computed from the saved config. */
-struct convert_target {
-	char *delete_keys;       /* "ide0,ide1": sent first, without force */
-	struct pve_params set;   /* virtio0=..., net0=..., boot/bootdisk, scsihw */
-	char **lines;            /* "ide0 -> virtio0: local-lvm:vm-1-disk-0,size=16G" */
-	size_t n_lines;
-	unsigned ndisks, nnics;  /* IDE (or SATA) disks and e1000 NICs moved */
-	bool sata;               /* the disks moved are on SATA, not IDE */
-	bool scsi_ctl;           /* the disks stay on SCSI, their emulated
-				    controller (scsihw) becomes virtio-scsi */
-	const char *nic_model;   /* the NICs' model moved ("e1000", "rtl8139",
-				    ...; static), or NULL when none moves */
-	char *boot_key;          /* the boot disk's new key ("virtio0"), or NULL */
-	unsigned boot_index;     /* the boot disk's index among the moved ones */
-};
-void convert_target_free(struct convert_target *t);
-
-/* What the config alone decides, before any address or SSH (the config
- * as GET .../config answers it, pending_keys from guest_pending, may be
- * NULL): 1 nothing to convert (no IDE or SATA disk, no e1000, e1000e,
- * rtl8139 or vmxnet3 NIC, nothing else emulated); 0 there is something to
- * convert; -1 refused, *why says why (malloc'd): a Windows ostype (win*,
- * wxp, w2k*: its viostor and NetKVM drivers are not pvagent's to
- * install), disks or NICs that stay emulated (LSI/megasas/pvscsi SCSI,
- * other NIC models: named, pvagent does not convert them), disks on more
- * than one bus, or a pending change of a disk, a NIC, boot, bootdisk or
- * scsihw (the plan would move slots PVE is about to change). */
-int convert_config_check(json_object *config, int vmid, const char *pending_keys, char **why);
-/* Fill t for bus (VBUS_VIRTIO_BLK or VBUS_VIRTIO_SCSI) on PVE pve_major:
- * the disks of one emulated bus, IDE or SATA (AHCI), move (a disk's cyls,
- * heads, secs and trans are dropped on 9, with a line saying so). ndisks
- * and nnics are 0 when there is nothing to move. -1 with *err (malloc'd)
- * for a config this cannot convert (disks on IDE and SATA, virtio or scsi
- * disks beside them, unparsable values). */
-int convert_target_make(json_object *saved, enum vbus bus, int pve_major,
-			struct convert_target *t, char **err);
-
-/* Does config current show the change t (set values, deleted keys)? */
-bool convert_target_applied(const struct convert_target *t, json_object *current);
-
-/* The rollback: keys to delete from current (those the target added that
- * saved lacks; never unusedN) and the saved values that differ. */
-int convert_restore_plan(json_object *saved, json_object *current, char **delete_keys,
-			 struct pve_params *set);
 
 #endif
