@@ -63,8 +63,11 @@ static int drain_open(struct job *j, void *ctx)
 	long long x = 0;
 	const struct conf *cf = job_env(j)->conf;
 	d->node = job_subject(j);
-	if (!d->po && cf) {
+	/* the workers' clients as the configuration makes them (none: every
+	 * move on the job's own client, one at a time) */
+	if (!d->po && cf && cf->pve.url) {
 		d->conf_po = job_conf_pve_opts(cf);
+		d->conf_po.clock = job_env(j)->clock;
 		d->po = &d->conf_po;
 	}
 	d->max_workers = json_int(p, "max_workers", &x) && x > 0 ? (unsigned)x
@@ -466,8 +469,13 @@ static long earlier_moves(struct job *j, json_object *moves)
 		found = tag ? -1 : pve_error_oom(job_err(j));
 	for (size_t i = 0; found >= 0 && i < n; i++) {
 		const struct guest_ref *g = NULL;
+		/* its migration's subject: the VMID (a drain's own), or a name */
+		int vmid = 0;
+		bool by_id = guest_arg_is_vmid(mv[i].name, &vmid);
 		for (size_t k = 0; !g && k < all.n; k++)
-			if (all.v[k].name && !all.v[k].template && strcmp(all.v[k].name, mv[i].name) == 0)
+			if (!all.v[k].template &&
+			    (by_id ? all.v[k].vmid == vmid
+				   : all.v[k].name && strcmp(all.v[k].name, mv[i].name) == 0))
 				g = &all.v[k];
 		if (!g || !g->node || has_tag(g->tags, tag))
 			continue; /* gone, or tagged */
@@ -495,7 +503,8 @@ static long earlier_moves(struct job *j, json_object *moves)
 			found = pve_error_oom(job_err(j));
 			break;
 		}
-		json_object_object_add(o, "name", json_object_new_string(mv[i].name));
+		json_object_object_add(o, "name", json_object_new_string(g->name ? g->name
+										 : mv[i].name));
 		json_object_object_add(o, "vmid", json_object_new_int(g->vmid));
 		json_object_object_add(o, "type", json_object_new_string(guest_type_name(g->type)));
 		json_object_object_add(o, "status", json_object_new_string("tag"));

@@ -157,6 +157,22 @@ static int save_plan(struct job *j, struct mig_ctx *m)
 
 static int retag(struct job *j, const char *home, bool unhome);
 
+/* The guest is on its target already (a resumed or rerun migration whose
+ * move happened): an undrain's guest someone brought home loses its tag,
+ * a drain's gets its home tag; nothing else is sent. */
+static enum step_rc already_on_target(struct job *j, struct mig_ctx *m)
+{
+	if (job_set_guest(j, m->g.vmid, m->g.node) < 0 || job_set_str(j, "method", "none") < 0)
+		return pve_error_oom(job_err(j));
+	long long x = 0;
+	const char *home = json_str(job_params(j), "home");
+	bool unhome = json_int(job_params(j), "unhome", &x) && x;
+	if (!m->dry_run && (home || unhome) && retag(j, home, unhome) < 0)
+		return STEP_RC_FAIL;
+	job_summary(j, "already on %s", m->target);
+	return STEP_RC_END;
+}
+
 static enum step_rc mig_plan_step(struct job *j)
 {
 	struct mig_ctx *m = job_ctx(j);
@@ -171,20 +187,8 @@ static enum step_rc mig_plan_step(struct job *j)
 	if (m->g.template)
 		return job_fail(j, PVE_ERR_CONFIG, "'%s' (VMID %d) is a template; pvagent does not "
 				"migrate templates", job_subject(j), m->g.vmid);
-	if (m->g.node && strcmp(m->g.node, m->target) == 0) {
-		if (job_set_guest(j, m->g.vmid, m->g.node) < 0 ||
-		    job_set_str(j, "method", "none") < 0)
-			return pve_error_oom(err);
-		/* an undrain of a guest someone brought home already: the tag goes;
-		 * a drain resumed after this guest moved: it gets its home tag */
-		long long x = 0;
-		const char *home = json_str(job_params(j), "home");
-		bool unhome = json_int(job_params(j), "unhome", &x) && x;
-		if (!m->dry_run && (home || unhome) && retag(j, home, unhome) < 0)
-			return STEP_RC_FAIL;
-		job_summary(j, "already on %s", m->target);
-		return STEP_RC_END;
-	}
+	if (m->g.node && strcmp(m->g.node, m->target) == 0)
+		return already_on_target(j, m);
 	json_object *storages = NULL;
 	struct mig_read rd = {0};
 	struct mig_facts f = {
@@ -195,8 +199,23 @@ static enum step_rc mig_plan_step(struct job *j)
 	f.memory_reserve = (uint64_t)(cf ? cf->migrate.memory_reserve : 1024) << 20;
 	f.no_live_local_disks = cf && !cf->migrate.with_local_disks;
 	enum step_rc rc = STEP_RC_FAIL;
-	if (mig_read_guest(c, &m->g, m->target, &rd, &f, err) < 0)
+	if (mig_read_guest(c, &m->g, m->target, &rd, &f, err) < 0) {
+		/* not on the node the listing names: the listing lags behind a
+		 * move (an earlier run's task that ended after it was killed);
+		 * asked of the target itself */
+		struct pve_error e2 = {0};
+		int on = err->kind == PVE_ERR_NOT_FOUND
+				 ? guest_on_node(c, &m->g, m->target, NULL, &e2) : 0;
+		pve_error_clear(&e2);
+		char *tn = on > 0 ? strdup(m->target) : NULL;
+		if (tn) {
+			pve_error_clear(err);
+			free(m->g.node);
+			m->g.node = tn;
+			rc = already_on_target(j, m);
+		}
 		goto out;
+	}
 	m->running = f.running;
 	if (target_node(c, m->target, &f, err) < 0)
 		goto out;

@@ -467,10 +467,27 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 		job_env_fini(&env);
 		return rc ? rc : 1;
 	}
+	/* the job speaks as its command ("pvagent virtio: ..."), also when
+	 * pvagentd's child runs it: its submitter never typed "resume" */
+	char *ident = strprintf("pvagent %s", wf->name);
+	if (ident) {
+		cli_set_command(wf->name);
+		log_set_ident(ident);
+	}
 	job_run(j, cli->pve);
 	end_progress_line(&pp);
 	rc = cli_exit_code(job_outcome(j));
-	if (migration) {
+	/* a job that ended before it found its guest: its error, said as its
+	 * command says it in this process */
+	long long gv = 0;
+	if (cli->json && rc && job_error(j)->kind == PVE_ERR_NOT_FOUND &&
+	    !json_int(job_vars(j), "vmid", &gv)) {
+		const struct pve_error *je = job_error(j);
+		struct pve_error e2 = {0};
+		pve_error_set(&e2, je->kind, "%s", je->message ? je->message : "not found");
+		cli->subject = job_subject(j);
+		rc = cli_fail_pve(cli, wf->name, &e2);
+	} else if (migration) {
 		cli_migration_result(cli, j, rc);
 	} else if (wf == &wf_bench) {
 		rc = cli_bench_result(cli, j, rc);
@@ -486,6 +503,11 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 	}
 	job_free(j);
 	job_env_fini(&env);
+	if (ident) {
+		log_set_ident("pvagent resume");
+		cli_set_command("resume");
+		free(ident);
+	}
 	return rc;
 }
 

@@ -209,9 +209,11 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 	}
 	if (rc == 0) /* submitted to pvagentd: its job connects */
 		rc = cli->sub ? cli_load_conf(cli) : cli_connect_pve(cli);
-	if (rc == 0 && !cli->sub)
+	/* (submitted too: an unknown node or guest is said before a job is
+	 * stored, as in this process) */
+	if (rc == 0)
 		rc = cli_check_node(cli, "migrate", a->argv[1], NULL);
-	if (rc == 0 && !cli->sub) {
+	if (rc == 0) {
 		/* a guest that does not exist: said before any job is stored */
 		struct guest_ref g = {0};
 		struct pve_error e = {0};
@@ -439,9 +441,9 @@ static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 		rc = 1;
 	if (rc == 0) /* submitted to pvagentd: its job connects */
 		rc = cli->sub ? cli_load_conf(cli) : cli_connect_pve(cli);
-	if (rc == 0 && !cli->sub) /* an unknown node is named with the nodes there are */
+	if (rc == 0) /* an unknown node is named with the nodes there are */
 		rc = cli_check_node(cli, cmd, a->argv[0], NULL);
-	for (size_t i = 0; rc == 0 && !cli->sub && i < n_to; i++)
+	for (size_t i = 0; rc == 0 && i < n_to; i++)
 		rc = cli_check_node(cli, cmd, tov[i], "--to");
 	if (rc) {
 		free(tov);

@@ -379,6 +379,30 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 	}
 }
 
+/* What up checks of the cluster once its input is good: the node (given,
+ * or the configuration's default), and for an OpenVZ template the PVE
+ * version. 0 or an exit code (said). */
+static int up_check_cluster(struct cli *cli, const char *node, const struct tmpl *t,
+			    const char *tname)
+{
+	int rc = 0;
+	if (node)
+		rc = cli_check_node(cli, "up", node, NULL);
+	else if (cli->conf.pve.node) /* the default must exist too */
+		rc = cli_check_node(cli, "up", cli->conf.pve.node, "[pve] node");
+	if (rc == 0 && t->kind == TMPL_OPENVZ && (rc = cli_connect_pve(cli)) == 0) {
+		/* OpenVZ left PVE with 4.0 */
+		int major = 0;
+		struct pve_error ve = {0};
+		if (guest_pve_major(cli->pve, &major, &ve) < 0)
+			rc = cli_fail_pve(cli, "up", &ve);
+		else if (major >= 4)
+			rc = cli_error("template", "up", "template %s is an OpenVZ container: it needs "
+				       "PVE 2.x or 3.x, and this cluster runs PVE %d", tname, major);
+	}
+	return rc;
+}
+
 static int cmd_up(struct cli *cli, const struct cmd_args *a)
 {
 	const char *tname = NULL, *node = NULL, *storage = NULL, *pool = NULL;
@@ -427,21 +451,6 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		free(err);
 		rc = EXIT_USAGE;
 	}
-	/* (submitted to pvagentd: its job checks the node) */
-	if (rc == 0 && node && !cli->sub)
-		rc = cli_check_node(cli, "up", node, NULL);
-	else if (rc == 0 && cli->conf.pve.node && !cli->sub) /* the default must exist too */
-		rc = cli_check_node(cli, "up", cli->conf.pve.node, "[pve] node");
-	if (rc == 0 && !cli->sub && t->kind == TMPL_OPENVZ && (rc = cli_connect_pve(cli)) == 0) {
-		/* OpenVZ left PVE with 4.0: said before any --var is asked for */
-		int major = 0;
-		struct pve_error ve = {0};
-		if (guest_pve_major(cli->pve, &major, &ve) < 0)
-			rc = cli_fail_pve(cli, "up", &ve);
-		else if (major >= 4)
-			rc = cli_error("template", "up", "template %s is an OpenVZ container: it needs "
-				       "PVE 2.x or 3.x, and this cluster runs PVE %d", tname, major);
-	}
 	if (rc) {
 		tmpl_free(t);
 		tmpl_kvlist_free(&sets);
@@ -479,10 +488,16 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	};
 	struct up_result *results = NULL;
 	struct pve_error e = {0};
-	if (cli->sub) {
+	/* the input first, then what needs a request (submitted to pvagentd:
+	 * its job checks the cluster) */
+	if (cli_up_check(&req, &e) < 0)
+		rc = cli_fail_pve(cli, "up", &e);
+	else if (!cli->sub)
+		rc = up_check_cluster(cli, node, t, tname);
+	if (rc) {
+		/* said */
+	} else if (cli->sub) {
 		cli->sub->node = req.node;
-		if (cli_up_check(&req, &e) < 0)
-			rc = cli_fail_pve(cli, "up", &e);
 		for (size_t i = 0; rc == 0 && i < req.n_names; i++)
 			rc = cli_sub_add(cli, &wf_up, req.names[i], wf_up_params(&req, req.names[i]));
 	} else if (cli_up_launch(&req, &results, &e) < 0 && !results) {

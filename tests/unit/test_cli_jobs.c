@@ -514,7 +514,7 @@ static void drain_killed_before_a_tag(bool resume)
 	const char *args[] = {"drain", "pve1", "--partial", NULL};
 	start_bg(&w, args);
 	wait_db(&w, "SELECT count(*) FROM steps s JOIN jobs j ON s.job = j.id WHERE "
-		    "j.workflow = 'migrate' AND j.subject = 'web1' AND s.name = 'verify' AND "
+		    "j.workflow = 'migrate' AND j.subject = '303' AND s.name = 'verify' AND "
 		    "s.state = 'done'", 1, "web1 moved");
 	test_kill(&child);
 	char node[32], tags[128];

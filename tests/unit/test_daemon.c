@@ -777,6 +777,142 @@ Test(daemon, sigkill_after_some_of_a_drains_migrations_then_restart_finishes_it)
 			    "three migrations done");
 }
 
+/* ---- migrate and undrain: the daemon killed at their step boundaries ------------- *
+ *
+ * The job's process stopped right after the step's end was committed
+ * (PVAGENT_STOP_AFTER, inherited from the daemon), then the daemon
+ * SIGKILLed with it and started again: its start-up finishes the job. */
+
+/* The daemon started with its jobs stopping after wf's step. */
+static void daemon_start_stopping(struct world *w, const char *wf, const char *step)
+{
+	char *stop = strprintf("%s:%s", wf, step);
+	cr_assert_eq(setenv("PVAGENT_STOP_AFTER", stop, 1), 0);
+	daemon_start(w);
+	cr_assert_eq(unsetenv("PVAGENT_STOP_AFTER"), 0);
+	free(stop);
+}
+
+/* Job id stopped after step: the daemon killed with it, started again,
+ * and the job resumed to its end (done). */
+static void kill_stopped_then_restart(struct world *w, const char *id, const char *step,
+				      const char *what)
+{
+	char *sql = strprintf("SELECT count(*) FROM steps WHERE job = %s AND name = ?1 AND "
+			      "state = 'done'", id);
+	wait_db(w, sql, step, 1, what);
+	free(sql);
+	pid_t child = (pid_t)db_int(w, "SELECT pid FROM jobs WHERE id = ?", id);
+	cr_assert_gt(child, 0);
+	cr_assert_eq(procstat_wait_state(child, 'T', 60000), 0, "%s: never stopped", what);
+	kill_daemon_with(w, id);
+	daemon_start(w);
+	sql = strprintf("SELECT count(*) FROM jobs WHERE id = %s AND state = 'done'", id);
+	wait_db(w, sql, NULL, 1, what);
+	free(sql);
+}
+
+/* `pvagent migrate web1 pve2` (job 1) killed after step: resumed to web1
+ * on pve2, migrated once. */
+static void migrate_daemon_killed_after(const char *step)
+{
+	static struct world w;
+	world_start_on(&w, "tests/pvesim/scenarios/drain.json", 20, 2,
+		       "[migrate]\nprobe_port = 1\n");
+	daemon_start_stopping(&w, "migrate", step);
+	char *outp = strprintf("%s/migrate.out", w.dir), *what = strprintf("migrate: %s", step);
+	const char *args[] = {"migrate", "web1", "pve2", NULL};
+	client_pid = bg(&w, outp, args);
+	kill_stopped_then_restart(&w, "1", step, what);
+	char node[32], tags[128];
+	simproc_guest(&sim, 303, node, sizeof node, "tags", tags, sizeof tags);
+	cr_assert_str_eq(node, "pve2", "%s", what);
+	cr_assert_eq(simproc_migrations(&sim, 303), 1, "%s: migrated once", what);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs", NULL), 1, "%s: one job", what);
+	daemon_stop(&w);
+	free(what);
+	free(outp);
+	world_free(&w);
+}
+
+Test(daemon, migrate_killed_after_plan_then_restart_finishes_it)
+{
+	migrate_daemon_killed_after("plan");
+}
+
+Test(daemon, migrate_killed_after_its_task_then_restart_finishes_it)
+{
+	migrate_daemon_killed_after("migrate");
+}
+
+Test(daemon, migrate_killed_after_verify_then_restart_finishes_it)
+{
+	migrate_daemon_killed_after("verify");
+}
+
+/* `pvagent undrain pve1` after a drain, killed after its plan, or with
+ * its first guest home (its first migration's finish): resumed to every
+ * guest home, without its home tag, each moved out and back once. */
+static void undrain_daemon_killed_after(const char *wf, const char *step)
+{
+	static struct world w;
+	world_start_on(&w, "tests/pvesim/scenarios/drain.json", 20, 2,
+		       "[migrate]\nprobe_port = 1\nmax_workers = 2\n");
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "--local", "drain", "pve1", "--partial", NULL), 0, "%s", out);
+	free(out);
+	char *why = simproc_not_drained(&sim, MOVERS, sizeof MOVERS / sizeof *MOVERS, "pve1");
+	cr_assert_null(why, "%s", why);
+	long long first = db_int(&w, "SELECT max(id) FROM jobs", NULL) + 1;
+	char id[24];
+	snprintf(id, sizeof id, "%lld", first);
+	daemon_start_stopping(&w, wf, step);
+	char *outp = strprintf("%s/undrain.out", w.dir), *what = strprintf("undrain: %s", step);
+	const char *args[] = {"undrain", "pve1", NULL};
+	client_pid = bg(&w, outp, args);
+	if (strcmp(wf, "undrain") == 0) {
+		kill_stopped_then_restart(&w, id, step, what);
+	} else {
+		/* the first of its migrations stopped the undrain's process */
+		char *sql = strprintf("SELECT count(*) FROM steps s JOIN jobs j ON s.job = j.id "
+				      "WHERE j.id > %lld AND j.workflow = 'migrate' AND s.name = ?1 "
+				      "AND s.state = 'done'", first);
+		wait_db(&w, sql, step, 1, what);
+		free(sql);
+		pid_t child = (pid_t)db_int(&w, "SELECT pid FROM jobs WHERE id = ?", id);
+		cr_assert_gt(child, 0);
+		cr_assert_eq(procstat_wait_state(child, 'T', 60000), 0, "%s: never stopped", what);
+		kill_daemon_with(&w, id);
+		daemon_start(&w);
+		sql = strprintf("SELECT count(*) FROM jobs WHERE id = %s AND state = 'done'", id);
+		wait_db(&w, sql, NULL, 1, what);
+		free(sql);
+	}
+	char node[32], tags[128];
+	for (size_t i = 0; i < sizeof MOVERS / sizeof *MOVERS; i++) {
+		simproc_guest(&sim, MOVERS[i], node, sizeof node, "tags", tags, sizeof tags);
+		cr_assert_str_eq(node, "pve1", "%s: %d is not home", what, MOVERS[i]);
+		cr_assert_null(strstr(tags, "pvagent-home"), "%s: %d keeps '%s'", what, MOVERS[i],
+			       tags);
+		cr_assert_eq(simproc_migrations(&sim, MOVERS[i]), 2, "%s: %d moved out and back once",
+			     what, MOVERS[i]);
+	}
+	daemon_stop(&w);
+	free(what);
+	free(outp);
+	world_free(&w);
+}
+
+Test(daemon, undrain_killed_after_its_plan_then_restart_finishes_it)
+{
+	undrain_daemon_killed_after("undrain", "plan");
+}
+
+Test(daemon, undrain_killed_with_a_guest_home_then_restart_finishes_it)
+{
+	undrain_daemon_killed_after("migrate", "finish");
+}
+
 Test(daemon, sigterm_records_the_job_interrupted_and_the_next_start_resumes_it)
 {
 	static struct world w;

@@ -444,13 +444,15 @@ static const char *mstr(json_object *m, const char *key)
 	return v ? v : "(none)";
 }
 
-/* A drain that fails on what fits nowhere: exit 1, the count said. */
+/* A drain (or its dry run) that fails on what fits nowhere: exit 1, the
+ * count said. */
 static void expect_refused(const char *what, int rc, json_object *res)
 {
 	size_t nowhere = 0;
 	for (size_t i = 0; i < nrows; i++)
 		nowhere += strncmp(rows[i].f[F_DRAIN], "fits nowhere|", 13) == 0;
-	char *want = strprintf("%zu guests of pve1 fit nowhere, nothing moved", nowhere);
+	char *want = strprintf("%zu guests of pve1 fit nowhere, nothing %s", nowhere,
+			       strstr(what, "--dry-run") ? "would move" : "moved");
 	const char *msg = json_object_get_string(
 		json_object_object_get(json_object_object_get(res, "error"), "message"));
 	cr_expect_eq(rc, 1, "%s: exit %d", what, rc);
