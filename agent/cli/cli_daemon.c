@@ -530,15 +530,9 @@ static int cmd_status(struct cli *cli, const struct cmd_args *a)
 		free(err);
 		rc = 1;
 	} else if (cli->json) {
-		json_object *o = json_object_new_object();
 		json_object_object_del(ans, "id");
 		json_object_object_del(ans, "ok");
-		json_object_object_add(o, "result", json_object_new_string("ok"));
-		json_object_object_add(o, "command", json_object_new_string("status"));
-		json_object_object_add(o, "daemon", json_object_get(ans));
-		json_object_object_add(o, "exit", json_object_new_int(0));
-		out_json_line(stdout, o);
-		json_object_put(o);
+		out_json_ok("status", "daemon", json_object_get(ans));
 	} else {
 		json_object *w = json_object_object_get(ans, "workers"), *u = NULL;
 		long secs = json_object_object_get_ex(ans, "uptime", &u)

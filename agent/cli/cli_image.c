@@ -39,17 +39,6 @@ static json_object *image_json(const struct image *im)
 	return o;
 }
 
-static void print_ok(const char *cmd, const char *key, json_object *v)
-{
-	json_object *r = json_object_new_object();
-	json_object_object_add(r, "result", json_object_new_string("ok"));
-	json_object_object_add(r, "command", json_object_new_string(cmd));
-	json_object_object_add(r, key, v);
-	json_object_object_add(r, "exit", json_object_new_int(0));
-	out_json_line(stdout, r);
-	json_object_put(r);
-}
-
 static int image_list_cmd(struct cli *cli)
 {
 	struct image_info *l = NULL;
@@ -81,7 +70,7 @@ static int image_list_cmd(struct cli *cli)
 		}
 	}
 	if (arr)
-		print_ok("image", "images", arr);
+		out_json_ok("image", "images", arr);
 	else if (t)
 		table_print(t, stdout);
 	table_free(t);
@@ -103,7 +92,7 @@ static int image_show_cmd(struct cli *cli, const char *name)
 	if (o && vmname)
 		json_object_object_add(o, "template_vm", json_object_new_string(vmname));
 	if (cli->json) {
-		print_ok("image", "image", o);
+		out_json_ok("image", "image", o);
 	} else {
 		json_object_object_foreach(o, k, v)
 		{
@@ -280,7 +269,7 @@ static int image_rm_cmd(struct cli *cli, const char *name)
 		} else if (failed || guest_delete(cli->pve, &g, true, NULL, NULL, &e) < 0) {
 			rc = cli_fail_pve(cli, "image", &e);
 		} else if (cli->json) {
-			print_ok("image", "removed", json_object_new_int(g.vmid));
+			out_json_ok("image", "removed", json_object_new_int(g.vmid));
 		} else {
 			printf("image %s: template VM %s (VMID %d) removed\n", name, vmname, g.vmid);
 		}

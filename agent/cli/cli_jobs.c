@@ -119,13 +119,7 @@ static int prune(struct cli *cli, struct store *st, const char *older_than)
 		return 1;
 	}
 	if (cli->json) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "result", json_object_new_string("ok"));
-		json_object_object_add(o, "command", json_object_new_string("jobs"));
-		json_object_object_add(o, "pruned", json_object_new_int64((int64_t)n));
-		json_object_object_add(o, "exit", json_object_new_int(0));
-		out_json_line(stdout, o);
-		json_object_put(o);
+		out_json_ok("jobs", "pruned", json_object_new_int64((int64_t)n));
 	} else {
 		printf("pruned %zu finished jobs (ended more than %u s ago, or beyond the newest %u); "
 		       "unfinished ones are kept\n", n, age, cli->conf.daemon.keep_jobs_max);
@@ -295,13 +289,7 @@ static int cmd_job(struct cli *cli, const struct cmd_args *args)
 		}
 		json_object_object_add(o, "steps", a);
 		json_object_object_add(o, "events", e);
-		json_object *top = json_object_new_object();
-		json_object_object_add(top, "result", json_object_new_string("ok"));
-		json_object_object_add(top, "command", json_object_new_string("job"));
-		json_object_object_add(top, "job", o);
-		json_object_object_add(top, "exit", json_object_new_int(0));
-		out_json_line(stdout, top);
-		json_object_put(top);
+		out_json_ok("job", "job", o);
 	} else {
 		char cr[32], du[32];
 		const char *c = when(j.created, cr, sizeof cr), *d = duration(&j, du, sizeof du);
@@ -594,13 +582,7 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 		return 1;
 	}
 	if (cli->json) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "result", json_object_new_string("ok"));
-		json_object_object_add(o, "command", json_object_new_string("cancel"));
-		json_object_object_add(o, "job", json_object_new_int64(id));
-		json_object_object_add(o, "exit", json_object_new_int(0));
-		out_json_line(stdout, o);
-		json_object_put(o);
+		out_json_ok("cancel", "job", json_object_new_int64(id));
 	} else {
 		printf("job %lld (%s %s) cancelled; what its done steps did stays: see 'pvagent job "
 		       "%lld'\n",

@@ -570,13 +570,7 @@ static int cmd_windows(struct cli *cli, const struct cmd_args *a)
 		sbuf_free(&to);
 	}
 	if (arr) {
-		json_object *r = json_object_new_object();
-		json_object_object_add(r, "result", json_object_new_string("ok"));
-		json_object_object_add(r, "command", json_object_new_string("windows"));
-		json_object_object_add(r, "windows", arr);
-		json_object_object_add(r, "exit", json_object_new_int(0));
-		out_json_line(stdout, r);
-		json_object_put(r);
+		out_json_ok("windows", "windows", arr);
 	} else if (t) {
 		if (c->n_windows)
 			table_print(t, stdout);

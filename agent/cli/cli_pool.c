@@ -154,13 +154,7 @@ static int cmd_pool(struct cli *cli, const struct cmd_args *a)
 		return 1;
 	}
 	if (cli->json) {
-		json_object *r = json_object_new_object();
-		json_object_object_add(r, "result", json_object_new_string("ok"));
-		json_object_object_add(r, "command", json_object_new_string("pool"));
-		json_object_object_add(r, "pools", json_object_get(arr));
-		json_object_object_add(r, "exit", json_object_new_int(0));
-		out_json_line(stdout, r);
-		json_object_put(r);
+		out_json_ok("pool", "pools", json_object_get(arr));
 	} else {
 		for (size_t i = 0; i < json_object_array_length(arr); i++) {
 			if (i)

@@ -684,13 +684,7 @@ static int cmd_setup(struct cli *cli, const struct cmd_args *a)
 	s.steps = json_object_new_array();
 	int rc = s.steps ? run_setup(&s) : 1;
 	if (cli->json && rc == 0) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "result", json_object_new_string("ok"));
-		json_object_object_add(o, "command", json_object_new_string("setup"));
-		json_object_object_add(o, "steps", json_object_get(s.steps));
-		json_object_object_add(o, "exit", json_object_new_int(0));
-		out_json_line(stdout, o);
-		json_object_put(o);
+		out_json_ok("setup", "steps", json_object_get(s.steps));
 	}
 	setup_free(&s);
 	return rc;

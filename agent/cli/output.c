@@ -121,6 +121,21 @@ void out_json_line(FILE *f, json_object *o)
 	fflush(f);
 }
 
+void out_json_ok(const char *cmd, const char *key, json_object *v)
+{
+	json_object *o = json_object_new_object();
+	if (!o) {
+		json_object_put(v);
+		return;
+	}
+	json_object_object_add(o, "result", json_object_new_string("ok"));
+	json_object_object_add(o, "command", json_object_new_string(cmd));
+	json_object_object_add(o, key, v);
+	json_object_object_add(o, "exit", json_object_new_int(0));
+	out_json_line(stdout, o);
+	json_object_put(o);
+}
+
 void out_json_relayed(const char *line)
 {
 	json_object *o = json_tokener_parse(line);

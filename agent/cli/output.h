@@ -26,6 +26,9 @@ void out_json_relayed(const char *line);
 /* Has out_json_line printed a final result object (one with "result"),
  * or was one relayed? */
 bool out_json_result_printed(void);
+/* A command's final object when it succeeded, on stdout:
+ * {"result":"ok","command":cmd,key:v,"exit":0} (v taken). */
+void out_json_ok(const char *cmd, const char *key, json_object *v);
 
 /* The members every command's result has, for each guest (set on o,
  * replacing any there): "name", "vmid" (null until known, vmid 0),

@@ -38,17 +38,6 @@
 
 /* ---- printing helpers ---------------------------------------------------- */
 
-static void print_result(struct cli *cli, const char *cmd, const char *key, json_object *v)
-{
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "result", json_object_new_string("ok"));
-	json_object_object_add(o, "command", json_object_new_string(cmd));
-	json_object_object_add(o, key, json_object_get(v));
-	json_object_object_add(o, "exit", json_object_new_int(0));
-	out_json_line(stdout, o);
-	json_object_put(o);
-}
-
 static double num(json_object *o, const char *k)
 {
 	json_object *v;
@@ -234,7 +223,7 @@ static int cmd_nodes(struct cli *cli, const struct cmd_args *a)
 	if (inventory_nodes(cli->pve, &nodes, &e) < 0)
 		return cli_fail_pve(cli, "nodes", &e);
 	if (cli->json) {
-		print_result(cli, "nodes", "nodes", nodes);
+		out_json_ok("nodes", "nodes", json_object_get(nodes));
 	} else {
 		const char *hdr[] = {"NODE", "STATUS", "CPU", "MEMORY", "UPTIME"};
 		struct table *t = table_new(5, hdr);
@@ -289,7 +278,7 @@ static int cmd_list(struct cli *cli, const struct cmd_args *a)
 		return cli_fail_pve(cli, "list", &e);
 	}
 	if (cli->json) {
-		print_result(cli, "list", "guests", guests);
+		out_json_ok("list", "guests", json_object_get(guests));
 	} else {
 		const char *hdr[] = {"VMID", "NAME", "NODE", "TYPE", "STATUS", "MEMORY", "TAGS", "DISK",
 				     "NIC"};
@@ -371,7 +360,7 @@ static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 		json_object_array_add(a, o);
 	}
 	if (cli->json) {
-		print_result(cli, "templates", "templates", a);
+		out_json_ok("templates", "templates", json_object_get(a));
 	} else {
 		const char *hdr[] = {"TEMPLATE", "KIND", "OS", "SOURCE", "DESCRIPTION"};
 		struct table *t = table_new(5, hdr);
@@ -498,7 +487,7 @@ static int cmd_version(struct cli *cli, const struct cmd_args *a)
 	(void)a;
 	if (cli->json) {
 		json_object *v = json_object_new_string(PVAGENT_VERSION);
-		print_result(cli, "version", "version", v);
+		out_json_ok("version", "version", json_object_get(v));
 		json_object_put(v);
 	} else {
 		printf("pvagent %s\n", PVAGENT_VERSION);

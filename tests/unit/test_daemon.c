@@ -793,23 +793,21 @@ static void daemon_start_stopping(struct world *w, const char *wf, const char *s
 	free(stop);
 }
 
-/* Job id stopped after step: the daemon killed with it, started again,
- * and the job resumed to its end (done). */
-static void kill_stopped_then_restart(struct world *w, const char *id, const char *step,
-				      const char *what)
+/* Job id's process stopped once the store shows what sql asks (?1: step):
+ * the daemon killed with it, started again, and the job resumed to its
+ * end (done). */
+static void kill_stopped_then_restart(struct world *w, const char *id, const char *sql,
+				      const char *step, const char *what)
 {
-	char *sql = strprintf("SELECT count(*) FROM steps WHERE job = %s AND name = ?1 AND "
-			      "state = 'done'", id);
 	wait_db(w, sql, step, 1, what);
-	free(sql);
 	pid_t child = (pid_t)db_int(w, "SELECT pid FROM jobs WHERE id = ?", id);
 	cr_assert_gt(child, 0);
 	cr_assert_eq(procstat_wait_state(child, 'T', 60000), 0, "%s: never stopped", what);
 	kill_daemon_with(w, id);
 	daemon_start(w);
-	sql = strprintf("SELECT count(*) FROM jobs WHERE id = %s AND state = 'done'", id);
-	wait_db(w, sql, NULL, 1, what);
-	free(sql);
+	char *done = strprintf("SELECT count(*) FROM jobs WHERE id = %s AND state = 'done'", id);
+	wait_db(w, done, NULL, 1, what);
+	free(done);
 }
 
 /* `pvagent migrate web1 pve2` (job 1) killed after step: resumed to web1
@@ -823,7 +821,8 @@ static void migrate_daemon_killed_after(const char *step)
 	char *outp = strprintf("%s/migrate.out", w.dir), *what = strprintf("migrate: %s", step);
 	const char *args[] = {"migrate", "web1", "pve2", NULL};
 	client_pid = bg(&w, outp, args);
-	kill_stopped_then_restart(&w, "1", step, what);
+	kill_stopped_then_restart(&w, "1", "SELECT count(*) FROM steps WHERE job = 1 AND name = ?1 "
+				  "AND state = 'done'", step, what);
 	char node[32], tags[128];
 	simproc_guest(&sim, 303, node, sizeof node, "tags", tags, sizeof tags);
 	cr_assert_str_eq(node, "pve2", "%s", what);
@@ -870,24 +869,15 @@ static void undrain_daemon_killed_after(const char *wf, const char *step)
 	char *outp = strprintf("%s/undrain.out", w.dir), *what = strprintf("undrain: %s", step);
 	const char *args[] = {"undrain", "pve1", NULL};
 	client_pid = bg(&w, outp, args);
-	if (strcmp(wf, "undrain") == 0) {
-		kill_stopped_then_restart(&w, id, step, what);
-	} else {
-		/* the first of its migrations stopped the undrain's process */
-		char *sql = strprintf("SELECT count(*) FROM steps s JOIN jobs j ON s.job = j.id "
-				      "WHERE j.id > %lld AND j.workflow = 'migrate' AND s.name = ?1 "
-				      "AND s.state = 'done'", first);
-		wait_db(&w, sql, step, 1, what);
-		free(sql);
-		pid_t child = (pid_t)db_int(&w, "SELECT pid FROM jobs WHERE id = ?", id);
-		cr_assert_gt(child, 0);
-		cr_assert_eq(procstat_wait_state(child, 'T', 60000), 0, "%s: never stopped", what);
-		kill_daemon_with(&w, id);
-		daemon_start(&w);
-		sql = strprintf("SELECT count(*) FROM jobs WHERE id = %s AND state = 'done'", id);
-		wait_db(&w, sql, NULL, 1, what);
-		free(sql);
-	}
+	/* its own step, or (a migration's) the first of its migrations' */
+	char *sql = strcmp(wf, "undrain") == 0
+			    ? strprintf("SELECT count(*) FROM steps WHERE job = %lld AND name = ?1 "
+					"AND state = 'done'", first)
+			    : strprintf("SELECT count(*) FROM steps s JOIN jobs j ON s.job = j.id "
+					"WHERE j.id > %lld AND j.workflow = 'migrate' AND s.name = ?1 "
+					"AND s.state = 'done'", first);
+	kill_stopped_then_restart(&w, id, sql, step, what);
+	free(sql);
 	char node[32], tags[128];
 	for (size_t i = 0; i < sizeof MOVERS / sizeof *MOVERS; i++) {
 		simproc_guest(&sim, MOVERS[i], node, sizeof node, "tags", tags, sizeof tags);
