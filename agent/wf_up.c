@@ -17,6 +17,7 @@
 #include "pool_claim.h"
 #include "task.h"
 #include "util.h"
+#include "up_check.h"
 #include "wf_inject.h"
 
 #include <ctype.h>
@@ -149,6 +150,51 @@ static int pint(json_object *o, const char *key)
 {
 	long long v = 0;
 	return json_int(o, key, &v) ? (int)v : 0;
+}
+
+int wf_up_check_params(const char *name, json_object *params, const struct conf *conf,
+		       struct pve_error *err)
+{
+	const char *path = json_str(params, "template_path");
+	struct tmpl *t = NULL;
+	struct tmpl_kvlist sets = {0}, vars = {0};
+	char *msg = NULL;
+	if (!path || tmpl_load_file(path, &t, &msg) < 0) {
+		pve_error_set(err, PVE_ERR_CONFIG, "up %s: template %s: %s", name,
+			      path ? path : "(none)", msg ? msg : "no template_path");
+		free(msg);
+		return -1;
+	}
+	int rc = -1;
+	if (kv_from_json(params, "sets", &sets) < 0 || kv_from_json(params, "vars", &vars) < 0) {
+		pve_error_set(err, PVE_ERR_CONFIG, "up %s: \"sets\" and \"vars\" are arrays of "
+			      "[key, value] strings", name);
+		goto out;
+	}
+	const char *names[] = {name};
+	struct up_request req = {
+		.names = names,
+		.n_names = 1,
+		.tmpl = t,
+		.node = json_str(params, "node"),
+		.storage = json_str(params, "storage"),
+		.vmid = pint(params, "vmid"),
+		.vmid_min = pint(params, "vmid_min"),
+		.vmid_max = pint(params, "vmid_max"),
+		.sets = &sets,
+		.vars = &vars,
+		.pubkey = json_str(params, "pubkey"),
+		.no_start = pbool(params, "no_start"),
+		.pool = json_str(params, "pool"),
+		.conf = conf,
+		.no_inject = pbool(params, "no_inject"),
+	};
+	rc = up_request_check(&req, err);
+out:
+	tmpl_kvlist_free(&sets);
+	tmpl_kvlist_free(&vars);
+	tmpl_free(t);
+	return rc;
 }
 
 static int dup_into(char **dst, const char *src)

@@ -103,6 +103,12 @@ extern const struct job_workflow wf_down;
 
 /* The parameters of one `up` job (name is the guest). NULL on OOM. */
 json_object *wf_up_params(const struct up_request *req, const char *name);
+/* What a peer submitted for the up job of guest `name` (params as
+ * wf_up_params writes them, the template at template_path), checked as
+ * the CLI checks its request (up_request_check) with conf's pools and SSH
+ * settings. 0, or -1 with err. */
+int wf_up_check_params(const char *name, json_object *params, const struct conf *conf,
+		       struct pve_error *err);
 /* Before job_run: the loaded template (borrowed; otherwise the job loads
  * the file its params name) and the result to fill (borrowed; otherwise
  * the job has its own). */

@@ -4,6 +4,7 @@
  * job of the same request is resumed) and run, at most --parallel at once
  * (wf_up.c, wf_down.c do the work), and the results printed. */
 #include "cli_up.h"
+#include "up_check.h"
 
 #include "cli.h"
 #include "jobpool.h"
@@ -45,179 +46,10 @@ static void jobs_free(struct job **jobs, size_t n)
 	free(jobs);
 }
 
-/* Every value as it will be sent, checked against the PVE schema before
- * any request: --set KEY=VAL, the size to grow to, and the template
- * expanded for each name (the VMID and node are not known yet: a VMID and
- * node of the right form stand in for them). */
-static int check_values(const struct up_request *req, enum pvekey_kind kk, struct pve_error *err)
-{
-	static const struct pvekey_val size_val = {.type = PVEKEY_T_STRING, .format = "disk-size"};
-	for (size_t i = 0; req->sets && i < req->sets->n; i++) {
-		const struct tmpl_kv *kv = &req->sets->items[i];
-		char *why = NULL;
-		int r = strcmp(kv->key, "size") == 0 ? pvecheck_value(&size_val, kv->value, &why)
-						     : pvecheck_param(0, kk, kv->key, kv->value, &why);
-		if (r < 0)
-			return pve_error_oom(err);
-		if (r > 0) {
-			pve_error_set(err, PVE_ERR_CONFIG, "--set %s=%s: %s", kv->key, kv->value, why);
-			free(why);
-			return -1;
-		}
-	}
-	char id[24];
-	snprintf(id, sizeof id, "%d", req->vmid > 0 ? req->vmid : req->vmid_min > 0 ? req->vmid_min : 100);
-	for (size_t i = 0; i < req->n_names; i++) {
-		struct tmpl_kvlist vars = {0};
-		struct tmpl_inst inst;
-		char *msg = NULL;
-		int r = 0;
-		for (size_t j = 0; req->vars && j < req->vars->n && r == 0; j++)
-			r = tmpl_kvlist_set(&vars, req->vars->items[j].key, req->vars->items[j].value);
-		if (r == 0)
-			r = tmpl_kvlist_set(&vars, "name", req->names[i]);
-		if (r == 0)
-			r = tmpl_kvlist_set(&vars, "vmid", id);
-		if (r == 0)
-			r = tmpl_kvlist_set(&vars, "node", req->node ? req->node : "node");
-		if (r == 0 && req->storage)
-			r = tmpl_kvlist_set(&vars, "storage", req->storage);
-		if (r == 0 && req->pubkey)
-			r = tmpl_kvlist_set(&vars, "pubkey", req->pubkey);
-		if (r < 0) {
-			tmpl_kvlist_free(&vars);
-			return pve_error_oom(err);
-		}
-		r = tmpl_expand(req->tmpl, &vars, &inst, &msg);
-		tmpl_kvlist_free(&vars);
-		if (r < 0) {
-			pve_error_set(err, PVE_ERR_CONFIG, "%s", msg ? msg : "out of memory");
-			free(msg);
-			return -1;
-		}
-		tmpl_inst_free(&inst);
-	}
-	return 0;
-}
-
-/* The pool up gives addresses from (--pool, else the template's [guest]
- * pool): it must exist, the guests be VMs, and ipconfig0 not be set by
- * --set as well. 0, or -1 with err (PVE_ERR_CONFIG). */
-static int check_pool(const struct up_request *req, struct pve_error *err)
-{
-	const char *name = req->pool ? req->pool : req->tmpl->guest.pool;
-	const char *from = req->pool ? "--pool" : "the template's [guest] pool";
-	if (!name)
-		return 0;
-	if (!req->conf || !conf_pool(req->conf, name)) {
-		pve_error_set(err, PVE_ERR_CONFIG,
-			      "%s %s: no [pool \"%s\"] in the configuration%s%s", from, name, name,
-			      req->conf && req->conf->path ? " " : "",
-			      req->conf && req->conf->path ? req->conf->path : "");
-		return -1;
-	}
-	if (req->tmpl->kind != TMPL_QEMU) {
-		pve_error_set(err, PVE_ERR_CONFIG,
-			      "%s %s: only VMs take a pool address (cloud-init's ipconfig0); "
-			      "template %s makes containers",
-			      from, name, req->tmpl->name ? req->tmpl->name : "?");
-		return -1;
-	}
-	if (req->sets && tmpl_kvlist_get(req->sets, "ipconfig0")) {
-		pve_error_set(err, PVE_ERR_CONFIG,
-			      "--set ipconfig0: the address comes from pool %s (%s); give one or "
-			      "the other",
-			      name, from);
-		return -1;
-	}
-	return 0;
-}
-
-int cli_up_check(const struct up_request *req, struct pve_error *err)
-{
-	if (!req->tmpl || !req->n_names) {
-		pve_error_set(err, PVE_ERR_CONFIG, "up: no template or no names");
-		return -1;
-	}
-	for (size_t i = 0; i < req->n_names; i++) {
-		const char *why;
-		if (!guest_name_valid(req->names[i], &why)) {
-			pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': %s", req->names[i], why);
-			return -1;
-		}
-		if (guest_arg_is_vmid(req->names[i], NULL)) {
-			pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': all digits would read as "
-				      "a VMID; use a name with a letter (and --vmid ID to choose the VMID)",
-				      req->names[i]);
-			return -1;
-		}
-		for (size_t j = 0; j < i; j++) {
-			if (strcasecmp(req->names[i], req->names[j]) == 0) {
-				pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s' given twice",
-					      req->names[i]);
-				return -1;
-			}
-		}
-	}
-	if (req->vmid > 0 && req->n_names > 1) {
-		pve_error_set(err, PVE_ERR_CONFIG, "--vmid works with one name only");
-		return -1;
-	}
-	if ((req->vmid_min > 0) != (req->vmid_max > 0) || req->vmid_min > req->vmid_max) {
-		pve_error_set(err, PVE_ERR_CONFIG, "bad VMID range %d-%d", req->vmid_min,
-			      req->vmid_max);
-		return -1;
-	}
-	if (wf_up_wants_inject(req->tmpl->n_files, req->no_inject, req->no_start) &&
-	    (!req->conf || !req->conf->ssh.known_hosts)) {
-		pve_error_set(err, PVE_ERR_CONFIG,
-			      "template %s has guest files to inject over SSH: %s (or skip "
-			      "inject)",
-			      req->tmpl->name ? req->tmpl->name : "?",
-			      req->conf ? "set [ssh] known_hosts" : "no SSH settings given");
-		return -1;
-	}
-	enum pvekey_kind kk = req->tmpl->kind == TMPL_QEMU  ? PVEKEY_QEMU
-			      : req->tmpl->kind == TMPL_LXC ? PVEKEY_LXC
-							    : PVEKEY_OPENVZ;
-	for (size_t i = 0; req->sets && i < req->sets->n; i++) {
-		const char *k = req->sets->items[i].key, *v = req->sets->items[i].value;
-		size_t d = strspn(v, "0123456789");
-		if (strcmp(k, "size") == 0) {
-			/* a size without its unit would be bytes: never meant (any
-			 * other bad size is the schema check's) */
-			if (d > 0 && !v[d]) {
-				pve_error_set(err, PVE_ERR_CONFIG, "--set size=%s: give the size with "
-					      "its unit, K, M, G or T (e.g. %sG)", v, v);
-				return -1;
-			}
-			continue;
-		}
-		if (strcmp(k, "memory") == 0 && d > 0 && v[d] && isalpha((unsigned char)v[d])) {
-			pve_error_set(err, PVE_ERR_CONFIG, "--set memory=%s: memory is a number of "
-				      "MiB, without a unit (2048 for 2 GiB)", v);
-			return -1;
-		}
-		static const char *const refused[] = {"vmid", "node", "delete", "digest", "force",
-						      "skiplock", "revert"};
-		bool is_refused = false;
-		for (size_t r = 0; r < sizeof refused / sizeof *refused; r++)
-			is_refused = is_refused || strcmp(k, refused[r]) == 0;
-		if (!pvekey_lookup(kk, k) || is_refused) {
-			pve_error_set(err, PVE_ERR_CONFIG, "--set %s: not a %s config key", k,
-				      tmpl_kind_name(req->tmpl->kind));
-			return -1;
-		}
-	}
-	if (check_values(req, kk, err) < 0 || check_pool(req, err) < 0)
-		return -1;
-	return 0;
-}
-
 int cli_up_launch(const struct up_request *req, struct up_result **results, struct pve_error *err)
 {
 	*results = NULL;
-	if (cli_up_check(req, err) < 0)
+	if (up_request_check(req, err) < 0)
 		return -1;
 	struct up_result *res = calloc(req->n_names, sizeof *res);
 	struct job **jobs = calloc(req->n_names, sizeof(struct job *));
@@ -490,7 +322,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	struct pve_error e = {0};
 	/* the input first, then what needs a request (submitted to pvagentd:
 	 * its job checks the cluster) */
-	if (cli_up_check(&req, &e) < 0)
+	if (up_request_check(&req, &e) < 0)
 		rc = cli_fail_pve(cli, "up", &e);
 	else if (!cli->sub)
 		rc = up_check_cluster(cli, node, t, tname);

@@ -6,10 +6,6 @@
 
 #include "wf_up.h"
 
-/* The request's checks that cli_up_launch makes before any work (the
- * errors below); a command line submitted to pvagentd is checked by them
- * before it is sent. 0, or -1 with err. */
-int cli_up_check(const struct up_request *req, struct pve_error *err);
 /* Run up. *results gets n_names results in the order of names. Returns 0
  * when every name succeeded, -1 when any failed (see each result's error)
  * or on a request error before any work (then *results is NULL and err

@@ -7,6 +7,7 @@
 #include "json.h"
 #include "tmpl.h"
 #include "util.h"
+#include "wf_up.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -152,6 +153,57 @@ static int check_image(const char *subject, json_object *params, const struct su
 	return rc;
 }
 
+/* Does any string in v (params, at any depth) hold a control character?
+ * Then *why names the member. A newline in a value would reach PVE's
+ * config, or a guest's file, as it is. */
+static bool control_chars_in(const char *wf, const char *subject, const char *member,
+			     json_object *v, char **why)
+{
+	if (json_object_is_type(v, json_type_string)) {
+		for (const char *p = json_object_get_string(v); *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+				err_setf(why, "%s %s: \"%s\": a value holds a control character "
+					 "(0x%02x)", wf, subject, member, (unsigned)(unsigned char)*p);
+				return true;
+			}
+	} else if (json_object_is_type(v, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(v); i++)
+			if (control_chars_in(wf, subject, member, json_object_array_get_idx(v, i), why))
+				return true;
+	} else if (json_object_is_type(v, json_type_object)) {
+		json_object_object_foreach(v, k, x) {
+			(void)k;
+			if (control_chars_in(wf, subject, member, x, why))
+				return true;
+		}
+	}
+	return false;
+}
+
+static bool control_chars(const char *wf, const char *subject, json_object *params, char **why)
+{
+	json_object_object_foreach(params, key, val)
+		if (control_chars_in(wf, subject, key, val, why))
+			return true;
+	return false;
+}
+
+/* An up job's params checked as the CLI checks its request (names, --set
+ * keys and values against PVE's schema, the pool): a raw socket peer gets
+ * the same refusals before a job is stored. 0 or -1 (*why). */
+static int check_up(const char *wf, const char *subject, json_object *params,
+		    const struct conf *conf, char **why)
+{
+	if (strcmp(wf, "up") != 0)
+		return 0;
+	struct pve_error e = {0};
+	if (wf_up_check_params(subject, params, conf, &e) == 0)
+		return 0;
+	err_setf(why, "%s", e.message ? e.message : "up: refused");
+	pve_error_clear(&e);
+	return -1;
+}
+
 int submit_check(const char *wf, const char *subject, json_object *params,
 		 const struct submit_peer *peer, const struct conf *conf, char **why)
 {
@@ -183,8 +235,10 @@ int submit_check(const char *wf, const char *subject, json_object *params,
 			return -1;
 		}
 	}
+	if (control_chars(wf, subject, params, why))
+		return -1;
 	if (peer->uid == 0 || peer->uid == geteuid())
-		return 0;
+		return check_up(wf, subject, params, conf, why);
 	if (strcmp(wf, "image") == 0)
 		return check_image(subject, params, peer, conf, why);
 	json_object *t = json_object_object_get(params, "template");
@@ -223,5 +277,5 @@ int submit_check(const char *wf, const char *subject, json_object *params,
 		err_setf(why, "out of memory");
 	free(pubkey);
 	free(path);
-	return rc;
+	return rc < 0 ? rc : check_up(wf, subject, params, conf, why);
 }

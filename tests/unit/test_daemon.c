@@ -1192,6 +1192,68 @@ Test(daemon, a_member_cannot_make_it_read_a_file_it_could_not)
 	world_free(&w);
 }
 
+/* A member's raw up params get the CLI's own value checks before a job
+ * is stored: a control character in a --set or --var value, a key that is
+ * no config key, a value PVE's schema refuses, a pool the configuration
+ * does not have; each named in the refusal. The valid job after them is
+ * job 1: the refusals stored nothing. */
+Test(daemon, a_members_raw_values_are_checked_as_the_clis)
+{
+	gid_t gid = socket_group_gid();
+	static struct world w;
+	world_start(&w, 100, 2, "socket_group = nogroup\n");
+	cr_assert_eq(chmod(w.dir, 0711), 0);
+	daemon_start(&w);
+	const struct {
+		const char *extra, *says;
+	} bad[] = {
+		{"\"sets\":[[\"ciuser\",\"bob\\nroot\"]]", "\"sets\": a value holds a control character (0x0a)"},
+		{"\"sets\":[[\"description\",\"a\\rb\"]]", "control character (0x0d)"},
+		{"\"vars\":[[\"who\",\"x\\u0001\"]]", "\"vars\": a value holds a control character (0x01)"},
+		{"\"sets\":[[\"vmid\",\"555\"]]", "--set vmid: not a qemu config key"},
+		{"\"sets\":[[\"cores\",\"many\"]]", "--set cores=many"},
+		{"\"pool\":\"nosuch\"", "no [pool \"nosuch\"] in the configuration"},
+		{"\"sets\":[[\"cores\"]]", "arrays of [key, value] strings"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char *params = strprintf("{\"name\":\"x9\",\"dry_run\":true,\"template\":\"jobvm\",%s}",
+					 bad[i].extra);
+		char *req = one_job("up", params);
+		char *out = submit_as(&w, 12345, gid, req);
+		json_object *first = json_tokener_parse(out);
+		cr_assert_not_null(first, "%s: %s", req, out);
+		cr_assert(!json_object_get_boolean(json_object_object_get(first, "ok")),
+			  "%s: not refused:\n%s", req, out);
+		const char *msg = json_object_get_string(json_object_object_get(first, "message"));
+		cr_assert(msg && strstr(msg, bad[i].says), "%s: the refusal does not say '%s':\n%s",
+			  req, bad[i].says, out);
+		json_object_put(first);
+		free(out);
+		free(req);
+		free(params);
+	}
+	/* root's raw values are checked the same way */
+	char *req = one_job("up", "{\"name\":\"x9\",\"dry_run\":true,\"template\":\"jobvm\","
+			    "\"sets\":[[\"searchdomain\",\"a\\nb\"]]}");
+	char *tp = strprintf("%s/jobvm.tmpl", w.tdir);
+	char *out = submit_as(&w, 0, 0, req);
+	cr_assert(strstr(out, "control character (0x0a)"), "root: %s", out);
+	free(out);
+	free(req);
+	char *params = strprintf("{\"name\":\"x9\",\"dry_run\":true,\"template\":\"jobvm\","
+				 "\"template_path\":\"%s\",\"sets\":[[\"cores\",\"2\"]]}", tp);
+	req = one_job("up", params);
+	out = submit_as(&w, 12345, gid, req);
+	cr_assert(strstr(out, "\"event\":\"exit\",\"ticket\":1,\"code\":0"), "%s", out);
+	free(out);
+	free(req);
+	free(params);
+	free(tp);
+	wait_log(&w, "ticket 1 (up x9) runs job 1");
+	daemon_stop(&w);
+	world_free(&w);
+}
+
 /* /proc/PID/FILE (malloc'd). */
 static char *proc_text(pid_t pid, const char *file)
 {
