@@ -170,3 +170,45 @@ void migstore_moved_free(struct migstore_moved *v, size_t n)
 	}
 	free(v);
 }
+
+int migstore_drain_tasks(struct store *s, const char *node, char ***upids, size_t *n,
+			 char **err)
+{
+	sqlite3 *db = store_db(s);
+	sqlite3_stmt *st = NULL;
+	*upids = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT s.upid FROM steps s JOIN jobs j ON s.job = j.id WHERE "
+			       "j.workflow = 'migrate' AND json_extract(j.params, '$.home') = ?1 AND "
+			       "j.state != 'done' AND s.upid IS NOT NULL AND s.state = 'running' AND "
+			       "j.id > coalesce((SELECT max(id) FROM jobs WHERE workflow = 'undrain' "
+			       "AND subject = ?1 AND state = 'done'), 0) ORDER BY j.id, s.idx",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_text(st, 1, node, -1, SQLITE_TRANSIENT) != SQLITE_OK)
+		return fail(db, st, err, "reading a drain's tasks");
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *u = (const char *)sqlite3_column_text(st, 0);
+		char **nv = realloc(*upids, (*n + 1) * sizeof *nv);
+		if (nv)
+			*upids = nv;
+		if (!nv || !u || !(nv[*n] = strdup(u))) {
+			sqlite3_finalize(st);
+			strv_free(*upids, *n);
+			*upids = NULL;
+			*n = 0;
+			err_setf(err, "out of memory");
+			return -1;
+		}
+		(*n)++;
+	}
+	if (rc != SQLITE_DONE) {
+		strv_free(*upids, *n);
+		*upids = NULL;
+		*n = 0;
+		return fail(db, st, err, "reading a drain's tasks");
+	}
+	sqlite3_finalize(st);
+	return 0;
+}

@@ -520,6 +520,40 @@ static long earlier_moves(struct job *j, json_object *moves)
 	return found;
 }
 
+/* Wait until the migration tasks an earlier run of this drain started and
+ * never saw end (killed, or superseded by this rerun) have ended: planned
+ * before, a guest such a task is moving reads as still here, and its move
+ * would be planned twice. 0, or -1 with the job's error. */
+static int wait_earlier_tasks(struct job *j)
+{
+	struct drain_ctx *d = job_ctx(j);
+	struct store *st = job_env(j)->store;
+	char **upids = NULL, *serr = NULL;
+	size_t n = 0;
+	if (!st)
+		return 0;
+	if (migstore_drain_tasks(st, d->node, &upids, &n, &serr) < 0) {
+		pve_error_set(job_err(j), PVE_ERR_INTERNAL, "%s", serr ? serr : "state.db");
+		free(serr);
+		return -1;
+	}
+	struct guest_wait w = *job_wait(j);
+	w.hooks = NULL;
+	w.attach = true;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		job_progress(j, -1, "waiting for an earlier run's migration task %s", upids[i]);
+		rc = guest_wait_task(job_pve(j), upids[i], "migrate", &w, NULL, job_err(j));
+		if (rc < 0 && job_err(j)->kind == PVE_ERR_TASK) {
+			/* it ended, failed: the guest is where that left it */
+			pve_error_clear(job_err(j));
+			rc = 0;
+		}
+	}
+	strv_free(upids, n);
+	return rc < 0 ? -1 : 0;
+}
+
 static enum step_rc drain_plan_step(struct job *j)
 {
 	struct drain_ctx *d = job_ctx(j);
@@ -532,7 +566,8 @@ static enum step_rc drain_plan_step(struct job *j)
 	double *dur = NULL;
 	size_t *tgt = NULL;
 	char *pn = pve_path_escape(d->node);
-	if (!pn || pve_getf(job_pve(j), &src_st, NULL, err, "/nodes/%s/storage", pn) < 0 ||
+	if (!pn || wait_earlier_tasks(j) < 0 ||
+	    pve_getf(job_pve(j), &src_st, NULL, err, "/nodes/%s/storage", pn) < 0 ||
 	    gather(j, &f, src_st) < 0)
 		goto out;
 	json_object_object_get_ex(job_params(j), "to", &to);

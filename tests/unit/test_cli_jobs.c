@@ -505,8 +505,9 @@ Test(cli_jobs, drain_killed_after_some_migrations_ended)
  * its target is held 3 s by the simulator, and pvagent is killed once the
  * migration's verify step is done. Then `pvagent resume 1`, or a rerun of
  * the drain with other parameters (a new drain job: the first one is
- * superseded), leaves every guest moved and tagged, web1 migrated once;
- * undrain brings them all home. */
+ * superseded; started while the killed run's migration tasks still run
+ * in PVE, it waits for them before it plans), leaves every guest moved and
+ * tagged, web1 migrated once; undrain brings them all home. */
 static void drain_killed_before_a_tag(bool resume)
 {
 	static struct world w;
@@ -521,23 +522,6 @@ static void drain_killed_before_a_tag(bool resume)
 	sim_guest(303, node, sizeof node, tags, sizeof tags);
 	cr_assert_str_neq(node, "pve1", "web1 moved before the kill");
 	cr_assert_null(strstr(tags, "pvagent-home"), "killed before its tag: '%s'", tags);
-	if (!resume) {
-		/* the killed run's migration tasks go on in PVE: a rerun starts once
-		 * they ended (a rerun racing them is not handled yet: its new job
-		 * can read a guest on its source as the old task moves it) */
-		for (int i = 0; i < 3000; i++) {
-			bool busy = false;
-			for (size_t k = 0; k < N_MOVERS && !busy; k++) {
-				char *lock = simproc_config_key(&sim, MOVERS[k], "lock");
-				busy = lock != NULL;
-				free(lock);
-			}
-			if (!busy)
-				break;
-			struct timespec ts = {0, 20L * 1000 * 1000};
-			nanosleep(&ts, NULL); /* polling a state (the simulator's), bounded */
-		}
-	}
 	char *out = NULL;
 	int rc = resume ? pv(&w, &out, "resume", "1", NULL)
 			: pv(&w, &out, "drain", "pve1", "--partial", "--max-workers", "1", NULL);
@@ -562,6 +546,36 @@ Test(cli_jobs, drain_killed_before_a_tag_then_resumed)
 Test(cli_jobs, drain_killed_before_a_tag_then_run_again_otherwise)
 {
 	drain_killed_before_a_tag(false);
+}
+
+/* Killed while a migration task it started runs in PVE, then run again at
+ * once with other parameters (a new drain job): the rerun waits for the
+ * killed run's task before it plans (migstore_drain_tasks), so no guest is
+ * planned, locked out or moved twice; every guest ends moved and tagged. */
+Test(cli_jobs, drain_killed_while_its_task_runs_then_run_again_at_once)
+{
+	static struct world w;
+	world_start_on(&w, SCEN, 20, MIGRATE_CONF);
+	const char *args[] = {"drain", "pve1", "--partial", NULL};
+	start_bg(&w, args);
+	wait_db(&w, "SELECT count(*) FROM steps s JOIN jobs j ON s.job = j.id WHERE "
+		    "j.workflow = 'migrate' AND s.name = 'migrate' AND s.state = 'running' AND "
+		    "s.upid IS NOT NULL", 1, "a migration task started");
+	test_kill(&child);
+	char *out = NULL;
+	int rc = pv(&w, &out, "drain", "pve1", "--partial", "--max-workers", "1", NULL);
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert(strstr(out, "waiting for an earlier run's migration task") ||
+			  db_int(&w, "SELECT count(*) FROM steps s JOIN jobs j ON s.job = j.id "
+				     "WHERE j.workflow = 'migrate' AND s.name = 'migrate' AND "
+				     "s.state = 'running'") >= 1,
+		  "%s", out);
+	free(out);
+	assert_drained("rerun at once");
+	for (size_t i = 0; i < N_MOVERS; i++)
+		cr_assert_eq(migrations_of(MOVERS[i]), 1, "%d was migrated %d times", MOVERS[i],
+			     migrations_of(MOVERS[i]));
+	world_free(&w);
 }
 
 Test(cli_jobs, undrain_killed_in_the_middle_brings_every_guest_home)
