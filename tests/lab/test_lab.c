@@ -3,8 +3,14 @@
  * (tests/pvesim/qemu_guest.c), on the images of tests/lab/image.sh
  * ($LAB_IMAGE_DIR). Asserts device names, drivers and outcomes seen by the
  * real kernel, never speed; prints boot and conversion times. Guests listen
- * on 127.0.4.N port 22 (QEMU user networking's host forward). */
+ * on 127.0.4.N port 22 (QEMU user networking's host forward). The
+ * simulator keeps what download-url fetches as real files (the scenario's
+ * "files"), so a template built through the API from an image served on
+ * loopback boots as QEMU too, and a guest with a static ipconfig0 (a pool
+ * address) is forwarded on that address: the lab guests have no
+ * cloud-init, the address is where the simulated network puts them. */
 #include "clirun.h"
+#include "httpserve.h"
 #include "simproc.h"
 #include "util.h"
 
@@ -56,29 +62,45 @@ static void put(const char *path, mode_t mode, char *text)
 /* A simulator whose cluster holds `guests` (scenario guest objects, JSON),
  * a pvagent.conf with the lab key, templates in tdir. Time scale 1: the
  * guests are real. */
+/* The test's directory (made once; lab_start uses it). */
+static const char *lab_dir(struct lab *l)
+{
+	if (!l->dir) {
+		char tmpl[] = "/tmp/pvagent-lab.XXXXXX";
+		cr_assert(mkdtemp(tmpl), "mkdtemp: %s", strerror(errno));
+		l->dir = strdup(tmpl);
+	}
+	return l->dir;
+}
+
 static void lab_start(struct lab *l, const char *guests)
 {
+	char *dir = l->dir;
 	memset(l, 0, sizeof *l);
+	l->dir = dir;
 	const char *why = lab_unavailable();
 	if (why)
 		cr_skip_test("%s", why);
 	l->images = getenv("LAB_IMAGE_DIR");
 	const char *bin = getenv("PVAGENT_BIN");
 	l->bin = bin ? bin : "build/san/pvagent";
-	char tmpl[] = "/tmp/pvagent-lab.XXXXXX";
-	cr_assert(mkdtemp(tmpl), "mkdtemp: %s", strerror(errno));
-	l->dir = strdup(tmpl);
+	lab_dir(l);
+	char *files = strprintf("%s/files", l->dir);
+	cr_assert_eq(mkdir(files, 0755), 0, "%s: %s", files, strerror(errno));
 	char *scen = strprintf("%s/scenario.json", l->dir);
 	put(scen, 0644,
-	    strprintf("{\"pve_version\": \"9.1\", \"cluster_name\": \"lab\",\n"
+	    strprintf("{\"pve_version\": \"9.1\", \"cluster_name\": \"lab\", \"files\": \"%s\",\n"
 		      " \"nodes\": [{\"name\": \"pve1\", \"cpus\": 2, \"memory_mib\": 24576,"
 		      " \"online\": true, \"ip\": \"10.10.0.11\"}],\n"
 		      " \"storages\": [{\"id\": \"local-lvm\", \"type\": \"lvmthin\", \"shared\": false,"
-		      " \"nodes\": [\"pve1\"], \"content\": \"images,rootdir\", \"size_gib\": 100}],\n"
+		      " \"nodes\": [\"pve1\"], \"content\": \"images,rootdir\", \"size_gib\": 100},\n"
+		      "  {\"id\": \"local\", \"type\": \"dir\", \"shared\": false,"
+		      " \"nodes\": [\"pve1\"], \"content\": \"iso,vztmpl,import\", \"size_gib\": 100}],\n"
 		      " \"tokens\": [{\"id\": \"root@pam!pvagent\","
 		      " \"secret\": \"0b7c2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f\", \"privs\": \"all\"}],\n"
 		      " \"users\": [], \"ha\": [], \"faults\": [],\n \"guests\": [%s]}\n",
-		      guests));
+		      files, guests));
+	free(files);
 	static const char *const real_time[] = {"--time-scale", "1", NULL};
 	cr_assert_eq(simproc_start(&l->sim, scen, real_time), 0, "the simulator did not start");
 	free(scen);
@@ -93,7 +115,9 @@ static void lab_start(struct lab *l, const char *guests)
 		      "fingerprint = %s\nnode = pve1\n"
 		      "[ssh]\nuser = root\nidentity = %s/id_ed25519\nknown_hosts = %s/known_hosts\n"
 		      "host_key_policy = tofu\ntimeout = 30s\n"
-		      "[paths]\ntemplates = %s\nstate = %s\n",
+		      "[paths]\ntemplates = %s\nstate = %s\n"
+		      "[pool \"lab\"]\ncidr = 127.0.4.0/24\ngateway = 127.0.4.1\n"
+		      "range = 127.0.4.100-127.0.4.119\n",
 		      l->sim.url, l->sim.token_id, secret, l->sim.fingerprint, l->images, l->dir,
 		      l->tdir, l->dir));
 	free(secret);
@@ -479,3 +503,188 @@ Test(lab, up_from_lab_template)
 	free(f);
 	json_object_put(st);
 	}
+
+/* Run a host command to exit 0 (its words into the suite's log). */
+static void host_sh(const char *cmd)
+{
+	printf("lab: $ %s\n", cmd);
+	fflush(stdout);
+	int rc = system(cmd);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, cmd);
+}
+
+/* The first word a host command prints (malloc'd). */
+static char *host_word(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	cr_assert(p, "%s", cmd);
+	char buf[256] = "";
+	char *ok = fgets(buf, sizeof buf, p);
+	int rc = pclose(p);
+	cr_assert(ok && rc == 0, "%s: exit %d", cmd, rc);
+	return strndup(buf, strcspn(buf, " \t\n"));
+}
+
+/* Issue 26, a non-IDE source bus: the lab guest moved to SATA (its
+ * initramfs given ahci on IDE first, the disk then attached as sata0 of a
+ * second VM), converted to virtio with --bench: the real kernel sees vda
+ * on virtio_blk and the gain table is printed. Issue 27: that converted
+ * disk, served on loopback as a qcow2 cloud image, built into a template
+ * VM through the API (`image build --url`: download-url, import-from,
+ * template), and `up --pool` boots a full clone of it with the pool's
+ * lowest address in ipconfig0, reached over SSH at that address. */
+Test(lab, sata_to_virtio_then_image_build_and_pool_address)
+{
+	const char *why = lab_unavailable();
+	if (why)
+		cr_skip_test("%s", why);
+	struct lab *l = &L;
+	char *sata = strprintf("%s/sata.qcow2", lab_dir(l));
+	/* the scenario names it now; its disk is 315's once prepared */
+	cr_assert_eq(test_write_file(sata, "", 0600), 0, "%s", sata);
+	char *g1 = lab_guest(315, "lab-prep", 15, "uuid.raw", false);
+	char *g2 = strprintf("{\"vmid\": 316, \"node\": \"pve1\", \"type\": \"qemu\","
+			     " \"address\": \"127.0.4.16\","
+			     " \"qemu\": {\"image\": \"%s\", \"format\": \"qcow2\"},"
+			     " \"config\": {\"name\": \"lab-sata\", \"memory\": \"512\", \"cores\": 1,"
+			     " \"ostype\": \"l26\", \"agent\": \"1\", \"boot\": \"order=sata0;net0\","
+			     " \"sata0\": \"local-lvm:vm-316-disk-0,size=2G\","
+			     " \"net0\": \"e1000=BC:24:11:00:04:16,bridge=vmbr0\"}}",
+			     sata);
+	char *both = strprintf("%s, %s", g1, g2);
+	lab_start(l, both);
+	free(g1);
+	free(g2);
+	free(both);
+
+	/* on IDE: ahci into the MODULES=dep initramfs (no virtio_blk in it: the
+	 * agent's virtio-serial brings virtio_pci and virtio_console only) */
+	double t0 = now_s();
+	boot(l, 315, "127.0.4.15");
+	char *m = guest_sh(l, "lab-prep", "127.0.4.15",
+			   "echo ahci >>/etc/initramfs-tools/modules && update-initramfs -u >/dev/null"
+			   " && lsinitramfs /boot/initrd.img-$(uname -r) | grep -c '/ahci\\.ko' &&"
+			   " { lsinitramfs /boot/initrd.img-$(uname -r) | grep -c '/virtio_blk\\.ko' ||"
+			   " true; } && sync");
+	cr_assert(has_line(m, "1") && has_line(m, "0"), "initramfs: %s", m);
+	free(m);
+	power(l, 315, "stop");
+	char *dir = qemu_dir(l, 315), *cmd = strprintf("cp '%s/disk.qcow2' '%s'", dir, sata);
+	host_sh(cmd);
+	free(cmd);
+	free(dir);
+	printf("lab: SATA source prepared (IDE boot, ahci in the initramfs) in %.0f s\n",
+	       now_s() - t0);
+
+	/* on SATA: the real kernel's disk is behind ahci */
+	double t_sata = boot(l, 316, "127.0.4.16");
+	char *before = guest_sh(l, "lab-sata", "127.0.4.16",
+				"test -d /sys/module/ahci && echo ahci; readlink -f /sys/block/sda; "
+				"findmnt -n -o SOURCE /");
+	cr_assert(has_line(before, "ahci") && strstr(before, "/ata") &&
+			  has_line(before, "/dev/sda1"),
+		  "on SATA: %s", before);
+	free(before);
+	t0 = now_s();
+	char *out = NULL;
+	int rc = PVAGENT(l, &out, "virtio", "lab-sata", "--address", "127.0.4.16", "--disk-bus",
+			 "virtio-blk", "--bench", "--size", "16");
+	double t_conv = now_s() - t0;
+	show("pvagent virtio lab-sata --bench", out);
+	cr_assert_eq(rc, 0, "virtio: exit %d\n%s", rc, out);
+	cr_assert(strstr(out, "gain") && strstr(out, "sata"), "no gain table: %s", out);
+	const char *gl = strstr(out, "figure");
+	printf("lab: SATA -> virtio-blk: %.0f s, boot on SATA %.0f s; measured:\n%s", t_conv,
+	       t_sata, gl ? gl : out);
+	free(out);
+	json_object *c = sim_config(l, 316);
+	cr_assert(cfg(c, "virtio0") && !cfg(c, "sata0"), "config: %s",
+		  json_object_to_json_string(c));
+	json_object_put(c);
+	char *after = guest_sh(l, "lab-sata", "127.0.4.16", facts_cmd);
+	cr_assert(has_line(after, "block vda virtio_blk") && !strstr(after, "block sda"),
+		  "after: %s", after);
+	cr_assert(has_line(after, "root /dev/vda1") && strstr(after, "pvagent lab /srv"),
+		  "after: %s", after);
+	free(after);
+
+	/* its disk as a cloud image on loopback; built into a template */
+	free(guest_sh(l, "lab-sata", "127.0.4.16", "sync"));
+	power(l, 316, "stop");
+	static struct httpserve hs;
+	cr_assert_eq(httpserve_start(&hs), 0);
+	dir = qemu_dir(l, 316);
+	cmd = strprintf("qemu-img convert -c -O qcow2 '%s/disk.qcow2' '%s/lab-debian.qcow2'", dir,
+			hs.dir);
+	t0 = now_s();
+	host_sh(cmd);
+	free(cmd);
+	free(dir);
+	cmd = strprintf("sha256sum '%s/lab-debian.qcow2'", hs.dir);
+	char *hex = host_word(cmd), *sum = strprintf("sha256:%s", hex);
+	free(cmd);
+	free(hex);
+	char *ip = strprintf("%s/images", l->tdir);
+	cr_assert_eq(mkdir(ip, 0755), 0);
+	free(ip);
+	put(ip = strprintf("%s/images/lab-debian.image", l->tdir), 0644,
+	    strdup("[image]\ndescription = the lab's Debian 12 guest on virtio, as a cloud image\n"
+		   "os = debian\nos_version = 12\nurl = http://127.0.0.1:1/lab-debian.qcow2\n"
+		   "checksum_algorithm = sha256\nformat = qcow2\nuser = root\n"
+		   "cloudinit = nocloud\nprofile = debian\n"
+		   "[vm]\nmemory = 512\ncores = 1\nostype = l26\nagent = 1\ndisk = virtio0\n"
+		   "net0 = virtio,bridge=vmbr0\n"));
+	free(ip);
+	put(ip = strprintf("%s/lab-pool.tmpl", l->tdir), 0644,
+	    strdup("[template]\nkind = qemu\nos = debian\nos_version = 12\n"
+		   "description = the lab image built through the API\n"
+		   "[source]\nimage = lab-debian\nfull = yes\nstorage = local-lvm\nbus = virtio\n"
+		   "nic = virtio\n"
+		   "[pve]\ndescription = ${name}: lab image (pvagent template lab-pool)\n"
+		   "memory = 512\n"
+		   "[guest]\nuser = root\naddress = agent\n"));
+	free(ip);
+	char *url = strprintf("%s/lab-debian.qcow2", hs.base);
+	rc = PVAGENT(l, &out, "image", "build", "lab-debian", "--url", url, "--checksum", sum,
+		     "--storage", "local-lvm", "--import-storage", "local");
+	show("pvagent image build lab-debian", out);
+	cr_assert_eq(rc, 0, "image build: exit %d\n%s", rc, out);
+	cr_assert(strstr(out, "template VM lab-debian-image"), "%s", out);
+	free(out);
+	free(url);
+	free(sum);
+	printf("lab: image build from loopback (convert, download-url, import-from, template): "
+	       "%.0f s\n", now_s() - t0);
+	httpserve_stop(&hs);
+
+	/* up --pool: the lowest address of the range, SSH there */
+	t0 = now_s();
+	rc = PVAGENT(l, &out, "up", "lab-pool1", "-t", "lab-pool", "--pool", "lab");
+	show("pvagent up lab-pool1 --pool lab", out);
+	cr_assert_eq(rc, 0, "up: exit %d\n%s", rc, out);
+	cr_assert(strstr(out, "127.0.4.100"), "the pool address is not reported: %s", out);
+	free(out);
+	double t_ssh = wait_ssh("127.0.4.100", BOOT_TIMEOUT);
+	cr_assert(t_ssh >= 0, "no SSH at the pool address 127.0.4.100");
+	char *f = guest_sh(l, "lab-pool1", "127.0.4.100", facts_cmd);
+	cr_assert(has_line(f, "block vda virtio_blk") && strstr(f, "pvagent lab /srv"), "%s", f);
+	free(f);
+	int vmid = 0;
+	json_object *st = simproc_state(&l->sim);
+	json_object *gs = json_object_object_get(json_object_object_get(st, "cluster"), "guests");
+	for (size_t i = 0; gs && i < json_object_array_length(gs); i++) {
+		json_object *g = json_object_array_get_idx(gs, i);
+		const char *n = cfg(json_object_object_get(g, "config"), "name");
+		if (n && strcmp(n, "lab-pool1") == 0)
+			vmid = json_object_get_int(json_object_object_get(g, "vmid"));
+	}
+	json_object_put(st);
+	cr_assert(vmid > 0, "no guest lab-pool1");
+	c = sim_config(l, vmid);
+	cr_assert(cfg(c, "ipconfig0") && strstr(cfg(c, "ipconfig0"), "ip=127.0.4.100/24"),
+		  "ipconfig0: %s", cfg(c, "ipconfig0"));
+	json_object_put(c);
+	printf("lab: up --pool from the built template: SSH at 127.0.4.100 after %.0f s\n",
+	       now_s() - t0);
+	free(sata);
+}
