@@ -41,3 +41,8 @@ json_object *job_event_json(const struct job_event *ev)
 		json_object_object_add(o, "time", json_object_new_double(ev->time));
 	return o;
 }
+
+bool job_event_is_start(const struct job_event *ev)
+{
+	return ev->kind == JOB_EV_PROGRESS && !(ev->percent >= 0) && !ev->text;
+}

@@ -5,6 +5,7 @@
 #define PVAGENT_EVENT_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 
 enum job_ev_kind {
 	JOB_EV_BEGIN,     /* work on the subject begins */
@@ -28,7 +29,10 @@ struct job_event {
 	const char *node;         /* NULL until known */
 	const char *step;         /* the step, or NULL */
 	double elapsed_s;         /* JOB_EV_STEP: the step's duration */
-	double percent;           /* JOB_EV_PROGRESS: 0..100, < 0 unknown */
+	double percent;           /* JOB_EV_PROGRESS: 0..100, < 0 unknown (with
+				     neither percent nor text: the step has
+				     started, for live lines; never stored,
+				     printed as JSON or sent to pvagentd) */
 	const char *text;         /* may be NULL */
 	const char *path;         /* JOB_EV_DIFF of a file: its path; else NULL */
 	double time;              /* unix seconds */
@@ -44,5 +48,7 @@ typedef void (*job_event_fn)(void *ctx, const struct job_event *ev);
  *  diff),"text":...,"time":...};
  * members without a value are left out. NULL when out of memory. */
 json_object *job_event_json(const struct job_event *ev);
+/* Is ev a step's start (a progress event with neither percent nor text)? */
+bool job_event_is_start(const struct job_event *ev);
 
 #endif

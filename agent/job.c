@@ -40,6 +40,9 @@ struct job {
 	int vmid;
 	char *node;
 	double step_t0;               /* monotonic start of the current step */
+	/* the last task percentage passed on in this step (< 0: none yet)
+	   and when (the job's clock): what on_wait_progress thins out */
+	double prog_pct, prog_at;
 	/* guest waits of the current step */
 	struct guest_wait wait;
 	struct guest_task_hooks hooks;
@@ -452,10 +455,25 @@ int job_set_bool(struct job *j, const char *key, bool v)
 
 /* ---- guest waits and task hooks ------------------------------------------------------------ */
 
+/* A task's percentages (a clone's log says one per 1%) are passed on at
+ * most once per PROGRESS_PCT points or PROGRESS_S seconds of the job's
+ * clock: the first, the 100% and one that starts again lower (the next
+ * disk) always. */
+#define PROGRESS_PCT 5.0
+#define PROGRESS_S 1.0
+
 static void on_wait_progress(void *ctx, const char *step, double pct, const char *text)
 {
 	struct job *j = ctx;
 	(void)step; /* guest.c's sub-step ("lock", "clone"): the job's step is the one */
+	if (pct >= 0) {
+		double now = pve_clock_now(j->env->clock);
+		if (j->prog_pct >= 0 && pct < 100 && pct >= j->prog_pct &&
+		    pct - j->prog_pct < PROGRESS_PCT && now - j->prog_at < PROGRESS_S)
+			return;
+		j->prog_pct = pct;
+		j->prog_at = now;
+	}
 	emit(j, JOB_EV_PROGRESS, j->wf->steps[j->cur].name, 0, pct, text, NULL);
 }
 
@@ -576,6 +594,7 @@ static void step_wait_init(struct job *j, bool interrupted)
 	j->wait.clock = &j->env->stop_clock;
 	j->wait.progress = on_wait_progress;
 	j->wait.progress_ctx = j;
+	j->prog_pct = -1;
 	j->hooks = (struct guest_task_hooks){
 		.sending = hook_sending,
 		.started = hook_started,
@@ -967,6 +986,7 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 		free(j->summary);
 		j->summary = NULL;
 		j->step_t0 = pve_clock_now(j->env->clock);
+		emit(j, JOB_EV_PROGRESS, d->name, 0, -1, NULL, NULL); /* it starts */
 		enum step_rc rc = d->run(j);
 		double el = pve_clock_now(j->env->clock) - j->step_t0;
 		if (rc == STEP_RC_FAIL && env_stopping(j->env)) {

@@ -882,6 +882,8 @@ static int apply_target(struct run *r)
 	json_object_put(cur);
 	if (done)
 		return 0;
+	job_progress(r->j.job, -1, "changing the config of VM %d: disks and NICs to virtio",
+		     r->g.vmid);
 	if (r->t.delete_keys) {
 		/* only keys still present (a resumed run may find some gone) */
 		struct pve_params none = {0};
@@ -907,6 +909,7 @@ static int power(struct run *r, bool on)
 {
 	struct pve_error e = {0};
 	bool forced = false;
+	job_progress(r->j.job, -1, on ? "starting VM %d" : "shutting VM %d down", r->g.vmid);
 	int rc = on ? guest_start(r->req->pve, &r->g, &r->w, &e)
 		    : guest_shutdown(r->req->pve, &r->g, &r->w, &forced, &e);
 	if (rc < 0)

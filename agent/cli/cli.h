@@ -60,6 +60,9 @@ const char *cli_stop_word(void);
 /* Exit codes (pvagent(1) EXIT STATUS): 0 done, 1 failed with nothing left, 2 usage, 3 needs
  * attention, 4 unreachable, 130 interrupted (resumable). */
 int cli_exit_code(enum job_outcome o);
+/* The one of two exit codes to say first, as job_outcome_worse ranks
+ * their outcomes (several jobs' codes: the command's). */
+int cli_exit_worse(int a, int b);
 /* state.db under [paths] state; NULL (said once) when it cannot be
  * opened: jobs then run without being recorded. */
 struct store *cli_store(struct cli *cli);
@@ -79,6 +82,11 @@ void on_job_event(void *ctx, const struct job_event *ev);
 /* A job environment of this command line: state.db, events printed by
  * pp, the stop flag, the configuration; job_env_init'ed (0, or -1). */
 int cli_job_env(struct cli *cli, struct event_print *pp, struct job_env *env);
+/* Jobs of these guests about to run at most parallel at once: on a
+ * terminal each guest's live line says it waits for its turn until its job
+ * begins (drawn with the first event). */
+void cli_progress_waiting(struct event_print *pp, const char *const *names, size_t n,
+			  unsigned parallel);
 /* Erase the live lines still drawn (atexit: none is left on the screen). */
 void cli_progress_at_exit(void);
 /* Erase the live lines and forget them (before the result is printed). */

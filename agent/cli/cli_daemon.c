@@ -1,7 +1,8 @@
 /* cli_daemon.c - the command-line tool with pvagentd: a job command is
  * submitted to the daemon when its socket answers (unless --local), and
  * what the daemon's pvagent child prints comes back and is printed here,
- * so output, progress and exit code are those of an in-process run;
+ * so output, progress and exit code are those of an in-process run
+ * (--json: the final objects of several jobs merged into one);
  * Ctrl-C detaches (the job goes on). Also `status`, `job ID --follow`,
  * and the child's side: its engine events go to the daemon on
  * $PVAGENT_EVENT_FD (jobproc.h). */
@@ -28,6 +29,8 @@ static int event_fd = -1;
 static void tap_event(void *ctx, const struct job_event *ev)
 {
 	(void)ctx;
+	if (job_event_is_start(ev))
+		return; /* for live lines only: the child draws them */
 	json_object *o = job_event_json(ev);
 	struct sbuf b = {0};
 	if (o && ev->workflow)
@@ -122,31 +125,134 @@ static void write_all(FILE *f, const char *s, size_t n)
 	fflush(f);
 }
 
-/* --json: the child's final object, passed on, is the command's: no
- * second one (out_json_relayed) for each whole line of data in pending. */
-static void relay_lines(struct sbuf *pending, const char *data, size_t n)
+/* --json: each ticket's child prints its events and then its final
+ * object. The events pass on as they come; the finals are held until
+ * every ticket has exited and then printed as the command's one final
+ * object, as in this process (`up a b`: one object, each guest in its
+ * "guests"). */
+struct relay {
+	size_t n;             /* tickets, in the order of the submitted jobs */
+	json_object *tickets; /* the daemon's answer's ticket IDs */
+	json_object *jobs;    /* the submitted jobs ("subject"): the guests */
+	struct sbuf *pending; /* per ticket: its stdout up to its newline */
+	char **final;         /* per ticket: its final object's line */
+};
+
+static int relay_init(struct relay *r, json_object *tickets, json_object *jobs, size_t n)
 {
+	*r = (struct relay){.n = n, .tickets = tickets, .jobs = jobs};
+	r->pending = calloc(n, sizeof *r->pending);
+	r->final = calloc(n, sizeof *r->final);
+	return r->pending && r->final ? 0 : -1;
+}
+
+static void relay_free(struct relay *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		if (r->pending)
+			sbuf_free(&r->pending[i]);
+		if (r->final)
+			free(r->final[i]);
+	}
+	free(r->pending);
+	free(r->final);
+}
+
+static bool is_final(const char *line)
+{
+	json_object *o = *line == '{' ? json_tokener_parse(line) : NULL;
+	bool yes = o && json_object_is_type(o, json_type_object) &&
+		   json_object_object_get_ex(o, "result", NULL);
+	json_object_put(o);
+	return yes;
+}
+
+/* Data the child of ticket wrote on its stdout: whole lines on, a final
+ * object held. */
+static void relay_output(struct relay *r, long long ticket, const char *data, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < r->n; i++)
+		if (json_object_get_int64(json_object_array_get_idx(r->tickets, i)) == ticket)
+			k = i;
+	struct sbuf *pending = &r->pending[k];
 	for (const char *p = data, *end = data + n; p < end;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		if (sbuf_addn(pending, p, nl ? (size_t)(nl - p) : (size_t)(end - p)) < 0)
+		if (sbuf_addn(pending, p, nl ? (size_t)(nl - p) : (size_t)(end - p)) < 0 || !nl)
 			return;
-		if (!nl)
-			return;
-		out_json_relayed(sbuf_str(pending));
-		sbuf_reset(pending);
 		p = nl + 1;
+		if (is_final(sbuf_str(pending))) {
+			free(r->final[k]);
+			r->final[k] = sbuf_steal(pending);
+		} else {
+			sbuf_addc(pending, '\n');
+			write_all(stdout, sbuf_str(pending), pending->len);
+		}
+		sbuf_reset(pending);
 	}
 }
 
-/* Pass the daemon's stream for ticket on: output to our stdout/stderr,
- * waiting notes to stderr; until its exit (its code), the connection
- * ends (1) or Ctrl-C (detach: EXIT_INTERRUPTED after saying how to
- * follow); with several tickets, until each has exited (the greatest
- * code). follow: print engine events as `pvagent job` lines (or JSON
- * lines) instead of the submitter's output, those after since only. */
-static int stream(struct cli *cli, struct ctl_client *c, bool follow, double since,
-		  size_t tickets)
+/* Every ticket exited with code the worst of theirs: the command's final
+ * object. One ticket: its child's, as it printed it; several: one object
+ * with every guest of theirs (a child that printed none: its guest with
+ * the failure), as the command prints it in this process. */
+static void relay_finish(struct relay *r, int code)
 {
+	for (size_t i = 0; i < r->n; i++)
+		write_all(stdout, sbuf_str(&r->pending[i]), r->pending[i].len);
+	if (r->n == 1 && r->final[0]) {
+		out_json_relayed(r->final[0]);
+		printf("%s\n", r->final[0]);
+		fflush(stdout);
+		return;
+	}
+	json_object *guests = json_object_new_array(), *command = NULL;
+	bool any = false;
+	for (size_t i = 0; guests && i < r->n; i++) {
+		json_object *f = r->final[i] ? json_tokener_parse(r->final[i]) : NULL, *g = NULL;
+		any = any || f;
+		if (f && !command)
+			command = json_object_get(json_object_object_get(f, "command"));
+		if (f && json_object_object_get_ex(f, "guests", &g)) {
+			for (size_t k = 0; k < json_object_array_length(g); k++)
+				json_object_array_add(guests,
+						      json_object_get(json_object_array_get_idx(g, k)));
+		} else if (f) { /* a guest command's error object: its guest's */
+			json_object_object_del(f, "command");
+			json_object_array_add(guests, json_object_get(f));
+		} else {
+			g = json_object_new_object();
+			out_result_members(g, json_str(json_object_array_get_idx(r->jobs, i), "subject"),
+					   0, NULL, code ? code : 1, "failed",
+					   "failed (see standard error)", NULL);
+			json_object_array_add(guests, g);
+		}
+		json_object_put(f);
+	}
+	json_object *o = guests && any ? json_object_new_object() : NULL;
+	if (o) {
+		json_object_object_add(o, "result", json_object_new_string(code ? "error" : "ok"));
+		json_object_object_add(o, "command", json_object_get(command));
+		json_object_object_add(o, "guests", json_object_get(guests));
+		json_object_object_add(o, "exit", json_object_new_int(code));
+		out_json_line(stdout, o);
+	}
+	json_object_put(o);
+	json_object_put(command);
+	json_object_put(guests);
+}
+
+/* Pass the daemon's stream for the tickets on: output to our
+ * stdout/stderr (with --json through relay: one final object), waiting
+ * notes to stderr; until each has exited (the worst code, as
+ * cli_exit_worse), the connection ends (1) or Ctrl-C (detach:
+ * EXIT_INTERRUPTED after saying how to follow). follow (relay NULL):
+ * print engine events as `pvagent job` lines (or JSON lines) instead of
+ * the submitter's output, those after since only. */
+static int stream(struct cli *cli, struct ctl_client *c, struct relay *relay, double since)
+{
+	bool follow = !relay;
+	size_t tickets = relay ? relay->n : 1;
 	struct sigaction sa, old_int, old_term;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_detach_signal;
@@ -157,7 +263,6 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 	long long job = 0;
 	int rc = 1;
 	size_t exits = 0;
-	struct sbuf line = {0}; /* --json: the child's stdout up to its newline */
 	for (;;) {
 		if (detach) {
 			fflush(stdout);
@@ -190,12 +295,14 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 			continue;
 		}
 		if (strcmp(ev, "exit") == 0) {
-			/* several tickets (up a b c): the greatest exit code */
+			/* several tickets (up a b c): the worst exit code */
 			int code = json_int(m, "code", &v) ? (int)v : 1;
-			rc = exits++ == 0 || code > rc ? code : rc;
+			rc = exits++ == 0 ? code : cli_exit_worse(rc, code);
 			json_object_put(m);
 			if (exits < tickets)
 				continue;
+			if (relay && cli->json)
+				relay_finish(relay, rc);
 			break;
 		}
 		if (strcmp(ev, "queued") == 0) {
@@ -205,9 +312,11 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 			if (!follow && json_object_object_get_ex(m, "data", &d) && json_int(m, "fd", &v)) {
 				const char *s = json_object_get_string(d);
 				size_t n = (size_t)json_object_get_string_len(d);
-				write_all(v == 2 ? stderr : stdout, s, n);
-				if (cli->json && v == 1)
-					relay_lines(&line, s, n);
+				long long t = 0;
+				if (cli->json && v == 1 && json_int(m, "ticket", &t))
+					relay_output(relay, t, s, n);
+				else
+					write_all(v == 2 ? stderr : stdout, s, n);
 			}
 		} else if (follow && strcmp(ev, "start") != 0) {
 			json_object *t = NULL;
@@ -233,7 +342,6 @@ static int stream(struct cli *cli, struct ctl_client *c, bool follow, double sin
 		}
 		json_object_put(m);
 	}
-	sbuf_free(&line);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	return rc;
@@ -345,14 +453,22 @@ int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_ent
 	} else {
 		json_object *t = json_object_object_get(ans, "tickets");
 		size_t n = t && json_object_is_type(t, json_type_array) ? json_object_array_length(t)
-									 : 1;
+									 : 0;
+		n = n ? n : 1;
 		/* said to a person (not to scripts): where the command runs */
 		if (isatty(STDERR_FILENO) && !cli->json && cli->verbosity >= 0)
 			log_info("submitted to pvagentd (ticket %s%s); Ctrl-C detaches, the job goes on",
 				 json_text(ans, "ticket"), n > 1 ? " and on" : "");
 		else
 			log_debug("pvagentd: %zu ticket(s) from %s", n, json_text(ans, "ticket"));
-		rc = stream(cli, &c, false, 0, n);
+		struct relay relay;
+		if (relay_init(&relay, t, json_object_object_get(req, "jobs"), n) < 0) {
+			log_error("out of memory");
+			rc = 1;
+		} else {
+			rc = stream(cli, &c, &relay, 0);
+		}
+		relay_free(&relay);
 	}
 	json_object_put(ans);
 	json_object_put(req);
@@ -430,7 +546,7 @@ int cli_daemon_cancel(struct cli *cli, long long id, bool *handled)
 
 int cli_daemon_follow(struct cli *cli, struct ctl_client *c, double since)
 {
-	int rc = stream(cli, c, true, since, 1);
+	int rc = stream(cli, c, NULL, since);
 	ctl_client_close(c);
 	return rc;
 }

@@ -189,6 +189,20 @@ int cli_exit_code(enum job_outcome o)
 	return 1;
 }
 
+/* The outcome an exit code says (any other: failed). */
+static enum job_outcome exit_outcome(int code)
+{
+	for (enum job_outcome o = JOB_OUT_DONE; o <= JOB_OUT_INTERRUPTED; o++)
+		if (cli_exit_code(o) == code)
+			return o;
+	return JOB_OUT_FAILED;
+}
+
+int cli_exit_worse(int a, int b)
+{
+	return job_outcome_worse(exit_outcome(a), exit_outcome(b)) == exit_outcome(a) ? a : b;
+}
+
 struct store *cli_store(struct cli *cli)
 {
 	if (cli->store || cli->store_failed)

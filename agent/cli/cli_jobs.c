@@ -465,10 +465,12 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 	job_run(j, cli->pve);
 	end_progress_line(&pp);
 	rc = cli_exit_code(job_outcome(j));
-	/* a job that ended before it found its guest: its error, said as its
-	 * command says it in this process */
+	/* a guest command's job that ended before it found its guest: its
+	 * error, said as its command says it in this process (up and down
+	 * always give their guests' results) */
 	long long gv = 0;
-	if (cli->json && rc && job_error(j)->kind == PVE_ERR_NOT_FOUND &&
+	bool guests = wf == &wf_up || wf == &wf_down;
+	if (cli->json && rc && !guests && job_error(j)->kind == PVE_ERR_NOT_FOUND &&
 	    !json_int(job_vars(j), "vmid", &gv)) {
 		const struct pve_error *je = job_error(j);
 		struct pve_error e2 = {0};

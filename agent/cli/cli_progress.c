@@ -143,6 +143,17 @@ static void live_remove(struct event_print *pp, const char *name)
 	pp->n_live--;
 }
 
+void cli_progress_waiting(struct event_print *pp, const char *const *names, size_t n,
+			  unsigned parallel)
+{
+	if (!pp->tty || n <= parallel)
+		return;
+	pthread_mutex_lock(&print_mu);
+	for (size_t i = 0; i < n; i++)
+		live_set(pp, names[i], strprintf("waiting for a free slot (parallel %u)", parallel));
+	pthread_mutex_unlock(&print_mu);
+}
+
 void cli_progress_at_exit(void)
 {
 	/* no live line outlives the program (an exit on an error path) */
@@ -216,7 +227,9 @@ static void update_live(struct event_print *pp, const struct job_event *ev)
 		live_set(pp, ev->name, strprintf("%s done", step));
 		break;
 	case JOB_EV_PROGRESS:
-		if (ev->percent >= 0)
+		if (job_event_is_start(ev))
+			live_set(pp, ev->name, strprintf("%s", step));
+		else if (ev->percent >= 0)
 			live_set(pp, ev->name, strprintf("%-12s %3.0f%%%s%s", step, ev->percent,
 							 ev->text ? "  " : "",
 							 ev->text ? ev->text : ""));
@@ -235,8 +248,8 @@ void on_job_event(void *ctx, const struct job_event *ev)
 {
 	struct event_print *pp = ctx;
 	if (pp->cli->json) {
-		if (ev->kind == JOB_EV_DONE)
-			return; /* the final result object carries it */
+		if (ev->kind == JOB_EV_DONE || job_event_is_start(ev))
+			return; /* the final result object carries it; a start is the live line's */
 		json_object *o = job_event_json(ev);
 		if (o)
 			out_json_line(stdout, o);

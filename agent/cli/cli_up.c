@@ -332,13 +332,17 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		cli->sub->node = req.node;
 		for (size_t i = 0; rc == 0 && i < req.n_names; i++)
 			rc = cli_sub_add(cli, &wf_up, req.names[i], wf_up_params(&req, req.names[i]));
-	} else if (cli_up_launch(&req, &results, &e) < 0 && !results) {
-		rc = cli_fail_pve(cli, "up", &e);
 	} else {
+		cli_progress_waiting(&pp, req.names, req.n_names, req.parallel);
+		int lr = cli_up_launch(&req, &results, &e);
 		end_progress_line(&pp);
-		rc = cli_exit_code(up_results_outcome(results, req.n_names));
-		print_results(cli, "up", results, req.n_names, rc);
-		up_results_free(results, req.n_names);
+		if (lr < 0 && !results) {
+			rc = cli_fail_pve(cli, "up", &e);
+		} else {
+			rc = cli_exit_code(up_results_outcome(results, req.n_names));
+			print_results(cli, "up", results, req.n_names, rc);
+			up_results_free(results, req.n_names);
+		}
 	}
 	pve_error_clear(&e);
 	free(pubkey);

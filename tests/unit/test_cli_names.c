@@ -3,6 +3,7 @@
  * ssh, inject by VMID: the real
  * pvagent ($PVAGENT_BIN) against the simulator (tests/support/simproc),
  * with an sshd guest for the [ssh] settings (127.0.1.240-249). */
+#include "cli.h"
 #include "clirun.h"
 #include "cliworld.h"
 #include "simproc.h"
@@ -11,6 +12,7 @@
 
 #include <criterion/criterion.h>
 #include <json-c/json.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,8 +313,8 @@ Test(cli_names, dry_run_plans_send_nothing)
 /* A tiny terminal: printable bytes, \r, \n, ESC[nA (up), ESC[J (clear to
  * the end of the screen), ESC[2K (clear the line). rows[] is the screen
  * (scrollback included); max_live the most lines that looked live ("NAME:
- * starting", "...%", "... done") on the screen at once, counted before
- * each erase. */
+ * starting", "NAME: STEP", "...%", "... done", "NAME: waiting for a free
+ * slot") on the screen at once, counted before each erase. */
 struct screen {
 	char **rows;
 	size_t n, row, col;
@@ -321,7 +323,11 @@ struct screen {
 
 static bool live_looking(const char *line)
 {
-	return strstr(line, ": starting") || strstr(line, "%") || strstr(line, " done");
+	/* "  NAME: STEP": a step that has started */
+	const char *c = strstr(line, ": ");
+	bool started = c && c[2] && !strchr(c + 2, ' ') && strcmp(c + 2, "begin") != 0;
+	return strstr(line, ": starting") || strstr(line, "%") || strstr(line, " done") ||
+	       strstr(line, ": waiting for a free slot") || started;
 }
 
 static void count_live(struct screen *sc)
@@ -421,7 +427,97 @@ Test(cli_names, parallel_progress_on_a_terminal)
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect_null(strchr(out, '\033'), "%s", out);
 	free(out);
+
+	/* one at a time: until its job begins, tty4's live line says it waits */
+	rc = test_pvagent_pty(cw.bin, cw.conf, 100, &out, "up", "tty3", "tty4", "-t", "clistatic",
+			      "--parallel", "1", "--no-inject", NULL);
+	cr_assert_neq(rc, -2, "sanitizer report:\n%s", out);
+	cr_expect_eq(rc, 0, "%s", out);
+	const char *begin = strstr(out, "tty4: begin");
+	cr_assert_not_null(begin, "%s", out);
+	size_t waiting = 0;
+	for (const char *p = strstr(out, "\033[2K  tty4: "); p && p < begin;
+	     p = strstr(p + 1, "\033[2K  tty4: ")) {
+		const char *text = p + strlen("\033[2K  tty4: ");
+		cr_expect(strncmp(text, "waiting for a free slot (parallel 1)\r", 37) == 0 ||
+				  strncmp(text, "waiting for a free slot (parallel 1)\n", 37) == 0,
+			  "tty4 before its turn: '%.*s'", (int)strcspn(text, "\r\n"), text);
+		waiting++;
+	}
+	cr_expect_gt(waiting, 0, "tty4 never said it waits:\n%s", out);
+	free(out);
 	cli_world_stop(&cw);
+}
+
+/* The last live line on_job_event drew for name in out ("" when none). */
+static char *last_live(const char *out, const char *name)
+{
+	char *key = strprintf("\033[2K  %s: ", name), *last = strdup("");
+	for (const char *p = strstr(out, key); p; p = strstr(p + 1, key)) {
+		const char *text = p + strlen(key);
+		free(last);
+		last = strndup(text, strcspn(text, "\r\n"));
+	}
+	free(key);
+	return last;
+}
+
+/* The events of guests one after the other (--parallel 1), and of a
+ * virtio switch, as on_job_event draws them on a terminal: a guest waiting
+ * for its turn says so, a step that has started shows its name at once (no
+ * "find done" while the clone waits for PVE), a step's own progress
+ * replaces what the step before it said. */
+Test(cli_names, live_lines_say_what_each_guest_does_now)
+{
+	struct cli c = {0};
+	struct event_print pp = {.cli = &c, .tty = true};
+	char path[] = "/tmp/test_cli_names.live.XXXXXX";
+	int fd = mkstemp(path), saved = dup(STDOUT_FILENO);
+	cr_assert(fd >= 0 && saved >= 0);
+	fflush(stdout);
+	cr_assert_eq(dup2(fd, STDOUT_FILENO), STDOUT_FILENO);
+	const char *const names[] = {"w1", "w2"};
+	cli_progress_waiting(&pp, names, 2, 1);
+	struct job_event ev = {.kind = JOB_EV_BEGIN, .name = "w1", .percent = -1};
+	on_job_event(&pp, &ev);
+	ev = (struct job_event){.kind = JOB_EV_STEP, .name = "w1", .step = "find", .percent = -1};
+	on_job_event(&pp, &ev);
+	ev = (struct job_event){.kind = JOB_EV_PROGRESS, .name = "w1", .step = "clone", .percent = -1};
+	cr_assert(job_event_is_start(&ev));
+	on_job_event(&pp, &ev);
+	fflush(stdout);
+	char *out = NULL;
+	cr_assert_eq(read_file(path, &out, NULL), 0);
+	char *w1 = last_live(out, "w1"), *w2 = last_live(out, "w2");
+	cr_expect_str_eq(w1, "clone", "%s", out);
+	cr_expect_str_eq(w2, "waiting for a free slot (parallel 1)", "%s", out);
+	free(w1);
+	free(w2);
+	free(out);
+	/* virtio's switch: its own progress after the file plan's */
+	ev = (struct job_event){.kind = JOB_EV_PROGRESS, .name = "w1", .step = "switch",
+				.percent = -1, .text = "plan: 0 of 3 files to change"};
+	on_job_event(&pp, &ev);
+	ev.text = "shutting VM 190 down";
+	on_job_event(&pp, &ev);
+	ev = (struct job_event){.kind = JOB_EV_DONE, .name = "w1", .percent = -1, .text = "done"};
+	on_job_event(&pp, &ev);
+	ev = (struct job_event){.kind = JOB_EV_BEGIN, .name = "w2", .percent = -1};
+	on_job_event(&pp, &ev);
+	end_progress_line(&pp);
+	fflush(stdout);
+	cr_assert_eq(dup2(saved, STDOUT_FILENO), STDOUT_FILENO);
+	close(saved);
+	close(fd);
+	cr_assert_eq(read_file(path, &out, NULL), 0);
+	unlink(path);
+	w1 = last_live(out, "w1");
+	w2 = last_live(out, "w2");
+	cr_expect_str_eq(w1, "switch       shutting VM 190 down", "%s", out);
+	cr_expect_str_eq(w2, "starting", "%s", out);
+	free(w1);
+	free(w2);
+	free(out);
 }
 
 /* The members every result has (name, vmid, node, result, exit, error

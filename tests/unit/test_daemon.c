@@ -491,6 +491,147 @@ Test(daemon, json_errors_are_one_final_object_the_same_as_in_process)
 	world_free(&w);
 }
 
+/* The final object of out (its one line with "result"; fails on a
+ * second), its guests' "vmid" left out and their "steps" reduced to the
+ * steps' names, as text with the two names and the numbers made equal
+ * (normalised). */
+static char *final_shape(const char *out, const char *bad, const char *good)
+{
+	size_t finals = 0;
+	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		char *one = strndup(p, strcspn(p, "\n"));
+		json_object *o = *one == '{' ? json_tokener_parse(one) : NULL;
+		finals += o && json_object_object_get_ex(o, "result", NULL);
+		json_object_put(o);
+		free(one);
+	}
+	cr_expect_eq(finals, 1, "one final object:\n%s", out);
+	json_object *last = NULL;
+	free(event_shape(out, &last));
+	json_object *g = NULL;
+	cr_assert(json_object_object_get_ex(last, "guests", &g), "%s", out);
+	for (size_t i = 0; i < json_object_array_length(g); i++) {
+		json_object *x = json_object_array_get_idx(g, i), *steps = NULL,
+			    *names = json_object_new_array();
+		json_object_object_del(x, "vmid");
+		if (json_object_object_get_ex(x, "steps", &steps)) {
+			json_object_object_foreach(steps, k, v) {
+				(void)v;
+				json_object_array_add(names, json_object_new_string(k));
+			}
+		}
+		json_object_object_add(x, "steps", names);
+	}
+	char *a = normalised(json_object_to_json_string(last), bad), *b = normalised(a, good);
+	free(a);
+	json_object_put(last);
+	return b;
+}
+
+/* `--json up BAD GOOD` through the daemon (two tickets, two children)
+ * and in this process: one final object each, the same, BAD's error its
+ * own (it was made from another template: kind config, exit 2) and GOOD
+ * created. */
+Test(daemon, json_up_of_two_guests_is_one_final_object_the_same_as_in_process)
+{
+	static struct world w;
+	world_start(&w, 100, 2, NULL);
+	/* othervm: jobvm whose guests' descriptions name it */
+	char *t = strprintf("%s/othervm.tmpl", w.tdir), *text = NULL;
+	cr_assert_eq(read_file("tests/unit/data/job-vm.tmpl", &text, NULL), 0);
+	char *pve = strstr(text, "[pve]\n");
+	cr_assert_not_null(pve);
+	char *other = strprintf("%.*s[pve]\ndescription = ${name} (pvagent template othervm)\n%s",
+				(int)(pve - text), text, pve + 6);
+	write_text(t, other, 0644);
+	free(other);
+	free(text);
+	free(t);
+	daemon_start(&w);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "--local", "up", "dbad", "lbad", "-t", "othervm", NULL), 0,
+		     "%s", out);
+	free(out);
+	char *d_out = NULL, *l_out = NULL;
+	int d_rc = pv(&w, &d_out, "--json", "up", "dbad", "dgood", "-t", "jobvm", NULL);
+	int l_rc = pv(&w, &l_out, "--json", "--local", "up", "lbad", "lgood", "-t", "jobvm", NULL);
+	wait_log(&w, "ticket 2 (up");
+	cr_expect_eq(d_rc, 2, "%s", d_out);
+	cr_expect_eq(l_rc, 2, "%s", l_out);
+	char *ds = final_shape(d_out, "dbad", "dgood"), *ls = final_shape(l_out, "lbad", "lgood");
+	cr_expect_str_eq(ds, ls, "daemon:\n%s\nin-process:\n%s", d_out, l_out);
+	json_object *last = NULL, *g = NULL;
+	free(event_shape(d_out, &last));
+	cr_assert(json_object_object_get_ex(last, "guests", &g) && json_object_array_length(g) == 2,
+		  "%s", d_out);
+	json_object *bad = json_object_array_get_idx(g, 0), *good = json_object_array_get_idx(g, 1);
+	cr_expect_str_eq(json_object_get_string(json_object_object_get(bad, "name")), "dbad");
+	cr_expect_str_eq(json_object_get_string(
+				 json_object_object_get(json_object_object_get(bad, "error"), "kind")),
+			 "config", "%s", d_out);
+	cr_expect_eq(json_object_get_int(json_object_object_get(bad, "exit")), 2);
+	cr_expect_str_eq(json_object_get_string(json_object_object_get(good, "name")), "dgood");
+	cr_expect_str_eq(json_object_get_string(json_object_object_get(good, "status")), "created");
+	cr_expect_str_eq(json_object_get_string(json_object_object_get(last, "result")), "error");
+	cr_expect_eq(json_object_get_int(json_object_object_get(last, "exit")), 2);
+	json_object_put(last);
+	free(ds);
+	free(ls);
+	free(d_out);
+	free(l_out);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+/* The clone's progress events with a percentage in --json output: how
+ * many, and the last one's percentage. */
+static size_t clone_percents(const char *out, double *last)
+{
+	size_t n = 0;
+	*last = -1;
+	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (*p != '{')
+			continue;
+		char *one = strndup(p, strcspn(p, "\n"));
+		json_object *o = json_tokener_parse(one), *v = NULL;
+		free(one);
+		const char *ev = json_object_get_string(json_object_object_get(o, "event"));
+		const char *step = json_object_get_string(json_object_object_get(o, "step"));
+		if (ev && step && strcmp(ev, "progress") == 0 && strcmp(step, "clone") == 0 &&
+		    json_object_object_get_ex(o, "percent", &v)) {
+			n++;
+			*last = json_object_get_double(v);
+		}
+		json_object_put(o);
+	}
+	return n;
+}
+
+/* --json up: a clone's log says a percentage per 1%; its progress events
+ * come at most per 5 points (or per second), the first and the 100%
+ * always; the same through the daemon and in this process. */
+Test(daemon, json_up_progress_is_thinned_out)
+{
+	static struct world w;
+	world_start(&w, 100, 2, NULL);
+	daemon_start(&w);
+	char *outs[2] = {NULL, NULL};
+	cr_assert_eq(pv(&w, &outs[0], "--json", "up", "thin1", "-t", "jobvm", NULL), 0, "%s",
+		     outs[0]);
+	cr_assert_eq(pv(&w, &outs[1], "--json", "--local", "up", "thin2", "-t", "jobvm", NULL), 0,
+		     "%s", outs[1]);
+	for (int i = 0; i < 2; i++) {
+		double last = -1;
+		size_t n = clone_percents(outs[i], &last);
+		cr_expect_geq(n, 2, "%s", outs[i]);
+		cr_expect_leq(n, 25, "%zu progress events of one clone:\n%s", n, outs[i]);
+		cr_expect_eq(last, 100, "the last progress event says %g%%:\n%s", last, outs[i]);
+		free(outs[i]);
+	}
+	daemon_stop(&w);
+	world_free(&w);
+}
+
 /* On a terminal the job's process (the daemon's child) draws the live
  * lines, cut to the width of the client's terminal. */
 Test(daemon, live_lines_through_the_daemon_fit_the_clients_terminal)

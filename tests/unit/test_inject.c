@@ -113,7 +113,8 @@ static void on_event(void *ctx, const struct job_event *ev)
 		cr_assert_eq(sbuf_addf(&c->steps, "%s;", ev->step), 0);
 		break;
 	case JOB_EV_PROGRESS:
-		if (strcmp(ev->step, "write") == 0 && strcmp(ev->text, "written") == 0) {
+		if (strcmp(ev->step, "write") == 0 && ev->text &&
+		    strcmp(ev->text, "written") == 0) {
 			c->written++;
 			if (c->kill_after && c->written == c->kill_after) {
 				if (c->pause)

@@ -603,7 +603,8 @@ static volatile sig_atomic_t stop_flag;
 static void stop_on_progress(void *ctx, const struct job_event *ev)
 {
 	(void)ctx;
-	if (ev->kind == JOB_EV_PROGRESS && ev->step && strcmp(ev->step, "migrate") == 0)
+	if (ev->kind == JOB_EV_PROGRESS && !job_event_is_start(ev) && ev->step &&
+	    strcmp(ev->step, "migrate") == 0)
 		stop_flag = 1;
 }
 

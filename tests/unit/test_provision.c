@@ -281,7 +281,7 @@ static void on_event(void *ctx, const struct job_event *ev)
 	case JOB_EV_NOTE:
 		break;
 	case JOB_EV_PROGRESS:
-		l->progress++;
+		l->progress += !job_event_is_start(ev);
 		if (ev->step && !strcmp(ev->step, "inject"))
 			sbuf_addf(&l->text, "%s progress inject %s\n", ev->name,
 				  ev->text ? ev->text : "");
