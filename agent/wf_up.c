@@ -1812,7 +1812,10 @@ void wf_result_finish(struct job *j, struct up_result *r)
 		json_object_put(eo);
 		if (r->outcome == JOB_OUT_INTERRUPTED && r->error.kind == PVE_OK)
 			pve_error_set(&r->error, PVE_ERR_INTERNAL, "interrupted");
-		r->status = UP_FAILED;
+		/* down of a guest that does not exist: not found, and absent */
+		bool absent = r->error.kind == PVE_ERR_NOT_FOUND &&
+			      json_object_object_get_ex(v, "deleted", NULL) && !pbool(v, "deleted");
+		r->status = absent ? UP_ABSENT : UP_FAILED;
 	} else if (pbool(v, "planned")) {
 		r->status = UP_PLANNED;
 		if (!r->vmid)

@@ -122,7 +122,7 @@ int cli_down_launch(const struct down_request *req, struct up_result *res)
 			wf_down_attach(j, res);
 			jobpool_run_jobs(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);
 			wf_down_result(j);
-			rc = res->status == UP_FAILED ? -1 : 0;
+			rc = res->outcome == JOB_OUT_DONE ? 0 : -1;
 		}
 	}
 	if (rc < 0 && !j)
@@ -198,8 +198,11 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 			continue;
 		}
 		if (r[i].error.kind != PVE_OK) {
+			/* absent: "no guest named ...", as every command says it */
 			char *m = pve_error_format(&r[i].error);
-			log_error("%s: %s", r[i].name, m ? m : "failed");
+			bool named = r[i].status == UP_ABSENT;
+			log_error("%s%s%s", named ? "" : r[i].name, named ? "" : ": ",
+				  m ? m : "failed");
 			free(m);
 		}
 		if (r[i].left && r[i].job)
