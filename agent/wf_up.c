@@ -552,11 +552,12 @@ static enum step_rc up_find(struct job *j)
 	struct pve *c = job_pve(j);
 	struct pve_error *err = job_err(j);
 	const char *name = job_subject(j);
-	int major;
-	if (guest_pve_major(c, &major, err) < 0)
+	const struct pve_version *ver = NULL;
+	if (pve_version(c, &ver, err) < 0)
 		return STEP_RC_FAIL;
+	int major = ver->major;
 	char *why = NULL;
-	if (tmpl_check_version(u->tmpl, &u->sets, major, &why) < 0) {
+	if (tmpl_check_version(u->tmpl, &u->sets, major, ver->minor, &why) < 0) {
 		if (!why)
 			return pve_error_oom(err);
 		pve_error_set(err, PVE_ERR_CONFIG, "%s", why);

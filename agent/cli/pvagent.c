@@ -369,10 +369,16 @@ static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 			char os[128];
 			snprintf(os, sizeof os, "%s %s", json_text(o, "os") ? json_text(o, "os") : "",
 				 json_text(o, "os_version") ? json_text(o, "os_version") : "");
-			const char *row[] = {json_text(o, "name"), json_text(o, "kind") ? json_text(o, "kind") : "invalid",
-					     json_text(o, "kind") ? os : "-", json_text(o, "source"),
-					     json_text(o, "error") ? json_text(o, "error") : json_text(o, "description")};
+			/* OpenVZ left PVE with 4.0: said first, where no cut reaches */
+			const char *kind = json_text(o, "kind"), *desc = json_text(o, "description");
+			char *ovz = kind && strcmp(kind, "openvz") == 0
+					    ? strprintf("PVE 2.x/3.x only: %s", desc ? desc : "") : NULL;
+			const char *row[] = {json_text(o, "name"), kind ? kind : "invalid",
+					     kind ? os : "-", json_text(o, "source"),
+					     json_text(o, "error") ? json_text(o, "error")
+					     : ovz ? ovz : desc};
 			table_add(t, row);
+			free(ovz);
 		}
 		if (t)
 			table_print(t, stdout);

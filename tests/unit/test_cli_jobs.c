@@ -429,6 +429,35 @@ Test(cli_jobs, down_of_a_guest_that_does_not_exist)
 	world_free(&w);
 }
 
+/* The shipped OpenVZ template on a PVE 9 cluster: refused before any
+ * change or job, naming the version (through the job's check too). */
+Test(cli_jobs, an_openvz_template_is_refused_on_pve_4_and_later)
+{
+	static struct world w;
+	world_start(&w, 100);
+	char *text = NULL, *t = strprintf("%s/templates/debian-7-openvz.tmpl", w.dir);
+	cr_assert_eq(read_file("templates/debian-7-openvz.tmpl", &text, NULL), 0);
+	write_text(t, text, 0644);
+	free(text);
+	free(t);
+	char *out = NULL;
+	const char *want = "pvagent up: template debian-7-openvz makes OpenVZ containers, which "
+			   "need PVE 2.x/3.x (this cluster runs PVE 9.";
+	for (int dry = 0; dry < 2; dry++) {
+		int rc = pv(&w, &out, "up", "ovz1", "-t", "debian-7-openvz", "--var", "ip=10.0.0.5",
+			    dry ? "--dry-run" : NULL, NULL);
+		cr_assert_eq(rc, 2, "%s", out);
+		cr_expect(strstr(out, want), "%s", out);
+		free(out);
+	}
+	cr_expect_eq(requests("POST", "/lxc", -1) + requests("POST", "/openvz", -1), 0);
+	cr_expect_eq(db_int(&w, "SELECT count(*) FROM jobs"), 0, "no job was stored");
+	cr_assert_eq(pv(&w, &out, "templates", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "PVE 2.x/3.x only: "), "templates marks it:\n%s", out);
+	free(out);
+	world_free(&w);
+}
+
 /* pvagent ARGS... in the background (child), its output into a file. */
 static void start_bg(const struct world *w, const char *const *args)
 {
