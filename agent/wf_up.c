@@ -1646,6 +1646,34 @@ out:
 	return rc;
 }
 
+/* A note when the memory of the desired config (MiB) is more than node
+ * has in all (its maxmem in GET /nodes, the one request this adds): PVE
+ * takes such a value, and the guest then does not start. A failed read
+ * says nothing; the plan goes on. */
+static void memory_note(struct job *j, const char *node, const struct tmpl_kvlist *desired)
+{
+	const char *m = tmpl_kvlist_get(desired, "memory");
+	if (m && strncmp(m, "current=", 8) == 0)
+		m += 8; /* PVE 9's property string */
+	long long mib = m ? strtoll(m, NULL, 10) : 0, maxmem = 0;
+	json_object *d = NULL;
+	struct pve_error e = {0};
+	if (!node || !*node || mib <= 0 || pve_get(job_pve(j), "/nodes", NULL, &d, &e) < 0) {
+		pve_error_clear(&e);
+		return;
+	}
+	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *it = json_object_array_get_idx(d, i);
+		const char *nm = json_str(it, "node");
+		if (nm && strcmp(nm, node) == 0 && json_int(it, "maxmem", &maxmem) && maxmem > 0 &&
+		    mib > maxmem / (1024 * 1024))
+			job_note(j, "memory %lld MiB is more than node %s has in all (%lld MiB): the "
+				 "guest would not start", mib, node, maxmem / (1024 * 1024));
+	}
+	json_object_put(d);
+}
+
 /* What up would do, key by key, with reads only: the guest to make (or
  * the one that exists), its config changes (shown as diff lines), the
  * disk, the start, inject. The job ends after it (vars "planned"). */
@@ -1677,6 +1705,7 @@ static int up_plan(struct job *j, struct up_ctx *u, bool exists)
 	if (desired_for(u, job_subject(j), vmid, node, &desired, err) < 0 ||
 	    diff_config(u, conf, &desired, &ch, &nch, err) < 0)
 		goto out;
+	memory_note(j, node, &desired);
 	for (size_t i = 0; i < nch; i++)
 		if (add_diff_line(j, u, &ch[i]) < 0) {
 			pve_error_oom(err);

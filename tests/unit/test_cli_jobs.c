@@ -458,6 +458,35 @@ Test(cli_jobs, an_openvz_template_is_refused_on_pve_4_and_later)
 	world_free(&w);
 }
 
+/* More memory than the node has in all: up --dry-run says so in its plan
+ * and as a --json note; a value that fits says nothing. */
+Test(cli_jobs, dry_run_notes_memory_beyond_the_nodes)
+{
+	static struct world w;
+	world_start(&w, 100);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "up", "mem1", "-t", "jobvm", "--set", "memory=999999999",
+			"--dry-run", NULL),
+		     0, "%s", out);
+	cr_expect(strstr(out, "note: memory 999999999 MiB is more than node pve1 has in all ("),
+		  "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "--json", "up", "mem1", "-t", "jobvm", "--set",
+			"memory=999999999", "--dry-run", NULL),
+		     0, "%s", out);
+	cr_expect(strstr(out, "\"event\":\"note\"") &&
+			  strstr(out, "memory 999999999 MiB is more than node pve1"),
+		  "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "up", "mem1", "-t", "jobvm", "--set", "memory=1024",
+			"--dry-run", NULL),
+		     0, "%s", out);
+	cr_expect_null(strstr(out, "is more than node"), "%s", out);
+	free(out);
+	cr_assert_eq(guests_named("mem1"), 0);
+	world_free(&w);
+}
+
 /* pvagent ARGS... in the background (child), its output into a file. */
 static void start_bg(const struct world *w, const char *const *args)
 {
