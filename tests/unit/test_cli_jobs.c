@@ -430,7 +430,8 @@ Test(cli_jobs, down_of_a_guest_that_does_not_exist)
 }
 
 /* The shipped OpenVZ template on a PVE 9 cluster: refused before any
- * change or job, naming the version (through the job's check too). */
+ * change or job, naming the version; `templates` marks it, in 80
+ * columns. */
 Test(cli_jobs, an_openvz_template_is_refused_on_pve_4_and_later)
 {
 	static struct world w;
@@ -452,8 +453,24 @@ Test(cli_jobs, an_openvz_template_is_refused_on_pve_4_and_later)
 	}
 	cr_expect_eq(requests("POST", "/lxc", -1) + requests("POST", "/openvz", -1), 0);
 	cr_expect_eq(db_int(&w, "SELECT count(*) FROM jobs"), 0, "no job was stored");
-	cr_assert_eq(pv(&w, &out, "templates", NULL), 0, "%s", out);
-	cr_expect(strstr(out, "PVE 2.x/3.x only: "), "templates marks it:\n%s", out);
+	/* not a terminal: 80 columns, long cells cut; --long adds the
+	 * source, --json has every cell whole */
+	cr_assert_eq(setenv("COLUMNS", "80", 1), 0);
+	const char *src = "local:vztmpl/debian-7.0-standard_7.0-2_amd64.tar.gz";
+	for (int lng = 0; lng < 2; lng++) {
+		cr_assert_eq(pv(&w, &out, "templates", lng ? "--long" : NULL, NULL), 0, "%s", out);
+		cr_expect(strstr(out, "PVE 2.x/3.x only"), "templates marks it:\n%s", out);
+		cr_expect(strstr(out, "...\n"), "a long description is cut:\n%s", out);
+		cr_expect(lng ? strstr(out, "SOURCE") != NULL : strstr(out, "SOURCE") == NULL, "%s",
+			  out);
+		for (const char *l = out; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
+			cr_expect_leq(strcspn(l, "\n"), 80, "wider than 80:\n%s", out);
+		free(out);
+	}
+	cr_assert_eq(unsetenv("COLUMNS"), 0);
+	cr_assert_eq(pv(&w, &out, "--json", "templates", NULL), 0, "%s", out);
+	cr_expect(strstr(out, src) && strstr(out, "Debian 7 (wheezy) OpenVZ container\""), "%s",
+		  out);
 	free(out);
 	world_free(&w);
 }
