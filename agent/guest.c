@@ -552,6 +552,13 @@ int guest_find(struct pve *c, const char *arg, struct guest_ref *out, struct pve
 	return refresh_found(c, guest_find_by_vmid(c, vmid, out, err), out, err);
 }
 
+int guest_not_found(const char *arg, struct pve_error *err)
+{
+	pve_error_set(err, PVE_ERR_NOT_FOUND, guest_arg_is_vmid(arg, NULL)
+		      ? "no guest with VMID %s" : "no guest named '%s'", arg);
+	return -1;
+}
+
 int guest_refresh(struct pve *c, struct guest_ref *g, struct pve_error *err)
 {
 	json_object *d = NULL;

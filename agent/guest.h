@@ -115,6 +115,10 @@ int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out,
  * unnamed guests (PVE shows "VM 100") and guests sharing a name are
  * reached by VMID wherever a guest is named. */
 int guest_find(struct pve *c, const char *arg, struct guest_ref *out, struct pve_error *err);
+/* What every command says when guest_find found nothing: err set to
+ * PVE_ERR_NOT_FOUND "no guest named 'NAME'" or "no guest with VMID N".
+ * Returns -1. */
+int guest_not_found(const char *arg, struct pve_error *err);
 /* The same look-ups in a listing already made with guest_list(), so that
  * one listing serves several (no request; out is a copy; -1 is a duplicate
  * name or out of memory). The listing is as old as it is: use a fresh one

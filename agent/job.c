@@ -1071,6 +1071,37 @@ enum job_outcome job_fail_unrun(struct job *j, const struct pve_error *why)
 
 /* ---- the job for a request ---------------------------------------------------- */
 
+int job_cancel_stored(struct store *s, struct store_job *sj, const char *why, char **err)
+{
+	struct store_job_lock *lk = NULL;
+	long holder = 0;
+	int r = store_job_lock(s, sj->id, &lk, &holder, err);
+	if (r != 1)
+		return r;
+	if (why) {
+		struct pve_error e = {0};
+		pve_error_set(&e, PVE_ERR_NOT_FOUND, "%s", why);
+		json_object *eo = pve_error_to_json(&e);
+		char *text = eo ? strdup(json_object_to_json_string_ext(eo, JSON_C_TO_STRING_PLAIN))
+				: NULL;
+		json_object_put(eo);
+		pve_error_clear(&e);
+		if (!text) {
+			store_job_unlock(lk);
+			*err = strdup("out of memory");
+			return -1;
+		}
+		free(sj->error);
+		sj->error = text;
+	}
+	sj->state = JOB_CANCELLED;
+	sj->ended = clock_unix_now();
+	sj->pid = 0;
+	r = store_job_update(s, sj, err) < 0 ? -1 : 1;
+	store_job_unlock(lk);
+	return r;
+}
+
 int job_for_subject(struct job_env *env, const struct job_workflow *wf, const char *subject,
 		    json_object *params, struct job **out, struct pve_error *err)
 {
@@ -1106,8 +1137,7 @@ int job_for_subject(struct job_env *env, const struct job_workflow *wf, const ch
 				return job_load(env, id, wf, out, err) == 1 ? 0 : -1;
 			}
 			/* another request for the same guest replaces the old job */
-			struct store_job_lock *lk = NULL;
-			if (store_job_lock(env->store, id, &lk, &holder, &serr) != 1) {
+			if (job_cancel_stored(env->store, &sj, NULL, &serr) != 1) {
 				pve_error_set(err, serr ? PVE_ERR_INTERNAL : PVE_ERR_LOCKED,
 					      "%s: %s job %lld: %s", subject, wf->name, id,
 					      serr ? serr : "another process has just taken it");
@@ -1117,14 +1147,6 @@ int job_for_subject(struct job_env *env, const struct job_workflow *wf, const ch
 			}
 			log_info("%s: interrupted %s job %lld is superseded by this one", subject,
 				 wf->name, id);
-			sj.state = JOB_CANCELLED;
-			sj.ended = clock_unix_now();
-			sj.pid = 0;
-			if (store_job_update(env->store, &sj, &serr) < 0) {
-				log_warn("%s", serr ? serr : "cannot record the old job");
-				free(serr);
-			}
-			store_job_unlock(lk);
 			store_job_free(&sj);
 		}
 	}

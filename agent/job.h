@@ -137,6 +137,12 @@ void job_free(struct job *j);
 int job_for_subject(struct job_env *env, const struct job_workflow *wf, const char *subject,
 		    json_object *params, struct job **out, struct pve_error *err);
 
+/* End the stored unfinished job sj as cancelled, under its lock: why (a
+ * not-found error's message, NULL: its error as it is) says why; sj is
+ * updated as written. 1 ended, 0 another process holds it (left as it
+ * is), -1 error (*err malloc'd). */
+int job_cancel_stored(struct store *s, struct store_job *sj, const char *why, char **err);
+
 /* The one launcher: the job a request of wf on subject with params
  * (borrowed) makes, by wf's resume policy (an unfinished job resumed, or a
  * new one); one whose lock another process holds is PVE_ERR_LOCKED. Run it

@@ -127,11 +127,8 @@ int guest_target_open(struct pve *c, const struct conf *conf, const struct targe
 	int found = guest_find(c, req->name, &gt->ref, err);
 	if (found < 0 || (found == 1 && guest_get_config(c, &gt->ref, &gt->config, err) < 0))
 		return -1;
-	if (found == 0) {
-		pve_error_set(err, PVE_ERR_NOT_FOUND, guest_arg_is_vmid(req->name, NULL)
-			      ? "no guest with VMID %s" : "no guest named '%s'", req->name);
-		return -1;
-	}
+	if (found == 0)
+		return guest_not_found(req->name, err);
 	if (req->qemu_only && gt->ref.type != GUEST_QEMU) {
 		pve_error_set(err, PVE_ERR_CONFIG, "%s is a container: containers have no "
 			      "emulated disks", req->name);

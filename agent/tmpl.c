@@ -1011,9 +1011,14 @@ static char *other_version(enum tmpl_kind kind, const char *key, int major, bool
 }
 
 int tmpl_check_version(const struct tmpl *t, const struct tmpl_kvlist *sets, int major,
-		       char **err)
+		       int minor, char **err)
 {
 	*err = NULL;
+	if (t->kind == TMPL_OPENVZ && major >= 4) {
+		*err = strprintf("template %s makes OpenVZ containers, which need PVE 2.x/3.x (this "
+				 "cluster runs PVE %d.%d)", t->name ? t->name : "?", major, minor);
+		return -1;
+	}
 	bool oom = false;
 	for (size_t i = 0; i < t->pve.n && !*err && !oom; i++) {
 		char *why = other_version(t->kind, t->pve.items[i].key, major, &oom);

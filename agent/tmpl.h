@@ -206,13 +206,16 @@ int tmpl_expand(const struct tmpl *t, const struct tmpl_kvlist *vars,
 void tmpl_inst_free(struct tmpl_inst *inst);
 
 /* Templates load with the keys any PVE version has (pvekeys.h); once the
- * cluster's major version is known, check that each [pve] key and each
- * --set key in sets (may be NULL) is that version's: -1 with *err
- * (malloc'd) naming the first one that only another version has ("[pve]
- * 'allow-ksm' is a PVE 9 parameter; this cluster runs PVE 8"), -1 with
- * *err NULL when memory ran out, else 0. */
+ * cluster's version (major.minor) is known, check that an OpenVZ template
+ * meets PVE 2.x/3.x (OpenVZ left PVE with 4.0: "template debian-7-openvz
+ * makes OpenVZ containers, which need PVE 2.x/3.x (this cluster runs PVE
+ * 9.1)"), and that each [pve] key and each --set key in sets (may be
+ * NULL) is that version's: -1 with *err (malloc'd) naming the first one
+ * that only another version has ("[pve] 'allow-ksm' is a PVE 9 parameter;
+ * this cluster runs PVE 8"), -1 with *err NULL when memory ran out, else
+ * 0. */
 int tmpl_check_version(const struct tmpl *t, const struct tmpl_kvlist *sets, int major,
-		       char **err);
+		       int minor, char **err);
 
 const char *tmpl_kind_name(enum tmpl_kind k);   /* "qemu", "lxc", "openvz" */
 const char *tmpl_bus_name(enum tmpl_bus b);     /* "ide", ...; "" if unset */

@@ -1,13 +1,17 @@
 /* wf_down.c - the `down` workflow on the job engine: find the guest,
- * shut it down (stop after the timeout), delete it. A guest that does not
- * exist counts as done. */
+ * shut it down (stop after the timeout), delete it, and end the guest's
+ * other unfinished jobs. A guest that does not exist is not found (exit 2),
+ * except to a resumed job, for which it is done: an earlier run may have
+ * deleted it. */
 #include "wf_up.h"
 
 #include "json.h"
+#include "log.h"
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct down_ctx {
 	struct up_result *res;     /* attached, or own_res */
@@ -108,6 +112,76 @@ static enum step_rc down_plan(struct job *j, struct down_ctx *d)
 	return STEP_RC_END;
 }
 
+/* The workflows whose subject is a guest (its name or VMID), but down:
+ * another unfinished down of the guest is left to complete (its rerun
+ * finds the guest gone and ends done). */
+static bool guest_workflow(const char *wf)
+{
+	static const char *const names[] = {"up", "inject", "virtio", "bench", "migrate"};
+	for (size_t i = 0; wf && i < sizeof names / sizeof *names; i++)
+		if (strcmp(wf, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Is sj a job on the guest this down removed (or found absent): its
+ * subject the name, or the VMID either way (subject or vars)? */
+static bool same_guest(const struct store_job *sj, const char *name, int vmid)
+{
+	int v = 0;
+	if (name && strcasecmp(sj->subject, name) == 0)
+		return true;
+	if (vmid && guest_arg_is_vmid(sj->subject, &v) && v == vmid)
+		return true;
+	json_object *vars = vmid && sj->vars ? json_tokener_parse(sj->vars) : NULL;
+	long long vv = 0;
+	bool hit = vars && json_int(vars, "vmid", &vv) && vv == vmid;
+	json_object_put(vars);
+	return hit;
+}
+
+/* The guest is gone: its other unfinished jobs (an interrupted up, a
+ * needs-attention virtio, ...) end as cancelled, so that nothing resumes
+ * them against a guest that no longer exists. One another process runs is
+ * left to it. A failure here is said and does not fail the down. */
+static void end_guest_jobs(struct job *j, const char *why)
+{
+	struct down_ctx *d = job_ctx(j);
+	struct store *st = job_env(j)->store;
+	struct store_job *v = NULL;
+	size_t n = 0;
+	char *err = NULL;
+	if (!st)
+		return;
+	if (store_jobs_unfinished(st, &v, &n, &err) < 0) {
+		log_warn("%s: cannot read the unfinished jobs: %s", job_subject(j),
+			 err ? err : "store");
+		free(err);
+		return;
+	}
+	char *msg = strprintf("guest %s by down job %lld", why, job_id(j));
+	for (size_t i = 0; msg && i < n; i++) {
+		if (v[i].id == job_id(j) || !guest_workflow(v[i].workflow) ||
+		    !(same_guest(&v[i], job_subject(j), d->g.vmid) ||
+		      (d->g.name && same_guest(&v[i], d->g.name, 0))))
+			continue;
+		int r = job_cancel_stored(st, &v[i], msg, &err);
+		if (r == 1)
+			job_note(j, "%s job %lld on %s ended: its %s", v[i].workflow, v[i].id,
+				 v[i].subject, msg);
+		else if (r == 0)
+			log_warn("%s: %s job %lld runs in another process; left to it",
+				 job_subject(j), v[i].workflow, v[i].id);
+		else
+			log_warn("%s: %s job %lld: %s", job_subject(j), v[i].workflow, v[i].id,
+				 err ? err : "store");
+		free(err);
+		err = NULL;
+	}
+	free(msg);
+	store_jobs_free(v, n);
+}
+
 static enum step_rc down_find(struct job *j)
 {
 	struct down_ctx *d = job_ctx(j);
@@ -118,6 +192,13 @@ static enum step_rc down_find(struct job *j)
 	if (!found) {
 		if (job_set_bool(j, "deleted", false) < 0)
 			return pve_error_oom(err);
+		if (!d->dry_run)
+			end_guest_jobs(j, "absent when checked");
+		/* resumed: an earlier run of this job may have removed it */
+		if (!job_resumed(j)) {
+			guest_not_found(job_subject(j), err);
+			return STEP_RC_FAIL;
+		}
 		job_summary(j, "does not exist");
 		return STEP_RC_END;
 	}
@@ -166,6 +247,7 @@ static enum step_rc down_delete(struct job *j)
 	if (job_set_bool(j, "deleted", deleted) < 0)
 		return pve_error_oom(job_err(j));
 	job_summary(j, "%s", deleted ? "deleted" : "already gone");
+	end_guest_jobs(j, "removed");
 	return STEP_RC_OK;
 }
 

@@ -182,8 +182,10 @@ static enum step_rc mig_plan_step(struct job *j)
 	int found = guest_find(c, job_subject(j), &m->g, err);
 	if (found < 0)
 		return STEP_RC_FAIL;
-	if (!found)
-		return job_fail(j, PVE_ERR_NOT_FOUND, "no guest named '%s'", job_subject(j));
+	if (!found) {
+		guest_not_found(job_subject(j), err);
+		return STEP_RC_FAIL;
+	}
 	if (m->g.template)
 		return job_fail(j, PVE_ERR_CONFIG, "'%s' (VMID %d) is a template; pvagent does not "
 				"migrate templates", job_subject(j), m->g.vmid);

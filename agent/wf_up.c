@@ -552,11 +552,12 @@ static enum step_rc up_find(struct job *j)
 	struct pve *c = job_pve(j);
 	struct pve_error *err = job_err(j);
 	const char *name = job_subject(j);
-	int major;
-	if (guest_pve_major(c, &major, err) < 0)
+	const struct pve_version *ver = NULL;
+	if (pve_version(c, &ver, err) < 0)
 		return STEP_RC_FAIL;
+	int major = ver->major;
 	char *why = NULL;
-	if (tmpl_check_version(u->tmpl, &u->sets, major, &why) < 0) {
+	if (tmpl_check_version(u->tmpl, &u->sets, major, ver->minor, &why) < 0) {
 		if (!why)
 			return pve_error_oom(err);
 		pve_error_set(err, PVE_ERR_CONFIG, "%s", why);
@@ -1645,6 +1646,34 @@ out:
 	return rc;
 }
 
+/* A note when the memory of the desired config (MiB) is more than node
+ * has in all (its maxmem in GET /nodes, the one request this adds): PVE
+ * takes such a value, and the guest then does not start. A failed read
+ * says nothing; the plan goes on. */
+static void memory_note(struct job *j, const char *node, const struct tmpl_kvlist *desired)
+{
+	const char *m = tmpl_kvlist_get(desired, "memory");
+	if (m && strncmp(m, "current=", 8) == 0)
+		m += 8; /* PVE 9's property string */
+	long long mib = m ? strtoll(m, NULL, 10) : 0, maxmem = 0;
+	json_object *d = NULL;
+	struct pve_error e = {0};
+	if (!node || !*node || mib <= 0 || pve_get(job_pve(j), "/nodes", NULL, &d, &e) < 0) {
+		pve_error_clear(&e);
+		return;
+	}
+	size_t n = json_object_is_type(d, json_type_array) ? json_object_array_length(d) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *it = json_object_array_get_idx(d, i);
+		const char *nm = json_str(it, "node");
+		if (nm && strcmp(nm, node) == 0 && json_int(it, "maxmem", &maxmem) && maxmem > 0 &&
+		    mib > maxmem / (1024 * 1024))
+			job_note(j, "memory %lld MiB is more than node %s has in all (%lld MiB): the "
+				 "guest would not start", mib, node, maxmem / (1024 * 1024));
+	}
+	json_object_put(d);
+}
+
 /* What up would do, key by key, with reads only: the guest to make (or
  * the one that exists), its config changes (shown as diff lines), the
  * disk, the start, inject. The job ends after it (vars "planned"). */
@@ -1676,6 +1705,7 @@ static int up_plan(struct job *j, struct up_ctx *u, bool exists)
 	if (desired_for(u, job_subject(j), vmid, node, &desired, err) < 0 ||
 	    diff_config(u, conf, &desired, &ch, &nch, err) < 0)
 		goto out;
+	memory_note(j, node, &desired);
 	for (size_t i = 0; i < nch; i++)
 		if (add_diff_line(j, u, &ch[i]) < 0) {
 			pve_error_oom(err);
@@ -1812,7 +1842,10 @@ void wf_result_finish(struct job *j, struct up_result *r)
 		json_object_put(eo);
 		if (r->outcome == JOB_OUT_INTERRUPTED && r->error.kind == PVE_OK)
 			pve_error_set(&r->error, PVE_ERR_INTERNAL, "interrupted");
-		r->status = UP_FAILED;
+		/* down of a guest that does not exist: not found, and absent */
+		bool absent = r->error.kind == PVE_ERR_NOT_FOUND &&
+			      json_object_object_get_ex(v, "deleted", NULL) && !pbool(v, "deleted");
+		r->status = absent ? UP_ABSENT : UP_FAILED;
 	} else if (pbool(v, "planned")) {
 		r->status = UP_PLANNED;
 		if (!r->vmid)

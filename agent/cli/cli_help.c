@@ -26,6 +26,8 @@ struct opt_doc {
 static const struct opt_doc docs[] = {
 	{"list", "node", "N", "only the guests of node N"},
 	{"list", "long", NULL, "also each guest's disk bus and NICs (its config, 8 read at once)"},
+	{"templates", "long", NULL,
+	 "also each template's source (cut to the terminal's width as the rest; --json: whole)"},
 	{"up", "template", "NAME", "the template to provision from (required)"},
 	{"up", "node", "N", "the node to create the guests on (default: [pve] node)"},
 	{"up", "vmid", "ID", "the VMID to claim (default: the next free one)"},

@@ -221,8 +221,7 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 		guest_ref_clear(&g);
 		cli->subject = a->argv[0];
 		if (f == 0)
-			pve_error_set(&e, PVE_ERR_NOT_FOUND, guest_arg_is_vmid(a->argv[0], NULL)
-				      ? "no guest with VMID %s" : "no guest named '%s'", a->argv[0]);
+			guest_not_found(a->argv[0], &e);
 		if (f <= 0)
 			rc = cli_fail_pve(cli, "migrate", &e);
 	}

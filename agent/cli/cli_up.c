@@ -122,7 +122,7 @@ int cli_down_launch(const struct down_request *req, struct up_result *res)
 			wf_down_attach(j, res);
 			jobpool_run_jobs(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);
 			wf_down_result(j);
-			rc = res->status == UP_FAILED ? -1 : 0;
+			rc = res->outcome == JOB_OUT_DONE ? 0 : -1;
 		}
 	}
 	if (rc < 0 && !j)
@@ -198,8 +198,11 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 			continue;
 		}
 		if (r[i].error.kind != PVE_OK) {
+			/* absent: "no guest named ...", as every command says it */
 			char *m = pve_error_format(&r[i].error);
-			log_error("%s: %s", r[i].name, m ? m : "failed");
+			bool named = r[i].status == UP_ABSENT;
+			log_error("%s%s%s", named ? "" : r[i].name, named ? "" : ": ",
+				  m ? m : "failed");
 			free(m);
 		}
 		if (r[i].left && r[i].job)
@@ -213,9 +216,10 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 
 /* What up checks of the cluster once its input is good: the node (given,
  * or the configuration's default), and for an OpenVZ template the PVE
- * version. 0 or an exit code (said). */
+ * version (tmpl_check_version, as the job's find step does: here before a
+ * job, as a template error). 0 or an exit code (said). */
 static int up_check_cluster(struct cli *cli, const char *node, const struct tmpl *t,
-			    const char *tname)
+			    const struct tmpl_kvlist *sets)
 {
 	int rc = 0;
 	if (node)
@@ -223,14 +227,14 @@ static int up_check_cluster(struct cli *cli, const char *node, const struct tmpl
 	else if (cli->conf.pve.node) /* the default must exist too */
 		rc = cli_check_node(cli, "up", cli->conf.pve.node, "[pve] node");
 	if (rc == 0 && t->kind == TMPL_OPENVZ && (rc = cli_connect_pve(cli)) == 0) {
-		/* OpenVZ left PVE with 4.0 */
-		int major = 0;
+		const struct pve_version *v = NULL;
 		struct pve_error ve = {0};
-		if (guest_pve_major(cli->pve, &major, &ve) < 0)
+		char *why = NULL;
+		if (pve_version(cli->pve, &v, &ve) < 0)
 			rc = cli_fail_pve(cli, "up", &ve);
-		else if (major >= 4)
-			rc = cli_error("template", "up", "template %s is an OpenVZ container: it needs "
-				       "PVE 2.x or 3.x, and this cluster runs PVE %d", tname, major);
+		else if (tmpl_check_version(t, sets, v->major, v->minor, &why) < 0)
+			rc = cli_error("template", "up", "%s", why ? why : "out of memory");
+		free(why);
 	}
 	return rc;
 }
@@ -325,7 +329,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	if (up_request_check(&req, &e) < 0)
 		rc = cli_fail_pve(cli, "up", &e);
 	else if (!cli->sub)
-		rc = up_check_cluster(cli, node, t, tname);
+		rc = up_check_cluster(cli, node, t, &sets);
 	if (rc) {
 		/* said */
 	} else if (cli->sub) {

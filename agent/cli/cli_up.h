@@ -29,7 +29,9 @@ struct down_request {
 };
 
 /* Shutdown (stop after wait.shutdown_timeout_s) and delete, as a job. A
- * missing guest is success (UP_ABSENT). Returns 0 or -1 (res->error). */
+ * missing guest is UP_ABSENT and not found (PVE_ERR_NOT_FOUND, exit 2),
+ * except to a resumed job, which it completes. Returns 0, or -1
+ * (res->error). */
 int cli_down_launch(const struct down_request *req, struct up_result *res);
 
 #endif

@@ -1,6 +1,7 @@
 /* output.c - text tables and JSON lines for the CLI (see output.h). */
 #include "output.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,9 +51,26 @@ int table_add(struct table *t, const char *const *cells)
 	return add_row(t, cells);
 }
 
-void table_print(const struct table *t, FILE *f)
+/* A cell in w columns: cut with "..." when longer (not inside a UTF-8
+ * sequence), padded unless last. */
+static void print_cell(FILE *f, const char *cell, size_t w, bool last)
 {
-	size_t *w = calloc(t->ncols, sizeof *w);
+	size_t l = strlen(cell);
+	if (l > w && w > 3) {
+		size_t k = w - 3;
+		while (k > 0 && ((unsigned char)cell[k] & 0xC0) == 0x80)
+			k--;
+		fprintf(f, last ? "%.*s...\n" : "%.*s...%*s  ", (int)k, cell, (int)(w - 3 - k), "");
+	} else if (last) {
+		fprintf(f, "%s\n", cell);
+	} else {
+		fprintf(f, "%-*s  ", (int)w, cell);
+	}
+}
+
+void table_print_fit(const struct table *t, FILE *f, size_t width)
+{
+	size_t *w = calloc(t->ncols, sizeof *w), total = 2 * (t->ncols - 1);
 	if (!w)
 		return;
 	for (size_t r = 0; r < t->nrows; r++)
@@ -61,16 +79,31 @@ void table_print(const struct table *t, FILE *f)
 			if (l > w[c])
 				w[c] = l;
 		}
-	for (size_t r = 0; r < t->nrows; r++) {
+	for (size_t c = 0; c < t->ncols; c++)
+		total += w[c];
+	/* the widest column gives a column at a time, down to its header
+	 * (and room for "...") */
+	while (width && total > width) {
+		size_t widest = t->ncols;
 		for (size_t c = 0; c < t->ncols; c++) {
-			const char *cell = t->cells[r * t->ncols + c];
-			if (c + 1 == t->ncols)
-				fprintf(f, "%s\n", cell);
-			else
-				fprintf(f, "%-*s  ", (int)w[c], cell);
+			size_t min = strlen(t->cells[c]) > 6 ? strlen(t->cells[c]) : 6;
+			if (w[c] > min && (widest == t->ncols || w[c] > w[widest]))
+				widest = c;
 		}
+		if (widest == t->ncols)
+			break;
+		w[widest]--;
+		total--;
 	}
+	for (size_t r = 0; r < t->nrows; r++)
+		for (size_t c = 0; c < t->ncols; c++)
+			print_cell(f, t->cells[r * t->ncols + c], w[c], c + 1 == t->ncols);
 	free(w);
+}
+
+void table_print(const struct table *t, FILE *f)
+{
+	table_print_fit(t, f, 0);
 }
 
 void table_free(struct table *t)

@@ -16,6 +16,9 @@ struct table *table_new(size_t ncols, const char *const *headers);
 int table_add(struct table *t, const char *const *cells);
 /* Print with columns padded to their widest cell, two spaces apart. */
 void table_print(const struct table *t, FILE *f);
+/* The same in at most width columns (0: any): the widest columns narrowed
+ * first, never below their header, their cells cut with "...". */
+void table_print_fit(const struct table *t, FILE *f, size_t width);
 void table_free(struct table *t);
 
 /* Print o as one compact JSON line on f and flush. */

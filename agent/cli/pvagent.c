@@ -313,7 +313,9 @@ static int cmd_list(struct cli *cli, const struct cmd_args *a)
 
 static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 {
-	(void)args;
+	bool longer = false;
+	for (size_t i = 0; i < args->n; i++)
+		longer |= args->v[i].opt == 'l';
 	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
@@ -362,20 +364,28 @@ static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 	if (cli->json) {
 		out_json_ok("templates", "templates", json_object_get(a));
 	} else {
-		const char *hdr[] = {"TEMPLATE", "KIND", "OS", "SOURCE", "DESCRIPTION"};
-		struct table *t = table_new(5, hdr);
+		/* SOURCE with --long; in the terminal's width (or 80) */
+		const char *hdr[] = {"TEMPLATE", "KIND", "OS", "DESCRIPTION", "SOURCE"};
+		struct table *t = table_new(longer ? 5 : 4, hdr);
 		for (size_t i = 0; t && i < json_object_array_length(a); i++) {
 			json_object *o = json_object_array_get_idx(a, i);
 			char os[128];
 			snprintf(os, sizeof os, "%s %s", json_text(o, "os") ? json_text(o, "os") : "",
 				 json_text(o, "os_version") ? json_text(o, "os_version") : "");
-			const char *row[] = {json_text(o, "name"), json_text(o, "kind") ? json_text(o, "kind") : "invalid",
-					     json_text(o, "kind") ? os : "-", json_text(o, "source"),
-					     json_text(o, "error") ? json_text(o, "error") : json_text(o, "description")};
+			/* OpenVZ left PVE with 4.0: said first, where no cut reaches */
+			const char *kind = json_text(o, "kind"), *desc = json_text(o, "description");
+			char *ovz = kind && strcmp(kind, "openvz") == 0
+					    ? strprintf("PVE 2.x/3.x only: %s", desc ? desc : "") : NULL;
+			const char *row[] = {json_text(o, "name"), kind ? kind : "invalid",
+					     kind ? os : "-",
+					     json_text(o, "error") ? json_text(o, "error")
+					     : ovz ? ovz : desc,
+					     json_text(o, "source")};
 			table_add(t, row);
+			free(ovz);
 		}
 		if (t)
-			table_print(t, stdout);
+			table_print_fit(t, stdout, cli_term_columns());
 		table_free(t);
 	}
 	json_object_put(a);
@@ -401,9 +411,13 @@ static const struct cmd_entry cmd_list_entry = {
 	"n:l", list_opts, NULL, 0, 0, NULL, cmd_list,
 	"pvagent list\npvagent list --long\npvagent --json list --node pve1",
 };
+static const struct option templates_opts[] = {{"long", no_argument, NULL, 'l'}, {0}};
 static const struct cmd_entry cmd_templates_entry = {
-	"templates", "", "the templates pvagent can provision from", NULL, NULL, NULL, 0, 0, NULL,
-	cmd_templates, "pvagent templates",
+	"templates", "[--long]",
+	"the templates pvagent can provision from, in the terminal's width; --long: also their "
+	"source",
+	"l", templates_opts, NULL, 0, 0, NULL, cmd_templates,
+	"pvagent templates\npvagent templates --long\npvagent --json templates",
 };
 
 static int cmd_help(struct cli *cli, const struct cmd_args *a);

@@ -486,6 +486,25 @@ static void write_metrics(struct daemon *d)
 	}
 }
 
+/* How each of j's store jobs ended, as the store says it (done, failed,
+ * needs-attention, interrupted, cancelled): read once the process ended,
+ * so that every commit of it is in. */
+static void log_job_ends(struct daemon *d, const struct djob *j)
+{
+	for (size_t i = 0; i < j->n_jobs; i++) {
+		struct store_job sj;
+		char *err = NULL;
+		if (store_job_get(d->store, j->jobs[i], &sj, &err) != 1) {
+			log_warn("job %lld: %s", j->jobs[i], err ? err : "not in the store");
+			free(err);
+			continue;
+		}
+		log_info("job %lld (%s %s): %s", sj.id, sj.workflow, sj.subject,
+			 job_state_name(sj.state));
+		store_job_free(&sj);
+	}
+}
+
 /* The job's process ended and its pipes are drained (or it never ran). */
 static void end_djob(struct daemon *d, struct djob *j)
 {
@@ -493,6 +512,7 @@ static void end_djob(struct daemon *d, struct djob *j)
 		mark_interrupted(d, j, JOB_INTERRUPTED);
 	if (j->cancel)
 		mark_interrupted(d, j, JOB_CANCELLED);
+	log_job_ends(d, j);
 	log_info("ticket %llu (%s) ended: exit %d", j->it->ticket, j->what, j->code);
 	json_object *ev = daemon_event(j, "exit");
 	if (ev) {
@@ -558,8 +578,6 @@ static void on_child_event(struct daemon *d, struct djob *j, const char *line, s
 	} else if (kind && strcmp(kind, "done") == 0) {
 		if (metrics_job(&d->m, wf, json_str(o, "text")) < 0)
 			log_warn("metrics: out of memory");
-		log_info("job %lld (%s %s): %s", id, wf, json_str(o, "name") ? json_str(o, "name") : "",
-			 json_str(o, "text") ? json_str(o, "text") : "done");
 	}
 	json_object_object_add(o, "ticket", json_object_new_int64((int64_t)j->it->ticket));
 	broadcast(j, o);

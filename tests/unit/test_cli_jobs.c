@@ -4,7 +4,9 @@
  * exits 130, and `pvagent resume` finishes it without cloning again;
  * SIGKILL right after each task-starting request of `up` and `down` was
  * sent, then the same command again: one guest (none after down), each
- * request effective once; `jobs`
+ * request effective once; `down` of a guest ends its unfinished jobs (an up
+ * killed after its clone), a mistyped one is not found (exit 2) while a
+ * rerun of a killed down whose guest is gone completes it; `jobs`
  * and `job` show what happened; migrate, drain and undrain killed at each
  * step boundary and finished by `pvagent resume ID` (below), a drain
  * killed between a guest's move and its home tag finished by resume or by
@@ -325,6 +327,181 @@ static void wait_db(const struct world *w, const char *sql, long long want, cons
 		nanosleep(&ts, NULL); /* polling a state (the store), bounded */
 	}
 	cr_assert_fail("never: %s", what);
+}
+
+/* cmd_bg of name (up, or down) stopped by PVAGENT_STOP_AFTER right after
+ * stop (WORKFLOW:STEP) committed, then SIGKILLed there. */
+static void killed_at_boundary(const struct world *w, const char *stop, const char *name,
+			       const char *out_path, bool down)
+{
+	cr_assert_eq(setenv("PVAGENT_STOP_AFTER", stop, 1), 0);
+	child = cmd_bg(w, name, out_path, down);
+	cr_assert_eq(unsetenv("PVAGENT_STOP_AFTER"), 0);
+	int st = 0;
+	cr_assert_eq(waitpid(child, &st, WUNTRACED), child);
+	cr_assert(WIFSTOPPED(st), "%s ended (status %d) instead of stopping", stop, st);
+	test_kill(&child);
+}
+
+/* An up killed at a step boundary (PVAGENT_STOP_AFTER stops it right
+ * after its clone committed), then `down` of that guest: the up job ends
+ * as cancelled, saying so, and is not resumed any more. */
+Test(cli_jobs, down_ends_the_guests_unfinished_jobs)
+{
+	static struct world w;
+	world_start(&w, 100);
+	char *outp = strprintf("%s/up.out", w.dir);
+	killed_at_boundary(&w, "up:clone", "gone1", outp, false);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'running'"), 1);
+	cr_assert_eq(guests_named("gone1"), 1);
+
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "down", "gone1", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "up job 1 on gone1 ended"), "the down says so:\n%s", out);
+	free(out);
+	cr_assert_eq(guests_named("gone1"), 0);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'cancelled'"),
+		     1);
+	cr_assert_eq(pv(&w, &out, "jobs", NULL), 0, "%s", out);
+	bool closed = false;
+	for (const char *l = out; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char *row = strndup(l, strcspn(l, "\n"));
+		closed = closed || (strncmp(row, "1 ", 2) == 0 && strstr(row, " up ") &&
+				    strstr(row, " cancelled "));
+		free(row);
+	}
+	cr_expect(closed, "jobs shows the up job closed:\n%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "job", "1", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "guest removed by down job 2"), "job 1 says why:\n%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "resume", "1", NULL), 2, "%s", out);
+	cr_expect(strstr(out, "cancelled already"), "%s", out);
+	free(out);
+	/* nothing cloned again, nothing left */
+	cr_assert_eq(requests("POST", "/qemu/9024/clone", -1), 1);
+	cr_assert_eq(guests_named("gone1"), 0);
+	free(outp);
+	world_free(&w);
+}
+
+/* A mistyped name is not found (exit 2, as `show` says it), while a rerun
+ * of a down whose guest an earlier, killed run deleted completes it. */
+Test(cli_jobs, down_of_a_guest_that_does_not_exist)
+{
+	static struct world w;
+	world_start(&w, 100);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "down", "nosuch", NULL), 2, "%s", out);
+	cr_expect(strstr(out, "pvagent down: no guest named 'nosuch'"), "%s", out);
+	cr_expect(strstr(out, "absent"), "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "--json", "down", "nosuch", NULL), 2, "%s", out);
+	json_object *o = last_json(out), *g, *e, *k;
+	cr_assert(json_object_object_get_ex(o, "guests", &g), "%s", out);
+	g = json_object_array_get_idx(g, 0);
+	cr_assert(json_object_object_get_ex(g, "error", &e) && json_object_object_get_ex(e, "kind", &k),
+		  "%s", out);
+	cr_expect_str_eq(json_object_get_string(k), "not-found");
+	json_object_put(o);
+	free(out);
+
+	/* killed right after its find, then the guest deleted by another
+	 * down (by VMID): the rerun resumes that job and ends it done */
+	cr_assert_eq(pv(&w, &out, "up", "kill2", "-t", "jobvm", NULL), 0, "%s", out);
+	free(out);
+	char *outp = strprintf("%s/down.out", w.dir);
+	killed_at_boundary(&w, "down:find", "kill2", outp, true);
+	long long id = db_int(&w, "SELECT id FROM jobs WHERE workflow = 'down' AND subject = 'kill2'");
+	char vmid[16];
+	snprintf(vmid, sizeof vmid, "%lld",
+		 db_int(&w, "SELECT json_extract(vars, '$.vmid') FROM jobs WHERE id = 3"));
+	cr_assert_eq(pv(&w, &out, "down", vmid, NULL), 0, "%s", out);
+	free(out);
+	cr_assert_eq(guests_named("kill2"), 0);
+	cr_assert_eq(pv(&w, &out, "down", "kill2", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "resumed"), "%s", out);
+	free(out);
+	char *q = strprintf("SELECT count(*) FROM jobs WHERE id = %lld AND state = 'done'", id);
+	cr_assert_eq(db_int(&w, q), 1);
+	free(q);
+	free(outp);
+	world_free(&w);
+}
+
+/* The shipped OpenVZ template on a PVE 9 cluster: refused before any
+ * change or job, naming the version; `templates` marks it, in 80
+ * columns. */
+Test(cli_jobs, an_openvz_template_is_refused_on_pve_4_and_later)
+{
+	static struct world w;
+	world_start(&w, 100);
+	char *text = NULL, *t = strprintf("%s/templates/debian-7-openvz.tmpl", w.dir);
+	cr_assert_eq(read_file("templates/debian-7-openvz.tmpl", &text, NULL), 0);
+	write_text(t, text, 0644);
+	free(text);
+	free(t);
+	char *out = NULL;
+	const char *want = "pvagent up: template debian-7-openvz makes OpenVZ containers, which "
+			   "need PVE 2.x/3.x (this cluster runs PVE 9.";
+	for (int dry = 0; dry < 2; dry++) {
+		int rc = pv(&w, &out, "up", "ovz1", "-t", "debian-7-openvz", "--var", "ip=10.0.0.5",
+			    dry ? "--dry-run" : NULL, NULL);
+		cr_assert_eq(rc, 2, "%s", out);
+		cr_expect(strstr(out, want), "%s", out);
+		free(out);
+	}
+	cr_expect_eq(requests("POST", "/lxc", -1) + requests("POST", "/openvz", -1), 0);
+	cr_expect_eq(db_int(&w, "SELECT count(*) FROM jobs"), 0, "no job was stored");
+	/* not a terminal: 80 columns, long cells cut; --long adds the
+	 * source, --json has every cell whole */
+	cr_assert_eq(setenv("COLUMNS", "80", 1), 0);
+	const char *src = "local:vztmpl/debian-7.0-standard_7.0-2_amd64.tar.gz";
+	for (int lng = 0; lng < 2; lng++) {
+		cr_assert_eq(pv(&w, &out, "templates", lng ? "--long" : NULL, NULL), 0, "%s", out);
+		cr_expect(strstr(out, "PVE 2.x/3.x only"), "templates marks it:\n%s", out);
+		cr_expect(strstr(out, "...\n"), "a long description is cut:\n%s", out);
+		cr_expect(lng ? strstr(out, "SOURCE") != NULL : strstr(out, "SOURCE") == NULL, "%s",
+			  out);
+		for (const char *l = out; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
+			cr_expect_leq(strcspn(l, "\n"), 80, "wider than 80:\n%s", out);
+		free(out);
+	}
+	cr_assert_eq(unsetenv("COLUMNS"), 0);
+	cr_assert_eq(pv(&w, &out, "--json", "templates", NULL), 0, "%s", out);
+	cr_expect(strstr(out, src) && strstr(out, "Debian 7 (wheezy) OpenVZ container\""), "%s",
+		  out);
+	free(out);
+	world_free(&w);
+}
+
+/* More memory than the node has in all: up --dry-run says so in its plan
+ * and as a --json note; a value that fits says nothing. */
+Test(cli_jobs, dry_run_notes_memory_beyond_the_nodes)
+{
+	static struct world w;
+	world_start(&w, 100);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "up", "mem1", "-t", "jobvm", "--set", "memory=999999999",
+			"--dry-run", NULL),
+		     0, "%s", out);
+	cr_expect(strstr(out, "note: memory 999999999 MiB is more than node pve1 has in all ("),
+		  "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "--json", "up", "mem1", "-t", "jobvm", "--set",
+			"memory=999999999", "--dry-run", NULL),
+		     0, "%s", out);
+	cr_expect(strstr(out, "\"event\":\"note\"") &&
+			  strstr(out, "memory 999999999 MiB is more than node pve1"),
+		  "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "up", "mem1", "-t", "jobvm", "--set", "memory=1024",
+			"--dry-run", NULL),
+		     0, "%s", out);
+	cr_expect_null(strstr(out, "is more than node"), "%s", out);
+	free(out);
+	cr_assert_eq(guests_named("mem1"), 0);
+	world_free(&w);
 }
 
 /* pvagent ARGS... in the background (child), its output into a file. */

@@ -1065,8 +1065,39 @@ Test(daemon, sigterm_records_the_job_interrupted_and_the_next_start_resumes_it)
 		"the resumed job ended done");
 	cr_assert_eq(requests("POST", "/qemu/9024/clone", -1), 1);
 	cr_assert_eq(guests_named("term1"), 1);
+	/* the log says each end as the store does */
+	wait_log(&w, "job 1 (up term1): done");
+	char *log = daemon_log(&w);
+	cr_assert(strstr(log, "job 1 (up term1): interrupted"), "%s", log);
+	free(log);
 	daemon_stop(&w);
 	free(outp);
+	world_free(&w);
+}
+
+/* A job that ends needing attention (its guest made, its start failed):
+ * the client exits 3, and the daemon's log says needs-attention, as the
+ * store does, not failed. */
+Test(daemon, a_job_that_needs_attention_is_logged_as_the_store_has_it)
+{
+	static struct world w;
+	world_start(&w, 100, 2, NULL);
+	daemon_start(&w);
+	cr_assert_eq(simproc_fault(&sim, "{\"method\":\"POST\",\"path\":\"/status/start$\","
+					 "\"nth\":1,\"action\":\"task_fail\","
+					 "\"message\":\"injected task failure\"}"),
+		     0);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "up", "att1", "-t", "jobvm", NULL), 3, "%s", out);
+	free(out);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = "
+				"'needs-attention'", NULL),
+		     1);
+	wait_log(&w, "job 1 (up att1): needs-attention");
+	char *log = daemon_log(&w);
+	cr_assert_null(strstr(log, "job 1 (up att1): failed"), "%s", log);
+	free(log);
+	daemon_stop(&w);
 	world_free(&w);
 }
 

@@ -987,9 +987,12 @@ Test(provision_sim, down_running_and_missing)
 	free(dpath);
 	json_object_put(log);
 
-	/* missing: done, nothing sent but lookups */
-	cr_assert_eq(cli_down_launch(&dr, &r), 0);
+	/* missing: not found (exit 2), absent, nothing sent but lookups */
+	cr_assert_eq(cli_down_launch(&dr, &r), -1);
 	cr_assert_eq(r.status, UP_ABSENT);
+	cr_assert_eq(r.outcome, JOB_OUT_USAGE);
+	cr_assert_eq(r.error.kind, PVE_ERR_NOT_FOUND);
+	cr_assert_str_eq(r.error.message, "no guest named 'gone1'");
 	up_result_free(&r);
 	log = simproc_requests(&f.sp);
 	int del = 0;

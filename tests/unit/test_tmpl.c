@@ -257,6 +257,12 @@ Test(shipped, debian_7_openvz)
 			 "local:vztmpl/debian-7.0-standard_7.0-2_amd64.tar.gz");
 	cr_expect_str_eq(in.source.storage.value, "local");
 	cr_expect_str_eq(in.guest.ip.value, "127.0.1.20");
+	/* OpenVZ is PVE 2.x/3.x only: refused by the version, named with it */
+	cr_expect_eq(tmpl_check_version(t, NULL, 3, 4, &err), 0);
+	cr_assert_eq(tmpl_check_version(t, NULL, 9, 1, &err), -1);
+	cr_expect_str_eq(err, "template debian-7-openvz makes OpenVZ containers, which need "
+			      "PVE 2.x/3.x (this cluster runs PVE 9.1)");
+	free(err);
 	tmpl_inst_free(&in);
 	tmpl_kvlist_free(&v);
 	tmpl_free(t);
@@ -986,8 +992,8 @@ Test(pvekeys, template_keys_checked_against_the_version, .init = mkscratch, .fin
 	char *err = NULL;
 	struct tmpl *t = load_text(QEMU_HEAD "[pve]\nmemory = 1024\nallow-ksm = 0\n", &err);
 	cr_assert_not_null(t, "%s", err ? err : "");
-	cr_assert_eq(tmpl_check_version(t, NULL, 9, &err), 0);
-	cr_assert_eq(tmpl_check_version(t, NULL, 8, &err), -1);
+	cr_assert_eq(tmpl_check_version(t, NULL, 9, 0, &err), 0);
+	cr_assert_eq(tmpl_check_version(t, NULL, 8, 0, &err), -1);
 	cr_assert_not_null(err);
 	cr_expect_str_eq(err, "template t, line 14: [pve] 'allow-ksm' is a PVE 9 parameter; "
 			      "this cluster runs PVE 8");
@@ -997,8 +1003,8 @@ Test(pvekeys, template_keys_checked_against_the_version, .init = mkscratch, .fin
 	cr_assert_not_null(t, "%s", err ? err : "");
 	struct tmpl_kvlist sets = {0};
 	cr_assert_eq(tmpl_kvlist_add(&sets, "intel-tdx", "1", 0), 0);
-	cr_assert_eq(tmpl_check_version(t, &sets, 9, &err), 0);
-	cr_assert_eq(tmpl_check_version(t, &sets, 8, &err), -1);
+	cr_assert_eq(tmpl_check_version(t, &sets, 9, 0, &err), 0);
+	cr_assert_eq(tmpl_check_version(t, &sets, 8, 0, &err), -1);
 	cr_expect_str_eq(err, "--set 'intel-tdx' is a PVE 9 parameter; this cluster runs PVE 8");
 	free(err);
 	tmpl_kvlist_free(&sets);
