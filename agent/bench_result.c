@@ -243,6 +243,9 @@ static char *default_title(const struct bench_result *r, bool with_time, enum ti
 	return strprintf("%s/%s %s", or_q(r->bus), or_q(r->nic), when);
 }
 
+/* The width the comparison keeps to (a terminal's). */
+#define BENCH_TABLE_COLUMNS 80
+
 int bench_compare_table_titled(const struct bench_result *before, const char *title_before,
 			       const struct bench_result *after, const char *title_after,
 			       FILE *f)
@@ -288,8 +291,24 @@ int bench_compare_table_titled(const struct bench_result *before, const char *ti
 			w[c] = l > w[c] ? l : w[c];
 		}
 	}
-	int bad = fprintf(f, "%-*s  %*s  %*s  %*s\n", w[0], "figure", w[1], tb, w[2], ta, w[3],
-			  "gain") < 0;
+	/* wider than a terminal (the titles carry their times): the columns
+	 * are "before" and "after", their titles on a line each above */
+	const char *hb = tb, *ha = ta;
+	int bad = 0;
+	if (w[0] + w[1] + w[2] + w[3] + 6 > BENCH_TABLE_COLUMNS) {
+		bad |= fprintf(f, "before: %s\nafter:  %s\n", tb, ta) < 0;
+		hb = "before";
+		ha = "after";
+		w[1] = (int)strlen(hb);
+		w[2] = (int)strlen(ha);
+		for (size_t i = 0; i < n; i++) {
+			int lb = (int)strlen(cells[4 * i + 1]), la = (int)strlen(cells[4 * i + 2]);
+			w[1] = lb > w[1] ? lb : w[1];
+			w[2] = la > w[2] ? la : w[2];
+		}
+	}
+	bad |= fprintf(f, "%-*s  %*s  %*s  %*s\n", w[0], "figure", w[1], hb, w[2], ha, w[3],
+		       "gain") < 0;
 	for (size_t i = 0; i < n; i++)
 		bad |= fprintf(f, "%-*s  %*s  %*s  %*s\n", w[0], cells[4 * i], w[1],
 			       cells[4 * i + 1], w[2], cells[4 * i + 2], w[3], cells[4 * i + 3]) < 0;

@@ -509,12 +509,26 @@ static int cmd_version(struct cli *cli, const struct cmd_args *a)
 	return 0;
 }
 
-/* pvagent __complete commands|options CMD|templates|guests: one candidate
- * a line, for conf/pvagent.bash-completion; quietly nothing on failure. */
+/* pvagent __complete commands|options CMD|templates|guests|nodes|jobs|
+ * open-jobs: one candidate a line, for conf/pvagent.bash-completion;
+ * quietly nothing on failure. */
 static int complete(struct cli *cli, int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
-	if (strcmp(what, "commands") == 0) {
+	if (strcmp(what, "jobs") == 0 || strcmp(what, "open-jobs") == 0) {
+		/* job IDs from the store: the newest 50, or the unfinished ones
+		 * (what resume and cancel take) */
+		struct store *st = cli_store(cli);
+		struct store_job *v = NULL;
+		size_t n = 0;
+		char *err = NULL;
+		if (st && (what[0] == 'j' ? store_jobs_list(st, 50, &v, &n, &err)
+					  : store_jobs_unfinished(st, &v, &n, &err)) == 0)
+			for (size_t i = 0; i < n; i++)
+				printf("%lld\n", v[i].id);
+		store_jobs_free(v, n);
+		free(err);
+	} else if (strcmp(what, "commands") == 0) {
 		for (const struct cmd_entry *const *c = commands; *c; c++)
 			printf("%s\n", (*c)->name);
 	} else if (strcmp(what, "options") == 0) {

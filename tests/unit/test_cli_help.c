@@ -6,10 +6,12 @@
 #include "clirun.h"
 #include "ctl.h"
 #include "sshd.h"
+#include "store.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
 #include <json-c/json.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,4 +372,28 @@ Test(cli_help, bash_completion)
 	cr_assert_str_eq(out, "helptest\n");
 	free(out);
 	free(w);
+
+	/* job IDs from the store: job takes any (newest first), resume and
+	 * cancel the unfinished ones */
+	char *path = store_path(dir), *err = NULL;
+	struct store *st = NULL;
+	cr_assert_eq(store_open(path, &st, &err), 0, "%s", err);
+	long long id = 0;
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(store_job_insert(st, "down", "web1", "{}", 1, &id, &err), 0, "%s", err);
+	cr_assert_eq(sqlite3_exec(store_db(st), "UPDATE jobs SET state = 'done' WHERE id = 1", NULL,
+				  NULL, NULL), SQLITE_OK);
+	store_close(st);
+	w = strprintf("-c %s job ''", conf);
+	out = complete_words(w);
+	cr_assert_str_eq(out, "3\n2\n1\n");
+	free(out);
+	free(w);
+	w = strprintf("-c %s resume ''", conf);
+	out = complete_words(w);
+	cr_assert_str_eq(out, "2\n3\n");
+	free(out);
+	free(w);
+	cr_assert_eq(unlink(path), 0);
+	free(path);
 }
