@@ -30,7 +30,10 @@ for t in "$@"; do
 		failed=$((failed + 1))
 		failures="$failures $name"
 		echo "FAIL $name ${summary#\[====\] }"
-		tail -n 40 "$log" | sed 's/^/    /'
+		# the failing tests and their assertions first: a sanitizer
+		# report after them would push them out of the tail
+		grep -E '^\[(FAIL|----)\]' "$log" | head -n 30 | sed 's/^/    /'
+		tail -n 30 "$log" | sed 's/^/    /'
 	fi
 done
 [ -n "$failures" ] && echo "failed suites:$failures"
