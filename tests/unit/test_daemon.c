@@ -336,10 +336,14 @@ static void daemon_and_local(const struct world *w, int d_rc, const char *d_out,
 	free(log);
 }
 
-/* The (event, step) sequence of the JSON lines in out, and the last line. */
+/* The (event, step) sequence of the JSON lines in out, and the last line.
+ * A run of progress events of one step is one entry: how many there are
+ * depends on the clock (at most one per 5 points or per second), which
+ * json_up_progress_is_thinned_out tests. */
 static char *event_shape(const char *out, json_object **last)
 {
 	struct sbuf b = {0};
+	char *prev = NULL;
 	*last = NULL;
 	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
 		if (*p != '{')
@@ -351,12 +355,19 @@ static char *event_shape(const char *out, json_object **last)
 		if (json_object_object_get_ex(o, "event", &v)) {
 			json_object *s = NULL;
 			json_object_object_get_ex(o, "step", &s);
-			sbuf_addf(&b, "%s:%s ", json_object_get_string(v),
-				  s ? json_object_get_string(s) : "");
+			char *one_shape = strprintf("%s:%s ", json_object_get_string(v),
+						    s ? json_object_get_string(s) : "");
+			cr_assert_not_null(one_shape);
+			if (!prev || strcmp(one_shape, prev) != 0 ||
+			    strncmp(one_shape, "progress:", 9) != 0)
+				sbuf_add(&b, one_shape);
+			free(prev);
+			prev = one_shape;
 		}
 		json_object_put(*last);
 		*last = o;
 	}
+	free(prev);
 	return sbuf_steal(&b);
 }
 
