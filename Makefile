@@ -28,6 +28,9 @@ SYSCONFDIR ?= /etc
 UNITDIR ?= $(SYSCONFDIR)/systemd/system
 
 AGENT_PKGS = libcurl json-c libssh2 sqlite3 openssl
+# what pvagentd links (its jobs run in pvagent): its link fails when
+# anything it pulls from libpvagent.a needs more
+DAEMON_PKGS = json-c sqlite3
 SIM_PKGS   = libmicrohttpd gnutls json-c libpcre2-8
 TEST_PKGS  = criterion
 
@@ -86,6 +89,7 @@ TEST_INC     = -Iagent -Iagent/cli -Iagent/daemon -Itests/pvesim -Itests/support
 TEST_CFLAGS  = $(STD) $(WARN) $(DEPFLAGS) $(TEST_INC) \
 	$(call pc_cflags,$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS))
 AGENT_LIBS = $(call pc_libs,$(AGENT_PKGS)) -lpthread
+DAEMON_LIBS = $(call pc_libs,$(DAEMON_PKGS)) -lpthread
 SIM_LIBS   = $(call pc_libs,$(SIM_PKGS)) -lpthread -lm
 TEST_LIBS  = $(call pc_libs,$(TEST_PKGS))
 
@@ -128,10 +132,10 @@ $(foreach t,$(REL) $(SAN),$(t)/libpvagent.a $(t)/libpvcli.a $(t)/libpvdaemon.a):
 	rm -f $@; ar rcs $@ $^
 pvagent: $(call objs,$(REL),$(CLI_MAIN)) $(REL)/libpvcli.a $(REL)/libpvagent.a
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
-# the daemon links only what it uses (its jobs run in pvagent): no libcurl,
-# libssh2 or OpenSSL pages in its memory
+# the daemon links only what it uses (its jobs run in pvagent): json-c,
+# SQLite and pthread, no libcurl, libssh2 or OpenSSL pages in its memory
 pvagentd: $(call objs,$(REL),$(DAEMON_MAIN)) $(REL)/libpvdaemon.a $(REL)/libpvagent.a
-	$(CC) $(CFLAGS) -Wl,--as-needed -o $@ $^ $(AGENT_LIBS)
+	$(CC) $(CFLAGS) -Wl,--as-needed -o $@ $^ $(DAEMON_LIBS)
 tests/pvesim/pvesim: $(call objs,$(REL),$(SIM_MAIN) $(SIM_SRC) $(SIM_AGENT))
 	$(CC) $(CFLAGS) -o $@ $^ $(SIM_LIBS)
 
@@ -174,7 +178,7 @@ $(SAN)/pvesim: $(call objs,$(SAN),$(SIM_MAIN) $(SIM_AGENT)) $(SAN)/libpvesim.a
 $(SAN)/pvagent: $(call objs,$(SAN),$(CLI_MAIN)) $(SAN)/libpvcli.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)
 $(SAN)/pvagentd: $(call objs,$(SAN),$(DAEMON_MAIN)) $(SAN)/libpvdaemon.a $(SAN)/libpvagent.a
-	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)
+	$(CC) $(SANFLAGS) -o $@ $^ $(DAEMON_LIBS)
 $(SAN)/guestd: $(SAN)/tests/guests/guestd.o $(addprefix $(SAN)/,$(TEST_LIBA))
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS) $(SIM_LIBS)
 $(SAN)/tests/unit/test_%: $(SAN)/tests/unit/test_%.o $(addprefix $(SAN)/,$(TEST_LIBA))

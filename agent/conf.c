@@ -759,6 +759,19 @@ const struct ip_pool *conf_pool(const struct conf *c, const char *name)
 	return NULL;
 }
 
+char *conf_read_pubkey(const struct conf *c)
+{
+	if (!c->ssh.identity)
+		return NULL;
+	char *path = strprintf("%s.pub", c->ssh.identity), *text = NULL;
+	if (path && read_file(path, &text, NULL) < 0)
+		text = NULL;
+	free(path);
+	if (text)
+		text[strcspn(text, "\n")] = '\0';
+	return text;
+}
+
 #ifndef PVAGENT_TEMPLATES
 #define PVAGENT_TEMPLATES "/usr/local/share/pvagent/templates" /* $(DATADIR)/templates */
 #endif

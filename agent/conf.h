@@ -110,6 +110,10 @@ struct conf {
 
 /* The pool called name, or NULL. */
 const struct ip_pool *conf_pool(const struct conf *c, const char *name);
+/* The public key of [ssh] identity (IDENTITY.pub, first line) for the
+ * templates' ${pubkey}; malloc'd, NULL when none is configured or
+ * readable. */
+char *conf_read_pubkey(const struct conf *c);
 
 /* Load the configuration. path NULL means search: $PVAGENT_CONF,
  * ./conf/pvagent.conf, /etc/pvagent/pvagent.conf (the first that exists;

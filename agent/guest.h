@@ -33,6 +33,7 @@
 #ifndef PVAGENT_GUEST_H
 #define PVAGENT_GUEST_H
 
+#include "guestname.h" /* guest names and VMID arguments */
 #include "pve.h"
 #include "task.h"
 
@@ -68,17 +69,6 @@ struct guest_list {
 	size_t n;
 };
 void guest_list_free(struct guest_list *l);
-
-/* ---- names ----------------------------------------------------------------- */
-
-/* Is name a DNS name as PVE's dns-name format has it (labels of 1-63
- * letters, digits and '-', not starting or ending with '-', joined by '.';
- * at most 253 characters)? On false, *why (if not NULL) points to a static
- * explanation. */
-bool guest_name_valid(const char *name, const char **why);
-/* Does a command's guest argument name a VMID (all digits)? Then *vmid
- * (if not NULL) is it. */
-bool guest_arg_is_vmid(const char *arg, int *vmid);
 
 /* ---- PVE version -------------------------------------------------------- */
 

@@ -76,19 +76,6 @@ int inject_check_hostname(const char *name, char **err)
 	return -1;
 }
 
-char *inject_read_pubkey(const struct conf *c)
-{
-	if (!c->ssh.identity)
-		return NULL;
-	char *path = strprintf("%s.pub", c->ssh.identity), *text = NULL;
-	if (path && read_file(path, &text, NULL) < 0)
-		text = NULL;
-	free(path);
-	if (text)
-		text[strcspn(text, "\n")] = '\0';
-	return text;
-}
-
 char *inject_template_from_description(const char *description)
 {
 	static const char marker[] = "(pvagent template ";

@@ -130,9 +130,6 @@ int inject_ssh_opts(const struct conf *c, const struct tmpl_inst *inst,
  * template ("web1: FreeBSD 14.1 (pvagent template freebsd-14)" ->
  * "freebsd-14"); malloc'd, NULL (errno 0) when there is none. */
 char *inject_template_from_description(const char *description);
-/* The public key of [ssh] identity (IDENTITY.pub, first line) for the
- * templates' ${pubkey}; NULL when none is configured or readable. */
-char *inject_read_pubkey(const struct conf *c);
 
 /* 0 when name is a usable host name (1..253 chars of letters, digits,
  * '-' and '.', labels 1..63, not starting or ending with '-' or '.'),

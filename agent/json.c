@@ -57,6 +57,18 @@ bool json_int(json_object *o, const char *key, long long *out)
 	return false;
 }
 
+bool json_flag(json_object *o, const char *key)
+{
+	long long v = 0;
+	return json_int(o, key, &v) && v;
+}
+
+int json_int0(json_object *o, const char *key)
+{
+	long long v = 0;
+	return json_int(o, key, &v) ? (int)v : 0;
+}
+
 int json_add(json_object *o, const char *key, json_object *v)
 {
 	if (json_object_object_add(o, key, v) < 0) {

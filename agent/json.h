@@ -18,6 +18,10 @@ char *json_scalar_dup(json_object *o, const char *key);
 /* An integer member that may come as a number, a boolean or a decimal
  * string. false when absent or not an integer. */
 bool json_int(json_object *o, const char *key, long long *out);
+/* json_int as a flag (true when not 0) and as an int (0 when absent or
+ * not an integer): params' booleans and numbers. */
+bool json_flag(json_object *o, const char *key);
+int json_int0(json_object *o, const char *key);
 
 /* Add v (taken; NULL adds a null member) under key: 0, or -1 with v
  * released. json_add_str: a copy of s (NULL: a null member). */

@@ -101,7 +101,7 @@ static int target_template(const struct conf *conf, const struct target_req *req
 		free(msg);
 		return -1;
 	}
-	char *pubkey = inject_read_pubkey(conf); /* for ${pubkey} */
+	char *pubkey = conf_read_pubkey(conf); /* for ${pubkey} */
 	struct tmpl_kvlist vars = {0};
 	int rc = 0;
 	if (target_vars(req, gt, pubkey, &vars) < 0) {

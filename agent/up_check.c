@@ -1,12 +1,14 @@
-/* up_check.c - the checks an up request passes before any request to
- * PVE (up_check.h): guest names, --set keys and values against the PVE
- * schema, the template expanded for each name, the address pool. The CLI
- * makes them before it runs or submits; pvagentd makes them again on what
- * a peer submitted (up_check_params), so a raw socket peer gets the same
- * refusals. */
+/* up_check.c - an up job's params and the checks an up request passes
+ * before any request to PVE (up_check.h): the params written
+ * (wf_up_params) and read back, guest names, --set keys and values
+ * against the PVE schema, the template expanded for each name, the
+ * address pool. The CLI makes the checks before it runs or submits;
+ * pvagentd makes them again on what a peer submitted (up_check_params),
+ * so a raw socket peer gets the same refusals. Nothing here talks to PVE
+ * or a guest: pvagentd links it. */
 #include "up_check.h"
 
-#include "guest.h"
+#include "guestname.h"
 #include "json.h"
 #include "pvecheck.h"
 #include "pvekeys.h"
@@ -17,6 +19,88 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+/* ---- params ------------------------------------------------------------------------ */
+
+static int kv_to_json(json_object *o, const char *key, const struct tmpl_kvlist *l)
+{
+	json_object *a = json_object_new_array();
+	if (!a)
+		return -1;
+	for (size_t i = 0; l && i < l->n; i++) {
+		json_object *p = json_object_new_array();
+		if (!p)
+			goto fail;
+		json_object_array_add(p, json_object_new_string(l->items[i].key));
+		json_object_array_add(p, json_object_new_string(l->items[i].value));
+		json_object_array_add(a, p);
+	}
+	json_object_object_add(o, key, a);
+	return 0;
+fail:
+	json_object_put(a);
+	return -1;
+}
+
+int up_kv_from_json(json_object *o, const char *key, struct tmpl_kvlist *l)
+{
+	json_object *a;
+	memset(l, 0, sizeof *l);
+	if (!json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *p = json_object_array_get_idx(a, i);
+		if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) != 2)
+			return -1;
+		if (tmpl_kvlist_add(l, json_object_get_string(json_object_array_get_idx(p, 0)),
+				    json_object_get_string(json_object_array_get_idx(p, 1)), 0) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void add_opt_str(json_object *o, const char *key, const char *v)
+{
+	if (v)
+		json_object_object_add(o, key, json_object_new_string(v));
+}
+
+json_object *wf_up_params(const struct up_request *req, const char *name)
+{
+	json_object *o = json_object_new_object();
+	if (!o)
+		return NULL;
+	add_opt_str(o, "name", name);
+	add_opt_str(o, "template", req->tmpl->name);
+	add_opt_str(o, "template_path", req->tmpl->path);
+	add_opt_str(o, "node", req->node);
+	add_opt_str(o, "storage", req->storage);
+	add_opt_str(o, "pubkey", req->pubkey);
+	add_opt_str(o, "pool", req->pool ? req->pool : req->tmpl->guest.pool);
+	json_object_object_add(o, "vmid", json_object_new_int(req->vmid));
+	json_object_object_add(o, "vmid_min", json_object_new_int(req->vmid_min));
+	json_object_object_add(o, "vmid_max", json_object_new_int(req->vmid_max));
+	json_object_object_add(o, "no_start", json_object_new_boolean(req->no_start));
+	json_object_object_add(o, "full", json_object_new_boolean(req->full));
+	json_object_object_add(o, "no_inject", json_object_new_boolean(req->no_inject));
+	json_object_object_add(o, "retemplate", json_object_new_boolean(req->retemplate));
+	json_object_object_add(o, "dry_run", json_object_new_boolean(req->dry_run));
+	json_object_object_add(o, "ssh_wait_s", json_object_new_double(req->ssh_wait_s));
+	if (req->no_wait_ssh)
+		json_object_object_add(o, "no_wait_ssh", json_object_new_boolean(true));
+	if (kv_to_json(o, "sets", req->sets) < 0 || kv_to_json(o, "vars", req->vars) < 0) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* ---- checks ------------------------------------------------------------------------ */
+
+bool wf_up_wants_inject(size_t n_files, bool no_inject, bool no_start)
+{
+	return n_files > 0 && !no_inject && !no_start;
+}
 
 /* Every value as it will be sent, checked against the PVE schema before
  * any request: --set KEY=VAL, the size to grow to, and the template
@@ -198,3 +282,47 @@ int up_request_check(const struct up_request *req, struct pve_error *err)
 	return 0;
 }
 
+int up_check_params(const char *name, json_object *params, const struct conf *conf,
+		       struct pve_error *err)
+{
+	const char *path = json_str(params, "template_path");
+	struct tmpl *t = NULL;
+	struct tmpl_kvlist sets = {0}, vars = {0};
+	char *msg = NULL;
+	if (!path || tmpl_load_file(path, &t, &msg) < 0) {
+		pve_error_set(err, PVE_ERR_CONFIG, "up %s: template %s: %s", name,
+			      path ? path : "(none)", msg ? msg : "no template_path");
+		free(msg);
+		return -1;
+	}
+	int rc = -1;
+	if (up_kv_from_json(params, "sets", &sets) < 0 || up_kv_from_json(params, "vars", &vars) < 0) {
+		pve_error_set(err, PVE_ERR_CONFIG, "up %s: \"sets\" and \"vars\" are arrays of "
+			      "[key, value] strings", name);
+		goto out;
+	}
+	const char *names[] = {name};
+	struct up_request req = {
+		.names = names,
+		.n_names = 1,
+		.tmpl = t,
+		.node = json_str(params, "node"),
+		.storage = json_str(params, "storage"),
+		.vmid = json_int0(params, "vmid"),
+		.vmid_min = json_int0(params, "vmid_min"),
+		.vmid_max = json_int0(params, "vmid_max"),
+		.sets = &sets,
+		.vars = &vars,
+		.pubkey = json_str(params, "pubkey"),
+		.no_start = json_flag(params, "no_start"),
+		.pool = json_str(params, "pool"),
+		.conf = conf,
+		.no_inject = json_flag(params, "no_inject"),
+	};
+	rc = up_request_check(&req, err);
+out:
+	tmpl_kvlist_free(&sets);
+	tmpl_kvlist_free(&vars);
+	tmpl_free(t);
+	return rc;
+}

@@ -35,27 +35,6 @@ void wf_drain_attach(struct job *j, const struct pve_opts *po)
 	d->po = po;
 }
 
-json_object *wf_drain_params(const char *const *to, size_t n_to, unsigned max_workers,
-			     unsigned per_target, bool partial, bool dry_run, double deadline)
-{
-	json_object *o = json_object_new_object(), *a = json_object_new_array();
-	if (!o || !a) {
-		json_object_put(o);
-		json_object_put(a);
-		return NULL;
-	}
-	for (size_t i = 0; i < n_to; i++)
-		json_object_array_add(a, json_object_new_string(to[i]));
-	json_object_object_add(o, "to", a);
-	json_object_object_add(o, "max_workers", json_object_new_int64(max_workers));
-	json_object_object_add(o, "per_target", json_object_new_int64(per_target));
-	json_object_object_add(o, "partial", json_object_new_boolean(partial));
-	json_object_object_add(o, "dry_run", json_object_new_boolean(dry_run));
-	if (deadline > 0)
-		json_object_object_add(o, "deadline", json_object_new_double(deadline));
-	return o;
-}
-
 static int drain_open(struct job *j, void *ctx)
 {
 	struct drain_ctx *d = ctx;
@@ -1009,17 +988,3 @@ const struct job_workflow wf_undrain = {
 	.ctx_size = sizeof(struct drain_ctx),
 	.open = drain_open,
 };
-
-json_object *window_drain_params(const struct conf *c, const struct conf_window *w,
-				 time_t end)
-{
-	unsigned k = w->max_workers ? w->max_workers : c->migrate.max_workers;
-	return wf_drain_params((const char *const *)w->to, w->n_to, k, c->migrate.per_target,
-			       true, false, (double)end);
-}
-
-json_object *window_undrain_params(const struct conf *c, const struct conf_window *w)
-{
-	unsigned k = w->max_workers ? w->max_workers : c->migrate.max_workers;
-	return wf_drain_params(NULL, 0, k, c->migrate.per_target, false, false, 0);
-}

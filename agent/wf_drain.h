@@ -18,6 +18,7 @@
 #define PVAGENT_WF_DRAIN_H
 
 #include "job.h"
+#include "window.h"
 
 extern const struct job_workflow wf_drain, wf_undrain;
 
@@ -27,14 +28,7 @@ extern const struct job_workflow wf_drain, wf_undrain;
  * job_run. */
 void wf_drain_attach(struct job *j, const struct pve_opts *po);
 
-json_object *wf_drain_params(const char *const *to, size_t n_to, unsigned max_workers,
-			     unsigned per_target, bool partial, bool dry_run, double deadline);
-
-/* The params of the drain a window runs when it opens (wf_drain_params
- * with its targets, max_workers or [migrate]'s, partial, deadline = end). */
-json_object *window_drain_params(const struct conf *c, const struct conf_window *w,
-				 time_t end);
-/* The params of the undrain (wf_undrain) it runs when it closes. */
-json_object *window_undrain_params(const struct conf *c, const struct conf_window *w);
+/* Their params: wf_drain_params, window_drain_params,
+ * window_undrain_params (window.h). */
 
 #endif

@@ -49,80 +49,7 @@ struct up_ctx {
 	bool have_ip;
 };
 
-/* ---- params ------------------------------------------------------------------------ */
-
-static int kv_to_json(json_object *o, const char *key, const struct tmpl_kvlist *l)
-{
-	json_object *a = json_object_new_array();
-	if (!a)
-		return -1;
-	for (size_t i = 0; l && i < l->n; i++) {
-		json_object *p = json_object_new_array();
-		if (!p)
-			goto fail;
-		json_object_array_add(p, json_object_new_string(l->items[i].key));
-		json_object_array_add(p, json_object_new_string(l->items[i].value));
-		json_object_array_add(a, p);
-	}
-	json_object_object_add(o, key, a);
-	return 0;
-fail:
-	json_object_put(a);
-	return -1;
-}
-
-static int kv_from_json(json_object *o, const char *key, struct tmpl_kvlist *l)
-{
-	json_object *a;
-	memset(l, 0, sizeof *l);
-	if (!json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array))
-		return 0;
-	for (size_t i = 0; i < json_object_array_length(a); i++) {
-		json_object *p = json_object_array_get_idx(a, i);
-		if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) != 2)
-			return -1;
-		if (tmpl_kvlist_add(l, json_object_get_string(json_object_array_get_idx(p, 0)),
-				    json_object_get_string(json_object_array_get_idx(p, 1)), 0) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-static void add_opt_str(json_object *o, const char *key, const char *v)
-{
-	if (v)
-		json_object_object_add(o, key, json_object_new_string(v));
-}
-
-json_object *wf_up_params(const struct up_request *req, const char *name)
-{
-	json_object *o = json_object_new_object();
-	if (!o)
-		return NULL;
-	add_opt_str(o, "name", name);
-	add_opt_str(o, "template", req->tmpl->name);
-	add_opt_str(o, "template_path", req->tmpl->path);
-	add_opt_str(o, "node", req->node);
-	add_opt_str(o, "storage", req->storage);
-	add_opt_str(o, "pubkey", req->pubkey);
-	add_opt_str(o, "pool", req->pool ? req->pool : req->tmpl->guest.pool);
-	json_object_object_add(o, "vmid", json_object_new_int(req->vmid));
-	json_object_object_add(o, "vmid_min", json_object_new_int(req->vmid_min));
-	json_object_object_add(o, "vmid_max", json_object_new_int(req->vmid_max));
-	json_object_object_add(o, "no_start", json_object_new_boolean(req->no_start));
-	json_object_object_add(o, "full", json_object_new_boolean(req->full));
-	json_object_object_add(o, "no_inject", json_object_new_boolean(req->no_inject));
-	json_object_object_add(o, "retemplate", json_object_new_boolean(req->retemplate));
-	json_object_object_add(o, "dry_run", json_object_new_boolean(req->dry_run));
-	json_object_object_add(o, "ssh_wait_s", json_object_new_double(req->ssh_wait_s));
-	if (req->no_wait_ssh)
-		json_object_object_add(o, "no_wait_ssh", json_object_new_boolean(true));
-	if (kv_to_json(o, "sets", req->sets) < 0 || kv_to_json(o, "vars", req->vars) < 0) {
-		json_object_put(o);
-		return NULL;
-	}
-	return o;
-}
+/* ---- attach and result ---------------------------------------------------------------- */
 
 void wf_up_attach(struct job *j, const struct tmpl *t, struct up_result *res)
 {
@@ -140,63 +67,6 @@ const struct up_result *wf_up_result(struct job *j)
 
 /* ---- result and vars ------------------------------------------------------------------- */
 
-static bool pbool(json_object *o, const char *key)
-{
-	long long v = 0;
-	return json_int(o, key, &v) && v;
-}
-
-static int pint(json_object *o, const char *key)
-{
-	long long v = 0;
-	return json_int(o, key, &v) ? (int)v : 0;
-}
-
-int wf_up_check_params(const char *name, json_object *params, const struct conf *conf,
-		       struct pve_error *err)
-{
-	const char *path = json_str(params, "template_path");
-	struct tmpl *t = NULL;
-	struct tmpl_kvlist sets = {0}, vars = {0};
-	char *msg = NULL;
-	if (!path || tmpl_load_file(path, &t, &msg) < 0) {
-		pve_error_set(err, PVE_ERR_CONFIG, "up %s: template %s: %s", name,
-			      path ? path : "(none)", msg ? msg : "no template_path");
-		free(msg);
-		return -1;
-	}
-	int rc = -1;
-	if (kv_from_json(params, "sets", &sets) < 0 || kv_from_json(params, "vars", &vars) < 0) {
-		pve_error_set(err, PVE_ERR_CONFIG, "up %s: \"sets\" and \"vars\" are arrays of "
-			      "[key, value] strings", name);
-		goto out;
-	}
-	const char *names[] = {name};
-	struct up_request req = {
-		.names = names,
-		.n_names = 1,
-		.tmpl = t,
-		.node = json_str(params, "node"),
-		.storage = json_str(params, "storage"),
-		.vmid = pint(params, "vmid"),
-		.vmid_min = pint(params, "vmid_min"),
-		.vmid_max = pint(params, "vmid_max"),
-		.sets = &sets,
-		.vars = &vars,
-		.pubkey = json_str(params, "pubkey"),
-		.no_start = pbool(params, "no_start"),
-		.pool = json_str(params, "pool"),
-		.conf = conf,
-		.no_inject = pbool(params, "no_inject"),
-	};
-	rc = up_request_check(&req, err);
-out:
-	tmpl_kvlist_free(&sets);
-	tmpl_kvlist_free(&vars);
-	tmpl_free(t);
-	return rc;
-}
-
 static int dup_into(char **dst, const char *src)
 {
 	free(*dst);
@@ -209,9 +79,9 @@ static int result_from_vars(struct job *j, struct up_ctx *u)
 {
 	json_object *v = job_vars(j);
 	struct up_result *r = u->res;
-	r->vmid = pint(v, "vmid");
+	r->vmid = json_int0(v, "vmid");
 	r->type = u->t;
-	r->claims = pint(v, "claims");
+	r->claims = json_int0(v, "claims");
 	if (dup_into(&r->node, json_str(v, "node")) < 0 ||
 	    dup_into(&r->address, json_str(v, "address")) < 0 ||
 	    dup_into(&r->pending, json_str(v, "pending")) < 0)
@@ -233,7 +103,7 @@ static int result_from_vars(struct job *j, struct up_ctx *u)
 	json_object *inj;
 	if (json_object_object_get_ex(v, "inject", &inj)) {
 		r->inject.ran = true;
-		r->inject.status = (enum inject_status)pint(inj, "status");
+		r->inject.status = (enum inject_status)json_int0(inj, "status");
 		if (job_outcome_parse(json_str(inj, "outcome"), &r->inject.outcome) < 0)
 			r->inject.outcome = JOB_OUT_FAILED;
 		if (dup_into(&r->inject.summary, json_str(inj, "summary")) < 0)
@@ -313,30 +183,30 @@ static int up_open(struct job *j, void *ctx)
 		}
 		u->tmpl = u->own_tmpl;
 	}
-	if (kv_from_json(p, "sets", &u->sets) < 0 || kv_from_json(p, "vars", &u->vars) < 0) {
+	if (up_kv_from_json(p, "sets", &u->sets) < 0 || up_kv_from_json(p, "vars", &u->vars) < 0) {
 		pve_error_set(err, PVE_ERR_INTERNAL, "job %lld: bad sets or vars", job_id(j));
 		return -1;
 	}
 	u->node = json_str(p, "node");
 	u->storage = json_str(p, "storage");
 	u->pubkey = json_str(p, "pubkey");
-	u->vmid = pint(p, "vmid");
-	u->vmid_min = pint(p, "vmid_min");
-	u->vmid_max = pint(p, "vmid_max");
-	u->no_start = pbool(p, "no_start");
-	u->full = pbool(p, "full");
-	u->no_inject = pbool(p, "no_inject");
-	u->retemplate = pbool(p, "retemplate");
-	u->dry_run = pbool(p, "dry_run");
-	u->no_wait_ssh = pbool(p, "no_wait_ssh");
+	u->vmid = json_int0(p, "vmid");
+	u->vmid_min = json_int0(p, "vmid_min");
+	u->vmid_max = json_int0(p, "vmid_max");
+	u->no_start = json_flag(p, "no_start");
+	u->full = json_flag(p, "full");
+	u->no_inject = json_flag(p, "no_inject");
+	u->retemplate = json_flag(p, "retemplate");
+	u->dry_run = json_flag(p, "dry_run");
+	u->no_wait_ssh = json_flag(p, "no_wait_ssh");
 	json_object *w;
 	u->ssh_wait_s = json_object_object_get_ex(p, "ssh_wait_s", &w) ? json_object_get_double(w) : 0;
 	const char *type = json_str(v, "type");
 	if (type && guest_type_parse(type, &u->t) < 0)
 		type = NULL;
-	if (pint(v, "vmid")) {
+	if (json_int0(v, "vmid")) {
 		/* a resumed job: the guest its earlier run found or made */
-		u->g.vmid = pint(v, "vmid");
+		u->g.vmid = json_int0(v, "vmid");
 		u->g.type = u->t;
 		if (dup_into(&u->g.node, json_str(v, "node")) < 0 ||
 		    dup_into(&u->g.name, job_subject(j)) < 0)
@@ -351,7 +221,7 @@ static int up_open(struct job *j, void *ctx)
 	}
 	if (u->pool && json_str(v, "pool_ip"))
 		u->have_ip = pool_ip_parse(json_str(v, "pool_ip"), &u->pool_ip) == 0;
-	if (pbool(v, "created"))
+	if (json_flag(v, "created"))
 		job_set_left(j, "VM %d on %s was created and is left as it is", u->g.vmid,
 			     u->g.node ? u->g.node : "?");
 	return result_from_vars(j, u) < 0 ? pve_error_oom(err) : 0;
@@ -801,7 +671,7 @@ static int resume_claim(struct job *j, struct up_ctx *u, const char *step, const
 	const char *upid = job_step_upid(j);
 	char key[64];
 	snprintf(key, sizeof key, "%s_vmid", step);
-	int vmid = pint(job_vars(j), key);
+	int vmid = json_int0(job_vars(j), key);
 	if (upid) {
 		/* a create's UPID names the new guest (a clone's names its source) */
 		struct task_upid tu;
@@ -896,7 +766,7 @@ static int clone_moves(struct pve *c, const char *want, const struct guest_ref *
 
 static bool wants_clone(struct job *j, struct up_ctx *u, const struct tmpl_inst *inst)
 {
-	return !pbool(job_vars(j), "exists") && u->t == GUEST_QEMU && inst->source.clone.value;
+	return !json_flag(job_vars(j), "exists") && u->t == GUEST_QEMU && inst->source.clone.value;
 }
 
 static enum step_rc up_clone(struct job *j)
@@ -1006,7 +876,7 @@ static enum step_rc up_create(struct job *j)
 		return STEP_RC_FAIL;
 	enum step_rc rc = STEP_RC_SKIP;
 	char *node = NULL;
-	if (pbool(job_vars(j), "exists") || wants_clone(j, u, &inst))
+	if (json_flag(job_vars(j), "exists") || wants_clone(j, u, &inst))
 		goto out;
 	rc = STEP_RC_FAIL;
 	if (u->t == GUEST_QEMU && !inst.source.iso.value) {
@@ -1333,13 +1203,6 @@ static enum step_rc up_address(struct job *j)
 }
 
 /* ---- inject ------------------------------------------------------------------------------------------ */
-
-/* Does up run inject for this guest? Only templates with guest file
- * sections; everything else never touches SSH. */
-bool wf_up_wants_inject(size_t n_files, bool no_inject, bool no_start)
-{
-	return n_files > 0 && !no_inject && !no_start;
-}
 
 /* Record a failed inject step: the result, the vars, and an error with
  * inject's outcome (usage: configuration, unreachable: cannot reach or
@@ -1844,19 +1707,19 @@ void wf_result_finish(struct job *j, struct up_result *r)
 			pve_error_set(&r->error, PVE_ERR_INTERNAL, "interrupted");
 		/* down of a guest that does not exist: not found, and absent */
 		bool absent = r->error.kind == PVE_ERR_NOT_FOUND &&
-			      json_object_object_get_ex(v, "deleted", NULL) && !pbool(v, "deleted");
+			      json_object_object_get_ex(v, "deleted", NULL) && !json_flag(v, "deleted");
 		r->status = absent ? UP_ABSENT : UP_FAILED;
-	} else if (pbool(v, "planned")) {
+	} else if (json_flag(v, "planned")) {
 		r->status = UP_PLANNED;
 		if (!r->vmid)
-			r->vmid = pint(v, "plan_vmid");
+			r->vmid = json_int0(v, "plan_vmid");
 		if (!r->node && dup_into(&r->node, json_str(v, "plan_node")) < 0)
 			pve_error_oom(&r->error);
 	} else if (json_object_object_get_ex(v, "deleted", NULL)) {
-		r->status = pbool(v, "deleted") ? UP_DELETED : UP_ABSENT;
+		r->status = json_flag(v, "deleted") ? UP_DELETED : UP_ABSENT;
 	} else {
-		r->status = pbool(v, "created")   ? UP_CREATED
-			    : pbool(v, "changed") ? UP_CONVERGED
+		r->status = json_flag(v, "created")   ? UP_CREATED
+			    : json_flag(v, "changed") ? UP_CONVERGED
 						  : UP_UNCHANGED;
 	}
 }

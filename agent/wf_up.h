@@ -101,14 +101,8 @@ struct up_request {
 extern const struct job_workflow wf_up;
 extern const struct job_workflow wf_down;
 
-/* The parameters of one `up` job (name is the guest). NULL on OOM. */
-json_object *wf_up_params(const struct up_request *req, const char *name);
-/* What a peer submitted for the up job of guest `name` (params as
- * wf_up_params writes them, the template at template_path), checked as
- * the CLI checks its request (up_request_check) with conf's pools and SSH
- * settings. 0, or -1 with err. */
-int wf_up_check_params(const char *name, json_object *params, const struct conf *conf,
-		       struct pve_error *err);
+/* Their params and checks (wf_up_params, up_check_params): up_check.h. */
+
 /* Before job_run: the loaded template (borrowed; otherwise the job loads
  * the file its params name) and the result to fill (borrowed; otherwise
  * the job has its own). */
@@ -123,7 +117,5 @@ void wf_down_attach(struct job *j, struct up_result *res);
 const struct up_result *wf_down_result(struct job *j);
 /* Complete r from a finished job (both workflows). */
 void wf_result_finish(struct job *j, struct up_result *r);
-/* Does up run inject (templates with guest file sections, started)? */
-bool wf_up_wants_inject(size_t n_files, bool no_inject, bool no_start);
 
 #endif

@@ -34,6 +34,9 @@ struct cli {
 	const char *subject;   /* the guest a guest command is about: the
 				  "name" of its --json error object */
 	struct cli_sub *sub;   /* set: the jobs go to pvagentd (cli_sub_add) */
+	bool outcome_said;     /* pvagentd says this outcome to the client (a
+				  submitted job not stored): no --json
+				  error object */
 };
 
 /* A job command's jobs for pvagentd (cli_daemon.c): the command's handler
@@ -193,6 +196,8 @@ extern const struct cmd_entry cmd_inject_entry, cmd_virtio_entry, cmd_bench_entr
 extern const struct cmd_entry cmd_migrate_entry, cmd_drain_entry, cmd_undrain_entry,
 	cmd_windows_entry;
 extern const struct cmd_entry cmd_jobs_entry, cmd_job_entry, cmd_resume_entry, cmd_cancel_entry;
+/* pvagentd's own (--local only; in neither help nor completion). */
+extern const struct cmd_entry cmd_submitted_entry;
 extern const struct cmd_entry cmd_up_entry, cmd_down_entry, cmd_status_entry;
 /* cli_setup.c and cli_doctor.c */
 extern const struct cmd_entry cmd_setup_entry, cmd_doctor_entry;
@@ -206,6 +211,11 @@ int cli_image_result(struct cli *cli, struct job *j, int code);
 void cli_daemon_child_init(void);
 /* ... and at its end this process's PVE request counts (pve_stats). */
 void cli_daemon_child_end(void);
+/* A submitted job's child (`pvagent submitted`) tells the daemon, before
+ * anything else, that it stored the job as id, or (id 0) why it could not
+ * (error; the daemon says it to the client). false: not run by the
+ * daemon (or out of memory), nothing told. */
+bool cli_daemon_stored(long long id, const char *error);
 /* How a command goes to pvagentd (the command table's, pvagent.c): not
  * at all (runs here), as the jobs its handler hands to cli_sub_add, or as
  * `resume ID`. */

@@ -26,15 +26,10 @@
 
 static int event_fd = -1;
 
-static void tap_event(void *ctx, const struct job_event *ev)
+/* o (NULL: nothing) as one line to the daemon. */
+static void send_event(json_object *o)
 {
-	(void)ctx;
-	if (job_event_is_start(ev))
-		return; /* for live lines only: the child draws them */
-	json_object *o = job_event_json(ev);
 	struct sbuf b = {0};
-	if (o && ev->workflow)
-		json_object_object_add(o, "workflow", json_object_new_string(ev->workflow));
 	if (o && ctl_line_add(&b, o) == 0) {
 		size_t off = 0;
 		while (off < b.len) {
@@ -47,6 +42,17 @@ static void tap_event(void *ctx, const struct job_event *ev)
 		}
 	}
 	sbuf_free(&b);
+}
+
+static void tap_event(void *ctx, const struct job_event *ev)
+{
+	(void)ctx;
+	if (job_event_is_start(ev))
+		return; /* for live lines only: the child draws them */
+	json_object *o = job_event_json(ev);
+	if (o && ev->workflow)
+		json_object_object_add(o, "workflow", json_object_new_string(ev->workflow));
+	send_event(o);
 	json_object_put(o);
 }
 
@@ -82,13 +88,25 @@ void cli_daemon_child_end(void)
 	json_object_object_add(o, "event", json_object_new_string("stats"));
 	json_object_object_add(o, "requests", rq);
 	json_object_object_add(o, "retries", rt);
-	struct sbuf b = {0};
-	if (ctl_line_add(&b, o) == 0) {
-		ssize_t w = write(event_fd, b.s, b.len);
-		(void)w; /* the daemon may have gone: the counts are lost then */
-	}
-	sbuf_free(&b);
+	send_event(o); /* the daemon may have gone: the counts are lost then */
 	json_object_put(o);
+}
+
+bool cli_daemon_stored(long long id, const char *error)
+{
+	if (event_fd < 0)
+		return false;
+	json_object *o = json_object_new_object();
+	if (o) {
+		json_object_object_add(o, "event", json_object_new_string("stored"));
+		if (id > 0)
+			json_object_object_add(o, "job", json_object_new_int64(id));
+		else
+			json_object_object_add(o, "error", json_object_new_string(error));
+	}
+	send_event(o);
+	json_object_put(o);
+	return o != NULL;
 }
 
 /* ---- talking to the daemon ------------------------------------------------------ */

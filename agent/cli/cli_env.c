@@ -88,7 +88,7 @@ int cli_finish_error(struct cli *cli, const char *cmd, int rc)
 {
 	/* every outcome ends with one final object; a message said only on
 	 * stderr (none kept) is pointed at */
-	if (cli->json && rc != 0 && !out_json_result_printed())
+	if (cli->json && rc != 0 && !out_json_result_printed() && !cli->outcome_said)
 		print_error_json(cli, cli_err.cmd ? cli_err.cmd : cmd, rc,
 				 cli_err.kind ? cli_err.kind : "failed",
 				 cli_err.message ? cli_err.message : "failed (see standard error)");

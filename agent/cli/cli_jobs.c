@@ -1,6 +1,8 @@
 /* cli_jobs.c - the job commands of the command-line tool: jobs (recent
  * jobs), job ID (its steps and events), resume ID (continue an
- * interrupted job in this process), cancel ID (end an unfinished one). */
+ * interrupted job in this process), cancel ID (end an unfinished one),
+ * and pvagentd's hidden `submitted WF SUBJECT` (store a submitted job,
+ * then run it as resume does). */
 #include "cli.h"
 #include "clock.h"
 
@@ -405,13 +407,12 @@ static int job_running(struct cli *cli, const char *cmd, long long id, long *hol
 	return r;
 }
 
-static int cmd_resume(struct cli *cli, const struct cmd_args *a)
+/* Resume stored job id in this process (resume ID, and a submitted job's
+ * child once it stored it). Its exit code. */
+static int resume_job(struct cli *cli, long long id)
 {
-	long long id;
-	int rc = parse_id(a, &id);
-	if (rc)
-		return rc;
 	struct store_job sj;
+	int rc;
 	if ((rc = load_open_job(cli, "resume", id, &sj)))
 		return rc;
 	const struct job_workflow *wf = job_workflow_find(sj.workflow);
@@ -499,6 +500,75 @@ static int cmd_resume(struct cli *cli, const struct cmd_args *a)
 		free(ident);
 	}
 	return rc;
+}
+
+static int cmd_resume(struct cli *cli, const struct cmd_args *a)
+{
+	long long id;
+	int rc = parse_id(a, &id);
+	return rc ? rc : resume_job(cli, id);
+}
+
+/* The params (a JSON object) on stdin, stored as a job of wf on subject
+ * (job_submit: an unfinished one of the same request is resumed). Its ID,
+ * or 0 with *msg (malloc'd; NULL: out of memory). */
+static long long store_submitted(struct cli *cli, const char *wfname, const char *subject,
+				 char **msg)
+{
+	const struct job_workflow *wf = job_workflow_find(wfname);
+	struct job_env env = {.store = cli_store(cli), .conf = &cli->conf};
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	json_object *params = NULL;
+	char *text = NULL;
+	long long id = 0;
+	if (!wf)
+		pve_error_set(&e, PVE_ERR_CONFIG, "no workflow '%s'", wfname);
+	else if (read_file("/dev/stdin", &text, NULL) < 0 || !(params = json_tokener_parse(text)) ||
+		 !json_object_is_type(params, json_type_object))
+		pve_error_set(&e, PVE_ERR_CONFIG, "the job's params (stdin) are not a JSON object");
+	else if (!env.store)
+		pve_error_set(&e, PVE_ERR_INTERNAL, "the job store cannot be opened");
+	else if (job_env_init(&env) < 0)
+		pve_error_set(&e, PVE_ERR_INTERNAL, "out of memory");
+	else {
+		if (job_submit(&env, wf, subject, params, &j, &e) == 0)
+			id = job_id(j);
+		job_free(j); /* (its lock: taken again by the resume) */
+		job_env_fini(&env);
+	}
+	*msg = id ? NULL : pve_error_format(&e);
+	pve_error_clear(&e);
+	json_object_put(params);
+	free(text);
+	return id;
+}
+
+/* pvagentd's child for a submitted job (jobproc.h): `pvagent --local
+ * submitted WF SUBJECT`, the params on stdin. It stores the job, tells
+ * the daemon its ID before anything else (or why it could not: the
+ * daemon says that to the client), then runs it as `pvagent resume ID`
+ * would, saying what it says. Neither help nor completion names it. */
+static int cmd_submitted(struct cli *cli, const struct cmd_args *a)
+{
+	if (!cli->local)
+		return cli_error("usage", "submitted", "pvagentd's own command: it runs with "
+				 "--local only");
+	char *msg = NULL;
+	long long id = store_submitted(cli, a->argv[0], a->argv[1], &msg);
+	if (!id) {
+		const char *why = msg ? msg : "out of memory";
+		if (cli_daemon_stored(0, why))
+			cli->outcome_said = true;
+		else
+			cli_error("job", "submitted", "%s", why);
+		free(msg);
+		return 1;
+	}
+	cli_daemon_stored(id, NULL);
+	cli_set_command("resume");
+	log_set_ident("pvagent resume");
+	return resume_job(cli, id);
 }
 
 static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
@@ -621,6 +691,10 @@ const struct cmd_entry cmd_job_entry = {
 const struct cmd_entry cmd_resume_entry = {
 	"resume", "ID", "continue an interrupted job, or one that needs attention", "", NULL, NULL,
 	1, 1, "job ID", cmd_resume, "pvagent resume 12",
+};
+const struct cmd_entry cmd_submitted_entry = {
+	"submitted", "WF SUBJECT", "pvagentd's own: store and run the job of stdin's params",
+	"", NULL, NULL, 2, 2, "argument", cmd_submitted, NULL,
 };
 const struct cmd_entry cmd_cancel_entry = {
 	"cancel", "ID", "end an unfinished job (a running one stops after its step)", "", NULL,

@@ -294,7 +294,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		return rc;
 	}
 	/* pvagentd puts its own in a submitted job */
-	char *pubkey = cli->sub ? NULL : inject_read_pubkey(&cli->conf);
+	char *pubkey = cli->sub ? NULL : conf_read_pubkey(&cli->conf);
 	struct pve_opts po = job_conf_pve_opts(&cli->conf);
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
 	struct up_request req = {

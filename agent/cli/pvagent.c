@@ -634,6 +634,8 @@ int main(int argc, char **argv)
 	const char *name = argv[optind];
 	bool completing = strcmp(name, "__complete") == 0;
 	const struct cmd_entry *cmd = completing ? NULL : find_command(name);
+	if (!cmd && strcmp(name, cmd_submitted_entry.name) == 0)
+		cmd = &cmd_submitted_entry; /* pvagentd's own: not in the table */
 	if (!cmd && !completing) {
 		size_t n = 0;
 		while (commands[n])

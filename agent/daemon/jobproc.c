@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -38,6 +39,41 @@ char *jobproc_cli_path(void)
 	return strdup(PVAGENT_CLI);
 }
 
+/* The child's stdin: text in a memory file, read from its start (the
+ * daemon never blocks on it, whatever its size), or /dev/null. The fd,
+ * or -1 with *err. */
+static int input_fd(const char *text, char **err)
+{
+	if (!text) {
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			err_setf(err, "/dev/null: %s", strerror(errno));
+		return fd;
+	}
+	int fd = memfd_create("pvagent-params", MFD_CLOEXEC);
+	if (fd < 0) {
+		err_setf(err, "memfd_create: %s", strerror(errno));
+		return -1;
+	}
+	for (size_t off = 0, n = strlen(text); off < n;) {
+		ssize_t w = write(fd, text + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			err_setf(err, "the job's params: %s", w < 0 ? strerror(errno) : "short write");
+			close(fd);
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		err_setf(err, "the job's params: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static void close_pair(int p[2])
 {
 	if (p[0] >= 0)
@@ -51,7 +87,7 @@ int jobproc_start(const struct jobproc_opts *o, const char *const *argv, struct 
 {
 	out->pid = -1;
 	out->out_fd = out->err_fd = out->ev_fd = -1;
-	int po[2] = {-1, -1}, pe[2] = {-1, -1}, pv[2] = {-1, -1};
+	int po[2] = {-1, -1}, pe[2] = {-1, -1}, pv[2] = {-1, -1}, in = -1;
 	size_t n = 0;
 	while (argv[n])
 		n++;
@@ -74,6 +110,8 @@ int jobproc_start(const struct jobproc_opts *o, const char *const *argv, struct 
 	for (size_t i = 0; i < n; i++)
 		av[k++] = argv[i];
 	av[k] = NULL;
+	if ((in = input_fd(o->input, err)) < 0)
+		goto fail;
 	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 || pipe2(pv, O_CLOEXEC) < 0) {
 		err_setf(err, "pipe: %s", strerror(errno));
 		goto fail;
@@ -91,8 +129,7 @@ int jobproc_start(const struct jobproc_opts *o, const char *const *argv, struct 
 		signal(SIGPIPE, SIG_DFL);
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(127);
-		int null = open("/dev/null", O_RDONLY);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0 ||
+		if (dup2(in, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0 ||
 		    dup2(pv[1], 3) < 0)
 			_exit(127);
 		char cols[16];
@@ -106,6 +143,7 @@ int jobproc_start(const struct jobproc_opts *o, const char *const *argv, struct 
 		_exit(127);
 	}
 	free(av);
+	close(in);
 	close(po[1]);
 	close(pe[1]);
 	close(pv[1]);
@@ -124,6 +162,8 @@ int jobproc_start(const struct jobproc_opts *o, const char *const *argv, struct 
 	return 0;
 fail:
 	free(av);
+	if (in >= 0)
+		close(in);
 	close_pair(po);
 	close_pair(pe);
 	close_pair(pv);

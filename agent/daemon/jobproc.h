@@ -1,9 +1,12 @@
-/* jobproc.h - how pvagentd runs a job: the pvagent tool itself runs the
- * stored job, `pvagent --local -c CONF resume ID` (the daemon's own
- * arguments, never a peer's), as a child process, so that a job's
- * output, progress and exit code are the tool's own, and its engine events reach the daemon on a pipe (fd 3,
- * PVAGENT_EVENT_FD, in the engine's JSON form, job_event_tap). The child
- * dies with the daemon (PR_SET_PDEATHSIG), leaving its jobs resumable. */
+/* jobproc.h - how pvagentd runs a job: the pvagent tool itself runs it,
+ * `pvagent --local -c CONF resume ID` for a stored job, or `pvagent
+ * --local -c CONF submitted WF SUBJECT` with the params on its stdin for
+ * a submitted one (the child stores it and runs it as resume does; the
+ * daemon's own arguments, never a peer's), as a child process, so that a
+ * job's output, progress and exit code are the tool's own, and its engine
+ * events reach the daemon on a pipe (fd 3, PVAGENT_EVENT_FD, in the
+ * engine's JSON form, job_event_tap). The child dies with the daemon
+ * (PR_SET_PDEATHSIG), leaving its jobs resumable. */
 #ifndef PVAGENT_JOBPROC_H
 #define PVAGENT_JOBPROC_H
 
@@ -22,9 +25,12 @@ struct jobproc_opts {
 	bool tty;               /* render as on a terminal (PVAGENT_TTY=1) */
 	int columns;            /* > 0: that terminal's width ($COLUMNS) */
 	int verbosity;          /* -v (> 0) or -q (< 0) times */
+	const char *input;      /* its stdin (a submitted job's params); NULL:
+				   /dev/null */
 };
 
-/* Start the child for argv (the daemon's: "resume", ID, NULL).
+/* Start the child for argv (the daemon's: "resume", ID, NULL, or
+ * "submitted", WF, SUBJECT, NULL).
  * 0, or -1 with *err. */
 int jobproc_start(const struct jobproc_opts *o, const char *const *argv, struct jobproc *out,
 		  char **err);

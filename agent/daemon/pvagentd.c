@@ -26,7 +26,6 @@
 #include "tmpl.h"
 #include "util.h"
 #include "window.h"
-#include "wf_drain.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -74,19 +73,23 @@ struct watcher {
 
 /* One job the daemon runs (a queue item's data): its child runs
  * `pvagent resume ID`, never a command line a peer gave. A submitted job
- * is stored (job_submit) when it starts, so that each submission is a
- * request of its own, taken in order. */
+ * is stored when it starts, so that each submission is a request of its
+ * own, taken in order: its child, `pvagent submitted WF SUBJECT` with
+ * the params on its stdin, stores it (job_submit), says so first of all
+ * (a "stored" event with its ID), then runs it as resume does. */
 struct djob {
 	struct jobq_item *it;
 	char *what;                  /* "up web1" for messages */
 	char *subject;
-	json_object *params;         /* submitted: to store when it starts */
+	json_object *params;         /* submitted: for its child to store */
 	bool json, tty;
 	int columns;           /* the client terminal's width (tty), or 0 */
 	int verbosity;
 	long long resume_id;         /* the job (0: not stored yet) */
 	struct jobproc proc;
 	bool started, exited, cancel, killed;
+	bool refused;                /* its child stored a job another item has:
+					killed, its output and events dropped */
 	int code;                    /* exit code once exited */
 	struct ctl_lines evin;
 	long long *jobs;             /* store jobs its events named */
@@ -313,32 +316,20 @@ static struct djob *djob_queue(struct daemon *d, long long id, const char *wf,
 
 static void end_djob(struct daemon *d, struct djob *j);
 
-/* A submitted job stored now (job_submit: an unfinished one of the same
- * request is resumed). 0, or -1 with *err. */
-static int store_submitted(struct daemon *d, struct djob *j, char **err)
+/* Say text to j's watchers as an error of the daemon's (the client
+ * prints it as it is: "pvagent: error: pvagentd: TEXT"), and log it. */
+static void say_error(struct djob *j, const char *text)
 {
-	const struct job_workflow *wf = job_workflow_find(j->workflow);
-	struct job_env env = {.store = d->store, .conf = &d->conf};
-	struct job *sj = NULL;
-	struct pve_error e = {0};
-	int rc = -1;
-	if (!wf || job_env_init(&env) < 0) {
-		err_setf(err, "out of memory");
-		return -1;
+	log_error("ticket %llu (%s): %s", j->it->ticket, j->what, text);
+	json_object *ev = daemon_event(j, "output");
+	char *line = strprintf("pvagent: error: pvagentd: %s\n", text);
+	if (ev && line) {
+		json_object_object_add(ev, "fd", json_object_new_int(2));
+		json_object_object_add(ev, "data", json_object_new_string(line));
+		broadcast(j, ev);
 	}
-	if (job_submit(&env, wf, j->subject, j->params, &sj, &e) < 0) {
-		*err = pve_error_format(&e);
-	} else if (find_by_job(d, job_id(sj))) {
-		err_setf(err, "job %lld (%s) is in the daemon already: pvagent job %lld --follow",
-			 job_id(sj), j->what, job_id(sj));
-	} else {
-		j->resume_id = job_id(sj);
-		rc = djob_add_job(j, j->resume_id);
-	}
-	job_free(sj); /* (its lock: the child takes it) */
-	pve_error_clear(&e);
-	job_env_fini(&env);
-	return rc;
+	json_object_put(ev);
+	free(line);
 }
 
 static void start_djob(struct daemon *d, struct djob *j)
@@ -354,27 +345,19 @@ static void start_djob(struct daemon *d, struct djob *j)
 	char *err = NULL, id[32];
 	j->started = true;
 	j->started_at = mono_now();
-	if (!j->resume_id && store_submitted(d, j, &err) < 0) {
-		log_error("ticket %llu (%s): %s", j->it->ticket, j->what, err ? err : "cannot store it");
-		json_object *ev = daemon_event(j, "output");
-		char *text = strprintf("pvagent: error: pvagentd: %s\n", err ? err : "cannot store it");
-		if (ev && text) {
-			json_object_object_add(ev, "fd", json_object_new_int(2));
-			json_object_object_add(ev, "data", json_object_new_string(text));
-			broadcast(j, ev);
-		}
-		json_object_put(ev);
-		free(text);
-		free(err);
+	snprintf(id, sizeof id, "%lld", j->resume_id);
+	const char *const resume[] = {"resume", id, NULL};
+	const char *const submitted[] = {"submitted", j->workflow, j->subject, NULL};
+	if (j->resume_id) {
+		log_info("ticket %llu (%s) runs job %lld", j->it->ticket, j->what, j->resume_id);
+	} else if (!(o.input = json_object_to_json_string_ext(j->params, JSON_C_TO_STRING_PLAIN))) {
+		say_error(j, "out of memory");
 		j->exited = true;
 		j->code = 1;
 		end_djob(d, j);
 		return;
 	}
-	snprintf(id, sizeof id, "%lld", j->resume_id);
-	const char *const argv[] = {"resume", id, NULL};
-	log_info("ticket %llu (%s) runs job %lld", j->it->ticket, j->what, j->resume_id);
-	if (jobproc_start(&o, argv, &j->proc, &err) < 0) {
+	if (jobproc_start(&o, j->resume_id ? resume : submitted, &j->proc, &err) < 0) {
 		log_error("ticket %llu (%s): %s", j->it->ticket, j->what, err ? err : "cannot start");
 		free(err);
 		j->exited = true;
@@ -537,9 +520,40 @@ static void maybe_end(struct daemon *d, struct djob *j)
 		end_djob(d, j);
 }
 
+/* A submitted job's child stored it (job_submit: an unfinished one of
+ * the same request is resumed) as job id, or (id 0) could not: error. */
+static void on_stored(struct daemon *d, struct djob *j, long long id, const char *error)
+{
+	if (j->resume_id) {
+		log_warn("ticket %llu: pid %ld says it stored a job twice", j->it->ticket,
+			 (long)j->proc.pid);
+		return;
+	}
+	if (id <= 0) {
+		say_error(j, error ? error : "cannot store it");
+		return;
+	}
+	if (find_by_job(d, id)) {
+		char *text = strprintf("job %lld (%s) is in the daemon already: pvagent job %lld --follow",
+				 id, j->what, id);
+		say_error(j, text ? text : "out of memory");
+		free(text);
+		j->refused = true;
+		if (kill(j->proc.pid, SIGKILL) < 0)
+			log_warn("ticket %llu: kill %ld: %s", j->it->ticket, (long)j->proc.pid,
+				 strerror(errno));
+		return;
+	}
+	j->resume_id = id;
+	log_info("ticket %llu (%s) runs job %lld", j->it->ticket, j->what, id);
+	(void)djob_add_job(j, id); /* (out of memory: said; djob_has knows it still) */
+}
+
 /* One engine event line from the child (event.h JSON). */
 static void on_child_event(struct daemon *d, struct djob *j, const char *line, size_t len)
 {
+	if (j->refused)
+		return;
 	json_object *o = json_tokener_parse(line);
 	(void)len;
 	if (!o || !json_object_is_type(o, json_type_object)) {
@@ -566,6 +580,11 @@ static void on_child_event(struct daemon *d, struct djob *j, const char *line, s
 		return;
 	}
 	long long id = 0;
+	if (kind && strcmp(kind, "stored") == 0) {
+		on_stored(d, j, json_int(o, "job", &id) ? id : 0, json_str(o, "error"));
+		json_object_put(o);
+		return;
+	}
 	if (json_int(o, "job", &id) && id > 0)
 		djob_add_job(j, id);
 	wf = wf ? wf : j->workflow;
@@ -611,7 +630,7 @@ static void on_child_fd(struct daemon *d, struct djob *j, int *fd)
 				on_child_event(d, j, line, len);
 		return;
 	}
-	json_object *o = daemon_event(j, "output");
+	json_object *o = j->refused ? NULL : daemon_event(j, "output");
 	if (!o)
 		return;
 	json_object_object_add(o, "fd", json_object_new_int(fd == &j->proc.out_fd ? 1 : 2));
@@ -632,7 +651,8 @@ static void reap(struct daemon *d)
 			if (!j->started || j->exited || j->proc.pid != pid)
 				continue;
 			j->exited = true;
-			j->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			j->code = j->refused ? 1 : WIFEXITED(st) ? WEXITSTATUS(st)
+							       : 128 + WTERMSIG(st);
 			maybe_end(d, j);
 			break;
 		}
@@ -739,17 +759,16 @@ static void req_resume(struct daemon *d, struct dconn *c, json_object *req, json
 #define SUBMIT_MAX_JOBS 256
 
 /* submit: {"workflow": W, "jobs": [{"subject": S, "params": P}...]}.
- * Each job's params are checked for the peer (submit_check.h), queued,
- * stored when it starts and run by its ID. Nothing of the peer's but the
- * params reaches the child. */
+ * Each job's params are checked for the peer (submit_check.h) and
+ * queued; when it starts, its child stores and runs it. Nothing of the
+ * peer's but the params reaches the child. */
 static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json_object *id)
 {
 	const char *wfname = json_str(req, "workflow"), *node = json_str(req, "node");
 	json_object *jobs = json_object_object_get(req, "jobs");
 	size_t n = jobs && json_object_is_type(jobs, json_type_array)
 			   ? json_object_array_length(jobs) : 0;
-	const struct job_workflow *wf = wfname ? job_workflow_find(wfname) : NULL;
-	if (!wf || n == 0 || n > SUBMIT_MAX_JOBS) {
+	if (!submit_workflow_known(wfname) || n == 0 || n > SUBMIT_MAX_JOBS) {
 		answer(c, ctl_error(id, "bad_request", "submit: \"workflow\" (up, down, inject, "
 					"virtio, bench, migrate, drain, undrain) and \"jobs\" (1 to "
 					"%d of {\"subject\", \"params\"}) are needed", SUBMIT_MAX_JOBS));

@@ -3,11 +3,10 @@
 #include "submit_check.h"
 
 #include "ctl_server.h"
-#include "inject.h"
 #include "json.h"
 #include "tmpl.h"
+#include "up_check.h"
 #include "util.h"
-#include "wf_up.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -197,21 +196,31 @@ static int check_up(const char *wf, const char *subject, json_object *params,
 	if (strcmp(wf, "up") != 0)
 		return 0;
 	struct pve_error e = {0};
-	if (wf_up_check_params(subject, params, conf, &e) == 0)
+	if (up_check_params(subject, params, conf, &e) == 0)
 		return 0;
 	err_setf(why, "%s", e.message ? e.message : "up: refused");
 	pve_error_clear(&e);
 	return -1;
 }
 
+static const struct wf_members *members_of(const char *wf)
+{
+	for (size_t i = 0; wf && i < sizeof table / sizeof table[0]; i++)
+		if (strcmp(table[i].wf, wf) == 0)
+			return &table[i];
+	return NULL;
+}
+
+bool submit_workflow_known(const char *wf)
+{
+	return members_of(wf) != NULL;
+}
+
 int submit_check(const char *wf, const char *subject, json_object *params,
 		 const struct submit_peer *peer, const struct conf *conf, char **why)
 {
 	*why = NULL;
-	const struct wf_members *m = NULL;
-	for (size_t i = 0; i < sizeof table / sizeof table[0] && !m; i++)
-		if (strcmp(table[i].wf, wf) == 0)
-			m = &table[i];
+	const struct wf_members *m = members_of(wf);
 	if (!m) {
 		err_setf(why, "the daemon does not run '%.64s' (up, down, inject, virtio, bench, "
 			 "migrate, drain, undrain, image)", wf);
@@ -270,7 +279,7 @@ int submit_check(const char *wf, const char *subject, json_object *params,
 		free(path);
 		return -1;
 	}
-	char *pubkey = inject_read_pubkey(conf);
+	char *pubkey = conf_read_pubkey(conf);
 	int rc = set_member(params, "template_path", path) < 0 ||
 			 set_member(params, "pubkey", pubkey) < 0 ? -1 : 0;
 	if (rc < 0)

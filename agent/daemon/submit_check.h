@@ -1,7 +1,7 @@
 /* submit_check.h - what a peer of pvagentd may submit (pvagentd(8),
  * CONTROL PROTOCOL). A submitted job is a workflow, a subject and params
- * (the JSON object job_submit stores), never a command line; the daemon
- * stores it and its root child runs it by ID. A peer other than root (or
+ * (the JSON object job_submit stores), never a command line; the
+ * daemon's root child stores and runs it. A peer other than root (or
  * the daemon's own user) may make it read no file the peer could not
  * read itself:
  *
@@ -25,6 +25,7 @@
 #include "conf.h"
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -32,6 +33,10 @@ struct submit_peer {
 	uid_t uid;
 	gid_t gid; /* its primary group (SO_PEERCRED) */
 };
+
+/* Is wf a workflow the daemon runs (a name of this module's table: the
+ * workflows pvagent runs, by name only)? */
+bool submit_workflow_known(const char *wf);
 
 /* Check (and complete) params of a job of workflow wf on subject,
  * submitted by peer. 0: it may be stored and run; -1: refused, *why

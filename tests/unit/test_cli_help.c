@@ -1,7 +1,8 @@
 /* test_cli_help.c - the pvagent tool's --version, help, COMMAND --help,
  * the final --json error object of usage, configuration and
- * unknown-command errors, and the bash completion script (bash -n, then
- * its function run for real candidates). Runs $PVAGENT_BIN (default
+ * unknown-command errors, pvagentd's hidden `submitted`, and the bash
+ * completion script (bash -n, then its function run for real
+ * candidates). Runs $PVAGENT_BIN (default
  * build/san/pvagent); no PVE: the config's url is a closed loopback port. */
 #include "clirun.h"
 #include "ctl.h"
@@ -127,6 +128,23 @@ Test(cli_help, help_lists_every_command)
 	cr_assert_eq(RUN(&out, "nosuch"), 2);
 	cr_assert_not_null(strstr(out, "pvagent: unknown command 'nosuch'"), "%s", out);
 	cr_assert_not_null(strstr(out, "  templates  "), "%s", out);
+	free(out);
+}
+
+/* pvagentd's own `submitted` (a submitted job's child): in neither help
+ * nor completion, and refused without --local. */
+Test(cli_help, the_daemons_own_command_is_hidden)
+{
+	char *out = NULL;
+	cr_assert_eq(RUN(&out, "help"), 0);
+	cr_assert_null(strstr(out, "submitted"), "%s", out);
+	free(out);
+	cr_assert_eq(RUN(&out, "__complete", "commands"), 0);
+	cr_assert_null(strstr(out, "submitted"), "%s", out);
+	free(out);
+	cr_assert_eq(RUN(&out, "-c", conf, "submitted", "up", "x9"), 2);
+	cr_assert_not_null(strstr(out, "pvagent submitted: pvagentd's own command: it runs with "
+				   "--local only"), "%s", out);
 	free(out);
 }
 

@@ -1437,6 +1437,52 @@ Test(daemon, a_members_raw_values_are_checked_as_the_clis)
 	world_free(&w);
 }
 
+/* A submitted job its child cannot store (job_submit refuses: an
+ * unfinished up job of the guest is held by another process, here this
+ * one) reaches the client as the daemon's error, as it did when the
+ * daemon stored it: "pvagent: error: pvagentd: ...", exit 1, and with
+ * --json only the client's own final object; nothing else is stored. */
+Test(daemon, a_submitted_job_that_cannot_be_stored_says_why)
+{
+	static struct world w;
+	world_start(&w, 100, 2, NULL);
+	daemon_start(&w);
+	struct store *st = NULL;
+	struct store_job_lock *lk = NULL;
+	char *err = NULL;
+	long long id = 0;
+	long holder = 0;
+	cr_assert_eq(store_open(w.db, &st, &err), 0, "%s", err ? err : "");
+	cr_assert_eq(store_job_insert(st, "up", "x9", "{}", 1.0, &id, &err), 0, "%s",
+		     err ? err : "");
+	cr_assert_eq(store_job_lock(st, id, &lk, &holder, &err), 1, "%s", err ? err : "");
+	char *out = NULL;
+	int rc = pv(&w, &out, "up", "x9", "-t", "jobvm", "--dry-run", NULL);
+	char *says = strprintf("pvagent: error: pvagentd: x9: up job %lld (process %ld) is "
+			       "working on it\n", id, (long)getpid());
+	cr_assert_eq(rc, 1, "%s", out);
+	cr_assert(strstr(out, says), "not said: %s\n%s", says, out);
+	free(out);
+	rc = pv(&w, &out, "--json", "up", "x9", "-t", "jobvm", "--dry-run", NULL);
+	cr_assert_eq(rc, 1, "%s", out);
+	cr_assert(strstr(out, says), "not said (--json): %s\n%s", says, out);
+	/* one JSON line, the client's (the child printed none) */
+	int objects = 0;
+	for (char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1
+									 : NULL)
+		objects += *line == '{';
+	cr_assert_eq(objects, 1, "%s", out);
+	cr_assert(strstr(out, "failed (see standard error)"), "%s", out);
+	free(out);
+	wait_log(&w, "ticket 2 (up x9): x9: up job 1 (process");
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs", NULL), 1, "nothing else stored");
+	free(says);
+	store_job_unlock(lk);
+	store_close(st);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
 /* /proc/PID/FILE (malloc'd). */
 static char *proc_text(pid_t pid, const char *file)
 {

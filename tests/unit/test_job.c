@@ -18,6 +18,7 @@
 #include "store.h"
 #include "task.h"
 #include "util.h"
+#include "up_check.h"
 #include "wf_up.h"
 
 #include <sqlite3.h>
