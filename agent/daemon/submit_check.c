@@ -22,11 +22,11 @@
  * ("parent") are made by the drain, never submitted. */
 static const struct wf_members {
 	const char *wf;
-	const char *const members[20];
+	const char *const members[24];
 } table[] = {
 	{"up", {"name", "template", "template_path", "node", "storage", "pubkey", "pool", "vmid",
 		"vmid_min", "vmid_max", "no_start", "full", "no_inject", "retemplate", "dry_run",
-		"ssh_wait_s", "sets", "vars", NULL}},
+		"no_wait_ssh", "ssh_wait_s", "sets", "vars", NULL}},
 	{"down", {"purge", "dry_run", NULL}},
 	{"inject", {"template", "address", "vars", "dry_run", NULL}},
 	{"bench", {"template", "address", "vars", "size_mib", NULL}},

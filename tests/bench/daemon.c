@@ -60,12 +60,17 @@ static int fail(const char *what)
 	return 1;
 }
 
-/* Send a submit of `up NAME -t bench --no-start` with this id. */
+/* The template's file, as the CLI resolves it for the daemon. */
+static char *template_path;
+
+/* Send a submit of `up NAME -t bench --no-start` with this id (the params
+ * the CLI sends). */
 static int submit(struct ctl_client *c, int id, const char *name)
 {
-	char *req = strprintf("{\"id\":%d,\"op\":\"submit\",\"argv\":[\"up\",\"%s\",\"-t\","
-			      "\"bench\",\"--no-start\"],\"guests\":[\"%s\"],\"json\":true}",
-			      id, name, name);
+	char *req = strprintf("{\"id\":%d,\"op\":\"submit\",\"workflow\":\"up\",\"json\":true,"
+			      "\"jobs\":[{\"subject\":\"%s\",\"params\":{\"name\":\"%s\","
+			      "\"template\":\"bench\",\"template_path\":\"%s\",\"no_start\":true}}]}",
+			      id, name, name, template_path);
 	json_object *o = req ? json_tokener_parse(req) : NULL;
 	char *err = NULL;
 	int r = o ? ctl_client_send(c, o, &err) : -1;
@@ -81,6 +86,16 @@ static const char *str(json_object *o, const char *k)
 {
 	json_object *v;
 	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : NULL;
+}
+
+/* The daemon's answer m refuses a submit: say why (1), or 0. */
+static int refused(json_object *m)
+{
+	if (!str(m, "error"))
+		return 0;
+	fprintf(stderr, "daemon bench: the daemon refused a submit: %s: %s\n", str(m, "error"),
+		str(m, "message") ? str(m, "message") : "");
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -105,6 +120,8 @@ int main(int argc, char **argv)
 	char cwd[4096];
 	if (!getcwd(cwd, sizeof cwd))
 		return fail("getcwd");
+	if (!(template_path = strprintf("%s/tests/bench/bench.tmpl", cwd)))
+		return fail("out of memory");
 	char *secret = strprintf("%s/token.secret", dir), *conf = strprintf("%s/pvagent.conf", dir),
 	     *sock = strprintf("%s/pvagentd.sock", dir), *log = strprintf("%s/pvagentd.log", dir);
 	if (!secret || !conf || !sock || !log)
@@ -141,6 +158,8 @@ int main(int argc, char **argv)
 			json_object *m = NULL;
 			if (ctl_client_recv(&c, &m, 60000, &err) != 1)
 				return fail(err ? err : "no answer");
+			if (refused(m))
+				return 1;
 			const char *ev = str(m, "event");
 			double t = now() - t0;
 			if (ev && lat_first[i] < 0)
@@ -185,6 +204,8 @@ int main(int argc, char **argv)
 		json_object *m = NULL;
 		if (ctl_client_recv(&c, &m, 600000, &err) != 1)
 			return fail(err ? err : "no answer");
+		if (refused(m))
+			return 1;
 		const char *ev = str(m, "event"), *ids = str(m, "id");
 		int id = ids ? atoi(ids) : 0;
 		if (ev && id >= 1 && id <= JOBS) {
@@ -245,5 +266,6 @@ int main(int argc, char **argv)
 	free(conf);
 	free(sock);
 	free(log);
+	free(template_path);
 	return rc;
 }

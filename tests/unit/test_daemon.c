@@ -419,9 +419,12 @@ Test(daemon, up_through_the_daemon_is_the_same_as_in_process)
 	free(ls);
 	free(d_out);
 	free(l_out);
-	/* text: the same lines but for the times (a converging rerun) */
-	cr_assert_eq(pv(&w, &d_out, "up", "same1", "-t", "jobvm", NULL), 0);
-	cr_assert_eq(pv(&w, &l_out, "--local", "up", "same2", "-t", "jobvm", NULL), 0);
+	/* text: the same lines but for the times (a converging rerun; every
+	 * option the daemon takes: --no-wait-ssh too) */
+	cr_assert_eq(pv(&w, &d_out, "up", "same1", "-t", "jobvm", "--no-wait-ssh", NULL), 0, "%s",
+		     d_out);
+	cr_assert_eq(pv(&w, &l_out, "--local", "up", "same2", "-t", "jobvm", "--no-wait-ssh", NULL),
+		     0, "%s", l_out);
 	char *dn = normalised(d_out, "same1"), *ln = normalised(l_out, "same2");
 	cr_assert_str_eq(dn, ln, "daemon:\n%s\nin-process:\n%s", d_out, l_out);
 	cr_assert(strstr(d_out, "unchanged"), "%s", d_out);
