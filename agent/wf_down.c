@@ -47,15 +47,15 @@ const struct up_result *wf_down_result(struct job *j)
 static int down_open(struct job *j, void *ctx)
 {
 	struct down_ctx *d = ctx;
-	long long v = 0;
-	d->purge = json_int(job_params(j), "purge", &v) && v;
-	d->dry_run = json_int(job_params(j), "dry_run", &v) && v;
+	d->purge = json_flag(job_params(j), "purge");
+	d->dry_run = json_flag(job_params(j), "dry_run");
 	if (!d->res) {
 		d->res = &d->own_res;
 		if (!(d->res->name = strdup(job_subject(j))))
 			return pve_error_oom(job_err(j));
 	}
 	json_object *vars = job_vars(j);
+	long long v = 0;
 	if (json_int(vars, "vmid", &v)) {
 		/* resumed: the guest the find step found */
 		const char *node = json_str(vars, "node"), *type = json_str(vars, "type");
