@@ -2,10 +2,10 @@
  * command the privileges and the ACL paths PVE checks them on, per PVE
  * major version (the guest-agent address: VM.Monitor on 8.x and before,
  * VM.GuestAgent.Audit on 9.x), and the role that holds them (README.md
- * "Connect a real host", pvagent(1) PRIVILEGES; setup --minimal leaves out what only migrate,
- * drain and image build need). `setup`
- * makes that role, `doctor` checks it, and `setup --dry-run` prints it as
- * pveum lines. */
+ * "Connect a real host", pvagent(1) PRIVILEGES; setup --minimal leaves
+ * out what only migrate, drain and image build need). `setup` makes that
+ * role, `doctor` checks it, and `setup --dry-run` prints it as pveum
+ * lines. */
 #ifndef PVAGENT_PVEPRIVS_H
 #define PVAGENT_PVEPRIVS_H
 
@@ -24,13 +24,13 @@ struct pvepriv_need {
 				 as a parent of every such path ("/vms") */
 	const char *commands; /* "up, virtio" */
 	bool migrate;         /* only migrate, drain and undrain need it */
-	bool image;           /* only image build and image rm need it */
+	bool image;           /* only image build needs it */
 };
 
 /* What a role holds beyond what the guest commands need (setup grants
  * both unless --minimal). */
 #define PVEPRIVS_MIGRATE 0x1u /* migrate, drain, undrain */
-#define PVEPRIVS_IMAGE 0x2u   /* image build, image rm */
+#define PVEPRIVS_IMAGE 0x2u   /* image build */
 #define PVEPRIVS_ALL (PVEPRIVS_MIGRATE | PVEPRIVS_IMAGE)
 
 /* The privilege that reads a guest agent's addresses on PVE major. */

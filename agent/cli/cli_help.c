@@ -77,6 +77,8 @@ static const struct opt_doc docs[] = {
 				   "migrate, drain and image build"},
 	{"setup", "migrate", NULL, "with --minimal: also grant what migrate and drain need"},
 	{"setup", "force", NULL, "replace a token whose secret is lost"},
+	{"setup", "no-storage-change", NULL, "print the pvesm line that adds import to local's "
+					     "content instead of adding it"},
 	{"setup", "dry-run", NULL, "print the pveum lines for this PVE version; change nothing"},
 	{"setup", "pve-version", "N", "with --dry-run: the lines for PVE N (8, 9), without a login"},
 	{"doctor", "migrate", NULL, "also check what migrate and drain need"},

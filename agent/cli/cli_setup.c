@@ -5,7 +5,8 @@
  * and confirmed on a terminal), reads the PVE version and makes what
  * pveprivs.h says: the role with what every command needs on that version
  * (--minimal: the guest commands' only), the user, a privilege-separated
- * token and the ACLs of both on "/". The token's secret is written (0600,
+ * token and the ACLs of both on "/", and "import" added to local's content
+ * when no storage takes it (image build's downloads). The token's secret is written (0600,
  * beside the configuration) the moment PVE shows it; the configuration is
  * edited in place (conf_edit.h: the keys setup owns set, the rest kept) and
  * the token is tried with GET /nodes. Each step looks first and changes
@@ -45,7 +46,7 @@ struct setup {
 	struct cli *cli;
 	const char *url_arg, *user, *password_file, *fingerprint_arg;
 	char *url;             /* url_arg as every command loads it */
-	bool migrate, minimal, force, dry_run;
+	bool migrate, minimal, force, dry_run, no_storage_change;
 	int pve_version;       /* --pve-version; 0: ask PVE */
 	char *conf_path, *dir, *secret_path;
 	struct conf_edit conf; /* the configuration as read (or the header) */
@@ -565,6 +566,65 @@ static int ensure_acl(struct setup *s)
 	return 0;
 }
 
+/* image build downloads into a storage with the "import" content type;
+ * every cluster installed before PVE 9.0 has none (pve-installer added
+ * import to local's content in 9.0.7): local gets it, with the
+ * administrator's login, keeping its other types (--no-storage-change:
+ * the pvesm line is printed instead). */
+static int ensure_import_storage(struct setup *s)
+{
+	struct pve_error e = {0};
+	json_object *st = NULL;
+	if (pve_get(s->admin, "/storage", NULL, &st, &e) < 0)
+		return step_failed(s, "storage", &e);
+	const char *local = NULL, *with = NULL;
+	for (size_t i = 0; i < json_object_array_length(st); i++) {
+		json_object *o = json_object_array_get_idx(st, i);
+		const char *id = json_str(o, "storage"), *type = json_str(o, "type");
+		const char *content = json_text(o, "content") ? json_text(o, "content") : "";
+		const char *dis = json_text(o, "disable");
+		if (!id || (dis && strcmp(dis, "0") != 0))
+			continue;
+		if (!with && list_has(content, "import", 6))
+			with = id;
+		if (strcmp(id, "local") == 0 && type && strcmp(type, "dir") == 0)
+			local = content;
+	}
+	char *want = local ? strprintf("%s%simport", local, *local ? "," : "") : NULL;
+	char *line = want ? strprintf("pvesm set local --content %s", want) : NULL;
+	char *said_text = NULL;
+	int rc = 0;
+	if (with) {
+		said_text = strprintf("%s takes image build's downloads (import)", with);
+	} else if (!local) {
+		said_text = strdup("none takes import content, which image build needs: add it to "
+				   "a file storage's content (pvesm set STORAGE --content ...,import)");
+	} else if (!want || !line) {
+		rc = cli_error("internal", "setup", "out of memory");
+	} else if (s->no_storage_change) {
+		said_text = strprintf("no storage takes import content, which image build needs: "
+				      "on the host, %s", line);
+	} else {
+		struct pve_params p = {0};
+		pve_params_add(&p, "content", want);
+		int r = pve_put(s->admin, "/storage/local", &p, NULL, &e);
+		pve_params_free(&p);
+		if (r < 0)
+			rc = step_failed(s, "storage local", &e);
+		else
+			said_text = strprintf("import added to its content for image build (%s)", want);
+	}
+	if (rc == 0 && said_text)
+		said(s, with || !local ? "storage" : "storage local", said_text);
+	else if (rc == 0)
+		rc = cli_error("internal", "setup", "out of memory");
+	free(said_text);
+	free(line);
+	free(want);
+	json_object_put(st);
+	return rc;
+}
+
 /* ---- the files ------------------------------------------------------------------ */
 
 /* Before anything changes on PVE: the configuration's directory made
@@ -777,6 +837,8 @@ static int run_setup(struct setup *s)
 		rc = ensure_token(s);
 	if (!rc)
 		rc = ensure_acl(s);
+	if (!rc && !s->minimal)
+		rc = ensure_import_storage(s);
 	if (!rc)
 		rc = write_files(s);
 	return rc;
@@ -794,6 +856,7 @@ static int cmd_setup(struct cli *cli, const struct cmd_args *a)
 		case 'M': s.minimal = true; break;
 		case 'F': s.force = true; break;
 		case 'd': s.dry_run = true; break;
+		case 'S': s.no_storage_change = true; break;
 		case 'V': {
 			char *end = NULL;
 			long v = strtol(a->v[i].val, &end, 10);
@@ -822,13 +885,14 @@ static const struct option setup_opts[] = {
 	{"fingerprint", required_argument, NULL, 'f'}, {"migrate", no_argument, NULL, 'm'},
 	{"minimal", no_argument, NULL, 'M'},        {"force", no_argument, NULL, 'F'},
 	{"dry-run", no_argument, NULL, 'd'},        {"pve-version", required_argument, NULL, 'V'},
+	{"no-storage-change", no_argument, NULL, 'S'},
 	{0},
 };
 
 const struct cmd_entry cmd_setup_entry = {
 	"setup",
-	"URL [--user U] [--password-file F] [--fingerprint FP] [--minimal [--migrate]] [--force] "
-	"[--dry-run [--pve-version N]]",
+	"URL [--user U] [--password-file F] [--fingerprint FP] [--minimal [--migrate]] "
+	"[--no-storage-change] [--force] [--dry-run [--pve-version N]]",
 	"connect to a PVE host: role, user, API token and ACLs, then the configuration",
 	"u:p:f:", setup_opts, NULL, 1, 1, "URL", cmd_setup,
 	"pvagent setup https://pve1.example.com:8006\n"

@@ -535,6 +535,49 @@ Test(setup, the_configuration_is_edited_in_place)
 	cr_assert_eq(changes(), before);
 }
 
+/* Storage local's content now, malloc'd. */
+static char *local_content(void)
+{
+	long st = 0;
+	json_object *b = NULL;
+	cr_assert_eq(sim_api(&sp, "GET", "/storage", NULL, &st, &b), 0);
+	cr_assert_eq(st, 200);
+	json_object *d = json_object_object_get(b, "data");
+	char *c = NULL;
+	for (size_t i = 0; i < json_object_array_length(d); i++) {
+		json_object *o = json_object_array_get_idx(d, i);
+		if (strcmp(json_object_get_string(json_object_object_get(o, "storage")), "local") == 0)
+			c = strdup(json_object_get_string(json_object_object_get(o, "content")));
+	}
+	json_object_put(b);
+	cr_assert_not_null(c);
+	return c;
+}
+
+/* demo.json's local is a cluster installed before PVE 9.0's: iso, vztmpl,
+ * backup, no import; no other storage takes it either. */
+Test(setup, import_content_added_to_local_or_its_line_printed)
+{
+	char *out = NULL;
+	cr_assert_eq(setup(&out, "--no-storage-change"), 0, "%s", out);
+	cr_assert(strstr(out, "pvesm set local --content iso,vztmpl,backup,import"), "%s", out);
+	free(out);
+	cr_assert_eq(simproc_count(&sp, "PUT", "/storage/local", -1), 0);
+	char *c = local_content();
+	cr_assert_str_eq(c, "iso,vztmpl,backup");
+	free(c);
+	cr_assert_eq(setup(&out, NULL), 0, "%s", out);
+	cr_assert(strstr(out, "import added"), "%s", out);
+	free(out);
+	c = local_content();
+	cr_assert_str_eq(c, "iso,vztmpl,backup,import");
+	free(c);
+	cr_assert_eq(setup(&out, NULL), 0, "%s", out);
+	cr_assert(strstr(out, "local takes image build's downloads"), "%s", out);
+	free(out);
+	cr_assert_eq(simproc_count(&sp, "PUT", "/storage/local", 200), 1);
+}
+
 Test(setup, a_directory_that_cannot_be_made_changes_nothing)
 {
 	char *out = NULL;
