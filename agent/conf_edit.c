@@ -62,6 +62,22 @@ char *conf_edit_text(const struct conf_edit *e)
 	return s;
 }
 
+char *conf_edit_get(const struct conf_edit *e, const char *section, const char *label,
+		    const char *key)
+{
+	char *text = conf_edit_text(e), *err = NULL, *v = NULL;
+	struct ini ini;
+	if (text && ini_parse(e->path, text, strlen(text), &ini, &err) == 0) {
+		const struct ini_section *s = ini_find(&ini, section, label);
+		const struct ini_entry *en = s ? ini_get(s, key) : NULL;
+		v = en ? strdup(en->value) : NULL;
+		ini_free(&ini);
+	}
+	free(err);
+	free(text);
+	return v;
+}
+
 /* Insert line (taken) before index at. */
 static int insert_line(struct conf_edit *e, size_t at, char *line)
 {

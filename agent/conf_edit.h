@@ -30,6 +30,10 @@ int conf_edit_load(struct conf_edit *e, const char *path, const char *text, size
  * value or name that cannot be written: *err says which). */
 int conf_edit_set(struct conf_edit *e, const char *section, const char *label,
 		  const char *key, const char *value, char **err);
+/* The value of key in [section] / [section "label"] now (malloc'd), or
+ * NULL when it is not set (or memory ran out). */
+char *conf_edit_get(const struct conf_edit *e, const char *section, const char *label,
+		    const char *key);
 /* The text as it is now (malloc'd). */
 char *conf_edit_text(const struct conf_edit *e);
 void conf_edit_free(struct conf_edit *e);

@@ -87,8 +87,10 @@ static const struct opt_doc docs[] = {
 	{"jobs", "prune", NULL, "delete finished jobs past [daemon] keep_jobs, keep_jobs_max"},
 	{"jobs", "older-than", "AGE", "with --prune: ended more than AGE ago (default keep_jobs)"},
 	{"image", "node", "N", "the node that downloads and builds (default [pve] node)"},
-	{"image", "storage", "S", "the template's disk storage (default local-lvm)"},
-	{"image", "import-storage", "S", "where the node downloads the image (default local)"},
+	{"image", "storage", "S", "the template's disk storage (default [pve] storage, "
+				    "else local-lvm)"},
+	{"image", "import-storage", "S", "where the node downloads the image (default [pve] "
+					   "import_storage, else local)"},
 	{"image", "url", "URL", "download from URL instead (a mirror; needs --checksum)"},
 	{"image", "checksum", "ALGO:HEX", "the image's checksum (default: its published file)"},
 	{"image", "vmid", "ID", "the template VM's VMID (default: the next free one)"},

@@ -8,7 +8,8 @@
  * token and the ACLs of both on "/", and "import" added to local's content
  * when no storage takes it (image build's downloads). The token's secret is written (0600,
  * beside the configuration) the moment PVE shows it; the configuration is
- * edited in place (conf_edit.h: the keys setup owns set, the rest kept) and
+ * edited in place (conf_edit.h: the keys setup owns set, the rest kept; the
+ * storages the node really has for image build's disks and downloads) and
  * the token is tried with GET /nodes. Each step looks first and changes
  * only what is missing: a role only gains privileges (append), so a second
  * run changes nothing and a partial run is completed by the next.
@@ -39,7 +40,8 @@
 
 #define SYSTEM_CONF "/etc/pvagent/pvagent.conf"
 #define CONF_HEADER "# pvagent configuration: `pvagent setup` sets the keys it owns\n" \
-		    "# ([pve] url, token_id, token_secret_file, fingerprint, node; [ssh] identity)\n" \
+		    "# ([pve] url, token_id, token_secret_file, fingerprint, node, storage,\n" \
+		    "# import_storage; [ssh] identity)\n" \
 		    "# and keeps everything else as written; check it with: pvagent doctor\n"
 
 struct setup {
@@ -682,13 +684,79 @@ static int token_node(struct setup *s, char **node)
 	return 0;
 }
 
+/* Is storage id in the node's list st, enabled, with content? */
+static bool node_has(json_object *st, const char *id, const char *content)
+{
+	for (size_t i = 0; id && i < json_object_array_length(st); i++) {
+		json_object *o = json_object_array_get_idx(st, i);
+		const char *sid = json_str(o, "storage"), *c = json_text(o, "content");
+		const char *en = json_text(o, "enabled");
+		if (sid && strcmp(sid, id) == 0 && c && list_has(c, content, strlen(content)) &&
+		    (!en || strcmp(en, "0") != 0))
+			return true;
+	}
+	return false;
+}
+
+/* The storage of node's list st for content: the configured one while the
+ * node has it (a choice made by hand stays), else the installer's names
+ * (local-lvm on LVM-thin, local-zfs on ZFS, local-btrfs on BTRFS; local
+ * for downloads), else the first by name; NULL when none. */
+static const char *pick_storage(json_object *st, const char *configured, const char *content)
+{
+	static const char *const known[] = {"local-lvm", "local-zfs", "local-btrfs", "local"};
+	if (node_has(st, configured, content))
+		return configured;
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (node_has(st, known[i], content))
+			return known[i];
+	const char *first = NULL;
+	for (size_t i = 0; i < json_object_array_length(st); i++) {
+		const char *id = json_str(json_object_array_get_idx(st, i), "storage");
+		if (node_has(st, id, content) && (!first || strcmp(id, first) < 0))
+			first = id;
+	}
+	return first;
+}
+
+/* The node's storages (the administrator's view): malloc'd choices for
+ * [pve] storage (images) and import_storage (import), either NULL. */
+static int node_storages(struct setup *s, const char *node, char **disk, char **import)
+{
+	struct pve_error e = {0};
+	json_object *st = NULL;
+	char *esc = pve_path_escape(node);
+	if (!esc || pve_getf(s->admin, &st, NULL, &e, "/nodes/%s/storage", esc) < 0) {
+		free(esc);
+		if (!esc)
+			pve_error_oom(&e);
+		return step_failed(s, "storages", &e);
+	}
+	free(esc);
+	char *had_disk = conf_edit_get(&s->conf, "pve", NULL, "storage");
+	char *had_import = conf_edit_get(&s->conf, "pve", NULL, "import_storage");
+	const char *d = pick_storage(st, had_disk, "images"), *i = pick_storage(st, had_import,
+										 "import");
+	*disk = d ? strdup(d) : NULL;
+	*import = i ? strdup(i) : NULL;
+	free(had_disk);
+	free(had_import);
+	json_object_put(st);
+	return 0;
+}
+
 /* The keys setup owns set in place, the rest of the file kept. */
 static int write_files(struct setup *s)
 {
 	char *node = NULL, *why = NULL;
+	char *disk = NULL, *import = NULL;
 	int rc = token_node(s, &node);
-	if (rc)
+	if (!rc && node)
+		rc = node_storages(s, node, &disk, &import);
+	if (rc) {
+		free(node);
 		return rc;
+	}
 	char *key = strprintf("%s/id_ed25519", s->dir);
 	struct stat st;
 	bool have_key = key && stat(key, &st) == 0;
@@ -698,6 +766,8 @@ static int write_files(struct setup *s)
 		{"pve", "token_secret_file", s->secret_path},
 		{"pve", "fingerprint", s->fingerprint},
 		{"pve", "node", node},
+		{"pve", "storage", disk},
+		{"pve", "import_storage", import},
 		{"ssh", "identity", have_key ? key : NULL},
 		/* a new file only: the user's choice is kept */
 		{"ssh", "host_key_policy", s->conf_exists ? NULL : "tofu"},
@@ -733,6 +803,8 @@ static int write_files(struct setup *s)
 	free(text);
 	free(key);
 	free(node);
+	free(disk);
+	free(import);
 	free(why);
 	return rc ? 1 : 0; /* a refusal here is no usage error */
 }

@@ -147,8 +147,12 @@ Test(conf_edit, sets_one_after_another)
 	cr_assert_eq(conf_edit_set(&e, "ssh", NULL, "identity", "k", &err), 0, "%s", err);
 	cr_assert_eq(conf_edit_set(&e, "pve", NULL, "url", "v", &err), 0, "%s", err);
 	cr_assert_eq(conf_edit_set(&e, "ssh", NULL, "port", "22", &err), 0, "%s", err);
-	char *t = conf_edit_text(&e);
+	char *t = conf_edit_text(&e), *v = conf_edit_get(&e, "pve", NULL, "url");
 	cr_assert_str_eq(t, "# h\n\n[pve]\nurl = v\nnode = n\n\n[ssh]\nidentity = k\nport = 22\n");
+	cr_assert_str_eq(v, "v");
+	free(v);
+	cr_assert_null(conf_edit_get(&e, "pve", NULL, "storage"));
+	cr_assert_null(conf_edit_get(&e, "pool", "x", "cidr"));
 	free(t);
 	conf_edit_free(&e);
 }

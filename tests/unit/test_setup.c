@@ -977,3 +977,82 @@ Test(setup_image, the_token_setup_made_builds_an_image)
 	free(url);
 	free(sum);
 }
+
+/* A ZFS install (pve-installer: local-zfs, no local-lvm) first installed
+ * before PVE 9.0 (local without import): demo.json so changed. setup adds
+ * import to local and writes the storages the node has; image build of
+ * the token setup made, without --storage, puts the template on local-zfs. */
+Test(setup_image, a_zfs_install_gets_its_storages_written_and_used)
+{
+	char *text = NULL;
+	cr_assert_eq(read_file("tests/pvesim/scenarios/demo.json", &text, NULL), 0);
+	struct sbuf b = {0};
+	for (const char *p = text; *p;) {
+		if (strncmp(p, "local-lvm", 9) == 0) {
+			sbuf_add(&b, "local-zfs");
+			p += 9;
+		} else if (strncmp(p, "lvmthin", 7) == 0) {
+			sbuf_add(&b, "zfspool");
+			p += 7;
+		} else {
+			sbuf_addc(&b, *p++);
+		}
+	}
+	free(text);
+	char *path = strprintf("/tmp/pvagent-setup-zfs-%d.json", (int)getpid());
+	cr_assert_eq(test_write_file(path, sbuf_str(&b), 0600), 0);
+	sbuf_free(&b);
+	start_scenario(path);
+	cr_assert_eq(httpserve_start(&hs), 0);
+	unlink(path);
+	free(path);
+
+	char *out = NULL;
+	cr_assert_eq(setup(&out, NULL), 0, "%s", out);
+	cr_assert(strstr(out, "import added"), "%s", out);
+	free(out);
+	char *c = slurp(conf);
+	cr_assert(strstr(c, "\nstorage = local-zfs\n") && strstr(c, "\nimport_storage = local\n"),
+		  "%s", c);
+	free(c);
+	add_paths();
+	int before = forbidden();
+	char *sum = httpserve_put_qcow2(&hs, "d13.qcow2", 1ULL << 30);
+	char *url = strprintf("%s/d13.qcow2", hs.base);
+	cr_assert_eq(pv(&out, "--local", "image", "build", "debian-13", "--url", url, "--checksum",
+			sum, NULL), 0, "%s", out);
+	free(out);
+	free(url);
+	free(sum);
+	cr_assert_eq(forbidden(), before, "a request of the token got a 403");
+	long st = 0;
+	json_object *bd = NULL;
+	cr_assert_eq(sim_api(&sp, "GET", "/cluster/resources?type=vm", NULL, &st, &bd), 0);
+	json_object *d = json_object_object_get(bd, "data");
+	int vmid = 0;
+	for (size_t i = 0; i < json_object_array_length(d); i++) {
+		json_object *o = json_object_array_get_idx(d, i);
+		const char *n = json_object_get_string(json_object_object_get(o, "name"));
+		if (n && strcmp(n, "debian-13-image") == 0)
+			vmid = json_object_get_int(json_object_object_get(o, "vmid"));
+	}
+	json_object_put(bd);
+	cr_assert_gt(vmid, 0);
+	char *disk = simproc_config_key(&sp, vmid, "scsi0");
+	cr_assert(disk && strncmp(disk, "local-zfs:", 10) == 0, "%s", disk ? disk : "(no scsi0)");
+	free(disk);
+
+	/* a storage chosen by hand stays; one the node lacks is replaced */
+	c = slurp(conf);
+	char *at = strstr(c, "\nstorage = local-zfs\n");
+	cr_assert_not_null(at);
+	char *mine = strprintf("%.*s\nstorage = shared\n%s", (int)(at - c), c, at + 22);
+	cr_assert_eq(test_write_file(conf, mine, 0600), 0);
+	cr_assert_eq(setup(&out, NULL), 0, "%s", out);
+	free(out);
+	free(c);
+	c = slurp(conf);
+	cr_assert(strstr(c, "\nstorage = shared\n"), "%s", c);
+	free(c);
+	free(mine);
+}
