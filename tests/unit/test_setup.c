@@ -815,7 +815,7 @@ static int doctor_migrate(char **out)
 
 TestSuite(setup_versions, .fini = stop, .timeout = 300);
 
-/* On 9.1 and on 8.4: the role setup --migrate makes holds what every
+/* On 9.1 and on 8.4: the role setup makes holds what every
  * command needs (doctor --migrate is all well), and with each of its
  * privileges taken away in turn doctor exits 1 naming that privilege, its
  * path and the grant line for that version. */
