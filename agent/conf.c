@@ -31,6 +31,8 @@ static const struct ini_key_spec pve_keys[] = {
 	{"ca_file", 0},
 	{"insecure", 0},
 	{"node", 0},
+	{"storage", 0},
+	{"import_storage", 0},
 	{"timeout", 0},
 	{NULL, 0},
 };
@@ -517,6 +519,8 @@ static void load_pve(struct ctx *x, const struct ini_section *s)
 		     "no credentials: set token_id and token_secret_file, or user and password_file");
 	}
 	get_word(x, s, "node", "-.", "node name", &c->pve.node);
+	get_word(x, s, "storage", "-_.", "storage id", &c->pve.storage);
+	get_word(x, s, "import_storage", "-_.", "storage id", &c->pve.import_storage);
 	get_duration(x, s, "timeout", &c->pve.timeout);
 }
 
@@ -963,6 +967,8 @@ void conf_free(struct conf *c)
 	free(c->pve.fingerprint);
 	free(c->pve.ca_file);
 	free(c->pve.node);
+	free(c->pve.storage);
+	free(c->pve.import_storage);
 	free(c->ssh.user);
 	free(c->ssh.identity);
 	free(c->ssh.known_hosts);

@@ -59,6 +59,10 @@ struct conf {
 		char *ca_file;           /* or NULL */
 		int insecure;            /* 1: no certificate check (and http://) */
 		char *node;              /* default node, or NULL */
+		char *storage;           /* image build's disk storage, or NULL
+					  * (local-lvm) */
+		char *import_storage;    /* image build's downloads, or NULL
+					  * (local) */
 		unsigned timeout;        /* seconds, per HTTP request; default 30 */
 	} pve;
 	struct {

@@ -293,6 +293,7 @@ struct pve {
 	char *user, *password;
 	char *ca_file;
 	char *ticket, *csrf;
+	bool need_tfa;         /* the last login answered NeedTFA */
 	char *reason;          /* reason phrase of the last answer */
 	struct sbuf body;      /* body of the last answer */
 	struct pve_clock clock;
@@ -346,6 +347,11 @@ void pve_global_cleanup(void)
 const char *pve_url(const struct pve *c)
 {
 	return c->base;
+}
+
+bool pve_login_needs_tfa(const struct pve *c)
+{
+	return c->need_tfa;
 }
 
 const char *pve_identity(const struct pve *c)
@@ -1075,7 +1081,19 @@ static int do_login(struct pve *c, struct pve_error *err)
 				      c->user, c->base);
 		return -1;
 	}
-	json_object *t = NULL, *x = NULL;
+	json_object *t = NULL, *x = NULL, *tfa = NULL;
+	/* a user with TFA gets a half-authenticated ticket that no request
+	 * takes (pve-access-control create_ticket_do) */
+	c->need_tfa = data && json_object_object_get_ex(data, "NeedTFA", &tfa) &&
+		      json_object_get_int(tfa) != 0;
+	if (c->need_tfa) {
+		json_object_put(data);
+		pve_error_set(err, PVE_ERR_AUTH,
+			      "user %s has two-factor authentication: %s asks for a second "
+			      "factor, which pvagent cannot give",
+			      c->user, c->base);
+		return -1;
+	}
 	if (!data || !json_object_object_get_ex(data, "ticket", &t) ||
 	    !json_object_is_type(t, json_type_string) ||
 	    !json_object_object_get_ex(data, "CSRFPreventionToken", &x) ||

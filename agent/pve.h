@@ -127,6 +127,10 @@ void pve_free(struct pve *c);
  * 401 penalty at start and a CLI fail fast with exit code 4. */
 int pve_login(struct pve *c, struct pve_error *err);
 
+/* Did the last login answer NeedTFA (the user has two-factor
+ * authentication; the login failed with PVE_ERR_AUTH)? */
+bool pve_login_needs_tfa(const struct pve *c);
+
 /* Base URL without /api2/json, e.g. "https://127.0.0.1:8006". */
 const char *pve_url(const struct pve *c);
 /* Identity used: token id or user. */

@@ -2,9 +2,10 @@
  * command the privileges and the ACL paths PVE checks them on, per PVE
  * major version (the guest-agent address: VM.Monitor on 8.x and before,
  * VM.GuestAgent.Audit on 9.x), and the role that holds them (README.md
- * "Connect a real host", pvagent(1) PRIVILEGES; --migrate adds what migrate and drain need). `setup`
- * makes that role, `doctor` checks it, and `setup --dry-run` prints it as
- * pveum lines. */
+ * "Connect a real host", pvagent(1) PRIVILEGES; setup --minimal leaves
+ * out what only migrate, drain and image build need). `setup` makes that
+ * role, `doctor` checks it, and `setup --dry-run` prints it as pveum
+ * lines. */
 #ifndef PVAGENT_PVEPRIVS_H
 #define PVAGENT_PVEPRIVS_H
 
@@ -23,7 +24,14 @@ struct pvepriv_need {
 				 as a parent of every such path ("/vms") */
 	const char *commands; /* "up, virtio" */
 	bool migrate;         /* only migrate, drain and undrain need it */
+	bool image;           /* only image build needs it */
 };
+
+/* What a role holds beyond what the guest commands need (setup grants
+ * both unless --minimal). */
+#define PVEPRIVS_MIGRATE 0x1u /* migrate, drain, undrain */
+#define PVEPRIVS_IMAGE 0x2u   /* image build */
+#define PVEPRIVS_ALL (PVEPRIVS_MIGRATE | PVEPRIVS_IMAGE)
 
 /* The privilege that reads a guest agent's addresses on PVE major. */
 const char *pveprivs_agent_priv(int major);
@@ -32,14 +40,15 @@ const struct pvepriv_need *pveprivs_need(size_t i);
 const char *pveprivs_need_priv(const struct pvepriv_need *n, int major);
 
 /* The role's privileges on major, space separated in the table's order
- * (each once); migrate: with what migrate and drain need. malloc'd. */
-char *pveprivs_role_privs(int major, bool migrate);
+ * (each once): what the guest commands need and the extras
+ * (PVEPRIVS_MIGRATE, PVEPRIVS_IMAGE). malloc'd. */
+char *pveprivs_role_privs(int major, unsigned extras);
 /* Is priv one of the role's on major? */
-bool pveprivs_in_role(const char *priv, int major, bool migrate);
+bool pveprivs_in_role(const char *priv, int major, unsigned extras);
 
 /* The pveum lines that make role, user, token and ACLs on major, one per
  * line ('\n' after each), as README gives them. malloc'd. */
-char *pveprivs_pveum_lines(int major, bool migrate);
+char *pveprivs_pveum_lines(int major, unsigned extras);
 /* The line that adds priv to the role: `pveum role modify PVAgent
  * --append 1 --privs "PRIV"`. malloc'd. */
 char *pveprivs_grant_line(const char *priv);

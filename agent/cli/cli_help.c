@@ -73,17 +73,24 @@ static const struct opt_doc docs[] = {
 	{"setup", "user", "U", "the administrator to log in as once (default root@pam)"},
 	{"setup", "password-file", "F", "read the password from F, mode 0600 (default: ask)"},
 	{"setup", "fingerprint", "FP", "the certificate's SHA-256 fingerprint to pin (default: ask)"},
-	{"setup", "migrate", NULL, "also grant what migrate and drain need"},
-	{"setup", "force", NULL, "replace a token whose secret is lost, or a config not ours"},
+	{"setup", "minimal", NULL, "grant the guest commands' privileges only, not those of "
+				   "migrate, drain and image build"},
+	{"setup", "migrate", NULL, "with --minimal: also grant what migrate and drain need"},
+	{"setup", "force", NULL, "replace a token whose secret is lost"},
+	{"setup", "no-storage-change", NULL, "print the pvesm line that adds import to local's "
+					     "content instead of adding it"},
 	{"setup", "dry-run", NULL, "print the pveum lines for this PVE version; change nothing"},
+	{"setup", "pve-version", "N", "with --dry-run: the lines for PVE N (8, 9), without a login"},
 	{"doctor", "migrate", NULL, "also check what migrate and drain need"},
 	{"jobs", "limit", "N", "show the N most recent jobs (default 20)"},
 	{"jobs", "before", "ID", "the page of jobs older than job ID (--json: next_before)"},
 	{"jobs", "prune", NULL, "delete finished jobs past [daemon] keep_jobs, keep_jobs_max"},
 	{"jobs", "older-than", "AGE", "with --prune: ended more than AGE ago (default keep_jobs)"},
 	{"image", "node", "N", "the node that downloads and builds (default [pve] node)"},
-	{"image", "storage", "S", "the template's disk storage (default local-lvm)"},
-	{"image", "import-storage", "S", "where the node downloads the image (default local)"},
+	{"image", "storage", "S", "the template's disk storage (default [pve] storage, "
+				    "else local-lvm)"},
+	{"image", "import-storage", "S", "where the node downloads the image (default [pve] "
+					   "import_storage, else local)"},
 	{"image", "url", "URL", "download from URL instead (a mirror; needs --checksum)"},
 	{"image", "checksum", "ALGO:HEX", "the image's checksum (default: its published file)"},
 	{"image", "vmid", "ID", "the template VM's VMID (default: the next free one)"},

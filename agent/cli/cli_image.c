@@ -113,7 +113,7 @@ static int image_show_cmd(struct cli *cli, const char *name)
 /* image build NAME [options] */
 static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 {
-	struct image_build_req req = {.storage = "local-lvm", .import_storage = "local"};
+	struct image_build_req req = {0}; /* storages: the options, [pve], then the defaults */
 	/* for a container image, --import-storage is where its template goes */
 	long vmid = 0;
 	int rc = 0;
@@ -145,6 +145,11 @@ static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 		return rc;
 	if (!req.node)
 		req.node = cli->conf.pve.node;
+	if (!req.storage)
+		req.storage = cli->conf.pve.storage ? cli->conf.pve.storage : "local-lvm";
+	if (!req.import_storage)
+		req.import_storage = cli->conf.pve.import_storage ? cli->conf.pve.import_storage
+								   : "local";
 	if (!req.node)
 		return cli_error("usage", "image", "give --node (or [pve] node in %s)",
 				 cli->conf.path ? cli->conf.path : "the configuration");

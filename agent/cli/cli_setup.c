@@ -1,16 +1,24 @@
 /* cli_setup.c - `pvagent setup URL`: the first command on a new host.
  * Logs in once as an administrator (password from --password-file or the
- * terminal, never from argv, never stored), pins the certificate
- * (--fingerprint, or shown and confirmed on a terminal), reads the PVE
- * version and makes exactly what pveprivs.h says: the role with that
- * version's privileges, the user, a privilege-separated token and the
- * ACLs of both on "/"; then writes the token's secret and a complete
- * configuration (both 0600) and checks that the token answers. Each step
- * looks first and changes only what differs, so a second run changes
- * nothing and a partial run is completed by the next. --dry-run prints the
- * pveum lines for that version instead. */
+ * terminal, never from argv, never stored; a login that needs a second
+ * factor is said as such), pins the certificate (--fingerprint, or shown
+ * and confirmed on a terminal), reads the PVE version and makes what
+ * pveprivs.h says: the role with what every command needs on that version
+ * (--minimal: the guest commands' only), the user, a privilege-separated
+ * token and the ACLs of both on "/", and "import" added to local's content
+ * when no storage takes it (image build's downloads). The token's secret is written (0600,
+ * beside the configuration) the moment PVE shows it; the configuration is
+ * edited in place (conf_edit.h: the keys setup owns set, the rest kept; the
+ * storages the node really has for image build's disks and downloads) and
+ * the token is tried with GET /nodes. Each step looks first and changes
+ * only what is missing: a role only gains privileges (append), so a second
+ * run changes nothing and a partial run is completed by the next.
+ * --dry-run prints the pveum lines for that version instead (no login with
+ * --pve-version). */
 #include "cli.h"
+#include "conf_edit.h"
 #include "guest.h"
+#include "ini.h"
 #include "json.h"
 #include "log.h"
 #include "output.h"
@@ -31,19 +39,26 @@
 #include <unistd.h>
 
 #define SYSTEM_CONF "/etc/pvagent/pvagent.conf"
-#define CONF_HEADER "# written by pvagent setup; it rewrites this file when run again\n"
+#define CONF_HEADER "# pvagent configuration: `pvagent setup` sets the keys it owns\n" \
+		    "# ([pve] url, token_id, token_secret_file, fingerprint, node, storage,\n" \
+		    "# import_storage; [ssh] identity)\n" \
+		    "# and keeps everything else as written; check it with: pvagent doctor\n"
 
 struct setup {
 	struct cli *cli;
-	const char *url, *user, *password_file, *fingerprint_arg;
-	bool migrate, force, dry_run;
+	const char *url_arg, *user, *password_file, *fingerprint_arg;
+	char *url;             /* url_arg as every command loads it */
+	bool migrate, minimal, force, dry_run, no_storage_change;
+	int pve_version;       /* --pve-version; 0: ask PVE */
 	char *conf_path, *dir, *secret_path;
+	struct conf_edit conf; /* the configuration as read (or the header) */
+	bool conf_exists;
 	char fingerprint[96];
 	char *password;
 	struct pve *admin;
 	int major;
 	char *secret;          /* the token's secret (from the file or new) */
-	bool token_new;        /* made by this run: its secret is to be written */
+	bool secret_written;   /* by this run */
 	json_object *steps;    /* [{"step", "state"}] for --json */
 };
 
@@ -67,8 +82,11 @@ static int step_failed(struct setup *s, const char *step, struct pve_error *e)
 	char *m = pve_error_format(e);
 	size_t sl = strlen(step);
 	bool named = m && strncmp(m, step, sl) == 0 && m[sl] == ':'; /* "login: ..." */
-	cli_error(pve_err_kind_name(e->kind), "setup", "%s%s%s; nothing written",
-		  named ? "" : step, named ? "" : ": ", m ? m : "failed");
+	cli_error(pve_err_kind_name(e->kind), "setup", "%s%s%s%s%s%s", named ? "" : step,
+		  named ? "" : ": ", m ? m : "failed",
+		  s->secret_written ? "; the token's secret is kept in " : "; nothing written",
+		  s->secret_written ? s->secret_path : "",
+		  s->secret_written ? ": run setup again to finish" : "");
 	free(m);
 	int code = cli_exit_code(pve_error_outcome(e));
 	pve_error_clear(e);
@@ -83,14 +101,64 @@ static void fp_format(const unsigned char md[32], char out[96])
 		snprintf(out + i * 3, 4, "%02X%s", md[i], i < 31 ? ":" : "");
 }
 
-/* Host and port of url ("https://h:8006/...", "h"): malloc'd "h:port". */
+/* Host and port of a normalised url ("https://h:8006", "https://h"):
+ * malloc'd "h:port" (443 without a port, as for every request). */
 static char *url_hostport(const char *url)
 {
-	const char *h = strstr(url, "://") ? strstr(url, "://") + 3 : url;
-	size_t n = strcspn(h, "/");
+	const char *h = url + strlen("https://");
+	size_t n = strlen(h);
 	const char *close = h[0] == '[' ? memchr(h, ']', n) : NULL;
 	const char *colon = close ? (close[1] == ':' ? close + 1 : NULL) : memchr(h, ':', n);
-	return colon ? strndup(h, n) : strprintf("%.*s:8006", (int)n, h);
+	return colon ? strdup(h) : strprintf("%s:443", h);
+}
+
+/* The URL as every command loads it ([pve] url: https://HOST[:PORT], no
+ * path): HOST and HOST:PORT get https:// (and PVE's port 8006 when none
+ * is given), a trailing '/' or "/api2/json" is dropped. A URL with
+ * user:password@ is refused without being echoed. NULL and a usage error
+ * said otherwise. */
+static char *setup_url(const char *in)
+{
+	const char *sep = strstr(in, "://");
+	if (sep && strncasecmp(in, "https://", 8) != 0) {
+		cli_error("usage", "setup", "URL: only https:// is taken (the password and the "
+			  "token are sent over it)");
+		return NULL;
+	}
+	const char *h = sep ? sep + 3 : in;
+	size_t hl = strcspn(h, "/");
+	if (memchr(h, '@', hl)) {
+		cli_error("usage", "setup", "URL: a user or password in it (USER:PASSWORD@HOST) "
+			  "is not taken: give --user and --password-file");
+		return NULL;
+	}
+	char *path = strdup(h + hl);
+	if (!path) {
+		cli_error("internal", "setup", "out of memory");
+		return NULL;
+	}
+	size_t pl = strlen(path);
+	while (pl && path[pl - 1] == '/')
+		path[--pl] = '\0';
+	static const char api[] = "/api2/json";
+	if (pl >= sizeof api - 1 && strcmp(path + pl - (sizeof api - 1), api) == 0)
+		path[pl -= sizeof api - 1] = '\0';
+	while (pl && path[pl - 1] == '/')
+		path[--pl] = '\0';
+	bool v6 = h[0] == '[';
+	const char *close = v6 ? memchr(h, ']', hl) : NULL;
+	bool port = v6 ? close && close + 1 < h + hl && close[1] == ':' : memchr(h, ':', hl) != NULL;
+	char *url = NULL;
+	if (pl)
+		cli_error("usage", "setup", "URL '%s': a path is not taken (expected HOST, "
+			  "HOST:PORT or https://HOST[:PORT])", in);
+	else if (!hl || (v6 && !close))
+		cli_error("usage", "setup", "URL '%s': no host (expected HOST, HOST:PORT or "
+			  "https://HOST[:PORT])", in);
+	else if (!(url = strprintf("https://%.*s%s", (int)hl, h, port || sep ? "" : ":8006")))
+		cli_error("internal", "setup", "out of memory");
+	free(path);
+	return url;
 }
 
 /* The SHA-256 fingerprint of the certificate the server shows, read with
@@ -236,29 +304,21 @@ static bool list_has(const char *list, const char *w, size_t l)
 	return false;
 }
 
-/* Each item of a is one of b's, and the other way round. */
-static bool list_within(const char *a, const char *b)
+/* The role's privileges: what the commands need (pveprivs.h), without
+ * what only migrate and image build need with --minimal. */
+static unsigned role_extras(const struct setup *s)
 {
-	for (const char *p = a; *p;) {
-		p += strspn(p, ", ;");
-		size_t n = strcspn(p, ", ;");
-		if (n && !list_has(b, p, n))
-			return false;
-		p += n;
-	}
-	return true;
+	return s->minimal ? (s->migrate ? PVEPRIVS_MIGRATE : 0) : PVEPRIVS_ALL;
 }
 
-static bool same_privs(const char *have, const char *want)
-{
-	return list_within(have, want) && list_within(want, have);
-}
-
+/* The role gains what it lacks (POST, or PUT with append=1: PVE's
+ * update_role replaces the role without it) and never loses a privilege,
+ * whoever granted it. */
 static int ensure_role(struct setup *s)
 {
 	struct pve_error e = {0};
 	json_object *roles = NULL;
-	char *want = pveprivs_role_privs(s->major, s->migrate);
+	char *want = pveprivs_role_privs(s->major, role_extras(s));
 	if (!want)
 		pve_error_oom(&e);
 	if (!want || pve_get(s->admin, "/access/roles", NULL, &roles, &e) < 0) {
@@ -272,33 +332,36 @@ static int ensure_role(struct setup *s)
 		if (id && strcmp(id, PVEPRIVS_ROLE) == 0)
 			have = json_text(r, "privs") ? json_text(r, "privs") : "";
 	}
-	int rc = 0;
-	if (have && !s->migrate && list_has(have, "VM.Migrate", 10)) {
-		/* a role set up for migrate keeps it: a rerun without --migrate
-		 * (to add the SSH key, say) takes nothing away */
-		s->migrate = true;
-		free(want);
-		want = pveprivs_role_privs(s->major, true);
-		said(s, "role " PVEPRIVS_ROLE, "keeps what migrate needs (it has VM.Migrate)");
+	struct sbuf missing = {0};
+	int rc = sbuf_add(&missing, "");
+	for (const char *p = want; rc == 0 && *p;) {
+		size_t n = strcspn(p, " ");
+		if (!have || !list_has(have, p, n))
+			rc = sbuf_addf(&missing, "%s%.*s", missing.len ? " " : "", (int)n, p);
+		p += n + (p[n] == ' ');
 	}
-	if (!want) {
+	if (rc < 0) {
 		rc = cli_error("internal", "setup", "out of memory");
-	} else if (have && same_privs(have, want)) {
+	} else if (have && !missing.len) {
 		said(s, "role " PVEPRIVS_ROLE, "as it should be");
 	} else {
 		struct pve_params p = {0};
 		if (!have)
 			pve_params_add(&p, "roleid", PVEPRIVS_ROLE);
-		pve_params_add(&p, "privs", want);
+		else
+			pve_params_add_bool(&p, "append", true);
+		pve_params_add(&p, "privs", sbuf_str(&missing));
 		int r = have ? pve_put(s->admin, "/access/roles/" PVEPRIVS_ROLE, &p, NULL, &e)
 			     : pve_post(s->admin, "/access/roles", &p, NULL, &e);
 		pve_params_free(&p);
+		char *what = have ? strprintf("added %s", sbuf_str(&missing)) : NULL;
 		if (r < 0)
 			rc = step_failed(s, "role " PVEPRIVS_ROLE, &e);
 		else
-			said(s, "role " PVEPRIVS_ROLE, have ? "updated to this version's privileges"
-							    : "created");
+			said(s, "role " PVEPRIVS_ROLE, !have ? "created" : what ? what : "added");
+		free(what);
 	}
+	sbuf_free(&missing);
 	json_object_put(roles);
 	free(want);
 	return rc;
@@ -350,6 +413,44 @@ static int secret_works(struct setup *s, const char *secret, struct pve_error *e
 	return rc;
 }
 
+/* The secret into its file (0600) the moment PVE shows it: PVE shows a
+ * token's secret once, and a later step may fail. */
+static int keep_secret(struct setup *s)
+{
+	char *why = NULL, *line = strprintf("%s\n", s->secret);
+	int rc = line ? conf_write_atomic(s->secret_path, line, 0600, &why) : -1;
+	if (line) {
+		explicit_bzero(line, strlen(line));
+		free(line);
+	}
+	if (rc < 0) {
+		cli_error("io", "setup", "token secret: %s; the token %s is made: run setup again "
+			  "with --force to replace it", why ? why : "out of memory", TOKEN_ID);
+		free(why);
+		return 1;
+	}
+	s->secret_written = true;
+	said(s, s->secret_path, "written (0600)");
+	return 0;
+}
+
+/* POST the token. Its answer carries the secret, which nobody knows
+ * before: the answer is never traced (the level is held at debug for the
+ * request, so -vv prints its status line only). */
+static int post_token(struct setup *s, json_object **d, struct pve_error *e)
+{
+	struct pve_params p = {0};
+	pve_params_add_bool(&p, "privsep", true);
+	pve_params_add(&p, "comment", "pvagent");
+	enum log_level lvl = log_get_level();
+	if (lvl > LOGL_DEBUG)
+		log_set_level(LOGL_DEBUG);
+	int r = pve_post(s->admin, TOKEN_PATH, &p, d, e);
+	log_set_level(lvl);
+	pve_params_free(&p);
+	return r;
+}
+
 static int ensure_token(struct setup *s)
 {
 	struct pve_error e = {0};
@@ -396,12 +497,18 @@ static int ensure_token(struct setup *s)
 		if (pve_delete(s->admin, TOKEN_PATH, NULL, NULL, &e) < 0)
 			return step_failed(s, "token " TOKEN_ID " (replacing it)", &e);
 	}
-	struct pve_params p = {0};
-	pve_params_add_bool(&p, "privsep", true);
-	pve_params_add(&p, "comment", "pvagent");
 	json_object *d = NULL;
-	int r = pve_post(s->admin, TOKEN_PATH, &p, &d, &e);
-	pve_params_free(&p);
+	bool lost = false;
+	int r = post_token(s, &d, &e);
+	if (r < 0 && (e.ambiguous || (e.message && strstr(e.message, "already exists")))) {
+		/* the first answer was lost after PVE made the token (the retry got
+		 * "Token already exists"): its secret is gone, so it is made again */
+		pve_error_clear(&e);
+		lost = true;
+		r = pve_delete(s->admin, TOKEN_PATH, NULL, NULL, &e);
+		if (r == 0)
+			r = post_token(s, &d, &e);
+	}
 	if (r < 0)
 		return step_failed(s, "token " TOKEN_ID, &e);
 	const char *v = json_str(d, "value");
@@ -412,9 +519,9 @@ static int ensure_token(struct setup *s)
 	}
 	log_secret_add(s->secret);
 	json_object_put(d);
-	s->token_new = true;
-	said(s, "token " TOKEN_ID, have ? "replaced (--force)" : "created");
-	return 0;
+	said(s, "token " TOKEN_ID, lost ? "made again (the answer that carried its secret was lost)"
+			  : have ? "replaced (--force)" : "created");
+	return keep_secret(s);
 }
 
 /* Is there an entry for role on "/" (propagating) for ugid? */
@@ -455,59 +562,101 @@ static int ensure_acl(struct setup *s)
 		pve_params_add(&p, "tokens", TOKEN_ID);
 	int r = pve_put(s->admin, "/access/acl", &p, NULL, &e);
 	pve_params_free(&p);
-	if (r < 0) {
-		/* a token made by this run whose secret would be lost goes again */
-		struct pve_error e2 = {0};
-		if (s->token_new && pve_delete(s->admin, TOKEN_PATH, NULL, NULL, &e2) < 0)
-			log_warn("token %s was made but could not be deleted again: run setup "
-				 "with --force once the ACL step passes", TOKEN_ID);
-		pve_error_clear(&e2);
+	if (r < 0)
 		return step_failed(s, "ACL /", &e);
-	}
 	said(s, "ACL / (user and token)", "granted");
 	return 0;
 }
 
-/* ---- the files ------------------------------------------------------------------ */
-
-/* Write text to path (0600) through a temporary file renamed over it. */
-static int write_private(const char *path, const char *text, char **why)
+/* image build downloads into a storage with the "import" content type;
+ * every cluster installed before PVE 9.0 has none (pve-installer added
+ * import to local's content in 9.0.7): local gets it, with the
+ * administrator's login, keeping its other types (--no-storage-change:
+ * the pvesm line is printed instead). */
+static int ensure_import_storage(struct setup *s)
 {
-	char *tmp = strprintf("%s.tmp.%ld", path, (long)getpid());
-	int fd = tmp ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600) : -1;
-	size_t len = strlen(text), off = 0;
-	while (fd >= 0 && off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-		if (n < 0 && errno == EINTR)
+	struct pve_error e = {0};
+	json_object *st = NULL;
+	if (pve_get(s->admin, "/storage", NULL, &st, &e) < 0)
+		return step_failed(s, "storage", &e);
+	const char *local = NULL, *with = NULL;
+	for (size_t i = 0; i < json_object_array_length(st); i++) {
+		json_object *o = json_object_array_get_idx(st, i);
+		const char *id = json_str(o, "storage"), *type = json_str(o, "type");
+		const char *content = json_text(o, "content") ? json_text(o, "content") : "";
+		const char *dis = json_text(o, "disable");
+		if (!id || (dis && strcmp(dis, "0") != 0))
 			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
+		if (!with && list_has(content, "import", 6))
+			with = id;
+		if (strcmp(id, "local") == 0 && type && strcmp(type, "dir") == 0)
+			local = content;
 	}
-	bool ok = fd >= 0 && off == len && fsync(fd) == 0;
-	if (fd >= 0 && close(fd) != 0)
-		ok = false;
-	if (ok && rename(tmp, path) != 0)
-		ok = false;
-	if (!ok) {
-		err_setf(why, "%s: %s", path, strerror(errno));
-		if (tmp)
-			unlink(tmp);
+	char *want = local ? strprintf("%s%simport", local, *local ? "," : "") : NULL;
+	char *line = want ? strprintf("pvesm set local --content %s", want) : NULL;
+	char *said_text = NULL;
+	int rc = 0;
+	if (with) {
+		said_text = strprintf("%s takes image build's downloads (import)", with);
+	} else if (!local) {
+		said_text = strdup("none takes import content, which image build needs: add it to "
+				   "a file storage's content (pvesm set STORAGE --content ...,import)");
+	} else if (!want || !line) {
+		rc = cli_error("internal", "setup", "out of memory");
+	} else if (s->no_storage_change) {
+		said_text = strprintf("no storage takes import content, which image build needs: "
+				      "on the host, %s", line);
+	} else {
+		struct pve_params p = {0};
+		pve_params_add(&p, "content", want);
+		int r = pve_put(s->admin, "/storage/local", &p, NULL, &e);
+		pve_params_free(&p);
+		if (r < 0)
+			rc = step_failed(s, "storage local", &e);
+		else
+			said_text = strprintf("import added to its content for image build (%s)", want);
 	}
-	free(tmp);
-	return ok ? 0 : -1;
+	if (rc == 0 && said_text)
+		said(s, with || !local ? "storage" : "storage local", said_text);
+	else if (rc == 0)
+		rc = cli_error("internal", "setup", "out of memory");
+	free(said_text);
+	free(line);
+	free(want);
+	json_object_put(st);
+	return rc;
 }
 
-static char *conf_text(struct setup *s, const char *node, const char *identity)
+/* ---- the files ------------------------------------------------------------------ */
+
+/* Before anything changes on PVE: the configuration's directory made
+ * (0700), and the configuration read as one setup can edit (or the header
+ * of a new one). A refusal here changes nothing. */
+static int prepare_files(struct setup *s)
 {
-	return strprintf(CONF_HEADER "# PVE %d at %s; check it with: pvagent doctor\n"
-			 "[pve]\nurl = %s\ntoken_id = %s\ntoken_secret_file = %s\n"
-			 "fingerprint = %s\n%s%s%s"
-			 "[ssh]\n%s%s%shost_key_policy = tofu\n",
-			 s->major, s->url, s->url, TOKEN_ID, s->secret_path, s->fingerprint,
-			 node ? "node = " : "", node ? node : "", node ? "\n" : "",
-			 identity ? "identity = " : "", identity ? identity : "",
-			 identity ? "\n" : "");
+	struct stat st;
+	if (mkdir(s->dir, 0700) < 0 && errno != EEXIST)
+		return cli_error("io", "setup", "%s: %s; nothing written", s->dir, strerror(errno));
+	if (stat(s->dir, &st) < 0 || !S_ISDIR(st.st_mode) || access(s->dir, W_OK | X_OK) < 0)
+		return cli_error("io", "setup", "%s: %s; nothing written", s->dir,
+				 errno ? strerror(errno) : "not a directory");
+	char *text = NULL, *why = NULL;
+	size_t len = 0;
+	s->conf_exists = lstat(s->conf_path, &st) == 0;
+	int rc = 0;
+	if (s->conf_exists &&
+	    read_small_file(s->conf_path, INI_MAX_BYTES, RF_TRUSTED, &text, &len, &why) < 0) {
+		rc = cli_error("config", "setup", "%s: %s; nothing written", s->conf_path,
+			       why ? why : "out of memory");
+	} else if (conf_edit_load(&s->conf, s->conf_path, s->conf_exists ? text : CONF_HEADER,
+				  s->conf_exists ? len : strlen(CONF_HEADER), &why) < 0) {
+		rc = cli_error("config", "setup", "%s; setup edits the keys it owns in place and "
+			       "keeps the rest, so it must parse: fix it or move it away; nothing "
+			       "written", why ? why : "out of memory");
+	}
+	free(text);
+	free(why);
+	return rc;
 }
 
 /* The first online node the token sees (it answers: the check that
@@ -535,45 +684,113 @@ static int token_node(struct setup *s, char **node)
 	return 0;
 }
 
+/* Is storage id in the node's list st, enabled, with content? */
+static bool node_has(json_object *st, const char *id, const char *content)
+{
+	for (size_t i = 0; id && i < json_object_array_length(st); i++) {
+		json_object *o = json_object_array_get_idx(st, i);
+		const char *sid = json_str(o, "storage"), *c = json_text(o, "content");
+		const char *en = json_text(o, "enabled");
+		if (sid && strcmp(sid, id) == 0 && c && list_has(c, content, strlen(content)) &&
+		    (!en || strcmp(en, "0") != 0))
+			return true;
+	}
+	return false;
+}
+
+/* The storage of node's list st for content: the configured one while the
+ * node has it (a choice made by hand stays), else the installer's names
+ * (local-lvm on LVM-thin, local-zfs on ZFS, local-btrfs on BTRFS; local
+ * for downloads), else the first by name; NULL when none. */
+static const char *pick_storage(json_object *st, const char *configured, const char *content)
+{
+	static const char *const known[] = {"local-lvm", "local-zfs", "local-btrfs", "local"};
+	if (node_has(st, configured, content))
+		return configured;
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (node_has(st, known[i], content))
+			return known[i];
+	const char *first = NULL;
+	for (size_t i = 0; i < json_object_array_length(st); i++) {
+		const char *id = json_str(json_object_array_get_idx(st, i), "storage");
+		if (node_has(st, id, content) && (!first || strcmp(id, first) < 0))
+			first = id;
+	}
+	return first;
+}
+
+/* The node's storages (the administrator's view): malloc'd choices for
+ * [pve] storage (images) and import_storage (import), either NULL. */
+static int node_storages(struct setup *s, const char *node, char **disk, char **import)
+{
+	struct pve_error e = {0};
+	json_object *st = NULL;
+	char *esc = pve_path_escape(node);
+	if (!esc || pve_getf(s->admin, &st, NULL, &e, "/nodes/%s/storage", esc) < 0) {
+		free(esc);
+		if (!esc)
+			pve_error_oom(&e);
+		return step_failed(s, "storages", &e);
+	}
+	free(esc);
+	char *had_disk = conf_edit_get(&s->conf, "pve", NULL, "storage");
+	char *had_import = conf_edit_get(&s->conf, "pve", NULL, "import_storage");
+	const char *d = pick_storage(st, had_disk, "images"), *i = pick_storage(st, had_import,
+										 "import");
+	*disk = d ? strdup(d) : NULL;
+	*import = i ? strdup(i) : NULL;
+	free(had_disk);
+	free(had_import);
+	json_object_put(st);
+	return 0;
+}
+
+/* The keys setup owns set in place, the rest of the file kept. */
 static int write_files(struct setup *s)
 {
-	char *node = NULL, *why = NULL, *old = NULL, *text = NULL;
+	char *node = NULL, *why = NULL;
+	char *disk = NULL, *import = NULL;
 	int rc = token_node(s, &node);
-	if (rc)
-		return rc;
-	if (mkdir(s->dir, 0700) < 0 && errno != EEXIST) {
-		cli_error("io", "setup", "%s: %s", s->dir, strerror(errno));
+	if (!rc && node)
+		rc = node_storages(s, node, &disk, &import);
+	if (rc) {
 		free(node);
-		return 1;
+		return rc;
 	}
 	char *key = strprintf("%s/id_ed25519", s->dir);
 	struct stat st;
 	bool have_key = key && stat(key, &st) == 0;
-	text = conf_text(s, node, have_key ? key : NULL);
-	bool exists = read_file(s->conf_path, &old, NULL) == 0;
-	if (!text) {
+	const char *const set[][3] = {
+		{"pve", "url", s->url},
+		{"pve", "token_id", TOKEN_ID},
+		{"pve", "token_secret_file", s->secret_path},
+		{"pve", "fingerprint", s->fingerprint},
+		{"pve", "node", node},
+		{"pve", "storage", disk},
+		{"pve", "import_storage", import},
+		{"ssh", "identity", have_key ? key : NULL},
+		/* a new file only: the user's choice is kept */
+		{"ssh", "host_key_policy", s->conf_exists ? NULL : "tofu"},
+	};
+	for (size_t i = 0; rc == 0 && i < sizeof set / sizeof set[0]; i++)
+		if (set[i][2] && conf_edit_set(&s->conf, set[i][0], NULL, set[i][1], set[i][2],
+					       &why) < 0)
+			rc = cli_error("config", "setup", "%s", why ? why : "out of memory");
+	char *text = rc ? NULL : conf_edit_text(&s->conf);
+	if (rc == 0 && !text)
 		rc = cli_error("internal", "setup", "out of memory");
-	} else if (exists && strcmp(old, text) == 0) {
+	if (rc == 0 && s->conf_exists && !s->conf.changed) {
 		said(s, s->conf_path, "as it should be");
-	} else if (exists && strncmp(old, CONF_HEADER, strlen(CONF_HEADER)) != 0 && !s->force) {
-		rc = cli_error("config", "setup", "%s exists and was not written by "
-			       "setup: move it away or run again with --force to replace it%s",
-			       s->conf_path, s->token_new ? "" : "; nothing written");
-	}
-	if (rc == 0 && s->token_new) {
-		char *line = strprintf("%s\n", s->secret);
-		if (!line || write_private(s->secret_path, line, &why) < 0)
-			rc = cli_error("io", "setup", "token secret: %s",
-				       why ? why : "out of memory");
+	} else if (rc == 0) {
+		free(why);
+		why = NULL;
+		if (conf_write_atomic(s->conf_path, text, 0, &why) < 0)
+			rc = cli_error("io", "setup", "configuration: %s%s%s", why,
+				       s->secret_written ? "; the token's secret is kept in " : "",
+				       s->secret_written ? s->secret_path : "");
 		else
-			said(s, s->secret_path, "written (0600)");
-		free(line);
-	}
-	if (rc == 0 && text && !(exists && strcmp(old, text) == 0)) {
-		if (write_private(s->conf_path, text, &why) < 0)
-			rc = cli_error("io", "setup", "configuration: %s", why);
-		else
-			said(s, s->conf_path, exists ? "rewritten (0600)" : "written (0600)");
+			said(s, s->conf_path, s->conf_exists ? "updated (the rest kept as written)"
+							      : "written (0600)");
 	}
 	if (rc == 0 && !s->cli->json) {
 		if (!have_key)
@@ -583,10 +800,11 @@ static int write_files(struct setup *s)
 			       key ? key : "KEY", s->conf_path);
 		printf("next: pvagent -c %s doctor\n", s->conf_path);
 	}
+	free(text);
 	free(key);
 	free(node);
-	free(old);
-	free(text);
+	free(disk);
+	free(import);
 	free(why);
 	return rc ? 1 : 0; /* a refusal here is no usage error */
 }
@@ -612,26 +830,58 @@ static void setup_free(struct setup *s)
 {
 	if (s->password) {
 		log_secret_remove(s->password);
-		memset(s->password, 0, strlen(s->password));
+		explicit_bzero(s->password, strlen(s->password));
 	}
 	if (s->secret) {
 		log_secret_remove(s->secret);
-		memset(s->secret, 0, strlen(s->secret));
+		explicit_bzero(s->secret, strlen(s->secret));
 	}
 	free(s->password);
 	free(s->secret);
 	pve_free(s->admin);
+	conf_edit_free(&s->conf);
+	free(s->url);
 	free(s->conf_path);
 	free(s->dir);
 	free(s->secret_path);
 	json_object_put(s->steps);
 }
 
+static int print_lines(int major, unsigned extras)
+{
+	char *lines = pveprivs_pveum_lines(major, extras);
+	if (!lines)
+		return cli_error("internal", "setup", "out of memory");
+	fputs(lines, stdout);
+	free(lines);
+	return 0;
+}
+
+/* The login failed: with TFA, the ways that need none. */
+static int login_failed(struct setup *s, struct pve_error *e)
+{
+	if (!s->admin || !pve_login_needs_tfa(s->admin))
+		return step_failed(s, "login", e);
+	pve_error_clear(e);
+	cli_error("auth", "setup", "login: %s has two-factor authentication, and setup cannot "
+		  "give a second factor; either give --user (and its --password-file) of an "
+		  "administrator without it, or make the role, user, token and ACLs by hand "
+		  "with the lines `pvagent setup %s --dry-run --pve-version N` prints (N: 9 for "
+		  "PVE 9.x, 8 for 8.x) and write the configuration as README.md shows; "
+		  "nothing written", s->user, s->url);
+	return 4; /* as any refused login */
+}
+
 static int run_setup(struct setup *s)
 {
 	int rc = setup_paths(s);
-	if (!rc)
-		rc = pin_certificate(s);
+	if (rc)
+		return rc;
+	if (!(s->url = setup_url(s->url_arg)))
+		return EXIT_USAGE;
+	if (s->dry_run && s->pve_version) /* the lines of that version, no login */
+		return print_lines(s->pve_version, role_extras(s));
+	rc = pin_certificate(s);
 	if (!rc)
 		rc = read_password(s);
 	if (rc)
@@ -641,28 +891,26 @@ static int run_setup(struct setup *s)
 	struct pve_opts o = {.url = s->url, .user = s->user, .password = s->password,
 			     .fingerprint = s->fingerprint};
 	if (!(s->admin = pve_new(&o, &e)) || pve_login(s->admin, &e) < 0)
-		return step_failed(s, "login", &e);
+		return login_failed(s, &e);
 	said(s, "login", s->user);
 	if (guest_pve_major(s->admin, &s->major, &e) < 0)
 		return step_failed(s, "version", &e);
 	char ver[16];
 	snprintf(ver, sizeof ver, "PVE %d", s->major);
 	said(s, "version", ver);
-	if (s->dry_run) {
-		char *lines = pveprivs_pveum_lines(s->major, s->migrate);
-		if (!lines)
-			return cli_error("internal", "setup", "out of memory");
-		fputs(lines, stdout);
-		free(lines);
-		return 0;
-	}
-	rc = ensure_role(s);
+	if (s->dry_run)
+		return print_lines(s->major, role_extras(s));
+	rc = prepare_files(s);
+	if (!rc)
+		rc = ensure_role(s);
 	if (!rc)
 		rc = ensure_user(s);
 	if (!rc)
 		rc = ensure_token(s);
 	if (!rc)
 		rc = ensure_acl(s);
+	if (!rc && !s->minimal)
+		rc = ensure_import_storage(s);
 	if (!rc)
 		rc = write_files(s);
 	return rc;
@@ -670,17 +918,31 @@ static int run_setup(struct setup *s)
 
 static int cmd_setup(struct cli *cli, const struct cmd_args *a)
 {
-	struct setup s = {.cli = cli, .url = a->argv[0], .user = "root@pam"};
+	struct setup s = {.cli = cli, .url_arg = a->argv[0], .user = "root@pam"};
 	for (size_t i = 0; i < a->n; i++) {
 		switch (a->v[i].opt) {
 		case 'u': s.user = a->v[i].val; break;
 		case 'p': s.password_file = a->v[i].val; break;
 		case 'f': s.fingerprint_arg = a->v[i].val; break;
 		case 'm': s.migrate = true; break;
+		case 'M': s.minimal = true; break;
 		case 'F': s.force = true; break;
 		case 'd': s.dry_run = true; break;
+		case 'S': s.no_storage_change = true; break;
+		case 'V': {
+			char *end = NULL;
+			long v = strtol(a->v[i].val, &end, 10);
+			if (end == a->v[i].val || (*end && *end != '.') || v < 1 || v > 99)
+				return cli_error("usage", "setup", "--pve-version '%s': expected "
+						 "PVE's major version (8, 9)", a->v[i].val);
+			s.pve_version = (int)v;
+			break;
+		}
 		}
 	}
+	if (s.pve_version && !s.dry_run)
+		return cli_error("usage", "setup", "--pve-version is for --dry-run (setup itself "
+				 "asks PVE)");
 	s.steps = json_object_new_array();
 	int rc = s.steps ? run_setup(&s) : 1;
 	if (cli->json && rc == 0) {
@@ -693,17 +955,20 @@ static int cmd_setup(struct cli *cli, const struct cmd_args *a)
 static const struct option setup_opts[] = {
 	{"user", required_argument, NULL, 'u'},     {"password-file", required_argument, NULL, 'p'},
 	{"fingerprint", required_argument, NULL, 'f'}, {"migrate", no_argument, NULL, 'm'},
-	{"force", no_argument, NULL, 'F'},          {"dry-run", no_argument, NULL, 'd'},
+	{"minimal", no_argument, NULL, 'M'},        {"force", no_argument, NULL, 'F'},
+	{"dry-run", no_argument, NULL, 'd'},        {"pve-version", required_argument, NULL, 'V'},
+	{"no-storage-change", no_argument, NULL, 'S'},
 	{0},
 };
 
 const struct cmd_entry cmd_setup_entry = {
 	"setup",
-	"URL [--user U] [--password-file F] [--fingerprint FP] [--migrate] [--force] [--dry-run]",
+	"URL [--user U] [--password-file F] [--fingerprint FP] [--minimal [--migrate]] "
+	"[--no-storage-change] [--force] [--dry-run [--pve-version N]]",
 	"connect to a PVE host: role, user, API token and ACLs, then the configuration",
 	"u:p:f:", setup_opts, NULL, 1, 1, "URL", cmd_setup,
 	"pvagent setup https://pve1.example.com:8006\n"
 	"pvagent -c ~/.config/pvagent.conf setup pve1 --password-file ~/.pvepw "
 	"--fingerprint 5F:2B:...:E5\n"
-	"pvagent setup pve1 --migrate --dry-run",
+	"pvagent setup pve1 --dry-run --pve-version 9",
 };

@@ -1,6 +1,8 @@
 /* auth.c - ticket store and API-token header parsing (see auth.h).
  * Tickets look like PVE's: "PVE:root@pam:6745A2B1::<base64 signature>",
- * CSRF tokens like "6745A2B1:<base64>". The signatures are random and the
+ * CSRF tokens like "6745A2B1:<base64>"; the half-authenticated ticket of a
+ * user with TFA carries the challenge instead of the user name, as
+ * create_ticket_do makes it ("PVE:!tfa!{...}:6745A2B1::<signature>"). The signatures are random and the
  * store remembers them, so a ticket cannot be forged by editing it. */
 #include "auth.h"
 
@@ -14,6 +16,7 @@
 struct ticket {
 	char *ticket, *csrf, *userid;
 	double issued;
+	bool tfa; /* half-authenticated: only the TFA step takes it */
 };
 
 struct auth {
@@ -51,7 +54,8 @@ static char *random_b64(size_t nbytes)
 	return s;
 }
 
-int auth_issue(struct auth *a, const char *userid, double now, char **ticket, char **csrf)
+int auth_issue(struct auth *a, const char *userid, bool tfa, double now, char **ticket,
+	       char **csrf)
 {
 	*ticket = *csrf = NULL;
 	if (a->n == a->cap) {
@@ -65,10 +69,14 @@ int auth_issue(struct auth *a, const char *userid, double now, char **ticket, ch
 	unsigned long stamp = (unsigned long)now;
 	char *sig = random_b64(48), *csig = random_b64(24);
 	struct ticket t = {
-		.ticket = sig ? strprintf("PVE:%s:%08lX::%s", userid, stamp, sig) : NULL,
+		/* PVE::Ticket::assemble_rsa_ticket escapes ':' in the data */
+		.ticket = !sig ? NULL
+			: tfa ? strprintf("PVE:!tfa!{\"totp\"%%3Atrue}:%08lX::%s", stamp, sig)
+			      : strprintf("PVE:%s:%08lX::%s", userid, stamp, sig),
 		.csrf = csig ? strprintf("%08lX:%s", stamp, csig) : NULL,
 		.userid = strdup(userid),
 		.issued = now,
+		.tfa = tfa,
 	};
 	free(sig);
 	free(csig);
@@ -92,6 +100,8 @@ enum auth_ticket_result auth_check_ticket(const struct auth *a, const char *tick
 		const struct ticket *t = &a->v[i];
 		if (strcmp(t->ticket, ticket) != 0)
 			continue;
+		if (t->tfa) /* verify_ticket without the user as AAD fails */
+			return AUTH_UNKNOWN;
 		if (now - t->issued > AUTH_TICKET_LIFETIME || now < t->issued - 300)
 			return AUTH_EXPIRED;
 		*userid = t->userid;
@@ -99,6 +109,26 @@ enum auth_ticket_result auth_check_ticket(const struct auth *a, const char *tick
 		return AUTH_OK;
 	}
 	return AUTH_UNKNOWN;
+}
+
+bool auth_check_tfa_ticket(const struct auth *a, const char *ticket, const char *userid,
+			   double now)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		const struct ticket *t = &a->v[i];
+		if (t->tfa && strcmp(t->ticket, ticket) == 0)
+			return strcmp(t->userid, userid) == 0 && now - t->issued <= AUTH_TICKET_LIFETIME &&
+			       now >= t->issued - 300;
+	}
+	return false;
+}
+
+bool auth_is_tfa_ticket(const struct auth *a, const char *ticket)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].tfa && strcmp(a->v[i].ticket, ticket) == 0)
+			return true;
+	return false;
 }
 
 bool auth_parse_token_header(const char *h, char **id, char **secret)

@@ -13,9 +13,12 @@ struct auth;
 struct auth *auth_new(void);
 void auth_free(struct auth *a);
 
-/* Issue a ticket for userid. *ticket and *csrf are malloc'd. Returns 0 or
- * -1 (out of memory). */
-int auth_issue(struct auth *a, const char *userid, double now, char **ticket, char **csrf);
+/* Issue a ticket for userid (tfa: the half-authenticated ticket of a user
+ * with two-factor authentication, which no request but the TFA step
+ * accepts). *ticket and *csrf are malloc'd. Returns 0 or -1 (out of
+ * memory). */
+int auth_issue(struct auth *a, const char *userid, bool tfa, double now, char **ticket,
+	       char **csrf);
 
 enum auth_ticket_result { AUTH_OK, AUTH_UNKNOWN, AUTH_EXPIRED };
 
@@ -23,6 +26,13 @@ enum auth_ticket_result { AUTH_OK, AUTH_UNKNOWN, AUTH_EXPIRED };
  * csrf token. */
 enum auth_ticket_result auth_check_ticket(const struct auth *a, const char *ticket,
 					  double now, const char **userid, const char **csrf);
+
+/* Is ticket userid's half-authenticated ticket, still valid at now (the
+ * tfa-challenge of the TFA step)? */
+bool auth_check_tfa_ticket(const struct auth *a, const char *ticket, const char *userid,
+			   double now);
+/* Is ticket a half-authenticated one (renewing it is refused)? */
+bool auth_is_tfa_ticket(const struct auth *a, const char *ticket);
 
 /* Split "PVEAPIToken=USER@REALM!NAME=SECRET" into malloc'd id and secret.
  * Returns false if the header is not of that form. */

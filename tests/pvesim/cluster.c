@@ -1265,6 +1265,16 @@ bool cluster_check_password(const struct cluster *c, const char *userid,
 	return cred_match(&c->users, userid, password);
 }
 
+bool cluster_user_tfa(const struct cluster *c, const char *userid)
+{
+	for (size_t i = 0; i < c->users.n; i++) {
+		const struct sim_cred *cr = c->users.v[i];
+		if (strcmp(cr->id, userid) == 0)
+			return cr->tfa;
+	}
+	return false;
+}
+
 const char *cluster_first_token_id(const struct cluster *c)
 {
 	return c->tokens.n ? ((struct sim_cred *)c->tokens.v[0])->id : NULL;

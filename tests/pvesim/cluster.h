@@ -89,6 +89,7 @@ struct sim_guest {
 struct sim_cred {
 	char *id;
 	char *secret; /* the token's secret or the user's password */
+	bool tfa;     /* a user with two-factor authentication */
 };
 
 struct guestnet;

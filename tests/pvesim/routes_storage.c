@@ -7,7 +7,8 @@
  * source of a disk's import-from (import volumes and their formats), and
  * GET/POST /nodes/{node}/aplinfo (Nodes.pm aplinfo, apl_download: the
  * scenario's "appliances" listed, one downloaded into a storage's template
- * cache as download-url downloads, its sha512sum required).
+ * cache as download-url downloads, its sha512sum required), and PUT
+ * /storage/{storage} (Config.pm update: the content list only).
  *
  * The simulator fetches only http:// URLs on loopback (127.0.0.0/8), at the
  * moment of the request and in real time, so that tests serve their own
@@ -531,7 +532,9 @@ static void route_download_url(struct cluster *c, const struct sim_req *req,
 	bool allowed = sp && np && priv_check(req, r, sp, "Datastore.AllocateTemplate");
 	if (allowed && !(priv_has(req, "/", "Sys.Audit") && priv_has(req, "/", "Sys.Modify")) &&
 	    !priv_has(req, np, "Sys.AccessNetwork")) {
-		resp_error(r, 403, "Permission check failed (%s, Sys.AccessNetwork)", np);
+		/* the 'or' of exec_api2_perm_check: raise_perm_exc() without
+		 * arguments, so PVE names neither alternative */
+		resp_error(r, 403, "Permission check failed");
 		allowed = false;
 	}
 	free(sp);
@@ -785,10 +788,89 @@ static void route_apl_download(struct cluster *c, const struct sim_req *req, con
 	free(dir);
 }
 
+/* The content types a storage type takes (pve-storage's plugins'
+ * plugindata content). */
+static const char *type_contents(const char *type)
+{
+	static const char *const t[][2] = {
+		{"dir", "images,rootdir,vztmpl,iso,backup,snippets,import"},
+		{"btrfs", "images,rootdir,vztmpl,iso,backup,snippets,import"},
+		{"nfs", "images,rootdir,vztmpl,iso,backup,snippets,import"},
+		{"cifs", "images,rootdir,vztmpl,iso,backup,snippets,import"},
+		{"cephfs", "vztmpl,iso,backup,snippets,import"},
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		if (strcmp(t[i][0], type) == 0)
+			return t[i][1];
+	return "images,rootdir"; /* lvm, lvmthin, zfspool, rbd */
+}
+
+/* PUT /storage/{storage} (pve-storage API2/Storage/Config.pm update):
+ * Datastore.Allocate on /storage; the content list checked against the
+ * type's (check_config), the rest of the storage options not modelled. */
+static void route_storage_update(struct cluster *c, const struct sim_req *req, const char *id,
+				 struct sim_resp *r)
+{
+	if (!priv_check(req, r, "/storage", "Datastore.Allocate"))
+		return;
+	struct sim_storage *st = cluster_storage(c, id);
+	if (!st) {
+		resp_error(r, 500, "storage '%s' does not exist", id);
+		return;
+	}
+	json_object_object_foreach(req->params, k, v) {
+		(void)v;
+		if (strcmp(k, "storage") != 0 && strcmp(k, "content") != 0 &&
+		    strcmp(k, "digest") != 0) {
+			resp_error(r, 501, "pvesim: storage option '%s' is not modelled", k);
+			return;
+		}
+	}
+	const char *content = param_str(req, "content");
+	struct sim_storage allowed = {.content = (char *)type_contents(st->type)};
+	struct sbuf b = {0};
+	for (const char *p = content ? content : ""; *p;) {
+		p += strspn(p, ", ;");
+		size_t n = strcspn(p, ", ;");
+		if (!n)
+			break;
+		char *one = strndup(p, n);
+		if (!one || !storage_has_content(&allowed, one)) {
+			resp_param_error(r, "content", "storage does not support content type '%s'",
+					 one ? one : "?");
+			free(one);
+			sbuf_free(&b);
+			return;
+		}
+		sbuf_addf(&b, "%s%s", b.len ? "," : "", one);
+		free(one);
+		p += n;
+	}
+	if (content) {
+		char *nc = b.len ? sbuf_steal(&b) : strdup("");
+		if (!nc) {
+			resp_error(r, 500, "out of memory");
+			sbuf_free(&b);
+			return;
+		}
+		free(st->content);
+		st->content = nc;
+	}
+	sbuf_free(&b);
+	json_object *o = json_object_new_object();
+	jadd_str(o, "storage", st->id);
+	jadd_str(o, "type", st->type);
+	resp_data(r, o);
+}
+
 bool routes_storage(struct cluster *c, const struct sim_req *req, struct path_parts *pp,
 		    struct sim_resp *r)
 {
 	char **s = pp->seg;
+	if (pp->n == 2 && strcmp(s[0], "storage") == 0 && strcmp(req->method, "PUT") == 0) {
+		route_storage_update(c, req, s[1], r);
+		return true;
+	}
 	if (pp->n == 3 && strcmp(s[0], "nodes") == 0 && strcmp(s[2], "aplinfo") == 0) {
 		struct sim_node *nd = route_node(c, s[1], r);
 		if (!nd)

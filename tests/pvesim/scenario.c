@@ -601,7 +601,7 @@ static int load_creds(struct sctx *x, json_object *arr, const char *what,
 {
 	bool token = strcmp(what, "tokens") == 0;
 	static const char *const tkeys[] = {"id", "secret", "privs", "privsep", "acl", NULL};
-	static const char *const ukeys[] = {"id", "password", "privs", "acl", NULL};
+	static const char *const ukeys[] = {"id", "password", "privs", "acl", "tfa", NULL};
 	const char *skey = token ? "secret" : "password";
 	size_t n = json_object_array_length(arr);
 	for (size_t i = 0; i < n; i++) {
@@ -638,8 +638,11 @@ static int load_creds(struct sctx *x, json_object *arr, const char *what,
 			if (!cr) {
 				rc = -1;
 			} else {
+				json_object *tfa = NULL;
 				cr->id = strdup(json_object_get_string(id));
 				cr->secret = strdup(json_object_get_string(sec));
+				if (!token && member(x, o, p, "tfa", json_type_boolean, false, &tfa) > 0)
+					cr->tfa = json_object_get_boolean(tfa);
 				if (!cr->id || !cr->secret || ptrvec_push(out, cr) < 0) {
 					free(cr->id);
 					free(cr->secret);

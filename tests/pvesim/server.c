@@ -354,7 +354,11 @@ static int authenticate(struct server *sv, struct MHD_Connection *con, const cha
 }
 
 /* POST /access/ticket: password login or ticket renewal (password = a
- * valid ticket). Runs under the lock; *fail_delay is set on failure. */
+ * valid ticket); for a user with TFA ("tfa": true in the scenario) the
+ * password login answers NeedTFA with a half-authenticated ticket, which
+ * only the TFA step (tfa-challenge = that ticket, password = "totp:CODE")
+ * turns into a ticket. Runs under the lock; *fail_delay is set on
+ * failure. */
 static int login(struct server *sv, json_object *params, double now, json_object **data,
 		 const char **msg, char **cookie, double *fail_delay)
 {
@@ -366,16 +370,27 @@ static int login(struct server *sv, json_object *params, double now, json_object
 	const char *pass = pw ? json_object_get_string(pw) : "";
 	char *userid = (realm && !strchr(user, '@'))
 		? strprintf("%s@%s", user, json_object_get_string(realm)) : strdup(user);
-	bool ok = false;
+	json_object *chal = NULL;
+	json_object_object_get_ex(params, "tfa-challenge", &chal);
+	bool ok = false, half = false;
 	if (!userid)
 		return 500;
-	if (strncmp(pass, "PVE:", 4) == 0) {
+	if (chal) {
+		/* the TFA step (authenticate_2nd_new): the half ticket and a
+		 * response; the simulator has no TOTP secret, so any six-digit
+		 * "totp:" code passes */
+		ok = auth_check_tfa_ticket(sv->auth, json_object_get_string(chal), userid, now) &&
+		     strncmp(pass, "totp:", 5) == 0 && strlen(pass) == 11 &&
+		     strspn(pass + 5, "0123456789") == 6;
+	} else if (strncmp(pass, "PVE:", 4) == 0) {
 		const char *tu, *tc;
+		/* a half ticket renewed: "incomplete ticket" */
 		if (auth_check_ticket(sv->auth, pass, now, &tu, &tc) == AUTH_OK &&
 		    strcmp(tu, userid) == 0)
 			ok = true;
 	} else {
 		ok = cluster_check_password(sv->cluster, userid, pass);
+		half = ok && cluster_user_tfa(sv->cluster, userid);
 	}
 	if (!ok) {
 		free(userid);
@@ -384,7 +399,7 @@ static int login(struct server *sv, json_object *params, double now, json_object
 		return 401;
 	}
 	char *ticket = NULL, *csrf = NULL;
-	if (auth_issue(sv->auth, userid, now, &ticket, &csrf) < 0) {
+	if (auth_issue(sv->auth, userid, half, now, &ticket, &csrf) < 0) {
 		free(userid);
 		return 500;
 	}
@@ -392,6 +407,8 @@ static int login(struct server *sv, json_object *params, double now, json_object
 	json_object_object_add(*data, "username", json_object_new_string(userid));
 	json_object_object_add(*data, "ticket", json_object_new_string(ticket));
 	json_object_object_add(*data, "CSRFPreventionToken", json_object_new_string(csrf));
+	if (half) /* create_ticket_do: NeedTFA and no cap */
+		json_object_object_add(*data, "NeedTFA", json_object_new_int(1));
 	json_object_object_add(*data, "clustername", json_object_new_string("pvesim"));
 	*cookie = strprintf("PVEAuthCookie=%s; path=/; secure", ticket);
 	free(ticket);

@@ -85,6 +85,8 @@ bool cluster_check_token(const struct cluster *c, const char *token_id,
 			 const char *secret);
 bool cluster_check_password(const struct cluster *c, const char *userid,
 			    const char *password);
+/* Does the user have two-factor authentication ("tfa": true)? */
+bool cluster_user_tfa(const struct cluster *c, const char *userid);
 /* The first token of the scenario (printed on the startup line), or NULL. */
 const char *cluster_first_token_id(const struct cluster *c);
 const char *cluster_first_token_secret(const struct cluster *c);

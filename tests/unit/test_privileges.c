@@ -13,6 +13,7 @@
 #include "clirun.h"
 #include "cliworld.h"
 #include "guestenv.h"
+#include "pveprivs.h"
 #include "pvevers.h"
 #include "simproc.h"
 #include "util.h"
@@ -433,10 +434,13 @@ ON_EACH_VERSION(without_vm_config_disk_virtio_stops_before_changing_anything)
 	world_stop();
 }
 
-/* The role is minimal: without any one of its privileges up, virtio or
- * down fails naming it, but for two that are documented as such:
- * VM.Snapshot (virtio goes on without its snapshot, saying so) and
- * VM.Config.HWType (only --disk-bus virtio-scsi sets scsihw). */
+/* The role is minimal: without any one of the guest commands' privileges
+ * up, virtio or down fails naming it, but for two that are documented as
+ * such: VM.Snapshot (virtio goes on without its snapshot, saying so) and
+ * VM.Config.HWType (only --disk-bus virtio-scsi sets scsihw). Those the
+ * role holds for migrate, drain and image build only (pveprivs.h; not in
+ * setup --minimal's role) are those commands' to prove (test_setup,
+ * test_migrate). */
 ON_EACH_VERSION(each_privilege_of_the_readme_role_is_needed)
 {
 	struct pveum p;
@@ -444,7 +448,14 @@ ON_EACH_VERSION(each_privilege_of_the_readme_role_is_needed)
 	char *w[64];
 	size_t n = words(p.privs, w, 64);
 	pveum_free(&p);
+	size_t tried = 0;
 	for (size_t i = 0; i < n; i++) {
+		if (!pveprivs_in_role(w[i], role_major, 0)) {
+			cr_assert(pveprivs_in_role(w[i], role_major, PVEPRIVS_ALL), "%s", w[i]);
+			free(w[i]);
+			continue;
+		}
+		tried++;
 		world("127.0.5.13", w[i]);
 		char *out = NULL, *all = NULL;
 		int rc = pv(&out, "up", "web1", "-t", "freebsd-14", "--no-inject", NULL);
@@ -478,6 +489,7 @@ ON_EACH_VERSION(each_privilege_of_the_readme_role_is_needed)
 		world_stop();
 		free(w[i]);
 	}
+	cr_assert_geq(tried, 16, "the guest commands' privileges: %zu", tried);
 }
 
 /* --disk-bus virtio-scsi sets scsihw: VM.Config.HWType, which the README
