@@ -12,7 +12,10 @@
  * removes it; `up` from a built image's template gets a pool address; `up` of a
  * template whose image is not built says so and exits 2 before any
  * change; a build killed (SIGKILL) once each task of it was sent and
- * recorded, then run again, finishes with one download and one create. */
+ * recorded, then run again, finishes with one download and one create.
+ * With [image] mirror, a build needs neither --url nor --checksum (image
+ * and checksum file from the mirror), and `templates` (one request) marks
+ * the image's template to build first, then ready. */
 #include "clirun.h"
 #include "httpserve.h"
 #include "image.h"
@@ -334,6 +337,30 @@ Test(image_cli, build_every_catalogue_entry)
 	world_free(&w);
 }
 
+/* `templates`' HERE of template name (--json), malloc'd; the request
+ * count of each call is one GET of the cluster's resources */
+static char *here_of(struct simcli *w, const char *name)
+{
+	int gets = simproc_count(&sim, "GET", "", -1), res = simproc_count(&sim, "GET",
+									    "/cluster/resources", -1);
+	char *out = NULL;
+	cr_assert_eq(simcli_pv(w, &out, "--json", "templates", NULL), 0, "%s", out);
+	cr_assert_eq(simproc_count(&sim, "GET", "", -1), gets + 1, "one request");
+	cr_assert_eq(simproc_count(&sim, "GET", "/cluster/resources", -1), res + 1);
+	json_object *o = json_tokener_parse(out), *a = NULL;
+	cr_assert(o && json_object_object_get_ex(o, "templates", &a), "%s", out);
+	char *here = NULL;
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *t = json_object_array_get_idx(a, i);
+		if (named(t, name))
+			here = strdup(json_object_get_string(json_object_object_get(t, "here")));
+	}
+	json_object_put(o);
+	free(out);
+	cr_assert_not_null(here, "%s not listed", name);
+	return here;
+}
+
 /* [image] mirror: `image build debian-13` with neither --url nor
  * --checksum fetches the published checksum file from the mirror, and PVE
  * downloads the image from there (the simulator reaches loopback only, so
@@ -355,10 +382,32 @@ Test(image_cli, build_from_a_mirror)
 	cr_assert_not_null(hex);
 	char *sums = strprintf("%s  %s\n", hex, file);
 	cr_assert_eq(httpserve_put(&hs, "mirror/debian-13/SHA512SUMS", sums, strlen(sums)), 0);
+	/* templates marks what the cluster has for each: the image template
+	 * needs its build; a template VM and a container template there; OpenVZ
+	 * not on PVE 8 */
+	const char *want[][2] = {{"debian-13", "image-build"}, {"freebsd-14", "ready"},
+				 {"ubuntu-24.04-ct", "ready"}, {"debian-7-openvz", "pve-2-3-only"}};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		char *h = here_of(&w, want[i][0]);
+		cr_expect_str_eq(h, want[i][1], "%s", want[i][0]);
+		free(h);
+	}
 	char *out = NULL;
+	cr_assert_eq(setenv("COLUMNS", "80", 1), 0);
+	cr_assert_eq(simcli_pv(&w, &out, "templates", NULL), 0, "%s", out);
+	cr_assert_eq(unsetenv("COLUMNS"), 0);
+	cr_expect(strstr(out, "HERE") && strstr(out, "\ndebian-13 ") &&
+		  strstr(out, "can be provisioned on this cluster now") &&
+		  strstr(out, "'pvagent image build IMAGE'"), "%s", out);
+	for (const char *l = out; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
+		cr_expect_leq(strcspn(l, "\n"), 80, "wider than 80:\n%s", out);
+	free(out);
 	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "build", "debian-13", NULL), 0, "%s",
 		     out);
 	free(out);
+	char *h = here_of(&w, "debian-13");
+	cr_expect_str_eq(h, "ready");
+	free(h);
 	json_object *c = config_of("debian-13-image");
 	cr_assert_not_null(c);
 	cr_assert_not_null(strstr(cfg(c, "scsi0"), "size=16G"), "%s", cfg(c, "scsi0"));
