@@ -325,7 +325,8 @@ static const struct {
 			"no VM: the template VM it clones is not on this cluster"},
 	[HERE_NO_STORAGE] = {"no stor", "no-storage",
 			     "no stor: the storage its source names is not on this cluster"},
-	[HERE_PVE3] = {"no", "pve-2-3-only", NULL},
+	[HERE_PVE3] = {"no", "pve-2-3-only",
+		       "no: OpenVZ, PVE 2.x/3.x only (it left PVE with 4.0; this cluster has none)"},
 	[HERE_UNKNOWN] = {"?", "unknown", "?: its source is set at up time (${...})"},
 };
 
