@@ -64,19 +64,33 @@ mirror_fill() {
 	done
 }
 
+# mirror_serves PORT WORD: does 127.0.0.1:PORT answer GET /sandbox-mirror.id
+# with WORD (our httpd, not another program that holds the port)?
+mirror_serves() {
+	local line got=
+	exec 5<>"/dev/tcp/127.0.0.1/$1" || return 1
+	printf 'GET /sandbox-mirror.id HTTP/1.0\r\n\r\n' >&5
+	while IFS= read -r -t 5 line <&5; do
+		[ "${line%$'\r'}" = "$2" ] && got=yes
+	done
+	exec 5<&-
+	[ -n "$got" ]
+}
+
 # mirror_start DIR: busybox httpd serving DIR on a free 127.0.0.1 port
-# (MIRROR_PORT, MIRROR_PID): a port taken by another process makes httpd
-# exit, and the next one is tried.
+# (MIRROR_PORT, MIRROR_PID): a port taken by another program makes httpd
+# exit (or answer nothing of ours), and the next one is tried.
 MIRROR_PID=
 mirror_start() {
-	local dir=$1 try port i
+	local dir=$1 try port i word=$RANDOM$RANDOM$RANDOM
+	echo "$word" >"$dir/sandbox-mirror.id"
 	for try in 1 2 3 4 5 6 7 8; do
 		port=$((20000 + RANDOM % 40000))
 		busybox httpd -f -p "127.0.0.1:$port" -h "$dir" 2>>"$DIR/httpd.err" &
 		MIRROR_PID=$!
 		for i in $(seq 50); do
 			kill -0 "$MIRROR_PID" 2>/dev/null || break
-			if (exec 5<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			if mirror_serves "$port" "$word" 2>/dev/null; then
 				MIRROR_PORT=$port
 				return 0
 			fi
@@ -109,6 +123,7 @@ serve() {
 		sim_args+=(--guest-root "190=$GUEST_ROOT")
 		spare_guests_start "$SPARES" freebsd-14 ubuntu-24.04 freebsd-9.0
 	fi
+	mkdir -p "$DIR/mirror"
 	mirror_fill "$DIR/mirror"
 	mirror_start "$DIR/mirror"
 	trap 'kill "$MIRROR_PID" 2>/dev/null || true; sim_cleanup' EXIT
