@@ -37,18 +37,19 @@ TEST_PKGS  = criterion
 # Debian packages behind each purpose: what `make demo` needs (build and
 # run against the simulator, with its own sshd for the fixture guest), what
 # `make test` adds (Criterion), `make bench` (the 1 s poller's Python
-# module), `make lint` and `make fuzz` (LLVM). `make deps` (CI) is all of it.
+# modules: proxmoxer and the requests backend it uses), `make lint` and
+# `make fuzz` (LLVM). `make deps` (CI) is all of it.
 DEMO_DEB_PKGS = build-essential pkg-config \
 	libcurl4-openssl-dev libssl-dev libjson-c-dev libssh2-1-dev libsqlite3-dev \
 	libmicrohttpd-dev libgnutls28-dev libpcre2-dev \
 	openssh-server openssh-client busybox-static jq
 DEMO_CMDS = cc make pkg-config sshd ssh-keygen busybox jq
 TEST_DEB_PKGS  = $(DEMO_DEB_PKGS) libcriterion-dev
-BENCH_DEB_PKGS = $(DEMO_DEB_PKGS) python3-proxmoxer
+BENCH_DEB_PKGS = $(DEMO_DEB_PKGS) python3-proxmoxer python3-requests
 LINT_DEB_PKGS  = $(TEST_DEB_PKGS) clang cppcheck clang-tidy
 LINT_CMDS      = $(DEMO_CMDS) clang cppcheck clang-tidy
 # Python modules of Debian's /usr/bin/python3 (the bench's 1 s poller)
-PY_MODS  = proxmoxer
+PY_MODS  = proxmoxer requests
 
 WARN    = -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter
 STD     = -std=c11 -D_GNU_SOURCE
@@ -71,7 +72,12 @@ SIM_SRC     = $(filter-out $(SIM_MAIN) tests/pvesim/test_%.c,$(wildcard tests/pv
 # agent modules the simulator links: plain helpers only (its boot model
 # reads guest files and fixture facts with its own parsers, bootread.c)
 SIM_AGENT   = agent/util.c
-SUPPORT_SRC = $(wildcard tests/support/*.c)
+# tests/support: what test and bench programs share (libsupport.a), and
+# the part that uses Criterion (libcrsupport.a: cr_assert, parameterized
+# suites), linked by the Criterion suites only, so that guestd (built by
+# `all`, so by the demo) and the benches build without Criterion
+SUPPORT_CR_SRC = tests/support/cliworld.c tests/support/simcli.c tests/support/pvevers.c
+SUPPORT_SRC = $(filter-out $(SUPPORT_CR_SRC),$(wildcard tests/support/*.c))
 UNIT_TESTS  = $(wildcard tests/unit/test_*.c)
 SIM_TESTS   = $(wildcard tests/pvesim/test_*.c)
 
@@ -142,17 +148,22 @@ tests/pvesim/pvesim: $(call objs,$(REL),$(SIM_MAIN) $(SIM_SRC) $(SIM_AGENT))
 $(REL)/tests/%.o: tests/%.c $(REL)/tests/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -c $< -o $@
-$(REL)/libsupport.a: $(call objs,$(REL),$(SUPPORT_SRC))
+$(foreach t,$(REL) $(SAN),$(eval $(t)/libsupport.a: $(call objs,$(t),$(SUPPORT_SRC))) \
+	$(eval $(t)/libcrsupport.a: $(call objs,$(t),$(SUPPORT_CR_SRC))))
+$(foreach t,$(REL) $(SAN),$(t)/libsupport.a $(t)/libcrsupport.a):
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^
-# test and bench programs link the two programs' parts too (ctl_client, the
-# daemon's modules), before the library they use
-TEST_LIBA = libsupport.a libpvcli.a libpvdaemon.a libpvagent.a
-$(REL)/tests/bench/%: $(REL)/tests/bench/%.o $(addprefix $(REL)/,$(TEST_LIBA))
+# bench programs link the two programs' parts too (ctl_client, the
+# daemon's modules), before the library they use; the Criterion suites
+# add libcrsupport.a first
+BENCH_LIBA = libsupport.a libpvcli.a libpvdaemon.a libpvagent.a
+TEST_LIBA = libcrsupport.a $(BENCH_LIBA)
+$(REL)/tests/bench/%: $(REL)/tests/bench/%.o $(addprefix $(REL)/,$(BENCH_LIBA))
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS) $(SIM_LIBS)
 # fixture guests for shell scripts (the demo): needs root to run
-tests/guests/guestd: $(REL)/tests/guests/guestd.o $(addprefix $(REL)/,$(TEST_LIBA))
-	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS) $(SIM_LIBS)
+GUESTD_LIBA = libsupport.a libpvagent.a
+tests/guests/guestd: $(REL)/tests/guests/guestd.o $(addprefix $(REL)/,$(GUESTD_LIBA))
+	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
 
 # ---- sanitizer tree (tests) -----------------------------------------------
 $(SAN)/agent/%.o: agent/%.c $(SAN)/agent/%.d
@@ -170,22 +181,19 @@ $(SAN)/tests/%.o: tests/%.c $(SAN)/tests/%.d
 $(SAN)/libpvesim.a: $(call objs,$(SAN),$(SIM_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^
-$(SAN)/libsupport.a: $(call objs,$(SAN),$(SUPPORT_SRC))
-	@mkdir -p $(dir $@)
-	rm -f $@; ar rcs $@ $^
 $(SAN)/pvesim: $(call objs,$(SAN),$(SIM_MAIN) $(SIM_AGENT)) $(SAN)/libpvesim.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(SIM_LIBS)
 $(SAN)/pvagent: $(call objs,$(SAN),$(CLI_MAIN)) $(SAN)/libpvcli.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)
 $(SAN)/pvagentd: $(call objs,$(SAN),$(DAEMON_MAIN)) $(SAN)/libpvdaemon.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(DAEMON_LIBS)
-$(SAN)/guestd: $(SAN)/tests/guests/guestd.o $(addprefix $(SAN)/,$(TEST_LIBA))
-	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS) $(SIM_LIBS)
+$(SAN)/guestd: $(SAN)/tests/guests/guestd.o $(addprefix $(SAN)/,$(GUESTD_LIBA))
+	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)
 $(SAN)/tests/unit/test_%: $(SAN)/tests/unit/test_%.o $(addprefix $(SAN)/,$(TEST_LIBA))
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 $(SAN)/tests/lab/test_%: $(SAN)/tests/lab/test_%.o $(addprefix $(SAN)/,$(TEST_LIBA))
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
-$(SAN)/tests/pvesim/test_%: $(SAN)/tests/pvesim/test_%.o $(SAN)/libsupport.a $(SAN)/libpvesim.a $(SAN)/libpvagent.a
+$(SAN)/tests/pvesim/test_%: $(SAN)/tests/pvesim/test_%.o $(SAN)/libcrsupport.a $(SAN)/libsupport.a $(SAN)/libpvesim.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 
 TEST_BINS = $(patsubst %.c,$(SAN)/%,$(UNIT_TESTS) $(SIM_TESTS))
@@ -281,7 +289,7 @@ fuzz-run: $(addprefix $(FUZZ)/bin/,$(FUZZ_NAMES))
 
 # the replay suite links the target bodies and the simulator
 $(SAN)/tests/unit/test_fuzz_replay: $(SAN)/tests/unit/test_fuzz_replay.o \
-	  $(call objs,$(SAN),$(FUZZ_SRC)) $(SAN)/libsupport.a $(SAN)/libpvesim.a $(SAN)/libpvagent.a
+	  $(call objs,$(SAN),$(FUZZ_SRC)) $(SAN)/libcrsupport.a $(SAN)/libsupport.a $(SAN)/libpvesim.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 
 # deps-PURPOSE: the packages that purpose needs (above); installs what is

@@ -72,6 +72,10 @@ static const struct ini_key_spec migrate_keys[] = {
 	{"probe_port", 0},
 	{NULL, 0},
 };
+static const struct ini_key_spec image_keys[] = {
+	{"mirror", 0},
+	{NULL, 0},
+};
 static const struct ini_key_spec window_keys[] = {
 	{"node", INI_KEY_REQUIRED},
 	{"schedule", 0},
@@ -97,6 +101,7 @@ static const struct ini_section_spec conf_spec[] = {
 	{"paths", 0, paths_keys},
 	{"daemon", 0, daemon_keys},
 	{"migrate", 0, migrate_keys},
+	{"image", 0, image_keys},
 	{"window", INI_SEC_LABEL, window_keys},
 	{"pool", INI_SEC_LABEL, pool_keys},
 	{NULL, 0, NULL},
@@ -608,6 +613,30 @@ static void load_migrate(struct ctx *x, const struct ini_section *s)
 	get_uint(x, s, "probe_port", 1, 65535, &c->migrate.probe_port);
 }
 
+/* [image] mirror: http(s)://HOST[:PORT][/PATH], kept without a trailing
+ * '/' (image_use_mirror appends /NAME/FILE) */
+static void load_image(struct ctx *x, const struct ini_section *s)
+{
+	const struct ini_entry *e = get(s, "mirror");
+	if (!e)
+		return;
+	const char *v = e->value;
+	size_t scheme = strncmp(v, "https://", 8) == 0 ? 8 : strncmp(v, "http://", 7) == 0 ? 7 : 0;
+	bool ok = scheme && v[scheme] && v[scheme] != '/';
+	for (const char *p = v; ok && *p; p++)
+		ok = *p > ' ' && *p < 0x7f && *p != '?' && *p != '#';
+	if (!ok) {
+		cerr(x, e->line, s, e->key, "'%s' is not a mirror URL: expected "
+		     "http(s)://HOST[:PORT][/PATH], without query or fragment", v);
+		return;
+	}
+	size_t n = strlen(v);
+	while (n > scheme + 1 && v[n - 1] == '/')
+		n--;
+	free(x->c->image.mirror);
+	x->c->image.mirror = chk(x, strndup(v, n));
+}
+
 static int parse_day(const char *s, size_t n)
 {
 	static const char *const names[] = {"sun", "mon", "tue", "wed", "thu", "fri", "sat"};
@@ -891,6 +920,8 @@ int conf_load(const char *path, struct conf *out, char **err)
 				load_daemon(&x, s);
 			else if (strcmp(s->name, "migrate") == 0)
 				load_migrate(&x, s);
+			else if (strcmp(s->name, "image") == 0)
+				load_image(&x, s);
 			else if (strcmp(s->name, "window") == 0)
 				load_window_apart(&x, s, &win_errs, &out->windows[out->n_windows++]);
 			else if (strcmp(s->name, "pool") == 0 && out->pools)
@@ -980,6 +1011,7 @@ void conf_free(struct conf *c)
 	free(c->daemon.socket_group);
 	free(c->daemon.metrics_file);
 	free(c->migrate.target_storage);
+	free(c->image.mirror);
 	for (size_t i = 0; i < c->n_windows; i++) {
 		struct conf_window *w = &c->windows[i];
 		free(w->name);

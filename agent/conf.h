@@ -103,6 +103,11 @@ struct conf {
 		unsigned probe_port;     /* TCP port probed for the downtime clients
 					  * see; 0: the [ssh] port */
 	} migrate;
+	struct {
+		char *mirror;            /* base URL that replaces the image
+					  * catalogue's sites (image.h), no
+					  * trailing '/'; or NULL */
+	} image;
 	struct conf_window *windows;
 	size_t n_windows;
 	char *windows_error;            /* what is wrong with the [window]

@@ -383,6 +383,33 @@ char *image_url_file(const char *url)
 	return strndup(s, (size_t)(url + l - s));
 }
 
+/* MIRROR/NAME/(the last element of url), malloc'd */
+static char *mirrored(const char *mirror, const char *name, const char *url)
+{
+	char *file = image_url_file(url);
+	char *m = file ? strprintf("%s/%s/%s", mirror, name, file) : NULL;
+	free(file);
+	return m;
+}
+
+int image_use_mirror(struct image *im, const char *mirror)
+{
+	if (!mirror || im->lxc || !im->url)
+		return 0;
+	char *url = mirrored(mirror, im->name, im->url);
+	char *sums = im->checksums ? mirrored(mirror, im->name, im->checksums) : NULL;
+	if (!url || (im->checksums && !sums)) {
+		free(url);
+		free(sums);
+		return -1;
+	}
+	free(im->url);
+	free(im->checksums);
+	im->url = url;
+	im->checksums = sums;
+	return 0;
+}
+
 char *image_vm_name(const char *name)
 {
 	return strprintf("%s-image", name);

@@ -78,6 +78,13 @@ char *image_checksum_find(const char *sums, const char *file);
  * malloc'd. */
 char *image_url_file(const char *url);
 
+/* [image] mirror (pvagent.conf(5)): a VM image's file and its checksum
+ * file fetched from MIRROR/NAME/FILE, FILE the last path element of url
+ * and checksums, instead of the publisher's site (a local copy, an
+ * offline site). mirror NULL or a container image: nothing changes. 0, or
+ * -1 out of memory (im unchanged). */
+int image_use_mirror(struct image *im, const char *mirror);
+
 /* The template VM a build makes: "NAME-image", tagged IMAGE_TAG. */
 char *image_vm_name(const char *name);
 #define IMAGE_TAG "pvagent-image"

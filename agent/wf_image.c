@@ -58,6 +58,10 @@ static int image_open(struct job *j, void *ctx)
 		free(msg);
 		return -1;
 	}
+	/* [image] mirror: the catalogue's files from there (image.h) */
+	const struct conf *conf = job_env(j)->conf;
+	if (image_use_mirror(x->im, conf ? conf->image.mirror : NULL) < 0)
+		return pve_error_oom(job_err(j));
 	x->node = json_str(p, "node");
 	x->storage = json_str(p, "storage");
 	x->import_storage = json_str(p, "import_storage");

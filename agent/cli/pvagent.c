@@ -311,6 +311,100 @@ static int cmd_list(struct cli *cli, const struct cmd_args *a)
 
 /* ---- templates -------------------------------------------------------------- */
 
+/* What a template needs before `up` can use it on the configured cluster,
+ * from one listing of the cluster's resources (guests and storages): its
+ * mark in the table and its word in --json. */
+enum tmpl_here { HERE_READY, HERE_BUILD, HERE_NO_VM, HERE_NO_STORAGE, HERE_PVE3, HERE_UNKNOWN };
+static const struct {
+	const char *mark, *json, *legend;
+} here_words[] = {
+	[HERE_READY] = {"ready", "ready", NULL},
+	[HERE_BUILD] = {"build", "image-build",
+			"build: IMAGE-image, the VM it clones, is made by 'pvagent image build IMAGE'"},
+	[HERE_NO_VM] = {"no VM", "no-template-vm",
+			"no VM: the template VM it clones is not on this cluster"},
+	[HERE_NO_STORAGE] = {"no stor", "no-storage",
+			     "no stor: the storage its source names is not on this cluster"},
+	[HERE_PVE3] = {"no", "pve-2-3-only",
+		       "no: OpenVZ, PVE 2.x/3.x only (it left PVE with 4.0; this cluster has none)"},
+	[HERE_UNKNOWN] = {"?", "unknown", "?: its source is set at up time (${...})"},
+};
+
+/* Does resources list a guest named want (or of VMID want) / a storage
+ * sid with content on node (any node when NULL)? */
+static bool res_guest(json_object *res, const char *want)
+{
+	for (size_t i = 0; i < json_object_array_length(res); i++) {
+		json_object *g = json_object_array_get_idx(res, i);
+		const char *type = json_text(g, "type"), *name = json_text(g, "name"),
+			   *vmid = json_text(g, "vmid");
+		if (type && (strcmp(type, "qemu") == 0 || strcmp(type, "lxc") == 0) &&
+		    ((name && strcmp(name, want) == 0) || (vmid && strcmp(vmid, want) == 0)))
+			return true;
+	}
+	return false;
+}
+
+static bool res_storage(json_object *res, const char *sid, size_t sidlen, const char *content,
+			const char *node)
+{
+	for (size_t i = 0; i < json_object_array_length(res); i++) {
+		json_object *st = json_object_array_get_idx(res, i);
+		const char *type = json_text(st, "type"), *id = json_text(st, "storage"),
+			   *on = json_text(st, "node"), *has = json_text(st, "content");
+		if (!type || strcmp(type, "storage") != 0 || !id || strlen(id) != sidlen ||
+		    strncmp(id, sid, sidlen) != 0 || (node && on && strcmp(on, node) != 0))
+			continue;
+		for (const char *c = has; c && *c; c += strcspn(c, ",") + (c[strcspn(c, ",")] != 0))
+			if (strncmp(c, content, strlen(content)) == 0 &&
+			    (c[strlen(content)] == ',' || !c[strlen(content)]))
+				return true;
+	}
+	return false;
+}
+
+static enum tmpl_here template_here(const struct tmpl *t, json_object *res, const char *node)
+{
+	bool openvz_here = false;
+	for (size_t i = 0; i < json_object_array_length(res) && !openvz_here; i++) {
+		const char *type = json_text(json_object_array_get_idx(res, i), "type");
+		openvz_here = type && strcmp(type, "openvz") == 0;
+	}
+	if (t->kind == TMPL_OPENVZ && !openvz_here)
+		return HERE_PVE3;
+	const char *clone = t->source.clone.value;
+	const char *vol = t->source.ostemplate.value ? t->source.ostemplate.value
+							     : t->source.iso.value;
+	const char *src = clone ? clone : vol;
+	if (!src || strstr(src, "${"))
+		return HERE_UNKNOWN;
+	if (clone)
+		return res_guest(res, clone) ? HERE_READY : t->source.image ? HERE_BUILD : HERE_NO_VM;
+	size_t sidlen = strcspn(vol, ":");
+	return res_storage(res, vol, sidlen, t->source.ostemplate.value ? "vztmpl" : "iso", node)
+		       ? HERE_READY : HERE_NO_STORAGE;
+}
+
+/* The cluster's resources (one request), or NULL with a warning: the list
+ * is shown without marks when the cluster cannot say. */
+static json_object *templates_cluster(struct cli *cli)
+{
+	struct pve_opts o = job_conf_pve_opts(&cli->conf);
+	o.unreachable_once = true;
+	struct pve_error e = {0};
+	json_object *res = NULL;
+	cli->pve = cli->pve ? cli->pve : pve_new(&o, &e);
+	if (!cli->pve || pve_get(cli->pve, "/cluster/resources", NULL, &res, &e) < 0 ||
+	    !json_object_is_type(res, json_type_array)) {
+		log_warn("cannot tell which templates the cluster can provision: %s",
+			 e.message ? e.message : "no resource list");
+		json_object_put(res);
+		res = NULL;
+	}
+	pve_error_clear(&e);
+	return res;
+}
+
 static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 {
 	bool longer = false;
@@ -338,10 +432,20 @@ static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 		sbuf_free(&b);
 	}
 	int bad = 0;
+	json_object *res = n ? templates_cluster(cli) : NULL;
 	json_object *a = json_object_new_array();
+	bool shown[sizeof here_words / sizeof here_words[0]] = {0};
+	enum tmpl_here *here = res ? calloc(n, sizeof *here) : NULL;
+	size_t ready = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct tmpl *t = list[i].tmpl;
 		json_object *o = json_object_new_object();
+		if (t && here) {
+			enum tmpl_here h = here[i] = template_here(t, res, cli->conf.pve.node);
+			shown[h] = true;
+			ready += h == HERE_READY;
+			json_object_object_add(o, "here", json_object_new_string(here_words[h].json));
+		}
 		json_object_object_add(o, "name", json_object_new_string(list[i].name));
 		json_object_object_add(o, "path", json_object_new_string(list[i].path));
 		if (t) {
@@ -364,9 +468,12 @@ static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 	if (cli->json) {
 		out_json_ok("templates", "templates", json_object_get(a));
 	} else {
-		/* SOURCE with --long; in the terminal's width (or 80) */
-		const char *hdr[] = {"TEMPLATE", "KIND", "OS", "DESCRIPTION", "SOURCE"};
-		struct table *t = table_new(longer ? 5 : 4, hdr);
+		/* HERE when the cluster said (what up can use now), SOURCE with
+		 * --long; in the terminal's width (or 80) */
+		const char *hdr[] = {"TEMPLATE", "KIND", "OS", "HERE", "DESCRIPTION", "SOURCE"};
+		const char *hdr_off[] = {"TEMPLATE", "KIND", "OS", "DESCRIPTION", "SOURCE"};
+		size_t cols = (here ? 5 : 4) + longer;
+		struct table *t = table_new(cols, here ? hdr : hdr_off);
 		for (size_t i = 0; t && i < json_object_array_length(a); i++) {
 			json_object *o = json_object_array_get_idx(a, i);
 			char os[128];
@@ -376,18 +483,30 @@ static int cmd_templates(struct cli *cli, const struct cmd_args *args)
 			const char *kind = json_text(o, "kind"), *desc = json_text(o, "description");
 			char *ovz = kind && strcmp(kind, "openvz") == 0
 					    ? strprintf("PVE 2.x/3.x only: %s", desc ? desc : "") : NULL;
+			const char *mark = here && json_text(o, "here") ? here_words[here[i]].mark
+									  : "-";
+			const char *cell_desc = json_text(o, "error") ? json_text(o, "error")
+						: ovz ? ovz : desc;
 			const char *row[] = {json_text(o, "name"), kind ? kind : "invalid",
-					     kind ? os : "-",
-					     json_text(o, "error") ? json_text(o, "error")
-					     : ovz ? ovz : desc,
+					     kind ? os : "-", mark, cell_desc,
 					     json_text(o, "source")};
-			table_add(t, row);
+			const char *row_off[] = {row[0], row[1], row[2], row[4], row[5]};
+			table_add(t, here ? row : row_off);
 			free(ovz);
 		}
 		if (t)
 			table_print_fit(t, stdout, cli_term_columns());
 		table_free(t);
+		if (here) {
+			printf("%zu of %zu can be provisioned on this cluster now (HERE: ready)\n", ready,
+			       n);
+			for (size_t h = 0; h < sizeof here_words / sizeof here_words[0]; h++)
+				if (shown[h] && here_words[h].legend)
+					printf("  %s\n", here_words[h].legend);
+		}
 	}
+	free(here);
+	json_object_put(res);
 	json_object_put(a);
 	tmpl_list_free(list, n);
 	return bad ? 1 : 0;
@@ -414,8 +533,9 @@ static const struct cmd_entry cmd_list_entry = {
 static const struct option templates_opts[] = {{"long", no_argument, NULL, 'l'}, {0}};
 static const struct cmd_entry cmd_templates_entry = {
 	"templates", "[--long]",
-	"the templates pvagent can provision from, in the terminal's width; --long: also their "
-	"source",
+	"the templates pvagent can provision from, in the terminal's width, and which the "
+	"configured cluster has what they need for (HERE: ready, or what is missing; one request); "
+	"--long: also their source",
 	"l", templates_opts, NULL, 0, 0, NULL, cmd_templates,
 	"pvagent templates\npvagent templates --long\npvagent --json templates",
 };

@@ -1,13 +1,16 @@
 /* routes_nodeinfo.c - what a node says about itself beyond its status:
  * GET /nodes/{node}/network (the bridges: vmbr0 and every bridge a guest's
  * NIC names, since a scenario lists no host interfaces; PVE answers every
- * user) and GET /nodes/{node}/time (Sys.Audit on /nodes/{node}; the
- * simulated clock, time zone UTC). */
+ * user) and GET /nodes/{node}/time (Sys.Audit on /nodes/{node}; time
+ * zone UTC). A node's clock is this host's: the time scale and
+ * /_sim/advance move tasks, never the clock a client compares its own
+ * with (pvagent doctor's skew check). */
 #include "cluster.h"
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static bool has_name(json_object *arr, const char *name)
 {
@@ -69,8 +72,8 @@ bool routes_nodeinfo(struct cluster *c, const struct sim_req *req, struct path_p
 	char **s = pp->seg;
 	if (pp->n != 3 || strcmp(s[0], "nodes") != 0 || strcmp(req->method, "GET") != 0)
 		return false;
-	bool net = strcmp(s[2], "network") == 0, time = strcmp(s[2], "time") == 0;
-	if (!net && !time)
+	bool net = strcmp(s[2], "network") == 0, is_time = strcmp(s[2], "time") == 0;
+	if (!net && !is_time)
 		return false;
 	struct sim_node *nd = route_node(c, s[1], r);
 	if (!nd)
@@ -85,8 +88,9 @@ bool routes_nodeinfo(struct cluster *c, const struct sim_req *req, struct path_p
 	if (!ok)
 		return true;
 	json_object *o = json_object_new_object();
-	jadd_int(o, "time", (long long)req->now);
-	jadd_int(o, "localtime", (long long)req->now);
+	long long host = (long long)time(NULL);
+	jadd_int(o, "time", host);
+	jadd_int(o, "localtime", host);
 	jadd_str(o, "timezone", "UTC");
 	resp_data(r, o);
 	return true;

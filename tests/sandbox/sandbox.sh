@@ -14,6 +14,14 @@
 # that start, so `up` reaches them over SSH and writes their files; the
 # legacy guest fbsd9-legacy (VMID 190, 127.0.1.90) is one too. Not as root:
 # no SSH guests (guestd chroots), and `up` needs --no-inject.
+# Its pvagent.conf has a pool, [pool "lan"] (POOL_* below: loopback
+# addresses no sandbox guest uses), for `up --pool lan` and the image
+# templates, and an image catalogue mirror, [image] mirror: busybox httpd
+# on a free 127.0.0.1 port serves, for each uncompressed VM image of
+# templates/images, a small qcow2 file and its checksum file (what its
+# publisher's checksums names, in `sha512sum` form) under NAME/, so
+# `pvagent image build debian-13` works offline (the demo cluster's
+# `local` has import content, as a fresh PVE 9 has).
 # Everything lives in $SANDBOX_DIR (default build/sandbox), its log beside
 # it; binaries from $PVESIM_BIN, $PVAGENT_BIN, $GUESTD_BIN (default: the
 # release builds).
@@ -21,10 +29,78 @@ set -eu
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DIR=${SANDBOX_DIR:-$REPO/build/sandbox}
 SPARES=${SPARES:-3}
+POOL_CIDR=127.0.3.0/24 POOL_GATEWAY=127.0.3.1 POOL_RANGE=127.0.3.10-127.0.3.99
 
 die() {
 	echo "sandbox: $*" >&2
 	exit 1
+}
+
+# mirror_fill DIR: under DIR/NAME/, for each catalogue VM image published
+# uncompressed, a 512-byte qcow2 file of a 2 GiB disk (the header PVE's
+# import reads, the image's name in it so each file differs) named as its
+# url's last element, and its checksum file named as its checksums' last
+# element, with the line `ALGOsum` prints.
+mirror_fill() {
+	local dir=$1 f name url sums algo comp file
+	for f in "$REPO"/templates/images/*.image; do
+		name=$(basename "$f" .image)
+		url=$(sed -n 's/^url *= *//p' "$f")
+		sums=$(sed -n 's/^checksums *= *//p' "$f")
+		algo=$(sed -n 's/^checksum_algorithm *= *//p' "$f")
+		comp=$(sed -n 's/^compression *= *//p' "$f")
+		[ -n "$url" ] && [ -n "$sums" ] && [ "${comp:-none}" = none ] || continue
+		file=${url##*/}
+		mkdir -p "$dir/$name"
+		{
+			printf 'QFI\xfb\x00\x00\x00\x03'
+			head -c 16 /dev/zero
+			printf '\x00\x00\x00\x00\x80\x00\x00\x00'
+			head -c 68 /dev/zero
+			printf '%s' "$name"
+			head -c $((412 - ${#name})) /dev/zero
+		} >"$dir/$name/$file"
+		(cd "$dir/$name" && "${algo}sum" "$file" >"${sums##*/}")
+	done
+}
+
+# mirror_serves PORT WORD: does 127.0.0.1:PORT answer GET /sandbox-mirror.id
+# with WORD (our httpd, not another program that holds the port)?
+mirror_serves() {
+	local line got=
+	exec 5<>"/dev/tcp/127.0.0.1/$1" || return 1
+	printf 'GET /sandbox-mirror.id HTTP/1.0\r\n\r\n' >&5
+	while IFS= read -r -t 5 line <&5; do
+		[ "${line%$'\r'}" = "$2" ] && got=yes
+	done
+	exec 5<&-
+	[ -n "$got" ]
+}
+
+# mirror_start DIR: busybox httpd serving DIR on a free 127.0.0.1 port
+# (MIRROR_PORT, MIRROR_PID): a port taken by another program makes httpd
+# exit (or answer nothing of ours), and the next one is tried.
+MIRROR_PID=
+mirror_start() {
+	local dir=$1 try port i word=$RANDOM$RANDOM$RANDOM
+	echo "$word" >"$dir/sandbox-mirror.id"
+	for try in 1 2 3 4 5 6 7 8; do
+		port=$((20000 + RANDOM % 40000))
+		busybox httpd -f -p "127.0.0.1:$port" -h "$dir" 2>>"$DIR/httpd.err" &
+		MIRROR_PID=$!
+		for i in $(seq 50); do
+			kill -0 "$MIRROR_PID" 2>/dev/null || break
+			if mirror_serves "$port" "$word" 2>/dev/null; then
+				MIRROR_PORT=$port
+				return 0
+			fi
+			read -r -t 0.1 <> <(:) || true
+		done
+		kill "$MIRROR_PID" 2>/dev/null || true
+		wait "$MIRROR_PID" 2>/dev/null || true
+	done
+	MIRROR_PID=
+	die "the image mirror (busybox httpd) did not start: $(cat "$DIR/httpd.err")"
 }
 
 # The supervisor: starts everything (lib/sim.sh, whose exit trap stops it
@@ -47,16 +123,38 @@ serve() {
 		sim_args+=(--guest-root "190=$GUEST_ROOT")
 		spare_guests_start "$SPARES" freebsd-14 ubuntu-24.04 freebsd-9.0
 	fi
+	mkdir -p "$DIR/mirror"
+	mirror_fill "$DIR/mirror"
+	mirror_start "$DIR/mirror"
+	trap 'kill "$MIRROR_PID" 2>/dev/null || true; sim_cleanup' EXIT
 	sim_start tests/pvesim/scenarios/demo.json --time-scale 50 "${sim_args[@]}" \
 		"${SIM_SPARE_ARGS[@]}"
 	sed -i "s|^state = .*|&\nsocket = $DIR/pvagentd.sock|" "$PVAGENT_CONF"
+	cat >>"$PVAGENT_CONF" <<-EOF
+
+		# the sandbox's image catalogue mirror (busybox httpd on loopback)
+		[image]
+		mirror = http://127.0.0.1:$MIRROR_PORT
+
+		# addresses for up --pool lan and the image templates ([guest] pool = lan)
+		[pool "lan"]
+		cidr = $POOL_CIDR
+		gateway = $POOL_GATEWAY
+		range = $POOL_RANGE
+	EOF
+	local legacy
+	legacy=$(jq -r '.guests[] | select(.address) |
+		"  \(.config.name)  \(.address)  (\(.fixture), VMID \(.vmid))"' \
+		tests/pvesim/scenarios/demo.json)
 	{
 		echo "export PVAGENT_CONF=$PVAGENT_CONF"
 		echo
 		echo "A simulated PVE cluster (pve1, pve2; its time runs 50x) is up."
 		if [ -n "$GUEST_PORT" ]; then
 			echo "VMs you create from freebsd-14, ubuntu-24.04 or freebsd-9.0 answer SSH"
-			echo "(the first $SPARES of each), and fbsd9-legacy (VMID 190) is an old IDE/e1000 guest."
+			echo "(the first $SPARES of each). Legacy guests (IDE/e1000), SSH as root with"
+			echo "pvagent's key on port $GUEST_PORT:"
+			echo "$legacy"
 			echo "Try:"
 			echo "  ./pvagent up web1 -t freebsd-14        # clone, start, write its files over SSH"
 			echo "  ./pvagent virtio fbsd9-legacy --address 127.0.1.90 --bench  # IDE -> virtio"
@@ -65,6 +163,11 @@ serve() {
 			echo "Try:"
 			echo "  ./pvagent up web1 -t freebsd-14 --no-inject"
 		fi
+		echo "  ./pvagent templates                    # HERE: what this cluster can provision"
+		echo "  ./pvagent image build debian-13        # offline, from the sandbox's mirror"
+		echo "  ./pvagent up deb1 -t debian-13 --no-inject  # an address of [pool \"lan\"]"
+		echo "  ./pvagent up app1 -t ubuntu-24.04 --pool lan --no-inject"
+		echo "  ./pvagent doctor"
 		echo "  ./pvagent drain pve1 --dry-run"
 		echo "The daemon: ./pvagentd -f (its socket is in $DIR). Stop it all: make sandbox-stop"
 	} >"$DIR/banner"
@@ -72,7 +175,7 @@ serve() {
 	[ ! -p "$DIR.ready" ] || { exec 6<>"$DIR.ready" && echo ready >&6; }
 	# a signal ends the wait (the trap exits, sim.sh stops everything); a
 	# process that ends on its own ends the sandbox
-	wait -n "$SIM_PID" "${GUESTD_PIDS[@]}" || true
+	wait -n "$SIM_PID" "$MIRROR_PID" "${GUESTD_PIDS[@]}" || true
 	die "a sandbox process ended on its own"
 }
 

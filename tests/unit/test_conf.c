@@ -432,6 +432,31 @@ Test(validate, url, .init = setup, .fini = teardown)
 		   "pvagent.conf:2: [pve] url: 'https://pve1/api2/json' is not a valid URL: expected https://HOST[:PORT] with no path");
 }
 
+/* [image] mirror: http(s) with a host, kept without its trailing '/' */
+Test(validate, image_mirror, .init = setup, .fini = teardown)
+{
+	const char *want = "is not a mirror URL: expected http(s)://HOST[:PORT][/PATH], without "
+			   "query or fragment";
+	const char *bad[] = {"ftp://m/x", "http://", "https:///x", "http://m/x?y=1", "http://m/a b"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *text = NULL, *w = NULL;
+		cr_assert_gt(asprintf(&text, PVE_OK "[image]\nmirror = %s\n", bad[i]), 0);
+		cr_assert_gt(asprintf(&w, "pvagent.conf:6: [image] mirror: '%s' %s", bad[i], want), 0);
+		expect_err(text, w);
+		free(text);
+		free(w);
+	}
+	free(put("secret", "0f1e2d3c-aaaa-bbbb-cccc-000011112222\n", 0600));
+	char *p = put("pvagent.conf", PVE_OK "[image]\nmirror = http://127.0.0.1:8080/images//\n",
+		      0644);
+	struct conf c;
+	char *err = NULL;
+	cr_assert_eq(conf_load(p, &c, &err), 0, "%s", err);
+	cr_expect_str_eq(c.image.mirror, "http://127.0.0.1:8080/images");
+	conf_free(&c);
+	free(p);
+}
+
 Test(validate, fingerprint_and_trust, .init = setup, .fini = teardown)
 {
 	expect_err(PVE_OK "fingerprint = AB:CD\n",
@@ -601,7 +626,7 @@ Test(example, loads_and_documents_every_key, .init = setup, .fini = teardown)
 		"host_key_policy", "port", "templates", "state", "socket", "workers", "node_jobs",
 		"socket_group", "metrics_file", "max_clients", "keep_jobs", "keep_jobs_max",
 		"max_workers", "bwlimit", "with_local_disks", "target_storage", "memory_reserve",
-		"per_target", "probe_port", "schedule", "action", "duration", "to",
+		"per_target", "probe_port", "mirror", "schedule", "action", "duration", "to",
 	};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		char *a = NULL, *b = NULL;

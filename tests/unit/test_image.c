@@ -12,7 +12,10 @@
  * removes it; `up` from a built image's template gets a pool address; `up` of a
  * template whose image is not built says so and exits 2 before any
  * change; a build killed (SIGKILL) once each task of it was sent and
- * recorded, then run again, finishes with one download and one create. */
+ * recorded, then run again, finishes with one download and one create.
+ * With [image] mirror, a build needs neither --url nor --checksum (image
+ * and checksum file from the mirror), and `templates` (one request) marks
+ * the image's template to build first, then ready. */
 #include "clirun.h"
 #include "httpserve.h"
 #include "image.h"
@@ -69,6 +72,29 @@ Test(image_catalogue, every_shipped_image_loads)
 	}
 	cr_assert_eq(vm, N_SHIPPED);
 	image_list_free(l, n);
+}
+
+/* [image] mirror: a VM image's file and checksum file from MIRROR/NAME/;
+ * no mirror, or a container image: as published */
+Test(image_catalogue, a_mirror_replaces_the_sites)
+{
+	const char *dirs[] = {"templates", NULL};
+	struct image *im = NULL;
+	char *err = NULL;
+	cr_assert_eq(image_load(dirs, "debian-13", &im, &err), 0, "%s", err);
+	char *url = strdup(im->url);
+	cr_assert_eq(image_use_mirror(im, NULL), 0);
+	cr_assert_str_eq(im->url, url);
+	cr_assert_eq(image_use_mirror(im, "http://127.0.0.1:8080/m"), 0);
+	cr_assert_str_eq(im->url, "http://127.0.0.1:8080/m/debian-13/debian-13-genericcloud-amd64.qcow2");
+	cr_assert_str_eq(im->checksums, "http://127.0.0.1:8080/m/debian-13/SHA512SUMS");
+	free(url);
+	image_free(im);
+	cr_assert_eq(image_load(dirs, "debian-13-ct", &im, &err), 0, "%s", err);
+	cr_assert_eq(image_use_mirror(im, "http://127.0.0.1:8080/m"), 0);
+	cr_assert_null(im->url);
+	cr_assert_str_eq(im->appliance, "debian-13-standard");
+	image_free(im);
 }
 
 static char *tmpdir;
@@ -155,8 +181,9 @@ static void cli_fini(void)
 TestSuite(image_cli, .fini = cli_fini, .timeout = 240);
 
 /* The world: the simulator (images scenario), the file server, the shipped
- * templates and images in the templates directory, an SSH key, a pool. */
-static void world_start(struct simcli *w)
+ * templates and images in the templates directory, an SSH key, a pool;
+ * with mirror, [image] mirror = the file server's /mirror/. */
+static void world_start_with(struct simcli *w, bool mirror)
 {
 	cr_assert_eq(httpserve_start(&hs), 0);
 	char t[] = "/tmp/pvagent-test-imagekey.XXXXXX";
@@ -167,12 +194,19 @@ static void world_start(struct simcli *w)
 	free(cmd);
 	char *extra = strprintf("[ssh]\nidentity = %s/id_ed25519\n"
 				"[pool \"lan\"]\ncidr = 10.9.0.0/24\ngateway = 10.9.0.1\n"
-				"range = 10.9.0.10-10.9.0.20\n", keydir);
+				"range = 10.9.0.10-10.9.0.20\n%s%s%s", keydir,
+				mirror ? "[image]\nmirror = " : "", mirror ? hs.base : "",
+				mirror ? "/mirror/\n" : "");
 	simcli_start(w, &sim, "tests/pvesim/scenarios/images.json", extra);
 	free(extra);
 	cmd = strprintf("cp -r templates/. '%s' && chmod -R go-w '%s'", w->tdir, w->tdir);
 	cr_assert_eq(system(cmd), 0);
 	free(cmd);
+}
+
+static void world_start(struct simcli *w)
+{
+	world_start_with(w, false);
 }
 
 static void world_free(struct simcli *w)
@@ -300,6 +334,92 @@ Test(image_cli, build_every_catalogue_entry)
 			       "--no-start", NULL), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "\"address\":\"10.9.0.10\""), "%s", out);
 	free(out);
+	world_free(&w);
+}
+
+/* `templates`' HERE of template name (--json), malloc'd; the request
+ * count of each call is one GET of the cluster's resources */
+static char *here_of(struct simcli *w, const char *name)
+{
+	int gets = simproc_count(&sim, "GET", "", -1), res = simproc_count(&sim, "GET",
+									    "/cluster/resources", -1);
+	char *out = NULL;
+	cr_assert_eq(simcli_pv(w, &out, "--json", "templates", NULL), 0, "%s", out);
+	cr_assert_eq(simproc_count(&sim, "GET", "", -1), gets + 1, "one request");
+	cr_assert_eq(simproc_count(&sim, "GET", "/cluster/resources", -1), res + 1);
+	json_object *o = json_tokener_parse(out), *a = NULL;
+	cr_assert(o && json_object_object_get_ex(o, "templates", &a), "%s", out);
+	char *here = NULL;
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *t = json_object_array_get_idx(a, i);
+		if (named(t, name))
+			here = strdup(json_object_get_string(json_object_object_get(t, "here")));
+	}
+	json_object_put(o);
+	free(out);
+	cr_assert_not_null(here, "%s not listed", name);
+	return here;
+}
+
+/* [image] mirror: `image build debian-13` with neither --url nor
+ * --checksum fetches the published checksum file from the mirror, and PVE
+ * downloads the image from there (the simulator reaches loopback only, so
+ * the catalogue's own site would fail) */
+Test(image_cli, build_from_a_mirror)
+{
+	struct simcli w = {0};
+	world_start_with(&w, true);
+	char *top = strprintf("%s/mirror", hs.dir), *sub = strprintf("%s/debian-13", top);
+	cr_assert(mkdir(top, 0755) == 0 && mkdir(sub, 0755) == 0);
+	free(top);
+	const char *file = "debian-13-genericcloud-amd64.qcow2";
+	char *rel = strprintf("mirror/debian-13/%s", file), *path = strprintf("%s/%s", hs.dir, rel);
+	free(serve_qcow2(rel, 3ULL << 30));
+	char *img = NULL;
+	size_t len = 0;
+	cr_assert_eq(read_file(path, &img, &len), 0);
+	char *hex = httpserve_put_sum(&hs, rel, img, len, 512);
+	cr_assert_not_null(hex);
+	char *sums = strprintf("%s  %s\n", hex, file);
+	cr_assert_eq(httpserve_put(&hs, "mirror/debian-13/SHA512SUMS", sums, strlen(sums)), 0);
+	/* templates marks what the cluster has for each: the image template
+	 * needs its build; a template VM and a container template there; OpenVZ
+	 * not on PVE 8 */
+	const char *want[][2] = {{"debian-13", "image-build"}, {"freebsd-14", "ready"},
+				 {"ubuntu-24.04-ct", "ready"}, {"debian-7-openvz", "pve-2-3-only"}};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		char *h = here_of(&w, want[i][0]);
+		cr_expect_str_eq(h, want[i][1], "%s", want[i][0]);
+		free(h);
+	}
+	char *out = NULL;
+	cr_assert_eq(setenv("COLUMNS", "80", 1), 0);
+	cr_assert_eq(simcli_pv(&w, &out, "templates", NULL), 0, "%s", out);
+	cr_assert_eq(unsetenv("COLUMNS"), 0);
+	cr_expect(strstr(out, "HERE") && strstr(out, "\ndebian-13 ") &&
+		  strstr(out, "can be provisioned on this cluster now") &&
+		  strstr(out, "'pvagent image build IMAGE'"), "%s", out);
+	for (const char *l = out; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
+		cr_expect_leq(strcspn(l, "\n"), 80, "wider than 80:\n%s", out);
+	free(out);
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "build", "debian-13", NULL), 0, "%s",
+		     out);
+	free(out);
+	char *h = here_of(&w, "debian-13");
+	cr_expect_str_eq(h, "ready");
+	free(h);
+	json_object *c = config_of("debian-13-image");
+	cr_assert_not_null(c);
+	cr_assert_not_null(strstr(cfg(c, "scsi0"), "size=16G"), "%s", cfg(c, "scsi0"));
+	cr_assert_not_null(strstr(cfg(c, "description"), hex), "%s", cfg(c, "description"));
+	json_object_put(c);
+	cr_assert_eq(import_volumes(), 0);
+	free(sums);
+	free(hex);
+	free(img);
+	free(path);
+	free(rel);
+	free(sub);
 	world_free(&w);
 }
 
