@@ -214,15 +214,15 @@ static int need_paths(const struct doctor *d, const char *path, char ***v, size_
 }
 
 /* The token holds nothing on path: the ACL lines, not the role, are what
- * is missing. */
-static void no_acl(struct doctor *d, const char *path)
+ * is missing: on / when it holds nothing wherever doctor looked
+ * (anywhere), else on that path. */
+static void no_acl(struct doctor *d, const char *path, bool anywhere)
 {
-	const char *id = pve_identity(d->cli->pve);
+	const char *id = pve_identity(d->cli->pve), *on = anywhere ? "/" : path;
 	size_t ul = strcspn(id, "!");
-	check(d, V_FIX, "privileges", "%s holds nothing on %s (nor, likely, elsewhere): "
-	      "pveum acl modify / --users %.*s "
-	      "--roles " PVEPRIVS_ROLE "; pveum acl modify / --tokens '%s' --roles " PVEPRIVS_ROLE,
-	      id, path, (int)ul, id, id);
+	check(d, V_FIX, "privileges", "%s holds nothing on %s%s: pveum acl modify %s --users %.*s "
+	      "--roles " PVEPRIVS_ROLE "; pveum acl modify %s --tokens '%s' --roles " PVEPRIVS_ROLE,
+	      id, path, anywhere ? " (nor, likely, elsewhere)" : "", on, (int)ul, id, on, id);
 }
 
 /* What the token holds on path, asked of PVE once per path: the object
@@ -278,49 +278,63 @@ static json_object *perms_on(struct doctor *d, struct perm_cache *pc, const char
 static void check_privileges(struct doctor *d)
 {
 	struct perm_cache pc = {0};
-	bool all = true;
-	for (size_t i = 0; pveprivs_need(i); i++) {
-		const struct pvepriv_need *n = pveprivs_need(i);
-		const char *priv = pveprivs_need_priv(n, d->major);
-		char **paths = NULL;
-		size_t np = 0;
-		if (need_paths(d, n->path, &paths, &np) < 0) {
-			struct pve_error e = {0};
-			pve_error_set(&e, PVE_ERR_INTERNAL, "out of memory");
-			request_failed(d, "privileges", NULL, NULL, &e);
-			all = false;
-			strv_free(paths, np);
-			break;
-		}
-		for (size_t k = 0; k < np; k++) {
-			bool failed;
-			json_object *at = perms_on(d, &pc, paths[k], &failed);
-			if (failed) {
+	bool all = true, held = false; /* held: something on some path asked */
+	char **told = NULL;             /* the paths "holds nothing" was said of */
+	size_t ntold = 0;
+	/* pass 0 asks PVE about every path; pass 1 says what is missing */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; pveprivs_need(i); i++) {
+			const struct pvepriv_need *n = pveprivs_need(i);
+			const char *priv = pveprivs_need_priv(n, d->major);
+			char **paths = NULL;
+			size_t np = 0;
+			if (need_paths(d, n->path, &paths, &np) < 0) {
+				struct pve_error e = {0};
+				pve_error_set(&e, PVE_ERR_INTERNAL, "out of memory");
+				request_failed(d, "privileges", NULL, NULL, &e);
 				all = false;
-				continue;
+				strv_free(paths, np);
+				pass = 2;
+				break;
 			}
-			if (json_object_object_get_ex(at, priv, NULL))
-				continue;
-			bool none = json_object_object_length(at) == 0;
-			bool note = n->migrate && !d->migrate;
-			all = all && note;
-			if (none && !note && !d->told_acl) {
-				no_acl(d, paths[k]);
-				d->told_acl = true;
+			for (size_t k = 0; k < np; k++) {
+				bool failed;
+				json_object *at = perms_on(d, &pc, paths[k], &failed);
+				bool none = failed || json_object_object_length(at) == 0;
+				held = held || !none;
+				if (pass == 0)
+					continue;
+				if (failed) {
+					all = false;
+					continue;
+				}
+				if (json_object_object_get_ex(at, priv, NULL))
+					continue;
+				bool note = n->migrate && !d->migrate;
+				all = all && note;
+				bool said = d->told_acl;
+				for (size_t t = 0; t < ntold && !said; t++)
+					said = strcmp(told[t], paths[k]) == 0;
+				if (none && !note && !said) {
+					no_acl(d, paths[k], !held);
+					d->told_acl = !held;
+					strv_add(&told, &ntold, strdup(paths[k]));
+				}
+				if (none)
+					continue;
+				char *line = pveprivs_grant_line(priv);
+				check(d, note ? V_NOTE : V_FIX, "privilege",
+				      "%s on %s missing (%s): %s", priv, paths[k], n->commands,
+				      line ? line : "grant it");
+				free(line);
 			}
-			if (none)
-				continue;
-			char *line = pveprivs_grant_line(priv);
-			check(d, note ? V_NOTE : V_FIX, "privilege",
-			      "%s on %s missing (%s): %s", priv, paths[k], n->commands,
-			      line ? line : "grant it");
-			free(line);
+			strv_free(paths, np);
 		}
-		strv_free(paths, np);
 	}
 	for (size_t i = 0; i < pc.n; i++)
 		json_object_put(pc.perms[i]);
 	strv_free(pc.paths, pc.n);
+	strv_free(told, ntold);
 	free(pc.perms);
 	if (all)
 		check(d, V_OK, "privileges", "every privilege pvagent's commands need (PVE %d%s)",

@@ -270,3 +270,27 @@ Test(doctor, a_check_it_may_not_make_names_the_privilege)
 	free(out);
 	world_stop(&w);
 }
+
+/* The role on the paths pvagent(1) names instead of /, none on local (the
+ * import storage): doctor asks each storage the commands use, names what
+ * /storage/local lacks and that local is hidden from the token, and
+ * image build is refused there. */
+Test(doctor, privileges_are_asked_on_each_storage_used)
+{
+	static struct world w;
+	world_start(&w, "tests/pvesim/scenarios/doctor-narrow.json", 1);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "doctor", NULL), 1, "%s", out);
+	cr_assert(strstr(out, "pvagent@pve!narrow holds nothing on /storage/local: pveum acl "
+			      "modify /storage/local --users pvagent@pve --roles PVAgent; pveum acl "
+			      "modify /storage/local --tokens 'pvagent@pve!narrow' --roles PVAgent"),
+		  "%s", out);
+	cr_assert_null(strstr(out, "on /storage/local-lvm"), "%s", out);
+	cr_assert_null(strstr(out, "nor, likely, elsewhere"), "%s", out);
+	cr_assert(strstr(out, " local (import; image build --import-storage) is not on "
+			      "pve1, or pvagent@pve!narrow may not see it"), "%s", out);
+	cr_assert_null(strstr(out, "every privilege"), "%s", out);
+	free(out);
+	build_fails(&w, "Permission check failed (/storage/local, ");
+	world_stop(&w);
+}
