@@ -457,8 +457,14 @@ static void check_uses(struct doctor *d)
 		json_int(s, "enabled", &on);
 		json_int(s, "active", &active);
 		if (!on) {
+			/* (a BTRFS install disables local: local-btrfs takes its place) */
+			struct sbuf alt = {0};
+			storages_with(d, want, &alt);
 			check(d, V_FIX, "storage", "%s (%s) is disabled on %s: pvesm set %s "
-			      "--disable 0", u->storage, who, d->node, u->storage);
+			      "--disable 0%s%s", u->storage, who, d->node, u->storage,
+			      alt.len ? ", or name one with its content instead: " : "",
+			      alt.len ? sbuf_str(&alt) : "");
+			sbuf_free(&alt);
 			continue;
 		}
 		if (!active) {
