@@ -39,12 +39,14 @@ enum verdict { V_OK, V_NOTE, V_UNKNOWN, V_FIX };
 #define IMAGE_DISK_STORAGE "local-lvm"
 #define IMAGE_IMPORT_STORAGE "local"
 
-/* A storage a command or template uses, with the content types that use
- * needs and who uses it ("image build --storage", "template debian-13"). */
+/* A storage the commands and templates use: the content types they need
+ * ("images,import") and, for each use, its content and who ("image build
+ * --storage", "template debian-13"). */
 struct use {
 	char *storage;
-	struct sbuf content; /* "images,import" */
-	struct sbuf who;     /* "image build --storage, template debian-13" */
+	struct sbuf content;
+	char **use_content, **use_who; /* pairs */
+	size_t n;
 };
 
 struct doctor {
@@ -198,7 +200,10 @@ static int need_paths(const struct doctor *d, const char *path, char ***v, size_
 		bool import = strncmp(path, "/storage/IMPORT", 15) == 0;
 		for (size_t i = 0; i < d->n_uses; i++) {
 			const struct use *u = &d->uses[i];
-			if (import && !strstr(sbuf_str(&u->who), "--import-storage"))
+			bool imports = false;
+			for (size_t k = 0; k < u->n; k++)
+				imports = imports || strstr(u->use_who[k], "--import-storage");
+			if (import && !imports)
 				continue;
 			if (strv_add(v, n, strprintf("/storage/%s", u->storage)) < 0)
 				return -1;
@@ -363,7 +368,24 @@ static void use_storage(struct doctor *d, const char *storage, const char *conte
 	}
 	if (!in_csv(sbuf_str(&u->content), content))
 		sbuf_addf(&u->content, "%s%s", u->content.len ? "," : "", content);
-	sbuf_addf(&u->who, "%s%s", u->who.len ? ", " : "", who);
+	size_t n = u->n;
+	if (strv_add(&u->use_who, &n, strdup(who)) == 0 &&
+	    strv_add(&u->use_content, &u->n, strdup(content)) < 0)
+		free(u->use_who[--n]); /* out of memory: one use fewer */
+}
+
+/* Who of u uses one of the contents (comma-separated; NULL: any), each
+ * once, ", "-separated into b. */
+static void users_of(const struct use *u, const char *contents, struct sbuf *b)
+{
+	for (size_t i = 0; i < u->n; i++) {
+		bool seen = false;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = strcmp(u->use_who[k], u->use_who[i]) == 0 &&
+			       (!contents || in_csv(contents, u->use_content[k]));
+		if (!seen && (!contents || in_csv(contents, u->use_content[i])))
+			sbuf_addf(b, "%s%s", b->len ? ", " : "", u->use_who[i]);
+	}
 }
 
 /* The storage of a volume ID ("local:vztmpl/x.tar.zst" -> "local"), used
@@ -436,7 +458,9 @@ static void check_uses(struct doctor *d)
 {
 	for (size_t i = 0; i < d->n_uses; i++) {
 		const struct use *u = &d->uses[i];
-		const char *want = sbuf_str(&u->content), *who = sbuf_str(&u->who);
+		struct sbuf all = {0};
+		users_of(u, NULL, &all);
+		const char *want = sbuf_str(&u->content), *who = sbuf_str(&all);
 		json_object *s = node_storage(d, u->storage);
 		if (!s) {
 			struct sbuf alt = {0};
@@ -451,6 +475,7 @@ static void check_uses(struct doctor *d)
 			      alt.len ? sbuf_str(&alt) : (first ? first : want));
 			free(first);
 			sbuf_free(&alt);
+			sbuf_free(&all);
 			continue;
 		}
 		long long on = 1, active = 1;
@@ -465,11 +490,13 @@ static void check_uses(struct doctor *d)
 			      alt.len ? ", or name one with its content instead: " : "",
 			      alt.len ? sbuf_str(&alt) : "");
 			sbuf_free(&alt);
+			sbuf_free(&all);
 			continue;
 		}
 		if (!active) {
 			check(d, V_FIX, "storage", "%s (%s) is not active on %s: see pvesm status",
 			      u->storage, who, d->node);
+			sbuf_free(&all);
 			continue;
 		}
 		const char *has = json_str(s, "content");
@@ -482,13 +509,17 @@ static void check_uses(struct doctor *d)
 			free(c);
 			p += len + (p[len] == ',');
 		}
+		struct sbuf needy = {0};
+		users_of(u, sbuf_str(&miss), &needy);
 		if (miss.len)
 			check(d, V_FIX, "storage", "%s has no '%s' content (%s): pvesm set %s "
-			      "--content %s%s%s", u->storage, sbuf_str(&miss), who, u->storage,
-			      has ? has : "", has && *has ? "," : "", sbuf_str(&miss));
+			      "--content %s%s%s", u->storage, sbuf_str(&miss), sbuf_str(&needy),
+			      u->storage, has ? has : "", has && *has ? "," : "", sbuf_str(&miss));
 		else
 			check(d, V_OK, "storage", "%s (%s): %s", u->storage, want, who);
+		sbuf_free(&needy);
 		sbuf_free(&miss);
+		sbuf_free(&all);
 	}
 }
 
@@ -880,7 +911,8 @@ static int cmd_doctor(struct cli *cli, const struct cmd_args *a)
 	for (size_t i = 0; i < d.n_uses; i++) {
 		free(d.uses[i].storage);
 		sbuf_free(&d.uses[i].content);
-		sbuf_free(&d.uses[i].who);
+		strv_free(d.uses[i].use_content, d.uses[i].n);
+		strv_free(d.uses[i].use_who, d.uses[i].n);
 	}
 	free(d.uses);
 	tmpl_list_free(d.tmpls, d.n_tmpls);
