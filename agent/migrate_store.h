@@ -48,10 +48,11 @@ int migstore_drain_unfinished(struct store *s, const char *node, struct migstore
 void migstore_moved_free(struct migstore_moved *v, size_t n);
 
 /* The tasks a drain of node started for migrations whose jobs did not end
- * (killed, interrupted, superseded by a rerun) while the step that started
- * them had not finished: a rerun waits for them before it plans, or it
- * plans a guest its earlier run is moving. *upids (malloc'd, each too) and
- * *n. 0 or -1. */
+ * done (killed, interrupted, cancelled, superseded by a rerun) while the
+ * step that started them had not finished (a cancel that followed its
+ * task to the end closed that step): a rerun waits for them before it
+ * plans, and a resumed drain before it moves, or it plans a guest its
+ * earlier run is moving. *upids (malloc'd, each too) and *n. 0 or -1. */
 int migstore_drain_tasks(struct store *s, const char *node, char ***upids, size_t *n,
 			 char **err);
 

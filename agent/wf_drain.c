@@ -500,9 +500,11 @@ static long earlier_moves(struct job *j, json_object *moves)
 }
 
 /* Wait until the migration tasks an earlier run of this drain started and
- * never saw end (killed, or superseded by this rerun) have ended: planned
- * before, a guest such a task is moving reads as still here, and its move
- * would be planned twice. 0, or -1 with the job's error. */
+ * never saw end (killed, cancelled, or superseded by this rerun) have
+ * ended: planned before, a guest such a task is moving reads as still
+ * here, and its move would be planned twice; moved before, a cancelled
+ * migration's new job would start from a listing that still shows the
+ * guest on its source. 0, or -1 with the job's error. */
 static int wait_earlier_tasks(struct job *j)
 {
 	struct drain_ctx *d = job_ctx(j);
@@ -871,6 +873,11 @@ static bool to_run(json_object *m)
 static enum step_rc move_step(struct job *j, bool undrain)
 {
 	struct drain_ctx *d = job_ctx(j);
+	/* a resumed drain (its plan done before): the tasks of its earlier
+	 * run, a cancelled migration's too, end before any guest is looked at
+	 * again (the migration of a cancelled job starts afresh) */
+	if (!undrain && job_resumed(j) && wait_earlier_tasks(j) < 0)
+		return STEP_RC_FAIL;
 	json_object *moves = NULL;
 	json_object_object_get_ex(job_vars(j), "moves", &moves);
 	size_t n = moves ? json_object_array_length(moves) : 0;

@@ -96,6 +96,8 @@ static const struct opt_doc docs[] = {
 	{"image", "vmid", "ID", "the template VM's VMID (default: the next free one)"},
 	{"image", "rebuild", NULL, "replace the template, once the new one is complete"},
 	{"job", "follow", NULL, "follow a running job's events until it ends"},
+	{"cancel", "stop-task", NULL,
+	 "stop the PVE task its step started (the tasks API); say what that left"},
 };
 
 static const struct opt_doc *find_doc(const char *cmd, const char *opt)

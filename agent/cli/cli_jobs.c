@@ -1,10 +1,14 @@
 /* cli_jobs.c - the job commands of the command-line tool: jobs (recent
  * jobs), job ID (its steps and events), resume ID (continue an
- * interrupted job in this process), cancel ID (end an unfinished one),
+ * interrupted job in this process), cancel ID (end an unfinished one; a
+ * PVE task its step had started is followed to its end, or stopped with
+ * --stop-task, and where the guest is then is said),
  * and pvagentd's hidden `submitted WF SUBJECT` (store a submitted job,
  * then run it as resume does). */
 #include "cli.h"
 #include "clock.h"
+#include "guest.h"
+#include "task.h"
 
 #include "json.h"
 #include "log.h"
@@ -571,9 +575,265 @@ static int cmd_submitted(struct cli *cli, const struct cmd_args *a)
 	return resume_job(cli, id);
 }
 
+/* ---- cancel ---------------------------------------------------------------------- */
+
+/* Why a job cancel found without a process: its stored state named. */
+static const char *not_running_why(enum job_state s)
+{
+	switch (s) {
+	case JOB_QUEUED: return "it was queued and never started";
+	case JOB_INTERRUPTED: return "it was interrupted";
+	case JOB_NEEDS_ATTENTION: return "it stopped and needs attention";
+	case JOB_RUNNING: return "stored running, its process ended without closing it";
+	default: return job_state_name(s);
+	}
+}
+
+/* The step whose PVE task was running when the job's process stopped:
+ * running, with its UPID recorded (the last such), or NULL. */
+static struct store_step *running_task(struct store_step *steps, size_t n)
+{
+	struct store_step *found = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (steps[i].state == STEP_RUNNING && steps[i].upid)
+			found = &steps[i];
+	return found;
+}
+
+/* What became of a cancelled job's running task, and of its guest. */
+struct task_end {
+	bool was_running;  /* it still ran when cancel looked */
+	bool stopped;      /* --stop-task: DELETE sent */
+	bool ended;        /* seen to end */
+	bool ok;           /* ... with OK or WARNINGS */
+	char *exitstatus;  /* PVE's, or why it could not be followed */
+	int vmid;          /* the guest's, 0 unknown */
+	struct guest_ref where; /* where it is now (node 0: not found) */
+};
+
+static void task_end_free(struct task_end *t)
+{
+	free(t->exitstatus);
+	guest_ref_clear(&t->where);
+}
+
+/* Follow step st's task (its UPID) of job sj to its end, after stopping
+ * it (DELETE /nodes/NODE/tasks/UPID, the tasks API) when stop; then find
+ * the guest. 0, or an exit code with the error said. */
+static int follow_task(struct cli *cli, const struct store_job *sj, const struct store_step *st,
+		       bool stop, struct task_end *te)
+{
+	struct task_upid u = {0};
+	if (task_upid_parse(st->upid, &u) < 0)
+		return cli_error("job", "cancel", "job %lld: step %s's UPID '%s' is not one", sj->id,
+				 st->name, st->upid);
+	int rc = cli_connect_pve(cli);
+	char *node = rc ? NULL : pve_path_escape(u.node), *up = rc ? NULL : pve_path_escape(st->upid);
+	struct pve_error e = {0};
+	json_object *status = NULL;
+	if (!rc && (!node || !up ||
+		    pve_getf(cli->pve, &status, NULL, &e, "/nodes/%s/tasks/%s/status", node,
+			     up) < 0))
+		rc = cli_fail_pve(cli, "cancel", &e);
+	const char *sv = rc ? NULL : json_str(status, "status");
+	te->was_running = sv && strcmp(sv, "running") == 0;
+	if (!rc && te->was_running && stop) {
+		char *path = strprintf("/nodes/%s/tasks/%s", node, up);
+		if (!path || pve_delete(cli->pve, path, NULL, NULL, &e) < 0)
+			rc = cli_fail_pve(cli, "cancel", &e);
+		te->stopped = !rc;
+		free(path);
+	}
+	json_object_put(status);
+	free(node);
+	free(up);
+	if (rc) {
+		task_upid_free(&u);
+		return rc;
+	}
+	if (!cli->json && te->was_running) {
+		if (stop)
+			printf("job %lld: its %s task %s is being stopped (--stop-task); waiting for "
+			       "its end\n", sj->id, st->name, st->upid);
+		else
+			printf("job %lld: its %s task %s goes on in PVE (cancel does not stop it; "
+			       "--stop-task does): following it to its end\n", sj->id, st->name,
+			       st->upid);
+		fflush(stdout);
+	}
+	struct guest_wait w = {.attach = true};
+	if (strcmp(sj->workflow, "migrate") == 0)
+		w.task_timeout_s = cli->conf.migrate.timeout;
+	struct task_result res = {0};
+	int wr = guest_wait_task(cli->pve, st->upid, st->name, &w, &res, &e);
+	te->ended = wr == 0 || e.kind == PVE_ERR_TASK;
+	te->ok = wr == 0;
+	te->exitstatus = res.exitstatus ? strdup(res.exitstatus)
+			 : e.message ? strdup(e.message) : strdup(wr ? "failed" : "OK");
+	task_result_free(&res);
+	pve_error_clear(&e);
+	/* the guest: the job's, else the task's ID */
+	json_object *vars = sj->vars ? json_tokener_parse(sj->vars) : NULL;
+	long long v = 0;
+	char *end = NULL;
+	if (!json_int(vars, "vmid", &v) && u.id)
+		v = strtoll(u.id, &end, 10);
+	json_object_put(vars);
+	te->vmid = (end && *end) ? 0 : (int)v;
+	if (te->vmid > 0 && guest_find_by_vmid(cli->pve, te->vmid, &te->where, &e) < 0)
+		pve_error_clear(&e); /* said as unknown below */
+	task_upid_free(&u);
+	return 0;
+}
+
+/* The words for where the guest is after te, a migration's source and
+ * target named (malloc'd). */
+static char *where_words(const struct store_job *sj, const struct task_end *te)
+{
+	json_object *params = sj->params ? json_tokener_parse(sj->params) : NULL;
+	const char *target = json_str(params, "target"), *node = te->where.node;
+	struct sbuf b = {0};
+	if (te->vmid <= 0)
+		sbuf_addf(&b, "its guest is not known");
+	else if (!node)
+		sbuf_addf(&b, "VMID %d is not found", te->vmid);
+	else {
+		bool there = target && strcmp(node, target) == 0;
+		sbuf_addf(&b, "%s (VMID %d) is on %s", te->where.name ? te->where.name : sj->subject,
+			  te->vmid, node);
+		if (target)
+			sbuf_addf(&b, there ? ", the target" : ", not the target %s", target);
+		if (te->where.lock)
+			sbuf_addf(&b, "; left: its lock '%s'", te->where.lock);
+	}
+	/* a migration's downtime limit, set for it and not yet put back */
+	json_object *vars = sj->vars ? json_tokener_parse(sj->vars) : NULL;
+	const char *prev = json_str(vars, "prev_downtime");
+	if (prev && te->vmid > 0 && strcmp(sj->workflow, "migrate") == 0)
+		sbuf_addf(&b, "; left: the downtime limit set for this migration (put it back: qm "
+			  "set %d %s%s)", te->vmid, *prev ? "--migrate_downtime " : "--delete "
+			  "migrate_downtime", prev);
+	json_object_put(vars);
+	json_object_put(params);
+	char *s = sbuf_steal(&b);
+	sbuf_free(&b);
+	return s;
+}
+
+/* A cancelled job's task followed to its end: the step closed as the task
+ * ended (done, or failed with PVE's status), an event saying so, and the
+ * result said. */
+static void record_task_end(struct cli *cli, struct store_job *sj, struct store_step *st,
+			    const struct task_end *te, bool say_json)
+{
+	struct store *store = cli_store(cli);
+	char *where = where_words(sj, te), *err = NULL;
+	char *msg = strprintf("cancelled; its %s task %s %s: %s", st->name,
+			      te->stopped ? "was stopped, ended" : "ended", te->exitstatus,
+			      where ? where : "");
+	if (te->ended) {
+		st->state = te->ok ? STEP_DONE : STEP_FAILED;
+		st->ended = clock_unix_now();
+		free(st->result);
+		st->result = strprintf("ended after the cancel: %s", te->exitstatus);
+		if (store_step_put(store, sj->id, st, &err) < 0) {
+			log_warn("job %lld: %s", sj->id, err ? err : "store");
+			free(err);
+			err = NULL;
+		}
+	}
+	struct store_event ev = {.time = clock_unix_now(), .step = st->name, .kind = "note",
+				 .percent = -1, .message = msg};
+	if (msg && store_event_add(store, sj->id, &ev, &err) < 0) {
+		log_warn("job %lld: %s", sj->id, err ? err : "store");
+		free(err);
+	}
+	if (cli->json && !say_json) {
+		/* said already (pvagentd's answer): the store has it */
+	} else if (cli->json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "result", json_object_new_string("ok"));
+		json_object_object_add(o, "command", json_object_new_string("cancel"));
+		json_object_object_add(o, "job", json_object_new_int64(sj->id));
+		json_object_object_add(o, "upid", json_object_new_string(st->upid));
+		json_object_object_add(o, "task_stopped", json_object_new_boolean(te->stopped));
+		json_object_object_add(o, "task_status",
+				       json_object_new_string(te->ended ? te->exitstatus : "running"));
+		if (te->vmid > 0)
+			json_object_object_add(o, "vmid", json_object_new_int(te->vmid));
+		if (te->where.node)
+			json_object_object_add(o, "node", json_object_new_string(te->where.node));
+		if (te->where.lock)
+			json_object_object_add(o, "lock", json_object_new_string(te->where.lock));
+		json_object_object_add(o, "exit", json_object_new_int(0));
+		out_json_line(stdout, o);
+		json_object_put(o);
+	} else if (te->ended) {
+		printf("job %lld (%s %s) cancelled; its %s task %s %s: %s; the steps after %s did "
+		       "not run: see 'pvagent job %lld'\n", sj->id, sj->workflow, sj->subject,
+		       st->name, te->stopped ? "was stopped and ended" : "ended", te->exitstatus,
+		       where ? where : "", st->name, sj->id);
+	} else {
+		printf("job %lld (%s %s) cancelled; its %s task %s could not be followed (%s): it "
+		       "may still run in PVE\n", sj->id, sj->workflow, sj->subject, st->name,
+		       st->upid, te->exitstatus);
+	}
+	free(where);
+	free(msg);
+}
+
+/* follow_task, then record_task_end. 0, or an exit code. */
+static int end_task(struct cli *cli, struct store_job *sj, struct store_step *task, bool stop,
+		    bool say_json)
+{
+	struct task_end te = {0};
+	int rc = follow_task(cli, sj, task, stop, &te);
+	if (!rc)
+		record_task_end(cli, sj, task, &te, say_json);
+	task_end_free(&te);
+	return rc;
+}
+
+/* A job pvagentd cancelled: once its process stopped (bounded: 60 s),
+ * the PVE task its step had started is followed (or stopped) here as for
+ * a job of this process. 0, or an exit code with the error said. */
+static int after_daemon_cancel(struct cli *cli, long long id, bool stop)
+{
+	struct store *st = cli_store(cli);
+	char *err = NULL;
+	long holder = 0;
+	struct store_job_lock *lk = NULL;
+	for (int i = 0; st && i < 600; i++) {
+		int r = store_job_lock(st, id, &lk, &holder, &err);
+		if (r != 0)
+			break;
+		struct timespec ts = {0, 100L * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling its lock while pvagentd stops it, bounded */
+	}
+	struct store_job sj = {0};
+	struct store_step *steps = NULL, *task = NULL;
+	size_t ns = 0;
+	int rc = 0;
+	if (lk && store_job_get(st, id, &sj, &err) == 1 &&
+	    store_steps_get(st, id, &steps, &ns, &err) == 0)
+		task = running_task(steps, ns);
+	if (err)
+		log_warn("job %lld: %s", id, err);
+	free(err);
+	if (task)
+		rc = end_task(cli, &sj, task, stop, false);
+	store_job_unlock(lk);
+	store_steps_free(steps, ns);
+	store_job_free(&sj);
+	return rc;
+}
+
 static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 {
 	long long id;
+	bool stop_task = false;
+	for (size_t i = 0; i < a->n; i++)
+		stop_task = stop_task || a->v[i].opt == 'S';
 	int rc = parse_id(a, &id);
 	if (rc)
 		return rc;
@@ -581,7 +841,7 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 	bool handled = false;
 	rc = cli_daemon_cancel(cli, id, &handled);
 	if (handled)
-		return rc;
+		return rc ? rc : after_daemon_cancel(cli, id, stop_task);
 	struct store_job sj;
 	if ((rc = load_open_job(cli, "cancel", id, &sj)))
 		return rc;
@@ -603,8 +863,9 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 				break;
 			if (s > 0) {
 				signalled = true;
-				printf("job %lld: asked process %ld to stop; it stops after its "
-				       "current step\n", id, holder);
+				if (!cli->json)
+					printf("job %lld: asked process %ld to stop; it stops after "
+					       "its current step\n", id, holder);
 				fflush(stdout);
 			}
 		}
@@ -623,7 +884,7 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 	}
 	if (!signalled && !cli->json)
 		printf("job %lld (%s %s) is not running (%s): nothing signalled\n", id,
-		       sj.workflow, sj.subject, job_state_name(sj.state));
+		       sj.workflow, sj.subject, not_running_why(sj.state));
 	/* as stored now: the process that stopped recorded its end */
 	struct store_job now;
 	int r = store_job_get(st, id, &now, &err);
@@ -646,22 +907,36 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 	sj.ended = clock_unix_now();
 	sj.pid = 0;
 	rc = store_job_update(st, &sj, &err);
-	store_job_unlock(lk);
 	if (rc < 0) {
+		store_job_unlock(lk);
 		cli_error("job", "cancel", "%s", err ? err : "store");
 		free(err);
 		store_job_free(&sj);
 		return 1;
 	}
-	if (cli->json) {
+	/* a PVE task its step started goes on: followed (or stopped) under
+	 * the job's lock, so that nothing resumes it meanwhile */
+	struct store_step *steps = NULL, *task = NULL;
+	size_t ns = 0;
+	if (store_steps_get(st, id, &steps, &ns, &err) < 0) {
+		log_warn("job %lld: %s", id, err ? err : "store");
+		free(err);
+		err = NULL;
+	}
+	task = running_task(steps, ns);
+	if (task) {
+		rc = end_task(cli, &sj, task, stop_task, true);
+	} else if (cli->json) {
 		out_json_ok("cancel", "job", json_object_new_int64(id));
 	} else {
 		printf("job %lld (%s %s) cancelled; what its done steps did stays: see 'pvagent job "
 		       "%lld'\n",
 		       id, sj.workflow, sj.subject, id);
 	}
+	store_job_unlock(lk);
+	store_steps_free(steps, ns);
 	store_job_free(&sj);
-	return 0;
+	return rc;
 }
 
 /* ---- the entries ---------------------------------------------------------------- */
@@ -696,7 +971,13 @@ const struct cmd_entry cmd_submitted_entry = {
 	"submitted", "WF SUBJECT", "pvagentd's own: store and run the job of stdin's params",
 	"", NULL, NULL, 2, 2, "argument", cmd_submitted, NULL,
 };
+static const struct option cancel_opts[] = {{"stop-task", no_argument, NULL, 'S'}, {0}};
+
 const struct cmd_entry cmd_cancel_entry = {
-	"cancel", "ID", "end an unfinished job (a running one stops after its step)", "", NULL,
-	NULL, 1, 1, "job ID", cmd_cancel, "pvagent cancel 12",
+	"cancel", "ID [--stop-task]",
+	"end an unfinished job (a running one stops after its step); a PVE task its step "
+	"started goes on and is followed to its end, where the guest then is said; "
+	"--stop-task: stop that task (the tasks API)",
+	"", cancel_opts, NULL, 1, 1, "job ID", cmd_cancel,
+	"pvagent cancel 12\npvagent cancel 12 --stop-task",
 };

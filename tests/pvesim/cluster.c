@@ -1121,6 +1121,7 @@ void cluster_free(struct cluster *c)
 	free(c->ha_disarm);
 	json_object_put(c->faults);
 	json_object_put(c->appliances);
+	json_object_put(c->datacenter);
 	free(c->files_dir);
 	free(c->scenario_path);
 	free(c->version);
@@ -1325,6 +1326,7 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 		    routes_qemu(c, req, &pp, resp) ||
 		    routes_ct(c, req, &pp, resp) ||
 		    routes_storage(c, req, &pp, resp) ||
+		    routes_options(c, req, &pp, resp) ||
 		    routes_cluster(c, req, &pp, resp) ||
 		    routes_access(c, req, &pp, resp) ||
 		    routes_nodeinfo(c, req, &pp, resp);

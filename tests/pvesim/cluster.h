@@ -116,6 +116,9 @@ struct cluster {
 				   "freeze" or "ignore"; NULL: armed */
 	json_object *faults;    /* scenario faults (array) or NULL */
 	json_object *appliances; /* aplinfo's catalogue (array) or NULL */
+	json_object *datacenter; /* datacenter.cfg's user-tag-access and
+				    registered-tags as written there
+				    (cluster_options.c), or NULL */
 	char *files_dir;        /* the scenario's "files": where download-url
 				   keeps what it downloads as real files (a
 				   disk imported from one runs as QEMU, the
@@ -324,6 +327,15 @@ struct sbuf;
 int storage_import_disk(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
 			const char *key, const char *value, char **out, double *cost,
 			struct sbuf *log, struct sim_resp *r);
+/* cluster_options.c: the datacenter options as GET /cluster/options
+ * answers them (new object); the check of a guest's tags changing from
+ * old to new (either may be NULL), as assert_tag_permissions: 0, or -1
+ * with r answered (403); GET /cluster/options. */
+json_object *cluster_options_json(const struct cluster *c);
+int cluster_tag_check(const struct cluster *c, const struct sim_req *req, struct sim_resp *r,
+		      int vmid, const char *old, const char *new);
+bool routes_options(struct cluster *c, const struct sim_req *req, struct path_parts *pp,
+		    struct sim_resp *r);
 /* routes_storage.c: download-url, deleting a volume, aplinfo */
 bool routes_storage(struct cluster *c, const struct sim_req *req,
 		    struct path_parts *pp, struct sim_resp *r);

@@ -863,6 +863,14 @@ int config_update(struct cluster *c, const struct sim_req *req,
 				rc = -1;
 		}
 	}
+	/* assert_tag_permissions: the tags set or deleted */
+	bool tags_deleted = false;
+	for (size_t i = 0; i < dels.n; i++)
+		tags_deleted = tags_deleted || strcmp(dels.v[i], "tags") == 0;
+	if (rc == 0 && (param_str(req, "tags") || tags_deleted) &&
+	    cluster_tag_check(c, req, r, g->vmid, cfg_str(g->config, "tags"),
+			      param_str(req, "tags")) < 0)
+		rc = -1;
 	if (rc == 0 && guest_lock(g) && !param_bool(req, "skiplock", false)) {
 		resp_error(r, 500, "%s is locked (%s)",
 			   strcmp(g->type, "qemu") == 0 ? "VM" : "CT", guest_lock(g));

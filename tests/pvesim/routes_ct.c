@@ -195,6 +195,10 @@ static void route_create(struct cluster *c, const struct sim_req *req,
 				       true) < 0))
 			return;
 	}
+	/* pve-container create_vm: assert_tag_permissions */
+	if (!openvz && param_str(req, "tags") &&
+	    cluster_tag_check(c, req, r, (int)vmid, NULL, param_str(req, "tags")) < 0)
+		return;
 	struct sim_guest *old = cluster_guest(c, (int)vmid);
 	if (old) {
 		resp_error(r, 500, "%s %lld already exists on node '%s'",

@@ -165,6 +165,10 @@ static void route_create(struct cluster *c, const struct sim_req *req,
 							  json_object_get_string(pv), true) < 0)
 			return;
 	}
+	/* qemu-server create_vm: assert_tag_permissions */
+	if (param_str(req, "tags") &&
+	    cluster_tag_check(c, req, r, (int)vmid, NULL, param_str(req, "tags")) < 0)
+		return;
 	struct sim_guest *old = cluster_guest(c, (int)vmid);
 	if (old) {
 		resp_error(r, 500, "unable to create VM %lld - %s %lld already exists on node '%s'",

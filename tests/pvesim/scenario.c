@@ -1376,7 +1376,8 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 					   "storages",    "tokens",	  "users",	"roles",
 					   "guests",	  "ha",		  "faults",
 					   "ha_rules",	  "ha_disarm",	  "appliances",
-					   "files",	  NULL};
+					   "files",	  "datacenter",	  "comment",
+					   NULL};
 	json_object *v;
 	if (rc == 0)
 		rc = check_keys(&x, root, "$", keys);
@@ -1503,6 +1504,35 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 		if (has > 0 && json_object_get_string(v)[0] != '/')
 			rc = sfail(&x, "$.files", "must be an absolute directory");
 		else if (has < 0 || (has > 0 && !(c->files_dir = strdup(json_object_get_string(v)))))
+			rc = -1;
+	}
+	if (rc == 0) {
+		/* datacenter.cfg's tag options, in its syntax (cluster_options.c) */
+		static const char *const dkeys[] = {"user-tag-access", "registered-tags", NULL};
+		int has = member(&x, root, "$", "datacenter", json_type_object, false, &v);
+		json_object *u = NULL, *rt = NULL;
+		if (has > 0 && (check_keys(&x, v, "$.datacenter", dkeys) < 0 ||
+				member(&x, v, "$.datacenter", "user-tag-access", json_type_string,
+				       false, &u) < 0 ||
+				member(&x, v, "$.datacenter", "registered-tags", json_type_string,
+				       false, &rt) < 0))
+			rc = -1;
+		const char *ua = u ? strstr(json_object_get_string(u), "user-allow=") : NULL;
+		if (rc == 0 && ua) {
+			ua += strlen("user-allow=");
+			size_t n = strcspn(ua, ",");
+			bool known = false;
+			for (const char *const *e = (const char *const[]){"none", "list", "existing",
+									    "free", NULL};
+			     *e; e++)
+				known = known || (strlen(*e) == n && strncmp(ua, *e, n) == 0);
+			if (!known)
+				rc = sfail(&x, "$.datacenter.user-tag-access",
+					   "user-allow must be none, list, existing or free");
+		}
+		if (rc == 0 && has > 0 && json_object_deep_copy(v, &c->datacenter, NULL) < 0)
+			rc = -1;
+		if (has < 0)
 			rc = -1;
 	}
 	json_object_put(root);

@@ -5,7 +5,14 @@
  * authenticates at once; ACL entries that grant what the role holds now
  * (a role changed later changes them); the refusals and their texts; and
  * the permission checks (a read-only token may list roles but not make
- * one). Also GET /nodes/{node}/network and /time (routes_nodeinfo.c). */
+ * one). Also GET /nodes/{node}/network and /time (routes_nodeinfo.c).
+ * Suite options, on scenarios/doctor-tags.json (user-tag-access
+ * user-allow=list,user-allow-list=prod): the datacenter options
+ * (cluster_options.c): GET /cluster/options parsed as pve-cluster gives
+ * it and refused without Sys.Audit; PUT sets and deletes; the tags of a
+ * create and a config update checked as assert_tag_permissions does
+ * (listed, free, existing, registered, none; removing a tag too;
+ * Sys.Modify on / passes everything). */
 #include <criterion/criterion.h>
 
 #include "simproc.h"
@@ -276,4 +283,99 @@ Test(access, a_password_login_makes_a_role)
 	cr_assert_eq(call("GET", "/access/roles/ByTicket", NULL, NULL), 200);
 	free(cookie);
 	free(csrf);
+}
+
+/* ---- the datacenter options ------------------------------------------------------ */
+
+#define AGENT "pvagent@pve!auto=5a1c3e2d-7b4f-4e6a-9c8d-0e1f2a3b4c5d"
+#define NOAUDIT "pvagent@pve!noaudit=1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e"
+
+static void start_tags(void)
+{
+	cr_assert_eq(simproc_start(&sp, "tests/pvesim/scenarios/doctor-tags.json", NULL), 0,
+		     "simulator did not start");
+}
+
+TestSuite(options, .init = start_tags, .fini = stop, .timeout = 60);
+
+/* As pvagent's token: st, and when 403 the tag its message names. */
+static void tags_refused(const char *method, const char *path, const char *form,
+			 const char *tag)
+{
+	json_object *b = NULL;
+	long st = call_as(AGENT, method, path, form, &b);
+	const char *m = msg(b);
+	if (!tag) {
+		cr_assert_eq(st, 200, "%s %s %s: %ld %s", method, path, form, st, m);
+	} else {
+		char *want = strprintf("Permission check failed (/, Sys.Modify for modifying tag "
+				       "'%s')", tag);
+		cr_assert_eq(st, 403, "%s %s %s: %ld %s", method, path, form, st, m);
+		cr_assert(strstr(m, want), "%s", m);
+		free(want);
+	}
+	json_object_put(b);
+}
+
+Test(options, get_is_parsed_as_pve_cluster_gives_it)
+{
+	long st = 0;
+	json_object *b = NULL, *d = NULL, *uta = NULL, *list = NULL;
+	cr_assert_eq(sim_api(&sp, "GET", "/cluster/options", NULL, &st, &b), 0);
+	cr_assert_eq(st, 200);
+	cr_assert(json_object_object_get_ex(b, "data", &d) &&
+		  json_object_object_get_ex(d, "user-tag-access", &uta) &&
+		  json_object_object_get_ex(uta, "user-allow-list", &list));
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(uta, "user-allow")),
+			 "list");
+	cr_assert(json_object_is_type(list, json_type_array) &&
+		  json_object_array_length(list) == 1);
+	json_object_put(b);
+	cr_assert_eq(call_as(NOAUDIT, "GET", "/cluster/options", NULL, &b), 403);
+	cr_assert(strstr(msg(b), "Permission check failed (/, Sys.Audit)"), "%s", msg(b));
+	json_object_put(b);
+	/* PUT needs Sys.Modify on / */
+	cr_assert_eq(call_as(AGENT, "PUT", "/cluster/options", "registered-tags=x", NULL), 403);
+	cr_assert_eq(call_as(NULL, "PUT", "/cluster/options", "registered-tags=x%3By", NULL), 200);
+	cr_assert_eq(sim_api(&sp, "GET", "/cluster/options", NULL, &st, &b), 0);
+	json_object *reg = json_object_object_get(json_object_object_get(b, "data"),
+						  "registered-tags");
+	cr_assert_eq(json_object_array_length(reg), 2, "%s", json_object_to_json_string(b));
+	json_object_put(b);
+	cr_assert_eq(call_as(NULL, "PUT", "/cluster/options", "delete=registered-tags", NULL),
+		     200);
+	cr_assert_eq(sim_api(&sp, "GET", "/cluster/options", NULL, &st, &b), 0);
+	cr_assert_null(json_object_object_get(json_object_object_get(b, "data"),
+					      "registered-tags"));
+	json_object_put(b);
+}
+
+Test(options, tags_of_creates_and_config_writes_are_checked)
+{
+	/* user-allow=list: only prod */
+	tags_refused("POST", "/nodes/pve1/qemu", "vmid=120&tags=pvagent-image", "pvagent-image");
+	tags_refused("POST", "/nodes/pve1/qemu", "vmid=120&tags=prod", NULL);
+	cr_assert_eq(simproc_advance(&sp, 60), 0); /* its create task ends: unlocked */
+	tags_refused("PUT", "/nodes/pve1/qemu/120/config", "tags=prod%3Bip-10.0.0.5",
+		     "ip-10.0.0.5");
+	/* Sys.Modify on / (root) passes any; removing it then is checked too */
+	cr_assert_eq(call_as(NULL, "PUT", "/nodes/pve1/qemu/120/config", "tags=prod%3Bown", NULL),
+		     200);
+	tags_refused("PUT", "/nodes/pve1/qemu/120/config", "tags=prod", "own");
+	tags_refused("PUT", "/nodes/pve1/qemu/120/config", "delete=tags", "own");
+	/* existing: a tag some guest the caller may audit carries */
+	cr_assert_eq(call_as(NULL, "PUT", "/cluster/options", "user-tag-access=user-allow%3Dexisting",
+			     NULL), 200);
+	tags_refused("POST", "/nodes/pve1/qemu", "vmid=121&tags=own", NULL);
+	tags_refused("POST", "/nodes/pve1/qemu", "vmid=122&tags=new", "new");
+	/* none: not even a listed one */
+	cr_assert_eq(call_as(NULL, "PUT", "/cluster/options",
+			     "user-tag-access=user-allow%3Dnone%2Cuser-allow-list%3Dprod", NULL),
+		     200);
+	tags_refused("POST", "/nodes/pve1/qemu", "vmid=123&tags=prod", "prod");
+	/* free, the default: any tag but a registered one */
+	cr_assert_eq(call_as(NULL, "PUT", "/cluster/options",
+			     "delete=user-tag-access&registered-tags=admin", NULL), 200);
+	tags_refused("POST", "/nodes/pve1/qemu", "vmid=124&tags=anything", NULL);
+	tags_refused("POST", "/nodes/pve1/qemu", "vmid=125&tags=admin", "admin");
 }

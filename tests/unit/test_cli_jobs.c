@@ -12,7 +12,11 @@
  * killed between a guest's move and its home tag finished by resume or by
  * a rerun with other parameters; resume and
  * cancel of what is finished, unknown, running elsewhere, or stored with
- * the pid of an unrelated process or a zombie (resumed, never signalled).
+ * the pid of an unrelated process or a zombie (resumed, never signalled);
+ * cancel of a running migrate: its PVE task followed to its end (the guest
+ * on the target, said), or stopped with --stop-task (the guest on its
+ * source); a drain's migration cancelled in flight, then the drain again,
+ * and a resumed drain waiting for a cancelled job's task.
  * The tool is started as a child and the tests wait for states in its
  * state.db (never for time). */
 #include "clirun.h"
@@ -814,7 +818,8 @@ Test(cli_jobs, resume_and_cancel_refuse_what_is_finished_or_unknown)
 	db_exec(&w, sql);
 	free(sql);
 	cr_assert_eq(pv(&w, &out, "cancel", "1", NULL), 0, "%s", out);
-	cr_assert(strstr(out, "is not running"), "%s", out);
+	cr_assert(strstr(out, "is not running (stored running, its process ended without "
+			      "closing it)"), "the state it found is named:\n%s", out);
 	cr_assert(strstr(out, "nothing signalled"), "%s", out);
 	free(out);
 	cr_assert(test_alive_unreaped(other), "cancel signalled the process that has the stored pid");
@@ -905,4 +910,134 @@ Test(cli_jobs, resume_of_a_running_job_names_its_process_and_cancel_stops_it)
 	free(bg);
 	free(bgp);
 	world_free(&w);
+}
+
+/* ---- cancel of a job whose PVE task runs ------------------------------------------- */
+
+/* migrate web1 pve2 (job 1) running its migration task at time_scale,
+ * then `pvagent cancel 1` with extra (NULL or --stop-task): its output. */
+static char *cancel_in_flight(struct world *w, double time_scale, const char *extra)
+{
+	world_start_on(w, SCEN, time_scale, MIGRATE_CONF);
+	const char *args[] = {"migrate", "web1", "pve2", NULL};
+	start_bg(w, args);
+	wait_db(w, "SELECT count(*) FROM steps WHERE job = 1 AND name = 'migrate' AND "
+		   "upid IS NOT NULL", 1, "the migration task started");
+	char *out = NULL;
+	cr_assert_eq(pv(w, &out, "cancel", "1", extra, NULL), 0, "%s", out);
+	int status = 0;
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	child = -1;
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d", status);
+	cr_assert_eq(db_int(w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'cancelled'"),
+		     1, "%s", out);
+	return out;
+}
+
+/* Cancel does not stop PVE's task: it follows it to its end and says where
+ * the guest is (the target); the job is cancelled with its migrate step
+ * closed done, as PVE's task ended. */
+Test(cli_jobs, cancel_of_a_running_migrate_follows_its_task)
+{
+	static struct world w;
+	char *out = cancel_in_flight(&w, 2, NULL);
+	cr_assert(strstr(out, "job 1 (migrate web1) cancelled; its migrate task ended OK: web1 "
+			      "(VMID 303) is on pve2, the target"), "%s", out);
+	free(out);
+	char node[32], tags[128];
+	sim_guest(303, node, sizeof node, tags, sizeof tags);
+	cr_assert_str_eq(node, "pve2");
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM steps WHERE job = 1 AND name = 'migrate' "
+				"AND state = 'done'"), 1);
+	cr_assert_eq(requests("DELETE", "", -1), 0, "nothing was stopped");
+	cr_assert_eq(pv(&w, &out, "job", "1", NULL), 0, "%s", out);
+	cr_assert(strstr(out, "cancelled; its migrate task"), "the job's events say it:\n%s", out);
+	free(out);
+	world_free(&w);
+}
+
+/* --stop-task stops it (DELETE of the task): the guest stays on its
+ * source, unlocked; the step is closed failed with PVE's status. */
+Test(cli_jobs, cancel_stop_task_stops_the_migration)
+{
+	static struct world w;
+	char *out = cancel_in_flight(&w, 1, "--stop-task");
+	cr_assert(strstr(out, "is being stopped (--stop-task)"), "%s", out);
+	cr_assert(strstr(out, "job 1 (migrate web1) cancelled; its migrate task was stopped and "
+			      "ended interrupted by signal: web1 (VMID 303) is on pve1, not the "
+			      "target pve2"), "%s", out);
+	cr_assert_null(strstr(out, "left:"), "%s", out);
+	free(out);
+	char node[32], tags[128];
+	sim_guest(303, node, sizeof node, tags, sizeof tags);
+	cr_assert_str_eq(node, "pve1");
+	cr_assert_eq(requests("DELETE", "", 200), 1, "one DELETE: the task's");
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM steps WHERE job = 1 AND name = 'migrate' "
+				"AND state = 'failed'"), 1);
+	world_free(&w);
+}
+
+/* drain pve1 --partial started in the background (job 1) until one of
+ * its migration tasks runs: that migration's job ID. */
+static long long drain_until_a_task(struct world *w)
+{
+	world_start_on(w, SCEN, 20, MIGRATE_CONF);
+	const char *args[] = {"drain", "pve1", "--partial", NULL};
+	start_bg(w, args);
+	const char *sql = "SELECT j.id FROM steps s JOIN jobs j ON s.job = j.id WHERE "
+			  "j.workflow = 'migrate' AND s.name = 'migrate' AND s.state = 'running' "
+			  "AND s.upid IS NOT NULL ORDER BY j.id LIMIT 1";
+	wait_db(w, sql, 1, "a migration task started");
+	return db_int(w, sql);
+}
+
+/* The drain again: it ends well, every guest moved once and tagged. */
+static void drain_again_moves_each_once(struct world *w, const char *what)
+{
+	char *out = NULL;
+	cr_assert_eq(pv(w, &out, "drain", "pve1", "--partial", NULL), 0, "%s", out);
+	cr_assert_null(strstr(out, "does not exist"), "%s", out);
+	free(out);
+	assert_drained(what);
+	for (size_t i = 0; i < N_MOVERS; i++)
+		cr_assert_eq(migrations_of(MOVERS[i]), 1, "%s: %d was migrated %d times", what,
+			     MOVERS[i], migrations_of(MOVERS[i]));
+	world_free(w);
+}
+
+/* A drain's migration cancelled while its task runs (the drain stops with
+ * it), then the drain again: the rerun waits for every migration task the
+ * first run started, the cancelled job's included, plans from where the
+ * guests are after them, and ends with every guest moved once and
+ * tagged (no "Configuration file ... does not exist"). */
+Test(cli_jobs, cancel_of_a_drains_migration_then_the_drain_again)
+{
+	static struct world w;
+	char id[32];
+	snprintf(id, sizeof id, "%lld", drain_until_a_task(&w));
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "cancel", id, NULL), 0, "%s", out);
+	/* (its task followed, or, quick as it is at this scale, ended before) */
+	cr_assert(strstr(out, ") cancelled; "), "%s", out);
+	free(out);
+	int status = 0;
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	child = -1;
+	drain_again_moves_each_once(&w, "the drain again after a cancel");
+}
+
+/* The same when the cancelled job's task could not be followed (its step
+ * left running with its UPID, as a cancel that lost PVE leaves it): the
+ * drain killed while that task runs, and at once run again (it resumes):
+ * the rerun waits for the task of the cancelled job before it looks at
+ * the guests again. */
+Test(cli_jobs, a_resumed_drain_waits_for_a_cancelled_jobs_task)
+{
+	static struct world w;
+	long long id = drain_until_a_task(&w);
+	test_kill(&child);
+	char *upd = strprintf("UPDATE jobs SET state = 'cancelled' WHERE id = %lld", id);
+	db_exec(&w, upd);
+	free(upd);
+	drain_again_moves_each_once(&w, "the drain resumed after a cancel");
 }

@@ -2015,7 +2015,11 @@ Test(daemon, cancel_stops_a_running_job_and_records_it_cancelled)
 	char *out = NULL;
 	cr_assert_eq(pv(&w, &out, "cancel", "1", NULL), 0, "%s", out);
 	cr_assert(strstr(out, "pvagentd stops it after its current step"), "%s", out);
+	/* its clone task, which PVE goes on with, followed to its end */
+	cr_assert(strstr(out, "job 1 (up can1) cancelled; its clone task ended OK: "), "%s", out);
 	free(out);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM steps WHERE job = 1 AND name = 'clone' AND "
+				"state = 'done'", NULL), 1);
 	int st = client_end();
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "client status %d", st);
 	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'cancelled'", NULL, 1,

@@ -358,8 +358,16 @@ Test(setup, dry_run_lines_are_accepted_one_by_one)
 	json_object_put(b);
 }
 
-Test(setup, doctor_all_well_then_names_a_missing_privilege)
+static char *demo_fresh(const char *ver);
+
+TestSuite(setup_doctor, .fini = stop, .timeout = 120);
+
+Test(setup_doctor, doctor_all_well_then_names_a_missing_privilege)
 {
+	char *scenario = demo_fresh(NULL);
+	start_scenario(scenario);
+	unlink(scenario);
+	free(scenario);
 	char *out = NULL;
 	make_key();
 	cr_assert_eq(setup(&out, NULL), 0, "%s", out);
@@ -768,21 +776,31 @@ Test(pveprivs, readme_roles_are_the_tables)
 	free(p9);
 }
 
-/* The demo cluster on PVE version pv: demo.json with its pve_version
- * replaced, written into path (malloc'd, freed by the caller). */
-static char *demo_on(const struct test_pve *pv)
+/* The demo cluster on PVE version ver (NULL: its own) as installed fresh:
+ * demo.json with its pve_version replaced and local's content with
+ * import (pve-installer 9.0.7 on; doctor's model of an upgraded install,
+ * without it, is in test_doctor), written into a file whose path it
+ * returns (malloc'd, freed by the caller). */
+static char *demo_fresh(const char *ver)
 {
-	char *text = NULL;
-	cr_assert_eq(read_file("tests/pvesim/scenarios/demo.json", &text, NULL), 0);
-	char *at = strstr(text, "\"pve_version\": \"");
-	cr_assert_not_null(at);
-	at += strlen("\"pve_version\": \"");
-	size_t n = strcspn(at, "\"");
-	char *copy = strprintf("%.*s%s%s", (int)(at - text), text, pv->ver, at + n);
-	char *path = strprintf("/tmp/pvagent-setup-demo-%s-%d.json", pv->ver, (int)getpid());
-	cr_assert_eq(test_write_file(path, copy, 0600), 0);
-	free(copy);
-	free(text);
+	json_object *sc = json_object_from_file("tests/pvesim/scenarios/demo.json"), *st = NULL;
+	cr_assert(sc && json_object_object_get_ex(sc, "storages", &st));
+	if (ver)
+		json_object_object_add(sc, "pve_version", json_object_new_string(ver));
+	for (size_t i = 0; i < json_object_array_length(st); i++) {
+		json_object *s = json_object_array_get_idx(st, i), *c = NULL;
+		const char *id = json_object_get_string(json_object_object_get(s, "id"));
+		if (strcmp(id, "local") != 0 || !json_object_object_get_ex(s, "content", &c) ||
+		    strstr(json_object_get_string(c), "import"))
+			continue;
+		char *with = strprintf("%s,import", json_object_get_string(c));
+		json_object_object_add(s, "content", json_object_new_string(with));
+		free(with);
+	}
+	char *path = strprintf("/tmp/pvagent-setup-demo-%s-%d.json", ver ? ver : "own",
+			       (int)getpid());
+	cr_assert_eq(json_object_to_file(path, sc), 0);
+	json_object_put(sc);
 	return path;
 }
 
@@ -821,7 +839,7 @@ TestSuite(setup_versions, .fini = stop, .timeout = 300);
  * path and the grant line for that version. */
 ON_EACH_PVE_VERSION(setup_versions, doctor_names_each_missing_privilege)
 {
-	char *scenario = demo_on(pv);
+	char *scenario = demo_fresh(pv->ver);
 	start_scenario(scenario);
 	cr_assert_eq(pve_major(), pv->major);
 	char *out = NULL;
