@@ -359,6 +359,7 @@ Test(setup, dry_run_lines_are_accepted_one_by_one)
 }
 
 static char *demo_fresh(const char *ver);
+static char *demo_variant(const char *ver, bool import);
 
 TestSuite(setup_doctor, .fini = stop, .timeout = 120);
 
@@ -555,9 +556,19 @@ static char *local_content(void)
 	return listed("/storage", "storage", "local", "content");
 }
 
-/* demo.json's local is a cluster installed before PVE 9.0's: iso, vztmpl,
- * backup, no import; no other storage takes it either. */
-Test(setup, import_content_added_to_local_or_its_line_printed)
+/* The demo cluster installed before PVE 9.0 and upgraded: local is iso,
+ * vztmpl, backup, no import; no other storage takes it either. */
+static void start_upgraded(void)
+{
+	char *scenario = demo_variant(NULL, false);
+	start_scenario(scenario);
+	unlink(scenario);
+	free(scenario);
+}
+
+TestSuite(setup_upgraded, .init = start_upgraded, .fini = stop, .timeout = 120);
+
+Test(setup_upgraded, import_content_added_to_local_or_its_line_printed)
 {
 	char *out = NULL;
 	cr_assert_eq(setup(&out, "--no-storage-change"), 0, "%s", out);
@@ -776,12 +787,12 @@ Test(pveprivs, readme_roles_are_the_tables)
 	free(p9);
 }
 
-/* The demo cluster on PVE version ver (NULL: its own) as installed fresh:
- * demo.json with its pve_version replaced and local's content with
- * import (pve-installer 9.0.7 on; doctor's model of an upgraded install,
- * without it, is in test_doctor), written into a file whose path it
- * returns (malloc'd, freed by the caller). */
-static char *demo_fresh(const char *ver)
+/* The demo cluster on PVE version ver (NULL: its own), installed fresh
+ * (import: local's content with import, as pve-installer 9.0.7 on makes
+ * it) or before PVE 9.0 and upgraded (without it; doctor's model of such an
+ * install is in test_doctor): demo.json so changed, written into a file
+ * whose path it returns (malloc'd, freed by the caller). */
+static char *demo_variant(const char *ver, bool import)
 {
 	json_object *sc = json_object_from_file("tests/pvesim/scenarios/demo.json"), *st = NULL;
 	cr_assert(sc && json_object_object_get_ex(sc, "storages", &st));
@@ -790,18 +801,21 @@ static char *demo_fresh(const char *ver)
 	for (size_t i = 0; i < json_object_array_length(st); i++) {
 		json_object *s = json_object_array_get_idx(st, i), *c = NULL;
 		const char *id = json_object_get_string(json_object_object_get(s, "id"));
-		if (strcmp(id, "local") != 0 || !json_object_object_get_ex(s, "content", &c) ||
-		    strstr(json_object_get_string(c), "import"))
-			continue;
-		char *with = strprintf("%s,import", json_object_get_string(c));
-		json_object_object_add(s, "content", json_object_new_string(with));
-		free(with);
+		if (strcmp(id, "local") == 0 && json_object_object_get_ex(s, "content", &c))
+			json_object_object_add(s, "content",
+					       json_object_new_string(import ? "iso,vztmpl,backup,import"
+									     : "iso,vztmpl,backup"));
 	}
-	char *path = strprintf("/tmp/pvagent-setup-demo-%s-%d.json", ver ? ver : "own",
-			       (int)getpid());
+	char *path = strprintf("/tmp/pvagent-setup-demo-%s-%s-%d.json", ver ? ver : "own",
+			       import ? "fresh" : "upgraded", (int)getpid());
 	cr_assert_eq(json_object_to_file(path, sc), 0);
 	json_object_put(sc);
 	return path;
+}
+
+static char *demo_fresh(const char *ver)
+{
+	return demo_variant(ver, true);
 }
 
 static void put_role(const char *privs);
@@ -1012,6 +1026,9 @@ Test(setup_image, a_zfs_install_gets_its_storages_written_and_used)
 		} else if (strncmp(p, "lvmthin", 7) == 0) {
 			sbuf_add(&b, "zfspool");
 			p += 7;
+		} else if (strncmp(p, "backup,import", 13) == 0) {
+			sbuf_add(&b, "backup");
+			p += 13;
 		} else {
 			sbuf_addc(&b, *p++);
 		}
