@@ -784,6 +784,16 @@ static void count_problems(struct ctx *x, int n)
 		x->nerr += n;
 }
 
+const char *conf_disk_storage(const struct conf *c)
+{
+	return c && c->pve.storage ? c->pve.storage : "local-lvm";
+}
+
+const char *conf_import_storage(const struct conf *c)
+{
+	return c && c->pve.import_storage ? c->pve.import_storage : "local";
+}
+
 const struct ip_pool *conf_pool(const struct conf *c, const char *name)
 {
 	for (size_t i = 0; name && i < c->n_pools; i++)

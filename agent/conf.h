@@ -59,10 +59,10 @@ struct conf {
 		char *ca_file;           /* or NULL */
 		int insecure;            /* 1: no certificate check (and http://) */
 		char *node;              /* default node, or NULL */
-		char *storage;           /* image build's disk storage, or NULL
-					  * (local-lvm) */
+		char *storage;           /* the disk storage of guests and
+					  * images, or NULL (conf_disk_storage) */
 		char *import_storage;    /* image build's downloads, or NULL
-					  * (local) */
+					  * (conf_import_storage) */
 		unsigned timeout;        /* seconds, per HTTP request; default 30 */
 	} pve;
 	struct {
@@ -119,6 +119,13 @@ struct conf {
 
 /* The pool called name, or NULL. */
 const struct ip_pool *conf_pool(const struct conf *c, const char *name);
+/* The storage guests' and images' disks go on: [pve] storage (setup writes
+ * the one the node has: local-lvm, local-zfs, local-btrfs), else local-lvm,
+ * a fresh LVM-thin install's. c may be NULL. */
+const char *conf_disk_storage(const struct conf *c);
+/* The storage image build downloads into: [pve] import_storage, else
+ * local. c may be NULL. */
+const char *conf_import_storage(const struct conf *c);
 /* The public key of [ssh] identity (IDENTITY.pub, first line) for the
  * templates' ${pubkey}; malloc'd, NULL when none is configured or
  * readable. */

@@ -35,10 +35,6 @@
 
 enum verdict { V_OK, V_NOTE, V_UNKNOWN, V_FIX };
 
-/* image build's storages when its command line names none (cli_image.c) */
-#define IMAGE_DISK_STORAGE "local-lvm"
-#define IMAGE_IMPORT_STORAGE "local"
-
 /* A storage the commands and templates use: the content types they need
  * ("images,import") and, for each use, its content and who ("image build
  * --storage", "template debian-13"). */
@@ -402,14 +398,16 @@ static void use_volume(struct doctor *d, const char *volid, const char *content,
 	free(id);
 }
 
-/* The storages the commands use: image build's (its defaults: a build
- * that names others is checked by PVE then), and each template's [source]
- * storage (a full clone's target: images; a container's root: rootdir),
- * ostemplate (vztmpl) and iso. */
+/* The storages the commands use: image build's (its defaults,
+ * conf_disk_storage and conf_import_storage: a build that names others is
+ * checked by PVE then), and each template's [source] storage, or the
+ * configured disk storage where it names none (a full clone's target:
+ * images; a container's root: rootdir), ostemplate (vztmpl) and iso. */
 static void collect_uses(struct doctor *d)
 {
-	use_storage(d, IMAGE_DISK_STORAGE, "images", "image build --storage");
-	use_storage(d, IMAGE_IMPORT_STORAGE, "import", "image build --import-storage");
+	const struct conf *cf = &d->cli->conf;
+	use_storage(d, conf_disk_storage(cf), "images", "image build --storage");
+	use_storage(d, conf_import_storage(cf), "import", "image build --import-storage");
 	for (size_t i = 0; i < d->n_tmpls; i++) {
 		const struct tmpl *t = d->tmpls[i].tmpl;
 		if (!t || t->kind == TMPL_OPENVZ)
@@ -417,7 +415,8 @@ static void collect_uses(struct doctor *d)
 		char *who = strprintf("template %s", d->tmpls[i].name);
 		if (!who)
 			return;
-		const char *st = t->source.storage.value;
+		const char *st = t->source.storage.value ? t->source.storage.value
+							  : conf_disk_storage(cf);
 		bool disk = t->kind == TMPL_LXC || t->source.iso.value || t->source.full;
 		if (st && disk)
 			use_storage(d, st, t->kind == TMPL_LXC ? "rootdir" : "images", who);

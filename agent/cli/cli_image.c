@@ -146,10 +146,9 @@ static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 	if (!req.node)
 		req.node = cli->conf.pve.node;
 	if (!req.storage)
-		req.storage = cli->conf.pve.storage ? cli->conf.pve.storage : "local-lvm";
+		req.storage = conf_disk_storage(&cli->conf);
 	if (!req.import_storage)
-		req.import_storage = cli->conf.pve.import_storage ? cli->conf.pve.import_storage
-								   : "local";
+		req.import_storage = conf_import_storage(&cli->conf);
 	if (!req.node)
 		return cli_error("usage", "image", "give --node (or [pve] node in %s)",
 				 cli->conf.path ? cli->conf.path : "the configuration");

@@ -611,7 +611,7 @@ Test(provision_sim, bad_values_refused_before_any_request)
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
 	cr_assert_eq(cli_up_launch(&req, &res, &e), -1);
-	cr_expect(e.message && strstr(e.message, "ubuntu-24.04.tmpl:36: [pve] net0: ") &&
+	cr_expect(e.message && strstr(e.message, "ubuntu-24.04.tmpl:35: [pve] net0: ") &&
 			  strstr(e.message, ": [pve] net0: evil: unknown key (known: bridge, firewall,"),
 		  "%s", e.message ? e.message : "(none)");
 	pve_error_clear(&e);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "pvecheck.h"
 #include "pvekeys.h"
 #include "tmpl.h"
@@ -47,12 +48,18 @@ static const char *get(const struct tmpl_kvlist *l, const char *k)
 	return tmpl_kvlist_get(l, k);
 }
 
-static void std_vars(struct tmpl_kvlist *v, const char *name, const char *vmid)
+/* The built-ins up supplies: name, vmid, node, pubkey, and storage where
+ * the template names none (the configured disk storage; local-lvm without
+ * a configuration: the shipped templates name none). */
+static void std_vars(struct tmpl_kvlist *v, const struct tmpl *t, const char *name,
+		     const char *vmid)
 {
 	cr_assert_eq(tmpl_kvlist_set(v, "name", name), 0);
 	cr_assert_eq(tmpl_kvlist_set(v, "vmid", vmid), 0);
 	cr_assert_eq(tmpl_kvlist_set(v, "node", "pve1"), 0);
 	cr_assert_eq(tmpl_kvlist_set(v, "pubkey", "ssh-ed25519 AAAAC3Nza pvagent@host"), 0);
+	if (!t->source.storage.value && !tmpl_kvlist_get(v, "storage"))
+		cr_assert_eq(tmpl_kvlist_set(v, "storage", conf_disk_storage(NULL)), 0);
 }
 
 /* ---- shipped templates ---------------------------------------------------- */
@@ -105,10 +112,10 @@ Test(shipped, freebsd_90_source_on_ide)
 	struct tmpl_kvlist v = {0};
 	struct tmpl_inst in;
 	char *err = NULL;
-	std_vars(&v, "bsd9", "120");
+	std_vars(&v, t, "bsd9", "120");
 	/* ip has no default */
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), -1);
-	cr_expect_str_eq(err, "templates/freebsd-9.0.tmpl:37: [guest] ip: ${ip} has no value: pass --var ip=VALUE");
+	cr_expect_str_eq(err, "templates/freebsd-9.0.tmpl:36: [guest] ip: ${ip} has no value: pass --var ip=VALUE");
 	free(err);
 	cr_assert_eq(tmpl_var_arg(&v, "ip=127.0.1.9", &err), 0);
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
@@ -132,7 +139,7 @@ Test(shipped, freebsd_14_expands_in_order_with_cloud_init)
 	struct tmpl_kvlist v = {0};
 	struct tmpl_inst in;
 	char *err = NULL;
-	std_vars(&v, "bsd14", "121");
+	std_vars(&v, t, "bsd14", "121");
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
 	static const char *const keys[] = {"description", "memory", "cores", "cpu", "ostype",
 					   "agent", "net0", "ide2", "boot", "onboot",
@@ -165,7 +172,7 @@ Test(shipped, ubuntu_2404_scsi_single_iothread)
 	struct tmpl_kvlist v = {0};
 	struct tmpl_inst in;
 	char *err = NULL;
-	std_vars(&v, "noble1", "130");
+	std_vars(&v, t, "noble1", "130");
 	cr_assert_eq(tmpl_var_arg(&v, "bridge=vmbr1", &err), 0);
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
 	cr_expect_str_eq(get(&in.pve, "scsihw"), "virtio-scsi-single");
@@ -220,7 +227,7 @@ Test(shipped, ubuntu_2404_ct_storage_override)
 	struct tmpl_kvlist v = {0};
 	struct tmpl_inst in;
 	char *err = NULL;
-	std_vars(&v, "ct1", "140");
+	std_vars(&v, t, "ct1", "140");
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
 	cr_expect_str_eq(get(&in.pve, "rootfs"), "local-lvm:8");
 	cr_expect_str_eq(get(&in.pve, "hostname"), "ct1");
@@ -228,8 +235,11 @@ Test(shipped, ubuntu_2404_ct_storage_override)
 	cr_expect_str_eq(get(&in.pve, "unprivileged"), "1");
 	cr_expect_str_eq(get(&in.pve, "ssh-public-keys"), "ssh-ed25519 AAAAC3Nza pvagent@host");
 	tmpl_inst_free(&in);
-	/* --var storage and a declared var override the defaults */
+	/* --var storage and a declared var override the defaults (up gives
+	 * the configured storage only where --var names none) */
+	tmpl_kvlist_free(&v);
 	cr_assert_eq(tmpl_var_arg(&v, "storage=fast-zfs", &err), 0);
+	std_vars(&v, t, "ct1", "140");
 	cr_assert_eq(tmpl_var_arg(&v, "disk=16", &err), 0);
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
 	cr_expect_str_eq(get(&in.pve, "rootfs"), "fast-zfs:16");
@@ -246,7 +256,7 @@ Test(shipped, debian_7_openvz)
 	struct tmpl_kvlist v = {0};
 	struct tmpl_inst in;
 	char *err = NULL;
-	std_vars(&v, "wheezy", "150");
+	std_vars(&v, t, "wheezy", "150");
 	cr_assert_eq(tmpl_var_arg(&v, "ip=127.0.1.20", &err), 0);
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
 	cr_expect_str_eq(get(&in.pve, "netif"), "ifname=eth0,bridge=vmbr0");
@@ -406,7 +416,7 @@ Test(vars, escape_dollar_and_file_lines, .init = mkscratch, .fini = rmscratch)
 	struct tmpl_kvlist v = {0};
 	struct tmpl_inst in;
 	char *err = NULL;
-	std_vars(&v, "web1", "101");
+	std_vars(&v, t, "web1", "101");
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
 	cr_assert_eq(in.n_files, 1);
 	cr_expect_str_eq(in.files[0].path, "/etc/motd");
@@ -426,7 +436,7 @@ Test(vars, undeclared_var_argument, .init = mkscratch, .fini = rmscratch)
 	cr_assert_not_null(t, "%s", err);
 	struct tmpl_kvlist v = {0};
 	struct tmpl_inst in;
-	std_vars(&v, "x", "100");
+	std_vars(&v, t, "x", "100");
 	cr_assert_eq(tmpl_var_arg(&v, "colour=blue", &err), 0);
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), -1);
 	cr_expect_str_eq(msg(err), " --var colour: the template has no such variable (it declares: bridge, ip)");
@@ -442,7 +452,7 @@ Test(vars, newline_from_var_refused, .init = mkscratch, .fini = rmscratch)
 	cr_assert_not_null(t, "%s", err);
 	struct tmpl_kvlist v = {0};
 	struct tmpl_inst in;
-	std_vars(&v, "x", "100");
+	std_vars(&v, t, "x", "100");
 	cr_assert_eq(tmpl_kvlist_set(&v, "note", "two\nlines"), 0);
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), -1);
 	cr_expect_str_eq(msg(err), "16: [pve] description: value holds a control character after expansion (newline, TAB, ...)");
@@ -458,7 +468,7 @@ Test(vars, type_checked_after_expansion, .init = mkscratch, .fini = rmscratch)
 	cr_assert_not_null(t, "%s", err);
 	struct tmpl_kvlist v = {0};
 	struct tmpl_inst in;
-	std_vars(&v, "x", "100");
+	std_vars(&v, t, "x", "100");
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
 	cr_expect_str_eq(get(&in.pve, "cores"), "2");
 	tmpl_inst_free(&in);
@@ -558,7 +568,7 @@ Test(rules, cloud_init_address_and_ssh_keys, .init = mkscratch, .fini = rmscratc
 	cr_expect_eq(t->guest.port, 0, "no [guest] port: the caller uses [ssh] port");
 	struct tmpl_kvlist v = {0};
 	struct tmpl_inst in;
-	std_vars(&v, "x", "100");
+	std_vars(&v, t, "x", "100");
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
 	cr_expect_str_eq(in.guest.ip.value, "10.0.0.5");
 	cr_expect_str_eq(get(&in.pve, "sshkeys"), "ssh-ed25519%20AAAA%20a%40b%0Assh-rsa%20BBBB%20c%20d");
@@ -724,7 +734,7 @@ Test(schema, cloud_init_values_checked, .init = mkscratch, .fini = rmscratch)
 	cr_assert_not_null(t, "%s", err);
 	struct tmpl_kvlist v = {0};
 	struct tmpl_inst in;
-	std_vars(&v, "x", "100");
+	std_vars(&v, t, "x", "100");
 	cr_assert_eq(tmpl_expand(t, &v, &in, &err), 0, "%s", err);
 	tmpl_inst_free(&in);
 	cr_assert_eq(tmpl_var_arg(&v, "dns=192.0.2.999", &err), 0);
@@ -1054,7 +1064,7 @@ Test(robust, mutated_templates, .init = mkscratch, .fini = rmscratch)
 				loaded++;
 				struct tmpl_kvlist v = {0};
 				struct tmpl_inst in;
-				std_vars(&v, "m1", "111");
+				std_vars(&v, t, "m1", "111");
 				if (tmpl_kvlist_get(&t->vars, "ip"))
 					cr_assert_eq(tmpl_kvlist_set(&v, "ip", "10.0.0.9"), 0);
 				if (tmpl_expand(t, &v, &in, &err) == 0) {
