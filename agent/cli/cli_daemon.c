@@ -449,7 +449,9 @@ int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_ent
 	}
 	json_object_object_add(req, "id", json_object_new_int(1));
 	json_object_object_add(req, "json", json_object_new_boolean(cli->json));
-	bool tty = !cli->json && cli_stdout_tty();
+	/* live lines when stdout and stderr are the terminal: the child then
+	 * writes both on one stream (jobproc.h), which we print on stdout */
+	bool tty = !cli->json && cli_stdout_tty() && isatty(STDERR_FILENO);
 	json_object_object_add(req, "tty", json_object_new_boolean(tty));
 	if (tty) /* the child draws its live lines for our width */
 		json_object_object_add(req, "columns", json_object_new_int((int)cli_term_columns()));

@@ -671,6 +671,77 @@ Test(daemon, live_lines_through_the_daemon_fit_the_clients_terminal)
 	world_free(&w);
 }
 
+/* ---- logging while live lines are drawn (a terminal) -------------------------- */
+
+/* Run pvagent ARGS... on a pseudo-terminal (bounded: a hang is killed and
+ * fails the test), expecting exit code want and needle in what it wrote
+ * (above: on the line right after the live lines were erased). */
+static char *pty_run(const struct world *w, int want, const char *needle, bool above,
+		     const char *what, ...)
+{
+	const char *argv[16];
+	size_t n = 0;
+	va_list ap;
+	va_start(ap, what);
+	for (const char *a; (a = va_arg(ap, const char *)) && n + 1 < 16;)
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	char *out = NULL;
+	int rc = test_pvagent_pty(w->bin, w->conf, 100, &out, argv[0], argv[1], argv[2], argv[3],
+				  argv[4], argv[5], argv[6], argv[7], argv[8], argv[9], argv[10],
+				  (char *)NULL);
+	cr_assert_neq(rc, -3, "%s: still running after %d s on a terminal (a deadlock):\n%s",
+		      what, TEST_PTY_DEADLINE_S, out);
+	cr_assert_neq(rc, -2, "%s: sanitizer report:\n%s", what, out);
+	cr_assert_eq(rc, want, "%s: exit %d:\n%s", what, rc, out);
+	const char *at = strstr(out, needle);
+	cr_assert_not_null(at, "%s: no '%s' in:\n%s", what, needle, out);
+	/* a line said while live lines are drawn (one in a step: the lost
+	 * answer's) is said above them: right after erasing them */
+	while (at > out && at[-1] != '\n' && at[-1] != 'J')
+		at--;
+	cr_assert(!above || (at - out >= 3 && strncmp(at - 3, "\033[J", 3) == 0),
+		  "%s: '%s' not said right after the live lines were erased:\n%s", what, needle,
+		  out);
+	return out;
+}
+
+/* On a terminal, a log line while live lines are drawn goes above them
+ * and never blocks: -v (debug lines at once), a default-level warning (a
+ * lost answer of a task-starting request), in this process and in the
+ * daemon's child for a client on a terminal. */
+Test(daemon, logging_while_live_lines_are_drawn_never_blocks)
+{
+	static struct world w;
+	world_start(&w, 100, 2, NULL);
+	/* the next clone is made and its answer lost: pvagent says so */
+	const char *lost = "{\"method\":\"POST\",\"path\":\"/clone$\",\"nth\":1,"
+			   "\"action\":\"reset\",\"after\":true}";
+	free(pty_run(&w, 0, "debug: ", false, "-v --local up --dry-run", "-v", "--local", "up",
+		     "ttyv1", "-t", "jobvm", "--dry-run", NULL));
+	cr_assert_eq(guests_named("ttyv1"), 0);
+	free(pty_run(&w, 0, "debug: ", false, "-v --local up", "-v", "--local", "up", "ttyv2", "-t",
+		     "jobvm", NULL));
+	cr_assert_eq(guests_named("ttyv2"), 1);
+	cr_assert_eq(simproc_fault(&sim, lost), 0);
+	char *out = pty_run(&w, 0, "answer was lost", true, "--local up, a clone's answer lost",
+			    "--local", "up", "ttyf1", "-t", "jobvm", NULL);
+	cr_expect_not_null(strstr(out, "clone"), "%s", out);
+	free(out);
+	cr_assert_eq(guests_named("ttyf1"), 1);
+	daemon_start(&w);
+	free(pty_run(&w, 0, "debug: ", false, "-v up through pvagentd", "-v", "up", "ttyd1", "-t",
+		     "jobvm", NULL));
+	cr_assert_eq(guests_named("ttyd1"), 1);
+	cr_assert_eq(simproc_fault(&sim, lost), 0);
+	free(pty_run(&w, 0, "answer was lost", true, "up through pvagentd, a clone's answer lost",
+		     "up", "ttyd2", "-t", "jobvm", NULL));
+	cr_assert_eq(guests_named("ttyd2"), 1);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
 Test(daemon, twenty_clients_each_job_once_one_at_a_time_per_guest)
 {
 	static struct world w;
