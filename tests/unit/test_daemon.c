@@ -24,6 +24,7 @@
 #include "util.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -739,6 +740,165 @@ Test(daemon, logging_while_live_lines_are_drawn_never_blocks)
 		     "up", "ttyd2", "-t", "jobvm", NULL));
 	cr_assert_eq(guests_named("ttyd2"), 1);
 	daemon_stop(&w);
+	world_free(&w);
+}
+
+/* ---- up with the shipped templates through the daemon --------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The shipped templates (templates/ *.tmpl), sorted: their names. */
+static size_t shipped_templates(char ***names)
+{
+	DIR *d = opendir("templates");
+	cr_assert_not_null(d, "templates/: %s", strerror(errno));
+	size_t n = 0;
+	*names = NULL;
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (len <= 5 || strcmp(e->d_name + len - 5, ".tmpl") != 0)
+			continue;
+		*names = realloc(*names, (n + 1) * sizeof **names);
+		cr_assert_not_null(*names);
+		(*names)[n++] = strndup(e->d_name, len - 5);
+	}
+	closedir(d);
+	qsort(*names, n, sizeof **names, cmp_str);
+	return n;
+}
+
+/* A key pair's public half DIR/NAME.pub (the private half a stand-in:
+ * no SSH is made); the [ssh] lines naming it. */
+static char *ssh_section(const struct world *w, const char *name, const char *mark)
+{
+	char *pub = strprintf("%s/%s.pub", w->dir, name), *key = strprintf("%s/%s", w->dir, name);
+	char *text = strprintf("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI%sAAAAAAAAAAAAAAAAAAAAAAAA"
+			       "AAAA %s@test\n", mark, name);
+	write_text(pub, text, 0644);
+	write_text(key, "not used\n", 0600);
+	char *kh = strprintf("%s/known_hosts", w->dir);
+	write_text(kh, "", 0644);
+	char *s = strprintf("[ssh]\nidentity = %s\nknown_hosts = %s\n", key, kh);
+	free(pub);
+	free(key);
+	free(text);
+	free(kh);
+	return s;
+}
+
+#define LAN_POOL "[pool \"lan\"]\ncidr = 192.0.2.0/24\ngateway = 192.0.2.1\n" \
+		 "range = 192.0.2.100-192.0.2.199\n"
+
+/* Submitted `up` expands the template with pvagentd's key, whatever the
+ * client's: every shipped template (as a package installs them, its
+ * directory named by [paths] templates) is refused, dry-run or made
+ * through the daemon exactly as in this process; those whose source the
+ * demo cluster has are made, the guest given the daemon's key; the
+ * OpenVZ one is refused on PVE 9. A daemon without [ssh] identity
+ * refuses a ${pubkey} template before anything is stored or sent,
+ * naming its configuration. */
+Test(daemon, up_of_every_shipped_template_through_the_daemon)
+{
+	static struct world w;
+	world_start(&w, 100, 2, NULL);
+	char *shipped = realpath("templates", NULL);
+	cr_assert_not_null(shipped);
+	free(w.tdir);
+	w.tdir = shipped;
+	char *dkey = ssh_section(&w, "daemonkey", "daemonkey"),
+	     *ckey = ssh_section(&w, "clientkey", "clientkey");
+	/* the client's own configuration: the same daemon, another key */
+	char *cconf = strprintf("%s/client.conf", w.dir);
+	char *dconf = w.conf;
+	w.conf = cconf;
+	char *cextra = strprintf("%s%s", ckey, LAN_POOL);
+	write_conf(&w, 2, cextra);
+	w.conf = dconf;
+	write_conf(&w, 2, LAN_POOL); /* the daemon's: no [ssh] identity yet */
+	daemon_start(&w);
+	char *out = NULL;
+	int rc = test_pvagent(w.bin, cconf, &out, "up", "nokey1", "-t", "freebsd-14", NULL);
+	cr_assert_eq(rc, 2, "%s", out);
+	cr_assert(strstr(out, "${pubkey} has no value") &&
+		  strstr(out, "pvagentd's configuration") && strstr(out, w.conf), "%s", out);
+	free(out);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs", NULL), 0, "nothing stored");
+	cr_assert_eq(requests("POST", "/clone", -1), 0, "nothing sent");
+	daemon_stop(&w);
+	char *dextra = strprintf("%s%s", dkey, LAN_POOL);
+	write_conf(&w, 2, dextra);
+	daemon_start(&w);
+	char **names = NULL;
+	size_t n = shipped_templates(&names), made = 0;
+	cr_assert_geq(n, 10, "the shipped templates");
+	for (size_t i = 0; i < n; i++) {
+		char dn[32], ln[32], rn[32], *d_out = NULL, *l_out = NULL;
+		snprintf(dn, sizeof dn, "dry%zu", i);
+		snprintf(ln, sizeof ln, "local%zu", i);
+		snprintf(rn, sizeof rn, "made%zu", i);
+		char *path = strprintf("templates/%s.tmpl", names[i]), *text = NULL;
+		cr_assert_eq(read_file(path, &text, NULL), 0);
+		/* a legacy guest's static address: its ${ip} */
+		const char *var = strstr(text, "${ip}") ? "--var" : "--no-inject",
+			   *ip = strstr(text, "${ip}") ? "ip=192.0.2.50" : "--no-inject";
+		int d_rc = test_pvagent(w.bin, cconf, &d_out, "up", dn, "-t", names[i], "--dry-run",
+					"--no-inject", "--no-wait-ssh", var, ip, NULL);
+		int l_rc = pv(&w, &l_out, "--local", "up", ln, "-t", names[i], "--dry-run",
+			      "--no-inject", "--no-wait-ssh", var, ip, NULL);
+		cr_expect_eq(d_rc, l_rc, "%s: through pvagentd %d:\n%s\nin this process %d:\n%s",
+			     names[i], d_rc, d_out, l_rc, l_out);
+		cr_expect_null(strstr(d_out, "${pubkey} has no value"), "%s: %s", names[i], d_out);
+		if (strstr(text, "\nimage = ")) /* an image's template VM: not built here */
+			cr_expect_not_null(strstr(d_out, "pvagent image build"), "%s: %s", names[i],
+					   d_out);
+		if (strstr(names[i], "openvz")) {
+			cr_expect_eq(d_rc, 2, "%s: %s", names[i], d_out);
+			cr_expect_not_null(strstr(d_out, "OpenVZ"), "%s: %s", names[i], d_out);
+		}
+		free(l_out);
+		if (d_rc != 0) {
+			cr_log_info("%s: refused as in this process: %s", names[i], d_out);
+			free(d_out);
+			free(text);
+			free(path);
+			continue;
+		}
+		free(d_out);
+		cr_assert_eq(test_pvagent(w.bin, cconf, &d_out, "--json", "up", rn, "-t", names[i],
+					  "--no-inject", "--no-wait-ssh", var, ip, NULL),
+			     0, "%s: %s", names[i], d_out);
+		cr_expect_eq(guests_named(rn), 1, "%s", names[i]);
+		made++;
+		json_object *last = NULL, *g;
+		free(event_shape(d_out, &last));
+		cr_assert(json_object_object_get_ex(last, "guests", &g), "%s", d_out);
+		int vmid = json_object_get_int(
+			json_object_object_get(json_object_array_get_idx(g, 0), "vmid"));
+		char node[32], keys[1024];
+		simproc_guest(&sim, vmid, node, sizeof node, "sshkeys", keys, sizeof keys);
+		if (strstr(text, "sshkeys = ${pubkey}")) {
+			cr_expect_not_null(strstr(keys, "daemonkey"), "%s: sshkeys %s", names[i],
+					   keys);
+			cr_expect_null(strstr(keys, "clientkey"), "%s: sshkeys %s", names[i], keys);
+		}
+		free(text);
+		free(path);
+		json_object_put(last);
+		free(d_out);
+	}
+	cr_expect_geq(made, 5, "the templates whose source the demo cluster has");
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	daemon_stop(&w);
+	free(cconf);
+	free(cextra);
+	free(dextra);
+	free(dkey);
+	free(ckey);
 	world_free(&w);
 }
 
