@@ -331,14 +331,15 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	};
 	struct up_result *results = NULL;
 	struct pve_error e = {0};
-	/* the input first, then what needs a request (submitted to pvagentd:
-	 * its job checks the cluster) */
+	/* the input first, then what needs a request (submitted too, as
+	 * migrate and drain do: an unknown node is said before a job is
+	 * stored, as in this process) */
 	struct up_request chk = req;
 	if (cli->sub)
 		chk.pubkey = UP_PUBKEY_STANDIN;
 	if (up_request_check(&chk, &e) < 0)
 		rc = cli_fail_pve(cli, "up", &e);
-	else if (!cli->sub)
+	else
 		rc = up_check_cluster(cli, node, t, &sets);
 	if (rc) {
 		/* said */

@@ -13,6 +13,7 @@
  * wait for states (the socket, the store, the daemon's log, waitpid),
  * never for time, except the idle window, which is the measurement. */
 #include "clirun.h"
+#include "cliworld.h"
 #include "ctl_client.h"
 #include "simproc.h"
 #include "guestenv.h"
@@ -458,49 +459,99 @@ Test(daemon, up_through_the_daemon_is_the_same_as_in_process)
 	world_free(&w);
 }
 
-/* --json through the daemon and in this process: one final object, the
- * same, for each kind of error (a guest, a node, a template that do not
- * exist; a bad option), with the error's own kind and exit code 2. */
-Test(daemon, json_errors_are_one_final_object_the_same_as_in_process)
+/* Each line of this process's out starting "pvagent" (its error lines)
+ * is in the daemon's d_out too: said to the client. */
+static void expect_lines_said(const char *what, const char *d_out, const char *l_out)
+{
+	size_t said = 0;
+	for (const char *p = l_out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (strncmp(p, "pvagent", 7) != 0)
+			continue;
+		char *line = strndup(p, strcspn(p, "\n"));
+		cr_expect_not_null(strstr(d_out, line), "%s: '%s' not said through pvagentd:\n%s",
+				   what, line, d_out);
+		free(line);
+		said++;
+	}
+	cr_expect_gt(said, 0, "%s: no error line:\n%s", what, l_out);
+}
+
+/* Every error a job meets before its first step (a guest, a node, a
+ * template or a key that do not exist; a guest it refuses; a bad option)
+ * reaches the client through pvagentd as in this process: the same exit
+ * code (2), the same error lines on stderr, and with --json one final
+ * object, the same, with the error's own kind and message, never "failed
+ * (see standard error)". */
+Test(daemon, errors_before_a_jobs_first_step_are_said_as_in_process)
 {
 	static struct world w;
 	world_start(&w, 10, 2, NULL);
 	daemon_start(&w);
-	static const char *const cases[][6] = {
-		{"inject", "nosuch", NULL, NULL, "not-found", NULL},
-		{"virtio", "nosuch", NULL, NULL, "not-found", NULL},
-		{"bench", "nosuch", NULL, NULL, "not-found", NULL},
-		{"migrate", "nosuch", "pve2", NULL, "not-found", NULL},
-		{"drain", "pve9", NULL, NULL, "not-found", NULL},
-		{"up", "x1", "-t", "nosuch", "template", NULL},
-		{"up", "x1", "--paralel", "2", "usage", NULL},
+	static const char *const cases[][7] = {
+		{"inject", "nosuch", NULL, NULL, NULL, NULL, "not-found"},
+		{"virtio", "nosuch", NULL, NULL, NULL, NULL, "not-found"},
+		{"virtio", "fbsd9-legacy", NULL, NULL, NULL, NULL, NULL},
+		{"bench", "nosuch", NULL, NULL, NULL, NULL, "not-found"},
+		{"migrate", "nosuch", "pve2", NULL, NULL, NULL, "not-found"},
+		{"drain", "pve9", NULL, NULL, NULL, NULL, "not-found"},
+		{"down", "nosuch", NULL, NULL, NULL, NULL, NULL},
+		{"up", "x1", "-t", "nosuch", NULL, NULL, "template"},
+		{"up", "x1", "-t", "jobvm", "--set", "nosuchkey=1", "config"},
+		{"up", "x1", "-t", "jobvm", "-n", "pve9", NULL},
+		{"up", "x1", "--paralel", "2", NULL, NULL, "usage"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		const char *const *c = cases[i];
-		char *d_out = NULL, *l_out = NULL;
-		int d_rc = pv(&w, &d_out, "--json", c[0], c[1], c[2], c[3], NULL);
-		int l_rc = pv(&w, &l_out, "--json", "--local", c[0], c[1], c[2], c[3], NULL);
-		cr_expect_eq(d_rc, 2, "%s %s: %s", c[0], c[1], d_out);
-		cr_expect_eq(l_rc, 2, "%s %s: %s", c[0], c[1], l_out);
+		char *what = strprintf("%s %s %s", c[0], c[1], c[2] ? c[2] : ""), *d_out = NULL,
+		     *l_out = NULL;
+		int d_rc = pv(&w, &d_out, c[0], c[1], c[2], c[3], c[4], c[5], NULL);
+		int l_rc = pv(&w, &l_out, "--local", c[0], c[1], c[2], c[3], c[4], c[5], NULL);
+		cr_expect_eq(d_rc, 2, "%s: %s", what, d_out);
+		cr_expect_eq(l_rc, 2, "%s: %s", what, l_out);
+		expect_lines_said(what, d_out, l_out);
+		free(d_out);
+		free(l_out);
+		d_rc = pv(&w, &d_out, "--json", c[0], c[1], c[2], c[3], c[4], c[5], NULL);
+		l_rc = pv(&w, &l_out, "--json", "--local", c[0], c[1], c[2], c[3], c[4], c[5],
+			  NULL);
+		cr_expect_eq(d_rc, 2, "%s: %s", what, d_out);
+		cr_expect_eq(l_rc, 2, "%s: %s", what, l_out);
 		json_object *dl = NULL, *ll = NULL;
 		free(event_shape(d_out, &dl));
 		free(event_shape(l_out, &ll));
 		size_t finals = 0;
-		for (const char *p = d_out; (p = strstr(p, "\"result\":")); p++)
-			finals++;
-		cr_expect_eq(finals, 1, "%s %s: one final object:\n%s", c[0], c[1], d_out);
+		for (const char *p = d_out; (p = strstr(p, "{\"result\":")); p++)
+			finals += p == d_out || p[-1] == '\n';
+		for (const char *p = d_out; (p = strstr(p, "{\"command\":")); p++)
+			finals += p == d_out || p[-1] == '\n';
+		cr_expect_eq(finals, 1, "%s: one final object:\n%s", what, d_out);
 		cr_assert_not_null(dl, "%s", d_out);
 		cr_assert_not_null(ll, "%s", l_out);
-		json_object *e = json_object_object_get(dl, "error");
-		cr_expect_str_eq(json_object_get_string(json_object_object_get(e, "kind")), c[4],
-				 "%s %s: %s", c[0], c[1], d_out);
 		cr_expect_eq(json_object_get_int(json_object_object_get(dl, "exit")), 2);
-		cr_expect_str_eq(json_object_to_json_string(dl), json_object_to_json_string(ll),
-				 "daemon:\n%s\nin-process:\n%s", d_out, l_out);
+		cr_expect_null(strstr(d_out, "see standard error"), "%s: %s", what, d_out);
+		/* a guest command's error, or its guest's (up, down: their jobs'
+		 * IDs differ) */
+		json_object *g = NULL, *de = dl, *le = ll;
+		if (json_object_object_get_ex(dl, "guests", &g)) {
+			de = json_object_array_get_idx(g, 0);
+			le = json_object_array_get_idx(json_object_object_get(ll, "guests"), 0);
+		}
+		de = json_object_object_get(de, "error");
+		le = json_object_object_get(le, "error");
+		if (c[6])
+			cr_expect_str_eq(json_object_get_string(json_object_object_get(de, "kind")),
+					 c[6], "%s: %s", what, d_out);
+		cr_expect_str_eq(json_object_to_json_string(de), json_object_to_json_string(le),
+				 "%s: daemon:\n%s\nin-process:\n%s", what, d_out, l_out);
+		if (!g)
+			cr_expect_str_eq(json_object_to_json_string(dl),
+					 json_object_to_json_string(ll),
+					 "%s: daemon:\n%s\nin-process:\n%s", what, d_out, l_out);
 		json_object_put(dl);
 		json_object_put(ll);
 		free(d_out);
 		free(l_out);
+		free(what);
 	}
 	daemon_stop(&w);
 	world_free(&w);
@@ -1706,7 +1757,13 @@ Test(daemon, a_submitted_job_that_cannot_be_stored_says_why)
 									 : NULL)
 		objects += *line == '{';
 	cr_assert_eq(objects, 1, "%s", out);
-	cr_assert(strstr(out, "failed (see standard error)"), "%s", out);
+	/* its message the reason said on stderr, never "see standard error" */
+	json_object *fin = cli_final_json(out);
+	const char *const msg[] = {"error", "message", NULL};
+	const char *m = cli_jpath(fin, msg);
+	cr_assert(m && strstr(m, "is working on it") && !strstr(m, "see standard error"), "%s",
+		  out);
+	json_object_put(fin);
 	free(out);
 	wait_log(&w, "ticket 2 (up x9): x9: up job 1 (process");
 	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs", NULL), 1, "nothing else stored");
