@@ -187,7 +187,7 @@ static void relay_free(struct relay *r)
 /* The index of ticket in r (0 when it is not one of them). */
 static size_t relay_index(const struct relay *r, long long ticket)
 {
-	for (size_t i = 0; i < r->n; i++)
+	for (size_t i = 0; r->tickets && i < r->n; i++)
 		if (json_object_get_int64(json_object_array_get_idx(r->tickets, i)) == ticket)
 			return i;
 	return 0;
@@ -260,6 +260,24 @@ static void relay_output(struct relay *r, long long ticket, const char *data, si
 	}
 }
 
+/* The result of ticket i whose child printed no final object: failed,
+ * with the error it said (command: as the command's own object). */
+static json_object *relay_unprinted(const struct relay *r, size_t i, int code, bool command)
+{
+	char *said = relay_said(r, i);
+	json_object *g = json_object_new_object();
+	if (g && command)
+		json_object_object_add(g, "command",
+				       r->command ? json_object_new_string(r->command) : NULL);
+	const char *subject = r->jobs ? json_str(json_object_array_get_idx(r->jobs, i), "subject")
+				      : NULL; /* (resume: none) */
+	if (g)
+		out_result_members(g, subject, 0, NULL, code ? code : 1, "failed",
+				   said ? said : "failed (see standard error)", NULL);
+	free(said);
+	return g;
+}
+
 /* Every ticket exited with code the worst of theirs: the command's final
  * object. One ticket: its child's, as it printed it; several: one object
  * with every guest of theirs (a child that printed none: its guest with
@@ -272,6 +290,15 @@ static void relay_finish(struct relay *r, int code)
 		out_json_relayed(r->final[0]);
 		printf("%s\n", r->final[0]);
 		fflush(stdout);
+		return;
+	}
+	if (r->n == 1 && code) {
+		/* its child ended before it printed one: the error it said,
+		 * as its command's error object */
+		json_object *o = relay_unprinted(r, 0, code, true);
+		if (o)
+			out_json_line(stdout, o);
+		json_object_put(o);
 		return;
 	}
 	json_object *guests = json_object_new_array(), *command = NULL;
@@ -289,24 +316,9 @@ static void relay_finish(struct relay *r, int code)
 			json_object_object_del(f, "command");
 			json_object_array_add(guests, json_object_get(f));
 		} else {
-			char *said = relay_said(r, i);
-			g = json_object_new_object();
-			out_result_members(g, json_str(json_object_array_get_idx(r->jobs, i), "subject"),
-					   0, NULL, code ? code : 1, "failed",
-					   said ? said : "failed (see standard error)", NULL);
-			json_object_array_add(guests, g);
-			free(said);
+			json_object_array_add(guests, relay_unprinted(r, i, code, false));
 		}
 		json_object_put(f);
-	}
-	if (!any && r->n == 1 && guests && code) {
-		/* the one child printed no final object (it ended before it
-		 * could): the error it said, as its command's error object */
-		json_object *o = json_object_get(json_object_array_get_idx(guests, 0));
-		json_object_object_add(o, "command",
-				       r->command ? json_object_new_string(r->command) : NULL);
-		out_json_line(stdout, o);
-		json_object_put(o);
 	}
 	json_object *o = guests && any ? json_object_new_object() : NULL;
 	if (o) {
