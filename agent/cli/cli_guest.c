@@ -420,7 +420,13 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 	struct guest_target gt;
 	struct convert_result res = {0};
 	char *db = NULL;
-	if (cli->sub) { /* the guest is found by the job in pvagentd */
+	/* submitted: a guest that does not exist is said before a job is
+	 * stored, as in this process; the rest is the job's in pvagentd */
+	if (cli->sub && (rc = cli_check_guest(cli, a->cmd, name))) {
+		tmpl_kvlist_free(&vars);
+		return rc;
+	}
+	if (cli->sub) {
 		const struct convert_request sq = {.bus = cbus, .verify_timeout_s = timeout,
 						   .keep_snapshot = keep, .bench = bench && !dry,
 						   .bench_size_mib = size, .dry_run = dry};

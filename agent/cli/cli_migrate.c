@@ -213,18 +213,8 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 	 * stored, as in this process) */
 	if (rc == 0)
 		rc = cli_check_node(cli, "migrate", a->argv[1], NULL);
-	if (rc == 0) {
-		/* a guest that does not exist: said before any job is stored */
-		struct guest_ref g = {0};
-		struct pve_error e = {0};
-		int f = guest_find(cli->pve, a->argv[0], &g, &e);
-		guest_ref_clear(&g);
-		cli->subject = a->argv[0];
-		if (f == 0)
-			guest_not_found(a->argv[0], &e);
-		if (f <= 0)
-			rc = cli_fail_pve(cli, "migrate", &e);
-	}
+	if (rc == 0) /* a guest that does not exist: said before any job is stored */
+		rc = cli_check_guest(cli, "migrate", a->argv[0]);
 	if (rc)
 		return rc;
 	struct migrate_print mp = {a->argv[1], dry};

@@ -553,6 +553,10 @@ Test(daemon, errors_before_a_jobs_first_step_are_said_as_in_process)
 		free(l_out);
 		free(what);
 	}
+	/* a virtio or migrate of a guest that does not exist: nothing stored,
+	 * through the daemon as in this process */
+	cr_expect_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE subject = ?1 AND workflow IN "
+			    "('virtio', 'migrate')", "nosuch"), 0);
 	daemon_stop(&w);
 	world_free(&w);
 }
