@@ -82,7 +82,7 @@ void log_set_sink(log_sink_fn fn, void *ctx)
 	pthread_mutex_unlock(&out_mu);
 }
 
-/* Caller holds out_mu. */
+/* Caller holds out_mu (log_vmsg, or a sink it called). */
 static void print_stderr(enum log_level lvl, const char *line)
 {
 	if (lvl == LOGL_INFO || lvl == LOGL_ERROR) /* an error: "pvagent COMMAND: text" */
@@ -374,6 +374,8 @@ void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 		fputs("pvagent: out of memory while logging\n", stderr);
 		return;
 	}
+	/* One lock, taken once: the sink runs under it and must not log
+	 * (log_sink_stderr is its lock-free way to stderr). */
 	pthread_mutex_lock(&out_mu);
 	if (sink_fn)
 		sink_fn(sink_ctx, lvl, line);
@@ -383,11 +385,9 @@ void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 	free(line);
 }
 
-void log_stderr(enum log_level lvl, const char *line)
+void log_sink_stderr(enum log_level lvl, const char *line)
 {
-	pthread_mutex_lock(&out_mu);
-	print_stderr(lvl, line);
-	pthread_mutex_unlock(&out_mu);
+	print_stderr(lvl, line); /* out_mu is held: log_vmsg called the sink */
 }
 
 void log_msg(enum log_level lvl, const char *fmt, ...)

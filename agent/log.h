@@ -46,11 +46,15 @@ const char *log_level_name(enum log_level lvl);
  * without prefix or newline; pass NULL to restore stderr. Used by tests and
  * by the daemon (to turn lines into events). */
 typedef void (*log_sink_fn)(void *ctx, enum log_level lvl, const char *line);
+/* The sink runs under the log's lock (lines never interleave): it must not
+ * log itself nor call log_set_*; a lock it takes comes after the log's. */
 void log_set_sink(log_sink_fn fn, void *ctx);
 
-/* A line (already redacted) on stderr as the default sink writes it: for
- * a sink that prints some lines itself (the CLI's live progress). */
-void log_stderr(enum log_level lvl, const char *line);
+/* Only from inside a sink: its line (already redacted) on stderr as the
+ * default sink writes it (the CLI's live progress prints log lines above
+ * its live lines). The sink is called with the log's lock held, so it must
+ * not call log_msg and friends, and this takes no lock. */
+void log_sink_stderr(enum log_level lvl, const char *line);
 
 /* Program name used as the stderr prefix (default "pvagent"); the string
  * must outlive its use. */

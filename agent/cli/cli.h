@@ -148,6 +148,10 @@ int cli_load_conf(struct cli *cli);
  * first; from, when not NULL, says where the name came from: "[pve]
  * node"). */
 int cli_check_node(struct cli *cli, const char *cmd, const char *node, const char *from);
+/* Does guest name (or VMID) exist (connecting first)? 0, or an exit code
+ * (said: 2, "no guest named ...", as its command says it). For a command
+ * submitted to pvagentd: said before a job is stored, as in this process. */
+int cli_check_guest(struct cli *cli, const char *cmd, const char *name);
 /* Load the configuration (once) and open the PVE client; 0 or an exit code. */
 int cli_connect_pve(struct cli *cli);
 /* A command's options and arguments, parsed by the command table's

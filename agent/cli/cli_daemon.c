@@ -152,16 +152,21 @@ struct relay {
 	size_t n;             /* tickets, in the order of the submitted jobs */
 	json_object *tickets; /* the daemon's answer's ticket IDs */
 	json_object *jobs;    /* the submitted jobs ("subject"): the guests */
+	const char *command;  /* the workflow's name */
 	struct sbuf *pending; /* per ticket: its stdout up to its newline */
 	char **final;         /* per ticket: its final object's line */
+	struct sbuf *said;    /* per ticket: its stderr, for a child that
+				 printed no final object */
 };
 
-static int relay_init(struct relay *r, json_object *tickets, json_object *jobs, size_t n)
+static int relay_init(struct relay *r, const char *command, json_object *tickets,
+		      json_object *jobs, size_t n)
 {
-	*r = (struct relay){.n = n, .tickets = tickets, .jobs = jobs};
+	*r = (struct relay){.n = n, .command = command, .tickets = tickets, .jobs = jobs};
 	r->pending = calloc(n, sizeof *r->pending);
 	r->final = calloc(n, sizeof *r->final);
-	return r->pending && r->final ? 0 : -1;
+	r->said = calloc(n, sizeof *r->said);
+	return r->pending && r->final && r->said ? 0 : -1;
 }
 
 static void relay_free(struct relay *r)
@@ -171,9 +176,57 @@ static void relay_free(struct relay *r)
 			sbuf_free(&r->pending[i]);
 		if (r->final)
 			free(r->final[i]);
+		if (r->said)
+			sbuf_free(&r->said[i]);
 	}
 	free(r->pending);
 	free(r->final);
+	free(r->said);
+}
+
+/* The index of ticket in r (0 when it is not one of them). */
+static size_t relay_index(const struct relay *r, long long ticket)
+{
+	for (size_t i = 0; r->tickets && i < r->n; i++)
+		if (json_object_get_int64(json_object_array_get_idx(r->tickets, i)) == ticket)
+			return i;
+	return 0;
+}
+
+/* What the child of ticket wrote on its stderr: its last lines kept. */
+static void relay_stderr(struct relay *r, long long ticket, const char *data, size_t n)
+{
+	struct sbuf *said = &r->said[relay_index(r, ticket)];
+	enum { KEEP = 4096 };
+	if (said->len + n > 2 * KEEP) { /* the tail only: an error is one line */
+		char *tail = strdup(sbuf_str(said) + (said->len > KEEP ? said->len - KEEP : 0));
+		sbuf_reset(said);
+		if (tail)
+			sbuf_add(said, tail);
+		free(tail);
+	}
+	sbuf_addn(said, data, n);
+}
+
+/* The error a child that printed no final object said last on stderr
+ * ("pvagent CMD: [error: ]MESSAGE": its MESSAGE, as an error object holds
+ * it), or NULL. malloc'd. */
+static char *relay_said(const struct relay *r, size_t k)
+{
+	const char *s = sbuf_str(&r->said[k]), *end = s + strlen(s);
+	while (end > s && end[-1] == '\n')
+		end--;
+	const char *line = end;
+	while (line > s && line[-1] != '\n')
+		line--;
+	if (line == end)
+		return NULL;
+	const char *colon = strncmp(line, "pvagent", 7) == 0 ? strstr(line, ": ") : NULL;
+	if (colon && colon < end)
+		line = colon + 2;
+	if (strncmp(line, "error: ", 7) == 0 && line + 7 < end)
+		line += 7;
+	return strndup(line, (size_t)(end - line));
 }
 
 static bool is_final(const char *line)
@@ -189,10 +242,7 @@ static bool is_final(const char *line)
  * object held. */
 static void relay_output(struct relay *r, long long ticket, const char *data, size_t n)
 {
-	size_t k = 0;
-	for (size_t i = 0; i < r->n; i++)
-		if (json_object_get_int64(json_object_array_get_idx(r->tickets, i)) == ticket)
-			k = i;
+	size_t k = relay_index(r, ticket);
 	struct sbuf *pending = &r->pending[k];
 	for (const char *p = data, *end = data + n; p < end;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -210,6 +260,24 @@ static void relay_output(struct relay *r, long long ticket, const char *data, si
 	}
 }
 
+/* The result of ticket i whose child printed no final object: failed,
+ * with the error it said (command: as the command's own object). */
+static json_object *relay_unprinted(const struct relay *r, size_t i, int code, bool command)
+{
+	char *said = relay_said(r, i);
+	json_object *g = json_object_new_object();
+	if (g && command)
+		json_object_object_add(g, "command",
+				       r->command ? json_object_new_string(r->command) : NULL);
+	const char *subject = r->jobs ? json_str(json_object_array_get_idx(r->jobs, i), "subject")
+				      : NULL; /* (resume: none) */
+	if (g)
+		out_result_members(g, subject, 0, NULL, code ? code : 1, "failed",
+				   said ? said : "failed (see standard error)", NULL);
+	free(said);
+	return g;
+}
+
 /* Every ticket exited with code the worst of theirs: the command's final
  * object. One ticket: its child's, as it printed it; several: one object
  * with every guest of theirs (a child that printed none: its guest with
@@ -222,6 +290,15 @@ static void relay_finish(struct relay *r, int code)
 		out_json_relayed(r->final[0]);
 		printf("%s\n", r->final[0]);
 		fflush(stdout);
+		return;
+	}
+	if (r->n == 1 && code) {
+		/* its child ended before it printed one: the error it said,
+		 * as its command's error object */
+		json_object *o = relay_unprinted(r, 0, code, true);
+		if (o)
+			out_json_line(stdout, o);
+		json_object_put(o);
 		return;
 	}
 	json_object *guests = json_object_new_array(), *command = NULL;
@@ -239,11 +316,7 @@ static void relay_finish(struct relay *r, int code)
 			json_object_object_del(f, "command");
 			json_object_array_add(guests, json_object_get(f));
 		} else {
-			g = json_object_new_object();
-			out_result_members(g, json_str(json_object_array_get_idx(r->jobs, i), "subject"),
-					   0, NULL, code ? code : 1, "failed",
-					   "failed (see standard error)", NULL);
-			json_object_array_add(guests, g);
+			json_object_array_add(guests, relay_unprinted(r, i, code, false));
 		}
 		json_object_put(f);
 	}
@@ -335,6 +408,8 @@ static int stream(struct cli *cli, struct ctl_client *c, struct relay *relay, do
 					relay_output(relay, t, s, n);
 				else
 					write_all(v == 2 ? stderr : stdout, s, n);
+				if (relay && cli->json && v == 2 && json_int(m, "ticket", &t))
+					relay_stderr(relay, t, s, n);
 			}
 		} else if (follow && strcmp(ev, "start") != 0) {
 			json_object *t = NULL;
@@ -449,7 +524,9 @@ int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_ent
 	}
 	json_object_object_add(req, "id", json_object_new_int(1));
 	json_object_object_add(req, "json", json_object_new_boolean(cli->json));
-	bool tty = !cli->json && cli_stdout_tty();
+	/* live lines when stdout and stderr are the terminal: the child then
+	 * writes both on one stream (jobproc.h), which we print on stdout */
+	bool tty = !cli->json && cli_stdout_tty() && isatty(STDERR_FILENO);
 	json_object_object_add(req, "tty", json_object_new_boolean(tty));
 	if (tty) /* the child draws its live lines for our width */
 		json_object_object_add(req, "columns", json_object_new_int((int)cli_term_columns()));
@@ -480,7 +557,8 @@ int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_ent
 		else
 			log_debug("pvagentd: %zu ticket(s) from %s", n, json_text(ans, "ticket"));
 		struct relay relay;
-		if (relay_init(&relay, t, json_object_object_get(req, "jobs"), n) < 0) {
+		if (relay_init(&relay, json_str(req, "workflow"), t,
+			       json_object_object_get(req, "jobs"), n) < 0) {
 			log_error("out of memory");
 			rc = 1;
 		} else {

@@ -4,6 +4,7 @@
  * final object; exit codes; the stop flag Ctrl-C and SIGTERM set. */
 #include "cli.h"
 
+#include "guest.h"
 #include "inventory.h"
 #include "json.h"
 #include "log.h"
@@ -295,6 +296,21 @@ int cli_check_node(struct cli *cli, const char *cmd, const char *node, const cha
 	sbuf_free(&list);
 	json_object_put(nodes);
 	return cli_fail_pve(cli, cmd, &e);
+}
+
+int cli_check_guest(struct cli *cli, const char *cmd, const char *name)
+{
+	int rc = cli_connect_pve(cli);
+	if (rc)
+		return rc;
+	struct guest_ref g = {0};
+	struct pve_error e = {0};
+	int f = guest_find(cli->pve, name, &g, &e);
+	guest_ref_clear(&g);
+	cli->subject = name;
+	if (f == 0)
+		guest_not_found(name, &e);
+	return f <= 0 ? cli_fail_pve(cli, cmd, &e) : 0;
 }
 
 int cli_parse_count(const char *cmd, const char *opt, const char *arg, long min, long max,

@@ -188,20 +188,26 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 			     cli_inject_result);
 }
 
+/* A guest job that failed before its result was made (finding the
+ * guest, its template, its address): said as any command's failure, on
+ * stderr and as the --json error object. Its exit code. */
+static int fail_before_result(struct cli *cli, const char *cmd, struct job *j)
+{
+	struct pve_error e = {0};
+	json_object *eo = pve_error_to_json(job_error(j));
+	if (!eo || pve_error_from_json(eo, &e) < 0)
+		pve_error_oom(&e);
+	json_object_put(eo);
+	cli->subject = cli_job_guest_name(j);
+	return cli_fail_pve(cli, cmd, &e);
+}
+
 int cli_inject_result(struct cli *cli, struct job *j, int code)
 {
 	json_object *v = job_vars(j), *res = NULL;
 	const char *name = cli_job_guest_name(j), *summary = json_str(v, "summary");
-	if (!json_object_object_get_ex(v, "result", &res) || !res) {
-		/* it failed before inject ran (finding the guest, its template,
-		 * its address): as any command's failure */
-		struct pve_error e = {0};
-		json_object *eo = pve_error_to_json(job_error(j));
-		if (!eo || pve_error_from_json(eo, &e) < 0)
-			pve_error_oom(&e);
-		json_object_put(eo);
-		return cli_fail_pve(cli, "inject", &e);
-	}
+	if (!json_object_object_get_ex(v, "result", &res) || !res)
+		return fail_before_result(cli, "inject", j);
 	const char *failed = json_str(res, "failed_step"), *error = json_str(res, "error");
 	if (cli->json) {
 		json_object *o = NULL;
@@ -414,7 +420,13 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 	struct guest_target gt;
 	struct convert_result res = {0};
 	char *db = NULL;
-	if (cli->sub) { /* the guest is found by the job in pvagentd */
+	/* submitted: a guest that does not exist is said before a job is
+	 * stored, as in this process; the rest is the job's in pvagentd */
+	if (cli->sub && (rc = cli_check_guest(cli, a->cmd, name))) {
+		tmpl_kvlist_free(&vars);
+		return rc;
+	}
+	if (cli->sub) {
 		const struct convert_request sq = {.bus = cbus, .verify_timeout_s = timeout,
 						   .keep_snapshot = keep, .bench = bench && !dry,
 						   .bench_size_mib = size, .dry_run = dry};
@@ -471,7 +483,7 @@ int cli_virtio_result(struct cli *cli, struct job *j, int code)
 {
 	const struct convert_result *r = wf_virtio_result(j);
 	if (!r)
-		return code;
+		return code ? fail_before_result(cli, "virtio", j) : code;
 	return print_virtio(cli, cli_job_guest_name(j), job_vmid(j), job_node(j), r);
 }
 

@@ -207,24 +207,12 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 		default: rc = EXIT_USAGE; break;
 		}
 	}
-	if (rc == 0) /* submitted to pvagentd: its job connects */
-		rc = cli->sub ? cli_load_conf(cli) : cli_connect_pve(cli);
-	/* (submitted too: an unknown node or guest is said before a job is
-	 * stored, as in this process) */
+	/* submitted or not: an unknown node or guest is said before a job is
+	 * stored (each check connects first) */
 	if (rc == 0)
 		rc = cli_check_node(cli, "migrate", a->argv[1], NULL);
-	if (rc == 0) {
-		/* a guest that does not exist: said before any job is stored */
-		struct guest_ref g = {0};
-		struct pve_error e = {0};
-		int f = guest_find(cli->pve, a->argv[0], &g, &e);
-		guest_ref_clear(&g);
-		cli->subject = a->argv[0];
-		if (f == 0)
-			guest_not_found(a->argv[0], &e);
-		if (f <= 0)
-			rc = cli_fail_pve(cli, "migrate", &e);
-	}
+	if (rc == 0) /* a guest that does not exist: said before any job is stored */
+		rc = cli_check_guest(cli, "migrate", a->argv[0]);
 	if (rc)
 		return rc;
 	struct migrate_print mp = {a->argv[1], dry};
@@ -438,9 +426,7 @@ static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 	size_t n_to = 0;
 	if (rc == 0 && to && split_nodes(to, &tov, &n_to) < 0)
 		rc = 1;
-	if (rc == 0) /* submitted to pvagentd: its job connects */
-		rc = cli->sub ? cli_load_conf(cli) : cli_connect_pve(cli);
-	if (rc == 0) /* an unknown node is named with the nodes there are */
+	if (rc == 0) /* an unknown node is named with the nodes there are (submitted too) */
 		rc = cli_check_node(cli, cmd, a->argv[0], NULL);
 	for (size_t i = 0; rc == 0 && i < n_to; i++)
 		rc = cli_check_node(cli, cmd, tov[i], "--to");

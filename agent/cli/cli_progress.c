@@ -33,7 +33,8 @@ static void live_erase(struct event_print *pp);
 static void live_draw(struct event_print *pp);
 
 /* A log line while live lines are drawn: above them, as stderr would
- * show it. */
+ * show it. The log calls this with its lock held (so log_sink_stderr, never
+ * log_msg); print_mu comes after the log's lock, everywhere. */
 static void log_above(void *ctx, enum log_level lvl, const char *line)
 {
 	(void)ctx;
@@ -42,7 +43,7 @@ static void log_above(void *ctx, enum log_level lvl, const char *line)
 	if (pp)
 		live_erase(pp);
 	fflush(stdout);
-	log_stderr(lvl, line);
+	log_sink_stderr(lvl, line);
 	if (pp)
 		live_draw(pp);
 	fflush(stdout);

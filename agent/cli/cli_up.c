@@ -24,6 +24,11 @@
 #include <string.h>
 #include <strings.h>
 
+/* ${pubkey} in a submitted up's own check: a key of the right form (the
+ * job gets pvagentd's, which pvagentd checks). */
+#define UP_PUBKEY_STANDIN \
+	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA pvagentd"
+
 static int env_of(struct job_env *env, struct store *store, const struct guest_wait *w,
 		  job_event_fn on_event, void *event_ctx, volatile sig_atomic_t *stop,
 		  const struct conf *conf)
@@ -293,7 +298,9 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		tmpl_kvlist_free(&vars);
 		return rc;
 	}
-	/* pvagentd puts its own in a submitted job */
+	/* ${pubkey}: submitted, the job's key is pvagentd's (its [ssh]
+	 * identity; it refuses the job when it has none) and a stand-in
+	 * checks the rest of the template here; in this process, ours */
 	char *pubkey = cli->sub ? NULL : conf_read_pubkey(&cli->conf);
 	struct pve_opts po = job_conf_pve_opts(&cli->conf);
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
@@ -324,11 +331,15 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	};
 	struct up_result *results = NULL;
 	struct pve_error e = {0};
-	/* the input first, then what needs a request (submitted to pvagentd:
-	 * its job checks the cluster) */
-	if (up_request_check(&req, &e) < 0)
+	/* the input first, then what needs a request (submitted too, as
+	 * migrate and drain do: an unknown node is said before a job is
+	 * stored, as in this process) */
+	struct up_request chk = req;
+	if (cli->sub)
+		chk.pubkey = UP_PUBKEY_STANDIN;
+	if (up_request_check(&chk, &e) < 0)
 		rc = cli_fail_pve(cli, "up", &e);
-	else if (!cli->sub)
+	else
 		rc = up_check_cluster(cli, node, t, &sets);
 	if (rc) {
 		/* said */

@@ -129,7 +129,10 @@ int jobproc_start(const struct jobproc_opts *o, const char *const *argv, struct 
 		signal(SIGPIPE, SIG_DFL);
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(127);
-		if (dup2(in, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0 ||
+		/* on a terminal, stdout and stderr are one stream: a log line
+		 * said between erasing and redrawing the live lines must reach
+		 * the client's screen between them, as it would on its own */
+		if (dup2(in, 0) < 0 || dup2(po[1], 1) < 0 || dup2(o->tty ? po[1] : pe[1], 2) < 0 ||
 		    dup2(pv[1], 3) < 0)
 			_exit(127);
 		char cols[16];

@@ -22,7 +22,9 @@ struct jobproc_opts {
 	const char *bin;        /* the pvagent binary (jobproc_cli_path) */
 	const char *conf;       /* the configuration file */
 	bool json;              /* --json */
-	bool tty;               /* render as on a terminal (PVAGENT_TTY=1) */
+	bool tty;               /* render as on a terminal (PVAGENT_TTY=1);
+				   its stderr then goes to its stdout's pipe,
+				   in order with the live lines */
 	int columns;            /* > 0: that terminal's width ($COLUMNS) */
 	int verbosity;          /* -v (> 0) or -q (< 0) times */
 	const char *input;      /* its stdin (a submitted job's params); NULL:

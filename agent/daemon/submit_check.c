@@ -198,9 +198,26 @@ static int check_up(const char *wf, const char *subject, json_object *params,
 	struct pve_error e = {0};
 	if (up_check_params(subject, params, conf, &e) == 0)
 		return 0;
-	err_setf(why, "%s", e.message ? e.message : "up: refused");
+	/* a template's ${pubkey} without a key: the daemon's file to edit */
+	bool key = e.message && strstr(e.message, "${pubkey}") && !json_str(params, "pubkey");
+	err_setf(why, "%s%s%s%s", e.message ? e.message : "up: refused",
+		 key ? " (pvagentd's configuration: " : "", key && conf->path ? conf->path : "",
+		 key ? ")" : "");
 	pve_error_clear(&e);
 	return -1;
+}
+
+/* up's "pubkey": the daemon's own ([ssh] identity's .pub), never the
+ * submitter's; none without an identity (a template that needs one is
+ * then refused by check_up). 0, or -1 (*why). */
+static int daemon_pubkey(json_object *params, const struct conf *conf, char **why)
+{
+	char *pubkey = conf_read_pubkey(conf);
+	int rc = set_member(params, "pubkey", pubkey);
+	if (rc < 0)
+		err_setf(why, "out of memory");
+	free(pubkey);
+	return rc;
 }
 
 static const struct wf_members *members_of(const char *wf)
@@ -246,6 +263,10 @@ int submit_check(const char *wf, const char *subject, json_object *params,
 	}
 	if (control_chars(wf, subject, params, why))
 		return -1;
+	/* up's key is the daemon's, whoever submits: its child runs with the
+	 * daemon's configuration, and the submitting CLI sends none */
+	if (strcmp(wf, "up") == 0 && daemon_pubkey(params, conf, why) < 0)
+		return -1;
 	if (peer->uid == 0 || peer->uid == geteuid())
 		return check_up(wf, subject, params, conf, why);
 	if (strcmp(wf, "image") == 0)
@@ -279,12 +300,9 @@ int submit_check(const char *wf, const char *subject, json_object *params,
 		free(path);
 		return -1;
 	}
-	char *pubkey = conf_read_pubkey(conf);
-	int rc = set_member(params, "template_path", path) < 0 ||
-			 set_member(params, "pubkey", pubkey) < 0 ? -1 : 0;
+	int rc = set_member(params, "template_path", path);
 	if (rc < 0)
 		err_setf(why, "out of memory");
-	free(pubkey);
 	free(path);
 	return rc < 0 ? rc : check_up(wf, subject, params, conf, why);
 }

@@ -13,8 +13,10 @@
  *   resolves to, symlinks followed, must lie inside that directory and be
  *   readable by the peer by its mode (owner, group, others); up's
  *   "template_path" is the daemon's resolution of it, never the peer's;
- * - up's public key ("pubkey") is the daemon's ([ssh] of its
- *   configuration), never the peer's;
+ * - up's public key ("pubkey") is the daemon's ([ssh] identity of its
+ *   configuration, the one its child runs with), for every peer, root
+ *   too, never the submitter's; without one, a template that uses
+ *   ${pubkey} is refused, naming the daemon's configuration;
  * - no other member names a file; one that does is added to the table
  *   with its check.
  *

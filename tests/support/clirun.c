@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <json-c/json.h>
+#include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -178,7 +179,23 @@ int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, cha
 	close(slave);
 	struct sbuf b = {0};
 	char chunk[4096];
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	bool hung = false;
 	for (;;) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long left = (TEST_PTY_DEADLINE_S - (now.tv_sec - t0.tv_sec)) * 1000L;
+		if (left <= 0) {
+			hung = true;
+			break;
+		}
+		struct pollfd pfd = {master, POLLIN, 0};
+		int pr = poll(&pfd, 1, (int)left);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0)
+			continue; /* the deadline, checked above */
 		ssize_t r = read(master, chunk, sizeof chunk);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -187,6 +204,8 @@ int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, cha
 		if (sbuf_addn(&b, chunk, (size_t)r) < 0)
 			break;
 	}
+	if (hung) /* its process group: a child it started holds the pty too */
+		kill(-pid, SIGKILL);
 	close(master);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
@@ -196,6 +215,8 @@ int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, cha
 		*out = strdup("");
 	if (*out && (strstr(*out, "Sanitizer") || strstr(*out, "runtime error")))
 		return -2;
+	if (hung)
+		return -3;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

@@ -27,7 +27,9 @@ int test_pvagentv(const char *bin, const char *conf, char **out, va_list ap);
 
 /* The same on a pseudo-terminal of cols columns (stdin, stdout and stderr
  * are its slave side); *out gets everything written to it, escape
- * sequences included. */
+ * sequences included. A run that has not ended after
+ * TEST_PTY_DEADLINE_S seconds (a hang) is killed: -3, *out what it wrote. */
+#define TEST_PTY_DEADLINE_S 60
 int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, char **out, ...);
 /* Start argv (NULL-terminated; argv[0] the program's path) in the
  * background, its stdout and stderr into out_path. Its pid, or -1. */

@@ -68,6 +68,33 @@ Test(log, stderr_format, .init = cr_redirect_stderr)
 	cr_assert_stderr_eq_str("pvagent: hello\npvagent: warning: careful\npvagent: bad 3\n");
 }
 
+/* A sink that prints some lines itself (the CLI's live progress): it
+ * runs under the log's lock and writes with log_sink_stderr, which takes
+ * none, so the line comes out (a second lock would hang here; the
+ * suite's timeout fails it), redacted, formatted as the default's. */
+static void above_sink(void *ctx, enum log_level lvl, const char *line)
+{
+	(*(int *)ctx)++;
+	log_sink_stderr(lvl, line);
+}
+
+Test(log, a_sink_writes_to_stderr_without_a_second_lock, .init = cr_redirect_stderr,
+     .timeout = 10)
+{
+	int calls = 0;
+	log_set_level(LOGL_DEBUG);
+	log_set_sink(above_sink, &calls);
+	cr_assert_eq(log_secret_add("hunter2-secret"), 0);
+	log_debug("step %d with hunter2-secret", 1);
+	log_info("done");
+	log_secret_remove("hunter2-secret");
+	log_set_sink(NULL, NULL);
+	log_set_level(LOGL_INFO);
+	fflush(stderr);
+	cr_expect_eq(calls, 2);
+	cr_assert_stderr_eq_str("pvagent: debug: step 1 with ***\npvagent: done\n");
+}
+
 Test(log, registered_secret_masked_everywhere)
 {
 	struct capture c = {0};
