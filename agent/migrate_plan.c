@@ -8,6 +8,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -508,11 +509,106 @@ bool migrate_version_older(const struct pve_version *target,
 					      : target->minor < source->minor;
 }
 
-/* Proxmox guarantees live migration only to a node whose PVE is at least
- * as new as the source's (a rolling upgrade: move guests onto upgraded
- * nodes, never back). Offline and restart migrations are not live. */
+/* A machine type's parts: "pc-i440fx-10.1+pve0" -> "i440fx", 10, 1, 0
+ * (QemuServer::Machine extract_version_parts; "pc-" alone is i440fx). 0,
+ * or -1 for one without a version. */
+static int machine_parts(const char *id, char *type, size_t tn, int *major, int *minor,
+			 int *pve)
+{
+	static const struct {
+		const char *prefix, *type;
+	} kinds[] = {{"pc-i440fx-", "i440fx"}, {"pc-q35-", "q35"}, {"pc-", "i440fx"},
+		     {"virt-", "virt"}};
+	for (size_t k = 0; id && k < sizeof kinds / sizeof *kinds; k++) {
+		size_t l = strlen(kinds[k].prefix);
+		if (strncmp(id, kinds[k].prefix, l) != 0 || !isdigit((unsigned char)id[l]))
+			continue;
+		char *end = NULL;
+		long ma = strtol(id + l, &end, 10), mi = 0, pv = 0;
+		if (*end != '.' || !isdigit((unsigned char)end[1]))
+			return -1;
+		mi = strtol(end + 1, &end, 10);
+		if (*end == '.' && isdigit((unsigned char)end[1]))
+			strtol(end + 1, &end, 10); /* a patch part: ignored, as PVE does */
+		if (strncmp(end, "+pve", 4) == 0)
+			pv = strtol(end + 4, NULL, 10);
+		snprintf(type, tn, "%s", kinds[k].type);
+		*major = (int)ma;
+		*minor = (int)mi;
+		*pve = (int)pv;
+		return 0;
+	}
+	return -1;
+}
+
+/* qemu-server starts the incoming VM on the target with the machine type
+ * it runs (QemuServer.pm config_to_command): the target's QEMU must be at
+ * least that version ("Installed QEMU version '...' is too old to run
+ * machine type '...', please upgrade node '...'") and its qemu-server
+ * know the +pveN revision. Judged from the target's machine types. */
+static int check_machine(const struct mig_facts *f, struct mig_plan *p)
+{
+	char type[16], et[16];
+	int ma, mi, pv;
+	if (machine_parts(f->running_machine, type, sizeof type, &ma, &mi, &pv) < 0)
+		return 0; /* not a versioned type: nothing to judge by */
+	int top_ma = -1, top_mi = -1, max_pv = -1;
+	size_t n = json_object_array_length(f->target_machines);
+	for (size_t i = 0; i < n; i++) {
+		int a, b, c;
+		if (machine_parts(json_str(json_object_array_get_idx(f->target_machines, i), "id"), et,
+				  sizeof et, &a, &b, &c) < 0 ||
+		    strcmp(et, type) != 0)
+			continue;
+		if (a > top_ma || (a == top_ma && b > top_mi)) {
+			top_ma = a;
+			top_mi = b;
+		}
+		if (a == ma && b == mi && c > max_pv)
+			max_pv = c;
+	}
+	if (max_pv >= pv)
+		return 0;
+	struct sbuf b = {0};
+	const char *how = "shut it down to migrate it offline (it then starts with a machine type "
+			  "the target runs), choose a node with a newer QEMU, or upgrade";
+	if (top_ma > ma || (top_ma == ma && top_mi >= mi)) {
+		if (max_pv >= 0)
+			sbuf_addf(&b, "VM %d runs machine type '%s', newer than node '%s' knows: PVE "
+				      "would stop the migration with \"Installed qemu-server (max "
+				      "feature level for %d.%d is pve%d) is too old to run machine "
+				      "type '%s', please upgrade node '%s'\"; %s '%s'",
+				  f->vmid, f->running_machine, f->target, ma, mi, max_pv,
+				  f->running_machine, f->target, how, f->target);
+		else
+			sbuf_addf(&b, "VM %d runs machine type '%s', which node '%s' does not offer "
+				      "(its QEMU's machine types); shut it down to migrate it offline, "
+				      "or choose another node",
+				  f->vmid, f->running_machine, f->target);
+	} else if (top_ma < 0) {
+		sbuf_addf(&b, "VM %d runs machine type '%s', and node '%s' offers no %s machine "
+			      "type; shut it down to migrate it offline, or choose another node",
+			  f->vmid, f->running_machine, f->target, type);
+	} else {
+		sbuf_addf(&b, "VM %d runs machine type '%s', and QEMU on node '%s' runs machine "
+			      "types up to %d.%d: PVE would stop the migration with \"Installed QEMU "
+			      "version '%d.%d' is too old to run machine type '%s', please upgrade "
+			      "node '%s'\"; %s '%s'",
+			  f->vmid, f->running_machine, f->target, top_ma, top_mi, top_ma, top_mi,
+			  f->running_machine, f->target, how, f->target);
+	}
+	return refuse(p, &b);
+}
+
+/* Without the target's machine types (not readable): Proxmox guarantees
+ * live migration only to a node whose PVE is at least as new as the
+ * source's (a rolling upgrade: move guests onto upgraded nodes, never
+ * back). Offline and restart migrations are not live. */
 static int check_versions(const struct mig_facts *f, struct mig_plan *p)
 {
+	if (p->method == MIG_ONLINE && f->type == GUEST_QEMU && f->running_machine &&
+	    json_object_is_type(f->target_machines, json_type_array))
+		return check_machine(f, p);
 	const struct pve_version *s = f->source_version, *t = f->target_version;
 	if (p->method != MIG_ONLINE || !migrate_version_older(t, s))
 		return 0;

@@ -148,6 +148,10 @@ int cli_load_conf(struct cli *cli);
  * first; from, when not NULL, says where the name came from: "[pve]
  * node"). */
 int cli_check_node(struct cli *cli, const char *cmd, const char *node, const char *from);
+/* The same, and the node list read (GET /nodes: node, status, mem,
+ * maxmem, ...) into *keep when node is known (the caller's to put). */
+int cli_check_node_keep(struct cli *cli, const char *cmd, const char *node, const char *from,
+			json_object **keep);
 /* Load the configuration (once) and open the PVE client; 0 or an exit code. */
 int cli_connect_pve(struct cli *cli);
 /* A command's options and arguments, parsed by the command table's

@@ -238,6 +238,7 @@ void guest_free(struct sim_guest *g)
 	json_object_put(g->snapshots);
 	json_object_put(g->cloudinit);
 	free(g->fixture);
+	free(g->machine);
 	free(g->address);
 	free(g->root);
 	free(g->res_name);
@@ -915,6 +916,11 @@ void guest_started(struct cluster *c, struct sim_guest *g, double now)
 	g->running = true;
 	g->started_at = now;
 	g->boots++;
+	free(g->machine);
+	g->machine = NULL;
+	char mb[64];
+	if (strcmp(g->type, "qemu") == 0)
+		g->machine = strdup(guest_running_machine(c, g, mb, sizeof mb));
 	guest_eval_boot(g);
 	char *qerr = NULL;
 	if (g->qemu && qemu_guest_start(g, &qerr) < 0) {

@@ -10,6 +10,7 @@
 
 #include "job.h"
 #include "store.h"
+#include "task.h"
 #include "json.h"
 #include "migfx.h"
 #include "wf_migrate.h"
@@ -736,23 +737,72 @@ Test(migrate, versions_read_once_per_client)
 	fx_stop(&f);
 }
 
-/* Proxmox guarantees live migration only to a node at least as new as the
- * source: a running VM on 9.1 is not migrated online to 8.4 (refused in
- * the plan, nothing sent), a stopped one is (offline), and the 9.1 node
- * takes the running one. */
-Test(migrate, online_to_an_older_node_refused)
+/* pve1 on 9.1.2 runs QEMU 10.1 (web1: pc-i440fx-10.1+pve0), pve2 on 8.4 QEMU
+ * 9.2; pinned1 is pinned to pc-i440fx-8.1 (shared disk, stopped until the
+ * test starts it: a start on 9.1 keeps the pinned type). */
+#define MIXED_PINNED \
+	"{\"pve_version\": \"9.1\", \"nodes\": {\"pve1\": {\"version\": \"9.1.2\"}, " \
+	"\"pve2\": {\"version\": \"8.4\"}}, \"guests\": [{\"vmid\": 120, \"node\": " \
+	"\"pve1\", \"type\": \"qemu\", \"status\": \"running\", \"config\": {\"name\": " \
+	"\"pinned1\", \"memory\": \"512\", \"machine\": \"pc-i440fx-8.1\", \"scsi0\": " \
+	"\"shared:vm-120-disk-0,size=1G\"}}]}"
+
+#define TOO_OLD "Installed QEMU version '9.2' is too old to run machine type " \
+	"'pc-i440fx-10.1+pve0', please upgrade node 'pve2'"
+
+/* PVE refuses nothing by version: the target's QEMU must run the machine
+ * type the VM runs (qemu-server config_to_command on the target). Judged
+ * from GET /nodes/pve2/capabilities/qemu/machines: web1, unpinned on 9.1,
+ * runs pc-i440fx-10.1+pve0, which pve2's QEMU 9.2 cannot: refused with
+ * qemu-server's words in the dry run and the real run, nothing sent; the
+ * simulator's own migration task fails with qemu-server's message (the
+ * request sent by hand); pinned1, pinned to pc-i440fx-8.1, moves live to
+ * the older node; a stopped VM moves offline; the 9.1 node takes web1. */
+Test(migrate, machine_type_decides_a_live_migration_to_an_older_node)
 {
 	struct migfx f;
-	cr_assert_eq(migfx_start_with(&f, SCEN, MIXED, true), 0, "simulator did not start");
-	refused(&f, "web1", "pve2", NULL,
-		"node 'pve2' runs PVE 8.4.1, older than 9.1.2 on 'pve1': Proxmox only guarantees "
-		"live migration to a node at least as new as the source; shut VM 100 down to "
-		"migrate it offline, choose an upgraded node, or wait until 'pve2' is upgraded");
+	cr_assert_eq(migfx_start_with(&f, SCEN, MIXED_PINNED, true), 0, "simulator did not start");
+	enum job_outcome o;
+	struct job *j = migrate(&f, "web1", wf_migrate_params("pve2", NULL, 0, 0, true), &o);
+	cr_expect_eq(o, JOB_OUT_USAGE, "dry run: %s", job_outcome_name(o));
+	cr_expect(job_error(j)->message && strstr(job_error(j)->message, TOO_OLD), "%s",
+		  job_error(j)->message ? job_error(j)->message : "(none)");
+	job_free(j);
+	refused(&f, "web1", "pve2", NULL, TOO_OLD);
 	json_object *log = simproc_requests(&f.sp);
 	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/nodes/pve2/capabilities/qemu/machines",
+					     -1), 2, "once per run");
 	json_object_put(log);
-	enum job_outcome o;
-	struct job *j = migrate(&f, "cold1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	/* PVE's own answer: the task fails with qemu-server's message */
+	long status = 0;
+	json_object *r = NULL;
+	cr_assert_eq(sim_api(&f.sp, "POST", "/nodes/pve1/qemu/100/migrate", "target=pve2&online=1",
+			     &status, &r), 0);
+	cr_assert_eq(status, 200);
+	json_object *upid = NULL;
+	cr_assert(json_object_object_get_ex(r, "data", &upid));
+	struct pve_error e = {0};
+	cr_expect_eq(guest_wait_task(f.c, json_object_get_string(upid), "migrate", &f.env.wait, NULL,
+				     &e), -1, "the migration task fails");
+	pve_error_clear(&e);
+	char *tl = NULL;
+	cr_expect_eq(task_log_tail(f.c, json_object_get_string(upid), 50, &tl, &e), 0);
+	cr_expect(tl && strstr(tl, "[pve2] Installed QEMU version '9.2.0' is too old to run "
+				   "machine type 'pc-i440fx-10.1+pve0', please upgrade node 'pve2'"),
+		  "%s", tl ? tl : "(no log)");
+	free(tl);
+	pve_error_clear(&e);
+	json_object_put(r);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 100), "pve1", "still on pve1");
+	json_object_put(st);
+	/* pinned to an old type: live to the older node */
+	j = migrate(&f, "pinned1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
+	job_free(j);
+	j = migrate(&f, "cold1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
 	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
 	cr_expect_str_eq(json_str(job_vars(j), "method"), "offline");
 	job_free(j);
@@ -760,6 +810,29 @@ Test(migrate, online_to_an_older_node_refused)
 	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
 	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
 	job_free(j);
+	fx_stop(&f);
+}
+
+/* The machine types cannot be read (403 on the capabilities, as a PVE
+ * without the endpoint): the versions' rule decides, as before. */
+Test(migrate, without_machine_types_the_versions_decide)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(&f, SCEN,
+				      "{\"pve_version\": \"9.1\", \"nodes\": {\"pve1\": "
+				      "{\"version\": \"9.1.2\"}, \"pve2\": {\"version\": "
+				      "\"8.4\"}}, \"faults\": [{\"path\": \"/capabilities/qemu/"
+				      "machines$\", \"action\": \"status\", \"status\": 403, "
+				      "\"message\": \"Permission check failed\"}]}",
+				      true), 0, "simulator did not start");
+	refused(&f, "web1", "pve2", NULL,
+		"node 'pve2' runs PVE 8.4.1, older than 9.1.2 on 'pve1': Proxmox only guarantees "
+		"live migration to a node at least as new as the source; shut VM 100 down to "
+		"migrate it offline, choose an upgraded node, or wait until 'pve2' is upgraded");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/nodes/pve2/version", -1), 1);
+	json_object_put(log);
 	fx_stop(&f);
 }
 

@@ -522,3 +522,64 @@ Test(migrate_plan, versions)
 	json_object_put(pre);
 	json_object_put(st);
 }
+
+/* Machine types (qemu-server config_to_command on the target): with the
+ * target's machine types known, they decide a live migration, whatever
+ * the versions: a type the target's QEMU runs goes (pinned old, or with
+ * a +pveN it knows), a newer one is refused in qemu-server's words (QEMU
+ * too old; qemu-server too old for the +pveN); offline is not judged. */
+Test(migrate_plan, machine_types)
+{
+	json_object *pre = J("{\"running\":1,\"allowed_nodes\":[\"pve2\"],\"not_allowed_nodes\":{},"
+			     "\"local_disks\":[],\"local_resources\":[]}");
+	json_object *st = J(STORAGES);
+	/* an 8.4 node: QEMU 9.2, qemu-server knowing 9.2+pve1 */
+	json_object *m84 = J("[{\"id\":\"pc-q35-9.2+pve1\",\"type\":\"q35\",\"version\":\"9.2+pve1\"},"
+			     "{\"id\":\"pc-i440fx-9.2+pve1\",\"type\":\"i440fx\",\"version\":\"9.2+pve1\"},"
+			     "{\"id\":\"pc-q35-9.2\",\"type\":\"q35\",\"version\":\"9.2\"},"
+			     "{\"id\":\"pc-i440fx-9.2\",\"type\":\"i440fx\",\"version\":\"9.2\"},"
+			     "{\"id\":\"pc-i440fx-8.1\",\"type\":\"i440fx\",\"version\":\"8.1\"}]");
+	struct pve_version v91 = {9, 1, 2, "9.1.2", "9.1"}, v84 = {8, 4, 1, "8.4.1", "8.4"};
+	struct mig_facts f = qemu_facts(pre, st);
+	f.source_version = &v91;
+	f.target_version = &v84;
+	f.target_machines = m84;
+	static const char *const go[] = {"pc-i440fx-8.1+pve0", "pc-i440fx-9.2+pve1", "pc-q35-9.2",
+					 "pc-i440fx-9.2.0+pve0"};
+	struct mig_plan p;
+	for (size_t i = 0; i < sizeof go / sizeof *go; i++) {
+		f.running_machine = go[i];
+		cr_assert_eq(migrate_plan(&f, &p), 0);
+		cr_expect_null(p.refusal, "%s: %s", go[i], p.refusal);
+		cr_expect_eq(p.method, MIG_ONLINE);
+		mig_plan_free(&p);
+	}
+	static const char *const refused[][2] = {
+		{"pc-i440fx-10.1+pve0", "Installed QEMU version '9.2' is too old to run machine type "
+					"'pc-i440fx-10.1+pve0', please upgrade node 'pve2'"},
+		{"pc-q35-9.2+pve2", "Installed qemu-server (max feature level for 9.2 is pve1) is too "
+				    "old to run machine type 'pc-q35-9.2+pve2'"},
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+		f.running_machine = refused[i][0];
+		cr_assert_eq(migrate_plan(&f, &p), 0);
+		cr_expect(p.refusal && strstr(p.refusal, refused[i][1]), "%s", p.refusal);
+		mig_plan_free(&p);
+	}
+	f.running_machine = "pc-i440fx-10.1+pve0";
+	f.running = false; /* offline: started afresh on the target */
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	mig_plan_free(&p);
+	/* a newer target with an older PVE version number still goes */
+	f.running = true;
+	f.source_version = &v84;
+	f.target_version = &v84;
+	f.running_machine = "pc-i440fx-8.1+pve0";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	mig_plan_free(&p);
+	json_object_put(m84);
+	json_object_put(pre);
+	json_object_put(st);
+}
