@@ -24,8 +24,8 @@ struct mc_node {
 struct mig_cluster {
 	pthread_mutex_t mu;
 	json_object *nodes;              /* GET /nodes, once read */
-	bool have_ha;
-	json_object *ha_status;
+	bool have_ha, have_rules, have_res;
+	json_object *ha_status, *ha_rules, *ha_res;
 	struct mc_node **n;              /* each apart: what they hand out stays put */
 	size_t nn;
 };
@@ -54,6 +54,8 @@ void mig_cluster_free(struct mig_cluster *mc)
 	free(mc->n);
 	json_object_put(mc->nodes);
 	json_object_put(mc->ha_status);
+	json_object_put(mc->ha_rules);
+	json_object_put(mc->ha_res);
 	pthread_mutex_destroy(&mc->mu);
 	free(mc);
 }
@@ -163,22 +165,44 @@ int mig_cluster_machines(struct mig_cluster *mc, struct pve *c, const char *node
 	return rc;
 }
 
-int mig_cluster_ha_status(struct mig_cluster *mc, struct pve *c, json_object **out,
-			  struct pve_error *err)
+/* GET path once into *slot (have: read), NULL without error when not
+ * readable: no permission, or a PVE without it. */
+static int mc_read_once(struct mig_cluster *mc, struct pve *c, const char *path, bool *have,
+			json_object **slot, json_object **out, struct pve_error *err)
 {
 	int rc = 0;
 	pthread_mutex_lock(&mc->mu);
-	if (!mc->have_ha) {
-		rc = pve_get(c, "/cluster/ha/status/current", NULL, &mc->ha_status, err);
-		if (rc < 0 && err->kind == PVE_ERR_PERM) {
+	if (!*have) {
+		rc = pve_get(c, path, NULL, slot, err);
+		if (rc < 0 && (err->kind == PVE_ERR_PERM || err->kind == PVE_ERR_NOT_FOUND ||
+			       err->kind == PVE_ERR_NOT_IMPLEMENTED)) {
 			pve_error_clear(err);
 			rc = 0;
 		}
-		mc->have_ha = rc == 0;
+		*have = rc == 0;
 	}
-	*out = mc->ha_status;
+	*out = *slot;
 	pthread_mutex_unlock(&mc->mu);
 	return rc;
+}
+
+int mig_cluster_ha_status(struct mig_cluster *mc, struct pve *c, json_object **out,
+			  struct pve_error *err)
+{
+	return mc_read_once(mc, c, "/cluster/ha/status/current", &mc->have_ha, &mc->ha_status,
+			    out, err);
+}
+
+int mig_cluster_ha_rules(struct mig_cluster *mc, struct pve *c, json_object **out,
+			 struct pve_error *err)
+{
+	return mc_read_once(mc, c, "/cluster/ha/rules", &mc->have_rules, &mc->ha_rules, out, err);
+}
+
+int mig_cluster_ha_resources(struct mig_cluster *mc, struct pve *c, json_object **out,
+			     struct pve_error *err)
+{
+	return mc_read_once(mc, c, "/cluster/ha/resources", &mc->have_res, &mc->ha_res, out, err);
 }
 
 /* ---- a guest's facts ------------------------------------------------------------- */
@@ -378,13 +402,17 @@ out:
 
 /* PVE 9: the HA stack's armed state, from the fencing entry of GET
  * /cluster/ha/status/current (Sys.Audit on /: without it the state stays
- * unknown and PVE's own answer decides); read once per run. */
+ * unknown and PVE's own answer decides), and the HA rules and resources
+ * (node affinity, failback); each read once per run. */
 static int ha_armed(struct pve *c, struct mig_cluster *mc, struct mig_facts *f,
 		    struct pve_error *err)
 {
 	json_object *st = NULL;
-	if (mig_cluster_ha_status(mc, c, &st, err) < 0)
+	if (mig_cluster_ha_status(mc, c, &st, err) < 0 ||
+	    mig_cluster_ha_rules(mc, c, &f->ha_rules, err) < 0 ||
+	    mig_cluster_ha_resources(mc, c, &f->ha_resources, err) < 0)
 		return -1;
+	f->ha_status = st;
 	size_t n = json_object_is_type(st, json_type_array) ? json_object_array_length(st) : 0;
 	for (size_t i = 0; i < n; i++) {
 		json_object *e = json_object_array_get_idx(st, i);

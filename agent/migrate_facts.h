@@ -40,10 +40,15 @@ int mig_cluster_version(struct mig_cluster *mc, struct pve *c, const char *node,
  * the endpoint): the caller falls back to the versions. */
 int mig_cluster_machines(struct mig_cluster *mc, struct pve *c, const char *node,
 			 json_object **out, struct pve_error *err);
-/* PVE 9: GET /cluster/ha/status/current, or NULL without error when not
- * readable (Sys.Audit on /). */
+/* PVE 9: GET /cluster/ha/status/current, /cluster/ha/rules and
+ * /cluster/ha/resources, each NULL without error when not readable
+ * (Sys.Audit on /). */
 int mig_cluster_ha_status(struct mig_cluster *mc, struct pve *c, json_object **out,
 			  struct pve_error *err);
+int mig_cluster_ha_rules(struct mig_cluster *mc, struct pve *c, json_object **out,
+			 struct pve_error *err);
+int mig_cluster_ha_resources(struct mig_cluster *mc, struct pve *c, json_object **out,
+			     struct pve_error *err);
 
 /* ---- a guest's facts ------------------------------------------------------------- */
 
@@ -63,7 +68,7 @@ void mig_read_free(struct mig_read *r);
  * when target is NULL) into f (type, vmid, source, running, memory,
  * ha_managed, config, precondition, snapshot_refs, running_machine, and
  * where they matter source_version and for an HA guest on PVE 9 the HA
- * stack's armed state), keeping what f borrows in r; the cluster's facts
+ * stack's state, its rules and resources), keeping what f borrows in r; the cluster's facts
  * from mc. The target's facts are mig_read_target's. */
 int mig_read_guest(struct pve *c, struct mig_cluster *mc, const struct guest_ref *g,
 		   const char *target, struct mig_read *r, struct mig_facts *f,

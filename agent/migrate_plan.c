@@ -29,6 +29,7 @@ void mig_plan_free(struct mig_plan *p)
 {
 	free(p->targetstorage);
 	free(p->refusal);
+	free(p->note);
 	memset(p, 0, sizeof *p);
 }
 
@@ -167,20 +168,26 @@ static int check_memory(const struct mig_facts *f, struct mig_plan *p)
 	return refuse(p, &b);
 }
 
+/* The first object of array arr whose key is value, or NULL. */
+static json_object *entry_where(json_object *arr, const char *key, const char *value)
+{
+	size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(arr, i);
+		const char *v = json_str(e, key);
+		if (v && strcmp(v, value) == 0)
+			return e;
+	}
+	return NULL;
+}
+
 /* Does storage sid keep qcow2 snapshots as a volume chain (PVE 9
  * snapshot-as-volume-chain, from GET /storage)? */
 static bool volume_chain(const struct mig_facts *f, const char *sid)
 {
-	size_t n = json_object_is_type(f->storage_config, json_type_array)
-			   ? json_object_array_length(f->storage_config) : 0;
-	for (size_t i = 0; i < n; i++) {
-		json_object *e = json_object_array_get_idx(f->storage_config, i);
-		long long chain = 0;
-		const char *id = json_str(e, "storage");
-		if (id && strcmp(id, sid) == 0)
-			return json_int(e, "snapshot-as-volume-chain", &chain) && chain;
-	}
-	return false;
+	long long chain = 0;
+	return json_int(entry_where(f->storage_config, "storage", sid), "snapshot-as-volume-chain",
+			&chain) && chain;
 }
 
 /* PVE (QemuMigrate::scan_local_volumes) cannot move a local volume a
@@ -622,6 +629,131 @@ static int check_versions(const struct mig_facts *f, struct mig_plan *p)
 	return refuse(p, &b);
 }
 
+/* ---- HA node affinity (PVE 9) ---------------------------------------------------- */
+
+/* Does the comma list hold item? */
+static bool list_has(const char *list, const char *item)
+{
+	size_t n = strlen(item);
+	for (const char *p = list; p && *p;) {
+		size_t l = strcspn(p, ",");
+		if (l == n && strncmp(p, item, n) == 0)
+			return true;
+		p += l + (p[l] == ',');
+	}
+	return false;
+}
+
+/* node's priority in a rule's "pve1:2,pve2" list (0 when not given), or
+ * -1 when the list does not name it. */
+static long node_priority(const char *nodes, const char *node)
+{
+	size_t n = strlen(node);
+	for (const char *p = nodes; p && *p;) {
+		size_t l = strcspn(p, ",");
+		const char *colon = memchr(p, ':', l);
+		size_t nl = colon ? (size_t)(colon - p) : l;
+		if (nl == n && strncmp(p, node, n) == 0)
+			return colon ? strtol(colon + 1, NULL, 10) : 0;
+		p += l + (p[l] == ',');
+	}
+	return -1;
+}
+
+/* Can the CRM place a guest on node (its lrm entry in the HA status: not
+ * in maintenance, not dead)? Unknown: yes. */
+static bool ha_node_usable(const struct mig_facts *f, const char *node)
+{
+	char *id = strprintf("lrm:%s", node);
+	const char *st = id ? json_str(entry_where(f->ha_status, "id", id), "status") : NULL;
+	free(id);
+	return !st || (!strstr(st, "maintenance") && !strstr(st, "dead"));
+}
+
+/* The guest's failback (its HA resource's, default 1: Config.pm). */
+static bool ha_failback(const struct mig_facts *f, const char *sid)
+{
+	long long fb = 1;
+	json_int(entry_where(f->ha_resources, "sid", sid), "failback", &fb);
+	return fb != 0;
+}
+
+/* pve-ha-manager select_service_node after the CRM carried a migration
+ * out (Manager.pm next_state_started; Rules/NodeAffinity.pm
+ * get_node_affinity): a strict node-affinity rule moves the guest off a
+ * node it does not name; with failback, the CRM moves it to the rule's
+ * highest-priority usable node. A strict exclusion refuses; a failback
+ * that would bring it back to the node a drain empties refuses, unless
+ * that node is in HA maintenance; any other failback is noted. */
+static int check_node_affinity(const struct mig_facts *f, struct mig_plan *p)
+{
+	const char *what = f->type == GUEST_QEMU ? "VM" : "CT";
+	char sid[32];
+	snprintf(sid, sizeof sid, "%s:%d", f->type == GUEST_QEMU ? "vm" : "ct", f->vmid);
+	size_t n = json_object_is_type(f->ha_rules, json_type_array)
+			   ? json_object_array_length(f->ha_rules) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *r = json_object_array_get_idx(f->ha_rules, i);
+		const char *type = json_str(r, "type"), *nodes = json_str(r, "nodes");
+		const char *name = json_str(r, "rule");
+		long long strict = 0, off = 0;
+		json_int(r, "strict", &strict);
+		if (!type || strcmp(type, "node-affinity") != 0 || !nodes ||
+		    (json_int(r, "disable", &off) && off) || !list_has(json_str(r, "resources"), sid))
+			continue;
+		struct sbuf b = {0};
+		long tp = node_priority(nodes, f->target);
+		if (strict && tp < 0) {
+			sbuf_addf(&b, "the strict node-affinity HA rule '%s' keeps %s %d on %s: the "
+				      "CRM would move it off '%s' again at once; choose one of those "
+				      "nodes, or change the rule (ha-manager rules set node-affinity "
+				      "%s --nodes ...)",
+				  name ? name : "?", what, f->vmid, nodes, f->target, name ? name : "RULE");
+			return refuse(p, &b);
+		}
+		if (!ha_failback(f, sid))
+			continue;
+		/* the highest priority among the rule's usable nodes */
+		long top = -1;
+		const char *best = NULL;
+		char *copy = strdup(nodes), *save = NULL;
+		for (char *x = copy ? strtok_r(copy, ",", &save) : NULL; x;
+		     x = strtok_r(NULL, ",", &save)) {
+			char *colon = strchr(x, ':');
+			long pr = colon ? strtol(colon + 1, NULL, 10) : 0;
+			if (colon)
+				*colon = '\0';
+			if (ha_node_usable(f, x) && pr > top) {
+				top = pr;
+				best = nodes + (x - copy);
+			}
+		}
+		bool back_home = f->source && node_priority(nodes, f->source) == top &&
+				 ha_node_usable(f, f->source);
+		free(copy);
+		if (top < 0 || tp >= top)
+			continue; /* the target is among the preferred: it stays */
+		if (f->source_leaving && back_home) {
+			sbuf_addf(&b, "the node-affinity HA rule '%s' prefers '%s' for %s %d "
+				      "(failback): the CRM would migrate it back while '%s' is drained; "
+				      "put the node in HA maintenance first (ha-manager crm-command "
+				      "node-maintenance enable %s), or set failback 0 on %s",
+				  name ? name : "?", f->source, what, f->vmid, f->source, f->source,
+				  sid);
+			return refuse(p, &b);
+		}
+		size_t bl = best ? strcspn(best, ",:") : 0;
+		sbuf_addf(&b, "the node-affinity HA rule '%s' prefers %.*s for %s %d (failback): the "
+			      "CRM moves it there again after this migration",
+			  name ? name : "?", (int)bl, best ? best : "", what, f->vmid);
+		free(p->note);
+		p->note = sbuf_steal(&b);
+		if (!p->note)
+			return -1;
+	}
+	return 0;
+}
+
 /* The HA stack on PVE 9: a disarmed one takes the migration request of an
  * HA guest and never carries it out (pve-ha-manager handle_disarm); HA
  * rules keep a guest off a node where a resource in negative affinity
@@ -640,6 +772,8 @@ static int check_ha(const struct mig_facts *f, struct mig_plan *p)
 			  armed, f->ha_resource_mode ? f->ha_resource_mode : "?", what, f->vmid);
 		return refuse(p, &b);
 	}
+	if (f->ha_managed && (check_node_affinity(f, p) < 0 || p->refusal))
+		return p->refusal ? 0 : -1;
 	json_object *na = NULL, *entry = NULL, *bh = NULL;
 	if ((!json_object_object_get_ex(f->precondition, "not_allowed_nodes", &na) &&
 	     !json_object_object_get_ex(f->precondition, "not-allowed-nodes", &na)) ||

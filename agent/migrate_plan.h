@@ -38,6 +38,13 @@ struct mig_facts {
 	 * (GET /cluster/ha/status/current, its fencing entry); NULL: not
 	 * known, or before 9 */
 	const char *ha_armed_state, *ha_resource_mode;
+	/* PVE 9, an HA guest: GET /cluster/ha/status/current (its lrm entries
+	 * say a node in maintenance), /cluster/ha/rules (node affinity) and
+	 * /cluster/ha/resources (failback, default 1); NULL: not known */
+	json_object *ha_status, *ha_rules, *ha_resources;
+	/* drain: the source is being emptied (a rule's failback that pulls
+	 * the guest back to it refuses, where migrate only notes it) */
+	bool source_leaving;
 	/* the volumes snapshots hold, {"VOLID": ["SNAP", ...]} (each
 	 * snapshot's GET .../snapshot/NAME/config; qemu and lxc); NULL when
 	 * none */
@@ -77,6 +84,7 @@ struct mig_plan {
 	uint64_t disk_bytes;       /* local disk bytes to copy */
 	uint64_t memory;           /* bytes of memory to move (live) */
 	char *refusal;             /* why it cannot run (malloc'd), or NULL */
+	char *note;                /* what to know, it runs (malloc'd), or NULL */
 };
 void mig_plan_free(struct mig_plan *p);
 

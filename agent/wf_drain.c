@@ -232,6 +232,7 @@ static int plan_targets(struct facts *f, size_t i, const char *source)
 		t.target_mem_free = UINT64_MAX;
 		t.memory_reserve = 0;
 		t.no_storage_map = true;
+		t.source_leaving = true;
 		t.target_storages = f->n[k].storages;
 		t.target_version = f->n[k].version;
 		t.target_machines = f->n[k].machines;

@@ -250,6 +250,8 @@ static enum step_rc mig_plan_step(struct job *j)
 			m->address = NULL;
 		pve_error_clear(&ae);
 	}
+	if (m->plan.note)
+		job_note(j, "%s: %s", job_subject(j), m->plan.note);
 	/* PVE 9: HA moves the guests in positive affinity along */
 	json_object *dep = NULL;
 	if (json_object_object_get_ex(rd.pre, "dependent-ha-resources", &dep) &&

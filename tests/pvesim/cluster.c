@@ -1067,6 +1067,14 @@ const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g)
 	return cfg_str(cluster_ha_entry(c, sid), "state");
 }
 
+const char *cluster_ha_managed(const struct cluster *c, const struct sim_guest *g)
+{
+	const char *st = cluster_ha_state(c, g);
+	if (!st || strcmp(st, "ignored") == 0 || (c->ha_disarm && strcmp(c->ha_disarm, "ignore") == 0))
+		return NULL;
+	return st;
+}
+
 /* ---- simapi.h entry points ---------------------------------------------- */
 static void cred_free(struct sim_cred *cr)
 {

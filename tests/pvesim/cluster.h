@@ -282,6 +282,11 @@ void cluster_status_update(struct cluster *c, double now, bool force);
 
 /* HA state of a guest ("started", ...) or NULL when HA does not manage it. */
 const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g);
+/* The same when PVE counts the guest HA-managed (pve-ha-manager
+ * Config.pm $service_check_ha_state: not in state "ignored", nor while the
+ * HA stack is disarmed in "ignore" mode), else NULL: its status says
+ * managed 0, and start, stop and migrate go to it directly. */
+const char *cluster_ha_managed(const struct cluster *c, const struct sim_guest *g);
 /* The HA resource entry {sid, state, ...} of sid ("vm:100"), or NULL. */
 json_object *cluster_ha_entry(const struct cluster *c, const char *sid);
 /* POST .../migrate of an HA-managed guest: a "hamigrate" task running

@@ -939,6 +939,17 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 				route_ha_migrate(c, req, s[3], r);
 				return true;
 			}
+			/* PVE 9 (pve-ha-manager API2/HA/Rules.pm index: Sys.Audit on /) */
+			if (n == 3 && get && strcmp(s[2], "rules") == 0 && c->major >= 9) {
+				json_object *copy = NULL;
+				if (!priv_check(req, r, "/", "Sys.Audit"))
+					return true;
+				if (json_object_deep_copy(c->ha_rules, &copy, NULL) < 0)
+					resp_error(r, 500, "out of memory");
+				else
+					resp_data(r, copy);
+				return true;
+			}
 			if (n == 4 && get && strcmp(s[2], "status") == 0 &&
 			    strcmp(s[3], "current") == 0) {
 				if (priv_check(req, r, "/", "Sys.Audit"))

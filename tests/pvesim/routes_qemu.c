@@ -734,7 +734,7 @@ static void route_status_current(const struct cluster *c,
 		jadd_str(o, "running-qemu", node_qemu_version(c, cluster_node(c, g->node)));
 	}
 	json_object *ha = json_object_new_object();
-	const char *hs = cluster_ha_state(c, g);
+	const char *hs = cluster_ha_managed(c, g);
 	if (ha) {
 		jadd_int(ha, "managed", hs ? 1 : 0);
 		if (hs)
@@ -1600,7 +1600,7 @@ bool routes_qemu(struct cluster *c, const struct sim_req *req,
 			resp_param_error(r, "target", "property is missing and it is not optional");
 			return true;
 		}
-		if (cluster_ha_state(c, g)) {
+		if (cluster_ha_managed(c, g)) {
 			guest_ha_migrate_request(c, req, g, target, r);
 			return true;
 		}

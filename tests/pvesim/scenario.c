@@ -1183,7 +1183,7 @@ static int load_ha(struct sctx *x, json_object *arr)
 {
 	static const char *const keys[] = {"sid",	  "state",     "group",
 					   "comment",	  "max_restart",
-					   "max_relocate", NULL};
+					   "max_relocate", "failback", NULL};
 	static const char *const states[] = {"started", "stopped", "disabled",
 					     "ignored", NULL};
 	size_t n = json_object_array_length(arr);
@@ -1218,7 +1218,11 @@ static int load_ha(struct sctx *x, json_object *arr)
 		    member(x, o, p, "group", json_type_string, false, &v) > 0)
 			rc = sfail(x, p, "PVE %s has no HA groups: they became node-affinity "
 				   "rules (ha_rules)", x->c->version);
+		if (rc == 0 && x->c->major < 9 &&
+		    member(x, o, p, "failback", json_type_int, false, &v) > 0)
+			rc = sfail(x, p, "failback is PVE 9's (before: a group's nofailback)");
 		if (rc == 0 && (member(x, o, p, "group", json_type_string, false, &v) < 0 ||
+				member(x, o, p, "failback", json_type_int, false, &v) < 0 ||
 				member(x, o, p, "comment", json_type_string, false, &v) < 0 ||
 				member(x, o, p, "max_restart", json_type_int, false, &v) < 0 ||
 				member(x, o, p, "max_relocate", json_type_int, false, &v) < 0))

@@ -34,6 +34,12 @@ static void fx_stop(struct migfx *f)
 	cr_assert_eq(migfx_stop(f), 0, "simulator did not exit cleanly");
 }
 
+/* The migrate scenario with changes merged in (migfx_start_with). */
+static void fx_start_changed(struct migfx *f, const char *changes)
+{
+	cr_assert_eq(migfx_start_with(f, SCEN, changes, true), 0, "simulator did not start");
+}
+
 /* The migrate scenario on PVE ver ("8.4", "9.1"). */
 static void fx_start_on(struct migfx *f, const char *ver)
 {
@@ -455,6 +461,62 @@ Test(migrate, ha9_disarmed_fails_fast)
 	fx_stop(&f);
 }
 
+/* PVE counts an HA resource in state "ignored", and every one while HA is
+ * disarmed in "ignore" mode, as unmanaged (pve-ha-manager Config.pm
+ * $service_check_ha_state): status/current says managed 0 and the
+ * migration is a plain qmigrate, no hamigrate. */
+static void ha9_unmanaged_migrates_directly(const char *changes, const char *name, int vmid)
+{
+	struct migfx f;
+	fx_start_changed(&f, changes);
+	enum job_outcome o;
+	struct job *j = migrate(&f, name, wf_migrate_params("pve3", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_eq(var(j, "via_ha"), 0);
+	job_free(j);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, vmid), "pve3");
+	json_object_put(st);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/rules", -1), 0,
+		     "not HA-managed: no HA reads");
+	json_object_put(log);
+	fx_stop(&f);
+}
+
+Test(migrate, ha9_ignored_migrates_directly)
+{
+	ha9_unmanaged_migrates_directly("{\"pve_version\": \"9.1\", \"ha\": [{\"sid\": "
+					"\"vm:107\", \"state\": \"ignored\"}]}", "cold1", 107);
+}
+
+Test(migrate, ha9_disarmed_in_ignore_mode_migrates_directly)
+{
+	ha9_unmanaged_migrates_directly("{\"pve_version\": \"9.1\", \"ha_disarm\": \"ignore\"}",
+					"ha1", 106);
+}
+
+/* A strict node-affinity rule (GET /cluster/ha/rules, read once with the
+ * HA status and resources) keeps ha1 on pve1 and pve2: pve3 is refused in
+ * the plan, nothing sent; pve2 goes through HA. */
+Test(migrate, ha9_strict_node_affinity_refused_in_plan)
+{
+	struct migfx f;
+	fx_start_changed(&f, "{\"pve_version\": \"9.1\", \"ha_rules\": [{\"rule\": "
+				      "\"keep\", \"type\": \"node-affinity\", \"resources\": "
+				      "\"vm:106\", \"nodes\": \"pve1,pve2\", \"strict\": 1}]}");
+	refused(&f, "ha1", "pve3", NULL,
+		"the strict node-affinity HA rule 'keep' keeps VM 106 on pve1,pve2: the CRM would "
+		"move it off 'pve3' again at once");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/rules", -1), 1);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/resources", -1), 1);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/status/current", -1), 1);
+	json_object_put(log);
+	nothing_sent_then(&f, "ha1", "pve2");
+	fx_stop(&f);
+}
+
 /* pvagent's power calls on an HA-managed container: PVE answers with a
  * hastop/hastart task that ends before the LRM acts; the calls return
  * once the container shows the state asked for. */
@@ -761,7 +823,7 @@ Test(migrate, versions_read_once_per_client)
 Test(migrate, machine_type_decides_a_live_migration_to_an_older_node)
 {
 	struct migfx f;
-	cr_assert_eq(migfx_start_with(&f, SCEN, MIXED_PINNED, true), 0, "simulator did not start");
+	fx_start_changed(&f, MIXED_PINNED);
 	enum job_outcome o;
 	struct job *j = migrate(&f, "web1", wf_migrate_params("pve2", NULL, 0, 0, true), &o);
 	cr_expect_eq(o, JOB_OUT_USAGE, "dry run: %s", job_outcome_name(o));
@@ -818,13 +880,11 @@ Test(migrate, machine_type_decides_a_live_migration_to_an_older_node)
 Test(migrate, without_machine_types_the_versions_decide)
 {
 	struct migfx f;
-	cr_assert_eq(migfx_start_with(&f, SCEN,
-				      "{\"pve_version\": \"9.1\", \"nodes\": {\"pve1\": "
+	fx_start_changed(&f, "{\"pve_version\": \"9.1\", \"nodes\": {\"pve1\": "
 				      "{\"version\": \"9.1.2\"}, \"pve2\": {\"version\": "
 				      "\"8.4\"}}, \"faults\": [{\"path\": \"/capabilities/qemu/"
 				      "machines$\", \"action\": \"status\", \"status\": 403, "
-				      "\"message\": \"Permission check failed\"}]}",
-				      true), 0, "simulator did not start");
+				      "\"message\": \"Permission check failed\"}]}");
 	refused(&f, "web1", "pve2", NULL,
 		"node 'pve2' runs PVE 8.4.1, older than 9.1.2 on 'pve1': Proxmox only guarantees "
 		"live migration to a node at least as new as the source; shut VM 100 down to "

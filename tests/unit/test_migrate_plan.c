@@ -583,3 +583,76 @@ Test(migrate_plan, machine_types)
 	json_object_put(pre);
 	json_object_put(st);
 }
+
+/* PVE 9 node affinity (pve-ha-manager select_service_node after the CRM's
+ * migration): a strict rule's excluded node is refused; with failback
+ * (the resource's, default 1) a target below the rule's best usable node
+ * is noted (the CRM moves it there again), and in a drain that best node
+ * being the drained source refuses, unless it is in HA maintenance;
+ * failback 0 and a disabled rule say nothing. */
+Test(migrate_plan, ha_node_affinity)
+{
+	json_object *pre = J("{\"running\":1,\"allowed_nodes\":[\"pve2\",\"pve3\"],"
+			     "\"not_allowed_nodes\":{},\"local_disks\":[],\"local_resources\":[]}");
+	json_object *st = J(STORAGES);
+	json_object *strict = J("[{\"rule\":\"keep\",\"type\":\"node-affinity\",\"resources\":"
+				"\"vm:100,vm:101\",\"nodes\":\"pve1,pve2\",\"strict\":1}]");
+	json_object *prefer = J("[{\"rule\":\"home\",\"type\":\"node-affinity\",\"resources\":"
+				"\"vm:100\",\"nodes\":\"pve1:2,pve2:1\"}]");
+	json_object *res = J("[{\"sid\":\"vm:100\",\"state\":\"started\"}]");
+	json_object *nofb = J("[{\"sid\":\"vm:100\",\"failback\":0}]");
+	json_object *maint = J("[{\"id\":\"lrm:pve1\",\"type\":\"lrm\",\"node\":\"pve1\",\"status\":\"pve1 (maintenance "
+			       "mode, 1700000000)\"}]");
+	struct mig_facts f = qemu_facts(pre, st);
+	f.ha_managed = true;
+	f.ha_rules = strict;
+	f.ha_resources = res;
+	struct mig_plan p;
+	f.target = "pve3";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect(p.refusal && strstr(p.refusal, "the strict node-affinity HA rule 'keep' keeps VM "
+						 "100 on pve1,pve2: the CRM would move it off "
+						 "'pve3' again"), "%s", p.refusal);
+	mig_plan_free(&p);
+	f.target = "pve2";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_null(p.note, "%s", p.note);
+	mig_plan_free(&p);
+	/* failback: noted by migrate, refused by the drain of pve1 */
+	f.ha_rules = prefer;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect(p.note && strstr(p.note, "the node-affinity HA rule 'home' prefers pve1 for VM "
+					   "100 (failback): the CRM moves it there again"),
+		  "%s", p.note);
+	mig_plan_free(&p);
+	f.source_leaving = true;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect(p.refusal && strstr(p.refusal, "the CRM would migrate it back while 'pve1' is "
+						 "drained; put the node in HA maintenance first "
+						 "(ha-manager crm-command node-maintenance enable "
+						 "pve1)"), "%s", p.refusal);
+	mig_plan_free(&p);
+	f.ha_status = maint; /* in maintenance: the best usable is pve2 */
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_null(p.note, "%s", p.note);
+	mig_plan_free(&p);
+	f.ha_status = NULL;
+	f.ha_resources = nofb;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_null(p.note, "%s", p.note);
+	mig_plan_free(&p);
+	json_object_object_add(json_object_array_get_idx(strict, 0), "disable",
+			       json_object_new_int(1));
+	f.ha_rules = strict;
+	f.target = "pve3";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	mig_plan_free(&p);
+	json_object *all[] = {pre, st, strict, prefer, res, nofb, maint};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		json_object_put(all[i]);
+}
