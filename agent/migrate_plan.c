@@ -719,10 +719,7 @@ static int check_node_affinity(const struct mig_facts *f, struct mig_plan *p)
 		char *copy = strdup(nodes), *save = NULL;
 		for (char *x = copy ? strtok_r(copy, ",", &save) : NULL; x;
 		     x = strtok_r(NULL, ",", &save)) {
-			char *colon = strchr(x, ':');
-			long pr = colon ? strtol(colon + 1, NULL, 10) : 0;
-			if (colon)
-				*colon = '\0';
+			long pr = node_item_priority(x);
 			if (ha_node_usable(f, x) && pr > top) {
 				top = pr;
 				best = nodes + (x - copy);

@@ -888,6 +888,62 @@ static void mig_start(struct cluster *c, struct sim_task *t)
 	guest_set_lock(g, "migrate");
 }
 
+static void crm_migrate(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+			const char *target, double at);
+
+/* Where pve-ha-manager's CRM moves an HA guest next (Manager.pm
+ * next_state_started -> select_service_node; Rules/NodeAffinity.pm
+ * get_node_affinity), once a migration put it on its node: off a node a
+ * strict node-affinity rule does not name, and with failback (the
+ * resource's, default 1; not for a guest in positive resource affinity,
+ * which stays with its partners) to the rule's highest-priority online
+ * node. The node, or NULL to stay. On 9.x, HA armed, guest HA-managed. */
+static const char *crm_select_node(const struct cluster *c, const struct sim_guest *g,
+				   const char *sid)
+{
+	json_object *e = cluster_ha_entry(c, sid), *fb = NULL;
+	if (c->major < 9 || c->ha_disarm || !e || !cluster_ha_managed(c, g))
+		return NULL;
+	bool failback = !json_object_object_get_ex(e, "failback", &fb) || json_object_get_int(fb);
+	/* positive resource affinity keeps it with its partners (not modelled
+	 * beside failback: it stays) */
+	json_object *together = json_object_new_object(), *separate = json_object_new_object();
+	if (together && separate)
+		ha_affinity(c, sid, together, separate);
+	if (!together || json_object_object_length(together) > 0)
+		failback = false;
+	json_object_put(together);
+	json_object_put(separate);
+	size_t n = c->ha_rules ? json_object_array_length(c->ha_rules) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *r = json_object_array_get_idx(c->ha_rules, i), *v = NULL;
+		const char *type = cfg_str(r, "type"), *nodes = cfg_str(r, "nodes");
+		if (!type || strcmp(type, "node-affinity") != 0 || !nodes ||
+		    (json_object_object_get_ex(r, "disable", &v) && json_object_get_int(v)) ||
+		    !list_has(cfg_str(r, "resources"), sid))
+			continue;
+		bool strict = json_object_object_get_ex(r, "strict", &v) && json_object_get_int(v);
+		long cur = -1, top = -1;
+		const struct sim_node *best = NULL;
+		char *copy = strdup(nodes), *save = NULL;
+		for (char *x = copy ? strtok_r(copy, ",", &save) : NULL; x;
+		     x = strtok_r(NULL, ",", &save)) {
+			long pr = node_item_priority(x);
+			const struct sim_node *nd = cluster_node(c, x);
+			if (strcmp(x, g->node) == 0)
+				cur = pr;
+			if (nd && nd->online && pr > top) {
+				top = pr;
+				best = nd;
+			}
+		}
+		free(copy);
+		if (best && ((strict && cur < 0) || (failback && top > cur)))
+			return best->name;
+	}
+	return NULL;
+}
+
 static void mig_end(struct cluster *c, struct sim_task *t, bool ok)
 {
 	struct sim_guest *g = cluster_guest(c, t->vmid);
@@ -938,6 +994,15 @@ static void mig_end(struct cluster *c, struct sim_task *t, bool ok)
 	if (t->args && json_object_object_get_ex(t->args, "restarted", &restart) &&
 	    json_object_get_boolean(restart))
 		g->started_at = t->end;
+	/* the CRM's next round: node affinity may move it again */
+	char sid[32];
+	snprintf(sid, sizeof sid, "%s:%d", strcmp(g->type, "qemu") == 0 ? "vm" : "ct", g->vmid);
+	const char *again = crm_select_node(c, g, sid);
+	if (again) {
+		struct sim_req crm = {.method = "POST", .path = "", .userid = "root@pam",
+				      .privs = "all", .now = t->end};
+		crm_migrate(c, &crm, g, again, t->end + 2.0);
+	}
 }
 
 static struct sim_task *mig_task(struct cluster *c, const struct sim_req *req,

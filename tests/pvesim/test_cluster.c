@@ -1849,6 +1849,58 @@ Test(cluster, machine_types_by_version)
 	cluster_free(c);
 }
 
+/* A task request that must end OK by its simulated time. */
+static void task_ok(struct cluster *c, const char *path, const char *params, double now)
+{
+	char *u = start_task(c, "POST", path, params, now);
+	char *st = wait_task(c, u, now, NULL);
+	cr_expect_str_eq(st, "OK", "%s", path);
+	free(st);
+	free(u);
+}
+
+/* The CRM applies node-affinity rules after it carried a migration out:
+ * vm:100 under a rule preferring a (failback, the default) is moved back
+ * to a after its requested move to b; vm:101 under a strict rule naming
+ * a and c is moved off b again; with failback 0 vm:100 stays on b. */
+Test(cluster, ha9_crm_applies_node_affinity)
+{
+	for (int fb = 1; fb >= 0; fb--) {
+		char extra[512];
+		snprintf(extra, sizeof extra, "%s",
+			 ",\"ha_rules\":[{\"rule\":\"home\",\"type\":\"node-affinity\","
+			 "\"resources\":\"vm:100\",\"nodes\":\"a:2,b:1\"},{\"rule\":\"keep\","
+			 "\"type\":\"node-affinity\",\"resources\":\"vm:101\",\"nodes\":\"a,c\","
+			 "\"strict\":1}]");
+		char text[4096];
+		snprintf(text, sizeof text, HA9, "9.1", "9.1.2", extra);
+		if (!fb) {
+			/* failback 0 on vm:100's HA resource */
+			char *at = strstr(text, "{\"sid\":\"vm:100\"}");
+			cr_assert_not_null(at);
+			cr_assert_lt(strlen(text) + 13, sizeof text);
+			memmove(at + 28, at + 15, strlen(at + 15) + 1);
+			memcpy(at + 15, ",\"failback\":0", 13);
+		}
+		struct cluster *c = load_text(text);
+		task_ok(c, "/nodes/a/qemu/100/migrate", "{\"target\":\"b\",\"online\":\"1\"}", T0);
+		struct sim_resp r;
+		call(c, "GET", "/cluster/resources", NULL, T0 + 300, &r);
+		sim_resp_clear(&r);
+		cr_expect_str_eq(cluster_guest(c, 100)->node, fb ? "a" : "b",
+				 "failback %d: back to the preferred node, or stays", fb);
+		if (fb) {
+			task_ok(c, "/nodes/a/qemu/101/migrate", "{\"target\":\"b\",\"online\":\"1\"}",
+				T0 + 300);
+			call(c, "GET", "/cluster/resources", NULL, T0 + 600, &r);
+			sim_resp_clear(&r);
+			cr_expect_str_neq(cluster_guest(c, 101)->node, "b",
+					  "moved off a node the strict rule leaves out");
+		}
+		cluster_free(c);
+	}
+}
+
 /* `ha-manager migrate` on 9: a negative partner on the target fails the
  * hamigrate task with ha-manager's words and nothing moves; otherwise the
  * CRM moves the positive partners along ("also migrate resource"). */
