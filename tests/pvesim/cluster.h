@@ -31,6 +31,7 @@ struct sim_node {
 	uint64_t memory; /* bytes */
 	bool online;
 	char *version;   /* its PVE version ("8.4"); NULL: the cluster's */
+	bool ha_maintenance; /* in HA maintenance mode (node-maintenance enable) */
 };
 /* The PVE version node n runs ("8.4", "9.1.2"). */
 const char *node_pve_version(const struct cluster *c, const struct sim_node *n);

@@ -897,7 +897,7 @@ static void crm_migrate(struct cluster *c, const struct sim_req *req, struct sim
  * strict node-affinity rule does not name, and with failback (the
  * resource's, default 1; not for a guest in positive resource affinity,
  * which stays with its partners) to the rule's highest-priority online
- * node. The node, or NULL to stay. On 9.x, HA armed, guest HA-managed. */
+ * node not in HA maintenance. The node, or NULL to stay. On 9.x, HA armed, guest HA-managed. */
 static const char *crm_select_node(const struct cluster *c, const struct sim_guest *g,
 				   const char *sid)
 {
@@ -932,7 +932,7 @@ static const char *crm_select_node(const struct cluster *c, const struct sim_gue
 			const struct sim_node *nd = cluster_node(c, x);
 			if (strcmp(x, g->node) == 0)
 				cur = pr;
-			if (nd && nd->online && pr > top) {
+			if (nd && nd->online && !nd->ha_maintenance && pr > top) {
 				top = pr;
 				best = nd;
 			}

@@ -549,7 +549,8 @@ static void route_ha_status(struct cluster *c, const struct sim_req *req,
 				continue;
 			char *id = strprintf("lrm:%s", n->name);
 			char *st = strprintf("%s (%s, %lld)", n->name,
-					     n->online ? "active" : "old timestamp - dead?",
+					     !n->online ? "old timestamp - dead?"
+					     : n->ha_maintenance ? "maintenance mode" : "active",
 					     (long long)req->now);
 			jadd_str(l, "id", id);
 			jadd_str(l, "type", "lrm");

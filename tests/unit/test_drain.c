@@ -121,39 +121,51 @@ Test(drain, dry_run_plans_and_sends_nothing)
 /* PVE 9 node affinity in a drain of pve1 (dry run): web1 (vm:303) under a
  * rule preferring pve1 with failback would be brought back by the CRM
  * while pve1 is emptied: it fits nowhere, the plan says why and how
- * (HA maintenance); app1 (vm:305) under a strict rule naming pve1 and
- * pve3 goes to pve3 only. The rules, resources and HA status are read
- * once for the run. */
+ * (HA maintenance), and with pve1 in HA maintenance it moves; app1
+ * (vm:305) under a strict rule naming pve1 and pve3 goes to pve3 only.
+ * The rules, resources and HA status are read once for the run. */
 Test(drain, ha_node_affinity_plans_and_refuses_failback)
 {
-	struct migfx f;
-	cr_assert_eq(migfx_start_with(
-			     &f, SCEN,
-			     "{\"ha\": [{\"sid\": \"vm:303\"}, {\"sid\": \"vm:305\"}], \"ha_rules\": "
-			     "[{\"rule\": \"home\", \"type\": \"node-affinity\", \"resources\": "
-			     "\"vm:303\", \"nodes\": \"pve1:2,pve2:1,pve3:1\"}, {\"rule\": \"keep\", "
-			     "\"type\": \"node-affinity\", \"resources\": \"vm:305\", \"nodes\": "
-			     "\"pve1,pve3\", \"strict\": 1}]}",
-			     true), 0, "simulator did not start");
-	enum job_outcome o;
-	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, true, 0), &o);
-	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
-	json_object *web1 = move_of(j, "web1");
-	cr_expect_str_eq(json_str(web1, "status"), "fits nowhere");
-	cr_expect(json_str(web1, "why") &&
-		  strstr(json_str(web1, "why"), "the CRM would migrate it back while 'pve1' is "
-						"drained; put the node in HA maintenance first "
-						"(ha-manager crm-command node-maintenance enable "
-						"pve1)"), "%s", json_str(web1, "why"));
-	cr_expect_str_eq(json_str(move_of(j, "app1"), "target"), "pve3");
-	json_object *log = simproc_requests(&f.sp);
-	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
-	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/rules", -1), 1);
-	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/resources", -1), 1);
-	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/status/current", -1), 1);
-	json_object_put(log);
-	job_free(j);
-	fx_stop(&f);
+	for (int maint = 0; maint <= 1; maint++) {
+		char changes[1024];
+		snprintf(changes, sizeof changes,
+			 "{%s\"ha\": [{\"sid\": \"vm:303\"}, {\"sid\": \"vm:305\"}], "
+			 "\"ha_rules\": [{\"rule\": \"home\", \"type\": \"node-affinity\", "
+			 "\"resources\": \"vm:303\", \"nodes\": \"pve1:2,pve2:1,pve3:1\"}, "
+			 "{\"rule\": \"keep\", \"type\": \"node-affinity\", \"resources\": "
+			 "\"vm:305\", \"nodes\": \"pve1,pve3\", \"strict\": 1}]}",
+			 maint ? "\"nodes\": {\"pve1\": {\"ha_maintenance\": true}}, " : "");
+		struct migfx f;
+		cr_assert_eq(migfx_start_with(&f, SCEN, changes, true), 0,
+			     "simulator did not start");
+		enum job_outcome o;
+		struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, true, 0), &o);
+		cr_assert_eq(o, JOB_OUT_DONE, "%s",
+			     job_error(j)->message ? job_error(j)->message : "");
+		json_object *web1 = move_of(j, "web1");
+		if (maint) {
+			/* the CRM brings nothing back to a node in maintenance */
+			cr_expect_str_eq(json_str(web1, "status"), "move", "%s", json_str(web1, "why"));
+		} else {
+			cr_expect_str_eq(json_str(web1, "status"), "fits nowhere");
+			cr_expect(json_str(web1, "why") &&
+				  strstr(json_str(web1, "why"),
+					 "the CRM would migrate it back while 'pve1' is drained; put "
+					 "the node in HA maintenance first (ha-manager crm-command "
+					 "node-maintenance enable pve1)"),
+				  "%s", json_str(web1, "why"));
+		}
+		cr_expect_str_eq(json_str(move_of(j, "app1"), "target"), "pve3");
+		json_object *log = simproc_requests(&f.sp);
+		cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+		cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/rules", -1), 1);
+		cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/resources", -1), 1);
+		cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/status/current", -1),
+			     1);
+		json_object_put(log);
+		job_free(j);
+		fx_stop(&f);
+	}
 }
 
 Test(drain, fits_nowhere_moves_nothing)
