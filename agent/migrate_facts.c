@@ -14,6 +14,7 @@
 /* ---- what a run reads of the cluster once ------------------------------------------ */
 
 struct mc_node {
+	struct mc_node *next;            /* each apart: what they hand out stays put */
 	char *name;
 	bool have_version, have_machines;
 	struct pve_version version;      /* a copy: the client's dies with a worker */
@@ -26,8 +27,7 @@ struct mig_cluster {
 	json_object *nodes;              /* GET /nodes, once read */
 	bool have_ha, have_rules, have_res;
 	json_object *ha_status, *ha_rules, *ha_res;
-	struct mc_node **n;              /* each apart: what they hand out stays put */
-	size_t nn;
+	struct mc_node *n;               /* a list */
 };
 
 struct mig_cluster *mig_cluster_new(void)
@@ -44,14 +44,14 @@ void mig_cluster_free(struct mig_cluster *mc)
 {
 	if (!mc)
 		return;
-	for (size_t i = 0; i < mc->nn; i++) {
-		free(mc->n[i]->name);
-		free(mc->n[i]->version.version);
-		free(mc->n[i]->version.release);
-		json_object_put(mc->n[i]->machines);
-		free(mc->n[i]);
+	for (struct mc_node *e = mc->n, *next; e; e = next) {
+		next = e->next;
+		free(e->name);
+		free(e->version.version);
+		free(e->version.release);
+		json_object_put(e->machines);
+		free(e);
 	}
-	free(mc->n);
 	json_object_put(mc->nodes);
 	json_object_put(mc->ha_status);
 	json_object_put(mc->ha_rules);
@@ -63,19 +63,17 @@ void mig_cluster_free(struct mig_cluster *mc)
 /* node's entry (made when new), under mc->mu; NULL out of memory. */
 static struct mc_node *mc_node(struct mig_cluster *mc, const char *node)
 {
-	for (size_t i = 0; i < mc->nn; i++)
-		if (strcmp(mc->n[i]->name, node) == 0)
-			return mc->n[i];
-	struct mc_node **v = realloc(mc->n, (mc->nn + 1) * sizeof *v);
-	if (!v)
-		return NULL;
-	mc->n = v;
+	for (struct mc_node *e = mc->n; e; e = e->next)
+		if (strcmp(e->name, node) == 0)
+			return e;
 	struct mc_node *e = calloc(1, sizeof *e);
 	if (!e || !(e->name = strdup(node))) {
 		free(e);
 		return NULL;
 	}
-	return v[mc->nn++] = e;
+	e->next = mc->n;
+	mc->n = e;
+	return e;
 }
 
 void mig_cluster_keep_nodes(struct mig_cluster *mc, json_object *nodes)
@@ -114,8 +112,12 @@ int mig_cluster_version(struct mig_cluster *mc, struct pve *c, const char *node,
 	*out = NULL;
 	pthread_mutex_lock(&mc->mu);
 	struct mc_node *n = mc_node(mc, node);
-	int rc = n ? 0 : pve_error_oom(err);
-	if (n && !n->have_version) {
+	if (!n) {
+		pthread_mutex_unlock(&mc->mu);
+		return pve_error_oom(err);
+	}
+	int rc = 0;
+	if (!n->have_version) {
 		const struct pve_version *v = NULL;
 		rc = pve4 ? pve_node_version(c, node, &v, err) : mig_node_version(c, node, &v, err);
 		if (rc == 0 && v) {
@@ -140,9 +142,13 @@ int mig_cluster_machines(struct mig_cluster *mc, struct pve *c, const char *node
 	*out = NULL;
 	pthread_mutex_lock(&mc->mu);
 	struct mc_node *n = mc_node(mc, node);
-	char *pn = n && !n->have_machines ? pve_path_escape(node) : NULL;
-	int rc = n ? 0 : pve_error_oom(err);
-	if (n && !n->have_machines) {
+	if (!n) {
+		pthread_mutex_unlock(&mc->mu);
+		return pve_error_oom(err);
+	}
+	char *pn = !n->have_machines ? pve_path_escape(node) : NULL;
+	int rc = 0;
+	if (!n->have_machines) {
 		rc = pn ? pve_getf(c, &n->machines, NULL, err, "/nodes/%s/capabilities/qemu/machines",
 				   pn)
 			: pve_error_oom(err);

@@ -1866,23 +1866,14 @@ static void task_ok(struct cluster *c, const char *path, const char *params, dou
 Test(cluster, ha9_crm_applies_node_affinity)
 {
 	for (int fb = 1; fb >= 0; fb--) {
-		char extra[512];
-		snprintf(extra, sizeof extra, "%s",
-			 ",\"ha_rules\":[{\"rule\":\"home\",\"type\":\"node-affinity\","
-			 "\"resources\":\"vm:100\",\"nodes\":\"a:2,b:1\"},{\"rule\":\"keep\","
-			 "\"type\":\"node-affinity\",\"resources\":\"vm:101\",\"nodes\":\"a,c\","
-			 "\"strict\":1}]");
-		char text[4096];
-		snprintf(text, sizeof text, HA9, "9.1", "9.1.2", extra);
-		if (!fb) {
-			/* failback 0 on vm:100's HA resource */
-			char *at = strstr(text, "{\"sid\":\"vm:100\"}");
-			cr_assert_not_null(at);
-			cr_assert_lt(strlen(text) + 13, sizeof text);
-			memmove(at + 28, at + 15, strlen(at + 15) + 1);
-			memcpy(at + 15, ",\"failback\":0", 13);
-		}
-		struct cluster *c = load_text(text);
+		struct cluster *c = load_ha9(
+			",\"ha_rules\":[{\"rule\":\"home\",\"type\":\"node-affinity\","
+			"\"resources\":\"vm:100\",\"nodes\":\"a:2,b:1\"},{\"rule\":\"keep\","
+			"\"type\":\"node-affinity\",\"resources\":\"vm:101\",\"nodes\":\"a,c\","
+			"\"strict\":1}]");
+		if (!fb) /* failback 0 on vm:100's HA resource */
+			json_object_object_add(cluster_ha_entry(c, "vm:100"), "failback",
+					       json_object_new_int(0));
 		task_ok(c, "/nodes/a/qemu/100/migrate", "{\"target\":\"b\",\"online\":\"1\"}", T0);
 		struct sim_resp r;
 		call(c, "GET", "/cluster/resources", NULL, T0 + 300, &r);

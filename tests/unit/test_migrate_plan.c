@@ -652,7 +652,11 @@ Test(migrate_plan, ha_node_affinity)
 	cr_assert_eq(migrate_plan(&f, &p), 0);
 	cr_expect_null(p.refusal, "%s", p.refusal);
 	mig_plan_free(&p);
-	json_object *all[] = {pre, st, strict, prefer, res, nofb, maint};
-	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-		json_object_put(all[i]);
+	json_object_put(pre);
+	json_object_put(st);
+	json_object_put(strict);
+	json_object_put(prefer);
+	json_object_put(res);
+	json_object_put(nofb);
+	json_object_put(maint);
 }
