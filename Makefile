@@ -365,3 +365,11 @@ sandbox: deps-demo
 	@bash tests/sandbox/sandbox.sh start
 sandbox-stop:
 	@bash tests/sandbox/sandbox.sh stop
+
+# make bench-counts: the benchmarks' request counts only (no timings, for CI):
+# a migration, an up, and the real-config corpus's dry runs against show;
+# fails when a count is over its target.
+.PHONY: bench-counts
+bench-counts: all $(REL)/tests/bench/migrate
+	@PVESIM_BIN=$${PVESIM_BIN:-tests/pvesim/pvesim} $(REL)/tests/bench/migrate --counts && \
+	  bash tests/bench/up.sh --counts && bash tests/bench/corpus.sh

@@ -8,6 +8,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ void mig_plan_free(struct mig_plan *p)
 {
 	free(p->targetstorage);
 	free(p->refusal);
+	free(p->note);
 	memset(p, 0, sizeof *p);
 }
 
@@ -166,20 +168,26 @@ static int check_memory(const struct mig_facts *f, struct mig_plan *p)
 	return refuse(p, &b);
 }
 
+/* The first object of array arr whose key is value, or NULL. */
+static json_object *entry_where(json_object *arr, const char *key, const char *value)
+{
+	size_t n = json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(arr, i);
+		const char *v = json_str(e, key);
+		if (v && strcmp(v, value) == 0)
+			return e;
+	}
+	return NULL;
+}
+
 /* Does storage sid keep qcow2 snapshots as a volume chain (PVE 9
  * snapshot-as-volume-chain, from GET /storage)? */
 static bool volume_chain(const struct mig_facts *f, const char *sid)
 {
-	size_t n = json_object_is_type(f->storage_config, json_type_array)
-			   ? json_object_array_length(f->storage_config) : 0;
-	for (size_t i = 0; i < n; i++) {
-		json_object *e = json_object_array_get_idx(f->storage_config, i);
-		long long chain = 0;
-		const char *id = json_str(e, "storage");
-		if (id && strcmp(id, sid) == 0)
-			return json_int(e, "snapshot-as-volume-chain", &chain) && chain;
-	}
-	return false;
+	long long chain = 0;
+	return json_int(entry_where(f->storage_config, "storage", sid), "snapshot-as-volume-chain",
+			&chain) && chain;
 }
 
 /* PVE (QemuMigrate::scan_local_volumes) cannot move a local volume a
@@ -508,11 +516,106 @@ bool migrate_version_older(const struct pve_version *target,
 					      : target->minor < source->minor;
 }
 
-/* Proxmox guarantees live migration only to a node whose PVE is at least
- * as new as the source's (a rolling upgrade: move guests onto upgraded
- * nodes, never back). Offline and restart migrations are not live. */
+/* A machine type's parts: "pc-i440fx-10.1+pve0" -> "i440fx", 10, 1, 0
+ * (QemuServer::Machine extract_version_parts; "pc-" alone is i440fx). 0,
+ * or -1 for one without a version. */
+static int machine_parts(const char *id, char *type, size_t tn, int *major, int *minor,
+			 int *pve)
+{
+	static const struct {
+		const char *prefix, *type;
+	} kinds[] = {{"pc-i440fx-", "i440fx"}, {"pc-q35-", "q35"}, {"pc-", "i440fx"},
+		     {"virt-", "virt"}};
+	for (size_t k = 0; id && k < sizeof kinds / sizeof *kinds; k++) {
+		size_t l = strlen(kinds[k].prefix);
+		if (strncmp(id, kinds[k].prefix, l) != 0 || !isdigit((unsigned char)id[l]))
+			continue;
+		char *end = NULL;
+		long ma = strtol(id + l, &end, 10), mi = 0, pv = 0;
+		if (*end != '.' || !isdigit((unsigned char)end[1]))
+			return -1;
+		mi = strtol(end + 1, &end, 10);
+		if (*end == '.' && isdigit((unsigned char)end[1]))
+			strtol(end + 1, &end, 10); /* a patch part: ignored, as PVE does */
+		if (strncmp(end, "+pve", 4) == 0)
+			pv = strtol(end + 4, NULL, 10);
+		snprintf(type, tn, "%s", kinds[k].type);
+		*major = (int)ma;
+		*minor = (int)mi;
+		*pve = (int)pv;
+		return 0;
+	}
+	return -1;
+}
+
+/* qemu-server starts the incoming VM on the target with the machine type
+ * it runs (QemuServer.pm config_to_command): the target's QEMU must be at
+ * least that version ("Installed QEMU version '...' is too old to run
+ * machine type '...', please upgrade node '...'") and its qemu-server
+ * know the +pveN revision. Judged from the target's machine types. */
+static int check_machine(const struct mig_facts *f, struct mig_plan *p)
+{
+	char type[16], et[16];
+	int ma, mi, pv;
+	if (machine_parts(f->running_machine, type, sizeof type, &ma, &mi, &pv) < 0)
+		return 0; /* not a versioned type: nothing to judge by */
+	int top_ma = -1, top_mi = -1, max_pv = -1;
+	size_t n = json_object_array_length(f->target_machines);
+	for (size_t i = 0; i < n; i++) {
+		int a, b, c;
+		if (machine_parts(json_str(json_object_array_get_idx(f->target_machines, i), "id"), et,
+				  sizeof et, &a, &b, &c) < 0 ||
+		    strcmp(et, type) != 0)
+			continue;
+		if (a > top_ma || (a == top_ma && b > top_mi)) {
+			top_ma = a;
+			top_mi = b;
+		}
+		if (a == ma && b == mi && c > max_pv)
+			max_pv = c;
+	}
+	if (max_pv >= pv)
+		return 0;
+	struct sbuf b = {0};
+	const char *how = "shut it down to migrate it offline (it then starts with a machine type "
+			  "the target runs), choose a node with a newer QEMU, or upgrade";
+	if (top_ma > ma || (top_ma == ma && top_mi >= mi)) {
+		if (max_pv >= 0)
+			sbuf_addf(&b, "VM %d runs machine type '%s', newer than node '%s' knows: PVE "
+				      "would stop the migration with \"Installed qemu-server (max "
+				      "feature level for %d.%d is pve%d) is too old to run machine "
+				      "type '%s', please upgrade node '%s'\"; %s '%s'",
+				  f->vmid, f->running_machine, f->target, ma, mi, max_pv,
+				  f->running_machine, f->target, how, f->target);
+		else
+			sbuf_addf(&b, "VM %d runs machine type '%s', which node '%s' does not offer "
+				      "(its QEMU's machine types); shut it down to migrate it offline, "
+				      "or choose another node",
+				  f->vmid, f->running_machine, f->target);
+	} else if (top_ma < 0) {
+		sbuf_addf(&b, "VM %d runs machine type '%s', and node '%s' offers no %s machine "
+			      "type; shut it down to migrate it offline, or choose another node",
+			  f->vmid, f->running_machine, f->target, type);
+	} else {
+		sbuf_addf(&b, "VM %d runs machine type '%s', and QEMU on node '%s' runs machine "
+			      "types up to %d.%d: PVE would stop the migration with \"Installed QEMU "
+			      "version '%d.%d' is too old to run machine type '%s', please upgrade "
+			      "node '%s'\"; %s '%s'",
+			  f->vmid, f->running_machine, f->target, top_ma, top_mi, top_ma, top_mi,
+			  f->running_machine, f->target, how, f->target);
+	}
+	return refuse(p, &b);
+}
+
+/* Without the target's machine types (not readable): Proxmox guarantees
+ * live migration only to a node whose PVE is at least as new as the
+ * source's (a rolling upgrade: move guests onto upgraded nodes, never
+ * back). Offline and restart migrations are not live. */
 static int check_versions(const struct mig_facts *f, struct mig_plan *p)
 {
+	if (p->method == MIG_ONLINE && f->type == GUEST_QEMU && f->running_machine &&
+	    json_object_is_type(f->target_machines, json_type_array))
+		return check_machine(f, p);
 	const struct pve_version *s = f->source_version, *t = f->target_version;
 	if (p->method != MIG_ONLINE || !migrate_version_older(t, s))
 		return 0;
@@ -524,6 +627,128 @@ static int check_versions(const struct mig_facts *f, struct mig_plan *p)
 		  f->target, t->version, s->version, f->source ? f->source : "?",
 		  f->type == GUEST_QEMU ? "VM" : "CT", f->vmid, f->target);
 	return refuse(p, &b);
+}
+
+/* ---- HA node affinity (PVE 9) ---------------------------------------------------- */
+
+/* Does the comma list hold item? */
+static bool list_has(const char *list, const char *item)
+{
+	size_t n = strlen(item);
+	for (const char *p = list; p && *p;) {
+		size_t l = strcspn(p, ",");
+		if (l == n && strncmp(p, item, n) == 0)
+			return true;
+		p += l + (p[l] == ',');
+	}
+	return false;
+}
+
+/* node's priority in a rule's "pve1:2,pve2" list (0 when not given), or
+ * -1 when the list does not name it. */
+static long node_priority(const char *nodes, const char *node)
+{
+	size_t n = strlen(node);
+	for (const char *p = nodes; p && *p;) {
+		size_t l = strcspn(p, ",");
+		const char *colon = memchr(p, ':', l);
+		size_t nl = colon ? (size_t)(colon - p) : l;
+		if (nl == n && strncmp(p, node, n) == 0)
+			return colon ? strtol(colon + 1, NULL, 10) : 0;
+		p += l + (p[l] == ',');
+	}
+	return -1;
+}
+
+/* Can the CRM place a guest on node (its lrm entry in the HA status: not
+ * in maintenance, not dead)? Unknown: yes. */
+static bool ha_node_usable(const struct mig_facts *f, const char *node)
+{
+	char *id = strprintf("lrm:%s", node);
+	const char *st = id ? json_str(entry_where(f->ha_status, "id", id), "status") : NULL;
+	free(id);
+	return !st || (!strstr(st, "maintenance") && !strstr(st, "dead"));
+}
+
+/* The guest's failback (its HA resource's, default 1: Config.pm). */
+static bool ha_failback(const struct mig_facts *f, const char *sid)
+{
+	long long fb = 1;
+	json_int(entry_where(f->ha_resources, "sid", sid), "failback", &fb);
+	return fb != 0;
+}
+
+/* pve-ha-manager select_service_node after the CRM carried a migration
+ * out (Manager.pm next_state_started; Rules/NodeAffinity.pm
+ * get_node_affinity): a strict node-affinity rule moves the guest off a
+ * node it does not name; with failback, the CRM moves it to the rule's
+ * highest-priority usable node. A strict exclusion refuses; a failback
+ * that would bring it back to the node a drain empties refuses, unless
+ * that node is in HA maintenance; any other failback is noted. */
+static int check_node_affinity(const struct mig_facts *f, struct mig_plan *p)
+{
+	const char *what = f->type == GUEST_QEMU ? "VM" : "CT";
+	char sid[32];
+	snprintf(sid, sizeof sid, "%s:%d", f->type == GUEST_QEMU ? "vm" : "ct", f->vmid);
+	size_t n = json_object_is_type(f->ha_rules, json_type_array)
+			   ? json_object_array_length(f->ha_rules) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *r = json_object_array_get_idx(f->ha_rules, i);
+		const char *type = json_str(r, "type"), *nodes = json_str(r, "nodes");
+		const char *name = json_str(r, "rule");
+		long long strict = 0, off = 0;
+		json_int(r, "strict", &strict);
+		if (!type || strcmp(type, "node-affinity") != 0 || !nodes ||
+		    (json_int(r, "disable", &off) && off) || !list_has(json_str(r, "resources"), sid))
+			continue;
+		struct sbuf b = {0};
+		long tp = node_priority(nodes, f->target);
+		if (strict && tp < 0) {
+			sbuf_addf(&b, "the strict node-affinity HA rule '%s' keeps %s %d on %s: the "
+				      "CRM would move it off '%s' again at once; choose one of those "
+				      "nodes, or change the rule (ha-manager rules set node-affinity "
+				      "%s --nodes ...)",
+				  name ? name : "?", what, f->vmid, nodes, f->target, name ? name : "RULE");
+			return refuse(p, &b);
+		}
+		if (!ha_failback(f, sid))
+			continue;
+		/* the highest priority among the rule's usable nodes */
+		long top = -1;
+		const char *best = NULL;
+		char *copy = strdup(nodes), *save = NULL;
+		for (char *x = copy ? strtok_r(copy, ",", &save) : NULL; x;
+		     x = strtok_r(NULL, ",", &save)) {
+			long pr = node_item_priority(x);
+			if (ha_node_usable(f, x) && pr > top) {
+				top = pr;
+				best = nodes + (x - copy);
+			}
+		}
+		bool back_home = f->source && node_priority(nodes, f->source) == top &&
+				 ha_node_usable(f, f->source);
+		free(copy);
+		if (top < 0 || tp >= top)
+			continue; /* the target is among the preferred: it stays */
+		if (f->source_leaving && back_home) {
+			sbuf_addf(&b, "the node-affinity HA rule '%s' prefers '%s' for %s %d "
+				      "(failback): the CRM would migrate it back while '%s' is drained; "
+				      "put the node in HA maintenance first (ha-manager crm-command "
+				      "node-maintenance enable %s), or set failback 0 on %s",
+				  name ? name : "?", f->source, what, f->vmid, f->source, f->source,
+				  sid);
+			return refuse(p, &b);
+		}
+		size_t bl = best ? strcspn(best, ",:") : 0;
+		sbuf_addf(&b, "the node-affinity HA rule '%s' prefers %.*s for %s %d (failback): the "
+			      "CRM moves it there again after this migration",
+			  name ? name : "?", (int)bl, best ? best : "", what, f->vmid);
+		free(p->note);
+		p->note = sbuf_steal(&b);
+		if (!p->note)
+			return -1;
+	}
+	return 0;
 }
 
 /* The HA stack on PVE 9: a disarmed one takes the migration request of an
@@ -544,6 +769,8 @@ static int check_ha(const struct mig_facts *f, struct mig_plan *p)
 			  armed, f->ha_resource_mode ? f->ha_resource_mode : "?", what, f->vmid);
 		return refuse(p, &b);
 	}
+	if (f->ha_managed && (check_node_affinity(f, p) < 0 || p->refusal))
+		return p->refusal ? 0 : -1;
 	json_object *na = NULL, *entry = NULL, *bh = NULL;
 	if ((!json_object_object_get_ex(f->precondition, "not_allowed_nodes", &na) &&
 	     !json_object_object_get_ex(f->precondition, "not-allowed-nodes", &na)) ||

@@ -38,6 +38,13 @@ struct mig_facts {
 	 * (GET /cluster/ha/status/current, its fencing entry); NULL: not
 	 * known, or before 9 */
 	const char *ha_armed_state, *ha_resource_mode;
+	/* PVE 9, an HA guest: GET /cluster/ha/status/current (its lrm entries
+	 * say a node in maintenance), /cluster/ha/rules (node affinity) and
+	 * /cluster/ha/resources (failback, default 1); NULL: not known */
+	json_object *ha_status, *ha_rules, *ha_resources;
+	/* drain: the source is being emptied (a rule's failback that pulls
+	 * the guest back to it refuses, where migrate only notes it) */
+	bool source_leaving;
 	/* the volumes snapshots hold, {"VOLID": ["SNAP", ...]} (each
 	 * snapshot's GET .../snapshot/NAME/config; qemu and lxc); NULL when
 	 * none */
@@ -48,6 +55,13 @@ struct mig_facts {
 	/* PVE versions of the guest's node and of the target (GET
 	 * /nodes/N/version); NULL: not known */
 	const struct pve_version *source_version, *target_version;
+	/* a running VM's machine type (status/current "running-machine",
+	 * "pc-i440fx-10.1+pve0"), and the machine types the target runs (GET
+	 * /nodes/T/capabilities/qemu/machines, an array of {id, type,
+	 * version}); NULL: not known (then a live migration goes by the
+	 * versions) */
+	const char *running_machine;
+	json_object *target_machines;
 	/* the target node */
 	bool target_known;         /* a member of the cluster */
 	bool target_online;
@@ -70,6 +84,7 @@ struct mig_plan {
 	uint64_t disk_bytes;       /* local disk bytes to copy */
 	uint64_t memory;           /* bytes of memory to move (live) */
 	char *refusal;             /* why it cannot run (malloc'd), or NULL */
+	char *note;                /* what to know, it runs (malloc'd), or NULL */
 };
 void mig_plan_free(struct mig_plan *p);
 
@@ -78,8 +93,10 @@ void mig_plan_free(struct mig_plan *p);
 int migrate_plan(const struct mig_facts *f, struct mig_plan *out);
 
 /* Does target run an older PVE release (major.minor; a point release
- * does not count) than source? False when either is unknown. Online
- * migrations to such a node are refused; drain chooses it last. */
+ * does not count) than source? False when either is unknown. A live
+ * migration to such a node is refused when the target's machine types
+ * cannot be read (with them, qemu-server's own check decides: the
+ * target's QEMU must run the VM's machine type); drain chooses it last. */
 bool migrate_version_older(const struct pve_version *target,
 			   const struct pve_version *source);
 

@@ -403,3 +403,12 @@ int strv_add(char ***v, size_t *n, char *s)
 	*v = nv;
 	return 0;
 }
+
+long node_item_priority(char *item)
+{
+	char *colon = strchr(item, ':');
+	if (!colon)
+		return 0;
+	*colon = '\0';
+	return strtol(colon + 1, NULL, 10);
+}

@@ -76,4 +76,9 @@ char *str_pct_decode_trim(const char *s);
 int strv_add(char ***v, size_t *n, char *s);
 void strv_free(char **v, size_t n);
 
+/* One "NODE[:PRIORITY]" item of a PVE node list (HA node-affinity rules,
+ * HA groups): cut at its ':' in place, its priority returned (0 when it
+ * has none). */
+long node_item_priority(char *item);
+
 #endif

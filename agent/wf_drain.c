@@ -27,6 +27,7 @@ struct drain_ctx {
 	unsigned max_workers, per_target;
 	bool partial, dry_run;
 	double deadline;
+	struct mig_cluster *mc;      /* read once, shared by every guest and move */
 };
 
 void wf_drain_attach(struct job *j, const struct pve_opts *po)
@@ -57,7 +58,17 @@ static int drain_open(struct job *j, void *ctx)
 	d->dry_run = json_int(p, "dry_run", &x) && x;
 	if (json_object_object_get_ex(p, "deadline", &dl))
 		d->deadline = json_object_get_double(dl);
+	if (!(d->mc = mig_cluster_new()))
+		return pve_error_oom(job_err(j));
 	return 0;
+}
+
+static void drain_close(struct job *j, void *ctx)
+{
+	(void)j;
+	struct drain_ctx *d = ctx;
+	mig_cluster_free(d->mc);
+	d->mc = NULL;
 }
 
 /* Does the tag list (';', ',' or ' ' separated) hold tag? */
@@ -87,7 +98,8 @@ struct gfacts {
 struct nfacts {
 	json_object *storages;          /* GET /nodes/N/storage */
 	const char **ids;
-	const struct pve_version *version; /* borrowed from the client */
+	const struct pve_version *version; /* borrowed from the run's facts */
+	json_object *machines;          /* its QEMU machine types (idem), or NULL */
 };
 
 struct facts {
@@ -98,6 +110,7 @@ struct facts {
 	struct dp_node *dn;
 	struct dp_guest *dg;
 	size_t n_nodes;
+	struct mig_cluster *mc;         /* the drain's */
 };
 
 static void facts_free(struct facts *f)
@@ -219,8 +232,10 @@ static int plan_targets(struct facts *f, size_t i, const char *source)
 		t.target_mem_free = UINT64_MAX;
 		t.memory_reserve = 0;
 		t.no_storage_map = true;
+		t.source_leaving = true;
 		t.target_storages = f->n[k].storages;
 		t.target_version = f->n[k].version;
+		t.target_machines = f->n[k].machines;
 		if (migrate_plan(&t, &p) < 0)
 			return -1;
 		gf->refusals[k] = p.refusal;
@@ -265,7 +280,7 @@ static int read_guest(void *ctx, size_t i, struct pve *c, struct pve_error *err)
 	const struct guest_ref *g = &f->guests.v[i];
 	struct gfacts *gf = &f->g[i];
 	int r = g->template ? guest_get_config(c, g, &gf->rd.config, err)
-			    : mig_read_guest(c, g, NULL, &gf->rd, &gf->mf, err);
+			    : mig_read_guest(c, f->mc, g, NULL, &gf->rd, &gf->mf, err);
 	if (r < 0 && err->kind == PVE_ERR_NOT_FOUND) {
 		/* the listing lags behind a move (or a delete): not on the node */
 		pve_error_clear(err);
@@ -297,8 +312,10 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 	struct pve_error *err = job_err(j);
 	const char *node = job_subject(j);
 	const struct pve_version *src_version = NULL;
+	const struct drain_ctx *dc = job_ctx(j);
+	f->mc = dc->mc;
 	if (guest_list(c, node, &f->guests, err) < 0 || pve_getf(c, &f->nodes, NULL, err, "/nodes") < 0 ||
-	    mig_node_version(c, node, &src_version, err) < 0)
+	    mig_cluster_version(f->mc, c, node, false, &src_version, err) < 0)
 		return -1;
 	size_t ng = f->guests.n, nn = json_object_array_length(f->nodes);
 	f->n_nodes = nn;
@@ -327,7 +344,7 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		int r = pn ? pve_getf(c, &f->n[i].storages, NULL, err, "/nodes/%s/storage", pn)
 			   : pve_error_oom(err);
 		free(pn);
-		if (r < 0 || mig_node_version(c, d->name, &f->n[i].version, err) < 0)
+		if (r < 0 || mig_cluster_version(f->mc, c, d->name, false, &f->n[i].version, err) < 0)
 			return -1;
 		d->older = migrate_version_older(f->n[i].version, src_version);
 		size_t ns = json_object_array_length(f->n[i].storages);
@@ -344,11 +361,19 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		d->storages = f->n[i].ids;
 	}
 	/* each guest's facts, read concurrently (as list --long reads configs) */
-	const struct drain_ctx *dc = job_ctx(j);
 	if (jobpool_map(dc->po, c, JOBPOOL_READS, ng, read_guest, f, err) < 0)
 		return -1;
 	drop_gone(f);
 	ng = f->guests.n;
+	/* a running VM moves live: the machine types of the nodes it may go
+	 * to decide (read once per node) */
+	bool live = false;
+	for (size_t i = 0; i < ng; i++)
+		live |= f->g[i].mf.running_machine != NULL;
+	for (size_t i = 0; live && i < nn; i++)
+		if (f->dn[i].name && f->dn[i].online && strcmp(f->dn[i].name, node) != 0 &&
+		    mig_cluster_machines(f->mc, c, f->dn[i].name, &f->n[i].machines, err) < 0)
+			return -1;
 	for (size_t i = 0; i < ng; i++) {
 		struct guest_ref *g = &f->guests.v[i];
 		struct dp_guest *d = &f->dg[i];
@@ -357,7 +382,7 @@ static int gather(struct job *j, struct facts *f, json_object *src_storages)
 		d->vmid = g->vmid;
 		d->type = g->type;
 		d->template = g->template;
-		/* the version a worker's client read is gone with it: the node's */
+		/* the node's (for the versions' rule when machine types are not known) */
 		gf->mf.source_version = src_version;
 		json_object *cfg = gf->rd.config;
 		d->running = gf->mf.running;
@@ -804,6 +829,7 @@ static void run_one(void *arg, struct pve *c, const struct pve_error *no_client)
 		if (e.kind == PVE_OK)
 			pve_error_oom(&e);
 	} else {
+		wf_migrate_attach(mj, d->mc, NULL);
 		o = job_run(mj, c);
 	}
 	pthread_mutex_lock(&ms->mu);
@@ -986,6 +1012,7 @@ const struct job_workflow wf_drain = {
 	.n_steps = sizeof drain_steps / sizeof *drain_steps,
 	.ctx_size = sizeof(struct drain_ctx),
 	.open = drain_open,
+	.close = drain_close,
 };
 
 const struct job_workflow wf_undrain = {
@@ -994,4 +1021,5 @@ const struct job_workflow wf_undrain = {
 	.n_steps = sizeof undrain_steps / sizeof *undrain_steps,
 	.ctx_size = sizeof(struct drain_ctx),
 	.open = drain_open,
+	.close = drain_close,
 };

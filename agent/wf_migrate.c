@@ -7,6 +7,7 @@
 #include "wf_migrate.h"
 
 #include "clock.h"
+#include "guestname.h"
 #include "json.h"
 #include "log.h"
 #include "migrate_facts.h"
@@ -18,6 +19,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct mig_ctx {
 	struct guest_ref g;
@@ -30,7 +32,20 @@ struct mig_ctx {
 	struct mig_plan plan;
 	bool running;
 	unsigned restart_timeout;
+	/* the run's cluster facts: attached (a command line's, a drain's),
+	 * else this job's own */
+	struct mig_cluster *mc, *own_mc;
+	struct guest_ref found;    /* attached: the guest the command found */
 };
+
+void wf_migrate_attach(struct job *j, struct mig_cluster *mc, const struct guest_ref *g)
+{
+	struct mig_ctx *m = job_ctx(j);
+	m->mc = mc;
+	guest_ref_clear(&m->found);
+	if (g && guest_ref_copy(&m->found, g) < 0)
+		guest_ref_clear(&m->found);
+}
 
 json_object *wf_migrate_params(const char *target, const char *storage_map,
 			       unsigned bwlimit_mib, unsigned max_downtime_ms, bool dry_run)
@@ -74,6 +89,8 @@ static int mig_open(struct job *j, void *ctx)
 		m->probe_port = cf && cf->migrate.probe_port ? cf->migrate.probe_port
 			      : cf && cf->ssh.port ? cf->ssh.port : 22;
 	m->restart_timeout = 180;
+	if (!m->mc && !(m->mc = m->own_mc = mig_cluster_new()))
+		return pve_error_oom(job_err(j));
 	if (json_int(v, "vmid", &x)) {
 		/* resumed: what the plan step found and decided */
 		const char *node = json_str(v, "node"), *type = json_str(v, "type");
@@ -107,32 +124,10 @@ static void mig_close(struct job *j, void *ctx)
 	(void)j;
 	struct mig_ctx *m = ctx;
 	guest_ref_clear(&m->g);
+	guest_ref_clear(&m->found);
 	mig_plan_free(&m->plan);
 	free(m->address);
-}
-
-/* The target in GET /nodes: known, online, free memory. */
-static int target_node(struct pve *c, const char *target, struct mig_facts *f,
-		       struct pve_error *err)
-{
-	json_object *nodes = NULL;
-	if (pve_getf(c, &nodes, NULL, err, "/nodes") < 0)
-		return -1;
-	size_t n = json_object_is_type(nodes, json_type_array) ? json_object_array_length(nodes) : 0;
-	for (size_t i = 0; i < n; i++) {
-		json_object *e = json_object_array_get_idx(nodes, i);
-		const char *name = json_str(e, "node"), *st = json_str(e, "status");
-		if (!name || strcmp(name, target) != 0)
-			continue;
-		long long maxmem = 0, mem = 0;
-		json_int(e, "maxmem", &maxmem);
-		json_int(e, "mem", &mem);
-		f->target_known = true;
-		f->target_online = st && strcmp(st, "online") == 0;
-		f->target_mem_free = maxmem > mem ? (uint64_t)(maxmem - mem) : 0;
-	}
-	json_object_put(nodes);
-	return 0;
+	mig_cluster_free(m->own_mc);
 }
 
 static int save_plan(struct job *j, struct mig_ctx *m)
@@ -179,7 +174,11 @@ static enum step_rc mig_plan_step(struct job *j)
 	struct pve *c = job_pve(j);
 	struct pve_error *err = job_err(j);
 	guest_ref_clear(&m->g);
-	int found = guest_find(c, job_subject(j), &m->g, err);
+	/* the guest the command found (attached once), else from one listing;
+	 * its status is read with its facts below */
+	int found = m->found.node ? guest_ref_copy(&m->g, &m->found) < 0 ? pve_error_oom(err) : 1
+				  : mig_find_guest(c, job_subject(j), &m->g, err);
+	guest_ref_clear(&m->found);
 	if (found < 0)
 		return STEP_RC_FAIL;
 	if (!found) {
@@ -201,7 +200,7 @@ static enum step_rc mig_plan_step(struct job *j)
 	f.memory_reserve = (uint64_t)(cf ? cf->migrate.memory_reserve : 1024) << 20;
 	f.no_live_local_disks = cf && !cf->migrate.with_local_disks;
 	enum step_rc rc = STEP_RC_FAIL;
-	if (mig_read_guest(c, &m->g, m->target, &rd, &f, err) < 0) {
+	if (mig_read_guest(c, m->mc, &m->g, m->target, &rd, &f, err) < 0) {
 		/* not on the node the listing names: the listing lags behind a
 		 * move (an earlier run's task that ended after it was killed);
 		 * asked of the target itself */
@@ -218,18 +217,16 @@ static enum step_rc mig_plan_step(struct job *j)
 		}
 		goto out;
 	}
-	m->running = f.running;
-	if (target_node(c, m->target, &f, err) < 0)
+	/* renamed since the listing: not the guest named */
+	const char *now_named = json_str(rd.status, "name");
+	if (!guest_arg_is_vmid(job_subject(j), NULL) && now_named &&
+	    strcasecmp(now_named, job_subject(j)) != 0) {
+		guest_not_found(job_subject(j), err);
 		goto out;
-	if (f.target_online) {
-		char *tn = pve_path_escape(m->target);
-		int r = tn ? pve_getf(c, &storages, NULL, err, "/nodes/%s/storage", tn)
-			   : pve_error_oom(err);
-		free(tn);
-		if (r < 0 || mig_node_version(c, m->target, &f.target_version, err) < 0)
-			goto out;
-		f.target_storages = storages;
 	}
+	m->running = f.running;
+	if (mig_read_target(c, m->mc, &f, &storages, err) < 0)
+		goto out;
 	mig_plan_free(&m->plan);
 	if (migrate_plan(&f, &m->plan) < 0) {
 		pve_error_oom(err);
@@ -253,6 +250,8 @@ static enum step_rc mig_plan_step(struct job *j)
 			m->address = NULL;
 		pve_error_clear(&ae);
 	}
+	if (m->plan.note)
+		job_note(j, "%s: %s", job_subject(j), m->plan.note);
 	/* PVE 9: HA moves the guests in positive affinity along */
 	json_object *dep = NULL;
 	if (json_object_object_get_ex(rd.pre, "dependent-ha-resources", &dep) &&

@@ -31,6 +31,14 @@ extern const struct job_workflow wf_migrate;
 json_object *wf_migrate_params(const char *target, const char *storage_map,
 			       unsigned bwlimit_mib, unsigned max_downtime_ms, bool dry_run);
 
+struct mig_cluster;
+struct guest_ref;
+/* Before job_run: share a run's cluster facts (migrate_facts.h; a
+ * command line's, a drain's: borrowed, it outlives the job) and, for a
+ * new job, the guest the command found (copied: not looked up again).
+ * Without, the job reads its own. */
+void wf_migrate_attach(struct job *j, struct mig_cluster *mc, const struct guest_ref *g);
+
 /* The tag that says where a drained guest lives ("pvagent-home-NODE"). */
 #define WF_HOME_TAG "pvagent-home-"
 

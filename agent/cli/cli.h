@@ -148,6 +148,10 @@ int cli_load_conf(struct cli *cli);
  * first; from, when not NULL, says where the name came from: "[pve]
  * node"). */
 int cli_check_node(struct cli *cli, const char *cmd, const char *node, const char *from);
+/* The same, and the node list read (GET /nodes: node, status, mem,
+ * maxmem, ...) into *keep when node is known (the caller's to put). */
+int cli_check_node_keep(struct cli *cli, const char *cmd, const char *node, const char *from,
+			json_object **keep);
 /* Does guest name (or VMID) exist (connecting first)? 0, or an exit code
  * (said: 2, "no guest named ...", as its command says it). For a command
  * submitted to pvagentd: said before a job is stored, as in this process. */

@@ -265,6 +265,12 @@ void cli_catch_stop_signals(void)
  * EXIT_USAGE with the nodes there are). */
 int cli_check_node(struct cli *cli, const char *cmd, const char *node, const char *from)
 {
+	return cli_check_node_keep(cli, cmd, node, from, NULL);
+}
+
+int cli_check_node_keep(struct cli *cli, const char *cmd, const char *node, const char *from,
+			json_object **keep)
+{
 	int rc = cli_connect_pve(cli);
 	if (rc || !node)
 		return rc;
@@ -280,7 +286,10 @@ int cli_check_node(struct cli *cli, const char *cmd, const char *node, const cha
 		if (name && strcmp(name, node) == 0) {
 			sbuf_free(&list);
 			free(names);
-			json_object_put(nodes);
+			if (keep)
+				*keep = nodes;
+			else
+				json_object_put(nodes);
 			return 0;
 		}
 		if (name)

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "json.h"
 #include "log.h"
+#include "migrate_facts.h"
 #include "migrate_plan.h"
 #include "output.h"
 #include "util.h"
@@ -30,6 +31,8 @@ static double var_num(json_object *v, const char *key)
 struct job_print {
 	void (*print)(struct cli *cli, struct job *j, const void *ctx, int code);
 	const void *ctx;
+	/* before it runs: what the command read already (migrate) */
+	void (*attach)(struct job *j, const void *ctx);
 };
 
 static int run_job(struct cli *cli, const char *cmd, const struct job_workflow *wf,
@@ -58,6 +61,8 @@ static int run_job(struct cli *cli, const char *cmd, const struct job_workflow *
 	if (job_submit(&env, wf, subject, params, &j, &e) < 0) {
 		rc = cli_fail_pve(cli, cmd, &e);
 	} else {
+		if (out->attach)
+			out->attach(j, out->ctx);
 		enum job_outcome o = job_run(j, cli->pve);
 		end_progress_line(&pp);
 		rc = cli_exit_code(o);
@@ -172,12 +177,20 @@ static void print_migration(struct cli *cli, struct job *j, const char *target, 
 struct migrate_print {
 	const char *target;
 	bool dry_run;
+	struct mig_cluster *mc;     /* the node list read, for the job */
+	const struct guest_ref *g;  /* the guest found */
 };
 
 static void print_migration_cb(struct cli *cli, struct job *j, const void *ctx, int code)
 {
 	const struct migrate_print *mp = ctx;
 	print_migration(cli, j, mp->target, mp->dry_run, code);
+}
+
+static void attach_migration(struct job *j, const void *ctx)
+{
+	const struct migrate_print *mp = ctx;
+	wf_migrate_attach(j, mp->mc, mp->g);
 }
 
 static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
@@ -208,18 +221,37 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 		}
 	}
 	/* submitted or not: an unknown node or guest is said before a job is
-	 * stored (each check connects first) */
-	if (rc == 0)
-		rc = cli_check_node(cli, "migrate", a->argv[1], NULL);
-	if (rc == 0) /* a guest that does not exist: said before any job is stored */
-		rc = cli_check_guest(cli, "migrate", a->argv[0]);
-	if (rc)
-		return rc;
-	struct migrate_print mp = {a->argv[1], dry};
-	const struct job_print out = {print_migration_cb, &mp};
-	return run_job(cli, "migrate", &wf_migrate, a->argv[0],
-		       wf_migrate_params(a->argv[1], storage, (unsigned)bw, (unsigned)md, dry), dry,
-		       &out);
+	 * stored (the node check connects first); what is read here is the
+	 * job's too */
+	struct mig_cluster *mc = rc == 0 ? mig_cluster_new() : NULL;
+	json_object *nodes = NULL;
+	if (rc == 0 && !mc) {
+		fprintf(stderr, "pvagent migrate: out of memory\n");
+		rc = 1;
+	}
+	if (rc == 0 && (rc = cli_check_node_keep(cli, "migrate", a->argv[1], NULL, &nodes)) == 0)
+		mig_cluster_keep_nodes(mc, nodes);
+	struct guest_ref g = {0};
+	if (rc == 0) {
+		/* a guest that does not exist: said before any job is stored */
+		struct pve_error e = {0};
+		int f = mig_find_guest(cli->pve, a->argv[0], &g, &e);
+		cli->subject = a->argv[0];
+		if (f == 0)
+			guest_not_found(a->argv[0], &e);
+		if (f <= 0)
+			rc = cli_fail_pve(cli, "migrate", &e);
+	}
+	if (rc == 0) {
+		struct migrate_print mp = {a->argv[1], dry, mc, &g};
+		const struct job_print out = {print_migration_cb, &mp, attach_migration};
+		rc = run_job(cli, "migrate", &wf_migrate, a->argv[0],
+			     wf_migrate_params(a->argv[1], storage, (unsigned)bw, (unsigned)md, dry),
+			     dry, &out);
+	}
+	guest_ref_clear(&g);
+	mig_cluster_free(mc);
+	return rc;
 }
 
 static const struct option migrate_opts[] = {
@@ -447,7 +479,7 @@ static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 		return rc;
 	}
 	struct drain_print dp = {cmd, dry};
-	const struct job_print out = {print_drain_cb, &dp};
+	const struct job_print out = {print_drain_cb, &dp, NULL};
 	rc = run_job(cli, cmd, undrain ? &wf_undrain : &wf_drain, a->argv[0], params, dry,
 		     &out);
 	free(tov);

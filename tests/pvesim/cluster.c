@@ -238,6 +238,7 @@ void guest_free(struct sim_guest *g)
 	json_object_put(g->snapshots);
 	json_object_put(g->cloudinit);
 	free(g->fixture);
+	free(g->machine);
 	free(g->address);
 	free(g->root);
 	free(g->res_name);
@@ -915,6 +916,11 @@ void guest_started(struct cluster *c, struct sim_guest *g, double now)
 	g->running = true;
 	g->started_at = now;
 	g->boots++;
+	free(g->machine);
+	g->machine = NULL;
+	char mb[64];
+	if (strcmp(g->type, "qemu") == 0)
+		g->machine = strdup(guest_running_machine(c, g, mb, sizeof mb));
 	guest_eval_boot(g);
 	char *qerr = NULL;
 	if (g->qemu && qemu_guest_start(g, &qerr) < 0) {
@@ -1059,6 +1065,14 @@ const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g)
 	snprintf(sid, sizeof(sid), "%s:%d",
 		 strcmp(g->type, "qemu") == 0 ? "vm" : "ct", g->vmid);
 	return cfg_str(cluster_ha_entry(c, sid), "state");
+}
+
+const char *cluster_ha_managed(const struct cluster *c, const struct sim_guest *g)
+{
+	const char *st = cluster_ha_state(c, g);
+	if (!st || strcmp(st, "ignored") == 0 || (c->ha_disarm && strcmp(c->ha_disarm, "ignore") == 0))
+		return NULL;
+	return st;
 }
 
 /* ---- simapi.h entry points ---------------------------------------------- */

@@ -31,6 +31,7 @@ struct sim_node {
 	uint64_t memory; /* bytes */
 	bool online;
 	char *version;   /* its PVE version ("8.4"); NULL: the cluster's */
+	bool ha_maintenance; /* in HA maintenance mode (node-maintenance enable) */
 };
 /* The PVE version node n runs ("8.4", "9.1.2"). */
 const char *node_pve_version(const struct cluster *c, const struct sim_node *n);
@@ -84,6 +85,8 @@ struct sim_guest {
 	struct boot_result boot;
 	bool booted; /* boot model evaluated for the current run */
 	struct qemu_guest *qemu; /* a real QEMU process (qemu_guest.h), or NULL */
+	char *machine;   /* the machine type it runs, set when it starts (NULL:
+			    running since the scenario began: its node's) */
 };
 
 struct sim_cred {
@@ -284,6 +287,11 @@ void cluster_status_update(struct cluster *c, double now, bool force);
 
 /* HA state of a guest ("started", ...) or NULL when HA does not manage it. */
 const char *cluster_ha_state(const struct cluster *c, const struct sim_guest *g);
+/* The same when PVE counts the guest HA-managed (pve-ha-manager
+ * Config.pm $service_check_ha_state: not in state "ignored", nor while the
+ * HA stack is disarmed in "ignore" mode), else NULL: its status says
+ * managed 0, and start, stop and migrate go to it directly. */
+const char *cluster_ha_managed(const struct cluster *c, const struct sim_guest *g);
 /* The HA resource entry {sid, state, ...} of sid ("vm:100"), or NULL. */
 json_object *cluster_ha_entry(const struct cluster *c, const char *sid);
 /* POST .../migrate of an HA-managed guest: a "hamigrate" task running
@@ -356,6 +364,21 @@ struct sim_task *qemu_start_migration(struct cluster *c,
  * when sid is not HA-managed or the cluster is before 9. */
 void ha_motion_info(const struct cluster *c, const char *sid, json_object **dependent,
 		    json_object **blocking);
+/* QEMU as node n has it, by its PVE version (9.1+: 10.1, 9.0: 10.0, 8.2+:
+ * 9.2, 8.0/8.1: 8.1, 7.x: 7.2, ...): "10.1.2" (the version running-qemu
+ * and qemu-server's messages give). */
+const char *node_qemu_version(const struct cluster *c, const struct sim_node *n);
+/* GET /nodes/{node}/capabilities/qemu/machines (qemu-server
+ * API2/Qemu/Machine.pm): every i440fx and q35 type from 4.0 to the node's
+ * QEMU, with the +pveN revisions its qemu-server knows, newest first; new
+ * reference. */
+json_object *node_machine_types(const struct cluster *c, const struct sim_node *n);
+/* The machine type a running VM runs (status/current running-machine):
+ * the one it started with, else what a start on its node gives (its
+ * config's pinned "machine", else the newest of the node's QEMU:
+ * "pc-i440fx-10.1+pve0", "pc-q35-9.2+pve1"). Into buf. */
+const char *guest_running_machine(const struct cluster *c, const struct sim_guest *g,
+				  char *buf, size_t n);
 /* GET .../lxc/{vmid}/migrate answer (PVE 9); new reference. */
 json_object *ct_migrate_precondition(struct cluster *c, const struct sim_guest *g);
 /* GET .../qemu/{vmid}/migrate answer; new reference. */

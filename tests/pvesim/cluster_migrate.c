@@ -610,6 +610,150 @@ static const char *snapshot_blocks(const struct cluster *c, const struct sim_gue
 	return travels ? NULL : "non-migratable snapshot exists";
 }
 
+/* ---- QEMU machine types ------------------------------------------------------------ */
+
+/* The QEMU machine versions (i440fx and q35 alike), oldest first. */
+static const char *const qemu_machine_versions[] = {
+	"4.0", "4.1", "4.2", "5.0", "5.1", "5.2", "6.0", "6.1", "6.2", "7.0",
+	"7.1", "7.2", "8.0", "8.1", "8.2", "9.0", "9.1", "9.2", "10.0", "10.1",
+};
+
+static void node_version_parts(const struct cluster *c, const struct sim_node *n, int *major,
+			       int *minor)
+{
+	const char *v = node_pve_version(c, n);
+	const char *dot = strchr(v, '.');
+	*major = atoi(v);
+	*minor = dot ? atoi(dot + 1) : 0;
+}
+
+const char *node_qemu_version(const struct cluster *c, const struct sim_node *n)
+{
+	int ma, mi;
+	node_version_parts(c, n, &ma, &mi);
+	if (ma >= 9)
+		return mi >= 1 ? "10.1.2" : "10.0.2";
+	if (ma == 8)
+		return mi >= 4 ? "9.2.0" : mi >= 2 ? "9.0.2" : "8.1.5";
+	return ma == 7 ? "7.2.0" : ma == 6 ? "6.2.0" : "5.2.0";
+}
+
+/* The highest +pveN revision of machine version ver that the node's
+ * qemu-server knows (QemuServer::Machine $PVE_MACHINE_VERSION: 4.1 pve2,
+ * 9.2 pve1 from 8.4, 10.0 pve1 from 9.0), 0 for none. */
+static int pve_revision(const struct cluster *c, const struct sim_node *n, const char *ver)
+{
+	int ma, mi;
+	node_version_parts(c, n, &ma, &mi);
+	if (strcmp(ver, "4.1") == 0)
+		return 2;
+	if (strcmp(ver, "9.2") == 0 && (ma > 8 || (ma == 8 && mi >= 4)))
+		return 1;
+	if (strcmp(ver, "10.0") == 0 && ma >= 9)
+		return 1;
+	return 0;
+}
+
+/* The machine versions node's QEMU runs: how many of qemu_machine_versions. */
+static size_t node_machine_count(const struct cluster *c, const struct sim_node *n)
+{
+	const char *q = node_qemu_version(c, n);
+	size_t k = 0;
+	for (size_t i = 0; i < sizeof qemu_machine_versions / sizeof *qemu_machine_versions; i++) {
+		size_t l = strlen(qemu_machine_versions[i]);
+		if (strncmp(q, qemu_machine_versions[i], l) == 0 && q[l] == '.')
+			k = i + 1;
+	}
+	return k;
+}
+
+json_object *node_machine_types(const struct cluster *c, const struct sim_node *n)
+{
+	json_object *arr = json_object_new_array();
+	static const char *const types[] = {"q35", "i440fx"};
+	for (size_t i = node_machine_count(c, n); arr && i-- > 0;) {
+		const char *ver = qemu_machine_versions[i];
+		for (int rev = pve_revision(c, n, ver); rev >= 0; rev--) {
+			for (size_t t = 0; t < 2; t++) {
+				json_object *o = json_object_new_object();
+				char *id = strprintf("pc-%s-%s%s%.0d", types[t], ver, rev ? "+pve" : "",
+						     rev);
+				char *v = strprintf("%s%s%.0d", ver, rev ? "+pve" : "", rev);
+				if (o && id && v) {
+					jadd_str(o, "id", id);
+					jadd_str(o, "type", types[t]);
+					jadd_str(o, "version", v);
+					if (rev)
+						jadd_str(o, "changes", "PVE machine revision");
+					json_object_array_add(arr, o);
+				} else {
+					json_object_put(o);
+				}
+				free(id);
+				free(v);
+			}
+		}
+	}
+	return arr;
+}
+
+const char *guest_running_machine(const struct cluster *c, const struct sim_guest *g,
+				  char *buf, size_t n)
+{
+	if (g->machine) {
+		snprintf(buf, n, "%s", g->machine);
+		return buf;
+	}
+	const char *pinned = cfg_str(g->config, "machine");
+	size_t pl = pinned ? strcspn(pinned, ",") : 0;
+	/* "type=" is the property string's default key */
+	if (pinned && strncmp(pinned, "type=", 5) == 0) {
+		pinned += 5;
+		pl -= 5;
+	}
+	bool q35 = pinned && pl >= 3 && (strncmp(pinned, "q35", 3) == 0 ||
+					  strncmp(pinned, "pc-q35", 6) == 0);
+	if (pinned && pl > 0 && memchr(pinned, '-', pl) && memchr(pinned, '.', pl)) {
+		/* a pinned version: "pc-i440fx-8.1" runs as pc-i440fx-8.1+pve0 */
+		bool rev = memmem(pinned, pl, "+pve", 4) != NULL;
+		snprintf(buf, n, "%.*s%s", (int)pl, pinned, rev ? "" : "+pve0");
+		return buf;
+	}
+	const struct sim_node *nd = cluster_node(c, g->node);
+	size_t k = node_machine_count(c, nd);
+	const char *ver = k ? qemu_machine_versions[k - 1] : "4.0";
+	snprintf(buf, n, "pc-%s-%s+pve%d", q35 ? "q35" : "i440fx", ver, pve_revision(c, nd, ver));
+	return buf;
+}
+
+/* Can node n run machine type m (qemu-server config_to_command on the
+ * target of a migration)? NULL, or its refusal (malloc'd), as
+ * qemu-server words it. */
+static char *machine_refusal(const struct cluster *c, const struct sim_node *n, const char *m)
+{
+	const char *p = strncmp(m, "pc-i440fx-", 10) == 0 ? m + 10
+		      : strncmp(m, "pc-q35-", 7) == 0   ? m + 7
+		      : strncmp(m, "pc-", 3) == 0       ? m + 3 : NULL;
+	if (!p)
+		return NULL;
+	int ma = atoi(p), mi = strchr(p, '.') ? atoi(strchr(p, '.') + 1) : 0;
+	const char *pv = strstr(p, "+pve");
+	int rev = pv ? atoi(pv + 4) : 0;
+	const char *q = node_qemu_version(c, n);
+	int qa = atoi(q), qi = atoi(strchr(q, '.') + 1);
+	if (qa < ma || (qa == ma && qi < mi))
+		return strprintf("Installed QEMU version '%s' is too old to run machine type '%s', "
+				 "please upgrade node '%s'", q, m, n->name);
+	char ver[16];
+	snprintf(ver, sizeof ver, "%d.%d", ma, mi);
+	int max = pve_revision(c, n, ver);
+	if (rev > max)
+		return strprintf("Installed qemu-server (max feature level for %s is pve%d) is too "
+				 "old to run machine type '%s', please upgrade node '%s'", ver, max,
+				 m, n->name);
+	return NULL;
+}
+
 static void mlog(struct cluster *c, struct sim_task *t, double at,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void migration_abort(struct cluster *c, struct sim_task *t, double at,
@@ -744,6 +888,62 @@ static void mig_start(struct cluster *c, struct sim_task *t)
 	guest_set_lock(g, "migrate");
 }
 
+static void crm_migrate(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+			const char *target, double at);
+
+/* Where pve-ha-manager's CRM moves an HA guest next (Manager.pm
+ * next_state_started -> select_service_node; Rules/NodeAffinity.pm
+ * get_node_affinity), once a migration put it on its node: off a node a
+ * strict node-affinity rule does not name, and with failback (the
+ * resource's, default 1; not for a guest in positive resource affinity,
+ * which stays with its partners) to the rule's highest-priority online
+ * node not in HA maintenance. The node, or NULL to stay. On 9.x, HA armed, guest HA-managed. */
+static const char *crm_select_node(const struct cluster *c, const struct sim_guest *g,
+				   const char *sid)
+{
+	json_object *e = cluster_ha_entry(c, sid), *fb = NULL;
+	if (c->major < 9 || c->ha_disarm || !e || !cluster_ha_managed(c, g))
+		return NULL;
+	bool failback = !json_object_object_get_ex(e, "failback", &fb) || json_object_get_int(fb);
+	/* positive resource affinity keeps it with its partners (not modelled
+	 * beside failback: it stays) */
+	json_object *together = json_object_new_object(), *separate = json_object_new_object();
+	if (together && separate)
+		ha_affinity(c, sid, together, separate);
+	if (!together || json_object_object_length(together) > 0)
+		failback = false;
+	json_object_put(together);
+	json_object_put(separate);
+	size_t n = c->ha_rules ? json_object_array_length(c->ha_rules) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *r = json_object_array_get_idx(c->ha_rules, i), *v = NULL;
+		const char *type = cfg_str(r, "type"), *nodes = cfg_str(r, "nodes");
+		if (!type || strcmp(type, "node-affinity") != 0 || !nodes ||
+		    (json_object_object_get_ex(r, "disable", &v) && json_object_get_int(v)) ||
+		    !list_has(cfg_str(r, "resources"), sid))
+			continue;
+		bool strict = json_object_object_get_ex(r, "strict", &v) && json_object_get_int(v);
+		long cur = -1, top = -1;
+		const struct sim_node *best = NULL;
+		char *copy = strdup(nodes), *save = NULL;
+		for (char *x = copy ? strtok_r(copy, ",", &save) : NULL; x;
+		     x = strtok_r(NULL, ",", &save)) {
+			long pr = node_item_priority(x);
+			const struct sim_node *nd = cluster_node(c, x);
+			if (strcmp(x, g->node) == 0)
+				cur = pr;
+			if (nd && nd->online && !nd->ha_maintenance && pr > top) {
+				top = pr;
+				best = nd;
+			}
+		}
+		free(copy);
+		if (best && ((strict && cur < 0) || (failback && top > cur)))
+			return best->name;
+	}
+	return NULL;
+}
+
 static void mig_end(struct cluster *c, struct sim_task *t, bool ok)
 {
 	struct sim_guest *g = cluster_guest(c, t->vmid);
@@ -794,6 +994,15 @@ static void mig_end(struct cluster *c, struct sim_task *t, bool ok)
 	if (t->args && json_object_object_get_ex(t->args, "restarted", &restart) &&
 	    json_object_get_boolean(restart))
 		g->started_at = t->end;
+	/* the CRM's next round: node affinity may move it again */
+	char sid[32];
+	snprintf(sid, sizeof sid, "%s:%d", strcmp(g->type, "qemu") == 0 ? "vm" : "ct", g->vmid);
+	const char *again = crm_select_node(c, g, sid);
+	if (again) {
+		struct sim_req crm = {.method = "POST", .path = "", .userid = "root@pam",
+				      .privs = "all", .now = t->end};
+		crm_migrate(c, &crm, g, again, t->end + 2.0);
+	}
 }
 
 static struct sim_task *mig_task(struct cluster *c, const struct sim_req *req,
@@ -1006,6 +1215,29 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 	at += 0.5;
 	mlog(c, t, at, "starting VM %d on remote node '%s'", g->vmid, target);
 	struct sim_node *tnode = tn;
+	/* the target starts it with the machine type it runs (--machine) */
+	char mb[64];
+	const char *machine = guest_running_machine(c, g, mb, sizeof mb);
+	char *too_old = machine_refusal(c, tnode, machine);
+	if (too_old) {
+		char *d2 = task_hms(at + 0.1);
+		mlog(c, t, at, "[%s] %s", target, too_old);
+		mlog(c, t, at, "ERROR: online migrate failure - remote command failed with exit "
+			       "code 255");
+		mlog(c, t, at, "aborting phase 2 - cleanup resources");
+		mlog(c, t, at, "migrate_cancel");
+		mlog(c, t, at + 0.1, "ERROR: migration finished with problems (duration %s)",
+		     d2 ? d2 : "00:00:00");
+		free(d2);
+		free(too_old);
+		free_disks(d, n);
+		task_fail_at(t, at + 0.1, "migration problems");
+		task_apply_fault(t, req->task_fail);
+		return t;
+	}
+	/* it keeps that type on the target */
+	if (!g->machine)
+		g->machine = strdup(machine);
 	/* its own task already counts its memory on the target (node_mem_used) */
 	if (node_mem_used(c, tnode->name) + 1 * GiB > tnode->memory) {
 		mlog(c, t, at + 0.5,

@@ -82,7 +82,7 @@ void power_route(struct cluster *c, const struct sim_req *req, struct sim_guest 
 		resp_error(r, 500, "%s", k->template_msg);
 		return;
 	}
-	if (!reboot && cluster_ha_state(c, g))
+	if (!reboot && cluster_ha_managed(c, g))
 		ha_power(c, req, g, action, k, r);
 	else
 		k->direct(c, req, g, action, r);

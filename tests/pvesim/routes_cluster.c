@@ -549,7 +549,8 @@ static void route_ha_status(struct cluster *c, const struct sim_req *req,
 				continue;
 			char *id = strprintf("lrm:%s", n->name);
 			char *st = strprintf("%s (%s, %lld)", n->name,
-					     n->online ? "active" : "old timestamp - dead?",
+					     !n->online ? "old timestamp - dead?"
+					     : n->ha_maintenance ? "maintenance mode" : "active",
 					     (long long)req->now);
 			jadd_str(l, "id", id);
 			jadd_str(l, "type", "lrm");
@@ -937,6 +938,17 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 			    (strcmp(s[4], "migrate") == 0 ||
 			     strcmp(s[4], "relocate") == 0)) {
 				route_ha_migrate(c, req, s[3], r);
+				return true;
+			}
+			/* PVE 9 (pve-ha-manager API2/HA/Rules.pm index: Sys.Audit on /) */
+			if (n == 3 && get && strcmp(s[2], "rules") == 0 && c->major >= 9) {
+				json_object *copy = NULL;
+				if (!priv_check(req, r, "/", "Sys.Audit"))
+					return true;
+				if (json_object_deep_copy(c->ha_rules, &copy, NULL) < 0)
+					resp_error(r, 500, "out of memory");
+				else
+					resp_data(r, copy);
 				return true;
 			}
 			if (n == 4 && get && strcmp(s[2], "status") == 0 &&

@@ -581,7 +581,7 @@ bool routes_ct(struct cluster *c, const struct sim_req *req,
 			resp_param_error(r, "target", "property is missing and it is not optional");
 			return true;
 		}
-		if (!openvz && cluster_ha_state(c, g)) {
+		if (!openvz && cluster_ha_managed(c, g)) {
 			guest_ha_migrate_request(c, req, g, target, r);
 			return true;
 		}
@@ -596,7 +596,7 @@ bool routes_ct(struct cluster *c, const struct sim_req *req,
 		if (n == 6 && get && strcmp(s[5], "current") == 0) {
 			if (vm_priv_check(req, r, g->vmid, "VM.Audit")) {
 				json_object *o = ct_entry(g, req->now, true), *ha = NULL;
-				const char *hs = cluster_ha_state(c, g);
+				const char *hs = cluster_ha_managed(c, g);
 				/* pve-container reports HA like qemu-server */
 				if (o && hs && json_object_object_get_ex(o, "ha", &ha)) {
 					jadd_int(ha, "managed", 1);

@@ -1,10 +1,11 @@
 /* routes_nodeinfo.c - what a node says about itself beyond its status:
  * GET /nodes/{node}/network (the bridges: vmbr0 and every bridge a guest's
  * NIC names, since a scenario lists no host interfaces; PVE answers every
- * user) and GET /nodes/{node}/time (Sys.Audit on /nodes/{node}; time
- * zone UTC). A node's clock is this host's: the time scale and
- * /_sim/advance move tasks, never the clock a client compares its own
- * with (pvagent doctor's skew check). */
+ * user), GET /nodes/{node}/time (Sys.Audit on /nodes/{node}; time zone
+ * UTC) and GET /nodes/{node}/capabilities/qemu/machines (every user: the
+ * machine types of the node's QEMU, by its PVE version). A node's clock is
+ * this host's: the time scale and /_sim/advance move tasks, never the clock
+ * a client compares its own with (pvagent doctor's skew check). */
 #include "cluster.h"
 #include "util.h"
 
@@ -70,6 +71,14 @@ bool routes_nodeinfo(struct cluster *c, const struct sim_req *req, struct path_p
 		     struct sim_resp *r)
 {
 	char **s = pp->seg;
+	if (pp->n == 5 && strcmp(s[0], "nodes") == 0 && strcmp(req->method, "GET") == 0 &&
+	    strcmp(s[2], "capabilities") == 0 && strcmp(s[3], "qemu") == 0 &&
+	    strcmp(s[4], "machines") == 0) {
+		struct sim_node *nd = route_node(c, s[1], r);
+		if (nd)
+			resp_data(r, node_machine_types(c, nd));
+		return true;
+	}
 	if (pp->n != 3 || strcmp(s[0], "nodes") != 0 || strcmp(req->method, "GET") != 0)
 		return false;
 	bool net = strcmp(s[2], "network") == 0, is_time = strcmp(s[2], "time") == 0;

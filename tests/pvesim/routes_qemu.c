@@ -733,11 +733,12 @@ static void route_status_current(const struct cluster *c,
 		jadd_int(o, "template", 1);
 	if (g->running) {
 		jadd_int(o, "pid", 10000 + g->vmid % 50000);
-		jadd_str(o, "running-machine", "pc-i440fx-9.2+pve1");
-		jadd_str(o, "running-qemu", "9.2.0");
+		char mb[64];
+		jadd_str(o, "running-machine", guest_running_machine(c, g, mb, sizeof mb));
+		jadd_str(o, "running-qemu", node_qemu_version(c, cluster_node(c, g->node)));
 	}
 	json_object *ha = json_object_new_object();
-	const char *hs = cluster_ha_state(c, g);
+	const char *hs = cluster_ha_managed(c, g);
 	if (ha) {
 		jadd_int(ha, "managed", hs ? 1 : 0);
 		if (hs)
@@ -1603,7 +1604,7 @@ bool routes_qemu(struct cluster *c, const struct sim_req *req,
 			resp_param_error(r, "target", "property is missing and it is not optional");
 			return true;
 		}
-		if (cluster_ha_state(c, g)) {
+		if (cluster_ha_managed(c, g)) {
 			guest_ha_migrate_request(c, req, g, target, r);
 			return true;
 		}

@@ -180,7 +180,7 @@ static bool pve_version_valid(const char *ver, int major)
 static int load_nodes(struct sctx *x, json_object *arr)
 {
 	static const char *const keys[] = {"name", "cpus", "memory_mib",
-					   "online", "ip", "version", NULL};
+					   "online", "ip", "version", "ha_maintenance", NULL};
 	size_t n = json_object_array_length(arr);
 	if (n == 0)
 		return sfail(x, "$.nodes", "at least one node is required");
@@ -245,6 +245,11 @@ static int load_nodes(struct sctx *x, json_object *arr)
 		if (rc == 0 && !node->ip &&
 		    !(node->ip = strprintf("10.0.0.%zu", i + 1)))
 			rc = -1;
+		/* ha-manager crm-command node-maintenance enable NODE (its LRM
+		 * says "maintenance mode"; the CRM places no guest there) */
+		if (rc == 0 &&
+		    member(x, o, p, "ha_maintenance", json_type_boolean, false, &v) > 0)
+			node->ha_maintenance = json_object_get_boolean(v);
 		if (rc == 0 && member(x, o, p, "version", json_type_string, false, &v) > 0) {
 			/* a mixed cluster (a rolling upgrade): this node's version */
 			const char *ver = json_object_get_string(v);
@@ -1186,7 +1191,7 @@ static int load_ha(struct sctx *x, json_object *arr)
 {
 	static const char *const keys[] = {"sid",	  "state",     "group",
 					   "comment",	  "max_restart",
-					   "max_relocate", NULL};
+					   "max_relocate", "failback", NULL};
 	static const char *const states[] = {"started", "stopped", "disabled",
 					     "ignored", NULL};
 	size_t n = json_object_array_length(arr);
@@ -1221,7 +1226,11 @@ static int load_ha(struct sctx *x, json_object *arr)
 		    member(x, o, p, "group", json_type_string, false, &v) > 0)
 			rc = sfail(x, p, "PVE %s has no HA groups: they became node-affinity "
 				   "rules (ha_rules)", x->c->version);
+		if (rc == 0 && x->c->major < 9 &&
+		    member(x, o, p, "failback", json_type_int, false, &v) > 0)
+			rc = sfail(x, p, "failback is PVE 9's (before: a group's nofailback)");
 		if (rc == 0 && (member(x, o, p, "group", json_type_string, false, &v) < 0 ||
+				member(x, o, p, "failback", json_type_int, false, &v) < 0 ||
 				member(x, o, p, "comment", json_type_string, false, &v) < 0 ||
 				member(x, o, p, "max_restart", json_type_int, false, &v) < 0 ||
 				member(x, o, p, "max_relocate", json_type_int, false, &v) < 0))

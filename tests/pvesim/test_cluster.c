@@ -1630,9 +1630,9 @@ Test(cluster, clones_get_an_address_at_first_boot)
 	"\"b\",\"version\":\"8.4.1\"},{\"name\":\"c\"}],\"storages\":[{\"id\":\"ceph\",\"type\":" \
 	"\"rbd\",\"content\":\"images,rootdir\"}],\"guests\":[" \
 	"{\"vmid\":100,\"node\":\"a\",\"status\":\"running\",\"config\":{\"memory\":\"512\"," \
-	"\"virtio0\":\"ceph:vm-100-disk-0,size=4G\"}}," \
+	"\"machine\":\"pc-i440fx-9.2\",\"virtio0\":\"ceph:vm-100-disk-0,size=4G\"}}," \
 	"{\"vmid\":101,\"node\":\"a\",\"status\":\"running\",\"config\":{\"memory\":\"512\"," \
-	"\"virtio0\":\"ceph:vm-101-disk-0,size=4G\"}}," \
+	"\"machine\":\"pc-i440fx-9.2\",\"virtio0\":\"ceph:vm-101-disk-0,size=4G\"}}," \
 	"{\"vmid\":102,\"node\":\"c\",\"status\":\"running\",\"config\":{\"memory\":\"512\"," \
 	"\"virtio0\":\"ceph:vm-102-disk-0,size=4G\"}}," \
 	"{\"vmid\":200,\"node\":\"c\",\"type\":\"lxc\",\"status\":\"running\",\"config\":" \
@@ -1784,6 +1784,112 @@ Test(cluster, ha9_precondition)
 	cr_expect_neq(r.status, 200);
 	sim_resp_clear(&r);
 	cluster_free(c);
+}
+
+/* QEMU by node version: GET capabilities/qemu/machines lists the machine
+ * types of the node's QEMU (a, c on 9.1: 10.1 newest, 10.0+pve1; b on
+ * 8.4: 9.2+pve1 newest); a running VM runs its node's newest type, or its
+ * pinned one (vm 100: pc-i440fx-9.2), with its node's running-qemu; a
+ * live migration of an unpinned VM from 9.1 to 8.4 fails as qemu-server
+ * fails it on the target, the pinned one's goes. */
+Test(cluster, machine_types_by_version)
+{
+	struct cluster *c = load_text(
+		"{\"pve_version\":\"9.1\",\"nodes\":[{\"name\":\"a\",\"version\":\"9.1.2\"},"
+		"{\"name\":\"b\",\"version\":\"8.4.1\"}],\"storages\":[{\"id\":\"ceph\",\"type\":"
+		"\"rbd\",\"content\":\"images\"}],\"guests\":["
+		"{\"vmid\":100,\"node\":\"a\",\"status\":\"running\",\"config\":{\"memory\":\"512\","
+		"\"machine\":\"pc-i440fx-9.2\",\"virtio0\":\"ceph:vm-100-disk-0,size=4G\"}},"
+		"{\"vmid\":102,\"node\":\"a\",\"status\":\"running\",\"config\":{\"memory\":\"512\","
+		"\"virtio0\":\"ceph:vm-102-disk-0,size=4G\"}}]}");
+	struct sim_resp r;
+	call(c, "GET", "/nodes/a/capabilities/qemu/machines", NULL, T0, &r);
+	cr_assert_eq(r.status, 200);
+	cr_expect_str_eq(jstr(json_object_array_get_idx(r.data, 0), "id"), "pc-q35-10.1");
+	bool pve1 = false, ten = false;
+	for (size_t i = 0; i < json_object_array_length(r.data); i++)
+		pve1 |= strcmp(jstr(json_object_array_get_idx(r.data, i), "id"),
+			       "pc-i440fx-10.0+pve1") == 0;
+	cr_expect(pve1);
+	sim_resp_clear(&r);
+	call(c, "GET", "/nodes/b/capabilities/qemu/machines", NULL, T0, &r);
+	cr_expect_str_eq(jstr(json_object_array_get_idx(r.data, 0), "id"), "pc-q35-9.2+pve1");
+	for (size_t i = 0; i < json_object_array_length(r.data); i++)
+		ten |= strncmp(jstr(json_object_array_get_idx(r.data, i), "version"), "10.", 3) == 0;
+	cr_expect_not(ten, "QEMU 9.2 has no 10.x machine type");
+	sim_resp_clear(&r);
+	call(c, "GET", "/nodes/a/qemu/102/status/current", NULL, T0, &r);
+	cr_expect_str_eq(jstr(r.data, "running-machine"), "pc-i440fx-10.1+pve0");
+	cr_expect_str_eq(jstr(r.data, "running-qemu"), "10.1.2");
+	sim_resp_clear(&r);
+	call(c, "GET", "/nodes/a/qemu/100/status/current", NULL, T0, &r);
+	cr_expect_str_eq(jstr(r.data, "running-machine"), "pc-i440fx-9.2+pve0");
+	sim_resp_clear(&r);
+	char *u = start_task(c, "POST", "/nodes/a/qemu/102/migrate",
+			     "{\"target\":\"b\",\"online\":\"1\"}", T0);
+	char *st = wait_task(c, u, T0, NULL);
+	char *log = task_log_text(c, u, T0 + 60, NULL);
+	cr_expect(strstr(log, "[b] Installed QEMU version '9.2.0' is too old to run machine type "
+			      "'pc-i440fx-10.1+pve0', please upgrade node 'b'\n"), "%s", log);
+	cr_expect_str_eq(st, "migration problems");
+	cr_expect_str_eq(cluster_guest(c, 102)->node, "a");
+	free(log);
+	free(st);
+	free(u);
+	u = start_task(c, "POST", "/nodes/a/qemu/100/migrate", "{\"target\":\"b\",\"online\":\"1\"}",
+		       T0 + 60);
+	st = wait_task(c, u, T0 + 60, NULL);
+	cr_expect_str_eq(st, "OK");
+	call(c, "GET", "/nodes/b/qemu/100/status/current", NULL, T0 + 200, &r);
+	cr_expect_str_eq(jstr(r.data, "running-machine"), "pc-i440fx-9.2+pve0", "kept");
+	cr_expect_str_eq(jstr(r.data, "running-qemu"), "9.2.0");
+	sim_resp_clear(&r);
+	free(st);
+	free(u);
+	cluster_free(c);
+}
+
+/* A task request that must end OK by its simulated time. */
+static void task_ok(struct cluster *c, const char *path, const char *params, double now)
+{
+	char *u = start_task(c, "POST", path, params, now);
+	char *st = wait_task(c, u, now, NULL);
+	cr_expect_str_eq(st, "OK", "%s", path);
+	free(st);
+	free(u);
+}
+
+/* The CRM applies node-affinity rules after it carried a migration out:
+ * vm:100 under a rule preferring a (failback, the default) is moved back
+ * to a after its requested move to b; vm:101 under a strict rule naming
+ * a and c is moved off b again; with failback 0 vm:100 stays on b. */
+Test(cluster, ha9_crm_applies_node_affinity)
+{
+	for (int fb = 1; fb >= 0; fb--) {
+		struct cluster *c = load_ha9(
+			",\"ha_rules\":[{\"rule\":\"home\",\"type\":\"node-affinity\","
+			"\"resources\":\"vm:100\",\"nodes\":\"a:2,b:1\"},{\"rule\":\"keep\","
+			"\"type\":\"node-affinity\",\"resources\":\"vm:101\",\"nodes\":\"a,c\","
+			"\"strict\":1}]");
+		if (!fb) /* failback 0 on vm:100's HA resource */
+			json_object_object_add(cluster_ha_entry(c, "vm:100"), "failback",
+					       json_object_new_int(0));
+		task_ok(c, "/nodes/a/qemu/100/migrate", "{\"target\":\"b\",\"online\":\"1\"}", T0);
+		struct sim_resp r;
+		call(c, "GET", "/cluster/resources", NULL, T0 + 300, &r);
+		sim_resp_clear(&r);
+		cr_expect_str_eq(cluster_guest(c, 100)->node, fb ? "a" : "b",
+				 "failback %d: back to the preferred node, or stays", fb);
+		if (fb) {
+			task_ok(c, "/nodes/a/qemu/101/migrate", "{\"target\":\"b\",\"online\":\"1\"}",
+				T0 + 300);
+			call(c, "GET", "/cluster/resources", NULL, T0 + 600, &r);
+			sim_resp_clear(&r);
+			cr_expect_str_neq(cluster_guest(c, 101)->node, "b",
+					  "moved off a node the strict rule leaves out");
+		}
+		cluster_free(c);
+	}
 }
 
 /* `ha-manager migrate` on 9: a negative partner on the target fails the

@@ -118,6 +118,56 @@ Test(drain, dry_run_plans_and_sends_nothing)
 	fx_stop(&f);
 }
 
+/* PVE 9 node affinity in a drain of pve1 (dry run): web1 (vm:303) under a
+ * rule preferring pve1 with failback would be brought back by the CRM
+ * while pve1 is emptied: it fits nowhere, the plan says why and how
+ * (HA maintenance), and with pve1 in HA maintenance it moves; app1
+ * (vm:305) under a strict rule naming pve1 and pve3 goes to pve3 only.
+ * The rules, resources and HA status are read once for the run. */
+Test(drain, ha_node_affinity_plans_and_refuses_failback)
+{
+	for (int maint = 0; maint <= 1; maint++) {
+		char changes[1024];
+		snprintf(changes, sizeof changes,
+			 "{%s\"ha\": [{\"sid\": \"vm:303\"}, {\"sid\": \"vm:305\"}], "
+			 "\"ha_rules\": [{\"rule\": \"home\", \"type\": \"node-affinity\", "
+			 "\"resources\": \"vm:303\", \"nodes\": \"pve1:2,pve2:1,pve3:1\"}, "
+			 "{\"rule\": \"keep\", \"type\": \"node-affinity\", \"resources\": "
+			 "\"vm:305\", \"nodes\": \"pve1,pve3\", \"strict\": 1}]}",
+			 maint ? "\"nodes\": {\"pve1\": {\"ha_maintenance\": true}}, " : "");
+		struct migfx f;
+		cr_assert_eq(migfx_start_with(&f, SCEN, changes, true), 0,
+			     "simulator did not start");
+		enum job_outcome o;
+		struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, true, 0), &o);
+		cr_assert_eq(o, JOB_OUT_DONE, "%s",
+			     job_error(j)->message ? job_error(j)->message : "");
+		json_object *web1 = move_of(j, "web1");
+		if (maint) {
+			/* the CRM brings nothing back to a node in maintenance */
+			cr_expect_str_eq(json_str(web1, "status"), "move", "%s", json_str(web1, "why"));
+		} else {
+			cr_expect_str_eq(json_str(web1, "status"), "fits nowhere");
+			cr_expect(json_str(web1, "why") &&
+				  strstr(json_str(web1, "why"),
+					 "the CRM would migrate it back while 'pve1' is drained; put "
+					 "the node in HA maintenance first (ha-manager crm-command "
+					 "node-maintenance enable pve1)"),
+				  "%s", json_str(web1, "why"));
+		}
+		cr_expect_str_eq(json_str(move_of(j, "app1"), "target"), "pve3");
+		json_object *log = simproc_requests(&f.sp);
+		cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+		cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/rules", -1), 1);
+		cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/resources", -1), 1);
+		cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/status/current", -1),
+			     1);
+		json_object_put(log);
+		job_free(j);
+		fx_stop(&f);
+	}
+}
+
 Test(drain, fits_nowhere_moves_nothing)
 {
 	struct migfx f;
@@ -165,6 +215,17 @@ Test(drain, partial_then_undrain, .timeout = 240)
 	cr_expect_leq(took[3], 6ll << 30);
 	cr_expect_gt(took[2], 0);
 	cr_expect_gt(took[3], 0);
+	/* the cluster's facts once per run, shared by the plan and every move */
+	json_object *rl = simproc_requests(&f.sp);
+	for (int n = 1; n <= 3; n++) {
+		char path[64];
+		snprintf(path, sizeof path, "/nodes/pve%d/version", n);
+		cr_expect_eq(simproc_count_requests(rl, "GET", path, -1), 1, "%s", path);
+		snprintf(path, sizeof path, "/nodes/pve%d/capabilities/qemu/machines", n);
+		cr_expect_eq(simproc_count_requests(rl, "GET", path, -1), n == 1 ? 0 : 1, "%s",
+			     path);
+	}
+	json_object_put(rl);
 	sim_guest(&f, 301, node, sizeof node, tags, sizeof tags);
 	cr_expect_str_eq(node, "pve1");
 	sim_guest(&f, 300, node, sizeof node, tags, sizeof tags);
@@ -351,9 +412,10 @@ Test(drain, refused_as_migrate_refuses_on_9_1)
 
 /* A rolling upgrade: pve1 and pve3 on 9.1, pve2 still on 8.4. Every guest
  * goes to the upgraded pve3 (room enough), none to pve2 although it has
- * room too; drained to pve2 alone, the running VMs must wait for its
- * upgrade (why says so) while stopped guests and containers (not live)
- * may go. */
+ * room too; drained to pve2 alone, the running VMs (on 9.1's newest
+ * machine type, which 8.4's QEMU cannot run) must wait for its upgrade
+ * (why says so in qemu-server's words) while stopped guests and
+ * containers (not live) may go. */
 Test(drain, rolling_upgrade_upgraded_node_first)
 {
 	struct migfx f;
@@ -382,9 +444,8 @@ Test(drain, rolling_upgrade_upgraded_node_first)
 	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
 	json_object *web1 = move_of(j, "web1");
 	cr_expect_str_eq(json_str(web1, "status"), "fits nowhere");
-	cr_expect(strstr(json_str(web1, "why"), "node 'pve2' runs PVE 8.4.1, older than 9.1.1 on "
-				  "'pve1'") &&
-		  strstr(json_str(web1, "why"), "wait until 'pve2' is upgraded"),
+	cr_expect(strstr(json_str(web1, "why"), "Installed QEMU version '9.2' is too old to run "
+				  "machine type 'pc-i440fx-10.1+pve0', please upgrade node 'pve2'"),
 		  "%s", json_str(web1, "why"));
 	cr_expect_str_eq(json_str(move_of(j, "cold1"), "target"), "pve2");
 	cr_expect_str_eq(json_str(move_of(j, "ct1"), "target"), "pve2");

@@ -10,6 +10,7 @@
 
 #include "job.h"
 #include "store.h"
+#include "task.h"
 #include "json.h"
 #include "migfx.h"
 #include "wf_migrate.h"
@@ -31,6 +32,12 @@ static void fx_start(struct migfx *f, const char *scenario, bool simtime)
 static void fx_stop(struct migfx *f)
 {
 	cr_assert_eq(migfx_stop(f), 0, "simulator did not exit cleanly");
+}
+
+/* The migrate scenario with changes merged in (migfx_start_with). */
+static void fx_start_changed(struct migfx *f, const char *changes)
+{
+	cr_assert_eq(migfx_start_with(f, SCEN, changes, true), 0, "simulator did not start");
 }
 
 /* The migrate scenario on PVE ver ("8.4", "9.1"). */
@@ -454,6 +461,62 @@ Test(migrate, ha9_disarmed_fails_fast)
 	fx_stop(&f);
 }
 
+/* PVE counts an HA resource in state "ignored", and every one while HA is
+ * disarmed in "ignore" mode, as unmanaged (pve-ha-manager Config.pm
+ * $service_check_ha_state): status/current says managed 0 and the
+ * migration is a plain qmigrate, no hamigrate. */
+static void ha9_unmanaged_migrates_directly(const char *changes, const char *name, int vmid)
+{
+	struct migfx f;
+	fx_start_changed(&f, changes);
+	enum job_outcome o;
+	struct job *j = migrate(&f, name, wf_migrate_params("pve3", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_eq(var(j, "via_ha"), 0);
+	job_free(j);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, vmid), "pve3");
+	json_object_put(st);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/rules", -1), 0,
+		     "not HA-managed: no HA reads");
+	json_object_put(log);
+	fx_stop(&f);
+}
+
+Test(migrate, ha9_ignored_migrates_directly)
+{
+	ha9_unmanaged_migrates_directly("{\"pve_version\": \"9.1\", \"ha\": [{\"sid\": "
+					"\"vm:107\", \"state\": \"ignored\"}]}", "cold1", 107);
+}
+
+Test(migrate, ha9_disarmed_in_ignore_mode_migrates_directly)
+{
+	ha9_unmanaged_migrates_directly("{\"pve_version\": \"9.1\", \"ha_disarm\": \"ignore\"}",
+					"ha1", 106);
+}
+
+/* A strict node-affinity rule (GET /cluster/ha/rules, read once with the
+ * HA status and resources) keeps ha1 on pve1 and pve2: pve3 is refused in
+ * the plan, nothing sent; pve2 goes through HA. */
+Test(migrate, ha9_strict_node_affinity_refused_in_plan)
+{
+	struct migfx f;
+	fx_start_changed(&f, "{\"pve_version\": \"9.1\", \"ha_rules\": [{\"rule\": "
+				      "\"keep\", \"type\": \"node-affinity\", \"resources\": "
+				      "\"vm:106\", \"nodes\": \"pve1,pve2\", \"strict\": 1}]}");
+	refused(&f, "ha1", "pve3", NULL,
+		"the strict node-affinity HA rule 'keep' keeps VM 106 on pve1,pve2: the CRM would "
+		"move it off 'pve3' again at once");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/rules", -1), 1);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/resources", -1), 1);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/status/current", -1), 1);
+	json_object_put(log);
+	nothing_sent_then(&f, "ha1", "pve2");
+	fx_stop(&f);
+}
+
 /* pvagent's power calls on an HA-managed container: PVE answers with a
  * hastop/hastart task that ends before the LRM acts; the calls return
  * once the container shows the state asked for. */
@@ -736,23 +799,72 @@ Test(migrate, versions_read_once_per_client)
 	fx_stop(&f);
 }
 
-/* Proxmox guarantees live migration only to a node at least as new as the
- * source: a running VM on 9.1 is not migrated online to 8.4 (refused in
- * the plan, nothing sent), a stopped one is (offline), and the 9.1 node
- * takes the running one. */
-Test(migrate, online_to_an_older_node_refused)
+/* pve1 on 9.1.2 runs QEMU 10.1 (web1: pc-i440fx-10.1+pve0), pve2 on 8.4 QEMU
+ * 9.2; pinned1 is pinned to pc-i440fx-8.1 (shared disk, stopped until the
+ * test starts it: a start on 9.1 keeps the pinned type). */
+#define MIXED_PINNED \
+	"{\"pve_version\": \"9.1\", \"nodes\": {\"pve1\": {\"version\": \"9.1.2\"}, " \
+	"\"pve2\": {\"version\": \"8.4\"}}, \"guests\": [{\"vmid\": 120, \"node\": " \
+	"\"pve1\", \"type\": \"qemu\", \"status\": \"running\", \"config\": {\"name\": " \
+	"\"pinned1\", \"memory\": \"512\", \"machine\": \"pc-i440fx-8.1\", \"scsi0\": " \
+	"\"shared:vm-120-disk-0,size=1G\"}}]}"
+
+#define TOO_OLD "Installed QEMU version '9.2' is too old to run machine type " \
+	"'pc-i440fx-10.1+pve0', please upgrade node 'pve2'"
+
+/* PVE refuses nothing by version: the target's QEMU must run the machine
+ * type the VM runs (qemu-server config_to_command on the target). Judged
+ * from GET /nodes/pve2/capabilities/qemu/machines: web1, unpinned on 9.1,
+ * runs pc-i440fx-10.1+pve0, which pve2's QEMU 9.2 cannot: refused with
+ * qemu-server's words in the dry run and the real run, nothing sent; the
+ * simulator's own migration task fails with qemu-server's message (the
+ * request sent by hand); pinned1, pinned to pc-i440fx-8.1, moves live to
+ * the older node; a stopped VM moves offline; the 9.1 node takes web1. */
+Test(migrate, machine_type_decides_a_live_migration_to_an_older_node)
 {
 	struct migfx f;
-	cr_assert_eq(migfx_start_with(&f, SCEN, MIXED, true), 0, "simulator did not start");
-	refused(&f, "web1", "pve2", NULL,
-		"node 'pve2' runs PVE 8.4.1, older than 9.1.2 on 'pve1': Proxmox only guarantees "
-		"live migration to a node at least as new as the source; shut VM 100 down to "
-		"migrate it offline, choose an upgraded node, or wait until 'pve2' is upgraded");
+	fx_start_changed(&f, MIXED_PINNED);
+	enum job_outcome o;
+	struct job *j = migrate(&f, "web1", wf_migrate_params("pve2", NULL, 0, 0, true), &o);
+	cr_expect_eq(o, JOB_OUT_USAGE, "dry run: %s", job_outcome_name(o));
+	cr_expect(job_error(j)->message && strstr(job_error(j)->message, TOO_OLD), "%s",
+		  job_error(j)->message ? job_error(j)->message : "(none)");
+	job_free(j);
+	refused(&f, "web1", "pve2", NULL, TOO_OLD);
 	json_object *log = simproc_requests(&f.sp);
 	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/nodes/pve2/capabilities/qemu/machines",
+					     -1), 2, "once per run");
 	json_object_put(log);
-	enum job_outcome o;
-	struct job *j = migrate(&f, "cold1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	/* PVE's own answer: the task fails with qemu-server's message */
+	long status = 0;
+	json_object *r = NULL;
+	cr_assert_eq(sim_api(&f.sp, "POST", "/nodes/pve1/qemu/100/migrate", "target=pve2&online=1",
+			     &status, &r), 0);
+	cr_assert_eq(status, 200);
+	json_object *upid = NULL;
+	cr_assert(json_object_object_get_ex(r, "data", &upid));
+	struct pve_error e = {0};
+	cr_expect_eq(guest_wait_task(f.c, json_object_get_string(upid), "migrate", &f.env.wait, NULL,
+				     &e), -1, "the migration task fails");
+	pve_error_clear(&e);
+	char *tl = NULL;
+	cr_expect_eq(task_log_tail(f.c, json_object_get_string(upid), 50, &tl, &e), 0);
+	cr_expect(tl && strstr(tl, "[pve2] Installed QEMU version '9.2.0' is too old to run "
+				   "machine type 'pc-i440fx-10.1+pve0', please upgrade node 'pve2'"),
+		  "%s", tl ? tl : "(no log)");
+	free(tl);
+	pve_error_clear(&e);
+	json_object_put(r);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 100), "pve1", "still on pve1");
+	json_object_put(st);
+	/* pinned to an old type: live to the older node */
+	j = migrate(&f, "pinned1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
+	job_free(j);
+	j = migrate(&f, "cold1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
 	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
 	cr_expect_str_eq(json_str(job_vars(j), "method"), "offline");
 	job_free(j);
@@ -760,6 +872,27 @@ Test(migrate, online_to_an_older_node_refused)
 	cr_expect_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
 	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
 	job_free(j);
+	fx_stop(&f);
+}
+
+/* The machine types cannot be read (403 on the capabilities, as a PVE
+ * without the endpoint): the versions' rule decides, as before. */
+Test(migrate, without_machine_types_the_versions_decide)
+{
+	struct migfx f;
+	fx_start_changed(&f, "{\"pve_version\": \"9.1\", \"nodes\": {\"pve1\": "
+				      "{\"version\": \"9.1.2\"}, \"pve2\": {\"version\": "
+				      "\"8.4\"}}, \"faults\": [{\"path\": \"/capabilities/qemu/"
+				      "machines$\", \"action\": \"status\", \"status\": 403, "
+				      "\"message\": \"Permission check failed\"}]}");
+	refused(&f, "web1", "pve2", NULL,
+		"node 'pve2' runs PVE 8.4.1, older than 9.1.2 on 'pve1': Proxmox only guarantees "
+		"live migration to a node at least as new as the source; shut VM 100 down to "
+		"migrate it offline, choose an upgraded node, or wait until 'pve2' is upgraded");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/nodes/pve2/version", -1), 1);
+	json_object_put(log);
 	fx_stop(&f);
 }
 

@@ -522,3 +522,141 @@ Test(migrate_plan, versions)
 	json_object_put(pre);
 	json_object_put(st);
 }
+
+/* Machine types (qemu-server config_to_command on the target): with the
+ * target's machine types known, they decide a live migration, whatever
+ * the versions: a type the target's QEMU runs goes (pinned old, or with
+ * a +pveN it knows), a newer one is refused in qemu-server's words (QEMU
+ * too old; qemu-server too old for the +pveN); offline is not judged. */
+Test(migrate_plan, machine_types)
+{
+	json_object *pre = J("{\"running\":1,\"allowed_nodes\":[\"pve2\"],\"not_allowed_nodes\":{},"
+			     "\"local_disks\":[],\"local_resources\":[]}");
+	json_object *st = J(STORAGES);
+	/* an 8.4 node: QEMU 9.2, qemu-server knowing 9.2+pve1 */
+	json_object *m84 = J("[{\"id\":\"pc-q35-9.2+pve1\",\"type\":\"q35\",\"version\":\"9.2+pve1\"},"
+			     "{\"id\":\"pc-i440fx-9.2+pve1\",\"type\":\"i440fx\",\"version\":\"9.2+pve1\"},"
+			     "{\"id\":\"pc-q35-9.2\",\"type\":\"q35\",\"version\":\"9.2\"},"
+			     "{\"id\":\"pc-i440fx-9.2\",\"type\":\"i440fx\",\"version\":\"9.2\"},"
+			     "{\"id\":\"pc-i440fx-8.1\",\"type\":\"i440fx\",\"version\":\"8.1\"}]");
+	struct pve_version v91 = {9, 1, 2, "9.1.2", "9.1"}, v84 = {8, 4, 1, "8.4.1", "8.4"};
+	struct mig_facts f = qemu_facts(pre, st);
+	f.source_version = &v91;
+	f.target_version = &v84;
+	f.target_machines = m84;
+	static const char *const go[] = {"pc-i440fx-8.1+pve0", "pc-i440fx-9.2+pve1", "pc-q35-9.2",
+					 "pc-i440fx-9.2.0+pve0"};
+	struct mig_plan p;
+	for (size_t i = 0; i < sizeof go / sizeof *go; i++) {
+		f.running_machine = go[i];
+		cr_assert_eq(migrate_plan(&f, &p), 0);
+		cr_expect_null(p.refusal, "%s: %s", go[i], p.refusal);
+		cr_expect_eq(p.method, MIG_ONLINE);
+		mig_plan_free(&p);
+	}
+	static const char *const refused[][2] = {
+		{"pc-i440fx-10.1+pve0", "Installed QEMU version '9.2' is too old to run machine type "
+					"'pc-i440fx-10.1+pve0', please upgrade node 'pve2'"},
+		{"pc-q35-9.2+pve2", "Installed qemu-server (max feature level for 9.2 is pve1) is too "
+				    "old to run machine type 'pc-q35-9.2+pve2'"},
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+		f.running_machine = refused[i][0];
+		cr_assert_eq(migrate_plan(&f, &p), 0);
+		cr_expect(p.refusal && strstr(p.refusal, refused[i][1]), "%s", p.refusal);
+		mig_plan_free(&p);
+	}
+	f.running_machine = "pc-i440fx-10.1+pve0";
+	f.running = false; /* offline: started afresh on the target */
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	mig_plan_free(&p);
+	/* a newer target with an older PVE version number still goes */
+	f.running = true;
+	f.source_version = &v84;
+	f.target_version = &v84;
+	f.running_machine = "pc-i440fx-8.1+pve0";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	mig_plan_free(&p);
+	json_object_put(m84);
+	json_object_put(pre);
+	json_object_put(st);
+}
+
+/* PVE 9 node affinity (pve-ha-manager select_service_node after the CRM's
+ * migration): a strict rule's excluded node is refused; with failback
+ * (the resource's, default 1) a target below the rule's best usable node
+ * is noted (the CRM moves it there again), and in a drain that best node
+ * being the drained source refuses, unless it is in HA maintenance;
+ * failback 0 and a disabled rule say nothing. */
+Test(migrate_plan, ha_node_affinity)
+{
+	json_object *pre = J("{\"running\":1,\"allowed_nodes\":[\"pve2\",\"pve3\"],"
+			     "\"not_allowed_nodes\":{},\"local_disks\":[],\"local_resources\":[]}");
+	json_object *st = J(STORAGES);
+	json_object *strict = J("[{\"rule\":\"keep\",\"type\":\"node-affinity\",\"resources\":"
+				"\"vm:100,vm:101\",\"nodes\":\"pve1,pve2\",\"strict\":1}]");
+	json_object *prefer = J("[{\"rule\":\"home\",\"type\":\"node-affinity\",\"resources\":"
+				"\"vm:100\",\"nodes\":\"pve1:2,pve2:1\"}]");
+	json_object *res = J("[{\"sid\":\"vm:100\",\"state\":\"started\"}]");
+	json_object *nofb = J("[{\"sid\":\"vm:100\",\"failback\":0}]");
+	json_object *maint = J("[{\"id\":\"lrm:pve1\",\"type\":\"lrm\",\"node\":\"pve1\",\"status\":\"pve1 (maintenance "
+			       "mode, 1700000000)\"}]");
+	struct mig_facts f = qemu_facts(pre, st);
+	f.ha_managed = true;
+	f.ha_rules = strict;
+	f.ha_resources = res;
+	struct mig_plan p;
+	f.target = "pve3";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect(p.refusal && strstr(p.refusal, "the strict node-affinity HA rule 'keep' keeps VM "
+						 "100 on pve1,pve2: the CRM would move it off "
+						 "'pve3' again"), "%s", p.refusal);
+	mig_plan_free(&p);
+	f.target = "pve2";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_null(p.note, "%s", p.note);
+	mig_plan_free(&p);
+	/* failback: noted by migrate, refused by the drain of pve1 */
+	f.ha_rules = prefer;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect(p.note && strstr(p.note, "the node-affinity HA rule 'home' prefers pve1 for VM "
+					   "100 (failback): the CRM moves it there again"),
+		  "%s", p.note);
+	mig_plan_free(&p);
+	f.source_leaving = true;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect(p.refusal && strstr(p.refusal, "the CRM would migrate it back while 'pve1' is "
+						 "drained; put the node in HA maintenance first "
+						 "(ha-manager crm-command node-maintenance enable "
+						 "pve1)"), "%s", p.refusal);
+	mig_plan_free(&p);
+	f.ha_status = maint; /* in maintenance: the best usable is pve2 */
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_null(p.note, "%s", p.note);
+	mig_plan_free(&p);
+	f.ha_status = NULL;
+	f.ha_resources = nofb;
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	cr_expect_null(p.note, "%s", p.note);
+	mig_plan_free(&p);
+	json_object_object_add(json_object_array_get_idx(strict, 0), "disable",
+			       json_object_new_int(1));
+	f.ha_rules = strict;
+	f.target = "pve3";
+	cr_assert_eq(migrate_plan(&f, &p), 0);
+	cr_expect_null(p.refusal, "%s", p.refusal);
+	mig_plan_free(&p);
+	json_object_put(pre);
+	json_object_put(st);
+	json_object_put(strict);
+	json_object_put(prefer);
+	json_object_put(res);
+	json_object_put(nofb);
+	json_object_put(maint);
+}
