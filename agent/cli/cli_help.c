@@ -45,6 +45,7 @@ static const struct opt_doc docs[] = {
 	{"up", "pool", "NAME", "a static address from [pool NAME]: its lowest free one"},
 	{"down", "purge", NULL, "also remove the guest from backup jobs, replication and HA"},
 	{"down", "dry-run", NULL, "print what would be deleted; change nothing"},
+	{"down", "yes", NULL, "delete without asking (needed without a terminal)"},
 	{"inject", "dry-run", NULL, "show each file's diff; write nothing"},
 	GUEST_OPTS("inject"),
 	{"virtio", "bench", NULL, "measure the disk before and after, side by side"},
@@ -88,6 +89,7 @@ static const struct opt_doc docs[] = {
 	{"image", "checksum", "ALGO:HEX", "the image's checksum (default: its published file)"},
 	{"image", "vmid", "ID", "the template VM's VMID (default: the next free one)"},
 	{"image", "rebuild", NULL, "replace the template, once the new one is complete"},
+	{"image", "yes", NULL, "rm: delete without asking (needed without a terminal)"},
 	{"job", "follow", NULL, "follow a running job's events until it ends"},
 };
 

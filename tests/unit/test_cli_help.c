@@ -164,7 +164,7 @@ Test(cli_help, command_help_without_a_config)
 	free(out);
 	free(out2);
 	cr_assert_eq(RUN(&out, "down", "web1", "--help"), 0);
-	cr_assert_not_null(strstr(out, "usage: pvagent down NAME|VMID... [--purge] [--dry-run]\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "usage: pvagent down NAME|VMID... [--purge] [--dry-run] [--yes]\n"), "%s", out);
 	free(out);
 }
 
@@ -354,7 +354,7 @@ Test(cli_help, complete_subcommand)
 	cr_assert_str_eq(out, "");
 	free(out);
 	cr_assert_eq(RUN(&out, "__complete", "options", "down"), 0);
-	cr_assert_str_eq(out, "--purge\n--dry-run\n--help\n");
+	cr_assert_str_eq(out, "--purge\n--dry-run\n--yes\n--help\n");
 	free(out);
 }
 

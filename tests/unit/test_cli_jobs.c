@@ -145,7 +145,7 @@ static pid_t cmd_bg(const struct world *w, const char *name, const char *out_pat
 {
 	const char *up[] = {w->bin, "-c", w->conf, "up", name, "-t", "jobvm", "--set", "size=40G",
 			    NULL};
-	const char *dn[] = {w->bin, "-c", w->conf, "down", name, NULL};
+	const char *dn[] = {w->bin, "-c", w->conf, "down", name, "--yes", NULL};
 	pid_t pid = test_spawn(down ? dn : up, out_path);
 	cr_assert_geq(pid, 0);
 	return pid;
@@ -263,7 +263,7 @@ static void killed_after(const char *method, const char *rx, const char *suffix,
 	child = cmd_bg(&w, "kill1", outp, down);
 	wait_sent(&w, "kill1", step, false);
 	test_kill(&child);
-	int rc = down ? pv(&w, &out, "down", "kill1", NULL)
+	int rc = down ? pv(&w, &out, "down", "kill1", "--yes", NULL)
 		      : pv(&w, &out, "up", "kill1", "-t", "jobvm", "--set", "size=40G", NULL);
 	cr_assert_eq(rc, 0, "rerun after SIGKILL at %s:\n%s", step, out);
 	cr_assert(strstr(out, "resumed"), "the rerun resumed the killed job:\n%s", out);
@@ -356,7 +356,7 @@ Test(cli_jobs, down_ends_the_guests_unfinished_jobs)
 	cr_assert_eq(guests_named("gone1"), 1);
 
 	char *out = NULL;
-	cr_assert_eq(pv(&w, &out, "down", "gone1", NULL), 0, "%s", out);
+	cr_assert_eq(pv(&w, &out, "down", "gone1", "--yes", NULL), 0, "%s", out);
 	cr_expect(strstr(out, "up job 1 on gone1 ended"), "the down says so:\n%s", out);
 	free(out);
 	cr_assert_eq(guests_named("gone1"), 0);
@@ -385,6 +385,46 @@ Test(cli_jobs, down_ends_the_guests_unfinished_jobs)
 	world_free(&w);
 }
 
+/* down deletes only when told to: without a terminal and without --yes
+ * it is refused before any request that changes anything (naming --yes);
+ * on a terminal it lists the guest with its disks and asks, and "n"
+ * deletes nothing, "y" deletes; --dry-run asks nothing. */
+Test(cli_jobs, down_asks_before_deleting)
+{
+	static struct world w;
+	world_start(&w, 100);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "up", "ask1", "-t", "jobvm", NULL), 0, "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "down", "ask1", NULL), 2, "%s", out);
+	cr_expect(strstr(out, "--yes"), "the refusal names --yes:\n%s", out);
+	cr_expect(strstr(out, "nothing deleted"), "%s", out);
+	free(out);
+	cr_assert_eq(guests_named("ask1"), 1, "refused, yet deleted");
+	cr_expect_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE workflow = 'down'"), 0);
+	cr_assert_eq(pv(&w, &out, "down", "ask1", "--dry-run", NULL), 0, "%s", out);
+	cr_expect_null(strstr(out, "[y/N]"), "%s", out);
+	free(out);
+
+	int rc = test_pvagent_pty_answer(w.bin, w.conf, "n", &out, "down", "ask1", NULL);
+	cr_assert_neq(rc, -2, "sanitizer report:\n%s", out);
+	cr_expect_eq(rc, 2, "%s", out);
+	cr_expect(strstr(out, "[y/N]"), "no question asked:\n%s", out);
+	cr_expect(strstr(out, "ask1 (VM "), "the question names the guest:\n%s", out);
+	cr_expect(strstr(out, ":vm-") && strstr(out, "-disk-"), "and its disks:\n%s", out);
+	free(out);
+	cr_assert_eq(guests_named("ask1"), 1, "answered n, yet deleted");
+	cr_expect_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE workflow = 'down'"), 0);
+
+	rc = test_pvagent_pty_answer(w.bin, w.conf, "y", &out, "down", "ask1", NULL);
+	cr_assert_neq(rc, -2, "sanitizer report:\n%s", out);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "deleted"), "%s", out);
+	free(out);
+	cr_assert_eq(guests_named("ask1"), 0, "answered y, not deleted");
+	world_free(&w);
+}
+
 /* A mistyped name is not found (exit 2, as `show` says it), while a rerun
  * of a down whose guest an earlier, killed run deleted completes it. */
 Test(cli_jobs, down_of_a_guest_that_does_not_exist)
@@ -392,11 +432,11 @@ Test(cli_jobs, down_of_a_guest_that_does_not_exist)
 	static struct world w;
 	world_start(&w, 100);
 	char *out = NULL;
-	cr_assert_eq(pv(&w, &out, "down", "nosuch", NULL), 2, "%s", out);
+	cr_assert_eq(pv(&w, &out, "down", "nosuch", "--yes", NULL), 2, "%s", out);
 	cr_expect(strstr(out, "pvagent down: no guest named 'nosuch'"), "%s", out);
 	cr_expect(strstr(out, "absent"), "%s", out);
 	free(out);
-	cr_assert_eq(pv(&w, &out, "--json", "down", "nosuch", NULL), 2, "%s", out);
+	cr_assert_eq(pv(&w, &out, "--json", "down", "nosuch", "--yes", NULL), 2, "%s", out);
 	json_object *o = last_json(out), *g, *e, *k;
 	cr_assert(json_object_object_get_ex(o, "guests", &g), "%s", out);
 	g = json_object_array_get_idx(g, 0);
@@ -405,6 +445,8 @@ Test(cli_jobs, down_of_a_guest_that_does_not_exist)
 	cr_expect_str_eq(json_object_get_string(k), "not-found");
 	json_object_put(o);
 	free(out);
+	/* not found is said, not stored: no failed job left in `jobs` */
+	cr_expect_eq(db_int(&w, "SELECT count(*) FROM jobs"), 0);
 
 	/* killed right after its find, then the guest deleted by another
 	 * down (by VMID): the rerun resumes that job and ends it done */
@@ -415,11 +457,12 @@ Test(cli_jobs, down_of_a_guest_that_does_not_exist)
 	long long id = db_int(&w, "SELECT id FROM jobs WHERE workflow = 'down' AND subject = 'kill2'");
 	char vmid[16];
 	snprintf(vmid, sizeof vmid, "%lld",
-		 db_int(&w, "SELECT json_extract(vars, '$.vmid') FROM jobs WHERE id = 3"));
-	cr_assert_eq(pv(&w, &out, "down", vmid, NULL), 0, "%s", out);
+		 db_int(&w, "SELECT json_extract(vars, '$.vmid') FROM jobs WHERE workflow = 'down' "
+			"AND subject = 'kill2'"));
+	cr_assert_eq(pv(&w, &out, "down", vmid, "--yes", NULL), 0, "%s", out);
 	free(out);
 	cr_assert_eq(guests_named("kill2"), 0);
-	cr_assert_eq(pv(&w, &out, "down", "kill2", NULL), 0, "%s", out);
+	cr_assert_eq(pv(&w, &out, "down", "kill2", "--yes", NULL), 0, "%s", out);
 	cr_expect(strstr(out, "resumed"), "%s", out);
 	free(out);
 	char *q = strprintf("SELECT count(*) FROM jobs WHERE id = %lld AND state = 'done'", id);
