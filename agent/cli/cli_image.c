@@ -306,6 +306,22 @@ static int image_rm_cmd(struct cli *cli, const char *name, bool yes)
 	return rc;
 }
 
+/* The configuration, or where none is found (no -c, none in the places
+ * searched) the defaults: the catalogue needs no cluster. 0 or an exit
+ * code (said). */
+static int catalogue_conf(struct cli *cli)
+{
+	if (cli->conf_loaded || cli->conf_path)
+		return cli_load_conf(cli);
+	char *err = NULL;
+	int r = conf_load(NULL, &cli->conf, &err);
+	free(err);
+	if (r == -2 && conf_defaults(&cli->conf) == 0)
+		r = 0;
+	cli->conf_loaded = r == 0;
+	return r == 0 ? 0 : cli_load_conf(cli); /* says why */
+}
+
 static int cmd_image(struct cli *cli, const struct cmd_args *a)
 {
 	const char *sub = a->argv[0];
@@ -316,11 +332,11 @@ static int cmd_image(struct cli *cli, const struct cmd_args *a)
 	if (yes && strcmp(sub, "rm") != 0)
 		return cli_usage_error("image", "--yes is for image rm, not", sub);
 	if (strcmp(sub, "list") == 0 && a->argc == 1) {
-		int rc = cli_load_conf(cli);
+		int rc = catalogue_conf(cli);
 		return rc ? rc : image_list_cmd(cli);
 	}
 	if (strcmp(sub, "show") == 0 && one) {
-		int rc = cli_load_conf(cli);
+		int rc = catalogue_conf(cli);
 		return rc ? rc : image_show_cmd(cli, a->argv[1]);
 	}
 	if (strcmp(sub, "build") == 0 && one)

@@ -168,13 +168,11 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 	struct table *t = table_new(6, hdr);
 	for (size_t i = 0; t && i < n; i++) {
 		char vmid[16], secs[32];
-		double total = 0;
-		for (size_t k = 0; k < r[i].n_steps; k++)
-			total += r[i].steps[k].elapsed_s;
 		snprintf(vmid, sizeof vmid, "%d", r[i].vmid);
-		snprintf(secs, sizeof secs, "%.1fs", total);
-		/* the word of the exit code: 130 is interrupted (or cancelled) */
-		const char *res = r[i].outcome != JOB_OUT_INTERRUPTED ? up_status_name(r[i].status)
+		snprintf(secs, sizeof secs, "%.1fs", r[i].elapsed_s);
+		/* the word of the exit code: 3 needs attention, 130 is
+		 * interrupted (or cancelled) */
+		const char *res = r[i].outcome != JOB_OUT_INTERRUPTED ? up_result_word(&r[i])
 				  : cli_cancelled ? "cancelled" : "interrupted";
 		const char *row[] = {r[i].name, r[i].vmid ? vmid : NULL, r[i].node, r[i].address,
 				     res, secs};

@@ -385,6 +385,95 @@ Test(cli_jobs, down_ends_the_guests_unfinished_jobs)
 	world_free(&w);
 }
 
+/* An up whose start fails after its task was sent needs attention (exit
+ * 3): its row in the result table says so, not "failed", with the time
+ * the steps took, the failed one's included (its task's status read held
+ * back 3 s). */
+Test(cli_jobs, result_table_says_needs_attention_with_the_real_time)
+{
+	static struct world w;
+	world_start(&w, 100);
+	cr_assert_eq(simproc_fault(&sim, "{\"method\":\"POST\",\"path\":\"/status/start$\","
+					 "\"nth\":1,\"action\":\"task_fail\","
+					 "\"message\":\"injected task failure\"}"),
+		     0);
+	cr_assert_eq(simproc_fault(&sim, "{\"method\":\"GET\",\"path\":\"qmstart.*/status$\","
+					 "\"nth\":1,\"action\":\"delay\",\"ms\":3000}"),
+		     0);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "up", "att1", "-t", "jobvm", NULL), 3, "%s", out);
+	const char *row = strstr(out, "\natt1 ");
+	cr_assert_not_null(row, "%s", out);
+	char *line = strndup(row + 1, strcspn(row + 1, "\n"));
+	cr_expect(strstr(line, " needs attention "), "the row says the outcome of exit 3: '%s'",
+		  line);
+	cr_expect_null(strstr(line, "failed"), "'%s'", line);
+	const char *t = strrchr(line, ' ');
+	double secs = t ? strtod(t + 1, NULL) : 0;
+	cr_expect_geq(secs, 3.0, "the time leaves out the failed step: '%s'", line);
+	free(line);
+	free(out);
+	world_free(&w);
+}
+
+/* Store a finished job as a command would have left it. */
+static long long stored_job(const struct world *w, const char *wf, const char *subject,
+			    const char *params, const char *vars)
+{
+	struct store *st = NULL;
+	char *err = NULL;
+	long long id = 0;
+	cr_assert_eq(store_open(w->db, &st, &err), 0, "%s", err);
+	cr_assert_eq(store_job_insert(st, wf, subject, params, 1, &id, &err), 0, "%s", err);
+	struct store_job sj;
+	cr_assert_eq(store_job_get(st, id, &sj, &err), 1, "%s", err);
+	free(sj.vars);
+	sj.vars = strdup(vars);
+	sj.state = JOB_DONE;
+	sj.ended = 2;
+	cr_assert_eq(store_job_update(st, &sj, &err), 0, "%s", err);
+	store_job_free(&sj);
+	store_close(st);
+	return id;
+}
+
+/* A legacy guest has no guest agent: PVE cannot tell its address. The
+ * address an earlier job reached it at (inject's --address, up's --var
+ * ip) is what show uses then, saying where it came from; not one from
+ * before a down of that VMID (another guest had it). */
+Test(cli_jobs, show_remembers_the_address_a_job_was_given)
+{
+	static struct world w;
+	world_start(&w, 100);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "show", "fbsd9-legacy", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "\naddress: unknown\n"), "%s", out);
+	free(out);
+	stored_job(&w, "up", "fbsd9-legacy", "{\"vars\":{\"ip\":\"127.0.9.8\"}}",
+		   "{\"vmid\":190}");
+	long long id = stored_job(&w, "inject", "fbsd9-legacy", "{\"address\":\"127.0.9.9\"}",
+				  "{\"vmid\":190}");
+	stored_job(&w, "inject", "other", "{\"address\":\"127.0.9.7\"}", "{\"vmid\":191}");
+	cr_assert_eq(pv(&w, &out, "show", "190", NULL), 0, "%s", out);
+	char *want = strprintf("\naddress: 127.0.9.9 (as inject job %lld's --address gave it)\n",
+			       id);
+	cr_expect(strstr(out, want), "%s", out);
+	free(want);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "--json", "show", "fbsd9-legacy", NULL), 0, "%s", out);
+	json_object *o = last_json(out), *a = NULL;
+	cr_assert(json_object_object_get_ex(o, "address", &a), "%s", out);
+	cr_expect_str_eq(json_object_get_string(a), "127.0.9.9");
+	json_object_put(o);
+	free(out);
+	/* a down of VMID 190 after them: they were about a guest now gone */
+	stored_job(&w, "down", "fbsd9-legacy", "{}", "{\"vmid\":190}");
+	cr_assert_eq(pv(&w, &out, "show", "fbsd9-legacy", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "\naddress: unknown\n"), "%s", out);
+	free(out);
+	world_free(&w);
+}
+
 /* down deletes only when told to: without a terminal and without --yes
  * it is refused before any request that changes anything (naming --yes);
  * on a terminal it lists the guest with its disks and asks, and "n"
