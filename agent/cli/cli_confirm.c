@@ -28,8 +28,8 @@ int cli_confirm_needed(const char *cmd, const char *what)
 {
 	if (cli_can_ask())
 		return 0;
-	return cli_error("usage", cmd, "%s: without a terminal to confirm it, give --yes "
-			 "(or -y); nothing deleted", what);
+	return cli_error("usage", cmd, "%s: deleted only when confirmed; without a terminal to "
+			 "ask on, give --yes (or -y); nothing deleted", what);
 }
 
 int cli_confirm(const char *cmd, const char *question)

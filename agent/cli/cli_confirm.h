@@ -10,8 +10,8 @@ struct cli;
 
 /* Are stdin and stderr a terminal (someone to ask)? */
 bool cli_can_ask(void);
-/* Without a terminal: refuse (said: "WHAT: ... give --yes"; EXIT_USAGE);
- * with one 0. */
+/* Without a terminal: refuse (said: "WHAT: deleted only when confirmed;
+ * ... give --yes"; EXIT_USAGE); with one 0. */
 int cli_confirm_needed(const char *cmd, const char *what);
 /* Ask question on stderr, "[y/N]", and read the answer on stdin: 0 for
  * y or yes, else EXIT_USAGE (said: nothing deleted). */

@@ -28,6 +28,17 @@
 
 /* The guest a command works on (target.h), or an exit code after saying
  * why. */
+/* The job store, for the address an earlier job reached a guest at
+ * (target_req.memory): only when it exists, so that show and ssh neither
+ * make one nor warn about one they could not. */
+static struct store *address_memory(struct cli *cli)
+{
+	char *path = store_path(cli->conf.paths.state);
+	bool there = path && access(path, F_OK) == 0;
+	free(path);
+	return there ? cli_store(cli) : NULL;
+}
+
 static int open_target(struct cli *cli, const char *cmd, const struct target_req *req,
 		       struct guest_target *gt)
 {
@@ -511,7 +522,7 @@ static int cmd_show(struct cli *cli, const struct cmd_args *a)
 	int rc = cli_connect_pve(cli);
 	if (rc)
 		return rc;
-	treq.memory = cli_store(cli); /* the address an earlier job reached it at */
+	treq.memory = address_memory(cli); /* the address an earlier job reached it at */
 	struct pve_error e = {0};
 	if (guest_target_open(cli->pve, &cli->conf, &treq, &gt, &e) < 0) {
 		if (!gt.config) {
@@ -614,7 +625,7 @@ static int cmd_ssh(struct cli *cli, const struct cmd_args *a)
 	struct target_req treq = {.name = a->argv[0], .tmpl_name = tname, .address = address,
 				  .vars = &vars, .tmpl_optional = true, .address_timeout_s = 10};
 	if (rc == 0 && !address && (rc = cli_load_conf(cli)) == 0)
-		treq.memory = cli_store(cli); /* the address an earlier job reached it at */
+		treq.memory = address_memory(cli); /* the address an earlier job reached it at */
 	if (rc == 0)
 		rc = open_target(cli, a->cmd, &treq, &gt);
 	size_t nw = (size_t)a->argc - 1, n = 0;

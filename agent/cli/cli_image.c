@@ -262,7 +262,9 @@ static int image_rm_confirm(struct cli *cli, const char *name, const char *vmnam
 /* image rm NAME: the template VM, when no linked clone depends on it. */
 static int image_rm_cmd(struct cli *cli, const char *name, bool yes)
 {
-	int rc = yes ? 0 : cli_confirm_needed("image", "image rm deletes a template VM");
+	char *what = yes ? NULL : strprintf("the template VM of image %s and its disks", name);
+	int rc = yes ? 0 : what ? cli_confirm_needed("image", what) : 1;
+	free(what);
 	if (rc || (rc = cli_connect_pve(cli)))
 		return rc;
 	char *vmname = image_vm_name(name);

@@ -379,7 +379,7 @@ static int down_look(struct cli *cli, char **names, size_t n, bool purge, bool a
 {
 	int rc = 0;
 	if (ask) {
-		char *what = strprintf("down deletes %s and %s disks", n == 1 ? names[0] : "guests",
+		char *what = strprintf("%s and %s disks", n == 1 ? names[0] : "these guests",
 				       n == 1 ? "its" : "their");
 		rc = what ? cli_confirm_needed("down", what) : 1;
 		free(what);
