@@ -847,6 +847,16 @@ static int set_defaults(struct conf *c)
 	return c->paths.templates[0] && c->paths.templates[1] ? 0 : -1;
 }
 
+int conf_defaults(struct conf *out)
+{
+	memset(out, 0, sizeof *out);
+	if (set_defaults(out) < 0) {
+		conf_free(out);
+		return -1;
+	}
+	return 0;
+}
+
 /* Which file to load; -2 when the search found nothing. */
 static int find_conf(const char *path, char **found, char **err)
 {

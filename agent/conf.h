@@ -138,6 +138,11 @@ char *conf_read_pubkey(const struct conf *c);
  * found no file (*err lists the places tried). *out is zeroed on failure. */
 int conf_load(const char *path, struct conf *out, char **err);
 
+/* The defaults alone, as an empty file would give them (no path, no
+ * [pve]): what a command that needs no cluster uses when the search found
+ * no file (image list). 0, or -1 (out of memory). */
+int conf_defaults(struct conf *out);
+
 /* Free everything; secrets are overwritten first. */
 void conf_free(struct conf *c);
 

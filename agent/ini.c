@@ -111,8 +111,9 @@ static struct ini_entry *add_entry(struct ini_section *sec)
 }
 
 /* Parse "[name]" or "[name "label"]" from s[0..n). Returns NULL on success
- * or a static description of what is wrong. */
-static const char *parse_header(const char *s, size_t n, struct ini *ini)
+ * or a description of what is wrong: static, or *msg (malloc'd; "" when
+ * out of memory). */
+static const char *parse_header(const char *s, size_t n, struct ini *ini, char **msg)
 {
 	size_t i = 1;
 	while (i < n && is_blank(s[i]))
@@ -140,6 +141,16 @@ static const char *parse_header(const char *s, size_t n, struct ini *ini)
 		i++;
 		while (i < n && is_blank(s[i]))
 			i++;
+	}
+	if (i < n && is_name_char(s[i]) && !label) {
+		/* [pool lan]: the label unquoted, its fix said */
+		size_t ws = i;
+		while (i < n && s[i] != ']' && !is_blank(s[i]))
+			i++;
+		*msg = strprintf("expected ']' to end the section header: a label is written in "
+				 "double quotes, [%.*s \"%.*s\"]", (int)(ne - ns), s + ns,
+				 (int)(i - ws), s + ws);
+		return *msg ? *msg : "";
 	}
 	if (i >= n || s[i] != ']')
 		return "expected ']' to end the section header";
@@ -203,11 +214,13 @@ int ini_parse(const char *path, const char *text, size_t len, struct ini *out,
 		if (n == 0 || s[0] == '#' || s[0] == ';')
 			continue;
 		if (s[0] == '[') {
-			const char *what = parse_header(s, n, &ini);
+			char *msg = NULL;
+			const char *what = parse_header(s, n, &ini, &msg);
 			if (what && !*what)
 				goto oom;
 			if (what) {
 				*err = strprintf("%s:%d: %s", path, line, what);
+				free(msg);
 				goto fail;
 			}
 			ini.sections[ini.n_sections - 1].line = line;

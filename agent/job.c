@@ -998,6 +998,7 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 			return finish(j, JOB_INTERRUPTED, JOB_OUT_INTERRUPTED, "interrupted");
 		}
 		if (rc == STEP_RC_FAIL) {
+			j->elapsed[i] = el; /* its time counts in the result too */
 			if (j->err.kind == PVE_OK)
 				pve_error_set(&j->err, PVE_ERR_INTERNAL, "%s failed", d->name);
 			free(j->steps[i].error);

@@ -175,7 +175,8 @@ const struct store_step *job_steps(const struct job *j, size_t *n);
 /* The step it failed in (or, interrupted, the one it stopped in), NULL
  * when none. */
 const char *job_failed_step(const struct job *j);
-/* How long step i took (its run in this process, or as stored). */
+/* How long step i took (its run in this process, or as stored; a failed
+ * step's too). */
 double job_step_elapsed(const struct job *j, size_t i);
 /* The guest's VMID and node once known (events and results). */
 int job_vmid(const struct job *j);

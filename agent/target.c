@@ -4,6 +4,7 @@
 #include "target.h"
 
 #include "inject.h"
+#include "json.h"
 #include "log.h"
 #include "util.h"
 
@@ -14,6 +15,7 @@
 void guest_target_free(struct guest_target *gt)
 {
 	free(gt->address);
+	free(gt->address_from);
 	tmpl_inst_free(&gt->inst);
 	tmpl_free(gt->tmpl);
 	free(gt->tmpl_name);
@@ -38,6 +40,75 @@ static bool address_ok(const char *a)
 		if ((unsigned char)*p <= ' ' || *p == 0x7f)
 			return false;
 	return true;
+}
+
+/* The address one stored job reached guest vmid at: --address (params),
+ * the address up found (vars), or --var ip; NULL when it names none. */
+static const char *job_address(const struct store_job *sj, int vmid, json_object **params,
+			       json_object **vars, const char **how)
+{
+	*vars = sj->vars ? json_tokener_parse(sj->vars) : NULL;
+	long long v = 0;
+	if (!json_int(*vars, "vmid", &v) || v != vmid)
+		return NULL;
+	*params = sj->params ? json_tokener_parse(sj->params) : NULL;
+	json_object *pv = NULL;
+	const char *a = json_str(*params, "address");
+	*how = "--address";
+	if (!a && strcmp(sj->workflow, "up") == 0 && (a = json_str(*vars, "address")))
+		*how = "the address it found";
+	if (!a && json_object_object_get_ex(*params, "vars", &pv) && (a = json_str(pv, "ip")))
+		*how = "--var ip";
+	return a && address_ok(a) ? a : NULL;
+}
+
+/* The address guest vmid was last reached at by a job that ended done
+ * (job_address; newest first, none from before a down of that VMID, which
+ * was another guest): 1 with *addr and *from ("virtio job 12's --address")
+ * malloc'd, 0 none (or the store cannot be read: said). */
+static int remembered_address(struct store *st, int vmid, char **addr, char **from)
+{
+	*addr = *from = NULL;
+	long long before = 0;
+	bool more = true, gone = false;
+	while (more && !gone && !*addr) {
+		struct store_job *v = NULL;
+		size_t n = 0;
+		char *err = NULL;
+		if (store_jobs_page(st, before, 200, &v, &n, &err) < 0) {
+			log_warn("the job store: %s", err ? err : "cannot read it");
+			free(err);
+			return 0;
+		}
+		more = n == 200;
+		for (size_t i = 0; i < n && !*addr; i++) {
+			before = v[i].id;
+			if (v[i].state != JOB_DONE)
+				continue;
+			json_object *params = NULL, *vars = NULL;
+			const char *how = NULL;
+			const char *a = job_address(&v[i], vmid, &params, &vars, &how);
+			long long vv = 0;
+			if (a) {
+				*addr = strdup(a);
+				*from = strprintf("%s job %lld's %s", v[i].workflow, v[i].id, how);
+			} else if (strcmp(v[i].workflow, "down") == 0 && json_int(vars, "vmid", &vv) &&
+				   vv == vmid) {
+				gone = true; /* older jobs were about another guest */
+			}
+			json_object_put(params);
+			json_object_put(vars);
+			if (gone)
+				break;
+		}
+		store_jobs_free(v, n);
+	}
+	if (*addr && *from)
+		return 1;
+	free(*addr);
+	free(*from);
+	*addr = *from = NULL;
+	return 0;
 }
 
 /* The variables the template is expanded with: --var, then the guest's
@@ -116,6 +187,45 @@ static int target_template(const struct conf *conf, const struct target_req *req
 	return rc;
 }
 
+/* The address, none given: as the template says (the guest agent, the
+ * config, its ${ip}), else mem, the one an earlier job reached it at (from
+ * says which; both taken). 0, or -1 with err. */
+static int find_address(struct pve *c, struct guest_target *gt, const struct target_req *req,
+			char *mem, char *from, struct pve_error *err)
+{
+	struct guest_wait w = {
+		.address_timeout_s = req->address_timeout_s > 0 ? req->address_timeout_s : 60,
+	};
+	enum guest_addr_source src = gt->tmpl ? addr_source(gt->tmpl->guest.address)
+					      : GUEST_ADDR_AGENT;
+	int rc = guest_address(c, &gt->ref, src, gt->tmpl ? gt->inst.guest.ip.value : NULL, &w,
+			       &gt->address, err);
+	if (rc < 0)
+		gt->address = NULL;
+	if (rc < 0 && mem) {
+		log_info("%s: address %s, as %s gave it (%s)", req->name, mem, from,
+			 err->message ? err->message : "PVE cannot tell it");
+		pve_error_clear(err);
+		gt->address = mem;
+		gt->address_from = from;
+		return 0;
+	}
+	if (rc == 0 && mem && gt->address && strcmp(gt->address, mem) == 0) {
+		gt->address_from = from; /* the template's ${ip}: mem */
+		from = NULL;
+	}
+	free(mem);
+	free(from);
+	if (rc < 0) {
+		char *m = pve_error_format(err);
+		pve_error_set(err, err->kind, "%s; give the address with --address A",
+			      m ? m : "its address is unknown");
+		free(m);
+		return -1;
+	}
+	return 0;
+}
+
 int guest_target_open(struct pve *c, const struct conf *conf, const struct target_req *req,
 		      struct guest_target *gt, struct pve_error *err)
 {
@@ -134,30 +244,27 @@ int guest_target_open(struct pve *c, const struct conf *conf, const struct targe
 			      "emulated disks", req->name);
 		return -1;
 	}
-	if (target_template(conf, req, gt, err) < 0)
-		return -1;
-	int cc = req->config_check ? req->config_check(c, gt, req->check_arg, err) : 0;
-	if (cc != 0)
-		return cc < 0 ? -1 : 0;
+	/* no --address: the one an earlier job reached it at, for the
+	 * template's ${ip} and where PVE cannot tell */
+	char *mem = NULL, *mem_from = NULL;
+	if (!req->address && req->memory)
+		remembered_address(req->memory, gt->ref.vmid, &mem, &mem_from);
+	struct target_req r = *req;
+	if (!r.address)
+		r.address = mem;
+	int rc = target_template(conf, &r, gt, err);
+	int cc = rc == 0 && req->config_check ? req->config_check(c, gt, req->check_arg, err) : 0;
+	if (rc < 0 || cc != 0) {
+		free(mem);
+		free(mem_from);
+		return rc < 0 || cc < 0 ? -1 : 0;
+	}
 	if (req->address) {
 		gt->address = strdup(req->address);
 		if (!gt->address)
 			return pve_error_oom(err);
-	} else {
-		struct guest_wait w = {
-			.address_timeout_s = req->address_timeout_s > 0 ? req->address_timeout_s : 60,
-		};
-		enum guest_addr_source src = gt->tmpl ? addr_source(gt->tmpl->guest.address)
-						      : GUEST_ADDR_AGENT;
-		if (guest_address(c, &gt->ref, src, gt->tmpl ? gt->inst.guest.ip.value : NULL, &w,
-				  &gt->address, err) < 0) {
-			gt->address = NULL;
-			char *m = pve_error_format(err);
-			pve_error_set(err, err->kind, "%s; give the address with --address A",
-				      m ? m : "its address is unknown");
-			free(m);
-			return -1;
-		}
+	} else if (find_address(c, gt, req, mem, mem_from, err) < 0) {
+		return -1;
 	}
 	if (inject_ssh_opts(conf, gt->tmpl ? &gt->inst : NULL, gt->address, &gt->ssh) < 0) {
 		pve_error_set(err, PVE_ERR_CONFIG, "set [ssh] known_hosts (or [paths] state) in %s",
@@ -245,6 +352,7 @@ int guest_target_open_job(struct job *j, bool tmpl_optional, bool qemu_only,
 		return -1;
 	treq.tmpl_optional = tmpl_optional;
 	treq.qemu_only = qemu_only;
+	treq.memory = job_env(j)->store;
 	if (!cf || !job_pve(j))
 		return pve_error_set(err, PVE_ERR_CONFIG, "%s needs the configuration and a PVE "
 				     "connection", job_wf(j)->name), -1;

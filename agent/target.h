@@ -24,6 +24,12 @@ struct target_req {
 	const char *tmpl_name;          /* -t TEMPLATE, or NULL: the one the
 					   description names */
 	const char *address;            /* --address, or NULL: look it up */
+	struct store *memory;           /* or NULL: without --address, the
+					   address an earlier job that ended
+					   done reached the guest at (its
+					   --address, --var ip, or what up
+					   found) stands for ${ip} and is used
+					   where PVE cannot tell the address */
 	const struct tmpl_kvlist *vars; /* --var K=V (may be NULL) */
 	bool tmpl_optional;             /* without a template, go on with the
 					   [ssh] settings alone */
@@ -44,6 +50,9 @@ struct guest_target {
 	struct tmpl *tmpl;              /* or NULL (no template) */
 	struct tmpl_inst inst;          /* tmpl expanded for this guest */
 	char *address;
+	char *address_from;             /* remembered: which job gave it
+					   ("virtio job 12's --address"), else
+					   NULL */
 	struct ssh_opts ssh;            /* borrows from conf, inst and address */
 };
 

@@ -22,6 +22,12 @@ const char *up_status_name(enum up_status s)
 	return "?";
 }
 
+const char *up_result_word(const struct up_result *r)
+{
+	return r->outcome == JOB_OUT_NEEDS_ATTENTION ? "needs attention"
+						     : up_status_name(r->status);
+}
+
 json_object *up_result_json(const struct up_result *r)
 {
 	json_object *o = json_object_new_object();

@@ -48,8 +48,9 @@ struct up_result {
 	enum guest_type type;
 	char *address;          /* or NULL (--no-start, down) */
 	enum up_status status;
-	struct up_step *steps;
+	struct up_step *steps;  /* the steps done, with their times */
 	size_t n_steps;
+	double elapsed_s;       /* every step's time, the failed one's too */
 	char **diff;            /* "key: old -> new" lines applied */
 	char *pending;          /* keys PVE applies at the next restart
 				   (changed while running), comma separated,
@@ -81,6 +82,10 @@ void up_results_free(struct up_result *r, size_t n);
 
 /* The outcome of a set of results: the most serious one (needs attention
  * > unreachable > failed > usage > interrupted > done). */
+/* The word of r's RESULT column: its status, but the outcome its exit
+ * code means where that is not the status's ("needs attention": exit 3,
+ * "interrupted"/"cancelled" are the CLI's). */
+const char *up_result_word(const struct up_result *r);
 enum job_outcome up_results_outcome(const struct up_result *r, size_t n);
 
 #endif

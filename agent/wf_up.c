@@ -1689,6 +1689,9 @@ void wf_result_finish(struct job *j, struct up_result *r)
 	size_t n;
 	const struct store_step *st = job_steps(j, &n);
 	r->steps = calloc(n ? n : 1, sizeof *r->steps);
+	r->elapsed_s = 0;
+	for (size_t i = 0; i < n; i++)
+		r->elapsed_s += job_step_elapsed(j, i);
 	for (size_t i = 0; r->steps && i < n; i++) {
 		if (st[i].state != STEP_DONE)
 			continue;

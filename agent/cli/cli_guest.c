@@ -28,6 +28,17 @@
 
 /* The guest a command works on (target.h), or an exit code after saying
  * why. */
+/* The job store, for the address an earlier job reached a guest at
+ * (target_req.memory): only when it exists, so that show and ssh neither
+ * make one nor warn about one they could not. */
+static struct store *address_memory(struct cli *cli)
+{
+	char *path = store_path(cli->conf.paths.state);
+	bool there = path && access(path, F_OK) == 0;
+	free(path);
+	return there ? cli_store(cli) : NULL;
+}
+
 static int open_target(struct cli *cli, const char *cmd, const struct target_req *req,
 		       struct guest_target *gt)
 {
@@ -523,6 +534,7 @@ static int cmd_show(struct cli *cli, const struct cmd_args *a)
 	int rc = cli_connect_pve(cli);
 	if (rc)
 		return rc;
+	treq.memory = address_memory(cli); /* the address an earlier job reached it at */
 	struct pve_error e = {0};
 	if (guest_target_open(cli->pve, &cli->conf, &treq, &gt, &e) < 0) {
 		if (!gt.config) {
@@ -549,6 +561,7 @@ static int cmd_show(struct cli *cli, const struct cmd_args *a)
 		json_object_object_add(o, "disk_bus", jstr(disk));
 		json_object_object_add(o, "nic_model", jstr(nic));
 		json_object_object_add(o, "address", jstr(gt.address));
+		json_object_object_add(o, "address_from", jstr(gt.address_from));
 		json_object_object_add(o, "template", jstr(gt.tmpl_name));
 		json_object_object_add(o, "config", json_object_get(gt.config));
 		if (have_bench == 1) {
@@ -569,9 +582,10 @@ static int cmd_show(struct cli *cli, const struct cmd_args *a)
 		printf("name: %s\nvmid: %d\nnode: %s\ntype: %s\nstatus: %s\n",
 		       gt.ref.name ? gt.ref.name : "-", gt.ref.vmid, gt.ref.node ? gt.ref.node : "-",
 		       guest_type_name(gt.ref.type), gt.ref.status ? gt.ref.status : "-");
-		printf("disk bus: %s\nNIC: %s\naddress: %s\ntemplate: %s\n", disk ? disk : "-",
+		printf("disk bus: %s\nNIC: %s\naddress: %s%s%s%s\ntemplate: %s\n", disk ? disk : "-",
 		       nic ? nic : "-", gt.address ? gt.address : "unknown",
-		       gt.tmpl_name ? gt.tmpl_name : "-");
+		       gt.address_from ? " (as " : "", gt.address_from ? gt.address_from : "",
+		       gt.address_from ? " gave it)" : "", gt.tmpl_name ? gt.tmpl_name : "-");
 		if (have_bench == 1) {
 			/* as bench prints it: its time, and every figure with its unit */
 			printf("last bench: ");
@@ -622,6 +636,8 @@ static int cmd_ssh(struct cli *cli, const struct cmd_args *a)
 	memset(&gt, 0, sizeof gt);
 	struct target_req treq = {.name = a->argv[0], .tmpl_name = tname, .address = address,
 				  .vars = &vars, .tmpl_optional = true, .address_timeout_s = 10};
+	if (rc == 0 && !address && (rc = cli_load_conf(cli)) == 0)
+		treq.memory = address_memory(cli); /* the address an earlier job reached it at */
 	if (rc == 0)
 		rc = open_target(cli, a->cmd, &treq, &gt);
 	size_t nw = (size_t)a->argc - 1, n = 0;

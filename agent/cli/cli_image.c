@@ -1,6 +1,7 @@
 /* cli_image.c - `pvagent image list | show NAME | build NAME | rm NAME`:
  * the catalogue (image.h) and its template VMs (wf_image.h). */
 #include "cli.h"
+#include "cli_confirm.h"
 
 #include "jobpool.h"
 #include "json.h"
@@ -242,11 +243,33 @@ int cli_image_result(struct cli *cli, struct job *j, int code)
 	return code;
 }
 
-/* image rm NAME: the template VM, when no linked clone depends on it. */
-static int image_rm_cmd(struct cli *cli, const char *name)
+/* The template VM g of image name, its disks and the question (rm
+ * without --yes, on a terminal): 0 to delete, or an exit code (said). */
+static int image_rm_confirm(struct cli *cli, const char *name, const char *vmname,
+			    const struct guest_ref *g)
 {
-	int rc = cli_connect_pve(cli);
-	if (rc)
+	json_object *config = NULL;
+	struct pve_error e = {0};
+	if (guest_get_config(cli->pve, g, &config, &e) < 0) {
+		int rc = cli_fail_pve(cli, "image", &e);
+		pve_error_clear(&e);
+		return rc;
+	}
+	char *vols = cli_guest_volumes(config);
+	json_object_put(config);
+	fprintf(stderr, "pvagent image rm deletes the template VM of image %s:\n  %s (VM %d on "
+		"%s): %s\n", name, vmname, g->vmid, g->node ? g->node : "?", vols ? vols : "?");
+	free(vols);
+	return cli_confirm("image", "Delete it and its disks?");
+}
+
+/* image rm NAME: the template VM, when no linked clone depends on it. */
+static int image_rm_cmd(struct cli *cli, const char *name, bool yes)
+{
+	char *what = yes ? NULL : strprintf("the template VM of image %s and its disks", name);
+	int rc = yes ? 0 : what ? cli_confirm_needed("image", what) : 1;
+	free(what);
+	if (rc || (rc = cli_connect_pve(cli)))
 		return rc;
 	char *vmname = image_vm_name(name);
 	struct guest_ref g = {0};
@@ -270,6 +293,8 @@ static int image_rm_cmd(struct cli *cli, const char *name)
 				name, g.vmid, n, n == 1 ? "" : "s", b.len ? sbuf_str(&b) : "?");
 			sbuf_free(&b);
 			rc = 1;
+		} else if (!failed && !yes && (rc = image_rm_confirm(cli, name, vmname, &g))) {
+			/* said */
 		} else if (failed || guest_delete(cli->pve, &g, true, NULL, NULL, &e) < 0) {
 			rc = cli_fail_pve(cli, "image", &e);
 		} else if (cli->json) {
@@ -287,22 +312,43 @@ static int image_rm_cmd(struct cli *cli, const char *name)
 	return rc;
 }
 
+/* The configuration, or where none is found (no -c, none in the places
+ * searched) the defaults: the catalogue needs no cluster. 0 or an exit
+ * code (said). */
+static int catalogue_conf(struct cli *cli)
+{
+	if (cli->conf_loaded || cli->conf_path)
+		return cli_load_conf(cli);
+	char *err = NULL;
+	int r = conf_load(NULL, &cli->conf, &err);
+	free(err);
+	if (r == -2 && conf_defaults(&cli->conf) == 0)
+		r = 0;
+	cli->conf_loaded = r == 0;
+	return r == 0 ? 0 : cli_load_conf(cli); /* says why */
+}
+
 static int cmd_image(struct cli *cli, const struct cmd_args *a)
 {
 	const char *sub = a->argv[0];
 	bool one = a->argc == 2;
+	bool yes = false;
+	for (size_t i = 0; i < a->n; i++)
+		yes = yes || a->v[i].opt == 'y';
+	if (yes && strcmp(sub, "rm") != 0)
+		return cli_usage_error("image", "--yes is for image rm, not", sub);
 	if (strcmp(sub, "list") == 0 && a->argc == 1) {
-		int rc = cli_load_conf(cli);
+		int rc = catalogue_conf(cli);
 		return rc ? rc : image_list_cmd(cli);
 	}
 	if (strcmp(sub, "show") == 0 && one) {
-		int rc = cli_load_conf(cli);
+		int rc = catalogue_conf(cli);
 		return rc ? rc : image_show_cmd(cli, a->argv[1]);
 	}
 	if (strcmp(sub, "build") == 0 && one)
 		return image_build_cmd(cli, a);
 	if (strcmp(sub, "rm") == 0 && one)
-		return image_rm_cmd(cli, a->argv[1]);
+		return image_rm_cmd(cli, a->argv[1], yes);
 	return cli_usage_error("image", "expected list, show NAME, build NAME or rm NAME", sub);
 }
 
@@ -311,16 +357,17 @@ static const struct option image_opts[] = {
 	{"import-storage", required_argument, NULL, 'I'},
 	{"url", required_argument, NULL, 'u'},      {"checksum", required_argument, NULL, 'k'},
 	{"vmid", required_argument, NULL, 'i'},     {"rebuild", no_argument, NULL, 'R'},
-	{0},
+	{"yes", no_argument, NULL, 'y'},            {0},
 };
 
 const struct cmd_entry cmd_image_entry = {
 	"image",
 	"list | show NAME | build NAME [--node N] [--storage S] [--import-storage S] [--url URL] "
-	"[--checksum ALGO:HEX] [--vmid ID] [--rebuild] | rm NAME",
+	"[--checksum ALGO:HEX] [--vmid ID] [--rebuild] | rm NAME [--yes]",
 	"template VMs from the distributions' official cloud images, through the API",
-	"n:s:", image_opts, NULL, 1, 2, "subcommand and image", cmd_image,
+	"n:s:y", image_opts, NULL, 1, 2, "subcommand and image", cmd_image,
 	"pvagent image list\npvagent image show debian-13\npvagent image build debian-13\n"
 	"pvagent image build freebsd-15 --url http://mirror/FreeBSD-15.0-RELEASE-amd64-"
-	"BASIC-CLOUDINIT-ufs.qcow2 --checksum sha512:...\npvagent image rm debian-13",
+	"BASIC-CLOUDINIT-ufs.qcow2 --checksum sha512:...\npvagent image rm debian-13\n"
+	"pvagent image rm debian-13 --yes",
 };

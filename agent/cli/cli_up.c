@@ -7,6 +7,7 @@
 #include "up_check.h"
 
 #include "cli.h"
+#include "cli_confirm.h"
 #include "jobpool.h"
 #include "guest.h"
 #include "json.h"
@@ -172,13 +173,11 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 	struct table *t = table_new(6, hdr);
 	for (size_t i = 0; t && i < n; i++) {
 		char vmid[16], secs[32];
-		double total = 0;
-		for (size_t k = 0; k < r[i].n_steps; k++)
-			total += r[i].steps[k].elapsed_s;
 		snprintf(vmid, sizeof vmid, "%d", r[i].vmid);
-		snprintf(secs, sizeof secs, "%.1fs", total);
-		/* the word of the exit code: 130 is interrupted (or cancelled) */
-		const char *res = r[i].outcome != JOB_OUT_INTERRUPTED ? up_status_name(r[i].status)
+		snprintf(secs, sizeof secs, "%.1fs", r[i].elapsed_s);
+		/* the word of the exit code: 3 needs attention, 130 is
+		 * interrupted (or cancelled) */
+		const char *res = r[i].outcome != JOB_OUT_INTERRUPTED ? up_result_word(&r[i])
 				  : cli_cancelled ? "cancelled" : "interrupted";
 		const char *row[] = {r[i].name, r[i].vmid ? vmid : NULL, r[i].node, r[i].address,
 				     res, secs};
@@ -367,14 +366,74 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	return rc;
 }
 
+/* Has guest arg an unfinished down job (its rerun completes it, the
+ * guest gone or not)? */
+static bool down_open(struct store *st, const char *arg)
+{
+	struct store_job sj;
+	char *err = NULL;
+	int r = st ? store_job_find_open(st, "down", arg, &sj, &err) : 0;
+	if (r == 1)
+		store_job_free(&sj);
+	free(err);
+	return r == 1;
+}
+
+/* What down finds before any job: each guest looked up, absent[i] set for
+ * one that does not exist and has no unfinished down job (it gets no job:
+ * not found, nothing stored). With ask, on a terminal each guest with its
+ * disks and the question (without one: refused, --yes not given; no
+ * question when none of them exists). 0 to go on, or an exit code
+ * (said). */
+static int down_look(struct cli *cli, char **names, size_t n, bool purge, bool ask,
+		     bool *absent)
+{
+	int rc = 0;
+	if (ask) {
+		char *what = strprintf("%s and %s disks", n == 1 ? names[0] : "these guests",
+				       n == 1 ? "its" : "their");
+		rc = what ? cli_confirm_needed("down", what) : 1;
+		free(what);
+	}
+	if (rc || (rc = cli_connect_pve(cli)))
+		return rc;
+	struct store *st = cli_store(cli);
+	if (ask)
+		fprintf(stderr, "pvagent down shuts down and deletes%s:\n",
+			purge ? ", and removes from backup jobs, replication and HA" : "");
+	size_t exist = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *line = NULL;
+		int r;
+		if (ask) {
+			r = cli_guest_deletion(cli, names[i], &line);
+			fprintf(stderr, "  %s\n", line ? line : names[i]);
+			free(line);
+		} else {
+			struct guest_ref g = {0};
+			struct pve_error e = {0};
+			r = guest_find(cli->pve, names[i], &g, &e);
+			guest_ref_clear(&g);
+			pve_error_clear(&e); /* said by its job */
+		}
+		absent[i] = r == 0 && !down_open(st, names[i]);
+		exist += r != 0;
+	}
+	if (!ask || !exist)
+		return 0;
+	return cli_confirm("down", exist == 1 ? "Delete it and its disks?"
+					      : "Delete them and their disks?");
+}
+
 /* down NAME|VMID...: each its own job, one after the other; the exit code
  * the worst outcome. */
 static int cmd_down(struct cli *cli, const struct cmd_args *a)
 {
-	bool purge = false, dry = false;
+	bool purge = false, dry = false, yes = false;
 	for (size_t i = 0; i < a->n; i++) {
 		purge = purge || a->v[i].opt == 'P';
 		dry = dry || a->v[i].opt == 'd';
+		yes = yes || a->v[i].opt == 'y';
 	}
 	int rc = cli_load_conf(cli);
 	if (rc)
@@ -384,19 +443,46 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 		for (size_t j = 0; j < i; j++)
 			if (strcasecmp(a->argv[i], a->argv[j]) == 0)
 				return cli_usage_error("down", "guest given twice", a->argv[i]);
-	for (size_t i = 0; cli->sub && i < n && rc == 0; i++)
-		rc = cli_sub_add(cli, &wf_down, a->argv[i], wf_down_params(purge, dry));
-	if (cli->sub)
-		return rc;
+	const char *why;
+	for (size_t i = 0; i < n; i++)
+		if (!guest_arg_is_vmid(a->argv[i], NULL) && !guest_name_valid(a->argv[i], &why))
+			return cli_error("usage", "down", "guest name '%s': %s", a->argv[i], why);
 	struct up_result *res = calloc(n, sizeof *res);
-	if (!res) {
+	bool *absent = calloc(n, sizeof *absent);
+	if (!res || !absent) {
+		free(res);
+		free(absent);
 		fprintf(stderr, "pvagent down: out of memory\n");
 		return 1;
+	}
+	/* asked here, in the client, before anything goes to pvagentd */
+	if (!dry && (rc = down_look(cli, a->argv, n, purge, !yes, absent))) {
+		free(res);
+		free(absent);
+		return rc;
+	}
+	size_t n_absent = 0;
+	for (size_t i = 0; i < n; i++)
+		n_absent += absent[i];
+	/* through pvagentd unless every guest is absent (said here) */
+	for (size_t i = 0; cli->sub && n_absent < n && i < n && rc == 0; i++)
+		rc = cli_sub_add(cli, &wf_down, a->argv[i], wf_down_params(purge, dry));
+	if (cli->sub && n_absent < n) {
+		free(res);
+		free(absent);
+		return rc;
 	}
 	struct pve_opts po = job_conf_pve_opts(&cli->conf);
 	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
 	size_t done = 0;
 	for (; done < n && !cli_stop; done++) {
+		if (absent[done]) {
+			res[done].name = strdup(a->argv[done]);
+			res[done].status = UP_ABSENT;
+			guest_not_found(a->argv[done], &res[done].error);
+			res[done].outcome = pve_error_outcome(&res[done].error);
+			continue;
+		}
 		struct down_request req = {
 			.name = a->argv[done],
 			.purge = purge,
@@ -415,6 +501,7 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 		rc = EXIT_INTERRUPTED;
 	print_results(cli, "down", res, done, rc);
 	up_results_free(res, done);
+	free(absent);
 	return rc;
 }
 
@@ -428,8 +515,10 @@ static const struct option up_opts[] = {
 	{"pool", required_argument, NULL, 'o'},     {"no-wait-ssh", no_argument, NULL, 'W'},
 	{0},
 };
-static const struct option down_opts[] = {
-	{"purge", no_argument, NULL, 'P'}, {"dry-run", no_argument, NULL, 'd'}, {0}};
+static const struct option down_opts[] = {{"purge", no_argument, NULL, 'P'},
+					  {"dry-run", no_argument, NULL, 'd'},
+					  {"yes", no_argument, NULL, 'y'},
+					  {0}};
 
 const struct cmd_entry cmd_up_entry = {
 	"up",
@@ -443,8 +532,9 @@ const struct cmd_entry cmd_up_entry = {
 	"pvagent up db1 db2 -t debian-13 --pool lan",
 };
 const struct cmd_entry cmd_down_entry = {
-	"down", "NAME|VMID... [--purge] [--dry-run]", "shut down and delete guests", "", down_opts,
-	NULL, 1, -1, "guest name or VMID", cmd_down,
-	"pvagent down web1\npvagent down web1 --purge\npvagent down 190 web2.example.org\n"
+	"down", "NAME|VMID... [--purge] [--dry-run] [--yes]",
+	"shut down and delete guests (on a terminal it asks first; --yes for scripts)", "y",
+	down_opts, NULL, 1, -1, "guest name or VMID", cmd_down,
+	"pvagent down web1\npvagent down web1 --purge --yes\npvagent down 190 web2.example.org\n"
 	"pvagent down web1 --dry-run",
 };

@@ -5,6 +5,7 @@
  * cli_up.c, the guest-side commands in cli_guest.c, and so on (cli.h).
  *
  *   pvagent [-c CONF] [--json] [-v|-q] COMMAND ...
+ *   (the global options may also follow the command: late_globals)
  *
  * Exit codes (pvagent(1) EXIT STATUS): 0 done; 1 failed, nothing left
  * half-done; 2 usage or configuration error, or what was named does not
@@ -573,7 +574,8 @@ static const struct cmd_entry *find_command(const char *name)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: pvagent [-c CONF] [--json] [--local] [-v|-q] COMMAND [ARGS]\n"
-		   "       pvagent --version | help [COMMAND] | COMMAND --help\n\n"
+		   "       pvagent --version | help [COMMAND] | COMMAND --help\n"
+		   "The global options may also follow the command (pvagent list --json).\n\n"
 		   "Job commands go to pvagentd when it runs (--local: in this process).\n\n"
 		   "commands:\n");
 	for (const struct cmd_entry *const *c = commands; *c; c++)
@@ -589,6 +591,12 @@ static void command_help(FILE *f, const struct cmd_entry *e)
 	fprintf(f, "usage: pvagent %s%s%s\n\n%s\n", e->name, *e->usage ? " " : "", e->usage,
 		e->help);
 	cli_print_options(f, e);
+	fprintf(f, "\nglobal options (before or after the command):\n"
+		   "  -c, --config CONF         the configuration file\n"
+		   "      --json                JSON lines on standard output\n"
+		   "      --local               run here, not through pvagentd\n"
+		   "  -v, --verbose             more detail on standard error\n"
+		   "  -q, --quiet               warnings and errors only\n");
 	if (e->examples) {
 		fprintf(f, "\nexamples:\n");
 		for (const char *p = e->examples; *p;) {
@@ -629,6 +637,31 @@ static int cmd_version(struct cli *cli, const struct cmd_args *a)
 	return 0;
 }
 
+/* The global options (main's), as they may also follow the command. */
+static const struct {
+	const char *name;
+	char c; /* its short form, or 0 */
+} globals[] = {{"config", 'c'}, {"json", 0}, {"local", 0}, {"verbose", 'v'}, {"quiet", 'q'}};
+
+/* Has command e a long option of that name (n bytes), taking an argument
+ * (*needs_arg)? */
+static bool cmd_has_long(const struct cmd_entry *e, const char *name, size_t n, bool *needs_arg)
+{
+	for (const struct option *o = e ? e->longopts : NULL; o && o->name; o++)
+		if (strlen(o->name) == n && strncmp(o->name, name, n) == 0) {
+			*needs_arg = o->has_arg == required_argument;
+			return true;
+		}
+	return false;
+}
+
+static bool cmd_has_short(const struct cmd_entry *e, char c, bool *needs_arg)
+{
+	const char *p = e && e->shortopts && c != ':' ? strchr(e->shortopts, c) : NULL;
+	*needs_arg = p && p[1] == ':';
+	return p != NULL;
+}
+
 /* pvagent __complete commands|options CMD|templates|guests|nodes|jobs|
  * open-jobs: one candidate a line, for conf/pvagent.bash-completion;
  * quietly nothing on failure. */
@@ -655,6 +688,12 @@ static int complete(struct cli *cli, int argc, char **argv)
 		const struct cmd_entry *e = argc > 2 ? find_command(argv[2]) : NULL;
 		for (const struct option *o = e && e->longopts ? e->longopts : NULL; o && o->name; o++)
 			printf("--%s\n", o->name);
+		/* the global options, which may follow the command too */
+		for (size_t g = 0; e && g < sizeof globals / sizeof *globals; g++) {
+			bool arg;
+			if (!cmd_has_long(e, globals[g].name, strlen(globals[g].name), &arg))
+				printf("--%s\n", globals[g].name);
+		}
 		if (e)
 			printf("--help\n");
 		else
@@ -702,6 +741,75 @@ static int complete(struct cli *cli, int argc, char **argv)
 		json_object_put(guests);
 		pve_error_clear(&e);
 	}
+	return 0;
+}
+
+/* The global options given after the command (`pvagent list --json`), as
+ * git and docker users expect: applied and taken out of argv (argv[0] the
+ * command; *argc updated), but where the command has an option of that
+ * name, which stays the command's. The arguments of the command's options
+ * and everything after "--" are left alone. 0, or EXIT_USAGE (said). */
+static int late_globals(struct cli *cli, const struct cmd_entry *e, int *argc, char **argv)
+{
+	int out = 1, i = 1;
+	for (; i < *argc; i++) {
+		char *t = argv[i];
+		bool needs_arg = false;
+		if (strcmp(t, "--") == 0)
+			break;
+		if (strncmp(t, "--", 2) == 0) {
+			const char *name = t + 2;
+			size_t n = strcspn(name, "=");
+			size_t g = 0;
+			while (g < sizeof globals / sizeof *globals &&
+			       !(strlen(globals[g].name) == n && strncmp(globals[g].name, name, n) == 0))
+				g++;
+			if (cmd_has_long(e, name, n, &needs_arg) || g == sizeof globals / sizeof *globals) {
+				argv[out++] = t;
+				if (needs_arg && !name[n] && i + 1 < *argc)
+					argv[out++] = argv[++i];
+				continue;
+			}
+			const char *val = name[n] == '=' ? name + n + 1 : NULL;
+			if (g == 0 && !val && i + 1 >= *argc)
+				return cli_error("usage", e->name, "option '--config' needs an argument");
+			if (g == 0)
+				cli->conf_path = val ? val : argv[++i];
+			else if (val)
+				return cli_error("usage", e->name, "option '--%s' takes no value",
+						 globals[g].name);
+			cli->json |= g == 1;
+			cli->local |= g == 2;
+			cli->verbosity += (g == 3) - (g == 4);
+			continue;
+		}
+		if (t[0] != '-' || !t[1] || cmd_has_short(e, t[1], &needs_arg)) {
+			argv[out++] = t;
+			if (needs_arg && !t[2] && i + 1 < *argc)
+				argv[out++] = argv[++i];
+			continue;
+		}
+		if (t[1] == 'c') {
+			if (!t[2] && i + 1 >= *argc)
+				return cli_error("usage", e->name, "option '-c' needs an argument");
+			cli->conf_path = t[2] ? t + 2 : argv[++i];
+			continue;
+		}
+		/* -v, -vv, -q: only when every letter is a global one */
+		bool all = strspn(t + 1, "vq") == strlen(t + 1);
+		for (const char *p = t + 1; all && *p; p++)
+			all = !cmd_has_short(e, *p, &needs_arg);
+		if (!all) {
+			argv[out++] = t;
+			continue;
+		}
+		for (const char *p = t + 1; *p; p++)
+			cli->verbosity += *p == 'v' ? 1 : -1;
+	}
+	while (i < *argc)
+		argv[out++] = argv[i++];
+	argv[out] = NULL;
+	*argc = out;
 	return 0;
 }
 
@@ -781,7 +889,17 @@ int main(int argc, char **argv)
 		cli_set_command(cmd->name);
 		log_set_ident(ident);
 	}
-	if (cmd && asks_help(argc - optind, argv + optind)) {
+	int cmd_argc = argc - optind;
+	if (cmd && cmd != &cmd_submitted_entry) {
+		int lr = late_globals(&cli, cmd, &cmd_argc, argv + optind);
+		if (lr) {
+			free(ident);
+			log_set_ident(NULL);
+			return cli_finish_error(&cli, name, lr);
+		}
+		log_set_level(log_level_from_verbosity(cli.verbosity));
+	}
+	if (cmd && asks_help(cmd_argc, argv + optind)) {
 		free(ident);
 		command_help(stdout, cmd);
 		return 0;
@@ -797,7 +915,7 @@ int main(int argc, char **argv)
 		atexit(cli_progress_at_exit);
 		if (cli.local)
 			cli_daemon_child_init();
-		rc = cmd_dispatch(&cli, cmd, argc - optind, argv + optind);
+		rc = cmd_dispatch(&cli, cmd, cmd_argc, argv + optind);
 		if (cli.local)
 			cli_daemon_child_end();
 		rc = cli_finish_error(&cli, name, rc);

@@ -175,13 +175,13 @@ run undrain pve1 | tee "$E2E_DIR/undrain2.out"
 grep -q '0 guests to bring home' "$E2E_DIR/undrain2.out" || fail "a second undrain moved something"
 run migrate web1 pve1
 
-say "Clean up"
-run down db1
-run down app1
-run down ct1 --purge
-run down web1
+say "Clean up (on a terminal down lists each guest with its disks and asks; a script says --yes)"
+run down db1 --yes
+run down app1 --yes
+run down ct1 --purge --yes
+run down web1 --yes
 rc=0
-run down web1 || rc=$?
+run down web1 --yes || rc=$?
 [ "$rc" = 2 ] || fail "a second down of web1 exited $rc, not 2 (no such guest)"
 run list
 
@@ -191,9 +191,8 @@ vj=$(pvagent --json jobs --limit 100 | jq -r '[.jobs[] | select(.workflow == "up
 [ -n "$vj" ] && [ "$vj" != null ] || fail "no up job in the store"
 run job "$vj"
 open=$(pvagent --json jobs --limit 100 |
-	jq -r '[.jobs[] | select(.state != "done" and .state != "cancelled") |
-		select(.workflow != "down" or .subject != "web1" or .state != "failed")] | length')
-[ "$open" = 0 ] || fail "$open jobs did not end done (but the second down of web1, not found)"
+	jq -r '[.jobs[] | select(.state != "done" and .state != "cancelled")] | length')
+[ "$open" = 0 ] || fail "$open jobs did not end done (the second down of web1, not found, stores none)"
 pvagent --json job "$vj" | jq -e '.job.steps[] | select(.name == "clone") | .upid' >/dev/null ||
 	fail "the clone step of job $vj has no UPID"
 

@@ -140,17 +140,10 @@ bool test_alive_unreaped(pid_t pid)
 	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0;
 }
 
-int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, char **out, ...)
+/* Run argv on a pseudo-terminal; with answer, typed (with a newline) once
+ * "[y/N]" was written. */
+static int pty_run(const char *const *argv, unsigned short cols, const char *answer, char **out)
 {
-	const char *argv[32] = {bin, "-c", conf};
-	size_t n = 3;
-	va_list ap;
-	va_start(ap, out);
-	for (const char *a; (a = va_arg(ap, const char *));)
-		if (n + 1 < sizeof argv / sizeof argv[0])
-			argv[n++] = a;
-	va_end(ap);
-	argv[n] = NULL;
 	*out = NULL;
 	struct winsize ws = {.ws_row = 60, .ws_col = cols};
 	int master = -1, slave = -1;
@@ -203,6 +196,14 @@ int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, cha
 			break;
 		if (sbuf_addn(&b, chunk, (size_t)r) < 0)
 			break;
+		if (answer && strstr(sbuf_str(&b), "[y/N]")) {
+			/* typed as a person does: the line discipline echoes it */
+			char *line = strprintf("%s\n", answer);
+			if (!line || write(master, line, strlen(line)) != (ssize_t)strlen(line))
+				fprintf(stderr, "test_pvagent_pty: cannot type the answer\n");
+			free(line);
+			answer = NULL;
+		}
 	}
 	if (hung) /* its process group: a child it started holds the pty too */
 		kill(-pid, SIGKILL);
@@ -218,6 +219,38 @@ int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, cha
 	if (hung)
 		return -3;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int pty_runv(const char *bin, const char *conf, unsigned short cols, const char *answer,
+		    char **out, va_list ap)
+{
+	const char *argv[32] = {bin, "-c", conf};
+	size_t n = 3;
+	// NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
+	for (const char *a; (a = va_arg(ap, const char *));)
+		if (n + 1 < sizeof argv / sizeof argv[0])
+			argv[n++] = a;
+	argv[n] = NULL;
+	return pty_run(argv, cols, answer, out);
+}
+
+int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, char **out, ...)
+{
+	va_list ap;
+	va_start(ap, out);
+	int rc = pty_runv(bin, conf, cols, NULL, out, ap);
+	va_end(ap);
+	return rc;
+}
+
+int test_pvagent_pty_answer(const char *bin, const char *conf, const char *answer, char **out,
+			    ...)
+{
+	va_list ap;
+	va_start(ap, out);
+	int rc = pty_runv(bin, conf, 100, answer, out, ap);
+	va_end(ap);
+	return rc;
 }
 
 int simproc_count(struct simproc *sp, const char *method, const char *suffix, int status)

@@ -31,6 +31,10 @@ int test_pvagentv(const char *bin, const char *conf, char **out, va_list ap);
  * TEST_PTY_DEADLINE_S seconds (a hang) is killed: -3, *out what it wrote. */
 #define TEST_PTY_DEADLINE_S 60
 int test_pvagent_pty(const char *bin, const char *conf, unsigned short cols, char **out, ...);
+/* The same (100 columns), typing answer and a newline once the tool asked
+ * its "[y/N]" question. */
+int test_pvagent_pty_answer(const char *bin, const char *conf, const char *answer, char **out,
+			    ...);
 /* Start argv (NULL-terminated; argv[0] the program's path) in the
  * background, its stdout and stderr into out_path. Its pid, or -1. */
 pid_t test_spawn(const char *const *argv, const char *out_path);

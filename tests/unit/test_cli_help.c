@@ -164,7 +164,7 @@ Test(cli_help, command_help_without_a_config)
 	free(out);
 	free(out2);
 	cr_assert_eq(RUN(&out, "down", "web1", "--help"), 0);
-	cr_assert_not_null(strstr(out, "usage: pvagent down NAME|VMID... [--purge] [--dry-run]\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "usage: pvagent down NAME|VMID... [--purge] [--dry-run] [--yes]\n"), "%s", out);
 	free(out);
 }
 
@@ -213,6 +213,9 @@ Test(cli_help, every_option_of_every_command_is_described)
 		cr_assert_eq(RUN(&h2, *c, "--help"), 0, "%s --help", *c);
 		cr_assert_str_eq(help, h1, "%s -h", *c);
 		cr_assert_str_eq(help, h2, "%s --help", *c);
+		size_t hl = strlen(help);
+		cr_assert(hl > 2 && help[hl - 1] == '\n' && help[hl - 2] != '\n',
+			  "pvagent %s --help does not end with one newline:\n%s", *c, help);
 		cr_assert_eq(RUN(&opts, "__complete", "options", *c), 0);
 		char **ov = lines_of(opts);
 		for (char **o = ov; *o; o++) {
@@ -261,6 +264,62 @@ Test(cli_help, every_option_of_every_command_is_described)
 	lines_free(cv);
 	free(cmds);
 	free(man);
+}
+
+/* The global options after the command, as git and docker take them:
+ * --json, -c/--config (also --config=F), -v; not after "--". */
+Test(cli_help, global_options_after_the_command)
+{
+	char *out = NULL, *out2 = NULL;
+	/* (helptest lacks a [guest] section: listed as invalid, exit 1) */
+	int rc = RUN(&out, "templates", "--json", "-c", conf);
+	cr_assert_eq(RUN(&out2, "--json", "-c", conf, "templates"), rc, "%s", out2);
+	cr_assert_str_eq(out, out2);
+	json_object *o = final_json(out);
+	cr_assert_not_null(o, "%s", out);
+	cr_assert_str_eq(str(o, "command", NULL), "templates");
+	json_object_put(o);
+	free(out);
+	free(out2);
+	char *eq = strprintf("--config=%s", conf);
+	cr_assert_eq(RUN(&out, "templates", eq, "-v"), rc, "%s", out);
+	cr_assert_not_null(strstr(out, "helptest"), "%s", out);
+	cr_assert_not_null(strstr(out, conf), "-v says the configuration loaded:\n%s", out);
+	free(out);
+	free(eq);
+	/* a command's error in JSON, the option given last (the guest the
+	 * command names is no option) */
+	cr_assert_eq(RUN(&out, "-c", conf, "list", "--json"), 4, "%s", out);
+	o = final_json(out);
+	cr_assert_not_null(o, "%s", out);
+	cr_assert_str_eq(str(o, "command", NULL), "list");
+	json_object_put(o);
+	free(out);
+	/* after "--" it is an argument */
+	cr_assert_eq(RUN(&out, "-c", conf, "up", "x", "-t", "helptest", "--", "--json"), 2);
+	cr_assert_null(strchr(out, '{'), "no JSON: %s", out);
+	free(out);
+	cr_assert_eq(RUN(&out, "templates", "-c"), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "option '-c' needs an argument"), "%s", out);
+	free(out);
+}
+
+/* The catalogue of images is the tree's: `image list` needs no
+ * configuration (none given, none where one is searched). */
+Test(cli_help, image_list_without_a_configuration)
+{
+	if (getenv("PVAGENT_CONF") || access("conf/pvagent.conf", F_OK) == 0 ||
+	    access("/etc/pvagent/pvagent.conf", F_OK) == 0)
+		cr_skip_test("a configuration would be found");
+	char *out = NULL;
+	cr_assert_eq(RUN(&out, "image", "list"), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\ndebian-13 "), "%s", out);
+	free(out);
+	cr_assert_eq(RUN(&out, "image", "show", "debian-13"), 0, "%s", out);
+	free(out);
+	/* one named that does not exist is still an error */
+	cr_assert_eq(RUN(&out, "-c", "/nonexistent/pvagent.conf", "image", "list"), 2, "%s", out);
+	free(out);
 }
 
 /* A mistyped command, option, template or node is answered with the
@@ -354,7 +413,8 @@ Test(cli_help, complete_subcommand)
 	cr_assert_str_eq(out, "");
 	free(out);
 	cr_assert_eq(RUN(&out, "__complete", "options", "down"), 0);
-	cr_assert_str_eq(out, "--purge\n--dry-run\n--help\n");
+	cr_assert_str_eq(out, "--purge\n--dry-run\n--yes\n--config\n--json\n--local\n--verbose\n"
+			      "--quiet\n--help\n");
 	free(out);
 }
 
@@ -383,7 +443,8 @@ Test(cli_help, bash_completion)
 	out = complete_words("up --");
 	cr_assert_str_eq(out, "--template\n--node\n--vmid\n--storage\n--set\n--var\n--parallel\n"
 			      "--no-start\n--full\n--no-inject\n--retemplate\n--dry-run\n--pool\n"
-			      "--no-wait-ssh\n--help\n");
+			      "--no-wait-ssh\n--config\n--json\n--local\n--verbose\n--quiet\n"
+			      "--help\n");
 	free(out);
 	char *w = strprintf("-c %s up web1 -t h", conf);
 	out = complete_words(w);

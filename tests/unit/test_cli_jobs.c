@@ -149,7 +149,7 @@ static pid_t cmd_bg(const struct world *w, const char *name, const char *out_pat
 {
 	const char *up[] = {w->bin, "-c", w->conf, "up", name, "-t", "jobvm", "--set", "size=40G",
 			    NULL};
-	const char *dn[] = {w->bin, "-c", w->conf, "down", name, NULL};
+	const char *dn[] = {w->bin, "-c", w->conf, "down", name, "--yes", NULL};
 	pid_t pid = test_spawn(down ? dn : up, out_path);
 	cr_assert_geq(pid, 0);
 	return pid;
@@ -267,7 +267,7 @@ static void killed_after(const char *method, const char *rx, const char *suffix,
 	child = cmd_bg(&w, "kill1", outp, down);
 	wait_sent(&w, "kill1", step, false);
 	test_kill(&child);
-	int rc = down ? pv(&w, &out, "down", "kill1", NULL)
+	int rc = down ? pv(&w, &out, "down", "kill1", "--yes", NULL)
 		      : pv(&w, &out, "up", "kill1", "-t", "jobvm", "--set", "size=40G", NULL);
 	cr_assert_eq(rc, 0, "rerun after SIGKILL at %s:\n%s", step, out);
 	cr_assert(strstr(out, "resumed"), "the rerun resumed the killed job:\n%s", out);
@@ -360,7 +360,7 @@ Test(cli_jobs, down_ends_the_guests_unfinished_jobs)
 	cr_assert_eq(guests_named("gone1"), 1);
 
 	char *out = NULL;
-	cr_assert_eq(pv(&w, &out, "down", "gone1", NULL), 0, "%s", out);
+	cr_assert_eq(pv(&w, &out, "down", "gone1", "--yes", NULL), 0, "%s", out);
 	cr_expect(strstr(out, "up job 1 on gone1 ended"), "the down says so:\n%s", out);
 	free(out);
 	cr_assert_eq(guests_named("gone1"), 0);
@@ -389,6 +389,135 @@ Test(cli_jobs, down_ends_the_guests_unfinished_jobs)
 	world_free(&w);
 }
 
+/* An up whose start fails after its task was sent needs attention (exit
+ * 3): its row in the result table says so, not "failed", with the time
+ * the steps took, the failed one's included (its task's status read held
+ * back 3 s). */
+Test(cli_jobs, result_table_says_needs_attention_with_the_real_time)
+{
+	static struct world w;
+	world_start(&w, 100);
+	cr_assert_eq(simproc_fault(&sim, "{\"method\":\"POST\",\"path\":\"/status/start$\","
+					 "\"nth\":1,\"action\":\"task_fail\","
+					 "\"message\":\"injected task failure\"}"),
+		     0);
+	cr_assert_eq(simproc_fault(&sim, "{\"method\":\"GET\",\"path\":\"qmstart.*/status$\","
+					 "\"nth\":1,\"action\":\"delay\",\"ms\":3000}"),
+		     0);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "up", "att1", "-t", "jobvm", NULL), 3, "%s", out);
+	const char *row = strstr(out, "\natt1 ");
+	cr_assert_not_null(row, "%s", out);
+	char *line = strndup(row + 1, strcspn(row + 1, "\n"));
+	cr_expect(strstr(line, " needs attention "), "the row says the outcome of exit 3: '%s'",
+		  line);
+	cr_expect_null(strstr(line, "failed"), "'%s'", line);
+	const char *t = strrchr(line, ' ');
+	double secs = t ? strtod(t + 1, NULL) : 0;
+	cr_expect_geq(secs, 3.0, "the time leaves out the failed step: '%s'", line);
+	free(line);
+	free(out);
+	world_free(&w);
+}
+
+/* Store a finished job as a command would have left it. */
+static long long stored_job(const struct world *w, const char *wf, const char *subject,
+			    const char *params, const char *vars)
+{
+	struct store *st = NULL;
+	char *err = NULL;
+	long long id = 0;
+	cr_assert_eq(store_open(w->db, &st, &err), 0, "%s", err);
+	cr_assert_eq(store_job_insert(st, wf, subject, params, 1, &id, &err), 0, "%s", err);
+	struct store_job sj;
+	cr_assert_eq(store_job_get(st, id, &sj, &err), 1, "%s", err);
+	free(sj.vars);
+	sj.vars = strdup(vars);
+	sj.state = JOB_DONE;
+	sj.ended = 2;
+	cr_assert_eq(store_job_update(st, &sj, &err), 0, "%s", err);
+	store_job_free(&sj);
+	store_close(st);
+	return id;
+}
+
+/* A legacy guest has no guest agent: PVE cannot tell its address. The
+ * address an earlier job reached it at (inject's --address, up's --var
+ * ip) is what show uses then, saying where it came from; not one from
+ * before a down of that VMID (another guest had it). */
+Test(cli_jobs, show_remembers_the_address_a_job_was_given)
+{
+	static struct world w;
+	world_start(&w, 100);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "show", "fbsd9-legacy", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "\naddress: unknown\n"), "%s", out);
+	free(out);
+	stored_job(&w, "up", "fbsd9-legacy", "{\"vars\":{\"ip\":\"127.0.9.8\"}}",
+		   "{\"vmid\":190}");
+	long long id = stored_job(&w, "inject", "fbsd9-legacy", "{\"address\":\"127.0.9.9\"}",
+				  "{\"vmid\":190}");
+	stored_job(&w, "inject", "other", "{\"address\":\"127.0.9.7\"}", "{\"vmid\":191}");
+	cr_assert_eq(pv(&w, &out, "show", "190", NULL), 0, "%s", out);
+	char *want = strprintf("\naddress: 127.0.9.9 (as inject job %lld's --address gave it)\n",
+			       id);
+	cr_expect(strstr(out, want), "%s", out);
+	free(want);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "--json", "show", "fbsd9-legacy", NULL), 0, "%s", out);
+	json_object *o = last_json(out), *a = NULL;
+	cr_assert(json_object_object_get_ex(o, "address", &a), "%s", out);
+	cr_expect_str_eq(json_object_get_string(a), "127.0.9.9");
+	json_object_put(o);
+	free(out);
+	/* a down of VMID 190 after them: they were about a guest now gone */
+	stored_job(&w, "down", "fbsd9-legacy", "{}", "{\"vmid\":190}");
+	cr_assert_eq(pv(&w, &out, "show", "fbsd9-legacy", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "\naddress: unknown\n"), "%s", out);
+	free(out);
+	world_free(&w);
+}
+
+/* down deletes only when told to: without a terminal and without --yes
+ * it is refused before any request that changes anything (naming --yes);
+ * on a terminal it lists the guest with its disks and asks, and "n"
+ * deletes nothing, "y" deletes; --dry-run asks nothing. */
+Test(cli_jobs, down_asks_before_deleting)
+{
+	static struct world w;
+	world_start(&w, 100);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "up", "ask1", "-t", "jobvm", NULL), 0, "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "down", "ask1", NULL), 2, "%s", out);
+	cr_expect(strstr(out, "--yes"), "the refusal names --yes:\n%s", out);
+	cr_expect(strstr(out, "nothing deleted"), "%s", out);
+	free(out);
+	cr_assert_eq(guests_named("ask1"), 1, "refused, yet deleted");
+	cr_expect_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE workflow = 'down'"), 0);
+	cr_assert_eq(pv(&w, &out, "down", "ask1", "--dry-run", NULL), 0, "%s", out);
+	cr_expect_null(strstr(out, "[y/N]"), "%s", out);
+	free(out);
+
+	int rc = test_pvagent_pty_answer(w.bin, w.conf, "n", &out, "down", "ask1", NULL);
+	cr_assert_neq(rc, -2, "sanitizer report:\n%s", out);
+	cr_expect_eq(rc, 2, "%s", out);
+	cr_expect(strstr(out, "[y/N]"), "no question asked:\n%s", out);
+	cr_expect(strstr(out, "ask1 (VM "), "the question names the guest:\n%s", out);
+	cr_expect(strstr(out, ":vm-") && strstr(out, "-disk-"), "and its disks:\n%s", out);
+	free(out);
+	cr_assert_eq(guests_named("ask1"), 1, "answered n, yet deleted");
+	cr_expect_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE workflow = 'down'"), 0);
+
+	rc = test_pvagent_pty_answer(w.bin, w.conf, "y", &out, "down", "ask1", NULL);
+	cr_assert_neq(rc, -2, "sanitizer report:\n%s", out);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "deleted"), "%s", out);
+	free(out);
+	cr_assert_eq(guests_named("ask1"), 0, "answered y, not deleted");
+	world_free(&w);
+}
+
 /* A mistyped name is not found (exit 2, as `show` says it), while a rerun
  * of a down whose guest an earlier, killed run deleted completes it. */
 Test(cli_jobs, down_of_a_guest_that_does_not_exist)
@@ -396,11 +525,11 @@ Test(cli_jobs, down_of_a_guest_that_does_not_exist)
 	static struct world w;
 	world_start(&w, 100);
 	char *out = NULL;
-	cr_assert_eq(pv(&w, &out, "down", "nosuch", NULL), 2, "%s", out);
+	cr_assert_eq(pv(&w, &out, "down", "nosuch", "--yes", NULL), 2, "%s", out);
 	cr_expect(strstr(out, "pvagent down: no guest named 'nosuch'"), "%s", out);
 	cr_expect(strstr(out, "absent"), "%s", out);
 	free(out);
-	cr_assert_eq(pv(&w, &out, "--json", "down", "nosuch", NULL), 2, "%s", out);
+	cr_assert_eq(pv(&w, &out, "--json", "down", "nosuch", "--yes", NULL), 2, "%s", out);
 	json_object *o = last_json(out), *g, *e, *k;
 	cr_assert(json_object_object_get_ex(o, "guests", &g), "%s", out);
 	g = json_object_array_get_idx(g, 0);
@@ -409,6 +538,8 @@ Test(cli_jobs, down_of_a_guest_that_does_not_exist)
 	cr_expect_str_eq(json_object_get_string(k), "not-found");
 	json_object_put(o);
 	free(out);
+	/* not found is said, not stored: no failed job left in `jobs` */
+	cr_expect_eq(db_int(&w, "SELECT count(*) FROM jobs"), 0);
 
 	/* killed right after its find, then the guest deleted by another
 	 * down (by VMID): the rerun resumes that job and ends it done */
@@ -419,11 +550,12 @@ Test(cli_jobs, down_of_a_guest_that_does_not_exist)
 	long long id = db_int(&w, "SELECT id FROM jobs WHERE workflow = 'down' AND subject = 'kill2'");
 	char vmid[16];
 	snprintf(vmid, sizeof vmid, "%lld",
-		 db_int(&w, "SELECT json_extract(vars, '$.vmid') FROM jobs WHERE id = 3"));
-	cr_assert_eq(pv(&w, &out, "down", vmid, NULL), 0, "%s", out);
+		 db_int(&w, "SELECT json_extract(vars, '$.vmid') FROM jobs WHERE workflow = 'down' "
+			"AND subject = 'kill2'"));
+	cr_assert_eq(pv(&w, &out, "down", vmid, "--yes", NULL), 0, "%s", out);
 	free(out);
 	cr_assert_eq(guests_named("kill2"), 0);
-	cr_assert_eq(pv(&w, &out, "down", "kill2", NULL), 0, "%s", out);
+	cr_assert_eq(pv(&w, &out, "down", "kill2", "--yes", NULL), 0, "%s", out);
 	cr_expect(strstr(out, "resumed"), "%s", out);
 	free(out);
 	char *q = strprintf("SELECT count(*) FROM jobs WHERE id = %lld AND state = 'done'", id);

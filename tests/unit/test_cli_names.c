@@ -49,7 +49,7 @@ Test(cli_names, down_by_vmid_and_several)
 
 	/* an all-digits argument is a VMID */
 	cr_assert_eq(simproc_named(&cw.sim, "old1"), 1);
-	int rc = cli_pv(&cw, &out, "down", "190", NULL);
+	int rc = cli_pv(&cw, &out, "down", "190", "--yes", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "old1"), "the result names the guest: %s", out);
 	cr_expect_null(strstr(out, "does not exist"), "%s", out);
@@ -57,7 +57,7 @@ Test(cli_names, down_by_vmid_and_several)
 	cr_expect_eq(simproc_named(&cw.sim, "old1"), 0, "VMID 190 was not deleted");
 
 	/* several: each its own job, results per guest; the worst exit */
-	rc = cli_pv(&cw, &out, "--json", "down", "old2", "cli1", NULL);
+	rc = cli_pv(&cw, &out, "--json", "down", "old2", "cli1", "-y", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	json_object *o = cli_final_json(out);
 	cr_expect_str_eq(cli_jpath(o, (const char *const[]){"guests", "0", "name", NULL}), "old2");
@@ -82,7 +82,7 @@ Test(cli_names, dotted_names_up_and_down)
 	cr_expect_eq(rc, 0, "%s", out);
 	free(out);
 	cr_expect_eq(simproc_named(&cw.sim, "web.example.org"), 1);
-	rc = cli_pv(&cw, &out, "down", "web.example.org", NULL);
+	rc = cli_pv(&cw, &out, "down", "web.example.org", "--yes", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	free(out);
 	cr_expect_eq(simproc_named(&cw.sim, "web.example.org"), 0);
@@ -423,7 +423,7 @@ Test(cli_names, parallel_progress_on_a_terminal)
 	free(out);
 
 	/* not a terminal: plain lines, no escape sequences */
-	rc = cli_pv(&cw, &out, "down", "tty1", "tty2", NULL);
+	rc = cli_pv(&cw, &out, "down", "tty1", "tty2", "--yes", NULL);
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect_null(strchr(out, '\033'), "%s", out);
 	free(out);

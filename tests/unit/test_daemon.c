@@ -1103,7 +1103,7 @@ static void killed_at_boundary(bool down, int idx)
 	const char *id = down ? "2" : "1";
 	char *outp = strprintf("%s/cmd.out", w.dir);
 	const char *up_args[] = {"up", "kill1", "-t", "jobvm", "--set", "size=40G", NULL};
-	const char *down_args[] = {"down", "kill1", NULL};
+	const char *down_args[] = {"down", "kill1", "--yes", NULL};
 	client_pid = bg(&w, outp, down ? down_args : up_args);
 	char *sql = strprintf("SELECT count(*) FROM steps WHERE job = %s AND idx = %d AND state IN "
 			      "('done', 'skipped')", id, idx);
@@ -1397,6 +1397,37 @@ Test(daemon, a_job_that_needs_attention_is_logged_as_the_store_has_it)
 	char *log = daemon_log(&w);
 	cr_assert_null(strstr(log, "job 1 (up att1): failed"), "%s", log);
 	free(log);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
+/* The client asks before it submits a down (the daemon never prompts):
+ * without a terminal and without --yes nothing reaches the daemon; with
+ * --yes the guest is deleted; a guest that does not exist is not found
+ * and no failed job is stored. */
+Test(daemon, down_is_confirmed_by_the_client_before_it_is_submitted)
+{
+	static struct world w;
+	world_start(&w, 100, 2, NULL);
+	daemon_start(&w);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "up", "conf1", "-t", "jobvm", NULL), 0, "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "down", "conf1", NULL), 2, "%s", out);
+	cr_expect(strstr(out, "--yes"), "%s", out);
+	free(out);
+	cr_assert_eq(guests_named("conf1"), 1);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE workflow = 'down'", NULL), 0);
+	cr_assert_eq(pv(&w, &out, "down", "nosuch", "--yes", NULL), 2, "%s", out);
+	cr_expect(strstr(out, "no guest named 'nosuch'"), "%s", out);
+	free(out);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE workflow = 'down'", NULL), 0);
+	cr_assert_eq(pv(&w, &out, "down", "conf1", "--yes", NULL), 0, "%s", out);
+	free(out);
+	cr_assert_eq(guests_named("conf1"), 0);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE workflow = 'down' AND state = "
+				"'done'", NULL),
+		     1);
 	daemon_stop(&w);
 	world_free(&w);
 }

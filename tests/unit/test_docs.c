@@ -4,12 +4,15 @@
  * tests/pvesim/README.md, ...) names a file that exists; README.md links
  * each of those documents and the man pages; and its command table lists
  * every command of the tool's command table (`pvagent __complete
- * commands`, $PVAGENT_BIN, default build/san/pvagent). Run from the tree. */
+ * commands`, $PVAGENT_BIN, default build/san/pvagent); the man pages run
+ * no words together. Run from the tree. */
 #include "sshd.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -168,4 +171,64 @@ Test(docs, readme_table_has_every_command)
 	cr_assert_gt(n, 15, "only %zu commands from pvagent __complete commands", n);
 	free(text);
 	free(out);
+}
+
+/* The arguments of a man page's font macro line (".BR a \"b c\" d"): the
+ * words, a quoted one as one. */
+static size_t macro_args(const char *l, char args[][128], size_t max)
+{
+	size_t n = 0;
+	while (*l && n < max) {
+		while (*l == ' ')
+			l++;
+		if (!*l)
+			break;
+		bool q = *l == '"';
+		const char *s = l + q, *e = q ? strchr(s, '"') : strchr(s, ' ');
+		if (!e)
+			e = s + strlen(s);
+		snprintf(args[n++], 128, "%.*s", (int)(e - s), s);
+		l = *e ? e + 1 : e;
+	}
+	return n;
+}
+
+static bool word_end(const char *a)
+{
+	size_t n = strlen(a);
+	while (n && strchr(".,;:", a[n - 1]))
+		n--;
+	if (n >= 4 && a[n - 4] == '\\' && a[n - 3] == '(')
+		return false; /* a special character: \(dq is '"' */
+	return n >= 2 && isalnum((unsigned char)a[n - 1]) && isalnum((unsigned char)a[n - 2]);
+}
+
+/* An alternating font macro (.BR, .IR, ...) joins its arguments without a
+ * space: ".BR \-\-migrate . Then it writes" printed "--migrate.Thenitwrites"
+ * (issue 33). Two words side by side in one is such a slip. */
+Test(docs, man_pages_run_no_words_together)
+{
+	const char *pages[] = {"conf/man/pvagent.1", "conf/man/pvagent.conf.5",
+			       "conf/man/pvagent-template.5", "conf/man/pvagentd.8"};
+	for (size_t p = 0; p < sizeof pages / sizeof *pages; p++) {
+		char *text = slurp(pages[p]);
+		int line = 0;
+		for (char *l = text, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+			nl = strchr(l, '\n');
+			if (nl)
+				*nl = '\0';
+			line++;
+			if (l[0] != '.' || !strchr("BIR", l[1]) || !strchr("BIR", l[2]) || l[1] == l[2] ||
+			    l[3] != ' ')
+				continue;
+			char args[32][128];
+			size_t n = macro_args(l + 4, args, 32);
+			for (size_t i = 0; i + 1 < n; i++)
+				cr_expect(!(word_end(args[i]) && isalpha((unsigned char)args[i + 1][0]) &&
+					    isalpha((unsigned char)args[i + 1][1])),
+					  "%s:%d: '%s' and '%s' run together: %s", pages[p], line,
+					  args[i], args[i + 1], l);
+		}
+		free(text);
+	}
 }

@@ -453,11 +453,32 @@ Test(image_cli, published_checksums_and_rebuild)
 	cr_assert(new > 0 && new != old, "old %d new %d", old, new);
 	cr_assert_null(config_of("loop-image-new"));
 	cr_assert_null(simproc_config_key(&sim, old, "name"), "the old template stayed");
-	/* rm */
-	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "rm", "loop", NULL), 0, "%s", out);
+	/* rm: refused without a terminal and without --yes; on a terminal
+	 * "n" keeps it; then --yes removes it */
+	char *nm = NULL;
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "rm", "loop", NULL), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "--yes"), "%s", out);
+	free(out);
+	nm = simproc_config_key(&sim, new, "name");
+	cr_assert_not_null(nm, "refused, yet removed");
+	free(nm);
+	int rc = test_pvagent_pty_answer(w.bin, w.conf, "n", &out, "--local", "image", "rm", "loop",
+					 NULL);
+	cr_assert_eq(rc, 2, "%s", out);
+	cr_assert_not_null(strstr(out, "[y/N]"), "%s", out);
+	cr_assert_not_null(strstr(out, "loop-image (VM "), "the question names the VM:\n%s", out);
+	free(out);
+	nm = simproc_config_key(&sim, new, "name");
+	cr_assert_not_null(nm, "answered n, yet removed");
+	free(nm);
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "build", "loop", "--yes", NULL), 2,
+		     "%s", out);
+	cr_assert_not_null(strstr(out, "--yes is for image rm"), "%s", out);
+	free(out);
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "rm", "loop", "--yes", NULL), 0, "%s", out);
 	free(out);
 	cr_assert_null(config_of("loop-image"));
-	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "rm", "loop", NULL), 2, "%s", out);
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "rm", "loop", "--yes", NULL), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "no template VM loop-image"), "%s", out);
 	free(out);
 	free(img);

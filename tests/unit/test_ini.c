@@ -96,6 +96,9 @@ Test(parse, errors_name_file_and_line)
 	parse_fails("[a]\nk:v\n", 8, "f.ini:2: column 2: invalid character in a key");
 	parse_fails("[a]\n= v\n", 8, "f.ini:2: expected 'key = value' or '[section]'");
 	parse_fails("[a\n", 3, "f.ini:1: expected ']' to end the section header");
+	/* an unquoted label: the syntax said */
+	parse_fails("[x]\n[pool lan]\n", 15, "f.ini:2: expected ']' to end the section header: a "
+		    "label is written in double quotes, [pool \"lan\"]");
 	parse_fails("[]\n", 3, "f.ini:1: section name expected after '['");
 	parse_fails("[a] x\n", 6, "f.ini:1: unexpected text after ']'");
 	parse_fails("[a \"x]\n", 7, "f.ini:1: unterminated section label (missing '\"')");

@@ -401,7 +401,7 @@ Test(pool_cli, exhaustion_hand_set_and_reuse)
 	cr_assert_not_null(strstr(out, "free: none"), "%s", out);
 	free(out);
 	/* down frees the address; the next up takes it */
-	cr_assert_eq(simcli_pv(&w, &out, "--local", "down", "e1", NULL), 0, "%s", out);
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "down", "e1", "--yes", NULL), 0, "%s", out);
 	free(out);
 	cr_assert_eq(simcli_pv(&w, &out, "--local", "--json", "pool", "list", NULL), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "\"free\":[\"10.9.0.12\"]"), "%s", out);

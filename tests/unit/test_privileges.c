@@ -374,7 +374,7 @@ ON_EACH_VERSION(readme_role_runs_up_virtio_and_down)
 	expect_key(190, "virtio0", "local-lvm:vm-190-disk-0,size=16G");
 	expect_key(190, "net0", "virtio=BC:24:11:00:01:90,bridge=vmbr0");
 
-	rc = pv(&out, "down", "web1", NULL);
+	rc = pv(&out, "down", "web1", "--yes", NULL);
 	cr_assert_eq(rc, 0, "down with the README's token: exit %d\n%s", rc, out);
 	free(out);
 	cr_expect_eq(simproc_named(&sp, "web1"), 0);
@@ -466,7 +466,7 @@ ON_EACH_VERSION(each_privilege_of_the_readme_role_is_needed)
 		}
 		if (rc == 0) {
 			all = out;
-			rc = pv(&out, "down", "web1", NULL);
+			rc = pv(&out, "down", "web1", "--yes", NULL);
 		}
 		bool optional = strcmp(w[i], "VM.Snapshot") == 0 ||
 				strcmp(w[i], "VM.Config.HWType") == 0;
