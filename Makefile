@@ -357,3 +357,11 @@ sandbox: deps-demo
 	@bash tests/sandbox/sandbox.sh start
 sandbox-stop:
 	@bash tests/sandbox/sandbox.sh stop
+
+# make journey: a user's first day on each cluster model, as installed
+# (tests/journey/run.sh: make install into build/journey/root, pvagentd as
+# its unit starts it, only the token setup makes; as root, models in
+# parallel). Not in make test; logs in build/journey/.
+.PHONY: journey
+journey: deps-test
+	@bash tests/journey/run.sh
