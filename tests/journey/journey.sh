@@ -17,7 +17,8 @@
 # failed"; exit 1 on any failure. Needs root (the guests' sshds chroot).
 set -u
 MODEL=$1 MODE=$2 TTY=$3 NET=$4 OUT=$5
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=${JOURNEY_REPO:-$(cd "$HERE/../.." && pwd)}
 JOURNEY_ROOT=${JOURNEY_ROOT:-$REPO/build/journey/root}
 PVAGENT=$JOURNEY_ROOT/usr/bin/pvagent
 PVAGENTD=$JOURNEY_ROOT/usr/sbin/pvagentd
@@ -37,7 +38,7 @@ export PVAGENT_GUESTS=$REPO/tests/guests
 source "$REPO/tests/e2e/lib/sim.sh"
 set +e
 # shellcheck source=lib.sh
-source "$REPO/tests/journey/lib.sh"
+source "$HERE/lib.sh"
 
 HOME_DIR=$OUT/home         # the user's working directory (no ./templates, no ./conf)
 ETC=$OUT/etc/pvagent       # what /etc/pvagent is on a host
@@ -53,6 +54,10 @@ finish() {
 	[ -n "$DAEMON_PID" ] && kill -KILL "$DAEMON_PID" 2>/dev/null
 	[ -n "$HTTP_PID" ] && kill -TERM "$HTTP_PID" 2>/dev/null
 	cp "$E2E_DIR/requests.jsonl" "$E2E_DIR/sim.err" "$OUT/" 2>/dev/null
+	local r
+	for r in "${GUEST_ROOTS[@]}"; do # the guests' sshd logs (guestd removes them)
+		cp "$(dirname "$r")/etc/sshd.log" "$OUT/sshd-$(basename "$(dirname "$r")").log" 2>/dev/null
+	done
 	(exit $rc)
 	sim_cleanup
 }
@@ -278,6 +283,15 @@ for t in "$JOURNEY_ROOT"/usr/share/pvagent/templates/*.tmpl; do
 			CREATED+=("$name") ;;
 	esac
 done
+
+if [ "$TTY" = pty ]; then
+	# live progress lines: up redraws its step line on a terminal
+	check live-progress "no up drew live progress lines on the terminal" \
+		grep -qa $'\x1b\[2K' "$OUT"/steps/*-up-*.out.tty
+	fired() { sim_state | jq -e '[.data.faults[] | select(.path == "/clone$") | .fired] |
+		add == 1' >/dev/null; }
+	check fault-fired "the fault on the first clone did not fire" fired
+fi
 
 # ---- looking at them ----------------------------------------------------------
 step list 0 '(^| )g-freebsd-14 ' -- list

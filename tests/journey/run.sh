@@ -23,7 +23,11 @@ t0=$SECONDS
 make --no-print-directory -j2 PREFIX="$ROOT/usr" build/san/pvagent build/san/pvagentd \
 	build/san/pvesim build/san/guestd >"$B.build.log" 2>&1 ||
 	{ tail -20 "$B.build.log"; echo "journey: build failed"; exit 1; }
-rm -rf "$B" && mkdir -p "$B/stage"
+rm -rf "$B" && mkdir -p "$B/stage" "$B/bin"
+# the journeys run from a copy (bash reads a script as it goes: an edit
+# during a run must not change it)
+cp tests/journey/journey.sh tests/journey/lib.sh "$B/bin/"
+export JOURNEY_REPO=$REPO
 for f in pvagent pvagentd; do ln -s "$REPO/build/san/$f" "$B/stage/$f"; done
 ln -s "$REPO/conf" "$B/stage/conf"
 ln -s "$REPO/templates" "$B/stage/templates"
@@ -47,7 +51,7 @@ for m in $models; do
 		while [ "$(jobs -rp | wc -l)" -ge "${JOURNEY_JOBS:-20}" ]; do wait -n; done
 		(
 			s=$SECONDS
-			bash tests/journey/journey.sh "$m" "${r%-*}" "${r#*-}" "127.0.$n" "$B/$m-$r"
+			bash "$B/bin/journey.sh" "$m" "${r%-*}" "${r#*-}" "127.0.$n" "$B/$m-$r"
 			echo "$m $r: $((SECONDS - s)) s"
 		) >"$B/$m-$r.log" 2>&1 &
 		n=$((n + 1))
