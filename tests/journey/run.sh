@@ -17,6 +17,11 @@ set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$REPO"
 [ "$(id -u)" = 0 ] || { echo "journey: needs root (the guests' sshds chroot)" >&2; exit 1; }
+# besides make deps-test's: the simulator's control routes (curl), the
+# image file (python3), the pseudo-terminal (script) and the step timeout
+for c in curl python3 script timeout; do
+	command -v "$c" >/dev/null || { echo "journey: needs $c (apt-get install curl python3 bsdutils coreutils)" >&2; exit 1; }
+done
 B=$REPO/build/journey
 ROOT=$B/root
 t0=$SECONDS
