@@ -373,3 +373,11 @@ sandbox-stop:
 bench-counts: all $(REL)/tests/bench/migrate
 	@PVESIM_BIN=$${PVESIM_BIN:-tests/pvesim/pvesim} $(REL)/tests/bench/migrate --counts && \
 	  bash tests/bench/up.sh --counts && bash tests/bench/corpus.sh
+
+# make journey: a user's first day on each cluster model, as installed
+# (tests/journey/run.sh: make install into build/journey/root, pvagentd as
+# its unit starts it, only the token setup makes; as root, models in
+# parallel). Not in make test; logs in build/journey/.
+.PHONY: journey
+journey: deps-test
+	@bash tests/journey/run.sh

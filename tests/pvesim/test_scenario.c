@@ -186,6 +186,43 @@ Test(scenario, invalid_json)
 	expect_err("{\"pve_version\": ", "$: invalid JSON");
 }
 
+/* A key starting with '_' is a note for the reader ("_source" of the
+ * journey models), at any level; the rest stays strict. */
+Test(scenario, underscore_keys_are_notes)
+{
+	char *path = write_tmp(BASE_HEAD "\"_source\":\"pve-installer\",\"guests\":[{\"vmid\":100,"
+			       "\"node\":\"pve1\",\"type\":\"qemu\",\"_comment\":\"x\","
+			       "\"config\":{\"name\":\"a\"}}]}");
+	char *err = NULL;
+	struct cluster *c = cluster_load(path, 1.7e9, &err);
+	cr_assert_not_null(c, "%s", err ? err : "?");
+	cr_assert_not_null(cluster_guest(c, 100));
+	cluster_free(c);
+	unlink(path);
+	free(path);
+	expect_err(BASE_HEAD "\"source\":1}", "$: unknown key 'source'");
+}
+
+/* The journeys' cluster models (tests/journey) load, each as its source
+ * says: import content, the disk storage, per-node versions, HA rules. */
+Test(scenario, journey_models_load)
+{
+	const char *names[] = {"journey-lvmthin.json", "journey-zfs.json",
+			       "journey-upgraded.json", "journey-mixed.json"};
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		char *path = scenario_path(names[i]);
+		char *err = NULL;
+		struct cluster *c = cluster_load(path, 1.7e9, &err);
+		cr_assert_not_null(c, "%s: %s", names[i], err ? err : "?");
+		cr_assert_str_eq(cluster_pve_version(c), "9.1");
+		cr_assert(cluster_check_password(c, "root@pam", "journey-root-pw"));
+		cr_assert_not_null(cluster_guest(c, 190), "%s: no legacy guest", names[i]);
+		cluster_free(c);
+		free(err);
+		free(path);
+	}
+}
+
 Test(scenario, unknown_top_key)
 {
 	expect_err("{\"pve_version\":\"8.4\",\"nodes\":[{\"name\":\"pve1\"}],\"bogus\":1}",
