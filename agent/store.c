@@ -316,7 +316,7 @@ int store_open(const char *path, struct store **out, char **err)
 	/* WAL answers the mode now in effect; a file system that cannot do WAL
 	 * keeps the rollback journal, which still works. */
 	if (exec(s, "PRAGMA journal_mode=WAL", err, "journal mode") < 0 ||
-	    exec(s, "PRAGMA synchronous=NORMAL", err, "pragmas") < 0 ||
+	    exec(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF", err, "pragmas") < 0 ||
 	    /* foreign keys on after the migrations: a table made again must
 	     * not take its referencing rows with it */
 	    migrate(s, err) < 0 || exec(s, "PRAGMA foreign_keys=ON", err, "pragmas") < 0 ||
