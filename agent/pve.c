@@ -518,6 +518,20 @@ static char *normalize_url(const char *url, struct pve_error *err)
 		pve_error_set(err, PVE_ERR_CONFIG, "no PVE url configured");
 		return NULL;
 	}
+	char *shown = url_shown(url);
+	if (!shown) {
+		pve_error_set(err, PVE_ERR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	if (strcmp(shown, url) != 0) {
+		/* never echoed: the userinfo may be a password */
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "url %s: a user or password in the URL is not used; give token_id "
+			      "and token_secret_file (or user and password_file)", shown);
+		free(shown);
+		return NULL;
+	}
+	free(shown);
 	const char *sep = strstr(url, "://");
 	int rc = 0;
 	if (!sep) {

@@ -27,6 +27,7 @@ struct image_ctx {
 	struct image *im;
 	const char *node, *storage, *import_storage; /* borrowed from params */
 	struct guest_ref g;                          /* the new VM, once made */
+	char *userinfo; /* --url's user:password, a secret while the job runs */
 };
 
 json_object *wf_image_params(const struct image_build_req *r)
@@ -58,6 +59,16 @@ static int image_open(struct job *j, void *ctx)
 		free(msg);
 		return -1;
 	}
+	/* a mirror's user:password in --url is never shown (logs, errors:
+	 * wget's command line in a failed download's log) */
+	size_t uil;
+	const char *ui = url_userinfo(json_str(p, "url"), &uil);
+	if (ui) {
+		x->userinfo = strndup(ui, uil);
+		if (!x->userinfo)
+			return pve_error_oom(job_err(j));
+		log_secret_add(x->userinfo);
+	}
 	x->node = json_str(p, "node");
 	x->storage = json_str(p, "storage");
 	x->import_storage = json_str(p, "import_storage");
@@ -82,6 +93,9 @@ static void image_close(struct job *j, void *ctx)
 	struct image_ctx *x = ctx;
 	image_free(x->im);
 	guest_ref_clear(&x->g);
+	if (x->userinfo)
+		log_secret_remove(x->userinfo);
+	free(x->userinfo);
 }
 
 /* ---- resolve ------------------------------------------------------------------- */
@@ -442,8 +456,10 @@ static int create_params(void *ctx, int vmid, struct pve_params *p, struct pve_e
 	pve_params_add(p, "citype", im->cloudinit);
 	pve_params_add(p, "ciuser", im->user);
 	pve_params_addf(p, "tags", "%s", IMAGE_TAG);
+	char *url = url_shown(json_str(v, "url"));
 	pve_params_addf(p, "description", "pvagent image %s (%s:%s from %s)", im->name,
-			json_str(v, "algo"), json_str(v, "sum"), json_str(v, "url"));
+			json_str(v, "algo"), json_str(v, "sum"), url ? url : "?");
+	free(url);
 	return p->failed ? pve_error_oom(err) : 0;
 }
 

@@ -379,6 +379,20 @@ Test(image_cli, failures_leave_nothing)
 	cr_assert_eq(simproc_count(&sim, "POST", "/nodes/pve1/qemu", -1), vms);
 	cr_assert_null(config_of("debian-12-image"));
 	cr_assert_eq(import_volumes(), 0);
+	/* a mirror's user:password in --url is never shown: not by a refused
+	 * --url, not in PVE's failed download (-vv included) */
+	char *secret_url = strprintf("http://mirror:Sekr1t@%s/missing.qcow2", hs.base + 7);
+	cr_assert_eq(simcli_pv(&w, &out, "-vv", "--local", "image", "build", "debian-12", "--url",
+			       secret_url, "--checksum", sum, NULL), 1, "%s", out);
+	cr_assert_null(strstr(out, "Sekr1t"), "%s", out);
+	cr_assert_not_null(strstr(out, "download failed"), "%s", out);
+	free(out);
+	free(secret_url);
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "build", "debian-12", "--url",
+			       "ftp://mirror:Sekr1t@x/y.qcow2", NULL), 2, "%s", out);
+	cr_assert_null(strstr(out, "Sekr1t"), "%s", out);
+	cr_assert_not_null(strstr(out, "--url ftp://***@x/y.qcow2: not an http(s) URL"), "%s", out);
+	free(out);
 	/* refused before any request */
 	int all = simproc_count(&sim, "GET", "", -1);
 	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "build", "freebsd-15", NULL), 2, "%s", out);

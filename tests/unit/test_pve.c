@@ -453,6 +453,19 @@ Test(opts, config_errors)
 	o.ca_file = "/nonexistent/ca.pem";
 	cr_expect_null(new_client(&o, &e));
 	cr_expect(strstr(e.message, "ca_file") != NULL, "%s", e.message);
+
+	/* a URL's userinfo is refused and never echoed (issue 36) */
+	o.ca_file = NULL;
+	const char *const with_userinfo[] = {"https://root:Sekr1t@pve:8006", "root:Sekr1t@pve",
+					     "http://root:Sekr1t@pve:8006/api2/json"};
+	for (size_t i = 0; i < 3; i++) {
+		o.url = with_userinfo[i];
+		cr_expect_null(new_client(&o, &e));
+		cr_expect_eq(e.kind, PVE_ERR_CONFIG, "%s", with_userinfo[i]);
+		cr_expect(e.message && !strstr(e.message, "Sekr1t") && !strstr(e.message, "root:") &&
+				  strstr(e.message, "***@pve"),
+			  "%s: %s", with_userinfo[i], e.message);
+	}
 	pve_error_clear(&e);
 }
 
