@@ -215,6 +215,8 @@ static int check_root_only(const struct up_request *req, enum pvekey_kind kk,
 	for (size_t l = 0; l < 2; l++)
 		for (size_t i = 0; lists[l] && i < lists[l]->n; i++) {
 			const char *k = lists[l]->items[i].key;
+			if (strcmp(k, "size") == 0)
+				continue; /* pvagent's own: the boot disk's growth */
 			char *why = NULL;
 			int r = pvecheck_root_only(kk, k, &why);
 			if (r < 0)

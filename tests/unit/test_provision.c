@@ -674,6 +674,7 @@ Test(provision_sim, root_only_keys_refused_to_a_token_before_any_request)
 	req.dry_run = true;
 	struct tmpl_kvlist sets = {0};
 	cr_assert_eq(tmpl_kvlist_add(&sets, "cores", "2", 0), 0);
+	cr_assert_eq(tmpl_kvlist_add(&sets, "size", "40G", 0), 0);
 	req.sets = &sets;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
