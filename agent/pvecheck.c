@@ -554,7 +554,14 @@ static bool root_only(enum pvekey_kind kind, const char *key)
 					      "unused", "serial",  "usb",    "hostpci",
 					      "virtiofs", "numa",  "net",    "ipconfig",
 					      NULL};
-	if (listed(key, plain))
+	/* create_vm extracts its own parameters (pool, storage, archive,
+	 * start, unique, ...) before the check; the request's meta ones are
+	 * none of the config's */
+	static const char *const meta[] = {"vmid",     "node",	  "digest", "delete",
+					   "revert",   "skiplock", "force",  "background_delay",
+					   NULL};
+	const struct pvekey *pk = pvekey_lookup(kind, key);
+	if (listed(key, plain) || listed(key, meta) || (pk && !(pk->where & PVEKEY_CONFIG)))
 		return false;
 	for (size_t i = 0; indexed[i]; i++)
 		if (key_indexed(key, indexed[i]))

@@ -14,6 +14,7 @@
 #include "clirun.h"
 #include "guestenv.h"
 #include "log.h"
+#include "pvecheck.h"
 #include "cfgdiff.h"
 #include "cli_up.h"
 #include "simclock.h"
@@ -634,6 +635,27 @@ Test(provision_sim, bad_values_refused_before_any_request)
  * them to a token as PVE does. */
 Test(provision_sim, root_only_keys_refused_to_a_token_before_any_request)
 {
+	/* the rule: qemu-server's lists, create_vm's own parameters and the
+	 * request's meta ones pass; pve-container's devN is root@pam's */
+	static const struct {
+		enum pvekey_kind kind;
+		const char *key;
+		int root;
+	} rule[] = {
+		{PVEKEY_QEMU, "args", 1},     {PVEKEY_QEMU, "hookscript", 1},
+		{PVEKEY_QEMU, "vmgenid", 1},  {PVEKEY_QEMU, "cores", 0},
+		{PVEKEY_QEMU, "pool", 0},     {PVEKEY_QEMU, "storage", 0},
+		{PVEKEY_QEMU, "scsi3", 0},    {PVEKEY_QEMU, "ipconfig1", 0},
+		{PVEKEY_QEMU, "tags", 0},     {PVEKEY_LXC, "dev0", 1},
+		{PVEKEY_LXC, "hookscript", 0},
+	};
+	for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+		char *why = NULL;
+		cr_expect_eq(pvecheck_root_only(rule[i].kind, rule[i].key, &why), rule[i].root, "%s",
+			     rule[i].key);
+		cr_expect_eq(why != NULL, rule[i].root, "%s", rule[i].key);
+		free(why);
+	}
 	static struct fx f;
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", NULL);
 	const char *names[] = {"s1"};
