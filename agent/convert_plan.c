@@ -135,9 +135,21 @@ static bool key_touches_buses(const char *k)
 	       strcmp(k, "boot") == 0 || strcmp(k, "bootdisk") == 0 || strcmp(k, "scsihw") == 0;
 }
 
-/* The disks (cdroms aside) of a config per bus: IDE, SATA, on an emulated
- * SCSI controller, on virtio (virtio-blk, or SCSI behind virtio-scsi);
- * mixed: some are emulated and they are on more than one bus. */
+/* A drive that is not a disk to convert: a CD-ROM (media=cdrom, with or
+ * without media: "ide2: none,media=cdrom"), or a cloud-init drive
+ * (vm-N-cloudinit: PVE writes it anew from the config at each start). */
+static bool not_a_disk(const struct pvecfg_disk *d)
+{
+	return d->cdrom || (d->volume && strstr(d->volume, "-cloudinit"));
+}
+
+/* The disks (CD-ROMs and cloud-init drives aside) of a config per bus:
+ * IDE, SATA, on an emulated SCSI controller, on virtio (virtio-blk, or
+ * SCSI behind virtio-scsi). mixed: moving them would rename other disks:
+ * two emulated buses, or IDE/SATA disks beside virtio ones (the guest
+ * names both sdX, or the new virtioN keys would collide). SCSI disks on
+ * an emulated controller beside virtio-blk ones are not mixed: they keep
+ * their keys and names, only the controller changes. */
 struct bus_count {
 	unsigned ide, sata, lsi, virt;
 	bool mixed;
@@ -148,7 +160,7 @@ static struct bus_count count_buses(const struct pvecfg_hw *hw)
 	struct bus_count c = {0};
 	for (size_t i = 0; i < hw->n_disks; i++) {
 		const struct pvecfg_disk *d = &hw->disks[i];
-		if (d->cdrom)
+		if (not_a_disk(d))
 			continue;
 		bool emu_scsi = d->bus == BUS_SCSI && scsihw_emulated(hw->scsihw);
 		c.ide += d->bus == BUS_IDE;
@@ -156,37 +168,19 @@ static struct bus_count count_buses(const struct pvecfg_hw *hw)
 		c.lsi += emu_scsi;
 		c.virt += d->bus == BUS_VIRTIO || (d->bus == BUS_SCSI && !emu_scsi);
 	}
-	c.mixed = (c.ide || c.sata || c.lsi) && !!c.ide + !!c.sata + !!c.lsi + !!c.virt > 1;
+	c.mixed = !!c.ide + !!c.sata + !!c.lsi > 1 || ((c.ide || c.sata) && c.virt);
 	return c;
+}
+
+static bool is_template(json_object *config)
+{
+	const char *t = json_text(config, "template");
+	return t && strcmp(t, "0") != 0;
 }
 
 int convert_config_check(json_object *config, int vmid, const char *pending_keys, char **why)
 {
 	*why = NULL;
-	const char *os = json_text(config, "ostype");
-	if (ostype_windows(os)) {
-		*why = strprintf("a Windows guest (ostype %s): pvagent does not convert Windows; it "
-				 "boots from virtio only once the viostor (disk) and NetKVM (network) "
-				 "drivers from the virtio-win ISO are installed while its disks and NICs "
-				 "are still emulated", os);
-		return -1;
-	}
-	for (const char *p = pending_keys; p && *p;) {
-		size_t n = strcspn(p, ",");
-		char *k = strndup(p, n);
-		if (!k)
-			return -1;
-		bool touch = key_touches_buses(k);
-		if (touch)
-			*why = strprintf("%s has a pending change (PVE applies it at the next restart): "
-					 "pvagent converts only the config the guest runs; restart the "
-					 "guest to apply it or revert it (qm revert %d --revert %s)", k,
-					 vmid, k);
-		free(k);
-		if (touch)
-			return -1;
-		p += n + (p[n] == ',');
-	}
 	struct pvecfg_hw hw = {0};
 	if (pvecfg_hw_read(config, &hw) < 0)
 		return -1;
@@ -206,7 +200,38 @@ int convert_config_check(json_object *config, int vmid, const char *pending_keys
 		sbuf_free(&stay);
 		return -1;
 	}
-	if (stay.len) {
+	/* what decides comes first: nothing emulated is nothing to do, for a
+	 * template or a Windows guest too */
+	if (!(ide || sata || lsi || e1000 || stay.len)) {
+		sbuf_free(&stay);
+		return 1;
+	}
+	rc = -1;
+	const char *os = json_text(config, "ostype");
+	if (is_template(config))
+		*why = strdup("a template (template: 1): pvagent does not convert templates; its "
+			      "disks are base volumes its linked clones read, and it never runs for "
+			      "the guest side to be prepared: convert a clone (a full clone made "
+			      "into a template again)");
+	else if (ostype_windows(os))
+		*why = strprintf("a Windows guest (ostype %s): pvagent does not convert Windows; it "
+				 "boots from virtio only once the viostor (disk) and NetKVM (network) "
+				 "drivers from the virtio-win ISO are installed while its disks and NICs "
+				 "are still emulated", os);
+	for (const char *p = pending_keys; p && *p && !*why;) {
+		size_t n = strcspn(p, ",");
+		char *k = strndup(p, n);
+		if (!k)
+			break;
+		if (key_touches_buses(k))
+			*why = strprintf("%s has a pending change (PVE applies it at the next restart): "
+					 "pvagent converts only the config the guest runs; restart the "
+					 "guest to apply it or revert it (qm revert %d --revert %s)", k,
+					 vmid, k);
+		free(k);
+		p += n + (p[n] == ',');
+	}
+	if (!*why && stay.len) {
 		const char *s = nstay > 1 ? "" : "s";
 		*why = ide || sata || lsi || e1000
 		     ? strprintf("%s stay%s emulated beside the disks and NICs pvagent would move: "
@@ -214,17 +239,17 @@ int convert_config_check(json_object *config, int vmid, const char *pending_keys
 				 "rtl8139, vmxnet3 or virtio", sbuf_str(&stay), s)
 		     : strprintf("nothing pvagent converts: %s stay%s emulated; pvagent converts "
 				 "e1000, e1000e, rtl8139 and vmxnet3 NICs", sbuf_str(&stay), s);
-		sbuf_free(&stay);
-		return -1;
+	} else if (!*why && bc.mixed) {
+		*why = strdup("its disks are on more than one bus (IDE, SATA, SCSI, virtio; CD-ROMs "
+			      "and cloud-init drives aside): pvagent converts a guest whose disks "
+			      "are all on IDE, all on SATA or on one emulated SCSI controller, "
+			      "beside virtio-blk ones at most (the guest's device names would "
+			      "shift)");
+	} else if (!*why) {
+		rc = 0;
 	}
 	sbuf_free(&stay);
-	if (bc.mixed) {
-		*why = strdup("its disks are on more than one bus (IDE, SATA, SCSI, virtio): pvagent "
-			      "converts a guest whose disks are all on IDE, all on SATA or all on "
-			      "one SCSI controller (the guest's device names would shift)");
-		return -1;
-	}
-	return ide || sata || lsi || e1000 ? 0 : 1;
+	return rc;
 }
 
 int convert_target_make(json_object *saved, enum vbus bus, int pve_major,
@@ -248,7 +273,7 @@ int convert_target_make(json_object *saved, enum vbus bus, int pve_major,
 	if (bc.mixed) {
 		*err = strdup("the guest has disks on more than one bus (IDE, SATA, SCSI or virtio); "
 			      "pvagent converts only guests whose disks are all on IDE, all on SATA "
-			      "or all on one SCSI controller");
+			      "or on one emulated SCSI controller, beside virtio-blk ones at most");
 		goto out;
 	}
 	t->sata = bc.sata > 0;
@@ -260,7 +285,7 @@ int convert_target_make(json_object *saved, enum vbus bus, int pve_major,
 	unsigned idx = 0;
 	for (size_t i = 0; t->scsi_ctl && i < hw.n_disks; i++) {
 		const struct pvecfg_disk *d = &hw.disks[i];
-		if (d->cdrom || d->bus != BUS_SCSI)
+		if (not_a_disk(d) || d->bus != BUS_SCSI)
 			continue;
 		if (d == bd && !(t->boot_key = strdup(d->key))) {
 			*err = strdup("out of memory");
@@ -272,7 +297,7 @@ int convert_target_make(json_object *saved, enum vbus bus, int pve_major,
 	}
 	for (size_t i = 0; i < hw.n_disks; i++) {
 		const struct pvecfg_disk *d = &hw.disks[i];
-		if (d->cdrom || d->bus != src)
+		if (not_a_disk(d) || d->bus != src)
 			continue;
 		char *nk = strprintf("%s%u", bus == VBUS_VIRTIO_SCSI ? "scsi" : "virtio", idx);
 		const char *old = json_text(saved, d->key);

@@ -31,14 +31,18 @@ void convert_target_free(struct convert_target *t);
 
 /* What the config alone decides, before any address or SSH (the config
  * as GET .../config answers it, pending_keys from guest_pending, may be
- * NULL): 1 nothing to convert (no IDE or SATA disk, no e1000, e1000e,
- * rtl8139 or vmxnet3 NIC, nothing else emulated); 0 there is something to
- * convert; -1 refused, *why says why (malloc'd): a Windows ostype (win*,
- * wxp, w2k*: its viostor and NetKVM drivers are not pvagent's to
- * install), disks or NICs that stay emulated (LSI/megasas/pvscsi SCSI,
- * other NIC models: named, pvagent does not convert them), disks on more
- * than one bus, or a pending change of a disk, a NIC, boot, bootdisk or
- * scsihw (the plan would move slots PVE is about to change). */
+ * NULL): 1 nothing to convert (no IDE or SATA disk, none on an emulated
+ * SCSI controller, no e1000, e1000e, rtl8139 or vmxnet3 NIC, nothing else
+ * emulated; CD-ROMs and cloud-init drives are no disks), for a template
+ * or a Windows guest too; 0 there is something to convert; -1 refused,
+ * *why says the deciding reason (malloc'd), the first of: a template
+ * (base volumes), a Windows ostype (win*, wxp, w2k*: its viostor and
+ * NetKVM drivers are not pvagent's to install), a pending change of a
+ * disk, a NIC, boot, bootdisk or scsihw (the plan would move slots PVE is
+ * about to change), NICs that stay emulated (other models: named), disks
+ * on buses whose conversion would rename them (two emulated buses, or
+ * IDE/SATA beside virtio; an emulated SCSI controller beside virtio-blk
+ * converts: only scsihw changes). */
 int convert_config_check(json_object *config, int vmid, const char *pending_keys, char **why);
 /* Fill t for bus (VBUS_VIRTIO_BLK or VBUS_VIRTIO_SCSI) on PVE pve_major:
  * the disks of one emulated bus, IDE or SATA (AHCI), move (a disk's cyls,

@@ -15,6 +15,7 @@
 void guest_target_free(struct guest_target *gt)
 {
 	free(gt->address);
+	free(gt->address_error);
 	free(gt->address_from);
 	tmpl_inst_free(&gt->inst);
 	tmpl_free(gt->tmpl);
@@ -264,7 +265,10 @@ int guest_target_open(struct pve *c, const struct conf *conf, const struct targe
 		if (!gt->address)
 			return pve_error_oom(err);
 	} else if (find_address(c, gt, req, mem, mem_from, err) < 0) {
-		return -1;
+		if (!req->address_optional || !(gt->address_error = pve_error_format(err)))
+			return -1;
+		pve_error_clear(err);
+		return 0;
 	}
 	if (inject_ssh_opts(conf, gt->tmpl ? &gt->inst : NULL, gt->address, &gt->ssh) < 0) {
 		pve_error_set(err, PVE_ERR_CONFIG, "set [ssh] known_hosts (or [paths] state) in %s",

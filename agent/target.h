@@ -35,6 +35,10 @@ struct target_req {
 					   [ssh] settings alone */
 	double address_timeout_s;       /* looking it up; 0: 60 */
 	bool qemu_only;                 /* a container is a usage error */
+	bool address_optional;          /* an address not found is no error:
+					   gt->address stays NULL (no SSH
+					   options), gt->address_error says
+					   why (a dry run shows what it can) */
 	/* Run on the config before the address is looked up (may be NULL),
 	 * with check_arg: 1 the command needs no address (gt->address stays
 	 * NULL, no SSH options), 0 go on, -1 stop with *err. */
@@ -50,6 +54,8 @@ struct guest_target {
 	struct tmpl *tmpl;              /* or NULL (no template) */
 	struct tmpl_inst inst;          /* tmpl expanded for this guest */
 	char *address;
+	char *address_error;            /* address_optional and none found:
+					   why, else NULL */
 	char *address_from;             /* remembered: which job gave it
 					   ("virtio job 12's --address"), else
 					   NULL */

@@ -51,6 +51,7 @@ const char *convert_status_name(enum convert_status s)
 	case CONV_ALREADY: return "already-virtio";
 	case CONV_DRY_RUN: return "dry-run";
 	case CONV_STUCK: return "needs-attention";
+	case CONV_PLAN_ONLY: return "dry-run-incomplete";
 	}
 	return "?";
 }
@@ -96,7 +97,7 @@ json_object *convert_result_json(const struct convert_result *r)
 	json_object_object_add(o, "changes", ch);
 	json_object_object_add(o, "resumed", json_object_new_boolean(r->resumed));
 	json_object_object_add(o, "rolled_back", json_object_new_boolean(r->rolled_back));
-	if (r->status == CONV_FAILED || r->status == CONV_STUCK) {
+	if (r->status == CONV_FAILED || r->status == CONV_STUCK || r->status == CONV_PLAN_ONLY) {
 		jadd_str(o, "failed_step", r->failed_step);
 		jadd_str(o, "error", r->error);
 	}
@@ -162,6 +163,8 @@ struct run {
 	struct os_facts facts;        /* label facts */
 	struct virtio_plan vp;
 	bool have_plan;
+	bool pve_shown;               /* the PVE side was reported for shown_bus */
+	enum vbus shown_bus;
 	char **paths;                 /* the plan's files, absolute */
 	size_t n_paths;
 	bool files_restored;          /* the originals are back (rollback or undo) */
@@ -237,6 +240,17 @@ static int failf(struct run *r, enum job_outcome o, const char *fmt, ...)
 		res->failed_step = strdup(r->step ? r->step : "?");
 		r->outcome = job_outcome_failure(o);
 	}
+	return -1;
+}
+
+/* target_for, its failure recorded as the step's. */
+static int target_or_fail(struct run *r, enum vbus bus, struct convert_target *t)
+{
+	char *err = NULL;
+	if (target_for(r, bus, t, &err) == 0)
+		return 0;
+	failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
+	free(err);
 	return -1;
 }
 
@@ -480,11 +494,8 @@ static int plan_guest(struct run *r)
 	/* disks on an emulated SCSI controller stay on SCSI: virtio-scsi */
 	struct convert_target probe;
 	char *err = NULL;
-	if (target_for(r, VBUS_VIRTIO_SCSI, &probe, &err) < 0) {
-		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
-		free(err);
+	if (target_or_fail(r, VBUS_VIRTIO_SCSI, &probe) < 0)
 		return -1;
-	}
 	bool scsi_ctl = probe.scsi_ctl;
 	convert_target_free(&probe);
 	const char *scsihw = json_text(r->saved, "scsihw");
@@ -508,11 +519,9 @@ static int plan_guest(struct run *r)
 	free(err);
 	free(r->res->bus);
 	r->res->bus = strdup(vbus_name(bus));
-	if (!r->t.set.n && !r->t.delete_keys && target_for(r, bus, &r->t, &err) < 0) {
-		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
-		free(err);
+	err = NULL;
+	if (!r->t.set.n && !r->t.delete_keys && target_or_fail(r, bus, &r->t) < 0)
 		return -1;
-	}
 	/* label facts for fstab */
 	char *fstab = NULL;
 	size_t flen = 0;
@@ -1149,7 +1158,7 @@ static int dry_run(struct run *r)
 	job_note(r->j.job, "prepare: %zu file%s to change while on %s", n1,
 		 n1 == 1 ? "" : "s", emulated(r));
 	step_begin(r, "config");
-	for (size_t i = 0; i < r->t.n_lines; i++)
+	for (size_t i = 0; (!r->pve_shown || r->shown_bus != r->vp.bus) && i < r->t.n_lines; i++)
 		job_diff(r->j.job, r->t.lines[i]);
 	job_note(r->j.job, "config: %u disk%s, %u NIC%s to %s", r->t.ndisks,
 		 r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nnics == 1 ? "" : "s",
@@ -1200,6 +1209,65 @@ static int ensure_plan(struct run *r, double timeout_s)
 	return 0;
 }
 
+/* The PVE side of the plan, from the saved config alone, before any
+ * connection to the guest: what changes in the config (which disks move
+ * to which bus or controller, which NIC model, scsihw). The bus is the
+ * one asked, the SCSI one for an emulated controller, any when only NICs
+ * move; else the guest's OS decides it later: virtio-blk is shown and a
+ * note says so. */
+static int show_pve_plan(struct run *r)
+{
+	struct convert_target t;
+	if (target_or_fail(r, VBUS_VIRTIO_SCSI, &t) < 0)
+		return -1;
+	bool fixed = t.scsi_ctl || t.ndisks == 0 || r->req->bus == CONVERT_BUS_SCSI;
+	enum vbus bus = fixed && r->req->bus != CONVERT_BUS_BLK ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
+	if (bus != VBUS_VIRTIO_SCSI) {
+		convert_target_free(&t);
+		if (target_or_fail(r, bus, &t) < 0)
+			return -1;
+	}
+	/* a dry run's "would change" lines; a real run's notes (its diffs
+	 * are the switch's, when the config changes) */
+	for (size_t i = 0; i < t.n_lines; i++)
+		if (r->req->dry_run)
+			job_diff(r->j.job, t.lines[i]);
+		else
+			job_note(r->j.job, "PVE side: will change %s", t.lines[i]);
+	if (t.scsi_ctl)
+		job_note(r->j.job, "PVE side: %u SCSI disk%s keep%s %s key%s, the emulated "
+			 "controller becomes virtio-scsi", t.ndisks, t.ndisks == 1 ? "" : "s",
+			 t.ndisks == 1 ? "s" : "", t.ndisks == 1 ? "its" : "their",
+			 t.ndisks == 1 ? "" : "s");
+	else if (t.ndisks)
+		job_note(r->j.job, "PVE side: %u %s disk%s to %s%s", t.ndisks, t.sata ? "SATA" : "IDE",
+			 t.ndisks == 1 ? "" : "s", vbus_name(bus),
+			 fixed || r->req->bus != CONVERT_BUS_AUTO
+				 ? "" : " (shown; the guest's OS decides: virtio-scsi for Linux "
+					"with virtio_scsi, virtio-blk otherwise)");
+	if (t.nnics)
+		job_note(r->j.job, "PVE side: %u %s NIC%s to virtio", t.nnics, t.nic_model,
+			 t.nnics == 1 ? "" : "s");
+	convert_target_free(&t);
+	r->pve_shown = true;
+	r->shown_bus = bus;
+	return 0;
+}
+
+/* A dry run whose guest side could not be checked: the PVE side was
+ * shown; exit 4 (the guest could not be reached), the error says why. */
+static enum step_rc plan_only(struct job *j, struct run *r, const char *why)
+{
+	free(r->res->error);
+	free(r->res->failed_step);
+	r->res->error = strprintf("dry run incomplete: the PVE side is shown above; the guest "
+				  "side (its OS, drivers and files) could not be checked: %s", why);
+	r->res->failed_step = strdup("preflight");
+	r->res->status = CONV_PLAN_ONLY;
+	r->outcome = JOB_OUT_UNREACHABLE;
+	return step_failed(j, r);
+}
+
 static enum step_rc st_preflight(struct job *j)
 {
 	struct run *r = job_ctx(j);
@@ -1215,13 +1283,9 @@ static enum step_rc st_preflight(struct job *j)
 	if (rc < 0)
 		return step_failed(j, r);
 	/* nothing to move? (judged on the saved config) */
-	char *err = NULL;
 	struct convert_target probe;
-	if (target_for(r, VBUS_VIRTIO_BLK, &probe, &err) < 0) {
-		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
-		free(err);
+	if (target_or_fail(r, VBUS_VIRTIO_BLK, &probe) < 0)
 		return step_failed(j, r);
-	}
 	bool nothing = probe.ndisks == 0 && probe.nnics == 0;
 	convert_target_free(&probe);
 	if (nothing) {
@@ -1230,11 +1294,29 @@ static enum step_rc st_preflight(struct job *j)
 		job_summary(r->j.job, "already virtio: no IDE or SATA disk, no emulated NIC");
 		return STEP_RC_END;
 	}
+	if (!res->resumed && show_pve_plan(r) < 0)
+		return step_failed(j, r);
 	bool running = r->g.status && strcmp(r->g.status, "running") == 0;
 	if (!running && q->dry_run) {
-		failf(r, JOB_OUT_FAILED, "the guest is %s: --dry-run needs it running to read its files",
-		      r->g.status ? r->g.status : "stopped");
-		return step_failed(j, r);
+		char *why = strprintf("the guest is %s (--dry-run reads its files: start it)",
+				      r->g.status ? r->g.status : "stopped");
+		enum step_rc src = plan_only(j, r, why ? why : "the guest is not running");
+		free(why);
+		return src;
+	}
+	if (q->dry_run && !q->ssh->host) {
+		return plan_only(j, r, q->address_error ? q->address_error
+					: "its address is unknown; give the address with --address A");
+	}
+	if (q->dry_run) {
+		struct ssh_error se = {0};
+		if (connect_wait(r, 0, &se) < 0) { /* once: nothing waits on a dry run */
+			char *m = strprintf("connecting to the guest: %s", ssh_error_str(&se));
+			ssh_error_clear(&se);
+			enum step_rc src = plan_only(j, r, m ? m : "connecting to the guest failed");
+			free(m);
+			return src;
+		}
 	}
 	if (!running) {
 		job_note(r->j.job, "the guest is %s: starting it on IDE/e1000",
@@ -1419,13 +1501,7 @@ static int ensure_target(struct run *r)
 		return 0;
 	const char *jbus = json_text(r->j.o, "bus");
 	enum vbus bus = jbus && strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
-	char *err = NULL;
-	if (target_for(r, bus, &r->t, &err) < 0) {
-		failf(r, JOB_OUT_FAILED, "%s", err ? err : "out of memory");
-		free(err);
-		return -1;
-	}
-	return 0;
+	return target_or_fail(r, bus, &r->t);
 }
 
 static enum step_rc st_switch(struct job *j)
@@ -1738,7 +1814,8 @@ int convert_run(const struct convert_request *req, struct convert_result *res)
 	}
 	r->w = env.wait;
 	job_run(j, req->pve);
-	int rc = wf_virtio_result(j) ? (res->status == CONV_FAILED || res->status == CONV_STUCK ? -1 : 0)
+	int rc = wf_virtio_result(j) ? (res->status == CONV_FAILED || res->status == CONV_STUCK ||
+					 res->status == CONV_PLAN_ONLY ? -1 : 0)
 				     : -1;
 	job_free(j);
 	job_env_fini(&env);
@@ -1771,7 +1848,7 @@ const struct convert_result *wf_virtio_result(struct job *j)
 	res->outcome = ok			  ? JOB_OUT_DONE
 		     : o == JOB_OUT_INTERRUPTED ? o
 						: job_outcome_failure(r->outcome);
-	if (!ok && res->status != CONV_STUCK)
+	if (!ok && res->status != CONV_STUCK && res->status != CONV_PLAN_ONLY)
 		res->status = CONV_FAILED;
 	return res;
 }

@@ -76,14 +76,21 @@ enum convert_status {
 	CONV_ALREADY,     /* no IDE disk or e1000 NIC: nothing to do */
 	CONV_DRY_RUN,     /* plan shown, nothing changed */
 	CONV_STUCK,       /* failed and the rollback failed: needs attention */
+	CONV_PLAN_ONLY,   /* dry run: the PVE side shown, the guest side could
+			     not be checked (error says why; outcome
+			     unreachable: exit 4) */
 };
-/* "failed", "converted", "already-virtio", "dry-run", "needs-attention". */
+/* "failed", "converted", "already-virtio", "dry-run", "needs-attention",
+ * "dry-run-incomplete". */
 const char *convert_status_name(enum convert_status s);
 
 struct convert_request {
 	struct pve *pve;
 	const struct guest_ref *guest;   /* found by name (node, vmid, type) */
-	const struct ssh_opts *ssh;      /* the guest's address and keys */
+	const struct ssh_opts *ssh;      /* the guest's address and keys (a dry
+					    run: host NULL when no address was
+					    found, address_error says why) */
+	const char *address_error;
 	enum convert_bus bus;
 	bool dry_run;
 	struct store *store;             /* the job store (the journal); NULL:
@@ -137,7 +144,8 @@ struct job_workflow;
 extern const struct job_workflow wf_virtio;
 
 /* Run the conversion. Returns 0 when status is CONV_DONE, CONV_ALREADY or
- * CONV_DRY_RUN, -1 otherwise; *res is always filled. */
+ * CONV_DRY_RUN, -1 otherwise; *res is always filled. The PVE side of the
+ * plan (the config lines) is reported before any guest connection. */
 int convert_run(const struct convert_request *req, struct convert_result *res);
 
 /* The params of a virtio job (subject = the guest's name): target's

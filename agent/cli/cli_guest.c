@@ -359,7 +359,8 @@ static int print_virtio(struct cli *cli, const char *name, int vmid, const char 
 		       res->resumed ? " (resumed an interrupted run)" : "");
 		break;
 	case CONV_ALREADY:
-		printf("%s: already virtio; nothing changed\n", name);
+		printf("%s: nothing to do: already virtio (no IDE, SATA or emulated SCSI disk, no "
+		       "emulated NIC); nothing changed\n", name);
 		break;
 	case CONV_DRY_RUN:
 		printf("%s: dry run: nothing changed\n", name);
@@ -427,7 +428,7 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 	struct target_req treq = {.name = name, .tmpl_name = tname, .address = address,
 				  .vars = &vars, .tmpl_optional = true, .qemu_only = true,
 				  .config_check = virtio_config_check,
-				  .check_arg = dry ? NULL : cli_store(cli)};
+				  .check_arg = dry ? NULL : cli_store(cli), .address_optional = dry};
 	struct guest_target gt;
 	struct convert_result res = {0};
 	char *db = NULL;
@@ -462,6 +463,7 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 		.pve = cli->pve,
 		.guest = &gt.ref,
 		.ssh = &gt.ssh,
+		.address_error = gt.address_error,
 		.bus = cbus,
 		.dry_run = dry,
 		.store = dry ? NULL : cli_store(cli),

@@ -157,6 +157,36 @@ Test(convert_target, mixed_buses_refused)
 	json_object_put(c);
 }
 
+/* qemu-server's bootorder.conf: scsi4 on the default lsi controller
+ * beside virtio0/virtio1 and an empty IDE CD-ROM. The real disk converts:
+ * scsihw becomes virtio-scsi-single, every key, the CD-ROM and the boot
+ * order stay. */
+Test(convert_target, lsi_beside_virtio_blk_with_an_empty_cdrom)
+{
+	json_object *c = cfg("{\"boot\":\"order=virtio1;net0;scsi4;ide2\","
+			     "\"ide2\":\"none,media=cdrom\","
+			     "\"net0\":\"virtio=A2:C0:43:77:08:A0,bridge=vmbr0\","
+			     "\"scsi4\":\"local:8006/vm-8006-disk-0.qcow2,discard=on,size=104858K\","
+			     "\"virtio0\":\"local:8006/vm-8006-disk-0.qcow2,iothread=1,size=104858K\","
+			     "\"virtio1\":\"local:8006/vm-8006-disk-0.qcow2,iothread=1,size=104858K\"}");
+	char *why = NULL;
+	cr_expect_eq(convert_config_check(c, 8006, NULL, &why), 0, "%s", why ? why : "");
+	free(why);
+	struct convert_target t;
+	char *err = NULL;
+	cr_assert_eq(convert_target_make(c, VBUS_VIRTIO_SCSI, 9, &t, &err), 0, "%s", err);
+	cr_expect(t.scsi_ctl);
+	cr_expect_eq(t.ndisks, 1);
+	cr_expect_eq(t.nnics, 0);
+	cr_expect_null(t.delete_keys, "no key moves: %s", t.delete_keys);
+	cr_expect_eq(t.set.n, 1);
+	cr_expect_str_eq(param(&t, "scsihw"), "virtio-scsi-single");
+	cr_expect_null(param(&t, "boot"));
+	cr_expect_null(param(&t, "ide2"));
+	convert_target_free(&t);
+	json_object_put(c);
+}
+
 /* SATA disks move like IDE ones: sata0 -> virtio0, the boot order follows */
 Test(convert_target, sata_disks_to_virtio)
 {
@@ -1108,12 +1138,34 @@ Test(convert_target, config_check)
 		{"{\"ostype\":\"win7\",\"ide0\":\"local:1/vm-1-disk-0.qcow2\"}", NULL,
 		 "viostor (disk) and NetKVM", -1},
 		{"{\"ostype\":\"wxp\",\"ide0\":\"local:1/vm-1-disk-0.qcow2\"}", NULL, "ostype wxp", -1},
-		{"{\"ostype\":\"w2k8\"}", NULL, "Windows", -1},
+		/* Windows with nothing to convert: nothing to do, not refused */
+		{"{\"ostype\":\"w2k8\"}", NULL, NULL, 1},
+		{"{\"ostype\":\"win11\",\"scsihw\":\"virtio-scsi-pci\","
+		 "\"net0\":\"virtio=A2:C0:43:77:08:A1\"}", NULL, NULL, 1},
 		{"{\"scsi0\":\"local:1/vm-1-disk-0.qcow2\"}", NULL, NULL, 0},
 		{"{\"scsihw\":\"pvscsi\",\"scsi0\":\"l:vm-1-disk-0\",\"scsi1\":\"l:vm-1-disk-1\"}", NULL,
 		 NULL, 0},
-		{"{\"scsi0\":\"l:vm-1-disk-0\",\"virtio0\":\"l:vm-1-disk-1\"}", NULL, "more than one bus",
+		/* scsiN on the default lsi controller beside virtio-blk disks: only
+		 * the controller changes, nothing is renamed */
+		{"{\"scsi0\":\"l:vm-1-disk-0\",\"virtio0\":\"l:vm-1-disk-1\"}", NULL, NULL, 0},
+		{"{\"ide0\":\"l:vm-1-disk-0\",\"virtio0\":\"l:vm-1-disk-1\"}", NULL, "more than one bus",
 		 -1},
+		{"{\"scsi0\":\"l:vm-1-disk-0\",\"sata0\":\"l:vm-1-disk-1\"}", NULL, "more than one bus",
+		 -1},
+		/* a template: said so before its buses (qemu-server's
+		 * simple1-template.conf: sata0 beside scsi0 on virtio-scsi) */
+		{"{\"template\":1,\"scsihw\":\"virtio-scsi-pci\",\"ide2\":\"none,media=cdrom\","
+		 "\"sata0\":\"local:8006/base-8006-disk-0.qcow2\","
+		 "\"scsi0\":\"local:8006/base-8006-disk-1.qcow2\"}", NULL, "a template", -1},
+		{"{\"template\":1,\"virtio0\":\"local:8006/base-8006-disk-0.qcow2\"}", NULL, NULL, 1},
+		/* a template that is Windows: the template decides */
+		{"{\"template\":1,\"ostype\":\"win10\",\"ide0\":\"l:base-1-disk-0\"}", NULL,
+		 "a template", -1},
+		/* CD-ROMs (empty or not) and cloud-init drives are no disks */
+		{"{\"ide2\":\"none,media=cdrom\",\"virtio0\":\"l:vm-1-disk-0\"}", NULL, NULL, 1},
+		{"{\"ide2\":\"lvm:vm-120-cloudinit,media=cdrom\",\"scsihw\":\"virtio-scsi-single\","
+		 "\"scsi0\":\"l:vm-1-disk-0\"}", NULL, NULL, 1},
+		{"{\"ide0\":\"lvm:vm-120-cloudinit\",\"virtio0\":\"l:vm-1-disk-0\"}", NULL, NULL, 1},
 		{"{\"virtio0\":\"l:vm-1-disk-0\",\"net0\":\"ne2k_pci=BC:24:11:00:00:01\"}", NULL,
 		 "net0 (ne2k_pci) stays emulated", -1},
 		{"{\"ide0\":\"l:vm-1-disk-0\",\"net0\":\"i82551=BC:24:11:00:00:01\"}", NULL,

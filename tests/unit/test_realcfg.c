@@ -315,15 +315,16 @@ Test(realcfg, virtio_dry_run)
 		const char *out = outs[i];
 		expect_answer(r, "virtio --dry-run", r->f[5], rcs[i], out);
 		/* decided from the config: no address was asked for, but where
-		 * there is something to convert */
-		if (!strstr(r->f[5], "--address"))
+		 * there is something to convert (exit 4: the PVE side shown,
+		 * the guest side not reached, the address asked) */
+		if (!strstr(r->f[5], "--address") && r->f[5][0] != '4')
 			cr_expect_null(strstr(out, "--address"), "%s:%u: %s", EXPECTED, r->line, out);
 	}
 	free_outs(outs);
 	free(rcs);
 	json_object *log = simproc_requests(&sp);
 	for (size_t i = 0; i < nrows; i++) {
-		if (strstr(rows[i].f[5], "--address"))
+		if (strstr(rows[i].f[5], "--address") || rows[i].f[5][0] == '4')
 			continue; /* something to convert: its address is needed */
 		char *suffix = strprintf("*/%s/agent/network-get-interfaces", rows[i].f[0]);
 		cr_expect_eq(simproc_count_requests(log, "GET", suffix, -1), 0,
@@ -574,9 +575,74 @@ Test(realcfg, guests_by_vmid)
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "would migrate to pve2"), "%s", out);
 	free(out);
-	rc = test_pvagent(bin(), conf, &out, "virtio", "110", "--dry-run", NULL);
+	rc = test_pvagent(bin(), conf, &out, "virtio", "175", "--dry-run", NULL);
 	cr_expect_eq(rc, 2, "%s", out);
-	cr_expect(strstr(out, "VM 110 is a Windows guest (ostype win11)"), "%s", out);
+	cr_expect(strstr(out, "win is a Windows guest (ostype win7)"), "%s", out);
+	free(out);
+	expect_only_reads();
+}
+
+/* Where (needle) is in out, or the end when absent. */
+static size_t at(const char *out, const char *needle)
+{
+	const char *p = strstr(out, needle);
+	cr_expect_not_null(p, "'%s' missing: %s", needle, out);
+	return p ? (size_t)(p - out) : strlen(out);
+}
+
+/* virtio says what matters first: the PVE side of the plan before any
+ * guest connection, dry run included, and the deciding reason of a
+ * refusal. */
+Test(realcfg, virtio_says_what_matters_first)
+{
+	/* an LSI guest (running, no guest agent): the PVE side, then why the
+	 * guest side could not be checked, exit 4 */
+	char *out = NULL;
+	int rc = test_pvagent(bin(), conf, &out, "virtio", "139", "--dry-run", NULL);
+	cr_expect_eq(rc, 4, "%s", out);
+	size_t plan = at(out, "would change scsihw: lsi -> virtio-scsi-single");
+	size_t why = at(out, "the guest side (its OS, drivers and files) could not be checked");
+	cr_expect_lt(plan, why, "the PVE side comes first: %s", out);
+	cr_expect(strstr(out, "give the address with --address A"), "%s", out);
+	free(out);
+	/* its address given, nothing answers there: the same plan, then the
+	 * connection's failure (no sshd on a fresh loopback address) */
+	rc = test_pvagent(bin(), conf, &out, "virtio", "139", "--dry-run", "--address",
+			  "127.0.83.211", NULL);
+	cr_expect_eq(rc, 4, "%s", out);
+	plan = at(out, "would change scsihw: lsi -> virtio-scsi-single");
+	why = at(out, "could not be checked: connecting to the guest");
+	cr_expect_lt(plan, why, "the PVE side comes first: %s", out);
+	free(out);
+	/* several buses and an empty IDE CD-ROM (bootorder.conf): scsi4 on
+	 * the default lsi converts, the CD-ROM and virtio0/1 stay */
+	rc = test_pvagent(bin(), conf, &out, "--json", "virtio", "108", "--dry-run", NULL);
+	cr_expect_eq(rc, 4, "%s", out);
+	cr_expect_null(strstr(out, "more than one bus"), "%s", out);
+	json_object *o = last_json(out);
+	cr_assert_not_null(o, "%s", out);
+	cr_expect_str_eq(json_object_get_string(json_object_object_get(o, "status")),
+			 "dry-run-incomplete", "%s", out);
+	cr_expect_eq(json_object_get_int(json_object_object_get(o, "exit")), 4, "%s", out);
+	json_object_put(o);
+	free(out);
+	rc = test_pvagent(bin(), conf, &out, "virtio", "108", "--dry-run", NULL);
+	cr_expect(strstr(out, "would change scsihw: (default lsi) -> virtio-scsi-single"), "%s", out);
+	cr_expect(strstr(out, "1 SCSI disk keeps its key"), "%s", out);
+	cr_expect_null(strstr(out, "would change ide2"), "%s", out);
+	cr_expect_null(strstr(out, "would change virtio"), "%s", out);
+	free(out);
+	/* a template: refused as one, not for its buses */
+	rc = test_pvagent(bin(), conf, &out, "virtio", "156", "--dry-run", NULL);
+	cr_expect_eq(rc, 2, "%s", out);
+	cr_expect(strstr(out, "simple is not converted: a template (template: 1)"), "%s", out);
+	cr_expect_null(strstr(out, "more than one bus"), "%s", out);
+	free(out);
+	/* Windows with nothing to convert: nothing to do */
+	rc = test_pvagent(bin(), conf, &out, "virtio", "110", "--dry-run", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "VM 110: nothing to do"), "%s", out);
+	cr_expect_null(strstr(out, "Windows"), "%s", out);
 	free(out);
 	expect_only_reads();
 }
