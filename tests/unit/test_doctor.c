@@ -294,3 +294,34 @@ Test(doctor, privileges_are_asked_on_each_storage_used)
 	build_fails(&w, "Permission check failed (/storage/local, ");
 	world_stop(&w);
 }
+
+/* A rolling 8 to 9 upgrade (journey-mixed.json: pve1 and pve2 on 9.1, pve3
+ * on 8.4): the guest agent's address needs VM.Monitor added through pve3
+ * and VM.GuestAgent.Audit through a 9.x node, each named with its line;
+ * the bridges are listed once each, vmbr0 first. */
+Test(doctor, mixed_majors_name_both_agent_privileges_and_their_nodes)
+{
+	struct world w = {0};
+	world_start(&w, "tests/pvesim/scenarios/journey-mixed.json", 0);
+	char *out = NULL;
+	pv(&w, &out, "doctor", NULL);
+	cr_expect(strstr(out, "8.x and 9.x nodes: address = agent needs VM.Monitor through an 8.x "
+			      "node and VM.GuestAgent.Audit through a 9.x node (each node's user.cfg "
+			      "drops the name it does not know): on pve3: pveum role modify PVAgent "
+			      "--append 1 --privs \"VM.Monitor\"; on pve1: pveum role modify PVAgent "
+			      "--append 1 --privs \"VM.GuestAgent.Audit\""),
+		  "%s", out);
+	const char *br = strstr(out, "bridges");
+	cr_assert(br, "%s", out);
+	cr_expect(strncmp(strstr(br, "pve1: "), "pve1: vmbr0\n", 12) == 0 ||
+			  strncmp(strstr(br, "pve1: "), "pve1: vmbr0, ", 13) == 0,
+		  "%s", out);
+	free(out);
+	/* one version: no such line */
+	world_stop(&w);
+	world_start(&w, "tests/pvesim/scenarios/doctor-fresh.json", 0);
+	pv(&w, &out, "doctor", NULL);
+	cr_expect(!strstr(out, "agent privilege"), "%s", out);
+	free(out);
+	world_stop(&w);
+}
