@@ -299,7 +299,8 @@ Test(doctor, privileges_are_asked_on_each_storage_used)
 /* A rolling 8 to 9 upgrade (journey-mixed.json: pve1 and pve2 on 9.1, pve3
  * on 8.4): the guest agent's address needs VM.Monitor added through pve3
  * and VM.GuestAgent.Audit through a 9.x node, each named with its line;
- * the bridges are listed once each, vmbr0 first. */
+ * the bridges are listed once each, vmbr0 first, then by name, without
+ * the SDN VNet PVE lists with them. */
 Test(doctor, mixed_majors_name_both_agent_privileges_and_their_nodes)
 {
 	/* guests whose NICs are on vmbr9 and vmbr1: PVE's list is unordered */
@@ -313,8 +314,12 @@ Test(doctor, mixed_majors_name_both_agent_privileges_and_their_nodes)
 		" \"b\", \"memory\": \"512\", \"net0\": \"virtio=BC:24:11:00:01:01,bridge=vmbr1\","
 		" \"net1\": \"virtio=BC:24:11:00:01:02,bridge=vmbr0\"}}]",
 		dir);
+	/* and an SDN VNet, which any_bridge lists too: not a host bridge */
+	char dir2[] = "/tmp/pvagent-test-doctor-vnet.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir2));
+	char *scen2 = simcli_scenario_with(scen, "sdn_vnets", "[\"aaa\"]", dir2);
 	struct world w = {0};
-	world_start(&w, scen, 0);
+	world_start(&w, scen2, 0);
 	char *out = NULL;
 	pv(&w, &out, "doctor", NULL);
 	cr_expect(strstr(out, "8.x and 9.x nodes: address = agent needs VM.Monitor through an 8.x "
@@ -328,9 +333,10 @@ Test(doctor, mixed_majors_name_both_agent_privileges_and_their_nodes)
 	free(out);
 	/* one version: no such line */
 	world_stop(&w);
-	unlink(scen);
 	free(scen);
+	free(scen2);
 	cr_assert_eq(test_remove_tree(dir), 0);
+	cr_assert_eq(test_remove_tree(dir2), 0);
 	world_start(&w, "tests/pvesim/scenarios/doctor-fresh.json", 0);
 	pv(&w, &out, "doctor", NULL);
 	cr_expect(!strstr(out, "agent privilege"), "%s", out);
