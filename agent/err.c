@@ -3,6 +3,7 @@
 #include "err.h"
 
 #include "log.h"
+#include "pveprivs.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -150,6 +151,49 @@ static int perm_hint(struct sbuf *b, const char *s)
 			 any ? (int)strcspn(comma + 2, "|") : priv, comma + 2, path, p, path, p);
 }
 
+/* A 403 whose text names no "(PATH, PRIV)" (PVE's `or` checks raise the
+ * bare "Permission check failed"): what the request in e->what ("POST
+ * /nodes/...") needs, from pvagent's own table (pveprivs.h), appended to
+ * b. 0 when there is none or it was added. */
+static int request_hint(struct sbuf *b, const struct pve_error *e)
+{
+	const char *sp = e->what ? strchr(e->what, ' ') : NULL;
+	if (!sp || sp[1] != '/')
+		return 0;
+	char *method = strndup(e->what, (size_t)(sp - e->what));
+	char *needs = method ? pveprivs_request_needs(method, sp + 1, 0) : NULL;
+	int rc = needs ? sbuf_addf(b,
+				   "\n  PVE refused %s (%d): the token needs %s (grant the role on"
+				   " those paths to the token and to its user; pvagent(1): PRIVILEGES)",
+				   e->what, e->http_status ? e->http_status : 403, needs)
+		       : method ? 0 : -1;
+	free(method);
+	free(needs);
+	return rc;
+}
+
+/* The hint for a refusal: PVE's "(PATH, PRIV)", else the request's table
+ * entry. */
+static int refusal_hint(struct sbuf *b, const struct pve_error *e)
+{
+	size_t before = b->len;
+	int rc = perm_hint(b, e->message);
+	if (rc == 0 && b->len == before && (e->kind == PVE_ERR_PERM || e->http_status == 403))
+		rc = request_hint(b, e);
+	return rc;
+}
+
+char *pve_error_hint(const struct pve_error *e)
+{
+	struct sbuf b = {0};
+	char *out = e && (e->kind == PVE_ERR_PERM || e->http_status == 403) &&
+				refusal_hint(&b, e) == 0 && b.len
+			    ? sbuf_steal(&b)
+			    : NULL;
+	sbuf_free(&b);
+	return out;
+}
+
 char *pve_perm_hint(const char *text)
 {
 	struct sbuf b = {0};
@@ -184,7 +228,7 @@ char *pve_error_format(const struct pve_error *e)
 		}
 	}
 	if (e->kind == PVE_ERR_PERM || (e->message && strstr(e->message, "Permission check")))
-		rc |= perm_hint(&b, e->message);
+		rc |= refusal_hint(&b, e);
 	else if (e->detail)
 		rc |= perm_hint(&b, e->detail);
 	if (e->detail && *e->detail) {

@@ -85,6 +85,12 @@ char *pve_error_format(const struct pve_error *e);
  * pveum lines that grant it ("\n  the API token lacks ..."; malloc'd);
  * NULL for any other text. pve_error_format adds it itself. */
 char *pve_perm_hint(const char *text);
+/* For a refusal (PVE_ERR_PERM or HTTP 403): that hint, or when PVE's text
+ * names no path (the bare "Permission check failed" of an `or` check)
+ * "\n  PVE refused METHOD PATH (403): the token needs ..." from what the
+ * request in e->what needs (pveprivs_request_needs); malloc'd, NULL when
+ * there is none. pve_error_format adds it itself. */
+char *pve_error_hint(const struct pve_error *e);
 
 /* The JSON form: {"kind","http_status","what","message","param_errors",
  * "ambiguous","upid","detail"} (absent members are left out). NULL when

@@ -53,4 +53,13 @@ char *pveprivs_pveum_lines(int major, unsigned extras);
  * --append 1 --privs "PRIV"`. malloc'd. */
 char *pveprivs_grant_line(const char *priv);
 
+/* What PVE checks on a request pvagent sends (method "POST", path
+ * "/nodes/pve1/storage/local/download-url", a query left out) on PVE
+ * major (0: unknown, each version's named): "Datastore.AllocateTemplate on
+ * /storage/local, and Sys.AccessNetwork on /nodes/pve1 (or Sys.Audit and
+ * Sys.Modify on /): pveum role modify ..." (the grant line for the clauses
+ * that want one privilege). malloc'd; NULL for a request not in the table
+ * (or out of memory). */
+char *pveprivs_request_needs(const char *method, const char *path, int major);
+
 #endif

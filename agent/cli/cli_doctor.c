@@ -124,6 +124,25 @@ static void check_api(struct doctor *d)
 	      : c->pve.fingerprint ? "certificate pinned" : "certificate checked against a CA");
 }
 
+/* A rolling 8 to 9 upgrade: the guest agent's address needs VM.Monitor on
+ * 8.x nodes and VM.GuestAgent.Audit on 9.x ones. Each node's user.cfg
+ * parser drops the name it does not know, and the node contacted checks
+ * before it proxies (pve-manager PVE/HTTPServer.pm), so each is added
+ * through a node of its version: node8 and node9. */
+static void agent_privs_mixed(struct doctor *d, const char *node8, const char *node9)
+{
+	char *l8 = pveprivs_grant_line(pveprivs_agent_priv(8));
+	char *l9 = pveprivs_grant_line(pveprivs_agent_priv(9));
+	check(d, V_NOTE, "agent privilege",
+	      "8.x and 9.x nodes: address = agent needs %s through an 8.x node and %s through a "
+	      "9.x node (each node's user.cfg drops the name it does not know): on %s: %s; on "
+	      "%s: %s",
+	      pveprivs_agent_priv(8), pveprivs_agent_priv(9), node8, l8 ? l8 : "?", node9,
+	      l9 ? l9 : "?");
+	free(l8);
+	free(l9);
+}
+
 static void check_versions(struct doctor *d, json_object *nodes)
 {
 	struct pve_error e = {0};
@@ -133,6 +152,7 @@ static void check_versions(struct doctor *d, json_object *nodes)
 	}
 	const struct pve_version *first = NULL;
 	bool mixed = false;
+	const char *of_major[2] = {NULL, NULL}; /* a node of 8.x and before, one of 9.x on */
 	for (size_t i = 0; i < json_object_array_length(nodes); i++) {
 		const char *n = json_str(json_object_array_get_idx(nodes, i), "node");
 		const struct pve_version *v = NULL;
@@ -152,11 +172,15 @@ static void check_versions(struct doctor *d, json_object *nodes)
 			first = v;
 		else if (first->major != v->major || first->minor != v->minor)
 			mixed = true;
+		if (v->major > 0 && !of_major[v->major >= 9])
+			of_major[v->major >= 9] = n;
 		check(d, V_OK, "node version", "%s: %s", n, v->version ? v->version : "?");
 	}
 	if (mixed)
 		check(d, V_NOTE, "node version", "mixed versions: live migration goes only to a node "
 		      "of the same or a newer version; drain prefers the upgraded ones");
+	if (of_major[0] && of_major[1])
+		agent_privs_mixed(d, of_major[0], of_major[1]);
 }
 
 /* Is word one of list's comma-separated items? */
@@ -545,6 +569,14 @@ static void check_storages(struct doctor *d)
 	check_uses(d);
 }
 
+/* qsort: vmbr0 (the installer's bridge) first, then by name. */
+static int bridge_order(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	bool x0 = strcmp(x, "vmbr0") == 0, y0 = strcmp(y, "vmbr0") == 0;
+	return x0 != y0 ? (x0 ? -1 : 1) : strcmp(x, y);
+}
+
 static void check_bridges(struct doctor *d)
 {
 	struct pve_error e = {0};
@@ -559,15 +591,32 @@ static void check_bridges(struct doctor *d)
 		request_failed(d, "bridges", NULL, NULL, &e);
 		return;
 	}
-	struct sbuf b = {0};
+	/* the host's bridges, each once, vmbr0 first and then by name (PVE's
+	 * list is unordered: hash_to_array); on 9.x any_bridge also lists the
+	 * SDN VNets (type "vnet"), whose ACL path is another zone's */
+	char **names = NULL;
+	size_t n = 0;
 	for (size_t i = 0; i < json_object_array_length(net); i++) {
-		const char *br = json_text(json_object_array_get_idx(net, i), "iface");
-		if (br && !d->bridge)
-			d->bridge = strdup(br);
-		sbuf_addf(&b, "%s%s", b.len ? ", " : "", br ? br : "?");
+		json_object *o = json_object_array_get_idx(net, i);
+		const char *br = json_text(o, "iface"), *type = json_text(o, "type");
+		if (!br || (type && strcmp(type, "bridge") != 0 && strcmp(type, "OVSBridge") != 0))
+			continue;
+		bool seen = false;
+		for (size_t k = 0; k < n && !seen; k++)
+			seen = strcmp(names[k], br) == 0;
+		if (!seen)
+			strv_add(&names, &n, strdup(br));
 	}
+	if (n)
+		qsort(names, n, sizeof *names, bridge_order);
+	struct sbuf b = {0};
+	for (size_t i = 0; i < n; i++)
+		sbuf_addf(&b, "%s%s", b.len ? ", " : "", names[i]);
+	if (n && !d->bridge)
+		d->bridge = strdup(names[0]);
 	check(d, b.len ? V_OK : V_FIX, "bridges", "%s: %s", d->node, b.len ? sbuf_str(&b) : "none");
 	sbuf_free(&b);
+	strv_free(names, n);
 	json_object_put(net);
 }
 

@@ -241,9 +241,11 @@ int cli_image_result(struct cli *cli, struct job *j, int code)
 		       job_vmid(j), node ? node : "?");
 	} else {
 		const struct pve_error *je = job_error(j);
-		fprintf(stderr, "pvagent: error: image %s: %s%s%s\n", name,
+		char *hint = pve_error_hint(je); /* a 403: what the token needs */
+		fprintf(stderr, "pvagent: error: image %s: %s%s%s%s\n", name,
 			je->message ? je->message : "failed", job_left(j) ? "; left: " : "",
-			job_left(j) ? job_left(j) : "");
+			job_left(j) ? job_left(j) : "", hint ? hint : "");
+		free(hint);
 	}
 	free(vmname);
 	return code;

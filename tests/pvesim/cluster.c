@@ -1135,6 +1135,7 @@ void cluster_free(struct cluster *c)
 	free(c->ha_disarm);
 	json_object_put(c->faults);
 	json_object_put(c->appliances);
+	json_object_put(c->sdn_vnets);
 	json_object_put(c->datacenter);
 	free(c->files_dir);
 	free(c->scenario_path);

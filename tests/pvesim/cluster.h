@@ -119,6 +119,7 @@ struct cluster {
 				   "freeze" or "ignore"; NULL: armed */
 	json_object *faults;    /* scenario faults (array) or NULL */
 	json_object *appliances; /* aplinfo's catalogue (array) or NULL */
+	json_object *sdn_vnets;  /* the scenario's SDN VNet names (array) or NULL */
 	json_object *datacenter; /* datacenter.cfg's user-tag-access and
 				    registered-tags as written there
 				    (cluster_options.c), or NULL */

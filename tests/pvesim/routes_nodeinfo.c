@@ -59,6 +59,23 @@ static void route_network(struct cluster *c, const struct sim_req *req, struct s
 			free(br);
 		}
 	}
+	/* pve-manager Network.pm: any_bridge, include_sdn and vnet add the
+	 * node's SDN VNets (get_local_vnets), type "vnet" */
+	bool vnets = type && (strcmp(type, "any_bridge") == 0 || strcmp(type, "include_sdn") == 0 ||
+			      strcmp(type, "vnet") == 0);
+	for (size_t i = 0; rc == 0 && vnets && c->sdn_vnets &&
+			   i < json_object_array_length(c->sdn_vnets);
+	     i++) {
+		json_object *o = json_object_new_object();
+		rc = o ? 0 : -1;
+		if (o) {
+			jadd_str(o, "iface",
+				 json_object_get_string(json_object_array_get_idx(c->sdn_vnets, i)));
+			jadd_str(o, "type", "vnet");
+			jadd_int(o, "active", 1);
+			rc = json_object_array_add(out, o);
+		}
+	}
 	if (rc < 0) {
 		json_object_put(out);
 		resp_error(r, 500, "out of memory");

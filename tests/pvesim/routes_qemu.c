@@ -381,9 +381,19 @@ static void route_clone(struct cluster *c, const struct sim_req *req,
 		resp_param_error(r, "newid", "property is missing and it is not optional");
 		return;
 	}
-	if (!vm_priv_check(req, r, src->vmid, "VM.Clone") ||
-	    !vm_priv_check(req, r, (int)newid, "VM.Allocate"))
+	if (!vm_priv_check(req, r, src->vmid, "VM.Clone"))
 		return;
+	/* ['or', VM.Allocate on /vms/NEWID, VM.Allocate on /pool/POOL (with
+	 * pool)]: exec_api2_perm_check's `or` raises raise_perm_exc() without
+	 * arguments, so PVE names neither alternative */
+	const char *pool = param_str(req, "pool");
+	char *pp = pool ? strprintf("/pool/%s", pool) : NULL;
+	bool in_pool = pp && priv_has(req, pp, "VM.Allocate");
+	free(pp);
+	if (!vm_priv_has(req, (int)newid, "VM.Allocate") && !in_pool) {
+		resp_error(r, 403, "Permission check failed");
+		return;
+	}
 	if (target && strcmp(target, src->node) == 0)
 		target = NULL;
 	if (target && !cluster_node(c, target)) {

@@ -26,6 +26,7 @@
 #include <gnutls/crypto.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <strings.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,10 +228,18 @@ static const char *import_format(const char *name)
 	return NULL;
 }
 
-static bool ends_with(const char *s, const char *suffix)
+/* Does name end with one of the extensions (NULL-terminated), in any case,
+ * after at least one character? pve-storage's $ISO_EXT_RE_0 and
+ * $VZTMPL_EXT_RE_1 are /i (src/PVE/Storage.pm). */
+static bool ends_with_nocase(const char *name, const char *const *ext)
 {
-	size_t a = strlen(s), b = strlen(suffix);
-	return a >= b && strcmp(s + a - b, suffix) == 0;
+	size_t a = strlen(name);
+	for (size_t i = 0; ext[i]; i++) {
+		size_t b = strlen(ext[i]);
+		if (a > b && strcasecmp(name + a - b, ext[i]) == 0)
+			return true;
+	}
+	return false;
 }
 
 /* ---- download-url ------------------------------------------------------------- */
@@ -488,12 +497,12 @@ static int download_target(struct sim_storage *s, const char *dir, const char *f
 	const char *c = d->content, *sub = NULL;
 	if (strcmp(c, "iso") == 0) {
 		sub = "template/iso";
-		if (!ends_with(name, ".iso") && !ends_with(name, ".img"))
+		if (!ends_with_nocase(name, (const char *const[]){".iso", ".img", NULL}))
 			sub = NULL;
 	} else if (strcmp(c, "vztmpl") == 0) {
 		sub = "template/cache";
-		if (!ends_with(name, ".tar.gz") && !ends_with(name, ".tar.xz") &&
-		    !ends_with(name, ".tar.zst"))
+		if (!ends_with_nocase(name, (const char *const[]){".tar", ".tar.gz", ".tar.xz",
+								 ".tar.zst", ".tar.bz2", NULL}))
 			sub = NULL;
 	} else if ((d->format = import_format(name))) {
 		sub = "import";
@@ -663,6 +672,29 @@ static int import_real(struct cluster *c, struct sim_guest *g, const struct sim_
 	return 0;
 }
 
+/* qemu-server's $check_storage_access on an import-from source: a VM's
+ * disk needs VM.Clone on its VM; any other volume pve-storage's
+ * check_volume_access (Datastore.Allocate on its storage, or for an
+ * import volume one of Datastore.AllocateSpace and Datastore.Audit). */
+static bool import_source_access(const struct sim_req *req, const struct sim_volume *sv,
+				 struct sim_resp *r)
+{
+	if (sv->vmid)
+		return vm_priv_check(req, r, sv->vmid, "VM.Clone");
+	char *sp = strprintf("/storage/%s", sv->storage);
+	bool ok = sp && priv_has(req, sp, "Datastore.Allocate");
+	if (sp && !ok && strcmp(sv->content, "import") == 0)
+		ok = priv_check_any(req, r, sp,
+				    (const char *const[]){"Datastore.AllocateSpace", "Datastore.Audit",
+							  NULL});
+	else if (sp && !ok)
+		ok = priv_check(req, r, sp, "Datastore.Allocate");
+	if (!sp)
+		resp_error(r, 500, "out of memory");
+	free(sp);
+	return ok;
+}
+
 int storage_import_disk(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
 			const char *key, const char *value, char **out, double *cost,
 			struct sbuf *log, struct sim_resp *r)
@@ -691,7 +723,8 @@ int storage_import_disk(struct cluster *c, const struct sim_req *req, struct sim
 				 "simulator", src);
 	} else if (!storage_has_content(s, "images")) {
 		resp_error(r, 500, "storage '%s' does not support vm images", sid);
-	} else if (sp && priv_check(req, r, sp, "Datastore.AllocateSpace")) {
+	} else if (sp && priv_check(req, r, sp, "Datastore.AllocateSpace") &&
+		   import_source_access(req, sv, r)) {
 		const char *nv = volume_alloc(c, s, g->node, g->vmid, sv->size, "vm", "images");
 		char *rest = drop_import_from(value), *sz = format_size(sv->size);
 		char *withsize = rest && sz ? prop_set(rest, "size", sz) : NULL;

@@ -1386,7 +1386,7 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 					   "guests",	  "ha",		  "faults",
 					   "ha_rules",	  "ha_disarm",	  "appliances",
 					   "files",	  "datacenter",	  "comment",
-					   NULL};
+					   "sdn_vnets",	  NULL};
 	json_object *v;
 	if (rc == 0)
 		rc = check_keys(&x, root, "$", keys);
@@ -1504,6 +1504,19 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 			}
 		}
 		if (has < 0 || (rc == 0 && has > 0 && json_object_deep_copy(v, &c->appliances,
+									     NULL) < 0))
+			rc = -1;
+	}
+	if (rc == 0) {
+		/* SDN VNets, names (routes_nodeinfo.c lists them with any_bridge) */
+		int has = member(&x, root, "$", "sdn_vnets", json_type_array, false, &v);
+		for (size_t i = 0; has > 0 && rc == 0 && i < json_object_array_length(v); i++)
+			if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_string)) {
+				char *p = jp("$.sdn_vnets", "[%zu]", i);
+				rc = p ? sfail(&x, p, "must be a VNet's name") : -1;
+				free(p);
+			}
+		if (has < 0 || (rc == 0 && has > 0 && json_object_deep_copy(v, &c->sdn_vnets,
 									     NULL) < 0))
 			rc = -1;
 	}

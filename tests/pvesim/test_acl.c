@@ -258,8 +258,9 @@ static const char base[] =
 	" {\"id\": \"other\", \"type\": \"lvmthin\", \"shared\": false,"
 	" \"nodes\": [\"pve1\"], \"content\": \"images\", \"size_gib\": 100},"
 	" {\"id\": \"local\", \"type\": \"dir\", \"shared\": false, \"nodes\": [\"pve1\"],"
-	" \"content\": \"vztmpl\", \"size_gib\": 10, \"volumes\": [{\"volid\":"
-	" \"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\", \"size_mib\": 120}]}],"
+	" \"content\": \"vztmpl,import\", \"size_gib\": 10, \"volumes\": [{\"volid\":"
+	" \"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\", \"size_mib\": 120},"
+	" {\"volid\": \"local:import/d13.qcow2\", \"size_mib\": 300}]}],"
 	" %s,"
 	" \"guests\": ["
 	"  {\"vmid\": 9000, \"node\": \"pve1\", \"type\": \"qemu\", \"config\": {\"name\": \"base\","
@@ -489,7 +490,8 @@ ON_EACH_PVE_VERSION(acl, clone_snapshot_and_lists)
 	cluster_free(c);
 	c = least(pv, NULL, ",{\"path\": \"/vms/200\", \"role\": \"PVETemplateUser\"}");
 	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu/9000/clone", "{\"newid\": 200}", &r);
-	refused(&r, "Permission check failed (/vms/200, VM.Allocate)");
+	/* the `or` of /vms/NEWID and /pool/POOL: PVE's bare text */
+	refused(&r, "Permission check failed");
 	/* Datastore.AllocateSpace on each disk's storage, or the target storage */
 	cluster_free(c);
 	c = least(pv, NULL, ",{\"path\": \"/storage/other\", \"role\": \"PVEAuditor\"}");
@@ -686,4 +688,32 @@ ON_EACH_PVE_VERSION(acl, lxc_create_privileged_or_not)
 	free(p);
 	allowed(&r, "root may create a privileged CT");
 	cluster_free(c);
+}
+
+/* import-from checks its source too (qemu-server $check_storage_access,
+ * pve-storage check_volume_access): an import volume wants
+ * Datastore.Allocate, or one of Datastore.AllocateSpace and Datastore.Audit
+ * (check_any: PVE names both), on its storage; a VM's disk VM.Clone on
+ * that VM. */
+ON_EACH_PVE_VERSION(acl, import_from_checks_the_source)
+{
+	static const char vm[] = "{\"vmid\": 300, \"scsi0\": \"local-lvm:0,import-from=%s\"}";
+	char *imp = strprintf(vm, "local:import/d13.qcow2");
+	char *disk = strprintf(vm, "local-lvm:vm-100-disk-0");
+	struct cluster *c = least(pv, NULL, NULL);
+	struct sim_resp r;
+	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu", imp, &r);
+	allowed(&r, "import with Datastore.Audit on /storage/local");
+	cluster_free(c);
+	c = least(pv, NULL, ",{\"path\": \"/storage/local\", \"role\": \"NoAccess\"}");
+	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu", imp, &r);
+	refused(&r, "Permission check failed (/storage/local, "
+		    "Datastore.AllocateSpace|Datastore.Audit)");
+	cluster_free(c);
+	c = least(pv, "VM.Clone", NULL);
+	as(c, "t@pve!t", "POST", "/nodes/pve1/qemu", disk, &r);
+	refused(&r, "Permission check failed (/vms/100, VM.Clone)");
+	cluster_free(c);
+	free(imp);
+	free(disk);
 }

@@ -259,6 +259,31 @@ Test(storage, failed_downloads_leave_no_volume)
 	cr_assert_eq(status, 400);
 	cr_assert_not_null(strstr(msg, "invalid filename or wrong extension"), "%s", msg);
 	free(msg);
+	/* pve-storage's ISO and container template extensions, in any case
+	 * ($ISO_EXT_RE_0, $VZTMPL_EXT_RE_1: .tar and .tar.bz2 too): taken
+	 * (the task then fails on the unreachable host); others refused */
+	static const char *const names[][2] = {
+		{"iso", "x.ISO"},	 {"iso", "x.Img"},	    {"vztmpl", "ct.tar"},
+		{"vztmpl", "ct.TAR.BZ2"}, {"vztmpl", "ct.tar.Zst"}, {"vztmpl", "ct.tgz"},
+		{"vztmpl", "ct.tar.lz"},  {"iso", "x.iso.gz"}};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		bool ok = i < 5;
+		char *form = strprintf("content=%s&filename=%s&url=http://192.0.2.1/f", names[i][0],
+				       names[i][1]);
+		upid = download("local", form, &status, &msg);
+		cr_assert_eq(upid != NULL, ok, "%s: %ld %s", form, status, msg);
+		if (ok) {
+			exit = task_end(upid, &log);
+			cr_assert_not_null(strstr(exit, "exit code 4"), "%s", exit);
+			free(exit);
+			free(log);
+		} else {
+			cr_assert_not_null(strstr(msg, "wrong file extension"), "%s", msg);
+		}
+		free(upid);
+		free(msg);
+		free(form);
+	}
 	/* import-from refusals */
 	json_object *a = NULL;
 	cr_assert_eq(sim_api(&sp, "POST", "/nodes/pve1/qemu",

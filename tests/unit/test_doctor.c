@@ -14,6 +14,7 @@
  * simulator runs in real time here (its node clock is the host's). */
 #include "clirun.h"
 #include "httpserve.h"
+#include "simcli.h"
 #include "simproc.h"
 #include "util.h"
 
@@ -292,5 +293,53 @@ Test(doctor, privileges_are_asked_on_each_storage_used)
 	cr_assert_null(strstr(out, "every privilege"), "%s", out);
 	free(out);
 	build_fails(&w, "Permission check failed (/storage/local, ");
+	world_stop(&w);
+}
+
+/* A rolling 8 to 9 upgrade (journey-mixed.json: pve1 and pve2 on 9.1, pve3
+ * on 8.4): the guest agent's address needs VM.Monitor added through pve3
+ * and VM.GuestAgent.Audit through a 9.x node, each named with its line;
+ * the bridges are listed once each, vmbr0 first, then by name, without
+ * the SDN VNet PVE lists with them. */
+Test(doctor, mixed_majors_name_both_agent_privileges_and_their_nodes)
+{
+	/* guests whose NICs are on vmbr9 and vmbr1: PVE's list is unordered */
+	char dir[] = "/tmp/pvagent-test-doctor-mixed.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char *scen = simcli_scenario_with(
+		"tests/pvesim/scenarios/journey-mixed.json", "guests",
+		"[{\"vmid\": 100, \"node\": \"pve1\", \"type\": \"qemu\", \"config\": {\"name\":"
+		" \"a\", \"memory\": \"512\", \"net0\": \"virtio=BC:24:11:00:01:00,bridge=vmbr9\"}},"
+		" {\"vmid\": 101, \"node\": \"pve1\", \"type\": \"qemu\", \"config\": {\"name\":"
+		" \"b\", \"memory\": \"512\", \"net0\": \"virtio=BC:24:11:00:01:01,bridge=vmbr1\","
+		" \"net1\": \"virtio=BC:24:11:00:01:02,bridge=vmbr0\"}}]",
+		dir);
+	/* and an SDN VNet, which any_bridge lists too: not a host bridge */
+	char dir2[] = "/tmp/pvagent-test-doctor-vnet.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir2));
+	char *scen2 = simcli_scenario_with(scen, "sdn_vnets", "[\"aaa\"]", dir2);
+	struct world w = {0};
+	world_start(&w, scen2, 0);
+	char *out = NULL;
+	pv(&w, &out, "doctor", NULL);
+	cr_expect(strstr(out, "8.x and 9.x nodes: address = agent needs VM.Monitor through an 8.x "
+			      "node and VM.GuestAgent.Audit through a 9.x node (each node's user.cfg "
+			      "drops the name it does not know): on pve3: pveum role modify PVAgent "
+			      "--append 1 --privs \"VM.Monitor\"; on pve1: pveum role modify PVAgent "
+			      "--append 1 --privs \"VM.GuestAgent.Audit\""),
+		  "%s", out);
+	const char *br = strstr(out, "bridges");
+	cr_expect(br && strstr(br, "pve1: vmbr0, vmbr1, vmbr9\n"), "%s", out);
+	free(out);
+	/* one version: no such line */
+	world_stop(&w);
+	free(scen);
+	free(scen2);
+	cr_assert_eq(test_remove_tree(dir), 0);
+	cr_assert_eq(test_remove_tree(dir2), 0);
+	world_start(&w, "tests/pvesim/scenarios/doctor-fresh.json", 0);
+	pv(&w, &out, "doctor", NULL);
+	cr_expect(!strstr(out, "agent privilege"), "%s", out);
+	free(out);
 	world_stop(&w);
 }

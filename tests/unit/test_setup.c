@@ -1008,6 +1008,26 @@ Test(setup_image, the_token_setup_made_builds_an_image)
 	cr_assert_eq(simproc_named(&sp, "debian-12-image"), 0);
 	free(url);
 	free(sum);
+
+	/* the storage's privileges but not the node's: download-url's `or`
+	 * refuses with PVE's bare text, and pvagent names both ways from its
+	 * own table */
+	char *privs = pveprivs_role_privs(pve_major(), PVEPRIVS_MIGRATE);
+	char *more = strprintf("%s Datastore.AllocateTemplate Datastore.Allocate", privs);
+	put_role_privs(more);
+	free(privs);
+	sum = httpserve_put_qcow2(&hs, "d11.qcow2", 1ULL << 30);
+	url = strprintf("%s/d11.qcow2", hs.base);
+	cr_assert_eq(pv(&out, "--local", "image", "build", "debian-12", "--url", url, "--checksum",
+			sum, NULL), 1, "%s", out);
+	cr_assert(strstr(out, "Permission check failed") && !strstr(out, "failed (/"), "%s", out);
+	cr_assert(strstr(out, "download-url (403): the token needs Datastore.AllocateTemplate on "
+			      "/storage/"), "%s", out);
+	cr_assert(strstr(out, ", and Sys.AccessNetwork on /nodes/pve1 (or Sys.Audit and Sys.Modify "
+			      "on /): pveum role modify PVAgent"), "%s", out);
+	free(out);
+	free(url);
+	free(sum);
 }
 
 /* A ZFS install (pve-installer: local-zfs, no local-lvm) first installed
