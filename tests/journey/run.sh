@@ -25,6 +25,7 @@ done
 B=$REPO/build/journey
 ROOT=$B/root
 t0=$SECONDS
+mkdir -p "$REPO/build" || exit 1
 make --no-print-directory -j2 PREFIX="$ROOT/usr" build/san/pvagent build/san/pvagentd \
 	build/san/pvesim build/san/guestd >"$B.build.log" 2>&1 ||
 	{ tail -20 "$B.build.log"; echo "journey: build failed"; exit 1; }
