@@ -1,6 +1,7 @@
 /* cli_doctor.c - `pvagent doctor`: checks a configured installation and
  * says what to fix, one line per check (or --json): the API reachable and
- * its certificate pinned, each node's PVE version (mixed versions noted),
+ * its certificate pinned, each node's PVE version (mixed versions noted,
+ * with both guest-agent privileges and the node to add each through),
  * every privilege each command needs on the paths it uses (asked of PVE:
  * GET /access/permissions, the table in pveprivs.h, each table path made
  * concrete: every storage pvagent uses, the node, the bridge) with the
@@ -61,6 +62,12 @@ struct doctor {
 	size_t n_tmpls;
 	char *tmpl_err;         /* why they cannot be listed */
 	bool told_acl;          /* "holds nothing" said (once is enough) */
+	/* mid-upgrade: the nodes whose PVE major wants the other guest-agent
+	 * privilege than the node doctor talks to ("pve3"), that privilege
+	 * (pveprivs_agent_priv) and their major; empty when none */
+	struct sbuf agent_nodes;
+	const char *agent_priv;
+	int agent_major;
 };
 
 static void check(struct doctor *d, enum verdict v, const char *name, const char *fmt, ...)
@@ -152,6 +159,11 @@ static void check_versions(struct doctor *d, json_object *nodes)
 			first = v;
 		else if (first->major != v->major || first->minor != v->minor)
 			mixed = true;
+		if (d->major && strcmp(pveprivs_agent_priv(v->major), pveprivs_agent_priv(d->major))) {
+			d->agent_priv = pveprivs_agent_priv(v->major);
+			d->agent_major = v->major;
+			sbuf_addf(&d->agent_nodes, "%s%s", d->agent_nodes.len ? ", " : "", n);
+		}
 		check(d, V_OK, "node version", "%s: %s", n, v->version ? v->version : "?");
 	}
 	if (mixed)
@@ -276,6 +288,27 @@ static json_object *perms_on(struct doctor *d, struct perm_cache *pc, const char
 	return at;
 }
 
+/* Mid-upgrade (pve9-truth-second-pass.md, 10): each node checks the
+ * guest-agent privilege of its own major (VM.Monitor on 8,
+ * VM.GuestAgent.Audit on 9) and its user.cfg parser drops the name it does
+ * not know, so the node doctor talks to can neither show nor grant the
+ * other one: unknown, naming both privileges and the node to add each
+ * through (the first node of the other major). */
+static void check_agent_other_major(struct doctor *d)
+{
+	if (!d->agent_priv)
+		return;
+	const char *nodes = sbuf_str(&d->agent_nodes);
+	size_t first = strcspn(nodes, ",");
+	check(d, V_UNKNOWN, "privilege",
+	      "%s on /vms (guests' agent addresses on PVE %d nodes: %s) cannot be checked through "
+	      "a PVE %d node, which neither shows nor keeps it: add it to role " PVEPRIVS_ROLE
+	      " through %.*s (its web interface: Datacenter, Permissions, Roles); %s, for the "
+	      "PVE %d nodes, through the node pvagent talks to (checked above)",
+	      d->agent_priv, d->agent_major, nodes, d->major, (int)first, nodes,
+	      pveprivs_agent_priv(d->major), d->major);
+}
+
 static void check_privileges(struct doctor *d)
 {
 	struct perm_cache pc = {0};
@@ -340,6 +373,7 @@ static void check_privileges(struct doctor *d)
 	if (all)
 		check(d, V_OK, "privileges", "every privilege pvagent's commands need (PVE %d%s)",
 		      d->major, d->migrate ? ", with migrate" : "; migrate and drain: doctor --migrate");
+	check_agent_other_major(d);
 }
 
 /* ---- storages ------------------------------------------------------------------ */
@@ -906,6 +940,7 @@ static int cmd_doctor(struct cli *cli, const struct cmd_args *a)
 	json_object_put(d.checks);
 	free(d.node);
 	free(d.bridge);
+	sbuf_free(&d.agent_nodes);
 	json_object_put(d.storages);
 	for (size_t i = 0; i < d.n_uses; i++) {
 		free(d.uses[i].storage);
