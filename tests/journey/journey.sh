@@ -351,8 +351,13 @@ node_of() { sim_state | jq -r --arg n "$1" '.data.cluster.guests[] | select(.nam
 from=$(node_of g-freebsd-14)
 to=pve1
 [ "$from" = pve1 ] && to=pve2
+# a bandwidth limit (PVE's bwlimit, which the simulator applies to the
+# disk mirror and the memory) makes the task last about 3000 simulated
+# seconds (30 s here), so that the cancel reaches it while it runs however
+# busy the machine is: without it the task took 2 s and the cancel
+# sometimes came after its end
 pv_args
-"${PV_ARGS[@]}" migrate g-freebsd-14 "$to" >"$OUT/steps/migrate-bg.out" 2>&1 &
+"${PV_ARGS[@]}" migrate g-freebsd-14 "$to" --bwlimit 12 >"$OUT/steps/migrate-bg.out" 2>&1 &
 bg=$!
 JOB=
 migrate_running() {
