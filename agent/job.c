@@ -35,6 +35,7 @@ struct job {
 	struct pve_error err;
 	enum job_outcome outcome;
 	char *left;
+	size_t left_step;             /* the step (or undo) that set left */
 	char *summary;
 	bool resumed;
 	int vmid;
@@ -320,6 +321,7 @@ void job_set_left(struct job *j, const char *fmt, ...)
 {
 	free(j->left);
 	j->left = NULL;
+	j->left_step = j->cur;
 	if (!fmt)
 		return;
 	va_list ap;
@@ -408,6 +410,12 @@ const char *job_step_upid(const struct job *j)
 int job_step_attempts(const struct job *j)
 {
 	return j->steps[j->cur].attempts;
+}
+
+void job_step_resumed_task_done(struct job *j)
+{
+	j->resume_upid_taken = true;
+	j->resume_unknown_taken = true;
 }
 
 int job_set_guest(struct job *j, int vmid, const char *node)
@@ -874,9 +882,10 @@ static void stop_after_hook(const struct job *j, const char *step)
 }
 
 /* Undo the done steps before index upto, last first. 0 when every undo
- * worked. */
-static int undo_steps(struct job *j, size_t upto)
+ * worked; *kept when one kept its step done. */
+static int undo_steps(struct job *j, size_t upto, bool *kept)
 {
+	*kept = false;
 	int rc = 0;
 	for (size_t i = upto; i-- > 0;) {
 		const struct job_step_def *d = &j->wf->steps[i];
@@ -891,8 +900,10 @@ static int undo_steps(struct job *j, size_t upto)
 			log_error("%s: undo of %s failed", j->subject, d->name);
 			continue;
 		}
-		if (ur > 0)
+		if (ur > 0) {
+			*kept = true;
 			continue; /* kept: still done */
+		}
 		step_set(j, i, STEP_UNDONE);
 		j->dirty[i] = true;
 		char *name = strprintf("undo %s", d->name);
@@ -1020,15 +1031,25 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 			enum job_outcome out = pve_error_outcome(&j->err);
 			if (wf->undo_on_failure && !(d->flags & JOB_STEP_NO_UNDO)) {
 				struct pve_error saved = {0};
+				bool kept;
 				pve_error_move(&saved, &j->err);
-				int ur = undo_steps(j, i);
+				int ur = undo_steps(j, i, &kept);
 				pve_error_move(&j->err, &saved);
 				if (ur < 0)
 					out = JOB_OUT_NEEDS_ATTENTION;
+				else if (!kept && j->left && j->left_step < i) {
+					/* what the done steps made, every undo removed:
+					 * nothing is left */
+					free(j->left);
+					j->left = NULL;
+				}
 			}
 			/* something left behind needs attention, unless the
-			 * request was refused before (usage) or PVE never heard */
-			if (j->left && out != JOB_OUT_UNREACHABLE &&
+			 * request was refused before (usage), or PVE never heard
+			 * of the failing step's own request; what earlier steps
+			 * made is left also when the cluster is lost (the same
+			 * command resumes the job instead of starting again) */
+			if (j->left && (out != JOB_OUT_UNREACHABLE || j->left_step < i) &&
 			    !(out == JOB_OUT_USAGE && j->err.kind == PVE_ERR_CONFIG))
 				out = JOB_OUT_NEEDS_ATTENTION;
 			return finish(j, out == JOB_OUT_NEEDS_ATTENTION ? JOB_NEEDS_ATTENTION : JOB_FAILED,

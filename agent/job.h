@@ -225,6 +225,10 @@ enum step_rc job_fail_outcome(struct job *j, enum job_outcome o, const char *msg
  * (the step was interrupted after sending). */
 const char *job_step_upid(const struct job *j);
 int job_step_attempts(const struct job *j);
+/* The step itself waited for the task its earlier run recorded: its
+ * requests from now on are new ones (job_wait's hooks re-attach none of
+ * them to that task). For a step that makes several task requests. */
+void job_step_resumed_task_done(struct job *j);
 /* The guest waits for the current step: the env's timeouts and its stop
  * clock, progress as job events of this step, and the task hooks. */
 const struct guest_wait *job_wait(struct job *j);

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #define MAX_ATTEMPTS 40
+/* the wait per rank before colliders that lost an address look again */
+#define RETRY_GAP_S 0.3
 
 /* ---- this process's claims ------------------------------------------------ */
 
@@ -311,11 +313,31 @@ int pool_claim(struct pve *c, const struct pool_claim_req *req, struct pool_ip *
 			break;
 		}
 		pool_usage_free(&u);
+		if (r == 1 && n_lost) {
+			/* every address is held or was lost to a collision: a lost
+			 * one whose colliders all backed off is free again. Ours
+			 * taken back, after a wait by rank among the colliders (the
+			 * lowest first), a fresh listing tells */
+			if (wrote && write_claim(c, req, tags_now(req, l), NULL, err) < 0)
+				break;
+			wrote = false;
+			pve_clock_sleep(req->w ? req->w->clock : NULL,
+					RETRY_GAP_S * (double)skip + RETRY_GAP_S / 4);
+			guest_list_free(&fresh);
+			if (guest_list(c, NULL, &fresh, err) < 0)
+				break;
+			l = &fresh;
+			n_lost = 0;
+			skip = 0;
+			continue;
+		}
 		if (r != 0) {
 			if (r < 0)
 				pve_error_oom(err);
-			else
+			else {
 				exhausted(p, err);
+				rc = 1;
+			}
 			break;
 		}
 		if (!have) {
@@ -370,7 +392,7 @@ int pool_claim(struct pve *c, const struct pool_claim_req *req, struct pool_ip *
 		lost[n_lost++] = cand;
 		skip = rank;
 	}
-	if (rc < 0 && wrote) {
+	if (rc != 0 && wrote) {
 		/* hold nothing of the pool: a later claim starts clean */
 		struct pve_error e2 = {0};
 		if (write_claim(c, req, tags_now(req, l), NULL, &e2) < 0)

@@ -11,6 +11,10 @@
  * whose rank among the free ones is its VMID's rank among the colliders, so
  * colliders part. Any later writer sees the keeper and backs off: no two
  * guests keep one address, whichever processes or machines claim them.
+ * When the colliders over the last free address all backed off, each takes
+ * its write back and looks again after a wait by its rank (the lowest
+ * first): the address is free again, and one of them wins it, so that
+ * N claims on M < N addresses make M holders, not fewer.
  * Within one process the addresses being claimed are also held in memory,
  * so parallel claims of one process never pick the same address.
  *
@@ -51,9 +55,11 @@ struct pool_claim_req {
 };
 
 /* Claim an address of req->pool for req->g: 0 and *out (held in PVE, the
- * guest's ipconfig0 and tag set), or -1: an exhausted pool (PVE_ERR_API,
- * "pool NAME is exhausted: its N addresses are held"), a request error, or
- * no address won after repeated collisions. A guest that already holds an
+ * guest's ipconfig0 and tag set); 1 when the pool is exhausted (err:
+ * PVE_ERR_API, "pool NAME is exhausted: its N addresses are held": other
+ * claims took the last ones since the check before the guest was made);
+ * or -1: a request error, or no address won after repeated collisions.
+ * A guest that already holds an
  * address of the pool (and alone) keeps it without a write. On failure
  * the guest holds no address of the pool. */
 int pool_claim(struct pve *c, const struct pool_claim_req *req, struct pool_ip *out,

@@ -524,6 +524,20 @@ static char *normalize_url(const char *url, struct pve_error *err)
 		pve_error_set(err, PVE_ERR_CONFIG, "no PVE url configured");
 		return NULL;
 	}
+	char *shown = url_shown(url);
+	if (!shown) {
+		pve_error_set(err, PVE_ERR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	if (strcmp(shown, url) != 0) {
+		/* never echoed: the userinfo may be a password */
+		pve_error_set(err, PVE_ERR_CONFIG,
+			      "url %s: a user or password in the URL is not used; give token_id "
+			      "and token_secret_file (or user and password_file)", shown);
+		free(shown);
+		return NULL;
+	}
+	free(shown);
 	const char *sep = strstr(url, "://");
 	int rc = 0;
 	if (!sep) {
@@ -919,6 +933,7 @@ static void classify_curl(struct pve *c, CURLcode rc, bool connected, struct pve
 
 struct attempt {
 	bool maybe_applied; /* a non-GET may have taken effect */
+	bool connected;     /* the request went out on a connection made */
 };
 
 /* Send one request and decode the answer. authed: add credentials. */
@@ -931,6 +946,7 @@ static int http_once(struct pve *c, const char *method, const char *path, const 
 	int ret = -1;
 	bool body = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0;
 	at->maybe_applied = false;
+	at->connected = false;
 
 	if (!body && form && *form)
 		url = strprintf("%s/api2/json%s?%s", c->base, path, form);
@@ -1019,6 +1035,7 @@ static int http_once(struct pve *c, const char *method, const char *path, const 
 		if (curl_easy_getinfo(c->curl, CURLINFO_PRETRANSFER_TIME, &pre) != CURLE_OK)
 			pre = 0;
 		bool connected = pre > 0;
+		at->connected = connected;
 		classify_curl(c, rc, connected, err);
 		at->maybe_applied = !is_get(method) && connected && curl_maybe_sent(rc);
 		log_debug("<- %s %s: %s (%.0f ms)", method, path, err->message ? err->message : "",
@@ -1029,6 +1046,7 @@ static int http_once(struct pve *c, const char *method, const char *path, const 
 	if (curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &st) != CURLE_OK)
 		st = 0;
 	c->status = (int)st;
+	at->connected = true;
 	log_debug("<- %ld %s %s%s%s (%.0f ms)", st, method, path, c->reason ? " " : "",
 		  c->reason ? c->reason : "", ms);
 	if (log_enabled(LOGL_TRACE))
@@ -1157,8 +1175,11 @@ static int call(struct pve *c, const char *method, const char *path, const char 
 		c->answered = c->answered || rc == 0 || err->http_status > 0;
 		if (rc == 0)
 			return 0;
-		if (err->kind == PVE_ERR_CONNECT && c->unreachable_once && !c->answered)
-			return -1; /* never reached: asking again only makes the user wait */
+		if (err->kind == PVE_ERR_CONNECT && c->unreachable_once && !c->answered &&
+		    !at.connected)
+			return -1; /* never reached: asking again only makes the user wait
+				    * (a reset after the connection was made is a
+				    * transient answer, asked again as on any later GET) */
 		if (err->kind == PVE_ERR_AUTH && authed) {
 			if (!c->use_token && !relogged) {
 				/* Expired or revoked ticket: renew once, resend. */

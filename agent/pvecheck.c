@@ -518,3 +518,64 @@ int pvecheck_param(int major, enum pvekey_kind kind, const char *param, const ch
 	}
 	return tried ? 1 : fail(why, "not a PVE parameter");
 }
+
+/* ---- keys only root@pam may set ----------------------------------------------- */
+
+static bool listed(const char *k, const char *const *v)
+{
+	for (size_t i = 0; v[i]; i++)
+		if (strcmp(k, v[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool root_only(enum pvekey_kind kind, const char *key)
+{
+	if (kind == PVEKEY_LXC)
+		return key_indexed(key, "dev"); /* check_ct_modify_config_perm */
+	if (kind != PVEKEY_QEMU)
+		return false;
+	/* qemu-server's check_vm_modify_config_perm: a key in none of its
+	 * lists ($cpuoptions, $memoryoptions, $hwtypeoptions,
+	 * $generaloptions, $vmpoweroptions, $diskoptions, $cloudinitoptions,
+	 * the drives, nets and keys checked by value) "catches args, lock,
+	 * etc." */
+	static const char *const plain[] = {
+		"cores", "cpu", "runningcpu", "cpulimit", "cpuunits", "numa", "smp", "sockets",
+		"vcpus", "memory", "balloon", "shares", "acpi", "hotplug", "kvm", "machine",
+		"runningmachine", "scsihw", "smbios1", "tablet", "vga", "watchdog", "audio0",
+		"rng0", "agent", "autostart", "bios", "description", "keyboard", "localtime",
+		"migrate_downtime", "migrate_speed", "name", "onboot", "ostype", "protection",
+		"reboot", "startdate", "startup", "tdf", "template", "freeze", "boot", "bootdisk",
+		"vmstatestorage", "cicustom", "cipassword", "citype", "ciuser", "ciupgrade",
+		"nameserver", "searchdomain", "sshkeys", "cdrom", "tags", "vmstate", "efidisk0",
+		"tpmstate0", NULL};
+	static const char *const indexed[] = {"ide",	"sata",	   "scsi",   "virtio",
+					      "unused", "serial",  "usb",    "hostpci",
+					      "virtiofs", "numa",  "net",    "ipconfig",
+					      NULL};
+	/* create_vm extracts its own parameters (pool, storage, archive,
+	 * start, unique, ...) before the check; the request's meta ones are
+	 * none of the config's */
+	static const char *const meta[] = {"vmid",     "node",	  "digest", "delete",
+					   "revert",   "skiplock", "force",  "background_delay",
+					   NULL};
+	const struct pvekey *pk = pvekey_lookup(kind, key);
+	if (listed(key, plain) || listed(key, meta) || (pk && !(pk->where & PVEKEY_CONFIG)))
+		return false;
+	for (size_t i = 0; indexed[i]; i++)
+		if (key_indexed(key, indexed[i]))
+			return false;
+	return true;
+}
+
+int pvecheck_root_only(enum pvekey_kind kind, const char *key, char **why)
+{
+	*why = NULL;
+	if (!root_only(kind, key))
+		return 0;
+	*why = kind == PVEKEY_LXC
+		       ? strdup("configuring device passthrough is only allowed for root@pam")
+		       : strprintf("only root can set '%s' config", key);
+	return *why ? 1 : -1;
+}

@@ -34,4 +34,11 @@ int pvecheck_value(const struct pvekey_val *v, const char *value, char **why);
  * or last) joined by '.', at most 253 characters. */
 bool pvecheck_dns_name(const char *s);
 
+/* A guest config key PVE lets root@pam alone set (its API tokens are other
+ * users to that check): qemu-server's "only root can set 'KEY' config"
+ * (args, hookscript, affinity, hugepages, vmgenid, ...; check_vm_modify_
+ * config_perm), pve-container's devN. 1 with *why PVE's reason
+ * (malloc'd), 0 when others may set it, -1 when memory ran out. */
+int pvecheck_root_only(enum pvekey_kind kind, const char *key, char **why);
+
 #endif

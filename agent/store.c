@@ -139,6 +139,19 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"CREATE INDEX migrations_pair ON migrations(src, dst, ts);"
 	"CREATE TABLE homes("
 	"vmid INTEGER PRIMARY KEY, name TEXT NOT NULL, home TEXT NOT NULL, ts REAL NOT NULL);",
+	/* 3 -> 4: job IDs never reused (AUTOINCREMENT: a pruned job's ID is
+	 * not given again, and sqlite_sequence keeps the highest given), the
+	 * table made again as SQLite's ALTER TABLE procedure says (foreign
+	 * keys are off while migrating: steps and events keep their rows) */
+	"CREATE TABLE jobs_new("
+	"id INTEGER PRIMARY KEY AUTOINCREMENT, workflow TEXT NOT NULL, subject TEXT NOT NULL, "
+	"params TEXT NOT NULL, vars TEXT NOT NULL DEFAULT '{}', state TEXT NOT NULL, "
+	"created REAL NOT NULL, started REAL, ended REAL, error TEXT, pid INTEGER);"
+	"INSERT INTO jobs_new SELECT id, workflow, subject, params, vars, state, created, "
+	"started, ended, error, pid FROM jobs;"
+	"DROP TABLE jobs;"
+	"ALTER TABLE jobs_new RENAME TO jobs;"
+	"CREATE INDEX jobs_open ON jobs(workflow, subject, state);",
 };
 
 static int exec(struct store *s, const char *sql, char **err, const char *what)
@@ -303,8 +316,10 @@ int store_open(const char *path, struct store **out, char **err)
 	/* WAL answers the mode now in effect; a file system that cannot do WAL
 	 * keeps the rollback journal, which still works. */
 	if (exec(s, "PRAGMA journal_mode=WAL", err, "journal mode") < 0 ||
-	    exec(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON", err, "pragmas") < 0 ||
-	    migrate(s, err) < 0 ||
+	    exec(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF", err, "pragmas") < 0 ||
+	    /* foreign keys on after the migrations: a table made again must
+	     * not take its referencing rows with it */
+	    migrate(s, err) < 0 || exec(s, "PRAGMA foreign_keys=ON", err, "pragmas") < 0 ||
 	    /* pruning by age and reading the unfinished jobs (an index, not a
 	     * schema change: any version of the file may have it) */
 	    exec(s, "CREATE INDEX IF NOT EXISTS jobs_state_ended ON jobs(state, ended)", err,
@@ -800,6 +815,27 @@ int store_job_get(struct store *s, long long id, struct store_job *out, char **e
 		return db_fail(s, err, "jobs");
 	}
 	return job_one(s, st, out, err);
+}
+
+int store_job_pruned(struct store *s, long long id, char **err)
+{
+	/* the highest ID ever given (AUTOINCREMENT's record); only pruning
+	 * deletes a job */
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT ?1 > 0 AND ?1 <= (SELECT seq FROM sqlite_sequence WHERE "
+			       "name='jobs') AND NOT EXISTS (SELECT 1 FROM jobs WHERE id=?1)",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 1, id) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "jobs");
+	}
+	int rc = sqlite3_step(st);
+	int pruned = rc == SQLITE_ROW && sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return db_fail(s, err, "jobs");
+	return pruned;
 }
 
 int store_job_find_open(struct store *s, const char *workflow, const char *subject,

@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 struct store;
 
@@ -116,6 +116,9 @@ int store_job_insert(struct store *s, const char *workflow, const char *subject,
 int store_job_update(struct store *s, const struct store_job *j, char **err);
 /* 1 found, 0 no such job, -1 error. */
 int store_job_get(struct store *s, long long id, struct store_job *out, char **err);
+/* 1 when job id was given once and pruned since (IDs are never given
+ * again), 0 when not, -1 on error. */
+int store_job_pruned(struct store *s, long long id, char **err);
 /* The newest unfinished job (job_state_open) of this workflow and
  * subject: 1, 0, -1. */
 int store_job_find_open(struct store *s, const char *workflow, const char *subject,

@@ -202,6 +202,39 @@ static int check_pool(const struct up_request *req, struct pve_error *err)
 	return 0;
 }
 
+/* Keys PVE lets only root@pam itself set (pvecheck_root_only), from
+ * --set or the template's [pve], refused up front, dry run included, with
+ * PVE's reason, unless the configuration logs in as root@pam with its
+ * password (an API token, root@pam's too, is refused them). */
+static int check_root_only(const struct up_request *req, enum pvekey_kind kk,
+			   struct pve_error *err)
+{
+	const struct conf *c = req->conf;
+	if (!c || (!c->pve.token_id && c->pve.user && strcmp(c->pve.user, "root@pam") == 0))
+		return 0;
+	const struct tmpl_kvlist *lists[] = {req->sets, &req->tmpl->pve};
+	for (size_t l = 0; l < 2; l++)
+		for (size_t i = 0; lists[l] && i < lists[l]->n; i++) {
+			const char *k = lists[l]->items[i].key;
+			if (strcmp(k, "size") == 0)
+				continue; /* pvagent's own: the boot disk's growth */
+			char *why = NULL;
+			int r = pvecheck_root_only(kk, k, &why);
+			if (r < 0)
+				return pve_error_oom(err);
+			if (r == 0)
+				continue;
+			pve_error_set(err, PVE_ERR_CONFIG, "%s %s: %s (PVE refuses it to %s; set it "
+				      "as root@pam, or leave it out)",
+				      l ? "template [pve]" : "--set", k, why,
+				      c->pve.token_id ? c->pve.token_id
+						      : c->pve.user ? c->pve.user : "this user");
+			free(why);
+			return -1;
+		}
+	return 0;
+}
+
 int up_request_check(const struct up_request *req, struct pve_error *err)
 {
 	if (!req->tmpl || !req->n_names) {
@@ -278,7 +311,8 @@ int up_request_check(const struct up_request *req, struct pve_error *err)
 			return -1;
 		}
 	}
-	if (check_values(req, kk, err) < 0 || check_pool(req, err) < 0)
+	if (check_root_only(req, kk, err) < 0 || check_values(req, kk, err) < 0 ||
+	    check_pool(req, err) < 0)
 		return -1;
 	return 0;
 }

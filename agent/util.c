@@ -244,6 +244,28 @@ char *strprintf(const char *fmt, ...)
 	return sbuf_steal(&b);
 }
 
+const char *url_userinfo(const char *url, size_t *len)
+{
+	const char *sep = url ? strstr(url, "://") : NULL;
+	const char *host = sep ? sep + 3 : url;
+	size_t alen = host ? strcspn(host, "/?#") : 0;
+	const char *at = NULL;
+	for (size_t i = 0; i < alen; i++)
+		if (host[i] == '@')
+			at = host + i;
+	*len = at ? (size_t)(at - host) : 0;
+	return at ? host : NULL;
+}
+
+char *url_shown(const char *url)
+{
+	size_t n;
+	const char *ui = url_userinfo(url, &n);
+	if (!url || !ui)
+		return url ? strdup(url) : NULL;
+	return strprintf("%.*s***%s", (int)(ui - url), url, ui + n);
+}
+
 void err_setf(char **err, const char *fmt, ...)
 {
 	if (!err)

@@ -55,6 +55,12 @@ int read_small_file(const char *path, size_t max, unsigned flags, char **out, si
 
 /* malloc'd printf; NULL on failure. */
 char *strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The userinfo of url ("user:password" before the host's '@'), *len
+ * bytes, or NULL when it has none. */
+const char *url_userinfo(const char *url, size_t *len);
+/* url as an error may show it: its userinfo (user:password@) replaced by
+ * "***@" (malloc'd; NULL when url is NULL or memory ran out). */
+char *url_shown(const char *url);
 /* A config key of an indexed family: "net3" with base "net" (digits, at
  * least one, follow). */
 bool key_indexed(const char *key, const char *base);

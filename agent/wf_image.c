@@ -27,6 +27,7 @@ struct image_ctx {
 	struct image *im;
 	const char *node, *storage, *import_storage; /* borrowed from params */
 	struct guest_ref g;                          /* the new VM, once made */
+	char *userinfo; /* --url's user:password, a secret while the job runs */
 };
 
 json_object *wf_image_params(const struct image_build_req *r)
@@ -62,6 +63,16 @@ static int image_open(struct job *j, void *ctx)
 	const struct conf *conf = job_env(j)->conf;
 	if (image_use_mirror(x->im, conf ? conf->image.mirror : NULL) < 0)
 		return pve_error_oom(job_err(j));
+	/* a mirror's user:password in --url is never shown (logs, errors:
+	 * wget's command line in a failed download's log) */
+	size_t uil;
+	const char *ui = url_userinfo(json_str(p, "url"), &uil);
+	if (ui) {
+		x->userinfo = strndup(ui, uil);
+		if (!x->userinfo)
+			return pve_error_oom(job_err(j));
+		log_secret_add(x->userinfo);
+	}
 	x->node = json_str(p, "node");
 	x->storage = json_str(p, "storage");
 	x->import_storage = json_str(p, "import_storage");
@@ -86,6 +97,9 @@ static void image_close(struct job *j, void *ctx)
 	struct image_ctx *x = ctx;
 	image_free(x->im);
 	guest_ref_clear(&x->g);
+	if (x->userinfo)
+		log_secret_remove(x->userinfo);
+	free(x->userinfo);
 }
 
 /* ---- resolve ------------------------------------------------------------------- */
@@ -270,14 +284,13 @@ static int delete_volume(struct job *j, const char *node, const char *storage, c
 	return rc;
 }
 
-/* A download sent by an earlier run whose answer was lost: once it can
- * no longer be on its way, its task if it still runs (GET /nodes/N/tasks,
- * active, type download, the file name as its id) is waited for, so that
- * the file is not fetched twice. 0 or -1. */
-static int lost_download(struct job *j, struct image_ctx *x, const char *file)
+/* A download whose answer was lost: its task if it still runs (GET
+ * /nodes/N/tasks, active, type download, the file name as its id) is
+ * waited for, so that the file is not fetched twice. 1 (waited for, and it
+ * ended well), 0 (none runs) or -1. */
+static int running_download(struct job *j, struct image_ctx *x, const char *file)
 {
 	struct pve_error *err = job_err(j);
-	job_settle(j);
 	char *n = pve_path_escape(x->node);
 	json_object *d = NULL;
 	int rc = n ? pve_getf(job_pve(j), &d, NULL, err,
@@ -298,10 +311,49 @@ static int lost_download(struct job *j, struct image_ctx *x, const char *file)
 			 upid);
 		struct guest_wait wa = *job_wait(j);
 		wa.attach = true;
-		rc = guest_wait_task(job_pve(j), upid, "download", &wa, NULL, err);
+		rc = guest_wait_task(job_pve(j), upid, "download", &wa, NULL, err) < 0 ? -1 : 1;
 	}
 	json_object_put(d);
 	return rc;
+}
+
+/* The download-url (or aplinfo) POST whose answer was lost (err
+ * ambiguous): taken effect when the file is there or its task runs
+ * (waited for); else sent once more, as up's clone is. 0 or -1. */
+static int download_lost_answer(struct job *j, struct image_ctx *x, const char *path,
+				const struct pve_params *p)
+{
+	struct pve_error *err = job_err(j);
+	json_object *v = job_vars(j);
+	const char *volid = json_str(v, "volid"), *content = x->im->lxc ? "vztmpl" : "import";
+	for (int resent = 0;; resent++) {
+		/* given up on by us, it may still be on its way */
+		if (err->kind == PVE_ERR_TIMEOUT)
+			job_settle(j);
+		struct pve_error saved = {0};
+		pve_error_move(&saved, err);
+		int t = volume_there(job_pve(j), x->node, x->import_storage, content, volid, err);
+		if (t == 0)
+			t = running_download(j, x, json_str(v, x->im->lxc ? "template" : "file"));
+		if (t != 0) {
+			pve_error_clear(&saved); /* took effect (1), or err says why not */
+			return t > 0 ? 0 : -1;
+		}
+		pve_error_move(err, &saved);
+		if (resent) {
+			/* no file, no task: nothing to undo here */
+			err->ambiguous = false;
+			return -1;
+		}
+		log_info("%s: %s; the download did not start: sending it again", job_subject(j),
+			 err->message ? err->message : "no answer");
+		pve_error_clear(err);
+		if (guest_node_task(job_pve(j), "POST", path, p, "download", job_wait(j), NULL,
+				    err) == 0)
+			return 0;
+		if (!err->ambiguous)
+			return -1;
+	}
 }
 
 static enum step_rc step_download(struct job *j)
@@ -310,9 +362,13 @@ static enum step_rc step_download(struct job *j)
 	json_object *v = job_vars(j);
 	struct pve_error *err = job_err(j);
 	const char *volid = json_str(v, "volid");
-	if (!job_step_upid(j) && job_step_attempts(j) > 0 &&
-	    lost_download(j, x, json_str(v, x->im->lxc ? "template" : "file")) < 0)
-		return STEP_RC_FAIL;
+	if (!job_step_upid(j) && job_step_attempts(j) > 0) {
+		/* sent by an earlier run, its answer lost: once it can no
+		 * longer be on its way, its task if it runs */
+		job_settle(j);
+		if (running_download(j, x, json_str(v, x->im->lxc ? "template" : "file")) < 0)
+			return STEP_RC_FAIL;
+	}
 	int there = job_step_upid(j) ? 0 : volume_there(job_pve(j), x->node, x->import_storage,
 							x->im->lxc ? "vztmpl" : "import", volid,
 							err);
@@ -342,21 +398,8 @@ static enum step_rc step_download(struct job *j)
 	int rc = path && !p.failed ? guest_node_task(job_pve(j), "POST", path, &p, "download",
 						     job_wait(j), NULL, err)
 				   : pve_error_oom(err);
-	if (rc < 0 && err->ambiguous) {
-		/* the answer was lost: the file tells whether it took effect */
-		struct pve_error lerr = {0};
-		int t = volume_there(job_pve(j), x->node, x->import_storage,
-				     x->im->lxc ? "vztmpl" : "import", volid, &lerr);
-		if (t == 1) {
-			pve_error_clear(err);
-			rc = 0;
-		} else if (t == 0) {
-			/* no file: nothing to undo here; a download still running
-			 * from a lost answer would be found by the next run */
-			err->ambiguous = false;
-		}
-		pve_error_clear(&lerr);
-	}
+	if (rc < 0 && err->ambiguous)
+		rc = download_lost_answer(j, x, path, &p);
 	pve_params_free(&p);
 	free(n);
 	free(s);
@@ -374,9 +417,29 @@ static int undo_download(struct job *j)
 	struct image_ctx *x = job_ctx(j);
 	if (x->im->lxc)
 		return 1; /* the template is the result, complete */
-	return delete_volume(j, x->node, x->import_storage, json_str(job_vars(j), "volid")) < 0
-		       ? -1
-		       : 0;
+	if (delete_volume(j, x->node, x->import_storage, json_str(job_vars(j), "volid")) < 0)
+		return -1;
+	if (!x->g.vmid)
+		job_set_left(j, NULL); /* and no VM stayed (undo_create) */
+	return 0;
+}
+
+/* What a build has made so far, once its VM is made: the VM, a template
+ * (done: its name taken, or still the build's name) and the file. */
+static void left_made(struct job *j, struct image_ctx *x, bool template, bool named)
+{
+	json_object *v = job_vars(j);
+	const char *volid = json_str(v, "volid");
+	if (!template)
+		job_set_left(j, "VM %d (%s) on %s, not yet a template; the downloaded file %s",
+			     x->g.vmid, json_str(v, "build_name"), x->node, volid);
+	else if (!named)
+		job_set_left(j, "VM %d (%s) on %s, a template not yet named %s; the downloaded "
+			     "file %s", x->g.vmid, json_str(v, "build_name"), x->node,
+			     json_str(v, "final_name"), volid);
+	else
+		job_set_left(j, "the downloaded file %s on %s (the template VM %d, %s, is done)",
+			     volid, x->node, x->g.vmid, json_str(v, "final_name"));
 }
 
 /* ---- create ---------------------------------------------------------------------- */
@@ -397,8 +460,10 @@ static int create_params(void *ctx, int vmid, struct pve_params *p, struct pve_e
 	pve_params_add(p, "citype", im->cloudinit);
 	pve_params_add(p, "ciuser", im->user);
 	pve_params_addf(p, "tags", "%s", IMAGE_TAG);
+	char *url = url_shown(json_str(v, "url"));
 	pve_params_addf(p, "description", "pvagent image %s (%s:%s from %s)", im->name,
-			json_str(v, "algo"), json_str(v, "sum"), json_str(v, "url"));
+			json_str(v, "algo"), json_str(v, "sum"), url ? url : "?");
+	free(url);
 	return p->failed ? pve_error_oom(err) : 0;
 }
 
@@ -470,7 +535,7 @@ static enum step_rc step_create(struct job *j)
 		return STEP_RC_FAIL;
 	if (job_set_int(j, "vmid", x->g.vmid) < 0 || job_set_guest(j, x->g.vmid, x->g.node) < 0)
 		return pve_error_oom(err);
-	job_set_left(j, "VM %d (%s) on %s, not yet a template", x->g.vmid, name, x->node);
+	left_made(j, x, false, false);
 	job_summary(j, "VM %d from %s", x->g.vmid, json_str(job_vars(j), "volid"));
 	return STEP_RC_OK;
 }
@@ -480,7 +545,11 @@ static int undo_create(struct job *j)
 	struct image_ctx *x = job_ctx(j);
 	if (!x->g.vmid)
 		return 0;
-	return guest_delete(job_pve(j), &x->g, true, job_wait(j), NULL, job_err(j)) < 0 ? -1 : 0;
+	if (guest_delete(job_pve(j), &x->g, true, job_wait(j), NULL, job_err(j)) < 0)
+		return -1;
+	guest_ref_clear(&x->g); /* gone: the file is what is left */
+	job_set_left(j, "the downloaded file %s on %s", json_str(job_vars(j), "volid"), x->node);
+	return 0;
 }
 
 /* ---- resize and template -------------------------------------------------------------- */
@@ -507,6 +576,8 @@ static enum step_rc step_template(struct job *j)
 		return STEP_RC_SKIP;
 	if (guest_make_template(job_pve(j), &x->g, job_wait(j), job_err(j)) < 0)
 		return STEP_RC_FAIL;
+	long long old = 0;
+	left_made(j, x, true, !json_int(job_vars(j), "old_vmid", &old) || old <= 0);
 	job_summary(j, "VM %d is a template", x->g.vmid);
 	return STEP_RC_OK;
 }
@@ -584,6 +655,21 @@ static enum step_rc step_replace(struct job *j)
 	if (!json_int(job_vars(j), "old_vmid", &old) || old <= 0)
 		return STEP_RC_SKIP;
 	const char *final = json_str(job_vars(j), "final_name");
+	/* resumed after its task on the old template (removed, or renamed to
+	 * be kept) was recorded: that task, then the new one's rename is a
+	 * request of its own, not that task again */
+	const char *upid = job_step_upid(j);
+	struct task_upid tu;
+	if (upid && task_upid_parse(upid, &tu) == 0) {
+		bool of_old = atoi(tu.id) == old;
+		task_upid_free(&tu);
+		struct guest_wait wa = *job_wait(j);
+		wa.attach = true;
+		if (of_old && guest_wait_task(job_pve(j), upid, "replace", &wa, NULL, err) < 0)
+			return STEP_RC_FAIL;
+		if (of_old)
+			job_step_resumed_task_done(j);
+	}
 	struct guest_ref og = {0};
 	int r = guest_find_by_vmid(job_pve(j), (int)old, &og, err);
 	if (r < 0)
@@ -612,6 +698,7 @@ static enum step_rc step_replace(struct job *j)
 	}
 	if (strcmp(x->g.name ? x->g.name : "", final) != 0 && rename_vm(j, &x->g, final) < 0)
 		goto out;
+	left_made(j, x, true, true);
 	job_summary(j, "VM %d is %s now", x->g.vmid, final);
 	rc = STEP_RC_OK;
 out:

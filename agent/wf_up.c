@@ -969,6 +969,31 @@ static int made_tags(struct job *j, struct up_ctx *u, char **tags)
 	return rc;
 }
 
+/* The pool was exhausted by other claims between the check before the
+ * clone (or create) and this claim: the guest this job made for it is
+ * removed, so that the loser of the race leaves nothing (exit 1), and the
+ * error says so; one that cannot be removed is left (needs attention). */
+static enum step_rc pool_lost(struct job *j, struct up_ctx *u)
+{
+	struct pve_error *err = job_err(j), derr = {0};
+	if (guest_delete(job_pve(j), &u->g, true, job_wait(j), NULL, &derr) < 0) {
+		log_warn("%s: VM %d made for the pool could not be removed: %s", job_subject(j),
+			 u->g.vmid, derr.message ? derr.message : "?");
+		pve_error_clear(&derr);
+		return STEP_RC_FAIL;
+	}
+	char *m = strprintf("%s; VM %d made for it on %s was removed",
+			    err->message ? err->message : "the pool is exhausted", u->g.vmid,
+			    u->g.node);
+	if (!m)
+		return pve_error_oom(err);
+	pve_error_set(err, PVE_ERR_API, "%s", m);
+	free(m);
+	job_set_bool(j, "created", false);
+	job_set_left(j, NULL);
+	return STEP_RC_FAIL;
+}
+
 /* The guest's address from its pool, claimed at PVE (pool_claim.h): kept
  * when it holds one already, else the lowest free one written into its
  * config and checked against every other guest's. */
@@ -991,7 +1016,9 @@ static enum step_rc up_pool(struct job *j)
 	struct pool_ip ip;
 	int rc = pool_claim(job_pve(j), &cr, &ip, err);
 	free(tags);
-	if (rc < 0)
+	if (rc == 1 && json_flag(job_vars(j), "created"))
+		return pool_lost(j, u);
+	if (rc != 0)
 		return STEP_RC_FAIL;
 	char *a = pool_ip_str(&ip);
 	if (!a || job_set_str(j, "pool_ip", a) < 0) {

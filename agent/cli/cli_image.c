@@ -136,8 +136,14 @@ static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 	req.vmid = (int)vmid;
 	char *algo = NULL, *hex = NULL;
 	const char *why = NULL;
-	if (req.url && strncmp(req.url, "http://", 7) != 0 && strncmp(req.url, "https://", 8) != 0)
-		return cli_error("usage", "image", "--url %s: not an http(s) URL", req.url);
+	if (req.url && strncmp(req.url, "http://", 7) != 0 &&
+	    strncmp(req.url, "https://", 8) != 0) {
+		char *shown = url_shown(req.url); /* never its userinfo */
+		rc = cli_error("usage", "image", "--url %s: not an http(s) URL",
+			       shown ? shown : "(the URL given)");
+		free(shown);
+		return rc;
+	}
 	if (req.checksum && image_checksum_arg(req.checksum, &algo, &hex, &why) < 0)
 		return cli_error("usage", "image", "--checksum %s: %s", req.checksum, why);
 	free(algo);

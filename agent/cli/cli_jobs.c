@@ -244,7 +244,11 @@ static int cmd_job(struct cli *cli, const struct cmd_args *args)
 	char *err = NULL;
 	int r = store_job_get(st, id, &j, &err);
 	if (r == 0) {
-		cli_error("not-found", "job", "no job %lld in %s", id, store_file(st));
+		if (store_job_pruned(st, id, NULL) == 1)
+			cli_error("not-found", "job", "job %lld was pruned from %s", id,
+				  store_file(st));
+		else
+			cli_error("not-found", "job", "no job %lld in %s", id, store_file(st));
 		if (watching)
 			ctl_client_close(&wc);
 		return EXIT_USAGE; /* not found: 2, as in every command */
@@ -382,6 +386,9 @@ static int load_open_job(struct cli *cli, const char *cmd, long long id, struct 
 	if (r <= 0) {
 		if (r < 0)
 			cli_error("job", cmd, "%s", err ? err : "store");
+		else if (store_job_pruned(st, id, NULL) == 1)
+			cli_error("not-found", cmd, "job %lld was pruned from %s; nothing to %s",
+				  id, store_file(st), cmd);
 		else
 			cli_error("not-found", cmd, "no job %lld in %s; nothing to %s", id,
 				  store_file(st), cmd);

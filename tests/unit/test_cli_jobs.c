@@ -1173,3 +1173,37 @@ Test(cli_jobs, a_resumed_drain_waits_for_a_cancelled_jobs_task)
 	free(upd);
 	drain_again_moves_each_once(&w, "the drain resumed after a cancel");
 }
+
+/* Issue 36: a pruned job's ID is never given again, and resume, cancel
+ * and job of it say it was pruned (a printed hint or a script naming it
+ * never reaches another job). */
+Test(cli_jobs, a_pruned_jobs_id_is_not_given_again_and_is_said_pruned)
+{
+	static struct world w;
+	world_start(&w, 100);
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "up", "pr1", "-t", "jobvm", "--no-start", NULL), 0, "%s", out);
+	free(out);
+	long long first = db_int(&w, "SELECT max(id) FROM jobs");
+	db_exec(&w, "UPDATE jobs SET ended = 1, created = 1");
+	cr_assert_eq(pv(&w, &out, "jobs", "--prune", "--older-than", "1d", NULL), 0, "%s", out);
+	free(out);
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs"), 0);
+	char id[24];
+	snprintf(id, sizeof id, "%lld", first);
+	const char *cmds[] = {"resume", "cancel", "job"};
+	for (size_t i = 0; i < 3; i++) {
+		cr_assert_eq(pv(&w, &out, cmds[i], id, NULL), 2, "%s", out);
+		char *want = strprintf("job %s was pruned", id);
+		cr_assert(strstr(out, want), "%s: %s", cmds[i], out);
+		free(want);
+		free(out);
+	}
+	cr_assert_eq(pv(&w, &out, "job", "999", NULL), 2, "%s", out);
+	cr_assert(strstr(out, "no job 999"), "%s", out);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "down", "pr1", NULL), 0, "%s", out);
+	free(out);
+	cr_assert_eq(db_int(&w, "SELECT min(id) FROM jobs"), first + 1, "a pruned ID given again");
+	world_free(&w);
+}

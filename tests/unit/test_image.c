@@ -17,6 +17,7 @@
  * and checksum file from the mirror), and `templates` (one request) marks
  * the image's template to build first, then ready. */
 #include "clirun.h"
+#include "faultkinds.h"
 #include "httpserve.h"
 #include "image.h"
 #include "simcli.h"
@@ -32,7 +33,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const shipped[] = {"debian-12",  "debian-13",    "freebsd-14",
@@ -516,6 +520,20 @@ Test(image_cli, failures_leave_nothing)
 	cr_assert_eq(simproc_count(&sim, "POST", "/nodes/pve1/qemu", -1), vms);
 	cr_assert_null(config_of("debian-12-image"));
 	cr_assert_eq(import_volumes(), 0);
+	/* a mirror's user:password in --url is never shown: not by a refused
+	 * --url, not in PVE's failed download (-vv included) */
+	char *secret_url = strprintf("http://mirror:Sekr1t@%s/missing.qcow2", hs.base + 7);
+	cr_assert_eq(simcli_pv(&w, &out, "-vv", "--local", "image", "build", "debian-12", "--url",
+			       secret_url, "--checksum", sum, NULL), 1, "%s", out);
+	cr_assert_null(strstr(out, "Sekr1t"), "%s", out);
+	cr_assert_not_null(strstr(out, "download failed"), "%s", out);
+	free(out);
+	free(secret_url);
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "build", "debian-12", "--url",
+			       "ftp://mirror:Sekr1t@x/y.qcow2", NULL), 2, "%s", out);
+	cr_assert_null(strstr(out, "Sekr1t"), "%s", out);
+	cr_assert_not_null(strstr(out, "--url ftp://***@x/y.qcow2: not an http(s) URL"), "%s", out);
+	free(out);
 	/* refused before any request */
 	int all = simproc_count(&sim, "GET", "", -1);
 	cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "build", "freebsd-15", NULL), 2, "%s", out);
@@ -636,4 +654,250 @@ Test(image_cli, container_image_from_the_appliance_catalogue)
 	free(scen);
 	free(apl);
 	free(sha);
+}
+
+/* ---- issue 36: outcomes that match what is left -------------------------------------- */
+
+/* pvagent --local image build NAME --url URL --checksum SUM [--rebuild]:
+ * its exit code, its output in *out. */
+static int build(struct simcli *w, char **out, const char *name, const char *url,
+		 const char *sum, bool rebuild)
+{
+	return rebuild ? simcli_pv(w, out, "--local", "image", "build", name, "--url", url,
+				   "--checksum", sum, "--rebuild", NULL)
+		       : simcli_pv(w, out, "--local", "image", "build", name, "--url", url,
+				   "--checksum", sum, NULL);
+}
+
+static void clear_faults(void)
+{
+	long status = 0;
+	cr_assert_eq(sim_http(&sim, "DELETE", "/_sim/fault", NULL, NULL, NULL, &status, NULL), 0);
+	cr_assert_eq(status, 200);
+}
+
+/* A build of name that fails at the fault rule: exit 1, each done step
+ * undone, nothing left (no VM, no file, no "left:"). */
+static void fails_clean(struct simcli *w, const char *name, const char *url, const char *sum,
+			const char *rule, const char *want)
+{
+	cr_assert_eq(simproc_fault(&sim, rule), 0, "%s", rule);
+	char *out = NULL;
+	cr_assert_eq(simcli_pv(w, &out, "--local", "image", "build", name, "--url", url,
+			       "--checksum", sum, NULL), 1, "%s: %s", rule, out);
+	cr_assert(strstr(out, want), "%s: %s", rule, out);
+	cr_assert(strstr(out, "undo download") && strstr(out, "undone"), "%s: %s", rule, out);
+	cr_assert_null(strstr(out, "left:"), "%s: %s", rule, out);
+	cr_assert_null(strstr(out, "needs attention"), "%s: %s", rule, out);
+	free(out);
+	char *vm = strprintf("%s-image", name);
+	cr_assert_null(config_of(vm), "%s: the VM stayed", rule);
+	free(vm);
+	cr_assert_eq(import_volumes(), 0, "%s: the file stayed", rule);
+	clear_faults();
+}
+
+/* Run argv until it stops itself after step (PVAGENT_STOP_AFTER), put the
+ * fault rule, let it go on: its exit code; its output in *out. */
+static int stopped_then_fault(struct simcli *w, const char *const *argv, const char *step,
+			      const char *rule, char **out)
+{
+	char *outp = strprintf("%s/stop.out", w->dir);
+	cr_assert_eq(setenv("PVAGENT_STOP_AFTER", step, 1), 0);
+	pid_t pid = test_spawn(argv, outp);
+	cr_assert_eq(unsetenv("PVAGENT_STOP_AFTER"), 0);
+	cr_assert_gt(pid, 0);
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+	cr_assert(WIFSTOPPED(st), "never stopped after %s", step);
+	cr_assert_eq(simproc_fault(&sim, rule), 0, "%s", rule);
+	cr_assert_eq(kill(pid, SIGCONT), 0);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st));
+	cr_assert_eq(read_file(outp, out, NULL), 0);
+	free(outp);
+	return WEXITSTATUS(st);
+}
+
+Test(image_cli, each_failure_is_undone_and_the_outcome_says_what_is_left)
+{
+	struct simcli w = {0};
+	world_start(&w);
+	char *sum = serve_qcow2("f.qcow2", 1ULL << 30);
+	char *url = strprintf("%s/f.qcow2", hs.base);
+	/* storage full in the create's import task, a refused resize, a failed
+	 * template task: every done step undone, exit 1, nothing left */
+	fails_clean(&w, "debian-12", url, sum,
+		    "{\"method\":\"POST\",\"path\":\"^/nodes/pve1/qemu$\",\"nth\":1,"
+		    "\"action\":\"task_fail\",\"message\":\"import failed: No space left on device\"}",
+		    "No space left on device");
+	fails_clean(&w, "debian-12", url, sum,
+		    "{\"method\":\"PUT\",\"path\":\"^/nodes/pve1/qemu/[0-9]+/resize$\",\"nth\":1,"
+		    "\"action\":\"status\",\"status\":400,\"message\":\"resize refused\"}",
+		    "resize refused");
+	fails_clean(&w, "debian-12", url, sum,
+		    "{\"method\":\"POST\",\"path\":\"^/nodes/pve1/qemu/[0-9]+/template$\",\"nth\":1,"
+		    "\"action\":\"task_fail\",\"message\":\"cannot convert\"}",
+		    "cannot convert");
+	/* only the cleanup DELETE fails: the template is done, the file is left */
+	cr_assert_eq(simproc_fault(&sim, "{\"method\":\"DELETE\",\"path\":"
+				   "\"^/nodes/pve1/storage/local/content/\",\"action\":\"status\","
+				   "\"status\":500,\"message\":\"storage busy\"}"), 0);
+	char *out = NULL;
+	cr_assert_eq(build(&w, &out, "debian-12", url, sum, false), 3, "%s", out);
+	cr_assert(strstr(out, "left: the downloaded file local:import/"), "%s", out);
+	cr_assert(strstr(out, "debian-12-image, is done"), "%s", out);
+	cr_assert_null(strstr(out, "not yet a template"), "%s", out);
+	free(out);
+	json_object *c = config_of("debian-12-image");
+	cr_assert(c && cfg(c, "template") && strcmp(cfg(c, "template"), "1") == 0);
+	json_object_put(c);
+	clear_faults();
+	cr_assert_eq(build(&w, &out, "debian-12", url, sum, false), 0, "%s", out);
+	free(out);
+	cr_assert_eq(import_volumes(), 0, "the resumed job removed the file");
+	cr_assert_eq(simproc_named(&sim, "debian-12-image"), 1);
+	free(url);
+	free(sum);
+	world_free(&w);
+}
+
+/* --rebuild: the cluster lost after the new template was made (a reset on
+ * every request of the replace step) ends needs-attention, and the same
+ * command resumes it; a template task whose status cannot be read ends
+ * needs-attention, and its resume sends the rename. */
+Test(image_cli, a_rebuild_that_lost_the_cluster_or_its_task_is_resumed_to_the_end)
+{
+	struct simcli w = {0};
+	world_start(&w);
+	char *sum = serve_qcow2("r.qcow2", 1ULL << 30);
+	char *url = strprintf("%s/r.qcow2", hs.base);
+	char *out = NULL;
+	cr_assert_eq(build(&w, &out, "debian-13", url, sum, false), 0, "%s", out);
+	free(out);
+	int old = vmid_of("debian-13-image");
+	cr_assert_gt(old, 0);
+	const char *argv[] = {w.bin, "-c", w.conf, "--local", "image", "build", "debian-13",
+			      "--url", url, "--checksum", sum, "--rebuild", NULL};
+	int rc = stopped_then_fault(&w, argv, "image:template",
+				    "{\"path\":\".\",\"action\":\"reset\"}", &out);
+	cr_assert_eq(rc, 3, "%s", out);
+	cr_assert(strstr(out, "not yet named debian-13-image"), "%s", out);
+	free(out);
+	int made = vmid_of("debian-13-image-new");
+	cr_assert_gt(made, 0, "the new template is there");
+	clear_faults();
+	int creates = simproc_count(&sim, "POST", "/nodes/pve1/qemu", -1);
+	cr_assert_eq(build(&w, &out, "debian-13", url, sum, true), 0, "%s", out);
+	cr_assert(strstr(out, "resumed"), "the same command resumed the job: %s", out);
+	free(out);
+	cr_assert_eq(simproc_count(&sim, "POST", "/nodes/pve1/qemu", -1), creates,
+		     "no second VM was made");
+	cr_assert_eq(vmid_of("debian-13-image"), made);
+	cr_assert_eq(vmid_of("debian-13-image-new"), 0);
+	cr_assert_null(simproc_config_key(&sim, old, "name"), "the old template stayed");
+	cr_assert_eq(import_volumes(), 0);
+	/* again, the new template's task unreadable (its status and log) */
+	old = made;
+	cr_assert_eq(simproc_fault(&sim, "{\"method\":\"GET\",\"path\":"
+				   "\"^/nodes/pve1/tasks/[^/]*qmtemplate[^/]*/(status|log)$\","
+				   "\"action\":\"status\",\"status\":500,\"message\":\"oops\"}"), 0);
+	cr_assert_eq(build(&w, &out, "debian-13", url, sum, true), 3, "%s", out);
+	free(out);
+	made = vmid_of("debian-13-image-new");
+	cr_assert_gt(made, 0);
+	clear_faults();
+	char *db = store_path(w.dir);
+	long long id = test_db_int(db, "SELECT max(id) FROM jobs", NULL);
+	free(db);
+	char ids[24];
+	snprintf(ids, sizeof ids, "%lld", id);
+	cr_assert_eq(simcli_pv(&w, &out, "--local", "resume", ids, NULL), 0, "%s", out);
+	cr_assert(strstr(out, "is debian-13-image now"), "%s", out);
+	free(out);
+	cr_assert_eq(vmid_of("debian-13-image"), made, "the resumed rename was sent");
+	cr_assert_eq(vmid_of("debian-13-image-new"), 0);
+	cr_assert_null(simproc_config_key(&sim, old, "name"), "the old template stayed");
+	/* killed once the replace's delete of the old template was sent, run
+	 * again after that delete ended: the rename is sent, not taken for
+	 * the recorded delete */
+	old = made;
+	char *outp = strprintf("%s/kill.out", w.dir);
+	db = store_path(w.dir);
+	pid_t pid = test_spawn(argv, outp);
+	cr_assert_gt(pid, 0);
+	/* the newest job's replace (earlier jobs of the subject have one too) */
+	bool sent = false;
+	for (int i = 0; i < 3000 && !sent; i++) {
+		sent = test_db_int(db, "SELECT count(*) FROM steps WHERE name = 'replace' AND upid "
+				   "IS NOT NULL AND job = (SELECT max(id) FROM jobs)", NULL) == 1;
+		int st;
+		cr_assert(sent || waitpid(pid, &st, WNOHANG) == 0,
+			  "the build ended before its replace");
+		struct timespec ts = {0, 20L * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a state, bounded */
+	}
+	cr_assert(sent, "the replace never recorded its task");
+	test_kill(&pid);
+	free(db);
+	free(outp);
+	made = vmid_of("debian-13-image-new");
+	cr_assert_gt(made, 0);
+	for (int i = 0; i < 600; i++) {
+		char *n = simproc_config_key(&sim, old, "name");
+		free(n);
+		if (!n)
+			break;
+		cr_assert_eq(simproc_advance(&sim, 1), 0);
+	}
+	cr_assert_null(simproc_config_key(&sim, old, "name"), "the delete never ended");
+	cr_assert_eq(build(&w, &out, "debian-13", url, sum, true), 0, "%s", out);
+	free(out);
+	cr_assert_eq(vmid_of("debian-13-image"), made, "the rename after a resumed delete was sent");
+	cr_assert_eq(vmid_of("debian-13-image-new"), 0);
+	free(url);
+	free(sum);
+	world_free(&w);
+}
+
+/* Issue 36: a transient answer to download-url (500, 503, no worker UPID,
+ * a reset; before or after the request took effect) is resent once, as
+ * up's clone is, after looking whether the first took effect (the file, or
+ * its download task): one download each, the template made. */
+Test(image_cli, a_lost_download_answer_is_looked_at_then_sent_again_once)
+{
+	struct simcli w = {0};
+	world_start(&w);
+	char *sum = serve_qcow2("t.qcow2", 1ULL << 30);
+	char *url = strprintf("%s/t.qcow2", hs.base);
+	for (size_t i = 0; i < n_fault_kinds; i++) {
+		const struct fault_kind *k = &fault_kinds[i];
+		/* not transient (a failed task), or past the client's timeout */
+		if (strstr(k->name, "task_fail") || strstr(k->name, "delay") ||
+		    strstr(k->name, "timeout"))
+			continue;
+		bool after = strstr(k->name, "after") != NULL;
+		char *rule = fault_rule("POST", "/download-url$", 1, k);
+		cr_assert_eq(simproc_fault(&sim, rule), 0, "%s", rule);
+		free(rule);
+		int posts = simproc_count(&sim, "POST", "/download-url", -1);
+		char *out = NULL;
+		cr_assert_eq(build(&w, &out, "debian-12", url, sum, false), 0, "%s: %s", k->name, out);
+		free(out);
+		cr_assert_eq(simproc_count(&sim, "POST", "/download-url", -1) - posts, after ? 1 : 2,
+			     "%s: download-url sent %d times", k->name,
+			     simproc_count(&sim, "POST", "/download-url", -1) - posts);
+		json_object *c = config_of("debian-12-image");
+		cr_assert(c && cfg(c, "template") && strcmp(cfg(c, "template"), "1") == 0, "%s",
+			  k->name);
+		json_object_put(c);
+		cr_assert_eq(import_volumes(), 0, "%s", k->name);
+		cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "rm", "debian-12", NULL), 0, "%s",
+			     out);
+		free(out);
+		clear_faults();
+	}
+	free(url);
+	free(sum);
+	world_free(&w);
 }

@@ -58,27 +58,35 @@ static struct store *open_in(const char *dir)
 
 /* ---- the store ------------------------------------------------------------------ */
 
-Test(store, migrates_the_bench_only_database_of_earlier_releases)
+/* The store in dir opened after sql made its file as an earlier release
+ * did: migrated to this release's schema version. */
+static struct store *open_old(const char *dir, const char *sql)
 {
-	char *dir = temp_dir();
 	char *path = store_path(dir);
 	sqlite3 *db;
 	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_exec(db,
-				  "CREATE TABLE bench(id INTEGER PRIMARY KEY, guest TEXT NOT NULL, "
-				  "vmid INTEGER NOT NULL, ts INTEGER NOT NULL, bus TEXT, nic TEXT, "
-				  "size_mib INTEGER NOT NULL, figures TEXT NOT NULL, notes TEXT NOT "
-				  "NULL DEFAULT '[]');"
-				  "INSERT INTO bench(guest, vmid, ts, size_mib, figures) "
-				  "VALUES('old1', 101, 5, 8, '[]');",
-				  NULL, NULL, NULL),
-		     SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
 	sqlite3_close(db);
+	free(path);
 	struct store *s = open_in(dir);
 	int v = 0;
 	char *err = NULL;
 	cr_assert_eq(store_schema_version(s, &v, &err), 0);
 	cr_assert_eq(v, STORE_SCHEMA_VERSION);
+	return s;
+}
+
+Test(store, migrates_the_bench_only_database_of_earlier_releases)
+{
+	char *dir = temp_dir();
+	struct store *s = open_old(dir,
+				  "CREATE TABLE bench(id INTEGER PRIMARY KEY, guest TEXT NOT NULL, "
+				  "vmid INTEGER NOT NULL, ts INTEGER NOT NULL, bus TEXT, nic TEXT, "
+				  "size_mib INTEGER NOT NULL, figures TEXT NOT NULL, notes TEXT NOT "
+				  "NULL DEFAULT '[]');"
+				  "INSERT INTO bench(guest, vmid, ts, size_mib, figures) "
+				  "VALUES('old1', 101, 5, 8, '[]');");
+	char *err = NULL;
 	sqlite3_stmt *st;
 	cr_assert_eq(sqlite3_prepare_v2(store_db(s), "SELECT guest FROM bench", -1, &st, NULL),
 		     SQLITE_OK);
@@ -96,7 +104,83 @@ Test(store, migrates_the_bench_only_database_of_earlier_releases)
 	cr_assert_eq(j.state, JOB_QUEUED);
 	store_job_free(&j);
 	store_close(s);
-	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* Issue 36: a schema 3 store (jobs without AUTOINCREMENT) is migrated with
+ * its jobs, steps and events; a pruned job's ID is never given again, and
+ * is known as pruned (not as never made). */
+Test(store, job_ids_are_never_given_again_after_a_prune_and_old_stores_migrate)
+{
+	char *dir = temp_dir();
+	struct store *s = open_old(dir,
+				  "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+				  "INSERT INTO meta VALUES('schema_version', 3);"
+				  "CREATE TABLE jobs(id INTEGER PRIMARY KEY, workflow TEXT NOT NULL, "
+				  "subject TEXT NOT NULL, params TEXT NOT NULL, vars TEXT NOT NULL "
+				  "DEFAULT '{}', state TEXT NOT NULL, created REAL NOT NULL, started "
+				  "REAL, ended REAL, error TEXT, pid INTEGER);"
+				  "CREATE INDEX jobs_open ON jobs(workflow, subject, state);"
+				  "CREATE TABLE steps(job INTEGER NOT NULL REFERENCES jobs(id) ON "
+				  "DELETE CASCADE, idx INTEGER NOT NULL, name TEXT NOT NULL, state "
+				  "TEXT NOT NULL, upid TEXT, attempts INTEGER NOT NULL DEFAULT 0, "
+				  "result TEXT, error TEXT, started REAL, ended REAL, PRIMARY KEY(job, "
+				  "idx));"
+				  "CREATE TABLE events(id INTEGER PRIMARY KEY, job INTEGER NOT NULL "
+				  "REFERENCES jobs(id) ON DELETE CASCADE, time REAL NOT NULL, step "
+				  "TEXT, kind TEXT NOT NULL, percent REAL, message TEXT);"
+				  "INSERT INTO jobs(id, workflow, subject, params, state, created, "
+				  "ended) VALUES(3, 'up', 'old3', '{}', 'done', 1, 2), (7, 'up', "
+				  "'old7', '{}', 'done', 1, 2);"
+				  "INSERT INTO steps(job, idx, name, state) VALUES(3, 0, 'clone', "
+				  "'done'), (7, 0, 'clone', 'done');"
+				  "INSERT INTO events(job, time, kind, message) VALUES(7, 1, 'note', "
+				  "'x');");
+	char *err = NULL;
+	struct store_job j;
+	cr_assert_eq(store_job_get(s, 7, &j, &err), 1, "the old job is kept");
+	cr_assert_str_eq(j.subject, "old7");
+	store_job_free(&j);
+	struct store_step *steps = NULL;
+	size_t ns = 0;
+	cr_assert_eq(store_steps_get(s, 7, &steps, &ns, &err), 0, "%s", err);
+	cr_assert_eq(ns, 1, "its steps are kept");
+	store_steps_free(steps, ns);
+	struct store_event *evs = NULL;
+	size_t ne = 0;
+	cr_assert_eq(store_events_get(s, 7, &evs, &ne, &err), 0, "%s", err);
+	cr_assert_eq(ne, 1, "its events are kept");
+	store_events_free(evs, ne);
+	cr_assert_eq(store_job_pruned(s, 5, &err), 1, "5 was given before 7 and is gone");
+	cr_assert_eq(store_job_pruned(s, 7, &err), 0, "7 is there");
+	cr_assert_eq(store_job_pruned(s, 8, &err), 0, "8 was never given");
+	/* prune both: the next job is 8, not 1 or 3 */
+	size_t pruned = 0;
+	cr_assert_eq(store_jobs_prune(s, 10, 0, &pruned, &err), 0, "%s", err);
+	cr_assert_eq(pruned, 2);
+	cr_assert_eq(store_job_pruned(s, 7, &err), 1);
+	long long id;
+	cr_assert_eq(store_job_insert(s, "up", "new", "{}", 20, &id, &err), 0, "%s", err);
+	cr_assert_eq(id, 8, "a pruned ID is not given again");
+	cr_assert_eq(store_steps_get(s, 7, &steps, &ns, &err), 0, "%s", err);
+	cr_assert_eq(ns, 0, "a pruned job's steps went with it");
+	store_close(s);
+	/* a new store: the same after a prune of its newest job */
+	rm_rf(dir);
+	free(dir);
+	dir = temp_dir();
+	s = open_in(dir);
+	long long a;
+	cr_assert_eq(store_job_insert(s, "up", "a", "{}", 1, &a, &err), 0, "%s", err);
+	struct store_job done = {.id = a, .state = JOB_DONE, .vars = "{}", .started = 1, .ended = 2};
+	cr_assert_eq(store_job_update(s, &done, &err), 0, "%s", err);
+	cr_assert_eq(store_jobs_prune(s, 10, 0, &pruned, &err), 0, "%s", err);
+	cr_assert_eq(pruned, 1);
+	cr_assert_eq(store_job_insert(s, "up", "b", "{}", 20, &id, &err), 0, "%s", err);
+	cr_assert_eq(id, a + 1);
+	cr_assert_eq(store_job_pruned(s, a, &err), 1);
+	store_close(s);
 	rm_rf(dir);
 	free(dir);
 }

@@ -529,3 +529,83 @@ Test(pool_cli, doctor_names_addresses_set_by_hand)
 	free(out);
 	simcli_free(&w);
 }
+
+/* Issue 36: more ups than free addresses, at once, as separate processes
+ * and in one with --parallel: as many guests as addresses are made, each
+ * with its own address; every other up exits 1 and leaves no guest (one
+ * whose clone was made before the pool ran out removes it and says so). */
+static void contended(struct simcli *w, const char *prefix, bool one_process)
+{
+	enum { N = 5, M = 3 };
+	char names[N][16], outp[N][256];
+	pid_t pids[N];
+	size_t procs = one_process ? 1 : N;
+	for (size_t k = 0; k < procs; k++) {
+		snprintf(outp[k], sizeof outp[k], "%s/%s%zu.out", w->dir, prefix, k);
+		const char *argv[24] = {w->bin, "-c", w->conf, "--local", "up"};
+		size_t n = 5;
+		for (size_t i = 0; i < N; i++) {
+			snprintf(names[i], sizeof names[i], "%s%zu", prefix, i);
+			if (one_process || i == k)
+				argv[n++] = names[i];
+		}
+		const char *tail[] = {"-t", "poolvm", "--pool", "lan", "--no-start", "--parallel",
+				      "5", NULL};
+		for (size_t i = 0; i < 8; i++)
+			argv[n++] = tail[i];
+		pids[k] = test_spawn(argv, outp[k]);
+		cr_assert_gt(pids[k], 0);
+	}
+	int ok = 0, failed = 0;
+	for (size_t k = 0; k < procs; k++) {
+		int st = 0;
+		cr_assert_eq(waitpid(pids[k], &st, 0), pids[k]);
+		char *text = NULL;
+		cr_assert_eq(read_file(outp[k], &text, NULL), 0);
+		cr_assert(WIFEXITED(st), "%s", text);
+		cr_assert_null(strstr(text, "Sanitizer"), "%s", text);
+		cr_assert_null(strstr(text, "needs attention"), "%s", text);
+		if (WEXITSTATUS(st) == 0) {
+			ok++;
+		} else {
+			cr_assert_eq(WEXITSTATUS(st), 1, "%s", text);
+			cr_assert(strstr(text, "pool lan is exhausted"), "%s", text);
+			failed++;
+		}
+		free(text);
+	}
+	if (!one_process)
+		cr_assert(ok == M && failed == N - M, "%d made, %d failed", ok, failed);
+	else
+		cr_assert_eq(failed, 1, "one process: its exit says the losers");
+	char ips[N][32];
+	cr_assert_eq(addresses(prefix, N, ips), M, "as many guests as addresses have one");
+	int made = 0;
+	for (size_t i = 0; i < N; i++)
+		made += simproc_named(&sim, names[i]);
+	cr_assert_eq(made, M, "a loser's guest was left");
+	char held[M][32];
+	size_t nh = 0;
+	for (size_t i = 0; i < N; i++)
+		if (ips[i][0])
+			memcpy(held[nh++], ips[i], sizeof held[0]);
+	assert_distinct_in(held, nh, 10, 12);
+}
+
+Test(pool_cli, more_ups_than_addresses_make_as_many_guests_as_addresses)
+{
+	struct simcli w = {0};
+	world_start(&w, "10.9.0.10-10.9.0.12");
+	contended(&w, "c", false);
+	char *out = NULL;
+	for (int i = 0; i < 5; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "c%d", i);
+		if (!simproc_named(&sim, name))
+			continue;
+		cr_assert_eq(simcli_pv(&w, &out, "--local", "down", name, NULL), 0, "%s", out);
+		free(out);
+	}
+	contended(&w, "d", true);
+	simcli_free(&w);
+}

@@ -14,6 +14,7 @@
 #include "clirun.h"
 #include "guestenv.h"
 #include "log.h"
+#include "pvecheck.h"
 #include "cfgdiff.h"
 #include "cli_up.h"
 #include "simclock.h"
@@ -625,6 +626,97 @@ Test(provision_sim, bad_values_refused_before_any_request)
 	json_object *st = simproc_state(&f.sp);
 	cr_expect_eq(simproc_count_named(st, "s1"), 0);
 	json_object_put(st);
+	fx_stop(&f);
+}
+
+/* Issue 36: keys PVE lets root@pam alone set (qemu-server's "only root can
+ * set" keys: args, hookscript, affinity, ...) are refused to an API token
+ * up front, in the dry run too, with PVE's reason; the simulator refuses
+ * them to a token as PVE does. */
+Test(provision_sim, root_only_keys_refused_to_a_token_before_any_request)
+{
+	/* the rule: qemu-server's lists, create_vm's own parameters and the
+	 * request's meta ones pass; pve-container's devN is root@pam's */
+	static const struct {
+		enum pvekey_kind kind;
+		const char *key;
+		int root;
+	} rule[] = {
+		{PVEKEY_QEMU, "args", 1},     {PVEKEY_QEMU, "hookscript", 1},
+		{PVEKEY_QEMU, "vmgenid", 1},  {PVEKEY_QEMU, "cores", 0},
+		{PVEKEY_QEMU, "pool", 0},     {PVEKEY_QEMU, "storage", 0},
+		{PVEKEY_QEMU, "scsi3", 0},    {PVEKEY_QEMU, "ipconfig1", 0},
+		{PVEKEY_QEMU, "tags", 0},     {PVEKEY_LXC, "dev0", 1},
+		{PVEKEY_LXC, "hookscript", 0},
+	};
+	for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+		char *why = NULL;
+		cr_expect_eq(pvecheck_root_only(rule[i].kind, rule[i].key, &why), rule[i].root, "%s",
+			     rule[i].key);
+		cr_expect_eq(why != NULL, rule[i].root, "%s", rule[i].key);
+		free(why);
+	}
+	static struct fx f;
+	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", NULL);
+	const char *names[] = {"s1"};
+	struct conf cf = {0};
+	cf.pve.token_id = (char *)f.sp.token_id;
+	static const struct {
+		const char *key, *value;
+	} cases[] = {
+		{"args", "-no-reboot"},
+		{"hookscript", "local:snippets/hook.pl"},
+		{"affinity", "0-1"},
+	};
+	for (size_t dry = 0; dry < 2; dry++)
+		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+			struct up_request req = up_req(&f, names, 1);
+			req.conf = &cf;
+			req.no_inject = true;
+			req.dry_run = dry;
+			struct tmpl_kvlist sets = {0};
+			cr_assert_eq(tmpl_kvlist_add(&sets, cases[i].key, cases[i].value, 0), 0);
+			req.sets = &sets;
+			struct up_result *res = NULL;
+			struct pve_error e = {0};
+			cr_assert_eq(cli_up_launch(&req, &res, &e), -1, "%s accepted", cases[i].key);
+			cr_assert_null(res);
+			char *want = strprintf("--set %s: only root can set '%s' config", cases[i].key,
+					       cases[i].key);
+			cr_expect_eq(e.kind, PVE_ERR_CONFIG);
+			cr_expect(e.message && strstr(e.message, want), "%s", e.message);
+			free(want);
+			pve_error_clear(&e);
+			tmpl_kvlist_free(&sets);
+		}
+	/* others' keys pass: the dry run plans */
+	struct up_request req = up_req(&f, names, 1);
+	req.conf = &cf;
+	req.no_inject = true;
+	req.dry_run = true;
+	struct tmpl_kvlist sets = {0};
+	cr_assert_eq(tmpl_kvlist_add(&sets, "cores", "2", 0), 0);
+	cr_assert_eq(tmpl_kvlist_add(&sets, "size", "40G", 0), 0);
+	req.sets = &sets;
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(cli_up_launch(&req, &res, &e), 0, "%s", e.message ? e.message : "");
+	up_results_free(res, 1);
+	pve_error_clear(&e);
+	tmpl_kvlist_free(&sets);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*", -1), 0, "nothing created");
+	cr_expect_eq(simproc_count_requests(log, "PUT", "*", -1), 0, "nothing changed");
+	json_object_put(log);
+	/* the simulator, as PVE: a token is refused args, even root@pam's */
+	long status = 0;
+	json_object *ans = NULL;
+	cr_assert_eq(sim_api(&f.sp, "PUT", "/nodes/pve1/qemu/190/config", "args=-no-reboot",
+			     &status, &ans), 0);
+	cr_expect_eq(status, 500, "%s", json_object_to_json_string(ans));
+	cr_expect(strstr(json_object_to_json_string(ans), "only root can set 'args' config"),
+		  "%s", json_object_to_json_string(ans));
+	json_object_put(ans);
 	fx_stop(&f);
 }
 

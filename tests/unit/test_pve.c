@@ -453,6 +453,19 @@ Test(opts, config_errors)
 	o.ca_file = "/nonexistent/ca.pem";
 	cr_expect_null(new_client(&o, &e));
 	cr_expect(strstr(e.message, "ca_file") != NULL, "%s", e.message);
+
+	/* a URL's userinfo is refused and never echoed (issue 36) */
+	o.ca_file = NULL;
+	const char *const with_userinfo[] = {"https://root:Sekr1t@pve:8006", "root:Sekr1t@pve",
+					     "http://root:Sekr1t@pve:8006/api2/json"};
+	for (size_t i = 0; i < 3; i++) {
+		o.url = with_userinfo[i];
+		cr_expect_null(new_client(&o, &e));
+		cr_expect_eq(e.kind, PVE_ERR_CONFIG, "%s", with_userinfo[i]);
+		cr_expect(e.message && !strstr(e.message, "Sekr1t") && !strstr(e.message, "root:") &&
+				  strstr(e.message, "***@pve"),
+			  "%s: %s", with_userinfo[i], e.message);
+	}
 	pve_error_clear(&e);
 }
 
@@ -2142,6 +2155,51 @@ Test(sim, retry_classes_on_get)
 	pve_free(c);
 	pve_error_clear(&e);
 	sim_stop(&sp);
+}
+
+/* Issue 36: the command line's client (unreachable_once) says a refused
+ * connection at once, but a reset after its first request went out is a
+ * transient answer: asked again as on any later GET. */
+Test(sim, a_reset_on_the_first_request_is_retried_a_refusal_is_not)
+{
+	static struct simproc sp;
+	sim_start(&sp, NULL);
+	struct pve_error e = {0};
+	/* copies: the simulator's are freed when it stops */
+	char *url = strdup(sp.url), *fp = strdup(sp.fingerprint), *tid = strdup(sp.token_id),
+	     *sec = strdup(sp.token_secret);
+	cr_assert(url && fp && tid && sec);
+	struct pve_opts o = {.url = url,
+			     .fingerprint = fp,
+			     .token_id = tid,
+			     .token_secret = sec,
+			     .retry_base_ms = 1,
+			     .retry_max_ms = 5,
+			     .unreachable_once = true};
+	struct pve *c = pve_new(&o, &e);
+	cr_assert_not_null(c, "%s", e.message);
+	sim_fault(&sp, "{\"method\":\"GET\",\"path\":\"^/nodes$\",\"nth\":1,"
+		       "\"action\":\"reset\"}");
+	json_object *d = NULL;
+	cr_expect_eq(pve_get(c, "/nodes", NULL, &d, &e), 0, "reset: %s", etext(&e));
+	json_object_put(d);
+	cr_expect_eq(e.attempts, 2, "attempts %d", e.attempts);
+	cr_expect_eq(sim_count(&sp, "GET", "/nodes", -1), 2);
+	pve_free(c);
+	pve_error_clear(&e);
+	sim_stop(&sp);
+	/* the simulator gone: its port refuses, said at once */
+	c = pve_new(&o, &e);
+	cr_assert_not_null(c, "%s", e.message);
+	cr_expect_eq(pve_get(c, "/nodes", NULL, &d, &e), -1);
+	cr_expect_eq(e.kind, PVE_ERR_CONNECT, "%s", etext(&e));
+	cr_expect_eq(e.attempts, 1, "attempts %d", e.attempts);
+	pve_free(c);
+	pve_error_clear(&e);
+	free(url);
+	free(fp);
+	free(tid);
+	free(sec);
 }
 
 static void sim_no_retry(struct simproc *sp, struct pve *c, const char *path,
