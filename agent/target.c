@@ -113,10 +113,12 @@ static int remembered_address(struct store *st, int vmid, char **addr, char **fr
 }
 
 /* The variables the template is expanded with: --var, then the guest's
- * name, VMID, node and the [ssh] public key; an address given stands for
- * ${ip} when the template declares it and --var does not set it. */
-static int target_vars(const struct target_req *req, const struct guest_target *gt,
-		       const char *pubkey, struct tmpl_kvlist *vars)
+ * name, VMID, node, ${storage} as up takes it (tmpl_vars_storage) and the
+ * [ssh] public key; an address given stands for ${ip} when the template
+ * declares it and --var does not set it. */
+static int target_vars(const struct conf *conf, const struct target_req *req,
+		       const struct guest_target *gt, const char *pubkey,
+		       struct tmpl_kvlist *vars)
 {
 	char vmid[24];
 	snprintf(vmid, sizeof vmid, "%d", gt->ref.vmid);
@@ -130,6 +132,7 @@ static int target_vars(const struct target_req *req, const struct guest_target *
 	if (tmpl_kvlist_set(vars, "name", gt->ref.name ? gt->ref.name : req->name) < 0 ||
 	    tmpl_kvlist_set(vars, "vmid", vmid) < 0 ||
 	    (gt->ref.node && tmpl_kvlist_set(vars, "node", gt->ref.node) < 0) ||
+	    tmpl_vars_storage(gt->tmpl, vars, NULL, conf_disk_storage(conf)) < 0 ||
 	    (pubkey && tmpl_kvlist_set(vars, "pubkey", pubkey) < 0))
 		return -1;
 	return 0;
@@ -176,7 +179,7 @@ static int target_template(const struct conf *conf, const struct target_req *req
 	char *pubkey = conf_read_pubkey(conf); /* for ${pubkey} */
 	struct tmpl_kvlist vars = {0};
 	int rc = 0;
-	if (target_vars(req, gt, pubkey, &vars) < 0) {
+	if (target_vars(conf, req, gt, pubkey, &vars) < 0) {
 		rc = pve_error_oom(err);
 	} else if (tmpl_expand(gt->tmpl, &vars, &gt->inst, &msg) < 0) {
 		pve_error_set(err, PVE_ERR_CONFIG, "%s", msg ? msg : "out of memory");

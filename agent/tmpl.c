@@ -184,6 +184,15 @@ int tmpl_kvlist_set(struct tmpl_kvlist *l, const char *key, const char *value)
 	return tmpl_kvlist_add(l, key, value, 0);
 }
 
+int tmpl_vars_storage(const struct tmpl *t, struct tmpl_kvlist *vars, const char *given,
+		      const char *fallback)
+{
+	const char *st = given ? given
+		       : t->source.storage.value || tmpl_kvlist_get(vars, "storage") ? NULL
+		       : fallback;
+	return st ? tmpl_kvlist_set(vars, "storage", st) : 0;
+}
+
 void tmpl_kvlist_free(struct tmpl_kvlist *l)
 {
 	for (size_t i = 0; i < l->n; i++) {

@@ -199,6 +199,15 @@ int tmpl_list(const char *const *dirs, struct tmpl_info **out, size_t *n,
 	      char **err);
 void tmpl_list_free(struct tmpl_info *list, size_t n);
 
+/* Set ${storage} in vars for expanding t: given (--storage) when not NULL,
+ * else --var storage (already in vars) or t's [source] storage, else
+ * fallback (the configured disk storage, conf_disk_storage: the node's
+ * local-lvm, local-zfs...). Every command that expands a template takes
+ * it from here (up, its check, and the guest commands' target). 0, or -1
+ * when memory ran out. */
+int tmpl_vars_storage(const struct tmpl *t, struct tmpl_kvlist *vars, const char *given,
+		      const char *fallback);
+
 /* Expand with vars (built-ins name, vmid, node, [storage], [pubkey], and
  * --var values) and check every result. */
 int tmpl_expand(const struct tmpl *t, const struct tmpl_kvlist *vars,

@@ -148,14 +148,9 @@ static int check_values(const struct up_request *req, enum pvekey_kind kk, struc
 			r = tmpl_kvlist_set(&vars, "vmid", id);
 		if (r == 0)
 			r = tmpl_kvlist_set(&vars, "node", req->node ? req->node : "node");
-		/* --storage, else --var storage or the template's, else the
-		 * configured disk storage (the node's: local-lvm, local-zfs...) */
-		const char *st = req->storage ? req->storage
-				 : req->tmpl->source.storage.value || tmpl_kvlist_get(&vars, "storage")
-				     ? NULL
-				     : conf_disk_storage(req->conf);
-		if (r == 0 && st)
-			r = tmpl_kvlist_set(&vars, "storage", st);
+		if (r == 0)
+			r = tmpl_vars_storage(req->tmpl, &vars, req->storage,
+					      conf_disk_storage(req->conf));
 		if (r == 0 && req->pubkey)
 			r = tmpl_kvlist_set(&vars, "pubkey", req->pubkey);
 		if (r < 0) {

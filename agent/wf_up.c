@@ -254,13 +254,7 @@ static int build_vars(struct up_ctx *u, const char *name, int vmid, const char *
 		return -1;
 	if (node && tmpl_kvlist_set(vars, "node", node) < 0)
 		return -1;
-	/* --storage, else --var storage or the template's [source] storage,
-	 * else the configured disk storage (the node's: local-lvm, local-zfs...) */
-	const char *st = u->storage ? u->storage
-		       : u->tmpl->source.storage.value || tmpl_kvlist_get(vars, "storage")
-			   ? NULL
-			   : conf_disk_storage(u->conf);
-	if (st && tmpl_kvlist_set(vars, "storage", st) < 0)
+	if (tmpl_vars_storage(u->tmpl, vars, u->storage, conf_disk_storage(u->conf)) < 0)
 		return -1;
 	if (u->pubkey && tmpl_kvlist_set(vars, "pubkey", u->pubkey) < 0)
 		return -1;

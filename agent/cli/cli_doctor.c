@@ -1,6 +1,7 @@
 /* cli_doctor.c - `pvagent doctor`: checks a configured installation and
  * says what to fix, one line per check (or --json): the API reachable and
- * its certificate pinned, each node's PVE version (mixed versions noted),
+ * its certificate pinned, each node's PVE version (mixed versions noted,
+ * with both guest-agent privileges and the node to add each through),
  * every privilege each command needs on the paths it uses (asked of PVE:
  * GET /access/permissions, the table in pveprivs.h, each table path made
  * concrete: every storage pvagent uses, the node, the bridge) with the

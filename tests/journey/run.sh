@@ -5,12 +5,18 @@
 # CLI pvagentd runs, the shipped templates' directory) and installs it
 # there with the Makefile's own install rule (make -C a staging directory
 # whose pvagent and pvagentd are the sanitizer builds), then runs each
-# MODEL x {daemon,local} x {pty,plain} on its own 127.0.N. Logs in
+# model's journeys on their own 127.0.N. Logs in
 # build/journey/MODEL-MODE-TTY/ (steps/NN-STEP.out: each command's output).
+# Each model runs through pvagentd and with --local, on a pseudo-terminal
+# and without, in two journeys: daemon-pty with local-plain, or
+# daemon-plain with local-pty, the models taking the two pairs in turn, so
+# that every model covers each axis and the models together every
+# combination (the four on every model: JOURNEY_RUNS=all).
 #   JOURNEY_MODELS  the models (default: every scenarios/journey-*.json)
-#   JOURNEY_RUNS    which MODE-TTY (default: daemon-pty daemon-plain
-#                   local-pty local-plain)
-#   JOURNEY_JOBS    journeys at once (default 20: all)
+#   JOURNEY_RUNS    which MODE-TTY for every model (default: the pairs
+#                   above; all: daemon-pty daemon-plain local-pty
+#                   local-plain)
+#   JOURNEY_JOBS    journeys at once (default 10: all of the pairs)
 # Prints each step's PASS/FAIL line, then "N passed, N failed" and the wall
 # time; exit 1 on any failure.
 set -u
@@ -25,6 +31,7 @@ done
 B=$REPO/build/journey
 ROOT=$B/root
 t0=$SECONDS
+mkdir -p "$REPO/build" || exit 1
 make --no-print-directory -j2 PREFIX="$ROOT/usr" build/san/pvagent build/san/pvagentd \
 	build/san/pvesim build/san/guestd >"$B.build.log" 2>&1 ||
 	{ tail -20 "$B.build.log"; echo "journey: build failed"; exit 1; }
@@ -49,11 +56,14 @@ fi
 trap '[ -z "$made_group" ] || groupdel "$JOURNEY_GROUP"' EXIT
 
 models=${JOURNEY_MODELS:-$(ls tests/pvesim/scenarios/journey-*.json | sed 's|.*/journey-\(.*\)\.json|\1|')}
-runs=${JOURNEY_RUNS:-daemon-pty daemon-plain local-pty local-plain}
+runs=${JOURNEY_RUNS:-}
+[ "$runs" = all ] && runs="daemon-pty daemon-plain local-pty local-plain"
+pairs=("daemon-pty local-plain" "daemon-plain local-pty")
 n=44 # 127.0.44.0 onwards: no other suite uses these
+i=0
 for m in $models; do
-	for r in $runs; do
-		while [ "$(jobs -rp | wc -l)" -ge "${JOURNEY_JOBS:-20}" ]; do wait -n; done
+	for r in ${runs:-${pairs[$((i % 2))]}}; do
+		while [ "$(jobs -rp | wc -l)" -ge "${JOURNEY_JOBS:-10}" ]; do wait -n; done
 		(
 			s=$SECONDS
 			bash "$B/bin/journey.sh" "$m" "${r%-*}" "${r#*-}" "127.0.$n" "$B/$m-$r"
@@ -61,6 +71,7 @@ for m in $models; do
 		) >"$B/$m-$r.log" 2>&1 &
 		n=$((n + 1))
 	done
+	i=$((i + 1))
 done
 wait
 cat "$B"/*-*.log | grep -E '^(PASS|FAIL) ' | sort -k2,3 -s

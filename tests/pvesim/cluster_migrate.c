@@ -1111,6 +1111,12 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 		task_fail_at(t, 0.1, "out of memory");
 		return t;
 	}
+	/* bwlimit (KiB/s) caps the disks' mirror and the memory transfer
+	 * (QemuMigrate.pm: drive-mirror's speed, migrate-set-parameters
+	 * max-bandwidth) */
+	long long bw = param_int(req, "bwlimit", 0);
+	double disk_rate = bw > 0 && bw * 1024.0 < DISK_RATE ? bw * 1024.0 : DISK_RATE;
+	double ram_rate = bw > 0 && bw * 1024.0 < RAM_RATE ? bw * 1024.0 : RAM_RATE;
 	json_object *lres = local_resources(g, NULL);
 	size_t nres = lres ? json_object_array_length(lres) : 0;
 	if (nres) {
@@ -1202,7 +1208,7 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 		for (size_t i = 0; i < n; i++) {
 			if (d[i].cdrom)
 				continue;
-			double secs = (double)d[i].size / DISK_RATE;
+			double secs = (double)d[i].size / disk_rate;
 			task_log_transfer(t, at, secs, d[i].size, NULL);
 			at += secs + 0.1;
 		}
@@ -1262,7 +1268,7 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 				       "%d_nbd.migrate:exportname=%s",
 			     d[i].key, g->vmid, drv ? drv : d[i].key);
 			task_log(t, at, "drive mirror is starting for %s", drv ? drv : d[i].key);
-			double secs = (double)d[i].size / DISK_RATE;
+			double secs = (double)d[i].size / disk_rate;
 			task_log_transfer(t, at, secs, d[i].size, drv ? drv : d[i].key);
 			at += secs;
 			free(drv);
@@ -1279,12 +1285,12 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 	mlog(c, t, at, "start migrate command to unix:/run/qemu-server/%d.migrate",
 	     g->vmid);
 	uint64_t mem = guest_memory(g);
-	double secs = (double)mem / RAM_RATE;
+	double secs = (double)mem / ram_rate;
 	int steps = secs < 1 ? 1 : (secs > 60 ? 60 : (int)secs);
 	for (int i = 1; i <= steps; i++) {
 		uint64_t done = (uint64_t)((double)mem * i / (steps + 1));
 		char *x = human_bytes(done), *y = human_bytes(mem), *rate =
-			human_bytes((uint64_t)(RAM_RATE * (1.0 + (i % 3) * 0.05)));
+			human_bytes((uint64_t)(ram_rate * (1.0 + (i % 3) * 0.05)));
 		if (x && y && rate)
 			mlog(c, t, at + secs * i / steps,
 			     "migration active, transferred %s of %s VM-state, %s/s", x, y,
@@ -1295,7 +1301,7 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 	}
 	at += secs;
 	int downtime = 30 + (g->vmid * 7) % 60;
-	char *avg = human_bytes((uint64_t)(RAM_RATE * 0.98));
+	char *avg = human_bytes((uint64_t)(ram_rate * 0.98));
 	char *tot = human_bytes(mem);
 	mlog(c, t, at + 0.1, "average migration speed: %s/s - downtime %d ms",
 	     avg ? avg : "?", downtime);

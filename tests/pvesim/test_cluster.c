@@ -852,6 +852,27 @@ Test(cluster, live_migration_with_local_disks)
 	cluster_free(c);
 }
 
+/* bwlimit (KiB/s) caps the disk mirror and the memory transfer: 16 GiB of
+ * disk and 1 GiB of RAM at 50 MiB/s take 17 GiB / 50 MiB/s = 348 s. */
+Test(cluster, migration_bwlimit_caps_disk_and_memory)
+{
+	struct cluster *c = load("demo.json");
+	char *u = start_task(c, "POST", "/nodes/pve1/qemu/190/migrate",
+			     "{\"target\":\"pve2\",\"online\":\"1\",\"with-local-disks\":\"1\","
+			     "\"bwlimit\":\"51200\"}", T0);
+	double end;
+	char *st = wait_task(c, u, T0, &end);
+	cr_assert_str_eq(st, "OK");
+	cr_assert_gt(end, T0 + 348, "ended %.1f s after the start", end - T0);
+	cr_assert_lt(end, T0 + 360, "ended %.1f s after the start", end - T0);
+	char *log = task_log_text(c, u, end, NULL);
+	cr_assert(strstr(log, "average migration speed: 49.0 MiB/s"), "%s", log);
+	free(log);
+	free(st);
+	free(u);
+	cluster_free(c);
+}
+
 Test(cluster, migration_to_offline_node_fails)
 {
 	struct cluster *c = load_text(

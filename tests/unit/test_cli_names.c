@@ -2,7 +2,7 @@
  * of several guests, an unknown --node, virtio on a container, show and
  * ssh, inject by VMID: the real
  * pvagent ($PVAGENT_BIN) against the simulator (tests/support/simproc),
- * with an sshd guest for the [ssh] settings (127.0.1.240-249). */
+ * with an sshd guest for the [ssh] settings (127.0.1.239-249). */
 #include "cli.h"
 #include "clirun.h"
 #include "cliworld.h"
@@ -197,6 +197,42 @@ Test(cli_names, inject_by_vmid_uses_the_guests_name)
 	rc = cli_pv(&cw, &out, "inject", "999", "--address", cw.ge.sd.addr, NULL);
 	cr_expect_eq(rc, 2, "%s", out);
 	cr_expect(strstr(out, "no guest with VMID 999"), "%s", out);
+	free(out);
+	cli_world_stop(&cw);
+}
+
+/* A template that names no disk storage, as the shipped ones: its
+ * ${storage} is the configured disk storage for every command that expands
+ * it, not only up (inject and show of a guest made from it failed with
+ * "${storage} has no value" and showed no address). */
+Test(cli_names, inject_and_show_expand_storage_as_up_does)
+{
+	cli_world_start(&cw, "127.0.1.239", ",\n"
+			"  {\"vmid\": 160, \"node\": \"pve1\", \"type\": \"qemu\","
+			" \"status\": \"running\",\n"
+			"   \"config\": {\"name\": \"st1\", \"memory\": \"1024\", \"cores\": 1,"
+			" \"description\": \"st1: FreeBSD 14.1 (pvagent template clistore)\","
+			" \"virtio0\": \"local-lvm:vm-160-disk-0,size=16G\"}}");
+	char *t = strprintf("%s/templates/clistore.tmpl", cw.ge.sd.etc);
+	char *text = strprintf("[template]\nkind = qemu\nos = freebsd\nos_version = 14.1\n"
+			       "[source]\nclone = fbsd-base\n"
+			       "[pve]\nide2 = ${storage}:cloudinit\n"
+			       "[rc.conf]\npvagent_cli_test = \"YES\"\n"
+			       "[guest]\nuser = root\nport = %d\naddress = static\nip = %s\n",
+			       cw.ge.sd.port, cw.ge.sd.addr);
+	cr_assert_eq(test_write_file(t, text, 0644), 0);
+	free(t);
+	free(text);
+	char *out = NULL;
+	int rc = cli_pv(&cw, &out, "inject", "st1", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "st1: changed"), "%s", out);
+	free(out);
+	rc = cli_pv(&cw, &out, "show", "st1", NULL);
+	cr_expect_eq(rc, 0, "%s", out);
+	char *want = strprintf("address: %s\n", cw.ge.sd.addr);
+	cr_expect(strstr(out, want), "show found the template's address: %s", out);
+	free(want);
 	free(out);
 	cli_world_stop(&cw);
 }

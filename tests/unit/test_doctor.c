@@ -10,7 +10,8 @@
  * works on local-zfs; a datacenter whose user-tag-access is a list:
  * exactly the tags line, image build refused its pvagent-image tag, and
  * after the printed pvesh line doctor is clean and the build works; a
- * check the token may not make names the privilege it needs. The
+ * check the token may not make names the privilege it needs; mid-upgrade,
+ * both guest-agent privileges with the node to add each through. The
  * simulator runs in real time here (its node clock is the host's). */
 #include "clirun.h"
 #include "httpserve.h"
@@ -216,6 +217,36 @@ Test(doctor, zfs_install_has_no_local_lvm)
 			   "instead: local-zfs\n");
 	build_fails(&w, "storage 'local-lvm' does not exist");
 	builds(&w, "local-zfs");
+	world_stop(&w);
+}
+
+/* Mid-upgrade (pve1, pve2 on 9.1, pve3 on 8.4; doctor talks to a 9.1
+ * node): the guest-agent privilege of the 8.4 node cannot be checked nor
+ * granted through a 9.x node: doctor says so (unknown, failing nothing),
+ * naming both privileges and the node to add each through; a cluster of
+ * one major has no such line. */
+Test(doctor, mixed_majors_name_both_agent_privileges)
+{
+	static struct world w;
+	world_start(&w, "tests/pvesim/scenarios/journey-mixed.json", 0);
+	char *out = NULL;
+	pv(&w, &out, "doctor", NULL);
+	const char *line = strstr(out, "unknown  privilege");
+	cr_assert_not_null(line, "%s", out);
+	char *l = strndup(line, strcspn(line, "\n"));
+	cr_expect(strstr(l, "VM.Monitor on /vms (guests' agent addresses on PVE 8 nodes: pve3) "
+			    "cannot be checked through a PVE 9 node"), "%s", l);
+	cr_expect(strstr(l, "add it to role PVAgent through pve3"), "%s", l);
+	cr_expect(strstr(l, "VM.GuestAgent.Audit, for the PVE 9 nodes, through the node pvagent "
+			    "talks to"), "%s", l);
+	cr_expect_null(strstr(out, "FIX      privilege"), "%s", out);
+	free(l);
+	free(out);
+	world_stop(&w);
+	world_start(&w, "tests/pvesim/scenarios/doctor-fresh.json", 0);
+	pv(&w, &out, "doctor", NULL);
+	cr_expect_null(strstr(out, "VM.Monitor"), "%s", out);
+	free(out);
 	world_stop(&w);
 }
 

@@ -58,8 +58,7 @@ static void std_vars(struct tmpl_kvlist *v, const struct tmpl *t, const char *na
 	cr_assert_eq(tmpl_kvlist_set(v, "vmid", vmid), 0);
 	cr_assert_eq(tmpl_kvlist_set(v, "node", "pve1"), 0);
 	cr_assert_eq(tmpl_kvlist_set(v, "pubkey", "ssh-ed25519 AAAAC3Nza pvagent@host"), 0);
-	if (!t->source.storage.value && !tmpl_kvlist_get(v, "storage"))
-		cr_assert_eq(tmpl_kvlist_set(v, "storage", conf_disk_storage(NULL)), 0);
+	cr_assert_eq(tmpl_vars_storage(t, v, NULL, conf_disk_storage(NULL)), 0);
 }
 
 /* ---- shipped templates ---------------------------------------------------- */
@@ -247,6 +246,29 @@ Test(shipped, ubuntu_2404_ct_storage_override)
 	tmpl_inst_free(&in);
 	tmpl_kvlist_free(&v);
 	tmpl_free(t);
+}
+
+/* ${storage}, as every command that expands a template takes it: --storage,
+ * else --var storage, else the template's [source] storage, else the
+ * configured disk storage. */
+Test(shipped, storage_variable_precedence)
+{
+	struct tmpl *t = load_ok("templates/ubuntu-24.04-ct.tmpl"); /* names none */
+	struct tmpl *openvz = load_ok("templates/debian-7-openvz.tmpl"); /* local */
+	struct tmpl_kvlist v = {0};
+	cr_assert_eq(tmpl_vars_storage(t, &v, NULL, "local-zfs"), 0);
+	cr_expect_str_eq(get(&v, "storage"), "local-zfs");
+	cr_assert_eq(tmpl_kvlist_set(&v, "storage", "fast-zfs"), 0); /* --var */
+	cr_assert_eq(tmpl_vars_storage(t, &v, NULL, "local-zfs"), 0);
+	cr_expect_str_eq(get(&v, "storage"), "fast-zfs");
+	cr_assert_eq(tmpl_vars_storage(t, &v, "ceph", "local-zfs"), 0); /* --storage */
+	cr_expect_str_eq(get(&v, "storage"), "ceph");
+	tmpl_kvlist_free(&v);
+	cr_assert_eq(tmpl_vars_storage(openvz, &v, NULL, "local-zfs"), 0);
+	cr_expect_null(get(&v, "storage"), "the template's own storage is its default");
+	tmpl_kvlist_free(&v);
+	tmpl_free(t);
+	tmpl_free(openvz);
 }
 
 Test(shipped, debian_7_openvz)
