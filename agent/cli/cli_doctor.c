@@ -62,6 +62,12 @@ struct doctor {
 	size_t n_tmpls;
 	char *tmpl_err;         /* why they cannot be listed */
 	bool told_acl;          /* "holds nothing" said (once is enough) */
+	/* mid-upgrade: the nodes whose PVE major wants the other guest-agent
+	 * privilege than the node doctor talks to ("pve3"), that privilege
+	 * (pveprivs_agent_priv) and their major; empty when none */
+	struct sbuf agent_nodes;
+	const char *agent_priv;
+	int agent_major;
 };
 
 static void check(struct doctor *d, enum verdict v, const char *name, const char *fmt, ...)
@@ -125,25 +131,6 @@ static void check_api(struct doctor *d)
 	      : c->pve.fingerprint ? "certificate pinned" : "certificate checked against a CA");
 }
 
-/* A rolling 8 to 9 upgrade: the guest agent's address needs VM.Monitor on
- * 8.x nodes and VM.GuestAgent.Audit on 9.x ones. Each node's user.cfg
- * parser drops the name it does not know, and the node contacted checks
- * before it proxies (pve-manager PVE/HTTPServer.pm), so each is added
- * through a node of its version: node8 and node9. */
-static void agent_privs_mixed(struct doctor *d, const char *node8, const char *node9)
-{
-	char *l8 = pveprivs_grant_line(pveprivs_agent_priv(8));
-	char *l9 = pveprivs_grant_line(pveprivs_agent_priv(9));
-	check(d, V_NOTE, "agent privilege",
-	      "8.x and 9.x nodes: address = agent needs %s through an 8.x node and %s through a "
-	      "9.x node (each node's user.cfg drops the name it does not know): on %s: %s; on "
-	      "%s: %s",
-	      pveprivs_agent_priv(8), pveprivs_agent_priv(9), node8, l8 ? l8 : "?", node9,
-	      l9 ? l9 : "?");
-	free(l8);
-	free(l9);
-}
-
 static void check_versions(struct doctor *d, json_object *nodes)
 {
 	struct pve_error e = {0};
@@ -153,7 +140,6 @@ static void check_versions(struct doctor *d, json_object *nodes)
 	}
 	const struct pve_version *first = NULL;
 	bool mixed = false;
-	const char *of_major[2] = {NULL, NULL}; /* a node of 8.x and before, one of 9.x on */
 	for (size_t i = 0; i < json_object_array_length(nodes); i++) {
 		const char *n = json_str(json_object_array_get_idx(nodes, i), "node");
 		const struct pve_version *v = NULL;
@@ -173,15 +159,16 @@ static void check_versions(struct doctor *d, json_object *nodes)
 			first = v;
 		else if (first->major != v->major || first->minor != v->minor)
 			mixed = true;
-		if (v->major > 0 && !of_major[v->major >= 9])
-			of_major[v->major >= 9] = n;
+		if (d->major && strcmp(pveprivs_agent_priv(v->major), pveprivs_agent_priv(d->major))) {
+			d->agent_priv = pveprivs_agent_priv(v->major);
+			d->agent_major = v->major;
+			sbuf_addf(&d->agent_nodes, "%s%s", d->agent_nodes.len ? ", " : "", n);
+		}
 		check(d, V_OK, "node version", "%s: %s", n, v->version ? v->version : "?");
 	}
 	if (mixed)
-		check(d, V_NOTE, "node version", "mixed versions: live migration goes only to a node "
-		      "of the same or a newer version; drain prefers the upgraded ones");
-	if (of_major[0] && of_major[1])
-		agent_privs_mixed(d, of_major[0], of_major[1]);
+		check(d, V_NOTE, "node version", "mixed versions: a running VM migrates live only to a "
+		      "node whose QEMU runs its machine type; drain prefers the upgraded ones");
 }
 
 /* Is word one of list's comma-separated items? */
@@ -301,6 +288,27 @@ static json_object *perms_on(struct doctor *d, struct perm_cache *pc, const char
 	return at;
 }
 
+/* Mid-upgrade (pve9-truth-second-pass.md, 10): each node checks the
+ * guest-agent privilege of its own major (VM.Monitor on 8,
+ * VM.GuestAgent.Audit on 9) and its user.cfg parser drops the name it does
+ * not know, so the node doctor talks to can neither show nor grant the
+ * other one: unknown, naming both privileges and the node to add each
+ * through (the first node of the other major). */
+static void check_agent_other_major(struct doctor *d)
+{
+	if (!d->agent_priv)
+		return;
+	const char *nodes = sbuf_str(&d->agent_nodes);
+	size_t first = strcspn(nodes, ",");
+	check(d, V_UNKNOWN, "privilege",
+	      "%s on /vms (guests' agent addresses on PVE %d nodes: %s) cannot be checked through "
+	      "a PVE %d node, which neither shows nor keeps it: add it to role " PVEPRIVS_ROLE
+	      " through %.*s (its web interface: Datacenter, Permissions, Roles); %s, for the "
+	      "PVE %d nodes, through the node pvagent talks to (checked above)",
+	      d->agent_priv, d->agent_major, nodes, d->major, (int)first, nodes,
+	      pveprivs_agent_priv(d->major), d->major);
+}
+
 static void check_privileges(struct doctor *d)
 {
 	struct perm_cache pc = {0};
@@ -365,6 +373,7 @@ static void check_privileges(struct doctor *d)
 	if (all)
 		check(d, V_OK, "privileges", "every privilege pvagent's commands need (PVE %d%s)",
 		      d->major, d->migrate ? ", with migrate" : "; migrate and drain: doctor --migrate");
+	check_agent_other_major(d);
 }
 
 /* ---- storages ------------------------------------------------------------------ */
@@ -956,6 +965,7 @@ static int cmd_doctor(struct cli *cli, const struct cmd_args *a)
 	json_object_put(d.checks);
 	free(d.node);
 	free(d.bridge);
+	sbuf_free(&d.agent_nodes);
 	json_object_put(d.storages);
 	for (size_t i = 0; i < d.n_uses; i++) {
 		free(d.uses[i].storage);
