@@ -1202,7 +1202,7 @@ Test(cli_jobs, a_pruned_jobs_id_is_not_given_again_and_is_said_pruned)
 	cr_assert_eq(pv(&w, &out, "job", "999", NULL), 2, "%s", out);
 	cr_assert(strstr(out, "no job 999"), "%s", out);
 	free(out);
-	cr_assert_eq(pv(&w, &out, "down", "pr1", NULL), 0, "%s", out);
+	cr_assert_eq(pv(&w, &out, "down", "pr1", "--yes", NULL), 0, "%s", out);
 	free(out);
 	cr_assert_eq(db_int(&w, "SELECT min(id) FROM jobs"), first + 1, "a pruned ID given again");
 	world_free(&w);

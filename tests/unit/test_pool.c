@@ -603,7 +603,7 @@ Test(pool_cli, more_ups_than_addresses_make_as_many_guests_as_addresses)
 		snprintf(name, sizeof name, "c%d", i);
 		if (!simproc_named(&sim, name))
 			continue;
-		cr_assert_eq(simcli_pv(&w, &out, "--local", "down", name, NULL), 0, "%s", out);
+		cr_assert_eq(simcli_pv(&w, &out, "--local", "down", name, "--yes", NULL), 0, "%s", out);
 		free(out);
 	}
 	contended(&w, "d", true);
