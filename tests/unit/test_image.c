@@ -892,8 +892,8 @@ Test(image_cli, a_lost_download_answer_is_looked_at_then_sent_again_once)
 			  k->name);
 		json_object_put(c);
 		cr_assert_eq(import_volumes(), 0, "%s", k->name);
-		cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "rm", "debian-12", NULL), 0, "%s",
-			     out);
+		cr_assert_eq(simcli_pv(&w, &out, "--local", "image", "rm", "debian-12", "--yes", NULL),
+			     0, "%s", out);
 		free(out);
 		clear_faults();
 	}
