@@ -265,7 +265,10 @@ static int volume_there(struct pve *c, const char *node, const char *storage,
 	return found;
 }
 
-/* DELETE the volume (an imgdel task); absent is done. */
+static int running_task(struct job *j, struct image_ctx *x, const char *type, const char *file);
+
+/* DELETE the volume (an imgdel task); absent is done, and so is a delete
+ * whose answer was lost once the file is gone. */
 static int delete_volume(struct job *j, const char *node, const char *storage, const char *volid)
 {
 	struct pve_error *err = job_err(j);
@@ -281,20 +284,34 @@ static int delete_volume(struct job *j, const char *node, const char *storage, c
 	free(s);
 	free(v);
 	free(path);
+	if (rc < 0) {
+		/* the answer lost after the delete was made (its task may still
+		 * run): read back, so that a removed file is not reported left */
+		struct pve_error e = {0};
+		pve_error_move(&e, err);
+		if (running_task(j, job_ctx(j), "imgdel", storage) >= 0 &&
+		    volume_there(job_pve(j), node, storage, "import", volid, err) == 0) {
+			pve_error_clear(&e);
+			return 0;
+		}
+		pve_error_clear(err);
+		pve_error_move(err, &e);
+	}
 	return rc;
 }
 
-/* A download whose answer was lost: its task if it still runs (GET
- * /nodes/N/tasks, active, type download, the file name as its id) is
- * waited for, so that the file is not fetched twice. 1 (waited for, and it
- * ended well), 0 (none runs) or -1. */
-static int running_download(struct job *j, struct image_ctx *x, const char *file)
+/* A request whose answer was lost: its task if it still runs (GET
+ * /nodes/N/tasks, active, of type, with id: a download's is the file
+ * name, an imgdel's the storage) is waited for, so that the file is not
+ * fetched twice nor taken for left while it is being removed. 1 (waited
+ * for, and it ended well), 0 (none runs) or -1. */
+static int running_task(struct job *j, struct image_ctx *x, const char *type, const char *file)
 {
 	struct pve_error *err = job_err(j);
 	char *n = pve_path_escape(x->node);
 	json_object *d = NULL;
 	int rc = n ? pve_getf(job_pve(j), &d, NULL, err,
-			      "/nodes/%s/tasks?source=active&typefilter=download", n)
+			      "/nodes/%s/tasks?source=active&typefilter=%s", n, type)
 		   : pve_error_oom(err);
 	free(n);
 	const char *upid = NULL;
@@ -307,11 +324,11 @@ static int running_download(struct job *j, struct image_ctx *x, const char *file
 			upid = json_str(t, "upid");
 	}
 	if (upid) {
-		log_info("%s: waiting for the download an earlier run started (%s)", job_subject(j),
-			 upid);
+		log_info("%s: waiting for the %s task an earlier request started (%s)",
+			 job_subject(j), type, upid);
 		struct guest_wait wa = *job_wait(j);
 		wa.attach = true;
-		rc = guest_wait_task(job_pve(j), upid, "download", &wa, NULL, err) < 0 ? -1 : 1;
+		rc = guest_wait_task(job_pve(j), upid, type, &wa, NULL, err) < 0 ? -1 : 1;
 	}
 	json_object_put(d);
 	return rc;
@@ -334,7 +351,7 @@ static int download_lost_answer(struct job *j, struct image_ctx *x, const char *
 		pve_error_move(&saved, err);
 		int t = volume_there(job_pve(j), x->node, x->import_storage, content, volid, err);
 		if (t == 0)
-			t = running_download(j, x, json_str(v, x->im->lxc ? "template" : "file"));
+			t = running_task(j, x, "download", json_str(v, x->im->lxc ? "template" : "file"));
 		if (t != 0) {
 			pve_error_clear(&saved); /* took effect (1), or err says why not */
 			return t > 0 ? 0 : -1;
@@ -366,7 +383,7 @@ static enum step_rc step_download(struct job *j)
 		/* sent by an earlier run, its answer lost: once it can no
 		 * longer be on its way, its task if it runs */
 		job_settle(j);
-		if (running_download(j, x, json_str(v, x->im->lxc ? "template" : "file")) < 0)
+		if (running_task(j, x, "download", json_str(v, x->im->lxc ? "template" : "file")) < 0)
 			return STEP_RC_FAIL;
 	}
 	int there = job_step_upid(j) ? 0 : volume_there(job_pve(j), x->node, x->import_storage,

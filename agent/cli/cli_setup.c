@@ -314,6 +314,34 @@ static unsigned role_extras(const struct setup *s)
 /* The role gains what it lacks (POST, or PUT with append=1: PVE's
  * update_role replaces the role without it) and never loses a privilege,
  * whoever granted it. */
+/* Does the listing at path hold an entry whose key is id? 1, 0, or -1
+ * (e filled). */
+static int list_holds(struct setup *s, const char *path, const char *key, const char *id,
+		      struct pve_error *e)
+{
+	json_object *l = NULL;
+	if (pve_get(s->admin, path, NULL, &l, e) < 0)
+		return -1;
+	bool have = false;
+	for (size_t i = 0; i < json_object_array_length(l); i++) {
+		const char *v = json_str(json_object_array_get_idx(l, i), key);
+		have = have || (v && strcmp(v, id) == 0);
+	}
+	json_object_put(l);
+	return have;
+}
+
+/* After a POST that made id failed: is it there all the same (PVE made it
+ * and the answer was lost, or the resent request was refused as a
+ * duplicate)? A listing that cannot be read says no. */
+static bool made_after_all(struct setup *s, const char *path, const char *key, const char *id)
+{
+	struct pve_error e = {0};
+	int have = list_holds(s, path, key, id, &e);
+	pve_error_clear(&e);
+	return have > 0;
+}
+
 static int ensure_role(struct setup *s)
 {
 	struct pve_error e = {0};
@@ -355,10 +383,11 @@ static int ensure_role(struct setup *s)
 			     : pve_post(s->admin, "/access/roles", &p, NULL, &e);
 		pve_params_free(&p);
 		char *what = have ? strprintf("added %s", sbuf_str(&missing)) : NULL;
-		if (r < 0)
+		if (r < 0 && (have || !made_after_all(s, "/access/roles", "roleid", PVEPRIVS_ROLE)))
 			rc = step_failed(s, "role " PVEPRIVS_ROLE, &e);
 		else
 			said(s, "role " PVEPRIVS_ROLE, !have ? "created" : what ? what : "added");
+		pve_error_clear(&e);
 		free(what);
 	}
 	sbuf_free(&missing);
@@ -370,15 +399,9 @@ static int ensure_role(struct setup *s)
 static int ensure_user(struct setup *s)
 {
 	struct pve_error e = {0};
-	json_object *users = NULL;
-	if (pve_get(s->admin, "/access/users", NULL, &users, &e) < 0)
+	int have = list_holds(s, "/access/users", "userid", PVEPRIVS_USER, &e);
+	if (have < 0)
 		return step_failed(s, "user " PVEPRIVS_USER, &e);
-	bool have = false;
-	for (size_t i = 0; i < json_object_array_length(users); i++) {
-		const char *id = json_str(json_object_array_get_idx(users, i), "userid");
-		have = have || (id && strcmp(id, PVEPRIVS_USER) == 0);
-	}
-	json_object_put(users);
 	if (have) {
 		said(s, "user " PVEPRIVS_USER, "exists");
 		return 0;
@@ -388,13 +411,15 @@ static int ensure_user(struct setup *s)
 	pve_params_add(&p, "comment", "pvagent");
 	int r = pve_post(s->admin, "/access/users", &p, NULL, &e);
 	pve_params_free(&p);
-	if (r < 0)
+	if (r < 0 && !made_after_all(s, "/access/users", "userid", PVEPRIVS_USER))
 		return step_failed(s, "user " PVEPRIVS_USER, &e);
+	pve_error_clear(&e);
 	said(s, "user " PVEPRIVS_USER, "created");
 	return 0;
 }
 
-#define TOKEN_PATH "/access/users/" PVEPRIVS_USER "/token/" PVEPRIVS_TOKEN
+#define TOKEN_LIST "/access/users/" PVEPRIVS_USER "/token"
+#define TOKEN_PATH TOKEN_LIST "/" PVEPRIVS_TOKEN
 #define TOKEN_ID PVEPRIVS_USER "!" PVEPRIVS_TOKEN
 
 /* Does the secret authenticate the token? 1 yes, 0 no (401), -1 cannot
@@ -454,15 +479,9 @@ static int post_token(struct setup *s, json_object **d, struct pve_error *e)
 static int ensure_token(struct setup *s)
 {
 	struct pve_error e = {0};
-	json_object *toks = NULL;
-	if (pve_get(s->admin, "/access/users/" PVEPRIVS_USER "/token", NULL, &toks, &e) < 0)
+	int have = list_holds(s, TOKEN_LIST, "tokenid", PVEPRIVS_TOKEN, &e);
+	if (have < 0)
 		return step_failed(s, "token " TOKEN_ID, &e);
-	bool have = false;
-	for (size_t i = 0; i < json_object_array_length(toks); i++) {
-		const char *id = json_str(json_object_array_get_idx(toks, i), "tokenid");
-		have = have || (id && strcmp(id, PVEPRIVS_TOKEN) == 0);
-	}
-	json_object_put(toks);
 	if (have) {
 		char *why = NULL;
 		size_t len;
@@ -500,9 +519,11 @@ static int ensure_token(struct setup *s)
 	json_object *d = NULL;
 	bool lost = false;
 	int r = post_token(s, &d, &e);
-	if (r < 0 && (e.ambiguous || (e.message && strstr(e.message, "already exists")))) {
+	if (r < 0 && (e.ambiguous || (e.message && strstr(e.message, "already exists")) ||
+		      made_after_all(s, TOKEN_LIST, "tokenid", PVEPRIVS_TOKEN))) {
 		/* the first answer was lost after PVE made the token (the retry got
-		 * "Token already exists"): its secret is gone, so it is made again */
+		 * "Token already exists", or an error came back after it took
+		 * effect): its secret is gone, so it is made again */
 		pve_error_clear(&e);
 		lost = true;
 		r = pve_delete(s->admin, TOKEN_PATH, NULL, NULL, &e);
