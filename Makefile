@@ -45,6 +45,10 @@ DEMO_DEB_PKGS = build-essential pkg-config \
 	openssh-server openssh-client busybox-static jq
 DEMO_CMDS = cc make pkg-config sshd ssh-keygen busybox jq
 TEST_DEB_PKGS  = $(DEMO_DEB_PKGS) libcriterion-dev
+# make journey: the simulator's control routes (curl), the image file it
+# serves (python3), the pseudo-terminal (script, from bsdutils)
+JOURNEY_DEB_PKGS = $(TEST_DEB_PKGS) curl python3 bsdutils
+JOURNEY_CMDS     = $(DEMO_CMDS) curl python3 script
 BENCH_DEB_PKGS = $(DEMO_DEB_PKGS) python3-proxmoxer python3-requests
 LINT_DEB_PKGS  = $(TEST_DEB_PKGS) clang cppcheck clang-tidy
 LINT_CMDS      = $(DEMO_CMDS) clang cppcheck clang-tidy
@@ -102,7 +106,7 @@ TEST_LIBS  = $(call pc_libs,$(TEST_PKGS))
 PROGS = $(if $(wildcard $(CLI_MAIN)),pvagent) $(if $(wildcard $(DAEMON_MAIN)),pvagentd) \
 	tests/pvesim/pvesim tests/guests/guestd
 
-.PHONY: all deps deps-demo deps-test deps-bench deps-lint deps-fuzz test test-run demo demo-run bench bench-run lint install clean
+.PHONY: all deps deps-demo deps-test deps-journey deps-bench deps-lint deps-fuzz test test-run demo demo-run bench bench-run lint install clean
 # Keep the objects of test and bench programs (make would delete them as
 # intermediate files and rebuild them on every run).
 .PRECIOUS: build/%.o
@@ -304,9 +308,11 @@ deps-bench:
 	@$(DEPS) "$(BENCH_DEB_PKGS)" "$(DEMO_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS)" "$(PY_MODS)"
 deps-lint:
 	@$(DEPS) "$(LINT_DEB_PKGS)" "$(LINT_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)"
+deps-journey:
+	@$(DEPS) "$(JOURNEY_DEB_PKGS)" "$(JOURNEY_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)"
 deps-fuzz:
 	@$(DEPS) "$(FUZZ_DEB_PKGS)" "$(DEMO_CMDS) clang" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)"
-deps: deps-test deps-bench deps-lint deps-fuzz
+deps: deps-test deps-journey deps-bench deps-lint deps-fuzz
 
 # what install builds first (make deb: the two programs only)
 INSTALL_DEPS ?= all
@@ -379,5 +385,5 @@ bench-counts: all $(REL)/tests/bench/migrate
 # its unit starts it, only the token setup makes; as root, models in
 # parallel). Not in make test; logs in build/journey/.
 .PHONY: journey
-journey: deps-test
+journey: deps-journey
 	@bash tests/journey/run.sh
