@@ -81,9 +81,14 @@ run_raw() {
 	LAST_OUT=$(printf '%s/steps/%02d-%s.out' "$OUT" "$STEP_N" "$name")
 	printf '$ %s\n' "$*" >"$LAST_OUT.cmd"
 	LAST_RC=0
-	local t0=$SECONDS
+	local t0=$SECONDS reqlog=${E2E_DIR:-}/requests.jsonl r0=0
+	[ -f "$reqlog" ] && r0=$(wc -l <"$reqlog")
 	run_cmd "$LAST_OUT" "$@" || LAST_RC=$?
 	STEP_SECS=$((SECONDS - t0))
+	# the bench's baseline (make bench: tests/bench/journey.sh): each
+	# step's seconds and the requests PVE got meanwhile
+	[ -f "$reqlog" ] && printf '%s\t%s\t%s\n' "$name" "$STEP_SECS" \
+		"$(($(wc -l <"$reqlog") - r0))" >>"$OUT/steps.tsv"
 	local why=
 	if [ "$LAST_RC" = 124 ] || [ "$LAST_RC" = 137 ]; then
 		why="hung: no exit within ${STEP_TIMEOUT}s (timeout killed it)"
