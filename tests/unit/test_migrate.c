@@ -194,7 +194,10 @@ Test(migrate, qemu_online_shared)
 	json_object_put(st);
 	cr_expect_str_eq(json_str(job_vars(j), "method"), "online");
 	cr_expect_eq(var(j, "downtime_ms"), 30 + (100 * 7) % 60); /* the simulator's */
-	cr_expect_gt(var(j, "speed"), 90ll << 20);
+	/* the simulator's memory transfer at the 40 MiB/s bwlimit, as QemuMigrate
+	 * caps it; its average said 2 % below */
+	cr_expect(var(j, "speed") > (38ll << 20) && var(j, "speed") <= (40ll << 20), "%lld",
+		  var(j, "speed"));
 	cr_expect_eq(var(j, "transferred"), 2048ll << 20);
 	cr_expect_geq(var(j, "duration_s"), 20);
 	cr_expect_str_eq(job_node(j), "pve2");
