@@ -484,23 +484,6 @@ static int refresh_found(struct pve *c, int rc, struct guest_ref *out, struct pv
 	return 0;
 }
 
-static int find_named(struct pve *c, const char *name, struct guest_ref *out,
-		      struct pve_error *err)
-{
-	memset(out, 0, sizeof *out);
-	struct guest_list l;
-	if (guest_list(c, NULL, &l, err) < 0)
-		return -1;
-	int rc = guest_list_find_name(&l, name, out, err);
-	guest_list_free(&l);
-	rc = refresh_found(c, rc, out, err);
-	if (rc == 1 && (!out->name || strcasecmp(out->name, name) != 0)) {
-		guest_ref_clear(out); /* renamed meanwhile */
-		rc = 0;
-	}
-	return rc;
-}
-
 int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out, struct pve_error *err)
 {
 	memset(out, 0, sizeof *out);
@@ -512,12 +495,30 @@ int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out, struct pv
 	return rc;
 }
 
+int guest_find_listed(struct pve *c, const char *arg, struct guest_ref *out,
+		      struct pve_error *err)
+{
+	memset(out, 0, sizeof *out);
+	int vmid = 0;
+	if (guest_arg_is_vmid(arg, &vmid))
+		return guest_find_by_vmid(c, vmid, out, err);
+	struct guest_list l;
+	if (guest_list(c, NULL, &l, err) < 0)
+		return -1;
+	int rc = guest_list_find_name(&l, arg, out, err);
+	guest_list_free(&l);
+	return rc;
+}
+
 int guest_find(struct pve *c, const char *arg, struct guest_ref *out, struct pve_error *err)
 {
-	int vmid;
-	if (!guest_arg_is_vmid(arg, &vmid))
-		return find_named(c, arg, out, err);
-	return refresh_found(c, guest_find_by_vmid(c, vmid, out, err), out, err);
+	int rc = refresh_found(c, guest_find_listed(c, arg, out, err), out, err);
+	if (rc == 1 && !guest_arg_is_vmid(arg, NULL) &&
+	    (!out->name || strcasecmp(out->name, arg) != 0)) {
+		guest_ref_clear(out); /* renamed meanwhile */
+		rc = 0;
+	}
+	return rc;
 }
 
 int guest_not_found(const char *arg, struct pve_error *err)

@@ -105,6 +105,13 @@ int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out,
  * unnamed guests (PVE shows "VM 100") and guests sharing a name are
  * reached by VMID wherever a guest is named. */
 int guest_find(struct pve *c, const char *arg, struct guest_ref *out, struct pve_error *err);
+/* The same from one listing alone (GET /cluster/resources), no
+ * status/current: status, lock and name are the listing's (up to about
+ * 10 s old; a guest renamed since is still found under its old name).
+ * For a check that the guest exists, or where its status is read later
+ * anyway (a migration's facts). 1 found, 0 none, -1 error, as guest_find. */
+int guest_find_listed(struct pve *c, const char *arg, struct guest_ref *out,
+		      struct pve_error *err);
 /* What every command says when guest_find found nothing: err set to
  * PVE_ERR_NOT_FOUND "no guest named 'NAME'" or "no guest with VMID N".
  * Returns -1. */

@@ -213,20 +213,6 @@ int mig_cluster_ha_resources(struct mig_cluster *mc, struct pve *c, json_object 
 
 /* ---- a guest's facts ------------------------------------------------------------- */
 
-int mig_find_guest(struct pve *c, const char *arg, struct guest_ref *out,
-		   struct pve_error *err)
-{
-	memset(out, 0, sizeof *out);
-	struct guest_list l;
-	int vmid = 0;
-	if (guest_list(c, NULL, &l, err) < 0)
-		return -1;
-	int rc = guest_arg_is_vmid(arg, &vmid) ? guest_list_find_vmid(&l, vmid, out, err)
-					       : guest_list_find_name(&l, arg, out, err);
-	guest_list_free(&l);
-	return rc;
-}
-
 void mig_read_free(struct mig_read *r)
 {
 	json_object_put(r->status);

@@ -177,7 +177,7 @@ static enum step_rc mig_plan_step(struct job *j)
 	/* the guest the command found (attached once), else from one listing;
 	 * its status is read with its facts below */
 	int found = m->found.node ? guest_ref_copy(&m->g, &m->found) < 0 ? pve_error_oom(err) : 1
-				  : mig_find_guest(c, job_subject(j), &m->g, err);
+				  : guest_find_listed(c, job_subject(j), &m->g, err);
 	guest_ref_clear(&m->found);
 	if (found < 0)
 		return STEP_RC_FAIL;

@@ -235,7 +235,7 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 	if (rc == 0) {
 		/* a guest that does not exist: said before any job is stored */
 		struct pve_error e = {0};
-		int f = mig_find_guest(cli->pve, a->argv[0], &g, &e);
+		int f = guest_find_listed(cli->pve, a->argv[0], &g, &e);
 		cli->subject = a->argv[0];
 		if (f == 0)
 			guest_not_found(a->argv[0], &e);
