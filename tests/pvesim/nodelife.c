@@ -252,9 +252,23 @@ static void node_up(struct cluster *c, struct sim_node *n)
 	}
 }
 
+/* More than half of all votes online (corosync votequorum). */
+bool cluster_quorate(const struct cluster *c)
+{
+	long long votes = 0, online = 0;
+	for (size_t i = 0; i < c->nodes.n; i++) {
+		const struct sim_node *n = c->nodes.v[i];
+		votes += n->votes;
+		online += n->online ? n->votes : 0;
+	}
+	return online * 2 > votes;
+}
+
 void nodes_advance(struct cluster *c, double now)
 {
 	for (;;) {
+		/* the CRM fences only in a quorate partition */
+		bool q = cluster_quorate(c);
 		struct sim_node *due = NULL;
 		double when = INFINITY;
 		bool fence = false;
@@ -263,7 +277,7 @@ void nodes_advance(struct cluster *c, double now)
 			if (n->up_at <= 0)
 				continue;
 			double f = n->down_at + HA_FENCE_AFTER;
-			if (!n->ha_recovered && f < n->up_at && f <= now && f < when) {
+			if (q && !n->ha_recovered && f < n->up_at && f <= now && f < when) {
 				due = n;
 				when = f;
 				fence = true;

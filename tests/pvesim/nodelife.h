@@ -27,6 +27,9 @@ struct node_upgrade {
 
 /* The kernel node n runs ("6.8.12-9-pve"), by its scenario or version. */
 const char *node_kernel(const struct cluster *c, const struct sim_node *n);
+/* More than half of all votes online (corosync votequorum), as
+ * /cluster/status's quorate says; the CRM fences only then. */
+bool cluster_quorate(const struct cluster *c);
 /* Uptime of node n at now (seconds since it last came up); 0 offline. */
 long long node_uptime_at(const struct cluster *c, const struct sim_node *n, double now);
 /* pveversion's line: "pve-manager/8.4.1/2a5fa54a8503f96d (running kernel:

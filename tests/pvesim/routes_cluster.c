@@ -154,18 +154,12 @@ static void route_cluster_status(struct cluster *c, struct sim_resp *r)
 		resp_error(r, 500, "out of memory");
 		return;
 	}
-	/* corosync's votequorum: quorate with more than half of all votes */
-	long long votes = 0, online = 0;
-	for (size_t i = 0; i < c->nodes.n; i++) {
-		const struct sim_node *n = c->nodes.v[i];
-		votes += n->votes;
-		online += n->online ? n->votes : 0;
-	}
+
 	jadd_str(cl, "type", "cluster");
 	jadd_str(cl, "id", "cluster");
 	jadd_str(cl, "name", c->cluster_name);
 	jadd_int(cl, "nodes", (long long)c->nodes.n);
-	jadd_int(cl, "quorate", online * 2 > votes ? 1 : 0);
+	jadd_int(cl, "quorate", cluster_quorate(c));
 	jadd_int(cl, "version", (long long)c->nodes.n + 1);
 	json_object_array_add(arr, cl);
 	for (size_t i = 0; i < c->nodes.n; i++) {
