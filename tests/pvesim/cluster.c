@@ -1349,7 +1349,8 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 		    routes_cluster(c, req, &pp, resp) ||
 		    routes_access(c, req, &pp, resp) ||
 		    routes_nodeinfo(c, req, &pp, resp) ||
-		    routes_ceph(c, req, &pp, resp);
+		    routes_ceph(c, req, &pp, resp) ||
+		    routes_nodelife(c, req, &pp, resp);
 	if (!done)
 		resp_error(resp, 501, "Method '%s %s' not implemented",
 			   req->method, req->path);

@@ -40,6 +40,7 @@ struct sim_node {
 	double boot_time;    /* when it last came up; 0: with the cluster */
 	double reboot_s;     /* seconds a reboot takes */
 	double down_at, up_at; /* rebooting: offline since down_at until up_at (0: not) */
+	double fence_at;     /* when the CRM fences it if it is still down (quorate) */
 	bool ha_recovered;   /* its HA services recovered elsewhere in this outage */
 	struct node_upgrade *upgrade; /* what dist-upgrade makes it, or NULL */
 	json_object *pve8to9; /* {"exit", "lines"}: pve8to9's verdict; NULL: passes */

@@ -95,9 +95,17 @@ int node_reboot(struct cluster *c, struct sim_node *n, double now, char **err)
 		*err = strprintf("node '%s' is offline", n->name);
 		return -1;
 	}
+	/* its tasks end with it, and so do migrations to it */
+	for (size_t i = 0; i < c->tasks.n; i++) {
+		struct sim_task *t = c->tasks.v[i];
+		if (t->started && !t->finished &&
+		    (strcmp(t->node, n->name) == 0 || (t->target && strcmp(t->target, n->name) == 0)))
+			task_stop(c, t, now);
+	}
 	n->online = false;
 	n->down_at = now;
 	n->up_at = now + n->reboot_s;
+	n->fence_at = now + HA_FENCE_AFTER;
 	n->ha_recovered = false;
 	for (size_t i = 0; i < c->guests.n; i++) {
 		struct sim_guest *g = c->guests.v[i];
@@ -239,6 +247,12 @@ static void node_up(struct cluster *c, struct sim_node *n)
 		n->kernel = n->kernel_next;
 		n->kernel_next = NULL;
 	}
+	/* a node whose fencing waited for quorum is fenced from now on */
+	for (size_t i = 0; i < c->nodes.n; i++) {
+		struct sim_node *o = c->nodes.v[i];
+		if (o->up_at > 0 && !o->ha_recovered && o->fence_at < at)
+			o->fence_at = at;
+	}
 	for (size_t i = 0; i < c->guests.n; i++) {
 		struct sim_guest *g = c->guests.v[i];
 		if (strcmp(g->node, n->name) != 0 || g->running || guest_is_template(g))
@@ -276,7 +290,7 @@ void nodes_advance(struct cluster *c, double now)
 			struct sim_node *n = c->nodes.v[i];
 			if (n->up_at <= 0)
 				continue;
-			double f = n->down_at + HA_FENCE_AFTER;
+			double f = n->fence_at;
 			if (q && !n->ha_recovered && f < n->up_at && f <= now && f < when) {
 				due = n;
 				when = f;
@@ -331,6 +345,40 @@ void node_life_free(struct sim_node *n)
 		free(n->upgrade);
 	}
 	json_object_put(n->pve8to9);
+}
+
+/* GET /cluster/config/nodes (pve-manager API2/ClusterConfig.pm: corosync's
+ * nodelist, values as corosync.conf holds them, with "node" added). */
+bool routes_nodelife(struct cluster *c, const struct sim_req *req, struct path_parts *pp,
+		     struct sim_resp *r)
+{
+	char **s = pp->seg;
+	if (pp->n != 3 || strcmp(req->method, "GET") != 0 || strcmp(s[0], "cluster") != 0 ||
+	    strcmp(s[1], "config") != 0 || strcmp(s[2], "nodes") != 0)
+		return false;
+	if (!priv_check(req, r, "/", "Sys.Audit"))
+		return true;
+	json_object *arr = json_object_new_array();
+	for (size_t i = 0; arr && i < c->nodes.n; i++) {
+		const struct sim_node *n = c->nodes.v[i];
+		json_object *o = json_object_new_object();
+		char id[24], votes[24];
+		if (!o)
+			continue;
+		snprintf(id, sizeof id, "%zu", i + 1);
+		snprintf(votes, sizeof votes, "%d", n->votes);
+		jadd_str(o, "node", n->name);
+		jadd_str(o, "name", n->name);
+		jadd_str(o, "nodeid", id);
+		jadd_str(o, "quorum_votes", votes);
+		jadd_str(o, "ring0_addr", n->ip);
+		json_object_array_add(arr, o);
+	}
+	if (arr)
+		resp_data(r, arr);
+	else
+		resp_error(r, 500, "out of memory");
+	return true;
 }
 
 /* ---- /_sim/ control routes --------------------------------------------------- */

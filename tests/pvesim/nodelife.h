@@ -47,6 +47,9 @@ int node_reboot(struct cluster *c, struct sim_node *n, double now, char **err);
 /* Run what is due by now in time order: tasks, fencing and recovery, nodes
  * coming back (calls tasks_advance). */
 void nodes_advance(struct cluster *c, double now);
+/* GET /cluster/config/nodes: each node's corosync entry (quorum_votes). */
+bool routes_nodelife(struct cluster *c, const struct sim_req *req, struct path_parts *pp,
+		     struct sim_resp *r);
 /* The node's life for GET /_sim/state (added to its object o). */
 void node_life_state(const struct cluster *c, const struct sim_node *n, double now,
 		     json_object *o);

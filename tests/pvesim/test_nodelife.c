@@ -488,5 +488,60 @@ Test(nodelife, votes_decide_quorum)
 	cs = get_ok(c, "/cluster/status", T0 + 62);
 	cr_assert_eq(jint(status_entry(cs, "cluster"), "quorate"), 0, "2 of 5 votes");
 	json_object_put(cs);
+	/* corosync's nodelist says where the votes are */
+	json_object *cn = get_ok(c, "/cluster/config/nodes", T0 + 62);
+	cr_assert_eq(json_object_array_length(cn), 3);
+	cr_assert_str_eq(jstr(json_object_array_get_idx(cn, 0), "node"), "a");
+	cr_assert_str_eq(jstr(json_object_array_get_idx(cn, 0), "quorum_votes"), "3");
+	cr_assert_str_eq(jstr(json_object_array_get_idx(cn, 1), "quorum_votes"), "1");
+	json_object_put(cn);
+	cluster_free(c);
+}
+
+Test(nodelife, without_quorum_nothing_is_fenced)
+{
+	struct cluster *c = load("rolling.json");
+	cluster_node(c, "pve2")->reboot_s = 600;
+	cluster_node(c, "pve3")->reboot_s = 600;
+	struct sim_guest *ha = guest(c, 300);
+	int st;
+	json_object_put(control(c, "POST", "/_sim/node/reboot", "{\"node\":\"pve2\"}", T0, &st));
+	json_object_put(control(c, "POST", "/_sim/node/reboot", "{\"node\":\"pve3\"}", T0, &st));
+	cluster_advance(c, T0 + 300);
+	cr_assert_str_eq(ha->node, "pve3", "one node of three has no quorum: no fencing");
+	cr_assert_not(ha->running);
+	cluster_advance(c, T0 + 700);
+	cr_assert_str_eq(ha->node, "pve3");
+	cr_assert(ha->running, "started by its own LRM once back");
+	cluster_free(c);
+}
+
+Test(nodelife, a_reboot_ends_the_migrations_to_and_from_the_node)
+{
+	struct cluster *c = load("rolling.json");
+	struct sim_guest *g = guest(c, 102);
+	char *msg = NULL;
+	json_object *p = json_tokener_parse("{\"target\":\"pve2\",\"online\":\"1\"}");
+	struct sim_req req = {.method = "POST", .path = "/nodes/pve1/qemu/102/migrate", .params = p,
+			      .userid = "root@pam", .privs = "all", .now = T0};
+	struct sim_resp r = {0};
+	cluster_handle(c, &req, &r);
+	json_object_put(p);
+	cr_assert_eq(r.status, 200, "%s", r.message ? r.message : "");
+	char *upid = strdup(r.upid);
+	sim_resp_clear(&r);
+	int st;
+	json_object_put(control(c, "POST", "/_sim/node/reboot", "{\"node\":\"pve2\"}", T0 + 1, &st));
+	char *path = strprintf("/nodes/pve1/tasks/%s/status", upid);
+	json_object *ts = get_ok(c, path, T0 + 2);
+	cr_assert_str_eq(jstr(ts, "status"), "stopped");
+	cr_assert_str_eq(jstr(ts, "exitstatus"), "interrupted by signal");
+	json_object_put(ts);
+	cr_assert_str_eq(g->node, "pve1");
+	cr_assert(g->running, "stays on its source");
+	cr_assert_null(guest_lock(g));
+	free(path);
+	free(upid);
+	free(msg);
 	cluster_free(c);
 }
