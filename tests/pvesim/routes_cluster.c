@@ -137,6 +137,21 @@ static void route_node_status(struct cluster *c, const struct sim_req *req,
 				: strprintf("Linux %s #1 SMP PREEMPT_DYNAMIC", node_kernel(c, n));
 	jadd_str(o, "kversion", kv);
 	free(kv);
+	if (atoi(nv) >= 8) {
+		/* pve-manager 8+: the booted kernel (uname), changed by a reboot */
+		json_object *ck = json_object_new_object();
+		const char *k = node_kernel(c, n);
+		size_t kl = strlen(k);
+		char *kver = strprintf("#1 SMP PREEMPT_DYNAMIC PMX %.*s", (int)(kl > 4 ? kl - 4 : kl), k);
+		if (ck) {
+			jadd_str(ck, "sysname", "Linux");
+			jadd_str(ck, "release", k);
+			jadd_str(ck, "version", kver);
+			jadd_str(ck, "machine", "x86_64");
+		}
+		free(kver);
+		json_object_object_add(o, "current-kernel", ck);
+	}
 	json_object *la = json_object_new_array();
 	for (int i = 0; la && i < 3; i++)
 		json_object_array_add(la, json_object_new_string("0.10"));

@@ -177,6 +177,8 @@ Test(nodelife, upgrade_changes_version_and_qemu_at_once_and_the_kernel_at_the_re
 	cluster_advance(c, T0 + 10 + 90 + 30);
 	s = get_ok(c, "/nodes/pve1/status", T0 + 130);
 	cr_assert(strstr(jstr(s, "kversion"), "6.17.2-1-pve"), "%s", jstr(s, "kversion"));
+	cr_assert_str_eq(jstr(json_object_object_get(s, "current-kernel"), "release"),
+			 "6.17.2-1-pve");
 	cr_assert_eq(jint(s, "uptime"), 30);
 	json_object_put(s);
 	cluster_free(c);
