@@ -76,6 +76,14 @@ int node_upgrade_apply(struct cluster *c, struct sim_node *n, double now)
 	}
 	if (!n->kernel)
 		n->kernel = strdup(node_kernel(c, n));
+	/* a VM running there keeps the machine type it started with */
+	for (size_t i = 0; i < c->guests.n; i++) {
+		struct sim_guest *g = c->guests.v[i];
+		char mb[64];
+		if (g->running && !g->machine && strcmp(g->type, "qemu") == 0 &&
+		    strcmp(g->node, n->name) == 0)
+			g->machine = strdup(guest_running_machine(c, g, mb, sizeof mb));
+	}
 	free(n->version);
 	n->version = v;
 	free(n->qemu);

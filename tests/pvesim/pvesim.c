@@ -4,7 +4,7 @@
  *   pvesim --scenario FILE.json [--listen 127.0.0.1:0] [--schema PATH]
  *          [--log FILE.jsonl] [--time-scale X] [--cert-out FILE.pem]
  *          [--guest-root VMID=DIR]... [--spare-guest FIXTURE@ADDR=DIR]...
- *          [--latency MS]
+ *          [--latency MS] [--node-shell-listen IP:PORT]
  */
 #include "schema.h"
 #include "server.h"

@@ -166,6 +166,10 @@ Test(nodelife, upgrade_changes_version_and_qemu_at_once_and_the_kernel_at_the_re
 	cr_assert_str_eq(jstr(s, "pveversion"), "pve-manager/9.1.1/2a5fa54a8503f96d");
 	cr_assert(strstr(jstr(s, "kversion"), "6.8.12-9-pve"), "%s", jstr(s, "kversion"));
 	json_object_put(s);
+	/* a VM running through the upgrade keeps its machine type */
+	char mb[64];
+	cr_assert_str_eq(guest_running_machine(c, guest(c, 102), mb, sizeof mb),
+			 "pc-i440fx-9.2+pve1");
 	/* a second upgrade has nothing to do */
 	u = control(c, "POST", "/_sim/node/upgrade", "{\"node\":\"pve1\"}", T0 + 3, &st);
 	cr_assert_not(json_object_get_boolean(json_object_object_get(u, "upgraded")));
