@@ -1367,7 +1367,6 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 static json_object *state_guest(const struct cluster *c,
 				const struct sim_guest *g)
 {
-	(void)c;
 	json_object *o = json_object_new_object();
 	if (!o)
 		return NULL;
@@ -1408,6 +1407,15 @@ static json_object *state_guest(const struct cluster *c,
 	if (g->root)
 		json_object_object_add(o, "root", json_object_new_string(g->root));
 	json_object_object_add(o, "boot", boot_result_json(&g->boot));
+	/* starts so far and the running one's start and machine type: a
+	 * guest moved only live keeps all three (rolling maintenance) */
+	jadd_int(o, "boots", g->boots);
+	if (g->running) {
+		char mb[64];
+		json_object_object_add(o, "started_at", json_object_new_double(g->started_at));
+		if (strcmp(g->type, "qemu") == 0)
+			jadd_str(o, "running_machine", guest_running_machine(c, g, mb, sizeof mb));
+	}
 	if (g->qemu) {
 		json_object *q = json_object_new_object();
 		if (q) {

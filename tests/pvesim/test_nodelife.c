@@ -526,6 +526,7 @@ Test(nodelife, a_reboot_ends_the_migrations_to_and_from_the_node)
 {
 	struct cluster *c = load("rolling.json");
 	struct sim_guest *g = guest(c, 102);
+	long long boots0 = g->boots;
 	char *msg = NULL;
 	json_object *p = json_tokener_parse("{\"target\":\"pve2\",\"online\":\"1\"}");
 	struct sim_req req = {.method = "POST", .path = "/nodes/pve1/qemu/102/migrate", .params = p,
@@ -545,6 +546,15 @@ Test(nodelife, a_reboot_ends_the_migrations_to_and_from_the_node)
 	json_object_put(ts);
 	cr_assert_str_eq(g->node, "pve1");
 	cr_assert(g->running, "stays on its source");
+	json_object *state = cluster_state(c, T0 + 2), *gs = json_object_object_get(state, "guests");
+	json_object *e = NULL;
+	for (size_t i = 0; i < json_object_array_length(gs); i++)
+		if (jint(json_object_array_get_idx(gs, i), "vmid") == 102)
+			e = json_object_array_get_idx(gs, i);
+	cr_assert_not_null(e);
+	cr_assert_eq(jint(e, "boots"), boots0, "never restarted");
+	cr_assert_str_eq(jstr(e, "running_machine"), "pc-i440fx-9.2+pve1");
+	json_object_put(state);
 	cr_assert_null(guest_lock(g));
 	free(path);
 	free(upid);
