@@ -561,3 +561,65 @@ Test(nodelife, a_reboot_ends_the_migrations_to_and_from_the_node)
 	free(msg);
 	cluster_free(c);
 }
+
+Test(nodelife, recovery_follows_node_affinity_rules)
+{
+	char *err = NULL;
+	struct cluster *c = load_text(
+		"{\"pve_version\":\"9.1\",\"nodes\":[{\"name\":\"a\",\"upgrade\":{\"version\":\"9.2\","
+		"\"reboot_s\":1000}},{\"name\":\"b\"},{\"name\":\"c\"},{\"name\":\"d\"}],"
+		"\"guests\":[{\"vmid\":100,\"node\":\"a\",\"type\":\"qemu\",\"status\":\"running\","
+		"\"config\":{\"memory\":\"512\"}},"
+		"{\"vmid\":101,\"node\":\"a\",\"type\":\"qemu\",\"status\":\"running\","
+		"\"config\":{\"memory\":\"512\"}},"
+		"{\"vmid\":102,\"node\":\"b\",\"type\":\"qemu\",\"status\":\"running\","
+		"\"config\":{\"memory\":\"512\"}},"
+		"{\"vmid\":103,\"node\":\"a\",\"type\":\"qemu\",\"status\":\"running\","
+		"\"config\":{\"memory\":\"512\"}}],"
+		"\"ha\":[{\"sid\":\"vm:100\",\"state\":\"started\"},{\"sid\":\"vm:101\","
+		"\"state\":\"started\"},{\"sid\":\"vm:102\",\"state\":\"started\"},"
+		"{\"sid\":\"vm:103\",\"state\":\"stopped\"}],"
+		"\"ha_rules\":[{\"rule\":\"r1\",\"type\":\"node-affinity\",\"resources\":\"vm:100\","
+		"\"nodes\":\"a:3,d:2,c:1\",\"strict\":1}]}", &err);
+	cr_assert_not_null(c, "%s", err ? err : "?");
+	int st;
+	cluster_node(c, "d")->ha_maintenance = true;
+	json_object_put(control(c, "POST", "/_sim/node/reboot", "{\"node\":\"a\"}", T0, &st));
+	cluster_advance(c, T0 + 130);
+	/* the rule's best online node not in maintenance, though b and c are
+	 * as loaded */
+	cr_assert_str_eq(guest(c, 100)->node, "c");
+	cr_assert(guest(c, 100)->running);
+	/* no rule: the node with the fewest HA guests (b has one, c now one,
+	 * d is in maintenance), then by name */
+	cr_assert_str_eq(guest(c, 101)->node, "b");
+	cr_assert(guest(c, 101)->running);
+	/* an HA guest asked stopped moves and stays stopped */
+	cr_assert_str_neq(guest(c, 103)->node, "a");
+	cr_assert_not(guest(c, 103)->running);
+	cluster_free(c);
+}
+
+Test(nodelife, ceph_status_needs_an_audit_privilege)
+{
+	struct cluster *c = load("rolling.json");
+	json_object *p = json_object_new_object();
+	struct sim_req req = {.method = "GET", .path = "/cluster/ceph/status", .params = p,
+			      .userid = "root@pam!pvagent", .privs = "VM.Audit", .now = T0};
+	struct sim_resp r = {0};
+	cluster_handle(c, &req, &r);
+	cr_assert_eq(r.status, 403);
+	cr_assert_str_eq(r.message, "Permission check failed (/, Sys.Audit|Datastore.Audit)");
+	sim_resp_clear(&r);
+	req.privs = "Datastore.Audit";
+	cluster_handle(c, &req, &r);
+	cr_assert_eq(r.status, 200);
+	sim_resp_clear(&r);
+	req.method = "PUT";
+	req.path = "/cluster/ceph/flags/noout";
+	cluster_handle(c, &req, &r);
+	cr_assert_eq(r.status, 403, "setting a flag needs Sys.Modify");
+	sim_resp_clear(&r);
+	json_object_put(p);
+	cluster_free(c);
+}
