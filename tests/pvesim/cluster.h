@@ -147,6 +147,8 @@ struct cluster {
 	struct guestnet *net;   /* the guests' listeners, or NULL */
 	struct ptrvec spares;   /* struct sim_spare * (--spare-guest) */
 	struct sim_ceph *ceph;  /* the scenario's Ceph (nodelife.h), or NULL */
+	bool ha_freeze_on_reboot; /* ha_shutdown_policy conditional or freeze: a
+				     reboot freezes HA guests (never recovered) */
 	json_object *node_commands; /* the nodes' shell commands so far (array) */
 };
 

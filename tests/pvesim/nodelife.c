@@ -114,7 +114,9 @@ int node_reboot(struct cluster *c, struct sim_node *n, double now, char **err)
 	n->down_at = now;
 	n->up_at = now + n->reboot_s;
 	n->fence_at = now + HA_FENCE_AFTER;
-	n->ha_recovered = false;
+	/* a clean reboot with the conditional or freeze policy: its LRM
+	 * freezes its services and hands its lock back, nothing is fenced */
+	n->ha_recovered = c->ha_freeze_on_reboot;
 	for (size_t i = 0; i < c->guests.n; i++) {
 		struct sim_guest *g = c->guests.v[i];
 		if (strcmp(g->node, n->name) == 0 && g->running)

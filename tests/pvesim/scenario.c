@@ -1528,7 +1528,8 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 					   "guests",	  "ha",		  "faults",
 					   "ha_rules",	  "ha_disarm",	  "appliances",
 					   "files",	  "datacenter",	  "comment",
-					   "sdn_vnets",	  "ceph",	  NULL};
+					   "sdn_vnets",	  "ceph",	  "ha_shutdown_policy",
+					   NULL};
 	json_object *v;
 	if (rc == 0)
 		rc = check_keys(&x, root, "$", keys);
@@ -1601,6 +1602,19 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 			rc = -1;
 		}
 	}
+	if (rc == 0 &&
+	    member(&x, root, "$", "ha_shutdown_policy", json_type_string, false, &v) > 0) {
+		/* datacenter.cfg's ha: shutdown_policy, for a node's reboot
+		 * (nodelife.c); migrate (the LRM migrating away) is not modelled */
+		const char *pol = json_object_get_string(v);
+		if (strcmp(pol, "conditional") == 0 || strcmp(pol, "freeze") == 0)
+			c->ha_freeze_on_reboot = true;
+		else if (strcmp(pol, "failover") != 0)
+			rc = sfail(&x, "$.ha_shutdown_policy",
+				   "'%s' is not modelled (failover, conditional or freeze)", pol);
+	}
+	if (rc == 0 && *x.err)
+		rc = -1;
 	if (rc == 0 && !(c->ha = json_object_new_array()))
 		rc = -1;
 	if (rc == 0) {

@@ -623,3 +623,28 @@ Test(nodelife, ceph_status_needs_an_audit_privilege)
 	json_object_put(p);
 	cluster_free(c);
 }
+
+Test(nodelife, with_the_freeze_policy_a_long_reboot_recovers_nothing)
+{
+	char *err = NULL;
+	struct cluster *c = load_text(
+		"{\"pve_version\":\"9.1\",\"ha_shutdown_policy\":\"conditional\",\"nodes\":[{\"name\":"
+		"\"a\",\"upgrade\":{\"version\":\"9.2\",\"reboot_s\":1000}},{\"name\":\"b\"},"
+		"{\"name\":\"c\"}],\"guests\":[{\"vmid\":100,\"node\":\"a\",\"type\":\"qemu\","
+		"\"status\":\"running\",\"config\":{\"memory\":\"512\"}}],"
+		"\"ha\":[{\"sid\":\"vm:100\",\"state\":\"started\"}]}", &err);
+	cr_assert_not_null(c, "%s", err ? err : "?");
+	int st;
+	json_object_put(control(c, "POST", "/_sim/node/reboot", "{\"node\":\"a\"}", T0, &st));
+	cluster_advance(c, T0 + 900);
+	cr_assert_str_eq(guest(c, 100)->node, "a", "frozen, not recovered");
+	cr_assert_not(guest(c, 100)->running);
+	cluster_advance(c, T0 + 1010);
+	cr_assert(guest(c, 100)->running, "started again where it was");
+	cluster_free(c);
+	c = load_text("{\"pve_version\":\"9.1\",\"ha_shutdown_policy\":\"migrate\",\"nodes\":"
+		      "[{\"name\":\"a\"}]}", &err);
+	cr_assert_null(c);
+	cr_assert(strstr(err, "$.ha_shutdown_policy: 'migrate' is not modelled"), "%s", err);
+	free(err);
+}
