@@ -59,7 +59,6 @@ int node_upgrade_apply(struct cluster *c, struct sim_node *n, double now)
 	struct node_upgrade *u = n->upgrade;
 	if (!u || (n->version && strcmp(n->version, u->version) == 0))
 		return 0;
-	(void)c;
 	char *v = strdup(u->version), *q = u->qemu ? strdup(u->qemu) : NULL;
 	char *k = u->kernel ? strdup(u->kernel) : NULL;
 	if (!v || (u->qemu && !q) || (u->kernel && !k)) {

@@ -105,7 +105,7 @@ static int ha_manager(struct cluster *c, json_object *argv, struct sbuf *o)
 		return 0;
 	}
 	if (na == 2 && strcmp(arg(argv, 1), "status") == 0) {
-		sbuf_addf(o, "quorum OK\n");
+		sbuf_addf(o, "quorum %s\n", cluster_quorate(c) ? "OK" : "No quorum");
 		for (size_t i = 0; i < c->nodes.n; i++) {
 			const struct sim_node *n = c->nodes.v[i];
 			sbuf_addf(o, "lrm %s (%s)\n", n->name,
