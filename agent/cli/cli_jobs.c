@@ -22,6 +22,7 @@
 #include "wf_image.h"
 #include "wf_migrate.h"
 #include "wf_up.h"
+#include "workflows.h"
 
 #include <errno.h>
 #include <signal.h>
