@@ -208,10 +208,11 @@ SAN_PROGS = $(SAN)/pvesim $(SAN)/guestd $(if $(wildcard $(CLI_MAIN)),$(SAN)/pvag
 # (`deps`), then build and run in a sub-make: pkg-config's flags are read
 # when make parses this file, so they must be read after the install.
 
-# The README's test command. Runs every suite, then the end-to-end scripts.
+# The README's test command. Checks the library's layers, runs every
+# suite, then the end-to-end scripts.
 test: deps-test
 	@$(MAKE) --no-print-directory test-run
-test-run: $(SAN_PROGS) $(TEST_BINS)
+test-run: check-layers $(SAN_PROGS) $(TEST_BINS)
 	@PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
 	  PVAGENTD_BIN=$(abspath $(SAN)/pvagentd) \
 	  GUESTD_BIN=$(abspath $(SAN)/guestd) sh tests/run-tests.sh $(TEST_BINS) $(wildcard tests/e2e/*.sh)
@@ -247,6 +248,12 @@ bench: deps-bench
 	@$(MAKE) --no-print-directory bench-run
 bench-run: all $(BENCH_BINS)
 	@sh tests/bench/run.sh
+
+# No file of the library includes a header of a layer above its own
+# (agent/README.md's layer table; no dependencies, well under a second).
+.PHONY: check-layers
+check-layers:
+	@sh tests/tools/layers.sh && echo "layers: agent/README.md's layer table holds"
 
 lint: deps-lint
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \

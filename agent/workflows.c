@@ -1,12 +1,13 @@
 /* workflows.c - every workflow the engine can run or resume, by name. */
-#include "wf_virtio.h"
-#include "job.h"
+#include "workflows.h"
+
 #include "wf_bench.h"
 #include "wf_image.h"
 #include "wf_inject.h"
 #include "wf_drain.h"
 #include "wf_migrate.h"
 #include "wf_up.h"
+#include "wf_virtio.h"
 
 #include <string.h>
 

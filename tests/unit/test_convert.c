@@ -10,6 +10,7 @@
  * Run from the repository root, as root. */
 #include "convworld.h"
 #include "store.h"
+#include "workflows.h"
 
 #include <criterion/criterion.h>
 #include <json-c/json.h>

@@ -20,6 +20,7 @@
 #include "util.h"
 #include "up_check.h"
 #include "wf_up.h"
+#include "workflows.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
