@@ -1,4 +1,4 @@
-/* test_provision.c - Criterion tests of up and down: the config
+/* test_up.c - Criterion tests of up and down: the config
  * difference (agent/cfgdiff.c: property strings normalised, MACs kept), the
  * LXC <-> OpenVZ translation, request checks, and the up/down workflows end to end
  * against the PVE simulator (clone+configure+start+address, converge on
