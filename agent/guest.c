@@ -744,7 +744,22 @@ struct guest_task_req {
 					    is not sent again */
 	bool *noop;                      /* out, or NULL: ok_msg came back */
 	struct task_result *res;         /* out, or NULL: the task's figures */
+	char **type;                     /* out, or NULL: the type of the task
+					    waited for ("qmstart", "hastart";
+					    malloc'd), NULL when none was */
 };
+
+/* rq->type from the UPID of the task guest_task waits for. */
+static void task_type_of(const struct guest_task_req *rq, const char *upid)
+{
+	struct task_upid u;
+	if (!rq->type || task_upid_parse(upid, &u) < 0)
+		return;
+	free(*rq->type);
+	*rq->type = u.type;
+	u.type = NULL;
+	task_upid_free(&u);
+}
 
 /* Run a task-starting request on an existing guest: a locked guest is
  * waited for and the request sent again; a UPID is handed to the hooks
@@ -758,8 +773,11 @@ static int guest_task(struct pve *c, struct guest_ref *g, const struct guest_tas
 {
 	if (rq->noop)
 		*rq->noop = false;
+	if (rq->type)
+		*rq->type = NULL;
 	char *upid = hook_resume_upid(w);
 	if (upid) {
+		task_type_of(rq, upid);
 		log_debug("VM %d: waiting for the %s task an earlier run started", g->vmid, rq->step);
 		struct guest_wait wa = w ? *w : (struct guest_wait){0};
 		wa.attach = true;
@@ -797,6 +815,7 @@ static int guest_task(struct pve *c, struct guest_ref *g, const struct guest_tas
 					 path, upid);
 				pve_error_clear(err);
 				hook_started(w, upid);
+				task_type_of(rq, upid);
 				struct guest_wait wa = w ? *w : (struct guest_wait){0};
 				wa.attach = true;
 				rc = wait_task_timeout(c, upid, rq->step, rq->task_timeout, &wa, rq->res, err);
@@ -845,6 +864,7 @@ static int guest_task(struct pve *c, struct guest_ref *g, const struct guest_tas
 			break;
 		}
 		hook_started(w, upid);
+		task_type_of(rq, upid);
 		rc = wait_task_timeout(c, upid, rq->step, rq->task_timeout, w, rq->res, err);
 		free(upid);
 		break;
@@ -1828,11 +1848,22 @@ int guest_start(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 			return 0;
 	}
 	static const struct effect eff = {"qmstart", "vzstart", shows_status, "running"};
+	char *type = NULL;
 	const struct guest_task_req rq = {"POST", "/status/start", .step = "start",
-					  .ok_msg = "already running", .eff = &eff};
+					  .ok_msg = "already running", .eff = &eff, .type = &type};
 	int rc = guest_task(c, g, &rq, w, err);
+	/* the guest's own start task (not HA's hastart, which ends when the
+	 * request is queued) ended well: it runs, nothing to read */
+	const char *own = g->type == GUEST_QEMU ? eff.qm_task : eff.ct_task;
+	bool direct = rc == 0 && type && strcmp(type, own) == 0;
+	free(type);
 	if (rc < 0 && !(err->kind == PVE_ERR_TASK && msg_has(err, "already running")))
 		return -1;
+	if (direct) {
+		free(g->status);
+		g->status = strdup("running");
+		return g->status ? 0 : pve_error_oom(err);
+	}
 	/* qemu says "already running" from inside the start task: believed
 	 * once the status confirms it */
 	struct pve_error failed = {0};

@@ -323,8 +323,11 @@ int guest_delete_snapshot(struct pve *c, struct guest_ref *g, const char *name,
 
 /* ---- power and delete ---------------------------------------------------- */
 
-/* Start; already running is success. Waits for the task, then re-reads
- * status/current into g. A guest whose g->status is "stopped" is started
+/* Start; already running is success. Waits for the task; when it was the
+ * guest's own start task (qmstart, vzstart) that ended well, g->status is
+ * "running" without a read, else (HA's hastart ends when the request is
+ * queued; an "already running" answer) status/current is read into g,
+ * for HA until it shows running. A guest whose g->status is "stopped" is started
  * without reading its status first (the caller knows it: just created, or
  * just read); with any other g->status, or none, status/current is read
  * first and a running guest is left alone without a request. PVE's
