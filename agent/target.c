@@ -352,13 +352,24 @@ int target_req_from_params(json_object *p, const char *subject, struct target_re
 int guest_target_open_job(struct job *j, bool tmpl_optional, bool qemu_only,
 			  struct guest_target *gt, struct tmpl_kvlist *vars)
 {
+	const struct target_req how = {.tmpl_optional = tmpl_optional, .qemu_only = qemu_only};
+	return guest_target_open_job_as(j, &how, gt, vars);
+}
+
+int guest_target_open_job_as(struct job *j, const struct target_req *how,
+			     struct guest_target *gt, struct tmpl_kvlist *vars)
+{
 	struct pve_error *err = job_err(j);
 	const struct conf *cf = job_env(j)->conf;
 	struct target_req treq;
 	if (target_req_from_params(job_params(j), job_subject(j), &treq, vars, err) < 0)
 		return -1;
-	treq.tmpl_optional = tmpl_optional;
-	treq.qemu_only = qemu_only;
+	treq.tmpl_optional = how->tmpl_optional;
+	treq.qemu_only = how->qemu_only;
+	treq.address_optional = how->address_optional;
+	treq.address_timeout_s = how->address_timeout_s;
+	treq.config_check = how->config_check;
+	treq.check_arg = how->check_arg;
 	treq.memory = job_env(j)->store;
 	if (!cf || !job_pve(j))
 		return pve_error_set(err, PVE_ERR_CONFIG, "%s needs the configuration and a PVE "

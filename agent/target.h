@@ -90,5 +90,11 @@ int target_req_from_params(json_object *p, const char *subject, struct target_re
  * vars are the caller's to free, also on failure. */
 int guest_target_open_job(struct job *j, bool tmpl_optional, bool qemu_only,
 			  struct guest_target *gt, struct tmpl_kvlist *vars);
+/* The same with what a workflow adds to the params' request: how's
+ * tmpl_optional, qemu_only, address_optional (a dry run that shows what
+ * it can without the guest's address), address_timeout_s, config_check
+ * and check_arg (its other members are not used). */
+int guest_target_open_job_as(struct job *j, const struct target_req *how,
+			     struct guest_target *gt, struct tmpl_kvlist *vars);
 
 #endif

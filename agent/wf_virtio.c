@@ -1656,8 +1656,37 @@ json_object *convert_params(const struct target_req *target, const struct conver
 	return p;
 }
 
+int wf_virtio_config_check(struct pve *c, const struct guest_target *gt, struct pve_error *err)
+{
+	char *pending = NULL, *why = NULL;
+	if (guest_pending(c, &gt->ref, &pending, err) < 0)
+		return -1;
+	int rc = convert_config_check(gt->config, gt->ref.vmid, pending, &why);
+	free(pending);
+	if (rc < 0) {
+		if (why)
+			pve_error_set(err, PVE_ERR_CONFIG, "%s is %s%s",
+				      gt->ref.name ? gt->ref.name : "the guest",
+				      strncmp(why, "a Windows", 9) == 0 ? "" : "not converted: ", why);
+		else
+			pve_error_oom(err);
+		free(why);
+	}
+	return rc;
+}
+
+/* target.h's config_check for a new job (a resumed one goes on from its
+ * journal whatever the config says now). */
+static int open_check(struct pve *c, const struct guest_target *gt, void *arg,
+		      struct pve_error *err)
+{
+	(void)arg;
+	return wf_virtio_config_check(c, gt, err);
+}
+
 /* A job loaded alone: its request from its params (the guest found again,
- * its template and address as asked) and a result of its own. */
+ * its template and address as asked: a dry run goes on without an
+ * address, to show the PVE side) and a result of its own. */
 static int own_request(struct job *j, struct run *r)
 {
 	struct pve_error *err = job_err(j);
@@ -1671,7 +1700,15 @@ static int own_request(struct job *j, struct run *r)
 	     (!json_int(p, "bench_size_mib", &size) || size < 1 || size > BENCH_MAX_SIZE_MIB)))
 		return pve_error_set(err, PVE_ERR_CONFIG,
 				     "job params: bus or bench_size_mib out of range"), -1;
-	if (guest_target_open_job(j, true, true, &r->own_gt, &r->own_vars) < 0)
+	bool dry = json_int(p, "dry_run", &x) && x;
+	const struct target_req how = {
+		.tmpl_optional = true,
+		.qemu_only = true,
+		.address_optional = dry,
+		.config_check = json_object_object_get_ex(job_vars(j), "config", NULL) ? NULL
+											: open_check,
+	};
+	if (guest_target_open_job_as(j, &how, &r->own_gt, &r->own_vars) < 0)
 		return -1;
 	struct convert_request *q = &r->own_req;
 	q->pve = job_pve(j);
@@ -1684,7 +1721,8 @@ static int own_request(struct job *j, struct run *r)
 	q->clock = env->clock;
 	q->keep_snapshot = json_int(p, "keep_snapshot", &x) && x;
 	q->bench = json_int(p, "bench", &x) && x;
-	q->dry_run = json_int(p, "dry_run", &x) && x;
+	q->dry_run = dry;
+	q->address_error = r->own_gt.address_error;
 	q->bench_size_mib = (unsigned)size;
 	if (json_object_object_get_ex(p, "verify_timeout_s", &t))
 		q->verify_timeout_s = json_object_get_double(t);

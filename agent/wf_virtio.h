@@ -160,6 +160,13 @@ json_object *convert_params(const struct target_req *target, const struct conver
  * until job_free. NULL before the job ran. */
 const struct convert_result *wf_virtio_result(struct job *j);
 
+/* What the guest's config alone decides before its address is looked up
+ * (convert_config_check on the config and its pending changes, read):
+ * 1 nothing to convert, 0 go on, -1 refused (PVE_ERR_CONFIG naming the
+ * deciding reason) or a read failed. A new job of the workflow checks
+ * it when it opens; the CLI before it runs one (target.h config_check). */
+int wf_virtio_config_check(struct pve *c, const struct guest_target *gt, struct pve_error *err);
+
 /* {"status", "outcome", "os", "bus", "snapshot", "changes", "resumed",
  * "rolled_back", "failed_step", "error", "recovery", "bench" (the
  * before/after comparison, bench.h)}; new reference. */
