@@ -77,9 +77,6 @@ void guest_list_free(struct guest_list *l);
 int guest_pve_major(struct pve *c, int *major, struct pve_error *err);
 /* Container type for a major version: LXC from 4, OpenVZ before. */
 enum guest_type guest_container_type(int major);
-/* Forget the names of the guests this process made (guest_list() takes a
- * name /cluster/resources does not show yet from there; tests). */
-void guest_made_cache_clear(void);
 
 /* ---- finding ---------------------------------------------------------------- */
 
@@ -88,7 +85,7 @@ void guest_made_cache_clear(void);
  * and status from PVE's status daemon, about every 10 s: an entry made
  * since (no name, status "unknown") gets them from its node's own list
  * (GET /nodes/N/qemu or /lxc, read from the configs), one per node and
- * type, unless this process made it (its name is known; status stays
+ * type, unless this client made it (its name is known; status stays
  * "unknown"); other entries' status and name can be that old. */
 int guest_list(struct pve *c, const char *node, struct guest_list *out,
 	       struct pve_error *err);

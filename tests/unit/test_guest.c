@@ -238,7 +238,6 @@ static void fx_stop(struct fx *f)
 {
 	live_fx = NULL;
 	pve_free(f->c);
-	guest_made_cache_clear();
 	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
 	simclock_destroy(&f->sc);
 }
