@@ -279,25 +279,14 @@ static void close_session(struct run *r)
 	r->s = NULL;
 }
 
-static bool retry_kind(enum ssh_err_kind k)
-{
-	return k == SSH_ERR_CONNECT || k == SSH_ERR_TIMEOUT;
-}
-
-/* Connect, retrying refused/timed-out connections until timeout_s. */
+/* Connect, waiting for the guest to answer up to timeout_s (0: one
+ * attempt) as up's inject does (ssh_wait_connect, target.h). */
 static int connect_wait(struct run *r, double timeout_s, struct ssh_error *e)
 {
 	close_session(r);
-	double deadline = pve_clock_now(r->req->clock) + timeout_s, delay = 0.2;
-	for (;;) {
-		ssh_error_clear(e);
-		if (ssh_connect(r->req->ssh, &r->s, e) == 0)
-			return 0;
-		if (!retry_kind(e->kind) || pve_clock_now(r->req->clock) + delay > deadline)
-			return -1;
-		pve_clock_sleep(r->req->clock, delay);
-		delay = delay * 2 > 2.0 ? 2.0 : delay * 2;
-	}
+	const struct ssh_wait w = {.limit_s = timeout_s, .poll_s = r->w.poll_s,
+				   .clock = r->req->clock};
+	return ssh_wait_connect(r->req->ssh, &w, &r->s, e, NULL);
 }
 
 /* Run a fixed command line; *out malloc'd stdout. -1 (e filled) only when

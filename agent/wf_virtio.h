@@ -41,6 +41,10 @@
  * guests are prepared again (idempotent), a guest whose switch had begun
  * is brought to the converted config and verified (or rolled back).
  *
+ * SSH: after a start the guest is waited for as up's inject waits
+ * (ssh_wait_connect, target.h: up to verify_timeout_s, refused and timed-
+ * out connections tried again); a dry run tries once.
+ *
  * Bench: with bench set, the in-guest benchmark (bench.h) runs before the
  * prepare step and after the finish step on the guest's session; its
  * phases are notes, its figures the result's and, with
