@@ -112,8 +112,9 @@ json_object *convert_result_json(const struct convert_result *r)
 /* ---- journal ----------------------------------------------------------------------- */
 
 /* The journal is the job's vars (store.h): {"config": the saved config,
- * "phase", "bus", "files": {path: original text, or null for a file the
- * conversion created}}. job_save() writes it to state.db at once. */
+ * "bus", "files": {path: original text, or null for a file the
+ * conversion created}}; how far the conversion got is the engine's step
+ * states. job_save() writes it to state.db at once. */
 struct journal {
 	struct job *job;
 	json_object *o;   /* the job's vars (borrowed) */
@@ -122,18 +123,6 @@ struct journal {
 static int journal_save(const struct journal *j)
 {
 	return job_save(j->job);
-}
-
-static const char *journal_phase(const struct journal *j)
-{
-	const char *p = json_text(j->o, "phase");
-	return p ? p : "prepare";
-}
-
-static int journal_set_phase(struct journal *j, const char *phase)
-{
-	json_object_object_add(j->o, "phase", json_object_new_string(phase));
-	return journal_save(j);
 }
 
 static json_object *journal_files(struct journal *j)
@@ -1162,7 +1151,6 @@ static int journal_start(struct run *r, json_object *config)
 	json_object *o = r->j.o;
 	json_object_object_add(o, "vmid", json_object_new_int(r->g.vmid));
 	json_object_object_add(o, "node", json_object_new_string(r->g.node));
-	json_object_object_add(o, "phase", json_object_new_string("prepare"));
 	json_object_object_add(o, "config", json_object_get(config));
 	json_object_object_add(o, "files", json_object_new_object());
 	json_object_object_get_ex(o, "config", &r->saved);
@@ -1498,14 +1486,15 @@ static enum step_rc st_switch(struct job *j)
 	struct run *r = job_ctx(j);
 	r->w = *job_wait(j);
 	step_begin(r, "switch");
-	bool resumed = strcmp(journal_phase(&r->j), "prepare") != 0;
+	/* resumed after it sent a request (the shutdown, the config): the
+	 * guest may be down, its files are edited (the edits again change
+	 * nothing: only a guest still running before the switch needs them) */
+	bool resumed = job_step_attempts(j) > 0 || job_step_upid(j);
 	size_t n = 0;
 	if (!resumed) {
 		if (ensure_plan(r, 30) < 0)
 			return step_failed(j, r);
-		if (run_phase(r, RW_SWITCH, false, &n) < 0 || journal_set_phase(&r->j, "switch") < 0) {
-			if (!r->res->error)
-				failf(r, JOB_OUT_FAILED, "cannot store the journal");
+		if (run_phase(r, RW_SWITCH, false, &n) < 0) {
 			rollback(r);
 			r->files_restored = r->res->rolled_back;
 			return step_failed(j, r);
@@ -1557,8 +1546,6 @@ static enum step_rc st_verify(struct job *j)
 	}
 	if (verify_guest(r) < 0)
 		return step_failed(j, r);
-	if (journal_set_phase(&r->j, "verified") < 0)
-		job_note(r->j.job, "cannot update the journal of job %lld", job_id(j));
 	job_summary(r->j.job, "the guest runs on %s with all its file systems and NICs",
 		  vbus_name(r->vp.bus));
 	return STEP_RC_OK;
@@ -1724,6 +1711,18 @@ static int own_request(struct job *j, struct run *r)
 	return guest_ref_copy(&r->g, q->guest) < 0 ? pve_error_oom(err) : 0;
 }
 
+/* The step a resumed job goes on from: the first neither done nor
+ * skipped. */
+static const char *resume_step(struct job *j)
+{
+	size_t n = 0;
+	const struct store_step *st = job_steps(j, &n);
+	for (size_t i = 0; i < n; i++)
+		if (st[i].state != STEP_DONE && st[i].state != STEP_SKIPPED)
+			return st[i].name;
+	return "?";
+}
+
 static int virtio_open(struct job *j, void *ctx)
 {
 	struct run *r = ctx;
@@ -1739,8 +1738,8 @@ static int virtio_open(struct job *j, void *ctx)
 		/* resumed: the config saved before anything changed */
 		r->saved = cfg;
 		r->res->resumed = true;
-		job_note(r->j.job, "resuming an interrupted conversion (job %lld, phase %s)",
-		      job_id(j), journal_phase(&r->j));
+		job_note(r->j.job, "resuming an interrupted conversion (job %lld, at step %s)",
+			 job_id(j), resume_step(j));
 	}
 	return 0;
 }

@@ -36,10 +36,11 @@
  *              by hand.
  *
  * Journal: before anything changes, the job's vars (job.h, kept in
- * state.db) hold the saved config, the phase and the original text of
- * every file changed. A run that finds the open job resumes it: prepared
- * guests are prepared again (idempotent), a guest whose switch had begun
- * is brought to the converted config and verified (or rolled back).
+ * state.db) hold the saved config and the original text of every file
+ * changed; how far it got is the engine's step states. A run that finds
+ * the open job resumes it: prepared guests are prepared again
+ * (idempotent), a guest whose switch had sent its first request is
+ * brought to the converted config and verified (or rolled back).
  *
  * SSH: after a start the guest is waited for as up's inject waits
  * (ssh_wait_connect, target.h: up to verify_timeout_s, refused and timed-
