@@ -76,20 +76,7 @@ static int virtio_config_check(struct pve *c, const struct guest_target *gt, voi
 		if (r == 1)
 			return 0;
 	}
-	char *pending = NULL, *why = NULL;
-	if (guest_pending(c, &gt->ref, &pending, err) < 0)
-		return -1;
-	int rc = convert_config_check(gt->config, gt->ref.vmid, pending, &why);
-	free(pending);
-	if (rc < 0) {
-		if (why)
-			pve_error_set(err, PVE_ERR_CONFIG, "%s is %s%s", gt->ref.name ? gt->ref.name : "the guest",
-				      strncmp(why, "a Windows", 9) == 0 ? "" : "not converted: ", why);
-		else
-			pve_error_oom(err);
-		free(why);
-	}
-	return rc;
+	return wf_virtio_config_check(c, gt, err);
 }
 
 /* The guest a guest command's job worked on: its name (the job's vars;

@@ -468,6 +468,9 @@ static int resume_job(struct cli *cli, long long id)
 		job_env_fini(&env);
 		return rc ? rc : 1;
 	}
+	/* a dry run's lines as its command says them in this process ("would
+	 * change", the guest files' diffs) */
+	pp.dry_run = pp.file_diffs = json_flag(job_params(j), "dry_run");
 	/* the job speaks as its command ("pvagent virtio: ..."), also when
 	 * pvagentd's child runs it: its submitter never typed "resume" */
 	char *ident = strprintf("pvagent %s", wf->name);

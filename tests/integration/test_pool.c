@@ -507,7 +507,6 @@ Test(pool_cli, stale_pick_collides_and_backs_off)
 	guest_ref_clear(&g);
 	guest_list_free(&stale);
 	pve_free(c);
-	guest_made_cache_clear();
 	cr_assert_eq(simproc_stop(&sim), 0);
 }
 
