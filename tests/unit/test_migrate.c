@@ -520,6 +520,51 @@ Test(migrate, ha9_strict_node_affinity_refused_in_plan)
 	fx_stop(&f);
 }
 
+/* An HA container's downtime is its whole absence: the CRM's LRM shuts it
+ * down (vzshutdown), migrates it offline and the target's LRM starts it
+ * (vzstart) later; pvagent waits for that start and measures from the
+ * shutdown's start to the start's end, as PVE's task list gives them,
+ * which is longer than the vzmigrate task it follows. */
+Test(migrate, ha_ct_downtime_spans_shutdown_to_start)
+{
+	struct migfx f;
+	fx_start_on(&f, "9.1");
+	enum job_outcome o;
+	struct job *j = migrate(&f, "hact1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "restart");
+	cr_expect(strstr(json_str(job_vars(j), "child_upid"), ":vzmigrate:201:root@pam:"));
+	long long sd_start = -1, up_end = -1;
+	static const char *const where[][2] = {{"pve1", "vzshutdown"}, {"pve2", "vzstart"}};
+	for (int k = 0; k < 2; k++) {
+		struct pve_params q = {0};
+		struct pve_error e = {0};
+		json_object *d = NULL;
+		pve_params_add_int(&q, "vmid", 201);
+		pve_params_add(&q, "typefilter", where[k][1]);
+		pve_params_add(&q, "source", "all");
+		cr_assert_eq(pve_getf(f.c, &d, &q, &e, "/nodes/%s/tasks", where[k][0]), 0, "%s",
+			     e.message ? e.message : "");
+		pve_params_free(&q);
+		cr_assert_eq(json_object_array_length(d), 1, "one %s", where[k][1]);
+		json_object *t = json_object_array_get_idx(d, 0);
+		cr_expect_str_eq(json_str(t, "user"), "root@pam", "HA's LRM");
+		json_int(t, k ? "endtime" : "starttime", k ? &up_end : &sd_start);
+		json_object_put(d);
+	}
+	cr_assert_gt(up_end, sd_start);
+	cr_expect_eq(var(j, "downtime_ms"), (up_end - sd_start) * 1000,
+		     "from the shutdown to the start");
+	cr_expect_gt(var(j, "downtime_ms"), var(j, "duration_s") * 1000 + 3000,
+		     "more than the migration task");
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 201), "pve2");
+	cr_expect_str_eq(json_str(sim_guest(st, 201), "status"), "running");
+	json_object_put(st);
+	job_free(j);
+	fx_stop(&f);
+}
+
 /* pvagent's power calls on an HA-managed container: PVE answers with a
  * hastop/hastart task that ends before the LRM acts; the calls return
  * once the container shows the state asked for. */
