@@ -28,6 +28,8 @@ struct mig_ctx {
 	long long bwlimit, max_downtime, probe_port; /* bwlimit in KiB/s */
 	char *address;             /* params, else vars (a copy) */
 	bool dry_run;
+	bool force_ha;             /* params: migrate an HA guest without them */
+	bool map_given, bw_given;  /* params (not [migrate]'s defaults) */
 	/* the plan, made by the plan step or read back from its vars */
 	struct mig_plan plan;
 	bool running;
@@ -78,6 +80,9 @@ static int mig_open(struct job *j, void *ctx)
 	json_int(p, "max_downtime", &m->max_downtime);
 	json_int(p, "probe_port", &m->probe_port);
 	m->dry_run = json_int(p, "dry_run", &x) && x;
+	m->force_ha = json_int(p, "force_ha", &x) && x;
+	m->map_given = m->storage_map != NULL;
+	m->bw_given = m->bwlimit > 0;
 	if (json_str(p, "address") && !(m->address = strdup(json_str(p, "address"))))
 		return pve_error_oom(job_err(j));
 	const struct conf *cf = job_env(j)->conf;
@@ -168,6 +173,42 @@ static enum step_rc already_on_target(struct job *j, struct mig_ctx *m)
 	return STEP_RC_END;
 }
 
+/* An HA-managed guest: PVE's CRM migrates a VM with force,
+ * with-local-disks and online and nothing else (pve-ha-manager
+ * src/PVE/HA/Resources/PVEVM.pm migrate), a container by shutdown, offline
+ * migration and start (PVECT.pm): a storage map or a bandwidth limit never
+ * reaches the migration. Given in the params: refused (-1, the job's
+ * error), or with force_ha noted and dropped; [migrate]'s defaults are
+ * dropped with a note. The plan is then made without them. */
+static int ha_options(struct job *j, struct mig_ctx *m, struct mig_facts *f)
+{
+	const char *given = m->map_given && m->bw_given ? "a storage map and a bandwidth limit"
+			    : m->map_given		 ? "a storage map"
+			    : m->bw_given		 ? "a bandwidth limit"
+							 : NULL;
+	if (given && !m->force_ha) {
+		job_fail(j, PVE_ERR_CONFIG,
+			 "cannot migrate %s to %s: it is HA-managed, and PVE's HA stack migrates "
+			 "it with options of its own (%s), so %s would not apply; migrate it "
+			 "without them, or give --force-ha to have HA migrate it without them",
+			 job_subject(j), m->target,
+			 m->g.type == GUEST_QEMU ? "online, with local disks"
+						 : "shut down, migrated offline, started",
+			 given);
+		return -1;
+	}
+	if (given)
+		job_note(j, "%s: HA-managed: HA migrates it without %s (--force-ha)",
+			 job_subject(j), given);
+	else if (m->storage_map || m->bwlimit)
+		job_note(j, "%s: HA-managed: HA migrates it without [migrate]'s %s",
+			 job_subject(j), m->storage_map && m->bwlimit ? "target_storage and bwlimit"
+					 : m->storage_map ? "target_storage" : "bwlimit");
+	m->storage_map = f->storage_map = NULL;
+	m->bwlimit = 0;
+	return 0;
+}
+
 static enum step_rc mig_plan_step(struct job *j)
 {
 	struct mig_ctx *m = job_ctx(j);
@@ -225,6 +266,8 @@ static enum step_rc mig_plan_step(struct job *j)
 		goto out;
 	}
 	m->running = f.running;
+	if (f.ha_managed && ha_options(j, m, &f) < 0)
+		goto out;
 	if (mig_read_target(c, m->mc, &f, &storages, err) < 0)
 		goto out;
 	mig_plan_free(&m->plan);
@@ -476,7 +519,8 @@ static enum step_rc mig_migrate(struct job *j)
 	struct mig_facts f = {.type = m->g.type, .target = m->target,
 			      .restart_timeout = m->restart_timeout};
 	struct pve_params p = {0};
-	if (migrate_plan_params(&m->plan, &f, (unsigned)m->bwlimit, &p) < 0) {
+	/* through HA: no bandwidth limit (ha_options) */
+	if (migrate_plan_params(&m->plan, &f, m->plan.via_ha ? 0 : (unsigned)m->bwlimit, &p) < 0) {
 		pve_params_free(&p);
 		return pve_error_oom(err);
 	}

@@ -406,6 +406,45 @@ Test(migrate, ha_managed_follows_the_child_task_on_9_1)
 	ha_managed_follows_the_child_task("9.1");
 }
 
+/* The CRM migrates an HA VM with force, with-local-disks and online only
+ * (pve-ha-manager Resources/PVEVM.pm): a storage map or a bandwidth limit
+ * for ha1 is refused before anything is sent, unless force_ha, which
+ * migrates it through HA without them (the request carries neither). */
+Test(migrate, ha_storage_map_and_bwlimit_refused_unless_forced)
+{
+	struct migfx f;
+	fx_start_on(&f, "9.1");
+	refused(&f, "ha1", "pve2", "local-lvm", "it is HA-managed");
+	enum job_outcome o;
+	struct job *j = migrate(&f, "ha1", wf_migrate_params("pve2", NULL, 40, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_USAGE, "outcome %s", job_outcome_name(o));
+	cr_expect(job_error(j)->message &&
+		  strstr(job_error(j)->message, "a bandwidth limit would not apply") &&
+		  strstr(job_error(j)->message, "--force-ha"),
+		  "%s", job_error(j)->message ? job_error(j)->message : "(none)");
+	job_free(j);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0, "nothing sent");
+	json_object_put(log);
+	json_object *params = wf_migrate_params("pve2", "local-lvm", 40, 0, false);
+	cr_assert_not_null(params);
+	json_object_object_add(params, "force_ha", json_object_new_boolean(1));
+	j = migrate(&f, "ha1", params, &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_eq(var(j, "via_ha"), 1);
+	job_free(j);
+	log = simproc_requests(&f.sp);
+	json_object *req = find_request(log, "POST", "/nodes/pve1/qemu/106/migrate", 0);
+	cr_assert_not_null(req, "the HA request");
+	cr_expect_null(param(req, "bwlimit"));
+	cr_expect_null(param(req, "targetstorage"));
+	json_object_put(log);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 106), "pve2");
+	json_object_put(st);
+	fx_stop(&f);
+}
+
 /* PVE 9 HA rules: tiny1 (vm:109, on pve2) and ha1 (vm:106) kept apart; a
  * disarmed HA stack. */
 #define HA9_APART "{\"pve_version\": \"9.1\", \"guests\": {\"109\": {\"node\": \"pve2\"}}, " \
