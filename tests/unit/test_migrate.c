@@ -13,6 +13,7 @@
 #include "task.h"
 #include "json.h"
 #include "migfx.h"
+#include "simcli.h"
 #include "wf_migrate.h"
 
 #include <stdio.h>
@@ -443,6 +444,32 @@ Test(migrate, ha_storage_map_and_bwlimit_refused_unless_forced)
 	cr_expect_str_eq(sim_node_of(st, 106), "pve2");
 	json_object_put(st);
 	fx_stop(&f);
+}
+
+/* The same through the command line: `--bwlimit` for ha1 exits 2 naming
+ * --force-ha and sends no migration; with --force-ha it migrates through
+ * HA and says what HA leaves out. */
+Test(migrate, cli_force_ha)
+{
+	struct simproc sim;
+	struct simcli w;
+	simcli_start(&w, &sim, SCEN, "[migrate]\nprobe_port = 1\n");
+	char *out = NULL;
+	cr_expect_eq(simcli_pv(&w, &out, "migrate", "ha1", "pve2", "--bwlimit", "40", NULL), 2,
+		     "%s", out);
+	cr_expect(strstr(out, "it is HA-managed") && strstr(out, "--force-ha"), "%s", out);
+	free(out);
+	json_object *log = simproc_requests(&sim);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0, "nothing sent");
+	json_object_put(log);
+	cr_expect_eq(simcli_pv(&w, &out, "migrate", "ha1", "pve2", "--bwlimit", "40", "--force-ha",
+			       NULL), 0, "%s", out);
+	cr_expect(strstr(out, "HA migrates it without a bandwidth limit (--force-ha)"), "%s", out);
+	free(out);
+	json_object *st = simproc_state(&sim);
+	cr_expect_str_eq(sim_node_of(st, 106), "pve2");
+	json_object_put(st);
+	simcli_free(&w);
 }
 
 /* PVE 9 HA rules: tiny1 (vm:109, on pve2) and ha1 (vm:106) kept apart; a
