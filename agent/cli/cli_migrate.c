@@ -197,7 +197,7 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 {
 	const char *storage = NULL;
 	long bw = 0, md = 0;
-	bool dry = false;
+	bool dry = false, force_ha = false;
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < a->n; i++) {
 		const char *arg = a->v[i].val, *why = NULL;
@@ -217,6 +217,7 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 		case 'b': rc = cli_parse_count("migrate", "--bwlimit", arg, 1, 1 << 20, &bw); break;
 		case 'D': rc = cli_parse_count("migrate", "--max-downtime", arg, 1, 600000, &md); break;
 		case 'n': dry = true; break;
+		case 'H': force_ha = true; break;
 		default: rc = EXIT_USAGE; break;
 		}
 	}
@@ -245,9 +246,11 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 	if (rc == 0) {
 		struct migrate_print mp = {a->argv[1], dry, mc, &g};
 		const struct job_print out = {print_migration_cb, &mp, attach_migration};
-		rc = run_job(cli, "migrate", &wf_migrate, a->argv[0],
-			     wf_migrate_params(a->argv[1], storage, (unsigned)bw, (unsigned)md, dry),
-			     dry, &out);
+		json_object *params =
+			wf_migrate_params(a->argv[1], storage, (unsigned)bw, (unsigned)md, dry);
+		if (params && force_ha)
+			json_object_object_add(params, "force_ha", json_object_new_boolean(1));
+		rc = run_job(cli, "migrate", &wf_migrate, a->argv[0], params, dry, &out);
 	}
 	guest_ref_clear(&g);
 	mig_cluster_free(mc);
@@ -260,13 +263,14 @@ static const struct option migrate_opts[] = {
 	{"bwlimit", required_argument, NULL, 'b'},
 	{"max-downtime", required_argument, NULL, 'D'},
 	{"dry-run", no_argument, NULL, 'n'},
+	{"force-ha", no_argument, NULL, 'H'},
 	{0},
 };
 
 const struct cmd_entry cmd_migrate_entry = {
 	"migrate",
 	"NAME NODE [--storage S | --storage-map SRC:DST,...] [--bwlimit MiB/s] "
-	"[--max-downtime MS] [--dry-run]",
+	"[--max-downtime MS] [--dry-run] [--force-ha]",
 	"move a guest to NODE: live (qemu), restart (lxc) or online (OpenVZ); prints the "
 	"downtime PVE measured and the one clients saw",
 	"", migrate_opts, NULL, 2, 2, "guest name and a node", cmd_migrate,

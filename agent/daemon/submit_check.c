@@ -32,7 +32,7 @@ static const struct wf_members {
 	{"bench", {"template", "address", "vars", "size_mib", NULL}},
 	{"virtio", {"template", "address", "vars", "vmid", "bus", "keep_snapshot", "bench",
 		    "bench_size_mib", "verify_timeout_s", "dry_run", NULL}},
-	{"migrate", {"target", "storage_map", "bwlimit", "max_downtime", "dry_run", NULL}},
+	{"migrate", {"target", "storage_map", "bwlimit", "max_downtime", "dry_run", "force_ha", NULL}},
 	{"drain", {"to", "max_workers", "per_target", "partial", "dry_run", "deadline", NULL}},
 	{"undrain", {"to", "max_workers", "per_target", "partial", "dry_run", "deadline", NULL}},
 	{"image", {"image", "image_path", "node", "storage", "import_storage", "url", "checksum",

@@ -8,6 +8,7 @@
 #include "bootfacts.h"
 #include "cluster_config.h"
 #include "guestnet.h"
+#include "ha_crm.h"
 #include "nodelife.h"
 #include "qemu_guest.h"
 #include "scenario.h"
@@ -1134,6 +1135,7 @@ void cluster_free(struct cluster *c)
 	acl_free(c->acl);
 	json_object_put(c->ha);
 	json_object_put(c->ha_rules);
+	json_object_put(c->ha_ss);
 	free(c->ha_disarm);
 	json_object_put(c->faults);
 	json_object_put(c->appliances);
@@ -1332,7 +1334,7 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 	local.acl = c->acl;
 	const struct sim_req *req = &local;
 	qemu_guests_poll(c, req->now);
-	nodes_advance(c, req->now);
+	ha_crm_advance(c, req->now);
 	cluster_status_update(c, req->now, false);
 	struct path_parts pp;
 	if (!req->params || !req->method ||
@@ -1429,12 +1431,12 @@ static json_object *state_guest(const struct cluster *c,
 
 void cluster_advance(struct cluster *c, double now)
 {
-	nodes_advance(c, now);
+	ha_crm_advance(c, now);
 }
 
 json_object *cluster_state(struct cluster *c, double now)
 {
-	nodes_advance(c, now);
+	ha_crm_advance(c, now);
 	json_object *st = json_object_new_object();
 	if (!st)
 		return NULL;

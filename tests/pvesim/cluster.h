@@ -131,6 +131,9 @@ struct cluster {
 				   disable} */
 	char *ha_disarm;        /* PVE 9: the HA stack disarmed, resource mode
 				   "freeze" or "ignore"; NULL: armed */
+	json_object *ha_ss;     /* the CRM's service status (ha_crm.c):
+				   {sid: {state, target, maintenance_node}} */
+	double ha_next_round;   /* the CRM's next round (sim time; 0: none yet) */
 	json_object *faults;    /* scenario faults (array) or NULL */
 	json_object *appliances; /* aplinfo's catalogue (array) or NULL */
 	json_object *sdn_vnets;  /* the scenario's SDN VNet names (array) or NULL */
@@ -314,11 +317,12 @@ const char *cluster_ha_managed(const struct cluster *c, const struct sim_guest *
 /* The HA resource entry {sid, state, ...} of sid ("vm:100"), or NULL. */
 json_object *cluster_ha_entry(const struct cluster *c, const char *sid);
 /* POST .../migrate of an HA-managed guest: a "hamigrate" task running
- * `ha-manager migrate SID TARGET` (relocate for a container). The CRM
- * starts the migration 2 s later as root@pam, with its positive
- * resource-affinity partners (PVE 9); a negative partner on the target
- * fails the task with ha-manager's text; a disarmed HA stack takes the
- * request and never runs it. */
+ * `ha-manager migrate SID TARGET` (VMs and containers alike). The CRM
+ * starts the migration 2 s later (ha_crm_migrate: a container by shutdown,
+ * offline migration and start), with its positive resource-affinity
+ * partners (PVE 9); a negative partner on the target fails the task with
+ * ha-manager's text; a disarmed HA stack takes the request and never runs
+ * it. */
 void guest_ha_migrate_request(struct cluster *c, const struct sim_req *req,
 			      struct sim_guest *g, const char *target, struct sim_resp *r);
 /* power_ha_carry_out (power.h) for a VM: the real qmstart/qmstop/qmshutdown
@@ -379,6 +383,8 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 				      bool online, bool with_local,
 				      const char *targetstorage, double start,
 				      struct sim_resp *r);
+/* Does the comma list hold item (an HA rule's resources)? */
+bool ha_list_has(const char *list, const char *item);
 /* PVE 9: HA's motion info for sid (pve-ha-manager's
  * get_resource_motion_info): the HA resources in positive affinity
  * (*dependent, an array of sids) and per node those in negative affinity

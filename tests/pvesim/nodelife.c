@@ -3,6 +3,7 @@
  * routes that drive them (nodelife.h). */
 #include "nodelife.h"
 
+#include "ha_crm.h"
 #include "tasks.h"
 #include "util.h"
 
@@ -124,86 +125,6 @@ int node_reboot(struct cluster *c, struct sim_node *n, double now, char **err)
 	return 0;
 }
 
-/* The node's priority in a rule's node list ("pve1:2,pve2"): -1 when it
- * is not named, 0 by default. */
-static long rule_priority(const char *nodes, const char *node)
-{
-	size_t l = strlen(node);
-	for (const char *p = nodes; p && *p;) {
-		size_t len = strcspn(p, ",");
-		if (len >= l && strncmp(p, node, l) == 0 && (len == l || p[l] == ':'))
-			return len == l ? 0 : strtol(p + l + 1, NULL, 10);
-		p += len;
-		p += *p == ',';
-	}
-	return -1;
-}
-
-/* Does the HA resource list ("vm:100,ct:101") hold sid? */
-static bool names_sid(const char *list, const char *sid)
-{
-	size_t l = strlen(sid);
-	for (const char *p = list; p && *p;) {
-		size_t len = strcspn(p, ",");
-		if (len == l && strncmp(p, sid, l) == 0)
-			return true;
-		p += len;
-		p += *p == ',';
-	}
-	return false;
-}
-
-/* Where the CRM recovers sid of a fenced node (Manager.pm
- * recover_fenced_service -> select_service_node): an online node not in
- * maintenance, among a node-affinity rule's highest-priority nodes that
- * qualify (only those with a strict rule), the one with the fewest HA
- * services, then by name. NULL: none (PVE logs "recovery policy: no
- * node found" and retries). */
-static struct sim_node *recovery_node(const struct cluster *c, const char *sid,
-				      const struct sim_node *lost)
-{
-	const char *nodes = NULL;
-	bool strict = false;
-	size_t nr = c->ha_rules ? json_object_array_length(c->ha_rules) : 0;
-	for (size_t i = 0; i < nr && !nodes; i++) {
-		json_object *r = json_object_array_get_idx(c->ha_rules, i), *v = NULL;
-		const char *type = cfg_str(r, "type");
-		if (type && strcmp(type, "node-affinity") == 0 &&
-		    !(json_object_object_get_ex(r, "disable", &v) && json_object_get_int(v)) &&
-		    names_sid(cfg_str(r, "resources"), sid)) {
-			nodes = cfg_str(r, "nodes");
-			strict = json_object_object_get_ex(r, "strict", &v) && json_object_get_int(v);
-		}
-	}
-	long top = -1;
-	for (size_t i = 0; nodes && i < c->nodes.n; i++) {
-		const struct sim_node *n = c->nodes.v[i];
-		long pr = rule_priority(nodes, n->name);
-		if (n != lost && n->online && !n->ha_maintenance && pr > top)
-			top = pr;
-	}
-	if (top < 0 && strict)
-		return NULL;
-	struct sim_node *best = NULL;
-	size_t best_load = 0;
-	for (size_t i = 0; i < c->nodes.n; i++) {
-		struct sim_node *n = c->nodes.v[i];
-		if (n == lost || !n->online || n->ha_maintenance ||
-		    (top >= 0 && rule_priority(nodes, n->name) != top))
-			continue;
-		size_t load = 0;
-		for (size_t k = 0; k < c->guests.n; k++) {
-			const struct sim_guest *g = c->guests.v[k];
-			load += strcmp(g->node, n->name) == 0 && cluster_ha_managed(c, g);
-		}
-		if (!best || load < best_load || (load == best_load && strcmp(n->name, best->name) < 0)) {
-			best = n;
-			best_load = load;
-		}
-	}
-	return best;
-}
-
 /* The LRM starting g at `at` as the HA stack does (hastart's real task). */
 static void ha_start(struct cluster *c, struct sim_guest *g, double at)
 {
@@ -224,15 +145,12 @@ static void node_fence(struct cluster *c, struct sim_node *n, double at)
 		const char *st = cluster_ha_managed(c, g);
 		if (!st || strcmp(g->node, n->name) != 0)
 			continue;
-		char sid[32];
-		snprintf(sid, sizeof sid, "%s:%d", strcmp(g->type, "qemu") == 0 ? "vm" : "ct",
-			 g->vmid);
-		struct sim_node *to = recovery_node(c, sid, n);
-		char *name = to ? strdup(to->name) : NULL;
+		const char *to = ha_recovery_node(c, g);
+		char *name = to ? strdup(to) : NULL;
 		if (!name)
 			continue;
-		fprintf(stderr, "pvesim: HA: node '%s' fenced, recovering %s to '%s'\n", n->name,
-			sid, name);
+		fprintf(stderr, "pvesim: HA: node '%s' fenced, recovering %s %d to '%s'\n",
+			n->name, g->type, g->vmid, name);
 		free(g->node);
 		g->node = name;
 		/* its volumes on local storage stay where they are (a start
@@ -413,7 +331,7 @@ bool cluster_sim_control(struct cluster *c, const char *method, const char *path
 			 char **msg)
 {
 	bool post = strcmp(method, "POST") == 0;
-	nodes_advance(c, now);
+	ha_crm_advance(c, now);
 	if (strcmp(path, "/_sim/node-commands") == 0 && strcmp(method, "GET") == 0) {
 		*data = nodeshell_log(c);
 		return true;

@@ -44,8 +44,10 @@ int node_upgrade_apply(struct cluster *c, struct sim_node *n, double now);
  * with the installed kernel. 0, or -1 with *err (already rebooting,
  * offline in the scenario). */
 int node_reboot(struct cluster *c, struct sim_node *n, double now, char **err);
-/* Run what is due by now in time order: tasks, fencing and recovery, nodes
- * coming back (calls tasks_advance). */
+/* Run what is due by now in time order: tasks, fencing and recovery (the
+ * node ha_crm.c's ha_recovery_node picks), nodes coming back (calls
+ * tasks_advance). The simulator calls it through ha_crm_advance, between
+ * the CRM's rounds. */
 void nodes_advance(struct cluster *c, double now);
 /* GET /cluster/config/nodes: each node's corosync entry (quorum_votes). */
 bool routes_nodelife(struct cluster *c, const struct sim_req *req, struct path_parts *pp,

@@ -5,6 +5,7 @@
  * ceph osd set|unset FLAG, ceph health / ceph -s, pve8to9 [--full],
  * pveversion [-v]. Output and exit codes are the real tools' where the
  * rolling update reads them. */
+#include "ha_crm.h"
 #include "nodelife.h"
 
 #include "util.h"
@@ -258,7 +259,7 @@ int nodeshell_run(struct cluster *c, struct sim_node *n, json_object *argv, doub
 	const char *cmd = arg(argv, 0);
 	const char *base = cmd ? strrchr(cmd, '/') : NULL;
 	base = base ? base + 1 : cmd ? cmd : "";
-	nodes_advance(c, now);
+	ha_crm_advance(c, now);
 	if (!n->online) {
 		/* its sshd is gone while it is down: what ssh says */
 		sbuf_addf(&o, "ssh: connect to host %s port 22: Connection refused\n", n->ip);
