@@ -58,6 +58,8 @@ json_object *wf_rolling_params(const struct rolling_request *q)
 		json_object_object_add(p, "max_workers", json_object_new_int(q->max_workers));
 	if (q->wait_s)
 		json_object_object_add(p, "wait_s", json_object_new_int64(q->wait_s));
+	if (q->node_ssh)
+		json_object_object_add(p, "node_ssh", json_object_get(q->node_ssh));
 	return p;
 }
 
@@ -680,14 +682,28 @@ static int node_ssh(struct job *j, const char *const *argv, const char *input,
 	memset(res, 0, sizeof *res);
 	if (read_cstatus(job_pve(j), &cs, job_err(j)) < 0)
 		return -1;
-	const char *ip = json_str(cs_node(&cs, node), "ip");
+	/* the node's address: the params' node_ssh ("HOST" or "HOST:PORT"),
+	 * else the cluster's (its corosync ring address), port 22 */
+	json_object *ns = NULL;
+	json_object_object_get_ex(job_params(j), "node_ssh", &ns);
+	const char *at = json_str(ns, node);
+	char *host = at ? strdup(at) : NULL, *colon = host ? strrchr(host, ':') : NULL;
+	int port = 22;
+	if (colon) {
+		*colon = '\0';
+		port = atoi(colon + 1);
+	}
+	const char *ip = host ? host : json_str(cs_node(&cs, node), "ip");
 	int rc = -1;
 	if (!ip) {
 		pve_error_set(job_err(j), PVE_ERR_PROTOCOL, "the cluster's status gives no address "
 			      "for node %s", node);
+	} else if (port < 1 || port > 65535) {
+		pve_error_set(job_err(j), PVE_ERR_CONFIG, "node_ssh %s: '%s' has no valid port", node,
+			      at);
 	} else if (inject_ssh_opts(cf, NULL, ip, &so) < 0) {
 		pve_error_set(job_err(j), PVE_ERR_CONFIG, "node %s: [ssh] has no known_hosts", node);
-	} else if (ssh_connect(&so, &s, &se) == 0) {
+	} else if ((so.port = port, so.user = "root", ssh_connect(&so, &s, &se) == 0)) {
 		char *cmd = ssh_build_argv(argv);
 		struct ssh_exec_opts xo = {.input = input, .input_len = input ? strlen(input) : 0,
 					   .timeout_ms = -1};
@@ -704,6 +720,7 @@ static int node_ssh(struct job *j, const char *const *argv, const char *input,
 	}
 	ssh_error_clear(&se);
 	ssh_close(s);
+	free(host);
 	json_object_put(cs.arr);
 	return rc;
 }

@@ -29,7 +29,8 @@
  * [window] name: each node starts while it is open, its drain's deadline
  * its end), self (the node pvagent runs on: it goes last), max_workers,
  * wait_s (how long a node's update may take; default a day), poll_s
- * (default 5). A rolling-node's are the same without nodes, with parent
+ * (default 5), node_ssh ({NODE: "HOST[:PORT]"}: where a node's SSH is
+ * when not at its /cluster/status address, port 22). A rolling-node's are the same without nodes, with parent
  * and deadline.
  *
  * Vars (rolling): "cluster" {name, quorate, nodes, online, ha, ceph},
@@ -60,6 +61,7 @@ struct rolling_request {
 	const char *self;          /* or NULL */
 	unsigned max_workers;      /* 0: [migrate]'s */
 	unsigned wait_s;           /* 0: a day */
+	json_object *node_ssh;     /* {NODE: "HOST[:PORT]"} (borrowed), or NULL */
 };
 /* Its params (NULL on OOM). */
 json_object *wf_rolling_params(const struct rolling_request *q);

@@ -36,7 +36,7 @@ static const struct wf_members {
 	{"drain", {"to", "max_workers", "per_target", "partial", "dry_run", "deadline", NULL}},
 	{"undrain", {"to", "max_workers", "per_target", "partial", "dry_run", "deadline", NULL}},
 	{"rolling", {"nodes", "mode", "version", "script", "window", "self", "max_workers",
-		     "wait_s", NULL}},
+		     "wait_s", "node_ssh", NULL}},
 	{"image", {"image", "image_path", "node", "storage", "import_storage", "url", "checksum",
 		   "vmid", "rebuild", NULL}},
 };

@@ -10,6 +10,7 @@
 #include "job.h"
 #include "json.h"
 #include "migfx.h"
+#include "nodesshd.h"
 #include "rolling_plan.h"
 #include "store.h"
 #include "util.h"
@@ -18,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sqlite3.h>
+#include <unistd.h>
 
 #define DRAIN "tests/pvesim/scenarios/drain.json"
 #define MIGRATE "tests/pvesim/scenarios/migrate.json"
@@ -289,4 +292,267 @@ Test(rolling, a_wait_that_sees_no_reboot_stops_and_says_where, .timeout = 240)
 	free(cmd);
 	free(db);
 	cr_assert_eq(migfx_stop(&f), 0);
+}
+
+/* ---- issue 37's cluster rolled from 8.4 to 9.1 over SSH ------------------------------ *
+ *
+ * tests/pvesim/scenarios/rolling.json (three 8.4 nodes with an upgrade to
+ * 9.1.1 each, Ceph, 30 guests: HA and not, Ceph and local disks, a q35
+ * VM, one pinned to pc-i440fx-8.1, a stopped VM and a container per node)
+ * with a test sshd per node whose commands the simulator answers
+ * (tests/support/nodesshd.h). */
+
+#define ROLLING "tests/pvesim/scenarios/rolling.json"
+
+struct rworld {
+	struct migfx f;
+	struct nodesshd ns;
+	char dir[40];
+	char *db;
+	json_object *node_ssh;  /* {NODE: "127.0.38.N:PORT"} */
+	json_object *scen;      /* the scenario: the guests' homes and states */
+};
+
+static void rworld_start(struct rworld *w)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (the nodes' test sshd chroots)");
+	memset(w, 0, sizeof *w);
+	const char *args[] = {"--node-shell-listen", "127.0.0.1:0", NULL};
+	cr_assert_eq(migfx_start(&w->f, ROLLING, args, true), 0);
+	cr_assert_eq(nodesshd_start(&w->ns, &w->f.sp), 0, "the nodes' sshd did not start");
+	/* one identity for every node: the first sshd's, authorized on the others */
+	char *pub = strprintf("%s.pub", w->ns.sshd[0].identity), *key = NULL;
+	cr_assert_eq(read_file(pub, &key, NULL), 0);
+	w->node_ssh = json_object_new_object();
+	for (size_t i = 0; i < w->ns.n; i++) {
+		struct sshd *sd = &w->ns.sshd[i];
+		char *ak = strprintf("%s/authorized_keys", sd->etc);
+		FILE *fp = fopen(ak, "a");
+		cr_assert_not_null(fp, "%s", ak);
+		fputs(key, fp);
+		cr_assert_eq(fclose(fp), 0);
+		free(ak);
+		char *at = strprintf("%s:%d", sd->addr, sd->port);
+		json_object_object_add(w->node_ssh, w->ns.names[i], json_object_new_string(at));
+		free(at);
+	}
+	free(key);
+	free(pub);
+	snprintf(w->dir, sizeof w->dir, "/tmp/pvagent-test-rolling.XXXXXX");
+	cr_assert_not_null(mkdtemp(w->dir));
+	char *kh = strprintf("%s/known_hosts", w->dir), *serr = NULL;
+	w->f.conf.ssh.identity = w->ns.sshd[0].identity;
+	w->f.conf.ssh.known_hosts = kh;
+	w->f.conf.ssh.host_key_policy = CONF_HKP_TOFU;
+	w->f.conf.ssh.timeout = 30;
+	w->db = strprintf("%s/state.db", w->dir);
+	cr_assert_eq(store_open(w->db, &w->f.env.store, &serr), 0, "%s", serr ? serr : "");
+	w->scen = json_object_from_file(ROLLING);
+	cr_assert_not_null(w->scen);
+}
+
+static void rworld_stop(struct rworld *w)
+{
+	store_close(w->f.env.store);
+	w->f.env.store = NULL;
+	free(w->f.conf.ssh.known_hosts);
+	w->f.conf.ssh.known_hosts = NULL;
+	w->f.conf.ssh.identity = NULL;
+	cr_expect_eq(nodesshd_stop(&w->ns), 0);
+	char *cmd = strprintf("rm -rf '%s'", w->dir);
+	cr_expect_eq(system(cmd), 0);
+	free(cmd);
+	free(w->db);
+	json_object_put(w->node_ssh);
+	json_object_put(w->scen);
+	cr_assert_eq(migfx_stop(&w->f), 0);
+}
+
+static json_object *run_params(struct rworld *w)
+{
+	struct rolling_request q = {.mode = "run", .version = "9.1", .max_workers = 4,
+				    .node_ssh = w->node_ssh, .wait_s = 1800};
+	return wf_rolling_params(&q);
+}
+
+/* The guest's node and status in the simulator now. */
+static void guest_now(json_object *state, long long vmid, const char **node, const char **status)
+{
+	json_object *cl = NULL, *guests = NULL;
+	json_object_object_get_ex(state, "cluster", &cl);
+	json_object_object_get_ex(cl, "guests", &guests);
+	*node = *status = NULL;
+	for (size_t i = 0; guests && i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i);
+		long long id = 0;
+		if (json_int(g, "vmid", &id) && id == vmid) {
+			*node = json_str(g, "node");
+			*status = json_str(g, "status");
+		}
+	}
+}
+
+static bool ha_guest(struct rworld *w, long long vmid)
+{
+	json_object *ha = NULL;
+	json_object_object_get_ex(w->scen, "ha", &ha);
+	for (size_t i = 0; ha && i < json_object_array_length(ha); i++) {
+		const char *sid = json_str(json_object_array_get_idx(ha, i), "sid");
+		if (sid && atoll(sid + 3) == vmid)
+			return true;
+	}
+	return false;
+}
+
+/* What the issue asks of the finished run: every guest home and in the
+ * state it had, every node on 9.1, each running VM moved by live
+ * migration only (never stopped or started), every migration done (none
+ * refused for its machine type), no HA guest moved onto a node while it
+ * was in HA maintenance, and no guest migrated twice in one leg. */
+static void assert_rolled(struct rworld *w, const char *what)
+{
+	json_object *state = simproc_state(&w->f.sp), *log = simproc_requests(&w->f.sp);
+	json_object *guests = NULL, *cmds = NULL;
+	json_object_object_get_ex(w->scen, "guests", &guests);
+	for (size_t i = 0; i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i);
+		long long vmid = json_int0(g, "vmid");
+		const char *node = NULL, *status = NULL;
+		guest_now(state, vmid, &node, &status);
+		cr_expect_str_eq(node ? node : "?", json_str(g, "node"), "%s: %lld not home", what,
+				 vmid);
+		const char *was = json_str(g, "status") ? json_str(g, "status") : "stopped";
+		cr_expect_str_eq(status ? status : "?", was, "%s: %lld's state", what, vmid);
+	}
+	/* the requests: migrations live for running VMs, no power change */
+	long status = 0;
+	json_object *body = NULL;
+	cr_assert_eq(sim_http(&w->f.sp, "GET", "/_sim/node-commands", NULL, NULL, NULL, &status,
+			      &body), 0);
+	cr_assert(json_object_object_get_ex(body, "data", &cmds));
+	json_object_get(cmds);
+	json_object_put(body);
+	for (size_t i = 0; i < json_object_array_length(log); i++) {
+		json_object *r = json_object_array_get_idx(log, i), *p = NULL;
+		const char *path = json_str(r, "path"), *method = json_str(r, "method");
+		json_object_object_get_ex(r, "params", &p);
+		if (!path || strcmp(method, "POST") != 0)
+			continue;
+		cr_expect_null(strstr(path, "/qemu/") && strstr(path, "/status/") ? path : NULL,
+			       "%s: a VM's power changed: POST %s", what, path);
+		const char *m = strstr(path, "/qemu/");
+		if (!m || !strstr(path, "/migrate"))
+			continue;
+		long long vmid = atoll(m + 6);
+		const char *st = NULL, *node = NULL;
+		for (size_t k = 0; k < json_object_array_length(guests); k++)
+			if (json_int0(json_object_array_get_idx(guests, k), "vmid") == vmid)
+				st = json_str(json_object_array_get_idx(guests, k), "status");
+		if (st && strcmp(st, "running") == 0)
+			cr_expect_str_eq(json_text(p, "online"), "1", "%s: %lld migrated offline", what,
+					 vmid);
+		/* onto a node in HA maintenance: never for an HA guest */
+		const char *target = json_str(p, "target");
+		double at = 0;
+		json_object *t = NULL;
+		if (json_object_object_get_ex(r, "time", &t))
+			at = json_object_get_double(t);
+		double on = -1, off = -1;
+		for (size_t k = 0; cmds && k < json_object_array_length(cmds); k++) {
+			json_object *c = json_object_array_get_idx(cmds, k), *argv = NULL;
+			json_object_object_get_ex(c, "argv", &argv);
+			if (!argv || json_object_array_length(argv) < 5 ||
+			    strcmp(json_object_get_string(json_object_array_get_idx(argv, 0)),
+				   "ha-manager") != 0 ||
+			    !target ||
+			    strcmp(json_object_get_string(json_object_array_get_idx(argv, 4)), target))
+				continue;
+			json_object *ca = NULL;
+			json_object_object_get_ex(c, "at", &ca);
+			if (strcmp(json_object_get_string(json_object_array_get_idx(argv, 3)), "enable") ==
+			    0)
+				on = json_object_get_double(ca);
+			else if (on >= 0 && off < 0)
+				off = json_object_get_double(ca);
+		}
+		(void)node;
+		if (ha_guest(w, vmid) && on >= 0)
+			cr_expect(at < on || (off >= 0 && at > off),
+				  "%s: HA guest %lld moved onto %s during its maintenance", what, vmid,
+				  target);
+	}
+	/* every node upgraded, and each rebooted once */
+	json_object *cl = NULL, *nodes = NULL;
+	json_object_object_get_ex(state, "cluster", &cl);
+	json_object_object_get_ex(cl, "nodes", &nodes);
+	for (size_t i = 0; nodes && i < json_object_array_length(nodes); i++) {
+		json_object *n = json_object_array_get_idx(nodes, i);
+		cr_expect(rolling_version_is(json_str(n, "version"), "9.1"), "%s: %s runs %s", what,
+			  json_str(n, "name"), json_str(n, "version"));
+		size_t reboots = 0;
+		for (size_t k = 0; cmds && k < json_object_array_length(cmds); k++) {
+			json_object *c = json_object_array_get_idx(cmds, k), *argv = NULL;
+			json_object_object_get_ex(c, "argv", &argv);
+			reboots += json_str(c, "node") && strcmp(json_str(c, "node"), json_str(n, "name")) == 0 &&
+				   argv && strcmp(json_object_get_string(json_object_array_get_idx(argv, 0)),
+						  "reboot") == 0;
+		}
+		cr_expect_eq(reboots, 1, "%s: %s rebooted %zu times", what, json_str(n, "name"), reboots);
+	}
+	json_object_put(cmds);
+	json_object_put(log);
+	json_object_put(state);
+}
+
+/* The migrations the store holds, each done; no guest moved twice in one
+ * leg of one node (a migration job per guest per drain or undrain). */
+static void assert_moves_once(struct rworld *w, const char *what)
+{
+	sqlite3 *db = store_db(w->f.env.store);
+	sqlite3_stmt *st = NULL;
+	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM jobs WHERE workflow = 'migrate' "
+					    "AND state != 'done'", -1, &st, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	cr_expect_eq(sqlite3_column_int(st, 0), 0, "%s: a migration did not end done", what);
+	sqlite3_finalize(st);
+	json_object *log = simproc_requests(&w->f.sp);
+	json_object *guests = NULL;
+	json_object_object_get_ex(w->scen, "guests", &guests);
+	for (size_t i = 0; i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i);
+		char *path = strprintf("*/%s/%lld/migrate", json_str(g, "type") ? json_str(g, "type")
+										 : "qemu",
+				       (long long)json_int0(g, "vmid"));
+		int n = simproc_count_requests(log, "POST", path, 200);
+		/* off its node and back: 2; HA partners and the stopped ones too */
+		cr_expect_leq(n, 2, "%s: %s migrated %d times", what, path, n);
+		free(path);
+	}
+	json_object_put(log);
+}
+
+Test(rolling, an_8_4_cluster_rolled_to_9_1, .timeout = 240)
+{
+	struct rworld w;
+	rworld_start(&w);
+	enum job_outcome o;
+	struct job *j = run_rolling(&w.f, run_params(&w), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s; left: %s",
+		     job_error(j)->message ? job_error(j)->message : "", job_left(j) ? job_left(j) : "");
+	assert_rolled(&w, "run");
+	assert_moves_once(&w, "run");
+	json_object *p = node_of(j, "pve1"), *done = NULL, *phases = NULL;
+	cr_assert(json_object_object_get_ex(p, "moves_done", &done));
+	cr_expect_gt(json_object_array_length(done), 0);
+	json_object *m = json_object_array_get_idx(done, 0);
+	cr_expect(json_object_object_get_ex(m, "start", NULL) && json_object_object_get_ex(m, "end", NULL));
+	cr_assert(json_object_object_get_ex(p, "phases", &phases));
+	static const char *const steps[] = {"precheck", "maintenance", "drain", "update", "check",
+					    "leave", "undrain"};
+	for (size_t i = 0; i < 7; i++)
+		cr_expect(json_object_object_get_ex(json_object_object_get(phases, steps[i]), "end", NULL),
+			  "pve1's %s has no end", steps[i]);
+	job_free(j);
+	rworld_stop(&w);
 }
