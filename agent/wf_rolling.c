@@ -811,9 +811,8 @@ static int lrm_wait(struct job *j, bool on)
 		if (lrm_status(job_pve(j), job_subject(j), &st, job_err(j)) < 0)
 			return -1;
 		bool in = st && strstr(st, "maintenance mode");
-		bool ok = on ? in : st && !in && strstr(st, "active");
 		free(st);
-		if (ok || (!on && !st))
+		if (on == in)
 			return 0;
 		if (pve_clock_now(clk) > until || job_stopping(j)) {
 			pve_error_set(job_err(j), PVE_ERR_API, "%s: the HA status does not show the node "
