@@ -4,7 +4,9 @@
  * scenarios (it names what blocks a run and the guests that need a
  * decision, orders the node pvagent runs on last, and writes nothing); a
  * run with --wait whose node never reboots stops in its update step,
- * needs attention and names the guests away from home; rolling.json's
+ * needs attention and names the guests away from home; a --wait run
+ * whose admin (a thread) upgrades and reboots each node once drained;
+ * rolling.json's
  * 8.4 cluster rolled to 9.1 with --run over each node's test sshd, in
  * this process and through pvagentd SIGKILLed at every step boundary. */
 #include <criterion/criterion.h>
@@ -27,6 +29,8 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <sys/wait.h>
+#include <curl/curl.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -429,7 +433,7 @@ static bool ha_guest(struct rworld *w, long long vmid)
  * migration only (never stopped or started), every migration done (none
  * refused for its machine type), no HA guest moved onto a node while it
  * was in HA maintenance, and no guest migrated twice in one leg. */
-static void assert_rolled(struct rworld *w, const char *what)
+static void assert_rolled(struct rworld *w, const char *what, bool ssh_reboots)
 {
 	json_object *state = simproc_state(&w->f.sp), *log = simproc_requests(&w->f.sp);
 	json_object *guests = NULL, *cmds = NULL;
@@ -517,7 +521,8 @@ static void assert_rolled(struct rworld *w, const char *what)
 				   argv && strcmp(json_object_get_string(json_object_array_get_idx(argv, 0)),
 						  "reboot") == 0;
 		}
-		cr_expect_eq(reboots, 1, "%s: %s rebooted %zu times", what, json_str(n, "name"), reboots);
+		cr_expect_eq(reboots, ssh_reboots ? 1 : 0, "%s: %s rebooted %zu times over SSH", what,
+			     json_str(n, "name"), reboots);
 	}
 	json_object_put(cmds);
 	json_object_put(log);
@@ -559,7 +564,7 @@ Test(rolling, an_8_4_cluster_rolled_to_9_1, .timeout = 600)
 	struct job *j = run_rolling(&w.f, run_params(&w), &o);
 	cr_assert_eq(o, JOB_OUT_DONE, "%s; left: %s",
 		     job_error(j)->message ? job_error(j)->message : "", job_left(j) ? job_left(j) : "");
-	assert_rolled(&w, "run");
+	assert_rolled(&w, "run", true);
 	assert_moves_once(&w, "run");
 	json_object *p = node_of(j, "pve1"), *done = NULL, *phases = NULL;
 	cr_assert(json_object_object_get_ex(p, "moves_done", &done));
@@ -724,7 +729,7 @@ Test(rolling, pvagentd_killed_at_every_step_boundary_finishes_the_run, .timeout 
 					 "'rolling-node'", NULL), 3, "one child job per node");
 	char *serr = NULL;
 	cr_assert_eq(store_open(d.r.db, &f->env.store, &serr), 0, "%s", serr ? serr : "");
-	assert_rolled(&d.r, "killed at every boundary");
+	assert_rolled(&d.r, "killed at every boundary", true);
 	assert_moves_once(&d.r, "killed at every boundary");
 	char *log = NULL;
 	read_file(d.log, &log, NULL);
@@ -766,4 +771,99 @@ Test(rolling, plan_of_the_8_4_cluster, .timeout = 600)
 	cr_expect_eq(writes(&f), 0, "a plan changed something");
 	job_free(j);
 	cr_assert_eq(migfx_stop(&f), 0);
+}
+
+/* ---- --wait: the admin upgrades and reboots each node ---------------------------- */
+
+struct admin {
+	struct rworld *w;
+	struct simproc sp;     /* the simulator's, with a curl handle of its own */
+	int upgraded;
+	_Atomic bool over;     /* the run ended: stop waiting for drains */
+	char why[160];
+};
+
+/* The node in HA maintenance now (the one drained), or NULL (malloc'd). */
+static char *maintained(struct admin *a)
+{
+	long st = 0;
+	json_object *b = NULL, *data = NULL, *cl = NULL, *nodes = NULL;
+	char *name = NULL;
+	if (sim_http(&a->sp, "GET", "/_sim/state", NULL, NULL, NULL, &st, &b) < 0)
+		return NULL;
+	json_object_object_get_ex(b, "data", &data);
+	json_object_object_get_ex(data, "cluster", &cl);
+	json_object_object_get_ex(cl, "nodes", &nodes);
+	for (size_t i = 0; nodes && i < json_object_array_length(nodes) && !name; i++) {
+		json_object *n = json_object_array_get_idx(nodes, i);
+		if (json_flag(n, "ha_maintenance"))
+			name = strdup(json_str(n, "name"));
+	}
+	json_object_put(b);
+	return name;
+}
+
+/* Each time a node's drain is done, as an admin would: upgrade it and
+ * reboot it (the simulator's controls). */
+static void *admin_run(void *arg)
+{
+	struct admin *a = arg;
+	for (int k = 1; k <= 3; k++) {
+		char *sql = strprintf("SELECT count(*) FROM steps t JOIN jobs j ON t.job = j.id WHERE "
+				      "j.workflow = 'rolling-node' AND t.name = 'drain' AND "
+				      "t.state = 'done'");
+		char *node = NULL;
+		for (int i = 0; i < 15000 && !node && !a->over; i++) {
+			if (test_db_int(a->w->db, sql, NULL) >= k)
+				node = maintained(a);
+			struct timespec ts = {0, 20L * 1000 * 1000};
+			if (!node)
+				nanosleep(&ts, NULL); /* polling a state (the store), bounded */
+		}
+		free(sql);
+		if (!node) {
+			snprintf(a->why, sizeof a->why, "node %d's drain never ended", k);
+			return NULL;
+		}
+		char *body = strprintf("{\"node\":\"%s\"}", node);
+		long st1 = 0, st2 = 0;
+		int r = sim_http(&a->sp, "POST", "/_sim/node/upgrade", "application/json", body,
+				 NULL, &st1, NULL);
+		if (r == 0)
+			r = sim_http(&a->sp, "POST", "/_sim/node/reboot", "application/json", body,
+				     NULL, &st2, NULL);
+		free(body);
+		if (r < 0 || st1 != 200 || st2 != 200) {
+			snprintf(a->why, sizeof a->why, "%s: upgrade %ld, reboot %ld", node, st1, st2);
+			free(node);
+			return NULL;
+		}
+		free(node);
+		a->upgraded++;
+	}
+	return NULL;
+}
+
+Test(rolling, wait_for_the_admins_upgrades, .timeout = 600)
+{
+	struct rworld w;
+	rworld_start(&w, false);
+	struct admin a = {.w = &w, .sp = w.f.sp};
+	a.sp.curl = NULL;
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, admin_run, &a), 0);
+	struct rolling_request q = {.mode = "wait", .version = "9.1", .max_workers = 4,
+				    .node_ssh = w.node_ssh};
+	enum job_outcome o;
+	struct job *j = run_rolling(&w.f, wf_rolling_params(&q), &o);
+	a.over = true;
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	curl_easy_cleanup(a.sp.curl);
+	cr_assert_eq(a.upgraded, 3, "%s", a.why);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s; left: %s",
+		     job_error(j)->message ? job_error(j)->message : "", job_left(j) ? job_left(j) : "");
+	assert_rolled(&w, "--wait", false);
+	assert_moves_once(&w, "--wait");
+	job_free(j);
+	rworld_stop(&w);
 }
