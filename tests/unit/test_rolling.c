@@ -18,6 +18,7 @@
 #include "clirun.h"
 #include "procstat.h"
 #include "rolling_plan.h"
+#include "rollfx.h"
 #include "store.h"
 #include "util.h"
 #include "wf_rolling.h"
@@ -315,84 +316,24 @@ Test(rolling, a_wait_that_sees_no_reboot_stops_and_says_where, .timeout = 600)
 
 /* ---- issue 37's cluster rolled from 8.4 to 9.1 over SSH ------------------------------ *
  *
- * tests/pvesim/scenarios/rolling.json (three 8.4 nodes with an upgrade to
- * 9.1.1 each, Ceph, 30 guests: HA and not, Ceph and local disks, a q35
- * VM, one pinned to pc-i440fx-8.1, a stopped VM and a container per node)
- * with a test sshd per node whose commands the simulator answers
- * (tests/support/nodesshd.h). */
+ * rolling.json with a test sshd per node (tests/support/rollfx.h). */
 
-#define ROLLING "tests/pvesim/scenarios/rolling.json"
+#define ROLLING ROLLFX_SCENARIO
 
-struct rworld {
-	struct migfx f;
-	struct nodesshd ns;
-	char dir[40];
-	char *db;
-	json_object *node_ssh;  /* {NODE: "127.0.38.N:PORT"} */
-	json_object *scen;      /* the scenario: the guests' homes and states */
-};
-
-/* In simulated time for a run in this process (daemon false), else the
- * simulator at 30 times real time for pvagentd's jobs, state.db theirs. */
-static void rworld_start(struct rworld *w, bool daemon)
+static void rworld_start(struct rollfx *w, bool daemon)
 {
-	if (geteuid() != 0)
+	int rc = rollfx_start(w, daemon);
+	if (rc == 1)
 		cr_skip_test("needs root (the nodes' test sshd chroots)");
-	memset(w, 0, sizeof *w);
-	const char *args[] = {"--node-shell-listen", "127.0.0.1:0", "--time-scale",
-			      daemon ? "100" : "1", NULL};
-	cr_assert_eq(migfx_start(&w->f, ROLLING, args, !daemon), 0);
-	cr_assert_eq(nodesshd_start(&w->ns, &w->f.sp), 0, "the nodes' sshd did not start");
-	/* one identity for every node: the first sshd's, authorized on the others */
-	char *pub = strprintf("%s.pub", w->ns.sshd[0].identity), *key = NULL;
-	cr_assert_eq(read_file(pub, &key, NULL), 0);
-	w->node_ssh = json_object_new_object();
-	for (size_t i = 0; i < w->ns.n; i++) {
-		struct sshd *sd = &w->ns.sshd[i];
-		char *ak = strprintf("%s/authorized_keys", sd->etc);
-		FILE *fp = fopen(ak, "a");
-		cr_assert_not_null(fp, "%s", ak);
-		fputs(key, fp);
-		cr_assert_eq(fclose(fp), 0);
-		free(ak);
-		char *at = strprintf("%s:%d", sd->addr, sd->port);
-		json_object_object_add(w->node_ssh, w->ns.names[i], json_object_new_string(at));
-		free(at);
-	}
-	free(key);
-	free(pub);
-	snprintf(w->dir, sizeof w->dir, "/tmp/pvagent-test-rolling.XXXXXX");
-	cr_assert_not_null(mkdtemp(w->dir));
-	char *kh = strprintf("%s/known_hosts", w->dir), *serr = NULL;
-	w->f.conf.ssh.identity = w->ns.sshd[0].identity;
-	w->f.conf.ssh.known_hosts = kh;
-	w->f.conf.ssh.host_key_policy = CONF_HKP_TOFU;
-	w->f.conf.ssh.timeout = 30;
-	w->db = strprintf("%s/state.db", w->dir);
-	if (!daemon)
-		cr_assert_eq(store_open(w->db, &w->f.env.store, &serr), 0, "%s", serr ? serr : "");
-	w->scen = json_object_from_file(ROLLING);
-	cr_assert_not_null(w->scen);
+	cr_assert_eq(rc, 0, "rolling.json with its nodes' sshd did not start");
 }
 
-static void rworld_stop(struct rworld *w)
+static void rworld_stop(struct rollfx *w)
 {
-	store_close(w->f.env.store);
-	w->f.env.store = NULL;
-	free(w->f.conf.ssh.known_hosts);
-	w->f.conf.ssh.known_hosts = NULL;
-	w->f.conf.ssh.identity = NULL;
-	cr_expect_eq(nodesshd_stop(&w->ns), 0);
-	char *cmd = strprintf("rm -rf '%s'", w->dir);
-	cr_expect_eq(system(cmd), 0);
-	free(cmd);
-	free(w->db);
-	json_object_put(w->node_ssh);
-	json_object_put(w->scen);
-	cr_assert_eq(migfx_stop(&w->f), 0);
+	cr_assert_eq(rollfx_stop(w), 0);
 }
 
-static json_object *run_params(struct rworld *w)
+static json_object *run_params(struct rollfx *w)
 {
 	struct rolling_request q = {.mode = "run", .version = "9.1", .max_workers = 4,
 				    .node_ssh = w->node_ssh, .wait_s = 1800};
@@ -416,7 +357,7 @@ static void guest_now(json_object *state, long long vmid, const char **node, con
 	}
 }
 
-static bool ha_guest(struct rworld *w, long long vmid)
+static bool ha_guest(struct rollfx *w, long long vmid)
 {
 	json_object *ha = NULL;
 	json_object_object_get_ex(w->scen, "ha", &ha);
@@ -428,12 +369,59 @@ static bool ha_guest(struct rworld *w, long long vmid)
 	return false;
 }
 
+/* The simulator's own migrations (pvagent's and the HA CRM's, from its
+ * tasks): each one ended OK (none refused, e.g. for a machine type the
+ * target's QEMU lacks), no guest moved more than twice (off its node and
+ * back: an HA failback would be a third), and none of an HA guest onto a
+ * node between its `ha-manager crm-command node-maintenance enable` and
+ * `disable` (task start times are whole seconds). */
+static void assert_no_failback(struct rollfx *w, const char *what, json_object *cmds)
+{
+	json_object *migs = NULL;
+	cr_assert_eq(rollfx_migrations(w, &migs), 0);
+	cr_expect_gt(json_object_array_length(migs), 0, "%s: no migration task", what);
+	for (size_t i = 0; i < json_object_array_length(migs); i++) {
+		json_object *m = json_object_array_get_idx(migs, i);
+		long long vmid = json_int0(m, "vmid");
+		const char *to = json_str(m, "to");
+		double start = json_object_get_double(json_object_object_get(m, "start"));
+		cr_expect(json_flag(m, "ok"), "%s: migration %s did not end OK", what, json_str(m, "upid"));
+		cr_assert_not_null(to, "%s: %s names no target", what, json_str(m, "upid"));
+		size_t moves = 0;
+		for (size_t k = 0; k < json_object_array_length(migs); k++)
+			moves += json_int0(json_object_array_get_idx(migs, k), "vmid") == vmid;
+		cr_expect_leq(moves, 2, "%s: %lld migrated %zu times", what, vmid, moves);
+		if (!ha_guest(w, vmid))
+			continue;
+		double on = -1;
+		for (size_t k = 0; cmds && k < json_object_array_length(cmds); k++) {
+			json_object *c = json_object_array_get_idx(cmds, k), *argv = NULL;
+			json_object_object_get_ex(c, "argv", &argv);
+			if (!argv || json_object_array_length(argv) < 5 ||
+			    strcmp(json_object_get_string(json_object_array_get_idx(argv, 0)), "ha-manager") ||
+			    strcmp(json_object_get_string(json_object_array_get_idx(argv, 4)), to))
+				continue;
+			double at = json_object_get_double(json_object_object_get(c, "at"));
+			const char *verb = json_object_get_string(json_object_array_get_idx(argv, 3));
+			if (strcmp(verb, "enable") == 0 && on < 0) {
+				on = at;
+			} else if (strcmp(verb, "disable") == 0 && on >= 0) {
+				cr_expect(!(start >= on && start + 1 <= at),
+					  "%s: HA guest %lld moved onto %s at %.0f, in its maintenance "
+					  "(%.1f to %.1f)", what, vmid, to, start, on, at);
+				on = -1;
+			}
+		}
+	}
+	json_object_put(migs);
+}
+
 /* What the issue asks of the finished run: every guest home and in the
  * state it had, every node on 9.1, each running VM moved by live
  * migration only (never stopped or started), every migration done (none
  * refused for its machine type), no HA guest moved onto a node while it
  * was in HA maintenance, and no guest migrated twice in one leg. */
-static void assert_rolled(struct rworld *w, const char *what, bool ssh_reboots)
+static void assert_rolled(struct rollfx *w, const char *what, bool ssh_reboots)
 {
 	json_object *state = simproc_state(&w->f.sp), *log = simproc_requests(&w->f.sp);
 	json_object *guests = NULL, *cmds = NULL;
@@ -524,6 +512,7 @@ static void assert_rolled(struct rworld *w, const char *what, bool ssh_reboots)
 		cr_expect_eq(reboots, ssh_reboots ? 1 : 0, "%s: %s rebooted %zu times over SSH", what,
 			     json_str(n, "name"), reboots);
 	}
+	assert_no_failback(w, what, cmds);
 	json_object_put(cmds);
 	json_object_put(log);
 	json_object_put(state);
@@ -531,7 +520,7 @@ static void assert_rolled(struct rworld *w, const char *what, bool ssh_reboots)
 
 /* The migrations the store holds, each done; no guest moved twice in one
  * leg of one node (a migration job per guest per drain or undrain). */
-static void assert_moves_once(struct rworld *w, const char *what)
+static void assert_moves_once(struct rollfx *w, const char *what)
 {
 	sqlite3 *db = store_db(w->f.env.store);
 	sqlite3_stmt *st = NULL;
@@ -558,7 +547,7 @@ static void assert_moves_once(struct rworld *w, const char *what)
 
 Test(rolling, an_8_4_cluster_rolled_to_9_1, .timeout = 600)
 {
-	struct rworld w;
+	struct rollfx w;
 	rworld_start(&w, false);
 	enum job_outcome o;
 	struct job *j = run_rolling(&w.f, run_params(&w), &o);
@@ -591,7 +580,7 @@ Test(rolling, an_8_4_cluster_rolled_to_9_1, .timeout = 600)
  * run as the in-process one ends, and no migration was sent twice. */
 
 struct daemon_world {
-	struct rworld r;
+	struct rollfx r;
 	char *conf, *log;
 	const char *bin, *dbin;
 	pid_t daemon, client;
@@ -776,7 +765,7 @@ Test(rolling, plan_of_the_8_4_cluster, .timeout = 600)
 /* ---- --wait: the admin upgrades and reboots each node ---------------------------- */
 
 struct admin {
-	struct rworld *w;
+	struct rollfx *w;
 	struct simproc sp;     /* the simulator's, with a curl handle of its own */
 	int upgraded;
 	_Atomic bool over;     /* the run ended: stop waiting for drains */
@@ -846,7 +835,7 @@ static void *admin_run(void *arg)
 
 Test(rolling, wait_for_the_admins_upgrades, .timeout = 600)
 {
-	struct rworld w;
+	struct rollfx w;
 	rworld_start(&w, false);
 	struct admin a = {.w = &w, .sp = w.f.sp};
 	a.sp.curl = NULL;
