@@ -44,14 +44,14 @@ static int one_identity(struct rollfx *w)
 	return rc;
 }
 
-int rollfx_start(struct rollfx *w, bool daemon)
+int rollfx_start(struct rollfx *w, const char *scale, bool store)
 {
 	memset(w, 0, sizeof *w);
 	if (geteuid() != 0)
 		return 1;
 	const char *args[] = {"--node-shell-listen", "127.0.0.1:0", "--time-scale",
-			      daemon ? "100" : "1", NULL};
-	if (migfx_start(&w->f, ROLLFX_SCENARIO, args, !daemon) < 0)
+			      scale ? scale : "1", NULL};
+	if (migfx_start(&w->f, ROLLFX_SCENARIO, args, !scale) < 0)
 		return -1;
 	if (nodesshd_start(&w->ns, &w->f.sp) < 0) {
 		fprintf(stderr, "rollfx: the nodes' sshd did not start\n");
@@ -71,7 +71,7 @@ int rollfx_start(struct rollfx *w, bool daemon)
 	w->f.conf.ssh.timeout = 30;
 	w->db = rc == 0 ? strprintf("%s/state.db", w->dir) : NULL;
 	char *serr = NULL;
-	if (rc == 0 && !daemon && store_open(w->db, &w->f.env.store, &serr) < 0) {
+	if (rc == 0 && store && store_open(w->db, &w->f.env.store, &serr) < 0) {
 		fprintf(stderr, "rollfx: %s\n", serr ? serr : "store_open");
 		rc = -1;
 	}

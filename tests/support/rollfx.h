@@ -25,10 +25,13 @@ struct rollfx {
 	json_object *scen;      /* the scenario: the guests' homes and states */
 };
 
-/* In simulated time for a run in this process (daemon false), else the
- * simulator at 100 times real time for pvagentd's jobs, state.db theirs.
- * 0; 1 when not root (nothing started); -1 after saying why on stderr. */
-int rollfx_start(struct rollfx *w, bool daemon);
+/* scale NULL: in simulated time (simclock.h: each sleep advances the
+ * simulator, and concurrent sleeps add up, so durations in it mean
+ * little); else the simulator at that time scale (--time-scale) in real
+ * time. store: state.db opened as f.env.store for a run in this process
+ * (else pvagentd's). 0; 1 when not root (nothing started); -1 after
+ * saying why on stderr. */
+int rollfx_start(struct rollfx *w, const char *scale, bool store);
 /* Stop and remove everything; 0, or -1 when something did not end cleanly. */
 int rollfx_stop(struct rollfx *w);
 
