@@ -198,8 +198,10 @@ static void bar(struct html *b, const struct report *r, double a, double e, doub
 {
 	double xa = xof(r, a), xb = xof(r, e > 0 ? e : r->t1);
 	double w = xb - xa < 3 ? 3 : xb - xa;
-	putf(b, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-		     "rx=\"2\">", cls, xa, y + 4, w, ROW - 8);
+	put(b, "<rect class=\"");
+	esc(b, cls); /* a state's name: from the daemon's answer too */
+	putf(b, "\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" rx=\"2\">", xa, y + 4,
+	     w, ROW - 8);
 }
 
 static void axis(struct html *b, const struct report *r, double height)

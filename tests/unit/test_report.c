@@ -7,11 +7,16 @@
  * installs; missing, the suite fails) has a row per guest, the move bars,
  * the downtime figures and the hostile name as text, and a screenshot is
  * kept under the build directory; through pvagentd (a socket peer) the
- * report comes from the daemon's store. */
+ * report comes from the daemon's store. And the model alone, on a store
+ * written here: a rolling run's tree (per-node job, its drain and undrain,
+ * their migrations), a window's drain, the JSON both ways, the page's
+ * escaping. */
 #include <criterion/criterion.h>
 
 #include "clirun.h"
 #include "json.h"
+#include "report.h"
+#include "report_html.h"
 #include "simproc.h"
 #include "sshd.h"
 #include "store.h"
@@ -198,7 +203,7 @@ static void drain(struct world *w)
 }
 
 /* The report's model as `pvagent --json report 1` prints it. */
-static json_object *report_json(struct world *w, const char *conf, const char *local)
+static json_object *cli_report_json(struct world *w, const char *conf, const char *local)
 {
 	char *out = NULL;
 	int rc = local ? pv(w, conf, &out, local, "--json", "report", "1", NULL)
@@ -314,7 +319,7 @@ Test(report, drain_as_json_text_and_html_in_a_browser)
 	world_start(&w);
 	drain(&w);
 
-	json_object *rep = report_json(&w, NULL, "--local");
+	json_object *rep = cli_report_json(&w, NULL, "--local");
 	assert_model(rep);
 
 	/* text: the same figures */
@@ -403,7 +408,7 @@ Test(report, through_pvagentd_from_its_store)
 	struct world w;
 	world_start(&w);
 	drain(&w);
-	json_object *local = report_json(&w, NULL, "--local");
+	json_object *local = cli_report_json(&w, NULL, "--local");
 
 	/* the daemon on the store; a client whose own state dir is empty */
 	char *log = strprintf("%s/pvagentd.log", w.dir);
@@ -427,7 +432,7 @@ Test(report, through_pvagentd_from_its_store)
 		struct timespec ts = {0, 20L * 1000 * 1000};
 		nanosleep(&ts, NULL); /* polling a state (the socket), bounded */
 	}
-	json_object *via = report_json(&w, conf2, NULL);
+	json_object *via = cli_report_json(&w, conf2, NULL);
 	assert_model(via);
 	cr_expect_str_eq(json_object_to_json_string_ext(via, JSON_C_TO_STRING_PLAIN),
 			 json_object_to_json_string_ext(local, JSON_C_TO_STRING_PLAIN),
@@ -452,4 +457,156 @@ Test(report, through_pvagentd_from_its_store)
 	free(empty);
 	free(conf2);
 	world_free(&w);
+}
+
+/* ---- the model on a store written here ------------------------------------------------ */
+
+#define T0 1790000000.0
+
+/* A job: its row (params and vars JSON text), state and times, and its
+ * steps ("name:state:start:end", times as offsets from T0). Its ID. */
+static long long put_job(struct store *st, const char *wf, const char *subject,
+			 const char *params, const char *vars, enum job_state state, double t1,
+			 double t2, const char *const *steps)
+{
+	long long id = 0;
+	char *err = NULL;
+	cr_assert_eq(store_job_insert(st, wf, subject, params, T0 + t1, &id, &err), 0, "%s", err);
+	struct store_job j = {.id = id, .vars = (char *)vars, .state = state, .created = T0 + t1,
+			      .started = T0 + t1, .ended = T0 + t2};
+	cr_assert_eq(store_job_update(st, &j, &err), 0, "%s", err);
+	for (int i = 0; steps && steps[i]; i++) {
+		char name[32], state_name[32];
+		double a = 0, b = 0;
+		cr_assert_eq(sscanf(steps[i], "%31[^:]:%31[^:]:%lf:%lf", name, state_name, &a, &b), 4);
+		struct store_step x = {.idx = i, .name = name, .started = T0 + a, .ended = T0 + b};
+		cr_assert_eq(step_state_parse(state_name, &x.state), 0);
+		cr_assert_eq(store_step_put(st, id, &x, &err), 0, "%s", err);
+	}
+	return id;
+}
+
+static struct store *temp_store(char *dir)
+{
+	cr_assert_not_null(mkdtemp(dir));
+	char *path = store_path(dir), *err = NULL;
+	struct store *st = NULL;
+	cr_assert_eq(store_open(path, &st, &err), 0, "%s", err);
+	free(path);
+	return st;
+}
+
+Test(report, rolling_tree_window_and_json_both_ways)
+{
+	char dir[] = "/tmp/pvagent-test-report-model.XXXXXX";
+	struct store *st = temp_store(dir);
+	const char *node_steps[] = {"maintenance:done:0:10", "drain:done:10:100",
+				    "update:done:100:200", "undrain:failed:200:300", NULL};
+	const char *plan_move[] = {"plan:done:10:12", "move:done:12:100", NULL};
+	long long roll = put_job(st, "rolling", "cluster", "{}", "{}", JOB_FAILED, 0, 300, NULL);
+	char *p = strprintf("{\"parent\":%lld}", roll);
+	long long node = put_job(st, "rolling-node", "pve1", p, "{}", JOB_FAILED, 0, 300,
+				 node_steps);
+	free(p);
+	/* the node's drain: a<b> moved (its migration job next), a template
+	 * stays, one not started (the window closes first) */
+	p = strprintf("{\"parent\":%lld}", node);
+	long long drain = put_job(st, "drain", "pve1", p, "{\"moves\":[]}", JOB_DONE, 10, 100,
+				  plan_move);
+	char *vars = strprintf(
+		"{\"moves\":[{\"vmid\":101,\"name\":\"a<b>&\",\"type\":\"qemu\",\"status\":"
+		"\"moved\",\"method\":\"online\",\"target\":\"pve2\",\"job\":%lld,\"downtime_ms\":40},"
+		"{\"vmid\":102,\"name\":\"tpl\",\"status\":\"template\"},"
+		"{\"vmid\":103,\"name\":\"big\",\"status\":\"skipped\",\"method\":\"online\","
+		"\"target\":\"pve3\",\"why\":\"not started: the window closes first\"}]}",
+		drain + 1);
+	struct store_job dj = {.id = drain, .vars = vars, .state = JOB_DONE, .created = T0 + 10,
+			       .started = T0 + 10, .ended = T0 + 100};
+	char *err = NULL;
+	cr_assert_eq(store_job_update(st, &dj, &err), 0, "%s", err);
+	free(vars);
+	free(p);
+	p = strprintf("{\"parent\":%lld,\"home\":\"pve1\",\"target\":\"pve2\"}", drain);
+	const char *mig_steps[] = {"plan:done:13:14", "migrate:done:20:30", NULL};
+	long long mig = put_job(st, "migrate", "101", p,
+				"{\"vmid\":101,\"method\":\"online\",\"downtime_ms\":40,"
+				"\"probe_gap_ms\":120}",
+				JOB_DONE, 13, 31, mig_steps);
+	cr_assert_eq(mig, drain + 1);
+	free(p);
+	/* its undrain: a<b> failed to come home */
+	p = strprintf("{\"parent\":%lld}", node);
+	long long undrain = put_job(st, "undrain", "pve1", p,
+				    "{\"moves\":[{\"vmid\":101,\"name\":\"a<b>&\",\"status\":"
+				    "\"failed\",\"target\":\"pve1\",\"from\":\"pve2\",\"why\":"
+				    "\"boom\"}]}",
+				    JOB_FAILED, 200, 300, plan_move);
+	free(p);
+	(void)undrain;
+	/* not part of the tree: another drain, of a window */
+	long long win = put_job(st, "drain", "pve2", "{\"deadline\":1790003600}", "{}", JOB_DONE,
+				400, 410, NULL);
+
+	struct report r;
+	cr_assert_eq(report_build(st, roll, &r, &err), 1, "%s", err);
+	cr_expect_str_eq(r.kind, "rolling");
+	cr_expect_eq(r.n_lanes, 4, "rolling, node, drain, undrain");
+	cr_expect_eq(r.n_moves, 4);
+	cr_expect_eq(r.n_moved, 1);
+	cr_expect_eq(r.n_failed, 1);
+	cr_expect_eq(r.n_refused, 1);
+	cr_expect_eq(r.n_stayed, 1);
+	cr_expect_eq(r.n_guests, 3);
+	cr_expect_eq(r.n_away, 1);
+	cr_expect_eq(r.downtime_ms, 40);
+	cr_expect_eq(r.max_gap_ms, 120);
+	const struct report_move *m = &r.moves[0];
+	cr_expect_eq(m->job, mig);
+	cr_expect_eq(m->started, T0 + 20, "the migrate step's start");
+	cr_expect_eq(m->ended, T0 + 30);
+	cr_expect_str_eq(r.guests[0].home, "pve1");
+	cr_expect_str_eq(r.guests[0].at, "pve2", "the undrain failed: still away");
+	cr_expect(r.guests[0].away);
+	cr_expect_str_eq(r.lanes[1].node, "pve1");
+	cr_expect_eq(r.lanes[1].n_steps, 4);
+
+	/* JSON both ways: the same model */
+	json_object *o = report_json(&r);
+	cr_assert_not_null(o);
+	struct report back;
+	cr_assert_eq(report_from_json(o, &back, &err), 0, "%s", err);
+	json_object *o2 = report_json(&back);
+	cr_expect_str_eq(json_object_to_json_string_ext(o2, JSON_C_TO_STRING_PLAIN),
+			 json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o2);
+	report_free(&back);
+	/* a member of the wrong type is named */
+	json_object *lanes = json_object_object_get(o, "lanes");
+	json_object_object_add(json_object_array_get_idx(lanes, 1), "node",
+			       json_object_new_int(7));
+	cr_expect_eq(report_from_json(o, &back, &err), -1);
+	cr_expect(err && strstr(err, "lanes[1].node is not a string"), "%s", err);
+	free(err);
+	err = NULL;
+	json_object_put(o);
+
+	/* the page: every stored text escaped, a row per lane and guest */
+	char *page = report_html(&r);
+	cr_assert_not_null(page);
+	cr_expect(strstr(page, "a&lt;b&gt;&amp;"));
+	cr_expect_null(strstr(page, "a<b>"));
+	cr_expect_eq(count(page, "class=\"lane-row\""), 4);
+	cr_expect_eq(count(page, "class=\"guest-row"), 3);
+	cr_expect(strstr(page, "not started: the window closes first"));
+	free(page);
+	report_free(&r);
+
+	/* a window's drain; no such job */
+	cr_assert_eq(report_build(st, win, &r, &err), 1, "%s", err);
+	cr_expect_str_eq(r.kind, "window");
+	cr_expect_eq(r.deadline, 1790003600.0);
+	report_free(&r);
+	cr_expect_eq(report_build(st, 999, &r, &err), 0);
+	store_close(st);
+	cr_assert_eq(test_remove_tree(dir), 0);
 }
