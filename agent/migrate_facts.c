@@ -484,6 +484,12 @@ int mig_read_guest(struct pve *c, struct mig_cluster *mc, const struct guest_ref
 		int x = pve_getf(c, &r->pre, &q, err, "/nodes/%s/%s/%d/migrate", node,
 				 guest_type_name(g->type), g->vmid);
 		pve_params_free(&q);
+		if (x < 0 && g->type == GUEST_LXC && err->kind == PVE_ERR_NOT_IMPLEMENTED) {
+			/* a node whose API has no LXC precondition after all (an
+			 * upgraded node answering from an 8.x API): as on PVE 8 */
+			pve_error_clear(err);
+			x = 0;
+		}
 		if (x < 0)
 			goto out;
 		f->precondition = r->pre;

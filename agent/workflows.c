@@ -6,6 +6,7 @@
 #include "wf_inject.h"
 #include "wf_drain.h"
 #include "wf_migrate.h"
+#include "wf_rolling.h"
 #include "wf_up.h"
 
 #include <string.h>
@@ -20,6 +21,8 @@ static const struct job_workflow *const workflows[] = {
 	&wf_drain,
 	&wf_undrain,
 	&wf_image,
+	&wf_rolling,
+	&wf_rolling_node,
 	NULL,
 };
 

@@ -21,6 +21,7 @@
 #include "wf_inject.h"
 #include "wf_image.h"
 #include "wf_migrate.h"
+#include "wf_rolling.h"
 #include "wf_up.h"
 
 #include <errno.h>
@@ -456,7 +457,7 @@ static int resume_job(struct cli *cli, long long id)
 		.conf = &cli->conf,
 	};
 	bool migration = wf == &wf_migrate || wf == &wf_drain || wf == &wf_undrain;
-	if (migration)
+	if (migration || wf == &wf_rolling)
 		env.wait.task_timeout_s = cli->conf.migrate.timeout;
 	if (job_env_init(&env) < 0)
 		return 1;
@@ -499,6 +500,8 @@ static int resume_job(struct cli *cli, long long id)
 		rc = cli_virtio_result(cli, j, rc);
 	} else if (wf == &wf_image) {
 		rc = cli_image_result(cli, j, rc);
+	} else if (wf == &wf_rolling) {
+		cli_rolling_result(cli, j, rc);
 	} else {
 		const struct up_result *r = wf == &wf_down ? wf_down_result(j) : wf_up_result(j);
 		print_results(cli, wf->name, r, 1, rc);

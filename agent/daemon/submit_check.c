@@ -35,6 +35,8 @@ static const struct wf_members {
 	{"migrate", {"target", "storage_map", "bwlimit", "max_downtime", "dry_run", NULL}},
 	{"drain", {"to", "max_workers", "per_target", "partial", "dry_run", "deadline", NULL}},
 	{"undrain", {"to", "max_workers", "per_target", "partial", "dry_run", "deadline", NULL}},
+	{"rolling", {"nodes", "mode", "version", "script", "window", "self", "max_workers",
+		     "wait_s", "node_ssh", NULL}},
 	{"image", {"image", "image_path", "node", "storage", "import_storage", "url", "checksum",
 		   "vmid", "rebuild", NULL}},
 };
@@ -240,7 +242,7 @@ int submit_check(const char *wf, const char *subject, json_object *params,
 	const struct wf_members *m = members_of(wf);
 	if (!m) {
 		err_setf(why, "the daemon does not run '%.64s' (up, down, inject, virtio, bench, "
-			 "migrate, drain, undrain, image)", wf);
+			 "migrate, drain, undrain, rolling, image)", wf);
 		return -1;
 	}
 	if (!subject || !subject_valid(subject)) {

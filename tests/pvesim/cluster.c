@@ -8,6 +8,7 @@
 #include "bootfacts.h"
 #include "cluster_config.h"
 #include "guestnet.h"
+#include "nodelife.h"
 #include "qemu_guest.h"
 #include "scenario.h"
 #include "tasks.h"
@@ -1094,6 +1095,7 @@ void cluster_free(struct cluster *c)
 		free(n->name);
 		free(n->ip);
 		free(n->version);
+		node_life_free(n);
 		free(n);
 	}
 	for (size_t i = 0; i < c->storages.n; i++) {
@@ -1137,6 +1139,8 @@ void cluster_free(struct cluster *c)
 	json_object_put(c->appliances);
 	json_object_put(c->sdn_vnets);
 	json_object_put(c->datacenter);
+	ceph_free(c->ceph);
+	json_object_put(c->node_commands);
 	free(c->files_dir);
 	free(c->scenario_path);
 	free(c->version);
@@ -1328,7 +1332,7 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 	local.acl = c->acl;
 	const struct sim_req *req = &local;
 	qemu_guests_poll(c, req->now);
-	tasks_advance(c, req->now);
+	nodes_advance(c, req->now);
 	cluster_status_update(c, req->now, false);
 	struct path_parts pp;
 	if (!req->params || !req->method ||
@@ -1344,7 +1348,8 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 		    routes_options(c, req, &pp, resp) ||
 		    routes_cluster(c, req, &pp, resp) ||
 		    routes_access(c, req, &pp, resp) ||
-		    routes_nodeinfo(c, req, &pp, resp);
+		    routes_nodeinfo(c, req, &pp, resp) ||
+		    routes_ceph(c, req, &pp, resp);
 	if (!done)
 		resp_error(resp, 501, "Method '%s %s' not implemented",
 			   req->method, req->path);
@@ -1415,12 +1420,12 @@ static json_object *state_guest(const struct cluster *c,
 
 void cluster_advance(struct cluster *c, double now)
 {
-	tasks_advance(c, now);
+	nodes_advance(c, now);
 }
 
 json_object *cluster_state(struct cluster *c, double now)
 {
-	tasks_advance(c, now);
+	nodes_advance(c, now);
 	json_object *st = json_object_new_object();
 	if (!st)
 		return NULL;
@@ -1440,9 +1445,11 @@ json_object *cluster_state(struct cluster *c, double now)
 		json_object_object_add(o, "maxmem", json_object_new_uint64(n->memory));
 		json_object_object_add(o, "mem",
 				       json_object_new_uint64(node_mem_used(c, n->name)));
+		node_life_state(c, n, now, o);
 		json_object_array_add(nodes, o);
 	}
 	json_object_object_add(st, "nodes", nodes);
+	json_object_object_add(st, "ceph", ceph_state(c));
 	json_object *stores = json_object_new_array();
 	for (size_t i = 0; stores && i < c->storages.n; i++) {
 		struct sim_storage *s = c->storages.v[i];

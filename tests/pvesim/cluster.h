@@ -32,6 +32,17 @@ struct sim_node {
 	bool online;
 	char *version;   /* its PVE version ("8.4"); NULL: the cluster's */
 	bool ha_maintenance; /* in HA maintenance mode (node-maintenance enable) */
+	/* its life over time (nodelife.h) */
+	int votes;           /* corosync quorum_votes (1) */
+	char *qemu;          /* installed QEMU when an upgrade named it; NULL: by version */
+	char *kernel;        /* running kernel; NULL: its version's */
+	char *kernel_next;   /* installed kernel the next boot runs, or NULL */
+	double boot_time;    /* when it last came up; 0: with the cluster */
+	double reboot_s;     /* seconds a reboot takes */
+	double down_at, up_at; /* rebooting: offline since down_at until up_at (0: not) */
+	bool ha_recovered;   /* its HA services recovered elsewhere in this outage */
+	struct node_upgrade *upgrade; /* what dist-upgrade makes it, or NULL */
+	json_object *pve8to9; /* {"exit", "lines"}: pve8to9's verdict; NULL: passes */
 };
 /* The PVE version node n runs ("8.4", "9.1.2"). */
 const char *node_pve_version(const struct cluster *c, const struct sim_node *n);
@@ -96,6 +107,8 @@ struct sim_cred {
 };
 
 struct guestnet;
+struct node_upgrade;
+struct sim_ceph;
 struct qemu_guest;
 
 struct cluster {
@@ -132,6 +145,8 @@ struct cluster {
 	double boot_time;       /* simulated time the cluster came up */
 	struct guestnet *net;   /* the guests' listeners, or NULL */
 	struct ptrvec spares;   /* struct sim_spare * (--spare-guest) */
+	struct sim_ceph *ceph;  /* the scenario's Ceph (nodelife.h), or NULL */
+	json_object *node_commands; /* the nodes' shell commands so far (array) */
 };
 
 /* A spare guest root (simapi.h): taken by the VM whose vmid it holds. */
@@ -307,6 +322,9 @@ void guest_ha_migrate_request(struct cluster *c, const struct sim_req *req,
  * task HA_DELAY after req->now. */
 void qemu_ha_carry_out(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
 		       const char *action);
+/* The same for a container (vzstart/vzstop/vzshutdown). */
+void ct_ha_carry_out(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+		     const char *action);
 
 /* ---- route families (routes_*.c) ---------------------------------------- */
 /* Each returns true when it recognised the route (and filled resp). */

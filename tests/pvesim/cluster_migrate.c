@@ -630,6 +630,8 @@ static void node_version_parts(const struct cluster *c, const struct sim_node *n
 const char *node_qemu_version(const struct cluster *c, const struct sim_node *n)
 {
 	int ma, mi;
+	if (n && n->qemu)
+		return n->qemu; /* an upgrade that named it */
 	node_version_parts(c, n, &ma, &mi);
 	if (ma >= 9)
 		return mi >= 1 ? "10.1.2" : "10.0.2";
