@@ -16,6 +16,7 @@
 #include "wf_drain.h"
 #include "window.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -811,9 +812,8 @@ static int lrm_wait(struct job *j, bool on)
 		if (lrm_status(job_pve(j), job_subject(j), &st, job_err(j)) < 0)
 			return -1;
 		bool in = st && strstr(st, "maintenance mode");
-		bool ok = on ? in : st && !in && strstr(st, "active");
 		free(st);
-		if (ok || (!on && !st))
+		if (on == in)
 			return 0;
 		if (pve_clock_now(clk) > until || job_stopping(j)) {
 			pve_error_set(job_err(j), PVE_ERR_API, "%s: the HA status does not show the node "
@@ -973,9 +973,31 @@ static enum job_outcome run_leg(struct job *j, const struct job_workflow *wf, co
 	return o;
 }
 
+static int node_now(struct job *j, long long *uptime, char **version);
+
+/* The node's uptime before its update, once (the boot the update waits
+ * for is one after it); a node that cannot be read is rebooting already:
+ * any uptime it shows next is after that boot. 0, or -1 out of memory. */
+static int mark_uptime(struct job *j)
+{
+	long long up = 0;
+	char *ver = NULL;
+	if (json_object_object_get_ex(job_vars(j), "uptime_before", NULL))
+		return 0;
+	if (node_now(j, &up, &ver) < 0) {
+		pve_error_clear(job_err(j));
+		up = LLONG_MAX;
+	}
+	free(ver);
+	job_set_int(j, "uptime_before", up);
+	return job_save(j) < 0 ? pve_error_oom(job_err(j)) : 0;
+}
+
 static enum step_rc drain_step(struct job *j)
 {
 	enum job_outcome o = run_leg(j, &wf_drain, "drain_job");
+	if (o == JOB_OUT_DONE && mark_uptime(j) < 0)
+		return STEP_RC_FAIL;
 	if (o == JOB_OUT_DONE) {
 		job_set_left(j, "%s is drained%s", job_subject(j),
 			     json_flag(job_vars(j), "ha_maintenance") ? " and in HA maintenance" : "");
@@ -1155,14 +1177,8 @@ static enum step_rc update_step(struct job *j)
 	struct roll_ctx *r = job_ctx(j);
 	long long up = 0;
 	char *ver = NULL;
-	if (!json_object_object_get_ex(job_vars(j), "uptime_before", NULL)) {
-		if (node_now(j, &up, &ver) < 0)
-			return STEP_RC_FAIL;
-		free(ver);
-		job_set_int(j, "uptime_before", up);
-		if (job_save(j) < 0)
-			return pve_error_oom(job_err(j));
-	}
+	if (mark_uptime(j) < 0)
+		return STEP_RC_FAIL;
 	if (strcmp(r->mode, "run") == 0) {
 		if (run_update(j) < 0)
 			return STEP_RC_FAIL;

@@ -73,6 +73,8 @@ static const struct opt_doc docs[] = {
 	{"rolling", "window", "W", "start each node only while window W is open; its drain ends "
 	 "with it"},
 	{"rolling", "max-workers", "K", "migrations at once (default [migrate] max_workers)"},
+	{"rolling", "node-ssh", "NODE=HOST[:PORT]", "reach NODE's SSH there (default: its address "
+	 "in /cluster/status, port 22; repeatable)"},
 	{"drain", "to", "N1,N2,...", "move guests only to these nodes (default: every other one)"},
 	{"drain", "max-workers", "K", "migrations at once (default [migrate] max_workers)"},
 	{"drain", "partial", NULL, "move what fits even when some guest fits nowhere"},

@@ -1,16 +1,22 @@
 /* test_rolling.c - `pvagent rolling` (agent/wf_rolling.c, agent/rolling_plan.c):
  * the pure rules (quorum with a vote to spare, the order, Ceph's health,
- * versions); the plan against the simulator's drain and migrate scenarios
- * (it names what blocks a run and the guests that need a decision, orders
- * the node pvagent runs on last, and sends nothing but reads); a run with
- * --wait whose node never reboots stops in its update step, needs
- * attention and names the guests away from home. */
+ * versions); the plan against the simulator's drain, migrate and rolling
+ * scenarios (it names what blocks a run and the guests that need a
+ * decision, orders the node pvagent runs on last, and writes nothing); a
+ * run with --wait whose node never reboots stops in its update step,
+ * needs attention and names the guests away from home; a --wait run
+ * whose admin (a thread) upgrades and reboots each node once drained;
+ * rolling.json's
+ * 8.4 cluster rolled to 9.1 with --run over each node's test sshd, in
+ * this process and through pvagentd SIGKILLed at every step boundary. */
 #include <criterion/criterion.h>
 
 #include "job.h"
 #include "json.h"
 #include "migfx.h"
 #include "nodesshd.h"
+#include "clirun.h"
+#include "procstat.h"
 #include "rolling_plan.h"
 #include "store.h"
 #include "util.h"
@@ -20,6 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sqlite3.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DRAIN "tests/pvesim/scenarios/drain.json"
@@ -176,10 +188,19 @@ static json_object *plan_params(const char *self)
 	return wf_rolling_params(&q);
 }
 
+/* A plan that must end done. */
+static struct job *plan_done(struct migfx *f, const char *self)
+{
+	enum job_outcome o;
+	struct job *j = run_rolling(f, plan_params(self), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	return j;
+}
+
 /* drain.json: huge fits on no other node; pinned stays; the containers
  * move by restart when they run. The plan refuses, names each, and writes
  * nothing to PVE. */
-Test(rolling, plan_names_what_blocks_and_changes_nothing, .timeout = 240)
+Test(rolling, plan_names_what_blocks_and_changes_nothing, .timeout = 600)
 {
 	struct migfx f;
 	cr_assert_eq(migfx_start(&f, DRAIN, NULL, true), 0);
@@ -207,13 +228,11 @@ Test(rolling, plan_names_what_blocks_and_changes_nothing, .timeout = 240)
 /* With every guest placeable: the plan is done, every check ok, the node
  * pvagent runs on last, the empty nodes first, each running VM planned as
  * a live move. */
-Test(rolling, plan_orders_the_nodes, .timeout = 240)
+Test(rolling, plan_orders_the_nodes, .timeout = 600)
 {
 	struct migfx f;
 	cr_assert_eq(migfx_start_with(&f, DRAIN, FITS, true), 0);
-	enum job_outcome o;
-	struct job *j = run_rolling(&f, plan_params("pve2"), &o);
-	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	struct job *j = plan_done(&f, "pve2");
 	json_object *order = NULL;
 	cr_assert(json_object_object_get_ex(job_vars(j), "order", &order));
 	cr_assert_eq(json_object_array_length(order), 3);
@@ -237,7 +256,7 @@ Test(rolling, plan_orders_the_nodes, .timeout = 240)
 
 /* migrate.json: four nodes, one offline: no vote to spare is checked as
  * the offline node, and the plan refuses. */
-Test(rolling, plan_refuses_an_offline_node, .timeout = 240)
+Test(rolling, plan_refuses_an_offline_node, .timeout = 600)
 {
 	struct migfx f;
 	cr_assert_eq(migfx_start(&f, MIGRATE, NULL, true), 0);
@@ -256,7 +275,7 @@ Test(rolling, plan_refuses_an_offline_node, .timeout = 240)
  * not, here): pve1 is drained, its update waits and gives up; the run
  * needs attention, says where pve1 is and which guests are away, and the
  * migrations ran once each. */
-Test(rolling, a_wait_that_sees_no_reboot_stops_and_says_where, .timeout = 240)
+Test(rolling, a_wait_that_sees_no_reboot_stops_and_says_where, .timeout = 600)
 {
 	struct migfx f;
 	cr_assert_eq(migfx_start_with(&f, DRAIN, FITS, true), 0);
@@ -313,13 +332,16 @@ struct rworld {
 	json_object *scen;      /* the scenario: the guests' homes and states */
 };
 
-static void rworld_start(struct rworld *w)
+/* In simulated time for a run in this process (daemon false), else the
+ * simulator at 30 times real time for pvagentd's jobs, state.db theirs. */
+static void rworld_start(struct rworld *w, bool daemon)
 {
 	if (geteuid() != 0)
 		cr_skip_test("needs root (the nodes' test sshd chroots)");
 	memset(w, 0, sizeof *w);
-	const char *args[] = {"--node-shell-listen", "127.0.0.1:0", NULL};
-	cr_assert_eq(migfx_start(&w->f, ROLLING, args, true), 0);
+	const char *args[] = {"--node-shell-listen", "127.0.0.1:0", "--time-scale",
+			      daemon ? "100" : "1", NULL};
+	cr_assert_eq(migfx_start(&w->f, ROLLING, args, !daemon), 0);
 	cr_assert_eq(nodesshd_start(&w->ns, &w->f.sp), 0, "the nodes' sshd did not start");
 	/* one identity for every node: the first sshd's, authorized on the others */
 	char *pub = strprintf("%s.pub", w->ns.sshd[0].identity), *key = NULL;
@@ -347,7 +369,8 @@ static void rworld_start(struct rworld *w)
 	w->f.conf.ssh.host_key_policy = CONF_HKP_TOFU;
 	w->f.conf.ssh.timeout = 30;
 	w->db = strprintf("%s/state.db", w->dir);
-	cr_assert_eq(store_open(w->db, &w->f.env.store, &serr), 0, "%s", serr ? serr : "");
+	if (!daemon)
+		cr_assert_eq(store_open(w->db, &w->f.env.store, &serr), 0, "%s", serr ? serr : "");
 	w->scen = json_object_from_file(ROLLING);
 	cr_assert_not_null(w->scen);
 }
@@ -410,7 +433,7 @@ static bool ha_guest(struct rworld *w, long long vmid)
  * migration only (never stopped or started), every migration done (none
  * refused for its machine type), no HA guest moved onto a node while it
  * was in HA maintenance, and no guest migrated twice in one leg. */
-static void assert_rolled(struct rworld *w, const char *what)
+static void assert_rolled(struct rworld *w, const char *what, bool ssh_reboots)
 {
 	json_object *state = simproc_state(&w->f.sp), *log = simproc_requests(&w->f.sp);
 	json_object *guests = NULL, *cmds = NULL;
@@ -498,7 +521,8 @@ static void assert_rolled(struct rworld *w, const char *what)
 				   argv && strcmp(json_object_get_string(json_object_array_get_idx(argv, 0)),
 						  "reboot") == 0;
 		}
-		cr_expect_eq(reboots, 1, "%s: %s rebooted %zu times", what, json_str(n, "name"), reboots);
+		cr_expect_eq(reboots, ssh_reboots ? 1 : 0, "%s: %s rebooted %zu times over SSH", what,
+			     json_str(n, "name"), reboots);
 	}
 	json_object_put(cmds);
 	json_object_put(log);
@@ -532,15 +556,15 @@ static void assert_moves_once(struct rworld *w, const char *what)
 	json_object_put(log);
 }
 
-Test(rolling, an_8_4_cluster_rolled_to_9_1, .timeout = 240)
+Test(rolling, an_8_4_cluster_rolled_to_9_1, .timeout = 600)
 {
 	struct rworld w;
-	rworld_start(&w);
+	rworld_start(&w, false);
 	enum job_outcome o;
 	struct job *j = run_rolling(&w.f, run_params(&w), &o);
 	cr_assert_eq(o, JOB_OUT_DONE, "%s; left: %s",
 		     job_error(j)->message ? job_error(j)->message : "", job_left(j) ? job_left(j) : "");
-	assert_rolled(&w, "run");
+	assert_rolled(&w, "run", true);
 	assert_moves_once(&w, "run");
 	json_object *p = node_of(j, "pve1"), *done = NULL, *phases = NULL;
 	cr_assert(json_object_object_get_ex(p, "moves_done", &done));
@@ -553,6 +577,293 @@ Test(rolling, an_8_4_cluster_rolled_to_9_1, .timeout = 240)
 	for (size_t i = 0; i < 7; i++)
 		cr_expect(json_object_object_get_ex(json_object_object_get(phases, steps[i]), "end", NULL),
 			  "pve1's %s has no end", steps[i]);
+	job_free(j);
+	rworld_stop(&w);
+}
+
+/* ---- the same through pvagentd, SIGKILLed at every step boundary --------------------- *
+ *
+ * The rolling job's process stops itself right after a step's end was
+ * committed (PVAGENT_STOP_AFTER, inherited from the daemon): the
+ * preflight, then each of the seven steps of each node's rolling-node job
+ * in turn. Each time the daemon is SIGKILLed with it and started again
+ * with the next boundary; its start-up resumes the job. At the end: the
+ * run as the in-process one ends, and no migration was sent twice. */
+
+struct daemon_world {
+	struct rworld r;
+	char *conf, *log;
+	const char *bin, *dbin;
+	pid_t daemon, client;
+};
+
+static void daemon_spawn(struct daemon_world *d, const char *stop_after)
+{
+	if (stop_after)
+		cr_assert_eq(setenv("PVAGENT_STOP_AFTER", stop_after, 1), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		setenv("PVAGENT_BIN", d->bin, 1);
+		execl(d->dbin, d->dbin, "-c", d->conf, "-f", (char *)NULL);
+		_exit(127);
+	}
+	cr_assert_eq(unsetenv("PVAGENT_STOP_AFTER"), 0);
+	d->daemon = pid;
+	char *sock = strprintf("%s/pvagentd.sock", d->r.dir);
+	bool up = false;
+	for (int i = 0; i < 3000 && !up; i++) {
+		up = access(sock, F_OK) == 0;
+		struct timespec ts = {0, 10L * 1000 * 1000};
+		if (!up)
+			nanosleep(&ts, NULL); /* polling a state (the socket), bounded */
+	}
+	free(sock);
+	cr_assert(up, "pvagentd never made its socket");
+}
+
+/* Bounded wait until sql (no parameter) gives want. */
+static void wait_count(struct daemon_world *d, const char *sql, long long want, const char *what)
+{
+	for (int i = 0; i < 12000; i++) {
+		if (test_db_int(d->r.db, sql, NULL) == want)
+			return;
+		struct timespec ts = {0, 20L * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a state (the store), bounded */
+	}
+	char *log = NULL;
+	read_file(d->log, &log, NULL);
+	cr_assert_fail("never: %s\n%s", what, log ? log : "");
+}
+
+/* The job's process stopped at the boundary: SIGKILL the daemon with it. */
+static void kill_at_boundary(struct daemon_world *d, const char *what)
+{
+	pid_t child = (pid_t)test_db_int(d->r.db, "SELECT pid FROM jobs WHERE id = 1", NULL);
+	cr_assert_gt(child, 0, "%s", what);
+	cr_assert_eq(procstat_wait_state(child, 'T', 60000), 0, "%s: never stopped", what);
+	cr_assert_eq(kill(d->daemon, SIGKILL), 0);
+	cr_assert_eq(waitpid(d->daemon, NULL, 0), d->daemon);
+	d->daemon = -1;
+	for (int i = 0; i < 3000 && kill(child, 0) == 0; i++) {
+		struct timespec ts = {0, 10L * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a state (the process), bounded */
+	}
+	cr_assert_neq(kill(child, 0), 0, "%s: the job's process outlived its daemon", what);
+	if (d->client > 0)
+		test_kill(&d->client);
+}
+
+Test(rolling, pvagentd_killed_at_every_step_boundary_finishes_the_run, .timeout = 600)
+{
+	struct daemon_world d = {.daemon = -1, .client = -1};
+	const char *bin = getenv("PVAGENT_BIN"), *dbin = getenv("PVAGENTD_BIN");
+	d.bin = bin ? bin : "build/san/pvagent";
+	d.dbin = dbin ? dbin : "build/san/pvagentd";
+	if (access(d.bin, X_OK) < 0 || access(d.dbin, X_OK) < 0)
+		cr_skip_test("no pvagent/pvagentd (make build/san/pvagent build/san/pvagentd)");
+	rworld_start(&d.r, true);
+	struct migfx *f = &d.r.f;
+	char *secret = strprintf("%s/token.secret", d.r.dir), *body = strprintf("%s\n",
+										f->sp.token_secret);
+	cr_assert_eq(test_write_file(secret, body, 0600), 0);
+	d.conf = strprintf("%s/pvagent.conf", d.r.dir);
+	d.log = strprintf("%s/pvagentd.log", d.r.dir);
+	char *conf = strprintf("[pve]\nurl = %s\ntoken_id = %s\ntoken_secret_file = %s\n"
+			       "fingerprint = %s\ntimeout = 10\n[ssh]\nidentity = %s\n"
+			       "known_hosts = %s\nhost_key_policy = tofu\n[paths]\ntemplates = %s\n"
+			       "state = %s\nsocket = %s/pvagentd.sock\n[daemon]\nworkers = 2\n"
+			       "[migrate]\nprobe_port = 1\nmax_workers = 4\n",
+			       f->sp.url, f->sp.token_id, secret, f->sp.fingerprint,
+			       f->conf.ssh.identity, f->conf.ssh.known_hosts, d.r.dir, d.r.dir,
+			       d.r.dir);
+	cr_assert_eq(test_write_file(d.conf, conf, 0600), 0);
+	free(conf);
+	free(body);
+	/* the command: --node-ssh for each node's sshd */
+	const char *argv[32] = {d.bin, "-c", d.conf, "rolling", "run", "--run", "--version", "9.1"};
+	size_t n = 8;
+	char *opts[8] = {0};
+	size_t no = 0;
+	json_object_object_foreach(d.r.node_ssh, node, at)
+	{
+		opts[no] = strprintf("%s=%s", node, json_object_get_string(at));
+		argv[n++] = "--node-ssh";
+		argv[n++] = opts[no++];
+	}
+	argv[n] = NULL;
+	static const char *const steps[] = {"precheck", "maintenance", "drain", "update",
+					    "check", "leave", "undrain"};
+	daemon_spawn(&d, "rolling:preflight");
+	char *out = strprintf("%s/client.out", d.r.dir);
+	d.client = test_spawn(argv, out);
+	cr_assert_gt(d.client, 0);
+	wait_count(&d, "SELECT count(*) FROM steps WHERE job = 1 AND name = 'preflight' AND "
+		       "state = 'done'", 1, "preflight done");
+	kill_at_boundary(&d, "preflight");
+	for (size_t ni = 0; ni < 3; ni++)
+		for (size_t s = 0; s < 7; s++) {
+			char *stop = strprintf("rolling-node:%s", steps[s]);
+			char *what = strprintf("node %zu's %s", ni + 1, steps[s]);
+			char *sql = strprintf("SELECT count(*) FROM steps t JOIN jobs j ON t.job = j.id "
+					      "WHERE j.workflow = 'rolling-node' AND t.name = '%s' "
+					      "AND t.state = 'done'", steps[s]);
+			daemon_spawn(&d, stop);
+			wait_count(&d, sql, (long long)ni + 1, what);
+			kill_at_boundary(&d, what);
+			free(stop);
+			free(what);
+			free(sql);
+		}
+	daemon_spawn(&d, NULL);
+	wait_count(&d, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'done'", 1,
+		   "the rolling job ended done");
+	cr_assert_eq(kill(d.daemon, SIGTERM), 0);
+	cr_assert_eq(waitpid(d.daemon, NULL, 0), d.daemon);
+	cr_expect_eq(test_db_int(d.r.db, "SELECT count(*) FROM jobs WHERE workflow = "
+					 "'rolling-node'", NULL), 3, "one child job per node");
+	char *serr = NULL;
+	cr_assert_eq(store_open(d.r.db, &f->env.store, &serr), 0, "%s", serr ? serr : "");
+	assert_rolled(&d.r, "killed at every boundary", true);
+	assert_moves_once(&d.r, "killed at every boundary");
+	char *log = NULL;
+	read_file(d.log, &log, NULL);
+	cr_expect_null(log ? strstr(log, "Sanitizer") : NULL, "daemon sanitizer report:\n%s", log);
+	free(log);
+	for (size_t i = 0; i < no; i++)
+		free(opts[i]);
+	free(out);
+	free(secret);
+	free(d.conf);
+	free(d.log);
+	rworld_stop(&d.r);
+}
+
+/* rolling.json's plan: Ceph healthy, HA, every node 8.4, the containers
+ * named (they move by restart), nothing written. */
+Test(rolling, plan_of_the_8_4_cluster, .timeout = 600)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start(&f, ROLLING, NULL, true), 0);
+	struct job *j = plan_done(&f, "pve1");
+	cr_expect(json_flag(check_of(j, "ceph"), "ok"));
+	cr_expect(json_flag(check_of(j, "ha"), "ok"));
+	json_object *cl = NULL, *order = NULL;
+	cr_assert(json_object_object_get_ex(job_vars(j), "cluster", &cl));
+	cr_expect(json_flag(cl, "ceph") && json_flag(cl, "ha"));
+	cr_assert(json_object_object_get_ex(job_vars(j), "order", &order));
+	cr_expect_str_eq(json_object_get_string(json_object_array_get_idx(order, 2)), "pve1");
+	static const char *const nodes[] = {"pve1", "pve2", "pve3"};
+	for (size_t i = 0; i < 3; i++) {
+		json_object *n = node_of(j, nodes[i]);
+		cr_expect(rolling_version_is(json_str(n, "version"), "8.4"), "%s", nodes[i]);
+		char ct[16];
+		snprintf(ct, sizeof ct, "ct%zu09", i + 1);
+		const char *what = todo_of(n, ct);
+		cr_assert_not_null(what, "%s not named", ct);
+		cr_expect(strstr(what, "restart"), "%s", what);
+	}
+	cr_expect_eq(writes(&f), 0, "a plan changed something");
+	job_free(j);
+	cr_assert_eq(migfx_stop(&f), 0);
+}
+
+/* ---- --wait: the admin upgrades and reboots each node ---------------------------- */
+
+struct admin {
+	struct rworld *w;
+	struct simproc sp;     /* the simulator's, with a curl handle of its own */
+	int upgraded;
+	_Atomic bool over;     /* the run ended: stop waiting for drains */
+	char why[160];
+};
+
+/* The node in HA maintenance now (the one drained), or NULL (malloc'd). */
+static char *maintained(struct admin *a)
+{
+	long st = 0;
+	json_object *b = NULL, *data = NULL, *cl = NULL, *nodes = NULL;
+	char *name = NULL;
+	if (sim_http(&a->sp, "GET", "/_sim/state", NULL, NULL, NULL, &st, &b) < 0)
+		return NULL;
+	json_object_object_get_ex(b, "data", &data);
+	json_object_object_get_ex(data, "cluster", &cl);
+	json_object_object_get_ex(cl, "nodes", &nodes);
+	for (size_t i = 0; nodes && i < json_object_array_length(nodes) && !name; i++) {
+		json_object *n = json_object_array_get_idx(nodes, i);
+		if (json_flag(n, "ha_maintenance"))
+			name = strdup(json_str(n, "name"));
+	}
+	json_object_put(b);
+	return name;
+}
+
+/* Each time a node's drain is done, as an admin would: upgrade it and
+ * reboot it (the simulator's controls). */
+static void *admin_run(void *arg)
+{
+	struct admin *a = arg;
+	for (int k = 1; k <= 3; k++) {
+		char *sql = strprintf("SELECT count(*) FROM steps t JOIN jobs j ON t.job = j.id WHERE "
+				      "j.workflow = 'rolling-node' AND t.name = 'drain' AND "
+				      "t.state = 'done'");
+		char *node = NULL;
+		for (int i = 0; i < 15000 && !node && !a->over; i++) {
+			if (test_db_int(a->w->db, sql, NULL) >= k)
+				node = maintained(a);
+			struct timespec ts = {0, 20L * 1000 * 1000};
+			if (!node)
+				nanosleep(&ts, NULL); /* polling a state (the store), bounded */
+		}
+		free(sql);
+		if (!node) {
+			snprintf(a->why, sizeof a->why, "node %d's drain never ended", k);
+			return NULL;
+		}
+		char *body = strprintf("{\"node\":\"%s\"}", node);
+		long st1 = 0, st2 = 0;
+		int r = sim_http(&a->sp, "POST", "/_sim/node/upgrade", "application/json", body,
+				 NULL, &st1, NULL);
+		if (r == 0)
+			r = sim_http(&a->sp, "POST", "/_sim/node/reboot", "application/json", body,
+				     NULL, &st2, NULL);
+		free(body);
+		if (r < 0 || st1 != 200 || st2 != 200) {
+			snprintf(a->why, sizeof a->why, "%s: upgrade %ld, reboot %ld", node, st1, st2);
+			free(node);
+			return NULL;
+		}
+		free(node);
+		a->upgraded++;
+	}
+	return NULL;
+}
+
+Test(rolling, wait_for_the_admins_upgrades, .timeout = 600)
+{
+	struct rworld w;
+	rworld_start(&w, false);
+	struct admin a = {.w = &w, .sp = w.f.sp};
+	a.sp.curl = NULL;
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, admin_run, &a), 0);
+	struct rolling_request q = {.mode = "wait", .version = "9.1", .max_workers = 4,
+				    .node_ssh = w.node_ssh};
+	enum job_outcome o;
+	struct job *j = run_rolling(&w.f, wf_rolling_params(&q), &o);
+	a.over = true;
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	curl_easy_cleanup(a.sp.curl);
+	cr_assert_eq(a.upgraded, 3, "%s", a.why);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s; left: %s",
+		     job_error(j)->message ? job_error(j)->message : "", job_left(j) ? job_left(j) : "");
+	assert_rolled(&w, "--wait", false);
+	assert_moves_once(&w, "--wait");
 	job_free(j);
 	rworld_stop(&w);
 }
