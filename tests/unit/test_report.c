@@ -10,17 +10,21 @@
  * report comes from the daemon's store. And the model alone, on a store
  * written here: a rolling run's tree (per-node job, its drain and undrain,
  * their migrations), a window's drain, the JSON both ways, the page's
- * escaping. */
+ * escaping; and the report of a real rolling run (agent/wf_rolling.c) that
+ * stops in pve1's update step. */
 #include <criterion/criterion.h>
 
 #include "clirun.h"
 #include "json.h"
+#include "migfx.h"
 #include "report.h"
 #include "report_html.h"
+#include "rollworld.h"
 #include "simproc.h"
 #include "sshd.h"
 #include "store.h"
 #include "util.h"
+#include "wf_rolling.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -46,7 +50,7 @@ static void cleanup(void)
 	simproc_stop(&sim);
 }
 
-TestSuite(report, .fini = cleanup, .timeout = 240);
+TestSuite(report, .fini = cleanup, .timeout = 600);
 
 struct world {
 	char *dir, *conf, *sock, *secret;
@@ -202,12 +206,13 @@ static void drain(struct world *w)
 	free(out);
 }
 
-/* The report's model as `pvagent --json report 1` prints it. */
-static json_object *cli_report_json(struct world *w, const char *conf, const char *local)
+/* The report's model as `pvagent --json report ID` prints it. */
+static json_object *cli_report_json(struct world *w, const char *conf, const char *local,
+				    const char *id)
 {
 	char *out = NULL;
-	int rc = local ? pv(w, conf, &out, local, "--json", "report", "1", NULL)
-		       : pv(w, conf, &out, "--json", "report", "1", NULL);
+	int rc = local ? pv(w, conf, &out, local, "--json", "report", id, NULL)
+		       : pv(w, conf, &out, "--json", "report", id, NULL);
 	cr_assert_eq(rc, 0, "report: exit %d:\n%s", rc, out);
 	json_object *fin = final_json(out), *rep = NULL;
 	free(out);
@@ -263,6 +268,23 @@ static void assert_model(json_object *rep)
 	cr_expect_geq(with_downtime, 4, "only %zu moves with a downtime", with_downtime);
 }
 
+/* html needs no script and fetches nothing: no script element, no
+ * resource by URL (src, href or CSS url() but to a fragment, @import,
+ * link, iframe, object), no http(s) URL but SVG's namespace. */
+static void assert_self_contained(const char *html, const char *what)
+{
+	static const char *const never[] = {"<script", "src=", "@import", "<link",
+					    "<iframe", "<object", "<embed", "https://", "srcset"};
+	for (size_t i = 0; i < sizeof never / sizeof *never; i++)
+		cr_expect_null(strcasestr(html, never[i]), "%s has %s", what, never[i]);
+	for (const char *h = html; (h = strcasestr(h, "href=")); h += 5)
+		cr_expect(h[5] == '"' && h[6] == '#', "%s refers to %.40s", what, h);
+	for (const char *u = html; (u = strcasestr(u, "url(")); u += 4)
+		cr_expect(u[4] == '#', "%s loads %.40s", what, u);
+	cr_expect_eq(count(html, "http://"), count(html, "http://www.w3.org/2000/svg"),
+		     "%s refers to something on the network", what);
+}
+
 static const char *chromium(void)
 {
 	static const char *const names[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser"};
@@ -313,13 +335,59 @@ static char *artifact_dir(const char *bin)
 	return dir;
 }
 
+/* Each downtime (PVE's) and gap (the probe's) figure of the report's JSON
+ * in the DOM, in a table row of its guest's (one moved twice has two). */
+static void assert_downtimes_in_rows(const char *dom, json_object *rep)
+{
+	static const char *const figs[][2] = {{"downtime_ms", "num downtime"}, {"gap_ms", "num gap"}};
+	json_object *moves = NULL;
+	json_object_object_get_ex(rep, "moves", &moves);
+	for (size_t i = 0; moves && i < json_object_array_length(moves); i++)
+		for (size_t f = 0; f < 2; f++) {
+			json_object *m = json_object_array_get_idx(moves, i);
+			long long ms = -1, vmid = 0;
+			json_int(m, "vmid", &vmid);
+			if (!json_int(m, figs[f][0], &ms) || ms < 0)
+				continue;
+			char fig[32], tr[64];
+			str_duration(fig, sizeof fig, (double)ms / 1000);
+			snprintf(tr, sizeof tr, "<tr class=\"move kind-moved\" data-vmid=\"%lld\">",
+				 vmid);
+			char *cell = strprintf("<td class=\"%s\">%s</td>", figs[f][1], fig);
+			bool found = false;
+			for (const char *row = dom; !found && (row = strstr(row, tr)); row++) {
+				const char *end = strstr(row, "</tr>"), *at = strstr(row, cell);
+				found = at && end && at < end;
+			}
+			cr_expect(found, "%lld: %s %s not in its row", vmid, figs[f][0], fig);
+			free(cell);
+		}
+}
+
+/* Chromium's screenshot of page kept as the artifact name (beside bin). */
+static void keep_screenshot(const char *dir, const char *page, const char *bin, const char *name)
+{
+	char *art = artifact_dir(bin);
+	char *png = strprintf("%s/%s", art, name), *shot = strprintf("--screenshot=%s", png);
+	unlink(png);
+	free(browse(dir, page, shot));
+	char *img = NULL;
+	size_t len = 0;
+	cr_assert_eq(read_file(png, &img, &len), 0, "no screenshot at %s", png);
+	cr_expect(len > 1000 && memcmp(img, "\x89PNG", 4) == 0, "%s is not a PNG", png);
+	free(img);
+	free(shot);
+	free(png);
+	free(art);
+}
+
 Test(report, drain_as_json_text_and_html_in_a_browser)
 {
 	struct world w;
 	world_start(&w);
 	drain(&w);
 
-	json_object *rep = cli_report_json(&w, NULL, "--local");
+	json_object *rep = cli_report_json(&w, NULL, "--local", "1");
 	assert_model(rep);
 
 	/* text: the same figures */
@@ -343,17 +411,13 @@ Test(report, drain_as_json_text_and_html_in_a_browser)
 	char *html = NULL;
 	cr_assert_eq(read_file(page, &html, NULL), 0);
 	cr_expect(strstr(html, HOSTILE_ESC), "the hostile name is not escaped in the page");
-	cr_expect_null(strcasestr(html, "<script"), "the page has a script element");
-	cr_expect_eq(count(html, "http://"), count(html, "http://www.w3.org/2000/svg"),
-		     "the page refers to something on the network");
-	cr_expect_null(strstr(html, "https://"), "the page refers to something on the network");
-	cr_expect_null(strstr(html, "url(http"), "the page loads something");
+	assert_self_contained(html, "the page");
 	free(html);
 
 	/* rendered: its DOM */
 	char *dom = browse(w.dir, page, "--dump-dom");
 	cr_assert(strstr(dom, "<svg"), "no SVG in the DOM:\n%.2000s", dom);
-	cr_expect_null(strcasestr(dom, "<script"), "a script element in the DOM");
+	assert_self_contained(dom, "the DOM");
 	cr_expect_geq(count(dom, HOSTILE_ESC), 3, "the hostile name is not rendered as text");
 	cr_expect_eq(count(dom, "class=\"guest-row"), 12, "one timeline row per guest");
 	cr_expect_eq(count(dom, "class=\"move-bar kind-moved\""), 8, "a bar per move");
@@ -362,42 +426,11 @@ Test(report, drain_as_json_text_and_html_in_a_browser)
 	cr_expect_geq(count(dom, "<title>"), 1 + 12 + 9 + 2, "text alternatives in titles");
 	cr_expect(strstr(dom, "migration aborted"), "the failure's reason");
 	cr_expect(strstr(dom, "Away from home at the end"), "the away section");
-	/* each downtime figure, in its guest's row */
-	json_object *moves = NULL;
-	json_object_object_get_ex(rep, "moves", &moves);
-	for (size_t i = 0; i < json_object_array_length(moves); i++) {
-		json_object *m = json_object_array_get_idx(moves, i);
-		long long dt = -1, vmid = 0;
-		json_int(m, "vmid", &vmid);
-		if (!json_int(m, "downtime_ms", &dt) || dt < 0)
-			continue;
-		char fig[32], tr[48];
-		str_duration(fig, sizeof fig, (double)dt / 1000);
-		snprintf(tr, sizeof tr, "<tr class=\"move kind-moved\" data-vmid=\"%lld\">", vmid);
-		const char *row = strstr(dom, tr);
-		cr_assert_not_null(row, "no row of %lld", vmid);
-		char *cell = strprintf("<td class=\"num downtime\">%s</td>", fig);
-		const char *end = strstr(row, "</tr>");
-		const char *at = strstr(row, cell);
-		cr_expect(at && end && at < end, "%lld: downtime %s not in its row", vmid, fig);
-		free(cell);
-	}
+	assert_downtimes_in_rows(dom, rep);
 	free(dom);
 
 	/* rendered: a screenshot, kept */
-	char *art = artifact_dir(w.bin);
-	char *png = strprintf("%s/report.png", art);
-	unlink(png);
-	char *shot = strprintf("--screenshot=%s", png);
-	free(browse(w.dir, page, shot));
-	char *img = NULL;
-	size_t len = 0;
-	cr_assert_eq(read_file(png, &img, &len), 0, "no screenshot at %s", png);
-	cr_expect(len > 1000 && memcmp(img, "\x89PNG", 4) == 0, "%s is not a PNG", png);
-	free(img);
-	free(shot);
-	free(png);
-	free(art);
+	keep_screenshot(w.dir, page, w.bin, "report.png");
 	free(page);
 	json_object_put(rep);
 	world_free(&w);
@@ -408,7 +441,7 @@ Test(report, through_pvagentd_from_its_store)
 	struct world w;
 	world_start(&w);
 	drain(&w);
-	json_object *local = cli_report_json(&w, NULL, "--local");
+	json_object *local = cli_report_json(&w, NULL, "--local", "1");
 
 	/* the daemon on the store; a client whose own state dir is empty */
 	char *log = strprintf("%s/pvagentd.log", w.dir);
@@ -432,7 +465,7 @@ Test(report, through_pvagentd_from_its_store)
 		struct timespec ts = {0, 20L * 1000 * 1000};
 		nanosleep(&ts, NULL); /* polling a state (the socket), bounded */
 	}
-	json_object *via = cli_report_json(&w, conf2, NULL);
+	json_object *via = cli_report_json(&w, conf2, NULL, "1");
 	assert_model(via);
 	cr_expect_str_eq(json_object_to_json_string_ext(via, JSON_C_TO_STRING_PLAIN),
 			 json_object_to_json_string_ext(local, JSON_C_TO_STRING_PLAIN),
@@ -496,7 +529,7 @@ static struct store *temp_store(char *dir)
 	return st;
 }
 
-Test(report, rolling_tree_window_and_json_both_ways)
+Test(report, rolling_tree_window_in_a_browser_and_json_both_ways)
 {
 	char dir[] = "/tmp/pvagent-test-report-model.XXXXXX";
 	struct store *st = temp_store(dir);
@@ -543,9 +576,16 @@ Test(report, rolling_tree_window_and_json_both_ways)
 				    JOB_FAILED, 200, 300, plan_move);
 	free(p);
 	(void)undrain;
-	/* not part of the tree: another drain, of a window */
-	long long win = put_job(st, "drain", "pve2", "{\"deadline\":1790003600}", "{}", JOB_DONE,
-				400, 410, NULL);
+	/* not part of the tree: another drain, of a window closing at T0 +
+	 * 3600 (w1 moved, w2 not started: the window closes first) */
+	const char *win_steps[] = {"plan:done:400:401", "move:done:401:3700", NULL};
+	long long win = put_job(st, "drain", "pve2", "{\"deadline\":1790003600}",
+				"{\"moves\":[{\"vmid\":201,\"name\":\"w1\",\"status\":\"moved\","
+				"\"method\":\"online\",\"target\":\"pve3\",\"downtime_ms\":25},"
+				"{\"vmid\":202,\"name\":\"w2\",\"status\":\"skipped\",\"method\":"
+				"\"online\",\"target\":\"pve3\",\"why\":\"not started: the window "
+				"closes first\"}]}",
+				JOB_DONE, 400, 4000, win_steps);
 
 	struct report r;
 	cr_assert_eq(report_build(st, roll, &r, &err), 1, "%s", err);
@@ -601,12 +641,265 @@ Test(report, rolling_tree_window_and_json_both_ways)
 	free(page);
 	report_free(&r);
 
-	/* a window's drain; no such job */
+	/* a window's drain, its page in Chromium: the deadline drawn and
+	 * said, the move that ran and the one the window refused */
 	cr_assert_eq(report_build(st, win, &r, &err), 1, "%s", err);
 	cr_expect_str_eq(r.kind, "window");
 	cr_expect_eq(r.deadline, 1790003600.0);
+	cr_expect_eq(r.n_moved, 1);
+	cr_expect_eq(r.n_refused, 1);
+	page = report_html(&r);
+	cr_assert_not_null(page);
+	char *file = strprintf("%s/window.html", dir);
+	cr_assert_eq(test_write_file(file, page, 0600), 0);
+	free(page);
+	char *dom = browse(dir, file, "--dump-dom");
+	assert_self_contained(dom, "the window's DOM");
+	cr_expect(strstr(dom, "<line class=\"deadline\""), "the window's end is not drawn");
+	cr_expect(strstr(dom, "Window closes"), "the window's end is not said");
+	cr_expect(strstr(dom, "<tr class=\"move kind-moved\" data-vmid=\"201\">"), "w1's row");
+	cr_expect(strstr(dom, "<tr class=\"move kind-refused\" data-vmid=\"202\">"), "w2's row");
+	cr_expect(strstr(dom, "not started: the window closes first"), "the refusal's reason");
+	free(dom);
+	const char *bin = getenv("PVAGENT_BIN");
+	keep_screenshot(dir, file, bin ? bin : "build/san/pvagent", "window.png");
+	free(file);
 	report_free(&r);
 	cr_expect_eq(report_build(st, 999, &r, &err), 0);
 	store_close(st);
 	cr_assert_eq(test_remove_tree(dir), 0);
+}
+
+/* ---- a rolling run's report --------------------------------------------------------------- */
+
+/* `rolling run pve1 --wait` on drain.json (its huge guest made to fit), in
+ * simulated time: pve1 is drained, never reboots, and the run stops in its
+ * update step needing attention. The report has the rolling job's lane,
+ * pve1's node job with its phases, its drain with every move, and the
+ * guests away from home. */
+Test(report, a_rolling_run_that_stops_in_its_update)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(&f, SCEN, "{\"guests\":{\"302\":{\"config\":{\"memory\":"
+						 "\"1024\"}}}}", true), 0);
+	char dir[] = "/tmp/pvagent-test-report-rolling.XXXXXX";
+	f.env.store = temp_store(dir);
+	const char *nodes[] = {"pve1"};
+	struct rolling_request q = {.nodes = nodes, .n_nodes = 1, .mode = "wait", .max_workers = 4,
+				    .wait_s = 30};
+	enum job_outcome o;
+	struct job *j = rollworld_run_job(&f, wf_rolling_params(&q), &o);
+	cr_assert_not_null(j, "see above");
+	cr_assert_eq(o, JOB_OUT_NEEDS_ATTENTION);
+	long long id = job_id(j);
+	job_free(j);
+
+	struct report r;
+	char *err = NULL;
+	cr_assert_eq(report_build(f.env.store, id, &r, &err), 1, "%s", err);
+	cr_expect_str_eq(r.kind, "rolling");
+	cr_expect_str_eq(r.state, "needs-attention");
+	const struct report_lane *node = NULL, *drain_lane = NULL;
+	for (size_t i = 0; i < r.n_lanes; i++) {
+		if (strcmp(r.lanes[i].workflow, "rolling-node") == 0)
+			node = &r.lanes[i];
+		if (strcmp(r.lanes[i].workflow, "drain") == 0)
+			drain_lane = &r.lanes[i];
+	}
+	cr_assert_not_null(node, "no lane of pve1's node job");
+	cr_assert_not_null(drain_lane, "no lane of pve1's drain");
+	cr_expect_str_eq(node->node, "pve1");
+	bool update_failed = false, drain_done = false;
+	for (size_t k = 0; k < node->n_steps; k++) {
+		update_failed |= strcmp(node->steps[k].name, "update") == 0 &&
+				 strcmp(node->steps[k].state, "failed") == 0;
+		drain_done |= strcmp(node->steps[k].name, "drain") == 0 &&
+			      strcmp(node->steps[k].state, "done") == 0 &&
+			      node->steps[k].ended >= node->steps[k].started;
+	}
+	cr_expect(update_failed, "pve1's update step is not the failed one");
+	cr_expect(drain_done, "pve1's drain phase has no end");
+	/* the movers of drain.json (302 fits now), each once, away from home */
+	cr_expect_eq(r.n_moved, 10, "%zu moved", r.n_moved);
+	cr_expect_eq(r.n_failed, 0);
+	cr_expect_eq(r.n_away, 10);
+	for (size_t i = 0; i < r.n_moves; i++)
+		if (r.moves[i].kind == REPORT_MOVED)
+			cr_expect(r.moves[i].job > 0 && r.moves[i].started > 0,
+				  "%s: no migration job", r.moves[i].name);
+	for (size_t i = 0; i < r.n_guests; i++) {
+		size_t moves = 0;
+		for (size_t k = 0; k < r.n_moves; k++)
+			moves += r.moves[k].vmid == r.guests[i].vmid;
+		cr_expect_eq(moves, 1, "guest %d has %zu moves", r.guests[i].vmid, moves);
+	}
+	char *page = report_html(&r);
+	cr_assert_not_null(page);
+	cr_expect(strstr(page, "Rolling maintenance of cluster"));
+	free(page);
+	report_free(&r);
+	store_close(f.env.store);
+	f.env.store = NULL;
+	cr_assert_eq(test_remove_tree(dir), 0);
+	cr_assert_eq(migfx_stop(&f), 0);
+}
+
+/* ---- issue 37's cluster rolled from 8.4 to 9.1, reported --------------------------------- *
+ *
+ * rolling.json's run over each node's test sshd (tests/support/rollworld.h,
+ * as test_rolling runs it), then `pvagent --local --json report` and
+ * `--html` on its store: a lane per job of the tree (the run, each node's
+ * job with its seven phases, each node's drain and undrain), each running
+ * VM moved live off its node and home again (start, end, PVE's downtime,
+ * its migration job), nothing failed or away; the page, in headless
+ * Chromium, a lane row per job, a guest row and a bar per move, each
+ * downtime in its row; a screenshot kept (rolling.png). */
+
+/* The moves of vmid in the report's JSON, n of them; their kinds "moved". */
+static size_t moves_of(json_object *rep, long long vmid, json_object **out, size_t max)
+{
+	json_object *moves = NULL;
+	size_t n = 0;
+	cr_assert(json_object_object_get_ex(rep, "moves", &moves));
+	for (size_t i = 0; i < json_object_array_length(moves); i++) {
+		json_object *m = json_object_array_get_idx(moves, i);
+		long long id = 0;
+		if (json_int(m, "vmid", &id) && id == vmid && n < max)
+			out[n++] = m;
+	}
+	return n;
+}
+
+static size_t lanes_of(json_object *rep, const char *workflow)
+{
+	json_object *lanes = NULL;
+	size_t n = 0;
+	cr_assert(json_object_object_get_ex(rep, "lanes", &lanes));
+	for (size_t i = 0; i < json_object_array_length(lanes); i++) {
+		json_object *l = json_object_array_get_idx(lanes, i), *steps = NULL;
+		if (strcmp(json_str(l, "workflow"), workflow) != 0)
+			continue;
+		n++;
+		if (strcmp(workflow, "rolling-node") != 0)
+			continue;
+		/* a node's seven phases, in order, each done with its times */
+		static const char *const phases[] = {"precheck", "maintenance", "drain", "update",
+						     "check", "leave", "undrain"};
+		cr_assert(json_object_object_get_ex(l, "steps", &steps));
+		cr_assert_eq(json_object_array_length(steps), 7, "%s's phases", json_str(l, "node"));
+		for (size_t k = 0; k < 7; k++) {
+			json_object *s = json_object_array_get_idx(steps, k), *a = NULL, *b = NULL;
+			cr_expect_str_eq(json_str(s, "name"), phases[k]);
+			cr_expect_str_eq(json_str(s, "state"), "done", "%s's %s", json_str(l, "node"),
+					 phases[k]);
+			cr_expect(json_object_object_get_ex(s, "started", &a) && a &&
+					  json_object_object_get_ex(s, "ended", &b) && b &&
+					  json_object_get_double(b) >= json_object_get_double(a),
+				  "%s's %s has no start and end", json_str(l, "node"), phases[k]);
+		}
+	}
+	return n;
+}
+
+Test(report, a_cluster_rolled_to_9_1_as_json_and_in_a_browser)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (the nodes' test sshd chroots)");
+	const char *bin = getenv("PVAGENT_BIN");
+	struct world pw = {.bin = bin ? bin : "build/san/pvagent"};
+	struct rollworld w;
+	cr_assert_eq(rollworld_start(&w, false, true), 0, "the rolling world did not start (see above)");
+	enum job_outcome o;
+	struct job *j = rollworld_run_job(&w.f, rollworld_run_params(&w), &o);
+	cr_assert_not_null(j, "see above");
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	char id[24];
+	snprintf(id, sizeof id, "%lld", job_id(j));
+	job_free(j);
+	char *conf = rollworld_write_conf(&w);
+	cr_assert_not_null(conf, "see above");
+
+	json_object *rep = cli_report_json(&pw, conf, "--local", id);
+	cr_expect_str_eq(json_str(rep, "workflow"), "rolling");
+	cr_expect_str_eq(json_str(rep, "kind"), "rolling");
+	cr_expect_str_eq(json_str(rep, "state"), "done");
+	cr_expect_eq(lanes_of(rep, "rolling"), 1);
+	cr_expect_eq(lanes_of(rep, "rolling-node"), 3, "a lane per node");
+	cr_expect_eq(lanes_of(rep, "drain"), 3);
+	cr_expect_eq(lanes_of(rep, "undrain"), 3);
+	cr_expect_eq(total(rep, "failed"), 0);
+	cr_expect_eq(total(rep, "away"), 0, "every guest home at the end");
+	/* each guest off its home and back, each move once: a running VM live
+	 * (PVE's downtime), a container by restart, a stopped VM offline; the
+	 * gap its clients saw where the probe
+	 * (every 10 ms) cannot miss it: a container's restart (3 s simulated,
+	 * 150 ms at 20 times); a live migration's few ms it may */
+	json_object *guests = NULL;
+	json_object_object_get_ex(w.scen, "guests", &guests);
+	size_t running = 0, moved = 0;
+	for (size_t i = 0; i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i), *m[4];
+		const char *type = json_str(g, "type"), *st = json_str(g, "status");
+		bool ct = type && strcmp(type, "lxc") == 0;
+		bool up = st && strcmp(st, "running") == 0;
+		running += up;
+		long long vmid = json_int0(g, "vmid");
+		const char *home = json_str(g, "node");
+		size_t n = moves_of(rep, vmid, m, 4);
+		cr_expect_eq(n, 2, "%lld: %zu moves", vmid, n);
+		for (size_t k = 0; k < n && k < 2; k++) {
+			json_object *a = NULL, *b = NULL;
+			cr_expect_str_eq(json_str(m[k], "kind"), "moved", "%lld", vmid);
+			cr_expect_str_eq(json_str(m[k], "method"),
+					 ct ? "restart" : up ? "online" : "offline", "%lld", vmid);
+			cr_expect(json_object_object_get_ex(m[k], "started", &a) && a &&
+					  json_object_object_get_ex(m[k], "ended", &b) && b &&
+					  json_object_get_double(b) > json_object_get_double(a),
+				  "%lld: a move without its start and end", vmid);
+			long long dt = -1, job = 0, gap = -1;
+			cr_expect(!up || (json_int(m[k], "downtime_ms", &dt) && dt >= 0),
+				  "%lld: no downtime PVE measured", vmid);
+			cr_expect(json_int(m[k], "job", &job) && job > 0, "%lld: no job", vmid);
+			if (ct && up)
+				cr_expect(json_int(m[k], "gap_ms", &gap) && gap > 0,
+					  "%lld: no gap its clients saw", vmid);
+			moved += strcmp(json_str(m[k], "kind"), "moved") == 0;
+		}
+		if (n == 2) {
+			cr_expect_str_eq(json_str(m[0], "from"), home, "%lld's first move", vmid);
+			cr_expect_str_eq(json_str(m[1], "to"), home, "%lld's way home", vmid);
+		}
+	}
+	cr_expect_gt(running, 10);
+	cr_expect_eq(total(rep, "moved"), (long long)moved, "a move counted twice");
+	cr_expect_geq(total(rep, "max_gap_ms"), 0, "the longest gap clients saw");
+
+	/* the page, and Chromium's DOM of it */
+	char *page = strprintf("%s/rolling.html", w.dir), *out = NULL;
+	cr_assert_eq(pv(&pw, conf, &out, "--local", "report", id, "--html", page, NULL), 0, "%s",
+		     out);
+	free(out);
+	char *html = NULL;
+	cr_assert_eq(read_file(page, &html, NULL), 0);
+	assert_self_contained(html, "the page");
+	free(html);
+	char *dom = browse(w.dir, page, "--dump-dom");
+	assert_self_contained(dom, "the DOM");
+	cr_expect(strstr(dom, "Rolling maintenance of cluster"), "the title");
+	json_object *lanes = NULL, *rguests = NULL;
+	json_object_object_get_ex(rep, "lanes", &lanes);
+	json_object_object_get_ex(rep, "guests", &rguests);
+	cr_expect_eq(count(dom, "class=\"lane-row\""), json_object_array_length(lanes),
+		     "a timeline row per job of each node");
+	cr_expect_eq(count(dom, "class=\"guest-row"), json_object_array_length(rguests),
+		     "a timeline row per guest");
+	cr_expect_eq(count(dom, "class=\"move-bar kind-moved\""), (size_t)total(rep, "moved"),
+		     "a bar per move");
+	assert_downtimes_in_rows(dom, rep);
+	free(dom);
+	keep_screenshot(w.dir, page, pw.bin, "rolling.png");
+	free(page);
+	free(conf);
+	json_object_put(rep);
+	cr_assert_eq(rollworld_stop(&w), 0, "see above");
 }

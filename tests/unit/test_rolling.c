@@ -15,6 +15,7 @@
 #include "json.h"
 #include "migfx.h"
 #include "nodesshd.h"
+#include "rollworld.h"
 #include "clirun.h"
 #include "procstat.h"
 #include "rolling_plan.h"
@@ -123,13 +124,8 @@ Test(rolling_plan, versions)
 
 static struct job *run_rolling(struct migfx *f, json_object *params, enum job_outcome *out)
 {
-	struct job *j = NULL;
-	struct pve_error e = {0};
-	cr_assert_eq(job_new(&f->env, &wf_rolling, "cluster", params, &j, &e), 0, "job_new: %s",
-		     e.message ? e.message : "?");
-	json_object_put(params);
-	wf_rolling_attach(j, &f->opts);
-	*out = job_run(j, f->c);
+	struct job *j = rollworld_run_job(f, params, out);
+	cr_assert_not_null(j, "the rolling job did not start (see above)");
 	return j;
 }
 
@@ -319,84 +315,21 @@ Test(rolling, a_wait_that_sees_no_reboot_stops_and_says_where, .timeout = 600)
  * 9.1.1 each, Ceph, 30 guests: HA and not, Ceph and local disks, a q35
  * VM, one pinned to pc-i440fx-8.1, a stopped VM and a container per node)
  * with a test sshd per node whose commands the simulator answers
- * (tests/support/nodesshd.h). */
+ * (tests/support/rollworld.h, nodesshd.h). */
 
-#define ROLLING "tests/pvesim/scenarios/rolling.json"
+#define ROLLING ROLLWORLD_SCENARIO
 
-struct rworld {
-	struct migfx f;
-	struct nodesshd ns;
-	char dir[40];
-	char *db;
-	json_object *node_ssh;  /* {NODE: "127.0.38.N:PORT"} */
-	json_object *scen;      /* the scenario: the guests' homes and states */
-};
-
-/* In simulated time for a run in this process (daemon false), else the
- * simulator at 30 times real time for pvagentd's jobs, state.db theirs. */
-static void rworld_start(struct rworld *w, bool daemon)
+/* rollworld_start, or skipped when not root. */
+static void rworld_start(struct rollworld *w, bool daemon)
 {
 	if (geteuid() != 0)
 		cr_skip_test("needs root (the nodes' test sshd chroots)");
-	memset(w, 0, sizeof *w);
-	const char *args[] = {"--node-shell-listen", "127.0.0.1:0", "--time-scale",
-			      daemon ? "100" : "1", NULL};
-	cr_assert_eq(migfx_start(&w->f, ROLLING, args, !daemon), 0);
-	cr_assert_eq(nodesshd_start(&w->ns, &w->f.sp), 0, "the nodes' sshd did not start");
-	/* one identity for every node: the first sshd's, authorized on the others */
-	char *pub = strprintf("%s.pub", w->ns.sshd[0].identity), *key = NULL;
-	cr_assert_eq(read_file(pub, &key, NULL), 0);
-	w->node_ssh = json_object_new_object();
-	for (size_t i = 0; i < w->ns.n; i++) {
-		struct sshd *sd = &w->ns.sshd[i];
-		char *ak = strprintf("%s/authorized_keys", sd->etc);
-		FILE *fp = fopen(ak, "a");
-		cr_assert_not_null(fp, "%s", ak);
-		fputs(key, fp);
-		cr_assert_eq(fclose(fp), 0);
-		free(ak);
-		char *at = strprintf("%s:%d", sd->addr, sd->port);
-		json_object_object_add(w->node_ssh, w->ns.names[i], json_object_new_string(at));
-		free(at);
-	}
-	free(key);
-	free(pub);
-	snprintf(w->dir, sizeof w->dir, "/tmp/pvagent-test-rolling.XXXXXX");
-	cr_assert_not_null(mkdtemp(w->dir));
-	char *kh = strprintf("%s/known_hosts", w->dir), *serr = NULL;
-	w->f.conf.ssh.identity = w->ns.sshd[0].identity;
-	w->f.conf.ssh.known_hosts = kh;
-	w->f.conf.ssh.host_key_policy = CONF_HKP_TOFU;
-	w->f.conf.ssh.timeout = 30;
-	w->db = strprintf("%s/state.db", w->dir);
-	if (!daemon)
-		cr_assert_eq(store_open(w->db, &w->f.env.store, &serr), 0, "%s", serr ? serr : "");
-	w->scen = json_object_from_file(ROLLING);
-	cr_assert_not_null(w->scen);
+	cr_assert_eq(rollworld_start(w, daemon, false), 0, "the rolling world did not start (see above)");
 }
 
-static void rworld_stop(struct rworld *w)
+static void rworld_stop(struct rollworld *w)
 {
-	store_close(w->f.env.store);
-	w->f.env.store = NULL;
-	free(w->f.conf.ssh.known_hosts);
-	w->f.conf.ssh.known_hosts = NULL;
-	w->f.conf.ssh.identity = NULL;
-	cr_expect_eq(nodesshd_stop(&w->ns), 0);
-	char *cmd = strprintf("rm -rf '%s'", w->dir);
-	cr_expect_eq(system(cmd), 0);
-	free(cmd);
-	free(w->db);
-	json_object_put(w->node_ssh);
-	json_object_put(w->scen);
-	cr_assert_eq(migfx_stop(&w->f), 0);
-}
-
-static json_object *run_params(struct rworld *w)
-{
-	struct rolling_request q = {.mode = "run", .version = "9.1", .max_workers = 4,
-				    .node_ssh = w->node_ssh, .wait_s = 1800};
-	return wf_rolling_params(&q);
+	cr_assert_eq(rollworld_stop(w), 0, "the rolling world did not stop cleanly (see above)");
 }
 
 /* The guest's node and status in the simulator now. */
@@ -416,7 +349,7 @@ static void guest_now(json_object *state, long long vmid, const char **node, con
 	}
 }
 
-static bool ha_guest(struct rworld *w, long long vmid)
+static bool ha_guest(struct rollworld *w, long long vmid)
 {
 	json_object *ha = NULL;
 	json_object_object_get_ex(w->scen, "ha", &ha);
@@ -433,7 +366,7 @@ static bool ha_guest(struct rworld *w, long long vmid)
  * migration only (never stopped or started), every migration done (none
  * refused for its machine type), no HA guest moved onto a node while it
  * was in HA maintenance, and no guest migrated twice in one leg. */
-static void assert_rolled(struct rworld *w, const char *what, bool ssh_reboots)
+static void assert_rolled(struct rollworld *w, const char *what, bool ssh_reboots)
 {
 	json_object *state = simproc_state(&w->f.sp), *log = simproc_requests(&w->f.sp);
 	json_object *guests = NULL, *cmds = NULL;
@@ -531,7 +464,7 @@ static void assert_rolled(struct rworld *w, const char *what, bool ssh_reboots)
 
 /* The migrations the store holds, each done; no guest moved twice in one
  * leg of one node (a migration job per guest per drain or undrain). */
-static void assert_moves_once(struct rworld *w, const char *what)
+static void assert_moves_once(struct rollworld *w, const char *what)
 {
 	sqlite3 *db = store_db(w->f.env.store);
 	sqlite3_stmt *st = NULL;
@@ -558,10 +491,10 @@ static void assert_moves_once(struct rworld *w, const char *what)
 
 Test(rolling, an_8_4_cluster_rolled_to_9_1, .timeout = 600)
 {
-	struct rworld w;
+	struct rollworld w;
 	rworld_start(&w, false);
 	enum job_outcome o;
-	struct job *j = run_rolling(&w.f, run_params(&w), &o);
+	struct job *j = run_rolling(&w.f, rollworld_run_params(&w), &o);
 	cr_assert_eq(o, JOB_OUT_DONE, "%s; left: %s",
 		     job_error(j)->message ? job_error(j)->message : "", job_left(j) ? job_left(j) : "");
 	assert_rolled(&w, "run", true);
@@ -591,7 +524,7 @@ Test(rolling, an_8_4_cluster_rolled_to_9_1, .timeout = 600)
  * run as the in-process one ends, and no migration was sent twice. */
 
 struct daemon_world {
-	struct rworld r;
+	struct rollworld r;
 	char *conf, *log;
 	const char *bin, *dbin;
 	pid_t daemon, client;
@@ -669,22 +602,9 @@ Test(rolling, pvagentd_killed_at_every_step_boundary_finishes_the_run, .timeout 
 		cr_skip_test("no pvagent/pvagentd (make build/san/pvagent build/san/pvagentd)");
 	rworld_start(&d.r, true);
 	struct migfx *f = &d.r.f;
-	char *secret = strprintf("%s/token.secret", d.r.dir), *body = strprintf("%s\n",
-										f->sp.token_secret);
-	cr_assert_eq(test_write_file(secret, body, 0600), 0);
-	d.conf = strprintf("%s/pvagent.conf", d.r.dir);
+	d.conf = rollworld_write_conf(&d.r);
+	cr_assert_not_null(d.conf, "see above");
 	d.log = strprintf("%s/pvagentd.log", d.r.dir);
-	char *conf = strprintf("[pve]\nurl = %s\ntoken_id = %s\ntoken_secret_file = %s\n"
-			       "fingerprint = %s\ntimeout = 10\n[ssh]\nidentity = %s\n"
-			       "known_hosts = %s\nhost_key_policy = tofu\n[paths]\ntemplates = %s\n"
-			       "state = %s\nsocket = %s/pvagentd.sock\n[daemon]\nworkers = 2\n"
-			       "[migrate]\nprobe_port = 1\nmax_workers = 4\n",
-			       f->sp.url, f->sp.token_id, secret, f->sp.fingerprint,
-			       f->conf.ssh.identity, f->conf.ssh.known_hosts, d.r.dir, d.r.dir,
-			       d.r.dir);
-	cr_assert_eq(test_write_file(d.conf, conf, 0600), 0);
-	free(conf);
-	free(body);
 	/* the command: --node-ssh for each node's sshd */
 	const char *argv[32] = {d.bin, "-c", d.conf, "rolling", "run", "--run", "--version", "9.1"};
 	size_t n = 8;
@@ -738,7 +658,6 @@ Test(rolling, pvagentd_killed_at_every_step_boundary_finishes_the_run, .timeout 
 	for (size_t i = 0; i < no; i++)
 		free(opts[i]);
 	free(out);
-	free(secret);
 	free(d.conf);
 	free(d.log);
 	rworld_stop(&d.r);
@@ -776,7 +695,7 @@ Test(rolling, plan_of_the_8_4_cluster, .timeout = 600)
 /* ---- --wait: the admin upgrades and reboots each node ---------------------------- */
 
 struct admin {
-	struct rworld *w;
+	struct rollworld *w;
 	struct simproc sp;     /* the simulator's, with a curl handle of its own */
 	int upgraded;
 	_Atomic bool over;     /* the run ended: stop waiting for drains */
@@ -846,7 +765,7 @@ static void *admin_run(void *arg)
 
 Test(rolling, wait_for_the_admins_upgrades, .timeout = 600)
 {
-	struct rworld w;
+	struct rollworld w;
 	rworld_start(&w, false);
 	struct admin a = {.w = &w, .sp = w.f.sp};
 	a.sp.curl = NULL;
