@@ -351,9 +351,13 @@ static void guest_rows(struct html *b, const struct report *r, double *y)
 			put(b, "<title>");
 			move_words(b, m);
 			put(b, "</title></rect>");
-			/* after the bar, or before it when the bar ends at the edge */
-			double xe = xof(r, m->ended > 0 ? m->ended : r->t1);
-			bool after = xe + 70 < X1;
+			/* after the bar, or before it when the bar ends at the edge
+			 * or the guest's next bar starts too close */
+			double xe = xof(r, m->ended > 0 ? m->ended : r->t1), limit = X1;
+			for (size_t n = k + 1; n < r->n_moves && limit == X1; n++)
+				if (r->moves[n].vmid == g->vmid && r->moves[n].started > 0)
+					limit = xof(r, r->moves[n].started);
+			bool after = xe + 70 < limit;
 			putf(b, "<text class=\"bar-note\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" "
 				"aria-hidden=\"true\">%s",
 			     after ? xe + 4 : xof(r, m->started) - 4, *y + ROW - 7,
