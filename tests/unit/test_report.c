@@ -19,7 +19,7 @@
 #include "migfx.h"
 #include "report.h"
 #include "report_html.h"
-#include "rollworld.h"
+#include "rollfx.h"
 #include "simproc.h"
 #include "sshd.h"
 #include "store.h"
@@ -57,18 +57,24 @@ struct world {
 	const char *bin, *dbin;
 };
 
-/* A pvagent.conf at path for the simulator, its [paths] state the
- * directory state, pvagentd's socket the world's. */
-static void write_conf(const struct world *w, const char *path, const char *state)
+/* A pvagent.conf at path for the simulator sp (its token's secret in the
+ * file secret), its [paths] state the directory state, templates dir,
+ * pvagentd's socket sock. */
+static void write_sim_conf(const struct simproc *sp, const char *secret, const char *dir,
+			   const char *sock, const char *path, const char *state)
 {
 	char *conf = strprintf("[pve]\nurl = %s\ntoken_id = %s\ntoken_secret_file = %s\n"
 			       "fingerprint = %s\nnode = pve1\ntimeout = 3\n"
 			       "[paths]\ntemplates = %s\nstate = %s\nsocket = %s\n"
 			       "[migrate]\nprobe_port = 1\nmax_workers = 2\n",
-			       sim.url, sim.token_id, w->secret, sim.fingerprint, w->dir, state,
-			       w->sock);
+			       sp->url, sp->token_id, secret, sp->fingerprint, dir, state, sock);
 	cr_assert_eq(test_write_file(path, conf, 0600), 0);
 	free(conf);
+}
+
+static void write_conf(const struct world *w, const char *path, const char *state)
+{
+	write_sim_conf(&sim, w->secret, w->dir, w->sock, path, state);
 }
 
 /* drain.json with web2 (304) named HOSTILE, into dir. */
@@ -670,6 +676,21 @@ Test(report, rolling_tree_window_in_a_browser_and_json_both_ways)
 	cr_assert_eq(test_remove_tree(dir), 0);
 }
 
+/* A rolling job of q run to its end in this process on f's store. */
+static struct job *rolling_job(struct migfx *f, const struct rolling_request *q,
+			       enum job_outcome *out)
+{
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	json_object *params = wf_rolling_params(q);
+	cr_assert_eq(job_new(&f->env, &wf_rolling, "cluster", params, &j, &e), 0, "job_new: %s",
+		     e.message ? e.message : "?");
+	json_object_put(params);
+	wf_rolling_attach(j, &f->opts);
+	*out = job_run(j, f->c);
+	return j;
+}
+
 /* ---- a rolling run's report --------------------------------------------------------------- */
 
 /* `rolling run pve1 --wait` on drain.json (its huge guest made to fit), in
@@ -688,8 +709,7 @@ Test(report, a_rolling_run_that_stops_in_its_update)
 	struct rolling_request q = {.nodes = nodes, .n_nodes = 1, .mode = "wait", .max_workers = 4,
 				    .wait_s = 30};
 	enum job_outcome o;
-	struct job *j = rollworld_run_job(&f, wf_rolling_params(&q), &o);
-	cr_assert_not_null(j, "see above");
+	struct job *j = rolling_job(&f, &q, &o);
 	cr_assert_eq(o, JOB_OUT_NEEDS_ATTENTION);
 	long long id = job_id(j);
 	job_free(j);
@@ -746,8 +766,8 @@ Test(report, a_rolling_run_that_stops_in_its_update)
 
 /* ---- issue 37's cluster rolled from 8.4 to 9.1, reported --------------------------------- *
  *
- * rolling.json's run over each node's test sshd (tests/support/rollworld.h,
- * as test_rolling runs it), then `pvagent --local --json report` and
+ * rolling.json's run over each node's test sshd (tests/support/rollfx.h,
+ * as test_rolling runs it, every guest probed), then `pvagent --local --json report` and
  * `--html` on its store: a lane per job of the tree (the run, each node's
  * job with its seven phases, each node's drain and undrain), each running
  * VM moved live off its node and home again (start, end, PVE's downtime,
@@ -803,21 +823,28 @@ static size_t lanes_of(json_object *rep, const char *workflow)
 
 Test(report, a_cluster_rolled_to_9_1_as_json_and_in_a_browser)
 {
-	if (geteuid() != 0)
-		cr_skip_test("needs root (the nodes' test sshd chroots)");
 	const char *bin = getenv("PVAGENT_BIN");
 	struct world pw = {.bin = bin ? bin : "build/san/pvagent"};
-	struct rollworld w;
-	cr_assert_eq(rollworld_start(&w, false, true), 0, "the rolling world did not start (see above)");
+	struct rollfx w;
+	int rc = rollfx_start_probed(&w);
+	if (rc == 1)
+		cr_skip_test("needs root (the nodes' test sshd chroots)");
+	cr_assert_eq(rc, 0, "the rolling world did not start (see above)");
+	struct rolling_request q = {.mode = "run", .version = "9.1", .max_workers = 4,
+				    .node_ssh = w.node_ssh, .wait_s = 1800};
 	enum job_outcome o;
-	struct job *j = rollworld_run_job(&w.f, rollworld_run_params(&w), &o);
-	cr_assert_not_null(j, "see above");
+	struct job *j = rolling_job(&w.f, &q, &o);
 	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
 	char id[24];
 	snprintf(id, sizeof id, "%lld", job_id(j));
 	job_free(j);
-	char *conf = rollworld_write_conf(&w);
-	cr_assert_not_null(conf, "see above");
+	char *conf = strprintf("%s/pvagent.conf", w.dir), *secret = strprintf("%s/secret", w.dir);
+	char *body = strprintf("%s\n", w.f.sp.token_secret), *sock = strprintf("%s/sock", w.dir);
+	cr_assert_eq(test_write_file(secret, body, 0600), 0);
+	write_sim_conf(&w.f.sp, secret, w.dir, sock, conf, w.dir);
+	free(body);
+	free(secret);
+	free(sock);
 
 	json_object *rep = cli_report_json(&pw, conf, "--local", id);
 	cr_expect_str_eq(json_str(rep, "workflow"), "rolling");
@@ -901,5 +928,5 @@ Test(report, a_cluster_rolled_to_9_1_as_json_and_in_a_browser)
 	free(page);
 	free(conf);
 	json_object_put(rep);
-	cr_assert_eq(rollworld_stop(&w), 0, "see above");
+	cr_assert_eq(rollfx_stop(&w), 0, "see above");
 }

@@ -15,10 +15,10 @@
 #include "json.h"
 #include "migfx.h"
 #include "nodesshd.h"
-#include "rollworld.h"
 #include "clirun.h"
 #include "procstat.h"
 #include "rolling_plan.h"
+#include "rollfx.h"
 #include "store.h"
 #include "util.h"
 #include "wf_rolling.h"
@@ -124,8 +124,13 @@ Test(rolling_plan, versions)
 
 static struct job *run_rolling(struct migfx *f, json_object *params, enum job_outcome *out)
 {
-	struct job *j = rollworld_run_job(f, params, out);
-	cr_assert_not_null(j, "the rolling job did not start (see above)");
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(job_new(&f->env, &wf_rolling, "cluster", params, &j, &e), 0, "job_new: %s",
+		     e.message ? e.message : "?");
+	json_object_put(params);
+	wf_rolling_attach(j, &f->opts);
+	*out = job_run(j, f->c);
 	return j;
 }
 
@@ -311,25 +316,28 @@ Test(rolling, a_wait_that_sees_no_reboot_stops_and_says_where, .timeout = 600)
 
 /* ---- issue 37's cluster rolled from 8.4 to 9.1 over SSH ------------------------------ *
  *
- * tests/pvesim/scenarios/rolling.json (three 8.4 nodes with an upgrade to
- * 9.1.1 each, Ceph, 30 guests: HA and not, Ceph and local disks, a q35
- * VM, one pinned to pc-i440fx-8.1, a stopped VM and a container per node)
- * with a test sshd per node whose commands the simulator answers
- * (tests/support/rollworld.h, nodesshd.h). */
+ * rolling.json with a test sshd per node (tests/support/rollfx.h). */
 
-#define ROLLING ROLLWORLD_SCENARIO
+#define ROLLING ROLLFX_SCENARIO
 
-/* rollworld_start, or skipped when not root. */
-static void rworld_start(struct rollworld *w, bool daemon)
+static void rworld_start(struct rollfx *w, bool daemon)
 {
-	if (geteuid() != 0)
+	int rc = rollfx_start(w, daemon);
+	if (rc == 1)
 		cr_skip_test("needs root (the nodes' test sshd chroots)");
-	cr_assert_eq(rollworld_start(w, daemon, false), 0, "the rolling world did not start (see above)");
+	cr_assert_eq(rc, 0, "rolling.json with its nodes' sshd did not start");
 }
 
-static void rworld_stop(struct rollworld *w)
+static void rworld_stop(struct rollfx *w)
 {
-	cr_assert_eq(rollworld_stop(w), 0, "the rolling world did not stop cleanly (see above)");
+	cr_assert_eq(rollfx_stop(w), 0);
+}
+
+static json_object *run_params(struct rollfx *w)
+{
+	struct rolling_request q = {.mode = "run", .version = "9.1", .max_workers = 4,
+				    .node_ssh = w->node_ssh, .wait_s = 1800};
+	return wf_rolling_params(&q);
 }
 
 /* The guest's node and status in the simulator now. */
@@ -349,7 +357,7 @@ static void guest_now(json_object *state, long long vmid, const char **node, con
 	}
 }
 
-static bool ha_guest(struct rollworld *w, long long vmid)
+static bool ha_guest(struct rollfx *w, long long vmid)
 {
 	json_object *ha = NULL;
 	json_object_object_get_ex(w->scen, "ha", &ha);
@@ -361,12 +369,59 @@ static bool ha_guest(struct rollworld *w, long long vmid)
 	return false;
 }
 
+/* The simulator's own migrations (pvagent's and the HA CRM's, from its
+ * tasks): each one ended OK (none refused, e.g. for a machine type the
+ * target's QEMU lacks), no guest moved more than twice (off its node and
+ * back: an HA failback would be a third), and none of an HA guest onto a
+ * node between its `ha-manager crm-command node-maintenance enable` and
+ * `disable` (task start times are whole seconds). */
+static void assert_no_failback(struct rollfx *w, const char *what, json_object *cmds)
+{
+	json_object *migs = NULL;
+	cr_assert_eq(rollfx_migrations(w, &migs), 0);
+	cr_expect_gt(json_object_array_length(migs), 0, "%s: no migration task", what);
+	for (size_t i = 0; i < json_object_array_length(migs); i++) {
+		json_object *m = json_object_array_get_idx(migs, i);
+		long long vmid = json_int0(m, "vmid");
+		const char *to = json_str(m, "to");
+		double start = json_object_get_double(json_object_object_get(m, "start"));
+		cr_expect(json_flag(m, "ok"), "%s: migration %s did not end OK", what, json_str(m, "upid"));
+		cr_assert_not_null(to, "%s: %s names no target", what, json_str(m, "upid"));
+		size_t moves = 0;
+		for (size_t k = 0; k < json_object_array_length(migs); k++)
+			moves += json_int0(json_object_array_get_idx(migs, k), "vmid") == vmid;
+		cr_expect_leq(moves, 2, "%s: %lld migrated %zu times", what, vmid, moves);
+		if (!ha_guest(w, vmid))
+			continue;
+		double on = -1;
+		for (size_t k = 0; cmds && k < json_object_array_length(cmds); k++) {
+			json_object *c = json_object_array_get_idx(cmds, k), *argv = NULL;
+			json_object_object_get_ex(c, "argv", &argv);
+			if (!argv || json_object_array_length(argv) < 5 ||
+			    strcmp(json_object_get_string(json_object_array_get_idx(argv, 0)), "ha-manager") ||
+			    strcmp(json_object_get_string(json_object_array_get_idx(argv, 4)), to))
+				continue;
+			double at = json_object_get_double(json_object_object_get(c, "at"));
+			const char *verb = json_object_get_string(json_object_array_get_idx(argv, 3));
+			if (strcmp(verb, "enable") == 0 && on < 0) {
+				on = at;
+			} else if (strcmp(verb, "disable") == 0 && on >= 0) {
+				cr_expect(!(start >= on && start + 1 <= at),
+					  "%s: HA guest %lld moved onto %s at %.0f, in its maintenance "
+					  "(%.1f to %.1f)", what, vmid, to, start, on, at);
+				on = -1;
+			}
+		}
+	}
+	json_object_put(migs);
+}
+
 /* What the issue asks of the finished run: every guest home and in the
  * state it had, every node on 9.1, each running VM moved by live
  * migration only (never stopped or started), every migration done (none
  * refused for its machine type), no HA guest moved onto a node while it
  * was in HA maintenance, and no guest migrated twice in one leg. */
-static void assert_rolled(struct rollworld *w, const char *what, bool ssh_reboots)
+static void assert_rolled(struct rollfx *w, const char *what, bool ssh_reboots)
 {
 	json_object *state = simproc_state(&w->f.sp), *log = simproc_requests(&w->f.sp);
 	json_object *guests = NULL, *cmds = NULL;
@@ -457,6 +512,7 @@ static void assert_rolled(struct rollworld *w, const char *what, bool ssh_reboot
 		cr_expect_eq(reboots, ssh_reboots ? 1 : 0, "%s: %s rebooted %zu times over SSH", what,
 			     json_str(n, "name"), reboots);
 	}
+	assert_no_failback(w, what, cmds);
 	json_object_put(cmds);
 	json_object_put(log);
 	json_object_put(state);
@@ -464,7 +520,7 @@ static void assert_rolled(struct rollworld *w, const char *what, bool ssh_reboot
 
 /* The migrations the store holds, each done; no guest moved twice in one
  * leg of one node (a migration job per guest per drain or undrain). */
-static void assert_moves_once(struct rollworld *w, const char *what)
+static void assert_moves_once(struct rollfx *w, const char *what)
 {
 	sqlite3 *db = store_db(w->f.env.store);
 	sqlite3_stmt *st = NULL;
@@ -491,10 +547,10 @@ static void assert_moves_once(struct rollworld *w, const char *what)
 
 Test(rolling, an_8_4_cluster_rolled_to_9_1, .timeout = 600)
 {
-	struct rollworld w;
+	struct rollfx w;
 	rworld_start(&w, false);
 	enum job_outcome o;
-	struct job *j = run_rolling(&w.f, rollworld_run_params(&w), &o);
+	struct job *j = run_rolling(&w.f, run_params(&w), &o);
 	cr_assert_eq(o, JOB_OUT_DONE, "%s; left: %s",
 		     job_error(j)->message ? job_error(j)->message : "", job_left(j) ? job_left(j) : "");
 	assert_rolled(&w, "run", true);
@@ -524,7 +580,7 @@ Test(rolling, an_8_4_cluster_rolled_to_9_1, .timeout = 600)
  * run as the in-process one ends, and no migration was sent twice. */
 
 struct daemon_world {
-	struct rollworld r;
+	struct rollfx r;
 	char *conf, *log;
 	const char *bin, *dbin;
 	pid_t daemon, client;
@@ -602,9 +658,22 @@ Test(rolling, pvagentd_killed_at_every_step_boundary_finishes_the_run, .timeout 
 		cr_skip_test("no pvagent/pvagentd (make build/san/pvagent build/san/pvagentd)");
 	rworld_start(&d.r, true);
 	struct migfx *f = &d.r.f;
-	d.conf = rollworld_write_conf(&d.r);
-	cr_assert_not_null(d.conf, "see above");
+	char *secret = strprintf("%s/token.secret", d.r.dir), *body = strprintf("%s\n",
+										f->sp.token_secret);
+	cr_assert_eq(test_write_file(secret, body, 0600), 0);
+	d.conf = strprintf("%s/pvagent.conf", d.r.dir);
 	d.log = strprintf("%s/pvagentd.log", d.r.dir);
+	char *conf = strprintf("[pve]\nurl = %s\ntoken_id = %s\ntoken_secret_file = %s\n"
+			       "fingerprint = %s\ntimeout = 10\n[ssh]\nidentity = %s\n"
+			       "known_hosts = %s\nhost_key_policy = tofu\n[paths]\ntemplates = %s\n"
+			       "state = %s\nsocket = %s/pvagentd.sock\n[daemon]\nworkers = 2\n"
+			       "[migrate]\nprobe_port = 1\nmax_workers = 4\n",
+			       f->sp.url, f->sp.token_id, secret, f->sp.fingerprint,
+			       f->conf.ssh.identity, f->conf.ssh.known_hosts, d.r.dir, d.r.dir,
+			       d.r.dir);
+	cr_assert_eq(test_write_file(d.conf, conf, 0600), 0);
+	free(conf);
+	free(body);
 	/* the command: --node-ssh for each node's sshd */
 	const char *argv[32] = {d.bin, "-c", d.conf, "rolling", "run", "--run", "--version", "9.1"};
 	size_t n = 8;
@@ -658,6 +727,7 @@ Test(rolling, pvagentd_killed_at_every_step_boundary_finishes_the_run, .timeout 
 	for (size_t i = 0; i < no; i++)
 		free(opts[i]);
 	free(out);
+	free(secret);
 	free(d.conf);
 	free(d.log);
 	rworld_stop(&d.r);
@@ -695,7 +765,7 @@ Test(rolling, plan_of_the_8_4_cluster, .timeout = 600)
 /* ---- --wait: the admin upgrades and reboots each node ---------------------------- */
 
 struct admin {
-	struct rollworld *w;
+	struct rollfx *w;
 	struct simproc sp;     /* the simulator's, with a curl handle of its own */
 	int upgraded;
 	_Atomic bool over;     /* the run ended: stop waiting for drains */
@@ -765,7 +835,7 @@ static void *admin_run(void *arg)
 
 Test(rolling, wait_for_the_admins_upgrades, .timeout = 600)
 {
-	struct rollworld w;
+	struct rollfx w;
 	rworld_start(&w, false);
 	struct admin a = {.w = &w, .sp = w.f.sp};
 	a.sp.curl = NULL;
