@@ -78,7 +78,11 @@ static int roll_open(struct job *j, void *ctx)
 	r->max_workers = json_int(p, "max_workers", &x) && x > 0 ? (unsigned)x
 		       : cf && cf->migrate.max_workers ? cf->migrate.max_workers : 2;
 	r->wait_s = json_int(p, "wait_s", &x) && x > 0 ? (double)x : 86400;
-	r->poll_s = json_int(p, "poll_s", &x) && x > 0 ? (double)x : 5;
+	/* seconds between reads of a node's state (a fraction: the bench's
+	 * simulator runs faster than real time) */
+	r->poll_s = json_object_object_get_ex(p, "poll_s", &v) && json_object_get_double(v) > 0
+			    ? json_object_get_double(v)
+			    : 5;
 	r->parent = json_int(p, "parent", &x) ? x : 0;
 	if (json_object_object_get_ex(p, "deadline", &v))
 		r->deadline = json_object_get_double(v);

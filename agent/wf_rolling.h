@@ -28,8 +28,8 @@
  * any), script (the major upgrade's script text, mode run), window (a
  * [window] name: each node starts while it is open, its drain's deadline
  * its end), self (the node pvagent runs on: it goes last), max_workers,
- * wait_s (how long a node's update may take; default a day), poll_s
- * (default 5), node_ssh ({NODE: "HOST[:PORT]"}: where a node's SSH is
+ * wait_s (how long a node's update may take; default a day), poll_s (seconds,
+ * a fraction too; default 5), node_ssh ({NODE: "HOST[:PORT]"}: where a node's SSH is
  * when not at its /cluster/status address, port 22). A rolling-node's are the same without nodes, with parent
  * and deadline.
  *

@@ -82,7 +82,7 @@ static int probed_scenario(const char *path, unsigned port)
 }
 
 /* rollfx_start's, and with probe rollfx_start_probed's. */
-static int start(struct rollfx *w, bool daemon, bool probe)
+static int start(struct rollfx *w, const char *scale, bool store, bool probe)
 {
 	memset(w, 0, sizeof *w);
 	if (geteuid() != 0)
@@ -96,8 +96,8 @@ static int start(struct rollfx *w, bool daemon, bool probe)
 			return -1;
 	}
 	const char *args[] = {"--node-shell-listen", "127.0.0.1:0", "--time-scale",
-			      daemon ? "100" : probe ? "20" : "1", NULL};
-	int started = migfx_start(&w->f, scen, args, !daemon && !probe);
+			      scale ? scale : "1", NULL};
+	int started = migfx_start(&w->f, scen, args, !scale);
 	if (probe && (started < 0 || !(w->f.scenario_copy = strdup(scen))))
 		unlink(scen); /* else migfx_stop removes it */
 	if (started < 0)
@@ -122,7 +122,7 @@ static int start(struct rollfx *w, bool daemon, bool probe)
 	w->f.conf.ssh.timeout = 30;
 	w->db = rc == 0 ? strprintf("%s/state.db", w->dir) : NULL;
 	char *serr = NULL;
-	if (rc == 0 && !daemon && store_open(w->db, &w->f.env.store, &serr) < 0) {
+	if (rc == 0 && store && store_open(w->db, &w->f.env.store, &serr) < 0) {
 		fprintf(stderr, "rollfx: %s\n", serr ? serr : "store_open");
 		rc = -1;
 	}
@@ -136,14 +136,14 @@ static int start(struct rollfx *w, bool daemon, bool probe)
 	return rc;
 }
 
-int rollfx_start(struct rollfx *w, bool daemon)
+int rollfx_start(struct rollfx *w, const char *scale, bool store)
 {
-	return start(w, daemon, false);
+	return start(w, scale, store, false);
 }
 
-int rollfx_start_probed(struct rollfx *w)
+int rollfx_start_probed(struct rollfx *w, const char *scale, bool store)
 {
-	return start(w, false, true);
+	return start(w, scale, store, true);
 }
 
 int rollfx_stop(struct rollfx *w)

@@ -26,16 +26,19 @@ struct rollfx {
 	unsigned probe_port;    /* rollfx_start_probed's: every guest listens on it */
 };
 
-/* In simulated time for a run in this process (daemon false), else the
- * simulator at 100 times real time for pvagentd's jobs, state.db theirs.
- * 0; 1 when not root (nothing started); -1 after saying why on stderr. */
-int rollfx_start(struct rollfx *w, bool daemon);
-/* As rollfx_start(w, false), but every guest with an address listens on
- * one port (on its own address), the [migrate] probe_port, so each
- * migration's probe measures the gap clients see (the simulator closes the
- * port for the downtime), and the simulator runs at 20 times real time
- * for the probe to see it. */
-int rollfx_start_probed(struct rollfx *w);
+/* scale NULL: in simulated time (simclock.h: each sleep advances the
+ * simulator, and concurrent sleeps add up, so durations in it mean
+ * little); else the simulator at that time scale (--time-scale) in real
+ * time. store: state.db opened as f.env.store for a run in this process
+ * (else pvagentd's). 0; 1 when not root (nothing started); -1 after
+ * saying why on stderr. */
+int rollfx_start(struct rollfx *w, const char *scale, bool store);
+/* As rollfx_start, but every guest with an address listens on one port
+ * (on its own address), the [migrate] probe_port, so each migration's
+ * probe measures the gap clients see (the simulator closes the port for
+ * the downtime; in real time only: scale not NULL, 20 for a container's
+ * restart to last 150 ms). */
+int rollfx_start_probed(struct rollfx *w, const char *scale, bool store);
 /* Stop and remove everything; 0, or -1 when something did not end cleanly. */
 int rollfx_stop(struct rollfx *w);
 

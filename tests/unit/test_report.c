@@ -826,7 +826,7 @@ Test(report, a_cluster_rolled_to_9_1_as_json_and_in_a_browser)
 	const char *bin = getenv("PVAGENT_BIN");
 	struct world pw = {.bin = bin ? bin : "build/san/pvagent"};
 	struct rollfx w;
-	int rc = rollfx_start_probed(&w);
+	int rc = rollfx_start_probed(&w, "20", true);
 	if (rc == 1)
 		cr_skip_test("needs root (the nodes' test sshd chroots)");
 	cr_assert_eq(rc, 0, "the rolling world did not start (see above)");
@@ -858,9 +858,9 @@ Test(report, a_cluster_rolled_to_9_1_as_json_and_in_a_browser)
 	cr_expect_eq(total(rep, "away"), 0, "every guest home at the end");
 	/* each guest off its home and back, each move once: a running VM live
 	 * (PVE's downtime), a container by restart, a stopped VM offline; the
-	 * gap its clients saw where the probe
-	 * (every 10 ms) cannot miss it: a container's restart (3 s simulated,
-	 * 150 ms at 20 times); a live migration's few ms it may */
+	 * gap its clients saw where the probe (every 10 ms) cannot miss it: a
+	 * container's restart (3 s simulated, 150 ms at 20 times); a live
+	 * migration's few ms it may */
 	json_object *guests = NULL;
 	json_object_object_get_ex(w.scen, "guests", &guests);
 	size_t running = 0, moved = 0;
@@ -918,7 +918,8 @@ Test(report, a_cluster_rolled_to_9_1_as_json_and_in_a_browser)
 	json_object_object_get_ex(rep, "guests", &rguests);
 	cr_expect_eq(count(dom, "class=\"lane-row\""), json_object_array_length(lanes),
 		     "a timeline row per job of each node");
-	cr_expect_eq(count(dom, "class=\"guest-row"), json_object_array_length(rguests),
+	cr_expect_eq(json_object_array_length(rguests), json_object_array_length(guests));
+	cr_expect_eq(count(dom, "class=\"guest-row"), json_object_array_length(guests),
 		     "a timeline row per guest");
 	cr_expect_eq(count(dom, "class=\"move-bar kind-moved\""), (size_t)total(rep, "moved"),
 		     "a bar per move");

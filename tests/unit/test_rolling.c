@@ -322,7 +322,7 @@ Test(rolling, a_wait_that_sees_no_reboot_stops_and_says_where, .timeout = 600)
 
 static void rworld_start(struct rollfx *w, bool daemon)
 {
-	int rc = rollfx_start(w, daemon);
+	int rc = rollfx_start(w, daemon ? "100" : NULL, !daemon);
 	if (rc == 1)
 		cr_skip_test("needs root (the nodes' test sshd chroots)");
 	cr_assert_eq(rc, 0, "rolling.json with its nodes' sshd did not start");
