@@ -34,7 +34,7 @@
  * run has its HA maintenance, the HA stack's rounds (an HA guest's
  * migration starts at the CRM's and LRM's next rounds), the node's
  * checks, the polls between, and drains that end well after their last
- * migration (1.46 to 1.61 measured). */
+ * migration (1.46 to 1.81 measured). */
 #define MAKESPAN_MAX_RATIO 2.0
 
 /* The node's reboot_s in the scenario (60 by default, as the simulator). */
