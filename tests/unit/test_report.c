@@ -756,6 +756,12 @@ Test(report, a_rolling_run_that_stops_in_its_update)
 	char *page = report_html(&r);
 	cr_assert_not_null(page);
 	cr_expect(strstr(page, "Rolling maintenance of cluster"));
+	/* the failed phase drawn as failed, and why it failed, in words */
+	char *bar = strprintf("pve1 rolling-node #%lld, step update: failed", node->job);
+	cr_expect(strstr(page, bar), "no bar: %s", bar);
+	free(bar);
+	cr_expect(strstr(page, "no reboot seen"), "the update's failure is not in the page");
+	assert_self_contained(page, "the page");
 	free(page);
 	report_free(&r);
 	store_close(f.env.store);
