@@ -514,8 +514,12 @@ static int window_wait(struct job *j, double *end)
 		pve_error_set(job_err(j), PVE_ERR_CONFIG, "--window: no [window \"%s\"]", r->window);
 		return -1;
 	}
+	/* unix time on the job's clock (a test's simulated one advances it) */
+	const struct pve_clock *clk = job_wait(j)->clock;
+	double mono0 = pve_clock_now(clk);
+	time_t wall0 = time(NULL);
 	for (;;) {
-		time_t now = time(NULL), start = 0, stop = 0;
+		time_t now = wall0 + (time_t)(pve_clock_now(clk) - mono0), start = 0, stop = 0;
 		if (window_next(w, now, &start, &stop) < 0) {
 			pve_error_set(job_err(j), PVE_ERR_CONFIG, "window %s never opens again",
 				      r->window);
@@ -527,7 +531,7 @@ static int window_wait(struct job *j, double *end)
 		}
 		job_progress(j, -1, "waiting for window %s to open (in %lld s)", r->window,
 			     (long long)(start - now));
-		pve_clock_sleep(job_wait(j)->clock, start - now > 60 ? 60 : (double)(start - now));
+		pve_clock_sleep(clk, start - now > 60 ? 60 : (double)(start - now));
 		if (job_stopping(j)) {
 			pve_error_set(job_err(j), PVE_ERR_API, "interrupted");
 			return -1;

@@ -22,6 +22,7 @@
 #include "store.h"
 #include "util.h"
 #include "wf_rolling.h"
+#include "window.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -623,6 +624,52 @@ Test(rolling, run_script_after_the_checker_passes, .timeout = 600)
 			     nodes[i]);
 	}
 	json_object_put(body);
+	job_free(j);
+	rworld_stop(&w);
+}
+
+/* --window: the run waits, in simulated time, until the window opens
+ * (20 minutes ahead), then rolls every node inside it: no migration starts
+ * before it. */
+Test(rolling, window_waits_until_it_opens, .timeout = 600)
+{
+	setenv("TZ", "UTC", 1);
+	tzset();
+	struct rollfx w;
+	rworld_start(&w, false);
+	time_t now = time(NULL), at = now + 20 * 60, start = 0, end = 0;
+	struct tm tm;
+	gmtime_r(&at, &tm);
+	char sched[16];
+	strftime(sched, sizeof sched, "%H:%M", &tm);
+	struct conf_window cw = {.name = "upgrades", .node = "pve1", .duration = 12 * 3600};
+	const char *why = NULL;
+	cr_assert_eq(cal_parse(sched, &cw.cal, &why), 0, "%s", why ? why : "");
+	cr_assert_eq(window_next(&cw, now, &start, &end), 0);
+	cr_assert_gt(start, now + 600, "the window opens later");
+	w.f.conf.windows = &cw;
+	w.f.conf.n_windows = 1;
+	struct rolling_request q = {.mode = "run", .version = "9.1", .max_workers = 4,
+				    .node_ssh = w.node_ssh, .wait_s = 1800, .window = "upgrades"};
+	enum job_outcome o;
+	struct job *j = run_rolling(&w.f, wf_rolling_params(&q), &o);
+	w.f.conf.windows = NULL;
+	w.f.conf.n_windows = 0;
+	cr_assert_eq(o, JOB_OUT_DONE, "%s; left: %s",
+		     job_error(j)->message ? job_error(j)->message : "", job_left(j) ? job_left(j) : "");
+	json_object *migs = NULL;
+	cr_assert_eq(rollfx_migrations(&w, &migs), 0);
+	cr_assert_gt(json_object_array_length(migs), 0);
+	for (size_t i = 0; i < json_object_array_length(migs); i++) {
+		json_object *m = json_object_array_get_idx(migs, i);
+		double t = json_object_get_double(json_object_object_get(m, "start"));
+		cr_expect_geq(t, (double)start - 1, "a migration of %d started %.0f s before the window",
+			      json_int0(m, "vmid"), (double)start - t);
+		cr_expect_leq(t, (double)end, "a migration of %d started after the window",
+			      json_int0(m, "vmid"));
+	}
+	json_object_put(migs);
+	assert_rolled(&w, "--window", true);
 	job_free(j);
 	rworld_stop(&w);
 }
