@@ -280,12 +280,12 @@ void task_sched_log(struct task_sched *s, double now, unsigned lines, unsigned p
 	 * previous read; with k lines in it, about gap / (2k) before now. */
 	double at = gap > 0 ? now - gap / (2.0 * progress) : now;
 	if (s->best >= 0 && percent < s->best) {
-		/* Going backwards: the next transfer (disk) began in the gap,
-		 * at the earliest at the previous read. */
-		s->seg = gap > 0 ? now - gap : now;
-		s->base = -1;
-		s->best = -1;
-		s->end = -1;
+		/* Going backwards: the next transfer (disk) began somewhere in
+		 * the gap. Timed from the gap's start, a short transfer's rate
+		 * would come out far too slow and its end far too late (a wait
+		 * sleeping through it); its rate comes from its own first two
+		 * percentages instead. */
+		task_sched_restart(s);
 	}
 	if (percent <= 0) {
 		/* The transfer is starting: its rate counts from here. */
@@ -310,6 +310,14 @@ void task_sched_log(struct task_sched *s, double now, unsigned lines, unsigned p
 	double end = at + (100.0 - percent) / rate;
 	if (end >= 0) /* false for NaN */
 		s->end = end;
+}
+
+void task_sched_restart(struct task_sched *s)
+{
+	s->seg = -1;
+	s->base = -1;
+	s->best = -1;
+	s->end = -1;
 }
 
 double task_sched_next(struct task_sched *s, double now, bool *status)
@@ -403,6 +411,8 @@ struct logstate {
 	unsigned read_new;       /* lines in the current read_log() */
 	unsigned read_lines;     /* progress lines in it */
 	double read_percent;     /* the percentage of the last of them */
+	bool read_drop;          /* one of them below the one before it */
+	double last_percent;     /* the last percentage read, < 0: none */
 	char *final;             /* the exit status in PVE's last line of a
 				    finished task, when it is the last line read */
 };
@@ -506,6 +516,11 @@ static int take_line(struct logstate *ls, const char *line)
 	if (p.percent >= 0) {
 		ls->read_lines++;
 		ls->read_percent = p.percent;
+		/* the next transfer (disk, memory) began: maybe within this
+		 * read, which its last percentage alone would not show */
+		if (ls->last_percent >= 0 && p.percent < ls->last_percent)
+			ls->read_drop = true;
+		ls->last_percent = p.percent;
 		if (ls->progress)
 			ls->progress(ls->ctx, &p);
 	}
@@ -539,6 +554,7 @@ static int read_log(struct pve *c, const char *node, const char *upid, struct lo
 	ls->read_new = 0;
 	ls->read_lines = 0;
 	ls->read_percent = -1;
+	ls->read_drop = false;
 	for (;;) {
 		struct pve_params p = {0};
 		pve_params_add_int(&p, "start", (long long)ls->next);
@@ -607,6 +623,7 @@ static int logstate_init(struct logstate *ls, unsigned cap, struct task_result *
 	ls->res = res;
 	ls->progress = fn;
 	ls->ctx = ctx;
+	ls->last_percent = -1;
 	return ls->ring ? 0 : -1;
 }
 
@@ -736,6 +753,8 @@ int task_wait(struct pve *c, const char *upid, const struct task_wait_opts *o,
 		if (!want_status) {
 			r = read_log(c, u.node, upid, &ls, err);
 			el = pve_clock_now(o->clock) - t0;
+			if (r >= 0 && ls.read_drop)
+				task_sched_restart(&sched);
 			if (r >= 0)
 				task_sched_log(&sched, el, ls.read_new, ls.read_lines,
 					       ls.read_percent);

@@ -80,8 +80,10 @@ int task_parse_size(const char *s, double *bytes, const char **end);
  * the previous read (now - gap / (2 lines)); the rate counts from the first
  * percentage above 0 of the transfer, or for that first one from the
  * transfer's start (the wait's start, unless seg was set < 0 for a task
- * that ran before the wait; the time of a "0%" line; or, when the
- * percentage goes backwards, e.g. for the next disk, the previous read).
+ * that ran before the wait; or the time of a "0%" line). A percentage
+ * going backwards (the next disk) starts a transfer whose start is not
+ * known (it lies somewhere in the gap since the previous read): its rate
+ * comes from its first two percentages.
  * While the estimated end is more than TASK_SCHED_NEAR_S ahead the next
  * read halves the time left, at most max(max_s, 2 x time waited) later;
  * nearer, it comes just after the estimate (+ min(0.1, first_s)). Once the end
@@ -119,6 +121,11 @@ void task_sched_init(struct task_sched *s, double first_s, double max_s);
  * with a percentage, the last of those at percent. */
 void task_sched_log(struct task_sched *s, double now, unsigned lines, unsigned progress,
 		    double percent);
+/* The log read before the next task_sched_log brought a percentage
+ * lower than the one before it (a next transfer began within the read,
+ * which its last percentage alone may not show): the transfer's start and
+ * rate are unknown until its next percentage. */
+void task_sched_restart(struct task_sched *s);
 /* The delay before the next request, the previous one (or the start) at
  * time now. *status is set when it should be a status poll. */
 double task_sched_next(struct task_sched *s, double now, bool *status);
