@@ -46,7 +46,6 @@ struct cli {
 struct cli_sub {
 	const char *workflow;
 	json_object *jobs;     /* [{"subject": S, "params": P}, ...] */
-	const char *node;      /* up: the node they run on (the daemon's limit) */
 };
 /* Hand one job to cli->sub (params taken; NULL: out of memory). 0, or 1
  * (said). */
@@ -125,8 +124,11 @@ void cli_set_command(const char *name);
  * (kind, message, the step it failed in). */
 void cli_job_result_members(json_object *o, struct job *j, int code);
 /* A migrate, drain or undrain job's result as its command prints it, from
- * its params and vars (pvagent resume; cli_migrate.c). */
-void cli_migration_result(struct cli *cli, struct job *j, int code);
+ * its params and vars (pvagent resume; cli_migrate.c); returns code. */
+int cli_migration_result(struct cli *cli, struct job *j, int code);
+/* An up or down job's result as its command prints it (cli_up.c). */
+int cli_up_result(struct cli *cli, struct job *j, int code);
+int cli_down_result(struct cli *cli, struct job *j, int code);
 /* A bench job's result as `bench` prints it, from its vars (cli_guest.c);
  * returns code, or 1 when its figures cannot be read. */
 int cli_bench_result(struct cli *cli, struct job *j, int code);
@@ -174,9 +176,25 @@ struct cmd_args {
 	char **cmdline;    /* the whole command line from the command's name */
 };
 
+/* What a command is, besides its handler (cmd_entry.flags). */
+#define CMD_JOBS 0x1u    /* its handler parses its command line and hands
+			    each job's {subject, params} of its workflow (.wf)
+			    to cli_sub_add: they go to pvagentd when one
+			    answers; a handler that hands none (image list)
+			    has done its work in this process */
+#define CMD_RESUME 0x2u  /* it names a stored job (ID), which pvagentd
+			    resumes when one answers */
+#define CMD_GUESTS 0x4u  /* its result names every guest, one never found
+			    too (up, down) */
+#define CMD_MIGRATES 0x8u /* its tasks are migrations: they wait as long
+			     as [migrate] timeout says */
+
 /* One command, declared as tmux declares its cmd_entry: the options and
- * the number of arguments it takes, and the handler that builds a request
- * from them, runs it and prints. */
+ * the number of arguments it takes, the handler that builds a request
+ * from them and runs it (or hands its jobs on) and prints, and for a job
+ * command its workflow and the options that are the command's own (not
+ * a param: the workflow's table, wf_params.c, names the options that set
+ * each param). */
 struct cmd_entry {
 	const char *name;
 	const char *usage;             /* "NAME [--purge]" */
@@ -188,6 +206,14 @@ struct cmd_entry {
 	const char *arg_name;          /* what they are, for messages ("guest name") */
 	int (*run)(struct cli *cli, const struct cmd_args *a);
 	const char *examples;          /* "pvagent up web1 -t ubuntu-24.04\n...": help */
+	const struct job_workflow *wf; /* the workflow of its jobs, or NULL */
+	/* its job's result as it prints it, also for `resume` (the job ran:
+	 * code its exit code); returns the exit code */
+	int (*render)(struct cli *cli, struct job *j, int code);
+	unsigned flags;                /* CMD_* */
+	/* the long options of a job command that set no param of .wf (how it
+	 * runs here: "parallel"; what it asks: "yes"), comma-separated */
+	const char *cli_only;
 };
 
 /* Parse argv (argv[0] the command's name) by e into *a (free with
@@ -224,20 +250,12 @@ void cli_daemon_child_end(void);
  * (error; the daemon says it to the client). false: not run by the
  * daemon (or out of memory), nothing told. */
 bool cli_daemon_stored(long long id, const char *error);
-/* How a command goes to pvagentd (the command table's, pvagent.c): not
- * at all (runs here), as the jobs its handler hands to cli_sub_add, or as
- * `resume ID`. */
-enum cli_submit {
-	CLI_SUBMIT_NO = 0,
-	CLI_SUBMIT_JOBS,
-	CLI_SUBMIT_RESUME,
-};
-/* A job command (how not CLI_SUBMIT_NO) with a daemon answering: run e's
- * handler with cli->sub to collect its jobs' params, submit them there
- * and print what it prints; *handled false (and 0) when it is to run in
- * this process. */
-int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_entry *e,
-		      const struct cmd_args *a, bool *handled);
+/* A job command (CMD_JOBS or CMD_RESUME) with a daemon answering: run
+ * e's handler with cli->sub to collect its jobs' params (or take
+ * resume's job ID), submit them there and print what it prints; *handled
+ * false (and 0) when it is to run in this process (--local, no daemon). */
+int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,
+		      bool *handled);
 /* Watch job id in the daemon: 0 (then cli_daemon_follow), or non-zero
  * when the daemon does not run it (or none answers). */
 int cli_daemon_watch(struct cli *cli, long long id, struct ctl_client *c);
@@ -250,7 +268,18 @@ int cli_daemon_cancel(struct cli *cli, long long id, bool *handled);
 /* Print its events after since (unix time) until it ends: its exit code. */
 int cli_daemon_follow(struct cli *cli, struct ctl_client *c, double since);
 
-/* Parse argv by e and run it (cli_jobs.c runs a stored command line). */
+/* The command table (cli_table.c): every command in help's order,
+ * NULL-ended (pvagentd's hidden `submitted` is not in it); one by name,
+ * or NULL; the list of commands, and one command's help. */
+const struct cmd_entry *const *cli_commands(void);
+const struct cmd_entry *cli_find_command(const char *name);
+/* The command whose jobs are of wf, or NULL. */
+const struct cmd_entry *cli_command_of(const struct job_workflow *wf);
+void cli_usage(FILE *f);
+void cli_command_help(FILE *f, const struct cmd_entry *e);
+
+/* Parse argv by e and run it: its jobs to pvagentd when one answers
+ * (CMD_JOBS, CMD_RESUME), else here (cli_args.c). */
 int cmd_dispatch(struct cli *cli, const struct cmd_entry *e, int argc, char **argv);
 
 #endif

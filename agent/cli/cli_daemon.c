@@ -466,15 +466,15 @@ int cli_sub_add(struct cli *cli, const struct job_workflow *wf, const char *subj
  * that what reaches the daemon is the jobs' params, never the command
  * line. NULL with *rc: the handler said no (a usage error), or nothing to
  * submit. */
-static json_object *submit_request(struct cli *cli, enum cli_submit how,
-				   const struct cmd_entry *e, const struct cmd_args *a, int *rc)
+static json_object *submit_request(struct cli *cli, const struct cmd_entry *e,
+				   const struct cmd_args *a, int *rc)
 {
 	json_object *req = json_object_new_object();
 	if (!req) {
 		*rc = 1;
 		return NULL;
 	}
-	if (how == CLI_SUBMIT_RESUME) {
+	if (e->flags & CMD_RESUME) {
 		char *end = NULL;
 		long long id = a->argc == 1 ? strtoll(a->argv[0], &end, 10) : 0;
 		if (!end || *end || id <= 0) {
@@ -491,7 +491,7 @@ static json_object *submit_request(struct cli *cli, enum cli_submit how,
 	*rc = e->run(cli, a);
 	cli->sub = NULL;
 	if (*rc || !sub.workflow) {
-		*rc = *rc ? *rc : 1;
+		/* refused (said), or no job: the handler did its work here */
 		json_object_put(sub.jobs);
 		json_object_put(req);
 		return NULL;
@@ -499,16 +499,14 @@ static json_object *submit_request(struct cli *cli, enum cli_submit how,
 	json_object_object_add(req, "op", json_object_new_string("submit"));
 	json_object_object_add(req, "workflow", json_object_new_string(sub.workflow));
 	json_object_object_add(req, "jobs", sub.jobs);
-	if (sub.node)
-		json_object_object_add(req, "node", json_object_new_string(sub.node));
 	return req;
 }
 
-int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_entry *e,
-		      const struct cmd_args *a, bool *handled)
+int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,
+		      bool *handled)
 {
 	*handled = false;
-	if (how == CLI_SUBMIT_NO || cli->local)
+	if (!(e->flags & (CMD_JOBS | CMD_RESUME)) || cli->local)
 		return 0;
 	struct ctl_client c;
 	int rc = connect_daemon(cli, &c, false);
@@ -517,7 +515,7 @@ int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_ent
 	*handled = true;
 	if (rc)
 		return rc;
-	json_object *req = submit_request(cli, how, e, a, &rc);
+	json_object *req = submit_request(cli, e, a, &rc);
 	if (!req) {
 		ctl_client_close(&c);
 		return rc;
@@ -786,4 +784,5 @@ static int cmd_status(struct cli *cli, const struct cmd_args *a)
 const struct cmd_entry cmd_status_entry = {
 	"status", "", "pvagentd: pid, uptime, version, workers, queue, running jobs", NULL, NULL,
 	NULL, 0, 0, NULL, cmd_status, "pvagent status\npvagent --json status",
+	.wf = NULL,
 };

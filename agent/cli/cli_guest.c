@@ -706,6 +706,9 @@ const struct cmd_entry cmd_inject_entry = {
 	"apply the template's guest files and hostname over SSH (--dry-run: show diffs)", "t:",
 	inject_opts, "V", 1, 1, "guest name", cmd_inject,
 	"pvagent inject web1 --dry-run\npvagent inject web1 -t ubuntu-24.04 --address 10.0.0.5",
+	.wf = &wf_inject,
+	.render = cli_inject_result,
+	.flags = CMD_JOBS,
 };
 const struct cmd_entry cmd_virtio_entry = {
 	"virtio",
@@ -714,6 +717,9 @@ const struct cmd_entry cmd_virtio_entry = {
 	"convert IDE disks and e1000 NICs to virtio, rolling back on failure", "t:", virtio_opts,
 	"V", 1, 1, "guest name", cmd_virtio,
 	"pvagent virtio old1 --dry-run\npvagent virtio old1 --bench --disk-bus virtio-scsi",
+	.wf = &wf_virtio,
+	.render = cli_virtio_result,
+	.flags = CMD_JOBS,
 };
 const struct cmd_entry cmd_bench_entry = {
 	"bench", "NAME [--size MiB] [--address A] [-t TEMPLATE] [--var K=V]...",
@@ -721,6 +727,9 @@ const struct cmd_entry cmd_bench_entry = {
 	"compared",
 	"t:", bench_opts, "V", 1, 1, "guest name", cmd_bench,
 	"pvagent bench web1\npvagent bench web1 --size 512",
+	.wf = &wf_bench,
+	.render = cli_bench_result,
+	.flags = CMD_JOBS,
 };
 const struct cmd_entry cmd_ssh_entry = {
 	"ssh", "NAME|VMID [--address A] [-t TEMPLATE] [--var K=V]... [-- COMMAND...]",
@@ -728,9 +737,11 @@ const struct cmd_entry cmd_ssh_entry = {
 	"finds",
 	"t:", ssh_opts, "V", 1, -1, "guest name or VMID", cmd_ssh,
 	"pvagent ssh web1\npvagent ssh web1 -- uname -a\npvagent ssh 190 --address 192.0.2.10",
+	.wf = NULL,
 };
 const struct cmd_entry cmd_show_entry = {
 	"show", "NAME|VMID",
 	"a guest's config, status, disk bus, NIC, address, template and last bench run", "",
 	NULL, NULL, 1, 1, "guest name or VMID", cmd_show, "pvagent show web1\npvagent --json show 190",
+	.wf = NULL,
 };

@@ -378,4 +378,8 @@ const struct cmd_entry cmd_image_entry = {
 	"pvagent image build freebsd-15 --url http://mirror/FreeBSD-15.0-RELEASE-amd64-"
 	"BASIC-CLOUDINIT-ufs.qcow2 --checksum sha512:...\npvagent image rm debian-13\n"
 	"pvagent image rm debian-13 --yes",
+	.wf = &wf_image,
+	.render = cli_image_result,
+	.flags = CMD_JOBS,
+	.cli_only = "yes",
 };

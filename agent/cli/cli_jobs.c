@@ -15,13 +15,6 @@
 #include "output.h"
 #include "store.h"
 #include "util.h"
-#include "wf_virtio.h"
-#include "wf_bench.h"
-#include "wf_drain.h"
-#include "wf_inject.h"
-#include "wf_image.h"
-#include "wf_migrate.h"
-#include "wf_up.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -455,8 +448,9 @@ static int resume_job(struct cli *cli, long long id)
 		.stop = &cli_stop,
 		.conf = &cli->conf,
 	};
-	bool migration = wf == &wf_migrate || wf == &wf_drain || wf == &wf_undrain;
-	if (migration)
+	/* its command: how its tasks wait, how its result is printed */
+	const struct cmd_entry *ce = cli_command_of(wf);
+	if (ce && (ce->flags & CMD_MIGRATES))
 		env.wait.task_timeout_s = cli->conf.migrate.timeout;
 	if (job_env_init(&env) < 0)
 		return 1;
@@ -481,7 +475,7 @@ static int resume_job(struct cli *cli, long long id)
 	 * error, said as its command says it in this process (up and down
 	 * always give their guests' results) */
 	long long gv = 0;
-	bool guests = wf == &wf_up || wf == &wf_down;
+	bool guests = ce && (ce->flags & CMD_GUESTS);
 	if (cli->json && rc && !guests && job_error(j)->kind == PVE_ERR_NOT_FOUND &&
 	    !json_int(job_vars(j), "vmid", &gv)) {
 		const struct pve_error *je = job_error(j);
@@ -489,19 +483,8 @@ static int resume_job(struct cli *cli, long long id)
 		pve_error_set(&e2, je->kind, "%s", je->message ? je->message : "not found");
 		cli->subject = job_subject(j);
 		rc = cli_fail_pve(cli, wf->name, &e2);
-	} else if (migration) {
-		cli_migration_result(cli, j, rc);
-	} else if (wf == &wf_bench) {
-		rc = cli_bench_result(cli, j, rc);
-	} else if (wf == &wf_inject) {
-		rc = cli_inject_result(cli, j, rc);
-	} else if (wf == &wf_virtio) {
-		rc = cli_virtio_result(cli, j, rc);
-	} else if (wf == &wf_image) {
-		rc = cli_image_result(cli, j, rc);
-	} else {
-		const struct up_result *r = wf == &wf_down ? wf_down_result(j) : wf_up_result(j);
-		print_results(cli, wf->name, r, 1, rc);
+	} else if (ce && ce->render) {
+		rc = ce->render(cli, j, rc);
 	}
 	job_free(j);
 	job_env_fini(&env);
@@ -961,6 +944,7 @@ const struct cmd_entry cmd_jobs_entry = {
 	"n:", jobs_opts, NULL, 0, 0, NULL, cmd_jobs,
 	"pvagent jobs\npvagent jobs --limit 5\npvagent jobs --before 120\n"
 	"pvagent jobs --prune --older-than 30d",
+	.wf = NULL,
 };
 static const struct option job_opts[] = {{"follow", no_argument, NULL, 'f'}, {0}};
 
@@ -969,14 +953,17 @@ const struct cmd_entry cmd_job_entry = {
 	"one job: its steps (state, UPID, time) and events; --follow: then its events as they "
 	"come, while pvagentd runs it (exit: its exit code)",
 	"f", job_opts, NULL, 1, 1, "job ID", cmd_job, "pvagent job 12\npvagent job 12 --follow",
+	.wf = NULL,
 };
 const struct cmd_entry cmd_resume_entry = {
 	"resume", "ID", "continue an interrupted job, or one that needs attention", "", NULL, NULL,
 	1, 1, "job ID", cmd_resume, "pvagent resume 12",
+	.flags = CMD_RESUME,
 };
 const struct cmd_entry cmd_submitted_entry = {
 	"submitted", "WF SUBJECT", "pvagentd's own: store and run the job of stdin's params",
 	"", NULL, NULL, 2, 2, "argument", cmd_submitted, NULL,
+	.wf = NULL,
 };
 static const struct option cancel_opts[] = {{"stop-task", no_argument, NULL, 'S'}, {0}};
 
@@ -987,4 +974,5 @@ const struct cmd_entry cmd_cancel_entry = {
 	"--stop-task: stop that task (the tasks API)",
 	"", cancel_opts, NULL, 1, 1, "job ID", cmd_cancel,
 	"pvagent cancel 12\npvagent cancel 12 --stop-task",
+	.wf = NULL,
 };

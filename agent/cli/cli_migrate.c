@@ -271,6 +271,9 @@ const struct cmd_entry cmd_migrate_entry = {
 	"downtime PVE measured and the one clients saw",
 	"", migrate_opts, NULL, 2, 2, "guest name and a node", cmd_migrate,
 	"pvagent migrate web1 pve2\npvagent migrate web1 pve2 --storage-map local-lvm:fast --dry-run",
+	.wf = &wf_migrate,
+	.render = cli_migration_result,
+	.flags = CMD_JOBS | CMD_MIGRATES,
 };
 
 /* ---- drain and undrain ------------------------------------------------------------- */
@@ -370,7 +373,7 @@ static void print_drain_cb(struct cli *cli, struct job *j, const void *ctx, int 
 	print_drain(cli, dp->cmd, j, dp->dry_run, code);
 }
 
-void cli_migration_result(struct cli *cli, struct job *j, int code)
+int cli_migration_result(struct cli *cli, struct job *j, int code)
 {
 	json_object *p = job_params(j);
 	long long x = 0;
@@ -379,6 +382,7 @@ void cli_migration_result(struct cli *cli, struct job *j, int code)
 		print_migration(cli, j, json_str(p, "target"), dry, code);
 	else
 		print_drain(cli, job_wf(j)->name, j, dry, code);
+	return code;
 }
 
 /* "N1,N2" -> a NULL-terminated list (the string is cut in place). */
@@ -518,12 +522,20 @@ const struct cmd_entry cmd_drain_entry = {
 	"each moved guest is tagged pvagent-home-NODE",
 	"", drain_opts, NULL, 1, 1, "node", cmd_drain,
 	"pvagent drain pve1 --dry-run\npvagent drain pve1 --to pve2,pve3 --max-workers 2",
+	.wf = &wf_drain,
+	.render = cli_migration_result,
+	.flags = CMD_JOBS | CMD_MIGRATES,
+	.cli_only = "window",
 };
 const struct cmd_entry cmd_undrain_entry = {
 	"undrain", "NODE [--max-workers K] [--dry-run] | NODE --window W",
 	"bring every guest tagged pvagent-home-NODE back to NODE and remove the tag",
 	"", undrain_opts, NULL, 1, 1, "node", cmd_undrain,
 	"pvagent undrain pve1\npvagent undrain pve1 --window nightly",
+	.wf = &wf_undrain,
+	.render = cli_migration_result,
+	.flags = CMD_JOBS | CMD_MIGRATES,
+	.cli_only = "window",
 };
 
 /* ---- windows ------------------------------------------------------------------------ */
@@ -601,4 +613,5 @@ static int cmd_windows(struct cli *cli, const struct cmd_args *a)
 const struct cmd_entry cmd_windows_entry = {
 	"windows", "", "maintenance windows ([window] in pvagent.conf) and when they open next",
 	NULL, NULL, NULL, 0, 0, NULL, cmd_windows, "pvagent windows",
+	.wf = NULL,
 };

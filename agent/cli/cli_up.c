@@ -218,6 +218,18 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 	}
 }
 
+int cli_up_result(struct cli *cli, struct job *j, int code)
+{
+	print_results(cli, "up", wf_up_result(j), 1, code);
+	return code;
+}
+
+int cli_down_result(struct cli *cli, struct job *j, int code)
+{
+	print_results(cli, "down", wf_down_result(j), 1, code);
+	return code;
+}
+
 /* What up checks of the cluster once its input is good: the node (given,
  * or the configuration's default), and for an OpenVZ template the PVE
  * version (tmpl_check_version, as the job's find step does: here before a
@@ -343,7 +355,6 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	if (rc) {
 		/* said */
 	} else if (cli->sub) {
-		cli->sub->node = req.node;
 		for (size_t i = 0; rc == 0 && i < req.n_names; i++)
 			rc = cli_sub_add(cli, &wf_up, req.names[i], wf_up_params(&req, req.names[i]));
 	} else {
@@ -530,6 +541,10 @@ const struct cmd_entry cmd_up_entry = {
 	"pvagent up web1 -t ubuntu-24.04\npvagent up w1 w2 w3 -t freebsd-14 --set cores=4 --parallel 2\n"
 	"pvagent up web1 -t ubuntu-24.04 --set size=64G --dry-run\n"
 	"pvagent up db1 db2 -t debian-13 --pool lan",
+	.wf = &wf_up,
+	.render = cli_up_result,
+	.flags = CMD_JOBS | CMD_GUESTS,
+	.cli_only = "parallel",
 };
 const struct cmd_entry cmd_down_entry = {
 	"down", "NAME|VMID... [--purge] [--dry-run] [--yes]",
@@ -537,4 +552,8 @@ const struct cmd_entry cmd_down_entry = {
 	down_opts, NULL, 1, -1, "guest name or VMID", cmd_down,
 	"pvagent down web1\npvagent down web1 --purge --yes\npvagent down 190 web2.example.org\n"
 	"pvagent down web1 --dry-run",
+	.wf = &wf_down,
+	.render = cli_down_result,
+	.flags = CMD_JOBS | CMD_GUESTS,
+	.cli_only = "yes",
 };

@@ -1,0 +1,20 @@
+/* wf_params.h - every workflow's params, declared once (wf_params.c; the
+ * contract: job_params.h). Each workflow's struct job_workflow names its
+ * table (.params); pvagentd, which runs no workflow itself, finds them by
+ * name. Pure. */
+#ifndef PVAGENT_WF_PARAMS_H
+#define PVAGENT_WF_PARAMS_H
+
+#include "job_params.h"
+
+extern const struct job_params_decl wf_up_params_decl, wf_down_params_decl,
+	wf_inject_params_decl, wf_bench_params_decl, wf_virtio_params_decl,
+	wf_migrate_params_decl, wf_drain_params_decl, wf_undrain_params_decl,
+	wf_image_params_decl;
+
+/* The params of the workflow called workflow, or NULL. */
+const struct job_params_decl *wf_params_find(const char *workflow);
+/* Every workflow's, NULL-ended. */
+const struct job_params_decl *const *wf_params_all(void);
+
+#endif
