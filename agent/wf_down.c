@@ -42,6 +42,8 @@ void wf_down_attach(struct job *j, struct up_result *res)
 const struct up_result *wf_down_result(struct job *j)
 {
 	struct down_ctx *d = job_ctx(j);
+	if (!d->res) /* never opened (no PVE client) */
+		return NULL;
 	wf_result_finish(j, d->res);
 	return d->res;
 }

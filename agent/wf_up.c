@@ -62,6 +62,8 @@ void wf_up_attach(struct job *j, const struct tmpl *t, struct up_result *res)
 const struct up_result *wf_up_result(struct job *j)
 {
 	struct up_ctx *u = job_ctx(j);
+	if (!u->res) /* never opened (no PVE client) */
+		return NULL;
 	wf_result_finish(j, u->res);
 	return u->res;
 }

@@ -1,8 +1,9 @@
 /* cli_args.c - a command's command line parsed by its table entry
  * (struct cmd_entry, cli.h: its options, repeatable ones, its number of
- * arguments) and dispatched: a job command (CMD_JOBS, CMD_RESUME) to
- * pvagentd when one answers (cli_daemon_submit), else its handler in this
- * process. */
+ * arguments) and dispatched: a job command's handler appends its jobs,
+ * which go to pvagentd when one answers (cli_daemon_submit), else run
+ * here (cli_run_here); resume's job goes to pvagentd too; any other
+ * handler does its work here. */
 #include "cli.h"
 #include "util.h"
 
@@ -140,6 +141,30 @@ int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_
 
 /* ---- dispatch ----------------------------------------------------------------- */
 
+/* A job command: its handler appends its jobs, which go to pvagentd when
+ * one answers, else run here. */
+static int dispatch_jobs(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a)
+{
+	struct cli_jobs jobs = {.wf = e->wf, .jobs = json_object_new_array(), .parallel = 1};
+	if (!jobs.jobs) {
+		fprintf(stderr, "pvagent %s: out of memory\n", e->name);
+		return 1;
+	}
+	cli->jobs = &jobs;
+	int rc = e->run(cli, a);
+	cli->jobs = NULL;
+	bool handled = false;
+	if (rc == 0 && json_object_array_length(jobs.jobs) > 0) {
+		rc = cli_daemon_submit(cli, e, a, &jobs, &handled);
+		if (!handled)
+			rc = cli_run_here(cli, e, &jobs);
+	}
+	if (jobs.done)
+		jobs.done(jobs.ctx);
+	json_object_put(jobs.jobs);
+	return rc;
+}
+
 int cmd_dispatch(struct cli *cli, const struct cmd_entry *e, int argc, char **argv)
 {
 	struct cmd_args a;
@@ -147,9 +172,11 @@ int cmd_dispatch(struct cli *cli, const struct cmd_entry *e, int argc, char **ar
 	if (rc)
 		return rc;
 	bool handled = false;
-	if (e->flags & (CMD_JOBS | CMD_RESUME))
-		rc = cli_daemon_submit(cli, e, &a, &handled);
-	if (!handled)
+	if (e->flags & CMD_JOBS)
+		rc = dispatch_jobs(cli, e, &a);
+	else if (e->flags & CMD_RESUME)
+		rc = cli_daemon_submit(cli, e, &a, NULL, &handled);
+	if (!(e->flags & CMD_JOBS) && !handled)
 		rc = e->run(cli, &a);
 	cmd_args_free(&a);
 	return rc;

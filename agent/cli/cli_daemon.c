@@ -440,41 +440,18 @@ static int stream(struct cli *cli, struct ctl_client *c, struct relay *relay, do
 	return rc;
 }
 
-int cli_sub_add(struct cli *cli, const struct job_workflow *wf, const char *subject,
-		json_object *params)
-{
-	struct cli_sub *s = cli->sub;
-	json_object *o = json_object_new_object();
-	if (!o || !params || !s->jobs ||
-	    json_object_object_add(o, "subject", json_object_new_string(subject)) < 0 ||
-	    json_object_object_add(o, "params", params) < 0) {
-		json_object_put(o);
-		json_object_put(params);
-		fprintf(stderr, "pvagent %s: out of memory\n", wf->name);
-		return 1;
-	}
-	s->workflow = wf->name;
-	if (json_object_array_add(s->jobs, o) < 0) {
-		json_object_put(o);
-		fprintf(stderr, "pvagent %s: out of memory\n", wf->name);
-		return 1;
-	}
-	return 0;
-}
-
-/* The submit request of a command: its handler run with cli->sub, so
- * that what reaches the daemon is the jobs' params, never the command
- * line. NULL with *rc: the handler said no (a usage error), or nothing to
- * submit. */
-static json_object *submit_request(struct cli *cli, const struct cmd_entry *e,
-				   const struct cmd_args *a, int *rc)
+/* The submit request of a job command: its jobs' params as its handler
+ * appended them, never the command line; or resume's job ID. NULL with
+ * *rc (said). */
+static json_object *submit_request(const struct cmd_entry *e, const struct cmd_args *a,
+				   const struct cli_jobs *jobs, int *rc)
 {
 	json_object *req = json_object_new_object();
 	if (!req) {
 		*rc = 1;
 		return NULL;
 	}
-	if (e->flags & CMD_RESUME) {
+	if (!jobs) {
 		char *end = NULL;
 		long long id = a->argc == 1 ? strtoll(a->argv[0], &end, 10) : 0;
 		if (!end || *end || id <= 0) {
@@ -486,27 +463,17 @@ static json_object *submit_request(struct cli *cli, const struct cmd_entry *e,
 		json_object_object_add(req, "job", json_object_new_int64(id));
 		return req;
 	}
-	struct cli_sub sub = {.jobs = json_object_new_array()};
-	cli->sub = &sub;
-	*rc = e->run(cli, a);
-	cli->sub = NULL;
-	if (*rc || !sub.workflow) {
-		/* refused (said), or no job: the handler did its work here */
-		json_object_put(sub.jobs);
-		json_object_put(req);
-		return NULL;
-	}
 	json_object_object_add(req, "op", json_object_new_string("submit"));
-	json_object_object_add(req, "workflow", json_object_new_string(sub.workflow));
-	json_object_object_add(req, "jobs", sub.jobs);
+	json_object_object_add(req, "workflow", json_object_new_string(e->wf->name));
+	json_object_object_add(req, "jobs", json_object_get(jobs->jobs));
 	return req;
 }
 
 int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,
-		      bool *handled)
+		      const struct cli_jobs *jobs, bool *handled)
 {
 	*handled = false;
-	if (!(e->flags & (CMD_JOBS | CMD_RESUME)) || cli->local)
+	if (cli->local)
 		return 0;
 	struct ctl_client c;
 	int rc = connect_daemon(cli, &c, false);
@@ -515,7 +482,7 @@ int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct c
 	*handled = true;
 	if (rc)
 		return rc;
-	json_object *req = submit_request(cli, e, a, &rc);
+	json_object *req = submit_request(e, a, jobs, &rc);
 	if (!req) {
 		ctl_client_close(&c);
 		return rc;

@@ -440,19 +440,9 @@ static int resume_job(struct cli *cli, long long id)
 	cli->subject = NULL;
 	if ((rc = cli_connect_pve(cli)))
 		return rc;
-	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
-	struct job_env env = {
-		.store = cli_store(cli),
-		.on_event = on_job_event,
-		.event_ctx = &pp,
-		.stop = &cli_stop,
-		.conf = &cli->conf,
-	};
-	/* its command: how its tasks wait, how its result is printed */
-	const struct cmd_entry *ce = cli_command_of(wf);
-	if (ce && (ce->flags & CMD_MIGRATES))
-		env.wait.task_timeout_s = cli->conf.migrate.timeout;
-	if (job_env_init(&env) < 0)
+	struct event_print pp;
+	struct job_env env;
+	if (cli_jobs_env(cli, wf, false, &pp, &env) < 0)
 		return 1;
 	struct job *j = NULL;
 	struct pve_error e = {0};
@@ -461,6 +451,10 @@ static int resume_job(struct cli *cli, long long id)
 		job_env_fini(&env);
 		return rc ? rc : 1;
 	}
+	/* a dry run's lines as its command says them ("would change", the
+	 * guest files' diffs) */
+	if (json_flag(job_params(j), "dry_run"))
+		pp.dry_run = pp.file_diffs = true;
 	/* the job speaks as its command ("pvagent virtio: ..."), also when
 	 * pvagentd's child runs it: its submitter never typed "resume" */
 	char *ident = strprintf("pvagent %s", wf->name);
@@ -468,24 +462,7 @@ static int resume_job(struct cli *cli, long long id)
 		cli_set_command(wf->name);
 		log_set_ident(ident);
 	}
-	job_run(j, cli->pve);
-	end_progress_line(&pp);
-	rc = cli_exit_code(job_outcome(j));
-	/* a guest command's job that ended before it found its guest: its
-	 * error, said as its command says it in this process (up and down
-	 * always give their guests' results) */
-	long long gv = 0;
-	bool guests = ce && (ce->flags & CMD_GUESTS);
-	if (cli->json && rc && !guests && job_error(j)->kind == PVE_ERR_NOT_FOUND &&
-	    !json_int(job_vars(j), "vmid", &gv)) {
-		const struct pve_error *je = job_error(j);
-		struct pve_error e2 = {0};
-		pve_error_set(&e2, je->kind, "%s", je->message ? je->message : "not found");
-		cli->subject = job_subject(j);
-		rc = cli_fail_pve(cli, wf->name, &e2);
-	} else if (ce && ce->render) {
-		rc = ce->render(cli, j, rc);
-	}
+	rc = cli_run_jobs(cli, wf, &j, 1, 1);
 	job_free(j);
 	job_env_fini(&env);
 	if (ident) {

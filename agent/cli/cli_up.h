@@ -6,7 +6,8 @@
 
 #include "wf_up.h"
 
-/* Run up. *results gets n_names results in the order of names. Returns 0
+/* Run up as the tests do (the command appends its jobs: cli_run.c), its
+ * template and results attached. *results gets n_names results in the order of names. Returns 0
  * when every name succeeded, -1 when any failed (see each result's error)
  * or on a request error before any work (then *results is NULL and err
  * says why: PVE_ERR_CONFIG for bad names, duplicates, --vmid with several

@@ -6,8 +6,8 @@
  * - every long option of the command sets a param of its workflow (the
  *   table names it) or is declared the command's own (cli_only), and
  *   every option a param names is one the command has;
- * - each such option, given to the command's handler as pvagent does when
- *   pvagentd answers (cli->sub: the jobs' {subject, params}), makes a job
+ * - each such option, given to the command's handler as cmd_dispatch does
+ *   (cli->jobs: the jobs' {subject, params} it appends), makes a job
  *   whose params hold that param and which pvagentd accepts (submit_check,
  *   as root: the engine's job_params_check and the workflow's own check,
  *   with the daemon's public key), and which, stored by job_submit as the
@@ -242,8 +242,9 @@ static const char *sample_value(const char *cmd, const char *o, const struct job
 	}
 }
 
-/* Run e's handler on argv as pvagent does when pvagentd answers: its
- * jobs [{subject, params}] (new reference), rc its exit code. */
+/* Run e's handler on argv as cmd_dispatch does: the jobs it appends
+ * [{subject, params}] (new reference), which go to pvagentd or run here;
+ * rc its exit code. */
 static json_object *collect(struct cli *cli, const struct cmd_entry *e, int argc, char **argv,
 			    int *rc)
 {
@@ -251,12 +252,14 @@ static json_object *collect(struct cli *cli, const struct cmd_entry *e, int argc
 	*rc = cmd_args_parse(e, argc, argv, &a);
 	if (*rc)
 		return NULL;
-	struct cli_sub sub = {.jobs = json_object_new_array()};
-	cli->sub = &sub;
+	struct cli_jobs jobs = {.wf = e->wf, .jobs = json_object_new_array()};
+	cli->jobs = &jobs;
 	*rc = e->run(cli, &a);
-	cli->sub = NULL;
+	cli->jobs = NULL;
+	if (jobs.done)
+		jobs.done(jobs.ctx);
 	cmd_args_free(&a);
-	return sub.jobs;
+	return jobs.jobs;
 }
 
 /* One job of e as pvagentd takes it: checked for a root peer, stored by
