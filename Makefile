@@ -82,7 +82,10 @@ SIM_AGENT   = agent/util.c
 # `all`, so by the demo) and the benches build without Criterion
 SUPPORT_CR_SRC = tests/support/cliworld.c tests/support/simcli.c tests/support/pvevers.c
 SUPPORT_SRC = $(filter-out $(SUPPORT_CR_SRC),$(wildcard tests/support/*.c))
+# unit suites need no service; integration suites start the simulator or
+# an sshd (on loopback); the simulator's own suites are in tests/pvesim
 UNIT_TESTS  = $(wildcard tests/unit/test_*.c)
+INTEGRATION_TESTS = $(wildcard tests/integration/test_*.c)
 SIM_TESTS   = $(wildcard tests/pvesim/test_*.c)
 
 # Two build trees: release (build/rel) and sanitizer (build/san).
@@ -195,12 +198,14 @@ $(SAN)/guestd: $(SAN)/tests/guests/guestd.o $(addprefix $(SAN)/,$(GUESTD_LIBA))
 	$(CC) $(SANFLAGS) -o $@ $^ $(AGENT_LIBS)
 $(SAN)/tests/unit/test_%: $(SAN)/tests/unit/test_%.o $(addprefix $(SAN)/,$(TEST_LIBA))
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
+$(SAN)/tests/integration/test_%: $(SAN)/tests/integration/test_%.o $(addprefix $(SAN)/,$(TEST_LIBA))
+	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 $(SAN)/tests/lab/test_%: $(SAN)/tests/lab/test_%.o $(addprefix $(SAN)/,$(TEST_LIBA))
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 $(SAN)/tests/pvesim/test_%: $(SAN)/tests/pvesim/test_%.o $(SAN)/libcrsupport.a $(SAN)/libsupport.a $(SAN)/libpvesim.a $(SAN)/libpvagent.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(AGENT_LIBS) $(SIM_LIBS)
 
-TEST_BINS = $(patsubst %.c,$(SAN)/%,$(UNIT_TESTS) $(SIM_TESTS))
+TEST_BINS = $(patsubst %.c,$(SAN)/%,$(UNIT_TESTS) $(INTEGRATION_TESTS) $(SIM_TESTS))
 SAN_PROGS = $(SAN)/pvesim $(SAN)/guestd $(if $(wildcard $(CLI_MAIN)),$(SAN)/pvagent) \
 	$(if $(wildcard $(DAEMON_MAIN)),$(SAN)/pvagentd)
 
@@ -208,10 +213,11 @@ SAN_PROGS = $(SAN)/pvesim $(SAN)/guestd $(if $(wildcard $(CLI_MAIN)),$(SAN)/pvag
 # (`deps`), then build and run in a sub-make: pkg-config's flags are read
 # when make parses this file, so they must be read after the install.
 
-# The README's test command. Runs every suite, then the end-to-end scripts.
+# The README's test command. Checks the library's layers, runs every
+# suite, then the end-to-end scripts.
 test: deps-test
 	@$(MAKE) --no-print-directory test-run
-test-run: $(SAN_PROGS) $(TEST_BINS)
+test-run: check-layers $(SAN_PROGS) $(TEST_BINS)
 	@PVESIM_BIN=$(abspath $(SAN)/pvesim) PVAGENT_BIN=$(abspath $(SAN)/pvagent) \
 	  PVAGENTD_BIN=$(abspath $(SAN)/pvagentd) \
 	  GUESTD_BIN=$(abspath $(SAN)/guestd) sh tests/run-tests.sh $(TEST_BINS) $(wildcard tests/e2e/*.sh)
@@ -248,12 +254,18 @@ bench: deps-bench
 bench-run: all $(BENCH_BINS)
 	@sh tests/bench/run.sh
 
+# No file of the library includes a header of a layer above its own
+# (agent/README.md's layer table; no dependencies, well under a second).
+.PHONY: check-layers
+check-layers:
+	@sh tests/tools/layers.sh && echo "layers: agent/README.md's layer table holds"
+
 lint: deps-lint
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --inline-suppr --std=c11 -D_GNU_SOURCE $(TEST_INC) \
 	  --library=tests/tools/json-c.cfg --suppress=missingIncludeSystem \
 	  agent tests/pvesim tests/support tests/guests/guestd.c
-	printf '%s\n' $(wildcard agent/*.c agent/cli/*.c agent/daemon/*.c tests/pvesim/*.c tests/support/*.c tests/unit/*.c \
+	printf '%s\n' $(wildcard agent/*.c agent/cli/*.c agent/daemon/*.c tests/pvesim/*.c tests/support/*.c tests/unit/*.c tests/integration/*.c \
 	  tests/bench/*.c tests/guests/*.c) | xargs -P $$(nproc) -I{} clang-tidy --quiet --warnings-as-errors='*' \
 	  {} -- $(STD) $(TEST_INC) \
 	  $(call pc_cflags,$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS))

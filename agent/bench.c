@@ -5,7 +5,7 @@
  * table of state.db in bench_store.c. */
 #include "bench_int.h"
 
-#include "pve.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <inttypes.h>

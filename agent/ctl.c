@@ -21,11 +21,6 @@ int ctl_op_parse(const char *name, enum ctl_op *out)
 	return -1;
 }
 
-const char *ctl_op_name(enum ctl_op op)
-{
-	return (size_t)op < sizeof op_names / sizeof op_names[0] ? op_names[op] : "?";
-}
-
 /* ---- framing -------------------------------------------------------------- */
 
 static size_t cap(const struct ctl_lines *l)
@@ -186,36 +181,4 @@ int ctl_line_add(struct sbuf *b, json_object *o)
 	if (!s || sbuf_addn(b, s, n) < 0 || sbuf_addc(b, '\n') < 0)
 		return -1;
 	return 0;
-}
-
-const char **ctl_strv(json_object *o, const char *key, size_t *n, bool *bad)
-{
-	json_object *a = NULL;
-	*n = 0;
-	*bad = false;
-	if (!json_object_object_get_ex(o, key, &a) || !a)
-		return NULL;
-	if (!json_object_is_type(a, json_type_array)) {
-		*bad = true;
-		return NULL;
-	}
-	size_t len = json_object_array_length(a);
-	const char **v = calloc(len + 1, sizeof *v);
-	if (!v) {
-		*bad = true;
-		return NULL;
-	}
-	for (size_t i = 0; i < len; i++) {
-		json_object *s = json_object_array_get_idx(a, i);
-		if (!json_object_is_type(s, json_type_string) ||
-		    strlen(json_object_get_string(s)) != (size_t)json_object_get_string_len(s) ||
-		    json_object_get_string_len(s) > 4096) {
-			free(v);
-			*bad = true;
-			return NULL;
-		}
-		v[i] = json_object_get_string(s);
-	}
-	*n = len;
-	return v;
 }

@@ -35,7 +35,6 @@ enum ctl_op {
 };
 /* 0 and *out, or -1 for an unknown name. */
 int ctl_op_parse(const char *name, enum ctl_op *out);
-const char *ctl_op_name(enum ctl_op op);
 
 /* Lines out of a byte stream. Zero-initialise; max 0 means CTL_MAX_LINE. */
 struct ctl_lines {
@@ -68,9 +67,5 @@ json_object *ctl_error(json_object *id, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* o as one line with '\n' appended to b. 0 or -1. */
 int ctl_line_add(struct sbuf *b, json_object *o);
-/* An array member of strings, each without NUL bytes and at most max
- * long: a NULL-terminated vector of borrowed strings (free the vector).
- * NULL and *n 0 when absent or of another shape (-1 in *bad then). */
-const char **ctl_strv(json_object *o, const char *key, size_t *n, bool *bad);
 
 #endif

@@ -173,89 +173,28 @@ void guest_list_free(struct guest_list *l)
 	l->n = 0;
 }
 
-/* ---- guests made by this process ------------------------------------------------ */
+/* ---- guests made by this client ----------------------------------------------- */
 
-/* The last guests this process created, with the names it gave them: while
- * /cluster/resources still shows one of them without a name (status lag,
- * below), its name is known without reading the node's list. A bounded
- * ring: the lag lasts seconds, so only recent guests matter. Keyed by the
- * API URL, node, type and VMID; a guest deleted by us leaves it. */
-#define MADE_MAX 64
-struct made_ent {
-	char *url, *node, *name;
-	enum guest_type type;
-	int vmid;
-};
-static pthread_mutex_t made_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct made_ent made_ring[MADE_MAX];
-static size_t made_next;
-
-static void made_ent_clear(struct made_ent *e)
+/* The guests this client created, with the names it gave them (pve.h
+ * pve_made_*: kept per client, as the versions are): while
+ * /cluster/resources shows one without a name (status lag, below), its
+ * name is known without reading the node's list. A guest deleted by us
+ * leaves it. */
+static void made_forget(struct pve *c, const struct guest_ref *g)
 {
-	free(e->url);
-	free(e->node);
-	free(e->name);
-	memset(e, 0, sizeof *e);
+	pve_made_forget(c, g->node, guest_type_name(g->type), g->vmid);
 }
 
-static bool made_match(const struct made_ent *e, const char *url, const struct guest_ref *g)
+static void made_remember(struct pve *c, const struct guest_ref *g)
 {
-	return e->url && e->vmid == g->vmid && e->type == g->type && g->node &&
-	       strcmp(e->url, url) == 0 && strcmp(e->node, g->node) == 0;
+	pve_made_remember(c, g->node, guest_type_name(g->type), g->vmid, g->name);
 }
 
-static void made_forget(const struct pve *c, const struct guest_ref *g)
-{
-	const char *url = pve_url(c);
-	if (!url)
-		return;
-	pthread_mutex_lock(&made_mu);
-	for (size_t i = 0; i < MADE_MAX; i++)
-		if (made_match(&made_ring[i], url, g))
-			made_ent_clear(&made_ring[i]);
-	pthread_mutex_unlock(&made_mu);
-}
-
-static void made_remember(const struct pve *c, const struct guest_ref *g)
-{
-	const char *url = pve_url(c);
-	if (!url || !g->node || !g->name)
-		return;
-	made_forget(c, g);
-	struct made_ent e = {strdup(url), strdup(g->node), strdup(g->name), g->type, g->vmid};
-	if (!e.url || !e.node || !e.name) {
-		made_ent_clear(&e); /* only a shortcut: the node list is read instead */
-		return;
-	}
-	pthread_mutex_lock(&made_mu);
-	made_ent_clear(&made_ring[made_next]);
-	made_ring[made_next] = e;
-	made_next = (made_next + 1) % MADE_MAX;
-	pthread_mutex_unlock(&made_mu);
-}
-
-/* Fill g's name when this process made it. true: filled (or OOM: false). */
+/* Fill g's name when this client made it. true: filled (or OOM: false). */
 static bool made_fill(const struct pve *c, struct guest_ref *g)
 {
-	const char *url = pve_url(c);
-	bool hit = false;
-	if (!url)
-		return false;
-	pthread_mutex_lock(&made_mu);
-	for (size_t i = 0; i < MADE_MAX && !hit; i++)
-		if (made_match(&made_ring[i], url, g))
-			hit = dupstr(&g->name, made_ring[i].name) == 0;
-	pthread_mutex_unlock(&made_mu);
-	return hit;
-}
-
-void guest_made_cache_clear(void)
-{
-	pthread_mutex_lock(&made_mu);
-	for (size_t i = 0; i < MADE_MAX; i++)
-		made_ent_clear(&made_ring[i]);
-	made_next = 0;
-	pthread_mutex_unlock(&made_mu);
+	const char *name = pve_made_name(c, g->node, guest_type_name(g->type), g->vmid);
+	return name && dupstr(&g->name, name) == 0;
 }
 
 int guest_pve_major(struct pve *c, int *major, struct pve_error *err)
@@ -484,23 +423,6 @@ static int refresh_found(struct pve *c, int rc, struct guest_ref *out, struct pv
 	return 0;
 }
 
-static int find_named(struct pve *c, const char *name, struct guest_ref *out,
-		      struct pve_error *err)
-{
-	memset(out, 0, sizeof *out);
-	struct guest_list l;
-	if (guest_list(c, NULL, &l, err) < 0)
-		return -1;
-	int rc = guest_list_find_name(&l, name, out, err);
-	guest_list_free(&l);
-	rc = refresh_found(c, rc, out, err);
-	if (rc == 1 && (!out->name || strcasecmp(out->name, name) != 0)) {
-		guest_ref_clear(out); /* renamed meanwhile */
-		rc = 0;
-	}
-	return rc;
-}
-
 int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out, struct pve_error *err)
 {
 	memset(out, 0, sizeof *out);
@@ -512,12 +434,30 @@ int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out, struct pv
 	return rc;
 }
 
+int guest_find_listed(struct pve *c, const char *arg, struct guest_ref *out,
+		      struct pve_error *err)
+{
+	memset(out, 0, sizeof *out);
+	int vmid = 0;
+	if (guest_arg_is_vmid(arg, &vmid))
+		return guest_find_by_vmid(c, vmid, out, err);
+	struct guest_list l;
+	if (guest_list(c, NULL, &l, err) < 0)
+		return -1;
+	int rc = guest_list_find_name(&l, arg, out, err);
+	guest_list_free(&l);
+	return rc;
+}
+
 int guest_find(struct pve *c, const char *arg, struct guest_ref *out, struct pve_error *err)
 {
-	int vmid;
-	if (!guest_arg_is_vmid(arg, &vmid))
-		return find_named(c, arg, out, err);
-	return refresh_found(c, guest_find_by_vmid(c, vmid, out, err), out, err);
+	int rc = refresh_found(c, guest_find_listed(c, arg, out, err), out, err);
+	if (rc == 1 && !guest_arg_is_vmid(arg, NULL) &&
+	    (!out->name || strcasecmp(out->name, arg) != 0)) {
+		guest_ref_clear(out); /* renamed meanwhile */
+		rc = 0;
+	}
+	return rc;
 }
 
 int guest_not_found(const char *arg, struct pve_error *err)
@@ -744,7 +684,22 @@ struct guest_task_req {
 					    is not sent again */
 	bool *noop;                      /* out, or NULL: ok_msg came back */
 	struct task_result *res;         /* out, or NULL: the task's figures */
+	char **type;                     /* out, or NULL: the type of the task
+					    waited for ("qmstart", "hastart";
+					    malloc'd), NULL when none was */
 };
+
+/* rq->type from the UPID of the task guest_task waits for. */
+static void task_type_of(const struct guest_task_req *rq, const char *upid)
+{
+	struct task_upid u;
+	if (!rq->type || task_upid_parse(upid, &u) < 0)
+		return;
+	free(*rq->type);
+	*rq->type = u.type;
+	u.type = NULL;
+	task_upid_free(&u);
+}
 
 /* Run a task-starting request on an existing guest: a locked guest is
  * waited for and the request sent again; a UPID is handed to the hooks
@@ -758,8 +713,11 @@ static int guest_task(struct pve *c, struct guest_ref *g, const struct guest_tas
 {
 	if (rq->noop)
 		*rq->noop = false;
+	if (rq->type)
+		*rq->type = NULL;
 	char *upid = hook_resume_upid(w);
 	if (upid) {
+		task_type_of(rq, upid);
 		log_debug("VM %d: waiting for the %s task an earlier run started", g->vmid, rq->step);
 		struct guest_wait wa = w ? *w : (struct guest_wait){0};
 		wa.attach = true;
@@ -797,6 +755,7 @@ static int guest_task(struct pve *c, struct guest_ref *g, const struct guest_tas
 					 path, upid);
 				pve_error_clear(err);
 				hook_started(w, upid);
+				task_type_of(rq, upid);
 				struct guest_wait wa = w ? *w : (struct guest_wait){0};
 				wa.attach = true;
 				rc = wait_task_timeout(c, upid, rq->step, rq->task_timeout, &wa, rq->res, err);
@@ -845,6 +804,7 @@ static int guest_task(struct pve *c, struct guest_ref *g, const struct guest_tas
 			break;
 		}
 		hook_started(w, upid);
+		task_type_of(rq, upid);
 		rc = wait_task_timeout(c, upid, rq->step, rq->task_timeout, w, rq->res, err);
 		free(upid);
 		break;
@@ -1828,11 +1788,22 @@ int guest_start(struct pve *c, struct guest_ref *g, const struct guest_wait *w,
 			return 0;
 	}
 	static const struct effect eff = {"qmstart", "vzstart", shows_status, "running"};
+	char *type = NULL;
 	const struct guest_task_req rq = {"POST", "/status/start", .step = "start",
-					  .ok_msg = "already running", .eff = &eff};
+					  .ok_msg = "already running", .eff = &eff, .type = &type};
 	int rc = guest_task(c, g, &rq, w, err);
+	/* the guest's own start task (not HA's hastart, which ends when the
+	 * request is queued) ended well: it runs, nothing to read */
+	const char *own = g->type == GUEST_QEMU ? eff.qm_task : eff.ct_task;
+	bool direct = rc == 0 && type && strcmp(type, own) == 0;
+	free(type);
 	if (rc < 0 && !(err->kind == PVE_ERR_TASK && msg_has(err, "already running")))
 		return -1;
+	if (direct) {
+		free(g->status);
+		g->status = strdup("running");
+		return g->status ? 0 : pve_error_oom(err);
+	}
 	/* qemu says "already running" from inside the start task: believed
 	 * once the status confirms it */
 	struct pve_error failed = {0};

@@ -77,9 +77,6 @@ void guest_list_free(struct guest_list *l);
 int guest_pve_major(struct pve *c, int *major, struct pve_error *err);
 /* Container type for a major version: LXC from 4, OpenVZ before. */
 enum guest_type guest_container_type(int major);
-/* Forget the names of the guests this process made (guest_list() takes a
- * name /cluster/resources does not show yet from there; tests). */
-void guest_made_cache_clear(void);
 
 /* ---- finding ---------------------------------------------------------------- */
 
@@ -88,7 +85,7 @@ void guest_made_cache_clear(void);
  * and status from PVE's status daemon, about every 10 s: an entry made
  * since (no name, status "unknown") gets them from its node's own list
  * (GET /nodes/N/qemu or /lxc, read from the configs), one per node and
- * type, unless this process made it (its name is known; status stays
+ * type, unless this client made it (its name is known; status stays
  * "unknown"); other entries' status and name can be that old. */
 int guest_list(struct pve *c, const char *node, struct guest_list *out,
 	       struct pve_error *err);
@@ -105,6 +102,13 @@ int guest_find_by_vmid(struct pve *c, int vmid, struct guest_ref *out,
  * unnamed guests (PVE shows "VM 100") and guests sharing a name are
  * reached by VMID wherever a guest is named. */
 int guest_find(struct pve *c, const char *arg, struct guest_ref *out, struct pve_error *err);
+/* The same from one listing alone (GET /cluster/resources), no
+ * status/current: status, lock and name are the listing's (up to about
+ * 10 s old; a guest renamed since is still found under its old name).
+ * For a check that the guest exists, or where its status is read later
+ * anyway (a migration's facts). 1 found, 0 none, -1 error, as guest_find. */
+int guest_find_listed(struct pve *c, const char *arg, struct guest_ref *out,
+		      struct pve_error *err);
 /* What every command says when guest_find found nothing: err set to
  * PVE_ERR_NOT_FOUND "no guest named 'NAME'" or "no guest with VMID N".
  * Returns -1. */
@@ -323,8 +327,11 @@ int guest_delete_snapshot(struct pve *c, struct guest_ref *g, const char *name,
 
 /* ---- power and delete ---------------------------------------------------- */
 
-/* Start; already running is success. Waits for the task, then re-reads
- * status/current into g. A guest whose g->status is "stopped" is started
+/* Start; already running is success. Waits for the task; when it was the
+ * guest's own start task (qmstart, vzstart) that ended well, g->status is
+ * "running" without a read, else (HA's hastart ends when the request is
+ * queued; an "already running" answer) status/current is read into g,
+ * for HA until it shows running. A guest whose g->status is "stopped" is started
  * without reading its status first (the caller knows it: just created, or
  * just read); with any other g->status, or none, status/current is read
  * first and a running guest is left alone without a request. PVE's

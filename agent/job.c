@@ -934,7 +934,8 @@ static enum job_outcome finish(struct job *j, enum job_state state, enum job_out
 /* The tests' step boundary: with PVAGENT_STOP_AFTER=WORKFLOW:STEP in the
  * environment, the process stops itself (SIGSTOP) right after that step's
  * end was committed, for a test to SIGKILL it at exactly that boundary
- * (tests/unit/test_killsteps.c). Unset (always, outside tests): nothing. */
+ * (tests/integration: test_cli_jobs.c, test_daemon.c, test_image.c).
+ * Unset (always, outside tests): nothing. */
 static void stop_after_hook(const struct job *j, const char *step)
 {
 	const char *v = getenv("PVAGENT_STOP_AFTER");

@@ -131,7 +131,7 @@ void job_event_tap(job_event_fn fn, void *ctx);
 int job_new(struct job_env *env, const struct job_workflow *wf, const char *subject,
 	    json_object *params, struct job **out, struct pve_error *err);
 /* A stored job, to resume or show. wf must be its workflow
- * (job_workflow_find). 1 loaded, 0 no such job, -1 error. */
+ * (job_workflow_find, workflows.h). 1 loaded, 0 no such job, -1 error. */
 int job_load(struct job_env *env, long long id, const struct job_workflow *wf,
 	     struct job **out, struct pve_error *err);
 void job_free(struct job *j);
@@ -256,10 +256,5 @@ const struct guest_wait *job_wait(struct job *j);
 void job_settle(struct job *j);
 /* Has a stop been asked for? */
 bool job_stopping(const struct job *j);
-
-/* ---- the workflows ------------------------------------------------------------------ */
-
-/* The workflow called name, or NULL (workflows.c). */
-const struct job_workflow *job_workflow_find(const char *name);
 
 #endif

@@ -86,23 +86,25 @@ static bool in_range(const struct job_param *p, json_object *v)
 	return x >= p->min && x <= p->max;
 }
 
-/* The first control character of a string in v (at any depth), or 0. */
-static int control_char(json_object *v)
+/* The first control character of a string in v (at any depth), or 0;
+ * text: newlines and tabs are not. */
+static int control_char(json_object *v, bool text)
 {
 	if (is_str(v)) {
 		for (const char *s = json_object_get_string(v); *s; s++)
-			if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			if (((unsigned char)*s < 0x20 || *s == 0x7f) &&
+			    !(text && (*s == '\n' || *s == '\t')))
 				return (unsigned char)*s;
 	} else if (json_object_is_type(v, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(v); i++) {
-			int c = control_char(json_object_array_get_idx(v, i));
+			int c = control_char(json_object_array_get_idx(v, i), text);
 			if (c)
 				return c;
 		}
 	} else if (json_object_is_type(v, json_type_object)) {
 		json_object_object_foreach(v, k, x) {
 			(void)k;
-			int c = control_char(x);
+			int c = control_char(x, text);
 			if (c)
 				return c;
 		}
@@ -136,7 +138,7 @@ int job_params_check(const struct job_params_decl *d, const char *subject, json_
 				 p->min, p->max);
 			return -1;
 		}
-		int c = control_char(val);
+		int c = control_char(val, p->flags & JOB_PARAM_TEXT);
 		if (c) {
 			err_setf(why, "%s %s: \"%s\": a value holds a control character (0x%02x)", wf,
 				 subject, key, (unsigned)c);

@@ -31,6 +31,8 @@ enum job_param_type {
 
 #define JOB_PARAM_PEER 0x1u  /* a socket peer of pvagentd may set it */
 #define JOB_PARAM_ZERO 0x2u  /* 0 means "none" and is in range too */
+#define JOB_PARAM_TEXT 0x4u  /* a text of lines (a script): newlines and tabs
+				are not the control characters it refuses */
 
 struct job_param {
 	const char *key;
@@ -66,7 +68,8 @@ const char *job_param_type_name(enum job_param_type t);
 
 /* Check params (a JSON object) of a job of d on subject: every member
  * declared (with peer: one a socket peer may set), of its type, in its
- * range, no string with a control character. 0, or -1 with *why
+ * range, no string with a control character (but a TEXT's newlines and
+ * tabs). 0, or -1 with *why
  * (malloc'd: "WF SUBJECT: \"KEY\" ..."). The same words for the CLI's
  * job_submit and for pvagentd. */
 int job_params_check(const struct job_params_decl *d, const char *subject, json_object *params,

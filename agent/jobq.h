@@ -4,7 +4,7 @@
  * them on one node, and one item at a time per guest. An item that waits
  * for a guest also holds back the later items on that guest, so the
  * jobs of one guest run in the order they came. Pure bookkeeping: the
- * daemon (pvagentd.c) starts what jobq_next() gives it. */
+ * daemon (pvagentd's djob.c) starts what jobq_next() gives it. */
 #ifndef PVAGENT_JOBQ_H
 #define PVAGENT_JOBQ_H
 

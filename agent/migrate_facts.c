@@ -213,20 +213,6 @@ int mig_cluster_ha_resources(struct mig_cluster *mc, struct pve *c, json_object 
 
 /* ---- a guest's facts ------------------------------------------------------------- */
 
-int mig_find_guest(struct pve *c, const char *arg, struct guest_ref *out,
-		   struct pve_error *err)
-{
-	memset(out, 0, sizeof *out);
-	struct guest_list l;
-	int vmid = 0;
-	if (guest_list(c, NULL, &l, err) < 0)
-		return -1;
-	int rc = guest_arg_is_vmid(arg, &vmid) ? guest_list_find_vmid(&l, vmid, out, err)
-					       : guest_list_find_name(&l, arg, out, err);
-	guest_list_free(&l);
-	return rc;
-}
-
 void mig_read_free(struct mig_read *r)
 {
 	json_object_put(r->status);
@@ -484,6 +470,12 @@ int mig_read_guest(struct pve *c, struct mig_cluster *mc, const struct guest_ref
 		int x = pve_getf(c, &r->pre, &q, err, "/nodes/%s/%s/%d/migrate", node,
 				 guest_type_name(g->type), g->vmid);
 		pve_params_free(&q);
+		if (x < 0 && g->type == GUEST_LXC && err->kind == PVE_ERR_NOT_IMPLEMENTED) {
+			/* a node whose API has no LXC precondition after all (an
+			 * upgraded node answering from an 8.x API): as on PVE 8 */
+			pve_error_clear(err);
+			x = 0;
+		}
 		if (x < 0)
 			goto out;
 		f->precondition = r->pre;

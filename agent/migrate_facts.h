@@ -52,12 +52,6 @@ int mig_cluster_ha_resources(struct mig_cluster *mc, struct pve *c, json_object 
 
 /* ---- a guest's facts ------------------------------------------------------------- */
 
-/* The guest a migration's argument names (a VMID, or a name compared as
- * guest_find does), from one GET /cluster/resources: its status is not
- * read again (mig_read_guest reads it). 1 found, 0 none, -1 error. */
-int mig_find_guest(struct pve *c, const char *arg, struct guest_ref *out,
-		   struct pve_error *err);
-
 /* What the facts borrow. */
 struct mig_read {
 	json_object *status, *config, *pre, *snaps, *storages;

@@ -318,6 +318,12 @@ struct pve {
 		struct pve_version v;
 		struct node_version *next;
 	} *node_versions;      /* a list: each handed out borrowed, never moved */
+	/* the guests this client made (pve_made_remember) */
+	struct made_ent {
+		char *node, *kind, *name;
+		int vmid;
+	} made[PVE_MADE_MAX];
+	size_t made_next;
 	unsigned char pin[32];
 	char server_fp[32 * 3];
 	char errbuf[CURL_ERROR_SIZE];
@@ -463,6 +469,53 @@ static void version_free(struct pve_version *v)
 	v->version = v->release = NULL;
 }
 
+/* ---- the guests this client made ------------------------------------------------- */
+
+static void made_clear(struct made_ent *e)
+{
+	free(e->node);
+	free(e->kind);
+	free(e->name);
+	memset(e, 0, sizeof *e);
+}
+
+static bool made_is(const struct made_ent *e, const char *node, const char *kind, int vmid)
+{
+	return e->node && e->vmid == vmid && node && kind && strcmp(e->node, node) == 0 &&
+	       strcmp(e->kind, kind) == 0;
+}
+
+void pve_made_forget(struct pve *c, const char *node, const char *kind, int vmid)
+{
+	for (size_t i = 0; i < PVE_MADE_MAX; i++)
+		if (made_is(&c->made[i], node, kind, vmid))
+			made_clear(&c->made[i]);
+}
+
+void pve_made_remember(struct pve *c, const char *node, const char *kind, int vmid,
+		       const char *name)
+{
+	if (!node || !kind || !name)
+		return;
+	pve_made_forget(c, node, kind, vmid);
+	struct made_ent e = {strdup(node), strdup(kind), strdup(name), vmid};
+	if (!e.node || !e.kind || !e.name) {
+		made_clear(&e);
+		return;
+	}
+	made_clear(&c->made[c->made_next]);
+	c->made[c->made_next] = e;
+	c->made_next = (c->made_next + 1) % PVE_MADE_MAX;
+}
+
+const char *pve_made_name(const struct pve *c, const char *node, const char *kind, int vmid)
+{
+	for (size_t i = 0; i < PVE_MADE_MAX; i++)
+		if (made_is(&c->made[i], node, kind, vmid))
+			return c->made[i].name;
+	return NULL;
+}
+
 void pve_free(struct pve *c)
 {
 	if (!c)
@@ -486,6 +539,8 @@ void pve_free(struct pve *c)
 		version_free(&e->v);
 		free(e);
 	}
+	for (size_t i = 0; i < PVE_MADE_MAX; i++)
+		made_clear(&c->made[i]);
 	free(c);
 }
 

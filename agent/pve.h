@@ -221,6 +221,20 @@ int pve_version(struct pve *c, const struct pve_version **out, struct pve_error 
 int pve_node_version(struct pve *c, const char *node, const struct pve_version **out,
 		     struct pve_error *err);
 
+/* The names this client gave the guests it made (guest.c): while
+ * /cluster/resources shows one of them without a name (PVE's status lag),
+ * its name is known without reading its node's list. Kept per client, as
+ * the versions are: a bounded ring of the last PVE_MADE_MAX, keyed by
+ * node, kind ("qemu", "lxc", "openvz") and VMID. remember replaces an
+ * entry of the same key (out of memory: nothing kept, it is a shortcut
+ * only); forget drops it (a guest deleted); name is borrowed, valid until
+ * the entry changes, NULL when this client made no such guest. */
+#define PVE_MADE_MAX 64
+void pve_made_remember(struct pve *c, const char *node, const char *kind, int vmid,
+		       const char *name);
+void pve_made_forget(struct pve *c, const char *node, const char *kind, int vmid);
+const char *pve_made_name(const struct pve *c, const char *node, const char *kind, int vmid);
+
 /* Parse a fingerprint ("AA:BB:..", 32 bytes, colons optional, any case)
  * into out. Returns 0 or -1. */
 int pve_parse_fingerprint(const char *s, unsigned char out[32]);

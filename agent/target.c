@@ -281,6 +281,45 @@ int guest_target_open(struct pve *c, const struct conf *conf, const struct targe
 	return 0;
 }
 
+/* ---- waiting for SSH ------------------------------------------------------------------ */
+
+bool ssh_wait_retryable(const struct ssh_error *e)
+{
+	return e->kind == SSH_ERR_CONNECT || e->kind == SSH_ERR_TIMEOUT;
+}
+
+int ssh_wait_connect(const struct ssh_opts *so, const struct ssh_wait *w,
+		     struct ssh_session **out, struct ssh_error *e, unsigned *attempts)
+{
+	const struct pve_clock *clk = w->clock;
+	double poll = w->poll_s > 0 ? w->poll_s : 1;
+	long base_ms = so->connect_timeout_ms > 0 ? so->connect_timeout_ms : 30000;
+	double t0 = pve_clock_now(clk);
+	unsigned n = 0;
+	*out = NULL;
+	for (;;) {
+		struct ssh_opts a = *so;
+		if (w->limit_s > 0) {
+			double left = w->limit_s - (pve_clock_now(clk) - t0);
+			long ms = left > 1 ? (long)(left * 1000) : 1000;
+			a.connect_timeout_ms = ms < base_ms ? ms : base_ms;
+		}
+		ssh_error_clear(e);
+		n++;
+		if (ssh_connect(&a, out, e) == 0)
+			break;
+		*out = NULL;
+		if (!ssh_wait_retryable(e) || pve_clock_now(clk) - t0 + poll > w->limit_s)
+			break;
+		if (w->on_retry)
+			w->on_retry(w->ctx, pve_clock_now(clk) - t0, n, e);
+		pve_clock_sleep(clk, poll);
+	}
+	if (attempts)
+		*attempts = n;
+	return *out ? 0 : -1;
+}
+
 /* ---- as a job's params -------------------------------------------------------------- */
 
 int target_params_add(const struct job_params_decl *d, json_object *p,
@@ -295,6 +334,13 @@ int target_params_add(const struct job_params_decl *d, json_object *p,
 int guest_target_open_job(struct job *j, bool tmpl_optional, bool qemu_only,
 			  struct guest_target *gt, struct tmpl_kvlist *vars)
 {
+	const struct target_req how = {.tmpl_optional = tmpl_optional, .qemu_only = qemu_only};
+	return guest_target_open_job_as(j, &how, gt, vars);
+}
+
+int guest_target_open_job_as(struct job *j, const struct target_req *how,
+			     struct guest_target *gt, struct tmpl_kvlist *vars)
+{
 	struct pve_error *err = job_err(j);
 	const struct conf *cf = job_env(j)->conf;
 	/* the params by the workflow's table (checked before open) */
@@ -303,8 +349,12 @@ int guest_target_open_job(struct job *j, bool tmpl_optional, bool qemu_only,
 				  .address = job_param_str(j, "address")};
 	if (job_param_kv(j, "vars", vars) < 0)
 		return pve_error_oom(err);
-	treq.tmpl_optional = tmpl_optional;
-	treq.qemu_only = qemu_only;
+	treq.tmpl_optional = how->tmpl_optional;
+	treq.qemu_only = how->qemu_only;
+	treq.address_optional = how->address_optional;
+	treq.address_timeout_s = how->address_timeout_s;
+	treq.config_check = how->config_check;
+	treq.check_arg = how->check_arg;
 	treq.memory = job_env(j)->store;
 	if (!cf || !job_pve(j))
 		return pve_error_set(err, PVE_ERR_CONFIG, "%s needs the configuration and a PVE "

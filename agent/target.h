@@ -73,6 +73,30 @@ int guest_target_open(struct pve *c, const struct conf *conf, const struct targe
 		      struct guest_target *gt, struct pve_error *err);
 void guest_target_free(struct guest_target *gt);
 
+/* Waiting for a guest to answer SSH (after its start, a reboot, a
+ * switch of its disks): the one policy of up's inject step and virtio.
+ * Refused and timed-out connections are tried again every poll_s until
+ * limit_s has passed since the first attempt, each attempt's connect
+ * timeout cut to the time left (at least 1 s); a host key or
+ * authentication failure ends the wait at once. limit_s <= 0: one
+ * attempt, with the options' own connect timeout. */
+struct ssh_wait {
+	double limit_s;
+	double poll_s;                  /* 0: 1 */
+	const struct pve_clock *clock;  /* NULL: real time */
+	/* after each failed attempt that is tried again (may be NULL):
+	 * seconds waited so far, attempts made, the last error */
+	void (*on_retry)(void *ctx, double waited_s, unsigned attempts,
+			 const struct ssh_error *e);
+	void *ctx;
+};
+/* Is an SSH error one the wait tries again (refused, timed out)? */
+bool ssh_wait_retryable(const struct ssh_error *e);
+/* Connect as w says: 0 with *out, or -1 with *e (the last attempt's
+ * error); *attempts (may be NULL) says how many were made. */
+int ssh_wait_connect(const struct ssh_opts *so, const struct ssh_wait *w,
+		     struct ssh_session **out, struct ssh_error *e, unsigned *attempts);
+
 /* A job's params for a guest command (the members of req a user gives:
  * "template", "address", "vars" {K: V}), added to p by d's table (the
  * guest command's workflow's: job_params.h). 0, or -1 on OOM. */
@@ -86,5 +110,11 @@ int target_params_add(const struct job_params_decl *d, json_object *p,
  * vars are the caller's to free, also on failure. */
 int guest_target_open_job(struct job *j, bool tmpl_optional, bool qemu_only,
 			  struct guest_target *gt, struct tmpl_kvlist *vars);
+/* The same with what a workflow adds to the params' request: how's
+ * tmpl_optional, qemu_only, address_optional (a dry run that shows what
+ * it can without the guest's address), address_timeout_s, config_check
+ * and check_arg (its other members are not used). */
+int guest_target_open_job_as(struct job *j, const struct target_req *how,
+			     struct guest_target *gt, struct tmpl_kvlist *vars);
 
 #endif

@@ -114,28 +114,6 @@ const char *tmpl_kind_name(enum tmpl_kind k)
 	return "?";
 }
 
-const char *tmpl_bus_name(enum tmpl_bus b)
-{
-	switch (b) {
-	case TMPL_BUS_UNSET: return "";
-	case TMPL_BUS_IDE: return "ide";
-	case TMPL_BUS_SATA: return "sata";
-	case TMPL_BUS_SCSI: return "scsi";
-	case TMPL_BUS_VIRTIO: return "virtio";
-	}
-	return "?";
-}
-
-const char *tmpl_addr_name(enum tmpl_addr a)
-{
-	switch (a) {
-	case TMPL_ADDR_AGENT: return "agent";
-	case TMPL_ADDR_STATIC: return "static";
-	case TMPL_ADDR_CLOUDINIT: return "cloud-init";
-	}
-	return "?";
-}
-
 /* ---- key/value lists ----------------------------------------------------- */
 
 int tmpl_kvlist_add(struct tmpl_kvlist *l, const char *key, const char *value,

@@ -227,7 +227,5 @@ int tmpl_check_version(const struct tmpl *t, const struct tmpl_kvlist *sets, int
 		       int minor, char **err);
 
 const char *tmpl_kind_name(enum tmpl_kind k);   /* "qemu", "lxc", "openvz" */
-const char *tmpl_bus_name(enum tmpl_bus b);     /* "ide", ...; "" if unset */
-const char *tmpl_addr_name(enum tmpl_addr a);   /* "agent", ... */
 
 #endif

@@ -63,7 +63,8 @@ bool wf_up_wants_inject(size_t n_files, bool no_inject, bool no_start)
  * any request: --set KEY=VAL, the size to grow to, and the template
  * expanded for each name (the VMID and node are not known yet: a VMID and
  * node of the right form stand in for them). */
-static int check_values(const struct up_request *req, enum pvekey_kind kk, struct pve_error *err)
+static int check_values(const struct up_request *req, const struct conf *conf,
+			enum pvekey_kind kk, struct pve_error *err)
 {
 	static const struct pvekey_val size_val = {.type = PVEKEY_T_STRING, .format = "disk-size"};
 	const struct tmpl_kvlist *lists[] = {req->sets, req->vars};
@@ -107,7 +108,7 @@ static int check_values(const struct up_request *req, enum pvekey_kind kk, struc
 			r = tmpl_kvlist_set(&vars, "node", req->node ? req->node : "node");
 		if (r == 0)
 			r = tmpl_vars_storage(req->tmpl, &vars, req->storage,
-					      conf_disk_storage(req->conf));
+					      conf_disk_storage(conf));
 		if (r == 0 && req->pubkey)
 			r = tmpl_kvlist_set(&vars, "pubkey", req->pubkey);
 		if (r < 0) {
@@ -129,17 +130,17 @@ static int check_values(const struct up_request *req, enum pvekey_kind kk, struc
 /* The pool up gives addresses from (--pool, else the template's [guest]
  * pool): it must exist, the guests be VMs, and ipconfig0 not be set by
  * --set as well. 0, or -1 with err (PVE_ERR_CONFIG). */
-static int check_pool(const struct up_request *req, struct pve_error *err)
+static int check_pool(const struct up_request *req, const struct conf *conf,
+		      struct pve_error *err)
 {
 	const char *name = req->pool ? req->pool : req->tmpl->guest.pool;
 	const char *from = req->pool ? "--pool" : "the template's [guest] pool";
 	if (!name)
 		return 0;
-	if (!req->conf || !conf_pool(req->conf, name)) {
+	if (!conf || !conf_pool(conf, name)) {
 		pve_error_set(err, PVE_ERR_CONFIG,
 			      "%s %s: no [pool \"%s\"] in the configuration%s%s", from, name, name,
-			      req->conf && req->conf->path ? " " : "",
-			      req->conf && req->conf->path ? req->conf->path : "");
+			      conf && conf->path ? " " : "", conf && conf->path ? conf->path : "");
 		return -1;
 	}
 	if (req->tmpl->kind != TMPL_QEMU) {
@@ -163,10 +164,9 @@ static int check_pool(const struct up_request *req, struct pve_error *err)
  * --set or the template's [pve], refused up front, dry run included, with
  * PVE's reason, unless the configuration logs in as root@pam with its
  * password (an API token, root@pam's too, is refused them). */
-static int check_root_only(const struct up_request *req, enum pvekey_kind kk,
-			   struct pve_error *err)
+static int check_root_only(const struct up_request *req, const struct conf *c,
+			   enum pvekey_kind kk, struct pve_error *err)
 {
-	const struct conf *c = req->conf;
 	if (!c || (!c->pve.token_id && c->pve.user && strcmp(c->pve.user, "root@pam") == 0))
 		return 0;
 	const struct tmpl_kvlist *lists[] = {req->sets, &req->tmpl->pve};
@@ -192,7 +192,7 @@ static int check_root_only(const struct up_request *req, enum pvekey_kind kk,
 	return 0;
 }
 
-int up_request_check(const struct up_request *req, struct pve_error *err)
+int up_request_check(const struct up_request *req, const struct conf *conf, struct pve_error *err)
 {
 	if (!req->tmpl || !req->n_names) {
 		pve_error_set(err, PVE_ERR_CONFIG, "up: no template or no names");
@@ -228,12 +228,12 @@ int up_request_check(const struct up_request *req, struct pve_error *err)
 		return -1;
 	}
 	if (wf_up_wants_inject(req->tmpl->n_files, req->no_inject, req->no_start) &&
-	    (!req->conf || !req->conf->ssh.known_hosts)) {
+	    (!conf || !conf->ssh.known_hosts)) {
 		pve_error_set(err, PVE_ERR_CONFIG,
 			      "template %s has guest files to inject over SSH: %s (or skip "
 			      "inject)",
 			      req->tmpl->name ? req->tmpl->name : "?",
-			      req->conf ? "set [ssh] known_hosts" : "no SSH settings given");
+			      conf ? "set [ssh] known_hosts" : "no SSH settings given");
 		return -1;
 	}
 	enum pvekey_kind kk = req->tmpl->kind == TMPL_QEMU  ? PVEKEY_QEMU
@@ -268,8 +268,8 @@ int up_request_check(const struct up_request *req, struct pve_error *err)
 			return -1;
 		}
 	}
-	if (check_root_only(req, kk, err) < 0 || check_values(req, kk, err) < 0 ||
-	    check_pool(req, err) < 0)
+	if (check_root_only(req, conf, kk, err) < 0 || check_values(req, conf, kk, err) < 0 ||
+	    check_pool(req, conf, err) < 0)
 		return -1;
 	return 0;
 }
@@ -308,10 +308,9 @@ int up_check_params(const char *name, json_object *params, const struct conf *co
 		.pubkey = json_str(params, "pubkey"),
 		.no_start = json_flag(params, "no_start"),
 		.pool = json_str(params, "pool"),
-		.conf = conf,
 		.no_inject = json_flag(params, "no_inject"),
 	};
-	rc = up_request_check(&req, err);
+	rc = up_request_check(&req, conf, err);
 out:
 	tmpl_kvlist_free(&sets);
 	tmpl_kvlist_free(&vars);

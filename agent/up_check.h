@@ -11,9 +11,12 @@
  * for a template that injects files, --set keys (the kind's config keys,
  * not vmid/node/delete/digest/force/skiplock/revert) and values (PVE's
  * schema, no control characters), the template expanded for each name,
- * and the pool (configured, VMs only, not with --set ipconfig0). 0, or -1
- * with err (PVE_ERR_CONFIG, naming the key or name and the reason). */
-int up_request_check(const struct up_request *req, struct pve_error *err);
+ * and the pool (configured, VMs only, not with --set ipconfig0), with
+ * conf's [ssh] settings, pools, disk storage and login (may be NULL: none
+ * configured). 0, or -1 with err (PVE_ERR_CONFIG, naming the key or name
+ * and the reason). */
+int up_request_check(const struct up_request *req, const struct conf *conf,
+		     struct pve_error *err);
 
 /* The parameters of one `up` job (name is the guest). NULL on OOM. */
 json_object *wf_up_params(const struct up_request *req, const char *name);

@@ -29,12 +29,20 @@ struct drain_ctx {
 	bool partial, dry_run;
 	double deadline;
 	struct mig_cluster *mc;      /* read once, shared by every guest and move */
+	bool mc_borrowed;            /* wf_drain_share's: not freed at close */
 };
 
 void wf_drain_attach(struct job *j, const struct pve_opts *po)
 {
 	struct drain_ctx *d = job_ctx(j);
 	d->po = po;
+}
+
+void wf_drain_share(struct job *j, struct mig_cluster *mc)
+{
+	struct drain_ctx *d = job_ctx(j);
+	d->mc = mc;
+	d->mc_borrowed = mc != NULL;
 }
 
 static int drain_open(struct job *j, void *ctx)
@@ -57,7 +65,7 @@ static int drain_open(struct job *j, void *ctx)
 	d->partial = job_param_bool(j, "partial");
 	d->dry_run = job_param_bool(j, "dry_run");
 	d->deadline = job_param_num(j, "deadline");
-	if (!(d->mc = mig_cluster_new()))
+	if (!d->mc && !(d->mc = mig_cluster_new()))
 		return pve_error_oom(job_err(j));
 	return 0;
 }
@@ -66,7 +74,8 @@ static void drain_close(struct job *j, void *ctx)
 {
 	(void)j;
 	struct drain_ctx *d = ctx;
-	mig_cluster_free(d->mc);
+	if (!d->mc_borrowed)
+		mig_cluster_free(d->mc);
 	d->mc = NULL;
 }
 

@@ -28,6 +28,13 @@ extern const struct job_workflow wf_drain, wf_undrain;
  * job_run. */
 void wf_drain_attach(struct job *j, const struct pve_opts *po);
 
+/* Plan with the cluster facts mc (borrowed; NULL: its own, read once by
+ * the drain) of a run that plans several nodes' drains (rolling plan):
+ * each node's version and machine types read once for them all. Call
+ * before job_run. */
+struct mig_cluster;
+void wf_drain_share(struct job *j, struct mig_cluster *mc);
+
 /* Their params: wf_drain_params, window_drain_params,
  * window_undrain_params (window.h). */
 

@@ -29,6 +29,8 @@ struct mig_ctx {
 	long long bwlimit, max_downtime, probe_port; /* bwlimit in KiB/s */
 	char *address;             /* params, else vars (a copy) */
 	bool dry_run;
+	bool force_ha;             /* params: migrate an HA guest without them */
+	bool map_given, bw_given;  /* params (not [migrate]'s defaults) */
 	/* the plan, made by the plan step or read back from its vars */
 	struct mig_plan plan;
 	bool running;
@@ -77,6 +79,9 @@ static int mig_open(struct job *j, void *ctx)
 	m->max_downtime = job_param_int(j, "max_downtime");
 	m->probe_port = job_param_int(j, "probe_port");
 	m->dry_run = job_param_bool(j, "dry_run");
+	m->force_ha = job_param_bool(j, "force_ha");
+	m->map_given = m->storage_map != NULL;
+	m->bw_given = m->bwlimit > 0;
 	if (job_param_str(j, "address") && !(m->address = strdup(job_param_str(j, "address"))))
 		return pve_error_oom(job_err(j));
 	const struct conf *cf = job_env(j)->conf;
@@ -166,6 +171,42 @@ static enum step_rc already_on_target(struct job *j, struct mig_ctx *m)
 	return STEP_RC_END;
 }
 
+/* An HA-managed guest: PVE's CRM migrates a VM with force,
+ * with-local-disks and online and nothing else (pve-ha-manager
+ * src/PVE/HA/Resources/PVEVM.pm migrate), a container by shutdown, offline
+ * migration and start (PVECT.pm): a storage map or a bandwidth limit never
+ * reaches the migration. Given in the params: refused (-1, the job's
+ * error), or with force_ha noted and dropped; [migrate]'s defaults are
+ * dropped with a note. The plan is then made without them. */
+static int ha_options(struct job *j, struct mig_ctx *m, struct mig_facts *f)
+{
+	const char *given = m->map_given && m->bw_given ? "a storage map and a bandwidth limit"
+			    : m->map_given		 ? "a storage map"
+			    : m->bw_given		 ? "a bandwidth limit"
+							 : NULL;
+	if (given && !m->force_ha) {
+		job_fail(j, PVE_ERR_CONFIG,
+			 "cannot migrate %s to %s: it is HA-managed, and PVE's HA stack migrates "
+			 "it with options of its own (%s), so %s would not apply; migrate it "
+			 "without them, or give --force-ha to have HA migrate it without them",
+			 job_subject(j), m->target,
+			 m->g.type == GUEST_QEMU ? "online, with local disks"
+						 : "shut down, migrated offline, started",
+			 given);
+		return -1;
+	}
+	if (given)
+		job_note(j, "%s: HA-managed: HA migrates it without %s (--force-ha)",
+			 job_subject(j), given);
+	else if (m->storage_map || m->bwlimit)
+		job_note(j, "%s: HA-managed: HA migrates it without [migrate]'s %s",
+			 job_subject(j), m->storage_map && m->bwlimit ? "target_storage and bwlimit"
+					 : m->storage_map ? "target_storage" : "bwlimit");
+	m->storage_map = f->storage_map = NULL;
+	m->bwlimit = 0;
+	return 0;
+}
+
 static enum step_rc mig_plan_step(struct job *j)
 {
 	struct mig_ctx *m = job_ctx(j);
@@ -175,7 +216,7 @@ static enum step_rc mig_plan_step(struct job *j)
 	/* the guest the command found (attached once), else from one listing;
 	 * its status is read with its facts below */
 	int found = m->found.node ? guest_ref_copy(&m->g, &m->found) < 0 ? pve_error_oom(err) : 1
-				  : mig_find_guest(c, job_subject(j), &m->g, err);
+				  : guest_find_listed(c, job_subject(j), &m->g, err);
 	guest_ref_clear(&m->found);
 	if (found < 0)
 		return STEP_RC_FAIL;
@@ -223,6 +264,8 @@ static enum step_rc mig_plan_step(struct job *j)
 		goto out;
 	}
 	m->running = f.running;
+	if (f.ha_managed && ha_options(j, m, &f) < 0)
+		goto out;
 	if (mig_read_target(c, m->mc, &f, &storages, err) < 0)
 		goto out;
 	mig_plan_free(&m->plan);
@@ -355,20 +398,22 @@ static int mig_downtime_undo(struct job *j)
 
 /* ---- the migration ------------------------------------------------------------- */
 
-/* The migration task the HA stack started for the guest after our
- * request at since (unix seconds): its UPID (malloc'd) once it shows on
- * the source node, waiting up to the lock timeout. */
-static int ha_child(struct job *j, long long since, char **upid)
+/* The newest task of type for the guest on node that started at since
+ * (unix seconds) or later, as PVE's task list shows it ({upid, starttime,
+ * endtime once ended}; a copy), polled until it shows (and with ended,
+ * until it has ended), up to the lock timeout. 0, or -1 with the job's
+ * error. */
+static int ha_task(struct job *j, const char *node_name, const char *type, long long since,
+		   bool ended, json_object **entry)
 {
 	struct mig_ctx *m = job_ctx(j);
 	const struct guest_wait *w = job_wait(j);
 	const struct pve_clock *clk = job_env(j)->clock;
 	double limit = pve_clock_now(clk) + (w->lock_timeout_s > 0 ? w->lock_timeout_s : 300);
-	const char *type = m->g.type == GUEST_QEMU ? "qmigrate" : "vzmigrate";
-	char *node = pve_path_escape(m->g.node);
+	char *node = pve_path_escape(node_name);
 	if (!node)
 		return pve_error_oom(job_err(j));
-	*upid = NULL;
+	*entry = NULL;
 	int rc = -1;
 	for (;;) {
 		json_object *tasks = NULL;
@@ -383,30 +428,74 @@ static int ha_child(struct job *j, long long since, char **upid)
 		size_t n = json_object_is_type(tasks, json_type_array)
 				   ? json_object_array_length(tasks) : 0;
 		long long best = -1;
+		json_object *found = NULL;
 		for (size_t i = 0; i < n; i++) {
 			json_object *t = json_object_array_get_idx(tasks, i);
 			long long st = 0;
-			const char *u = json_str(t, "upid");
-			if (u && json_int(t, "starttime", &st) && st >= since && st > best) {
-				free(*upid);
-				*upid = strdup(u);
+			if (json_str(t, "upid") && json_int(t, "starttime", &st) && st >= since &&
+			    st > best) {
+				found = t;
 				best = st;
 			}
 		}
-		json_object_put(tasks);
-		if (best >= 0) {
-			rc = *upid ? 0 : pve_error_oom(job_err(j));
+		long long end = 0;
+		if (found && (!ended || json_int(found, "endtime", &end))) {
+			*entry = json_object_get(found);
+			json_object_put(tasks);
+			rc = 0;
 			break;
 		}
+		json_object_put(tasks);
 		if (job_stopping(j) || pve_clock_now(clk) > limit) {
 			pve_error_set(job_err(j), PVE_ERR_TASK_TIMEOUT,
-				      "the HA stack started no %s task for VM %d", type, m->g.vmid);
+				      found ? "the HA stack's %s task for %s %d on %s did not end"
+					    : "the HA stack started no %s task for %s %d on %s",
+				      type, m->g.type == GUEST_QEMU ? "VM" : "CT", m->g.vmid,
+				      node_name);
 			break;
 		}
 		pve_clock_sleep(clk, w->poll_s > 0 ? w->poll_s : 1.0);
 	}
 	free(node);
 	return rc;
+}
+
+/* The migration task the HA stack started for the guest after our
+ * request at since: its UPID (malloc'd) once it shows on the source node. */
+static int ha_child(struct job *j, long long since, char **upid)
+{
+	struct mig_ctx *m = job_ctx(j);
+	json_object *e = NULL;
+	*upid = NULL;
+	if (ha_task(j, m->g.node, m->g.type == GUEST_QEMU ? "qmigrate" : "vzmigrate", since, false,
+		    &e) < 0)
+		return -1;
+	*upid = strdup(json_str(e, "upid"));
+	json_object_put(e);
+	return *upid ? 0 : pve_error_oom(job_err(j));
+}
+
+/* A running container through HA (pve-ha-manager Resources/PVECT.pm
+ * migrate): its LRM shuts it down (vzshutdown on the source), migrates it
+ * offline, and the target's LRM starts it afterwards (vzstart): it is down
+ * from the shutdown's start to the start's end, which the migration task
+ * alone leaves out. Waits for that start. 0 with *ms, or -1. */
+static int ha_ct_downtime(struct job *j, long long since, long *ms)
+{
+	struct mig_ctx *m = job_ctx(j);
+	json_object *sd = NULL, *st = NULL;
+	long long from = 0, to = 0;
+	if (ha_task(j, m->g.node, "vzshutdown", since, false, &sd) < 0 ||
+	    ha_task(j, m->target, "vzstart", since, true, &st) < 0) {
+		json_object_put(sd);
+		return -1;
+	}
+	json_int(sd, "starttime", &from);
+	json_int(st, "endtime", &to);
+	json_object_put(sd);
+	json_object_put(st);
+	*ms = to >= from ? (long)(to - from) * 1000 : 0;
+	return 0;
 }
 
 static void keep_figures(struct job *j, const struct task_result *r)
@@ -428,7 +517,8 @@ static enum step_rc mig_migrate(struct job *j)
 	struct mig_facts f = {.type = m->g.type, .target = m->target,
 			      .restart_timeout = m->restart_timeout};
 	struct pve_params p = {0};
-	if (migrate_plan_params(&m->plan, &f, (unsigned)m->bwlimit, &p) < 0) {
+	/* through HA: no bandwidth limit (ha_options) */
+	if (migrate_plan_params(&m->plan, &f, m->plan.via_ha ? 0 : (unsigned)m->bwlimit, &p) < 0) {
 		pve_params_free(&p);
 		return pve_error_oom(err);
 	}
@@ -441,6 +531,8 @@ static enum step_rc mig_migrate(struct job *j)
 	struct task_result res;
 	const char *child = json_str(job_vars(j), "child_upid");
 	int rc = 0;
+	if (child) /* resumed: the HA tasks are those after the first request */
+		json_int(job_vars(j), "ha_since", &since);
 	if (!child)
 		rc = guest_migrate(job_pve(j), &m->g, &p, job_wait(j), &res, err);
 	else
@@ -451,7 +543,8 @@ static enum step_rc mig_migrate(struct job *j)
 		char *upid = child ? strdup(child) : NULL;
 		bool oom = child && !upid;
 		if (!child && (rc = ha_child(j, since, &upid)) == 0)
-			oom = job_set_str(j, "child_upid", upid) < 0 || job_save(j) < 0;
+			oom = job_set_str(j, "child_upid", upid) < 0 ||
+			      job_set_int(j, "ha_since", since) < 0 || job_save(j) < 0;
 		else if (!child) /* the request went through: HA may move it yet */
 			err->ambiguous = true;
 		if (oom)
@@ -463,6 +556,13 @@ static enum step_rc mig_migrate(struct job *j)
 			rc = guest_wait_task(job_pve(j), upid, "migrate", &w, &res, err);
 		}
 		free(upid);
+		long ms = -1;
+		if (rc == 0 && m->g.type == GUEST_LXC && m->plan.method == MIG_RESTART) {
+			if ((rc = ha_ct_downtime(j, since, &ms)) < 0)
+				err->ambiguous = true; /* moved; its start not seen */
+			else
+				res.downtime_ms = ms;
+		}
 	}
 	struct probe_result pres = {.longest_gap_ms = -1};
 	probe_stop(pr, &pres);

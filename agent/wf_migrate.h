@@ -15,6 +15,9 @@ extern const struct job_workflow wf_migrate;
  *   bwlimit        MiB/s (optional)
  *   max_downtime   ms (optional; qemu online only)
  *   dry_run        bool
+ *   force_ha       bool: an HA-managed guest with a storage_map or bwlimit
+ *                  migrates through HA without them (else refused: the
+ *                  CRM takes neither)
  *   probe_port     TCP port to probe (optional; default [migrate]
  *                  probe_port, then [ssh] port, then 22)
  *   address        the guest's address to probe (optional; default its

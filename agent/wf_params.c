@@ -15,6 +15,7 @@
 
 #define PEER JOB_PARAM_PEER
 #define ZERO JOB_PARAM_ZERO
+#define TEXT JOB_PARAM_TEXT
 #define VMID_MAX 999999999
 #define MIB_MAX BENCH_MAX_SIZE_MIB
 
@@ -84,6 +85,7 @@ static const struct job_param migrate_params[] = {
 	{"bwlimit", JOB_PARAM_INT, PEER, 1, 1 << 20, "bwlimit"},           /* MiB/s */
 	{"max_downtime", JOB_PARAM_INT, PEER, 1, 600000, "max-downtime"},  /* ms */
 	{"dry_run", JOB_PARAM_BOOL, PEER, 0, 0, "dry-run"},
+	{"force_ha", JOB_PARAM_BOOL, PEER, 0, 0, "force-ha"},
 	/* a drain's own migrations: made by the drain, never submitted */
 	{"home", JOB_PARAM_STR, 0, 0, 0, NULL},
 	{"unhome", JOB_PARAM_BOOL, 0, 0, 0, NULL},
@@ -101,6 +103,8 @@ static const struct job_param drain_params[] = {
 	{"partial", JOB_PARAM_BOOL, PEER, 0, 0, "partial"},
 	{"dry_run", JOB_PARAM_BOOL, PEER, 0, 0, "dry-run"},
 	{"deadline", JOB_PARAM_NUM, PEER | ZERO, 1, 1e11, NULL}, /* unix seconds */
+	/* a rolling run's own drains: made by its node's job */
+	{"parent", JOB_PARAM_INT, ZERO, 1, 9.2e18, NULL},
 	{0},
 };
 
@@ -113,6 +117,34 @@ static const struct job_param undrain_params[] = {
 	{"partial", JOB_PARAM_BOOL, PEER, 0, 0, NULL},
 	{"dry_run", JOB_PARAM_BOOL, PEER, 0, 0, "dry-run"},
 	{"deadline", JOB_PARAM_NUM, PEER | ZERO, 1, 1e11, NULL},
+	{"parent", JOB_PARAM_INT, ZERO, 1, 9.2e18, NULL},
+	{0},
+};
+
+/* rolling: the run, and each node's child job (rolling-node: the run's
+ * params but "nodes", with its parent and its window's deadline) */
+#define ROLLING_PARAMS                                                          \
+	{"mode", JOB_PARAM_STR, PEER, 0, 0, "wait,run"}, /* plan, wait or run */ \
+	{"version", JOB_PARAM_STR, PEER, 0, 0, "version"},                     \
+	{"script", JOB_PARAM_STR, PEER | TEXT, 0, 0, "run-script"}, /* its text */ \
+	{"window", JOB_PARAM_STR, PEER, 0, 0, "window"},                       \
+	{"self", JOB_PARAM_STR, PEER, 0, 0, NULL}, /* the node pvagent runs on */ \
+	{"max_workers", JOB_PARAM_INT, PEER | ZERO, 1, 64, "max-workers"},    \
+	{"wait_s", JOB_PARAM_INT, PEER | ZERO, 1, 864000, NULL},               \
+	{"node_ssh", JOB_PARAM_KV_MAP, PEER, 0, 0, "node-ssh"},                \
+	/* seconds between reads of a node's state (the bench's faster clock) */ \
+	{"poll_s", JOB_PARAM_NUM, 0, 0, 0, NULL}
+
+static const struct job_param rolling_params[] = {
+	ROLLING_PARAMS,
+	{"nodes", JOB_PARAM_STR_LIST, PEER, 0, 0, NULL}, /* its arguments */
+	{0},
+};
+
+static const struct job_param rolling_node_params[] = {
+	ROLLING_PARAMS,
+	{"parent", JOB_PARAM_INT, ZERO, 1, 9.2e18, NULL},
+	{"deadline", JOB_PARAM_NUM, ZERO, 1, 1e11, NULL},
 	{0},
 };
 
@@ -138,12 +170,15 @@ const struct job_params_decl wf_migrate_params_decl = {"migrate", migrate_params
 const struct job_params_decl wf_drain_params_decl = {"drain", drain_params, NULL, NULL};
 const struct job_params_decl wf_undrain_params_decl = {"undrain", undrain_params, NULL, NULL};
 const struct job_params_decl wf_image_params_decl = {"image", image_params, NULL, NULL};
+const struct job_params_decl wf_rolling_params_decl = {"rolling", rolling_params, NULL, NULL};
+const struct job_params_decl wf_rolling_node_params_decl = {"rolling-node", rolling_node_params,
+							    NULL, NULL};
 
 static const struct job_params_decl *const decls[] = {
 	&wf_up_params_decl,      &wf_down_params_decl,    &wf_virtio_params_decl,
 	&wf_inject_params_decl,  &wf_bench_params_decl,   &wf_migrate_params_decl,
 	&wf_drain_params_decl,   &wf_undrain_params_decl, &wf_image_params_decl,
-	NULL,
+	&wf_rolling_params_decl, NULL, /* (rolling-node: a run's own, never submitted) */
 };
 
 const struct job_params_decl *wf_params_find(const char *workflow)

@@ -19,6 +19,7 @@
 #include "task.h"
 #include "util.h"
 #include "up_check.h"
+#include "target.h"
 #include "wf_inject.h"
 
 #include <ctype.h>
@@ -1249,61 +1250,55 @@ static enum step_rc inject_failed(struct job *j, struct up_ctx *u, enum inject_s
 	return STEP_RC_FAIL;
 }
 
-static bool ssh_retryable(enum ssh_err_kind k)
-{
-	return k == SSH_ERR_CONNECT || k == SSH_ERR_TIMEOUT;
-}
-
 /* Progress of the SSH wait: one event when it starts, then one every
  * this many seconds (the live line is redrawn; `pvagent job` folds them) */
 #define SSH_WAIT_PROGRESS_S 10.0
 
-/* Connect once the guest answers: refused and timed-out connections are
- * tried again every poll_s until ssh_wait_s has passed since the first
- * attempt (each attempt's connect timeout is cut to the time left); a
- * host key or authentication failure ends the wait at once. A wait that
- * runs out leaves a running guest without its files: needs-attention,
- * saying so; with no_wait_ssh one attempt, and no answer is done (1). */
+struct ssh_wait_said {
+	struct job *j;
+	const char *host;
+	double limit, said;
+};
+
+static void on_ssh_retry(void *ctx, double waited, unsigned attempts, const struct ssh_error *e)
+{
+	struct ssh_wait_said *w = ctx;
+	if (attempts == 1)
+		log_info("%s: no SSH answer from %s yet (%s); waiting up to %.0f s",
+			 job_subject(w->j), w->host, ssh_error_str(e), w->limit);
+	if (waited - w->said >= SSH_WAIT_PROGRESS_S) {
+		/* what changes first, so a cut live line still says it */
+		job_progress(w->j, -1, "waiting for SSH on %s (%.0f s of %.0f, attempt %u): %s",
+			     w->host, waited, w->limit, attempts, ssh_error_str(e));
+		w->said = waited;
+	}
+}
+
+/* Connect once the guest answers (ssh_wait_connect, target.h, for up to
+ * ssh_wait_s). A wait that runs out leaves a running guest without its
+ * files: needs-attention, saying so; with no_wait_ssh one attempt, and no
+ * answer is done (1). */
 static int wait_ssh(struct job *j, struct up_ctx *u, const struct ssh_opts *so,
 		    struct ssh_session **out)
 {
-	const struct guest_wait *w = job_wait(j);
-	const struct pve_clock *clk = w->clock;
+	const struct guest_wait *gw = job_wait(j);
 	double limit = u->ssh_wait_s > 0 ? u->ssh_wait_s : DEF_SSH_WAIT_S;
-	double poll = w->poll_s > 0 ? w->poll_s : 1;
-	long base_ms = so->connect_timeout_ms > 0 ? so->connect_timeout_ms : 30000;
-	double t0 = pve_clock_now(clk), said = -SSH_WAIT_PROGRESS_S;
+	struct ssh_wait_said said = {j, so->host, limit, -SSH_WAIT_PROGRESS_S};
+	const struct ssh_wait w = {
+		.limit_s = u->no_wait_ssh ? 0 : limit,
+		.poll_s = gw->poll_s,
+		.clock = gw->clock,
+		.on_retry = on_ssh_retry,
+		.ctx = &said,
+	};
 	struct ssh_error e = {0};
 	unsigned attempts = 0;
-	*out = NULL;
-	for (;;) {
-		struct ssh_opts a = *so;
-		double left = limit - (pve_clock_now(clk) - t0);
-		long ms = left > 1 ? (long)(left * 1000) : 1000;
-		a.connect_timeout_ms = ms < base_ms ? ms : base_ms;
-		ssh_error_clear(&e);
-		attempts++;
-		if (ssh_connect(&a, out, &e) == 0)
-			return 0;
-		*out = NULL;
-		if (!ssh_retryable(e.kind) || u->no_wait_ssh ||
-		    pve_clock_now(clk) - t0 + poll > limit)
-			break;
-		double waited = pve_clock_now(clk) - t0;
-		if (attempts == 1)
-			log_info("%s: no SSH answer from %s yet (%s); waiting up to %.0f s",
-				 job_subject(j), so->host, ssh_error_str(&e), limit);
-		if (waited - said >= SSH_WAIT_PROGRESS_S) {
-			/* what changes first, so a cut live line still says it */
-			job_progress(j, -1, "waiting for SSH on %s (%.0f s of %.0f, attempt %u): %s",
-				     so->host, waited, limit, attempts, ssh_error_str(&e));
-			said = waited;
-		}
-		pve_clock_sleep(clk, poll);
-	}
+	if (ssh_wait_connect(so, &w, out, &e, &attempts) == 0)
+		return 0;
 	const char *user = so->user ? so->user : "root";
 	int port = so->port ? so->port : 22;
-	if (ssh_retryable(e.kind) && u->no_wait_ssh) {
+	bool retryable = ssh_wait_retryable(&e);
+	if (retryable && u->no_wait_ssh) {
 		job_note(j, "%s port %d does not answer SSH yet (%s): its files are not written; "
 			 "'pvagent inject %s' once it answers", so->host, port, ssh_error_str(&e),
 			 job_subject(j));
@@ -1312,7 +1307,7 @@ static int wait_ssh(struct job *j, struct up_ctx *u, const struct ssh_opts *so,
 	}
 	char *msg;
 	enum job_outcome o = ssh_error_outcome(&e);
-	if (ssh_retryable(e.kind)) {
+	if (retryable) {
 		/* the guest exists and runs: what is left is its files */
 		o = JOB_OUT_NEEDS_ATTENTION;
 		msg = strprintf("connect: %s@%s port %d did not answer SSH within %.0f s "

@@ -36,6 +36,8 @@
 
 #include <signal.h>
 
+/* What a user asks of `up`: the guests, their template and how to make
+ * them (its params: up_check.h wf_up_params). */
 struct up_request {
 	const char *const *names;       /* guest names (DNS names, not all digits, distinct) */
 	size_t n_names;
@@ -51,7 +53,6 @@ struct up_request {
 					   the boot disk */
 	const struct tmpl_kvlist *vars; /* --var K=V */
 	const char *pubkey;             /* ${pubkey}: public key text, or NULL */
-	unsigned parallel;              /* at most this many in flight; 0: 4 */
 	bool no_start;
 	bool full;                      /* force a full clone (else [source] full) */
 	bool dry_run;                   /* plan only: reads, nothing sent that
@@ -64,12 +65,7 @@ struct up_request {
 					   template (its description names it);
 					   otherwise that is refused, nothing
 					   changed */
-
-	/* Inject (templates with guest file sections, guests started):
-	 * conf gives the [ssh] settings (inject_ssh_opts with the template's
-	 * [guest] user and port); it may be NULL only when the template has
-	 * no file sections, or with no_inject or no_start. */
-	const struct conf *conf;
+	/* Inject (templates with guest file sections, guests started) */
 	bool no_inject;                 /* skip the inject step */
 	double ssh_wait_s;              /* how long the guest may take to answer
 					   SSH once its address is known (refused
@@ -80,12 +76,22 @@ struct up_request {
 	bool no_wait_ssh;               /* one SSH attempt: a guest that does not
 					   answer yet is done, its files left for
 					   `pvagent inject` */
+};
 
+/* Where and how a request's jobs run: the configuration, PVE access, the
+ * store, waits, events and the stop flag (the run environment; the CLI
+ * launches them, cli_up.h). */
+struct up_env {
+	/* [ssh] settings for inject (inject_ssh_opts with the template's
+	 * [guest] user and port) and the pools; may be NULL only when the
+	 * template has no file sections, or with no_inject or no_start, and
+	 * no pool is asked for. */
+	const struct conf *conf;
 	/* PVE access: each worker makes its own client from pve_opts. With
 	 * parallel 1 (or one name) and client set, client is used instead. */
 	const struct pve_opts *pve_opts;
 	struct pve *client;
-
+	unsigned parallel;              /* at most this many in flight; 0: 4 */
 	struct guest_wait wait;         /* timeouts, clock (progress is set by
 					   the launcher) */
 	job_event_fn on_event;

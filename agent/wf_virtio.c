@@ -113,8 +113,9 @@ json_object *convert_result_json(const struct convert_result *r)
 /* ---- journal ----------------------------------------------------------------------- */
 
 /* The journal is the job's vars (store.h): {"config": the saved config,
- * "phase", "bus", "files": {path: original text, or null for a file the
- * conversion created}}. job_save() writes it to state.db at once. */
+ * "bus", "files": {path: original text, or null for a file the
+ * conversion created}}; how far the conversion got is the engine's step
+ * states. job_save() writes it to state.db at once. */
 struct journal {
 	struct job *job;
 	json_object *o;   /* the job's vars (borrowed) */
@@ -123,18 +124,6 @@ struct journal {
 static int journal_save(const struct journal *j)
 {
 	return job_save(j->job);
-}
-
-static const char *journal_phase(const struct journal *j)
-{
-	const char *p = json_text(j->o, "phase");
-	return p ? p : "prepare";
-}
-
-static int journal_set_phase(struct journal *j, const char *phase)
-{
-	json_object_object_add(j->o, "phase", json_object_new_string(phase));
-	return journal_save(j);
 }
 
 static json_object *journal_files(struct journal *j)
@@ -280,25 +269,14 @@ static void close_session(struct run *r)
 	r->s = NULL;
 }
 
-static bool retry_kind(enum ssh_err_kind k)
-{
-	return k == SSH_ERR_CONNECT || k == SSH_ERR_TIMEOUT;
-}
-
-/* Connect, retrying refused/timed-out connections until timeout_s. */
+/* Connect, waiting for the guest to answer up to timeout_s (0: one
+ * attempt) as up's inject does (ssh_wait_connect, target.h). */
 static int connect_wait(struct run *r, double timeout_s, struct ssh_error *e)
 {
 	close_session(r);
-	double deadline = pve_clock_now(r->req->clock) + timeout_s, delay = 0.2;
-	for (;;) {
-		ssh_error_clear(e);
-		if (ssh_connect(r->req->ssh, &r->s, e) == 0)
-			return 0;
-		if (!retry_kind(e->kind) || pve_clock_now(r->req->clock) + delay > deadline)
-			return -1;
-		pve_clock_sleep(r->req->clock, delay);
-		delay = delay * 2 > 2.0 ? 2.0 : delay * 2;
-	}
+	const struct ssh_wait w = {.limit_s = timeout_s, .poll_s = r->w.poll_s,
+				   .clock = r->req->clock};
+	return ssh_wait_connect(r->req->ssh, &w, &r->s, e, NULL);
 }
 
 /* Run a fixed command line; *out malloc'd stdout. -1 (e filled) only when
@@ -1174,7 +1152,6 @@ static int journal_start(struct run *r, json_object *config)
 	json_object *o = r->j.o;
 	json_object_object_add(o, "vmid", json_object_new_int(r->g.vmid));
 	json_object_object_add(o, "node", json_object_new_string(r->g.node));
-	json_object_object_add(o, "phase", json_object_new_string("prepare"));
 	json_object_object_add(o, "config", json_object_get(config));
 	json_object_object_add(o, "files", json_object_new_object());
 	json_object_object_get_ex(o, "config", &r->saved);
@@ -1510,14 +1487,15 @@ static enum step_rc st_switch(struct job *j)
 	struct run *r = job_ctx(j);
 	r->w = *job_wait(j);
 	step_begin(r, "switch");
-	bool resumed = strcmp(journal_phase(&r->j), "prepare") != 0;
+	/* resumed after it sent a request (the shutdown, the config): the
+	 * guest may be down, its files are edited (the edits again change
+	 * nothing: only a guest still running before the switch needs them) */
+	bool resumed = job_step_attempts(j) > 0 || job_step_upid(j);
 	size_t n = 0;
 	if (!resumed) {
 		if (ensure_plan(r, 30) < 0)
 			return step_failed(j, r);
-		if (run_phase(r, RW_SWITCH, false, &n) < 0 || journal_set_phase(&r->j, "switch") < 0) {
-			if (!r->res->error)
-				failf(r, JOB_OUT_FAILED, "cannot store the journal");
+		if (run_phase(r, RW_SWITCH, false, &n) < 0) {
 			rollback(r);
 			r->files_restored = r->res->rolled_back;
 			return step_failed(j, r);
@@ -1569,8 +1547,6 @@ static enum step_rc st_verify(struct job *j)
 	}
 	if (verify_guest(r) < 0)
 		return step_failed(j, r);
-	if (journal_set_phase(&r->j, "verified") < 0)
-		job_note(r->j.job, "cannot update the journal of job %lld", job_id(j));
 	job_summary(r->j.job, "the guest runs on %s with all its file systems and NICs",
 		  vbus_name(r->vp.bus));
 	return STEP_RC_OK;
@@ -1656,13 +1632,50 @@ json_object *convert_params(const struct target_req *target, const struct conver
 	return p;
 }
 
+int wf_virtio_config_check(struct pve *c, const struct guest_target *gt, struct pve_error *err)
+{
+	char *pending = NULL, *why = NULL;
+	if (guest_pending(c, &gt->ref, &pending, err) < 0)
+		return -1;
+	int rc = convert_config_check(gt->config, gt->ref.vmid, pending, &why);
+	free(pending);
+	if (rc < 0) {
+		if (why)
+			pve_error_set(err, PVE_ERR_CONFIG, "%s is %s%s",
+				      gt->ref.name ? gt->ref.name : "the guest",
+				      strncmp(why, "a Windows", 9) == 0 ? "" : "not converted: ", why);
+		else
+			pve_error_oom(err);
+		free(why);
+	}
+	return rc;
+}
+
+/* target.h's config_check for a new job (a resumed one goes on from its
+ * journal whatever the config says now). */
+static int open_check(struct pve *c, const struct guest_target *gt, void *arg,
+		      struct pve_error *err)
+{
+	(void)arg;
+	return wf_virtio_config_check(c, gt, err);
+}
+
 /* A job loaded alone: its request from its params (the guest found again,
- * its template and address as asked) and a result of its own. */
+ * its template and address as asked: a dry run goes on without an
+ * address, to show the PVE side) and a result of its own. */
 static int own_request(struct job *j, struct run *r)
 {
 	struct pve_error *err = job_err(j);
 	struct job_env *env = job_env(j);
-	if (guest_target_open_job(j, true, true, &r->own_gt, &r->own_vars) < 0)
+	bool dry = job_param_bool(j, "dry_run");
+	const struct target_req how = {
+		.tmpl_optional = true,
+		.qemu_only = true,
+		.address_optional = dry,
+		.config_check = json_object_object_get_ex(job_vars(j), "config", NULL) ? NULL
+											: open_check,
+	};
+	if (guest_target_open_job_as(j, &how, &r->own_gt, &r->own_vars) < 0)
 		return -1;
 	struct convert_request *q = &r->own_req;
 	q->pve = job_pve(j);
@@ -1675,7 +1688,8 @@ static int own_request(struct job *j, struct run *r)
 	q->clock = env->clock;
 	q->keep_snapshot = job_param_bool(j, "keep_snapshot");
 	q->bench = job_param_bool(j, "bench");
-	q->dry_run = job_param_bool(j, "dry_run");
+	q->dry_run = dry;
+	q->address_error = r->own_gt.address_error;
 	q->bench_size_mib = (unsigned)job_param_int(j, "bench_size_mib");
 	q->verify_timeout_s = job_param_num(j, "verify_timeout_s");
 	if (env->store && !(r->own_db = bench_db_path(env->conf->paths.state)))
@@ -1685,6 +1699,18 @@ static int own_request(struct job *j, struct run *r)
 	r->res = &r->own_res;
 	r->w = env->wait;
 	return guest_ref_copy(&r->g, q->guest) < 0 ? pve_error_oom(err) : 0;
+}
+
+/* The step a resumed job goes on from: the first neither done nor
+ * skipped. */
+static const char *resume_step(struct job *j)
+{
+	size_t n = 0;
+	const struct store_step *st = job_steps(j, &n);
+	for (size_t i = 0; i < n; i++)
+		if (st[i].state != STEP_DONE && st[i].state != STEP_SKIPPED)
+			return st[i].name;
+	return "?";
 }
 
 static int virtio_open(struct job *j, void *ctx)
@@ -1702,8 +1728,8 @@ static int virtio_open(struct job *j, void *ctx)
 		/* resumed: the config saved before anything changed */
 		r->saved = cfg;
 		r->res->resumed = true;
-		job_note(r->j.job, "resuming an interrupted conversion (job %lld, phase %s)",
-		      job_id(j), journal_phase(&r->j));
+		job_note(r->j.job, "resuming an interrupted conversion (job %lld, at step %s)",
+			 job_id(j), resume_step(j));
 	}
 	return 0;
 }

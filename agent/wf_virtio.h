@@ -36,10 +36,15 @@
  *              by hand.
  *
  * Journal: before anything changes, the job's vars (job.h, kept in
- * state.db) hold the saved config, the phase and the original text of
- * every file changed. A run that finds the open job resumes it: prepared
- * guests are prepared again (idempotent), a guest whose switch had begun
- * is brought to the converted config and verified (or rolled back).
+ * state.db) hold the saved config and the original text of every file
+ * changed; how far it got is the engine's step states. A run that finds
+ * the open job resumes it: prepared guests are prepared again
+ * (idempotent), a guest whose switch had sent its first request is
+ * brought to the converted config and verified (or rolled back).
+ *
+ * SSH: after a start the guest is waited for as up's inject waits
+ * (ssh_wait_connect, target.h: up to verify_timeout_s, refused and timed-
+ * out connections tried again); a dry run tries once.
  *
  * Bench: with bench set, the in-guest benchmark (bench.h) runs before the
  * prepare step and after the finish step on the guest's session; its
@@ -159,6 +164,13 @@ json_object *convert_params(const struct target_req *target, const struct conver
  * own when it was loaded alone), completed from the job's outcome; valid
  * until job_free. NULL before the job ran. */
 const struct convert_result *wf_virtio_result(struct job *j);
+
+/* What the guest's config alone decides before its address is looked up
+ * (convert_config_check on the config and its pending changes, read):
+ * 1 nothing to convert, 0 go on, -1 refused (PVE_ERR_CONFIG naming the
+ * deciding reason) or a read failed. A new job of the workflow checks
+ * it when it opens; the CLI before it runs one (target.h config_check). */
+int wf_virtio_config_check(struct pve *c, const struct guest_target *gt, struct pve_error *err);
 
 /* {"status", "outcome", "os", "bus", "snapshot", "changes", "resumed",
  * "rolled_back", "failed_step", "error", "recovery", "bench" (the

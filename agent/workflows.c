@@ -1,12 +1,14 @@
 /* workflows.c - every workflow the engine can run or resume, by name. */
-#include "wf_virtio.h"
-#include "job.h"
+#include "workflows.h"
+
 #include "wf_bench.h"
 #include "wf_image.h"
 #include "wf_inject.h"
 #include "wf_drain.h"
 #include "wf_migrate.h"
+#include "wf_rolling.h"
 #include "wf_up.h"
+#include "wf_virtio.h"
 
 #include <string.h>
 
@@ -20,6 +22,8 @@ static const struct job_workflow *const workflows[] = {
 	&wf_drain,
 	&wf_undrain,
 	&wf_image,
+	&wf_rolling,
+	&wf_rolling_node,
 	NULL,
 };
 

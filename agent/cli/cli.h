@@ -50,6 +50,8 @@ struct cli_jobs {
 	const struct job_workflow *wf;
 	json_object *jobs;     /* [{"subject": S, "params": P}, ...] */
 	unsigned parallel;     /* here: at most this many at once (0: 1) */
+	bool not_kept;         /* here: not kept in the store (as a dry run's:
+				  rolling's plan) */
 	/* here, before each runs: what the handler read already (migrate's
 	 * node list and guest), which the jobs own (done frees it), or NULL */
 	void (*attach)(struct job *j, void *ctx);
@@ -274,6 +276,9 @@ extern const struct cmd_entry cmd_up_entry, cmd_down_entry, cmd_status_entry;
 extern const struct cmd_entry cmd_setup_entry, cmd_doctor_entry;
 extern const struct cmd_entry cmd_pool_entry;  /* cli_pool.c */
 extern const struct cmd_entry cmd_image_entry; /* cli_image.c */
+/* cli_rolling.c: the command, and its job's result as it and `resume` print it. */
+extern const struct cmd_entry cmd_rolling_entry;
+int cli_rolling_result(struct cli *cli, struct job *const *jobs, size_t n, int code);
 /* An image build's result, as `image build` and `resume` print it. */
 int cli_image_result(struct cli *cli, struct job *const *jobs, size_t n, int code);
 

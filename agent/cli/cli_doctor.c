@@ -21,6 +21,7 @@
 #include "output.h"
 #include "pool_claim.h"
 #include "pveprivs.h"
+#include "storage_pick.h"
 #include "tmpl.h"
 #include "util.h"
 
@@ -460,31 +461,6 @@ static void collect_uses(struct doctor *d)
 	}
 }
 
-/* The node's storage id, or NULL. */
-static json_object *node_storage(struct doctor *d, const char *id)
-{
-	for (size_t i = 0; i < json_object_array_length(d->storages); i++) {
-		json_object *s = json_object_array_get_idx(d->storages, i);
-		const char *sid = json_str(s, "storage");
-		if (sid && strcmp(sid, id) == 0)
-			return s;
-	}
-	return NULL;
-}
-
-/* The node's enabled storages that hold content, for a FIX line. */
-static void storages_with(struct doctor *d, const char *content, struct sbuf *b)
-{
-	for (size_t i = 0; i < json_object_array_length(d->storages); i++) {
-		json_object *s = json_object_array_get_idx(d->storages, i);
-		const char *sid = json_str(s, "storage");
-		long long on = 1;
-		json_int(s, "enabled", &on);
-		if (sid && on && in_csv(json_str(s, "content"), content))
-			sbuf_addf(b, "%s%s", b->len ? ", " : "", sid);
-	}
-}
-
 /* Each storage a command uses: there, enabled and active, with the
  * content its uses need. */
 static void check_uses(struct doctor *d)
@@ -494,13 +470,13 @@ static void check_uses(struct doctor *d)
 		struct sbuf all = {0};
 		users_of(u, NULL, &all);
 		const char *want = sbuf_str(&u->content), *who = sbuf_str(&all);
-		json_object *s = node_storage(d, u->storage);
+		json_object *s = storage_find(d->storages, u->storage);
 		if (!s) {
 			struct sbuf alt = {0};
-			storages_with(d, want, &alt);
+			storage_ids_with(d->storages, want, &alt);
 			char *first = strndup(want, strcspn(want, ","));
 			if (first && !alt.len)
-				storages_with(d, first, &alt);
+				storage_ids_with(d->storages, first, &alt);
 			check(d, V_FIX, "storage", "%s (%s; %s) is not on %s, or %s may not see it "
 			      "(Datastore.Audit or Datastore.AllocateSpace on /storage/%s): %s%s",
 			      u->storage, want, who, d->node, pve_identity(d->cli->pve), u->storage,
@@ -511,13 +487,12 @@ static void check_uses(struct doctor *d)
 			sbuf_free(&all);
 			continue;
 		}
-		long long on = 1, active = 1;
-		json_int(s, "enabled", &on);
+		long long active = 1;
 		json_int(s, "active", &active);
-		if (!on) {
+		if (!storage_enabled(s)) {
 			/* (a BTRFS install disables local: local-btrfs takes its place) */
 			struct sbuf alt = {0};
-			storages_with(d, want, &alt);
+			storage_ids_with(d->storages, want, &alt);
 			check(d, V_FIX, "storage", "%s (%s) is disabled on %s: pvesm set %s "
 			      "--disable 0%s%s", u->storage, who, d->node, u->storage,
 			      alt.len ? ", or name one with its content instead: " : "",
@@ -537,7 +512,7 @@ static void check_uses(struct doctor *d)
 		for (const char *p = want; *p;) {
 			size_t len = strcspn(p, ",");
 			char *c = strndup(p, len);
-			if (c && !in_csv(has, c))
+			if (c && !storage_has_content(s, c))
 				sbuf_addf(&miss, "%s%s", miss.len ? "," : "", c);
 			free(c);
 			p += len + (p[len] == ',');
@@ -559,14 +534,11 @@ static void check_uses(struct doctor *d)
 static void check_storages(struct doctor *d)
 {
 	struct pve_error e = {0};
-	char *esc = pve_path_escape(d->node);
-	if (!esc || pve_getf(d->cli->pve, &d->storages, NULL, &e, "/nodes/%s/storage", esc) < 0) {
-		free(esc);
+	if (storage_node_list(d->cli->pve, d->node, &d->storages, &e) < 0) {
 		request_failed(d, "storages", "read the storages", "Datastore.Audit on /storage",
 			       &e);
 		return;
 	}
-	free(esc);
 	struct sbuf b = {0};
 	for (size_t i = 0; i < json_object_array_length(d->storages); i++) {
 		json_object *s = json_object_array_get_idx(d->storages, i);

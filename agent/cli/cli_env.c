@@ -314,7 +314,7 @@ int cli_check_guest(struct cli *cli, const char *cmd, const char *name)
 		return rc;
 	struct guest_ref g = {0};
 	struct pve_error e = {0};
-	int f = guest_find(cli->pve, name, &g, &e);
+	int f = guest_find_listed(cli->pve, name, &g, &e);
 	guest_ref_clear(&g);
 	cli->subject = name;
 	if (f == 0)

@@ -63,6 +63,18 @@ static const struct opt_doc docs[] = {
 	{"migrate", "bwlimit", "MiB/s", "limit the migration's bandwidth"},
 	{"migrate", "max-downtime", "MS", "the VM's migrate_downtime for this migration"},
 	{"migrate", "dry-run", NULL, "check and print the plan; send nothing"},
+	{"rolling", "wait", NULL, "each node's update is the admin's: wait until it has rebooted "
+	 "(and runs --version)"},
+	{"rolling", "run", NULL, "update each node over SSH: apt-get update, dist-upgrade, a reboot "
+	 "when the kernel or QEMU changed"},
+	{"rolling", "run-script", "FILE", "the major upgrade: run FILE on each node (after its "
+	 "pveXtoY --full passes) instead of dist-upgrade"},
+	{"rolling", "version", "V", "the version each node runs after its update (9, 9.1, 9.1.2)"},
+	{"rolling", "window", "W", "start each node only while window W is open; its drain ends "
+	 "with it"},
+	{"rolling", "max-workers", "K", "migrations at once (default [migrate] max_workers)"},
+	{"rolling", "node-ssh", "NODE=HOST[:PORT]", "reach NODE's SSH there (default: its address "
+	 "in /cluster/status, port 22; repeatable)"},
 	{"drain", "to", "N1,N2,...", "move guests only to these nodes (default: every other one)"},
 	{"drain", "max-workers", "K", "migrations at once (default [migrate] max_workers)"},
 	{"drain", "partial", NULL, "move what fits even when some guest fits nowhere"},

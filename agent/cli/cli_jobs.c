@@ -15,6 +15,7 @@
 #include "output.h"
 #include "store.h"
 #include "util.h"
+#include "workflows.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -761,9 +762,20 @@ static int end_task(struct cli *cli, struct store_job *sj, struct store_step *ta
 	return rc;
 }
 
-/* A job pvagentd cancelled: once its process stopped (bounded: 60 s),
- * the PVE task its step had started is followed (or stopped) here as for
- * a job of this process. 0, or an exit code with the error said. */
+/* Record sj cancelled (its lock held by the caller). 0, or -1 with *err. */
+static int store_cancelled(struct store *st, struct store_job *sj, char **err)
+{
+	sj->state = JOB_CANCELLED;
+	sj->ended = clock_unix_now();
+	sj->pid = 0;
+	return store_job_update(st, sj, err);
+}
+
+/* A job pvagentd cancelled: once its process stopped (bounded: 60 s), it
+ * is recorded cancelled here if pvagentd has not yet (whichever takes its
+ * lock first writes it), and the PVE task its step had started is followed
+ * (or stopped) as for a job of this process. 0, or an exit code with the
+ * error said. */
 static int after_daemon_cancel(struct cli *cli, long long id, bool stop)
 {
 	struct store *st = cli_store(cli);
@@ -782,6 +794,7 @@ static int after_daemon_cancel(struct cli *cli, long long id, bool stop)
 	size_t ns = 0;
 	int rc = 0;
 	if (lk && store_job_get(st, id, &sj, &err) == 1 &&
+	    (!job_state_open(sj.state) || store_cancelled(st, &sj, &err) == 0) &&
 	    store_steps_get(st, id, &steps, &ns, &err) == 0)
 		task = running_task(steps, ns);
 	if (err)
@@ -870,10 +883,7 @@ static int cmd_cancel(struct cli *cli, const struct cmd_args *a)
 		store_job_free(&sj);
 		return r < 0 ? 1 : EXIT_USAGE;
 	}
-	sj.state = JOB_CANCELLED;
-	sj.ended = clock_unix_now();
-	sj.pid = 0;
-	rc = store_job_update(st, &sj, &err);
+	rc = store_cancelled(st, &sj, &err);
 	if (rc < 0) {
 		store_job_unlock(lk);
 		cli_error("job", "cancel", "%s", err ? err : "store");

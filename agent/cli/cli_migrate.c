@@ -11,6 +11,7 @@
 #include "util.h"
 #include "wf_drain.h"
 #include "wf_migrate.h"
+#include "wf_params.h"
 #include "window.h"
 
 #include <stdio.h>
@@ -149,7 +150,7 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 {
 	const char *storage = NULL;
 	long bw = 0, md = 0;
-	bool dry = false;
+	bool dry = false, force_ha = false;
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < a->n; i++) {
 		const char *arg = a->v[i].val, *why = NULL;
@@ -169,6 +170,7 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 		case 'b': rc = cli_parse_count("migrate", "--bwlimit", arg, 1, 1 << 20, &bw); break;
 		case 'D': rc = cli_parse_count("migrate", "--max-downtime", arg, 1, 600000, &md); break;
 		case 'n': dry = true; break;
+		case 'H': force_ha = true; break;
 		default: rc = EXIT_USAGE; break;
 		}
 	}
@@ -186,16 +188,22 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 	if (rc == 0) {
 		/* a guest that does not exist: said before any job is stored */
 		struct pve_error e = {0};
-		int f = mig_find_guest(cli->pve, a->argv[0], &mr->g, &e);
+		int f = guest_find_listed(cli->pve, a->argv[0], &mr->g, &e);
 		cli->subject = a->argv[0];
 		if (f == 0)
 			guest_not_found(a->argv[0], &e);
 		if (f <= 0)
 			rc = cli_fail_pve(cli, "migrate", &e);
 	}
+	json_object *params = rc == 0 ? wf_migrate_params(a->argv[1], storage, (unsigned)bw,
+							  (unsigned)md, dry) : NULL;
+	if (params && force_ha &&
+	    job_param_set_bool(&wf_migrate_params_decl, params, "force_ha", true) < 0) {
+		json_object_put(params);
+		params = NULL;
+	}
 	if (rc == 0)
-		rc = cli_job_add(cli, a->argv[0], wf_migrate_params(a->argv[1], storage, (unsigned)bw,
-								      (unsigned)md, dry));
+		rc = cli_job_add(cli, a->argv[0], params);
 	if (rc == 0)
 		cli_jobs_attach(cli, attach_migration, migrate_read_free, mr);
 	else if (mr)
@@ -209,13 +217,14 @@ static const struct option migrate_opts[] = {
 	{"bwlimit", required_argument, NULL, 'b'},
 	{"max-downtime", required_argument, NULL, 'D'},
 	{"dry-run", no_argument, NULL, 'n'},
+	{"force-ha", no_argument, NULL, 'H'},
 	{0},
 };
 
 const struct cmd_entry cmd_migrate_entry = {
 	"migrate",
 	"NAME NODE [--storage S | --storage-map SRC:DST,...] [--bwlimit MiB/s] "
-	"[--max-downtime MS] [--dry-run]",
+	"[--max-downtime MS] [--dry-run] [--force-ha]",
 	"move a guest to NODE: live (qemu), restart (lxc) or online (OpenVZ); prints the "
 	"downtime PVE measured and the one clients saw",
 	"", migrate_opts, NULL, 2, 2, "guest name and a node", cmd_migrate,

@@ -129,6 +129,8 @@ int cli_run_here(struct cli *cli, const struct cmd_entry *e, struct cli_jobs *jo
 		fprintf(stderr, "pvagent %s: out of memory\n", e->name);
 		return 1;
 	}
+	if (jobs->not_kept)
+		env.store = NULL;
 	/* every job's params completed and checked before any is stored */
 	struct pve_error err = {0};
 	size_t k = 0;

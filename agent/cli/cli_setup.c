@@ -23,6 +23,7 @@
 #include "log.h"
 #include "output.h"
 #include "pveprivs.h"
+#include "storage_pick.h"
 #include "util.h"
 
 #include <errno.h>
@@ -705,58 +706,17 @@ static int token_node(struct setup *s, char **node)
 	return 0;
 }
 
-/* Is storage id in the node's list st, enabled, with content? */
-static bool node_has(json_object *st, const char *id, const char *content)
-{
-	for (size_t i = 0; id && i < json_object_array_length(st); i++) {
-		json_object *o = json_object_array_get_idx(st, i);
-		const char *sid = json_str(o, "storage"), *c = json_text(o, "content");
-		const char *en = json_text(o, "enabled");
-		if (sid && strcmp(sid, id) == 0 && c && list_has(c, content, strlen(content)) &&
-		    (!en || strcmp(en, "0") != 0))
-			return true;
-	}
-	return false;
-}
-
-/* The storage of node's list st for content: the configured one while the
- * node has it (a choice made by hand stays), else the installer's names
- * (local-lvm on LVM-thin, local-zfs on ZFS, local-btrfs on BTRFS; local
- * for downloads), else the first by name; NULL when none. */
-static const char *pick_storage(json_object *st, const char *configured, const char *content)
-{
-	static const char *const known[] = {"local-lvm", "local-zfs", "local-btrfs", "local"};
-	if (node_has(st, configured, content))
-		return configured;
-	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-		if (node_has(st, known[i], content))
-			return known[i];
-	const char *first = NULL;
-	for (size_t i = 0; i < json_object_array_length(st); i++) {
-		const char *id = json_str(json_object_array_get_idx(st, i), "storage");
-		if (node_has(st, id, content) && (!first || strcmp(id, first) < 0))
-			first = id;
-	}
-	return first;
-}
-
 /* The node's storages (the administrator's view): malloc'd choices for
  * [pve] storage (images) and import_storage (import), either NULL. */
 static int node_storages(struct setup *s, const char *node, char **disk, char **import)
 {
 	struct pve_error e = {0};
 	json_object *st = NULL;
-	char *esc = pve_path_escape(node);
-	if (!esc || pve_getf(s->admin, &st, NULL, &e, "/nodes/%s/storage", esc) < 0) {
-		free(esc);
-		if (!esc)
-			pve_error_oom(&e);
+	if (storage_node_list(s->admin, node, &st, &e) < 0)
 		return step_failed(s, "storages", &e);
-	}
-	free(esc);
 	char *had_disk = conf_edit_get(&s->conf, "pve", NULL, "storage");
 	char *had_import = conf_edit_get(&s->conf, "pve", NULL, "import_storage");
-	const char *d = pick_storage(st, had_disk, "images"), *i = pick_storage(st, had_import,
+	const char *d = storage_pick(st, had_disk, "images"), *i = storage_pick(st, had_import,
 										 "import");
 	*disk = d ? strdup(d) : NULL;
 	*import = i ? strdup(i) : NULL;

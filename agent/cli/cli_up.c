@@ -55,10 +55,11 @@ static void jobs_free(struct job **jobs, size_t n)
 	free(jobs);
 }
 
-int cli_up_launch(const struct up_request *req, struct up_result **results, struct pve_error *err)
+int cli_up_launch(const struct up_request *req, const struct up_env *ue,
+		  struct up_result **results, struct pve_error *err)
 {
 	*results = NULL;
-	if (up_request_check(req, err) < 0)
+	if (up_request_check(req, ue->conf, err) < 0)
 		return -1;
 	struct up_result *res = calloc(req->n_names, sizeof *res);
 	struct job **jobs = calloc(req->n_names, sizeof(struct job *));
@@ -68,8 +69,8 @@ int cli_up_launch(const struct up_request *req, struct up_result **results, stru
 		free(jobs);
 		return pve_error_oom(err);
 	}
-	if (env_of(&env, req->dry_run ? NULL : req->store, &req->wait, req->on_event,
-		   req->event_ctx, req->stop, req->conf) < 0) {
+	if (env_of(&env, req->dry_run ? NULL : ue->store, &ue->wait, ue->on_event,
+		   ue->event_ctx, ue->stop, ue->conf) < 0) {
 		free(res);
 		free(jobs);
 		return pve_error_oom(err);
@@ -92,7 +93,7 @@ int cli_up_launch(const struct up_request *req, struct up_result **results, stru
 		job_env_fini(&env);
 		return -1;
 	}
-	jobpool_run_jobs(jobs, req->n_names, req->parallel, req->pve_opts, req->client);
+	jobpool_run_jobs(jobs, req->n_names, ue->parallel, ue->pve_opts, ue->client);
 	for (size_t i = 0; i < req->n_names; i++) {
 		wf_up_result(jobs[i]);
 		if (res[i].status == UP_FAILED)
@@ -361,7 +362,6 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		.retemplate = retemplate,
 		.pool = pool,
 		.dry_run = dry,
-		.conf = &cli->conf,
 		.no_inject = no_inject,
 		.no_wait_ssh = no_wait_ssh,
 	};
@@ -370,7 +370,7 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 	 * said before a job is stored */
 	struct up_request chk = req;
 	chk.pubkey = UP_PUBKEY_STANDIN;
-	if (up_request_check(&chk, &e) < 0)
+	if (up_request_check(&chk, &cli->conf, &e) < 0)
 		rc = cli_fail_pve(cli, "up", &e);
 	else
 		rc = up_check_cluster(cli, node, t, &sets);

@@ -172,7 +172,7 @@ int submit_check(const char *wf, const char *subject, json_object *params,
 	const struct job_params_decl *d = wf_params_find(wf);
 	if (!d) {
 		err_setf(why, "the daemon does not run '%.64s' (up, down, inject, virtio, bench, "
-			 "migrate, drain, undrain, image)", wf);
+			 "migrate, drain, undrain, rolling, image)", wf);
 		return -1;
 	}
 	if (!subject || !subject_valid(subject)) {

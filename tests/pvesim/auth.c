@@ -123,14 +123,6 @@ bool auth_check_tfa_ticket(const struct auth *a, const char *ticket, const char 
 	return false;
 }
 
-bool auth_is_tfa_ticket(const struct auth *a, const char *ticket)
-{
-	for (size_t i = 0; i < a->n; i++)
-		if (a->v[i].tfa && strcmp(a->v[i].ticket, ticket) == 0)
-			return true;
-	return false;
-}
-
 bool auth_parse_token_header(const char *h, char **id, char **secret)
 {
 	static const char prefix[] = "PVEAPIToken=";

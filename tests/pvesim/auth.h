@@ -31,8 +31,6 @@ enum auth_ticket_result auth_check_ticket(const struct auth *a, const char *tick
  * tfa-challenge of the TFA step)? */
 bool auth_check_tfa_ticket(const struct auth *a, const char *ticket, const char *userid,
 			   double now);
-/* Is ticket a half-authenticated one (renewing it is refused)? */
-bool auth_is_tfa_ticket(const struct auth *a, const char *ticket);
 
 /* Split "PVEAPIToken=USER@REALM!NAME=SECRET" into malloc'd id and secret.
  * Returns false if the header is not of that form. */

@@ -8,6 +8,8 @@
 #include "bootfacts.h"
 #include "cluster_config.h"
 #include "guestnet.h"
+#include "ha_crm.h"
+#include "nodelife.h"
 #include "qemu_guest.h"
 #include "scenario.h"
 #include "tasks.h"
@@ -1094,6 +1096,7 @@ void cluster_free(struct cluster *c)
 		free(n->name);
 		free(n->ip);
 		free(n->version);
+		node_life_free(n);
 		free(n);
 	}
 	for (size_t i = 0; i < c->storages.n; i++) {
@@ -1132,11 +1135,14 @@ void cluster_free(struct cluster *c)
 	acl_free(c->acl);
 	json_object_put(c->ha);
 	json_object_put(c->ha_rules);
+	json_object_put(c->ha_ss);
 	free(c->ha_disarm);
 	json_object_put(c->faults);
 	json_object_put(c->appliances);
 	json_object_put(c->sdn_vnets);
 	json_object_put(c->datacenter);
+	ceph_free(c->ceph);
+	json_object_put(c->node_commands);
 	free(c->files_dir);
 	free(c->scenario_path);
 	free(c->version);
@@ -1328,7 +1334,7 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 	local.acl = c->acl;
 	const struct sim_req *req = &local;
 	qemu_guests_poll(c, req->now);
-	tasks_advance(c, req->now);
+	ha_crm_advance(c, req->now);
 	cluster_status_update(c, req->now, false);
 	struct path_parts pp;
 	if (!req->params || !req->method ||
@@ -1344,7 +1350,9 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 		    routes_options(c, req, &pp, resp) ||
 		    routes_cluster(c, req, &pp, resp) ||
 		    routes_access(c, req, &pp, resp) ||
-		    routes_nodeinfo(c, req, &pp, resp);
+		    routes_nodeinfo(c, req, &pp, resp) ||
+		    routes_ceph(c, req, &pp, resp) ||
+		    routes_nodelife(c, req, &pp, resp);
 	if (!done)
 		resp_error(resp, 501, "Method '%s %s' not implemented",
 			   req->method, req->path);
@@ -1361,7 +1369,6 @@ void cluster_handle(struct cluster *c, const struct sim_req *in,
 static json_object *state_guest(const struct cluster *c,
 				const struct sim_guest *g)
 {
-	(void)c;
 	json_object *o = json_object_new_object();
 	if (!o)
 		return NULL;
@@ -1402,6 +1409,15 @@ static json_object *state_guest(const struct cluster *c,
 	if (g->root)
 		json_object_object_add(o, "root", json_object_new_string(g->root));
 	json_object_object_add(o, "boot", boot_result_json(&g->boot));
+	/* starts so far and the running one's start and machine type: a
+	 * guest moved only live keeps all three (rolling maintenance) */
+	jadd_int(o, "boots", g->boots);
+	if (g->running) {
+		char mb[64];
+		json_object_object_add(o, "started_at", json_object_new_double(g->started_at));
+		if (strcmp(g->type, "qemu") == 0)
+			jadd_str(o, "running_machine", guest_running_machine(c, g, mb, sizeof mb));
+	}
 	if (g->qemu) {
 		json_object *q = json_object_new_object();
 		if (q) {
@@ -1415,12 +1431,12 @@ static json_object *state_guest(const struct cluster *c,
 
 void cluster_advance(struct cluster *c, double now)
 {
-	tasks_advance(c, now);
+	ha_crm_advance(c, now);
 }
 
 json_object *cluster_state(struct cluster *c, double now)
 {
-	tasks_advance(c, now);
+	ha_crm_advance(c, now);
 	json_object *st = json_object_new_object();
 	if (!st)
 		return NULL;
@@ -1440,9 +1456,11 @@ json_object *cluster_state(struct cluster *c, double now)
 		json_object_object_add(o, "maxmem", json_object_new_uint64(n->memory));
 		json_object_object_add(o, "mem",
 				       json_object_new_uint64(node_mem_used(c, n->name)));
+		node_life_state(c, n, now, o);
 		json_object_array_add(nodes, o);
 	}
 	json_object_object_add(st, "nodes", nodes);
+	json_object_object_add(st, "ceph", ceph_state(c));
 	json_object *stores = json_object_new_array();
 	for (size_t i = 0; stores && i < c->storages.n; i++) {
 		struct sim_storage *s = c->storages.v[i];

@@ -32,6 +32,18 @@ struct sim_node {
 	bool online;
 	char *version;   /* its PVE version ("8.4"); NULL: the cluster's */
 	bool ha_maintenance; /* in HA maintenance mode (node-maintenance enable) */
+	/* its life over time (nodelife.h) */
+	int votes;           /* corosync quorum_votes (1) */
+	char *qemu;          /* installed QEMU when an upgrade named it; NULL: by version */
+	char *kernel;        /* running kernel; NULL: its version's */
+	char *kernel_next;   /* installed kernel the next boot runs, or NULL */
+	double boot_time;    /* when it last came up; 0: with the cluster */
+	double reboot_s;     /* seconds a reboot takes */
+	double down_at, up_at; /* rebooting: offline since down_at until up_at (0: not) */
+	double fence_at;     /* when the CRM fences it if it is still down (quorate) */
+	bool ha_recovered;   /* its HA services recovered elsewhere in this outage */
+	struct node_upgrade *upgrade; /* what dist-upgrade makes it, or NULL */
+	json_object *pve8to9; /* {"exit", "lines"}: pve8to9's verdict; NULL: passes */
 };
 /* The PVE version node n runs ("8.4", "9.1.2"). */
 const char *node_pve_version(const struct cluster *c, const struct sim_node *n);
@@ -96,6 +108,8 @@ struct sim_cred {
 };
 
 struct guestnet;
+struct node_upgrade;
+struct sim_ceph;
 struct qemu_guest;
 
 struct cluster {
@@ -117,6 +131,9 @@ struct cluster {
 				   disable} */
 	char *ha_disarm;        /* PVE 9: the HA stack disarmed, resource mode
 				   "freeze" or "ignore"; NULL: armed */
+	json_object *ha_ss;     /* the CRM's service status (ha_crm.c):
+				   {sid: {state, target, maintenance_node}} */
+	double ha_next_round;   /* the CRM's next round (sim time; 0: none yet) */
 	json_object *faults;    /* scenario faults (array) or NULL */
 	json_object *appliances; /* aplinfo's catalogue (array) or NULL */
 	json_object *sdn_vnets;  /* the scenario's SDN VNet names (array) or NULL */
@@ -132,6 +149,10 @@ struct cluster {
 	double boot_time;       /* simulated time the cluster came up */
 	struct guestnet *net;   /* the guests' listeners, or NULL */
 	struct ptrvec spares;   /* struct sim_spare * (--spare-guest) */
+	struct sim_ceph *ceph;  /* the scenario's Ceph (nodelife.h), or NULL */
+	bool ha_freeze_on_reboot; /* ha_shutdown_policy conditional or freeze: a
+				     reboot freezes HA guests (never recovered) */
+	json_object *node_commands; /* the nodes' shell commands so far (array) */
 };
 
 /* A spare guest root (simapi.h): taken by the VM whose vmid it holds. */
@@ -296,17 +317,21 @@ const char *cluster_ha_managed(const struct cluster *c, const struct sim_guest *
 /* The HA resource entry {sid, state, ...} of sid ("vm:100"), or NULL. */
 json_object *cluster_ha_entry(const struct cluster *c, const char *sid);
 /* POST .../migrate of an HA-managed guest: a "hamigrate" task running
- * `ha-manager migrate SID TARGET` (relocate for a container). The CRM
- * starts the migration 2 s later as root@pam, with its positive
- * resource-affinity partners (PVE 9); a negative partner on the target
- * fails the task with ha-manager's text; a disarmed HA stack takes the
- * request and never runs it. */
+ * `ha-manager migrate SID TARGET` (VMs and containers alike). The CRM
+ * starts the migration 2 s later (ha_crm_migrate: a container by shutdown,
+ * offline migration and start), with its positive resource-affinity
+ * partners (PVE 9); a negative partner on the target fails the task with
+ * ha-manager's text; a disarmed HA stack takes the request and never runs
+ * it. */
 void guest_ha_migrate_request(struct cluster *c, const struct sim_req *req,
 			      struct sim_guest *g, const char *target, struct sim_resp *r);
 /* power_ha_carry_out (power.h) for a VM: the real qmstart/qmstop/qmshutdown
  * task HA_DELAY after req->now. */
 void qemu_ha_carry_out(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
 		       const char *action);
+/* The same for a container (vzstart/vzstop/vzshutdown). */
+void ct_ha_carry_out(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+		     const char *action);
 
 /* ---- route families (routes_*.c) ---------------------------------------- */
 /* Each returns true when it recognised the route (and filled resp). */
@@ -358,6 +383,8 @@ struct sim_task *qemu_start_migration(struct cluster *c,
 				      bool online, bool with_local,
 				      const char *targetstorage, double start,
 				      struct sim_resp *r);
+/* Does the comma list hold item (an HA rule's resources)? */
+bool ha_list_has(const char *list, const char *item);
 /* PVE 9: HA's motion info for sid (pve-ha-manager's
  * get_resource_motion_info): the HA resources in positive affinity
  * (*dependent, an array of sids) and per node those in negative affinity

@@ -5,6 +5,7 @@
  * routes, migrateall and HA. */
 #include "cluster.h"
 #include "guestnet.h"
+#include "ha_crm.h"
 #include "tasks.h"
 #include "util.h"
 
@@ -192,8 +193,7 @@ static bool ha_active(const struct cluster *c, const char *sid)
 	return st && strcmp(st, "ignored") != 0;
 }
 
-/* Does the comma list holds sid? */
-static bool list_has(const char *list, const char *sid)
+bool ha_list_has(const char *list, const char *sid)
 {
 	size_t n = strlen(sid);
 	for (const char *p = list; p && *p;) {
@@ -217,7 +217,7 @@ static void rule_partners(const struct cluster *c, const char *sid, const char *
 		if ((json_object_object_get_ex(r, "disable", &d) && json_object_get_int(d)) ||
 		    !t || strcmp(t, "resource-affinity") != 0 ||
 		    strcmp(cfg_str(r, "affinity") ? cfg_str(r, "affinity") : "", affinity) != 0 ||
-		    !list_has(res, sid))
+		    !ha_list_has(res, sid))
 			continue;
 		char *copy = strdup(res), *save = NULL;
 		for (char *x = copy ? strtok_r(copy, ",", &save) : NULL; x;
@@ -630,6 +630,8 @@ static void node_version_parts(const struct cluster *c, const struct sim_node *n
 const char *node_qemu_version(const struct cluster *c, const struct sim_node *n)
 {
 	int ma, mi;
+	if (n && n->qemu)
+		return n->qemu; /* an upgrade that named it */
 	node_version_parts(c, n, &ma, &mi);
 	if (ma >= 9)
 		return mi >= 1 ? "10.1.2" : "10.0.2";
@@ -888,62 +890,6 @@ static void mig_start(struct cluster *c, struct sim_task *t)
 	guest_set_lock(g, "migrate");
 }
 
-static void crm_migrate(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
-			const char *target, double at);
-
-/* Where pve-ha-manager's CRM moves an HA guest next (Manager.pm
- * next_state_started -> select_service_node; Rules/NodeAffinity.pm
- * get_node_affinity), once a migration put it on its node: off a node a
- * strict node-affinity rule does not name, and with failback (the
- * resource's, default 1; not for a guest in positive resource affinity,
- * which stays with its partners) to the rule's highest-priority online
- * node not in HA maintenance. The node, or NULL to stay. On 9.x, HA armed, guest HA-managed. */
-static const char *crm_select_node(const struct cluster *c, const struct sim_guest *g,
-				   const char *sid)
-{
-	json_object *e = cluster_ha_entry(c, sid), *fb = NULL;
-	if (c->major < 9 || c->ha_disarm || !e || !cluster_ha_managed(c, g))
-		return NULL;
-	bool failback = !json_object_object_get_ex(e, "failback", &fb) || json_object_get_int(fb);
-	/* positive resource affinity keeps it with its partners (not modelled
-	 * beside failback: it stays) */
-	json_object *together = json_object_new_object(), *separate = json_object_new_object();
-	if (together && separate)
-		ha_affinity(c, sid, together, separate);
-	if (!together || json_object_object_length(together) > 0)
-		failback = false;
-	json_object_put(together);
-	json_object_put(separate);
-	size_t n = c->ha_rules ? json_object_array_length(c->ha_rules) : 0;
-	for (size_t i = 0; i < n; i++) {
-		json_object *r = json_object_array_get_idx(c->ha_rules, i), *v = NULL;
-		const char *type = cfg_str(r, "type"), *nodes = cfg_str(r, "nodes");
-		if (!type || strcmp(type, "node-affinity") != 0 || !nodes ||
-		    (json_object_object_get_ex(r, "disable", &v) && json_object_get_int(v)) ||
-		    !list_has(cfg_str(r, "resources"), sid))
-			continue;
-		bool strict = json_object_object_get_ex(r, "strict", &v) && json_object_get_int(v);
-		long cur = -1, top = -1;
-		const struct sim_node *best = NULL;
-		char *copy = strdup(nodes), *save = NULL;
-		for (char *x = copy ? strtok_r(copy, ",", &save) : NULL; x;
-		     x = strtok_r(NULL, ",", &save)) {
-			long pr = node_item_priority(x);
-			const struct sim_node *nd = cluster_node(c, x);
-			if (strcmp(x, g->node) == 0)
-				cur = pr;
-			if (nd && nd->online && !nd->ha_maintenance && pr > top) {
-				top = pr;
-				best = nd;
-			}
-		}
-		free(copy);
-		if (best && ((strict && cur < 0) || (failback && top > cur)))
-			return best->name;
-	}
-	return NULL;
-}
-
 static void mig_end(struct cluster *c, struct sim_task *t, bool ok)
 {
 	struct sim_guest *g = cluster_guest(c, t->vmid);
@@ -952,8 +898,14 @@ static void mig_end(struct cluster *c, struct sim_task *t, bool ok)
 	const char *lock = guest_lock(g);
 	if (lock && strcmp(lock, "migrate") == 0)
 		guest_set_lock(g, NULL);
-	if (!ok)
+	json_object *crm = NULL;
+	bool by_crm = t->args && json_object_object_get_ex(t->args, "ha_crm", &crm) &&
+		      json_object_get_boolean(crm);
+	if (!ok) {
+		if (by_crm)
+			ha_crm_migration_end(c, t, g, false);
 		return;
+	}
 	const char *map = t->args ? cfg_str(t->args, "targetstorage") : NULL;
 	struct local_disk *d = NULL;
 	size_t n = 0;
@@ -994,15 +946,10 @@ static void mig_end(struct cluster *c, struct sim_task *t, bool ok)
 	if (t->args && json_object_object_get_ex(t->args, "restarted", &restart) &&
 	    json_object_get_boolean(restart))
 		g->started_at = t->end;
-	/* the CRM's next round: node affinity may move it again */
-	char sid[32];
-	snprintf(sid, sizeof sid, "%s:%d", strcmp(g->type, "qemu") == 0 ? "vm" : "ct", g->vmid);
-	const char *again = crm_select_node(c, g, sid);
-	if (again) {
-		struct sim_req crm = {.method = "POST", .path = "", .userid = "root@pam",
-				      .privs = "all", .now = t->end};
-		crm_migrate(c, &crm, g, again, t->end + 2.0);
-	}
+	/* the CRM's own: a container's start, the service free again (its
+	 * next round may move it again: ha_crm.h) */
+	if (by_crm)
+		ha_crm_migration_end(c, t, g, true);
 }
 
 static struct sim_task *mig_task(struct cluster *c, const struct sim_req *req,
@@ -1450,30 +1397,14 @@ struct sim_task *ct_start_migration(struct cluster *c,
 
 /* ---- through HA: hamigrate ------------------------------------------------ */
 
-/* The CRM carries out a migration (relocation for a container) of g to
- * target at `at`, as root@pam. */
-static void crm_migrate(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
-			const char *target, double at)
-{
-	struct sim_req hreq = *req;
-	hreq.userid = "root@pam";
-	hreq.privs = "all";
-	hreq.task_fail = NULL;
-	struct sim_resp tmp = {0};
-	if (strcmp(g->type, "qemu") == 0)
-		qemu_start_migration(c, &hreq, g, target, g->running, true, NULL, at, &tmp);
-	else
-		ct_start_migration(c, &hreq, g, target, g->running, false, at, &tmp);
-	sim_resp_clear(&tmp);
-}
-
 /* An HA-managed guest is not migrated by the API call: it runs
- * `ha-manager migrate|relocate SID TARGET` in a "hamigrate" task
- * (qemu-server and pve-container alike), which queues the command for the
- * CRM and prints what the rules make of it (pve-ha-manager
+ * `ha-manager migrate SID TARGET` in a "hamigrate" task (qemu-server
+ * API2/Qemu.pm and pve-container API2/LXC.pm migrate_vm alike: "Requesting
+ * HA migration for VM|CT ID to node TARGET"), which queues the command for
+ * the CRM and prints what the rules make of it (pve-ha-manager
  * CLI/ha_manager.pm print_resource_motion_output); the CRM then runs it
- * (Manager.pm queue_resource_motion) unless the HA stack is disarmed
- * (handle_disarm drops queued commands). */
+ * (Manager.pm queue_resource_motion; ha_crm_migrate) unless the HA stack
+ * is disarmed (handle_disarm drops queued commands). */
 void guest_ha_migrate_request(struct cluster *c, const struct sim_req *req,
 			      struct sim_guest *g, const char *target, struct sim_resp *r)
 {
@@ -1494,11 +1425,11 @@ void guest_ha_migrate_request(struct cluster *c, const struct sim_req *req,
 		return;
 	}
 	bool qemu = strcmp(g->type, "qemu") == 0;
-	const char *cmd = qemu ? "migrate" : "relocate";
+	const char *cmd = "migrate";
 	char sid[32];
 	snprintf(sid, sizeof sid, "%s:%d", qemu ? "vm" : "ct", g->vmid);
-	task_log(t, 0.1, "Requesting HA %s for %s %d to node %s",
-		 qemu ? "migration" : "relocation", qemu ? "VM" : "CT", g->vmid, target);
+	task_log(t, 0.1, "Requesting HA migration for %s %d to node %s", qemu ? "VM" : "CT",
+		 g->vmid, target);
 	json_object *dep = NULL, *block = NULL, *list = NULL;
 	ha_motion_info(c, sid, &dep, &block);
 	if (block && json_object_object_get_ex(block, target, &list)) {
@@ -1521,10 +1452,10 @@ void guest_ha_migrate_request(struct cluster *c, const struct sim_req *req,
 			task_log(t, 0.2, "also %s resource '%s' in positive affinity with resource "
 					 "'%s' to target node '%s'", cmd, p, sid, target);
 			if (!c->ha_disarm && pg && strcmp(pg->node, target) != 0)
-				crm_migrate(c, req, pg, target, req->now + 2.0);
+				ha_crm_migrate(c, pg, target, req->now + 2.0);
 		}
 		if (!c->ha_disarm)
-			crm_migrate(c, req, g, target, req->now + 2.0);
+			ha_crm_migrate(c, g, target, req->now + 2.0);
 	}
 	json_object_put(dep);
 	json_object_put(block);

@@ -4,7 +4,7 @@
  *   pvesim --scenario FILE.json [--listen 127.0.0.1:0] [--schema PATH]
  *          [--log FILE.jsonl] [--time-scale X] [--cert-out FILE.pem]
  *          [--guest-root VMID=DIR]... [--spare-guest FIXTURE@ADDR=DIR]...
- *          [--latency MS]
+ *          [--latency MS] [--node-shell-listen IP:PORT]
  */
 #include "schema.h"
 #include "server.h"
@@ -27,7 +27,10 @@ static void usage(FILE *f)
 	fprintf(f, "usage: pvesim --scenario FILE.json [--listen 127.0.0.1:0] [--schema PATH]\n"
 		   "              [--log FILE.jsonl] [--time-scale X] [--cert-out FILE.pem]\n"
 		   "              [--guest-root VMID=DIR]... [--spare-guest FIXTURE@ADDR=DIR]...\n"
-		   "              [--latency MS]\n"
+		   "              [--latency MS] [--node-shell-listen IP:PORT]\n"
+		   "  --node-shell-listen IP:PORT  a plain-HTTP loopback listener for the nodes'\n"
+		   "                         SSH stand-ins (tests/pvesim/nodeshell/); its URL is\n"
+		   "                         the ready line's \"node_shell\"\n"
 		   "  --latency MS           wait MS milliseconds before each API answer (a real\n"
 		   "                         cluster's round trip; concurrent requests overlap)\n"
 		   "  --guest-root VMID=DIR  the scenario guest VMID's root directory (sets or\n"
@@ -97,6 +100,7 @@ int main(int argc, char **argv)
 		{"guest-root", required_argument, NULL, 'g'},
 		{"spare-guest", required_argument, NULL, 'G'},
 		{"latency", required_argument, NULL, 'D'},
+		{"node-shell-listen", required_argument, NULL, 'N'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -120,6 +124,7 @@ int main(int argc, char **argv)
 		case 'S': schema_path = optarg; break;
 		case 'L': so.log_path = optarg; break;
 		case 'c': so.cert_out = optarg; break;
+		case 'N': so.node_shell_listen = optarg; break;
 		case 'g': {
 			char *end;
 			errno = 0;
@@ -240,6 +245,9 @@ int main(int argc, char **argv)
 	const char *tid = cluster_first_token_id(c), *tsec = cluster_first_token_secret(c);
 	json_object_object_add(ready, "token_id", tid ? json_object_new_string(tid) : NULL);
 	json_object_object_add(ready, "token_secret", tsec ? json_object_new_string(tsec) : NULL);
+	if (server_node_shell_url(sv))
+		json_object_object_add(ready, "node_shell",
+				       json_object_new_string(server_node_shell_url(sv)));
 	/* as PVE writes JSON: "/" not escaped */
 	printf("%s\n", json_object_to_json_string_ext(ready, JSON_C_TO_STRING_PLAIN |
 							       JSON_C_TO_STRING_NOSLASHESCAPE));

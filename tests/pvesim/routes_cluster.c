@@ -4,6 +4,7 @@
  * status, POST /nodes/{node}/migrateall and GET /access/permissions. */
 #include "acl.h"
 #include "cluster.h"
+#include "nodelife.h"
 #include "tasks.h"
 #include "util.h"
 
@@ -46,10 +47,6 @@ static void route_version(const char *ver, struct sim_resp *r)
 }
 
 /* ---- nodes -------------------------------------------------------------- */
-static long long node_uptime(const struct cluster *c, double now)
-{
-	return (long long)(now - c->boot_time);
-}
 
 /* A node's entry; its figures only with stats (PVE: Sys.Audit on
  * /nodes/NODE, extract_node_stats). */
@@ -72,7 +69,7 @@ static json_object *node_entry(struct cluster *c, struct sim_node *n,
 	jadd_int(o, "maxcpu", n->cpus);
 	json_object_object_add(o, "mem", json_object_new_uint64(used + 1 * GiB));
 	json_object_object_add(o, "maxmem", json_object_new_uint64(n->memory));
-	jadd_int(o, "uptime", node_uptime(c, now));
+	jadd_int(o, "uptime", node_uptime_at(c, n, now));
 	json_object_object_add(o, "disk", json_object_new_uint64(8 * GiB));
 	json_object_object_add(o, "maxdisk", json_object_new_uint64(100 * GiB));
 	jadd_str(o, "level", "");
@@ -122,7 +119,7 @@ static void route_node_status(struct cluster *c, const struct sim_req *req,
 	}
 	json_object_object_add(o, "memory", mem);
 	json_object_object_add(o, "cpu", json_object_new_double(0.02));
-	jadd_int(o, "uptime", node_uptime(c, req->now));
+	jadd_int(o, "uptime", node_uptime_at(c, n, req->now));
 	json_object *ci = json_object_new_object();
 	if (ci) {
 		jadd_int(ci, "cpus", n->cpus);
@@ -136,8 +133,25 @@ static void route_node_status(struct cluster *c, const struct sim_req *req,
 				: strprintf("pve-manager/%s/2a5fa54a8503f96d", nv);
 	jadd_str(o, "pveversion", pv);
 	free(pv);
-	jadd_str(o, "kversion", c->major < 4 ? "Linux 2.6.32-37-pve"
-					    : "Linux 6.8.12-9-pve #1 SMP PREEMPT_DYNAMIC");
+	char *kv = c->major < 4 ? strprintf("Linux %s", node_kernel(c, n))
+				: strprintf("Linux %s #1 SMP PREEMPT_DYNAMIC", node_kernel(c, n));
+	jadd_str(o, "kversion", kv);
+	free(kv);
+	if (atoi(nv) >= 8) {
+		/* pve-manager 8+: the booted kernel (uname), changed by a reboot */
+		json_object *ck = json_object_new_object();
+		const char *k = node_kernel(c, n);
+		size_t kl = strlen(k);
+		char *kver = strprintf("#1 SMP PREEMPT_DYNAMIC PMX %.*s", (int)(kl > 4 ? kl - 4 : kl), k);
+		if (ck) {
+			jadd_str(ck, "sysname", "Linux");
+			jadd_str(ck, "release", k);
+			jadd_str(ck, "version", kver);
+			jadd_str(ck, "machine", "x86_64");
+		}
+		free(kver);
+		json_object_object_add(o, "current-kernel", ck);
+	}
 	json_object *la = json_object_new_array();
 	for (int i = 0; la && i < 3; i++)
 		json_object_array_add(la, json_object_new_string("0.10"));
@@ -155,14 +169,12 @@ static void route_cluster_status(struct cluster *c, struct sim_resp *r)
 		resp_error(r, 500, "out of memory");
 		return;
 	}
-	size_t online = 0;
-	for (size_t i = 0; i < c->nodes.n; i++)
-		online += ((struct sim_node *)c->nodes.v[i])->online;
+
 	jadd_str(cl, "type", "cluster");
 	jadd_str(cl, "id", "cluster");
 	jadd_str(cl, "name", c->cluster_name);
 	jadd_int(cl, "nodes", (long long)c->nodes.n);
-	jadd_int(cl, "quorate", online * 2 > c->nodes.n ? 1 : 0);
+	jadd_int(cl, "quorate", cluster_quorate(c));
 	jadd_int(cl, "version", (long long)c->nodes.n + 1);
 	json_object_array_add(arr, cl);
 	for (size_t i = 0; i < c->nodes.n; i++) {

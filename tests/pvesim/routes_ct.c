@@ -387,6 +387,12 @@ static const struct power_kind ct_power = {
 	.direct = power_direct,
 };
 
+void ct_ha_carry_out(struct cluster *c, const struct sim_req *req, struct sim_guest *g,
+		     const char *action)
+{
+	power_ha_carry_out(c, req, g, action, &ct_power);
+}
+
 /* ---- interfaces, destroy, template -------------------------------------- */
 static json_object *ct_iface(const char *name, const char *mac, const char *ip,
 			     int prefix)

@@ -3,6 +3,7 @@
 #include "scenario.h"
 
 #include "acl.h"
+#include "nodelife.h"
 #include "pvecfgfile.h"
 #include "qemu_guest.h"
 #include "util.h"
@@ -177,10 +178,147 @@ static bool pve_version_valid(const char *ver, int major)
 	return !*end && (maj == major || maj == major - 1 || maj == major + 1);
 }
 
+/* "10.1.2": the QEMU version an upgrade installs */
+static bool qemu_version_valid(const char *v)
+{
+	int parts = 0;
+	for (const char *p = v; *p; parts++) {
+		if (!isdigit((unsigned char)*p))
+			return false;
+		while (isdigit((unsigned char)*p))
+			p++;
+		if (*p == '.' && parts < 2)
+			p++;
+		else if (*p)
+			return false;
+	}
+	return parts == 3;
+}
+
+/* "6.17.2-1-pve": a Proxmox kernel's release */
+static bool kernel_valid(const char *k)
+{
+	size_t l = strlen(k);
+	if (l < 6 || l > 64 || !isdigit((unsigned char)k[0]) || strcmp(k + l - 4, "-pve") != 0)
+		return false;
+	for (const char *p = k; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+			return false;
+	return true;
+}
+
+/* Compare two PVE versions ("8.4" < "9.1.1"). */
+static int version_cmp(const char *a, const char *b)
+{
+	while (*a || *b) {
+		long x = strtol(a, (char **)&a, 10), y = strtol(b, (char **)&b, 10);
+		if (x != y)
+			return x < y ? -1 : 1;
+		a += *a == '.';
+		b += *b == '.';
+		if (!*a || !*b)
+			return *a ? 1 : *b ? -1 : 0;
+	}
+	return 0;
+}
+
+/* A node's votes, kernel, "upgrade" (what apt-get dist-upgrade makes it,
+ * and how long its reboot takes) and "pve8to9" verdict (nodelife.h). */
+static int load_node_life(struct sctx *x, json_object *o, const char *p, struct sim_node *node)
+{
+	json_object *v = NULL;
+	int rc = 0;
+	if (member(x, o, p, "votes", json_type_int, false, &v) > 0) {
+		if (json_object_get_int64(v) < 0 || json_object_get_int64(v) > 255)
+			return sfail(x, p, "votes must be from 0 to 255");
+		node->votes = (int)json_object_get_int64(v);
+	}
+	if (*x->err)
+		return -1;
+	if (member(x, o, p, "kernel", json_type_string, false, &v) > 0) {
+		if (!kernel_valid(json_object_get_string(v)))
+			return sfail(x, p, "invalid kernel '%s' (a release like 6.8.12-9-pve)",
+				     json_object_get_string(v));
+		if (!(node->kernel = strdup(json_object_get_string(v))))
+			return -1;
+	}
+	if (*x->err)
+		return -1;
+	if (member(x, o, p, "pve8to9", json_type_object, false, &v) > 0) {
+		static const char *const pkeys[] = {"exit", "lines", NULL};
+		char *pp = jp(p, ".pve8to9");
+		json_object *e = NULL, *l = NULL;
+		rc = pp ? check_keys(x, v, pp, pkeys) : -1;
+		if (rc == 0 && member(x, v, pp, "exit", json_type_int, false, &e) > 0 &&
+		    (json_object_get_int64(e) < 0 || json_object_get_int64(e) > 255))
+			rc = sfail(x, pp, "exit must be from 0 to 255");
+		if (rc == 0 && member(x, v, pp, "lines", json_type_array, false, &l) > 0)
+			for (size_t i = 0; rc == 0 && i < json_object_array_length(l); i++)
+				if (!json_object_is_type(json_object_array_get_idx(l, i),
+							 json_type_string))
+					rc = sfail(x, pp, "lines[%zu] must be a string", i);
+		if (rc == 0 && !*x->err)
+			node->pve8to9 = json_object_get(v);
+		free(pp);
+		if (rc < 0 || *x->err)
+			return -1;
+	}
+	if (member(x, o, p, "upgrade", json_type_object, false, &v) <= 0)
+		return *x->err ? -1 : 0;
+	static const char *const ukeys[] = {"version", "qemu", "kernel", "reboot_s", NULL};
+	char *up = jp(p, ".upgrade");
+	json_object *f = NULL;
+	struct node_upgrade *u = calloc(1, sizeof *u);
+	if (!up || !u) {
+		free(up);
+		free(u);
+		return -1;
+	}
+	node->upgrade = u;
+	u->reboot_s = NODE_REBOOT_S;
+	rc = check_keys(x, v, up, ukeys);
+	if (rc == 0 && member(x, v, up, "version", json_type_string, true, &f) > 0) {
+		const char *ver = json_object_get_string(f);
+		if (!pve_version_valid(ver, x->c->major))
+			rc = sfail(x, up, "invalid version '%s' (MAJOR.MINOR[.PATCH], and within "
+				   "one major of pve_version)", ver);
+		else if (version_cmp(ver, node_pve_version(x->c, node)) <= 0)
+			rc = sfail(x, up, "version '%s' is not newer than the node's '%s'", ver,
+				   node_pve_version(x->c, node));
+		else if (!(u->version = strdup(ver)))
+			rc = -1;
+	}
+	if (rc == 0 && member(x, v, up, "qemu", json_type_string, false, &f) > 0) {
+		if (!qemu_version_valid(json_object_get_string(f)))
+			rc = sfail(x, up, "invalid qemu '%s' (MAJOR.MINOR.PATCH, like 10.1.2)",
+				   json_object_get_string(f));
+		else if (!(u->qemu = strdup(json_object_get_string(f))))
+			rc = -1;
+	}
+	if (rc == 0 && member(x, v, up, "kernel", json_type_string, false, &f) > 0) {
+		if (!kernel_valid(json_object_get_string(f)))
+			rc = sfail(x, up, "invalid kernel '%s' (a release like 6.17.2-1-pve)",
+				   json_object_get_string(f));
+		else if (!(u->kernel = strdup(json_object_get_string(f))))
+			rc = -1;
+	}
+	if (rc == 0 && member(x, v, up, "reboot_s", json_type_double, false, &f) > 0) {
+		double d = json_object_get_double(f);
+		if (!(d > 0 && d <= 86400))
+			rc = sfail(x, up, "reboot_s must be more than 0 and at most 86400");
+		else
+			u->reboot_s = node->reboot_s = d;
+	}
+	free(up);
+	return rc < 0 || *x->err ? -1 : 0;
+}
+
 static int load_nodes(struct sctx *x, json_object *arr)
 {
-	static const char *const keys[] = {"name", "cpus", "memory_mib",
-					   "online", "ip", "version", "ha_maintenance", NULL};
+	static const char *const keys[] = {"name",	     "cpus",	"memory_mib",
+					   "online",	     "ip",	"version",
+					   "ha_maintenance", "votes",	"kernel",
+					   "upgrade",	     "pve8to9", NULL};
 	size_t n = json_object_array_length(arr);
 	if (n == 0)
 		return sfail(x, "$.nodes", "at least one node is required");
@@ -217,6 +355,8 @@ static int load_nodes(struct sctx *x, json_object *arr)
 			node->cpus = 8;
 			node->memory = 16384 * MiB;
 			node->online = true;
+			node->votes = 1;
+			node->reboot_s = NODE_REBOOT_S;
 		}
 		if (rc == 0 && member(x, o, p, "cpus", json_type_int, false, &v) > 0) {
 			if (json_object_get_int64(v) < 1)
@@ -259,6 +399,8 @@ static int load_nodes(struct sctx *x, json_object *arr)
 			else if (!(node->version = strdup(ver)))
 				rc = -1;
 		}
+		if (rc == 0)
+			rc = load_node_life(x, o, p, node);
 		if (rc == 0 && *x->err)
 			rc = -1; /* a member() type error */
 		free(p);
@@ -1386,7 +1528,8 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 					   "guests",	  "ha",		  "faults",
 					   "ha_rules",	  "ha_disarm",	  "appliances",
 					   "files",	  "datacenter",	  "comment",
-					   "sdn_vnets",	  NULL};
+					   "sdn_vnets",	  "ceph",	  "ha_shutdown_policy",
+					   NULL};
 	json_object *v;
 	if (rc == 0)
 		rc = check_keys(&x, root, "$", keys);
@@ -1448,6 +1591,30 @@ int scenario_load(struct cluster *c, const char *path, char **err)
 			free(p);
 		}
 	}
+	if (rc == 0) {
+		/* a hyper-converged Ceph cluster (ceph.c) */
+		int has = member(&x, root, "$", "ceph", json_type_object, false, &v);
+		char *cerr = NULL;
+		if (has < 0 || (has && !(c->ceph = ceph_new(v, "$.ceph", &cerr)))) {
+			if (cerr)
+				*x.err = strprintf("%s: %s", x.file, cerr);
+			free(cerr);
+			rc = -1;
+		}
+	}
+	if (rc == 0 &&
+	    member(&x, root, "$", "ha_shutdown_policy", json_type_string, false, &v) > 0) {
+		/* datacenter.cfg's ha: shutdown_policy, for a node's reboot
+		 * (nodelife.c); migrate (the LRM migrating away) is not modelled */
+		const char *pol = json_object_get_string(v);
+		if (strcmp(pol, "conditional") == 0 || strcmp(pol, "freeze") == 0)
+			c->ha_freeze_on_reboot = true;
+		else if (strcmp(pol, "failover") != 0)
+			rc = sfail(&x, "$.ha_shutdown_policy",
+				   "'%s' is not modelled (failover, conditional or freeze)", pol);
+	}
+	if (rc == 0 && *x.err)
+		rc = -1;
 	if (rc == 0 && !(c->ha = json_object_new_array()))
 		rc = -1;
 	if (rc == 0) {

@@ -44,6 +44,8 @@ struct server {
 	long requests;
 	struct simtls tls;
 	char *url;
+	struct MHD_Daemon *shell; /* --node-shell-listen, or NULL */
+	char *shell_url;
 };
 
 struct conn {
@@ -275,7 +277,11 @@ static enum MHD_Result sim_control(struct server *sv, struct MHD_Connection *con
 			cluster_advance(sv->cluster, sim_now(sv));
 			data = json_object_new_double(sim_now(sv));
 		}
-	} else {
+	} else if (strcmp(path, "/_sim/node-shell") == 0 && strcmp(method, "GET") == 0) {
+		/* where the nodes' SSH stand-ins forward their commands */
+		data = sv->shell_url ? json_object_new_string(sv->shell_url) : NULL;
+	} else if (!cluster_sim_control(sv->cluster, method, path, body, now, &data, &status,
+					&msg)) {
 		status = 501;
 		msg = strprintf("Method '%s %s' not implemented", method, path);
 	}
@@ -527,27 +533,39 @@ static enum MHD_Result api_request(struct server *sv, struct MHD_Connection *con
 	return r;
 }
 
+/* A request's first call makes its state, the next ones gather its body:
+ * true with *r the answer to give MHD until the request is complete. */
+static bool gather(void **con_cls, const char *upload, size_t *upload_size,
+		   enum MHD_Result *r)
+{
+	struct conn *cc = *con_cls;
+	*r = MHD_YES;
+	if (!cc) {
+		if (!(cc = calloc(1, sizeof *cc)))
+			*r = MHD_NO;
+		*con_cls = cc;
+		return true;
+	}
+	if (!*upload_size)
+		return false;
+	if (cc->body.len + *upload_size > MAX_BODY)
+		cc->too_big = 1;
+	else if (sbuf_addn(&cc->body, upload, *upload_size) < 0)
+		*r = MHD_NO;
+	*upload_size = 0;
+	return true;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_size, void **con_cls)
 {
 	struct server *sv = cls;
-	struct conn *cc = *con_cls;
+	enum MHD_Result more;
 	(void)version;
-	if (!cc) {
-		if (!(cc = calloc(1, sizeof *cc)))
-			return MHD_NO;
-		*con_cls = cc;
-		return MHD_YES;
-	}
-	if (*upload_size) {
-		if (cc->body.len + *upload_size > MAX_BODY)
-			cc->too_big = 1;
-		else if (sbuf_addn(&cc->body, upload, *upload_size) < 0)
-			return MHD_NO;
-		*upload_size = 0;
-		return MHD_YES;
-	}
+	if (gather(con_cls, upload, upload_size, &more))
+		return more;
+	struct conn *cc = *con_cls;
 	if (cc->too_big) {
 		json_object *ans = answer_body(413, NULL, "request body too large", NULL);
 		enum MHD_Result r = send_json(con, 413, ans, NULL);
@@ -592,6 +610,85 @@ static void completed(void *cls, struct MHD_Connection *con, void **con_cls,
 		free(cc);
 		*con_cls = NULL;
 	}
+}
+
+/* ---- the nodes' shell listener (plain HTTP, loopback) ------------------------- */
+
+static int parse_listen(const char *listen, struct sockaddr_in *sa, char **ip, char **err);
+
+/* POST /run from a node's SSH stand-in (tests/pvesim/nodeshell/forward):
+ * the body is the node's name and the command's argv, one per line; the
+ * answer (200, text) is the exit code on the first line, then the
+ * command's output. */
+static enum MHD_Result shell_handle(void *cls, struct MHD_Connection *con, const char *url,
+				    const char *method, const char *version, const char *upload,
+				    size_t *upload_size, void **con_cls)
+{
+	struct server *sv = cls;
+	enum MHD_Result more;
+	(void)version;
+	if (gather(con_cls, upload, upload_size, &more))
+		return more;
+	struct conn *cc = *con_cls;
+	struct sbuf ans = {0};
+	json_object *argv = json_object_new_array();
+	char *node = NULL, *out = NULL;
+	int code = -1;
+	if (strcmp(method, "POST") == 0 && strcmp(url, "/run") == 0 && !cc->too_big && argv) {
+		const char *p = cc->body.s ? cc->body.s : "";
+		for (size_t i = 0; *p; i++) {
+			size_t l = strcspn(p, "\n");
+			if (i == 0)
+				node = strndup(p, l);
+			else
+				json_object_array_add(argv, json_object_new_string_len(p, (int)l));
+			p += l;
+			p += *p == '\n';
+		}
+		pthread_mutex_lock(&sv->lock);
+		code = cluster_node_shell(sv->cluster, node, argv, sim_now(sv), &out);
+		pthread_mutex_unlock(&sv->lock);
+	}
+	if (code < 0)
+		sbuf_addf(&ans, "255\npvesim: expected POST /run with a known node and a command\n");
+	else
+		sbuf_addf(&ans, "%d\n%s", code, out ? out : "");
+	free(node);
+	free(out);
+	json_object_put(argv);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+		ans.len, ans.s ? ans.s : (char *)"", MHD_RESPMEM_MUST_COPY);
+	sbuf_free(&ans);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Type", "text/plain");
+	enum MHD_Result r = MHD_queue_response(con, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+static int shell_start(struct server *sv, const char *listen, char **err)
+{
+	struct sockaddr_in sa;
+	char *ip = NULL;
+	if (parse_listen(listen, &sa, &ip, err) < 0) {
+		free(ip);
+		return -1;
+	}
+	sv->shell = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
+					     MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+				     0, NULL, NULL, shell_handle, sv, MHD_OPTION_SOCK_ADDR,
+				     (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, completed,
+				     sv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+	const union MHD_DaemonInfo *di =
+		sv->shell ? MHD_get_daemon_info(sv->shell, MHD_DAEMON_INFO_BIND_PORT) : NULL;
+	if (!di || !(sv->shell_url = strprintf("http://%s:%u", ip, (unsigned)di->port))) {
+		*err = strprintf("--node-shell-listen %s: cannot listen", listen);
+		free(ip);
+		return -1;
+	}
+	free(ip);
+	return 0;
 }
 
 /* ---- start / stop ------------------------------------------------------------ */
@@ -693,6 +790,8 @@ struct server *server_start(struct cluster *c, struct schema *s, const struct se
 		*err = strdup("cannot read the listening port");
 		goto fail;
 	}
+	if (o->node_shell_listen && shell_start(sv, o->node_shell_listen, err) < 0)
+		goto fail;
 	free(ip);
 	return sv;
 fail:
@@ -711,12 +810,20 @@ const char *server_fingerprint(const struct server *sv)
 	return sv->tls.fingerprint;
 }
 
+const char *server_node_shell_url(const struct server *sv)
+{
+	return sv->shell_url;
+}
+
 void server_stop(struct server *sv)
 {
 	if (!sv)
 		return;
 	if (sv->mhd)
 		MHD_stop_daemon(sv->mhd);
+	if (sv->shell)
+		MHD_stop_daemon(sv->shell);
+	free(sv->shell_url);
 	cluster_net_stop(sv->cluster);
 	if (sv->log)
 		fclose(sv->log);

@@ -14,6 +14,9 @@ struct server_opts {
 	const char *cert_out; /* write the PEM certificate here, or NULL */
 	unsigned latency_ms;  /* a fixed delay before each API answer (real
 			       * time): a real cluster's round trip */
+	const char *node_shell_listen; /* "127.0.0.1:0": a plain-HTTP listener
+				    * for the nodes' SSH stand-ins
+				    * (tests/pvesim/nodeshell/), or NULL */
 };
 
 struct server;
@@ -24,6 +27,8 @@ struct server *server_start(struct cluster *c, struct schema *s,
 			    const struct server_opts *o, char **err);
 const char *server_url(const struct server *sv);
 const char *server_fingerprint(const struct server *sv);
+/* "http://127.0.0.1:PORT" of the node-shell listener, or NULL. */
+const char *server_node_shell_url(const struct server *sv);
 void server_stop(struct server *sv);
 
 #endif

@@ -111,6 +111,19 @@ void cluster_advance(struct cluster *c, double now);
 int cluster_net_start(struct cluster *c, double (*now)(void *), void *ctx, char **err);
 void cluster_net_stop(struct cluster *c);
 
+/* The model's own /_sim/ control routes (nodelife.c): POST
+ * /_sim/node/upgrade, /_sim/node/reboot, /_sim/node/shell ({"node",
+ * ...}), GET /_sim/node-commands. False when path is none of them; else
+ * *data (new reference or NULL), or *status and *msg (malloc'd). */
+bool cluster_sim_control(struct cluster *c, const char *method, const char *path,
+			 json_object *body, double now, json_object **data, int *status,
+			 char **msg);
+/* Run a command a node's SSH stand-in forwarded (tests/pvesim/nodeshell/):
+ * argv on node; *out its output (malloc'd); its exit code, or -1 for an
+ * unknown node. */
+int cluster_node_shell(struct cluster *c, const char *node, json_object *argv, double now,
+		       char **out);
+
 /* Whole cluster state for GET /_sim/state (new reference): nodes, storages,
  * guests with config, status, lock, boot model, tasks. */
 json_object *cluster_state(struct cluster *c, double now);

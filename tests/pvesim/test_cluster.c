@@ -1913,6 +1913,163 @@ Test(cluster, ha9_crm_applies_node_affinity)
 	}
 }
 
+/* The task of type for vmid on node (GET /nodes/NODE/tasks, newest
+ * first): its list entry (a new reference), asserted there. */
+static json_object *node_task(struct cluster *c, const char *node, const char *type, int vmid,
+			      double now)
+{
+	char path[64], params[128];
+	snprintf(path, sizeof path, "/nodes/%s/tasks", node);
+	snprintf(params, sizeof params, "{\"vmid\":\"%d\",\"typefilter\":\"%s\",\"source\":"
+		 "\"all\"}", vmid, type);
+	struct sim_resp r;
+	call(c, "GET", path, params, now, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_eq(json_object_array_length(r.data), 1, "one %s task on %s", type, node);
+	json_object *e = json_object_get(json_object_array_get_idx(r.data, 0));
+	sim_resp_clear(&r);
+	return e;
+}
+
+static long long entry_int(json_object *e, const char *key)
+{
+	json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(e, key, &v), "no %s", key);
+	return json_object_get_int64(v);
+}
+
+/* An HA container's migration as PVE runs it: the API call logs
+ * pve-container's "Requesting HA migration for CT 200 to node a" and runs
+ * `ha-manager migrate ct:200 a`; the CRM's LRM shuts the container down
+ * (vzshutdown), migrates it offline (vzmigrate: no shutdown or start of
+ * its own) and the target's LRM starts it (vzstart) after that ended, all
+ * as root@pam (pve-ha-manager Resources/PVECT.pm migrate). */
+Test(cluster, ha_ct_migration_is_shutdown_offline_migration_start)
+{
+	struct cluster *c = load_ha9("");
+	char *u = start_task(c, "POST", "/nodes/c/lxc/200/migrate",
+			     "{\"target\":\"a\",\"restart\":\"1\"}", T0);
+	cr_assert(strstr(u, ":hamigrate:200:"), "%s", u);
+	char *st = wait_task(c, u, T0, NULL);
+	cr_expect_str_eq(st, "OK");
+	char *log = task_log_text(c, u, T0 + 1, NULL);
+	cr_expect(strstr(log, "Requesting HA migration for CT 200 to node a\n"), "%s", log);
+	cr_expect_null(strstr(log, "relocat"), "%s", log);
+	free(log);
+	free(st);
+	free(u);
+	cr_expect_str_eq(guest_status(c, "lxc", "a", 200, T0 + 120), "running");
+	json_object *sd = node_task(c, "c", "vzshutdown", 200, T0 + 120);
+	json_object *mg = node_task(c, "c", "vzmigrate", 200, T0 + 120);
+	json_object *up = node_task(c, "a", "vzstart", 200, T0 + 120);
+	cr_expect_str_eq(jstr(sd, "user"), "root@pam");
+	cr_expect_str_eq(jstr(mg, "user"), "root@pam");
+	cr_expect_str_eq(jstr(up, "user"), "root@pam");
+	cr_expect_leq(entry_int(sd, "endtime"), entry_int(mg, "starttime"),
+		      "migrated once shut down");
+	cr_expect_leq(entry_int(mg, "endtime"), entry_int(up, "starttime"),
+		      "started once migrated");
+	log = task_log_text(c, jstr(mg, "upid"), T0 + 120, NULL);
+	cr_expect(strstr(log, "starting migration of CT 200 to node 'a'"), "%s", log);
+	cr_expect_null(strstr(log, "shutdown CT"), "an offline migration:\n%s", log);
+	cr_expect_null(strstr(log, "start container on target node"), "%s", log);
+	free(log);
+	json_object_put(sd);
+	json_object_put(mg);
+	json_object_put(up);
+	cluster_free(c);
+}
+
+/* The CRM places the HA guests every round, whatever put them where they
+ * are: vm:101, moved to b by a plain migration while its resource was
+ * ignored, is moved off b (its strict rule names a and c) once it is
+ * started again; nothing is moved while it stays ignored. */
+Test(cluster, ha9_crm_rounds_move_a_misplaced_guest)
+{
+	struct cluster *c = load_ha9(",\"ha_rules\":[{\"rule\":\"keep\",\"type\":"
+				     "\"node-affinity\",\"resources\":\"vm:101\",\"nodes\":"
+				     "\"a,c\",\"strict\":1}]");
+	json_object *e = cluster_ha_entry(c, "vm:101");
+	json_object_object_add(e, "state", json_object_new_string("ignored"));
+	char *u = start_task(c, "POST", "/nodes/a/qemu/101/migrate",
+			     "{\"target\":\"b\",\"online\":\"1\"}", T0);
+	cr_assert(strstr(u, ":qmigrate:101:"), "unmanaged: a plain migration: %s", u);
+	char *st = wait_task(c, u, T0, NULL);
+	cr_expect_str_eq(st, "OK");
+	free(st);
+	free(u);
+	struct sim_resp r;
+	call(c, "GET", "/cluster/resources", NULL, T0 + 300, &r);
+	sim_resp_clear(&r);
+	cr_expect_str_eq(cluster_guest(c, 101)->node, "b", "ignored: the CRM leaves it");
+	/* ha-manager set vm:101 --state started */
+	json_object_object_add(e, "state", json_object_new_string("started"));
+	call(c, "GET", "/cluster/resources", NULL, T0 + 600, &r);
+	sim_resp_clear(&r);
+	cr_expect_str_neq(cluster_guest(c, 101)->node, "b", "moved off b by a round");
+	json_object *mg = node_task(c, "b", "qmigrate", 101, T0 + 600);
+	cr_expect_str_eq(jstr(mg, "user"), "root@pam", "the CRM's migration");
+	cr_expect_geq(entry_int(mg, "starttime"), (long long)T0 + 300);
+	json_object_put(mg);
+	cluster_free(c);
+}
+
+/* `ha-manager crm-command node-maintenance ACTION NODE` run on node a at
+ * now (the CRM's rounds due by then first): its exit code. */
+static int maintenance(struct cluster *c, const char *node, const char *action, double now)
+{
+	json_object *argv = json_object_new_array();
+	cr_assert_not_null(argv);
+	const char *words[] = {"ha-manager", "crm-command", "node-maintenance", action, node};
+	for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+		json_object_array_add(argv, json_object_new_string(words[i]));
+	char *out = NULL;
+	int code = cluster_node_shell(c, "a", argv, now, &out);
+	free(out);
+	json_object_put(argv);
+	return code;
+}
+
+/* HA maintenance of a node (ha-manager crm-command node-maintenance
+ * enable a): its LRM says so, the CRM's next round moves its HA guests
+ * away (vm:100 with failback to its next-best node b, vm:101 under its
+ * strict rule to c) and none comes back while it lasts; once disabled
+ * each goes back to a. */
+Test(cluster, ha9_maintenance_moves_away_and_back)
+{
+	struct cluster *c = load_ha9(
+		",\"ha_rules\":[{\"rule\":\"home\",\"type\":\"node-affinity\","
+		"\"resources\":\"vm:100\",\"nodes\":\"a:2,b:1\"},{\"rule\":\"keep\","
+		"\"type\":\"node-affinity\",\"resources\":\"vm:101\",\"nodes\":\"a,c\","
+		"\"strict\":1}]");
+	cr_assert_eq(maintenance(c, "nosuch", "enable", T0), 255);
+	cr_assert_eq(maintenance(c, "a", "enable", T0), 0);
+	struct sim_resp r;
+	call(c, "GET", "/cluster/ha/status/current", NULL, T0 + 1, &r);
+	bool said = false;
+	for (size_t i = 0; i < json_object_array_length(r.data); i++) {
+		json_object *x = json_object_array_get_idx(r.data, i);
+		said |= strcmp(jstr(x, "id"), "lrm:a") == 0 && strstr(jstr(x, "status"), "maintenance");
+	}
+	cr_expect(said, "lrm:a in maintenance mode");
+	sim_resp_clear(&r);
+	for (double t = T0 + 30; t <= T0 + 600; t += 30) {
+		call(c, "GET", "/cluster/resources", NULL, t, &r);
+		sim_resp_clear(&r);
+		if (t >= T0 + 120) {
+			cr_expect_str_eq(cluster_guest(c, 100)->node, "b", "at %.0f", t - T0);
+			cr_expect_str_eq(cluster_guest(c, 101)->node, "c", "at %.0f", t - T0);
+		}
+	}
+	cr_assert_eq(maintenance(c, "a", "disable", T0 + 600), 0);
+	call(c, "GET", "/cluster/resources", NULL, T0 + 900, &r);
+	sim_resp_clear(&r);
+	cr_expect_str_eq(cluster_guest(c, 100)->node, "a", "back from maintenance");
+	cr_expect_str_eq(cluster_guest(c, 101)->node, "a", "back from maintenance");
+	cr_expect_str_eq(cluster_guest(c, 102)->node, "c", "never on a");
+	cluster_free(c);
+}
+
 /* `ha-manager migrate` on 9: a negative partner on the target fails the
  * hamigrate task with ha-manager's words and nothing moves; otherwise the
  * CRM moves the positive partners along ("also migrate resource"). */

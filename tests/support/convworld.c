@@ -104,7 +104,6 @@ static int sim_down(struct conv_world *w)
 		rc = -1;
 	pve_free(w->c);
 	w->c = NULL;
-	guest_made_cache_clear();
 	if (w->sim_up && simproc_stop(&w->sp) < 0)
 		rc = -1;
 	w->sim_up = false;

@@ -1,5 +1,5 @@
 /* convworld.h - test support for the suites that convert a guest to
- * virtio (test_convert, test_virtio_faults): one fixture guest behind a
+ * virtio (test_virtio, test_virtio_faults): one fixture guest behind a
  * real sshd (guestenv.h) that is VM 190 "g190" of a one-node simulator
  * (PVE 8.4, local-lvm) on IDE/e1000, the simulator's boot model driving
  * the sshd (the watcher), a simulated clock for the PVE waits (simclock.h)

@@ -459,6 +459,60 @@ Test(daemon, up_through_the_daemon_is_the_same_as_in_process)
 	world_free(&w);
 }
 
+/* virtio --dry-run submitted to pvagentd on configs of the corpus
+ * (tests/realcfg) answers as in this process: the PVE side of the plan
+ * before any guest connection (an LSI controller, a vmxnet3 NIC; their
+ * guests' addresses are unknown, so the dry run ends incomplete, exit 4,
+ * after the plan), and what the config alone decides (a Windows guest
+ * refused, one with nothing to convert, a template) with the same exit
+ * code and words. */
+Test(daemon, virtio_dry_run_through_the_daemon_shows_the_pve_side_first)
+{
+	static struct world w;
+	world_start_on(&w, "tests/realcfg/realcfg.json", 100, 2, NULL);
+	daemon_start(&w);
+	static const struct {
+		const char *vmid, *says, *then;
+		int rc;
+	} cases[] = {
+		{"139", "would change scsihw: lsi -> virtio-scsi-single", "dry run incomplete", 4},
+		{"167", "would change net0: vmxnet3=BC:24:11:2C:69:EC", "dry run incomplete", 4},
+		{"171", "viostor (disk) and NetKVM", NULL, 2},
+		{"135", "nothing to do", NULL, 0},
+		{"156", "a template (template: 1)", NULL, 2},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *d_out = NULL, *l_out = NULL;
+		int d_rc = pv(&w, &d_out, "virtio", cases[i].vmid, "--dry-run", NULL);
+		int l_rc = pv(&w, &l_out, "--local", "virtio", cases[i].vmid, "--dry-run", NULL);
+		cr_expect_eq(d_rc, cases[i].rc, "VMID %s through pvagentd: %s", cases[i].vmid, d_out);
+		cr_expect_eq(l_rc, cases[i].rc, "VMID %s in-process: %s", cases[i].vmid, l_out);
+		const char *d_at = strstr(d_out, cases[i].says), *l_at = strstr(l_out, cases[i].says);
+		cr_expect_not_null(d_at, "VMID %s through pvagentd should say '%s':\n%s",
+				   cases[i].vmid, cases[i].says, d_out);
+		cr_expect_not_null(l_at, "VMID %s in-process should say '%s':\n%s", cases[i].vmid,
+				   cases[i].says, l_out);
+		if (cases[i].then && d_at) {
+			/* the plan first, then why the guest side is missing */
+			const char *then = strstr(d_out, cases[i].then);
+			cr_expect(then && then > d_at, "VMID %s: the plan before '%s':\n%s",
+				  cases[i].vmid, cases[i].then, d_out);
+		}
+		free(d_out);
+		free(l_out);
+	}
+	/* the daemon ran them (the refusals too: nothing refuses them before) */
+	wait_log(&w, "ticket 5 (virtio");
+	/* a dry run changed nothing, and asked no guest agent where the
+	 * config decided */
+	cr_expect_eq(requests("POST", "*", -1), 0);
+	cr_expect_eq(requests("PUT", "*", -1), 0);
+	cr_expect_eq(requests("GET", "*/171/agent/network-get-interfaces", -1), 0);
+	cr_expect_eq(requests("GET", "*/135/agent/network-get-interfaces", -1), 0);
+	daemon_stop(&w);
+	world_free(&w);
+}
+
 /* Each line of this process's out starting "pvagent" (its error lines)
  * is in the daemon's d_out too: said to the client. */
 static void expect_lines_said(const char *what, const char *d_out, const char *l_out)

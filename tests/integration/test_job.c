@@ -20,6 +20,7 @@
 #include "util.h"
 #include "up_check.h"
 #include "wf_up.h"
+#include "workflows.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -774,7 +775,6 @@ static void fx_stop(struct fx *f)
 	store_close(f->store);
 	rm_rf(f->dir);
 	free(f->dir);
-	guest_made_cache_clear();
 	cr_assert_eq(simproc_stop(&f->sp), 0, "simulator did not exit cleanly");
 	simclock_destroy(&f->sc);
 }
@@ -788,6 +788,12 @@ static struct up_request up_req(struct fx *f, const char *const *names)
 		.n_names = 1,
 		.tmpl = f->t,
 		.sets = &f->grow,
+	};
+}
+
+static struct up_env up_env_of(struct fx *f)
+{
+	return (struct up_env){
 		.parallel = 1,
 		.pve_opts = &f->opts,
 		.client = f->c,
@@ -800,9 +806,10 @@ static enum job_outcome run_up(struct fx *f, const char *name, struct up_result 
 {
 	const char *names[] = {name};
 	struct up_request req = up_req(f, names);
+	struct up_env env = up_env_of(f);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	cli_up_launch(&req, &res, &e);
+	cli_up_launch(&req, &env, &res, &e);
 	cr_assert_not_null(res, "%s", e.message ? e.message : "?");
 	enum job_outcome o = res[0].outcome;
 	if (out) {
@@ -855,7 +862,7 @@ static long long stored_up_job(struct fx *f, struct job_env *env, const char *na
 {
 	const char *names[] = {name};
 	struct up_request req = up_req(f, names);
-	*env = (struct job_env){.store = f->store, .clock = &f->clk, .wait = req.wait};
+	*env = (struct job_env){.store = f->store, .clock = &f->clk, .wait = up_env_of(f).wait};
 	cr_assert_eq(job_env_init(env), 0);
 	json_object *params = wf_up_params(&req, name);
 	struct job *j;
@@ -1063,7 +1070,7 @@ Test(job_sim, up_right_after_a_create_finds_the_guest_the_cluster_list_does_not_
 	fx_stop(&f);
 }
 
-/* A guest this process made is known by name while the cluster's list
+/* A guest this client made is known by name while the cluster's list
  * lags: a listing (up's find step, its check for a concurrent twin after
  * the clone) does not read the node's list for it. */
 Test(job_sim, a_guest_made_here_needs_no_node_list_while_the_cluster_list_lags)
@@ -1088,12 +1095,15 @@ Test(job_sim, a_guest_made_here_needs_no_node_list_while_the_cluster_list_lags)
 	cr_assert(lagging(&f, g.vmid), "the cluster's list should not name VMID %d yet", g.vmid);
 	cr_expect_eq(requests(&f, "GET", "/nodes/pve1/qemu", -1), 0,
 		     "the node's list was not needed");
-	/* another process does not know it: it reads the node's list */
-	guest_made_cache_clear();
-	cr_assert_eq(guest_list(f.c, NULL, &l, &e), 0);
+	/* another client (another worker, another process) does not know
+	 * it: it reads the node's list */
+	struct pve *other = pve_new(&f.opts, &e);
+	cr_assert_not_null(other, "pve_new: %s", e.message ? e.message : "?");
+	cr_assert_eq(guest_list(other, NULL, &l, &e), 0);
 	guest_ref_clear(&found);
 	cr_expect_eq(guest_list_find_name(&l, "made1", &found, &e), 1, "found by name");
 	guest_list_free(&l);
+	pve_free(other);
 	cr_expect_eq(requests(&f, "GET", "/nodes/pve1/qemu", -1), 1);
 	guest_ref_clear(&found);
 	guest_ref_clear(&g);

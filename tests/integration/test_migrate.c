@@ -13,6 +13,7 @@
 #include "task.h"
 #include "json.h"
 #include "migfx.h"
+#include "simcli.h"
 #include "wf_migrate.h"
 
 #include <stdio.h>
@@ -406,6 +407,71 @@ Test(migrate, ha_managed_follows_the_child_task_on_9_1)
 	ha_managed_follows_the_child_task("9.1");
 }
 
+/* The CRM migrates an HA VM with force, with-local-disks and online only
+ * (pve-ha-manager Resources/PVEVM.pm): a storage map or a bandwidth limit
+ * for ha1 is refused before anything is sent, unless force_ha, which
+ * migrates it through HA without them (the request carries neither). */
+Test(migrate, ha_storage_map_and_bwlimit_refused_unless_forced)
+{
+	struct migfx f;
+	fx_start_on(&f, "9.1");
+	refused(&f, "ha1", "pve2", "local-lvm", "it is HA-managed");
+	enum job_outcome o;
+	struct job *j = migrate(&f, "ha1", wf_migrate_params("pve2", NULL, 40, 0, false), &o);
+	cr_expect_eq(o, JOB_OUT_USAGE, "outcome %s", job_outcome_name(o));
+	cr_expect(job_error(j)->message &&
+		  strstr(job_error(j)->message, "a bandwidth limit would not apply") &&
+		  strstr(job_error(j)->message, "--force-ha"),
+		  "%s", job_error(j)->message ? job_error(j)->message : "(none)");
+	job_free(j);
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0, "nothing sent");
+	json_object_put(log);
+	json_object *params = wf_migrate_params("pve2", "local-lvm", 40, 0, false);
+	cr_assert_not_null(params);
+	json_object_object_add(params, "force_ha", json_object_new_boolean(1));
+	j = migrate(&f, "ha1", params, &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_eq(var(j, "via_ha"), 1);
+	job_free(j);
+	log = simproc_requests(&f.sp);
+	json_object *req = find_request(log, "POST", "/nodes/pve1/qemu/106/migrate", 0);
+	cr_assert_not_null(req, "the HA request");
+	cr_expect_null(param(req, "bwlimit"));
+	cr_expect_null(param(req, "targetstorage"));
+	json_object_put(log);
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 106), "pve2");
+	json_object_put(st);
+	fx_stop(&f);
+}
+
+/* The same through the command line: `--bwlimit` for ha1 exits 2 naming
+ * --force-ha and sends no migration; with --force-ha it migrates through
+ * HA and says what HA leaves out. */
+Test(migrate, cli_force_ha)
+{
+	struct simproc sim;
+	struct simcli w;
+	simcli_start(&w, &sim, SCEN, "[migrate]\nprobe_port = 1\n");
+	char *out = NULL;
+	cr_expect_eq(simcli_pv(&w, &out, "migrate", "ha1", "pve2", "--bwlimit", "40", NULL), 2,
+		     "%s", out);
+	cr_expect(strstr(out, "it is HA-managed") && strstr(out, "--force-ha"), "%s", out);
+	free(out);
+	json_object *log = simproc_requests(&sim);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0, "nothing sent");
+	json_object_put(log);
+	cr_expect_eq(simcli_pv(&w, &out, "migrate", "ha1", "pve2", "--bwlimit", "40", "--force-ha",
+			       NULL), 0, "%s", out);
+	cr_expect(strstr(out, "HA migrates it without a bandwidth limit (--force-ha)"), "%s", out);
+	free(out);
+	json_object *st = simproc_state(&sim);
+	cr_expect_str_eq(sim_node_of(st, 106), "pve2");
+	json_object_put(st);
+	simcli_free(&w);
+}
+
 /* PVE 9 HA rules: tiny1 (vm:109, on pve2) and ha1 (vm:106) kept apart; a
  * disarmed HA stack. */
 #define HA9_APART "{\"pve_version\": \"9.1\", \"guests\": {\"109\": {\"node\": \"pve2\"}}, " \
@@ -517,6 +583,51 @@ Test(migrate, ha9_strict_node_affinity_refused_in_plan)
 	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/status/current", -1), 1);
 	json_object_put(log);
 	nothing_sent_then(&f, "ha1", "pve2");
+	fx_stop(&f);
+}
+
+/* An HA container's downtime is its whole absence: the CRM's LRM shuts it
+ * down (vzshutdown), migrates it offline and the target's LRM starts it
+ * (vzstart) later; pvagent waits for that start and measures from the
+ * shutdown's start to the start's end, as PVE's task list gives them,
+ * which is longer than the vzmigrate task it follows. */
+Test(migrate, ha_ct_downtime_spans_shutdown_to_start)
+{
+	struct migfx f;
+	fx_start_on(&f, "9.1");
+	enum job_outcome o;
+	struct job *j = migrate(&f, "hact1", wf_migrate_params("pve2", NULL, 0, 0, false), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(job_vars(j), "method"), "restart");
+	cr_expect(strstr(json_str(job_vars(j), "child_upid"), ":vzmigrate:201:root@pam:"));
+	long long sd_start = -1, up_end = -1;
+	static const char *const where[][2] = {{"pve1", "vzshutdown"}, {"pve2", "vzstart"}};
+	for (int k = 0; k < 2; k++) {
+		struct pve_params q = {0};
+		struct pve_error e = {0};
+		json_object *d = NULL;
+		pve_params_add_int(&q, "vmid", 201);
+		pve_params_add(&q, "typefilter", where[k][1]);
+		pve_params_add(&q, "source", "all");
+		cr_assert_eq(pve_getf(f.c, &d, &q, &e, "/nodes/%s/tasks", where[k][0]), 0, "%s",
+			     e.message ? e.message : "");
+		pve_params_free(&q);
+		cr_assert_eq(json_object_array_length(d), 1, "one %s", where[k][1]);
+		json_object *t = json_object_array_get_idx(d, 0);
+		cr_expect_str_eq(json_str(t, "user"), "root@pam", "HA's LRM");
+		json_int(t, k ? "endtime" : "starttime", k ? &up_end : &sd_start);
+		json_object_put(d);
+	}
+	cr_assert_gt(up_end, sd_start);
+	cr_expect_eq(var(j, "downtime_ms"), (up_end - sd_start) * 1000,
+		     "from the shutdown to the start");
+	cr_expect_gt(var(j, "downtime_ms"), var(j, "duration_s") * 1000 + 3000,
+		     "more than the migration task");
+	json_object *st = simproc_state(&f.sp);
+	cr_expect_str_eq(sim_node_of(st, 201), "pve2");
+	cr_expect_str_eq(json_str(sim_guest(st, 201), "status"), "running");
+	json_object_put(st);
+	job_free(j);
 	fx_stop(&f);
 }
 

@@ -33,6 +33,7 @@
 #include "submit_check.h"
 #include "util.h"
 #include "wf_params.h"
+#include "workflows.h"
 
 #include <criterion/criterion.h>
 #include <json-c/json.h>
@@ -91,7 +92,7 @@ Test(job_contract, every_workflow_declares_its_params_once)
 				cr_expect_str_neq(p->key, q->key, "%s: \"%s\" declared twice", wf->name,
 						  p->key);
 	}
-	cr_assert_eq(n, 9);
+	cr_assert_eq(n, 10);
 }
 
 Test(job_contract, every_option_of_a_job_command_is_a_param_or_the_commands_own)
@@ -122,7 +123,7 @@ Test(job_contract, every_option_of_a_job_command_is_a_param_or_the_commands_own)
 				s += l + (s[l] == ',');
 			}
 	}
-	cr_assert_eq(commands, 9);
+	cr_assert_eq(commands, 10);
 }
 
 /* ---- each option through the client, pvagentd and resume ------------------- */
@@ -131,6 +132,7 @@ Test(job_contract, every_option_of_a_job_command_is_a_param_or_the_commands_own)
 
 struct world {
 	char *keys;        /* the daemon's [ssh] identity's directory */
+	char *script;      /* a rolling run's --run-script */
 	struct simcli w;
 	struct cli cli;
 	struct store *st;
@@ -145,11 +147,15 @@ static void world_start(struct world *x)
 	cr_assert_not_null(mkdtemp(t));
 	x->keys = strdup(t);
 	char *id = strprintf("%s/id", t), *pub = strprintf("%s/id.pub", t);
+	x->script = strprintf("%s/upgrade.sh", t);
+	cr_assert_eq(test_write_file(x->script, "apt-get -y dist-upgrade\n", 0644), 0);
 	cr_assert_eq(test_write_file(id, "not a key\n", 0600), 0);
 	cr_assert_eq(test_write_file(pub, PUBKEY "\n", 0644), 0);
 	char *extra = strprintf("[ssh]\nidentity = %s\nknown_hosts = %s/known_hosts\n"
 				"[pool \"lan\"]\ncidr = 192.0.2.0/24\ngateway = 192.0.2.1\n"
-				"range = 192.0.2.100-192.0.2.199\n", id, t);
+				"range = 192.0.2.100-192.0.2.199\n"
+				"[window \"w1\"]\nnode = pve1\nschedule = sun 02:00\nduration = 1h\n",
+				id, t);
 	simcli_start(&x->w, &sim, "tests/pvesim/scenarios/migrate.json", extra);
 	free(extra);
 	char *tmpl = strprintf("%s/c1.tmpl", x->w.tdir);
@@ -189,6 +195,8 @@ static void world_stop(struct world *x)
 	char *id = strprintf("%s/id", x->keys), *pub = strprintf("%s/id.pub", x->keys);
 	unlink(id);
 	unlink(pub);
+	unlink(x->script);
+	free(x->script);
 	rmdir(x->keys);
 	free(id);
 	free(pub);
@@ -196,10 +204,12 @@ static void world_stop(struct world *x)
 }
 
 /* How each job command is called before the option under test: its
- * positional arguments (and what it must be told to ask nothing). */
+ * positional arguments (and what it must be told to ask nothing). A
+ * command may have several: an option is tried with each in turn until
+ * one takes it (rolling's --run-script is run --run's). */
 static const struct {
 	const char *cmd;
-	const char *args[4];
+	const char *args[5];
 } base[] = {
 	{"up", {"ct1", "-t", "c1"}},
 	{"down", {"web1", "--yes"}},
@@ -210,13 +220,18 @@ static const struct {
 	{"drain", {"pve1"}},
 	{"undrain", {"pve1"}},
 	{"image", {"build", "debian-13"}},
+	{"rolling", {"plan"}},
+	{"rolling", {"run", "--wait"}},
+	{"rolling", {"run", "--run", "--version", "9.1"}},
 };
 
 /* A value of the option o that sets p: by its type, or what it must name
  * here. */
-static const char *sample_value(const char *cmd, const char *o, const struct job_param *p,
+static const char *sample_value(const struct world *x, const char *o, const struct job_param *p,
 				char *buf, size_t n)
 {
+	if (strcmp(o, "run-script") == 0) /* a file it reads */
+		return x->script;
 	static const struct {
 		const char *opt, *value;
 	} named[] = {
@@ -227,8 +242,9 @@ static const char *sample_value(const char *cmd, const char *o, const struct job
 		{"address", "192.0.2.7"},   {"url", "https://mirror.example/debian-13.qcow2"},
 		{"checksum", "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
 		{"set", "cores=2"},         {"var", "who=me"},
+		{"version", "9.1"},         {"window", "w1"},
+		{"node-ssh", "pve1=127.0.0.1:22"},
 	};
-	(void)cmd;
 	for (size_t i = 0; i < sizeof named / sizeof *named; i++)
 		if (strcmp(named[i].opt, o) == 0)
 			return named[i].value;
@@ -302,10 +318,12 @@ Test(job_contract, every_option_reaches_pvagentd_and_survives_resume)
 {
 	static struct world x;
 	world_start(&x);
-	size_t runs = 0;
-	for (size_t b = 0; b < sizeof base / sizeof *base; b++) {
-		const struct cmd_entry *e = cli_find_command(base[b].cmd);
-		cr_assert(e && (e->flags & CMD_JOBS), "%s", base[b].cmd);
+	size_t runs = 0, nb = sizeof base / sizeof *base;
+	for (size_t b0 = 0; b0 < nb; b0++) {
+		if (b0 && strcmp(base[b0].cmd, base[b0 - 1].cmd) == 0)
+			continue; /* the command's: with its first base */
+		const struct cmd_entry *e = cli_find_command(base[b0].cmd);
+		cr_assert(e && (e->flags & CMD_JOBS), "%s", base[b0].cmd);
 		/* the command alone, then with each option of a param */
 		for (const struct option *o = NULL;; o = o ? o + 1 : e->longopts) {
 			if (o && !o->name)
@@ -313,21 +331,26 @@ Test(job_contract, every_option_reaches_pvagentd_and_survives_resume)
 			const struct job_param *p = o ? param_of_option(e->wf->params, o->name) : NULL;
 			if (o && !p)
 				continue; /* the command's own */
-			char *argv[12] = {(char *)e->name};
-			int argc = 1;
-			for (size_t i = 0; i < 4 && base[b].args[i]; i++)
-				argv[argc++] = (char *)base[b].args[i];
 			char flag[64], buf[32];
-			if (o) {
+			if (o)
 				snprintf(flag, sizeof flag, "--%s", o->name);
-				argv[argc++] = flag;
-				if (o->has_arg == required_argument)
-					argv[argc++] = (char *)sample_value(e->name, o->name, p, buf,
-									    sizeof buf);
-			}
 			char *what = strprintf("%s %s", e->name, o ? flag : "(no option)");
-			int rc = 0;
-			json_object *jobs = collect(&x.cli, e, argc, argv, &rc);
+			int rc = -1;
+			json_object *jobs = NULL;
+			for (size_t b = b0; rc && b < nb && strcmp(base[b].cmd, e->name) == 0; b++) {
+				char *argv[12] = {(char *)e->name};
+				int argc = 1;
+				for (size_t i = 0; i < 5 && base[b].args[i]; i++)
+					argv[argc++] = (char *)base[b].args[i];
+				if (o) {
+					argv[argc++] = flag;
+					if (o->has_arg == required_argument)
+						argv[argc++] = (char *)sample_value(&x, o->name, p, buf,
+										    sizeof buf);
+				}
+				json_object_put(jobs);
+				jobs = collect(&x.cli, e, argc, argv, &rc);
+			}
 			cr_assert_eq(rc, 0, "%s: the client refuses it (%d)", what, rc);
 			cr_assert_eq(json_object_array_length(jobs), 1, "%s: %zu jobs", what,
 				     json_object_array_length(jobs));

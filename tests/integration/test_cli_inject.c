@@ -1,4 +1,4 @@
-/* test_pvagent.c - the command-line tool (agent/pvagent.c) run as a user
+/* test_cli_inject.c - the command-line tool (agent/cli/) run as a user
  * runs it ($PVAGENT_BIN, default build/san/pvagent) against the PVE
  * simulator and a real sshd guest (tests/support/guestenv, as root):
  * `inject --address` for a guest whose address PVE cannot tell (no guest

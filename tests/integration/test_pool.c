@@ -10,24 +10,32 @@
  * listing that collides with another guest's backs off to the next
  * address, holding nothing of the lost one; `doctor` names each guest
  * whose config sets an address of a range by hand without the pool's tag,
- * and the address. */
+ * and the address; 6 ups on 3 addresses at once, with --local and through
+ * pvagentd, as separate processes and as one: 3 guests with distinct
+ * addresses, every other up exit 1 with nothing left in the simulator and
+ * no job left open. */
 #include "clirun.h"
 #include "conf.h"
+#include "ctl_client.h"
 #include "pool.h"
 #include "pool_claim.h"
+#include "procstat.h"
 #include "simcli.h"
 #include "simproc.h"
 #include "sshd.h"
+#include "store.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
 #include <json-c/json.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- parsing ---------------------------------------------------------------- */
@@ -218,11 +226,13 @@ Test(pool_addr, ipv6_tags_round_trip_and_big_ranges)
 
 static struct simproc sim;
 static pid_t kids[2] = {-1, -1};
+static pid_t daemon_pid = -1;
 
 static void cli_fini(void)
 {
 	test_kill(&kids[0]);
 	test_kill(&kids[1]);
+	test_kill(&daemon_pid);
 	simproc_stop(&sim);
 }
 
@@ -234,15 +244,21 @@ static const char pool_tmpl[] =
 	"[pve]\nmemory = 512\ntags = web\n"
 	"[guest]\naddress = agent\n";
 
-static void world_start(struct simcli *w, const char *range)
+/* The pool lan on range, then the sections more (or NULL). */
+static void world_start_with(struct simcli *w, const char *range, const char *more)
 {
 	char *extra = strprintf("[pool \"lan\"]\ncidr = 10.9.0.0/24\ngateway = 10.9.0.1\n"
-				"range = %s\ndns = 10.9.0.53\n", range);
+				"range = %s\ndns = 10.9.0.53\n%s", range, more ? more : "");
 	simcli_start(w, &sim, "tests/pvesim/scenarios/demo.json", extra);
 	free(extra);
 	char *tp = strprintf("%s/poolvm.tmpl", w->tdir);
 	cr_assert_eq(test_write_file(tp, pool_tmpl, 0644), 0);
 	free(tp);
+}
+
+static void world_start(struct simcli *w, const char *range)
+{
+	world_start_with(w, range, NULL);
 }
 
 
@@ -491,7 +507,6 @@ Test(pool_cli, stale_pick_collides_and_backs_off)
 	guest_ref_clear(&g);
 	guest_list_free(&stale);
 	pve_free(c);
-	guest_made_cache_clear();
 	cr_assert_eq(simproc_stop(&sim), 0);
 }
 
@@ -530,27 +545,45 @@ Test(pool_cli, doctor_names_addresses_set_by_hand)
 	simcli_free(&w);
 }
 
-/* Issue 36: more ups than free addresses, at once, as separate processes
- * and in one with --parallel: as many guests as addresses are made, each
- * with its own address; every other up exits 1 and leaves no guest (one
- * whose clone was made before the pool ran out removes it and says so). */
-static void contended(struct simcli *w, const char *prefix, bool one_process)
+/* The guests in the simulator's state, whatever their names. */
+static size_t all_guests(void)
 {
-	enum { N = 5, M = 3 };
-	char names[N][16], outp[N][256];
-	pid_t pids[N];
-	size_t procs = one_process ? 1 : N;
+	json_object *st = simproc_state(&sim), *cl = NULL, *gs = NULL;
+	cr_assert(st && json_object_object_get_ex(st, "cluster", &cl) &&
+		  json_object_object_get_ex(cl, "guests", &gs));
+	size_t n = json_object_array_length(gs);
+	json_object_put(st);
+	return n;
+}
+
+/* Issue 36: more ups than free addresses, at once, as separate processes
+ * and in one with --parallel, each with --local or through pvagentd: as
+ * many guests as addresses are made, each with its own address; every
+ * other up exits 1 and leaves no guest (one whose clone was made before
+ * the pool ran out removes it and says so). Final state only: which ups
+ * lose, and whether a loser cloned first, follows the clock. */
+enum { N_UPS = 6, M_FREE = 3 };
+
+static void contended(struct simcli *w, const char *prefix, bool local, bool one_process)
+{
+	char names[N_UPS][16], outp[N_UPS][256];
+	pid_t pids[N_UPS];
+	size_t procs = one_process ? 1 : N_UPS;
+	size_t guests_before = all_guests();
 	for (size_t k = 0; k < procs; k++) {
 		snprintf(outp[k], sizeof outp[k], "%s/%s%zu.out", w->dir, prefix, k);
-		const char *argv[24] = {w->bin, "-c", w->conf, "--local", "up"};
-		size_t n = 5;
-		for (size_t i = 0; i < N; i++) {
+		const char *argv[24] = {w->bin, "-c", w->conf};
+		size_t n = 3;
+		if (local)
+			argv[n++] = "--local";
+		argv[n++] = "up";
+		for (size_t i = 0; i < N_UPS; i++) {
 			snprintf(names[i], sizeof names[i], "%s%zu", prefix, i);
 			if (one_process || i == k)
 				argv[n++] = names[i];
 		}
 		const char *tail[] = {"-t", "poolvm", "--pool", "lan", "--no-start", "--parallel",
-				      "5", NULL};
+				      "6", NULL};
 		for (size_t i = 0; i < 8; i++)
 			argv[n++] = tail[i];
 		pids[k] = test_spawn(argv, outp[k]);
@@ -575,37 +608,108 @@ static void contended(struct simcli *w, const char *prefix, bool one_process)
 		free(text);
 	}
 	if (!one_process)
-		cr_assert(ok == M && failed == N - M, "%d made, %d failed", ok, failed);
+		cr_assert(ok == M_FREE && failed == N_UPS - M_FREE, "%d made, %d failed", ok, failed);
 	else
 		cr_assert_eq(failed, 1, "one process: its exit says the losers");
-	char ips[N][32];
-	cr_assert_eq(addresses(prefix, N, ips), M, "as many guests as addresses have one");
+	char ips[N_UPS][32];
+	cr_assert_eq(addresses(prefix, N_UPS, ips), M_FREE, "as many guests as addresses have one");
 	int made = 0;
-	for (size_t i = 0; i < N; i++)
+	for (size_t i = 0; i < N_UPS; i++)
 		made += simproc_named(&sim, names[i]);
-	cr_assert_eq(made, M, "a loser's guest was left");
-	char held[M][32];
+	cr_assert_eq(made, M_FREE, "a loser's guest was left");
+	cr_assert_eq(all_guests(), guests_before + M_FREE, "a guest without its name was left");
+	char held[M_FREE][32];
 	size_t nh = 0;
-	for (size_t i = 0; i < N; i++)
+	for (size_t i = 0; i < N_UPS; i++)
 		if (ips[i][0])
 			memcpy(held[nh++], ips[i], sizeof held[0]);
 	assert_distinct_in(held, nh, 10, 12);
+}
+
+/* Remove the guests of prefix made, so that the pool is free again. */
+static void down_all(struct simcli *w, const char *prefix, bool local)
+{
+	char *out = NULL;
+	for (int i = 0; i < N_UPS; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "%s%d", prefix, i);
+		if (!simproc_named(&sim, name))
+			continue;
+		int rc = local ? simcli_pv(w, &out, "--local", "down", name, "--yes", NULL)
+			       : simcli_pv(w, &out, "down", name, "--yes", NULL);
+		cr_assert_eq(rc, 0, "%s", out);
+		free(out);
+	}
 }
 
 Test(pool_cli, more_ups_than_addresses_make_as_many_guests_as_addresses)
 {
 	struct simcli w = {0};
 	world_start(&w, "10.9.0.10-10.9.0.12");
-	contended(&w, "c", false);
-	char *out = NULL;
-	for (int i = 0; i < 5; i++) {
-		char name[16];
-		snprintf(name, sizeof name, "c%d", i);
-		if (!simproc_named(&sim, name))
-			continue;
-		cr_assert_eq(simcli_pv(&w, &out, "--local", "down", name, "--yes", NULL), 0, "%s", out);
-		free(out);
+	contended(&w, "c", true, false);
+	down_all(&w, "c", true);
+	contended(&w, "d", true, true);
+	simcli_free(&w);
+}
+
+/* The jobs in the store at db in one of states (an SQL list). */
+static long long jobs_in(const char *db, const char *states)
+{
+	char *sql = strprintf("SELECT count(*) FROM jobs WHERE workflow = 'up' AND state IN %s",
+			      states);
+	long long n = test_db_int(db, sql, NULL);
+	free(sql);
+	return n;
+}
+
+#define OPEN_STATES "('queued', 'running', 'interrupted', 'needs-attention')"
+
+/* The same through pvagentd (6 workers, all on one node): each up is a
+ * job in its own `pvagent --local` child, so the claims race across
+ * processes as the separate --local ones do; the store then holds 3 done
+ * and 3 failed ups per round and none open. */
+Test(pool_cli, more_ups_than_addresses_through_the_daemon)
+{
+	struct simcli w = {0};
+	world_start_with(&w, "10.9.0.10-10.9.0.12", "[daemon]\nworkers = 6\nnode_jobs = 6\n");
+	const char *dbin = getenv("PVAGENTD_BIN");
+	dbin = dbin ? dbin : "build/san/pvagentd";
+	if (access(dbin, X_OK) < 0)
+		cr_skip_test("no pvagentd (make build/san/pvagentd)");
+	char *sock = strprintf("%s/none.sock", w.dir), *log = strprintf("%s/pvagentd.log", w.dir);
+	char *db = store_path(w.dir);
+	struct ctl_client c;
+	daemon_pid = procstat_daemon(dbin, w.bin, w.conf, log, sock, &c);
+	cr_assert_gt(daemon_pid, 0, "pvagentd did not start (%s)", log);
+	ctl_client_close(&c);
+	const char *rounds[][2] = {{"s", "separate"}, {"o", "one"}};
+	long long finished = 0;
+	for (size_t r = 0; r < 2; r++) {
+		contended(&w, rounds[r][0], false, r == 1);
+		finished += N_UPS;
+		/* the clients have their answers; the jobs' children end after
+		 * writing their outcomes (bounded wait for that state) */
+		for (int i = 0; i < 3000 && jobs_in(db, "('done', 'failed')") < finished; i++) {
+			struct timespec ts = {0, 20L * 1000 * 1000};
+			nanosleep(&ts, NULL); /* polling a state (the store), bounded */
+		}
+		cr_assert_eq(jobs_in(db, OPEN_STATES), 0, "round %s: a job left open", rounds[r][1]);
+		cr_assert_eq(jobs_in(db, "('failed')"), (long long)(r + 1) * (N_UPS - M_FREE),
+			     "round %s", rounds[r][1]);
+		down_all(&w, rounds[r][0], false);
 	}
-	contended(&w, "d", true);
+	cr_assert_eq(kill(daemon_pid, SIGTERM), 0);
+	int st = 0;
+	cr_assert_eq(waitpid(daemon_pid, &st, 0), daemon_pid);
+	daemon_pid = -1;
+	char *text = NULL;
+	cr_assert_eq(read_file(log, &text, NULL), 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "pvagentd status %d:\n%s", st, text);
+	cr_assert_null(strstr(text, "Sanitizer"), "%s", text);
+	cr_assert_null(strstr(text, "runtime error"), "%s", text);
+	free(text);
+	free(db);
+	free(log);
+	free(sock);
 	simcli_free(&w);
 }

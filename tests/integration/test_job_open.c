@@ -14,6 +14,7 @@
 #include "job.h"
 #include "json.h"
 #include "migfx.h"
+#include "workflows.h"
 #include "store.h"
 #include "util.h"
 #include "wf_bench.h"

@@ -121,51 +121,94 @@ Test(drain, dry_run_plans_and_sends_nothing)
 /* PVE 9 node affinity in a drain of pve1 (dry run): web1 (vm:303) under a
  * rule preferring pve1 with failback would be brought back by the CRM
  * while pve1 is emptied: it fits nowhere, the plan says why and how
- * (HA maintenance), and with pve1 in HA maintenance it moves; app1
- * (vm:305) under a strict rule naming pve1 and pve3 goes to pve3 only.
- * The rules, resources and HA status are read once for the run. */
+ * (HA maintenance); app1 (vm:305) under a strict rule naming pve1 and pve3
+ * goes to pve3 only. The rules, resources and HA status are read once for
+ * the run. */
+#define HA_RULES_303_305 \
+	"\"ha\": [{\"sid\": \"vm:303\"}, {\"sid\": \"vm:305\"}], " \
+	"\"ha_rules\": [{\"rule\": \"home\", \"type\": \"node-affinity\", " \
+	"\"resources\": \"vm:303\", \"nodes\": \"pve1:2,pve2:1,pve3:1\"}, " \
+	"{\"rule\": \"keep\", \"type\": \"node-affinity\", \"resources\": " \
+	"\"vm:305\", \"nodes\": \"pve1,pve3\", \"strict\": 1}]"
+
 Test(drain, ha_node_affinity_plans_and_refuses_failback)
 {
-	for (int maint = 0; maint <= 1; maint++) {
-		char changes[1024];
-		snprintf(changes, sizeof changes,
-			 "{%s\"ha\": [{\"sid\": \"vm:303\"}, {\"sid\": \"vm:305\"}], "
-			 "\"ha_rules\": [{\"rule\": \"home\", \"type\": \"node-affinity\", "
-			 "\"resources\": \"vm:303\", \"nodes\": \"pve1:2,pve2:1,pve3:1\"}, "
-			 "{\"rule\": \"keep\", \"type\": \"node-affinity\", \"resources\": "
-			 "\"vm:305\", \"nodes\": \"pve1,pve3\", \"strict\": 1}]}",
-			 maint ? "\"nodes\": {\"pve1\": {\"ha_maintenance\": true}}, " : "");
-		struct migfx f;
-		cr_assert_eq(migfx_start_with(&f, SCEN, changes, true), 0,
-			     "simulator did not start");
-		enum job_outcome o;
-		struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, true, 0), &o);
-		cr_assert_eq(o, JOB_OUT_DONE, "%s",
-			     job_error(j)->message ? job_error(j)->message : "");
-		json_object *web1 = move_of(j, "web1");
-		if (maint) {
-			/* the CRM brings nothing back to a node in maintenance */
-			cr_expect_str_eq(json_str(web1, "status"), "move", "%s", json_str(web1, "why"));
-		} else {
-			cr_expect_str_eq(json_str(web1, "status"), "fits nowhere");
-			cr_expect(json_str(web1, "why") &&
-				  strstr(json_str(web1, "why"),
-					 "the CRM would migrate it back while 'pve1' is drained; put "
-					 "the node in HA maintenance first (ha-manager crm-command "
-					 "node-maintenance enable pve1)"),
-				  "%s", json_str(web1, "why"));
-		}
-		cr_expect_str_eq(json_str(move_of(j, "app1"), "target"), "pve3");
-		json_object *log = simproc_requests(&f.sp);
-		cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
-		cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/rules", -1), 1);
-		cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/resources", -1), 1);
-		cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/status/current", -1),
-			     1);
-		json_object_put(log);
-		job_free(j);
-		fx_stop(&f);
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(&f, SCEN, "{" HA_RULES_303_305 "}", true), 0,
+		     "simulator did not start");
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, true, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	json_object *web1 = move_of(j, "web1");
+	cr_expect_str_eq(json_str(web1, "status"), "fits nowhere");
+	cr_expect(json_str(web1, "why") &&
+		  strstr(json_str(web1, "why"),
+			 "the CRM would migrate it back while 'pve1' is drained; put "
+			 "the node in HA maintenance first (ha-manager crm-command "
+			 "node-maintenance enable pve1)"),
+		  "%s", json_str(web1, "why"));
+	cr_expect_str_eq(json_str(move_of(j, "app1"), "target"), "pve3");
+	json_object *log = simproc_requests(&f.sp);
+	cr_expect_eq(simproc_count_requests(log, "POST", "*/migrate", -1), 0);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/rules", -1), 1);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/resources", -1), 1);
+	cr_expect_eq(simproc_count_requests(log, "GET", "/cluster/ha/status/current", -1), 1);
+	json_object_put(log);
+	job_free(j);
+	fx_stop(&f);
+}
+
+/* Let the simulated clock run (the CRM's rounds with it), 5 s at a time
+ * for at most limit s, until vmid is on node (on) or off it (!on). */
+static bool wait_node(struct migfx *f, int vmid, const char *node, bool on, double limit)
+{
+	char where[32], tags[128];
+	for (double t = 0; t <= limit; t += 5) {
+		sim_guest(f, vmid, where, sizeof where, tags, sizeof tags);
+		if ((strcmp(where, node) == 0) == on)
+			return true;
+		pve_clock_sleep(f->env.clock, 5);
 	}
+	return false;
+}
+
+/* The same rules with pve1 in HA maintenance (ha-manager crm-command
+ * node-maintenance enable pve1): the CRM moves web1 and app1 away itself
+ * (app1 to pve3, its strict rule's other node), the drain moves the rest,
+ * and in minutes of rounds neither comes back while the maintenance lasts,
+ * failback or not; once it ends, both return to pve1. */
+Test(drain, ha_failback_waits_for_the_end_of_maintenance, .timeout = 240)
+{
+	struct migfx f;
+	cr_assert_eq(migfx_start_with(&f, SCEN,
+				      "{\"nodes\": {\"pve1\": {\"ha_maintenance\": true}}, "
+				      HA_RULES_303_305 "}", true), 0, "simulator did not start");
+	cr_assert(wait_node(&f, 303, "pve1", false, 120), "the CRM did not move web1 away");
+	cr_assert(wait_node(&f, 305, "pve1", false, 120), "the CRM did not move app1 away");
+	cr_assert(wait_node(&f, 305, "pve3", true, 120), "app1 left its strict rule's nodes");
+	enum job_outcome o;
+	struct job *j = run(&f, &wf_drain, wf_drain_params(NULL, 0, 4, 0, true, false, 0), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", job_error(j)->message ? job_error(j)->message : "");
+	cr_expect_str_eq(json_str(move_of(j, "app2"), "status"), "moved");
+	job_free(j);
+	char node[32], tags[128];
+	for (int k = 0; k < 24; k++) { /* two minutes of rounds */
+		sim_guest(&f, 303, node, sizeof node, tags, sizeof tags);
+		cr_expect_str_neq(node, "pve1", "web1 came back during maintenance");
+		sim_guest(&f, 305, node, sizeof node, tags, sizeof tags);
+		cr_expect_str_neq(node, "pve1", "app1 came back during maintenance");
+		pve_clock_sleep(f.env.clock, 5);
+	}
+	/* ha-manager crm-command node-maintenance disable pve1 */
+	long status = 0;
+	cr_assert_eq(sim_http(&f.sp, "POST", "/_sim/node/shell", "application/json",
+			      "{\"node\": \"pve1\", \"argv\": [\"ha-manager\", \"crm-command\", "
+			      "\"node-maintenance\", \"disable\", \"pve1\"]}",
+			      NULL, &status, NULL), 0);
+	cr_assert_eq(status, 200);
+	cr_expect(wait_node(&f, 303, "pve1", true, 120), "web1 is not back on pve1");
+	cr_expect(wait_node(&f, 305, "pve1", true, 120), "app1 is not back on pve1");
+	fx_stop(&f);
 }
 
 Test(drain, fits_nowhere_moves_nothing)

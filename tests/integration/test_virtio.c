@@ -1,4 +1,4 @@
-/* test_convert.c - `pvagent virtio` (agent/wf_virtio.*, agent/convert_plan.*): the PVE config
+/* test_virtio.c - `pvagent virtio` (agent/wf_virtio.*, agent/convert_plan.*): the PVE config
  * change computed from a saved config (disks, cdrom left alone, MAC kept,
  * boot order, scsihw, legacy bootdisk), the restore plan of the rollback
  * (never an unusedN delete); and whole conversions against the simulator,
@@ -10,6 +10,7 @@
  * Run from the repository root, as root. */
 #include "convworld.h"
 #include "store.h"
+#include "workflows.h"
 
 #include <criterion/criterion.h>
 #include <json-c/json.h>
