@@ -36,7 +36,8 @@ TEST_PKGS  = criterion
 
 # Debian packages behind each purpose: what `make demo` needs (build and
 # run against the simulator, with its own sshd for the fixture guest), what
-# `make test` adds (Criterion), `make bench` (the 1 s poller's Python
+# `make test` adds (Criterion; Chromium, in which test_report renders the
+# report's page), `make bench` (the 1 s poller's Python
 # modules: proxmoxer and the requests backend it uses), `make lint` and
 # `make fuzz` (LLVM). `make deps` (CI) is all of it.
 DEMO_DEB_PKGS = build-essential pkg-config \
@@ -44,14 +45,15 @@ DEMO_DEB_PKGS = build-essential pkg-config \
 	libmicrohttpd-dev libgnutls28-dev libpcre2-dev \
 	openssh-server openssh-client busybox-static jq
 DEMO_CMDS = cc make pkg-config sshd ssh-keygen busybox jq
-TEST_DEB_PKGS  = $(DEMO_DEB_PKGS) libcriterion-dev
+TEST_DEB_PKGS  = $(DEMO_DEB_PKGS) libcriterion-dev chromium
+TEST_CMDS      = $(DEMO_CMDS) chromium
 # make journey: the simulator's control routes (curl), the image file it
 # serves (python3), the pseudo-terminal (script, from bsdutils)
 JOURNEY_DEB_PKGS = $(TEST_DEB_PKGS) curl python3 bsdutils
-JOURNEY_CMDS     = $(DEMO_CMDS) curl python3 script
+JOURNEY_CMDS     = $(TEST_CMDS) curl python3 script
 BENCH_DEB_PKGS = $(DEMO_DEB_PKGS) python3-proxmoxer python3-requests
 LINT_DEB_PKGS  = $(TEST_DEB_PKGS) clang cppcheck clang-tidy
-LINT_CMDS      = $(DEMO_CMDS) clang cppcheck clang-tidy
+LINT_CMDS      = $(TEST_CMDS) clang cppcheck clang-tidy
 # Python modules of Debian's /usr/bin/python3 (the bench's 1 s poller)
 PY_MODS  = proxmoxer requests
 
@@ -315,7 +317,7 @@ DEPS = sh tests/tools/deps.sh
 deps-demo:
 	@$(DEPS) "$(DEMO_DEB_PKGS)" "$(DEMO_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS)"
 deps-test:
-	@$(DEPS) "$(TEST_DEB_PKGS)" "$(DEMO_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)"
+	@$(DEPS) "$(TEST_DEB_PKGS)" "$(TEST_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS) $(TEST_PKGS)"
 deps-bench:
 	@$(DEPS) "$(BENCH_DEB_PKGS)" "$(DEMO_CMDS)" "$(AGENT_PKGS) $(SIM_PKGS)" "$(PY_MODS)"
 deps-lint:

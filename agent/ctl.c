@@ -8,7 +8,7 @@
 static const char *const op_names[] = {
 	[CTL_OP_SUBMIT] = "submit", [CTL_OP_JOBS] = "jobs",     [CTL_OP_JOB] = "job",
 	[CTL_OP_CANCEL] = "cancel", [CTL_OP_RESUME] = "resume", [CTL_OP_STATUS] = "status",
-	[CTL_OP_WATCH] = "watch",
+	[CTL_OP_WATCH] = "watch",   [CTL_OP_REPORT] = "report",
 };
 
 int ctl_op_parse(const char *name, enum ctl_op *out)

@@ -4,7 +4,7 @@
  * with that cap), the requests' shape and the answers' shape; the socket
  * ends are ctl_server.h and ctl_client.h.
  *
- * Request: {"id":ANY,"op":"submit|jobs|job|cancel|resume|status|watch",...}
+ * Request: {"id":ANY,"op":"submit|jobs|job|cancel|resume|status|watch|report",...}
  * Answer:  {"id":ID,"ok":true,...} or
  *          {"id":ID,"ok":false,"error":CODE,"message":TEXT}
  * Streamed (after a submit, resume or watch answer): the engine's events
@@ -32,6 +32,7 @@ enum ctl_op {
 	CTL_OP_RESUME,
 	CTL_OP_STATUS,
 	CTL_OP_WATCH,
+	CTL_OP_REPORT,      /* {"job":ID}: the report model (report.h) as "report" */
 };
 /* 0 and *out, or -1 for an unknown name. */
 int ctl_op_parse(const char *name, enum ctl_op *out);

@@ -884,6 +884,20 @@ int store_jobs_unfinished(struct store *s, struct store_job **out, size_t *n, ch
 	return job_query(s, st, out, n, 0, err);
 }
 
+int store_jobs_children(struct store *s, long long parent, struct store_job **out, size_t *n,
+			char **err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs WHERE "
+			       "json_extract(params, '$.parent') = ? ORDER BY id", -1, &st,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 1, parent) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(s, err, "jobs");
+	}
+	return job_query(s, st, out, n, 0, err);
+}
+
 /* The first column of sql's first row (with ?1, if it has one, bound to
  * a), or 0 when it has none. 0, or -1 with *err. */
 static int prune_query(struct store *s, const char *sql, long long a, long long *out,

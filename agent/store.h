@@ -132,6 +132,10 @@ int store_jobs_page(struct store *s, long long before, size_t limit, struct stor
 		    size_t *n, char **err);
 /* Every unfinished job (job_state_open), oldest first. */
 int store_jobs_unfinished(struct store *s, struct store_job **out, size_t *n, char **err);
+/* The jobs whose params name job parent as theirs ("parent": a drain's
+ * migrations, a rolling run's per-node jobs), oldest first. */
+int store_jobs_children(struct store *s, long long parent, struct store_job **out, size_t *n,
+			char **err);
 /* Delete the finished jobs (done, failed, cancelled) that ended before
  * older_than (unix seconds) or are not among the newest keep_max finished
  * ones (0: no count limit), with their steps and events, in one commit;

@@ -549,6 +549,14 @@ static void away_from_home(json_object *nv, struct sbuf *b)
 			sbuf_addf(b, "%s%s (%d) on %s", b->len ? ", " : "", json_str(m, "name"),
 				  json_int0(m, "vmid"), json_str(m, "to") ? json_str(m, "to") : "?");
 	}
+	/* the HA guests the CRM moved off for the node's maintenance */
+	json_object *ha = NULL;
+	json_object_object_get_ex(nv, "ha_guests", &ha);
+	for (size_t i = 0; !json_flag(nv, "ha_back") && ha && i < json_object_array_length(ha); i++) {
+		json_object *g = json_object_array_get_idx(ha, i);
+		sbuf_addf(b, "%s%s (%d) moved by HA", b->len ? ", " : "", json_str(g, "name"),
+			  json_int0(g, "vmid"));
+	}
 }
 
 static json_object *child_params(struct job *j, double deadline)
@@ -820,6 +828,81 @@ static int lrm_wait(struct job *j, bool on)
 	}
 }
 
+/* The HA-managed guests running on node (HA state "started"): the ones
+ * PVE's CRM moves off a node in maintenance and brings back after it, as
+ * [{vmid, name}]; NULL with err. */
+static json_object *ha_started_on(struct pve *c, const char *node, struct pve_error *err)
+{
+	json_object *res = NULL;
+	if (pve_getf(c, &res, NULL, err, "/cluster/resources?type=vm") < 0)
+		return NULL;
+	json_object *out = json_object_new_array();
+	for (size_t i = 0; out && i < json_object_array_length(res); i++) {
+		json_object *e = json_object_array_get_idx(res, i), *g;
+		const char *n = json_str(e, "node"), *hs = json_str(e, "hastate");
+		if (!n || strcmp(n, node) != 0 || !hs || strcmp(hs, "started") != 0)
+			continue;
+		if (!(g = json_object_new_object()) || json_object_array_add(out, g) < 0) {
+			json_object_put(g);
+			json_object_put(out);
+			out = NULL;
+			break;
+		}
+		json_object_object_add(g, "vmid", json_object_new_int(json_int0(e, "vmid")));
+		json_add_str(g, "name", json_str(e, "name") ? json_str(e, "name") : "");
+	}
+	json_object_put(res);
+	if (!out)
+		pve_error_oom(err);
+	return out;
+}
+
+/* Poll until every HA guest of the vars' ha_guests is off the node (off)
+ * or back on it: the CRM moves them, not pvagent (a drain's migration of
+ * the same guest would race it). 0, or -1 with the job's error naming the
+ * guests still waited for after 600 s. */
+static int ha_guests_wait(struct job *j, bool off)
+{
+	struct roll_ctx *r = job_ctx(j);
+	const struct pve_clock *clk = job_wait(j)->clock;
+	const char *node = job_subject(j);
+	json_object *ha = NULL;
+	json_object_object_get_ex(job_vars(j), "ha_guests", &ha);
+	size_t n = ha ? json_object_array_length(ha) : 0;
+	double until = pve_clock_now(clk) + 600;
+	for (;;) {
+		json_object *res = NULL;
+		if (n && pve_getf(job_pve(j), &res, NULL, job_err(j), "/cluster/resources?type=vm") < 0)
+			return -1;
+		struct sbuf waiting = {0};
+		for (size_t i = 0; i < n; i++) {
+			json_object *g = json_object_array_get_idx(ha, i);
+			const char *at = NULL;
+			for (size_t k = 0; k < json_object_array_length(res) && !at; k++) {
+				json_object *e = json_object_array_get_idx(res, k);
+				if (json_int0(e, "vmid") == json_int0(g, "vmid"))
+					at = json_str(e, "node");
+			}
+			if (at && (strcmp(at, node) == 0) == off)
+				sbuf_addf(&waiting, "%s%s (%d)", waiting.len ? ", " : "",
+					  json_str(g, "name"), json_int0(g, "vmid"));
+		}
+		json_object_put(res);
+		if (!waiting.len) {
+			sbuf_free(&waiting);
+			return 0;
+		}
+		if (pve_clock_now(clk) > until || job_stopping(j)) {
+			pve_error_set(job_err(j), PVE_ERR_API, "%s: HA has not moved %s %s after 600 s",
+				      node, sbuf_str(&waiting), off ? "off it" : "back");
+			sbuf_free(&waiting);
+			return -1;
+		}
+		sbuf_free(&waiting);
+		pve_clock_sleep(clk, r->poll_s);
+	}
+}
+
 static enum step_rc maintenance_step(struct job *j)
 {
 	const char *node = job_subject(j);
@@ -830,6 +913,15 @@ static enum step_rc maintenance_step(struct job *j)
 	if (hc < 0)
 		return STEP_RC_FAIL;
 	if (ha) {
+		/* the HA guests the CRM will move off, read before it may start:
+		 * they are left to it (PVE's maintenance mode), waited for here,
+		 * and brought back by it when the node leaves maintenance */
+		if (!json_object_object_get_ex(job_vars(j), "ha_guests", NULL)) {
+			json_object *hg = ha_started_on(job_pve(j), node, job_err(j));
+			if (!hg)
+				return STEP_RC_FAIL;
+			json_object_object_add(job_vars(j), "ha_guests", hg);
+		}
 		/* said before it is sent: leave turns it off even after a crash here */
 		job_set_bool(j, "ha_maintenance", true);
 		job_set_left(j, "%s is in HA maintenance", node);
@@ -837,7 +929,8 @@ static enum step_rc maintenance_step(struct job *j)
 			return pve_error_oom(job_err(j));
 		const char *argv[] = {"ha-manager", "crm-command", "node-maintenance", "enable",
 				      node, NULL};
-		if (node_run(j, argv, NULL, NULL) < 0 || lrm_wait(j, true) < 0)
+		if (node_run(j, argv, NULL, NULL) < 0 || lrm_wait(j, true) < 0 ||
+		    ha_guests_wait(j, true) < 0)
 			return STEP_RC_FAIL;
 	}
 	if (hc) {
@@ -1238,7 +1331,9 @@ static enum step_rc leave_step(struct job *j)
 {
 	const char *node = job_subject(j);
 	bool ha = json_flag(job_vars(j), "ha_maintenance"), noout = json_flag(job_vars(j), "noout");
-	if (!ha && !noout)
+	bool ha_away = json_object_object_get_ex(job_vars(j), "ha_guests", NULL) &&
+		       !json_flag(job_vars(j), "ha_back");
+	if (!ha && !noout && !ha_away)
 		return STEP_RC_SKIP;
 	if (ha) {
 		const char *argv[] = {"ha-manager", "crm-command", "node-maintenance", "disable",
@@ -1246,12 +1341,20 @@ static enum step_rc leave_step(struct job *j)
 		if (node_run(j, argv, NULL, NULL) < 0 || lrm_wait(j, false) < 0)
 			return STEP_RC_FAIL;
 		job_set_bool(j, "ha_maintenance", false);
+		if (job_save(j) < 0)
+			return pve_error_oom(job_err(j));
 	}
 	if (noout) {
 		const char *argv[] = {"ceph", "osd", "unset", "noout", NULL};
 		if (node_run(j, argv, NULL, NULL) < 0)
 			return STEP_RC_FAIL;
 		job_set_bool(j, "noout", false);
+	}
+	if (ha_away) {
+		/* the CRM brings its guests back (their maintenance node) */
+		if (ha_guests_wait(j, false) < 0)
+			return STEP_RC_FAIL;
+		job_set_bool(j, "ha_back", true);
 	}
 	job_set_left(j, "the guests drained off %s are away from home", node);
 	job_summary(j, "%s%s%s", ha ? "HA maintenance off" : "", ha && noout ? ", " : "",

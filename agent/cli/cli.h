@@ -279,6 +279,7 @@ extern const struct cmd_entry cmd_image_entry; /* cli_image.c */
 /* cli_rolling.c: the command, and its job's result as it and `resume` print it. */
 extern const struct cmd_entry cmd_rolling_entry;
 int cli_rolling_result(struct cli *cli, struct job *const *jobs, size_t n, int code);
+extern const struct cmd_entry cmd_report_entry; /* cli_report.c */
 /* An image build's result, as `image build` and `resume` print it. */
 int cli_image_result(struct cli *cli, struct job *const *jobs, size_t n, int code);
 

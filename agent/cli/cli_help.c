@@ -110,6 +110,8 @@ static const struct opt_doc docs[] = {
 	{"image", "rebuild", NULL, "replace the template, once the new one is complete"},
 	{"image", "yes", NULL, "rm: delete without asking (needed without a terminal)"},
 	{"job", "follow", NULL, "follow a running job's events until it ends"},
+	{"report", "html", "FILE", "write the report as a self-contained HTML page to FILE "
+				   "(\"-\": stdout)"},
 	{"cancel", "stop-task", NULL,
 	 "stop the PVE task its step started (the tasks API); say what that left"},
 };

@@ -384,13 +384,14 @@ static const struct cmd_entry cmd_version_entry = {
 
 static const struct cmd_entry *const commands[] = {
 	/* as help lists them: what a user does first, help and version last */
-	&cmd_nodes_entry,   &cmd_list_entry,    &cmd_show_entry,   &cmd_templates_entry,
-	&cmd_up_entry,      &cmd_down_entry,    &cmd_ssh_entry,    &cmd_inject_entry,
+	&cmd_nodes_entry,   &cmd_list_entry,    &cmd_show_entry,    &cmd_templates_entry,
+	&cmd_up_entry,      &cmd_down_entry,    &cmd_ssh_entry,     &cmd_inject_entry,
 	&cmd_virtio_entry,  &cmd_bench_entry,   &cmd_migrate_entry, &cmd_drain_entry,
 	&cmd_undrain_entry, &cmd_rolling_entry, &cmd_windows_entry, &cmd_jobs_entry,
 	&cmd_job_entry,
-	&cmd_resume_entry,  &cmd_cancel_entry,  &cmd_status_entry, &cmd_setup_entry,
-	&cmd_doctor_entry,  &cmd_pool_entry,    &cmd_image_entry,  &cmd_help_entry,
+	&cmd_report_entry,  /* read-only: pvagentd answers it when it runs (cli_report.c) */
+	&cmd_resume_entry,  &cmd_cancel_entry,  &cmd_status_entry,  &cmd_setup_entry,
+	&cmd_doctor_entry,  &cmd_pool_entry,    &cmd_image_entry,   &cmd_help_entry,
 	&cmd_version_entry, NULL,
 };
 

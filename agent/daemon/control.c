@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "json.h"
 #include "log.h"
+#include "report.h"
 #include "submit_check.h"
 #include "util.h"
 #include "wf_params.h"
@@ -225,6 +226,35 @@ static void req_watch(struct daemon *d, struct dconn *c, json_object *req, json_
 	answer(c, ok);
 }
 
+/* report: read-only, any peer the socket admits may ask (report.h). */
+static void req_report(struct daemon *d, struct dconn *c, json_object *req, json_object *id)
+{
+	long long jid = 0;
+	struct report r;
+	char *err = NULL;
+	size_t len = 0;
+	int found = json_int(req, "job", &jid) && jid > 0 ? report_build(d->store, jid, &r, &err)
+							    : 0;
+	json_object *ok = found > 0 ? ctl_ok(id) : NULL, *o = found > 0 ? report_json(&r) : NULL;
+	if (found > 0)
+		report_free(&r);
+	if (found == 0)
+		answer(c, ctl_error(id, "not_found", "no job %lld in %s", jid, store_file(d->store)));
+	else if (found < 0 || !ok || !o || json_add(ok, "report", o) < 0)
+		answer(c, ctl_error(id, "internal", "%s", err ? err : "out of memory"));
+	else if (!json_object_to_json_string_length(ok, JSON_C_TO_STRING_PLAIN, &len) ||
+		 len + 2 > CTL_MAX_LINE)
+		answer(c, ctl_error(id, "too_large", "the report of job %lld is larger than an "
+				    "answer may be: run 'pvagent --local report %lld' as a user "
+				    "who may read %s", jid, jid, store_file(d->store)));
+	else
+		answer(c, json_object_get(ok));
+	if (found > 0 && !ok)
+		json_object_put(o);
+	json_object_put(ok);
+	free(err);
+}
+
 static void req_cancel(struct daemon *d, struct dconn *c, json_object *req, json_object *id)
 {
 	long long jid;
@@ -340,6 +370,7 @@ static void on_request(struct daemon *d, struct dconn *c, const char *line, size
 	case CTL_OP_WATCH:
 	case CTL_OP_JOB: req_watch(d, c, req, id, op); break;
 	case CTL_OP_CANCEL: req_cancel(d, c, req, id); break;
+	case CTL_OP_REPORT: req_report(d, c, req, id); break;
 	case CTL_OP_JOBS:
 	case CTL_OP_STATUS: req_list(d, c, id, op); break;
 	}

@@ -201,15 +201,21 @@ static long long recorded_live(struct job *j, size_t *n)
 /* The downtimes. 0 when the total is the live migrations' sum, else -1. */
 static int downtime(struct rollfx *w, struct job *j, json_object *migs, double makespan)
 {
-	long long live = 0;
+	long long live = 0, ha = 0;
 	double restart = 0;
-	size_t n_live = 0, n_restart = 0, restarted = 0;
+	size_t n_live = 0, n_ha = 0, n_restart = 0, restarted = 0;
 	for (size_t i = 0; i < json_object_array_length(migs); i++) {
 		json_object *m = json_object_array_get_idx(migs, i);
 		long long dt = json_int0(m, "downtime_ms");
 		if (strcmp(json_str(m, "type"), "qmigrate") == 0 && dt >= 0) {
 			live += dt;
 			n_live++;
+			/* the CRM's own (root@pam): the HA guests it moves off a
+			 * node in maintenance and back, which the run leaves to it */
+			if (json_str(m, "user") && strcmp(json_str(m, "user"), "root@pam") == 0) {
+				ha += dt;
+				n_ha++;
+			}
 		} else if (strcmp(json_str(m, "type"), "vzmigrate") == 0) {
 			restart += secs(m);
 			n_restart++;
@@ -239,10 +245,12 @@ static int downtime(struct rollfx *w, struct job *j, json_object *migs, double m
 	       "VMs, %zu VMs restarted or stopped; containers %.0f s in %zu restart migrations "
 	       "(they cannot move live)\n", live, n_live, vms, restarted, restart, n_restart);
 	/* a restarted VM's outage has no measure here: it fails the target */
-	bool ok = restarted == 0 && n_live > 0 && n_rec == n_live && live == rec;
-	printf("VMs' total downtime against the sum of the live migrations' downtimes the run "
-	       "recorded (%zu): %lld ms / %lld ms, ratio %.3f (target: equal, no VM restarted) %s\n",
-	       n_rec, live, rec, rec > 0 ? (double)live / (double)rec : 0, ok ? "ok" : "NOT EQUAL");
+	bool ok = restarted == 0 && n_live > 0 && n_rec + n_ha == n_live && live == rec + ha;
+	printf("VMs' total downtime against the sum of the live migrations' downtimes, the run's "
+	       "recorded (%zu, %lld ms) and HA's in maintenance (%zu, %lld ms, from its tasks): "
+	       "%lld ms / %lld ms, ratio %.3f (target: equal, no VM restarted) %s\n",
+	       n_rec, rec, n_ha, ha, live, rec + ha,
+	       rec + ha > 0 ? (double)live / (double)(rec + ha) : 0, ok ? "ok" : "NOT EQUAL");
 	return ok ? 0 : -1;
 }
 

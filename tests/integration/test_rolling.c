@@ -848,9 +848,9 @@ Test(rolling, wait_for_the_admins_upgrades, .timeout = 600)
 	a.over = true;
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	curl_easy_cleanup(a.sp.curl);
-	cr_assert_eq(a.upgraded, 3, "%s", a.why);
-	cr_assert_eq(o, JOB_OUT_DONE, "%s; left: %s",
-		     job_error(j)->message ? job_error(j)->message : "", job_left(j) ? job_left(j) : "");
+	cr_assert(a.upgraded == 3 && o == JOB_OUT_DONE, "upgraded %d (%s); the run: %s; left: %s",
+		  a.upgraded, a.why, job_error(j)->message ? job_error(j)->message : "",
+		  job_left(j) ? job_left(j) : "");
 	assert_rolled(&w, "--wait", false);
 	assert_moves_once(&w, "--wait");
 	job_free(j);

@@ -7,9 +7,12 @@
 #include "store.h"
 #include "util.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* Authorize the first sshd's identity on every node's sshd and note where
@@ -44,15 +47,63 @@ static int one_identity(struct rollfx *w)
 	return rc;
 }
 
-int rollfx_start(struct rollfx *w, const char *scale, bool store)
+/* A port free on the loopback now (the kernel's pick), or 0. */
+static unsigned free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	unsigned port = 0;
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* The scenario with every guest that has an address listening on port,
+ * written to path. 0, or -1 after saying why. */
+static int probed_scenario(const char *path, unsigned port)
+{
+	json_object *s = json_object_from_file(ROLLFX_SCENARIO), *guests = NULL;
+	int rc = port && s && json_object_object_get_ex(s, "guests", &guests) ? 0 : -1;
+	for (size_t i = 0; rc == 0 && i < json_object_array_length(guests); i++) {
+		json_object *g = json_object_array_get_idx(guests, i);
+		if (json_object_object_get_ex(g, "address", NULL))
+			json_object_object_add(g, "listen_port", json_object_new_int64(port));
+	}
+	if (rc == 0 && json_object_to_file(path, s) != 0)
+		rc = -1;
+	if (rc < 0)
+		fprintf(stderr, "rollfx: no free port, or cannot write %s\n", path);
+	json_object_put(s);
+	return rc;
+}
+
+/* rollfx_start's, and with probe rollfx_start_probed's. */
+static int start(struct rollfx *w, const char *scale, bool store, bool probe)
 {
 	memset(w, 0, sizeof *w);
 	if (geteuid() != 0)
 		return 1;
+	char scen[64];
+	snprintf(scen, sizeof scen, "%s", ROLLFX_SCENARIO);
+	if (probe) {
+		snprintf(scen, sizeof scen, "/tmp/pvagent-test-rollfx-%ld.json", (long)getpid());
+		w->probe_port = free_port();
+		if (probed_scenario(scen, w->probe_port) < 0)
+			return -1;
+	}
 	const char *args[] = {"--node-shell-listen", "127.0.0.1:0", "--time-scale",
 			      scale ? scale : "1", NULL};
-	if (migfx_start(&w->f, ROLLFX_SCENARIO, args, !scale) < 0)
+	int started = migfx_start(&w->f, scen, args, !scale);
+	if (probe && (started < 0 || !(w->f.scenario_copy = strdup(scen))))
+		unlink(scen); /* else migfx_stop removes it */
+	if (started < 0)
 		return -1;
+	if (probe)
+		w->f.conf.migrate.probe_port = w->probe_port;
 	if (nodesshd_start(&w->ns, &w->f.sp) < 0) {
 		fprintf(stderr, "rollfx: the nodes' sshd did not start\n");
 		migfx_stop(&w->f);
@@ -83,6 +134,16 @@ int rollfx_start(struct rollfx *w, const char *scale, bool store)
 	if (rc < 0)
 		rollfx_stop(w);
 	return rc;
+}
+
+int rollfx_start(struct rollfx *w, const char *scale, bool store)
+{
+	return start(w, scale, store, false);
+}
+
+int rollfx_start_probed(struct rollfx *w, const char *scale, bool store)
+{
+	return start(w, scale, store, true);
 }
 
 int rollfx_stop(struct rollfx *w)

@@ -23,6 +23,7 @@ struct rollfx {
 	char *db;               /* dir/state.db (opened as f.env.store unless daemon) */
 	json_object *node_ssh;  /* {NODE: "127.0.38.N:PORT"} */
 	json_object *scen;      /* the scenario: the guests' homes and states */
+	unsigned probe_port;    /* rollfx_start_probed's: every guest listens on it */
 };
 
 /* scale NULL: in simulated time (simclock.h: each sleep advances the
@@ -32,6 +33,12 @@ struct rollfx {
  * (else pvagentd's). 0; 1 when not root (nothing started); -1 after
  * saying why on stderr. */
 int rollfx_start(struct rollfx *w, const char *scale, bool store);
+/* As rollfx_start, but every guest with an address listens on one port
+ * (on its own address), the [migrate] probe_port, so each migration's
+ * probe measures the gap clients see (the simulator closes the port for
+ * the downtime; in real time only: scale not NULL, 20 for a container's
+ * restart to last 150 ms). */
+int rollfx_start_probed(struct rollfx *w, const char *scale, bool store);
 /* Stop and remove everything; 0, or -1 when something did not end cleanly. */
 int rollfx_stop(struct rollfx *w);
 
