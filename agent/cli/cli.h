@@ -1,8 +1,10 @@
 /* cli.h - what the parts of the pvagent command-line tool share
  * (cli_env.c: configuration, client, store, errors and exit codes;
- * pvagent.c: global options, the command table, nodes/list/templates;
- * cli_up.c: up/down; cli_guest.c: inject, virtio, bench; ...). Not part
- * of the library: agent/cli/ is linked into pvagent only. */
+ * pvagent.c: global options; cli_table.c: the command table,
+ * nodes/list/templates; cli_args.c: parsing and dispatch; cli_run.c: the
+ * one runner of a command's jobs; cli_up.c: up/down; cli_guest.c: inject,
+ * virtio, bench; ...). Not part of the library: agent/cli/ is linked into
+ * pvagent only. */
 #ifndef PVAGENT_CLI_H
 #define PVAGENT_CLI_H
 
