@@ -46,6 +46,7 @@ static enum report_kind kind_of_status(const char *st)
 		enum report_kind kind;
 	} map[] = {
 		{"moved", REPORT_MOVED},	  {"tagged", REPORT_MOVED},
+		{"moved by HA", REPORT_MOVED},
 		{"failed", REPORT_FAILED},	  {"needs-attention", REPORT_FAILED},
 		{"interrupted", REPORT_FAILED}, {"fits nowhere", REPORT_REFUSED},
 		{"skipped", REPORT_REFUSED},	  {"template", REPORT_STAYED},
@@ -375,47 +376,76 @@ static void from_migration(struct report_move *m, struct tree *t, size_t i, bool
 		m->why = error_message(j->error, NULL, oom);
 }
 
-/* The moves job index i recorded in its vars. */
+/* A move's members as a drain's or a rolling node's vars record them
+ * ("vmid", "name", "type", "target", "status", "downtime_ms"), planned by
+ * job j; NULL when out of memory. */
+static struct report_move *move_of(struct report *r, const struct store_job *j, json_object *o,
+				   bool *oom)
+{
+	long long x;
+	struct report_move *m = new_move(r);
+	if (!m)
+		return NULL;
+	m->vmid = json_int(o, "vmid", &x) ? (int)x : 0;
+	m->name = dup_or_null(json_str(o, "name"), oom);
+	m->type = dup_or_null(json_str(o, "type"), oom);
+	m->to = dup_or_null(json_str(o, "target"), oom);
+	m->status = dup_or_null(json_str(o, "status"), oom);
+	m->kind = kind_of_status(m->status);
+	if (json_int(o, "downtime_ms", &x) && x >= 0)
+		m->downtime_ms = x;
+	m->by = j->id;
+	return m;
+}
+
+/* The moves job index i recorded in its vars: a drain's or an undrain's
+ * "moves", and the "ha_moves" of a rolling node, the moves PVE's CRM made
+ * of its HA guests (off the node in maintenance and back after it), with
+ * their tasks' start and end and a VM's downtime, no migration job of
+ * ours. */
 static int add_moves(struct report *r, struct tree *t, size_t i)
 {
 	const struct store_job *j = &t->jobs[i];
-	json_object *moves = NULL;
 	bool undrain = strcmp(j->workflow, "undrain") == 0, oom = false;
-	if (!json_object_object_get_ex(t->vars[i], "moves", &moves) ||
-	    !json_object_is_type(moves, json_type_array))
-		return 0;
-	for (size_t k = 0; k < json_object_array_length(moves); k++) {
-		json_object *o = json_object_array_get_idx(moves, k);
-		long long x;
-		struct report_move *m = new_move(r);
-		if (!m)
-			return -1;
-		m->vmid = json_int(o, "vmid", &x) ? (int)x : 0;
-		m->name = dup_or_null(json_str(o, "name"), &oom);
-		m->type = dup_or_null(json_str(o, "type"), &oom);
-		m->from = dup_or_null(undrain ? json_str(o, "from") : j->subject, &oom);
-		m->to = dup_or_null(json_str(o, "target"), &oom);
-		const char *meth = json_str(o, "method");
-		m->method = dup_or_null(meth && strcmp(meth, "-") != 0 ? meth : NULL, &oom);
-		m->status = dup_or_null(json_str(o, "status"), &oom);
-		m->kind = kind_of_status(m->status);
-		if (json_int(o, "downtime_ms", &x) && x >= 0)
-			m->downtime_ms = x;
-		if (json_int(o, "probe_gap_ms", &x) && x >= 0)
-			m->gap_ms = x;
-		m->by = j->id;
-		/* an undrain's target is the home; a drain's node is */
-		m->home = dup_or_null(undrain ? m->to : j->subject, &oom);
-		const char *with = json_str(o, "with");
-		char *why = with && m->kind == REPORT_PENDING
-				    ? strprintf("moves along with %s (HA)", with)
-				    : NULL;
-		m->why = why ? why : dup_or_null(json_str(o, "why"), &oom);
-		oom |= with && m->kind == REPORT_PENDING && !why;
-		if (m->kind != REPORT_STAYED && m->kind != REPORT_REFUSED) {
-			long mi = find_migration(t, j->id, json_int(o, "job", &x) ? x : 0, m->vmid);
-			if (mi >= 0)
-				from_migration(m, t, (size_t)mi, &oom);
+	for (int ha = 0; ha <= 1; ha++) {
+		json_object *moves = NULL;
+		if (!json_object_object_get_ex(t->vars[i], ha ? "ha_moves" : "moves", &moves) ||
+		    !json_object_is_type(moves, json_type_array))
+			continue;
+		for (size_t k = 0; k < json_object_array_length(moves); k++) {
+			json_object *o = json_object_array_get_idx(moves, k);
+			long long x;
+			struct report_move *m = move_of(r, j, o, &oom);
+			if (!m)
+				return -1;
+			const char *meth = json_str(o, "method");
+			m->method = dup_or_null(meth && strcmp(meth, "-") != 0 ? meth : NULL, &oom);
+			if (ha) {
+				m->from = dup_or_null(json_str(o, "from"), &oom);
+				m->home = dup_or_null(j->subject, &oom);
+				if (json_int(o, "started", &x))
+					m->started = (double)x;
+				if (json_int(o, "ended", &x))
+					m->ended = (double)x;
+				continue;
+			}
+			m->from = dup_or_null(undrain ? json_str(o, "from") : j->subject, &oom);
+			if (json_int(o, "probe_gap_ms", &x) && x >= 0)
+				m->gap_ms = x;
+			/* an undrain's target is the home; a drain's node is */
+			m->home = dup_or_null(undrain ? m->to : j->subject, &oom);
+			const char *with = json_str(o, "with");
+			char *why = with && m->kind == REPORT_PENDING
+					    ? strprintf("moves along with %s (HA)", with)
+					    : NULL;
+			m->why = why ? why : dup_or_null(json_str(o, "why"), &oom);
+			oom |= with && m->kind == REPORT_PENDING && !why;
+			if (m->kind != REPORT_STAYED && m->kind != REPORT_REFUSED) {
+				long mi = find_migration(t, j->id, json_int(o, "job", &x) ? x : 0,
+							 m->vmid);
+				if (mi >= 0)
+					from_migration(m, t, (size_t)mi, &oom);
+			}
 		}
 	}
 	return oom ? -1 : 0;

@@ -6,6 +6,7 @@
 #include "wf_rolling.h"
 
 #include "clock.h"
+#include "guest.h"
 #include "inject.h"
 #include "json.h"
 #include "log.h"
@@ -850,11 +851,125 @@ static json_object *ha_started_on(struct pve *c, const char *node, struct pve_er
 		}
 		json_object_object_add(g, "vmid", json_object_new_int(json_int0(e, "vmid")));
 		json_add_str(g, "name", json_str(e, "name") ? json_str(e, "name") : "");
+		json_add_str(g, "type", json_str(e, "type") ? json_str(e, "type") : "qemu");
 	}
 	json_object_put(res);
 	if (!out)
 		pve_error_oom(err);
 	return out;
+}
+
+/* The newest ended task of type for vmid in node's task list ({upid,
+ * starttime, endtime}; a copy), polled until it shows ended (up to 120 s:
+ * HA's LRM starts a moved container a round after its migration). 0 with
+ * *out (NULL when none showed), or -1 with e. */
+static int ha_task_ended(struct job *j, const char *node_name, const char *type, int vmid,
+			 json_object **out, struct pve_error *e)
+{
+	struct roll_ctx *r = job_ctx(j);
+	const struct pve_clock *clk = job_wait(j)->clock;
+	double until = pve_clock_now(clk) + 120;
+	char *node = pve_path_escape(node_name);
+	*out = NULL;
+	if (!node)
+		return pve_error_oom(e);
+	int rc = 0;
+	for (;;) {
+		json_object *tasks = NULL, *found = NULL;
+		struct pve_params q = {0};
+		long long best = -1, t0 = 0, t1 = 0;
+		if (pve_params_add_int(&q, "vmid", vmid) < 0 || pve_params_add(&q, "typefilter", type) < 0 ||
+		    pve_params_add(&q, "source", "all") < 0)
+			rc = pve_error_oom(e);
+		else
+			rc = pve_getf(job_pve(j), &tasks, &q, e, "/nodes/%s/tasks", node);
+		pve_params_free(&q);
+		for (size_t i = 0; rc == 0 && json_object_is_type(tasks, json_type_array) &&
+				   i < json_object_array_length(tasks); i++) {
+			json_object *t = json_object_array_get_idx(tasks, i);
+			if (json_str(t, "upid") && json_int(t, "starttime", &t0) && t0 > best) {
+				found = t;
+				best = t0;
+			}
+		}
+		if (found && json_int(found, "endtime", &t1))
+			*out = json_object_get(found);
+		json_object_put(tasks);
+		if (rc < 0 || *out || pve_clock_now(clk) > until || job_stopping(j))
+			break;
+		pve_clock_sleep(clk, r->poll_s);
+	}
+	free(node);
+	return rc;
+}
+
+/* The CRM's move of an HA guest, found in the task lists of the nodes (a
+ * VM: its qmigrate on the node it left, a live migration whose log gives
+ * the downtime; a container: HA's vzshutdown there and its LRM's vzstart
+ * on the target, down from the one's start to the other's end), appended
+ * to the vars' ha_moves as a drain records its moves, status "moved by
+ * HA". A task that cannot be read leaves the move without figures, said
+ * in the log. 0, or -1 out of memory. */
+static int ha_move_record(struct job *j, json_object *g, const char *from, const char *to,
+			  const char *leg)
+{
+	const char *type = json_str(g, "type");
+	bool vm = !type || strcmp(type, "qemu") == 0;
+	int vmid = json_int0(g, "vmid");
+	json_object *moves = NULL, *mv = json_object_new_object();
+	if (!json_object_object_get_ex(job_vars(j), "ha_moves", &moves)) {
+		moves = json_object_new_array();
+		if (!moves || json_object_object_add(job_vars(j), "ha_moves", moves) < 0) {
+			json_object_put(moves);
+			json_object_put(mv);
+			return pve_error_oom(job_err(j));
+		}
+	}
+	if (!mv || json_object_array_add(moves, mv) < 0) {
+		json_object_put(mv);
+		return pve_error_oom(job_err(j));
+	}
+	int rc = 0;
+	rc |= json_object_object_add(mv, "vmid", json_object_new_int(vmid));
+	rc |= json_add_str(mv, "name", json_str(g, "name"));
+	rc |= json_add_str(mv, "type", vm ? "qemu" : "lxc");
+	rc |= json_add_str(mv, "leg", leg);
+	rc |= json_add_str(mv, "from", from);
+	rc |= json_add_str(mv, "target", to);
+	rc |= json_add_str(mv, "method", vm ? "online" : "restart");
+	rc |= json_add_str(mv, "status", "moved by HA");
+	if (rc < 0)
+		return pve_error_oom(job_err(j));
+	struct pve_error e = {0};
+	json_object *first = NULL, *last = NULL;
+	long long t0 = 0, t1 = 0, down = -1;
+	if (ha_task_ended(j, from, vm ? "qmigrate" : "vzshutdown", vmid, &first, &e) == 0 && first &&
+	    (vm || ha_task_ended(j, to, "vzstart", vmid, &last, &e) == 0) && (vm || last)) {
+		json_int(first, "starttime", &t0);
+		json_int(last ? last : first, "endtime", &t1);
+		if (vm) {
+			struct task_result res = {0};
+			struct guest_wait w = *job_wait(j);
+			w.attach = true;
+			if (guest_wait_task(job_pve(j), json_str(first, "upid"), "migrate", &w, &res,
+					    &e) == 0)
+				down = res.downtime_ms;
+			task_result_free(&res);
+		} else {
+			down = (t1 - t0) * 1000;
+		}
+		rc |= json_object_object_add(mv, "started", json_object_new_int64(t0));
+		rc |= json_object_object_add(mv, "ended", json_object_new_int64(t1));
+		if (down >= 0)
+			rc |= json_object_object_add(mv, "downtime_ms", json_object_new_int64(down));
+	}
+	if (e.kind != PVE_OK || !first || (!vm && !last))
+		log_warn("%s: HA's move of %d from %s to %s: %s", job_subject(j), vmid, from, to,
+			 e.kind != PVE_OK && e.message ? e.message : "its tasks did not show ended");
+	pve_error_clear(&e);
+	json_object_put(first);
+	json_object_put(last);
+	return rc < 0 ? pve_error_oom(job_err(j)) : 0;
 }
 
 /* Poll until every HA guest of the vars' ha_guests is off the node (off)
@@ -883,7 +998,24 @@ static int ha_guests_wait(struct job *j, bool off)
 				if (json_int0(e, "vmid") == json_int0(g, "vmid"))
 					at = json_str(e, "node");
 			}
-			if (at && (strcmp(at, node) == 0) == off)
+			bool moved = at && (strcmp(at, node) == 0) != off;
+			const char *seen = off ? "away_at" : "back";
+			if (moved && !json_object_object_get_ex(g, seen, NULL)) {
+				/* once per leg: a resumed wait does not record it again */
+				const char *away = json_str(g, "away_at");
+				int rec = ha_move_record(j, g, off ? node : away ? away : "?",
+						       off ? at : node, off ? "off" : "back");
+				if (rec == 0)
+					rec = json_add_str(g, seen, off ? at : node);
+				if (rec == 0 && job_save(j) < 0)
+					rec = pve_error_oom(job_err(j));
+				if (rec < 0) {
+					json_object_put(res);
+					sbuf_free(&waiting);
+					return -1;
+				}
+			}
+			if (at && !moved)
 				sbuf_addf(&waiting, "%s%s (%d)", waiting.len ? ", " : "",
 					  json_str(g, "name"), json_int0(g, "vmid"));
 		}
