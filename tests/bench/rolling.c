@@ -92,9 +92,32 @@ static double secs(json_object *m)
 	       json_object_get_double(json_object_object_get(m, "start"));
 }
 
+/* The scenario's node of guest vmid (its home), or NULL. */
+static const char *home_of(json_object *scen, long long vmid)
+{
+	json_object *guests = NULL;
+	json_object_object_get_ex(scen, "guests", &guests);
+	for (size_t i = 0; guests && i < json_object_array_length(guests); i++)
+		if (json_int0(json_object_array_get_idx(guests, i), "vmid") == vmid)
+			return json_str(json_object_array_get_idx(guests, i), "node");
+	return NULL;
+}
+
+/* Migration task t into a leg: its duration in d[*k], the leg's first
+ * start and last end. */
+static void leg_add(json_object *t, double *d, size_t *k, double *first, double *last)
+{
+	double a = json_object_get_double(json_object_object_get(t, "start"));
+	double b = json_object_get_double(json_object_object_get(t, "end"));
+	d[(*k)++] = secs(t);
+	*first = *first < 0 || a < *first ? a : *first;
+	*last = b > *last ? b : *last;
+}
+
 /* The ideal makespan: per node in the run's order, its recorded drain
  * and undrain moves matched to the simulator's tasks (each vmid's in
- * order). -1 when a task is left over or a move has none. */
+ * order), with the CRM's moves of its HA guests off it and back. -1 when
+ * a task is left over or a move has none. */
 static double ideal(struct job *j, json_object *scen, json_object *migs, double t0,
 		    size_t *n_moves)
 {
@@ -127,12 +150,23 @@ static double ideal(struct job *j, json_object *scen, json_object *migs, double 
 					free(d);
 					return -1;
 				}
-				d[k++] = secs(t);
+				leg_add(t, d, &k, &first[l], &last[l]);
 				used++;
-				double a = json_object_get_double(json_object_object_get(t, "start"));
-				double b = json_object_get_double(json_object_object_get(t, "end"));
-				first[l] = first[l] < 0 || a < first[l] ? a : first[l];
-				last[l] = b > last[l] ? b : last[l];
+			}
+			/* the CRM's moves of the node's own HA guests (root@pam's):
+			 * off it in its maintenance, back after it */
+			for (size_t m = 0; m < n; m++) {
+				json_object *t = json_object_array_get_idx(migs, m);
+				const char *u = json_str(t, "user"),
+					   *end = json_str(t, l ? "to" : "from");
+				const char *home = home_of(scen, json_int0(t, "vmid"));
+				if (taken[m] || !u || strcmp(u, "root@pam") != 0 || !end || !home ||
+				    strcmp(end, json_str(node, "name")) != 0 ||
+				    strcmp(home, json_str(node, "name")) != 0)
+					continue;
+				taken[m] = true;
+				leg_add(t, d, &k, &first[l], &last[l]);
+				used++;
 			}
 			leg_s[l] = k ? drain_schedule(d, NULL, k, K, 0, 0, NULL) : 0;
 		}

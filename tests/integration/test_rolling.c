@@ -570,6 +570,63 @@ Test(rolling, an_8_4_cluster_rolled_to_9_1, .timeout = 600)
 	rworld_stop(&w);
 }
 
+/* The index in the node commands cmds of node's first command whose argv
+ * starts with a0 and holds a1 (NULL: any), or -1. */
+static long command_at(json_object *cmds, const char *node, const char *a0, const char *a1)
+{
+	for (size_t k = 0; k < json_object_array_length(cmds); k++) {
+		json_object *c = json_object_array_get_idx(cmds, k), *argv = NULL;
+		json_object_object_get_ex(c, "argv", &argv);
+		size_t n = argv ? json_object_array_length(argv) : 0;
+		if (!n || strcmp(json_str(c, "node") ? json_str(c, "node") : "", node) != 0 ||
+		    strcmp(json_object_get_string(json_object_array_get_idx(argv, 0)), a0) != 0)
+			continue;
+		for (size_t i = 1; i < n && a1; i++)
+			if (strcmp(json_object_get_string(json_object_array_get_idx(argv, i)), a1) == 0)
+				return (long)k;
+		if (!a1)
+			return (long)k;
+	}
+	return -1;
+}
+
+/* --run-script, the major upgrade: on each node its checker (pve8to9
+ * --full) first, then the admin's script through the node's own sh, whose
+ * commands reach the node (the simulator's, through the test sshd); the
+ * run ends as --run's. */
+Test(rolling, run_script_after_the_checker_passes, .timeout = 600)
+{
+	struct rollfx w;
+	rworld_start(&w, false);
+	static const char script[] = "set -e\n"
+				     "echo \"upgrading $1 to $2\"\n"
+				     "apt-get update\n"
+				     "DEBIAN_FRONTEND=noninteractive apt-get -y dist-upgrade\n";
+	struct rolling_request q = {.mode = "run", .version = "9.1", .max_workers = 4,
+				    .node_ssh = w.node_ssh, .wait_s = 1800, .script = script};
+	enum job_outcome o;
+	struct job *j = run_rolling(&w.f, wf_rolling_params(&q), &o);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s; left: %s",
+		     job_error(j)->message ? job_error(j)->message : "", job_left(j) ? job_left(j) : "");
+	assert_rolled(&w, "--run-script", true);
+	long status = 0;
+	json_object *body = NULL, *cmds = NULL;
+	cr_assert_eq(sim_http(&w.f.sp, "GET", "/_sim/node-commands", NULL, NULL, NULL, &status,
+			      &body), 0);
+	cr_assert(json_object_object_get_ex(body, "data", &cmds));
+	static const char *const nodes[] = {"pve1", "pve2", "pve3"};
+	for (size_t i = 0; i < 3; i++) {
+		long check = command_at(cmds, nodes[i], "pve8to9", "--full");
+		long upgrade = command_at(cmds, nodes[i], "apt-get", "dist-upgrade");
+		cr_expect_geq(check, 0, "%s: no pve8to9 --full", nodes[i]);
+		cr_expect_gt(upgrade, check, "%s: the script's dist-upgrade not after the checker",
+			     nodes[i]);
+	}
+	json_object_put(body);
+	job_free(j);
+	rworld_stop(&w);
+}
+
 /* ---- the same through pvagentd, SIGKILLed at every step boundary --------------------- *
  *
  * The rolling job's process stops itself right after a step's end was
