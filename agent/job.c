@@ -379,6 +379,68 @@ struct pve *job_pve(struct job *j) { return j->pve; }
 struct job_env *job_env(struct job *j) { return j->env; }
 json_object *job_params(struct job *j) { return j->params; }
 json_object *job_vars(struct job *j) { return j->vars; }
+
+/* ---- its params, by the workflow's table ----------------------------------------------------- */
+
+/* Member key of the params, when the table declares it (else logged: a
+ * read the table does not know of is a programming error). */
+static json_object *param(struct job *j, const char *key)
+{
+	json_object *v = NULL;
+	if (j->wf->params && !job_param_find(j->wf->params, key))
+		log_error("%s: param \"%s\" is not declared (wf_params.c)", j->wf->name, key);
+	return json_object_object_get_ex(j->params, key, &v) ? v : NULL;
+}
+
+const char *job_param_str(struct job *j, const char *key)
+{
+	json_object *v = param(j, key);
+	return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+long long job_param_int(struct job *j, const char *key)
+{
+	json_object *v = param(j, key);
+	return json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : 0;
+}
+
+double job_param_num(struct job *j, const char *key)
+{
+	json_object *v = param(j, key);
+	return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)
+		       ? json_object_get_double(v) : 0;
+}
+
+bool job_param_bool(struct job *j, const char *key)
+{
+	json_object *v = param(j, key);
+	return json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+int job_param_kv(struct job *j, const char *key, struct tmpl_kvlist *l)
+{
+	(void)param(j, key);
+	return job_params_kv(j->params, key, l);
+}
+
+json_object *job_param_list(struct job *j, const char *key)
+{
+	json_object *v = param(j, key);
+	return json_object_is_type(v, json_type_array) ? v : NULL;
+}
+
+/* The params checked by the workflow's table: 0, or -1 with err
+ * (PVE_ERR_CONFIG). */
+static int check_params(const struct job_workflow *wf, const char *subject, json_object *params,
+			struct pve_error *err)
+{
+	char *why = NULL;
+	if (!wf->params || job_params_check(wf->params, subject, params, false, &why) == 0)
+		return 0;
+	pve_error_set(err, PVE_ERR_CONFIG, "%s", why ? why : "out of memory");
+	free(why);
+	return -1;
+}
 bool job_stopping(const struct job *j) { return env_stopping(j->env); }
 
 const struct store_step *job_steps(const struct job *j, size_t *n)
@@ -959,6 +1021,9 @@ enum job_outcome job_run(struct job *j, struct pve *c)
 	j->state = JOB_RUNNING;
 	if (j->started <= 0)
 		j->started = clock_unix_now();
+	if (!j->ctx_open && check_params(wf, j->subject, j->params, &j->err) < 0)
+		/* a stored job's params its table refuses: a usage error */
+		return finish(j, JOB_FAILED, JOB_OUT_USAGE, job_outcome_name(JOB_OUT_USAGE));
 	if (!j->ctx_open && wf->open) {
 		/* close frees what a failed open made, too */
 		j->ctx_open = true;
@@ -1209,6 +1274,8 @@ static int job_for_any(struct job_env *env, const struct job_workflow *wf, const
 int job_submit(struct job_env *env, const struct job_workflow *wf, const char *subject,
 	       json_object *params, struct job **out, struct pve_error *err)
 {
+	if (check_params(wf, subject, params, err) < 0)
+		return -1;
 	switch (wf->resume) {
 	case JOB_RESUME_SUBJECT:
 		return job_for_any(env, wf, subject, params, out, err);

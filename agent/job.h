@@ -29,6 +29,7 @@
 #include "conf.h"
 #include "event.h"
 #include "guest.h"
+#include "job_params.h"
 #include "json.h"
 #include "outcome.h"
 #include "pve.h"
@@ -82,6 +83,10 @@ struct job_workflow {
 		JOB_RESUME_NONE,     /* left alone: every request a new job
 					(inject, bench: a rerun does it again) */
 	} resume;
+	/* Its params (wf_params.c): job_submit and job_run check a job's by
+	 * them (job_params_check); open reads them with job_param_*. NULL:
+	 * any (the tests' toy workflows). */
+	const struct job_params_decl *params;
 };
 
 /* ---- environment ------------------------------------------------------------- */
@@ -145,7 +150,9 @@ int job_cancel_stored(struct store *s, struct store_job *sj, const char *why, ch
 
 /* The one launcher: the job a request of wf on subject with params
  * (borrowed) makes, by wf's resume policy (an unfinished job resumed, or a
- * new one); one whose lock another process holds is PVE_ERR_LOCKED. Run it
+ * new one); one whose lock another process holds is PVE_ERR_LOCKED; params
+ * its table refuses (job_params_check) are PVE_ERR_CONFIG, in the words
+ * pvagentd refuses them with. Run it
  * with job_run, in this process (the CLI, a pvagentd child) or load it
  * elsewhere by ID. */
 int job_submit(struct job_env *env, const struct job_workflow *wf, const char *subject,
@@ -188,6 +195,17 @@ void *job_ctx(struct job *j);
 struct pve *job_pve(struct job *j);
 struct job_env *job_env(struct job *j);
 json_object *job_params(struct job *j);  /* borrowed */
+/* Its params by the workflow's table (checked before open: a member is
+ * of its type or absent): a string or NULL, an integer or 0, a number or
+ * 0, a flag; a KV list or map into *l (job_params_kv: 0 or -1). Reading a
+ * member the table does not declare is a programming error (logged). */
+const char *job_param_str(struct job *j, const char *key);
+long long job_param_int(struct job *j, const char *key);
+double job_param_num(struct job *j, const char *key);
+bool job_param_bool(struct job *j, const char *key);
+int job_param_kv(struct job *j, const char *key, struct tmpl_kvlist *l);
+/* A STR_LIST member (borrowed), or NULL. */
+json_object *job_param_list(struct job *j, const char *key);
 json_object *job_vars(struct job *j);    /* borrowed; steps add members */
 /* Store the vars now (the engine does after every step). */
 int job_save(struct job *j);

@@ -322,70 +322,13 @@ int ssh_wait_connect(const struct ssh_opts *so, const struct ssh_wait *w,
 
 /* ---- as a job's params -------------------------------------------------------------- */
 
-int target_params_add(json_object *p, const struct target_req *req)
+int target_params_add(const struct job_params_decl *d, json_object *p,
+		      const struct target_req *req)
 {
-	if (req->tmpl_name &&
-	    json_object_object_add(p, "template", json_object_new_string(req->tmpl_name)) < 0)
-		return -1;
-	if (req->address &&
-	    json_object_object_add(p, "address", json_object_new_string(req->address)) < 0)
-		return -1;
-	if (!req->vars || !req->vars->n)
-		return 0;
-	json_object *v = json_object_new_object();
-	if (!v || json_object_object_add(p, "vars", v) < 0) {
-		json_object_put(v);
-		return -1;
-	}
-	for (size_t i = 0; i < req->vars->n; i++) {
-		const struct tmpl_kv *kv = &req->vars->items[i];
-		if (json_object_object_add(v, kv->key, json_object_new_string(kv->value)) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* A string member of p, or NULL; -1 when it is there and not a string. */
-static int str_member(json_object *p, const char *key, const char **out, struct pve_error *err)
-{
-	json_object *v = NULL;
-	*out = NULL;
-	if (!json_object_object_get_ex(p, key, &v) || !v)
-		return 0;
-	if (!json_object_is_type(v, json_type_string)) {
-		pve_error_set(err, PVE_ERR_CONFIG, "job params: \"%s\" is not a string", key);
-		return -1;
-	}
-	*out = json_object_get_string(v);
-	return 0;
-}
-
-int target_req_from_params(json_object *p, const char *subject, struct target_req *req,
-			   struct tmpl_kvlist *vars, struct pve_error *err)
-{
-	memset(req, 0, sizeof *req);
-	memset(vars, 0, sizeof *vars);
-	req->name = subject;
-	req->vars = vars;
-	if (str_member(p, "template", &req->tmpl_name, err) < 0 ||
-	    str_member(p, "address", &req->address, err) < 0)
-		return -1;
-	json_object *v = NULL;
-	if (!json_object_object_get_ex(p, "vars", &v) || !v)
-		return 0;
-	if (!json_object_is_type(v, json_type_object)) {
-		pve_error_set(err, PVE_ERR_CONFIG, "job params: \"vars\" is not an object");
-		return -1;
-	}
-	json_object_object_foreach(v, key, val) {
-		if (!json_object_is_type(val, json_type_string)) {
-			pve_error_set(err, PVE_ERR_CONFIG, "job params: vars.%s is not a string", key);
-			return -1;
-		}
-		if (tmpl_kvlist_set(vars, key, json_object_get_string(val)) < 0)
-			return pve_error_oom(err);
-	}
-	return 0;
+	return job_param_set_str(d, p, "template", req->tmpl_name) < 0 ||
+			       job_param_set_str(d, p, "address", req->address) < 0 ||
+			       job_param_set_kv(d, p, "vars", req->vars) < 0
+		       ? -1 : 0;
 }
 
 int guest_target_open_job(struct job *j, bool tmpl_optional, bool qemu_only,
@@ -400,9 +343,12 @@ int guest_target_open_job_as(struct job *j, const struct target_req *how,
 {
 	struct pve_error *err = job_err(j);
 	const struct conf *cf = job_env(j)->conf;
-	struct target_req treq;
-	if (target_req_from_params(job_params(j), job_subject(j), &treq, vars, err) < 0)
-		return -1;
+	/* the params by the workflow's table (checked before open) */
+	struct target_req treq = {.name = job_subject(j), .vars = vars,
+				  .tmpl_name = job_param_str(j, "template"),
+				  .address = job_param_str(j, "address")};
+	if (job_param_kv(j, "vars", vars) < 0)
+		return pve_error_oom(err);
 	treq.tmpl_optional = how->tmpl_optional;
 	treq.qemu_only = how->qemu_only;
 	treq.address_optional = how->address_optional;

@@ -98,17 +98,13 @@ int ssh_wait_connect(const struct ssh_opts *so, const struct ssh_wait *w,
 		     struct ssh_session **out, struct ssh_error *e, unsigned *attempts);
 
 /* A job's params for a guest command (the members of req a user gives:
- * "template", "address", "vars" {K: V}); added to p. 0, or -1 on OOM. */
-int target_params_add(json_object *p, const struct target_req *req);
-/* The target_req those params ask for (name = subject); strings borrow
- * from p, vars is filled (tmpl_kvlist_free it). 0, or -1 with *err
- * (PVE_ERR_CONFIG naming the member) for params that are not of this
- * shape. */
-int target_req_from_params(json_object *p, const char *subject, struct target_req *req,
-			   struct tmpl_kvlist *vars, struct pve_error *err);
+ * "template", "address", "vars" {K: V}), added to p by d's table (the
+ * guest command's workflow's: job_params.h). 0, or -1 on OOM. */
+int target_params_add(const struct job_params_decl *d, json_object *p,
+		      const struct target_req *req);
 /* A guest command's job open (job.h): the guest the job's params ask for
- * (target_req_from_params on its subject, with tmpl_optional and
- * qemu_only), opened with the env's conf and the job's PVE client; the
+ * (its params "template", "address" and "vars" on its subject, with
+ * tmpl_optional and qemu_only), opened with the env's conf and the job's PVE client; the
  * job's guest set (job_set_guest) and its vars' "name" (the guest's name,
  * also when the subject is a VMID). 0, or -1 with job_err(j) set. gt and
  * vars are the caller's to free, also on failure. */

@@ -1,6 +1,6 @@
 /* up_check.c - an up job's params and the checks an up request passes
  * before any request to PVE (up_check.h): the params written
- * (wf_up_params) and read back, guest names, --set keys and values
+ * (wf_up_params, by up's table), guest names, --set keys and values
  * against the PVE schema, the template expanded for each name, the
  * address pool. The CLI makes the checks before it runs or submits;
  * pvagentd makes them again on what a peer submitted (up_check_params),
@@ -13,6 +13,7 @@
 #include "pvecheck.h"
 #include "pvekeys.h"
 #include "util.h"
+#include "wf_params.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -22,73 +23,29 @@
 
 /* ---- params ------------------------------------------------------------------------ */
 
-static int kv_to_json(json_object *o, const char *key, const struct tmpl_kvlist *l)
-{
-	json_object *a = json_object_new_array();
-	if (!a)
-		return -1;
-	for (size_t i = 0; l && i < l->n; i++) {
-		json_object *p = json_object_new_array();
-		if (!p)
-			goto fail;
-		json_object_array_add(p, json_object_new_string(l->items[i].key));
-		json_object_array_add(p, json_object_new_string(l->items[i].value));
-		json_object_array_add(a, p);
-	}
-	json_object_object_add(o, key, a);
-	return 0;
-fail:
-	json_object_put(a);
-	return -1;
-}
-
-int up_kv_from_json(json_object *o, const char *key, struct tmpl_kvlist *l)
-{
-	json_object *a;
-	memset(l, 0, sizeof *l);
-	if (!json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array))
-		return 0;
-	for (size_t i = 0; i < json_object_array_length(a); i++) {
-		json_object *p = json_object_array_get_idx(a, i);
-		if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) != 2)
-			return -1;
-		if (tmpl_kvlist_add(l, json_object_get_string(json_object_array_get_idx(p, 0)),
-				    json_object_get_string(json_object_array_get_idx(p, 1)), 0) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-static void add_opt_str(json_object *o, const char *key, const char *v)
-{
-	if (v)
-		json_object_object_add(o, key, json_object_new_string(v));
-}
-
 json_object *wf_up_params(const struct up_request *req, const char *name)
 {
+	const struct job_params_decl *d = &wf_up_params_decl;
 	json_object *o = json_object_new_object();
-	if (!o)
-		return NULL;
-	add_opt_str(o, "name", name);
-	add_opt_str(o, "template", req->tmpl->name);
-	add_opt_str(o, "template_path", req->tmpl->path);
-	add_opt_str(o, "node", req->node);
-	add_opt_str(o, "storage", req->storage);
-	add_opt_str(o, "pubkey", req->pubkey);
-	add_opt_str(o, "pool", req->pool ? req->pool : req->tmpl->guest.pool);
-	json_object_object_add(o, "vmid", json_object_new_int(req->vmid));
-	json_object_object_add(o, "vmid_min", json_object_new_int(req->vmid_min));
-	json_object_object_add(o, "vmid_max", json_object_new_int(req->vmid_max));
-	json_object_object_add(o, "no_start", json_object_new_boolean(req->no_start));
-	json_object_object_add(o, "full", json_object_new_boolean(req->full));
-	json_object_object_add(o, "no_inject", json_object_new_boolean(req->no_inject));
-	json_object_object_add(o, "retemplate", json_object_new_boolean(req->retemplate));
-	json_object_object_add(o, "dry_run", json_object_new_boolean(req->dry_run));
-	json_object_object_add(o, "ssh_wait_s", json_object_new_double(req->ssh_wait_s));
-	if (req->no_wait_ssh)
-		json_object_object_add(o, "no_wait_ssh", json_object_new_boolean(true));
-	if (kv_to_json(o, "sets", req->sets) < 0 || kv_to_json(o, "vars", req->vars) < 0) {
+	if (!o || job_param_set_str(d, o, "name", name) < 0 ||
+	    job_param_set_str(d, o, "template", req->tmpl->name) < 0 ||
+	    job_param_set_str(d, o, "template_path", req->tmpl->path) < 0 ||
+	    job_param_set_str(d, o, "node", req->node) < 0 ||
+	    job_param_set_str(d, o, "storage", req->storage) < 0 ||
+	    job_param_set_str(d, o, "pubkey", req->pubkey) < 0 ||
+	    job_param_set_str(d, o, "pool", req->pool ? req->pool : req->tmpl->guest.pool) < 0 ||
+	    job_param_set_int(d, o, "vmid", req->vmid) < 0 ||
+	    job_param_set_int(d, o, "vmid_min", req->vmid_min) < 0 ||
+	    job_param_set_int(d, o, "vmid_max", req->vmid_max) < 0 ||
+	    job_param_set_bool(d, o, "no_start", req->no_start) < 0 ||
+	    job_param_set_bool(d, o, "full", req->full) < 0 ||
+	    job_param_set_bool(d, o, "no_inject", req->no_inject) < 0 ||
+	    job_param_set_bool(d, o, "retemplate", req->retemplate) < 0 ||
+	    job_param_set_bool(d, o, "dry_run", req->dry_run) < 0 ||
+	    job_param_set_num(d, o, "ssh_wait_s", req->ssh_wait_s) < 0 ||
+	    (req->no_wait_ssh && job_param_set_bool(d, o, "no_wait_ssh", true) < 0) ||
+	    job_param_set_kv(d, o, "sets", req->sets) < 0 ||
+	    job_param_set_kv(d, o, "vars", req->vars) < 0) {
 		json_object_put(o);
 		return NULL;
 	}
@@ -331,7 +288,7 @@ int up_check_params(const char *name, json_object *params, const struct conf *co
 		return -1;
 	}
 	int rc = -1;
-	if (up_kv_from_json(params, "sets", &sets) < 0 || up_kv_from_json(params, "vars", &vars) < 0) {
+	if (job_params_kv(params, "sets", &sets) < 0 || job_params_kv(params, "vars", &vars) < 0) {
 		pve_error_set(err, PVE_ERR_CONFIG, "up %s: \"sets\" and \"vars\" are arrays of "
 			      "[key, value] strings", name);
 		goto out;

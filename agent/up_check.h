@@ -20,10 +20,6 @@ int up_request_check(const struct up_request *req, const struct conf *conf,
 
 /* The parameters of one `up` job (name is the guest). NULL on OOM. */
 json_object *wf_up_params(const struct up_request *req, const char *name);
-/* Member key of params (an array of [key, value] strings, as
- * wf_up_params writes "sets" and "vars") into *l (zeroed first; absent:
- * empty). 0, or -1 (not such an array, or OOM). */
-int up_kv_from_json(json_object *params, const char *key, struct tmpl_kvlist *l);
 /* What a peer submitted for the up job of guest `name` (params as
  * wf_up_params writes them, the template at template_path), checked as
  * the CLI checks its request (up_request_check) with conf's pools and SSH

@@ -4,6 +4,7 @@
  * in the job's vars. A stopped benchmark leaves nothing: bench_run removes
  * its test directory; a resume or a rerun measures again. */
 #include "wf_bench.h"
+#include "wf_params.h"
 
 #include "osdetect.h"
 #include "log.h"
@@ -27,8 +28,9 @@ struct bench_ctx {
 json_object *wf_bench_params(const struct target_req *req, unsigned size_mib)
 {
 	json_object *p = json_object_new_object();
-	if (!p || target_params_add(p, req) < 0 ||
-	    (size_mib && json_object_object_add(p, "size_mib", json_object_new_int64(size_mib)) < 0)) {
+	const struct job_params_decl *d = &wf_bench_params_decl;
+	if (!p || target_params_add(d, p, req) < 0 ||
+	    (size_mib && job_param_set_int(d, p, "size_mib", size_mib) < 0)) {
 		json_object_put(p);
 		return NULL;
 	}
@@ -39,13 +41,7 @@ static int bench_open(struct job *j, void *ctx)
 {
 	struct bench_ctx *x = ctx;
 	struct pve_error *err = job_err(j);
-	json_object *p = job_params(j);
-	long long size = 0;
-	if (json_object_object_get_ex(p, "size_mib", NULL) &&
-	    (!json_int(p, "size_mib", &size) || size < 1 || size > BENCH_MAX_SIZE_MIB))
-		return pve_error_set(err, PVE_ERR_CONFIG, "job params: size_mib is not 1 to %u",
-				     BENCH_MAX_SIZE_MIB), -1;
-	x->size_mib = (unsigned)size;
+	x->size_mib = (unsigned)job_param_int(j, "size_mib"); /* 0: bench.h's default */
 	if (guest_target_open_job(j, true, false, &x->gt, &x->tvars) < 0)
 		return -1;
 	if (job_env(j)->store && !(x->db = bench_db_path(job_env(j)->conf->paths.state)))
@@ -261,6 +257,7 @@ static const struct job_step_def bench_steps[] = {
 
 const struct job_workflow wf_bench = {
 	.name = "bench",
+	.params = &wf_bench_params_decl,
 	.steps = bench_steps,
 	.n_steps = sizeof bench_steps / sizeof *bench_steps,
 	.ctx_size = sizeof(struct bench_ctx),

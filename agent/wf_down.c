@@ -4,6 +4,7 @@
  * except to a resumed job, for which it is done: an earlier run may have
  * deleted it. */
 #include "wf_up.h"
+#include "wf_params.h"
 
 #include "json.h"
 #include "log.h"
@@ -22,9 +23,10 @@ struct down_ctx {
 
 json_object *wf_down_params(bool purge, bool dry_run)
 {
+	const struct job_params_decl *d = &wf_down_params_decl;
 	json_object *o = json_object_new_object();
-	if (o && (json_object_object_add(o, "purge", json_object_new_boolean(purge)) < 0 ||
-		  json_object_object_add(o, "dry_run", json_object_new_boolean(dry_run)) < 0)) {
+	if (o && (job_param_set_bool(d, o, "purge", purge) < 0 ||
+		  job_param_set_bool(d, o, "dry_run", dry_run) < 0)) {
 		json_object_put(o);
 		return NULL;
 	}
@@ -40,6 +42,8 @@ void wf_down_attach(struct job *j, struct up_result *res)
 const struct up_result *wf_down_result(struct job *j)
 {
 	struct down_ctx *d = job_ctx(j);
+	if (!d->res) /* never opened (no PVE client) */
+		return NULL;
 	wf_result_finish(j, d->res);
 	return d->res;
 }
@@ -47,8 +51,8 @@ const struct up_result *wf_down_result(struct job *j)
 static int down_open(struct job *j, void *ctx)
 {
 	struct down_ctx *d = ctx;
-	d->purge = json_flag(job_params(j), "purge");
-	d->dry_run = json_flag(job_params(j), "dry_run");
+	d->purge = job_param_bool(j, "purge");
+	d->dry_run = job_param_bool(j, "dry_run");
 	if (!d->res) {
 		d->res = &d->own_res;
 		if (!(d->res->name = strdup(job_subject(j))))
@@ -259,6 +263,7 @@ static const struct job_step_def down_steps[] = {
 
 const struct job_workflow wf_down = {
 	.name = "down",
+	.params = &wf_down_params_decl,
 	.steps = down_steps,
 	.n_steps = sizeof down_steps / sizeof *down_steps,
 	.ctx_size = sizeof(struct down_ctx),

@@ -3,6 +3,7 @@
  * whose home tag names the node), and one shared move step that runs the
  * planned migrations as wf_migrate jobs in a sliding window. */
 #include "wf_drain.h"
+#include "wf_params.h"
 
 #include "clock.h"
 #include "drain_plan.h"
@@ -47,8 +48,6 @@ void wf_drain_share(struct job *j, struct mig_cluster *mc)
 static int drain_open(struct job *j, void *ctx)
 {
 	struct drain_ctx *d = ctx;
-	json_object *p = job_params(j), *dl = NULL;
-	long long x = 0;
 	const struct conf *cf = job_env(j)->conf;
 	d->node = job_subject(j);
 	/* the workers' clients as the configuration makes them (none: every
@@ -58,14 +57,14 @@ static int drain_open(struct job *j, void *ctx)
 		d->conf_po.clock = job_env(j)->clock;
 		d->po = &d->conf_po;
 	}
-	d->max_workers = json_int(p, "max_workers", &x) && x > 0 ? (unsigned)x
+	long long k = job_param_int(j, "max_workers"), t = job_param_int(j, "per_target");
+	d->max_workers = k > 0 ? (unsigned)k
 		       : cf && cf->migrate.max_workers ? cf->migrate.max_workers : 2;
-	d->per_target = json_int(p, "per_target", &x) && x > 0 ? (unsigned)x
+	d->per_target = t > 0 ? (unsigned)t
 		      : cf && cf->migrate.per_target ? cf->migrate.per_target : 2;
-	d->partial = json_int(p, "partial", &x) && x;
-	d->dry_run = json_int(p, "dry_run", &x) && x;
-	if (json_object_object_get_ex(p, "deadline", &dl))
-		d->deadline = json_object_get_double(dl);
+	d->partial = job_param_bool(j, "partial");
+	d->dry_run = job_param_bool(j, "dry_run");
+	d->deadline = job_param_num(j, "deadline");
 	if (!d->mc && !(d->mc = mig_cluster_new()))
 		return pve_error_oom(job_err(j));
 	return 0;
@@ -585,7 +584,7 @@ static enum step_rc drain_plan_step(struct job *j)
 	    pve_getf(job_pve(j), &src_st, NULL, err, "/nodes/%s/storage", pn) < 0 ||
 	    gather(j, &f, src_st) < 0)
 		goto out;
-	json_object_object_get_ex(job_params(j), "to", &to);
+	to = job_param_list(j, "to");
 	size_t n_to = to ? json_object_array_length(to) : 0;
 	if (n_to && !(tov = calloc(n_to, sizeof *tov))) {
 		pve_error_oom(err);
@@ -823,13 +822,13 @@ static void run_one(void *arg, struct pve *c, const struct pve_error *no_client)
 	struct pve_error e = {0};
 	enum job_outcome o = JOB_OUT_FAILED;
 	double t0 = clock_unix_now();
-	if (params) {
-		if (ms->undrain)
-			json_object_object_add(params, "unhome", json_object_new_boolean(1));
-		else
-			json_object_object_add(params, "home", json_object_new_string(d->node));
-		/* its drain resumes it (pvagentd's start-up leaves it to the drain) */
-		json_object_object_add(params, "parent", json_object_new_int64(job_id(dj)));
+	const struct job_params_decl *md = &wf_migrate_params_decl;
+	/* its drain resumes it (pvagentd's start-up leaves it to the drain) */
+	if (params && ((ms->undrain ? job_param_set_bool(md, params, "unhome", true)
+				    : job_param_set_str(md, params, "home", d->node)) < 0 ||
+		       job_param_set_int(md, params, "parent", job_id(dj)) < 0)) {
+		json_object_put(params);
+		params = NULL;
 	}
 	if (!c) {
 		pve_error_set(&e, no_client->kind, "%s",
@@ -1017,6 +1016,7 @@ static const struct job_step_def undrain_steps[] = {
 
 const struct job_workflow wf_drain = {
 	.name = "drain",
+	.params = &wf_drain_params_decl,
 	.steps = drain_steps,
 	.n_steps = sizeof drain_steps / sizeof *drain_steps,
 	.ctx_size = sizeof(struct drain_ctx),
@@ -1026,6 +1026,7 @@ const struct job_workflow wf_drain = {
 
 const struct job_workflow wf_undrain = {
 	.name = "undrain",
+	.params = &wf_undrain_params_decl,
 	.steps = undrain_steps,
 	.n_steps = sizeof undrain_steps / sizeof *undrain_steps,
 	.ctx_size = sizeof(struct drain_ctx),

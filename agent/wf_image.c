@@ -13,6 +13,7 @@
  * the download step fetches (POST /nodes/N/aplinfo); the VM steps skip. Every task is recorded, so a
  * killed build resumes and re-attaches to its download. */
 #include "wf_image.h"
+#include "wf_params.h"
 
 #include "image.h"
 #include "json.h"
@@ -32,27 +33,29 @@ struct image_ctx {
 
 json_object *wf_image_params(const struct image_build_req *r)
 {
+	const struct job_params_decl *d = &wf_image_params_decl;
 	json_object *o = json_object_new_object();
-	if (!o)
-		return NULL;
 	const char *k[] = {"image", "image_path", "node", "storage", "import_storage", "url",
 			   "checksum"};
 	const char *v[] = {r->image->name, r->image->path, r->node, r->storage,
 			   r->import_storage, r->url, r->checksum};
-	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-		if (v[i])
-			json_object_object_add(o, k[i], json_object_new_string(v[i]));
-	json_object_object_add(o, "vmid", json_object_new_int(r->vmid));
-	json_object_object_add(o, "rebuild", json_object_new_boolean(r->rebuild));
+	int rc = o ? 0 : -1;
+	for (size_t i = 0; rc == 0 && i < sizeof k / sizeof k[0]; i++)
+		rc = job_param_set_str(d, o, k[i], v[i]);
+	if (rc < 0 || job_param_set_int(d, o, "vmid", r->vmid) < 0 ||
+	    job_param_set_bool(d, o, "rebuild", r->rebuild) < 0) {
+		json_object_put(o);
+		return NULL;
+	}
 	return o;
 }
 
 static int image_open(struct job *j, void *ctx)
 {
 	struct image_ctx *x = ctx;
-	json_object *p = job_params(j), *v = job_vars(j);
+	json_object *v = job_vars(j);
 	char *msg = NULL;
-	const char *path = json_str(p, "image_path");
+	const char *path = job_param_str(j, "image_path");
 	if (!path || image_load_file(path, &x->im, &msg) < 0) {
 		pve_error_set(job_err(j), PVE_ERR_CONFIG, "image %s: %s", job_subject(j),
 			      msg ? msg : "no catalogue file");
@@ -66,16 +69,16 @@ static int image_open(struct job *j, void *ctx)
 	/* a mirror's user:password in --url is never shown (logs, errors:
 	 * wget's command line in a failed download's log) */
 	size_t uil;
-	const char *ui = url_userinfo(json_str(p, "url"), &uil);
+	const char *ui = url_userinfo(job_param_str(j, "url"), &uil);
 	if (ui) {
 		x->userinfo = strndup(ui, uil);
 		if (!x->userinfo)
 			return pve_error_oom(job_err(j));
 		log_secret_add(x->userinfo);
 	}
-	x->node = json_str(p, "node");
-	x->storage = json_str(p, "storage");
-	x->import_storage = json_str(p, "import_storage");
+	x->node = job_param_str(j, "node");
+	x->storage = job_param_str(j, "storage");
+	x->import_storage = job_param_str(j, "import_storage");
 	long long id = 0;
 	if (json_int(v, "vmid", &id) && id > 0) {
 		x->g.vmid = (int)id;
@@ -108,7 +111,7 @@ static void image_close(struct job *j, void *ctx)
 static int resolve_sum(struct job *j, struct image_ctx *x, const char *url, char **algo,
 		       char **hex)
 {
-	const char *arg = json_str(job_params(j), "checksum");
+	const char *arg = job_param_str(j, "checksum");
 	const char *why = NULL;
 	if (arg)
 		return image_checksum_arg(arg, algo, hex, &why) == 0
@@ -190,12 +193,11 @@ static enum step_rc resolve_appliance(struct job *j, struct image_ctx *x)
 static enum step_rc step_resolve(struct job *j)
 {
 	struct image_ctx *x = job_ctx(j);
-	json_object *p = job_params(j);
 	struct pve_error *err = job_err(j);
 	if (x->im->lxc)
 		return resolve_appliance(j, x);
-	const char *url = json_str(p, "url") ? json_str(p, "url") : x->im->url;
-	if (x->im->compression && !json_str(p, "url"))
+	const char *given = job_param_str(j, "url"), *url = given ? given : x->im->url;
+	if (x->im->compression && !given)
 		return job_fail(j, PVE_ERR_CONFIG,
 				"image %s is published %s-compressed, and PVE's download-url "
 				"decompresses only ISO images: give --url of an uncompressed copy "
@@ -208,7 +210,7 @@ static enum step_rc step_resolve(struct job *j)
 	struct guest_ref old = {0};
 	int found = final ? guest_find(job_pve(j), final, &old, err) : pve_error_oom(err);
 	enum step_rc rc = STEP_RC_FAIL;
-	bool rebuild = json_object_get_boolean(json_object_object_get(p, "rebuild"));
+	bool rebuild = job_param_bool(j, "rebuild");
 	char *file = strprintf("%s-%.12s.%s", x->im->name, hex, x->im->format);
 	char *volid = file ? strprintf("%s:import/%s", x->import_storage, file) : NULL;
 	char *build = final ? strprintf("%s%s", final, found == 1 ? "-new" : "") : NULL;
@@ -538,8 +540,7 @@ static enum step_rc step_create(struct job *j)
 			return STEP_RC_OK;
 		}
 	}
-	long long want = 0;
-	json_int(job_params(j), "vmid", &want);
+	long long want = job_param_int(j, "vmid");
 	struct guest_create_req cr = {
 		.type = GUEST_QEMU,
 		.node = x->node,
@@ -748,6 +749,7 @@ static const struct job_step_def image_steps[] = {
 
 const struct job_workflow wf_image = {
 	.name = "image",
+	.params = &wf_image_params_decl,
 	.steps = image_steps,
 	.n_steps = sizeof image_steps / sizeof image_steps[0],
 	.ctx_size = sizeof(struct image_ctx),

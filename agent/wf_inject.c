@@ -7,6 +7,7 @@
  * the read found; its result is in the vars too ("result", "summary").
  * A rerun injects again (inject changes nothing on a guest that matches). */
 #include "wf_inject.h"
+#include "wf_params.h"
 
 #include "util.h"
 
@@ -26,8 +27,9 @@ struct inject_ctx {
 json_object *wf_inject_params(const struct target_req *req, bool dry_run)
 {
 	json_object *p = json_object_new_object();
-	if (!p || target_params_add(p, req) < 0 ||
-	    (dry_run && json_object_object_add(p, "dry_run", json_object_new_boolean(1)) < 0)) {
+	const struct job_params_decl *d = &wf_inject_params_decl;
+	if (!p || target_params_add(d, p, req) < 0 ||
+	    (dry_run && job_param_set_bool(d, p, "dry_run", true) < 0)) {
 		json_object_put(p);
 		return NULL;
 	}
@@ -64,7 +66,6 @@ void inject_job_event(void *job, const struct job_event *ev)
 static int inject_open(struct job *j, void *ctx)
 {
 	struct inject_ctx *x = ctx;
-	long long dry = 0;
 	if (guest_target_open_job(j, false, false, &x->gt, &x->tvars) < 0)
 		return -1;
 	x->q = (struct inject_request){
@@ -72,7 +73,7 @@ static int inject_open(struct job *j, void *ctx)
 		.inst = &x->gt.inst,
 		.expect_os = x->gt.tmpl ? x->gt.tmpl->os : NULL,
 		.ssh = &x->gt.ssh,
-		.dry_run = json_int(job_params(j), "dry_run", &dry) && dry,
+		.dry_run = job_param_bool(j, "dry_run"),
 		.on_event = inject_job_event,
 		.event_ctx = j,
 	};
@@ -288,6 +289,7 @@ static const struct job_step_def inject_steps[] = {
 
 const struct job_workflow wf_inject = {
 	.name = "inject",
+	.params = &wf_inject_params_decl,
 	.steps = inject_steps,
 	.n_steps = sizeof inject_steps / sizeof *inject_steps,
 	.ctx_size = sizeof(struct inject_ctx),

@@ -5,6 +5,7 @@
  * followed), verify the guest on the target, put the downtime limit back
  * and keep the home tag. */
 #include "wf_migrate.h"
+#include "wf_params.h"
 
 #include "clock.h"
 #include "guestname.h"
@@ -52,38 +53,36 @@ void wf_migrate_attach(struct job *j, struct mig_cluster *mc, const struct guest
 json_object *wf_migrate_params(const char *target, const char *storage_map,
 			       unsigned bwlimit_mib, unsigned max_downtime_ms, bool dry_run)
 {
+	const struct job_params_decl *d = &wf_migrate_params_decl;
 	json_object *o = json_object_new_object();
-	if (!o)
+	if (o && (job_param_set_str(d, o, "target", target) < 0 ||
+		  job_param_set_str(d, o, "storage_map", storage_map) < 0 ||
+		  (bwlimit_mib && job_param_set_int(d, o, "bwlimit", bwlimit_mib) < 0) ||
+		  (max_downtime_ms && job_param_set_int(d, o, "max_downtime", max_downtime_ms) < 0) ||
+		  (dry_run && job_param_set_bool(d, o, "dry_run", true) < 0))) {
+		json_object_put(o);
 		return NULL;
-	json_object_object_add(o, "target", json_object_new_string(target));
-	if (storage_map)
-		json_object_object_add(o, "storage_map", json_object_new_string(storage_map));
-	if (bwlimit_mib)
-		json_object_object_add(o, "bwlimit", json_object_new_int64(bwlimit_mib));
-	if (max_downtime_ms)
-		json_object_object_add(o, "max_downtime", json_object_new_int64(max_downtime_ms));
-	if (dry_run)
-		json_object_object_add(o, "dry_run", json_object_new_boolean(1));
+	}
 	return o;
 }
 
 static int mig_open(struct job *j, void *ctx)
 {
 	struct mig_ctx *m = ctx;
-	json_object *p = job_params(j), *v = job_vars(j);
+	json_object *v = job_vars(j);
 	long long x = 0;
-	m->target = json_str(p, "target");
+	m->target = job_param_str(j, "target");
 	if (!m->target || !*m->target)
 		return pve_error_set(job_err(j), PVE_ERR_CONFIG, "migrate: no target node"), -1;
-	m->storage_map = json_str(p, "storage_map");
-	json_int(p, "bwlimit", &m->bwlimit);
-	json_int(p, "max_downtime", &m->max_downtime);
-	json_int(p, "probe_port", &m->probe_port);
-	m->dry_run = json_int(p, "dry_run", &x) && x;
-	m->force_ha = json_int(p, "force_ha", &x) && x;
+	m->storage_map = job_param_str(j, "storage_map");
+	m->bwlimit = job_param_int(j, "bwlimit");
+	m->max_downtime = job_param_int(j, "max_downtime");
+	m->probe_port = job_param_int(j, "probe_port");
+	m->dry_run = job_param_bool(j, "dry_run");
+	m->force_ha = job_param_bool(j, "force_ha");
 	m->map_given = m->storage_map != NULL;
 	m->bw_given = m->bwlimit > 0;
-	if (json_str(p, "address") && !(m->address = strdup(json_str(p, "address"))))
+	if (job_param_str(j, "address") && !(m->address = strdup(job_param_str(j, "address"))))
 		return pve_error_oom(job_err(j));
 	const struct conf *cf = job_env(j)->conf;
 	/* params in MiB/s, [migrate] bwlimit in KiB/s as PVE takes it */
@@ -164,9 +163,8 @@ static enum step_rc already_on_target(struct job *j, struct mig_ctx *m)
 {
 	if (job_set_guest(j, m->g.vmid, m->g.node) < 0 || job_set_str(j, "method", "none") < 0)
 		return pve_error_oom(job_err(j));
-	long long x = 0;
-	const char *home = json_str(job_params(j), "home");
-	bool unhome = json_int(job_params(j), "unhome", &x) && x;
+	const char *home = job_param_str(j, "home");
+	bool unhome = job_param_bool(j, "unhome");
 	if (!m->dry_run && (home || unhome) && retag(j, home, unhome) < 0)
 		return STEP_RC_FAIL;
 	job_summary(j, "already on %s", m->target);
@@ -734,10 +732,8 @@ static void record(struct job *j, const char *home, bool unhome)
 
 static enum step_rc mig_finish(struct job *j)
 {
-	long long x = 0;
-	json_object *p = job_params(j);
-	const char *home = json_str(p, "home");
-	bool unhome = json_int(p, "unhome", &x) && x;
+	const char *home = job_param_str(j, "home");
+	bool unhome = job_param_bool(j, "unhome");
 	bool had_limit = json_object_object_get_ex(job_vars(j), "prev_downtime", NULL);
 	if (restore_downtime(j) < 0)
 		return after_failed(j, "its migrate_downtime put back");
@@ -763,6 +759,7 @@ static const struct job_step_def mig_steps[] = {
 
 const struct job_workflow wf_migrate = {
 	.name = "migrate",
+	.params = &wf_migrate_params_decl,
 	.steps = mig_steps,
 	.n_steps = sizeof mig_steps / sizeof *mig_steps,
 	.ctx_size = sizeof(struct mig_ctx),

@@ -15,6 +15,7 @@
 #include "ssh.h"
 #include "util.h"
 #include "wf_drain.h"
+#include "wf_params.h"
 #include "window.h"
 
 #include <limits.h>
@@ -38,30 +39,20 @@ void wf_rolling_attach(struct job *j, const struct pve_opts *po)
 
 json_object *wf_rolling_params(const struct rolling_request *q)
 {
-	json_object *p = json_object_new_object(), *nodes = json_object_new_array();
-	if (!p || !nodes) {
+	const struct job_params_decl *d = &wf_rolling_params_decl;
+	json_object *p = json_object_new_object();
+	if (!p || job_param_set_strv(d, p, "nodes", q->nodes, q->n_nodes) < 0 ||
+	    job_param_set_str(d, p, "mode", q->mode ? q->mode : "plan") < 0 ||
+	    job_param_set_str(d, p, "version", q->version) < 0 ||
+	    job_param_set_str(d, p, "script", q->script) < 0 ||
+	    job_param_set_str(d, p, "window", q->window) < 0 ||
+	    job_param_set_str(d, p, "self", q->self) < 0 ||
+	    (q->max_workers && job_param_set_int(d, p, "max_workers", q->max_workers) < 0) ||
+	    (q->wait_s && job_param_set_int(d, p, "wait_s", q->wait_s) < 0) ||
+	    (q->node_ssh && job_param_put(d, p, "node_ssh", json_object_get(q->node_ssh)) < 0)) {
 		json_object_put(p);
-		json_object_put(nodes);
 		return NULL;
 	}
-	for (size_t i = 0; i < q->n_nodes; i++)
-		json_object_array_add(nodes, json_object_new_string(q->nodes[i]));
-	json_object_object_add(p, "nodes", nodes);
-	json_object_object_add(p, "mode", json_object_new_string(q->mode ? q->mode : "plan"));
-	if (q->version)
-		json_object_object_add(p, "version", json_object_new_string(q->version));
-	if (q->script)
-		json_object_object_add(p, "script", json_object_new_string(q->script));
-	if (q->window)
-		json_object_object_add(p, "window", json_object_new_string(q->window));
-	if (q->self)
-		json_object_object_add(p, "self", json_object_new_string(q->self));
-	if (q->max_workers)
-		json_object_object_add(p, "max_workers", json_object_new_int(q->max_workers));
-	if (q->wait_s)
-		json_object_object_add(p, "wait_s", json_object_new_int64(q->wait_s));
-	if (q->node_ssh)
-		json_object_object_add(p, "node_ssh", json_object_get(q->node_ssh));
 	return p;
 }
 
@@ -1553,6 +1544,7 @@ static const struct job_step_def node_steps[] = {
 
 const struct job_workflow wf_rolling = {
 	.name = "rolling",
+	.params = &wf_rolling_params_decl,
 	.steps = rolling_steps,
 	.n_steps = sizeof rolling_steps / sizeof *rolling_steps,
 	.ctx_size = sizeof(struct roll_ctx),
@@ -1561,6 +1553,7 @@ const struct job_workflow wf_rolling = {
 
 const struct job_workflow wf_rolling_node = {
 	.name = "rolling-node",
+	.params = &wf_rolling_node_params_decl,
 	.steps = node_steps,
 	.n_steps = sizeof node_steps / sizeof *node_steps,
 	.ctx_size = sizeof(struct roll_ctx),

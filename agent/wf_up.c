@@ -6,6 +6,7 @@
  * documents the behaviour; the CLI (agent/cli/cli_up.c) turns requests
  * into these jobs. */
 #include "wf_up.h"
+#include "wf_params.h"
 
 #include "cfgdiff.h"
 
@@ -62,6 +63,8 @@ void wf_up_attach(struct job *j, const struct tmpl *t, struct up_result *res)
 const struct up_result *wf_up_result(struct job *j)
 {
 	struct up_ctx *u = job_ctx(j);
+	if (!u->res) /* never opened (no PVE client) */
+		return NULL;
 	wf_result_finish(j, u->res);
 	return u->res;
 }
@@ -165,7 +168,7 @@ static int know_guest(struct job *j, struct up_ctx *u, struct guest_ref *g)
 static int up_open(struct job *j, void *ctx)
 {
 	struct up_ctx *u = ctx;
-	json_object *p = job_params(j), *v = job_vars(j);
+	json_object *v = job_vars(j);
 	struct pve_error *err = job_err(j);
 	u->conf = job_env(j)->conf;
 	if (!u->res) {
@@ -174,7 +177,7 @@ static int up_open(struct job *j, void *ctx)
 			return pve_error_oom(err);
 	}
 	if (!u->tmpl) {
-		const char *path = json_str(p, "template_path");
+		const char *path = job_param_str(j, "template_path");
 		char *msg = NULL;
 		if (!path || tmpl_load_file(path, &u->own_tmpl, &msg) < 0) {
 			pve_error_set(err, PVE_ERR_CONFIG, "template %s: %s",
@@ -184,24 +187,21 @@ static int up_open(struct job *j, void *ctx)
 		}
 		u->tmpl = u->own_tmpl;
 	}
-	if (up_kv_from_json(p, "sets", &u->sets) < 0 || up_kv_from_json(p, "vars", &u->vars) < 0) {
-		pve_error_set(err, PVE_ERR_INTERNAL, "job %lld: bad sets or vars", job_id(j));
-		return -1;
-	}
-	u->node = json_str(p, "node");
-	u->storage = json_str(p, "storage");
-	u->pubkey = json_str(p, "pubkey");
-	u->vmid = json_int0(p, "vmid");
-	u->vmid_min = json_int0(p, "vmid_min");
-	u->vmid_max = json_int0(p, "vmid_max");
-	u->no_start = json_flag(p, "no_start");
-	u->full = json_flag(p, "full");
-	u->no_inject = json_flag(p, "no_inject");
-	u->retemplate = json_flag(p, "retemplate");
-	u->dry_run = json_flag(p, "dry_run");
-	u->no_wait_ssh = json_flag(p, "no_wait_ssh");
-	json_object *w;
-	u->ssh_wait_s = json_object_object_get_ex(p, "ssh_wait_s", &w) ? json_object_get_double(w) : 0;
+	if (job_param_kv(j, "sets", &u->sets) < 0 || job_param_kv(j, "vars", &u->vars) < 0)
+		return pve_error_oom(err);
+	u->node = job_param_str(j, "node");
+	u->storage = job_param_str(j, "storage");
+	u->pubkey = job_param_str(j, "pubkey");
+	u->vmid = (int)job_param_int(j, "vmid");
+	u->vmid_min = (int)job_param_int(j, "vmid_min");
+	u->vmid_max = (int)job_param_int(j, "vmid_max");
+	u->no_start = job_param_bool(j, "no_start");
+	u->full = job_param_bool(j, "full");
+	u->no_inject = job_param_bool(j, "no_inject");
+	u->retemplate = job_param_bool(j, "retemplate");
+	u->dry_run = job_param_bool(j, "dry_run");
+	u->no_wait_ssh = job_param_bool(j, "no_wait_ssh");
+	u->ssh_wait_s = job_param_num(j, "ssh_wait_s");
 	const char *type = json_str(v, "type");
 	if (type && guest_type_parse(type, &u->t) < 0)
 		type = NULL;
@@ -214,7 +214,7 @@ static int up_open(struct job *j, void *ctx)
 			return pve_error_oom(err);
 		job_set_guest(j, u->g.vmid, u->g.node);
 	}
-	const char *pool = json_str(p, "pool");
+	const char *pool = job_param_str(j, "pool");
 	if (pool && !(u->pool = u->conf ? conf_pool(u->conf, pool) : NULL)) {
 		pve_error_set(err, PVE_ERR_CONFIG, "pool %s: no [pool \"%s\"] in the configuration",
 			      pool, pool);
@@ -1659,6 +1659,7 @@ static const struct job_step_def up_steps[] = {
 
 const struct job_workflow wf_up = {
 	.name = "up",
+	.params = &wf_up_params_decl,
 	.steps = up_steps,
 	.n_steps = sizeof up_steps / sizeof *up_steps,
 	.ctx_size = sizeof(struct up_ctx),

@@ -114,7 +114,8 @@ extern const struct job_workflow wf_down;
  * the job has its own). */
 void wf_up_attach(struct job *j, const struct tmpl *t, struct up_result *res);
 /* After job_run: the result, completed from the job (status, steps and
- * their durations, error, what is left). Valid until job_free. */
+ * their durations, error, what is left), or NULL for a job never opened
+ * (no PVE client). Valid until job_free. */
 const struct up_result *wf_up_result(struct job *j);
 /* The parameters of one `down` job. NULL on OOM. */
 json_object *wf_down_params(bool purge, bool dry_run);

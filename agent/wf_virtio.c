@@ -3,6 +3,7 @@
  * phases through inject, the PVE steps applying convert_plan.h's target,
  * the checks after the switch and the rollback. */
 #include "wf_virtio.h"
+#include "wf_params.h"
 #include "json.h"
 
 #include <errno.h>
@@ -1608,23 +1609,22 @@ static enum step_rc st_del_snapshot(struct job *j)
 
 json_object *convert_params(const struct target_req *target, const struct convert_request *req)
 {
+	const struct job_params_decl *d = &wf_virtio_params_decl;
 	json_object *p = json_object_new_object();
-	bool ok = p && (!target || target_params_add(p, target) == 0);
+	bool ok = p && (!target || target_params_add(d, p, target) == 0);
 	if (ok && req->guest)
-		ok = json_object_object_add(p, "vmid", json_object_new_int(req->guest->vmid)) == 0;
-	ok = ok && json_object_object_add(p, "bus", json_object_new_int(req->bus)) == 0;
+		ok = job_param_set_int(d, p, "vmid", req->guest->vmid) == 0;
+	ok = ok && job_param_set_int(d, p, "bus", req->bus) == 0;
 	if (ok && req->keep_snapshot)
-		ok = json_object_object_add(p, "keep_snapshot", json_object_new_boolean(1)) == 0;
+		ok = job_param_set_bool(d, p, "keep_snapshot", true) == 0;
 	if (ok && req->bench)
-		ok = json_object_object_add(p, "bench", json_object_new_boolean(1)) == 0;
+		ok = job_param_set_bool(d, p, "bench", true) == 0;
 	if (ok && req->bench_size_mib)
-		ok = json_object_object_add(p, "bench_size_mib",
-					    json_object_new_int64(req->bench_size_mib)) == 0;
+		ok = job_param_set_int(d, p, "bench_size_mib", req->bench_size_mib) == 0;
 	if (ok && req->dry_run)
-		ok = json_object_object_add(p, "dry_run", json_object_new_boolean(1)) == 0;
+		ok = job_param_set_bool(d, p, "dry_run", true) == 0;
 	if (ok && req->verify_timeout_s > 0)
-		ok = json_object_object_add(p, "verify_timeout_s",
-					    json_object_new_double(req->verify_timeout_s)) == 0;
+		ok = job_param_set_num(d, p, "verify_timeout_s", req->verify_timeout_s) == 0;
 	if (!ok) {
 		json_object_put(p);
 		return NULL;
@@ -1667,16 +1667,7 @@ static int own_request(struct job *j, struct run *r)
 {
 	struct pve_error *err = job_err(j);
 	struct job_env *env = job_env(j);
-	json_object *p = job_params(j);
-	long long bus = 0, size = 0, x = 0;
-	json_object *t = NULL;
-	if ((json_object_object_get_ex(p, "bus", NULL) &&
-	     (!json_int(p, "bus", &bus) || bus < CONVERT_BUS_AUTO || bus > CONVERT_BUS_SCSI)) ||
-	    (json_object_object_get_ex(p, "bench_size_mib", NULL) &&
-	     (!json_int(p, "bench_size_mib", &size) || size < 1 || size > BENCH_MAX_SIZE_MIB)))
-		return pve_error_set(err, PVE_ERR_CONFIG,
-				     "job params: bus or bench_size_mib out of range"), -1;
-	bool dry = json_int(p, "dry_run", &x) && x;
+	bool dry = job_param_bool(j, "dry_run");
 	const struct target_req how = {
 		.tmpl_optional = true,
 		.qemu_only = true,
@@ -1690,18 +1681,17 @@ static int own_request(struct job *j, struct run *r)
 	q->pve = job_pve(j);
 	q->guest = &r->own_gt.ref;
 	q->ssh = &r->own_gt.ssh;
-	q->bus = (enum convert_bus)bus;
+	q->bus = (enum convert_bus)job_param_int(j, "bus");
 	q->store = env->store;
 	q->stop = env->stop;
 	q->wait = &env->wait;
 	q->clock = env->clock;
-	q->keep_snapshot = json_int(p, "keep_snapshot", &x) && x;
-	q->bench = json_int(p, "bench", &x) && x;
+	q->keep_snapshot = job_param_bool(j, "keep_snapshot");
+	q->bench = job_param_bool(j, "bench");
 	q->dry_run = dry;
 	q->address_error = r->own_gt.address_error;
-	q->bench_size_mib = (unsigned)size;
-	if (json_object_object_get_ex(p, "verify_timeout_s", &t))
-		q->verify_timeout_s = json_object_get_double(t);
+	q->bench_size_mib = (unsigned)job_param_int(j, "bench_size_mib");
+	q->verify_timeout_s = job_param_num(j, "verify_timeout_s");
 	if (env->store && !(r->own_db = bench_db_path(env->conf->paths.state)))
 		return pve_error_oom(err);
 	q->bench_db = r->own_db;
@@ -1777,6 +1767,7 @@ static const struct job_step_def virtio_steps[] = {
 
 const struct job_workflow wf_virtio = {
 	.name = "virtio",
+	.params = &wf_virtio_params_decl,
 	.steps = virtio_steps,
 	.n_steps = sizeof virtio_steps / sizeof *virtio_steps,
 	.ctx_size = sizeof(struct run),

@@ -4,6 +4,8 @@
  * only, so that pvagentd links nothing else for them. */
 #include "window.h"
 
+#include "wf_params.h"
+
 #include <stdlib.h>
 
 int window_next(const struct conf_window *w, time_t now, time_t *start, time_t *end)
@@ -40,21 +42,18 @@ int window_next_due(const struct conf *c, time_t now, size_t *index, time_t *sta
 json_object *wf_drain_params(const char *const *to, size_t n_to, unsigned max_workers,
 			     unsigned per_target, bool partial, bool dry_run, double deadline)
 {
-	json_object *o = json_object_new_object(), *a = json_object_new_array();
-	if (!o || !a) {
+	/* (undrain's members are drain's) */
+	const struct job_params_decl *d = &wf_drain_params_decl;
+	json_object *o = json_object_new_object();
+	if (o && (job_param_set_strv(d, o, "to", to, n_to) < 0 ||
+		  job_param_set_int(d, o, "max_workers", max_workers) < 0 ||
+		  job_param_set_int(d, o, "per_target", per_target) < 0 ||
+		  job_param_set_bool(d, o, "partial", partial) < 0 ||
+		  job_param_set_bool(d, o, "dry_run", dry_run) < 0 ||
+		  (deadline > 0 && job_param_set_num(d, o, "deadline", deadline) < 0))) {
 		json_object_put(o);
-		json_object_put(a);
 		return NULL;
 	}
-	for (size_t i = 0; i < n_to; i++)
-		json_object_array_add(a, json_object_new_string(to[i]));
-	json_object_object_add(o, "to", a);
-	json_object_object_add(o, "max_workers", json_object_new_int64(max_workers));
-	json_object_object_add(o, "per_target", json_object_new_int64(per_target));
-	json_object_object_add(o, "partial", json_object_new_boolean(partial));
-	json_object_object_add(o, "dry_run", json_object_new_boolean(dry_run));
-	if (deadline > 0)
-		json_object_object_add(o, "deadline", json_object_new_double(deadline));
 	return o;
 }
 

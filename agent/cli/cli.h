@@ -1,8 +1,10 @@
 /* cli.h - what the parts of the pvagent command-line tool share
  * (cli_env.c: configuration, client, store, errors and exit codes;
- * pvagent.c: global options, the command table, nodes/list/templates;
- * cli_up.c: up/down; cli_guest.c: inject, virtio, bench; ...). Not part
- * of the library: agent/cli/ is linked into pvagent only. */
+ * pvagent.c: global options; cli_table.c: the command table,
+ * nodes/list/templates; cli_args.c: parsing and dispatch; cli_run.c: the
+ * one runner of a command's jobs; cli_up.c: up/down; cli_guest.c: inject,
+ * virtio, bench; ...). Not part of the library: agent/cli/ is linked into
+ * pvagent only. */
 #ifndef PVAGENT_CLI_H
 #define PVAGENT_CLI_H
 
@@ -33,25 +35,58 @@ struct cli {
 	bool store_failed;
 	const char *subject;   /* the guest a guest command is about: the
 				  "name" of its --json error object */
-	struct cli_sub *sub;   /* set: the jobs go to pvagentd (cli_sub_add) */
+	struct cli_jobs *jobs; /* a job command's jobs, as its handler appends
+				  them (cli_job_add) */
 	bool outcome_said;     /* pvagentd says this outcome to the client (a
 				  submitted job not stored): no --json
 				  error object */
 };
 
-/* A job command's jobs for pvagentd (cli_daemon.c): the command's handler
- * parses and checks its command line as it always does, and where it
- * would submit a job in this process it hands the job's params here
- * instead; the daemon checks, stores and runs them. */
-struct cli_sub {
-	const char *workflow;
+/* A job command's jobs (cli_run.c): its handler parses and checks its
+ * command line and appends each job's {subject, params} (cli_job_add),
+ * nothing else; cmd_dispatch then sends them to pvagentd when one answers
+ * (cli_daemon_submit), or runs them here (cli_run_here). A handler that
+ * appends none has done its work (image list, a down of guests none of
+ * which exists). */
+struct cli_jobs {
+	const struct job_workflow *wf;
 	json_object *jobs;     /* [{"subject": S, "params": P}, ...] */
-	const char *node;      /* up: the node they run on (the daemon's limit) */
+	unsigned parallel;     /* here: at most this many at once (0: 1) */
+	bool not_kept;         /* here: not kept in the store (as a dry run's:
+				  rolling's plan) */
+	/* here, before each runs: what the handler read already (migrate's
+	 * node list and guest), which the jobs own (done frees it), or NULL */
+	void (*attach)(struct job *j, void *ctx);
+	void (*done)(void *ctx);
+	void *ctx;
 };
-/* Hand one job to cli->sub (params taken; NULL: out of memory). 0, or 1
- * (said). */
-int cli_sub_add(struct cli *cli, const struct job_workflow *wf, const char *subject,
-		json_object *params);
+/* Append one job of the command's workflow (params taken; NULL: out of
+ * memory). 0, or 1 (said). */
+int cli_job_add(struct cli *cli, const char *subject, json_object *params);
+/* What the handler read for its jobs (see struct cli_jobs). */
+void cli_jobs_attach(struct cli *cli, void (*attach)(struct job *j, void *ctx),
+		     void (*done)(void *ctx), void *ctx);
+struct cmd_entry;
+/* The jobs a handler appended, run here: each made (job_submit: an
+ * unfinished job of the same request is resumed) in one env (cli_jobs_env)
+ * after what the one who runs a job adds (the workflow's "pubkey": ours;
+ * then its own check, as pvagentd makes it), then cli_run_jobs. Its exit
+ * code. */
+int cli_run_here(struct cli *cli, const struct cmd_entry *e, struct cli_jobs *jobs);
+/* The one runner of jobs made (submitted or loaded: resume) in an env of
+ * cli_jobs_env: at most parallel at once (0: 1), on cli's PVE client or,
+ * for a command with CMD_OWN_CLIENT or several at once, clients of their
+ * own; then printed by their command's render (cli_command_of). Its exit
+ * code. */
+int cli_run_jobs(struct cli *cli, const struct job_workflow *wf, struct job **jobs, size_t n,
+		 unsigned parallel);
+/* The env wf's jobs run in here: stored unless a dry run, events through
+ * pp (a dry run's as "would change", with the guest files' diffs), a
+ * migration's tasks waiting as long as [migrate] timeout says. 0, or -1
+ * (out of memory). */
+struct event_print;
+int cli_jobs_env(struct cli *cli, const struct job_workflow *wf, bool dry_run,
+		 struct event_print *pp, struct job_env *env);
 
 /* Set by SIGINT/SIGTERM: jobs stop between steps (job.h); cli_cancelled
  * also by SIGUSR1, `pvagent cancel`'s signal (directly or through
@@ -124,18 +159,19 @@ void cli_set_command(const char *name);
 /* out_result_members of a job: its subject, guest, exit code and error
  * (kind, message, the step it failed in). */
 void cli_job_result_members(json_object *o, struct job *j, int code);
-/* A migrate, drain or undrain job's result as its command prints it, from
- * its params and vars (pvagent resume; cli_migrate.c). */
-void cli_migration_result(struct cli *cli, struct job *j, int code);
-/* A bench job's result as `bench` prints it, from its vars (cli_guest.c);
- * returns code, or 1 when its figures cannot be read. */
-int cli_bench_result(struct cli *cli, struct job *j, int code);
-/* An inject job's result as `inject` prints it, from its vars
- * (cli_guest.c); its exit code. */
-int cli_inject_result(struct cli *cli, struct job *j, int code);
-/* A virtio job's result as `virtio` prints it (cli_guest.c); its exit
- * code. */
-int cli_virtio_result(struct cli *cli, struct job *j, int code);
+/* The renderers (cmd_entry.render) of the job commands: their jobs'
+ * result as the command prints it, after it ran them or resume did
+ * (code: the jobs' exit code); each returns the exit code. Up's and
+ * down's print one table of their guests (cli_up.c); the others' one job
+ * (jobs[0]): migrate, drain and undrain from its params and vars
+ * (cli_migrate.c), bench (1 when its figures cannot be read), inject and
+ * virtio (cli_guest.c), image (cli_image.c). */
+int cli_up_result(struct cli *cli, struct job *const *jobs, size_t n, int code);
+int cli_down_result(struct cli *cli, struct job *const *jobs, size_t n, int code);
+int cli_migration_result(struct cli *cli, struct job *const *jobs, size_t n, int code);
+int cli_bench_result(struct cli *cli, struct job *const *jobs, size_t n, int code);
+int cli_inject_result(struct cli *cli, struct job *const *jobs, size_t n, int code);
+int cli_virtio_result(struct cli *cli, struct job *const *jobs, size_t n, int code);
 /* Report a PVE error and return its exit code. */
 int cli_fail_pve(struct cli *cli, const char *cmd, struct pve_error *e);
 /* arg as a number from min to max into *out: 0, or EXIT_USAGE (said). */
@@ -174,9 +210,32 @@ struct cmd_args {
 	char **cmdline;    /* the whole command line from the command's name */
 };
 
+/* What a command is, besides its handler (cmd_entry.flags). */
+#define CMD_JOBS 0x1u    /* its handler parses and checks its command line
+			    and appends each job's {subject, params} of its
+			    workflow (.wf, cli_job_add): cmd_dispatch sends
+			    them to pvagentd when one answers, else runs them
+			    here (cli_run_here); a handler that appends none
+			    (image list) has done its work */
+#define CMD_RESUME 0x2u  /* it names a stored job (ID), which pvagentd
+			    resumes when one answers */
+#define CMD_GUESTS 0x4u  /* its result names every guest, one never found
+			    too (up, down) */
+#define CMD_MIGRATES 0x8u /* its tasks are migrations: they wait as long
+			     as [migrate] timeout says */
+#define CMD_OWN_CLIENT 0x10u /* its jobs are long (up, down, image build):
+				each runs on a PVE client of its own made
+				from the configuration, which retries an
+				unreachable PVE */
+#define CMD_DIFFS 0x20u  /* its events print the guest files' diffs (inject;
+			    every command's dry run does) */
+
 /* One command, declared as tmux declares its cmd_entry: the options and
- * the number of arguments it takes, and the handler that builds a request
- * from them, runs it and prints. */
+ * the number of arguments it takes, the handler that builds a request
+ * from them and runs it (or hands its jobs on) and prints, and for a job
+ * command its workflow and the options that are the command's own (not
+ * a param: the workflow's table, wf_params.c, names the options that set
+ * each param). */
 struct cmd_entry {
 	const char *name;
 	const char *usage;             /* "NAME [--purge]" */
@@ -188,6 +247,14 @@ struct cmd_entry {
 	const char *arg_name;          /* what they are, for messages ("guest name") */
 	int (*run)(struct cli *cli, const struct cmd_args *a);
 	const char *examples;          /* "pvagent up web1 -t ubuntu-24.04\n...": help */
+	const struct job_workflow *wf; /* the workflow of its jobs, or NULL */
+	/* its jobs' result as it prints it, also for `resume` (they ran:
+	 * code their exit code); returns the exit code */
+	int (*render)(struct cli *cli, struct job *const *jobs, size_t n, int code);
+	unsigned flags;                /* CMD_* */
+	/* the long options of a job command that set no param of .wf (how it
+	 * runs here: "parallel"; what it asks: "yes"), comma-separated */
+	const char *cli_only;
 };
 
 /* Parse argv (argv[0] the command's name) by e into *a (free with
@@ -213,10 +280,10 @@ extern const struct cmd_entry cmd_pool_entry;  /* cli_pool.c */
 extern const struct cmd_entry cmd_image_entry; /* cli_image.c */
 /* cli_rolling.c: the command, and its job's result as it and `resume` print it. */
 extern const struct cmd_entry cmd_rolling_entry;
-void cli_rolling_result(struct cli *cli, struct job *j, int code);
+int cli_rolling_result(struct cli *cli, struct job *const *jobs, size_t n, int code);
 extern const struct cmd_entry cmd_report_entry; /* cli_report.c */
 /* An image build's result, as `image build` and `resume` print it. */
-int cli_image_result(struct cli *cli, struct job *j, int code);
+int cli_image_result(struct cli *cli, struct job *const *jobs, size_t n, int code);
 
 /* pvagentd (cli_daemon.c). Run by the daemon: send the engine's events to
  * it ($PVAGENT_EVENT_FD). */
@@ -228,20 +295,12 @@ void cli_daemon_child_end(void);
  * (error; the daemon says it to the client). false: not run by the
  * daemon (or out of memory), nothing told. */
 bool cli_daemon_stored(long long id, const char *error);
-/* How a command goes to pvagentd (the command table's, pvagent.c): not
- * at all (runs here), as the jobs its handler hands to cli_sub_add, or as
- * `resume ID`. */
-enum cli_submit {
-	CLI_SUBMIT_NO = 0,
-	CLI_SUBMIT_JOBS,
-	CLI_SUBMIT_RESUME,
-};
-/* A job command (how not CLI_SUBMIT_NO) with a daemon answering: run e's
- * handler with cli->sub to collect its jobs' params, submit them there
- * and print what it prints; *handled false (and 0) when it is to run in
- * this process. */
-int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_entry *e,
-		      const struct cmd_args *a, bool *handled);
+/* A job command's jobs (CMD_JOBS: jobs, as its handler appended them)
+ * or resume's job ID (CMD_RESUME: a) with a daemon answering: submitted
+ * there, printing what it prints; *handled false (and 0) when they are to
+ * run in this process (--local, no daemon). */
+int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,
+		      const struct cli_jobs *jobs, bool *handled);
 /* Watch job id in the daemon: 0 (then cli_daemon_follow), or non-zero
  * when the daemon does not run it (or none answers). */
 int cli_daemon_watch(struct cli *cli, long long id, struct ctl_client *c);
@@ -254,7 +313,20 @@ int cli_daemon_cancel(struct cli *cli, long long id, bool *handled);
 /* Print its events after since (unix time) until it ends: its exit code. */
 int cli_daemon_follow(struct cli *cli, struct ctl_client *c, double since);
 
-/* Parse argv by e and run it (cli_jobs.c runs a stored command line). */
+/* The command table (cli_table.c): every command in help's order,
+ * NULL-ended (pvagentd's hidden `submitted` is not in it); one by name,
+ * or NULL; the list of commands, and one command's help. */
+const struct cmd_entry *const *cli_commands(void);
+const struct cmd_entry *cli_find_command(const char *name);
+/* The command whose jobs are of wf, or NULL. */
+const struct cmd_entry *cli_command_of(const struct job_workflow *wf);
+void cli_usage(FILE *f);
+void cli_command_help(FILE *f, const struct cmd_entry *e);
+
+/* Parse argv by e and run it (cli_args.c): a job command's handler
+ * appends its jobs, which go to pvagentd when one answers, else run here
+ * (cli_run_here); resume's job goes to pvagentd too; any other command's
+ * handler does its work. */
 int cmd_dispatch(struct cli *cli, const struct cmd_entry *e, int argc, char **argv);
 
 #endif

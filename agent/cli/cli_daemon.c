@@ -440,41 +440,18 @@ static int stream(struct cli *cli, struct ctl_client *c, struct relay *relay, do
 	return rc;
 }
 
-int cli_sub_add(struct cli *cli, const struct job_workflow *wf, const char *subject,
-		json_object *params)
-{
-	struct cli_sub *s = cli->sub;
-	json_object *o = json_object_new_object();
-	if (!o || !params || !s->jobs ||
-	    json_object_object_add(o, "subject", json_object_new_string(subject)) < 0 ||
-	    json_object_object_add(o, "params", params) < 0) {
-		json_object_put(o);
-		json_object_put(params);
-		fprintf(stderr, "pvagent %s: out of memory\n", wf->name);
-		return 1;
-	}
-	s->workflow = wf->name;
-	if (json_object_array_add(s->jobs, o) < 0) {
-		json_object_put(o);
-		fprintf(stderr, "pvagent %s: out of memory\n", wf->name);
-		return 1;
-	}
-	return 0;
-}
-
-/* The submit request of a command: its handler run with cli->sub, so
- * that what reaches the daemon is the jobs' params, never the command
- * line. NULL with *rc: the handler said no (a usage error), or nothing to
- * submit. */
-static json_object *submit_request(struct cli *cli, enum cli_submit how,
-				   const struct cmd_entry *e, const struct cmd_args *a, int *rc)
+/* The submit request of a job command: its jobs' params as its handler
+ * appended them, never the command line; or resume's job ID. NULL with
+ * *rc (said). */
+static json_object *submit_request(const struct cmd_entry *e, const struct cmd_args *a,
+				   const struct cli_jobs *jobs, int *rc)
 {
 	json_object *req = json_object_new_object();
 	if (!req) {
 		*rc = 1;
 		return NULL;
 	}
-	if (how == CLI_SUBMIT_RESUME) {
+	if (!jobs) {
 		char *end = NULL;
 		long long id = a->argc == 1 ? strtoll(a->argv[0], &end, 10) : 0;
 		if (!end || *end || id <= 0) {
@@ -486,29 +463,17 @@ static json_object *submit_request(struct cli *cli, enum cli_submit how,
 		json_object_object_add(req, "job", json_object_new_int64(id));
 		return req;
 	}
-	struct cli_sub sub = {.jobs = json_object_new_array()};
-	cli->sub = &sub;
-	*rc = e->run(cli, a);
-	cli->sub = NULL;
-	if (*rc || !sub.workflow) {
-		*rc = *rc ? *rc : 1;
-		json_object_put(sub.jobs);
-		json_object_put(req);
-		return NULL;
-	}
 	json_object_object_add(req, "op", json_object_new_string("submit"));
-	json_object_object_add(req, "workflow", json_object_new_string(sub.workflow));
-	json_object_object_add(req, "jobs", sub.jobs);
-	if (sub.node)
-		json_object_object_add(req, "node", json_object_new_string(sub.node));
+	json_object_object_add(req, "workflow", json_object_new_string(e->wf->name));
+	json_object_object_add(req, "jobs", json_object_get(jobs->jobs));
 	return req;
 }
 
-int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_entry *e,
-		      const struct cmd_args *a, bool *handled)
+int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct cmd_args *a,
+		      const struct cli_jobs *jobs, bool *handled)
 {
 	*handled = false;
-	if (how == CLI_SUBMIT_NO || cli->local)
+	if (cli->local)
 		return 0;
 	struct ctl_client c;
 	int rc = connect_daemon(cli, &c, false);
@@ -517,7 +482,7 @@ int cli_daemon_submit(struct cli *cli, enum cli_submit how, const struct cmd_ent
 	*handled = true;
 	if (rc)
 		return rc;
-	json_object *req = submit_request(cli, how, e, a, &rc);
+	json_object *req = submit_request(e, a, jobs, &rc);
 	if (!req) {
 		ctl_client_close(&c);
 		return rc;
@@ -786,4 +751,5 @@ static int cmd_status(struct cli *cli, const struct cmd_args *a)
 const struct cmd_entry cmd_status_entry = {
 	"status", "", "pvagentd: pid, uptime, version, workers, queue, running jobs", NULL, NULL,
 	NULL, 0, 0, NULL, cmd_status, "pvagent status\npvagent --json status",
+	.wf = NULL,
 };

@@ -53,81 +53,12 @@ static int open_target(struct cli *cli, const char *cmd, const struct target_req
 	return 0;
 }
 
-/* virtio reads the config before it asks for an address
- * (convert_config_check): a guest with nothing to convert needs none, and
- * one it refuses is refused at once; an interrupted conversion of it is
- * left to its journal (its config is half converted). arg: the
- * job store, or NULL (a dry run keeps none). */
-static int virtio_config_check(struct pve *c, const struct guest_target *gt, void *arg,
-			       struct pve_error *err)
-{
-	struct store *st = arg;
-	if (st) {
-		struct store_job sj;
-		char *serr = NULL;
-		int r = store_job_find_open(st, "virtio", gt->ref.name ? gt->ref.name : "", &sj, &serr);
-		if (r == 1)
-			store_job_free(&sj);
-		if (r < 0) {
-			pve_error_set(err, PVE_ERR_INTERNAL, "%s", serr ? serr : "state.db");
-			free(serr);
-			return -1;
-		}
-		if (r == 1)
-			return 0;
-	}
-	return wf_virtio_config_check(c, gt, err);
-}
-
 /* The guest a guest command's job worked on: its name (the job's vars;
  * the subject may be its VMID). */
 static const char *cli_job_guest_name(struct job *j)
 {
 	const char *name = json_str(job_vars(j), "name");
 	return name ? name : job_subject(j);
-}
-
-/* Run a new job of wf on subject with params (taken; NULL: out of memory)
- * in this process with events through ep, and print its result with
- * render; its exit code. keep_out: not kept in the store (a dry run). */
-static int run_guest_job(struct cli *cli, const struct job_workflow *wf, const char *subject,
-			 json_object *params, bool keep_out, struct event_print *ep,
-			 int (*render)(struct cli *cli, struct job *j, int code))
-{
-	if (cli->sub)
-		return cli_sub_add(cli, wf, subject, params);
-	if (!params) {
-		fprintf(stderr, "pvagent %s: out of memory\n", wf->name);
-		return 1;
-	}
-	cli->subject = subject;
-	int rc = cli_connect_pve(cli);
-	if (rc) {
-		json_object_put(params);
-		return rc;
-	}
-	struct job_env env = {
-		.store = keep_out ? NULL : cli_store(cli),
-		.on_event = on_job_event,
-		.event_ctx = ep,
-		.stop = &cli_stop,
-		.conf = &cli->conf,
-	};
-	struct job *j = NULL;
-	struct pve_error e = {0};
-	if (job_env_init(&env) < 0 || job_submit(&env, wf, subject, params, &j, &e) < 0) {
-		json_object_put(params);
-		rc = e.kind != PVE_OK ? cli_fail_pve(cli, wf->name, &e) : 1;
-		job_env_fini(&env);
-		return rc;
-	}
-	json_object_put(params);
-	job_run(j, cli->pve);
-	end_progress_line(ep);
-	rc = render(cli, j, cli_exit_code(job_outcome(j)));
-	job_free(j);
-	job_env_fini(&env);
-	return rc;
 }
 
 /* --var K=V into vars; 0 or EXIT_USAGE (said). */
@@ -177,13 +108,9 @@ static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 		.address = address,
 		.vars = &vars,
 	};
-	json_object *params = wf_inject_params(&treq, dry_run);
+	rc = cli_job_add(cli, a->argv[0], wf_inject_params(&treq, dry_run));
 	tmpl_kvlist_free(&vars);
-	struct event_print ep = {.cli = cli, .tty = !cli->json && cli_stdout_tty(),
-				 .file_diffs = true, .dry_run = dry_run};
-	/* a dry run is not kept */
-	return run_guest_job(cli, &wf_inject, a->argv[0], params, dry_run, &ep,
-			     cli_inject_result);
+	return rc;
 }
 
 /* A guest job that failed before its result was made (finding the
@@ -200,8 +127,9 @@ static int fail_before_result(struct cli *cli, const char *cmd, struct job *j)
 	return cli_fail_pve(cli, cmd, &e);
 }
 
-int cli_inject_result(struct cli *cli, struct job *j, int code)
+int cli_inject_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
 {
+	struct job *j = jobs[0];
 	json_object *v = job_vars(j), *res = NULL;
 	const char *name = cli_job_guest_name(j), *summary = json_str(v, "summary");
 	if (!json_object_object_get_ex(v, "result", &res) || !res)
@@ -275,14 +203,14 @@ static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 	}
 	struct target_req treq = {.name = a->argv[0], .tmpl_name = tname, .address = address,
 				  .vars = &vars};
-	json_object *params = wf_bench_params(&treq, size);
+	rc = cli_job_add(cli, a->argv[0], wf_bench_params(&treq, size));
 	tmpl_kvlist_free(&vars);
-	struct event_print ep = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
-	return run_guest_job(cli, &wf_bench, a->argv[0], params, false, &ep, cli_bench_result);
+	return rc;
 }
 
-int cli_bench_result(struct cli *cli, struct job *j, int code)
+int cli_bench_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
 {
+	struct job *j = jobs[0];
 	struct bench_result now = {0}, last = {0};
 	bool have_last = false;
 	char *err = NULL;
@@ -412,75 +340,21 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 		return rc;
 	}
 	const char *name = a->argv[0];
-	struct target_req treq = {.name = name, .tmpl_name = tname, .address = address,
-				  .vars = &vars, .tmpl_optional = true, .qemu_only = true,
-				  .config_check = virtio_config_check,
-				  .check_arg = dry ? NULL : cli_store(cli), .address_optional = dry};
-	struct guest_target gt;
-	struct convert_result res = {0};
-	char *db = NULL;
-	/* submitted: a guest that does not exist is said before a job is
-	 * stored, as in this process; the rest is the job's in pvagentd */
-	if (cli->sub && (rc = cli_check_guest(cli, a->cmd, name))) {
-		tmpl_kvlist_free(&vars);
-		return rc;
-	}
-	if (cli->sub) {
-		const struct convert_request sq = {.bus = cbus, .verify_timeout_s = timeout,
-						   .keep_snapshot = keep, .bench = bench && !dry,
-						   .bench_size_mib = size, .dry_run = dry};
-		rc = cli_sub_add(cli, &wf_virtio, name, convert_params(&treq, &sq));
-		tmpl_kvlist_free(&vars);
-		return rc;
-	}
-	rc = open_target(cli, a->cmd, &treq, &gt);
-	if (rc)
-		goto out;
-	name = gt.ref.name ? gt.ref.name : name; /* given by VMID: its name */
-	db = bench_db_path(cli->conf.paths.state);
-	if (!db) {
-		fprintf(stderr, "pvagent virtio: out of memory\n");
-		rc = 1;
-		goto out;
-	}
-	struct event_print ep = {.cli = cli, .tty = !cli->json && cli_stdout_tty(),
-				 .file_diffs = dry, .dry_run = dry};
-	struct guest_wait w = {0};
-	struct convert_request q = {
-		.pve = cli->pve,
-		.guest = &gt.ref,
-		.ssh = &gt.ssh,
-		.address_error = gt.address_error,
-		.bus = cbus,
-		.dry_run = dry,
-		.store = dry ? NULL : cli_store(cli),
-		.stop = &cli_stop,
-		.target = &treq,
-		.wait = &w,
-		.verify_timeout_s = timeout,
-		.keep_snapshot = keep,
-		.bench = bench && !dry,
-		.bench_size_mib = size,
-		.bench_db = db,
-		.on_event = on_job_event,
-		.event_ctx = &ep,
-	};
-	if (!cli->json)
-		printf("%s: %s\n", name, dry ? "virtio conversion plan (nothing is changed)"
-					    : "converting to virtio");
-	convert_run(&q, &res);
-	end_progress_line(&ep);
-	rc = print_virtio(cli, name, gt.ref.vmid, gt.ref.node, &res);
-out:
-	convert_result_free(&res);
-	free(db);
-	guest_target_free(&gt);
+	const struct target_req treq = {.name = name, .tmpl_name = tname, .address = address,
+					.vars = &vars};
+	const struct convert_request q = {.bus = cbus, .verify_timeout_s = timeout,
+					  .keep_snapshot = keep, .bench = bench && !dry,
+					  .bench_size_mib = size, .dry_run = dry};
+	/* a guest that does not exist is said before a job is stored */
+	if ((rc = cli_check_guest(cli, a->cmd, name)) == 0)
+		rc = cli_job_add(cli, name, convert_params(&treq, &q));
 	tmpl_kvlist_free(&vars);
 	return rc;
 }
 
-int cli_virtio_result(struct cli *cli, struct job *j, int code)
+int cli_virtio_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
 {
+	struct job *j = jobs[0];
 	const struct convert_result *r = wf_virtio_result(j);
 	if (!r)
 		return code ? fail_before_result(cli, "virtio", j) : code;
@@ -693,6 +567,9 @@ const struct cmd_entry cmd_inject_entry = {
 	"apply the template's guest files and hostname over SSH (--dry-run: show diffs)", "t:",
 	inject_opts, "V", 1, 1, "guest name", cmd_inject,
 	"pvagent inject web1 --dry-run\npvagent inject web1 -t ubuntu-24.04 --address 10.0.0.5",
+	.wf = &wf_inject,
+	.render = cli_inject_result,
+	.flags = CMD_JOBS | CMD_DIFFS,
 };
 const struct cmd_entry cmd_virtio_entry = {
 	"virtio",
@@ -701,6 +578,9 @@ const struct cmd_entry cmd_virtio_entry = {
 	"convert IDE disks and e1000 NICs to virtio, rolling back on failure", "t:", virtio_opts,
 	"V", 1, 1, "guest name", cmd_virtio,
 	"pvagent virtio old1 --dry-run\npvagent virtio old1 --bench --disk-bus virtio-scsi",
+	.wf = &wf_virtio,
+	.render = cli_virtio_result,
+	.flags = CMD_JOBS,
 };
 const struct cmd_entry cmd_bench_entry = {
 	"bench", "NAME [--size MiB] [--address A] [-t TEMPLATE] [--var K=V]...",
@@ -708,6 +588,9 @@ const struct cmd_entry cmd_bench_entry = {
 	"compared",
 	"t:", bench_opts, "V", 1, 1, "guest name", cmd_bench,
 	"pvagent bench web1\npvagent bench web1 --size 512",
+	.wf = &wf_bench,
+	.render = cli_bench_result,
+	.flags = CMD_JOBS,
 };
 const struct cmd_entry cmd_ssh_entry = {
 	"ssh", "NAME|VMID [--address A] [-t TEMPLATE] [--var K=V]... [-- COMMAND...]",
@@ -715,9 +598,11 @@ const struct cmd_entry cmd_ssh_entry = {
 	"finds",
 	"t:", ssh_opts, "V", 1, -1, "guest name or VMID", cmd_ssh,
 	"pvagent ssh web1\npvagent ssh web1 -- uname -a\npvagent ssh 190 --address 192.0.2.10",
+	.wf = NULL,
 };
 const struct cmd_entry cmd_show_entry = {
 	"show", "NAME|VMID",
 	"a guest's config, status, disk bus, NIC, address, template and last bench run", "",
 	NULL, NULL, 1, 1, "guest name or VMID", cmd_show, "pvagent show web1\npvagent --json show 190",
+	.wf = NULL,
 };

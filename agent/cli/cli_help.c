@@ -63,6 +63,8 @@ static const struct opt_doc docs[] = {
 	{"migrate", "bwlimit", "MiB/s", "limit the migration's bandwidth"},
 	{"migrate", "max-downtime", "MS", "the VM's migrate_downtime for this migration"},
 	{"migrate", "dry-run", NULL, "check and print the plan; send nothing"},
+	{"migrate", "force-ha", NULL, "an HA-managed guest: let HA migrate it without the storage "
+	 "map and bandwidth limit given (HA takes neither)"},
 	{"rolling", "wait", NULL, "each node's update is the admin's: wait until it has rebooted "
 	 "(and runs --version)"},
 	{"rolling", "run", NULL, "update each node over SSH: apt-get update, dist-upgrade, a reboot "

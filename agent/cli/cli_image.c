@@ -3,7 +3,6 @@
 #include "cli.h"
 #include "cli_confirm.h"
 
-#include "jobpool.h"
 #include "json.h"
 #include "output.h"
 #include "wf_image.h"
@@ -181,34 +180,7 @@ static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 		return EXIT_USAGE;
 	}
 	req.image = im;
-	json_object *params = wf_image_params(&req);
-	if (cli->sub) {
-		rc = cli_sub_add(cli, &wf_image, im->name, params);
-		image_free(im);
-		return rc;
-	}
-	struct pve_opts po = job_conf_pve_opts(&cli->conf);
-	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
-	struct job_env env;
-	struct job *j = NULL;
-	struct pve_error e = {0};
-	if (!params || cli_job_env(cli, &pp, &env) < 0) {
-		json_object_put(params);
-		image_free(im);
-		fprintf(stderr, "pvagent image: out of memory\n");
-		return 1;
-	}
-	if (job_submit(&env, &wf_image, im->name, params, &j, &e) < 0) {
-		rc = cli_fail_pve(cli, "image", &e);
-	} else {
-		jobpool_run_jobs(&j, 1, 1, &po, NULL);
-		end_progress_line(&pp);
-		rc = cli_image_result(cli, j, cli_exit_code(job_outcome(j)));
-	}
-	pve_error_clear(&e);
-	json_object_put(params);
-	job_free(j);
-	job_env_fini(&env);
+	rc = cli_job_add(cli, im->name, wf_image_params(&req));
 	image_free(im);
 	return rc;
 }
@@ -216,8 +188,9 @@ static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 /* What an image build did (its job: the image is the subject, the node a
  * param; a container template's volume is in the vars): the line or the
  * JSON object; returns code. Also what `resume` prints. */
-int cli_image_result(struct cli *cli, struct job *j, int code)
+int cli_image_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
 {
+	struct job *j = jobs[0];
 	const char *name = job_subject(j);
 	const char *node = json_str(job_params(j), "node");
 	/* a container image's vars name its appliance template; a VM image's
@@ -378,4 +351,8 @@ const struct cmd_entry cmd_image_entry = {
 	"pvagent image build freebsd-15 --url http://mirror/FreeBSD-15.0-RELEASE-amd64-"
 	"BASIC-CLOUDINIT-ufs.qcow2 --checksum sha512:...\npvagent image rm debian-13\n"
 	"pvagent image rm debian-13 --yes",
+	.wf = &wf_image,
+	.render = cli_image_result,
+	.flags = CMD_JOBS | CMD_OWN_CLIENT,
+	.cli_only = "yes",
 };

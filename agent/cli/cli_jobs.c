@@ -15,14 +15,6 @@
 #include "output.h"
 #include "store.h"
 #include "util.h"
-#include "wf_virtio.h"
-#include "wf_bench.h"
-#include "wf_drain.h"
-#include "wf_inject.h"
-#include "wf_image.h"
-#include "wf_migrate.h"
-#include "wf_rolling.h"
-#include "wf_up.h"
 #include "workflows.h"
 
 #include <errno.h>
@@ -449,18 +441,9 @@ static int resume_job(struct cli *cli, long long id)
 	cli->subject = NULL;
 	if ((rc = cli_connect_pve(cli)))
 		return rc;
-	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
-	struct job_env env = {
-		.store = cli_store(cli),
-		.on_event = on_job_event,
-		.event_ctx = &pp,
-		.stop = &cli_stop,
-		.conf = &cli->conf,
-	};
-	bool migration = wf == &wf_migrate || wf == &wf_drain || wf == &wf_undrain;
-	if (migration || wf == &wf_rolling)
-		env.wait.task_timeout_s = cli->conf.migrate.timeout;
-	if (job_env_init(&env) < 0)
+	struct event_print pp;
+	struct job_env env;
+	if (cli_jobs_env(cli, wf, false, &pp, &env) < 0)
 		return 1;
 	struct job *j = NULL;
 	struct pve_error e = {0};
@@ -469,9 +452,10 @@ static int resume_job(struct cli *cli, long long id)
 		job_env_fini(&env);
 		return rc ? rc : 1;
 	}
-	/* a dry run's lines as its command says them in this process ("would
-	 * change", the guest files' diffs) */
-	pp.dry_run = pp.file_diffs = json_flag(job_params(j), "dry_run");
+	/* a dry run's lines as its command says them ("would change", the
+	 * guest files' diffs) */
+	if (json_flag(job_params(j), "dry_run"))
+		pp.dry_run = pp.file_diffs = true;
 	/* the job speaks as its command ("pvagent virtio: ..."), also when
 	 * pvagentd's child runs it: its submitter never typed "resume" */
 	char *ident = strprintf("pvagent %s", wf->name);
@@ -479,37 +463,7 @@ static int resume_job(struct cli *cli, long long id)
 		cli_set_command(wf->name);
 		log_set_ident(ident);
 	}
-	job_run(j, cli->pve);
-	end_progress_line(&pp);
-	rc = cli_exit_code(job_outcome(j));
-	/* a guest command's job that ended before it found its guest: its
-	 * error, said as its command says it in this process (up and down
-	 * always give their guests' results) */
-	long long gv = 0;
-	bool guests = wf == &wf_up || wf == &wf_down;
-	if (cli->json && rc && !guests && job_error(j)->kind == PVE_ERR_NOT_FOUND &&
-	    !json_int(job_vars(j), "vmid", &gv)) {
-		const struct pve_error *je = job_error(j);
-		struct pve_error e2 = {0};
-		pve_error_set(&e2, je->kind, "%s", je->message ? je->message : "not found");
-		cli->subject = job_subject(j);
-		rc = cli_fail_pve(cli, wf->name, &e2);
-	} else if (migration) {
-		cli_migration_result(cli, j, rc);
-	} else if (wf == &wf_bench) {
-		rc = cli_bench_result(cli, j, rc);
-	} else if (wf == &wf_inject) {
-		rc = cli_inject_result(cli, j, rc);
-	} else if (wf == &wf_virtio) {
-		rc = cli_virtio_result(cli, j, rc);
-	} else if (wf == &wf_image) {
-		rc = cli_image_result(cli, j, rc);
-	} else if (wf == &wf_rolling) {
-		cli_rolling_result(cli, j, rc);
-	} else {
-		const struct up_result *r = wf == &wf_down ? wf_down_result(j) : wf_up_result(j);
-		print_results(cli, wf->name, r, 1, rc);
-	}
+	rc = cli_run_jobs(cli, wf, &j, 1, 1);
 	job_free(j);
 	job_env_fini(&env);
 	if (ident) {
@@ -977,6 +931,7 @@ const struct cmd_entry cmd_jobs_entry = {
 	"n:", jobs_opts, NULL, 0, 0, NULL, cmd_jobs,
 	"pvagent jobs\npvagent jobs --limit 5\npvagent jobs --before 120\n"
 	"pvagent jobs --prune --older-than 30d",
+	.wf = NULL,
 };
 static const struct option job_opts[] = {{"follow", no_argument, NULL, 'f'}, {0}};
 
@@ -985,14 +940,17 @@ const struct cmd_entry cmd_job_entry = {
 	"one job: its steps (state, UPID, time) and events; --follow: then its events as they "
 	"come, while pvagentd runs it (exit: its exit code)",
 	"f", job_opts, NULL, 1, 1, "job ID", cmd_job, "pvagent job 12\npvagent job 12 --follow",
+	.wf = NULL,
 };
 const struct cmd_entry cmd_resume_entry = {
 	"resume", "ID", "continue an interrupted job, or one that needs attention", "", NULL, NULL,
 	1, 1, "job ID", cmd_resume, "pvagent resume 12",
+	.flags = CMD_RESUME,
 };
 const struct cmd_entry cmd_submitted_entry = {
 	"submitted", "WF SUBJECT", "pvagentd's own: store and run the job of stdin's params",
 	"", NULL, NULL, 2, 2, "argument", cmd_submitted, NULL,
+	.wf = NULL,
 };
 static const struct option cancel_opts[] = {{"stop-task", no_argument, NULL, 'S'}, {0}};
 
@@ -1003,4 +961,5 @@ const struct cmd_entry cmd_cancel_entry = {
 	"--stop-task: stop that task (the tasks API)",
 	"", cancel_opts, NULL, 1, 1, "job ID", cmd_cancel,
 	"pvagent cancel 12\npvagent cancel 12 --stop-task",
+	.wf = NULL,
 };

@@ -11,6 +11,7 @@
 #include "util.h"
 #include "wf_drain.h"
 #include "wf_migrate.h"
+#include "wf_params.h"
 #include "window.h"
 
 #include <stdio.h>
@@ -23,56 +24,6 @@ static double var_num(json_object *v, const char *key)
 {
 	long long x = -1;
 	return json_int(v, key, &x) ? (double)x : -1;
-}
-
-/* Run one job of wf on subject (an interrupted one of the same request is
- * resumed) with events as lines or JSON, then print its result; params
- * are taken. A drain's workers make their clients from the conf. */
-struct job_print {
-	void (*print)(struct cli *cli, struct job *j, const void *ctx, int code);
-	const void *ctx;
-	/* before it runs: what the command read already (migrate) */
-	void (*attach)(struct job *j, const void *ctx);
-};
-
-static int run_job(struct cli *cli, const char *cmd, const struct job_workflow *wf,
-		   const char *subject, json_object *params, bool dry,
-		   const struct job_print *out)
-{
-	if (cli->sub)
-		return cli_sub_add(cli, wf, subject, params);
-	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
-	struct job_env env = {
-		.store = dry ? NULL : cli_store(cli),
-		.on_event = on_job_event,
-		.event_ctx = &pp,
-		.stop = &cli_stop,
-		.conf = &cli->conf,
-	};
-	env.wait.task_timeout_s = cli->conf.migrate.timeout;
-	struct job *j = NULL;
-	struct pve_error e = {0};
-	int rc;
-	if (!params || job_env_init(&env) < 0) {
-		json_object_put(params);
-		fprintf(stderr, "pvagent %s: out of memory\n", cmd);
-		return 1;
-	}
-	if (job_submit(&env, wf, subject, params, &j, &e) < 0) {
-		rc = cli_fail_pve(cli, cmd, &e);
-	} else {
-		if (out->attach)
-			out->attach(j, out->ctx);
-		enum job_outcome o = job_run(j, cli->pve);
-		end_progress_line(&pp);
-		rc = cli_exit_code(o);
-		out->print(cli, j, out->ctx, rc);
-	}
-	pve_error_clear(&e);
-	json_object_put(params);
-	job_free(j);
-	job_env_fini(&env);
-	return rc;
 }
 
 /* One migration's line and JSON object from its vars. */
@@ -174,23 +125,25 @@ static void print_migration(struct cli *cli, struct job *j, const char *target, 
 	printf("\n");
 }
 
-struct migrate_print {
-	const char *target;
-	bool dry_run;
-	struct mig_cluster *mc;     /* the node list read, for the job */
-	const struct guest_ref *g;  /* the guest found */
+/* What migrate read before its job (the node list, the guest found),
+ * which its job takes (wf_migrate_attach) when it runs here. */
+struct migrate_read {
+	struct mig_cluster *mc;
+	struct guest_ref g;
 };
 
-static void print_migration_cb(struct cli *cli, struct job *j, const void *ctx, int code)
+static void attach_migration(struct job *j, void *ctx)
 {
-	const struct migrate_print *mp = ctx;
-	print_migration(cli, j, mp->target, mp->dry_run, code);
+	struct migrate_read *mr = ctx;
+	wf_migrate_attach(j, mr->mc, &mr->g);
 }
 
-static void attach_migration(struct job *j, const void *ctx)
+static void migrate_read_free(void *ctx)
 {
-	const struct migrate_print *mp = ctx;
-	wf_migrate_attach(j, mp->mc, mp->g);
+	struct migrate_read *mr = ctx;
+	guest_ref_clear(&mr->g);
+	mig_cluster_free(mr->mc);
+	free(mr);
 }
 
 static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
@@ -224,36 +177,37 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 	/* submitted or not: an unknown node or guest is said before a job is
 	 * stored (the node check connects first); what is read here is the
 	 * job's too */
-	struct mig_cluster *mc = rc == 0 ? mig_cluster_new() : NULL;
+	struct migrate_read *mr = rc == 0 ? calloc(1, sizeof *mr) : NULL;
 	json_object *nodes = NULL;
-	if (rc == 0 && !mc) {
+	if (rc == 0 && (!mr || !(mr->mc = mig_cluster_new()))) {
 		fprintf(stderr, "pvagent migrate: out of memory\n");
 		rc = 1;
 	}
 	if (rc == 0 && (rc = cli_check_node_keep(cli, "migrate", a->argv[1], NULL, &nodes)) == 0)
-		mig_cluster_keep_nodes(mc, nodes);
-	struct guest_ref g = {0};
+		mig_cluster_keep_nodes(mr->mc, nodes);
 	if (rc == 0) {
 		/* a guest that does not exist: said before any job is stored */
 		struct pve_error e = {0};
-		int f = guest_find_listed(cli->pve, a->argv[0], &g, &e);
+		int f = guest_find_listed(cli->pve, a->argv[0], &mr->g, &e);
 		cli->subject = a->argv[0];
 		if (f == 0)
 			guest_not_found(a->argv[0], &e);
 		if (f <= 0)
 			rc = cli_fail_pve(cli, "migrate", &e);
 	}
-	if (rc == 0) {
-		struct migrate_print mp = {a->argv[1], dry, mc, &g};
-		const struct job_print out = {print_migration_cb, &mp, attach_migration};
-		json_object *params =
-			wf_migrate_params(a->argv[1], storage, (unsigned)bw, (unsigned)md, dry);
-		if (params && force_ha)
-			json_object_object_add(params, "force_ha", json_object_new_boolean(1));
-		rc = run_job(cli, "migrate", &wf_migrate, a->argv[0], params, dry, &out);
+	json_object *params = rc == 0 ? wf_migrate_params(a->argv[1], storage, (unsigned)bw,
+							  (unsigned)md, dry) : NULL;
+	if (params && force_ha &&
+	    job_param_set_bool(&wf_migrate_params_decl, params, "force_ha", true) < 0) {
+		json_object_put(params);
+		params = NULL;
 	}
-	guest_ref_clear(&g);
-	mig_cluster_free(mc);
+	if (rc == 0)
+		rc = cli_job_add(cli, a->argv[0], params);
+	if (rc == 0)
+		cli_jobs_attach(cli, attach_migration, migrate_read_free, mr);
+	else if (mr)
+		migrate_read_free(mr);
 	return rc;
 }
 
@@ -275,6 +229,9 @@ const struct cmd_entry cmd_migrate_entry = {
 	"downtime PVE measured and the one clients saw",
 	"", migrate_opts, NULL, 2, 2, "guest name and a node", cmd_migrate,
 	"pvagent migrate web1 pve2\npvagent migrate web1 pve2 --storage-map local-lvm:fast --dry-run",
+	.wf = &wf_migrate,
+	.render = cli_migration_result,
+	.flags = CMD_JOBS | CMD_MIGRATES,
 };
 
 /* ---- drain and undrain ------------------------------------------------------------- */
@@ -363,19 +320,9 @@ static void print_drain(struct cli *cli, const char *cmd, struct job *j, bool dr
 		log_error("%s %s: needs attention: %s", cmd, job_subject(j), job_left(j));
 }
 
-struct drain_print {
-	const char *cmd;
-	bool dry_run;
-};
-
-static void print_drain_cb(struct cli *cli, struct job *j, const void *ctx, int code)
+int cli_migration_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
 {
-	const struct drain_print *dp = ctx;
-	print_drain(cli, dp->cmd, j, dp->dry_run, code);
-}
-
-void cli_migration_result(struct cli *cli, struct job *j, int code)
-{
+	struct job *j = jobs[0];
 	json_object *p = job_params(j);
 	long long x = 0;
 	bool dry = json_int(p, "dry_run", &x) && x;
@@ -383,6 +330,7 @@ void cli_migration_result(struct cli *cli, struct job *j, int code)
 		print_migration(cli, j, json_str(p, "target"), dry, code);
 	else
 		print_drain(cli, job_wf(j)->name, j, dry, code);
+	return code;
 }
 
 /* "N1,N2" -> a NULL-terminated list (the string is cut in place). */
@@ -482,10 +430,7 @@ static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 		free(to);
 		return rc;
 	}
-	struct drain_print dp = {cmd, dry};
-	const struct job_print out = {print_drain_cb, &dp, NULL};
-	rc = run_job(cli, cmd, undrain ? &wf_undrain : &wf_drain, a->argv[0], params, dry,
-		     &out);
+	rc = cli_job_add(cli, a->argv[0], params);
 	free(tov);
 	free(to);
 	return rc;
@@ -522,12 +467,20 @@ const struct cmd_entry cmd_drain_entry = {
 	"each moved guest is tagged pvagent-home-NODE",
 	"", drain_opts, NULL, 1, 1, "node", cmd_drain,
 	"pvagent drain pve1 --dry-run\npvagent drain pve1 --to pve2,pve3 --max-workers 2",
+	.wf = &wf_drain,
+	.render = cli_migration_result,
+	.flags = CMD_JOBS | CMD_MIGRATES,
+	.cli_only = "window",
 };
 const struct cmd_entry cmd_undrain_entry = {
 	"undrain", "NODE [--max-workers K] [--dry-run] | NODE --window W",
 	"bring every guest tagged pvagent-home-NODE back to NODE and remove the tag",
 	"", undrain_opts, NULL, 1, 1, "node", cmd_undrain,
 	"pvagent undrain pve1\npvagent undrain pve1 --window nightly",
+	.wf = &wf_undrain,
+	.render = cli_migration_result,
+	.flags = CMD_JOBS | CMD_MIGRATES,
+	.cli_only = "window",
 };
 
 /* ---- windows ------------------------------------------------------------------------ */
@@ -605,4 +558,5 @@ static int cmd_windows(struct cli *cli, const struct cmd_args *a)
 const struct cmd_entry cmd_windows_entry = {
 	"windows", "", "maintenance windows ([window] in pvagent.conf) and when they open next",
 	NULL, NULL, NULL, 0, 0, NULL, cmd_windows, "pvagent windows",
+	.wf = NULL,
 };

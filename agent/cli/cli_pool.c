@@ -169,4 +169,5 @@ static int cmd_pool(struct cli *cli, const struct cmd_args *a)
 const struct cmd_entry cmd_pool_entry = {
 	"pool", "list", "static address pools: addresses held (and by whom) and free", NULL, NULL,
 	NULL, 1, 1, "subcommand", cmd_pool, "pvagent pool list\npvagent --json pool list",
+	.wf = NULL,
 };

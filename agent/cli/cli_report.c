@@ -300,4 +300,5 @@ const struct cmd_entry cmd_report_entry = {
 	"(text, --json, or a self-contained HTML page)",
 	"H:", report_opts, NULL, 1, 1, "job ID", cmd_report,
 	"pvagent report 12\npvagent report 12 --html drain-12.html\npvagent --json report 12",
+	.wf = NULL,
 };

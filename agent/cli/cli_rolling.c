@@ -1,7 +1,7 @@
 /* cli_rolling.c - `pvagent rolling plan|run [NODE...]`: the command line
- * of the rolling workflow (wf_rolling.h), its job run here or handed to
- * pvagentd, and its result as text or JSON (also for `resume`). The glue
- * that makes and runs the job is rolling_job() alone. */
+ * of the rolling workflow (wf_rolling.h), checked into its one job (which
+ * cmd_dispatch hands to pvagentd or runs here), and its result as text or
+ * JSON (also for `resume`). */
 #include "cli.h"
 #include "json.h"
 #include "log.h"
@@ -125,45 +125,13 @@ static void print_rolling(struct cli *cli, struct job *j, int code)
 			  job_id(j));
 }
 
-void cli_rolling_result(struct cli *cli, struct job *j, int code)
+int cli_rolling_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
 {
-	print_rolling(cli, j, code);
+	print_rolling(cli, jobs[0], code);
+	return code;
 }
 
 /* ---- the command ------------------------------------------------------------------- */
-
-/* The one place that makes and runs the job (pvagentd's: handed over). */
-static int rolling_job(struct cli *cli, json_object *params, bool plan)
-{
-	if (cli->sub)
-		return cli_sub_add(cli, &wf_rolling, "cluster", params);
-	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty()};
-	struct job_env env;
-	if (!params || cli_job_env(cli, &pp, &env) < 0) {
-		json_object_put(params);
-		fprintf(stderr, "pvagent rolling: out of memory\n");
-		return 1;
-	}
-	if (plan)
-		env.store = NULL; /* a plan changes nothing, state.db neither */
-	env.wait.task_timeout_s = cli->conf.migrate.timeout;
-	struct job *j = NULL;
-	struct pve_error e = {0};
-	int rc;
-	if (job_submit(&env, &wf_rolling, "cluster", params, &j, &e) < 0) {
-		rc = cli_fail_pve(cli, "rolling", &e);
-	} else {
-		enum job_outcome o = job_run(j, cli->pve);
-		end_progress_line(&pp);
-		rc = cli_exit_code(o);
-		print_rolling(cli, j, rc);
-	}
-	pve_error_clear(&e);
-	json_object_put(params);
-	job_free(j);
-	job_env_fini(&env);
-	return rc;
-}
 
 /* The node this runs on: the host's short name (PVE names nodes so). */
 static char *self_node(void)
@@ -287,7 +255,8 @@ static int rolling_request(struct cli *cli, const struct cmd_args *a, const stru
 		.window = window, .self = self, .max_workers = (unsigned)workers,
 		.node_ssh = json_object_object_length(ro->node_ssh) ? ro->node_ssh : NULL,
 	};
-	rc = rolling_job(cli, wf_rolling_params(&q), plan);
+	rc = cli_job_add(cli, "cluster", wf_rolling_params(&q));
+	cli->jobs->not_kept = plan; /* a plan changes nothing, state.db neither */
 	free(self);
 	free(script);
 	return rc;
@@ -313,4 +282,7 @@ const struct cmd_entry cmd_rolling_entry = {
 	"", rolling_opts, "S", 1, -1, "node", cmd_rolling,
 	"pvagent rolling plan\npvagent rolling run --wait --version 8.4\n"
 	"pvagent rolling run --run --version 9.1 --run-script ./upgrade-8-to-9.sh",
+	.wf = &wf_rolling,
+	.render = cli_rolling_result,
+	.flags = CMD_JOBS | CMD_MIGRATES,
 };

@@ -952,4 +952,5 @@ const struct cmd_entry cmd_setup_entry = {
 	"pvagent -c ~/.config/pvagent.conf setup pve1 --password-file ~/.pvepw "
 	"--fingerprint 5F:2B:...:E5\n"
 	"pvagent setup pve1 --dry-run --pve-version 9",
+	.wf = NULL,
 };

@@ -1,8 +1,11 @@
-/* cli_up.c - `pvagent up` and `pvagent down` (cli_up.h): the request
- * checked (names, --set keys and values against the PVE schema, the
- * address pool), one job per guest submitted (job_submit: an unfinished
- * job of the same request is resumed) and run, at most --parallel at once
- * (wf_up.c, wf_down.c do the work), and the results printed. */
+/* cli_up.c - `pvagent up` and `pvagent down`: the request checked (names,
+ * --set keys and values against the PVE schema, the address pool, the
+ * node; down asks first) and one job per guest appended (cmd_dispatch
+ * sends them to pvagentd or runs them, at most --parallel at once:
+ * cli_run.c; wf_up.c, wf_down.c do the work), and their results as one
+ * table (the renderers, for resume too). cli_up_launch and
+ * cli_down_launch (cli_up.h) run a request's jobs directly, with what it
+ * has made attached: the tests' launcher. */
 #include "cli_up.h"
 #include "up_check.h"
 
@@ -219,6 +222,50 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
 	}
 }
 
+/* Up's and down's jobs' results as one table of their guests (a job that
+ * never opened, for want of a PVE client, by its outcome and error);
+ * returns code. */
+static int print_jobs(struct cli *cli, const char *cmd, struct job *const *jobs, size_t n,
+		      int code, const struct up_result *(*result)(struct job *j))
+{
+	struct up_result *r = calloc(n ? n : 1, sizeof *r);
+	bool *own = calloc(n ? n : 1, sizeof *own);
+	if (!r || !own) {
+		free(r);
+		free(own);
+		fprintf(stderr, "pvagent %s: out of memory\n", cmd);
+		return code ? code : 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct up_result *x = result(jobs[i]);
+		if (x) {
+			r[i] = *x; /* borrowed */
+			continue;
+		}
+		own[i] = true;
+		r[i].name = strdup(job_subject(jobs[i]));
+		r[i].status = UP_FAILED;
+		wf_result_finish(jobs[i], &r[i]);
+	}
+	print_results(cli, cmd, r, n, code);
+	for (size_t i = 0; i < n; i++)
+		if (own[i])
+			up_result_free(&r[i]);
+	free(r);
+	free(own);
+	return code;
+}
+
+int cli_up_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
+{
+	return print_jobs(cli, "up", jobs, n, code, wf_up_result);
+}
+
+int cli_down_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
+{
+	return print_jobs(cli, "down", jobs, n, code, wf_down_result);
+}
+
 /* What up checks of the cluster once its input is good: the node (given,
  * or the configuration's default), and for an OpenVZ template the PVE
  * version (tmpl_check_version, as the job's find step does: here before a
@@ -298,12 +345,9 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		tmpl_kvlist_free(&vars);
 		return rc;
 	}
-	/* ${pubkey}: submitted, the job's key is pvagentd's (its [ssh]
-	 * identity; it refuses the job when it has none) and a stand-in
-	 * checks the rest of the template here; in this process, ours */
-	char *pubkey = cli->sub ? NULL : conf_read_pubkey(&cli->conf);
-	struct pve_opts po = job_conf_pve_opts(&cli->conf);
-	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
+	/* ${pubkey}: the key of whoever runs the job (pvagentd's, or ours:
+	 * cli_run_here), which checks it; a stand-in checks the rest of the
+	 * template here */
 	struct up_request req = {
 		.names = (const char *const *)a->argv,
 		.n_names = (size_t)a->argc,
@@ -313,7 +357,6 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		.vmid = (int)vmid,
 		.sets = &sets,
 		.vars = &vars,
-		.pubkey = pubkey,
 		.no_start = no_start,
 		.full = full,
 		.retemplate = retemplate,
@@ -322,47 +365,19 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		.no_inject = no_inject,
 		.no_wait_ssh = no_wait_ssh,
 	};
-	const struct up_env ue = {
-		.conf = &cli->conf,
-		.pve_opts = &po,
-		.parallel = (unsigned)parallel,
-		.on_event = on_job_event,
-		.event_ctx = &pp,
-		.store = cli_store(cli),
-		.stop = &cli_stop,
-	};
-	struct up_result *results = NULL;
 	struct pve_error e = {0};
-	/* the input first, then what needs a request (submitted too, as
-	 * migrate and drain do: an unknown node is said before a job is
-	 * stored, as in this process) */
+	/* the input first, then what needs a request: an unknown node is
+	 * said before a job is stored */
 	struct up_request chk = req;
-	if (cli->sub)
-		chk.pubkey = UP_PUBKEY_STANDIN;
-	if (up_request_check(&chk, ue.conf, &e) < 0)
+	chk.pubkey = UP_PUBKEY_STANDIN;
+	if (up_request_check(&chk, &cli->conf, &e) < 0)
 		rc = cli_fail_pve(cli, "up", &e);
 	else
 		rc = up_check_cluster(cli, node, t, &sets);
-	if (rc) {
-		/* said */
-	} else if (cli->sub) {
-		cli->sub->node = req.node;
-		for (size_t i = 0; rc == 0 && i < req.n_names; i++)
-			rc = cli_sub_add(cli, &wf_up, req.names[i], wf_up_params(&req, req.names[i]));
-	} else {
-		cli_progress_waiting(&pp, req.names, req.n_names, ue.parallel);
-		int lr = cli_up_launch(&req, &ue, &results, &e);
-		end_progress_line(&pp);
-		if (lr < 0 && !results) {
-			rc = cli_fail_pve(cli, "up", &e);
-		} else {
-			rc = cli_exit_code(up_results_outcome(results, req.n_names));
-			print_results(cli, "up", results, req.n_names, rc);
-			up_results_free(results, req.n_names);
-		}
-	}
+	for (size_t i = 0; rc == 0 && i < req.n_names; i++)
+		rc = cli_job_add(cli, req.names[i], wf_up_params(&req, req.names[i]));
+	cli->jobs->parallel = (unsigned)parallel;
 	pve_error_clear(&e);
-	free(pubkey);
 	tmpl_free(t);
 	tmpl_kvlist_free(&sets);
 	tmpl_kvlist_free(&vars);
@@ -428,6 +443,27 @@ static int down_look(struct cli *cli, char **names, size_t n, bool purge, bool a
 					      : "Delete them and their disks?");
 }
 
+/* Guests none of which exists, as down says them: each "absent", not
+ * found (exit 2). */
+static int not_found(struct cli *cli, char **names, size_t n)
+{
+	struct up_result *res = calloc(n, sizeof *res);
+	if (!res) {
+		fprintf(stderr, "pvagent down: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		res[i].name = strdup(names[i]);
+		res[i].status = UP_ABSENT;
+		guest_not_found(names[i], &res[i].error);
+		res[i].outcome = pve_error_outcome(&res[i].error);
+	}
+	int rc = cli_exit_code(up_results_outcome(res, n));
+	print_results(cli, "down", res, n, rc);
+	up_results_free(res, n);
+	return rc;
+}
+
 /* down NAME|VMID...: each its own job, one after the other; the exit code
  * the worst outcome. */
 static int cmd_down(struct cli *cli, const struct cmd_args *a)
@@ -450,61 +486,25 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 	for (size_t i = 0; i < n; i++)
 		if (!guest_arg_is_vmid(a->argv[i], NULL) && !guest_name_valid(a->argv[i], &why))
 			return cli_error("usage", "down", "guest name '%s': %s", a->argv[i], why);
-	struct up_result *res = calloc(n, sizeof *res);
 	bool *absent = calloc(n, sizeof *absent);
-	if (!res || !absent) {
-		free(res);
-		free(absent);
+	if (!absent) {
 		fprintf(stderr, "pvagent down: out of memory\n");
 		return 1;
 	}
 	/* asked here, in the client, before anything goes to pvagentd */
 	if (!dry && (rc = down_look(cli, a->argv, n, purge, !yes, absent))) {
-		free(res);
 		free(absent);
 		return rc;
 	}
 	size_t n_absent = 0;
 	for (size_t i = 0; i < n; i++)
 		n_absent += absent[i];
-	/* through pvagentd unless every guest is absent (said here) */
-	for (size_t i = 0; cli->sub && n_absent < n && i < n && rc == 0; i++)
-		rc = cli_sub_add(cli, &wf_down, a->argv[i], wf_down_params(purge, dry));
-	if (cli->sub && n_absent < n) {
-		free(res);
-		free(absent);
-		return rc;
-	}
-	struct pve_opts po = job_conf_pve_opts(&cli->conf);
-	struct event_print pp = {.cli = cli, .tty = !cli->json && cli_stdout_tty(), .dry_run = dry};
-	size_t done = 0;
-	for (; done < n && !cli_stop; done++) {
-		if (absent[done]) {
-			res[done].name = strdup(a->argv[done]);
-			res[done].status = UP_ABSENT;
-			guest_not_found(a->argv[done], &res[done].error);
-			res[done].outcome = pve_error_outcome(&res[done].error);
-			continue;
-		}
-		struct down_request req = {
-			.name = a->argv[done],
-			.purge = purge,
-			.dry_run = dry,
-			.pve_opts = &po,
-			.on_event = on_job_event,
-			.event_ctx = &pp,
-			.store = cli_store(cli),
-			.stop = &cli_stop,
-		};
-		cli_down_launch(&req, &res[done]);
-		end_progress_line(&pp);
-	}
-	rc = cli_exit_code(up_results_outcome(res, done));
-	if (done < n && rc == 0)
-		rc = EXIT_INTERRUPTED;
-	print_results(cli, "down", res, done, rc);
-	up_results_free(res, done);
 	free(absent);
+	if (n_absent == n) /* said here: no job */
+		return not_found(cli, a->argv, n);
+	/* one job per guest, one after the other */
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = cli_job_add(cli, a->argv[i], wf_down_params(purge, dry));
 	return rc;
 }
 
@@ -533,6 +533,10 @@ const struct cmd_entry cmd_up_entry = {
 	"pvagent up web1 -t ubuntu-24.04\npvagent up w1 w2 w3 -t freebsd-14 --set cores=4 --parallel 2\n"
 	"pvagent up web1 -t ubuntu-24.04 --set size=64G --dry-run\n"
 	"pvagent up db1 db2 -t debian-13 --pool lan",
+	.wf = &wf_up,
+	.render = cli_up_result,
+	.flags = CMD_JOBS | CMD_GUESTS | CMD_OWN_CLIENT,
+	.cli_only = "parallel",
 };
 const struct cmd_entry cmd_down_entry = {
 	"down", "NAME|VMID... [--purge] [--dry-run] [--yes]",
@@ -540,4 +544,8 @@ const struct cmd_entry cmd_down_entry = {
 	down_opts, NULL, 1, -1, "guest name or VMID", cmd_down,
 	"pvagent down web1\npvagent down web1 --purge --yes\npvagent down 190 web2.example.org\n"
 	"pvagent down web1 --dry-run",
+	.wf = &wf_down,
+	.render = cli_down_result,
+	.flags = CMD_JOBS | CMD_GUESTS | CMD_OWN_CLIENT,
+	.cli_only = "yes",
 };

@@ -6,12 +6,14 @@
 
 #include "wf_up.h"
 
-/* Run up in env. *results gets n_names results in the order of names.
- * Returns 0 when every name succeeded, -1 when any failed (see each
- * result's error) or on a request error before any work (then *results
- * is NULL and err says why: PVE_ERR_CONFIG for bad names, duplicates,
- * --vmid with several names, bad --set keys, a template with guest files
- * to inject and no conf or no [ssh] known_hosts). */
+/* Run up in env as the tests do (the command appends its jobs:
+ * cli_run.c), its template and results attached. *results gets n_names
+ * results in the order of names. Returns 0 when every name succeeded, -1
+ * when any failed (see each result's error) or on a request error before
+ * any work (then *results is NULL and err says why: PVE_ERR_CONFIG for
+ * bad names, duplicates, --vmid with several names, bad --set keys, a
+ * template with guest files to inject and no conf or no [ssh]
+ * known_hosts). */
 int cli_up_launch(const struct up_request *req, const struct up_env *env,
 		  struct up_result **results, struct pve_error *err);
 

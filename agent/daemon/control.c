@@ -12,6 +12,7 @@
 #include "report.h"
 #include "submit_check.h"
 #include "util.h"
+#include "wf_params.h"
 #include "window.h"
 
 #include <errno.h>
@@ -129,13 +130,15 @@ static void req_resume(struct daemon *d, struct dconn *c, json_object *req, json
  * peer's but the params reaches the child. */
 static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json_object *id)
 {
-	const char *wfname = json_str(req, "workflow"), *node = json_str(req, "node");
+	const char *wfname = json_str(req, "workflow");
+	const struct job_params_decl *decl = wf_params_find(wfname);
 	json_object *jobs = json_object_object_get(req, "jobs");
 	size_t n = jobs && json_object_is_type(jobs, json_type_array)
 			   ? json_object_array_length(jobs) : 0;
 	if (!submit_workflow_known(wfname) || n == 0 || n > SUBMIT_MAX_JOBS) {
 		answer(c, ctl_error(id, "bad_request", "submit: \"workflow\" (up, down, inject, "
-					"virtio, bench, migrate, drain, undrain) and \"jobs\" (1 to "
+					"virtio, bench, migrate, drain, undrain, rolling, image) and "
+					"\"jobs\" (1 to "
 					"%d of {\"subject\", \"params\"}) are needed", SUBMIT_MAX_JOBS));
 		return;
 	}
@@ -168,8 +171,11 @@ static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json
 	size_t nq = 0;
 	for (; nq < n; nq++) {
 		const char *subject = json_str(json_object_array_get_idx(jobs, nq), "subject");
-		q[nq] = queue_for(d, c, req, id, 0, wfname, subject,
-				  strcmp(wfname, "up") == 0 ? node : NULL, params[nq]);
+		/* the node its job runs on, for the per-node limit: the param
+		 * its workflow declares (up's "node") */
+		const char *node = decl && decl->queue_node ? json_str(params[nq], decl->queue_node)
+							    : NULL;
+		q[nq] = queue_for(d, c, req, id, 0, wfname, subject, node, params[nq]);
 		params[nq] = NULL;
 		if (!q[nq])
 			break;

@@ -5,8 +5,8 @@
 #include "ctl_server.h"
 #include "json.h"
 #include "tmpl.h"
-#include "up_check.h"
 #include "util.h"
+#include "wf_params.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -15,31 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* The members each workflow's launcher writes (wf_up_params,
- * wf_down_params, wf_inject_params, wf_bench_params, convert_params,
- * wf_migrate_params, wf_drain_params, wf_image_params). A drain's own migrations
- * ("parent") are made by the drain, never submitted. */
-static const struct wf_members {
-	const char *wf;
-	const char *const members[24];
-} table[] = {
-	{"up", {"name", "template", "template_path", "node", "storage", "pubkey", "pool", "vmid",
-		"vmid_min", "vmid_max", "no_start", "full", "no_inject", "retemplate", "dry_run",
-		"no_wait_ssh", "ssh_wait_s", "sets", "vars", NULL}},
-	{"down", {"purge", "dry_run", NULL}},
-	{"inject", {"template", "address", "vars", "dry_run", NULL}},
-	{"bench", {"template", "address", "vars", "size_mib", NULL}},
-	{"virtio", {"template", "address", "vars", "vmid", "bus", "keep_snapshot", "bench",
-		    "bench_size_mib", "verify_timeout_s", "dry_run", NULL}},
-	{"migrate", {"target", "storage_map", "bwlimit", "max_downtime", "dry_run", "force_ha", NULL}},
-	{"drain", {"to", "max_workers", "per_target", "partial", "dry_run", "deadline", NULL}},
-	{"undrain", {"to", "max_workers", "per_target", "partial", "dry_run", "deadline", NULL}},
-	{"rolling", {"nodes", "mode", "version", "script", "window", "self", "max_workers",
-		     "wait_s", "node_ssh", NULL}},
-	{"image", {"image", "image_path", "node", "storage", "import_storage", "url", "checksum",
-		   "vmid", "rebuild", NULL}},
-};
 
 /* May the peer read a file of this mode, owner and group? */
 static bool peer_reads(const struct stat *st, const struct submit_peer *p)
@@ -154,64 +129,27 @@ static int check_image(const char *subject, json_object *params, const struct su
 	return rc;
 }
 
-/* Does any string in v (params, at any depth) hold a control character?
- * Then *why names the member. A newline in a value would reach PVE's
- * config, or a guest's file, as it is. */
-static bool control_chars_in(const char *wf, const char *subject, const char *member,
-			     json_object *v, char **why)
+/* The workflow's own check of what its members say together (up's:
+ * as the CLI checks its request), so a raw socket peer gets the same
+ * refusals before a job is stored. 0 or -1 (*why). */
+static int check_together(const struct job_params_decl *d, const char *subject,
+			  json_object *params, const struct conf *conf, char **why)
 {
-	if (json_object_is_type(v, json_type_string)) {
-		for (const char *p = json_object_get_string(v); *p; p++)
-			if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-				err_setf(why, "%s %s: \"%s\": a value holds a control character "
-					 "(0x%02x)", wf, subject, member, (unsigned)(unsigned char)*p);
-				return true;
-			}
-	} else if (json_object_is_type(v, json_type_array)) {
-		for (size_t i = 0; i < json_object_array_length(v); i++)
-			if (control_chars_in(wf, subject, member, json_object_array_get_idx(v, i), why))
-				return true;
-	} else if (json_object_is_type(v, json_type_object)) {
-		json_object_object_foreach(v, k, x) {
-			(void)k;
-			if (control_chars_in(wf, subject, member, x, why))
-				return true;
-		}
-	}
-	return false;
-}
-
-static bool control_chars(const char *wf, const char *subject, json_object *params, char **why)
-{
-	json_object_object_foreach(params, key, val)
-		if (control_chars_in(wf, subject, key, val, why))
-			return true;
-	return false;
-}
-
-/* An up job's params checked as the CLI checks its request (names, --set
- * keys and values against PVE's schema, the pool): a raw socket peer gets
- * the same refusals before a job is stored. 0 or -1 (*why). */
-static int check_up(const char *wf, const char *subject, json_object *params,
-		    const struct conf *conf, char **why)
-{
-	if (strcmp(wf, "up") != 0)
-		return 0;
 	struct pve_error e = {0};
-	if (up_check_params(subject, params, conf, &e) == 0)
+	if (!d->check || d->check(subject, params, conf, &e) == 0)
 		return 0;
 	/* a template's ${pubkey} without a key: the daemon's file to edit */
 	bool key = e.message && strstr(e.message, "${pubkey}") && !json_str(params, "pubkey");
-	err_setf(why, "%s%s%s%s", e.message ? e.message : "up: refused",
+	err_setf(why, "%s%s%s%s", e.message ? e.message : "refused",
 		 key ? " (pvagentd's configuration: " : "", key && conf->path ? conf->path : "",
 		 key ? ")" : "");
 	pve_error_clear(&e);
 	return -1;
 }
 
-/* up's "pubkey": the daemon's own ([ssh] identity's .pub), never the
- * submitter's; none without an identity (a template that needs one is
- * then refused by check_up). 0, or -1 (*why). */
+/* "pubkey" (up's ${pubkey}): the daemon's own ([ssh] identity's .pub),
+ * never the submitter's; none without an identity (a template that needs
+ * one is then refused by its check). 0, or -1 (*why). */
 static int daemon_pubkey(json_object *params, const struct conf *conf, char **why)
 {
 	char *pubkey = conf_read_pubkey(conf);
@@ -222,25 +160,17 @@ static int daemon_pubkey(json_object *params, const struct conf *conf, char **wh
 	return rc;
 }
 
-static const struct wf_members *members_of(const char *wf)
-{
-	for (size_t i = 0; wf && i < sizeof table / sizeof table[0]; i++)
-		if (strcmp(table[i].wf, wf) == 0)
-			return &table[i];
-	return NULL;
-}
-
 bool submit_workflow_known(const char *wf)
 {
-	return members_of(wf) != NULL;
+	return wf_params_find(wf) != NULL;
 }
 
 int submit_check(const char *wf, const char *subject, json_object *params,
 		 const struct submit_peer *peer, const struct conf *conf, char **why)
 {
 	*why = NULL;
-	const struct wf_members *m = members_of(wf);
-	if (!m) {
+	const struct job_params_decl *d = wf_params_find(wf);
+	if (!d) {
 		err_setf(why, "the daemon does not run '%.64s' (up, down, inject, virtio, bench, "
 			 "migrate, drain, undrain, rolling, image)", wf);
 		return -1;
@@ -249,46 +179,33 @@ int submit_check(const char *wf, const char *subject, json_object *params,
 		err_setf(why, "%s: the subject is not a guest's or a node's name", wf);
 		return -1;
 	}
-	if (!params || !json_object_is_type(params, json_type_object)) {
-		err_setf(why, "%s %s: \"params\" is not an object", wf, subject);
+	/* the members a peer may set, of their types and ranges: the engine's
+	 * check (job_submit's words) */
+	if (job_params_check(d, subject, params, true, why) < 0)
 		return -1;
-	}
-	json_object_object_foreach(params, key, val) {
-		(void)val;
-		bool known = false;
-		for (size_t i = 0; m->members[i] && !known; i++)
-			known = strcmp(m->members[i], key) == 0;
-		if (!known) {
-			err_setf(why, "%s %s: \"%.64s\" is not one of its params", wf, subject, key);
-			return -1;
-		}
-	}
-	if (control_chars(wf, subject, params, why))
-		return -1;
-	/* up's key is the daemon's, whoever submits: its child runs with the
+	/* the key is the daemon's, whoever submits: its child runs with the
 	 * daemon's configuration, and the submitting CLI sends none */
-	if (strcmp(wf, "up") == 0 && daemon_pubkey(params, conf, why) < 0)
+	if (job_param_find(d, "pubkey") && daemon_pubkey(params, conf, why) < 0)
 		return -1;
 	if (peer->uid == 0 || peer->uid == geteuid())
-		return check_up(wf, subject, params, conf, why);
-	if (strcmp(wf, "image") == 0)
+		return check_together(d, subject, params, conf, why);
+	if (job_param_find(d, "image_path"))
 		return check_image(subject, params, peer, conf, why);
-	json_object *t = json_object_object_get(params, "template");
-	if (t && !json_object_is_type(t, json_type_string)) {
-		err_setf(why, "%s %s: \"template\" is not a name", wf, subject);
-		return -1;
-	}
+	/* a template: a name in the template directories, which the peer may
+	 * read; a workflow that loads it ("template_path") needs one there */
+	const char *t = json_str(params, "template");
+	bool loads = job_param_find(d, "template_path") != NULL;
 	char *path = NULL;
-	if (t && resolve_named(&template_kind, json_object_get_string(t), peer,
-			       (const char *const *)conf->paths.templates, &path, why) < 0)
+	if (t && resolve_named(&template_kind, t, peer, (const char *const *)conf->paths.templates,
+			       &path, why) < 0)
 		return -1;
-	if (strcmp(wf, "up") != 0) {
+	if (!loads) {
 		free(path);
-		return 0;
+		return check_together(d, subject, params, conf, why);
 	}
 	if (!path) {
-		err_setf(why, "up %s: %s", subject, t ? "no such template in the template directories"
-						   : "no template");
+		err_setf(why, "%s %s: %s", wf, subject,
+			 t ? "no such template in the template directories" : "no template");
 		return -1;
 	}
 	/* the peer's own idea of the file: only the same file */
@@ -297,8 +214,8 @@ int submit_check(const char *wf, const char *subject, json_object *params,
 	bool same = !given || (real && strcmp(real, path) == 0);
 	free(real);
 	if (!same) {
-		err_setf(why, "up %s: \"template_path\" is not the file of template '%s'", subject,
-			 json_object_get_string(t));
+		err_setf(why, "%s %s: \"template_path\" is not the file of template '%s'", wf,
+			 subject, t);
 		free(path);
 		return -1;
 	}
@@ -306,5 +223,5 @@ int submit_check(const char *wf, const char *subject, json_object *params,
 	if (rc < 0)
 		err_setf(why, "out of memory");
 	free(path);
-	return rc < 0 ? rc : check_up(wf, subject, params, conf, why);
+	return rc < 0 ? rc : check_together(d, subject, params, conf, why);
 }

@@ -5,20 +5,23 @@
  * the daemon's own user) may make it read no file the peer could not
  * read itself:
  *
- * - params carry only the members the workflow's own launcher writes
- *   (this module's table); any other member is refused;
+ * - params carry only the members the workflow declares a peer may set,
+ *   of their types and ranges (its table, wf_params.c, checked by
+ *   job_params_check: the words job_submit refuses them with); any other
+ *   member is refused; then the workflow's own check of what they say
+ *   together (up: as the CLI checks its request);
  * - a template ("template") is a name (letters, digits, '.', '_', '-',
  *   not starting with '.'; no '/', so no path and no '..') resolved as
  *   tmpl_load() does, in the configured template directories; the file it
  *   resolves to, symlinks followed, must lie inside that directory and be
- *   readable by the peer by its mode (owner, group, others); up's
- *   "template_path" is the daemon's resolution of it, never the peer's;
- * - up's public key ("pubkey") is the daemon's ([ssh] identity of its
+ *   readable by the peer by its mode (owner, group, others); a
+ *   workflow's "template_path" (up's) is the daemon's resolution of it,
+ *   never the peer's;
+ * - a public key ("pubkey", up's) is the daemon's ([ssh] identity of its
  *   configuration, the one its child runs with), for every peer, root
  *   too, never the submitter's; without one, a template that uses
  *   ${pubkey} is refused, naming the daemon's configuration;
- * - no other member names a file; one that does is added to the table
- *   with its check.
+ * - no other member names a file; one that does gets its check here.
  *
  * A refusal names the member, never what a file holds. */
 #ifndef PVAGENT_SUBMIT_CHECK_H
@@ -36,7 +39,7 @@ struct submit_peer {
 	gid_t gid; /* its primary group (SO_PEERCRED) */
 };
 
-/* Is wf a workflow the daemon runs (a name of this module's table: the
+/* Is wf a workflow the daemon runs (one wf_params.c declares: the
  * workflows pvagent runs, by name only)? */
 bool submit_workflow_known(const char *wf);
 
