@@ -597,12 +597,17 @@ int cli_daemon_cancel(struct cli *cli, long long id, bool *handled)
 			       "cancelled; what its done steps did stays: see 'pvagent job %lld'\n",
 			       id, id);
 		}
+	} else if (ans && json_str(ans, "error") && strcmp(json_str(ans, "error"), "forbidden") == 0) {
+		/* pvagentd has it, and this user may not change it */
+		*handled = true;
+		rc = cli_error("job", "cancel", "pvagentd: %s",
+			       json_str(ans, "message") ? json_str(ans, "message") : "forbidden");
 	}
 	free(err);
 	json_object_put(ans);
 	json_object_put(req);
 	ctl_client_close(&c);
-	return 0;
+	return rc;
 }
 
 int cli_daemon_follow(struct cli *cli, struct ctl_client *c, double since)

@@ -66,6 +66,7 @@ static struct djob *queue_for(struct daemon *d, struct dconn *c, json_object *re
 		return NULL;
 	}
 	djob_client_opts(j, req);
+	j->owner = c->c.uid;
 	if (add_watcher(j, c, id) < 0)
 		log_warn("ticket %llu: out of memory: nobody watches it", j->it->ticket);
 	log_info("uid %u: %s queued as ticket %llu", (unsigned)c->c.uid, j->what, j->it->ticket);
@@ -261,6 +262,18 @@ static void req_cancel(struct daemon *d, struct dconn *c, json_object *req, json
 	struct djob *j = named(d, req, &jid);
 	if (!j) {
 		answer(c, ctl_error(id, "not_found", "not in the daemon"));
+		return;
+	}
+	/* the peer policy: every peer the socket admits may read every job
+	 * (jobs, job, watch, status, report); a job is changed only by the
+	 * peer that submitted or resumed it, root or the daemon's user */
+	if (c->c.uid != 0 && c->c.uid != geteuid() && c->c.uid != j->owner) {
+		log_warn("uid %u: cancel of ticket %llu (%s) refused: it is uid %u's",
+			 (unsigned)c->c.uid, j->it->ticket, j->what, (unsigned)j->owner);
+		answer(c, ctl_error(id, "forbidden", "%s was submitted by uid %u: uid %u may watch "
+				    "it, and only uid %u, root or the daemon's user may cancel it",
+				    j->what, (unsigned)j->owner, (unsigned)c->c.uid,
+				    (unsigned)j->owner));
 		return;
 	}
 	json_object *ok = ctl_ok(id);

@@ -145,6 +145,7 @@ struct djob *djob_queue(struct daemon *d, long long id, const char *wf, const ch
 	j->proc.out_fd = j->proc.err_fd = j->proc.ev_fd = -1;
 	j->params = params;
 	j->resume_id = id;
+	j->owner = geteuid(); /* a peer's request sets its own */
 	j->what = id ? strprintf("%s %s (job %lld)", wf, subject, id)
 		     : strprintf("%s %s", wf, subject);
 	j->subject = strdup(subject);

@@ -59,6 +59,8 @@ struct djob {
 	int columns;           /* the client terminal's width (tty), or 0 */
 	int verbosity;
 	long long resume_id;         /* the job (0: not stored yet) */
+	uid_t owner;                 /* the peer that submitted or resumed it; the
+					daemon's user for its own (windows, start-up) */
 	struct jobproc proc;
 	bool started, exited, cancel, killed;
 	bool refused;                /* its child stored a job another item has:

@@ -1510,9 +1510,10 @@ Test(daemon, job_follow_streams_until_the_job_ends)
 	world_free(&w);
 }
 
-/* In a child under uid 12345 and gid: connect and ask for the status;
- * exit 0 answered ok, 3 refused, other: something else. */
-static int as_other_user(const struct world *w, gid_t gid)
+/* In a child under uid 12345 and gid: connect and send request (NULL:
+ * the status); exit 0 answered ok, 3 refused, 4 forbidden, other:
+ * something else. */
+static int request_as_other_user(const struct world *w, gid_t gid, const char *request)
 {
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
@@ -1523,7 +1524,9 @@ static int as_other_user(const struct world *w, gid_t gid)
 		char *err = NULL;
 		if (ctl_client_connect(w->sock, &c, &err) != 0)
 			_exit(11);
-		json_object *req = json_tokener_parse("{\"id\":7,\"op\":\"status\"}"), *ans = NULL;
+		json_object *req = json_tokener_parse(request ? request
+							      : "{\"id\":7,\"op\":\"status\"}"),
+			    *ans = NULL;
 		/* a refused peer's connection may be closed before it sends: the
 		 * refusal is still there to read */
 		(void)ctl_client_send(&c, req, &err);
@@ -1532,7 +1535,9 @@ static int as_other_user(const struct world *w, gid_t gid)
 		if (r == 1) {
 			const char *e = json_object_get_string(json_object_object_get(ans, "error"));
 			code = json_object_get_boolean(json_object_object_get(ans, "ok")) ? 0
-			     : e && strcmp(e, "refused") == 0 ? 3 : 13;
+			     : e && strcmp(e, "refused") == 0	  ? 3
+			     : e && strcmp(e, "forbidden") == 0 ? 4
+								  : 13;
 		}
 		_exit(code);
 	}
@@ -1540,6 +1545,11 @@ static int as_other_user(const struct world *w, gid_t gid)
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st));
 	return WEXITSTATUS(st);
+}
+
+static int as_other_user(const struct world *w, gid_t gid)
+{
+	return request_as_other_user(w, gid, NULL);
 }
 
 /* The socket group of the tests with another peer (nogroup); skips the
@@ -1552,6 +1562,35 @@ static gid_t socket_group_gid(void)
 	if (!g)
 		cr_skip_test("no group 'nogroup'");
 	return g->gr_gid;
+}
+
+/* The peer policy: a member of the socket's group may read every job but
+ * cancel only its own; root may cancel any. */
+Test(daemon, a_peer_may_not_cancel_another_users_job)
+{
+	gid_t gid = socket_group_gid();
+	static struct world w;
+	world_start(&w, 10, 2, "socket_group = nogroup\n");
+	daemon_start(&w);
+	cr_assert_eq(chmod(w.dir, 0711), 0);
+	char *outp = up_until_clone(&w, "own1");
+	cr_assert_eq(request_as_other_user(&w, gid, "{\"id\":7,\"op\":\"jobs\"}"), 0,
+		     "a member of the group may list the jobs");
+	cr_assert_eq(request_as_other_user(&w, gid, "{\"id\":8,\"op\":\"cancel\",\"job\":1}"), 4,
+		     "a member of the group cancelled root's job");
+	wait_log(&w, "cancel of ticket 1 (up own1) refused: it is uid 0's");
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'running'",
+			    NULL), 1, "the job runs on");
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "cancel", "1", NULL), 0, "root cancels it: %s", out);
+	free(out);
+	int st = client_end();
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "client status %d", st);
+	wait_db(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'cancelled'", NULL, 1,
+		"job 1 recorded cancelled");
+	daemon_stop(&w);
+	free(outp);
+	world_free(&w);
 }
 
 Test(daemon, a_peer_outside_the_group_is_refused)
