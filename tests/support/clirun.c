@@ -103,10 +103,14 @@ void test_kill(pid_t *pid)
 	*pid = -1;
 }
 
-long long test_db_int(const char *path, const char *sql, const char *arg)
+/* The first column of sql's first row, as an integer (text NULL) or as
+ * malloc'd text (text not NULL: NULL when none). */
+static long long db_first(const char *path, const char *sql, const char *arg, char **text)
 {
 	sqlite3 *db = NULL;
 	long long v = -1;
+	if (text)
+		*text = NULL;
 	if (access(path, F_OK) == 0 &&
 	    sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
 		sqlite3_busy_timeout(db, 2000);
@@ -114,13 +118,28 @@ long long test_db_int(const char *path, const char *sql, const char *arg)
 		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
 			if (arg)
 				sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
-			if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+			if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
 				v = sqlite3_column_int64(st, 0);
+				if (text)
+					*text = strdup((const char *)sqlite3_column_text(st, 0));
+			}
 		}
 		sqlite3_finalize(st);
 	}
 	sqlite3_close(db);
 	return v;
+}
+
+long long test_db_int(const char *path, const char *sql, const char *arg)
+{
+	return db_first(path, sql, arg, NULL);
+}
+
+char *test_db_text(const char *path, const char *sql, const char *arg)
+{
+	char *t = NULL;
+	db_first(path, sql, arg, &t);
+	return t;
 }
 
 pid_t test_bystander(void)

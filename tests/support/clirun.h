@@ -44,6 +44,8 @@ void test_kill(pid_t *pid);
  * arg) on the SQLite file at path, read-only, as an integer; -1 when there
  * is no such row or file. */
 long long test_db_int(const char *path, const char *sql, const char *arg);
+/* The same as text (malloc'd), NULL when there is no such row or file. */
+char *test_db_text(const char *path, const char *sql, const char *arg);
 /* A child that only waits, and ends at any signal that ends a process by
  * default (SIGTERM): that it is still there proves nothing signalled it.
  * Its pid, or -1. The caller kills and reaps it. */
