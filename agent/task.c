@@ -3,6 +3,7 @@
  * and reporting its failure with the tail of its log. */
 #include "task.h"
 
+#include "json.h"
 #include "log.h"
 #include "util.h"
 
@@ -891,4 +892,34 @@ int task_run(struct pve *c, const char *method, const char *path,
 	int w = task_wait(c, upid, wopts, res, err);
 	free(upid);
 	return w < 0 ? -1 : rc;
+}
+
+int task_find_newest(struct pve *c, const char *node, const char *type, int vmid,
+		     long long since, bool ended, json_object **entry, struct pve_error *err)
+{
+	*entry = NULL;
+	char *pn = pve_path_escape(node);
+	struct pve_params q = {0};
+	json_object *tasks = NULL, *found = NULL;
+	int rc;
+	if (!pn || pve_params_add_int(&q, "vmid", vmid) < 0 ||
+	    pve_params_add(&q, "typefilter", type) < 0 || pve_params_add(&q, "source", "all") < 0)
+		rc = pve_error_oom(err);
+	else
+		rc = pve_getf(c, &tasks, &q, err, "/nodes/%s/tasks", pn);
+	pve_params_free(&q);
+	free(pn);
+	long long best = -1, st = 0, end = 0;
+	for (size_t i = 0; rc == 0 && json_object_is_type(tasks, json_type_array) &&
+			   i < json_object_array_length(tasks); i++) {
+		json_object *t = json_object_array_get_idx(tasks, i);
+		if (json_str(t, "upid") && json_int(t, "starttime", &st) && st >= since && st > best) {
+			found = t;
+			best = st;
+		}
+	}
+	if (found && (!ended || json_int(found, "endtime", &end)))
+		*entry = json_object_get(found);
+	json_object_put(tasks);
+	return rc < 0 ? -1 : *entry ? 1 : found ? 2 : 0;
 }

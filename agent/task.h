@@ -130,6 +130,15 @@ void task_sched_restart(struct task_sched *s);
  * time now. *status is set when it should be a status poll. */
 double task_sched_next(struct task_sched *s, double now, bool *status);
 
+/* The newest task of type for guest vmid in node's task list (GET
+ * /nodes/NODE/tasks, every source) that started at since (unix seconds)
+ * or later, and with ended only once it has ended: 1 with *entry ({upid,
+ * starttime, endtime...}; a reference), 2 when it is listed but has not
+ * ended, 0 when none is listed (yet), -1 with err. One request: the
+ * callers poll it. */
+int task_find_newest(struct pve *c, const char *node, const char *type, int vmid,
+		     long long since, bool ended, json_object **entry, struct pve_error *err);
+
 typedef void (*task_progress_fn)(void *ctx, const struct task_progress *p);
 
 struct task_wait_opts {

@@ -410,54 +410,21 @@ static int ha_task(struct job *j, const char *node_name, const char *type, long 
 	const struct guest_wait *w = job_wait(j);
 	const struct pve_clock *clk = job_env(j)->clock;
 	double limit = pve_clock_now(clk) + (w->lock_timeout_s > 0 ? w->lock_timeout_s : 300);
-	char *node = pve_path_escape(node_name);
-	if (!node)
-		return pve_error_oom(job_err(j));
-	*entry = NULL;
-	int rc = -1;
 	for (;;) {
-		json_object *tasks = NULL;
-		struct pve_params q = {0};
-		pve_params_add_int(&q, "vmid", m->g.vmid);
-		pve_params_add(&q, "typefilter", type);
-		pve_params_add(&q, "source", "all");
-		int r = pve_getf(job_pve(j), &tasks, &q, job_err(j), "/nodes/%s/tasks", node);
-		pve_params_free(&q);
-		if (r < 0)
-			break;
-		size_t n = json_object_is_type(tasks, json_type_array)
-				   ? json_object_array_length(tasks) : 0;
-		long long best = -1;
-		json_object *found = NULL;
-		for (size_t i = 0; i < n; i++) {
-			json_object *t = json_object_array_get_idx(tasks, i);
-			long long st = 0;
-			if (json_str(t, "upid") && json_int(t, "starttime", &st) && st >= since &&
-			    st > best) {
-				found = t;
-				best = st;
-			}
-		}
-		long long end = 0;
-		if (found && (!ended || json_int(found, "endtime", &end))) {
-			*entry = json_object_get(found);
-			json_object_put(tasks);
-			rc = 0;
-			break;
-		}
-		json_object_put(tasks);
+		int r = task_find_newest(job_pve(j), node_name, type, m->g.vmid, since, ended, entry,
+					 job_err(j));
+		if (r == 1 || r < 0)
+			return r < 0 ? -1 : 0;
 		if (job_stopping(j) || pve_clock_now(clk) > limit) {
 			pve_error_set(job_err(j), PVE_ERR_TASK_TIMEOUT,
-				      found ? "the HA stack's %s task for %s %d on %s did not end"
-					    : "the HA stack started no %s task for %s %d on %s",
+				      r == 2 ? "the HA stack's %s task for %s %d on %s did not end"
+					     : "the HA stack started no %s task for %s %d on %s",
 				      type, m->g.type == GUEST_QEMU ? "VM" : "CT", m->g.vmid,
 				      node_name);
-			break;
+			return -1;
 		}
 		pve_clock_sleep(clk, w->poll_s > 0 ? w->poll_s : 1.0);
 	}
-	free(node);
-	return rc;
 }
 
 /* The migration task the HA stack started for the guest after our

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "migrate_facts.h"
 #include "rolling_plan.h"
+#include "task.h"
 #include "ssh.h"
 #include "util.h"
 #include "wf_drain.h"
@@ -873,38 +874,11 @@ static int ha_task_ended(struct job *j, const char *node_name, const char *type,
 	struct roll_ctx *r = job_ctx(j);
 	const struct pve_clock *clk = job_wait(j)->clock;
 	double until = pve_clock_now(clk) + 120;
-	char *node = pve_path_escape(node_name);
-	*out = NULL;
-	if (!node)
-		return pve_error_oom(e);
-	int rc = 0;
-	for (;;) {
-		json_object *tasks = NULL, *found = NULL;
-		struct pve_params q = {0};
-		long long best = -1, t0 = 0, t1 = 0;
-		if (pve_params_add_int(&q, "vmid", vmid) < 0 || pve_params_add(&q, "typefilter", type) < 0 ||
-		    pve_params_add(&q, "source", "all") < 0)
-			rc = pve_error_oom(e);
-		else
-			rc = pve_getf(job_pve(j), &tasks, &q, e, "/nodes/%s/tasks", node);
-		pve_params_free(&q);
-		for (size_t i = 0; rc == 0 && json_object_is_type(tasks, json_type_array) &&
-				   i < json_object_array_length(tasks); i++) {
-			json_object *t = json_object_array_get_idx(tasks, i);
-			if (json_str(t, "upid") && json_int(t, "starttime", &t0) && t0 > best) {
-				found = t;
-				best = t0;
-			}
-		}
-		if (found && json_int(found, "endtime", &t1))
-			*out = json_object_get(found);
-		json_object_put(tasks);
-		if (rc < 0 || *out || pve_clock_now(clk) > until || job_stopping(j))
-			break;
+	int rc;
+	while ((rc = task_find_newest(job_pve(j), node_name, type, vmid, 0, true, out, e)) != 1 &&
+	       rc >= 0 && pve_clock_now(clk) <= until && !job_stopping(j))
 		pve_clock_sleep(clk, r->poll_s);
-	}
-	free(node);
-	return rc;
+	return rc < 0 ? -1 : 0;
 }
 
 /* The CRM's move of an HA guest, found in the task lists of the nodes (a
