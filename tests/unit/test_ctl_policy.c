@@ -4,13 +4,15 @@
  * is declared read-only or says what it changes; a read-only command
  * sends pvagentd only CTL_READ requests (cli_daemon_call refuses the
  * others unsent), and every request that is not CTL_READ is sent by some
- * command that is not read-only. No daemon: the client's end is one side
- * of a socketpair. */
+ * command that is not read-only; and cli_daemon_call is the CLI's only
+ * way to send one. No daemon: the client's end is one side of a
+ * socketpair. */
 #include "cli.h"
 #include "ctl.h"
 #include "ctl_client.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -170,4 +172,33 @@ Test(ctl_policy, a_request_of_no_known_op_is_never_sent)
 	json_object_put(req);
 	ctl_client_close(&c);
 	close(sv[1]);
+}
+
+/* No file of the CLI but ctl_client.c (the socket's end) and
+ * cli_daemon.c (in cli_daemon_call, once) sends a request itself: a
+ * read-only command cannot go around the check. Run from the tree. */
+Test(ctl_policy, only_cli_daemon_call_sends_requests)
+{
+	DIR *dir = opendir("agent/cli");
+	cr_assert_not_null(dir, "agent/cli (run from the tree)");
+	size_t calls = 0;
+	for (struct dirent *de; (de = readdir(dir));) {
+		size_t n = strlen(de->d_name);
+		if (n < 3 || strcmp(de->d_name + n - 2, ".c") != 0 ||
+		    strcmp(de->d_name, "ctl_client.c") == 0)
+			continue;
+		char *path = strprintf("agent/cli/%s", de->d_name), *text = NULL;
+		cr_assert_eq(read_file(path, &text, NULL), 0, "%s", path);
+		for (const char *p = text; (p = strstr(p, "ctl_client_")); p++) {
+			bool sends = strncmp(p, "ctl_client_call(", 16) == 0 ||
+				     strncmp(p, "ctl_client_send(", 16) == 0;
+			cr_assert(!sends || strcmp(de->d_name, "cli_daemon.c") == 0,
+				  "%s sends a request itself: use cli_daemon_call", path);
+			calls += sends;
+		}
+		free(text);
+		free(path);
+	}
+	closedir(dir);
+	cr_assert_eq(calls, 1, "cli_daemon.c: one ctl_client_call, in cli_daemon_call");
 }
