@@ -5,16 +5,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const op_names[] = {
-	[CTL_OP_SUBMIT] = "submit", [CTL_OP_JOBS] = "jobs",     [CTL_OP_JOB] = "job",
-	[CTL_OP_CANCEL] = "cancel", [CTL_OP_RESUME] = "resume", [CTL_OP_STATUS] = "status",
-	[CTL_OP_WATCH] = "watch",   [CTL_OP_REPORT] = "report",
+/* The requests: their names and who may send them (ctl.h). */
+static const struct ctl_op_def ops[CTL_OP__COUNT] = {
+	[CTL_OP_SUBMIT] = {"submit", CTL_SUBMIT | CTL_NOT_STOPPING},
+	[CTL_OP_JOBS] = {"jobs", CTL_READ},
+	[CTL_OP_JOB] = {"job", CTL_READ},
+	[CTL_OP_CANCEL] = {"cancel", CTL_OWNER},
+	[CTL_OP_RESUME] = {"resume", CTL_OWNER | CTL_NOT_STOPPING},
+	[CTL_OP_STATUS] = {"status", CTL_READ},
+	[CTL_OP_WATCH] = {"watch", CTL_READ},
+	[CTL_OP_REPORT] = {"report", CTL_READ},
 };
+
+const struct ctl_op_def *ctl_op_def(enum ctl_op op)
+{
+	return (size_t)op < CTL_OP__COUNT && ops[op].name ? &ops[op] : NULL;
+}
 
 int ctl_op_parse(const char *name, enum ctl_op *out)
 {
-	for (size_t i = 0; name && i < sizeof op_names / sizeof op_names[0]; i++)
-		if (strcmp(op_names[i], name) == 0) {
+	for (size_t i = 0; name && i < CTL_OP__COUNT; i++)
+		if (ops[i].name && strcmp(ops[i].name, name) == 0) {
 			*out = (enum ctl_op)i;
 			return 0;
 		}
@@ -136,8 +147,13 @@ int ctl_request_parse(const char *line, size_t len, json_object **req, enum ctl_
 	if (ctl_op_parse(json_object_get_string(v), op) < 0) {
 		*code = "unknown_op";
 		const char *name = json_object_get_string(v);
-		*msg = strprintf("unknown op '%.64s%s' (submit, jobs, job, cancel, resume, status, "
-				 "watch)", name, strlen(name) > 64 ? "..." : "");
+		struct sbuf b = {0};
+		int r = sbuf_addf(&b, "unknown op '%.64s%s' (", name, strlen(name) > 64 ? "..." : "");
+		for (size_t i = 0; r == 0 && i < CTL_OP__COUNT; i++)
+			r = sbuf_addf(&b, "%s%s", i ? ", " : "", ops[i].name);
+		*msg = r == 0 && sbuf_addc(&b, ')') == 0 ? sbuf_steal(&b) : NULL;
+		if (!*msg)
+			sbuf_free(&b);
 		return -1;
 	}
 	return 0;

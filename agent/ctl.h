@@ -33,7 +33,29 @@ enum ctl_op {
 	CTL_OP_STATUS,
 	CTL_OP_WATCH,
 	CTL_OP_REPORT,      /* {"job":ID}: the report model (report.h) as "report" */
+	CTL_OP__COUNT
 };
+
+/* The peer policy, declared per request (as redis declares its commands'
+ * flags): who of the peers the socket admits may send it. Each request
+ * has exactly one of the first three; pvagentd checks them in one place
+ * before the request's handler (control.c), and the CLI sends a
+ * CMD_READONLY command's requests only when they are CTL_READ. */
+#define CTL_READ 0x1u     /* any admitted peer: it changes nothing */
+#define CTL_SUBMIT 0x2u   /* any admitted peer: it makes jobs, its own */
+#define CTL_OWNER 0x4u    /* it acts on an existing job: only the job's owner
+			     (the peer that submitted or resumed it), root
+			     or the daemon's user */
+#define CTL_NOT_STOPPING 0x8u /* refused ("stopping") while the daemon stops */
+#define CTL_ACCESS (CTL_READ | CTL_SUBMIT | CTL_OWNER)
+
+/* One request of the protocol: its name on the wire and its CTL_* flags. */
+struct ctl_op_def {
+	const char *name;
+	unsigned flags;
+};
+/* The request op (< CTL_OP__COUNT), or NULL. */
+const struct ctl_op_def *ctl_op_def(enum ctl_op op);
 /* 0 and *out, or -1 for an unknown name. */
 int ctl_op_parse(const char *name, enum ctl_op *out);
 

@@ -40,6 +40,7 @@ struct cli {
 	bool outcome_said;     /* pvagentd says this outcome to the client (a
 				  submitted job not stored): no --json
 				  error object */
+	const struct cmd_entry *cmd; /* the command running (cmd_dispatch) */
 };
 
 /* A job command's jobs (cli_run.c): its handler parses and checks its
@@ -229,6 +230,12 @@ struct cmd_args {
 				unreachable PVE */
 #define CMD_DIFFS 0x20u  /* its events print the guest files' diffs (inject;
 			    every command's dry run does) */
+#define CMD_READONLY 0x40u /* it changes nothing (in PVE, the guests, the
+			      store or pvagentd's queue): the peer policy's
+			      reader; the CLI's daemon client sends it only
+			      requests pvagentd declares CTL_READ
+			      (cli_daemon_call), so it can never cancel,
+			      resume or submit */
 
 /* One command, declared as tmux declares its cmd_entry: the options and
  * the number of arguments it takes, the handler that builds a request
@@ -312,6 +319,13 @@ void cli_daemon_print_queued(json_object *queued);
 int cli_daemon_cancel(struct cli *cli, long long id, bool *handled);
 /* Print its events after since (unix time) until it ends: its exit code. */
 int cli_daemon_follow(struct cli *cli, struct ctl_client *c, double since);
+/* A request of op to pvagentd: {"id":1,"op":NAME} (NULL: out of memory). */
+json_object *cli_daemon_request(enum ctl_op op);
+/* The one way a request goes to pvagentd (ctl_client_call's result):
+ * refused here, unsent (-1, *err), when its op is unknown or the running
+ * command (cli->cmd) is CMD_READONLY and the op is not CTL_READ. */
+int cli_daemon_call(struct cli *cli, struct ctl_client *c, json_object *req,
+		    json_object **answer, char **err);
 
 /* The command table (cli_table.c): every command in help's order,
  * NULL-ended (pvagentd's hidden `submitted` is not in it); one by name,

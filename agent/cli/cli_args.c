@@ -172,6 +172,7 @@ int cmd_dispatch(struct cli *cli, const struct cmd_entry *e, int argc, char **ar
 	if (rc)
 		return rc;
 	bool handled = false;
+	cli->cmd = e;
 	if (e->flags & CMD_JOBS)
 		rc = dispatch_jobs(cli, e, &a);
 	else if (e->flags & CMD_RESUME)

@@ -136,6 +136,37 @@ static int connect_daemon(struct cli *cli, struct ctl_client *c, bool quiet)
 	return r;
 }
 
+json_object *cli_daemon_request(enum ctl_op op)
+{
+	const struct ctl_op_def *def = ctl_op_def(op);
+	json_object *req = def ? json_object_new_object() : NULL;
+	if (req && (json_add(req, "id", json_object_new_int(1)) < 0 ||
+		    json_add_str(req, "op", def->name) < 0)) {
+		json_object_put(req);
+		return NULL;
+	}
+	return req;
+}
+
+int cli_daemon_call(struct cli *cli, struct ctl_client *c, json_object *req,
+		    json_object **answer, char **err)
+{
+	*answer = NULL;
+	enum ctl_op op;
+	const char *name = json_str(req, "op");
+	if (!req || ctl_op_parse(name, &op) < 0) {
+		err_setf(err, "not a request of pvagentd: op '%s'", name ? name : "(none)");
+		return -1;
+	}
+	/* the peer policy's reader: never more than CTL_READ */
+	if (cli->cmd && (cli->cmd->flags & CMD_READONLY) && !(ctl_op_def(op)->flags & CTL_READ)) {
+		err_setf(err, "pvagent %s changes nothing: it may not send pvagentd '%s' (a bug)",
+			 cli->cmd->name, name);
+		return -1;
+	}
+	return ctl_client_call(c, req, answer, err);
+}
+
 static void write_all(FILE *f, const char *s, size_t n)
 {
 	if (n && fwrite(s, 1, n, f) != n)
@@ -446,7 +477,7 @@ static int stream(struct cli *cli, struct ctl_client *c, struct relay *relay, do
 static json_object *submit_request(const struct cmd_entry *e, const struct cmd_args *a,
 				   const struct cli_jobs *jobs, int *rc)
 {
-	json_object *req = json_object_new_object();
+	json_object *req = cli_daemon_request(jobs ? CTL_OP_SUBMIT : CTL_OP_RESUME);
 	if (!req) {
 		*rc = 1;
 		return NULL;
@@ -459,11 +490,9 @@ static json_object *submit_request(const struct cmd_entry *e, const struct cmd_a
 			*rc = cli_usage_error("resume", "expected a job ID", a->argc ? a->argv[0] : "");
 			return NULL;
 		}
-		json_object_object_add(req, "op", json_object_new_string("resume"));
 		json_object_object_add(req, "job", json_object_new_int64(id));
 		return req;
 	}
-	json_object_object_add(req, "op", json_object_new_string("submit"));
 	json_object_object_add(req, "workflow", json_object_new_string(e->wf->name));
 	json_object_object_add(req, "jobs", json_object_get(jobs->jobs));
 	return req;
@@ -487,7 +516,6 @@ int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct c
 		ctl_client_close(&c);
 		return rc;
 	}
-	json_object_object_add(req, "id", json_object_new_int(1));
 	json_object_object_add(req, "json", json_object_new_boolean(cli->json));
 	/* live lines when stdout and stderr are the terminal: the child then
 	 * writes both on one stream (jobproc.h), which we print on stdout */
@@ -498,7 +526,7 @@ int cli_daemon_submit(struct cli *cli, const struct cmd_entry *e, const struct c
 	json_object_object_add(req, "verbosity", json_object_new_int(cli->verbosity));
 	json_object *ans = NULL;
 	char *err = NULL;
-	if (ctl_client_call(&c, req, &ans, &err) < 0) {
+	if (cli_daemon_call(cli, &c, req, &ans, &err) < 0) {
 		log_error("pvagentd: %s", err ? err : "no answer");
 		free(err);
 		rc = 1;
@@ -544,13 +572,11 @@ int cli_daemon_watch(struct cli *cli, long long id, struct ctl_client *c)
 	int rc = connect_daemon(cli, c, true);
 	if (rc)
 		return rc;
-	json_object *req = json_object_new_object(), *ans = NULL;
-	json_object_object_add(req, "id", json_object_new_int(1));
-	json_object_object_add(req, "op", json_object_new_string("watch"));
+	json_object *req = cli_daemon_request(CTL_OP_WATCH), *ans = NULL;
 	json_object_object_add(req, "job", json_object_new_int64(id));
 	char *err = NULL;
 	rc = 0;
-	if (ctl_client_call(c, req, &ans, &err) < 0) {
+	if (cli_daemon_call(cli, c, req, &ans, &err) < 0) {
 		log_warn("pvagentd: %s", err ? err : "no answer");
 		free(err);
 		rc = 1;
@@ -571,12 +597,10 @@ int cli_daemon_cancel(struct cli *cli, long long id, bool *handled)
 	int rc = connect_daemon(cli, &c, true);
 	if (rc)
 		return 0;
-	json_object *req = json_object_new_object(), *ans = NULL;
-	json_object_object_add(req, "id", json_object_new_int(1));
-	json_object_object_add(req, "op", json_object_new_string("cancel"));
+	json_object *req = cli_daemon_request(CTL_OP_CANCEL), *ans = NULL;
 	json_object_object_add(req, "job", json_object_new_int64(id));
 	char *err = NULL;
-	if (ctl_client_call(&c, req, &ans, &err) == 1 &&
+	if (cli_daemon_call(cli, &c, req, &ans, &err) == 1 &&
 	    json_object_get_boolean(json_object_object_get(ans, "ok"))) {
 		*handled = true;
 		const char *state = json_str(ans, "state");
@@ -625,11 +649,9 @@ int cli_daemon_queued(struct cli *cli, json_object **queued)
 	struct ctl_client c;
 	if (connect_daemon(cli, &c, true))
 		return 0;
-	json_object *req = json_object_new_object(), *ans = NULL;
-	json_object_object_add(req, "id", json_object_new_int(1));
-	json_object_object_add(req, "op", json_object_new_string("jobs"));
+	json_object *req = cli_daemon_request(CTL_OP_JOBS), *ans = NULL;
 	char *err = NULL;
-	if (ctl_client_call(&c, req, &ans, &err) == 1 &&
+	if (cli_daemon_call(cli, &c, req, &ans, &err) == 1 &&
 	    json_object_get_boolean(json_object_object_get(ans, "ok")))
 		*queued = json_object_get(json_object_object_get(ans, "queued"));
 	free(err);
@@ -700,12 +722,10 @@ static int cmd_status(struct cli *cli, const struct cmd_args *a)
 	}
 	if (rc)
 		return rc;
-	json_object *req = json_object_new_object(), *ans = NULL;
-	json_object_object_add(req, "id", json_object_new_int(1));
-	json_object_object_add(req, "op", json_object_new_string("status"));
+	json_object *req = cli_daemon_request(CTL_OP_STATUS), *ans = NULL;
 	char *err = NULL;
 	rc = 0;
-	if (ctl_client_call(&c, req, &ans, &err) < 0 ||
+	if (cli_daemon_call(cli, &c, req, &ans, &err) < 0 ||
 	    !json_object_get_boolean(json_object_object_get(ans, "ok"))) {
 		log_error("pvagentd: %s", err ? err : json_str(ans, "message") ? json_str(ans, "message")
 										   : "no answer");
@@ -757,4 +777,5 @@ const struct cmd_entry cmd_status_entry = {
 	"status", "", "pvagentd: pid, uptime, version, workers, queue, running jobs", NULL, NULL,
 	NULL, 0, 0, NULL, cmd_status, "pvagent status\npvagent --json status",
 	.wf = NULL,
+	.flags = CMD_READONLY,
 };

@@ -961,4 +961,5 @@ const struct cmd_entry cmd_doctor_entry = {
 	"", doctor_opts, NULL, 0, 0, NULL, cmd_doctor,
 	"pvagent doctor\npvagent doctor --migrate\npvagent --json doctor",
 	.wf = NULL,
+	.flags = CMD_READONLY,
 };

@@ -605,4 +605,5 @@ const struct cmd_entry cmd_show_entry = {
 	"a guest's config, status, disk bus, NIC, address, template and last bench run", "",
 	NULL, NULL, 1, 1, "guest name or VMID", cmd_show, "pvagent show web1\npvagent --json show 190",
 	.wf = NULL,
+	.flags = CMD_READONLY,
 };

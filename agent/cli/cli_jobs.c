@@ -941,6 +941,7 @@ const struct cmd_entry cmd_job_entry = {
 	"come, while pvagentd runs it (exit: its exit code)",
 	"f", job_opts, NULL, 1, 1, "job ID", cmd_job, "pvagent job 12\npvagent job 12 --follow",
 	.wf = NULL,
+	.flags = CMD_READONLY,
 };
 const struct cmd_entry cmd_resume_entry = {
 	"resume", "ID", "continue an interrupted job, or one that needs attention", "", NULL, NULL,

@@ -559,4 +559,5 @@ const struct cmd_entry cmd_windows_entry = {
 	"windows", "", "maintenance windows ([window] in pvagent.conf) and when they open next",
 	NULL, NULL, NULL, 0, 0, NULL, cmd_windows, "pvagent windows",
 	.wf = NULL,
+	.flags = CMD_READONLY,
 };

@@ -170,4 +170,5 @@ const struct cmd_entry cmd_pool_entry = {
 	"pool", "list", "static address pools: addresses held (and by whom) and free", NULL, NULL,
 	NULL, 1, 1, "subcommand", cmd_pool, "pvagent pool list\npvagent --json pool list",
 	.wf = NULL,
+	.flags = CMD_READONLY,
 };

@@ -166,12 +166,10 @@ static int from_daemon(struct cli *cli, long long id, struct report *r)
 		free(err); /* none, or none this user may reach: read state.db here */
 		return 0;
 	}
-	json_object *req = json_object_new_object(), *ans = NULL;
+	json_object *req = cli_daemon_request(CTL_OP_REPORT), *ans = NULL;
 	int rc = 1;
-	if (!req || json_add(req, "id", json_object_new_int(1)) < 0 ||
-	    json_add_str(req, "op", "report") < 0 ||
-	    json_add(req, "job", json_object_new_int64(id)) < 0 ||
-	    ctl_client_call(&c, req, &ans, &err) != 1) {
+	if (!req || json_add(req, "job", json_object_new_int64(id)) < 0 ||
+	    cli_daemon_call(cli, &c, req, &ans, &err) != 1) {
 		cli_error("daemon", "report", "pvagentd: %s", err ? err : "no answer");
 		rc = -1;
 	} else if (!json_object_get_boolean(json_object_object_get(ans, "ok"))) {
@@ -301,4 +299,5 @@ const struct cmd_entry cmd_report_entry = {
 	"H:", report_opts, NULL, 1, 1, "job ID", cmd_report,
 	"pvagent report 12\npvagent report 12 --html drain-12.html\npvagent --json report 12",
 	.wf = NULL,
+	.flags = CMD_READONLY,
 };

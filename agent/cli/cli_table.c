@@ -349,6 +349,7 @@ static const struct cmd_entry cmd_nodes_entry = {
 	"nodes", "", "nodes with CPU, memory and status", NULL, NULL, NULL, 0, 0, NULL, cmd_nodes,
 	"pvagent nodes\npvagent --json nodes",
 	.wf = NULL,
+	.flags = CMD_READONLY,
 };
 static const struct cmd_entry cmd_list_entry = {
 	"list", "[--node N] [--long]",
@@ -357,6 +358,7 @@ static const struct cmd_entry cmd_list_entry = {
 	"n:l", list_opts, NULL, 0, 0, NULL, cmd_list,
 	"pvagent list\npvagent list --long\npvagent --json list --node pve1",
 	.wf = NULL,
+	.flags = CMD_READONLY,
 };
 static const struct option templates_opts[] = {{"long", no_argument, NULL, 'l'}, {0}};
 static const struct cmd_entry cmd_templates_entry = {
@@ -367,6 +369,7 @@ static const struct cmd_entry cmd_templates_entry = {
 	"l", templates_opts, NULL, 0, 0, NULL, cmd_templates,
 	"pvagent templates\npvagent templates --long\npvagent --json templates",
 	.wf = NULL,
+	.flags = CMD_READONLY,
 };
 
 static int cmd_help(struct cli *cli, const struct cmd_args *a);
@@ -375,11 +378,13 @@ static const struct cmd_entry cmd_help_entry = {
 	"help", "[COMMAND]", "this list, or a command's usage, options and examples", NULL, NULL,
 	NULL, 0, 1, "command", cmd_help, "pvagent help\npvagent help up",
 	.wf = NULL,
+	.flags = CMD_READONLY,
 };
 static const struct cmd_entry cmd_version_entry = {
 	"version", "", "the version of pvagent (also --version)", NULL, NULL, NULL, 0, 0, NULL,
 	cmd_version, "pvagent version",
 	.wf = NULL,
+	.flags = CMD_READONLY,
 };
 
 static const struct cmd_entry *const commands[] = {

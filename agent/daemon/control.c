@@ -1,9 +1,11 @@
 /* control.c - pvagentd's end of the control socket: the connections
  * (accepted with their peer's credentials, [daemon] max_clients, the fd
  * limit; dropped when gone) and the requests of the control protocol
- * (ctl.h): submit, resume, watch, job, cancel, jobs, status. A submit's
- * params are checked for the peer (submit_check.h) before they are
- * queued in the job table (djob.c). */
+ * (ctl.h), dispatched by one table (as vmd's control.c dispatches):
+ * each request's handler, run after the peer policy its flags declare
+ * (ctl.c: read, submit, owner; refused while stopping) is checked in one
+ * place. A submit's params are checked for the peer (submit_check.h)
+ * before they are queued in the job table (djob.c). */
 #include "pvagentd_int.h"
 
 #include "clock.h"
@@ -93,7 +95,8 @@ static void answer_queued(struct daemon *d, struct dconn *c, json_object *id,
 }
 
 /* resume: a stored job by its ID. */
-static void req_resume(struct daemon *d, struct dconn *c, json_object *req, json_object *id)
+static void req_resume(struct daemon *d, struct dconn *c, json_object *req, json_object *id,
+		       enum ctl_op op)
 {
 	long long jid = 0;
 	if (!json_int(req, "job", &jid) || jid <= 0) {
@@ -129,7 +132,8 @@ static void req_resume(struct daemon *d, struct dconn *c, json_object *req, json
  * Each job's params are checked for the peer (submit_check.h) and
  * queued; when it starts, its child stores and runs it. Nothing of the
  * peer's but the params reaches the child. */
-static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json_object *id)
+static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json_object *id,
+		       enum ctl_op op)
 {
 	const char *wfname = json_str(req, "workflow");
 	const struct job_params_decl *decl = wf_params_find(wfname);
@@ -228,7 +232,8 @@ static void req_watch(struct daemon *d, struct dconn *c, json_object *req, json_
 }
 
 /* report: read-only, any peer the socket admits may ask (report.h). */
-static void req_report(struct daemon *d, struct dconn *c, json_object *req, json_object *id)
+static void req_report(struct daemon *d, struct dconn *c, json_object *req, json_object *id,
+		       enum ctl_op op)
 {
 	long long jid = 0;
 	struct report r;
@@ -256,24 +261,14 @@ static void req_report(struct daemon *d, struct dconn *c, json_object *req, json
 	free(err);
 }
 
-static void req_cancel(struct daemon *d, struct dconn *c, json_object *req, json_object *id)
+/* cancel: the peer policy (CTL_OWNER) was checked before. */
+static void req_cancel(struct daemon *d, struct dconn *c, json_object *req, json_object *id,
+		       enum ctl_op op)
 {
 	long long jid;
 	struct djob *j = named(d, req, &jid);
 	if (!j) {
 		answer(c, ctl_error(id, "not_found", "not in the daemon"));
-		return;
-	}
-	/* the peer policy: every peer the socket admits may read every job
-	 * (jobs, job, watch, status, report); a job is changed only by the
-	 * peer that submitted or resumed it, root or the daemon's user */
-	if (c->c.uid != 0 && c->c.uid != geteuid() && c->c.uid != j->owner) {
-		log_warn("uid %u: cancel of ticket %llu (%s) refused: it is uid %u's",
-			 (unsigned)c->c.uid, j->it->ticket, j->what, (unsigned)j->owner);
-		answer(c, ctl_error(id, "forbidden", "%s was submitted by uid %u: uid %u may watch "
-				    "it, and only uid %u, root or the daemon's user may cancel it",
-				    j->what, (unsigned)j->owner, (unsigned)c->c.uid,
-				    (unsigned)j->owner));
 		return;
 	}
 	json_object *ok = ctl_ok(id);
@@ -304,7 +299,8 @@ static void req_cancel(struct daemon *d, struct dconn *c, json_object *req, json
 		 j->it->ticket, j->what);
 }
 
-static void req_list(struct daemon *d, struct dconn *c, json_object *id, enum ctl_op op)
+static void req_list(struct daemon *d, struct dconn *c, json_object *req, json_object *id,
+		     enum ctl_op op)
 {
 	json_object *ok = ctl_ok(id), *run = json_object_new_array(), *qd = json_object_new_array();
 	for (struct jobq_item *it = d->q.head; it; it = it->next)
@@ -351,6 +347,91 @@ static void req_list(struct daemon *d, struct dconn *c, json_object *id, enum ct
 	answer(c, ok);
 }
 
+/* ---- the requests' table and the peer policy ------------------------------- */
+
+typedef void req_fn(struct daemon *d, struct dconn *c, json_object *req, json_object *id,
+		    enum ctl_op op);
+
+/* Each request's handler; who may send it is its flags (ctl.c). */
+static req_fn *const handlers[CTL_OP__COUNT] = {
+	[CTL_OP_SUBMIT] = req_submit, [CTL_OP_JOBS] = req_list,     [CTL_OP_JOB] = req_watch,
+	[CTL_OP_CANCEL] = req_cancel, [CTL_OP_RESUME] = req_resume, [CTL_OP_STATUS] = req_list,
+	[CTL_OP_WATCH] = req_watch,   [CTL_OP_REPORT] = req_report,
+};
+
+void owner_note(struct daemon *d, long long job, uid_t uid)
+{
+	size_t i = 0;
+	while (i < d->n_owners && d->owners[i].job != job)
+		i++;
+	if (i == d->n_owners && d->n_owners == DAEMON_OWNERS) {
+		log_debug("job %lld's owner (uid %u) forgotten: the daemon's user's now",
+			  d->owners[0].job, (unsigned)d->owners[0].uid);
+		i = 0;
+	}
+	/* the newest last: the oldest is forgotten first */
+	if (i < d->n_owners)
+		memmove(&d->owners[i], &d->owners[i + 1], (d->n_owners - i - 1) * sizeof *d->owners);
+	else
+		d->n_owners++;
+	d->owners[d->n_owners - 1] = (struct downer){job, uid};
+}
+
+/* The owner of the job a request names: the item in the daemon's, else
+ * the peer that last ran the stored job through the daemon, else the
+ * daemon's user. false: it names none (its handler says so). *what: for
+ * messages (malloc'd, NULL when out of memory). */
+static bool owner_of(struct daemon *d, json_object *req, uid_t *owner, char **what)
+{
+	long long jid;
+	const struct djob *j = named(d, req, &jid);
+	if (j) {
+		*owner = j->owner;
+		*what = strprintf("ticket %llu (%s)", j->it->ticket, j->what);
+		return true;
+	}
+	if (jid <= 0)
+		return false;
+	*owner = geteuid();
+	for (size_t i = 0; i < d->n_owners; i++)
+		if (d->owners[i].job == jid)
+			*owner = d->owners[i].uid;
+	*what = strprintf("job %lld", jid);
+	return true;
+}
+
+/* The peer policy of op's flags (ctl.h), the one place it is checked:
+ * true when c may send it, else answered. */
+static bool allowed(struct daemon *d, struct dconn *c, enum ctl_op op, json_object *req,
+		    json_object *id)
+{
+	const struct ctl_op_def *def = ctl_op_def(op);
+	uid_t owner;
+	char *what = NULL;
+	if (!def || !handlers[op] || !(def->flags & CTL_ACCESS)) {
+		/* (test_ctl and test_daemon hold every op to both) */
+		answer(c, ctl_error(id, "internal", "op %d has no handler or no policy", (int)op));
+		return false;
+	}
+	if ((def->flags & CTL_NOT_STOPPING) && d->stopping) {
+		answer(c, ctl_error(id, "stopping", "the daemon is stopping; run it again later"));
+		return false;
+	}
+	if (!(def->flags & CTL_OWNER) || c->c.uid == 0 || c->c.uid == geteuid() ||
+	    !owner_of(d, req, &owner, &what) || owner == c->c.uid) {
+		free(what);
+		return true;
+	}
+	const char *w = what ? what : "the job";
+	log_warn("uid %u: %s of %s refused: it is uid %u's", (unsigned)c->c.uid, def->name, w,
+		 (unsigned)owner);
+	answer(c, ctl_error(id, "forbidden", "%s is uid %u's: uid %u may read it, and only its "
+			    "owner, root or the daemon's user may %s it", w, (unsigned)owner,
+			    (unsigned)c->c.uid, def->name));
+	free(what);
+	return false;
+}
+
 static void on_request(struct daemon *d, struct dconn *c, const char *line, size_t len)
 {
 	json_object *req = NULL;
@@ -369,24 +450,8 @@ static void on_request(struct daemon *d, struct dconn *c, const char *line, size
 	}
 	json_object *id = NULL;
 	json_object_object_get_ex(req, "id", &id);
-	switch (op) {
-	case CTL_OP_SUBMIT:
-	case CTL_OP_RESUME:
-		if (d->stopping)
-			answer(c, ctl_error(id, "stopping", "the daemon is stopping; run it again "
-					    "later"));
-		else if (op == CTL_OP_SUBMIT)
-			req_submit(d, c, req, id);
-		else
-			req_resume(d, c, req, id);
-		break;
-	case CTL_OP_WATCH:
-	case CTL_OP_JOB: req_watch(d, c, req, id, op); break;
-	case CTL_OP_CANCEL: req_cancel(d, c, req, id); break;
-	case CTL_OP_REPORT: req_report(d, c, req, id); break;
-	case CTL_OP_JOBS:
-	case CTL_OP_STATUS: req_list(d, c, id, op); break;
-	}
+	if (allowed(d, c, op, req, id))
+		handlers[op](d, c, req, id, op);
 	json_object_put(req);
 }
 

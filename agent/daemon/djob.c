@@ -343,6 +343,8 @@ void end_djob(struct daemon *d, struct djob *j)
 	if (j->cancel)
 		mark_interrupted(d, j, JOB_CANCELLED);
 	log_job_ends(d, j);
+	for (size_t i = 0; i < j->n_jobs; i++)
+		owner_note(d, j->jobs[i], j->owner); /* for a later resume's owner */
 	log_info("ticket %llu (%s) ended: exit %d", j->it->ticket, j->what, j->code);
 	json_object *ev = daemon_event(j, "exit");
 	if (ev) {

@@ -1695,6 +1695,98 @@ static char *one_job(const char *wf, const char *params)
 	return b;
 }
 
+/* A world whose socket admits the group nogroup (its directory
+ * searchable by all) with the daemon started: the group's gid. */
+static gid_t group_world(struct world *w, int speed)
+{
+	gid_t gid = socket_group_gid();
+	world_start(w, speed, 2, "socket_group = nogroup\n");
+	cr_assert_eq(chmod(w->dir, 0711), 0);
+	daemon_start(w);
+	return gid;
+}
+
+/* A member (uid 12345) submits a dry run of up x9 of the directory's
+ * template jobvm, its file's path given, and it runs as ticket. */
+static void member_dry_run(const struct world *w, gid_t gid, int ticket)
+{
+	char *tp = strprintf("%s/jobvm.tmpl", w->tdir);
+	char *params = strprintf("{\"name\":\"x9\",\"dry_run\":true,\"template\":\"jobvm\","
+				 "\"template_path\":\"%s\"}", tp);
+	char *req = one_job("up", params);
+	char *out = submit_as(w, 12345, gid, req);
+	char *end = strprintf("\"event\":\"exit\",\"ticket\":%d,\"code\":0", ticket);
+	cr_assert(strstr(out, end), "%s", out);
+	free(end);
+	free(out);
+	free(req);
+	free(params);
+	free(tp);
+}
+
+/* The peer policy is the request table's (ctl.c): a member of the
+ * socket's group sends every request of it naming root's running job;
+ * each CTL_READ one is answered, each CTL_OWNER one (cancel, resume) is
+ * forbidden, and root's job runs on. Once ended, root's job stays root's
+ * for a resume, and one the daemon never ran is its user's; the member's
+ * own job is its own (resume is let through: it was done). */
+Test(daemon, a_peer_reads_another_users_job_but_may_not_cancel_or_resume_it)
+{
+	static struct world w;
+	gid_t gid = group_world(&w, 10);
+	/* job 1: root's, running */
+	char *outp = up_until_clone(&w, "own1");
+	/* job 2: the member's own (a dry run, done) */
+	member_dry_run(&w, gid, 2);
+	wait_log(&w, "ticket 2 (up x9) runs job 2");
+	wait_log(&w, "ticket 2 (up x9) ended");
+	size_t n_read = 0, n_owner = 0;
+	for (int op = 0; op < CTL_OP__COUNT; op++) {
+		const struct ctl_op_def *def = ctl_op_def((enum ctl_op)op);
+		cr_assert_not_null(def, "op %d is not in the request table", op);
+		if (def->flags & CTL_SUBMIT)
+			continue; /* it makes the member's own job (above) */
+		char *req = strprintf("{\"id\":%d,\"op\":\"%s\",\"job\":1}", op, def->name);
+		int code = request_as_other_user(&w, gid, req);
+		if (def->flags & CTL_READ) {
+			cr_assert_eq(code, 0, "%s: a member may read root's job (%d)", req, code);
+			n_read++;
+		} else {
+			cr_assert(def->flags & CTL_OWNER, "%s: no policy in the request table", req);
+			cr_assert_eq(code, 4, "%s: a member acted on root's job (%d)", req, code);
+			char *said = strprintf("%s of ticket 1 (up own1) refused: it is uid 0's",
+					       def->name);
+			wait_log(&w, said);
+			free(said);
+			n_owner++;
+		}
+		free(req);
+	}
+	cr_assert_geq(n_read, 5, "jobs, job, watch, status, report");
+	cr_assert_geq(n_owner, 2, "cancel, resume");
+	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'running'",
+			    NULL), 1, "root's job runs on");
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "cancel", "1", NULL), 0, "root cancels it: %s", out);
+	free(out);
+	int st = client_end();
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "client status %d", st);
+	wait_log(&w, "ticket 1 (up own1) ended");
+	/* out of the daemon, a stored job keeps its owner for a resume */
+	cr_assert_eq(request_as_other_user(&w, gid, "{\"id\":1,\"op\":\"resume\",\"job\":1}"), 4);
+	wait_log(&w, "resume of job 1 refused: it is uid 0's");
+	cr_assert_eq(request_as_other_user(&w, gid, "{\"id\":1,\"op\":\"resume\",\"job\":99}"), 4,
+		     "a job the daemon never ran is its user's");
+	/* the member's own: let through to its handler (done: nothing to resume) */
+	cr_assert_eq(request_as_other_user(&w, gid, "{\"id\":1,\"op\":\"resume\",\"job\":2}"), 13);
+	char *log = daemon_log(&w);
+	cr_assert_null(strstr(log, "resume of job 2 refused"), "%s", log);
+	free(log);
+	daemon_stop(&w);
+	free(outp);
+	world_free(&w);
+}
+
 /* What a member submits is params, never a command line: every member
  * naming a file (a template in up, inject, bench and virtio; up's
  * template_path), given a path, '..', an absolute path, a symlink out of
@@ -1761,23 +1853,14 @@ Test(daemon, a_member_cannot_make_it_read_a_file_it_could_not)
 	wait_log(&w, "\"parent\" is not one of its params");
 	/* a template of the directory runs, the path of its file given or not;
 	 * it is job 1: the refusals stored nothing */
-	char *tp = strprintf("%s/jobvm.tmpl", w.tdir);
-	char *params = strprintf("{\"name\":\"x9\",\"dry_run\":true,\"template\":\"jobvm\","
-				 "\"template_path\":\"%s\"}", tp);
-	char *req = one_job("up", params);
-	char *out = submit_as(&w, 12345, gid, req);
-	cr_assert(strstr(out, "\"event\":\"exit\",\"ticket\":1,\"code\":0"), "%s", out);
-	free(out);
-	free(req);
-	free(params);
-	free(tp);
+	member_dry_run(&w, gid, 1);
 	wait_log(&w, "uid 12345: up x9 queued as ticket 1");
 	wait_log(&w, "ticket 1 (up x9) runs job 1");
 	/* root may name a file, and a parse error quotes nothing of it */
-	params = strprintf("{\"name\":\"x9\",\"dry_run\":true,\"template\":\"%s\","
-			   "\"template_path\":\"%s\"}", w.secret, w.secret);
-	req = one_job("up", params);
-	out = submit_as(&w, 0, 0, req);
+	char *params = strprintf("{\"name\":\"x9\",\"dry_run\":true,\"template\":\"%s\","
+				 "\"template_path\":\"%s\"}", w.secret, w.secret);
+	char *req = one_job("up", params);
+	char *out = submit_as(&w, 0, 0, req);
 	cr_assert(strstr(out, "expected '=' after the key"), "%s", out);
 	assert_none_of(out, sim.token_secret, "the token secret (root's parse error)");
 	free(out);
@@ -1797,11 +1880,8 @@ Test(daemon, a_member_cannot_make_it_read_a_file_it_could_not)
  * job 1: the refusals stored nothing. */
 Test(daemon, a_members_raw_values_are_checked_as_the_clis)
 {
-	gid_t gid = socket_group_gid();
 	static struct world w;
-	world_start(&w, 100, 2, "socket_group = nogroup\n");
-	cr_assert_eq(chmod(w.dir, 0711), 0);
-	daemon_start(&w);
+	gid_t gid = group_world(&w, 100);
 	const struct {
 		const char *extra, *says;
 	} bad[] = {

@@ -101,6 +101,44 @@ Test(ctl_request, parsed_and_refused)
 	json_object_put(e);
 }
 
+/* The request table: every op has a name that parses back to it, exactly
+ * one access class (what the daemon's one policy check goes by: an op
+ * added without one fails here), and the unknown-op message names them
+ * all. */
+Test(ctl_request, every_op_is_declared_with_one_policy)
+{
+	for (int op = 0; op < CTL_OP__COUNT; op++) {
+		const struct ctl_op_def *def = ctl_op_def((enum ctl_op)op);
+		cr_assert(def && def->name && *def->name, "op %d is not declared", op);
+		unsigned access = def->flags & CTL_ACCESS;
+		cr_assert(access == CTL_READ || access == CTL_SUBMIT || access == CTL_OWNER,
+			  "%s: flags %#x: one of read, submit, owner", def->name, def->flags);
+		enum ctl_op back;
+		cr_assert_eq(ctl_op_parse(def->name, &back), 0, "%s", def->name);
+		cr_assert_eq((int)back, op, "%s", def->name);
+		char *line = strprintf("{\"op\":\"%s\"}", def->name);
+		json_object *req = NULL;
+		const char *c = NULL;
+		char *msg = NULL;
+		cr_assert_eq(ctl_request_parse(line, strlen(line), &req, &back, &c, &msg), 0, "%s",
+			     line);
+		json_object_put(req);
+		free(line);
+		line = strprintf("%s%s", op ? ", " : "(", def->name); /* in the table's order */
+		bad("{\"op\":\"nosuch\"}", "unknown_op", line);
+		free(line);
+	}
+	cr_assert_null(ctl_op_def(CTL_OP__COUNT));
+	/* what the policy says (pvagentd(8)) */
+	cr_assert_eq(ctl_op_def(CTL_OP_CANCEL)->flags & CTL_ACCESS, CTL_OWNER);
+	cr_assert_eq(ctl_op_def(CTL_OP_RESUME)->flags & CTL_ACCESS, CTL_OWNER);
+	cr_assert_eq(ctl_op_def(CTL_OP_SUBMIT)->flags & CTL_ACCESS, CTL_SUBMIT);
+	cr_assert_eq(ctl_op_def(CTL_OP_REPORT)->flags & CTL_ACCESS, CTL_READ);
+	cr_assert(ctl_op_def(CTL_OP_SUBMIT)->flags & CTL_NOT_STOPPING);
+	cr_assert(ctl_op_def(CTL_OP_RESUME)->flags & CTL_NOT_STOPPING);
+	cr_assert(!(ctl_op_def(CTL_OP_CANCEL)->flags & CTL_NOT_STOPPING));
+}
+
 static struct jobq_item *add(struct jobq *s, const char *g1, const char *g2, const char *node)
 {
 	const char *g[] = {g1, g2};
