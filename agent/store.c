@@ -152,6 +152,9 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"DROP TABLE jobs;"
 	"ALTER TABLE jobs_new RENAME TO jobs;"
 	"CREATE INDEX jobs_open ON jobs(workflow, subject, state);",
+	/* 4 -> 5: who owns a job pvagentd runs (its peer policy), kept
+	 * across the daemon's restarts; NULL: none recorded */
+	"ALTER TABLE jobs ADD COLUMN owner INTEGER;",
 };
 
 static int exec(struct store *s, const char *sql, char **err, const char *what)
@@ -707,7 +710,8 @@ int store_job_update(struct store *s, const struct store_job *j, char **err)
 
 #define OPEN_STATES "('queued', 'running', 'interrupted', 'needs-attention')"
 #define FINISHED_STATES "('done', 'failed', 'cancelled')"
-#define JOB_COLS "id, workflow, subject, params, vars, state, created, started, ended, error, pid"
+#define JOB_COLS                                                                         \
+	"id, workflow, subject, params, vars, state, created, started, ended, error, pid, owner"
 
 /* ---- reading rows ------------------------------------------------------------------- */
 
@@ -774,6 +778,7 @@ static int job_row(struct store *s, sqlite3_stmt *st, void *elem, void *ctx, cha
 	j->started = sqlite3_column_double(st, 7);
 	j->ended = sqlite3_column_double(st, 8);
 	j->pid = (long)sqlite3_column_int64(st, 10);
+	j->owner = sqlite3_column_type(st, 11) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 11);
 	return 0;
 }
 
@@ -815,6 +820,22 @@ int store_job_get(struct store *s, long long id, struct store_job *out, char **e
 		return db_fail(s, err, "jobs");
 	}
 	return job_one(s, st, out, err);
+}
+
+int store_job_set_owner(struct store *s, long long id, long long uid, char **err)
+{
+	sqlite3_stmt *st = NULL;
+	lock(s);
+	int rc = sqlite3_prepare_v2(s->db, "UPDATE jobs SET owner=? WHERE id=?", -1, &st, NULL);
+	if (rc == SQLITE_OK && (sqlite3_bind_int64(st, 1, uid) != SQLITE_OK ||
+				sqlite3_bind_int64(st, 2, id) != SQLITE_OK))
+		rc = SQLITE_ERROR;
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+	int r = rc == SQLITE_OK ? 0 : db_fail(s, err, "jobs");
+	sqlite3_finalize(st);
+	unlock(s);
+	return r;
 }
 
 int store_job_pruned(struct store *s, long long id, char **err)

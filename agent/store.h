@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 struct store;
 
@@ -76,6 +76,10 @@ struct store_job {
 	double created, started, ended; /* 0: not yet */
 	char *error;       /* JSON object (err_to_json) or NULL */
 	long pid;          /* process running it, 0 when none */
+	long long owner;   /* the uid of pvagentd's peer that submitted or last
+			      resumed it (pvagentd(8)'s peer policy), or -1:
+			      none recorded (run by pvagent itself: the
+			      daemon's user's) */
 };
 void store_job_free(struct store_job *j);
 void store_jobs_free(struct store_job *v, size_t n);
@@ -116,6 +120,9 @@ int store_job_insert(struct store *s, const char *workflow, const char *subject,
 int store_job_update(struct store *s, const struct store_job *j, char **err);
 /* 1 found, 0 no such job, -1 error. */
 int store_job_get(struct store *s, long long id, struct store_job *out, char **err);
+/* Record uid as the owner of job id (pvagentd: the peer whose request
+ * runs it). 0, or -1 with *err; no such job is not an error. */
+int store_job_set_owner(struct store *s, long long id, long long uid, char **err);
 /* 1 when job id was given once and pruned since (IDs are never given
  * again), 0 when not, -1 on error. */
 int store_job_pruned(struct store *s, long long id, char **err);

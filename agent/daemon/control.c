@@ -69,6 +69,8 @@ static struct djob *queue_for(struct daemon *d, struct dconn *c, json_object *re
 	}
 	djob_client_opts(j, req);
 	j->owner = c->c.uid;
+	if (jid)
+		djob_own(d, j, jid); /* a resume makes it the resumer's */
 	if (add_watcher(j, c, id) < 0)
 		log_warn("ticket %llu: out of memory: nobody watches it", j->it->ticket);
 	log_info("uid %u: %s queued as ticket %llu", (unsigned)c->c.uid, j->what, j->it->ticket);
@@ -359,28 +361,10 @@ static req_fn *const handlers[CTL_OP__COUNT] = {
 	[CTL_OP_WATCH] = req_watch,   [CTL_OP_REPORT] = req_report,
 };
 
-void owner_note(struct daemon *d, long long job, uid_t uid)
-{
-	size_t i = 0;
-	while (i < d->n_owners && d->owners[i].job != job)
-		i++;
-	if (i == d->n_owners && d->n_owners == DAEMON_OWNERS) {
-		log_debug("job %lld's owner (uid %u) forgotten: the daemon's user's now",
-			  d->owners[0].job, (unsigned)d->owners[0].uid);
-		i = 0;
-	}
-	/* the newest last: the oldest is forgotten first */
-	if (i < d->n_owners)
-		memmove(&d->owners[i], &d->owners[i + 1], (d->n_owners - i - 1) * sizeof *d->owners);
-	else
-		d->n_owners++;
-	d->owners[d->n_owners - 1] = (struct downer){job, uid};
-}
-
 /* The owner of the job a request names: the item in the daemon's, else
- * the peer that last ran the stored job through the daemon, else the
- * daemon's user. false: it names none (its handler says so). *what: for
- * messages (malloc'd, NULL when out of memory). */
+ * the peer that last ran the stored job through the daemon (the store's
+ * owner), else the daemon's user. false: it names none (its handler says
+ * so). *what: for messages (malloc'd, NULL when out of memory). */
 static bool owner_of(struct daemon *d, json_object *req, uid_t *owner, char **what)
 {
 	long long jid;
@@ -393,9 +377,16 @@ static bool owner_of(struct daemon *d, json_object *req, uid_t *owner, char **wh
 	if (jid <= 0)
 		return false;
 	*owner = geteuid();
-	for (size_t i = 0; i < d->n_owners; i++)
-		if (d->owners[i].job == jid)
-			*owner = d->owners[i].uid;
+	struct store_job sj;
+	char *err = NULL;
+	int got = store_job_get(d->store, jid, &sj, &err);
+	if (got < 0) /* unreadable: the daemon's user's, as one never recorded */
+		log_warn("job %lld: %s", jid, err ? err : "store");
+	free(err);
+	if (got == 1 && sj.owner >= 0)
+		*owner = (uid_t)sj.owner;
+	if (got == 1)
+		store_job_free(&sj);
 	*what = strprintf("job %lld", jid);
 	return true;
 }

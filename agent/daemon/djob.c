@@ -47,12 +47,22 @@ static bool djob_has(const struct djob *j, long long id)
 	return false;
 }
 
-/* Remember a store job of j. 0 or -1 (OOM, said). */
-static int djob_add_job(struct djob *j, long long id)
+void djob_own(struct daemon *d, const struct djob *j, long long id)
+{
+	char *err = NULL;
+	if (store_job_set_owner(d->store, id, (long long)j->owner, &err) < 0)
+		log_warn("job %lld: its owner (uid %u) not recorded: %s", id, (unsigned)j->owner,
+			 err ? err : "store");
+	free(err);
+}
+
+/* Remember a store job of j (its owner recorded). 0 or -1 (OOM, said). */
+static int djob_add_job(struct daemon *d, struct djob *j, long long id)
 {
 	for (size_t i = 0; i < j->n_jobs; i++)
 		if (j->jobs[i] == id)
 			return 0;
+	djob_own(d, j, id);
 	long long *nv = realloc(j->jobs, (j->n_jobs + 1) * sizeof *nv);
 	if (!nv) {
 		log_warn("ticket %llu: out of memory", j->it->ticket);
@@ -343,8 +353,6 @@ void end_djob(struct daemon *d, struct djob *j)
 	if (j->cancel)
 		mark_interrupted(d, j, JOB_CANCELLED);
 	log_job_ends(d, j);
-	for (size_t i = 0; i < j->n_jobs; i++)
-		owner_note(d, j->jobs[i], j->owner); /* for a later resume's owner */
 	log_info("ticket %llu (%s) ended: exit %d", j->it->ticket, j->what, j->code);
 	json_object *ev = daemon_event(j, "exit");
 	if (ev) {
@@ -395,7 +403,7 @@ static void on_stored(struct daemon *d, struct djob *j, long long id, const char
 	}
 	j->resume_id = id;
 	log_info("ticket %llu (%s) runs job %lld", j->it->ticket, j->what, id);
-	(void)djob_add_job(j, id); /* (out of memory: said; djob_has knows it still) */
+	(void)djob_add_job(d, j, id); /* (out of memory: said; djob_has knows it still) */
 }
 
 /* One engine event line from the child (event.h JSON). */
@@ -435,7 +443,7 @@ static void on_child_event(struct daemon *d, struct djob *j, const char *line, s
 		return;
 	}
 	if (json_int(o, "job", &id) && id > 0)
-		djob_add_job(j, id);
+		djob_add_job(d, j, id);
 	wf = wf ? wf : j->workflow;
 	if (kind && strcmp(kind, "step") == 0) {
 		json_object *s;
@@ -586,7 +594,10 @@ void resume_all(struct daemon *d)
 				 "%lld' continues it", sj->id, sj->workflow, sj->subject, sj->id);
 			continue;
 		}
-		if (!djob_queue(d, sj->id, sj->workflow, sj->subject, NULL, NULL, &err)) {
+		struct djob *j = djob_queue(d, sj->id, sj->workflow, sj->subject, NULL, NULL, &err);
+		if (j && sj->owner >= 0)
+			j->owner = (uid_t)sj->owner; /* still its peer's */
+		if (!j) {
 			log_error("job %lld: %s", sj->id, err ? err : "out of memory");
 			free(err);
 			err = NULL;

@@ -75,9 +75,6 @@ struct djob {
 	double queued_at, started_at;
 };
 
-/* The most owners of stored jobs the daemon remembers (owner_note). */
-#define DAEMON_OWNERS 1024
-
 struct daemon {
 	const char *conf_path;
 	struct conf conf;
@@ -104,15 +101,6 @@ struct daemon {
 		time_t drained, end;
 	} *win;
 	size_t n_win;
-	/* who ran each store job through the daemon last (the peer policy's
-	 * owner of a job not in the daemon, for resume and cancel): the
-	 * newest DAEMON_OWNERS, the oldest first; one not here (forgotten,
-	 * before this start, --local) is the daemon's user's */
-	struct downer {
-		long long job;
-		uid_t uid;
-	} owners[DAEMON_OWNERS];
-	size_t n_owners;
 };
 
 /* djob.c: the job table */
@@ -129,6 +117,9 @@ void end_djob(struct daemon *d, struct djob *j);
 void on_child_fd(struct daemon *d, struct djob *j, int *fd);
 void reap(struct daemon *d);
 void resume_all(struct daemon *d);
+/* Store job id is j's: its owner (the peer policy's, kept in the store
+ * across restarts) is j's. */
+void djob_own(struct daemon *d, const struct djob *j, long long id);
 void prune_jobs(struct daemon *d);
 
 /* control.c: the control socket's connections and requests */
@@ -136,8 +127,6 @@ void on_accept(struct daemon *d);
 void on_conn_readable(struct daemon *d, struct dconn *c);
 void sweep_conns(struct daemon *d);
 void conn_drop(struct daemon *d, struct dconn *c);
-/* Remember uid as the owner of store job job (an item that ran it ends). */
-void owner_note(struct daemon *d, long long job, uid_t uid);
 
 /* maintenance.c: the maintenance windows */
 int windows_sync(struct daemon *d);

@@ -1782,6 +1782,15 @@ Test(daemon, a_peer_reads_another_users_job_but_may_not_cancel_or_resume_it)
 	char *log = daemon_log(&w);
 	cr_assert_null(strstr(log, "resume of job 2 refused"), "%s", log);
 	free(log);
+	/* the owners are the store's: a restarted daemon knows them */
+	cr_assert_eq(db_int(&w, "SELECT owner FROM jobs WHERE id = 2", NULL), 12345);
+	cr_assert_eq(db_int(&w, "SELECT owner FROM jobs WHERE id = 1", NULL), 0);
+	daemon_stop(&w);
+	daemon_start(&w);
+	cr_assert_eq(request_as_other_user(&w, gid, "{\"id\":1,\"op\":\"resume\",\"job\":2}"), 13,
+		     "the member's own job is still its own after a restart");
+	cr_assert_eq(request_as_other_user(&w, gid, "{\"id\":1,\"op\":\"resume\",\"job\":1}"), 4,
+		     "root's is still root's");
 	daemon_stop(&w);
 	free(outp);
 	world_free(&w);
