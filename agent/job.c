@@ -1276,7 +1276,7 @@ int job_submit(struct job_env *env, const struct job_workflow *wf, const char *s
 {
 	if (check_params(wf, subject, params, err) < 0)
 		return -1;
-	switch (wf->resume) {
+	switch (wf->params ? wf->params->resume : JOB_RESUME_SAME) {
 	case JOB_RESUME_SUBJECT:
 		return job_for_any(env, wf, subject, params, out, err);
 	case JOB_RESUME_NONE:

@@ -74,18 +74,11 @@ struct job_workflow {
 	void (*close)(struct job *j, void *ctx);
 	/* Undo the done steps in reverse when a step fails. */
 	bool undo_on_failure;
-	/* What job_submit does with an unfinished job of the same subject. */
-	enum job_resume {
-		JOB_RESUME_SAME = 0, /* resumed when its params are the same,
-					else superseded (job_for_subject) */
-		JOB_RESUME_SUBJECT,  /* resumed whatever its params (virtio: its
-					journal is the guest's state) */
-		JOB_RESUME_NONE,     /* left alone: every request a new job
-					(inject, bench: a rerun does it again) */
-	} resume;
 	/* Its params (wf_params.c): job_submit and job_run check a job's by
-	 * them (job_params_check); open reads them with job_param_*. NULL:
-	 * any (the tests' toy workflows). */
+	 * them (job_params_check); open reads them with job_param_*; its
+	 * .resume says what job_submit does with an unfinished job of the
+	 * same subject. NULL: any params, JOB_RESUME_SAME (the tests' toy
+	 * workflows). */
 	const struct job_params_decl *params;
 };
 

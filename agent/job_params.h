@@ -45,6 +45,18 @@ struct job_param {
 	const char *options;
 };
 
+/* What job_submit does with an unfinished job of the same workflow and
+ * subject: part of the contract, since pvagentd's peer policy asks it too
+ * (a submit that would take over another peer's job is an owner's act). */
+enum job_resume {
+	JOB_RESUME_SAME = 0, /* resumed when its params are the same, else
+				superseded (job_for_subject) */
+	JOB_RESUME_SUBJECT,  /* resumed whatever its params (virtio: its
+				journal is the guest's state) */
+	JOB_RESUME_NONE,     /* left alone: every request a new job (inject,
+				bench: a rerun does it again) */
+};
+
 /* A workflow's params: its name and its table ({NULL}-ended). */
 struct job_params_decl {
 	const char *workflow;
@@ -59,6 +71,7 @@ struct job_params_decl {
 	 * or -1 with err. */
 	int (*check)(const char *subject, json_object *params, const struct conf *conf,
 		     struct pve_error *err);
+	enum job_resume resume;
 };
 
 /* The member key of d, or NULL. */

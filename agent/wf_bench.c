@@ -263,7 +263,6 @@ const struct job_workflow wf_bench = {
 	.ctx_size = sizeof(struct bench_ctx),
 	.open = bench_open,
 	.close = bench_close,
-	.resume = JOB_RESUME_NONE,
 };
 
 int wf_bench_result(struct job *j, struct bench_result *now, struct bench_result *before,

@@ -296,5 +296,4 @@ const struct job_workflow wf_inject = {
 	.open = inject_open,
 	.close = inject_close,
 	.undo_on_failure = true,
-	.resume = JOB_RESUME_NONE,
 };

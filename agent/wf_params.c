@@ -161,18 +161,26 @@ static const struct job_param image_params[] = {
 	{0},
 };
 
-const struct job_params_decl wf_up_params_decl = {"up", up_params, "node", up_check_params};
-const struct job_params_decl wf_down_params_decl = {"down", down_params, NULL, NULL};
-const struct job_params_decl wf_inject_params_decl = {"inject", inject_params, NULL, NULL};
-const struct job_params_decl wf_bench_params_decl = {"bench", bench_params, NULL, NULL};
-const struct job_params_decl wf_virtio_params_decl = {"virtio", virtio_params, NULL, NULL};
-const struct job_params_decl wf_migrate_params_decl = {"migrate", migrate_params, NULL, NULL};
-const struct job_params_decl wf_drain_params_decl = {"drain", drain_params, NULL, NULL};
-const struct job_params_decl wf_undrain_params_decl = {"undrain", undrain_params, NULL, NULL};
-const struct job_params_decl wf_image_params_decl = {"image", image_params, NULL, NULL};
-const struct job_params_decl wf_rolling_params_decl = {"rolling", rolling_params, NULL, NULL};
-const struct job_params_decl wf_rolling_node_params_decl = {"rolling-node", rolling_node_params,
-							    NULL, NULL};
+/* DECL(workflow, table, ...): a workflow's declaration; the rest names
+ * its queue_node, check and resume where they are not the default. */
+#define DECL(wf, table, ...) {.workflow = wf, .params = table, __VA_ARGS__}
+
+const struct job_params_decl wf_up_params_decl =
+	DECL("up", up_params, .queue_node = "node", .check = up_check_params);
+const struct job_params_decl wf_down_params_decl = DECL("down", down_params);
+const struct job_params_decl wf_inject_params_decl =
+	DECL("inject", inject_params, .resume = JOB_RESUME_NONE);
+const struct job_params_decl wf_bench_params_decl =
+	DECL("bench", bench_params, .resume = JOB_RESUME_NONE);
+const struct job_params_decl wf_virtio_params_decl =
+	DECL("virtio", virtio_params, .resume = JOB_RESUME_SUBJECT);
+const struct job_params_decl wf_migrate_params_decl = DECL("migrate", migrate_params);
+const struct job_params_decl wf_drain_params_decl = DECL("drain", drain_params);
+const struct job_params_decl wf_undrain_params_decl = DECL("undrain", undrain_params);
+const struct job_params_decl wf_image_params_decl = DECL("image", image_params);
+const struct job_params_decl wf_rolling_params_decl = DECL("rolling", rolling_params);
+const struct job_params_decl wf_rolling_node_params_decl =
+	DECL("rolling-node", rolling_node_params);
 
 static const struct job_params_decl *const decls[] = {
 	&wf_up_params_decl,      &wf_down_params_decl,    &wf_virtio_params_decl,

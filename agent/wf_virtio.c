@@ -1774,7 +1774,6 @@ const struct job_workflow wf_virtio = {
 	.open = virtio_open,
 	.close = virtio_close,
 	.undo_on_failure = true,
-	.resume = JOB_RESUME_SUBJECT,
 };
 
 int convert_run(const struct convert_request *req, struct convert_result *res)

@@ -134,6 +134,37 @@ static void req_resume(struct daemon *d, struct dconn *c, json_object *req, json
  * Each job's params are checked for the peer (submit_check.h) and
  * queued; when it starts, its child stores and runs it. Nothing of the
  * peer's but the params reaches the child. */
+/* Would a peer's job of wfname on subject take another's over? Its
+ * job_submit resumes or supersedes the open job of the same workflow and
+ * subject (but a workflow that never resumes: JOB_RESUME_NONE), which is
+ * an owner's act as resume and cancel are: -1 and *why when that job is
+ * not the peer's, else 0. */
+static int takes_over(struct daemon *d, const char *wfname, const char *subject, uid_t peer,
+		      char **why)
+{
+	const struct job_params_decl *decl = wf_params_find(wfname);
+	if (peer == 0 || peer == geteuid() || !decl || decl->resume == JOB_RESUME_NONE || !subject)
+		return 0;
+	struct store_job sj;
+	char *err = NULL;
+	int got = store_job_find_open(d->store, wfname, subject, &sj, &err);
+	if (got < 0) {
+		err_setf(why, "%s", err ? err : "the store cannot be read");
+		free(err);
+		return -1;
+	}
+	if (got == 0)
+		return 0;
+	uid_t owner = sj.owner >= 0 ? (uid_t)sj.owner : geteuid();
+	int rc = owner == peer ? 0 : -1;
+	if (rc < 0)
+		err_setf(why, "job %lld (%s %s, %s) is uid %u's: a %s of %s would resume or replace "
+			 "it, and only its owner, root or the daemon's user may", sj.id, wfname,
+			 subject, job_state_name(sj.state), (unsigned)owner, wfname, subject);
+	store_job_free(&sj);
+	return rc;
+}
+
 static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json_object *id,
 		       enum ctl_op op)
 {
@@ -173,6 +204,15 @@ static void req_submit(struct daemon *d, struct dconn *c, json_object *req, json
 	}
 	if (rc < 0) {
 		answer(c, ctl_error(id, "refused", "%s", why ? why : "out of memory"));
+		goto out;
+	}
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = takes_over(d, wfname, json_str(json_object_array_get_idx(jobs, i), "subject"),
+				c->c.uid, &why);
+	if (rc < 0) {
+		log_warn("uid %u: submit of %.64s refused: %s", (unsigned)c->c.uid, wfname,
+			 why ? why : "out of memory");
+		answer(c, ctl_error(id, "forbidden", "%s", why ? why : "out of memory"));
 		goto out;
 	}
 	size_t nq = 0;

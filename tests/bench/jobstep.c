@@ -56,8 +56,7 @@ int main(void)
 	static struct job_step_def steps[STEPS];
 	for (int i = 0; i < STEPS; i++)
 		steps[i] = (struct job_step_def){"step", nothing, NULL, 0};
-	struct job_workflow wf = {"bench", steps, STEPS, 8, NULL, NULL, false, JOB_RESUME_SAME,
-				   NULL};
+	struct job_workflow wf = {"bench", steps, STEPS, 8, NULL, NULL, false, NULL};
 	char dir[] = "/var/tmp/pvagent-bench-job.XXXXXX";
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");

@@ -1764,6 +1764,20 @@ Test(daemon, a_peer_reads_another_users_job_but_may_not_cancel_or_resume_it)
 	}
 	cr_assert_geq(n_read, 5, "jobs, job, watch, status, report");
 	cr_assert_geq(n_owner, 2, "cancel, resume");
+	/* a submit of the same workflow and subject would resume or replace
+	 * root's job: an owner's act too */
+	char *tp = strprintf("%s/jobvm.tmpl", w.tdir);
+	char *params = strprintf("{\"name\":\"own1\",\"dry_run\":true,\"template\":\"jobvm\","
+				 "\"template_path\":\"%s\"}", tp);
+	char *body = strprintf("\"workflow\":\"up\",\"jobs\":[{\"subject\":\"own1\","
+			       "\"params\":%s}]", params);
+	char *got = submit_as(&w, 12345, gid, body);
+	cr_assert(strstr(got, "\"error\":\"forbidden\"") &&
+		  strstr(got, "job 1 (up own1, running) is uid 0's"), "%s", got);
+	free(got);
+	free(body);
+	free(params);
+	free(tp);
 	cr_assert_eq(db_int(&w, "SELECT count(*) FROM jobs WHERE id = 1 AND state = 'running'",
 			    NULL), 1, "root's job runs on");
 	char *out = NULL;

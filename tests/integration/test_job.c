@@ -480,10 +480,9 @@ static const struct job_step_def toy_steps[TOY_STEPS] = {
 	{"c", toy_run2, toy_undo2, 0},
 	{"d", toy_run3, toy_undo3, 0},
 };
-static const struct job_workflow toy = {"toy", toy_steps, TOY_STEPS, 8, NULL, NULL, false,
-					JOB_RESUME_SAME, NULL};
+static const struct job_workflow toy = {"toy", toy_steps, TOY_STEPS, 8, NULL, NULL, false, NULL};
 static const struct job_workflow toy_undoing = {"toy", toy_steps, TOY_STEPS, 8, NULL, NULL,
-						true, JOB_RESUME_SAME, NULL};
+						true, NULL};
 
 static void toy_reset(void)
 {
@@ -637,8 +636,7 @@ static enum step_rc told_run(struct job *j)
 }
 
 static const struct job_step_def told_steps[] = {{"only", told_run, NULL, 0}};
-static const struct job_workflow told_wf = {"told", told_steps, 1, 8, NULL, NULL, false,
-					    JOB_RESUME_SAME, NULL};
+static const struct job_workflow told_wf = {"told", told_steps, 1, 8, NULL, NULL, false, NULL};
 
 Test(job_engine, a_lower_modules_outcome_is_the_jobs_outcome)
 {
