@@ -414,33 +414,36 @@ check rolling-plan-names "the plan does not name the order, each node and each g
 # dist-upgrade would (pve3 to 9.1; the others have nothing pending), and
 # reboots it; `run --wait --version 9.1` sees the boot and the version.
 # Then the run's report, as JSON and as a page.
+ADMIN_DONE=" " # the nodes the admin updated
+ADMIN_NODE=    # the node waiting for its update
+waiting_node() { # a node whose drain is done and whose update is not
+	local ids id
+	ids=$("$PVAGENT" --json jobs --limit 50 2>/dev/null | jq -r '.jobs[] |
+		select(.workflow == "rolling-node") | .id') || return 1
+	for id in $ids; do
+		# (a step's row is stored when it ends)
+		ADMIN_NODE=$("$PVAGENT" --json job "$id" 2>/dev/null | jq -r '.job as $j |
+			select(any($j.steps[]; .name == "drain" and .state == "done") and
+			(any($j.steps[]; .name == "update" and .state == "done") | not)) |
+			$j.subject')
+		[ -n "$ADMIN_NODE" ] && [[ "$ADMIN_DONE" != *" $ADMIN_NODE "* ]] && return 0
+	done
+	return 1
+}
 rolling_admin() {
-	local done_nodes=" " k id node
-	waiting_node() { # the node whose drain is done and update is not
-		local ids
-		ids=$("$PVAGENT" --json jobs --limit 50 2>/dev/null | jq -r '.jobs[] |
-			select(.workflow == "rolling-node") | .id') || return 1
-		for id in $ids; do
-			# (a step's row is stored when it ends)
-			node=$("$PVAGENT" --json job "$id" 2>/dev/null | jq -r '.job as $j |
-				select(any($j.steps[]; .name == "drain" and .state == "done") and
-				(any($j.steps[]; .name == "update" and .state == "done") | not)) |
-				$j.subject')
-			[ -n "$node" ] && [[ "$done_nodes" != *" $node "* ]] && return 0
-		done
-		return 1
-	}
+	local k n
 	for ((k = 0; k < n_nodes; k++)); do
-		poll_until 120 waiting_node || { echo "no node's drain ended (after $done_nodes)"; return 1; }
+		poll_until 120 waiting_node || { echo "no node's drain ended (after$ADMIN_DONE)"; return 1; }
+		n=$ADMIN_NODE
 		sim /_sim/node/upgrade -X POST -H 'Content-Type: application/json' \
-			-d "{\"node\": \"$node\"}" || { echo "upgrade $node refused"; return 1; }
+			-d "{\"node\": \"$n\"}" || { echo "upgrade $n refused"; return 1; }
 		echo
 		sim /_sim/node/reboot -X POST -H 'Content-Type: application/json' \
-			-d "{\"node\": \"$node\"}" || { echo "reboot $node refused"; return 1; }
+			-d "{\"node\": \"$n\"}" || { echo "reboot $n refused"; return 1; }
 		echo
-		done_nodes+="$node "
+		ADMIN_DONE+="$n "
 	done
-	echo "updated:$done_nodes"
+	echo "updated:$ADMIN_DONE"
 }
 if [ "$n_nodes" -ge 3 ]; then
 	rolling_admin >"$OUT/rolling-admin.log" 2>&1 &
@@ -482,7 +485,7 @@ if [ "$n_nodes" -ge 3 ]; then
 		[ -s "$PAGE" ] && ! grep -qi '<script' "$PAGE" || return 1
 		for x in $NODES $MOVED; do grep -qF -- "$x" "$PAGE" || return 1; done
 	}
-	check rolling-report-page "the page is missing, has a <script> or does not name every node and guest moved ($(echo $MOVED))" \
+	check rolling-report-page "the page is missing, has a <script> or does not name every node and guest moved (${MOVED//$'\n'/ })" \
 		page_ok
 fi
 
