@@ -29,8 +29,14 @@ static const struct pvepriv_need needs[] = {
 	{NULL, "/vms", "up, list, show, inject, bench, ssh (address = agent)", false, false},
 	{"Datastore.AllocateSpace", "/storage", "up", false, false},
 	{"SDN.Use", "/sdn/zones/localnetwork", "up, virtio", false, false},
-	{"VM.Migrate", "/vms", "migrate, drain, undrain", true, false},
-	{"Sys.Audit", "/nodes", "migrate, drain, undrain (and nodes' figures)", true, false},
+	{"VM.Migrate", "/vms", "migrate, drain, undrain, rolling", true, false},
+	{"Sys.Audit", "/nodes", "migrate, drain, undrain, rolling (and nodes' figures)", true, false},
+	/* rolling's reads of the cluster: GET /cluster/status (pve-manager
+	 * API2/Cluster.pm get_status), /cluster/ha/resources and
+	 * /cluster/ha/status/current (pve-ha-manager API2/HA/Resources.pm
+	 * index, Status.pm status): Sys.Audit on /; /cluster/ceph/status takes
+	 * it or Datastore.Audit there (API2/Cluster/Ceph.pm) */
+	{"Sys.Audit", "/", "rolling: the cluster's status, HA, Ceph", true, false},
 	/* download-url (pve-storage Status.pm download_url): AllocateTemplate
 	 * on the storage and Sys.AccessNetwork on the node (or Sys.Audit with
 	 * Sys.Modify on /); deleting the downloaded file (Content.pm delete):

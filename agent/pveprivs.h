@@ -3,9 +3,9 @@
  * major version (the guest-agent address: VM.Monitor on 8.x and before,
  * VM.GuestAgent.Audit on 9.x), and the role that holds them (README.md
  * "Connect a real host", pvagent(1) PRIVILEGES; setup --minimal leaves
- * out what only migrate, drain and image build need). `setup` makes that
- * role, `doctor` checks it, and `setup --dry-run` prints it as pveum
- * lines. */
+ * out what only migrate, drain, rolling and image build need). `setup`
+ * makes that role, `doctor` checks it, and `setup --dry-run` prints it as
+ * pveum lines. */
 #ifndef PVAGENT_PVEPRIVS_H
 #define PVAGENT_PVEPRIVS_H
 
@@ -23,13 +23,13 @@ struct pvepriv_need {
 	const char *path;     /* the ACL path pvagent's requests meet it on,
 				 as a parent of every such path ("/vms") */
 	const char *commands; /* "up, virtio" */
-	bool migrate;         /* only migrate, drain and undrain need it */
+	bool migrate;         /* only migrate, drain, undrain and rolling need it */
 	bool image;           /* only image build needs it */
 };
 
 /* What a role holds beyond what the guest commands need (setup grants
  * both unless --minimal). */
-#define PVEPRIVS_MIGRATE 0x1u /* migrate, drain, undrain */
+#define PVEPRIVS_MIGRATE 0x1u /* migrate, drain, undrain, rolling */
 #define PVEPRIVS_IMAGE 0x2u   /* image build */
 #define PVEPRIVS_ALL (PVEPRIVS_MIGRATE | PVEPRIVS_IMAGE)
 

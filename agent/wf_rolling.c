@@ -137,12 +137,26 @@ static json_object *cs_node(const struct cstatus *cs, const char *name)
 }
 
 /* Ceph: 1 the cluster has Ceph (*status its GET /cluster/ceph/status), 0
- * none (PVE: not installed, not initialised), -1 error. */
+ * none (PVE: not installed, not initialised), -1 error. Where there is
+ * none PVE's check_ceph_inited dies with a 500 ("binary not installed:
+ * ...", "pveceph configuration not initialized - ...": pve-manager
+ * PVE/Ceph/Tools.pm 189-229): a definite answer, asked once, not retried
+ * as another GET's 500 is. */
 static int read_ceph(struct pve *c, json_object **status, struct pve_error *err)
 {
+	static const struct pve_call_opts once = {.no_retry = true};
 	*status = NULL;
-	if (pve_getf(c, status, NULL, err, "/cluster/ceph/status") == 0)
+	if (pve_request(c, "GET", "/cluster/ceph/status", NULL, &once, status, err) >= 0)
 		return 1;
+	const char *m = err->message ? err->message : "";
+	bool none = strstr(m, "binary not installed") || strstr(m, "configuration not initialized");
+	/* what a GET retries (another 500, a timeout, no connection): again so */
+	if (pve_err_retryable(err->kind) || err->kind == PVE_ERR_TIMEOUT ||
+	    (err->kind == PVE_ERR_API && !none)) {
+		pve_error_clear(err);
+		if (pve_getf(c, status, NULL, err, "/cluster/ceph/status") == 0)
+			return 1;
+	}
 	if (err->kind == PVE_ERR_NOT_FOUND || err->kind == PVE_ERR_NOT_IMPLEMENTED ||
 	    err->kind == PVE_ERR_API || err->kind == PVE_ERR_BAD_REQUEST) {
 		pve_error_clear(err);

@@ -373,7 +373,8 @@ static void check_privileges(struct doctor *d)
 	free(pc.perms);
 	if (all)
 		check(d, V_OK, "privileges", "every privilege pvagent's commands need (PVE %d%s)",
-		      d->major, d->migrate ? ", with migrate" : "; migrate and drain: doctor --migrate");
+		      d->major,
+		      d->migrate ? ", with migrate" : "; migrate, drain and rolling: doctor --migrate");
 	check_agent_other_major(d);
 }
 

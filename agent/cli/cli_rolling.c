@@ -44,12 +44,15 @@ static void print_node(json_object *nv, bool plan)
 	for (size_t i = 0; t && i < json_object_array_length(list); i++) {
 		json_object *m = json_object_array_get_idx(list, i);
 		char vmid[16], way[160];
+		const char *leg = json_text(m, "leg"), *from = json_text(m, "from"),
+			   *to = json_text(m, plan ? "target" : "to");
 		snprintf(vmid, sizeof vmid, "%d", json_int0(m, "vmid"));
+		/* a guest that stays (a template) has no target: "-" */
 		if (plan)
-			snprintf(way, sizeof way, "%s", json_text(m, "target"));
+			snprintf(way, sizeof way, "%s", to ? to : "-");
 		else
-			snprintf(way, sizeof way, "%s %s>%s", json_text(m, "leg"), json_text(m, "from"),
-				 json_text(m, "to"));
+			snprintf(way, sizeof way, "%s %s>%s", leg ? leg : "?", from ? from : "?",
+				 to ? to : "?");
 		const char *row[] = {json_str(m, "name"), vmid, json_text(m, "method"), way,
 				     json_text(m, "status"), json_str(m, "why")};
 		table_add(t, row);

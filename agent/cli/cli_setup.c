@@ -306,7 +306,7 @@ static bool list_has(const char *list, const char *w, size_t l)
 }
 
 /* The role's privileges: what the commands need (pveprivs.h), without
- * what only migrate and image build need with --minimal. */
+ * what only migrate (drain, rolling) and image build need with --minimal. */
 static unsigned role_extras(const struct setup *s)
 {
 	return s->minimal ? (s->migrate ? PVEPRIVS_MIGRATE : 0) : PVEPRIVS_ALL;

@@ -303,6 +303,33 @@ Test(doctor, a_check_it_may_not_make_names_the_privilege)
 	world_stop(&w);
 }
 
+/* rolling reads the cluster's status, HA and Ceph (Sys.Audit on /): a
+ * token without it is told so by doctor --migrate (a note without
+ * --migrate), and `rolling plan` is refused naming it. */
+Test(doctor, rolling_needs_sys_audit_on_root)
+{
+	static struct world w;
+	world_start(&w, "tests/pvesim/scenarios/doctor-tags.json", 2);
+	static const char need[] = "Sys.Audit on / missing (rolling: the cluster's status, HA, "
+				   "Ceph): pveum role modify PVAgent --append 1 --privs \"Sys.Audit\"";
+	char *out = NULL;
+	cr_assert_eq(pv(&w, &out, "doctor", "--migrate", NULL), 1, "%s", out);
+	char *fix = fix_lines(out);
+	cr_expect(strstr(fix, need), "%s", out);
+	free(fix);
+	free(out);
+	pv(&w, &out, "doctor", NULL);
+	fix = fix_lines(out);
+	cr_expect_null(strstr(fix, "(rolling: "), "%s", out);
+	cr_expect(strstr(out, need), "a note without --migrate:\n%s", out);
+	free(fix);
+	free(out);
+	cr_assert_eq(pv(&w, &out, "rolling", "plan", NULL), 1, "%s", out);
+	cr_expect(strstr(out, "Permission check failed (/, Sys.Audit)"), "%s", out);
+	free(out);
+	world_stop(&w);
+}
+
 /* The role on the paths pvagent(1) names instead of /, none on local (the
  * import storage): doctor asks each storage the commands use, names what
  * /storage/local lacks and that local is hidden from the token, and

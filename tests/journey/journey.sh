@@ -6,8 +6,10 @@
 # an SSH key, setup again, doctor, image build, up from the image with a
 # pool and from every shipped template, list, show, inject, virtio --bench
 # of the legacy guest, migrate, drain, undrain, cancel of a running
-# migrate, down, image rm; then the journey's own checks (no 403 to the
-# token, no command to type on the host, nothing left behind).
+# migrate, rolling plan (and on a cluster of 3+ nodes rolling run --wait,
+# the journey as the admin who updates each drained node, and its report
+# as JSON and HTML), down, image rm; then the journey's own checks (no 403
+# to the token, no command to type on the host, nothing left behind).
 #   MODE  daemon (pvagentd started as its unit starts it) | local (--local)
 #   TTY   pty (each command on a pseudo-terminal, -v on some, a fault on
 #         one task-starting request) | plain
@@ -381,6 +383,110 @@ if poll_until 60 migrate_running; then
 else
 	verdict cancel-migrate FAIL "no running migrate job with its PVE task within 60 s"
 	wait $bg
+fi
+
+# ---- rolling maintenance, and what it did ---------------------------------------
+# the plan on every model: its checks, the order and each node's drain,
+# changing nothing (a two-node cluster has no vote to spare: the plan says
+# so, exit 1, and still gives the order and the moves)
+NODES=$(jq -r '.nodes[].name' "$SCENARIO")
+n_nodes=$(wc -w <<<"$NODES")
+if [ "$n_nodes" -ge 3 ]; then
+	step rolling-plan 0 '^order: ' -- rolling plan
+else
+	step rolling-plan 1 'quorum +NOT OK: .*QDevice' -- rolling plan
+fi
+plan_out=$LAST_OUT
+plan_names() { # the order, every node, every guest in its node's drain
+	grep -qE '^order: ' "$plan_out" && ! grep -qF '(null)' "$plan_out" || return 1
+	local n
+	for n in $NODES; do grep -qE "^$n: PVE " "$plan_out" || return 1; done
+	while IFS= read -r n; do
+		[ -z "$n" ] || grep -qE "^$n " "$plan_out" || return 1
+	done < <(sim_state | jq -r '.data.cluster.guests[] | .name // empty')
+}
+check rolling-plan-names "the plan does not name the order, each node and each guest (or says '(null)'): $(excerpt "$plan_out")" \
+	plan_names
+# the run where there is a vote to spare (mixed: pve3 still runs 8.4):
+# each node drained, updated by its admin and undrained. The admin is the
+# journey: once a node's drain is done (its rolling-node job's drain step)
+# it upgrades that node through the simulator's controls, as apt-get
+# dist-upgrade would (pve3 to 9.1; the others have nothing pending), and
+# reboots it; `run --wait --version 9.1` sees the boot and the version.
+# Then the run's report, as JSON and as a page.
+ADMIN_DONE=" " # the nodes the admin updated
+ADMIN_NODE=    # the node waiting for its update
+waiting_node() { # a node whose drain is done and whose update is not
+	local ids id
+	ids=$("$PVAGENT" --json jobs --limit 50 2>/dev/null | jq -r '.jobs[] |
+		select(.workflow == "rolling-node") | .id') || return 1
+	for id in $ids; do
+		# (a step's row is stored when it ends)
+		ADMIN_NODE=$("$PVAGENT" --json job "$id" 2>/dev/null | jq -r '.job as $j |
+			select(any($j.steps[]; .name == "drain" and .state == "done") and
+			(any($j.steps[]; .name == "update" and .state == "done") | not)) |
+			$j.subject')
+		[ -n "$ADMIN_NODE" ] && [[ "$ADMIN_DONE" != *" $ADMIN_NODE "* ]] && return 0
+	done
+	return 1
+}
+rolling_admin() {
+	local k n
+	for ((k = 0; k < n_nodes; k++)); do
+		poll_until 120 waiting_node || { echo "no node's drain ended (after$ADMIN_DONE)"; return 1; }
+		n=$ADMIN_NODE
+		sim /_sim/node/upgrade -X POST -H 'Content-Type: application/json' \
+			-d "{\"node\": \"$n\"}" || { echo "upgrade $n refused"; return 1; }
+		echo
+		sim /_sim/node/reboot -X POST -H 'Content-Type: application/json' \
+			-d "{\"node\": \"$n\"}" || { echo "reboot $n refused"; return 1; }
+		echo
+		ADMIN_DONE+="$n "
+	done
+	echo "updated:$ADMIN_DONE"
+}
+if [ "$n_nodes" -ge 3 ]; then
+	rolling_admin >"$OUT/rolling-admin.log" 2>&1 &
+	admin=$!
+	step rolling-run 0 "^order: " -- rolling run --wait --version 9.1
+	run_out=$LAST_OUT
+	admin_rc=0
+	wait $admin || admin_rc=$?
+	check rolling-admin "the admin did not update every node: $(tail -2 "$OUT/rolling-admin.log" | tr '\n' '|')" \
+		test "$admin_rc" = 0
+	each_done() {
+		local n
+		for n in $NODES; do grep -qE "^$n: PVE .*, done$" "$run_out" || return 1; done
+	}
+	check rolling-run-nodes "the run does not say every node done: $(excerpt "$run_out")" each_done
+	runs_91() {
+		local n v
+		for n in $NODES; do
+			v=$(admin_get "/nodes/$n/version" | jq -r .data.version)
+			[[ "$v" == 9.1* ]] || return 1
+		done
+	}
+	check rolling-run-version "a node does not run 9.1 after the run" runs_91
+	RID=$("$PVAGENT" --json jobs --limit 50 | jq -r '[.jobs[] | select(.workflow == "rolling")][0].id // empty')
+	step rolling-report-json 0 '"command":"report"' -- --json report "$RID"
+	report=$(grep -E '"command":"report"' "$LAST_OUT" | tail -1)
+	MOVED=$(jq -r '[.report.moves[] | select(.status == "moved") | .name] | unique | .[]' <<<"$report")
+	report_ok() {
+		jq -e --arg nodes "$NODES" '.report.state == "done" and .report.totals.moved > 0 and
+			.report.totals.away == 0 and (($nodes | split("\n") | map(select(length > 0))) -
+			[.report.lanes[].node] == [])' <<<"$report" >/dev/null
+	}
+	check rolling-report-model "the report is not of a run done with every node and moves, none away: $(cut -c1-300 <<<"$report")" \
+		report_ok
+	PAGE=$OUT/rolling-report.html
+	step rolling-report-html 0 '' -- report "$RID" --html "$PAGE"
+	page_ok() {
+		local x
+		[ -s "$PAGE" ] && ! grep -qi '<script' "$PAGE" || return 1
+		for x in $NODES $MOVED; do grep -qF -- "$x" "$PAGE" || return 1; done
+	}
+	check rolling-report-page "the page is missing, has a <script> or does not name every node and guest moved (${MOVED//$'\n'/ })" \
+		page_ok
 fi
 
 # ---- down, image rm ------------------------------------------------------------------

@@ -95,6 +95,8 @@ static void route_nodes(struct cluster *c, const struct sim_req *req,
 	resp_data(r, arr);
 }
 
+/* GET /nodes/{node}/status: Sys.Audit on /nodes/{node} (pve-manager
+ * PVE/API2/Nodes.pm 356-358; its /version, 283: any user) */
 static void route_node_status(struct cluster *c, const struct sim_req *req,
 			      struct sim_node *n, struct sim_resp *r)
 {
@@ -159,8 +161,13 @@ static void route_node_status(struct cluster *c, const struct sim_req *req,
 	resp_data(r, o);
 }
 
-static void route_cluster_status(struct cluster *c, struct sim_resp *r)
+/* GET /cluster/status: Sys.Audit on / (pve-manager PVE/API2/Cluster.pm
+ * 868-874, get_status: check => ['perm', '/', ['Sys.Audit']]; 14a22df) */
+static void route_cluster_status(struct cluster *c, const struct sim_req *req,
+				 struct sim_resp *r)
 {
+	if (!priv_check(req, r, "/", "Sys.Audit"))
+		return;
 	json_object *arr = json_object_new_array();
 	json_object *cl = json_object_new_object();
 	if (!arr || !cl) {
@@ -909,7 +916,7 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 	}
 	if (n >= 2 && strcmp(s[0], "cluster") == 0) {
 		if (n == 2 && get && strcmp(s[1], "status") == 0) {
-			route_cluster_status(c, r);
+			route_cluster_status(c, req, r);
 			return true;
 		}
 		if (n == 2 && get && strcmp(s[1], "resources") == 0) {
@@ -926,6 +933,8 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 				route_ha_add(c, req, r);
 				return true;
 			}
+			/* pve-ha-manager src/PVE/API2/HA/Resources.pm 58-60 (index:
+			 * Sys.Audit on /; b71218f) */
 			if (n == 3 && get && strcmp(s[2], "resources") == 0) {
 				if (priv_check(req, r, "/", "Sys.Audit"))
 					route_ha_resources(c, r);
@@ -963,6 +972,8 @@ bool routes_cluster(struct cluster *c, const struct sim_req *req,
 					resp_data(r, copy);
 				return true;
 			}
+			/* pve-ha-manager src/PVE/API2/HA/Status.pm 70-72 (status:
+			 * Sys.Audit on /) */
 			if (n == 4 && get && strcmp(s[2], "status") == 0 &&
 			    strcmp(s[3], "current") == 0) {
 				if (priv_check(req, r, "/", "Sys.Audit"))

@@ -549,6 +549,39 @@ ON_EACH_PVE_VERSION(acl, clone_snapshot_and_lists)
 	cluster_free(c);
 }
 
+/* What a rolling run reads of the cluster (agent/wf_rolling.c): its
+ * status, HA's resources and status need Sys.Audit on / (pve-manager
+ * PVE/API2/Cluster.pm get_status, pve-ha-manager API2/HA/Resources.pm
+ * index and Status.pm status), Ceph's status Sys.Audit or Datastore.Audit
+ * there (API2/Cluster/Ceph.pm), a node's status Sys.Audit on /nodes/NODE,
+ * its version nothing (API2/Nodes.pm). */
+ON_EACH_PVE_VERSION(acl, rolling_reads_need_sys_audit_on_root)
+{
+	static const char *const root[] = {"/cluster/status", "/cluster/ha/resources",
+					   "/cluster/ha/status/current"};
+	struct cluster *c = least(pv, "Sys.Audit", NULL);
+	struct sim_resp r;
+	for (size_t i = 0; i < 3; i++) {
+		as(c, "t@pve!t", "GET", root[i], NULL, &r);
+		refused(&r, "Permission check failed (/, Sys.Audit)");
+	}
+	as(c, "t@pve!t", "GET", "/nodes/pve1/status", NULL, &r);
+	refused(&r, "Permission check failed (/nodes/pve1, Sys.Audit)");
+	/* Datastore.Audit is enough for Ceph's status (none here: PVE's 500) */
+	as(c, "t@pve!t", "GET", "/cluster/ceph/status", NULL, &r);
+	cr_expect_eq(r.status, 500, "%d %s", r.status, r.message ? r.message : "");
+	sim_resp_clear(&r);
+	as(c, "t@pve!t", "GET", "/nodes/pve1/version", NULL, &r);
+	allowed(&r, "a node's version, without Sys.Audit");
+	cluster_free(c);
+	c = least(pv, NULL, NULL);
+	for (size_t i = 0; i < 3; i++) {
+		as(c, "t@pve!t", "GET", root[i], NULL, &r);
+		allowed(&r, root[i]);
+	}
+	cluster_free(c);
+}
+
 /* GET /access/permissions: the caller's own privileges on a path, a
  * privsep token's being the intersection; another user's need Sys.Audit
  * on /access. */
