@@ -44,71 +44,11 @@ int convert_bus_parse(const char *s, enum convert_bus *out)
 	return 0;
 }
 
-const char *convert_status_name(enum convert_status s)
-{
-	switch (s) {
-	case CONV_FAILED: return "failed";
-	case CONV_DONE: return "converted";
-	case CONV_ALREADY: return "already-virtio";
-	case CONV_DRY_RUN: return "dry-run";
-	case CONV_STUCK: return "needs-attention";
-	case CONV_PLAN_ONLY: return "dry-run-incomplete";
-	}
-	return "?";
-}
-
 static const char *vbus_name(enum vbus b)
 {
 	return b == VBUS_VIRTIO_SCSI ? "virtio-scsi" : "virtio-blk";
 }
 
-
-void convert_result_free(struct convert_result *r)
-{
-	free(r->os_desc);
-	free(r->bus);
-	free(r->failed_step);
-	free(r->error);
-	free(r->recovery);
-	free(r->snapshot);
-	strv_free(r->changes, r->n_changes);
-	bench_result_free(&r->bench_before);
-	bench_result_free(&r->bench_after);
-	memset(r, 0, sizeof *r);
-}
-
-static void jadd_str(json_object *o, const char *k, const char *v)
-{
-	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
-}
-
-json_object *convert_result_json(const struct convert_result *r)
-{
-	json_object *o = json_object_new_object();
-	if (!o)
-		return NULL;
-	jadd_str(o, "status", convert_status_name(r->status));
-	jadd_str(o, "outcome", job_outcome_name(r->outcome));
-	jadd_str(o, "os", r->os_desc);
-	jadd_str(o, "bus", r->bus);
-	jadd_str(o, "snapshot", r->snapshot);
-	json_object *ch = json_object_new_array();
-	for (size_t i = 0; ch && i < r->n_changes; i++)
-		json_object_array_add(ch, json_object_new_string(r->changes[i]));
-	json_object_object_add(o, "changes", ch);
-	json_object_object_add(o, "resumed", json_object_new_boolean(r->resumed));
-	json_object_object_add(o, "rolled_back", json_object_new_boolean(r->rolled_back));
-	if (r->status == CONV_FAILED || r->status == CONV_STUCK || r->status == CONV_PLAN_ONLY) {
-		jadd_str(o, "failed_step", r->failed_step);
-		jadd_str(o, "error", r->error);
-	}
-	if (r->recovery)
-		jadd_str(o, "recovery", r->recovery);
-	if (r->have_bench_before && r->have_bench_after)
-		json_object_object_add(o, "bench",
-				       bench_compare_json(&r->bench_before, &r->bench_after));
-	return o;
-}
 
 /* ---- journal ----------------------------------------------------------------------- */
 
@@ -139,8 +79,13 @@ static json_object *journal_files(struct journal *j)
 /* ---- the run ----------------------------------------------------------------------- */
 
 struct run {
-	const struct convert_request *req;
-	struct convert_result *res;
+	struct convert_request q;     /* what the job's params ask */
+	struct pve *pve;              /* the job's client */
+	const struct ssh_opts *ssh;   /* the guest's address and keys (a dry
+					 run: host NULL when no address was
+					 found, address_error says why) */
+	const char *address_error;
+	char *bench_db;               /* state.db for the figures, or NULL */
 	enum job_outcome outcome;     /* what the failure means, as the lower
 					 module that failed says it */
 	struct guest_ref g;           /* our copy (status changes) */
@@ -159,17 +104,14 @@ struct run {
 	size_t n_paths;
 	bool files_restored;          /* the originals are back (rollback or undo) */
 	bool undo_failed;             /* prepare's undo left files changed (a
-					 failed rollback says CONV_STUCK) */
+					 failed rollback needs attention) */
+	bool rollback_ran;            /* in this process (verify's, or switch's) */
+	bool rolled_back;             /* and it worked */
 	enum rw_phase phase;          /* for the inject edit */
 	const char *step;
 	char emul[32];          /* emulated()'s text */
-	/* a job loaded alone (job_load + job_run): the request and result
-	 * open made from its params */
-	struct convert_request own_req;
-	struct convert_result own_res;
-	struct guest_target own_gt;
-	struct tmpl_kvlist own_vars;
-	char *own_db;
+	struct guest_target gt;       /* the guest found from the params */
+	struct tmpl_kvlist vars;
 };
 
 /* convert_target_make for the saved config on the cluster's PVE version
@@ -178,7 +120,7 @@ static int target_for(struct run *r, enum vbus bus, struct convert_target *t, ch
 {
 	int major = 0;
 	struct pve_error e = {0};
-	if (guest_pve_major(r->req->pve, &major, &e) < 0) {
+	if (guest_pve_major(r->pve, &major, &e) < 0) {
 		memset(t, 0, sizeof *t);
 		*err = pve_error_format(&e);
 		pve_error_clear(&e);
@@ -214,21 +156,22 @@ static void note_path(struct run *r, const char *path, const char *text)
 		job_note(r->j.job, "%s", text ? text : "");
 }
 
-/* Record a failure of the current step (the first one wins). */
+/* The job's error for a failure of the current step (the first one
+ * wins), classified as o. */
 static int failf(struct run *r, enum job_outcome o, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int failf(struct run *r, enum job_outcome o, const char *fmt, ...)
 {
-	struct convert_result *res = r->res;
-	if (!res->error) {
+	if (job_error(r->j.job)->kind == PVE_OK) {
 		va_list ap;
 		va_start(ap, fmt);
 		struct sbuf b = {0};
 		sbuf_vaddf(&b, fmt, ap);
 		va_end(ap);
-		res->error = sbuf_steal(&b);
-		res->failed_step = strdup(r->step ? r->step : "?");
+		char *m = sbuf_steal(&b);
 		r->outcome = job_outcome_failure(o);
+		job_fail_outcome(r->j.job, r->outcome, m ? m : "out of memory");
+		free(m);
 	}
 	return -1;
 }
@@ -274,9 +217,8 @@ static void close_session(struct run *r)
 static int connect_wait(struct run *r, double timeout_s, struct ssh_error *e)
 {
 	close_session(r);
-	const struct ssh_wait w = {.limit_s = timeout_s, .poll_s = r->w.poll_s,
-				   .clock = r->req->clock};
-	return ssh_wait_connect(r->req->ssh, &w, &r->s, e, NULL);
+	const struct ssh_wait w = {.limit_s = timeout_s, .poll_s = r->w.poll_s}; /* real time */
+	return ssh_wait_connect(r->ssh, &w, &r->s, e, NULL);
 }
 
 /* Run a fixed command line; *out malloc'd stdout. -1 (e filled) only when
@@ -363,7 +305,7 @@ static int run_phase(struct run *r, enum rw_phase phase, bool dry_run, size_t *c
 		if (rc < 0) {
 			struct ssh_session *s = r->s;
 			bool own = false; /* a new session of the rollback's is closed here */
-			gfedit_restore(&e, &s, &own, r->req->ssh);
+			gfedit_restore(&e, &s, &own, r->ssh);
 			if (own)
 				ssh_close(s);
 		}
@@ -439,9 +381,9 @@ static int plan_paths(struct run *r)
 
 static enum vbus choose_bus(struct run *r)
 {
-	if (r->req->bus == CONVERT_BUS_BLK)
+	if (r->q.bus == CONVERT_BUS_BLK)
 		return VBUS_VIRTIO_BLK;
-	if (r->req->bus == CONVERT_BUS_SCSI)
+	if (r->q.bus == CONVERT_BUS_SCSI)
 		return VBUS_VIRTIO_SCSI;
 	/* Linux with virtio-scsi: PVE's default for new Linux guests;
 	 * FreeBSD: virtio-blk (the kmod of 8.x/9.x has no virtio_scsi) */
@@ -465,8 +407,8 @@ static int plan_guest(struct run *r)
 		free(msg);
 		return -1;
 	}
-	free(r->res->os_desc);
-	r->res->os_desc = r->det.desc ? strdup(r->det.desc) : NULL;
+	if (job_set_str(r->j.job, "os", r->det.desc) < 0)
+		return failf(r, JOB_OUT_FAILED, "out of memory");
 	if (!r->det.have_profile)
 		return failf(r, JOB_OUT_FAILED, "%s has no usable virtio drivers: pvagent leaves it on IDE/e1000",
 			     r->det.desc ? r->det.desc : "the guest's OS");
@@ -478,7 +420,7 @@ static int plan_guest(struct run *r)
 	bool scsi_ctl = probe.scsi_ctl;
 	convert_target_free(&probe);
 	const char *scsihw = json_text(r->saved, "scsihw");
-	if (scsi_ctl && r->req->bus == CONVERT_BUS_BLK)
+	if (scsi_ctl && r->q.bus == CONVERT_BUS_BLK)
 		return failf(r, JOB_OUT_FAILED, "the disks are on an emulated SCSI controller (%s): "
 			     "they move to virtio-scsi under the same keys, not to virtio-blk",
 			     scsihw ? scsihw : "lsi");
@@ -488,7 +430,7 @@ static int plan_guest(struct run *r)
 			     "virtio-scsi ones daN: pvagent does not rename them; megasas stays");
 	enum vbus bus = scsi_ctl ? VBUS_VIRTIO_SCSI : choose_bus(r);
 	const char *jbus = json_text(r->j.o, "bus");
-	if (jbus && r->req->bus == CONVERT_BUS_AUTO && !scsi_ctl)
+	if (jbus && r->q.bus == CONVERT_BUS_AUTO && !scsi_ctl)
 		bus = strcmp(jbus, "virtio-scsi") == 0 ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
 	if (osprof_check_bus(&r->det.profile, bus, &err) < 0) {
 		failf(r, JOB_OUT_FAILED, "%s", err ? err : "bus not supported");
@@ -496,8 +438,8 @@ static int plan_guest(struct run *r)
 		return -1;
 	}
 	free(err);
-	free(r->res->bus);
-	r->res->bus = strdup(vbus_name(bus));
+	if (job_set_str(r->j.job, "bus", vbus_name(bus)) < 0)
+		return failf(r, JOB_OUT_FAILED, "out of memory");
 	err = NULL;
 	if (!r->t.set.n && !r->t.delete_keys && target_or_fail(r, bus, &r->t) < 0)
 		return -1;
@@ -552,9 +494,12 @@ static char *boot_disk_name(const struct run *r, bool virtio)
 	return osprof_disk_name(&r->det.profile, b, r->t.boot_index);
 }
 
+/* The benchmark on the old or the new bus: its figures in the job's vars
+ * ("bench_before", "bench_after") and, with a store, in state.db. */
 static void run_bench(struct run *r, bool virtio)
 {
-	const struct convert_request *q = r->req;
+	const struct convert_request *q = &r->q;
+	const char *key = virtio ? "bench_after" : "bench_before";
 	step_begin(r, virtio ? "bench-after" : "bench-before");
 	char *disk = boot_disk_name(r, virtio);
 	struct bench_request bq = {
@@ -566,22 +511,23 @@ static void run_bench(struct run *r, bool virtio)
 		.on_event = bench_job_phase,
 		.event_ctx = r->j.job,
 	};
-	struct bench_result *res = virtio ? &r->res->bench_after : &r->res->bench_before;
-	bool *have = virtio ? &r->res->have_bench_after : &r->res->have_bench_before;
-	bench_result_free(res);
-	*have = false;
+	struct bench_result res = {0};
+	job_set_str(r->j.job, key, NULL);
 	char *err = NULL;
-	if (bench_run(r->s, &bq, res, &err) < 0) {
+	if (bench_run(r->s, &bq, &res, &err) < 0) {
 		job_note(r->j.job, "benchmark %s the switch failed: %s", virtio ? "after" : "before",
 			 err ? err : "error");
 	} else {
-		*have = true;
 		job_summary(r->j.job, "%s on %s/%s", disk ? disk : "?", bq.bus, bq.nic);
-		if (q->bench_db && bench_store(q->bench_db, r->g.name ? r->g.name : "", r->g.vmid,
-					       res, &err) < 0)
-			job_note(r->j.job, "the figures were not stored in %s: %s", q->bench_db,
+		json_object *fig = bench_result_json(&res);
+		if (!fig || json_add(job_vars(r->j.job), key, fig) < 0)
+			job_note(r->j.job, "the figures were not kept in the job: out of memory");
+		if (r->bench_db && bench_store(r->bench_db, r->g.name ? r->g.name : "", r->g.vmid,
+					       &res, &err) < 0)
+			job_note(r->j.job, "the figures were not stored in %s: %s", r->bench_db,
 				 err ? err : "error");
 	}
+	bench_result_free(&res);
 	free(err);
 	free(disk);
 }
@@ -855,7 +801,7 @@ static int verify_guest(struct run *r)
 static int read_config(struct run *r, json_object **cfg)
 {
 	struct pve_error e = {0};
-	if (guest_get_config(r->req->pve, &r->g, cfg, &e) < 0)
+	if (guest_get_config(r->pve, &r->g, cfg, &e) < 0)
 		return fail_pve(r, &e, "reading the config");
 	return 0;
 }
@@ -875,14 +821,14 @@ static int apply_target(struct run *r)
 	if (r->t.delete_keys) {
 		/* only keys still present (a resumed run may find some gone) */
 		struct pve_params none = {0};
-		if (guest_set_config(r->req->pve, &r->g, &none, r->t.delete_keys, NULL, false,
+		if (guest_set_config(r->pve, &r->g, &none, r->t.delete_keys, NULL, false,
 				     &r->w, &e) < 0 &&
 		    !(e.message && strstr(e.message, "does not exist")))
 			return fail_pve(r, &e, r->t.sata ? "removing the SATA disks from the config"
 							   : "removing the IDE disks from the config");
 		pve_error_clear(&e);
 	}
-	if (guest_set_config(r->req->pve, &r->g, &r->t.set, NULL, NULL, false, &r->w, &e) < 0)
+	if (guest_set_config(r->pve, &r->g, &r->t.set, NULL, NULL, false, &r->w, &e) < 0)
 		return fail_pve(r, &e, "adding the virtio devices");
 	if (read_config(r, &cur) < 0)
 		return -1;
@@ -898,8 +844,8 @@ static int power(struct run *r, bool on)
 	struct pve_error e = {0};
 	bool forced = false;
 	job_progress(r->j.job, -1, on ? "starting VM %d" : "shutting VM %d down", r->g.vmid);
-	int rc = on ? guest_start(r->req->pve, &r->g, &r->w, &e)
-		    : guest_shutdown(r->req->pve, &r->g, &r->w, &forced, &e);
+	int rc = on ? guest_start(r->pve, &r->g, &r->w, &e)
+		    : guest_shutdown(r->pve, &r->g, &r->w, &forced, &e);
 	if (rc < 0)
 		return fail_pve(r, &e, on ? "starting the guest" : "shutting the guest down");
 	if (forced)
@@ -998,10 +944,14 @@ static char *recovery_text(struct run *r, json_object *current)
 	return sbuf_steal(&b);
 }
 
-/* The rollback after a failure past the start of the switch. */
+/* The rollback after a failure past the start of the switch: the job's
+ * error says the failure and how the rollback ended, its "left" the
+ * recovery when it failed. */
 static int rollback(struct run *r)
 {
-	char *what = r->res->error ? strdup(r->res->error) : NULL;
+	const char *m = job_error(r->j.job)->message;
+	char *what = m ? strdup(m) : NULL;
+	r->rollback_ran = true;
 	const char *was = r->step;
 	step_begin(r, "rollback");
 	job_note(r->j.job, "%s failed: %s; rolling back to %s", was ? was : "?",
@@ -1012,16 +962,16 @@ static int rollback(struct run *r)
 	char *del = NULL;
 	struct pve_params set = {0};
 	const char *failed = NULL;
-	if (guest_stop(r->req->pve, &r->g, &r->w, &e) < 0)
+	if (guest_stop(r->pve, &r->g, &r->w, &e) < 0)
 		failed = "stopping the guest";
-	else if (guest_get_config(r->req->pve, &r->g, &cur, &e) < 0)
+	else if (guest_get_config(r->pve, &r->g, &cur, &e) < 0)
 		failed = "reading the config";
 	else if (convert_restore_plan(r->saved, cur, &del, &set) < 0)
 		failed = "planning the restore (out of memory)";
-	else if (del && guest_set_config(r->req->pve, &r->g, &(struct pve_params){0}, del, NULL,
+	else if (del && guest_set_config(r->pve, &r->g, &(struct pve_params){0}, del, NULL,
 					 false, &r->w, &e) < 0)
 		failed = "removing the virtio devices";
-	else if (set.n && guest_set_config(r->req->pve, &r->g, &set, NULL, NULL, false, &r->w,
+	else if (set.n && guest_set_config(r->pve, &r->g, &set, NULL, NULL, false, &r->w,
 					   &e) < 0)
 		failed = "restoring the saved config";
 	json_object_put(cur);
@@ -1029,7 +979,7 @@ static int rollback(struct run *r)
 	free(del);
 	pve_params_free(&set);
 	if (!failed) {
-		if (guest_get_config(r->req->pve, &r->g, &cur, &e) < 0) {
+		if (guest_get_config(r->pve, &r->g, &cur, &e) < 0) {
 			failed = "reading the restored config";
 		} else {
 			char *d2 = NULL;
@@ -1040,46 +990,44 @@ static int rollback(struct run *r)
 			pve_params_free(&s2);
 		}
 	}
-	if (!failed && guest_start(r->req->pve, &r->g, &r->w, &e) < 0)
+	if (!failed && guest_start(r->pve, &r->g, &r->w, &e) < 0)
 		failed = "starting the guest on its emulated disks and NICs";
 	struct ssh_error se = {0};
-	double timeout = r->req->verify_timeout_s > 0 ? r->req->verify_timeout_s : 300;
+	double timeout = r->q.verify_timeout_s > 0 ? r->q.verify_timeout_s : 300;
 	if (!failed && connect_wait(r, timeout, &se) < 0)
 		failed = "reaching the guest over SSH on its emulated disks and NICs";
 	if (!failed && restore_files(r) < 0)
 		failed = "restoring the guest's files";
-	free(r->res->error);
-	r->res->error = NULL;
-	free(r->res->failed_step);
-	r->res->failed_step = strdup(was ? was : "?");
+	char *msg = NULL;
 	if (failed) {
 		const char *why = e.message ? e.message : se.kind ? ssh_error_str(&se) : "";
 		char *hint = pve_perm_hint(e.message ? e.message : what);
-		r->res->error = strprintf("%s failed: %s; then the rollback failed %s: %s%s",
-					  was ? was : "?", what ? what : "error", failed, why,
-					  hint ? hint : "");
+		msg = strprintf("%s failed: %s; then the rollback failed %s: %s%s", was ? was : "?",
+				what ? what : "error", failed, why, hint ? hint : "");
 		free(hint);
 		json_object *now = NULL;
 		struct pve_error e2 = {0};
-		if (guest_get_config(r->req->pve, &r->g, &now, &e2) < 0)
+		if (guest_get_config(r->pve, &r->g, &now, &e2) < 0)
 			now = NULL;
 		pve_error_clear(&e2);
-		r->res->recovery = recovery_text(r, now);
+		char *recovery = recovery_text(r, now);
+		job_set_left(r->j.job, "%s", recovery ? recovery : "out of memory");
+		free(recovery);
 		json_object_put(now);
-		r->res->status = CONV_STUCK;
 		r->outcome = JOB_OUT_NEEDS_ATTENTION;
 	} else {
 		char *hint = pve_perm_hint(what);
-		r->res->error = strprintf("%s failed: %s; rolled back: the guest runs on %s "
-					  "with its original files%s",
-					  was ? was : "?", what ? what : "error", emulated(r),
-					  hint ? hint : "");
+		msg = strprintf("%s failed: %s; rolled back: the guest runs on %s with its original "
+				"files%s", was ? was : "?", what ? what : "error", emulated(r),
+				hint ? hint : "");
 		free(hint);
-		r->res->rolled_back = true;
-		r->res->status = CONV_FAILED;
+		r->rolled_back = true;
+		job_set_bool(r->j.job, "rolled_back", true);
 		r->outcome = JOB_OUT_FAILED;
 		job_note(r->j.job, "rolled back: the guest is back on %s", emulated(r));
 	}
+	job_fail_outcome(r->j.job, r->outcome, msg ? msg : "out of memory");
+	free(msg);
 	json_object_put(cur);
 	pve_error_clear(&e);
 	ssh_error_clear(&se);
@@ -1094,18 +1042,18 @@ static int take_snapshot(struct run *r)
 	step_begin(r, "snapshot");
 	struct pve_error e = {0};
 	bool existed = false;
-	if (guest_snapshot(r->req->pve, &r->g, SNAPSHOT_NAME,
+	if (guest_snapshot(r->pve, &r->g, SNAPSHOT_NAME,
 			   "before pvagent virtio (IDE/e1000 config and disks)", &r->w, &existed,
 			   &e) == 0) {
-		r->res->snapshot = strdup(SNAPSHOT_NAME);
 		/* ours to delete when the rollback puts the guest back as it was */
-		if (job_set_bool(r->j.job, "snapshot_taken", !existed) < 0)
+		if (job_set_str(r->j.job, "snapshot", SNAPSHOT_NAME) < 0 ||
+		    job_set_bool(r->j.job, "snapshot_taken", !existed) < 0)
 			return failf(r, JOB_OUT_FAILED, "out of memory");
 		if (existed)
 			job_summary(r->j.job, "%s exists already, from an earlier run: kept as it is "
 					      "(delete it with: qm delsnapshot %d %s)",
 				    SNAPSHOT_NAME, r->g.vmid, SNAPSHOT_NAME);
-		else if (r->req->keep_snapshot)
+		else if (r->q.keep_snapshot)
 			job_summary(r->j.job, "%s taken, kept after the conversion (delete it with: "
 					      "qm delsnapshot %d %s)",
 				    SNAPSHOT_NAME, r->g.vmid, SNAPSHOT_NAME);
@@ -1142,7 +1090,6 @@ static int dry_run(struct run *r)
 	job_note(r->j.job, "config: %u disk%s, %u NIC%s to %s", r->t.ndisks,
 		 r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nnics == 1 ? "" : "s",
 		 vbus_name(r->vp.bus));
-	r->res->status = CONV_DRY_RUN;
 	r->outcome = JOB_OUT_DONE;
 	return 0;
 }
@@ -1162,16 +1109,14 @@ static int journal_start(struct run *r, json_object *config)
 
 static double verify_timeout(const struct run *r)
 {
-	return r->req->verify_timeout_s > 0 ? r->req->verify_timeout_s : 300;
+	return r->q.verify_timeout_s > 0 ? r->q.verify_timeout_s : 300;
 }
 
-/* A failed step: the job's error from the result's (its kind gives the
- * run's outcome). */
+/* A failed step (its error recorded by failf or the rollback). */
 static enum step_rc step_failed(struct job *j, struct run *r)
 {
-	job_fail_outcome(j, r->outcome, r->res->error);
-	if (r->res->recovery)
-		job_set_left(j, "%s", r->res->recovery);
+	if (job_error(j)->kind == PVE_OK)
+		failf(r, JOB_OUT_FAILED, "%s failed", r->step ? r->step : "?");
 	return STEP_RC_FAIL;
 }
 
@@ -1198,8 +1143,8 @@ static int show_pve_plan(struct run *r)
 	struct convert_target t;
 	if (target_or_fail(r, VBUS_VIRTIO_SCSI, &t) < 0)
 		return -1;
-	bool fixed = t.scsi_ctl || t.ndisks == 0 || r->req->bus == CONVERT_BUS_SCSI;
-	enum vbus bus = fixed && r->req->bus != CONVERT_BUS_BLK ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
+	bool fixed = t.scsi_ctl || t.ndisks == 0 || r->q.bus == CONVERT_BUS_SCSI;
+	enum vbus bus = fixed && r->q.bus != CONVERT_BUS_BLK ? VBUS_VIRTIO_SCSI : VBUS_VIRTIO_BLK;
 	if (bus != VBUS_VIRTIO_SCSI) {
 		convert_target_free(&t);
 		if (target_or_fail(r, bus, &t) < 0)
@@ -1208,7 +1153,7 @@ static int show_pve_plan(struct run *r)
 	/* a dry run's "would change" lines; a real run's notes (its diffs
 	 * are the switch's, when the config changes) */
 	for (size_t i = 0; i < t.n_lines; i++)
-		if (r->req->dry_run)
+		if (r->q.dry_run)
 			job_diff(r->j.job, t.lines[i]);
 		else
 			job_note(r->j.job, "PVE side: will change %s", t.lines[i]);
@@ -1220,7 +1165,7 @@ static int show_pve_plan(struct run *r)
 	else if (t.ndisks)
 		job_note(r->j.job, "PVE side: %u %s disk%s to %s%s", t.ndisks, t.sata ? "SATA" : "IDE",
 			 t.ndisks == 1 ? "" : "s", vbus_name(bus),
-			 fixed || r->req->bus != CONVERT_BUS_AUTO
+			 fixed || r->q.bus != CONVERT_BUS_AUTO
 				 ? "" : " (shown; the guest's OS decides: virtio-scsi for Linux "
 					"with virtio_scsi, virtio-blk otherwise)");
 	if (t.nnics)
@@ -1236,21 +1181,19 @@ static int show_pve_plan(struct run *r)
  * shown; exit 4 (the guest could not be reached), the error says why. */
 static enum step_rc plan_only(struct job *j, struct run *r, const char *why)
 {
-	free(r->res->error);
-	free(r->res->failed_step);
-	r->res->error = strprintf("dry run incomplete: the PVE side is shown above; the guest "
-				  "side (its OS, drivers and files) could not be checked: %s", why);
-	r->res->failed_step = strdup("preflight");
-	r->res->status = CONV_PLAN_ONLY;
+	char *m = strprintf("dry run incomplete: the PVE side is shown above; the guest side (its "
+			    "OS, drivers and files) could not be checked: %s", why);
 	r->outcome = JOB_OUT_UNREACHABLE;
-	return step_failed(j, r);
+	job_fail_outcome(j, r->outcome, m ? m : "out of memory");
+	free(m);
+	job_set_bool(j, "plan_only", true);
+	return STEP_RC_FAIL;
 }
 
 static enum step_rc st_preflight(struct job *j)
 {
 	struct run *r = job_ctx(j);
-	const struct convert_request *q = r->req;
-	struct convert_result *res = r->res;
+	const struct convert_request *q = &r->q;
 	step_begin(r, "preflight");
 	json_object *cfg = NULL;
 	if (read_config(r, &cfg) < 0)
@@ -1267,12 +1210,15 @@ static enum step_rc st_preflight(struct job *j)
 	bool nothing = probe.ndisks == 0 && probe.nnics == 0;
 	convert_target_free(&probe);
 	if (nothing) {
-		res->status = CONV_ALREADY;
 		r->outcome = JOB_OUT_DONE;
+		if (job_set_bool(j, "already_virtio", true) < 0) {
+			failf(r, JOB_OUT_FAILED, "out of memory");
+			return step_failed(j, r);
+		}
 		job_summary(r->j.job, "already virtio: no IDE or SATA disk, no emulated NIC");
 		return STEP_RC_END;
 	}
-	if (!res->resumed && show_pve_plan(r) < 0)
+	if (!json_flag(job_vars(j), "resumed") && show_pve_plan(r) < 0)
 		return step_failed(j, r);
 	bool running = r->g.status && strcmp(r->g.status, "running") == 0;
 	if (!running && q->dry_run) {
@@ -1282,8 +1228,8 @@ static enum step_rc st_preflight(struct job *j)
 		free(why);
 		return src;
 	}
-	if (q->dry_run && !q->ssh->host) {
-		return plan_only(j, r, q->address_error ? q->address_error
+	if (q->dry_run && !r->ssh->host) {
+		return plan_only(j, r, r->address_error ? r->address_error
 					: "its address is unknown; give the address with --address A");
 	}
 	if (q->dry_run) {
@@ -1305,13 +1251,18 @@ static enum step_rc st_preflight(struct job *j)
 	if (ensure_plan(r, running ? 30 : verify_timeout(r)) < 0)
 		return step_failed(j, r);
 	json_object_object_add(r->j.o, "bus", json_object_new_string(vbus_name(r->vp.bus)));
-	for (size_t i = 0; i < r->t.n_lines; i++)
-		if (strv_add(&res->changes, &res->n_changes, strdup(r->t.lines[i])) < 0) {
-			failf(r, JOB_OUT_FAILED, "out of memory");
-			return step_failed(j, r);
+	json_object *changes = json_object_new_array();
+	for (size_t i = 0; changes && i < r->t.n_lines; i++)
+		if (json_object_array_add(changes, json_object_new_string(r->t.lines[i])) < 0) {
+			json_object_put(changes);
+			changes = NULL;
 		}
+	if (!changes || json_add(job_vars(j), "changes", changes) < 0) {
+		failf(r, JOB_OUT_FAILED, "out of memory");
+		return step_failed(j, r);
+	}
 	job_summary(r->j.job, "%s: %u %s disk%s, %u %s NIC%s -> %s",
-		  res->os_desc ? res->os_desc : "?", r->t.ndisks,
+		  r->det.desc ? r->det.desc : "?", r->t.ndisks,
 		  r->t.sata ? "SATA" : r->t.scsi_ctl ? "SCSI" : "IDE",
 		  r->t.ndisks == 1 ? "" : "s", r->t.nnics, r->t.nic_model ? r->t.nic_model : "e1000",
 		  r->t.nnics == 1 ? "" : "s", vbus_name(r->vp.bus));
@@ -1319,7 +1270,7 @@ static enum step_rc st_preflight(struct job *j)
 		return dry_run(r) < 0 ? step_failed(j, r) : STEP_RC_END;
 	/* every privilege the switch and the rollback need, before anything changes */
 	struct pve_error pe = {0};
-	if (pveperm_check_config(q->pve, r->g.vmid, &r->t.set, r->t.delete_keys, &pe) < 0) {
+	if (pveperm_check_config(r->pve, r->g.vmid, &r->t.set, r->t.delete_keys, &pe) < 0) {
 		fail_pve(r, &pe, "preflight");
 		return step_failed(j, r);
 	}
@@ -1362,15 +1313,14 @@ static int delete_snapshot(struct job *j, struct run *r, char **left)
 	*left = NULL;
 	r->w = *job_wait(j);
 	struct pve_error e = {0};
-	if (guest_delete_snapshot(r->req->pve, &r->g, SNAPSHOT_NAME, &r->w, NULL, &e) < 0) {
+	if (guest_delete_snapshot(r->pve, &r->g, SNAPSHOT_NAME, &r->w, NULL, &e) < 0) {
 		*left = strprintf("%s is left (%s): delete it with: qm delsnapshot %d %s",
 				  SNAPSHOT_NAME, e.message ? e.message : "error", r->g.vmid,
 				  SNAPSHOT_NAME);
 		pve_error_clear(&e);
 		return -1;
 	}
-	free(r->res->snapshot);
-	r->res->snapshot = NULL;
+	job_set_str(r->j.job, "snapshot", NULL);
 	return 0;
 }
 
@@ -1386,8 +1336,7 @@ static int un_snapshot(struct job *j)
 	struct run *r = job_ctx(j);
 	if (!snapshot_is_ours(j))
 		return 1;
-	if (r->undo_failed || r->res->status == CONV_STUCK ||
-	    r->outcome == JOB_OUT_NEEDS_ATTENTION) {
+	if (r->undo_failed || r->outcome == JOB_OUT_NEEDS_ATTENTION) {
 		job_note(j, "%s kept: the rollback did not put everything back", SNAPSHOT_NAME);
 		return 1;
 	}
@@ -1404,7 +1353,7 @@ static int un_snapshot(struct job *j)
 static enum step_rc st_bench_before(struct job *j)
 {
 	struct run *r = job_ctx(j);
-	if (!r->req->bench)
+	if (!r->q.bench)
 		return STEP_RC_SKIP;
 	if (ensure_plan(r, 30) < 0)
 		return step_failed(j, r);
@@ -1497,27 +1446,52 @@ static enum step_rc st_switch(struct job *j)
 			return step_failed(j, r);
 		if (run_phase(r, RW_SWITCH, false, &n) < 0) {
 			rollback(r);
-			r->files_restored = r->res->rolled_back;
+			r->files_restored = r->rolled_back;
 			return step_failed(j, r);
 		}
 	}
 	if (ensure_target(r) < 0 || ensure_switched(r) < 0) {
 		rollback(r);
-		r->files_restored = r->res->rolled_back; /* prepare's undo has nothing to do */
+		r->files_restored = r->rolled_back; /* prepare's undo has nothing to do */
 		return step_failed(j, r);
 	}
 	job_summary(r->j.job, "config changed, guest started");
 	return STEP_RC_OK;
 }
 
-/* switch's undo: the rollback to IDE/e1000, files included. */
+/* switch's undo: the rollback to IDE/e1000, files included (verify's
+ * failure ran it already). */
 static int un_switch(struct job *j)
 {
 	struct run *r = job_ctx(j);
-	r->w = *job_wait(j);
+	if (!r->rollback_ran) {
+		r->w = *job_wait(j);
+		rollback(r);
+		r->files_restored = r->rolled_back;
+	}
+	return r->rolled_back ? 0 : -1;
+}
+
+/* verify's failure: the rollback to the emulated devices (switch's undo,
+ * run here so that the job's error says how it ended), unless a stop
+ * ended the step or its own task's end is unknown (the engine undoes
+ * nothing then). Its requests are recorded as verify's, with
+ * "rollback_began" in the vars: a verify resumed after a kill in the
+ * rollback waits for none of them (st_verify). The engine then undoes
+ * the earlier steps as for any failure: switch's undo says how the
+ * rollback ended (a failed one: needs attention, with what it left). */
+static enum step_rc verify_failed(struct job *j, struct run *r)
+{
+	if (job_stopping(j) || (job_error(j)->ambiguous && job_step_upid(j)))
+		return step_failed(j, r);
+	if (job_set_bool(j, "rollback_began", true) < 0)
+		return step_failed(j, r);
 	rollback(r);
-	r->files_restored = r->res->rolled_back;
-	return r->res->rolled_back ? 0 : -1;
+	job_set_str(j, "rollback_began", NULL);
+	r->files_restored = r->rolled_back;
+	/* the rollback's own end is known: the undo of the done steps runs */
+	job_err(j)->ambiguous = false;
+	return step_failed(j, r);
 }
 
 static enum step_rc st_verify(struct job *j)
@@ -1525,28 +1499,36 @@ static enum step_rc st_verify(struct job *j)
 	struct run *r = job_ctx(j);
 	r->w = *job_wait(j);
 	step_begin(r, "verify");
+	if (json_flag(job_vars(j), "rollback_began")) {
+		/* killed in its rollback: the rollback's requests are no task of
+		 * verify's to wait for (an unanswered one has landed: the engine
+		 * settled it first); the conversion is tried again */
+		job_step_resumed_task_done(j);
+		job_set_str(j, "rollback_began", NULL);
+		job_set_str(j, "rolled_back", NULL);
+	}
 	/* a resumed job may find the switch undone or the guest stopped */
 	if (ensure_target(r) < 0 || ensure_switched(r) < 0)
-		return step_failed(j, r);
+		return verify_failed(j, r);
 	struct ssh_error se = {0};
 	if (!r->s && connect_wait(r, verify_timeout(r), &se) < 0) {
 		fail_ssh(r, &se, "the guest does not answer over SSH on virtio (it may hang "
 				 "at mountroot or have no network)");
-		return step_failed(j, r);
+		return verify_failed(j, r);
 	}
 	if (!r->have_plan && plan_guest(r) < 0)
-		return step_failed(j, r);
+		return verify_failed(j, r);
 	json_object *cur = NULL;
 	if (read_config(r, &cur) < 0)
-		return step_failed(j, r);
+		return verify_failed(j, r);
 	bool applied = convert_target_applied(&r->t, cur);
 	json_object_put(cur);
 	if (!applied) {
 		failf(r, JOB_OUT_FAILED, "PVE's config no longer shows the virtio devices");
-		return step_failed(j, r);
+		return verify_failed(j, r);
 	}
 	if (verify_guest(r) < 0)
-		return step_failed(j, r);
+		return verify_failed(j, r);
 	job_summary(r->j.job, "the guest runs on %s with all its file systems and NICs",
 		  vbus_name(r->vp.bus));
 	return STEP_RC_OK;
@@ -1555,24 +1537,21 @@ static enum step_rc st_verify(struct job *j)
 static enum step_rc st_finish(struct job *j)
 {
 	struct run *r = job_ctx(j);
-	struct convert_result *res = r->res;
 	step_begin(r, "finish");
 	size_t n = 0;
 	if (ensure_plan(r, verify_timeout(r)) < 0 || run_phase(r, RW_FINAL, false, &n) < 0) {
-		res->status = CONV_STUCK;
-		char *e0 = res->error;
-		res->error = strprintf("converted and verified, but dropping the old names failed: %s",
-				       e0 ? e0 : "error");
-		free(e0);
+		const char *e0 = job_error(j)->message;
+		char *m = strprintf("converted and verified, but dropping the old names failed: %s",
+				    e0 ? e0 : "error");
 		r->outcome = JOB_OUT_NEEDS_ATTENTION;
-		res->recovery = strprintf("The guest works on virtio; its files still hold the old "
-					  "names beside the new ones. Run pvagent virtio %s again "
-					  "to finish (job %lld).",
-					  r->g.name ? r->g.name : "NAME", job_id(j));
-		return step_failed(j, r);
+		job_fail_outcome(j, r->outcome, m ? m : "out of memory");
+		free(m);
+		job_set_left(j, "The guest works on virtio; its files still hold the old names beside "
+			     "the new ones. Run pvagent virtio %s again to finish (job %lld).",
+			     r->g.name ? r->g.name : "NAME", job_id(j));
+		return STEP_RC_FAIL;
 	}
 	job_summary(r->j.job, "%zu file%s cleaned of the old names", n, n == 1 ? "" : "s");
-	res->status = CONV_DONE;
 	r->outcome = JOB_OUT_DONE;
 	return STEP_RC_OK;
 }
@@ -1580,7 +1559,7 @@ static enum step_rc st_finish(struct job *j)
 static enum step_rc st_bench_after(struct job *j)
 {
 	struct run *r = job_ctx(j);
-	if (!r->req->bench)
+	if (!r->q.bench)
 		return STEP_RC_SKIP;
 	if (ensure_plan(r, verify_timeout(r)) < 0)
 		return step_failed(j, r);
@@ -1595,7 +1574,7 @@ static enum step_rc st_bench_after(struct job *j)
 static enum step_rc st_del_snapshot(struct job *j)
 {
 	struct run *r = job_ctx(j);
-	if (r->req->keep_snapshot || !snapshot_is_ours(j))
+	if (r->q.keep_snapshot || !snapshot_is_ours(j))
 		return STEP_RC_SKIP;
 	char *left = NULL;
 	if (delete_snapshot(j, r, &left) < 0) {
@@ -1660,43 +1639,35 @@ static int open_check(struct pve *c, const struct guest_target *gt, void *arg,
 	return wf_virtio_config_check(c, gt, err);
 }
 
-/* A job loaded alone: its request from its params (the guest found again,
- * its template and address as asked: a dry run goes on without an
- * address, to show the PVE side) and a result of its own. */
-static int own_request(struct job *j, struct run *r)
+/* The request from the job's params: the guest found (by the subject,
+ * its name), its template and address as asked (a dry run goes on
+ * without an address, to show the PVE side). */
+static int open_request(struct job *j, struct run *r)
 {
 	struct pve_error *err = job_err(j);
 	struct job_env *env = job_env(j);
-	bool dry = job_param_bool(j, "dry_run");
+	struct convert_request *q = &r->q;
+	q->dry_run = job_param_bool(j, "dry_run");
 	const struct target_req how = {
 		.tmpl_optional = true,
 		.qemu_only = true,
-		.address_optional = dry,
+		.address_optional = q->dry_run,
 		.config_check = json_object_object_get_ex(job_vars(j), "config", NULL) ? NULL
 											: open_check,
 	};
-	if (guest_target_open_job_as(j, &how, &r->own_gt, &r->own_vars) < 0)
+	if (guest_target_open_job_as(j, &how, &r->gt, &r->vars) < 0)
 		return -1;
-	struct convert_request *q = &r->own_req;
-	q->pve = job_pve(j);
-	q->guest = &r->own_gt.ref;
-	q->ssh = &r->own_gt.ssh;
+	q->guest = &r->gt.ref;
 	q->bus = (enum convert_bus)job_param_int(j, "bus");
-	q->store = env->store;
-	q->stop = env->stop;
-	q->wait = &env->wait;
-	q->clock = env->clock;
 	q->keep_snapshot = job_param_bool(j, "keep_snapshot");
 	q->bench = job_param_bool(j, "bench");
-	q->dry_run = dry;
-	q->address_error = r->own_gt.address_error;
 	q->bench_size_mib = (unsigned)job_param_int(j, "bench_size_mib");
 	q->verify_timeout_s = job_param_num(j, "verify_timeout_s");
-	if (env->store && !(r->own_db = bench_db_path(env->conf->paths.state)))
+	r->pve = job_pve(j);
+	r->ssh = &r->gt.ssh;
+	r->address_error = r->gt.address_error;
+	if (env->store && !(r->bench_db = bench_db_path(env->conf->paths.state)))
 		return pve_error_oom(err);
-	q->bench_db = r->own_db;
-	r->req = q;
-	r->res = &r->own_res;
 	r->w = env->wait;
 	return guest_ref_copy(&r->g, q->guest) < 0 ? pve_error_oom(err) : 0;
 }
@@ -1716,18 +1687,16 @@ static const char *resume_step(struct job *j)
 static int virtio_open(struct job *j, void *ctx)
 {
 	struct run *r = ctx;
-	if (!r->req && own_request(j, r) < 0)
+	if (open_request(j, r) < 0)
 		return -1;
-	if (job_set_guest(j, r->g.vmid, r->g.node) < 0 ||
-	    (r->g.name && job_set_str(j, "name", r->g.name) < 0))
-		return pve_error_oom(job_err(j));
 	r->j.job = j;
 	r->j.o = job_vars(j);
 	json_object *cfg;
 	if (json_object_object_get_ex(r->j.o, "config", &cfg)) {
 		/* resumed: the config saved before anything changed */
 		r->saved = cfg;
-		r->res->resumed = true;
+		if (job_set_bool(j, "resumed", true) < 0)
+			return pve_error_oom(job_err(j));
 		job_note(r->j.job, "resuming an interrupted conversion (job %lld, at step %s)",
 			 job_id(j), resume_step(j));
 	}
@@ -1746,10 +1715,9 @@ static void virtio_close(struct job *j, void *ctx)
 	guest_os_free(&r->det);
 	strv_free(r->paths, r->n_paths);
 	guest_ref_clear(&r->g);
-	convert_result_free(&r->own_res);
-	guest_target_free(&r->own_gt);
-	tmpl_kvlist_free(&r->own_vars);
-	free(r->own_db);
+	guest_target_free(&r->gt);
+	tmpl_kvlist_free(&r->vars);
+	free(r->bench_db);
 }
 
 static const struct job_step_def virtio_steps[] = {
@@ -1776,96 +1744,89 @@ const struct job_workflow wf_virtio = {
 	.undo_on_failure = true,
 };
 
-int convert_run(const struct convert_request *req, struct convert_result *res)
+
+/* ---- the result ---------------------------------------------------------------------------- */
+
+/* The conversion's state in words, from the job's outcome and what its
+ * steps learned. */
+static const char *result_status(struct job *j)
 {
-	memset(res, 0, sizeof *res);
-	if (!req->pve || !req->guest || !req->ssh) {
-		res->outcome = JOB_OUT_USAGE;
-		res->error = strdup("convert: missing PVE client, guest or SSH options");
-		return -1;
+	json_object *v = job_vars(j);
+	switch (job_outcome(j)) {
+	case JOB_OUT_DONE:
+		return json_flag(v, "already_virtio") ? "already-virtio"
+		       : job_param_bool(j, "dry_run") ? "dry-run" : "converted";
+	case JOB_OUT_NEEDS_ATTENTION:
+		return "needs-attention";
+	default:
+		return json_flag(v, "plan_only") ? "dry-run-incomplete" : "failed";
 	}
-	if (req->guest->type != GUEST_QEMU) {
-		res->outcome = JOB_OUT_USAGE;
-		res->error = strprintf("%s is a container: containers have no emulated disks to "
-				       "convert", req->guest->name ? req->guest->name : "the guest");
-		return -1;
-	}
-	struct job_env env = {
-		/* a dry run is not a job worth keeping */
-		.store = req->dry_run ? NULL : req->store,
-		/* PVE waits on the wait's clock, SSH waits on req->clock */
-		.clock = req->wait && req->wait->clock ? req->wait->clock : req->clock,
-		.stop = req->stop,
-		.on_event = req->on_event,
-		.event_ctx = req->event_ctx,
-	};
-	if (req->wait)
-		env.wait = *req->wait;
-	struct pve_error e = {0};
-	struct job *j = NULL;
-	/* an unfinished virtio job of the guest is resumed (its journal holds
-	 * the config saved before anything changed) */
-	json_object *params = convert_params(req->target, req);
-	int made = params && job_env_init(&env) == 0
-			   ? job_submit(&env, &wf_virtio, req->guest->name ? req->guest->name : "",
-					params, &j, &e)
-			   : (pve_error_oom(&e), -1);
-	json_object_put(params);
-	if (made < 0) {
-		res->outcome = e.kind == PVE_ERR_LOCKED ? JOB_OUT_FAILED : pve_error_outcome(&e);
-		res->error = strdup(e.message ? e.message : "cannot make the job");
-		pve_error_clear(&e);
-		job_env_fini(&env);
-		return -1;
-	}
-	struct run *r = job_ctx(j);
-	r->req = req;
-	r->res = res;
-	if (guest_ref_copy(&r->g, req->guest) < 0) {
-		res->outcome = JOB_OUT_FAILED;
-		res->error = strdup("out of memory");
-		job_free(j);
-		job_env_fini(&env);
-		return -1;
-	}
-	r->w = env.wait;
-	job_run(j, req->pve);
-	int rc = wf_virtio_result(j) ? (res->status == CONV_FAILED || res->status == CONV_STUCK ||
-					 res->status == CONV_PLAN_ONLY ? -1 : 0)
-				     : -1;
-	job_free(j);
-	job_env_fini(&env);
-	return rc;
 }
 
-const struct convert_result *wf_virtio_result(struct job *j)
+int wf_virtio_bench(struct job *j, struct bench_result *before, struct bench_result *after)
 {
-	struct run *r = job_ctx(j);
-	struct convert_result *res = r->res;
-	if (!res)
+	memset(before, 0, sizeof *before);
+	memset(after, 0, sizeof *after);
+	json_object *bo = NULL, *ao = NULL;
+	if (!json_object_object_get_ex(job_vars(j), "bench_before", &bo) ||
+	    !json_object_object_get_ex(job_vars(j), "bench_after", &ao))
+		return 0;
+	char *err = NULL;
+	if (bench_result_from_json(bo, before, &err) == 0 &&
+	    bench_result_from_json(ao, after, &err) == 0)
+		return 1;
+	log_error("virtio job %lld: its benchmark figures: %s", job_id(j),
+		  err ? err : "out of memory");
+	free(err);
+	bench_result_free(before);
+	bench_result_free(after);
+	return -1;
+}
+
+json_object *wf_virtio_result_json(struct job *j)
+{
+	size_t n = 0;
+	const struct store_step *st = job_steps(j, &n);
+	enum job_state state = job_state(j);
+	if (!n || st[0].state == STEP_PENDING || state == JOB_QUEUED || state == JOB_RUNNING)
+		return NULL; /* never begun here: its error says why */
+	json_object *v = job_vars(j), *o = json_object_new_object(), *ch = NULL, *copy = NULL;
+	if (!o)
 		return NULL;
-	enum job_outcome o = job_outcome(j);
-	if (o == JOB_OUT_INTERRUPTED && !res->error) {
-		res->error = strprintf("interrupted; resume with 'pvagent resume %lld' or run the "
-				       "same command again", job_id(j));
+	const char *status = result_status(j);
+	enum job_outcome out = job_outcome(j);
+	bool bad = json_add_str(o, "status", status) < 0 ||
+		   json_add_str(o, "outcome", job_outcome_name(out)) < 0 ||
+		   json_add_str(o, "os", json_str(v, "os")) < 0 ||
+		   json_add_str(o, "bus", json_str(v, "bus")) < 0 ||
+		   json_add_str(o, "snapshot", json_str(v, "snapshot")) < 0;
+	if (!bad && json_object_object_get_ex(v, "changes", &ch))
+		bad = json_object_deep_copy(ch, &copy, NULL) < 0 || json_add(o, "changes", copy) < 0;
+	else if (!bad)
+		bad = json_add(o, "changes", json_object_new_array()) < 0;
+	bad = bad || json_add(o, "resumed", json_object_new_boolean(json_flag(v, "resumed"))) < 0 ||
+	      json_add(o, "rolled_back", json_object_new_boolean(json_flag(v, "rolled_back"))) < 0;
+	if (!bad && out != JOB_OUT_DONE) {
+		const char *m = job_error(j)->message;
+		char *stopped = out == JOB_OUT_INTERRUPTED
+					? strprintf("interrupted; resume with 'pvagent resume %lld' or "
+						    "run the same command again", job_id(j))
+					: NULL;
+		bad = json_add_str(o, "failed_step", job_failed_step(j)) < 0 ||
+		      json_add_str(o, "error", stopped ? stopped : m) < 0;
+		free(stopped);
 	}
-	if (!r->j.job && !res->error) {
-		/* it failed before any step: open's error */
-		char *m = pve_error_format(job_error(j));
-		res->error = m;
-		r->outcome = pve_error_outcome(job_error(j));
+	if (!bad && job_left(j))
+		bad = json_add_str(o, "recovery", job_left(j)) < 0;
+	struct bench_result before, after;
+	if (!bad && wf_virtio_bench(j, &before, &after) == 1) {
+		bad = json_add(o, "bench", bench_compare_json(&before, &after)) < 0;
+		bench_result_free(&before);
+		bench_result_free(&after);
 	}
-	if (o == JOB_OUT_DONE && res->status == CONV_FAILED)
-		res->status = CONV_DONE; /* resumed after its finish: only cleanup ran here */
-	bool ok = res->status == CONV_DONE || res->status == CONV_ALREADY ||
-		  res->status == CONV_DRY_RUN;
-	/* the run's own outcome is the last word on a failure: a rollback
-	 * that worked makes an unreachable guest a clean failure */
-	res->outcome = ok			  ? JOB_OUT_DONE
-		     : o == JOB_OUT_INTERRUPTED ? o
-						: job_outcome_failure(r->outcome);
-	if (!ok && res->status != CONV_STUCK && res->status != CONV_PLAN_ONLY)
-		res->status = CONV_FAILED;
-	return res;
+	if (bad) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
 }
-

@@ -25,6 +25,8 @@
  *   verify     SSH answers within verify_timeout_s; every fstab file system
  *              is mounted, the kernel sees the new disks and NICs and no
  *              emulated one; PVE's config has no IDE disk or e1000 NIC left.
+ *              Its failure runs the rollback (switch's undo), so that the
+ *              job's error says how it ended.
  *   finish     the FINAL edits drop the old em0/ad0 names kept for
  *              rollback.
  *   rollback   after any failure past the start of the switch: stop, put
@@ -44,12 +46,13 @@
  *
  * SSH: after a start the guest is waited for as up's inject waits
  * (ssh_wait_connect, target.h: up to verify_timeout_s, refused and timed-
- * out connections tried again); a dry run tries once.
+ * out connections tried again, on the real clock: the guest boots on its
+ * own time, which no PVE clock moves); a dry run tries once.
  *
  * Bench: with bench set, the in-guest benchmark (bench.h) runs before the
  * prepare step and after the finish step on the guest's session; its
- * phases are notes, its figures the result's and, with
- * bench_db, stored. A failed benchmark is a note, never a conversion
+ * phases are notes, its figures the job's vars and, with a store, kept in
+ * state.db's bench figures. A failed benchmark is a note, never a conversion
  * failure. The PVE config change itself is planned by convert_plan.h. */
 #ifndef PVAGENT_WF_VIRTIO_H
 #define PVAGENT_WF_VIRTIO_H
@@ -69,45 +72,16 @@
 #include "store.h"
 #include "target.h"
 
-#include <signal.h>
-
 enum convert_bus { CONVERT_BUS_AUTO = 0, CONVERT_BUS_BLK, CONVERT_BUS_SCSI };
 /* "virtio-blk" / "virtio-scsi" -> bus; -1 for anything else. */
 int convert_bus_parse(const char *s, enum convert_bus *out);
 
-enum convert_status {
-	CONV_FAILED = 0,  /* failed; guest as it was (rolled back or untouched) */
-	CONV_DONE,        /* converted and verified */
-	CONV_ALREADY,     /* no IDE disk or e1000 NIC: nothing to do */
-	CONV_DRY_RUN,     /* plan shown, nothing changed */
-	CONV_STUCK,       /* failed and the rollback failed: needs attention */
-	CONV_PLAN_ONLY,   /* dry run: the PVE side shown, the guest side could
-			     not be checked (error says why; outcome
-			     unreachable: exit 4) */
-};
-/* "failed", "converted", "already-virtio", "dry-run", "needs-attention",
- * "dry-run-incomplete". */
-const char *convert_status_name(enum convert_status s);
-
+/* What a virtio request asks (the job's params, convert_params). */
 struct convert_request {
-	struct pve *pve;
-	const struct guest_ref *guest;   /* found by name (node, vmid, type) */
-	const struct ssh_opts *ssh;      /* the guest's address and keys (a dry
-					    run: host NULL when no address was
-					    found, address_error says why) */
-	const char *address_error;
+	const struct guest_ref *guest;   /* the guest when found already (its
+					    VMID goes in the params), or NULL */
 	enum convert_bus bus;
 	bool dry_run;
-	struct store *store;             /* the job store (the journal); NULL:
-					    not kept, no resume */
-	volatile sig_atomic_t *stop;     /* set by a signal: stop between steps */
-	const struct target_req *target; /* what the user asked for the guest
-					    (template, address, vars), kept in
-					    the job's params (may be NULL) */
-	const struct guest_wait *wait;   /* PVE waits (their clock: wait->clock,
-					    else clock); NULL: defaults */
-	double verify_timeout_s;         /* SSH back after a start; 0: 300 */
-	const struct pve_clock *clock;   /* for the SSH waits; NULL: real time */
 	bool keep_snapshot;              /* keep the pvagent_virtio snapshot after
 					    a conversion that worked (default:
 					    deleted once verified: a snapshot
@@ -115,55 +89,37 @@ struct convert_request {
 					    LVM-thin disks) */
 	bool bench;                      /* benchmark before and after */
 	unsigned bench_size_mib;         /* 0: bench.h's default */
-	const char *bench_db;            /* state.db for the figures, or NULL */
-	/* The job's events (event.h): each step's end with its summary; a
-	 * file's change as a JOB_EV_DIFF with its path (unified diff); each
-	 * PVE config change as a JOB_EV_DIFF line "ide0 -> virtio0: ..."
-	 * (in step "switch", or "preflight" for a dry run); notes. May be
-	 * NULL. */
-	job_event_fn on_event;
-	void *event_ctx;
+	double verify_timeout_s;         /* SSH back after a start; 0: 300 */
 };
 
-struct convert_result {
-	enum convert_status status;
-	enum job_outcome outcome; /* the mains turn it into an exit code */
-	char *os_desc;         /* "FreeBSD 9.0-RELEASE" or NULL */
-	char *bus;             /* "virtio-blk", "virtio-scsi" or NULL */
-	char *failed_step;     /* on failure */
-	char *error;           /* what failed, or NULL */
-	char *recovery;        /* CONV_STUCK: the state left and what to do */
-	char *snapshot;        /* snapshot name, or NULL when none was taken */
-	bool resumed;          /* a journal from an interrupted run was found */
-	bool rolled_back;      /* the rollback ran and succeeded */
-	char **changes;        /* config change lines */
-	size_t n_changes;
-	/* the benchmark's figures on the old and the new bus (bench set) */
-	struct bench_result bench_before, bench_after;
-	bool have_bench_before, have_bench_after;
-};
-void convert_result_free(struct convert_result *r);
-
-/* The workflow (job.h) behind convert_run. */
+/* The workflow (job.h): submitted as every job is (job_submit, then
+ * job_run); it opens from its params with the env's conf, store, stop
+ * flag and waits and the job's PVE client, finds the guest by the
+ * subject (its name), its template and address as asked (a dry run goes
+ * on without an address, to show the PVE side). Its events: each step's
+ * end with its summary; a file's change as a JOB_EV_DIFF with its path
+ * (unified diff); each PVE config change as a JOB_EV_DIFF line "ide0 ->
+ * virtio0: ..." (in step "switch", or "preflight" for a dry run); notes.
+ * The PVE side of the plan is reported before any guest connection. */
 struct job_workflow;
 extern const struct job_workflow wf_virtio;
 
-/* Run the conversion. Returns 0 when status is CONV_DONE, CONV_ALREADY or
- * CONV_DRY_RUN, -1 otherwise; *res is always filled. The PVE side of the
- * plan (the config lines) is reported before any guest connection. */
-int convert_run(const struct convert_request *req, struct convert_result *res);
-
 /* The params of a virtio job (subject = the guest's name): target's
  * "template", "address", "vars" (target.h), and req's "vmid", "bus",
- * "keep_snapshot", "bench", "bench_size_mib", "verify_timeout_s". A job
- * loaded alone (job_load + job_run, no convert_run) opens from them with
- * the env's conf, store, stop flag and waits and the job's PVE client.
- * NULL on OOM. */
+ * "keep_snapshot", "bench", "bench_size_mib", "verify_timeout_s",
+ * "dry_run". NULL on OOM. */
 json_object *convert_params(const struct target_req *target, const struct convert_request *req);
-/* After job_run: the conversion's result (the launcher's, or the job's
- * own when it was loaded alone), completed from the job's outcome; valid
- * until job_free. NULL before the job ran. */
-const struct convert_result *wf_virtio_result(struct job *j);
+
+/* What a virtio job learned, in its vars beside the journal: "os" (the
+ * guest's OS, "FreeBSD 9.0-RELEASE"), "bus" ("virtio-blk" or
+ * "virtio-scsi"), "snapshot" (its name while there is one), "changes"
+ * (the config change lines), "resumed" (a journal from an interrupted run
+ * was found), "rolled_back" (the rollback ran and worked),
+ * "already_virtio" (nothing to move), "plan_only" (a dry run whose guest
+ * side could not be checked), "bench_before" and "bench_after" (the
+ * benchmark's figures on the old and the new bus, bench_result_json).
+ * Its failure is the job's error (job_error; a rollback's words in it)
+ * and what it left, the job's (job_left). */
 
 /* What the guest's config alone decides before its address is looked up
  * (convert_config_check on the config and its pending changes, read):
@@ -172,9 +128,19 @@ const struct convert_result *wf_virtio_result(struct job *j);
  * it when it opens; the CLI before it runs one (target.h config_check). */
 int wf_virtio_config_check(struct pve *c, const struct guest_target *gt, struct pve_error *err);
 
-/* {"status", "outcome", "os", "bus", "snapshot", "changes", "resumed",
- * "rolled_back", "failed_step", "error", "recovery", "bench" (the
- * before/after comparison, bench.h)}; new reference. */
-json_object *convert_result_json(const struct convert_result *r);
+/* The conversion's result from the job's vars, params and error, after
+ * job_run or loaded from the store: {"status" ("converted",
+ * "already-virtio", "dry-run", "failed", "needs-attention",
+ * "dry-run-incomplete": a dry run that showed the PVE side but could not
+ * check the guest's, exit 4), "outcome", "os", "bus", "snapshot",
+ * "changes", "resumed", "rolled_back", "failed_step" and "error" (not
+ * done), "recovery" (what it left), "bench" (the before/after comparison,
+ * bench.h)}; new reference. NULL when the job never began its first step
+ * (its error says why: the guest not found, refused by its config, run
+ * by another process) or out of memory. */
+json_object *wf_virtio_result_json(struct job *j);
+/* The benchmark's figures on the old and the new bus (its vars): 1 both
+ * (free them with bench_result_free), 0 not both, -1 unreadable (logged). */
+int wf_virtio_bench(struct job *j, struct bench_result *before, struct bench_result *after);
 
 #endif

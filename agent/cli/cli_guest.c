@@ -249,43 +249,41 @@ int cli_bench_result(struct cli *cli, struct job *const *jobs, size_t n, int cod
 	return code;
 }
 
-/* A conversion's result as `virtio` prints it; its exit code. */
-static int print_virtio(struct cli *cli, const char *name, int vmid, const char *node,
-			const struct convert_result *res)
+/* A conversion's result (o: wf_virtio_result_json, from the job's vars,
+ * params and error) as `virtio` prints it; its exit code. */
+static int print_virtio(struct cli *cli, struct job *j, json_object *o)
 {
-	int rc = cli_exit_code(res->outcome);
+	const char *name = cli_job_guest_name(j);
+	enum job_outcome out = job_outcome(j);
+	int rc = cli_exit_code(out);
+	const char *status = json_str(o, "status"), *error = json_str(o, "error");
 	if (cli->json) {
-		json_object *o = convert_result_json(res);
 		json_object_object_add(o, "command", json_object_new_string("virtio"));
-		out_result_members(o, name, vmid, node, rc,
-				   rc ? job_outcome_name(res->outcome) : NULL, res->error,
-				   rc ? res->failed_step : NULL);
+		out_result_members(o, name, job_vmid(j), job_node(j), rc,
+				   rc ? job_outcome_name(out) : NULL, error,
+				   rc ? json_str(o, "failed_step") : NULL);
 		out_json_line(stdout, o);
-		json_object_put(o);
 		return rc;
 	}
-	if (res->have_bench_before && res->have_bench_after) {
+	struct bench_result before, after;
+	if (wf_virtio_bench(j, &before, &after) == 1) {
 		printf("\n");
-		bench_compare_table(&res->bench_before, &res->bench_after, stdout);
+		bench_compare_table(&before, &after, stdout);
+		bench_result_free(&before);
+		bench_result_free(&after);
 	}
-	switch (res->status) {
-	case CONV_DONE:
-		printf("%s: converted to %s%s\n", name, res->bus ? res->bus : "virtio",
-		       res->resumed ? " (resumed an interrupted run)" : "");
-		break;
-	case CONV_ALREADY:
+	const char *bus = json_str(o, "bus"), *recovery = json_str(o, "recovery");
+	if (strcmp(status, "converted") == 0)
+		printf("%s: converted to %s%s\n", name, bus ? bus : "virtio",
+		       json_flag(o, "resumed") ? " (resumed an interrupted run)" : "");
+	else if (strcmp(status, "already-virtio") == 0)
 		printf("%s: nothing to do: already virtio (no IDE, SATA or emulated SCSI disk, no "
 		       "emulated NIC); nothing changed\n", name);
-		break;
-	case CONV_DRY_RUN:
+	else if (strcmp(status, "dry-run") == 0)
 		printf("%s: dry run: nothing changed\n", name);
-		break;
-	default:
-		fprintf(stderr, "pvagent virtio: %s: %s%s%s\n", name,
-			res->error ? res->error : "failed", res->recovery ? "\n" : "",
-			res->recovery ? res->recovery : "");
-		break;
-	}
+	else
+		fprintf(stderr, "pvagent virtio: %s: %s%s%s\n", name, error ? error : "failed",
+			recovery ? "\n" : "", recovery ? recovery : "");
 	return rc;
 }
 
@@ -355,10 +353,12 @@ static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 int cli_virtio_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
 {
 	struct job *j = jobs[0];
-	const struct convert_result *r = wf_virtio_result(j);
-	if (!r)
+	json_object *o = wf_virtio_result_json(j);
+	if (!o)
 		return code ? fail_before_result(cli, "virtio", j) : code;
-	return print_virtio(cli, cli_job_guest_name(j), job_vmid(j), job_node(j), r);
+	int rc = print_virtio(cli, j, o);
+	json_object_put(o);
+	return rc;
 }
 
 /* ---- show ----------------------------------------------------------------------- */

@@ -9,7 +9,9 @@
  * back to a guest that answers on IDE/e1000 with its original files.
  * Run from the repository root, as root. */
 #include "convworld.h"
+#include "json.h"
 #include "store.h"
+#include "wf_params.h"
 #include "workflows.h"
 
 #include <criterion/criterion.h>
@@ -321,8 +323,6 @@ Test(convert_names, bus_and_status)
 	cr_assert_eq(convert_bus_parse("virtio-blk", &b), 0);
 	cr_assert_eq(b, CONVERT_BUS_BLK);
 	cr_assert_eq(convert_bus_parse("ide", &b), -1);
-	cr_assert_str_eq(convert_status_name(CONV_ALREADY), "already-virtio");
-	cr_assert_str_eq(convert_status_name(CONV_STUCK), "needs-attention");
 }
 
 /* ---- whole conversions ---------------------------------------------------------- */
@@ -374,12 +374,34 @@ static void fx_stop(struct conv_world *f)
 	cr_assert_eq(conv_world_stop(f), 0, "the simulator or the boot watcher failed");
 }
 
+/* A virtio job of the world's guest: 0 done, -1 not; *res its result
+ * (wf_virtio_result_json), put by the caller. */
 static int run(struct conv_world *f, enum convert_bus bus, bool dry_run, double verify_s,
-	       struct convert_result *res)
+	       json_object **res)
 {
 	int rc = conv_world_run(f, bus, dry_run, verify_s, res);
 	cr_assert_neq(rc, -2, "the conversion did not start");
 	return rc;
+}
+
+/* A string member of a result, NULL when absent or null. */
+static const char *rs(json_object *r, const char *key)
+{
+	return json_str(r, key);
+}
+
+/* The result's string member key is want. */
+static void expect_member(json_object *r, const char *key, const char *want)
+{
+	const char *have = rs(r, key);
+	cr_expect(have && strcmp(have, want) == 0, "%s: '%s', want '%s' (error: %s; recovery: %s)",
+		  key, have ? have : "(null)", want, rs(r, "error") ? rs(r, "error") : "-",
+		  rs(r, "recovery") ? rs(r, "recovery") : "-");
+}
+
+static void expect_outcome(json_object *r, enum job_outcome o)
+{
+	expect_member(r, "outcome", job_outcome_name(o));
 }
 
 /* Is there an unfinished virtio job of the guest in the store? */
@@ -472,14 +494,14 @@ static void convert_ok(const char *fixture, const char *addr, enum convert_bus b
 {
 	static struct conv_world f;
 	fx_start(&f, fixture, addr, NULL);
-	struct convert_result r;
+	json_object *r = NULL;
 	int rc = run(&f, bus, false, 0, &r);
-	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
-		     r.failed_step, r.error, sbuf_str(&f.events));
-	cr_expect_eq(r.status, CONV_DONE);
-	cr_expect_eq(r.outcome, JOB_OUT_DONE);
-	cr_expect_null(r.snapshot, "deleted once the guest works on virtio");
-	convert_result_free(&r);
+	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", rs(r, "status"),
+		     rs(r, "failed_step"), rs(r, "error"), sbuf_str(&f.events));
+	expect_member(r, "status", "converted");
+	expect_outcome(r, JOB_OUT_DONE);
+	cr_expect_null(rs(r, "snapshot"), "deleted once the guest works on virtio");
+	json_object_put(r);
 	expect_snapshots(&f, "", "the snapshot is deleted after the conversion");
 	json_object *log = simproc_requests(&f.sp);
 	cr_expect_eq(simproc_count_requests(log, "POST", "*/snapshot", -1), 1);
@@ -498,9 +520,9 @@ static void convert_ok(const char *fixture, const char *addr, enum convert_bus b
 	/* a second run: already virtio, no config change */
 	json_object *before = simproc_requests(&f.sp);
 	int puts_before = simproc_count_requests(before, "PUT", "*/config", -1);
-	cr_assert_eq(run(&f, bus, false, 0, &r), 0, "%s", r.error);
-	cr_expect_eq(r.status, CONV_ALREADY);
-	convert_result_free(&r);
+	cr_assert_eq(run(&f, bus, false, 0, &r), 0, "%s", rs(r, "error"));
+	expect_member(r, "status", "already-virtio");
+	json_object_put(r);
 	json_object *after = simproc_requests(&f.sp);
 	cr_expect_eq(simproc_count_requests(after, "PUT", "*/config", -1), puts_before);
 	json_object_put(before);
@@ -583,13 +605,13 @@ static void convert_emulated(const char *fixture, const char *addr, const char *
 {
 	static struct conv_world f;
 	fx_start_emulated(&f, fixture, addr, disk_key, nic_model);
-	struct convert_result r;
+	json_object *r = NULL;
 	int rc = run(&f, bus, false, 0, &r);
-	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
-		     r.failed_step, r.error, sbuf_str(&f.events));
-	cr_expect_eq(r.status, CONV_DONE);
+	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", rs(r, "status"),
+		     rs(r, "failed_step"), rs(r, "error"), sbuf_str(&f.events));
+	expect_member(r, "status", "converted");
 	cr_expect(strstr(sbuf_str(&f.events), summary), "%s", sbuf_str(&f.events));
-	convert_result_free(&r);
+	json_object_put(r);
 	expect_config(&f, new_key, "local-lvm:vm-190-disk-0,size=16G");
 	if (strcmp(new_key, disk_key ? disk_key : "ide0") != 0)
 		expect_config(&f, disk_key ? disk_key : "ide0", NULL);
@@ -643,10 +665,10 @@ Test(convert_run, two_disks_and_a_cdrom)
 	fx_start(&f, "freebsd-9.0", "127.0.1.146",
 		 ", \"ide1\": \"local-lvm:vm-190-disk-1,size=8G\","
 		 " \"ide2\": \"none,media=cdrom\"");
-	struct convert_result r;
-	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 0, &r), 0, "%s\n%s", r.error,
+	json_object *r = NULL;
+	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 0, &r), 0, "%s\n%s", rs(r, "error"),
 		     sbuf_str(&f.events));
-	convert_result_free(&r);
+	json_object_put(r);
 	expect_config(&f, "virtio0", "local-lvm:vm-190-disk-0,size=16G");
 	expect_config(&f, "virtio1", "local-lvm:vm-190-disk-1,size=8G");
 	expect_config(&f, "ide2", "none,media=cdrom");
@@ -660,10 +682,10 @@ Test(convert_run, dry_run_changes_nothing)
 	static struct conv_world f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.147", NULL);
 	char *before = guestenv_snapshot(&f.ge);
-	struct convert_result r;
-	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, true, 0, &r), 0, "%s", r.error);
-	cr_expect_eq(r.status, CONV_DRY_RUN);
-	convert_result_free(&r);
+	json_object *r = NULL;
+	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, true, 0, &r), 0, "%s", rs(r, "error"));
+	expect_member(r, "status", "dry-run");
+	json_object_put(r);
 	char *after = guestenv_snapshot(&f.ge);
 	cr_expect_str_eq(after, before, "a dry run writes nothing in the guest");
 	const char *ev = sbuf_str(&f.events);
@@ -683,13 +705,12 @@ Test(convert_run, dry_run_changes_nothing)
 
 /* ---- failure modes ------------------------------------------------------------------ */
 
-static void expect_rolled_back(struct conv_world *f, const struct convert_result *r, const char *why)
+static void expect_rolled_back(struct conv_world *f, json_object *r, const char *why)
 {
-	cr_expect_eq(r->status, CONV_FAILED, "%s: %s\n%s\nevents:\n%s", convert_status_name(r->status),
-		     r->error ? r->error : "", r->recovery ? r->recovery : "", sbuf_str(&f->events));
-	cr_expect_eq(r->outcome, JOB_OUT_FAILED);
-	cr_expect(r->error && strstr(r->error, why), "error: %s (want '%s')\n%s",
-		  r->error ? r->error : "(null)", why, sbuf_str(&f->events));
+	expect_member(r, "status", "failed");
+	expect_outcome(r, JOB_OUT_FAILED);
+	cr_expect(rs(r, "error") && strstr(rs(r, "error"), why), "error: %s (want '%s')\n%s",
+		  rs(r, "error") ? rs(r, "error") : "(null)", why, sbuf_str(&f->events));
 	expect_config(f, "ide0", "local-lvm:vm-190-disk-0,size=16G");
 	expect_config(f, "net0", "e1000=BC:24:11:00:01:90,bridge=vmbr0");
 	expect_config(f, "boot", "order=ide0;net0");
@@ -698,7 +719,7 @@ static void expect_rolled_back(struct conv_world *f, const struct convert_result
 	/* the guest is as it was: the snapshot taken before it is gone */
 	expect_snapshots(f, "", "the rollback deletes the snapshot it no longer needs");
 	expect_config(f, "parent", NULL);
-	cr_expect_null(r->snapshot);
+	cr_expect_null(rs(r, "snapshot"));
 	json_object *log = simproc_requests(&f->sp);
 	cr_expect_eq(simproc_count_requests(log, "DELETE", "*/snapshot/pvagent_virtio", -1), 1);
 	json_object_put(log);
@@ -719,13 +740,13 @@ Test(convert_run, kmod_not_installable_stops_before_pve)
 	fx_start(&f, "freebsd-9.0", "127.0.1.150", NULL);
 	cr_assert_eq(guestenv_write(&f.ge, "/.pvagent-facts/fail-pkg", "", 0644), 0);
 	char *before = guestenv_snapshot(&f.ge);
-	struct convert_result r;
+	json_object *r = NULL;
 	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 0, &r), -1);
-	cr_expect_eq(r.outcome, JOB_OUT_FAILED);
-	cr_expect(r.error && strstr(r.error, "cannot install virtio-kmod"), "%s", r.error);
-	cr_expect(r.error && strstr(r.error, "nothing on PVE was changed"), "%s", r.error);
-	cr_expect_str_eq(r.failed_step, "prepare");
-	convert_result_free(&r);
+	expect_outcome(r, JOB_OUT_FAILED);
+	cr_expect(rs(r, "error") && strstr(rs(r, "error"), "cannot install virtio-kmod"), "%s", rs(r, "error"));
+	cr_expect(rs(r, "error") && strstr(rs(r, "error"), "nothing on PVE was changed"), "%s", rs(r, "error"));
+	expect_member(r, "failed_step", "kmod");
+	json_object_put(r);
 	char *after = guestenv_snapshot(&f.ge);
 	cr_expect_str_eq(after, before);
 	json_object *log = simproc_requests(&f.sp);
@@ -764,12 +785,12 @@ Test(convert_run, root_on_a_missing_device_rolls_back)
 	static struct conv_world f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.151", NULL);
 	f.hook = conv_world_break_root_hook;
-	struct convert_result r;
+	json_object *r = NULL;
 	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 3, &r), -1);
 	cr_expect(strstr(sbuf_str(&f.events), "rolling back"), "%s", sbuf_str(&f.events));
-	expect_rolled_back(&f, &r, "does not answer over SSH");
-	cr_expect(r.rolled_back);
-	convert_result_free(&r);
+	expect_rolled_back(&f, r, "does not answer over SSH");
+	cr_expect(json_flag(r, "rolled_back"));
+	json_object_put(r);
 	fx_stop(&f);
 }
 
@@ -793,10 +814,10 @@ Test(convert_run, nic_config_missing_rolls_back)
 	static struct conv_world f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.152", NULL);
 	f.hook = drop_vtnet;
-	struct convert_result r;
+	json_object *r = NULL;
 	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 3, &r), -1);
-	expect_rolled_back(&f, &r, "does not answer over SSH");
-	convert_result_free(&r);
+	expect_rolled_back(&f, r, "does not answer over SSH");
+	json_object_put(r);
 	fx_stop(&f);
 }
 
@@ -822,10 +843,10 @@ Test(convert_run, guest_never_answers_rolls_back)
 	static struct conv_world f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.153", NULL);
 	f.hook = silence_guest;
-	struct convert_result r;
+	json_object *r = NULL;
 	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 3, &r), -1);
-	expect_rolled_back(&f, &r, "does not answer over SSH");
-	convert_result_free(&r);
+	expect_rolled_back(&f, r, "does not answer over SSH");
+	json_object_put(r);
 	fx_stop(&f);
 }
 
@@ -839,10 +860,10 @@ Test(convert_run, pve_error_during_the_config_change_rolls_back)
 	cr_assert_eq(simproc_fault(&f.sp, "{\"method\": \"PUT\", \"path\": \"/qemu/190/config$\","
 					  " \"nth\": 2, \"action\": \"status\", \"status\": 400,"
 					  " \"message\": \"Parameter verification failed.\"}"), 0);
-	struct convert_result r;
+	json_object *r = NULL;
 	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 3, &r), -1);
-	expect_rolled_back(&f, &r, "adding the virtio devices");
-	convert_result_free(&r);
+	expect_rolled_back(&f, r, "adding the virtio devices");
+	json_object_put(r);
 	fx_stop(&f);
 }
 
@@ -862,14 +883,14 @@ Test(convert_run, failed_rollback_needs_attention)
 	static struct conv_world f;
 	fx_start(&f, "freebsd-9.0", "127.0.1.156", NULL);
 	f.hook = silence_for_good;
-	struct convert_result r;
+	json_object *r = NULL;
 	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 2, &r), -1);
-	cr_expect_eq(r.status, CONV_STUCK);
-	cr_expect_eq(r.outcome, JOB_OUT_NEEDS_ATTENTION);
-	cr_expect_not(r.rolled_back);
-	cr_expect(r.error && strstr(r.error, "then the rollback failed reaching the guest over SSH"),
-		  "%s", r.error);
-	const char *rec = r.recovery ? r.recovery : "";
+	expect_member(r, "status", "needs-attention");
+	expect_outcome(r, JOB_OUT_NEEDS_ATTENTION);
+	cr_expect_not(json_flag(r, "rolled_back"));
+	cr_expect(rs(r, "error") && strstr(rs(r, "error"), "then the rollback failed reaching the guest over SSH"),
+		  "%s", rs(r, "error"));
+	const char *rec = rs(r, "recovery") ? rs(r, "recovery") : "";
 	/* the config was put back before SSH was tried: the manual steps say
 	 * so, the loader line names the root on virtio */
 	cr_expect(strstr(rec, "ide0: local-lvm:vm-190-disk-0,size=16G"), "%s", rec);
@@ -878,16 +899,16 @@ Test(convert_run, failed_rollback_needs_attention)
 	cr_expect(strstr(rec, "/etc/fstab"), "the changed files are listed: %s", rec);
 	cr_expect(open_job(&f), "the job (the journal) stays for a rerun");
 	expect_snapshots(&f, "pvagent_virtio", "the way back is kept while something is left");
-	convert_result_free(&r);
+	json_object_put(r);
 	/* the guest comes back (the admin fixed it); a rerun resumes from the
 	 * journal and ends on a working guest */
 	cr_assert_eq(guestenv_resume(&f.ge), 0);
 	cr_assert_eq(guestenv_watch_start(&f.ge), 0);
 	f.hook = NULL;
-	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 0, &r), 0, "%s\n%s", r.error,
+	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 0, &r), 0, "%s\n%s", rs(r, "error"),
 		     sbuf_str(&f.events));
-	cr_expect(r.resumed);
-	convert_result_free(&r);
+	cr_expect(json_flag(r, "resumed"));
+	json_object_put(r);
 	fx_stop(&f);
 }
 
@@ -909,7 +930,7 @@ Test(convert_run, killed_between_switch_and_verify_rerun_recovers)
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		f.hook = die;
-		struct convert_result r;
+		json_object *r = NULL;
 		run(&f, CONVERT_BUS_AUTO, false, 0, &r);
 		_exit(0);
 	}
@@ -920,12 +941,12 @@ Test(convert_run, killed_between_switch_and_verify_rerun_recovers)
 	char *st = conv_world_boot(&f);
 	cr_expect_str_eq(st, "stopped", "killed before the start");
 	free(st);
-	struct convert_result r;
-	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 0, &r), 0, "%s\n%s", r.error,
+	json_object *r = NULL;
+	cr_assert_eq(run(&f, CONVERT_BUS_AUTO, false, 0, &r), 0, "%s\n%s", rs(r, "error"),
 		     sbuf_str(&f.events));
-	cr_expect(r.resumed);
-	cr_expect_eq(r.status, CONV_DONE);
-	convert_result_free(&r);
+	cr_expect(json_flag(r, "resumed"));
+	expect_member(r, "status", "converted");
+	json_object_put(r);
 	expect_tree(&f, "expected-final");
 	st = conv_world_boot(&f);
 	cr_expect_str_eq(st, "up");
@@ -986,12 +1007,13 @@ Test(convert_run, ssd_ide_disk_with_a_snapshot_converts_through_a_token)
 	cr_assert(strchr(f.sp.token_id, '!'), "the agent talks through an API token");
 	user_snapshot(&f);
 	f.keep_snapshot = true;
-	struct convert_result r;
+	json_object *r = NULL;
 	int rc = run(&f, CONVERT_BUS_BLK, false, 0, &r);
-	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
-		     r.failed_step, r.error, sbuf_str(&f.events));
-	cr_expect_eq(r.status, CONV_DONE);
-	convert_result_free(&r);
+	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", rs(r, "status"),
+		     rs(r, "failed_step"), rs(r, "error"), sbuf_str(&f.events));
+	expect_member(r, "status", "converted");
+	expect_member(r, "snapshot", "pvagent_virtio"); /* kept: the result names it */
+	json_object_put(r);
 	expect_config(&f, "virtio0", "local-lvm:vm-190-disk-0,discard=on,size=16G");
 	expect_config(&f, "ide0", NULL);
 	expect_config(&f, "parent", "pvagent_virtio");
@@ -1010,12 +1032,11 @@ Test(convert_run, ssd_ide_disk_with_a_snapshot_rolls_back_exactly)
 	user_snapshot(&f);
 	char *before = config_text(&f);
 	f.hook = conv_world_break_root_hook;
-	struct convert_result r;
+	json_object *r = NULL;
 	cr_assert_eq(run(&f, CONVERT_BUS_BLK, false, 3, &r), -1);
-	cr_expect_eq(r.status, CONV_FAILED, "%s: %s\n%s\nevents:\n%s", convert_status_name(r.status),
-		     r.error ? r.error : "", r.recovery ? r.recovery : "", sbuf_str(&f.events));
-	cr_expect(r.rolled_back);
-	convert_result_free(&r);
+	expect_member(r, "status", "failed");
+	cr_expect(json_flag(r, "rolled_back"));
+	json_object_put(r);
 	char *after = config_text(&f);
 	cr_expect_str_eq(after, before, "the rollback restores the config exactly:\n%s---\n%s", before,
 			 after);
@@ -1037,12 +1058,12 @@ Test(convert_run, ha_managed_guest_converts)
 	static struct conv_world f;
 	fx_start_ha(&f, "freebsd-9.0", "127.0.1.202", NULL, NULL,
 		    "[{\"sid\": \"vm:190\", \"state\": \"started\"}]");
-	struct convert_result r;
+	json_object *r = NULL;
 	int rc = run(&f, CONVERT_BUS_BLK, false, 0, &r);
-	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", convert_status_name(r.status),
-		     r.failed_step, r.error, sbuf_str(&f.events));
-	cr_expect_eq(r.status, CONV_DONE);
-	convert_result_free(&r);
+	cr_assert_eq(rc, 0, "%s at %s: %s\nevents:\n%s", rs(r, "status"),
+		     rs(r, "failed_step"), rs(r, "error"), sbuf_str(&f.events));
+	expect_member(r, "status", "converted");
+	json_object_put(r);
 	json_object *log = simproc_requests(&f.sp);
 	cr_expect_gt(simproc_count_requests(log, "POST", "*/status/shutdown", -1), 0);
 	json_object_put(log);
@@ -1071,12 +1092,12 @@ static void emulated_rolls_back(const char *fixture, const char *addr, const cha
 		cr_assert_eq(simproc_fault(&f.sp, fault), 0);
 	else
 		f.hook = silence_guest;
-	struct convert_result r;
+	json_object *r = NULL;
 	cr_assert_eq(run(&f, bus, false, 3, &r), -1);
 	cr_expect(strstr(sbuf_str(&f.events), event), "%s", sbuf_str(&f.events));
-	cr_expect(r.rolled_back);
-	cr_expect(r.error && strstr(r.error, error), "%s", r.error);
-	convert_result_free(&r);
+	cr_expect(json_flag(r, "rolled_back"));
+	cr_expect(rs(r, "error") && strstr(rs(r, "error"), error), "%s", rs(r, "error"));
+	json_object_put(r);
 	for (size_t i = 0; want[i]; i += 2)
 		expect_config(&f, want[i], want[i + 1]);
 	char *st = conv_world_boot(&f);
@@ -1225,10 +1246,32 @@ Test(convert_target, freebsd_nic_names_by_model)
 	free(err);
 }
 
+/* The job of the world's guest, loaded from state.db in a new env with
+ * the configuration c, run, its result (wf_virtio_result_json) in *res.
+ * Its outcome. */
+static enum job_outcome load_and_run(struct conv_world *f, struct store *st,
+				     const struct conf *c, long long id, json_object **res)
+{
+	struct job_env env = {.store = st, .conf = c,
+			      .wait = {.clock = f->po.clock, .shutdown_timeout_s = 60}};
+	cr_assert_eq(job_env_init(&env), 0);
+	struct job *j = NULL;
+	struct pve_error e = {0};
+	cr_assert_eq(job_load(&env, id, job_workflow_find("virtio"), &j, &e), 1, "%s", e.message);
+	enum job_outcome o = job_run(j, f->c);
+	*res = wf_virtio_result_json(j);
+	cr_assert_not_null(*res, "%s", job_error(j)->message ? job_error(j)->message : "");
+	job_free(j);
+	job_env_fini(&env);
+	return o;
+}
+
 /* A virtio job made by one env and run by another from the store alone
- * (job_load + job_run: no convert_run, no launcher state), with only the
- * configuration ([ssh], [paths] state), the simulator's client and the
- * waits: it converts as convert_run does. */
+ * (job_load + job_run: no launcher state), with only the configuration
+ * ([ssh], [paths] state), the simulator's client and the waits: it
+ * converts; and its result, read again from the store by a third env
+ * once it ended (as `pvagent resume` of an ended job prints it), is the
+ * same, from the job's vars, params and error alone. */
 Test(convert_run, a_virtio_job_runs_from_the_store_alone, .timeout = 300)
 {
 	static struct conv_world f;
@@ -1243,10 +1286,12 @@ Test(convert_run, a_virtio_job_runs_from_the_store_alone, .timeout = 300)
 	char *path = store_path(f.state), *err = NULL;
 	struct store *st = NULL;
 	cr_assert_eq(store_open(path, &st, &err), 0, "%s", err ? err : "");
+	const struct job_params_decl *d = &wf_virtio_params_decl;
 	struct target_req treq = {.name = "g190", .address = f.so.host};
-	struct convert_request req = {.verify_timeout_s = 20};
-	json_object *p = convert_params(&treq, &req);
+	json_object *p = json_object_new_object();
 	cr_assert_not_null(p);
+	cr_assert_eq(target_params_add(d, p, &treq), 0);
+	cr_assert_eq(job_param_set_num(d, p, "verify_timeout_s", 20), 0);
 	struct job_env made = {.store = st, .conf = &c};
 	cr_assert_eq(job_env_init(&made), 0);
 	struct job *j = NULL;
@@ -1257,17 +1302,23 @@ Test(convert_run, a_virtio_job_runs_from_the_store_alone, .timeout = 300)
 	job_free(j);
 	job_env_fini(&made);
 
-	struct job_env env = {.store = st, .conf = &c,
-			      .wait = {.clock = f.po.clock, .shutdown_timeout_s = 60}};
-	cr_assert_eq(job_env_init(&env), 0);
-	cr_assert_eq(job_load(&env, id, job_workflow_find("virtio"), &j, &e), 1, "%s", e.message);
-	enum job_outcome o = job_run(j, f.c);
-	const struct convert_result *res = wf_virtio_result(j);
-	cr_assert_not_null(res);
-	cr_assert_eq(o, JOB_OUT_DONE, "%s", res->error ? res->error : "");
-	cr_assert_eq(res->status, CONV_DONE);
-	job_free(j);
-	job_env_fini(&env);
+	json_object *r = NULL, *again = NULL;
+	enum job_outcome o = load_and_run(&f, st, &c, id, &r);
+	cr_assert_eq(o, JOB_OUT_DONE, "%s", rs(r, "error"));
+	expect_member(r, "status", "converted");
+	expect_outcome(r, JOB_OUT_DONE);
+	expect_member(r, "bus", "virtio-blk");
+	cr_expect(rs(r, "os") && strstr(rs(r, "os"), "FreeBSD"), "os: %s", rs(r, "os"));
+	json_object *ch = json_object_object_get(r, "changes");
+	cr_expect(json_object_is_type(ch, json_type_array) && json_object_array_length(ch) > 0,
+		  "the config change lines: %s", json_object_to_json_string(r));
+	cr_expect_null(rs(r, "snapshot"), "deleted once the guest works on virtio");
+	cr_expect_not(json_object_object_get_ex(r, "error", NULL), "done: no error member");
+	cr_assert_eq(load_and_run(&f, st, &c, id, &again), JOB_OUT_DONE);
+	cr_expect(json_object_equal(r, again), "the ended job's result from the store:\n%s\nafter "
+		  "its run:\n%s", json_object_to_json_string(again), json_object_to_json_string(r));
+	json_object_put(r);
+	json_object_put(again);
 	store_close(st);
 	free(path);
 	char *v0 = conv_world_config(&f, "virtio0"), *i0 = conv_world_config(&f, "ide0");

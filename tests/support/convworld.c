@@ -2,6 +2,8 @@
 #include "convworld.h"
 
 #include "clirun.h"
+#include "job.h"
+#include "wf_params.h"
 #include "ssh.h"
 #include "store.h"
 
@@ -252,39 +254,73 @@ static struct store *store_of(struct conv_world *w)
 	return st;
 }
 
-int conv_world_run(struct conv_world *w, enum convert_bus bus, bool dry_run, double verify_s,
-		   struct convert_result *res)
+/* The params of a virtio request of g190 at the guest's address, by the
+ * workflow's table (the one writer, job_params.h). NULL after saying why. */
+static json_object *run_params(struct conv_world *w, enum convert_bus bus, bool dry_run,
+			       double verify_s)
 {
-	memset(res, 0, sizeof *res);
-	struct guest_ref g = {0};
+	const struct job_params_decl *d = &wf_virtio_params_decl;
+	const struct target_req treq = {.name = "g190", .address = w->so.host};
+	json_object *p = json_object_new_object();
+	bool ok = p && target_params_add(d, p, &treq) == 0 &&
+		  job_param_set_int(d, p, "bus", bus) == 0 &&
+		  job_param_set_num(d, p, "verify_timeout_s", verify_s > 0 ? verify_s : 20) == 0 &&
+		  (!dry_run || job_param_set_bool(d, p, "dry_run", true) == 0) &&
+		  (!w->keep_snapshot || job_param_set_bool(d, p, "keep_snapshot", true) == 0);
+	if (!ok) {
+		fprintf(stderr, "convworld: the job's params: out of memory\n");
+		json_object_put(p);
+		return NULL;
+	}
+	return p;
+}
+
+int conv_world_run(struct conv_world *w, enum convert_bus bus, bool dry_run, double verify_s,
+		   json_object **res)
+{
+	*res = NULL;
+	/* the configuration a pvagent.conf gives: the guest's SSH port, key
+	 * and known_hosts, state.db's directory */
+	struct conf c = {0};
+	c.ssh.user = (char *)"root";
+	c.ssh.identity = (char *)w->so.identity;
+	c.ssh.known_hosts = (char *)w->so.known_hosts;
+	c.ssh.port = (unsigned)w->so.port;
+	c.ssh.timeout = 10;
+	c.paths.state = w->state;
+	json_object *p = run_params(w, bus, dry_run, verify_s);
+	/* a dry run is not kept (as the CLI runs it) */
+	struct store *st = dry_run || !p ? NULL : store_of(w);
+	if (!p || (!dry_run && !st)) {
+		json_object_put(p);
+		return -2;
+	}
+	/* PVE waits on the simulator's clock (the SSH waits are real time) */
+	struct job_env env = {.store = st, .conf = &c, .clock = w->po.clock,
+			      .on_event = on_event, .event_ctx = w,
+			      .wait = {.clock = w->po.clock, .shutdown_timeout_s = 60}};
+	struct job *j = NULL;
 	struct pve_error e = {0};
-	if (guest_find_by_vmid(w->c, 190, &g, &e) != 1) {
-		fprintf(stderr, "convworld: no guest 190: %s\n", e.message ? e.message : "?");
-		pve_error_clear(&e);
-		return -2;
+	int rc = -2;
+	if (job_env_init(&env) < 0)
+		fprintf(stderr, "convworld: job_env_init failed\n");
+	else if (job_submit(&env, &wf_virtio, "g190", p, &j, &e) < 0)
+		fprintf(stderr, "convworld: job_submit: %s\n", e.message ? e.message : "?");
+	else {
+		enum job_outcome o = job_run(j, w->c);
+		*res = wf_virtio_result_json(j);
+		if (*res)
+			rc = o == JOB_OUT_DONE ? 0 : -1;
+		else
+			fprintf(stderr, "convworld: the job did not begin: %s\n",
+				job_error(j)->message ? job_error(j)->message : "?");
 	}
-	struct guest_wait gw = {.clock = w->po.clock, .shutdown_timeout_s = 60};
-	struct convert_request q = {
-		.pve = w->c,
-		.guest = &g,
-		.ssh = &w->so,
-		.bus = bus,
-		.dry_run = dry_run,
-		.keep_snapshot = w->keep_snapshot,
-		.wait = &gw,
-		.verify_timeout_s = verify_s > 0 ? verify_s : 20,
-		.on_event = on_event,
-		.event_ctx = w,
-	};
-	struct store *st = store_of(w);
-	if (!st) {
-		guest_ref_clear(&g);
-		return -2;
-	}
-	q.store = st;
-	int rc = convert_run(&q, res);
-	store_close(st);
-	guest_ref_clear(&g);
+	job_free(j);
+	job_env_fini(&env);
+	pve_error_clear(&e);
+	json_object_put(p);
+	if (st)
+		store_close(st);
 	return rc;
 }
 

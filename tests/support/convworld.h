@@ -4,8 +4,9 @@
  * (PVE 8.4, local-lvm) on IDE/e1000, the simulator's boot model driving
  * the sshd (the watcher), a simulated clock for the PVE waits (simclock.h)
  * while SSH waits run in real time, a PVE client, the guest's SSH options
- * and a state.db; running `pvagent virtio` in-process (convert_run) with
- * its events recorded; the guest's config and boot state as the simulator
+ * and a state.db; running `pvagent virtio` in-process as a job (job_submit
+ * of wf_virtio, then job_run, as the CLI runs it) with its events
+ * recorded; the guest's config and boot state as the simulator
  * has them. conv_world_reset() puts the guest back as it started (its
  * files, a fresh simulator, no state.db) without a new sshd, so that a
  * suite runs many conversions on one guest.
@@ -81,12 +82,16 @@ int conv_world_stop(struct conv_world *w);
 /* Stop whatever still runs (a suite's .fini after a failed assertion). */
 void conv_world_cleanup(struct conv_world *w);
 
-/* convert_run() of guest 190 (found by VMID first) with the world's
- * client, SSH options, state.db and event recorder; verify_s 0: 20 s.
- * Returns convert_run's value, or -2 when the guest could not be found
- * or the store not opened (res then zeroed). */
+/* A virtio job of guest 190 ("g190") at its address, by the params table
+ * (bus, dry_run, keep_snapshot, verify_timeout_s: verify_s, 0: 20 s),
+ * submitted and run in an env with the configuration a pvagent.conf
+ * gives (the guest's SSH key, port and known_hosts; the state directory),
+ * the world's client, state.db (none for a dry run) and event recorder.
+ * *res: its result (wf_virtio_result_json: status, outcome, error, ...).
+ * 0 when the job is done, -1 when not; -2 when it did not begin (*res
+ * NULL, said on stderr). */
 int conv_world_run(struct conv_world *w, enum convert_bus bus, bool dry_run, double verify_s,
-		   struct convert_result *res);
+		   json_object **res);
 
 /* Is an unfinished virtio job in state.db? 1 yes, 0 no, -1 error. */
 int conv_world_open_job(struct conv_world *w);
