@@ -23,6 +23,7 @@
 #include "wf_inject.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +33,10 @@
 #define DEF_SSH_WAIT_S 300.0
 
 struct up_ctx {
-	const struct tmpl *tmpl;     /* attached, or loaded (own_tmpl) */
-	struct tmpl *own_tmpl;
+	struct up_result own_res;    /* first: wf_result_take */
+	struct up_result *res;       /* &own_res, once opened */
+	struct tmpl *tmpl;           /* loaded from its params */
 	const struct conf *conf;
-	struct up_result *res;       /* attached, or own_res */
-	struct up_result own_res;
 	struct tmpl_kvlist sets, vars;
 	const char *node, *storage, *pubkey; /* borrowed from the params */
 	int vmid, vmid_min, vmid_max;
@@ -51,23 +51,7 @@ struct up_ctx {
 	bool have_ip;
 };
 
-/* ---- attach and result ---------------------------------------------------------------- */
-
-void wf_up_attach(struct job *j, const struct tmpl *t, struct up_result *res)
-{
-	struct up_ctx *u = job_ctx(j);
-	u->tmpl = t;
-	u->res = res;
-}
-
-const struct up_result *wf_up_result(struct job *j)
-{
-	struct up_ctx *u = job_ctx(j);
-	if (!u->res) /* never opened (no PVE client) */
-		return NULL;
-	wf_result_finish(j, u->res);
-	return u->res;
-}
+_Static_assert(offsetof(struct up_ctx, own_res) == 0, "wf_result_take reads it first");
 
 /* ---- result and vars ------------------------------------------------------------------- */
 
@@ -171,21 +155,16 @@ static int up_open(struct job *j, void *ctx)
 	json_object *v = job_vars(j);
 	struct pve_error *err = job_err(j);
 	u->conf = job_env(j)->conf;
-	if (!u->res) {
-		u->res = &u->own_res;
-		if (!(u->res->name = strdup(job_subject(j))))
-			return pve_error_oom(err);
-	}
-	if (!u->tmpl) {
-		const char *path = job_param_str(j, "template_path");
-		char *msg = NULL;
-		if (!path || tmpl_load_file(path, &u->own_tmpl, &msg) < 0) {
-			pve_error_set(err, PVE_ERR_CONFIG, "template %s: %s",
-				      path ? path : "(none)", msg ? msg : "cannot load it");
-			free(msg);
-			return -1;
-		}
-		u->tmpl = u->own_tmpl;
+	u->res = &u->own_res;
+	if (!(u->res->name = strdup(job_subject(j))))
+		return pve_error_oom(err);
+	const char *path = job_param_str(j, "template_path");
+	char *msg = NULL;
+	if (!path || tmpl_load_file(path, &u->tmpl, &msg) < 0) {
+		pve_error_set(err, PVE_ERR_CONFIG, "template %s: %s", path ? path : "(none)",
+			      msg ? msg : "cannot load it");
+		free(msg);
+		return -1;
 	}
 	if (job_param_kv(j, "sets", &u->sets) < 0 || job_param_kv(j, "vars", &u->vars) < 0)
 		return pve_error_oom(err);
@@ -231,9 +210,8 @@ static int up_open(struct job *j, void *ctx)
 static void up_close(struct job *j, void *ctx)
 {
 	struct up_ctx *u = ctx;
-	if (u->res == &u->own_res)
-		up_result_free(&u->own_res);
-	tmpl_free(u->own_tmpl);
+	up_result_free(&u->own_res);
+	tmpl_free(u->tmpl);
 	tmpl_kvlist_free(&u->sets);
 	tmpl_kvlist_free(&u->vars);
 	guest_ref_clear(&u->g);
@@ -1696,7 +1674,8 @@ static void say_interrupted(struct job *j, struct up_result *r, const struct sto
 	sbuf_free(&b);
 }
 
-void wf_result_finish(struct job *j, struct up_result *r)
+/* Complete r from a finished job (both workflows). */
+static void result_finish(struct job *j, struct up_result *r)
 {
 	for (size_t i = 0; i < r->n_steps; i++)
 		free(r->steps[i].step);
@@ -1748,4 +1727,19 @@ void wf_result_finish(struct job *j, struct up_result *r)
 			    : json_flag(v, "changed") ? UP_CONVERGED
 						  : UP_UNCHANGED;
 	}
+}
+
+int wf_result_take(struct job *j, struct up_result *r)
+{
+	/* both workflows' contexts begin with their result */
+	struct up_result *own = job_ctx(j);
+	*r = *own;
+	memset(own, 0, sizeof *own);
+	if (!r->name) { /* never opened (no PVE client) */
+		r->status = UP_FAILED;
+		if (!(r->name = strdup(job_subject(j))))
+			return -1;
+	}
+	result_finish(j, r);
+	return 0;
 }
