@@ -15,13 +15,15 @@
  * concurrent run created one anyway, the one with the higher VMID is
  * removed. Then, when the template has guest file sections ([loader.conf],
  * [rc.conf], [sysctl.conf], [file "..."]), the "inject" step: wait (bounded
- * by ssh_wait_s) until the guest answers SSH at its address, and run
- * inject (inject.h) with the expanded template and the guest's name on that
- * session; a failed inject leaves every file as it was (or says which are
- * not) and fails the name with inject's outcome. A template without file
- * sections never touches SSH. Progress events of the inject step carry
- * the SSH wait ("waiting for SSH ...") and inject's own steps ("detect:
- * FreeBSD 14.1-RELEASE"). Every step's duration is reported.
+ * by ssh_wait_s) until the guest answers SSH at its address, then run an
+ * inject job (wf_inject.h) as a child of the up job (its params: the
+ * template's file, the address, the expansion's vars, "parent"), whose
+ * steps, events and resume are inject's own: an up resumed during it
+ * resumes that job (its ID in the vars "inject_job"). A failed inject
+ * leaves every file as it was (or says which are not) and fails the name
+ * with inject's outcome. A template without file sections never touches
+ * SSH. Progress events of the inject step carry the SSH wait ("waiting
+ * for SSH ..."). Every step's duration is reported.
  *
  * down NAME [--purge]: clean shutdown (stop after the timeout), delete;
  * a guest that does not exist counts as done. */

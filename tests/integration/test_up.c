@@ -1572,6 +1572,15 @@ static void inj_tmpl(struct fx *f, const char *addr, int port, bool with_files)
 	free(path);
 }
 
+/* f on the demo scenario, the guest (FreeBSD 14) answering SSH at addr,
+ * and inj_tmpl's template for it. */
+static void inj_start(struct fx *f, const char *addr, bool with_files)
+{
+	sshguest_start("freebsd-14", addr);
+	fx_start(f, DEMO, NULL, NULL);
+	inj_tmpl(f, ge.sd.addr, ge.sd.port, with_files);
+}
+
 /* pvagent.conf [ssh] for the guest: its client key and known_hosts. */
 static struct conf inj_conf(void)
 {
@@ -1592,6 +1601,17 @@ static const struct up_step *step_of(const struct up_result *r, const char *name
 	return NULL;
 }
 
+/* Has text a line that starts with head and ends with tail? */
+static bool has_line(const char *text, const char *head, const char *tail)
+{
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		size_t n = strcspn(l, "\n"), h = strlen(head), t = strlen(tail);
+		if (n >= h + t && !strncmp(l, head, h) && !strncmp(l + n - t, tail, t))
+			return true;
+	}
+	return false;
+}
+
 static char *guest_text(const char *path)
 {
 	char *t = NULL;
@@ -1609,10 +1629,8 @@ static size_t count_of(const char *hay, const char *needle)
 
 Test(provision_inject, up_injects_then_rerun_is_unchanged)
 {
-	sshguest_start("freebsd-14", "127.0.1.140");
 	static struct fx f;
-	fx_start(&f, DEMO, NULL, NULL);
-	inj_tmpl(&f, ge.sd.addr, ge.sd.port, true);
+	inj_start(&f, "127.0.1.140", true);
 	struct conf c = inj_conf();
 	const char *names[] = {"inj1"};
 	struct up_request req = up_req(&f, names, 1);
@@ -1638,8 +1656,8 @@ Test(provision_inject, up_injects_then_rerun_is_unchanged)
 	const char *t = sbuf_str(&f.ev.text);
 	cr_assert(strstr(t, "inj1 inject ") && strstr(t, "changed: FreeBSD 14.1-RELEASE-p5"),
 		  "the inject step and its summary are reported:\n%s", t);
-	cr_assert(strstr(t, "inj1 progress inject detect: FreeBSD 14.1-RELEASE-p5"),
-		  "inject's own steps are progress of the inject step:\n%s", t);
+	cr_assert(has_line(t, "inj1 detect ", "s FreeBSD 14.1-RELEASE-p5"),
+		  "inject's own steps are the step events of its job:\n%s", t);
 	cr_assert_eq(count_of(t, "waiting for SSH"), 0, "the guest answered at once:\n%s", t);
 	cr_assert_eq(up_results_outcome(res, 1), JOB_OUT_DONE);
 	/* the files in the guest */
@@ -1678,12 +1696,104 @@ Test(provision_inject, up_injects_then_rerun_is_unchanged)
 	fx_stop(&f);
 }
 
+/* The event sink of an up that is stopped once its inject job has read
+ * the guest's files: what a kill does between two of inject's steps. */
+struct stop_at_read {
+	struct evlog *ev;
+	volatile sig_atomic_t stop;
+};
+
+static void stop_after_read(void *ctx, const struct job_event *ev)
+{
+	struct stop_at_read *s = ctx;
+	on_event(s->ev, ev);
+	if (ev->kind == JOB_EV_STEP && !strcmp(ev->workflow, "inject") && !strcmp(ev->step, "read"))
+		s->stop = 1;
+}
+
+/* up's inject step is an inject job of its own, a child of the up job: an
+ * up interrupted during it is resumed by the same command, which resumes
+ * that inject job where it stopped (one inject job, each of its steps run
+ * once) and ends done. */
+Test(provision_inject, up_interrupted_in_inject_resumes_the_same_inject_job)
+{
+	static struct fx f;
+	inj_start(&f, "127.0.1.147", true);
+	struct conf c = inj_conf();
+	char *db = strprintf("%s/state.db", f.sp.dir), *serr = NULL;
+	struct store *st = NULL;
+	cr_assert_eq(store_open(db, &st, &serr), 0, "%s", serr ? serr : "?");
+	struct stop_at_read sr = {.ev = &f.ev};
+	const char *names[] = {"inj7"};
+	struct up_request req = up_req(&f, names, 1);
+	struct test_up_env env = up_env_of(&f);
+	env.conf = &c;
+	env.store = st;
+	env.on_event = stop_after_read;
+	env.event_ctx = &sr;
+	env.stop = &sr.stop;
+	char *before = guestenv_snapshot(&ge);
+	cr_assert_not_null(before);
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = test_up_run(&req, &env, &res, &e);
+	cr_assert_eq(rc, -1);
+	cr_assert_not_null(res, "%s", e.message ? e.message : "");
+	cr_assert_eq(res[0].outcome, JOB_OUT_INTERRUPTED, "%s",
+		     job_outcome_name(res[0].outcome));
+	cr_assert_str_eq(res[0].failed_step, "inject");
+	long long up_id = res[0].job;
+	cr_assert_gt(up_id, 0);
+	up_results_free(res, 1);
+	char *mid = guestenv_snapshot(&ge);
+	cr_assert_str_eq(mid, before, "stopped after the read: nothing written yet");
+	free(mid);
+	free(before);
+	const char *one = "SELECT count(*) FROM jobs WHERE workflow = 'inject'";
+	cr_assert_eq(test_db_int(db, one, NULL), 1);
+	char *id = strprintf("%lld", up_id);
+	cr_assert_eq(test_db_int(db, "SELECT count(*) FROM jobs WHERE workflow = 'inject' AND "
+				 "state = 'interrupted' AND json_extract(params, '$.parent') = "
+				 "CAST(? AS INTEGER)", id), 1, "the up job's child, interrupted");
+
+	/* the same command again */
+	sr.stop = 0;
+	env.on_event = on_event;
+	env.event_ctx = &f.ev;
+	rc = test_up_run(&req, &env, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
+	cr_assert_eq(res[0].job, up_id, "the interrupted up job was resumed");
+	cr_assert_eq(res[0].status, UP_CREATED);
+	cr_assert_eq(res[0].inject.status, INJ_CHANGED);
+	cr_assert_str_eq(res[0].inject.summary,
+			 "changed: FreeBSD 14.1-RELEASE-p5: /boot/loader.conf, /etc/rc.conf");
+	cr_assert_not_null(step_of(&res[0], "inject"));
+	up_results_free(res, 1);
+	cr_assert_eq(test_db_int(db, one, NULL), 1, "no second inject job");
+	cr_assert_eq(test_db_int(db, "SELECT count(*) FROM jobs WHERE workflow = 'inject' AND "
+				 "state = 'done' AND json_extract(params, '$.parent') = "
+				 "CAST(? AS INTEGER)", id), 1, "the same inject job, done");
+	cr_assert_eq(test_db_int(db, "SELECT count(*) FROM jobs WHERE workflow = 'up'", NULL), 1);
+	/* each of inject's steps ran once, across the two runs */
+	const char *steps[] = {"connect", "detect", "read", "plan", "write", "verify"};
+	for (size_t i = 0; i < 6; i++)
+		cr_assert_eq(test_db_int(db, "SELECT count(*) FROM events e JOIN jobs j ON e.job = "
+					 "j.id WHERE j.workflow = 'inject' AND e.kind = 'step' AND "
+					 "e.step = ?", steps[i]), 1, "step %s", steps[i]);
+	char *rcconf = guest_text("/etc/rc.conf");
+	cr_expect(strstr(rcconf, "hostname=\"inj7\"\n"), "%s", rcconf);
+	free(rcconf);
+	free(id);
+	free(db);
+	store_close(st);
+	fx_stop(&f);
+}
+
 Test(provision_inject, failed_inject_fails_up_naming_the_step_files_unchanged)
 {
-	sshguest_start("freebsd-14", "127.0.1.141");
 	static struct fx f;
-	fx_start(&f, DEMO, NULL, NULL);
-	inj_tmpl(&f, ge.sd.addr, ge.sd.port, true);
+	inj_start(&f, "127.0.1.141", true);
 	struct conf c = inj_conf();
 	/* root ignores permission bits: make /boot immutable so that writing
 	 * /boot/loader.conf fails (after /etc/rc.conf... whichever order,
@@ -1927,10 +2037,8 @@ Test(provision_inject, no_wait_ssh_is_done_without_files)
  * attempt, exit 4, the guest untouched. */
 Test(provision_inject, host_key_mismatch_is_not_retried)
 {
-	sshguest_start("freebsd-14", "127.0.1.146");
 	static struct fx f;
-	fx_start(&f, DEMO, NULL, NULL);
-	inj_tmpl(&f, ge.sd.addr, ge.sd.port, true);
+	inj_start(&f, "127.0.1.146", true);
 	char *other = strprintf("%s/other_key", ge.sd.etc);
 	char *other_pub = strprintf("%s.pub", other);
 	char *kh = strprintf("%s/wrong_known_hosts", ge.sd.etc);
