@@ -32,6 +32,16 @@ const char *inject_status_name(enum inject_status s)
 	return "?";
 }
 
+int inject_status_parse(const char *s, enum inject_status *out)
+{
+	for (int i = INJ_FAILED; i <= INJ_FAILED_PARTIAL; i++)
+		if (strcmp(s, inject_status_name((enum inject_status)i)) == 0) {
+			*out = (enum inject_status)i;
+			return 0;
+		}
+	return -1;
+}
+
 /* ---- pure helpers ----------------------------------------------------------------- */
 
 static void set_err(char **err, char *msg)
@@ -481,81 +491,6 @@ void inject_result_finish(struct inject_result *res, const struct inject_request
 	}
 	res->ed.outcome = JOB_OUT_DONE;
 	res->status = q->dry_run ? INJ_DRY_RUN : res->ed.n_changed ? INJ_CHANGED : INJ_UNCHANGED;
-}
-
-/* A phase ended: its step event. */
-static void phase_done(const struct inject_request *q, const struct inject_result *res,
-		       const char *phase, const char *text)
-{
-	char *own = text ? NULL : inject_phase_summary(phase, res);
-	log_debug("inject: %s: %s", phase, text ? text : own ? own : "");
-	if (q->on_event) {
-		struct job_event ev = {.kind = JOB_EV_STEP, .step = phase,
-				       .text = text ? text : own, .percent = -1};
-		q->on_event(q->event_ctx, &ev);
-	}
-	free(own);
-}
-
-int inject_run(const struct inject_request *q, struct inject_result *res)
-{
-	memset(res, 0, sizeof *res);
-	res->ed.on_event = q->on_event;
-	res->ed.event_ctx = q->event_ctx;
-	char *herr = NULL;
-	if (q->name && inject_check_hostname(q->name, &herr) < 0) {
-		gfedit_fail(&res->ed, "plan", NULL, NULL, "%s", herr ? herr : "bad host name");
-		res->ed.outcome = JOB_OUT_USAGE;
-		free(herr);
-		inject_result_finish(res, q, -1);
-		return -1;
-	}
-	struct ssh_session *s = q->session;
-	bool own = false;
-	int rc = -1;
-	if (!s) {
-		struct ssh_error se = {0};
-		if (!q->ssh) {
-			gfedit_fail(&res->ed, "connect", NULL, NULL, "no SSH session or options");
-			res->ed.outcome = JOB_OUT_USAGE;
-			goto out;
-		}
-		if (ssh_connect(q->ssh, &s, &se) < 0) {
-			gfedit_fail(&res->ed, "connect", NULL, &se, "%s", "");
-			ssh_error_clear(&se);
-			s = NULL;
-			goto out;
-		}
-		own = true;
-		phase_done(q, res, "connect", ssh_session_target(s));
-	}
-	if (inject_detect(q, s, res) < 0)
-		goto out;
-	phase_done(q, res, "detect", NULL);
-	if (inject_collect(q, res) < 0 || gfedit_read(&res->ed, s) < 0)
-		goto out;
-	phase_done(q, res, "read", NULL);
-	if (inject_plan(q, res) < 0)
-		goto out;
-	phase_done(q, res, "plan", NULL);
-	if (q->dry_run || res->ed.n_changed == 0) {
-		rc = 0;
-		goto out;
-	}
-	if (gfedit_write(&res->ed, s) == 0) {
-		phase_done(q, res, "write", NULL);
-		if (gfedit_verify(&res->ed, s) == 0) {
-			phase_done(q, res, "verify", NULL);
-			rc = 0;
-			goto out;
-		}
-	}
-	gfedit_restore(&res->ed, &s, &own, q->ssh);
-out:
-	inject_result_finish(res, q, rc);
-	if (own)
-		ssh_close(s);
-	return rc;
 }
 
 /* ---- reporting ---------------------------------------------------------------------- */

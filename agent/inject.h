@@ -2,11 +2,10 @@
  * as its template asks (inject.c), through the transactional editor
  * (gfedit.h) after the OS detection (osdetect.h).
  *
- * Phases, each a step of the inject workflow (wf_inject.c) and, run in
- * one go by inject_run (up's inject step), each an engine event
- * (event.h: JOB_EV_STEP with the phase as step; no "connect" when the
- * caller gave the session):
- *   connect   open an SSH session (or use the caller's)
+ * Phases, each a step of the inject workflow (wf_inject.c; up's inject
+ * step runs an inject job), each an engine event (event.h: JOB_EV_STEP
+ * with the phase as step):
+ *   connect   open an SSH session
  *   detect    guest_os_detect(); a template's [template] os that is not
  *             the guest's is refused; no virtio profile is a note
  *   read      every file the template and the hostname touch (the file
@@ -55,6 +54,8 @@ enum inject_status {
 };
 /* "failed", "changed", "unchanged", "dry-run", "failed-partial". */
 const char *inject_status_name(enum inject_status s);
+/* The status a name says: 0, or -1 for no such name. */
+int inject_status_parse(const char *s, enum inject_status *out);
 
 struct inject_result {
 	enum inject_status status;
@@ -72,11 +73,6 @@ struct inject_request {
 	const char *expect_os;       /* the template's [template] os; when set,
 					a different detected OS id is refused
 					at detect */
-	struct ssh_session *session; /* open session to use (not closed), or
-					NULL: connect with ssh */
-	const struct ssh_opts *ssh;  /* connect (session NULL) and reconnect
-					for a rollback; may be NULL when
-					session is set (no reconnect then) */
 	bool dry_run;
 	job_event_fn on_event;       /* the phases' events; may be NULL */
 	void *event_ctx;
@@ -97,12 +93,6 @@ int inject_plan(const struct inject_request *q, struct inject_result *res);
 char *inject_phase_summary(const char *phase, const struct inject_result *res);
 /* status and outcome once the phases ran (or one failed). */
 void inject_result_finish(struct inject_result *res, const struct inject_request *q, int rc);
-
-/* Every phase in one go, the rollback after a failed write or verify.
- * Returns 0 when status is INJ_CHANGED, INJ_UNCHANGED or INJ_DRY_RUN, -1
- * otherwise (res->ed.error says which step and file failed). *res is
- * always filled; free it with inject_result_free. */
-int inject_run(const struct inject_request *req, struct inject_result *res);
 
 /* ---- helpers for the CLI and provision ------------------------------------- */
 

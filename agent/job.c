@@ -865,6 +865,21 @@ int job_load(struct job_env *env, long long id, const struct job_workflow *wf, s
 	return 1;
 }
 
+int job_load_child(struct job *parent, long long id, const struct job_workflow *wf,
+		   struct job **out)
+{
+	*out = NULL;
+	if (id <= 0 || !parent->env->store)
+		return 0;
+	int r = job_load(parent->env, id, wf, out, &parent->err);
+	if (r == 1 && ((*out)->state == JOB_FAILED || (*out)->state == JOB_CANCELLED)) {
+		job_free(*out);
+		*out = NULL;
+		r = 0;
+	}
+	return r;
+}
+
 void job_free(struct job *j)
 {
 	if (!j)

@@ -128,6 +128,13 @@ int job_new(struct job_env *env, const struct job_workflow *wf, const char *subj
 int job_load(struct job_env *env, long long id, const struct job_workflow *wf,
 	     struct job **out, struct pve_error *err);
 void job_free(struct job *j);
+/* The child job a step of parent runs, by the ID parent's vars keep (an
+ * earlier run's; 0: none): loaded into *out unless it ended failed or
+ * cancelled (nothing of it is left: the step makes a new one). 1 loaded,
+ * 0 none to resume (*out NULL; also without a store), -1 error (parent's
+ * job_err). */
+int job_load_child(struct job *parent, long long id, const struct job_workflow *wf,
+		   struct job **out);
 /* The job for one subject: an interrupted one of the same workflow and
  * subject with the same params is resumed (re-attaching to its task);
  * one with other params is superseded (cancelled); one still running in

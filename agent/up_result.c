@@ -86,6 +86,7 @@ void up_result_free(struct up_result *r)
 	free(r->address);
 	free(r->pending);
 	free(r->inject.summary);
+	free(r->inject.failed_step);
 	free(r->left);
 	free(r->failed_step);
 	for (size_t i = 0; i < r->n_steps; i++)

@@ -35,8 +35,8 @@ struct up_inject {
 	enum inject_status status; /* INJ_CHANGED, INJ_UNCHANGED, INJ_FAILED or
 				      INJ_FAILED_PARTIAL */
 	enum job_outcome outcome; /* inject's */
-	const char *failed_step;  /* "connect", "detect", "write", ... (static
-				     string) when failed, else NULL */
+	char *failed_step;        /* "connect", "detect", "write", ... when
+				     failed, else NULL */
 	char *summary;            /* inject_result_summary(), or the SSH wait's
 				     failure */
 };

@@ -10,13 +10,14 @@
 #include "log.h"
 #include "util.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 struct down_ctx {
-	struct up_result *res;     /* attached, or own_res */
-	struct up_result own_res;
+	struct up_result own_res;  /* first: wf_result_take */
+	struct up_result *res;     /* &own_res, once opened */
 	struct guest_ref g;
 	bool purge, dry_run;
 };
@@ -33,31 +34,16 @@ json_object *wf_down_params(bool purge, bool dry_run)
 	return o;
 }
 
-void wf_down_attach(struct job *j, struct up_result *res)
-{
-	struct down_ctx *d = job_ctx(j);
-	d->res = res;
-}
-
-const struct up_result *wf_down_result(struct job *j)
-{
-	struct down_ctx *d = job_ctx(j);
-	if (!d->res) /* never opened (no PVE client) */
-		return NULL;
-	wf_result_finish(j, d->res);
-	return d->res;
-}
+_Static_assert(offsetof(struct down_ctx, own_res) == 0, "wf_result_take reads it first");
 
 static int down_open(struct job *j, void *ctx)
 {
 	struct down_ctx *d = ctx;
 	d->purge = job_param_bool(j, "purge");
 	d->dry_run = job_param_bool(j, "dry_run");
-	if (!d->res) {
-		d->res = &d->own_res;
-		if (!(d->res->name = strdup(job_subject(j))))
-			return pve_error_oom(job_err(j));
-	}
+	d->res = &d->own_res;
+	if (!(d->res->name = strdup(job_subject(j))))
+		return pve_error_oom(job_err(j));
 	json_object *vars = job_vars(j);
 	long long v = 0;
 	if (json_int(vars, "vmid", &v)) {
@@ -79,8 +65,7 @@ static int down_open(struct job *j, void *ctx)
 static void down_close(struct job *j, void *ctx)
 {
 	struct down_ctx *d = ctx;
-	if (d->res == &d->own_res)
-		up_result_free(&d->own_res);
+	up_result_free(&d->own_res);
 	guest_ref_clear(&d->g);
 }
 

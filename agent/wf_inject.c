@@ -72,7 +72,6 @@ static int inject_open(struct job *j, void *ctx)
 		.name = x->gt.ref.name ? x->gt.ref.name : job_subject(j),
 		.inst = &x->gt.inst,
 		.expect_os = x->gt.tmpl ? x->gt.tmpl->os : NULL,
-		.ssh = &x->gt.ssh,
 		.dry_run = job_param_bool(j, "dry_run"),
 		.on_event = inject_job_event,
 		.event_ctx = j,

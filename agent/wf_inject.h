@@ -12,7 +12,8 @@
 extern const struct job_workflow wf_inject;
 
 /* Params (subject = the guest's name or VMID): "template", "address",
- * "vars" (target.h, target_params_add), "dry_run". The job opens with the
+ * "vars" (target.h, target_params_add), "dry_run"; "parent": the up job
+ * whose inject step made it (which resumes it). The job opens with the
  * env's conf and the job's PVE client (the guest found, its template
  * expanded, its address and SSH options: target.h). Vars left: vmid,
  * node, "result" (inject_result_json) and "summary"
@@ -20,10 +21,10 @@ extern const struct job_workflow wf_inject;
  * run it in an env without a store. */
 json_object *wf_inject_params(const struct target_req *req, bool dry_run);
 
-/* A job_event_fn for inject_run and gfedit inside a job (ctx: the
- * struct job): a file's diff becomes a job diff with its path, a note a
- * note, inject's own steps and a rollback's files progress lines of the
- * current step. Every workflow that injects uses it. */
+/* A job_event_fn for gfedit inside a job (ctx: the struct job): a file's
+ * diff becomes a job diff with its path, a note a note, the rollback's
+ * end and its files progress lines of the current step. Every workflow
+ * that edits a guest's files uses it. */
 void inject_job_event(void *job, const struct job_event *ev);
 
 

@@ -58,6 +58,7 @@ static const struct job_param down_params[] = {
 static const struct job_param inject_params[] = {
 	TARGET_PARAMS,
 	{"dry_run", JOB_PARAM_BOOL, PEER, 0, 0, "dry-run"},
+	{"parent", JOB_PARAM_INT, ZERO, 1, 9.2e18, NULL}, /* up's inject step's own */
 	{0},
 };
 

@@ -597,18 +597,10 @@ static int node_job(struct job *j, json_object *nv, double deadline, struct job 
 {
 	struct pve_error *err = job_err(j);
 	long long id = 0;
-	*out = NULL;
-	if (json_int(nv, "job", &id) && id > 0 && job_env(j)->store) {
-		int r = job_load(job_env(j), id, &wf_rolling_node, out, err);
-		if (r < 0)
-			return -1;
-		if (r == 1 && (job_state(*out) == JOB_FAILED || job_state(*out) == JOB_CANCELLED)) {
-			job_free(*out);
-			*out = NULL;
-		}
-		if (*out)
-			return 0;
-	}
+	json_int(nv, "job", &id);
+	int lr = job_load_child(j, id, &wf_rolling_node, out);
+	if (lr != 0)
+		return lr < 0 ? -1 : 0;
 	json_object *p = child_params(j, deadline);
 	if (!p)
 		return pve_error_oom(err);

@@ -23,6 +23,7 @@
 #include "wf_inject.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +33,10 @@
 #define DEF_SSH_WAIT_S 300.0
 
 struct up_ctx {
-	const struct tmpl *tmpl;     /* attached, or loaded (own_tmpl) */
-	struct tmpl *own_tmpl;
+	struct up_result own_res;    /* first: wf_result_take */
+	struct up_result *res;       /* &own_res, once opened */
+	struct tmpl *tmpl;           /* loaded from its params */
 	const struct conf *conf;
-	struct up_result *res;       /* attached, or own_res */
-	struct up_result own_res;
 	struct tmpl_kvlist sets, vars;
 	const char *node, *storage, *pubkey; /* borrowed from the params */
 	int vmid, vmid_min, vmid_max;
@@ -51,23 +51,7 @@ struct up_ctx {
 	bool have_ip;
 };
 
-/* ---- attach and result ---------------------------------------------------------------- */
-
-void wf_up_attach(struct job *j, const struct tmpl *t, struct up_result *res)
-{
-	struct up_ctx *u = job_ctx(j);
-	u->tmpl = t;
-	u->res = res;
-}
-
-const struct up_result *wf_up_result(struct job *j)
-{
-	struct up_ctx *u = job_ctx(j);
-	if (!u->res) /* never opened (no PVE client) */
-		return NULL;
-	wf_result_finish(j, u->res);
-	return u->res;
-}
+_Static_assert(offsetof(struct up_ctx, own_res) == 0, "wf_result_take reads it first");
 
 /* ---- result and vars ------------------------------------------------------------------- */
 
@@ -171,21 +155,16 @@ static int up_open(struct job *j, void *ctx)
 	json_object *v = job_vars(j);
 	struct pve_error *err = job_err(j);
 	u->conf = job_env(j)->conf;
-	if (!u->res) {
-		u->res = &u->own_res;
-		if (!(u->res->name = strdup(job_subject(j))))
-			return pve_error_oom(err);
-	}
-	if (!u->tmpl) {
-		const char *path = job_param_str(j, "template_path");
-		char *msg = NULL;
-		if (!path || tmpl_load_file(path, &u->own_tmpl, &msg) < 0) {
-			pve_error_set(err, PVE_ERR_CONFIG, "template %s: %s",
-				      path ? path : "(none)", msg ? msg : "cannot load it");
-			free(msg);
-			return -1;
-		}
-		u->tmpl = u->own_tmpl;
+	u->res = &u->own_res;
+	if (!(u->res->name = strdup(job_subject(j))))
+		return pve_error_oom(err);
+	const char *path = job_param_str(j, "template_path");
+	char *msg = NULL;
+	if (!path || tmpl_load_file(path, &u->tmpl, &msg) < 0) {
+		pve_error_set(err, PVE_ERR_CONFIG, "template %s: %s", path ? path : "(none)",
+			      msg ? msg : "cannot load it");
+		free(msg);
+		return -1;
 	}
 	if (job_param_kv(j, "sets", &u->sets) < 0 || job_param_kv(j, "vars", &u->vars) < 0)
 		return pve_error_oom(err);
@@ -231,9 +210,8 @@ static int up_open(struct job *j, void *ctx)
 static void up_close(struct job *j, void *ctx)
 {
 	struct up_ctx *u = ctx;
-	if (u->res == &u->own_res)
-		up_result_free(&u->own_res);
-	tmpl_free(u->own_tmpl);
+	up_result_free(&u->own_res);
+	tmpl_free(u->tmpl);
 	tmpl_kvlist_free(&u->sets);
 	tmpl_kvlist_free(&u->vars);
 	guest_ref_clear(&u->g);
@@ -1242,7 +1220,8 @@ static enum step_rc inject_failed(struct job *j, struct up_ctx *u, enum inject_s
 	ui->ran = true;
 	ui->status = st;
 	ui->outcome = job_outcome_failure(o);
-	ui->failed_step = step;
+	free(ui->failed_step);
+	ui->failed_step = step ? strdup(step) : NULL;
 	free(ui->summary);
 	ui->summary = strprintf("failed: %s", msg ? msg : "?");
 	job_fail_outcome(j, ui->outcome, msg);
@@ -1340,7 +1319,92 @@ static int store_inject(struct job *j, const struct up_inject *ui)
 	return 0;
 }
 
-/* The inject step: the guest's files and hostname, over SSH. */
+/* The params of up's inject job: the template's file, the address found,
+ * the vars the expansion had (--var, ${pubkey}, --storage), this job as
+ * its parent. NULL on OOM. */
+static json_object *inject_params(struct job *j, struct up_ctx *u)
+{
+	const struct job_params_decl *d = &wf_inject_params_decl;
+	struct tmpl_kvlist vars = {0};
+	json_object *p = json_object_new_object();
+	int bad = !p;
+	for (size_t i = 0; !bad && i < u->vars.n; i++)
+		bad |= tmpl_kvlist_set(&vars, u->vars.items[i].key, u->vars.items[i].value) < 0;
+	bad |= u->pubkey && tmpl_kvlist_set(&vars, "pubkey", u->pubkey) < 0;
+	bad |= u->storage && tmpl_kvlist_set(&vars, "storage", u->storage) < 0;
+	/* a path, not a name (tmpl_load) */
+	char *path = strchr(u->tmpl->path, '/') ? strdup(u->tmpl->path)
+						 : strprintf("./%s", u->tmpl->path);
+	if (bad || !path || job_param_set_str(d, p, "template", path) < 0 ||
+	    job_param_set_str(d, p, "address", u->res->address) < 0 ||
+	    job_param_set_kv(d, p, "vars", &vars) < 0 ||
+	    (job_id(j) && job_param_set_int(d, p, "parent", job_id(j)) < 0)) {
+		json_object_put(p);
+		p = NULL;
+	}
+	free(path);
+	tmpl_kvlist_free(&vars);
+	return p;
+}
+
+/* The inject job of this step: the one an earlier run made (its ID in the
+ * vars "inject_job"), unless it ended failed or cancelled (its rollback
+ * left nothing), else a new one, its ID kept before it runs. */
+static int inject_job(struct job *j, struct up_ctx *u, struct job **out)
+{
+	struct pve_error *err = job_err(j);
+	long long id = 0;
+	json_int(job_vars(j), "inject_job", &id);
+	int r = job_load_child(j, id, &wf_inject, out);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	json_object *p = inject_params(j, u);
+	r = p ? job_submit(job_env(j), &wf_inject, job_subject(j), p, out, err)
+	      : pve_error_oom(err);
+	json_object_put(p);
+	if (r < 0)
+		return -1;
+	if (job_id(*out) && (job_set_int(j, "inject_job", job_id(*out)) < 0 || job_save(j) < 0))
+		return pve_error_oom(err);
+	return 0;
+}
+
+/* The inject job ended: its result into ours, its failure ours. */
+static enum step_rc inject_ended(struct job *j, struct up_ctx *u, struct job *ij,
+				 enum job_outcome o)
+{
+	json_object *v = job_vars(ij), *res = NULL;
+	json_object_object_get_ex(v, "result", &res);
+	const char *sum = json_str(v, "summary");
+	enum inject_status st = INJ_FAILED;
+	if (json_str(res, "status") && inject_status_parse(json_str(res, "status"), &st) < 0)
+		st = INJ_FAILED;
+	if (o == JOB_OUT_INTERRUPTED) /* so is this job: its resume resumes that one */
+		return job_fail(j, PVE_ERR_INTERNAL, "inject job %lld interrupted", job_id(ij));
+	if (o != JOB_OUT_DONE) {
+		const struct pve_error *e = job_error(ij);
+		const char *msg = json_str(res, "error") ? json_str(res, "error") : e->message;
+		const char *step = json_str(res, "failed_step") ? json_str(res, "failed_step")
+								: job_failed_step(ij);
+		return inject_failed(j, u, st == INJ_FAILED_PARTIAL ? st : INJ_FAILED, o, step,
+				     msg ? msg : "inject failed");
+	}
+	struct up_inject *ui = &u->res->inject;
+	ui->ran = true;
+	ui->status = st;
+	ui->outcome = JOB_OUT_DONE;
+	if (dup_into(&ui->summary, sum ? sum : "") < 0 || store_inject(j, ui) < 0 ||
+	    (st == INJ_CHANGED && job_set_bool(j, "changed", true) < 0)) {
+		pve_error_oom(job_err(j));
+		return STEP_RC_FAIL;
+	}
+	job_summary(j, "%s", ui->summary);
+	return STEP_RC_OK;
+}
+
+/* The inject step: once the guest answers SSH, its files and hostname as
+ * an inject job of their own, a child of this one (its steps, resume and
+ * events are inject's). */
 static enum step_rc up_inject(struct job *j)
 {
 	struct up_ctx *u = job_ctx(j);
@@ -1359,6 +1423,7 @@ static enum step_rc up_inject(struct job *j)
 	}
 	struct ssh_session *s = NULL;
 	int w = wait_ssh(j, u, &so, &s);
+	ssh_close(s); /* it answers: the inject job connects itself */
 	if (w < 0)
 		goto out;
 	if (w > 0) { /* --no-wait-ssh and no answer yet: done without files */
@@ -1374,41 +1439,10 @@ static enum step_rc up_inject(struct job *j)
 		rc = STEP_RC_SKIP;
 		goto out;
 	}
-	struct inject_request ir = {
-		.name = job_subject(j),
-		.inst = &inst,
-		.expect_os = u->tmpl->os,
-		.session = s,
-		.ssh = &so,
-		.on_event = inject_job_event,
-		.event_ctx = j,
-	};
-	struct inject_result ires;
-	int r = inject_run(&ir, &ires);
-	ssh_close(s);
-	if (r < 0) {
-		inject_failed(j, u,
-			      ires.status == INJ_FAILED_PARTIAL ? INJ_FAILED_PARTIAL : INJ_FAILED,
-			      ires.ed.outcome, ires.ed.failed_step,
-			      ires.ed.error);
-		inject_result_free(&ires);
-		goto out;
-	}
-	struct up_inject *ui = &u->res->inject;
-	ui->ran = true;
-	ui->status = ires.status;
-	ui->outcome = JOB_OUT_DONE;
-	free(ui->summary);
-	ui->summary = inject_result_summary(&ires);
-	bool written = ires.status == INJ_CHANGED;
-	inject_result_free(&ires);
-	if (!ui->summary || store_inject(j, ui) < 0 ||
-	    (written && job_set_bool(j, "changed", true) < 0)) {
-		pve_error_oom(err);
-		goto out;
-	}
-	job_summary(j, "%s", ui->summary);
-	rc = STEP_RC_OK;
+	struct job *ij = NULL;
+	if (inject_job(j, u, &ij) == 0)
+		rc = inject_ended(j, u, ij, job_run(ij, job_pve(j)));
+	job_free(ij);
 out:
 	tmpl_inst_free(&inst);
 	return rc;
@@ -1696,7 +1730,8 @@ static void say_interrupted(struct job *j, struct up_result *r, const struct sto
 	sbuf_free(&b);
 }
 
-void wf_result_finish(struct job *j, struct up_result *r)
+/* Complete r from a finished job (both workflows). */
+static void result_finish(struct job *j, struct up_result *r)
 {
 	for (size_t i = 0; i < r->n_steps; i++)
 		free(r->steps[i].step);
@@ -1748,4 +1783,19 @@ void wf_result_finish(struct job *j, struct up_result *r)
 			    : json_flag(v, "changed") ? UP_CONVERGED
 						  : UP_UNCHANGED;
 	}
+}
+
+int wf_result_take(struct job *j, struct up_result *r)
+{
+	/* both workflows' contexts begin with their result */
+	struct up_result *own = job_ctx(j);
+	*r = *own;
+	memset(own, 0, sizeof *own);
+	if (!r->name) { /* never opened (no PVE client) */
+		r->status = UP_FAILED;
+		if (!(r->name = strdup(job_subject(j))))
+			return -1;
+	}
+	result_finish(j, r);
+	return 0;
 }

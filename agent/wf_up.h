@@ -15,13 +15,15 @@
  * concurrent run created one anyway, the one with the higher VMID is
  * removed. Then, when the template has guest file sections ([loader.conf],
  * [rc.conf], [sysctl.conf], [file "..."]), the "inject" step: wait (bounded
- * by ssh_wait_s) until the guest answers SSH at its address, and run
- * inject (inject.h) with the expanded template and the guest's name on that
- * session; a failed inject leaves every file as it was (or says which are
- * not) and fails the name with inject's outcome. A template without file
- * sections never touches SSH. Progress events of the inject step carry
- * the SSH wait ("waiting for SSH ...") and inject's own steps ("detect:
- * FreeBSD 14.1-RELEASE"). Every step's duration is reported.
+ * by ssh_wait_s) until the guest answers SSH at its address, then run an
+ * inject job (wf_inject.h) as a child of the up job (its params: the
+ * template's file, the address, the expansion's vars, "parent"), whose
+ * steps, events and resume are inject's own: an up resumed during it
+ * resumes that job (its ID in the vars "inject_job"). A failed inject
+ * leaves every file as it was (or says which are not) and fails the name
+ * with inject's outcome. A template without file sections never touches
+ * SSH. Progress events of the inject step carry the SSH wait ("waiting
+ * for SSH ..."). Every step's duration is reported.
  *
  * down NAME [--purge]: clean shutdown (stop after the timeout), delete;
  * a guest that does not exist counts as done. */
@@ -33,8 +35,6 @@
 #include "guest.h"
 #include "tmpl.h"
 #include "up_result.h"
-
-#include <signal.h>
 
 /* What a user asks of `up`: the guests, their template and how to make
  * them (its params: up_check.h wf_up_params). */
@@ -78,51 +78,18 @@ struct up_request {
 					   `pvagent inject` */
 };
 
-/* Where and how a request's jobs run: the configuration, PVE access, the
- * store, waits, events and the stop flag (the run environment; the CLI
- * launches them, cli_up.h). */
-struct up_env {
-	/* [ssh] settings for inject (inject_ssh_opts with the template's
-	 * [guest] user and port) and the pools; may be NULL only when the
-	 * template has no file sections, or with no_inject or no_start, and
-	 * no pool is asked for. */
-	const struct conf *conf;
-	/* PVE access: each worker makes its own client from pve_opts. With
-	 * parallel 1 (or one name) and client set, client is used instead. */
-	const struct pve_opts *pve_opts;
-	struct pve *client;
-	unsigned parallel;              /* at most this many in flight; 0: 4 */
-	struct guest_wait wait;         /* timeouts, clock (progress is set by
-					   the launcher) */
-	job_event_fn on_event;
-	void *event_ctx;
-	/* The job store (NULL: jobs are not stored and cannot be resumed),
-	 * and the stop flag a signal handler sets (may be NULL). With a
-	 * store, an interrupted `up` job of the same name is resumed instead
-	 * of starting a new one. */
-	struct store *store;
-	volatile sig_atomic_t *stop;
-};
-
 extern const struct job_workflow wf_up;
 extern const struct job_workflow wf_down;
 
 /* Their params and checks (wf_up_params, up_check_params): up_check.h. */
 
-/* Before job_run: the loaded template (borrowed; otherwise the job loads
- * the file its params name) and the result to fill (borrowed; otherwise
- * the job has its own). */
-void wf_up_attach(struct job *j, const struct tmpl *t, struct up_result *res);
-/* After job_run: the result, completed from the job (status, steps and
- * their durations, error, what is left), or NULL for a job never opened
- * (no PVE client). Valid until job_free. */
-const struct up_result *wf_up_result(struct job *j);
 /* The parameters of one `down` job. NULL on OOM. */
 json_object *wf_down_params(bool purge, bool dry_run);
-/* The same for down. */
-void wf_down_attach(struct job *j, struct up_result *res);
-const struct up_result *wf_down_result(struct job *j);
-/* Complete r from a finished job (both workflows). */
-void wf_result_finish(struct job *j, struct up_result *r);
+/* After job_run (either workflow): the job's result moved into *r (the
+ * job keeps none), completed from the job: status, steps and their
+ * durations, error, what is left; for a job never opened (no PVE client)
+ * its subject, outcome and error. 0, or -1 out of memory (r->name NULL).
+ * Free it with up_result_free. */
+int wf_result_take(struct job *j, struct up_result *r);
 
 #endif

@@ -3,15 +3,12 @@
  * node; down asks first) and one job per guest appended (cmd_dispatch
  * sends them to pvagentd or runs them, at most --parallel at once:
  * cli_run.c; wf_up.c, wf_down.c do the work), and their results as one
- * table (the renderers, for resume too). cli_up_launch and
- * cli_down_launch (cli_up.h) run a request's jobs directly, with what it
- * has made attached: the tests' launcher. */
-#include "cli_up.h"
+ * table (the renderers, for resume too). */
 #include "up_check.h"
+#include "wf_up.h"
 
 #include "cli.h"
 #include "cli_confirm.h"
-#include "jobpool.h"
 #include "guest.h"
 #include "json.h"
 #include "log.h"
@@ -20,7 +17,6 @@
 #include "pvekeys.h"
 #include "util.h"
 
-#include <signal.h>
 #include <stdbool.h>
 #include <ctype.h>
 #include <stdio.h>
@@ -32,116 +28,6 @@
  * job gets pvagentd's, which pvagentd checks). */
 #define UP_PUBKEY_STANDIN \
 	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA pvagentd"
-
-static int env_of(struct job_env *env, struct store *store, const struct guest_wait *w,
-		  job_event_fn on_event, void *event_ctx, volatile sig_atomic_t *stop,
-		  const struct conf *conf)
-{
-	memset(env, 0, sizeof *env);
-	env->store = store;
-	env->clock = w->clock;
-	env->on_event = on_event;
-	env->event_ctx = event_ctx;
-	env->stop = stop;
-	env->conf = conf;
-	env->wait = *w;
-	return job_env_init(env);
-}
-
-static void jobs_free(struct job **jobs, size_t n)
-{
-	for (size_t i = 0; jobs && i < n; i++)
-		job_free(jobs[i]);
-	free(jobs);
-}
-
-int cli_up_launch(const struct up_request *req, const struct up_env *ue,
-		  struct up_result **results, struct pve_error *err)
-{
-	*results = NULL;
-	if (up_request_check(req, ue->conf, err) < 0)
-		return -1;
-	struct up_result *res = calloc(req->n_names, sizeof *res);
-	struct job **jobs = calloc(req->n_names, sizeof(struct job *));
-	struct job_env env;
-	if (!res || !jobs) {
-		free(res);
-		free(jobs);
-		return pve_error_oom(err);
-	}
-	if (env_of(&env, req->dry_run ? NULL : ue->store, &ue->wait, ue->on_event,
-		   ue->event_ctx, ue->stop, ue->conf) < 0) {
-		free(res);
-		free(jobs);
-		return pve_error_oom(err);
-	}
-	int rc = 0;
-	for (size_t i = 0; i < req->n_names && rc == 0; i++) {
-		res[i].name = strdup(req->names[i]);
-		json_object *params = wf_up_params(req, req->names[i]);
-		if (!res[i].name || !params)
-			rc = pve_error_oom(err);
-		else if (job_submit(&env, &wf_up, req->names[i], params, &jobs[i], err) < 0)
-			rc = -1;
-		else
-			wf_up_attach(jobs[i], req->tmpl, &res[i]);
-		json_object_put(params);
-	}
-	if (rc < 0) {
-		jobs_free(jobs, req->n_names);
-		up_results_free(res, req->n_names);
-		job_env_fini(&env);
-		return -1;
-	}
-	jobpool_run_jobs(jobs, req->n_names, ue->parallel, ue->pve_opts, ue->client);
-	for (size_t i = 0; i < req->n_names; i++) {
-		wf_up_result(jobs[i]);
-		if (res[i].status == UP_FAILED)
-			rc = -1;
-	}
-	jobs_free(jobs, req->n_names);
-	job_env_fini(&env);
-	*results = res;
-	return rc;
-}
-
-int cli_down_launch(const struct down_request *req, struct up_result *res)
-{
-	memset(res, 0, sizeof *res);
-	struct pve_error *err = &res->error;
-	res->name = strdup(req->name ? req->name : "");
-	if (!res->name)
-		return pve_error_oom(err);
-	const char *why;
-	if (!guest_arg_is_vmid(req->name, NULL) && !guest_name_valid(req->name, &why)) {
-		pve_error_set(err, PVE_ERR_CONFIG, "guest name '%s': %s", req->name, why);
-		res->outcome = JOB_OUT_USAGE;
-		return -1;
-	}
-	struct job_env env;
-	if (env_of(&env, req->dry_run ? NULL : req->store, &req->wait, req->on_event,
-		   req->event_ctx, req->stop, NULL) < 0)
-		return pve_error_oom(err);
-	json_object *params = wf_down_params(req->purge, req->dry_run);
-	struct job *j = NULL;
-	int rc = -1;
-	if (!params) {
-		pve_error_oom(err);
-	} else {
-		if (job_submit(&env, &wf_down, req->name, params, &j, err) == 0) {
-			wf_down_attach(j, res);
-			jobpool_run_jobs(&j, 1, 1, req->client ? NULL : req->pve_opts, req->client);
-			wf_down_result(j);
-			rc = res->outcome == JOB_OUT_DONE ? 0 : -1;
-		}
-	}
-	if (rc < 0 && !j)
-		res->outcome = pve_error_outcome(err);
-	json_object_put(params);
-	job_free(j);
-	job_env_fini(&env);
-	return rc;
-}
 
 /* ---- the commands ---------------------------------------------------------- */
 
@@ -226,44 +112,28 @@ void print_results(struct cli *cli, const char *cmd, const struct up_result *r, 
  * never opened, for want of a PVE client, by its outcome and error);
  * returns code. */
 static int print_jobs(struct cli *cli, const char *cmd, struct job *const *jobs, size_t n,
-		      int code, const struct up_result *(*result)(struct job *j))
+		      int code)
 {
 	struct up_result *r = calloc(n ? n : 1, sizeof *r);
-	bool *own = calloc(n ? n : 1, sizeof *own);
-	if (!r || !own) {
-		free(r);
-		free(own);
+	int bad = !r;
+	for (size_t i = 0; r && i < n; i++)
+		bad |= wf_result_take(jobs[i], &r[i]) < 0;
+	if (bad)
 		fprintf(stderr, "pvagent %s: out of memory\n", cmd);
-		return code ? code : 1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct up_result *x = result(jobs[i]);
-		if (x) {
-			r[i] = *x; /* borrowed */
-			continue;
-		}
-		own[i] = true;
-		r[i].name = strdup(job_subject(jobs[i]));
-		r[i].status = UP_FAILED;
-		wf_result_finish(jobs[i], &r[i]);
-	}
-	print_results(cli, cmd, r, n, code);
-	for (size_t i = 0; i < n; i++)
-		if (own[i])
-			up_result_free(&r[i]);
-	free(r);
-	free(own);
-	return code;
+	else
+		print_results(cli, cmd, r, n, code);
+	up_results_free(r, n);
+	return bad && !code ? 1 : code;
 }
 
 int cli_up_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
 {
-	return print_jobs(cli, "up", jobs, n, code, wf_up_result);
+	return print_jobs(cli, "up", jobs, n, code);
 }
 
 int cli_down_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
 {
-	return print_jobs(cli, "down", jobs, n, code, wf_down_result);
+	return print_jobs(cli, "down", jobs, n, code);
 }
 
 /* What up checks of the cluster once its input is good: the node (given,

@@ -137,6 +137,78 @@ static void cap_free(struct cap *c)
 	sbuf_free(&c->steps);
 }
 
+/* An event of a phase that ended, as the inject workflow's step event. */
+static void phase_done(const struct inject_request *q, const struct inject_result *res,
+		       const char *phase, const char *text)
+{
+	char *own = text ? NULL : inject_phase_summary(phase, res);
+	struct job_event ev = {.kind = JOB_EV_STEP, .step = phase, .text = text ? text : own,
+			       .percent = -1};
+	if (q->on_event)
+		q->on_event(q->event_ctx, &ev);
+	free(own);
+}
+
+/* inject's phases (inject.c) as the inject workflow's steps run them
+ * (wf_inject.c): the host name checked, connect with so, detect, read, plan, then, unless a dry
+ * run or nothing changes, write and verify, and the rollback after a
+ * failed write or verify. These tests are of the phases and the editor
+ * (gfedit.c); the workflow's own running of them is tested through up
+ * (test_up: up's inject job, its rollback and its resume) and pvagent
+ * inject (test_cli_inject). 0 done, -1 failed (res->ed says how); *res
+ * filled either way. */
+static int phases(const struct inject_request *q, const struct ssh_opts *so,
+		  struct inject_result *res)
+{
+	memset(res, 0, sizeof *res);
+	res->ed.on_event = q->on_event;
+	res->ed.event_ctx = q->event_ctx;
+	struct ssh_session *s = NULL;
+	struct ssh_error se = {0};
+	bool own = false;
+	int rc = -1;
+	char *herr = NULL;
+	if (q->name && inject_check_hostname(q->name, &herr) < 0) {
+		gfedit_fail(&res->ed, "plan", NULL, NULL, "%s", herr ? herr : "bad host name");
+		res->ed.outcome = JOB_OUT_USAGE;
+		free(herr);
+		goto out;
+	}
+	if (ssh_connect(so, &s, &se) < 0) {
+		gfedit_fail(&res->ed, "connect", NULL, &se, "%s", "");
+		ssh_error_clear(&se);
+		goto out;
+	}
+	own = true;
+	phase_done(q, res, "connect", ssh_session_target(s));
+	if (inject_detect(q, s, res) < 0)
+		goto out;
+	phase_done(q, res, "detect", NULL);
+	if (inject_collect(q, res) < 0 || gfedit_read(&res->ed, s) < 0)
+		goto out;
+	phase_done(q, res, "read", NULL);
+	if (inject_plan(q, res) < 0)
+		goto out;
+	phase_done(q, res, "plan", NULL);
+	rc = 0;
+	if (q->dry_run || res->ed.n_changed == 0)
+		goto out;
+	if (gfedit_write(&res->ed, s) == 0) {
+		phase_done(q, res, "write", NULL);
+		if (gfedit_verify(&res->ed, s) == 0) {
+			phase_done(q, res, "verify", NULL);
+			goto out;
+		}
+	}
+	rc = -1;
+	gfedit_restore(&res->ed, &s, &own, so);
+out:
+	inject_result_finish(res, q, rc);
+	if (own)
+		ssh_close(s);
+	return rc;
+}
+
 static int run(const char *name, const struct tmpl_inst *inst, bool dry, struct cap *c,
 	       struct inject_result *res)
 {
@@ -144,12 +216,11 @@ static int run(const char *name, const struct tmpl_inst *inst, bool dry, struct 
 	struct inject_request req = {
 		.name = name,
 		.inst = inst,
-		.ssh = &so,
 		.dry_run = dry,
 		.on_event = c ? on_event : NULL,
 		.event_ctx = c,
 	};
-	return inject_run(&req, res);
+	return phases(&req, &so, res);
 }
 
 static char *guest_text(const char *path)
@@ -388,10 +459,9 @@ Test(inject, shipped_template_freebsd_90)
 	struct tmpl_inst inst;
 	cr_assert_eq(tmpl_expand(t, &v, &inst, &err), 0, "%s", err);
 	struct ssh_opts so = guestenv_ssh_opts(&ge);
-	struct inject_request req = {.name = "bsd9", .inst = &inst, .ssh = &so,
-				     .expect_os = t->os};
+	struct inject_request req = {.name = "bsd9", .inst = &inst, .expect_os = t->os};
 	struct inject_result r;
-	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.ed.error);
+	cr_assert_eq(phases(&req, &so, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_CHANGED);
 	cr_expect_eq(r.ed.n_files, 1);
 	inject_result_free(&r);
@@ -433,12 +503,12 @@ Test(inject, shipped_template_ubuntu_904_dry_run_then_apply)
 	so.port = ge.sd.port; /* the test sshd is not on 22 */
 	cr_expect_str_eq(so.user, "root", "[guest] user wins over [ssh] user");
 	struct cap cp = {0};
-	struct inject_request req = {.name = "jaunty1", .inst = &inst, .ssh = &so,
+	struct inject_request req = {.name = "jaunty1", .inst = &inst,
 				     .expect_os = t->os, .dry_run = true,
 				     .on_event = on_event, .event_ctx = &cp};
 	char *before = guestenv_snapshot(&ge);
 	struct inject_result r;
-	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.ed.error);
+	cr_assert_eq(phases(&req, &so, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_DRY_RUN);
 	cr_expect_eq(r.ed.n_changed, 3);
 	inject_result_free(&r);
@@ -447,13 +517,13 @@ Test(inject, shipped_template_ubuntu_904_dry_run_then_apply)
 	char *after = guestenv_snapshot(&ge);
 	cr_expect_str_eq(after, before);
 	req.dry_run = false;
-	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.ed.error);
+	cr_assert_eq(phases(&req, &so, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_CHANGED);
 	inject_result_free(&r);
 	expect_text("/etc/sysctl.conf",
 		    "# /etc/sysctl.conf\n#vm.swappiness = 60\nkernel.printk = 4 4 1 7\nvm.swappiness=10\n");
 	expect_text("/etc/hostname", "jaunty1\n");
-	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.ed.error);
+	cr_assert_eq(phases(&req, &so, &r), 0, "%s", r.ed.error);
 	cr_expect_eq(r.status, INJ_UNCHANGED);
 	inject_result_free(&r);
 	free(before);
@@ -493,9 +563,9 @@ Test(inject, template_for_other_os_refused_at_detect)
 	start("freebsd-14", "127.0.1.44");
 	char *before = guestenv_snapshot(&ge);
 	struct ssh_opts so = guestenv_ssh_opts(&ge);
-	struct inject_request req = {.name = "x1", .ssh = &so, .expect_os = "ubuntu"};
+	struct inject_request req = {.name = "x1", .expect_os = "ubuntu"};
 	struct inject_result r;
-	cr_assert_eq(inject_run(&req, &r), -1);
+	cr_assert_eq(phases(&req, &so, &r), -1);
 	cr_expect_eq(r.status, INJ_FAILED);
 	cr_expect_str_eq(r.ed.failed_step, "detect");
 	cr_expect_eq(r.ed.outcome, JOB_OUT_FAILED);
@@ -880,31 +950,6 @@ Test(inject, unreachable_guest_exit_4_at_connect)
 	cr_expect_eq(r.ed.outcome, JOB_OUT_UNREACHABLE);
 	cr_expect(strncmp(r.ed.error, "connect: ", 9) == 0, "%s", r.ed.error);
 	inject_result_free(&r);
-}
-
-Test(inject, caller_session_is_used_and_left_open)
-{
-	start("ubuntu-9.04", "127.0.1.52");
-	struct ssh_opts so = guestenv_ssh_opts(&ge);
-	struct ssh_session *s = NULL;
-	struct ssh_error e = {0};
-	cr_assert_eq(ssh_connect(&so, &s, &e), 0, "%s", ssh_error_str(&e));
-	struct cap c = {0};
-	struct inject_request req = {.name = "old1", .session = s, .on_event = on_event,
-				     .event_ctx = &c};
-	struct inject_result r;
-	cr_assert_eq(inject_run(&req, &r), 0, "%s", r.ed.error);
-	cr_expect_eq(r.status, INJ_CHANGED);
-	cr_expect_str_eq(sbuf_str(&c.steps), "detect;read;plan;write;verify;");
-	inject_result_free(&r);
-	/* still usable */
-	const char *argv[] = {"cat", "/etc/hostname", NULL};
-	struct ssh_result out;
-	cr_assert_eq(ssh_exec(s, argv, &out, &e), 0, "%s", ssh_error_str(&e));
-	cr_expect_str_eq(sbuf_str(&out.out), "old1\n");
-	ssh_result_free(&out);
-	ssh_close(s);
-	cap_free(&c);
 }
 
 /* ---- the stand-in commands ------------------------------------------------------------------ */

@@ -12,7 +12,7 @@
 #include "faultkinds.h"
 #include "job.h"
 #include "cfgdiff.h"
-#include "cli_up.h"
+#include "uprun.h"
 #include "simclock.h"
 #include "simproc.h"
 #include "store.h"
@@ -789,9 +789,9 @@ static struct up_request up_req(struct fx *f, const char *const *names)
 	};
 }
 
-static struct up_env up_env_of(struct fx *f)
+static struct test_up_env up_env_of(struct fx *f)
 {
-	return (struct up_env){
+	return (struct test_up_env){
 		.parallel = 1,
 		.pve_opts = &f->opts,
 		.client = f->c,
@@ -804,10 +804,10 @@ static enum job_outcome run_up(struct fx *f, const char *name, struct up_result 
 {
 	const char *names[] = {name};
 	struct up_request req = up_req(f, names);
-	struct up_env env = up_env_of(f);
+	struct test_up_env env = up_env_of(f);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	cli_up_launch(&req, &env, &res, &e);
+	test_up_run(&req, &env, &res, &e);
 	cr_assert_not_null(res, "%s", e.message ? e.message : "?");
 	enum job_outcome o = res[0].outcome;
 	if (out) {
@@ -822,14 +822,9 @@ static enum job_outcome run_up(struct fx *f, const char *name, struct up_result 
 
 static enum job_outcome run_down(struct fx *f, const char *name)
 {
-	struct down_request req = {
-		.name = name,
-		.client = f->c,
-		.wait = {.clock = &f->clk, .poll_s = 1, .shutdown_timeout_s = 30},
-		.store = f->store,
-	};
+	struct test_up_env env = up_env_of(f);
 	struct up_result res;
-	cli_down_launch(&req, &res);
+	test_down_run(name, false, false, &env, &res);
 	enum job_outcome o = res.outcome;
 	up_result_free(&res);
 	return o;

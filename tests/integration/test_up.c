@@ -16,7 +16,7 @@
 #include "log.h"
 #include "pvecheck.h"
 #include "cfgdiff.h"
-#include "cli_up.h"
+#include "uprun.h"
 #include "simclock.h"
 #include "simproc.h"
 #include "sshd.h"
@@ -442,9 +442,9 @@ static struct up_request up_req(struct fx *f, const char *const *names, size_t n
 
 /* The run environment of f's up requests: one client, f's clock, its
  * event sink. */
-static struct up_env up_env_of(struct fx *f)
+static struct test_up_env up_env_of(struct fx *f)
 {
-	return (struct up_env){
+	return (struct test_up_env){
 		.parallel = 1,
 		.pve_opts = &f->opts,
 		.client = f->c,
@@ -502,13 +502,13 @@ Test(provision_sim, clone_configure_start_address)
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"web1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct tmpl_kvlist sets = {0};
 	tmpl_kvlist_add(&sets, "size", "40G", 0);
 	req.sets = &sets;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -554,7 +554,7 @@ Test(provision_sim, clone_configure_start_address)
 	up_results_free(res, 1);
 
 	/* again, same size: nothing changes */
-	rc = cli_up_launch(&req, &env, &res, &e);
+	rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_UNCHANGED);
@@ -597,14 +597,14 @@ Test(provision_sim, bad_values_refused_before_any_request)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct up_request req = up_req(&f, names, 1);
-		struct up_env env = up_env_of(&f);
+		struct test_up_env env = up_env_of(&f);
 		struct tmpl_kvlist sets = {0};
 		cr_assert_eq(tmpl_kvlist_add(&sets, cases[i].key,
 					     cases[i].value ? cases[i].value : longdesc, 0), 0);
 		req.sets = &sets;
 		struct up_result *res = NULL;
 		struct pve_error e = {0};
-		cr_assert_eq(cli_up_launch(&req, &env, &res, &e), -1, "%s accepted", cases[i].key);
+		cr_assert_eq(test_up_run(&req, &env, &res, &e), -1, "%s accepted", cases[i].key);
 		cr_assert_null(res);
 		cr_expect_eq(e.kind, PVE_ERR_CONFIG);
 		cr_expect(e.message && strstr(e.message, cases[i].want), "%s: %s", cases[i].key,
@@ -615,13 +615,13 @@ Test(provision_sim, bad_values_refused_before_any_request)
 	free(longdesc);
 	/* a template value that only --var makes bad: file, line and key */
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct tmpl_kvlist vars = {0};
 	cr_assert_eq(tmpl_kvlist_add(&vars, "bridge", "vmbr0,evil=1", 0), 0);
 	req.vars = &vars;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	cr_assert_eq(cli_up_launch(&req, &env, &res, &e), -1);
+	cr_assert_eq(test_up_run(&req, &env, &res, &e), -1);
 	cr_expect(e.message && strstr(e.message, "ubuntu-24.04.tmpl:35: [pve] net0: ") &&
 			  strstr(e.message, ": [pve] net0: evil: unknown key (known: bridge, firewall,"),
 		  "%s", e.message ? e.message : "(none)");
@@ -681,7 +681,7 @@ Test(provision_sim, root_only_keys_refused_to_a_token_before_any_request)
 	for (size_t dry = 0; dry < 2; dry++)
 		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 			struct up_request req = up_req(&f, names, 1);
-			struct up_env env = up_env_of(&f);
+			struct test_up_env env = up_env_of(&f);
 			env.conf = &cf;
 			req.no_inject = true;
 			req.dry_run = dry;
@@ -690,7 +690,7 @@ Test(provision_sim, root_only_keys_refused_to_a_token_before_any_request)
 			req.sets = &sets;
 			struct up_result *res = NULL;
 			struct pve_error e = {0};
-			cr_assert_eq(cli_up_launch(&req, &env, &res, &e), -1, "%s accepted", cases[i].key);
+			cr_assert_eq(test_up_run(&req, &env, &res, &e), -1, "%s accepted", cases[i].key);
 			cr_assert_null(res);
 			char *want = strprintf("--set %s: only root can set '%s' config", cases[i].key,
 					       cases[i].key);
@@ -702,7 +702,7 @@ Test(provision_sim, root_only_keys_refused_to_a_token_before_any_request)
 		}
 	/* others' keys pass: the dry run plans */
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	env.conf = &cf;
 	req.no_inject = true;
 	req.dry_run = true;
@@ -712,7 +712,7 @@ Test(provision_sim, root_only_keys_refused_to_a_token_before_any_request)
 	req.sets = &sets;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	cr_assert_eq(cli_up_launch(&req, &env, &res, &e), 0, "%s", e.message ? e.message : "");
+	cr_assert_eq(test_up_run(&req, &env, &res, &e), 0, "%s", e.message ? e.message : "");
 	up_results_free(res, 1);
 	pve_error_clear(&e);
 	tmpl_kvlist_free(&sets);
@@ -754,13 +754,13 @@ Test(provision_sim, key_of_another_version_named_before_anything_is_made)
 	unlink(path);
 	const char *names[] = {"k1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct tmpl_kvlist sets = {0};
 	cr_assert_eq(tmpl_kvlist_add(&sets, "allow-ksm", "0", 0), 0);
 	req.sets = &sets;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	(void)cli_up_launch(&req, &env, &res, &e);
+	(void)test_up_run(&req, &env, &res, &e);
 	cr_assert_not_null(res, "%s", e.message ? e.message : "");
 	cr_assert_eq(res[0].status, UP_FAILED);
 	cr_expect(res[0].error.message &&
@@ -784,13 +784,13 @@ Test(provision_sim, smaller_size_warned_disk_kept)
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"web2"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct tmpl_kvlist sets = {0};
 	tmpl_kvlist_add(&sets, "size", "10G", 0);
 	req.sets = &sets;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_expect(strstr(sbuf_str(&f.ev.text), "web2 resize") &&
@@ -823,10 +823,10 @@ Test(provision_sim, clone_up_request_budget)
 	json_object_put(log);
 	const char *names[] = {"budget1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -869,10 +869,10 @@ Test(provision_sim, rerun_converges_without_second_guest)
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"conv1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	int vmid = res[0].vmid;
@@ -880,7 +880,7 @@ Test(provision_sim, rerun_converges_without_second_guest)
 	up_results_free(res, 1);
 
 	/* same again: nothing to do */
-	rc = cli_up_launch(&req, &env, &res, &e);
+	rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_UNCHANGED, "%s", up_status_name(res[0].status));
@@ -904,7 +904,7 @@ Test(provision_sim, rerun_converges_without_second_guest)
 	json_object_put(ans);
 	free(p);
 
-	rc = cli_up_launch(&req, &env, &res, &e);
+	rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_CONVERGED);
@@ -932,13 +932,13 @@ Test(provision_sim, parallel_rollout_caps_in_flight)
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"pa", "pb", "pc", "pd", "pe"};
 	struct up_request req = up_req(&f, names, 5);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	env.parallel = 2;
 	env.client = NULL;
 	req.no_start = true;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 5);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(f.ev.begins, 5);
@@ -973,13 +973,13 @@ Test(provision_sim, parallel_workers_never_claim_the_same_vmid)
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"va", "vb", "vc", "vd", "ve", "vf", "vg", "vh"};
 	struct up_request req = up_req(&f, names, 8);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	env.parallel = 4;
 	env.client = NULL;
 	req.no_start = true;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 8);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(f.ev.max_in_flight, 4, "four ran at once");
@@ -998,13 +998,13 @@ Test(provision_sim, lxc_up_on_pve8)
 	fx_start(&f, DEMO, "templates/ubuntu-24.04-ct.tmpl", NULL);
 	const char *names[] = {"ct1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct tmpl_kvlist sets = {0};
 	tmpl_kvlist_add(&sets, "net0", "name=eth0,bridge=vmbr0,ip=10.30.0.9/24", 0);
 	req.sets = &sets;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -1034,13 +1034,13 @@ Test(provision_sim, openvz_up_on_pve3)
 	fx_start(&f, PVE3, "templates/debian-7-openvz.tmpl", NULL);
 	const char *names[] = {"ovz1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct tmpl_kvlist vars = {0};
 	tmpl_kvlist_add(&vars, "ip", "10.0.3.50", 0);
 	req.vars = &vars;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -1068,24 +1068,19 @@ Test(provision_sim, down_running_and_missing)
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"gone1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	req.no_start = false;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	int vmid = res[0].vmid;
 	up_results_free(res, 1);
 
-	struct down_request dr = {
-		.name = "gone1",
-		.purge = true,
-		.client = f.c,
-		.wait = {.clock = &f.clk, .poll_s = 1},
-	};
+	const struct test_up_env denv = {.client = f.c, .wait = {.clock = &f.clk, .poll_s = 1}};
 	struct up_result r;
-	cr_assert_eq(cli_down_launch(&dr, &r), 0, "%s", r.error.message ? r.error.message : "");
+	cr_assert_eq(test_down_run("gone1", true, false, &denv, &r), 0, "%s", r.error.message ? r.error.message : "");
 	cr_assert_eq(r.status, UP_DELETED);
 	cr_assert_eq(r.vmid, vmid);
 	cr_assert_eq(r.n_steps, 3);
@@ -1101,7 +1096,7 @@ Test(provision_sim, down_running_and_missing)
 	json_object_put(log);
 
 	/* missing: not found (exit 2), absent, nothing sent but lookups */
-	cr_assert_eq(cli_down_launch(&dr, &r), -1);
+	cr_assert_eq(test_down_run("gone1", true, false, &denv, &r), -1);
 	cr_assert_eq(r.status, UP_ABSENT);
 	cr_assert_eq(r.outcome, JOB_OUT_USAGE);
 	cr_assert_eq(r.error.kind, PVE_ERR_NOT_FOUND);
@@ -1128,28 +1123,28 @@ Test(provision_sim, names_checked_before_anything_is_sent)
 	json_object_put(log);
 	const char *bad[] = {"ok1", "bad_name"};
 	struct up_request req = up_req(&f, bad, 2);
-	struct up_env env = up_env_of(&f);
-	cr_assert_eq(cli_up_launch(&req, &env, &res, &e), -1);
+	struct test_up_env env = up_env_of(&f);
+	cr_assert_eq(test_up_run(&req, &env, &res, &e), -1);
 	cr_assert_null(res);
 	cr_assert_eq(e.kind, PVE_ERR_CONFIG);
 	cr_assert_not_null(strstr(e.message, "bad_name"));
 	pve_error_clear(&e);
 	const char *dup[] = {"same", "SAME"};
 	req = up_req(&f, dup, 2);
-	cr_assert_eq(cli_up_launch(&req, &env, &res, &e), -1);
+	cr_assert_eq(test_up_run(&req, &env, &res, &e), -1);
 	cr_assert_not_null(strstr(e.message, "twice"), "%s", e.message);
 	pve_error_clear(&e);
 	const char *two[] = {"a1", "a2"};
 	req = up_req(&f, two, 2);
 	req.vmid = 500;
-	cr_assert_eq(cli_up_launch(&req, &env, &res, &e), -1);
+	cr_assert_eq(test_up_run(&req, &env, &res, &e), -1);
 	cr_assert_eq(e.kind, PVE_ERR_CONFIG);
 	pve_error_clear(&e);
 	struct tmpl_kvlist sets = {0};
 	tmpl_kvlist_add(&sets, "nonsense", "1", 0);
 	req = up_req(&f, two, 1);
 	req.sets = &sets;
-	cr_assert_eq(cli_up_launch(&req, &env, &res, &e), -1);
+	cr_assert_eq(test_up_run(&req, &env, &res, &e), -1);
 	cr_assert_not_null(strstr(e.message, "nonsense"));
 	pve_error_clear(&e);
 	tmpl_kvlist_free(&sets);
@@ -1176,10 +1171,10 @@ Test(provision_sim, duplicate_name_in_cluster_fails_naming_vmids)
 	simproc_advance(&f.sp, 30);
 	const char *names[] = {"twin"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	cr_assert_eq(cli_up_launch(&req, &env, &res, &e), -1);
+	cr_assert_eq(test_up_run(&req, &env, &res, &e), -1);
 	cr_assert_eq(res[0].status, UP_FAILED);
 	cr_assert_not_null(strstr(res[0].error.message, "911"));
 	cr_assert_not_null(strstr(res[0].error.message, "912"));
@@ -1201,12 +1196,12 @@ static void *up_same(void *a)
 	struct same_arg *sa = a;
 	static const char *const names[] = {"samename"};
 	struct up_request req = up_req(sa->f, names, 1);
-	struct up_env env = up_env_of(sa->f);
+	struct test_up_env env = up_env_of(sa->f);
 	env.client = NULL; /* each run its own client, like two processes */
 	req.no_start = true;
 	env.on_event = NULL;
 	struct pve_error e = {0};
-	sa->rc = cli_up_launch(&req, &env, &sa->res, &e);
+	sa->rc = test_up_run(&req, &env, &sa->res, &e);
 	pve_error_clear(&e);
 	return NULL;
 }
@@ -1249,7 +1244,7 @@ Test(provision_sim, nic_model_change_keeps_mac)
 	fx_start(&f, DEMO, "templates/freebsd-9.0.tmpl", NULL);
 	const char *names[] = {"bsd9"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct tmpl_kvlist vars = {0}, sets = {0};
 	tmpl_kvlist_add(&vars, "ip", "10.40.0.9", 0);
 	tmpl_kvlist_add(&sets, "net0", "virtio,bridge=vmbr0", 0);
@@ -1258,7 +1253,7 @@ Test(provision_sim, nic_model_change_keeps_mac)
 	req.no_start = true;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	const char *line = NULL;
@@ -1301,11 +1296,11 @@ Test(provision_sim, create_from_iso)
 	free(path);
 	const char *names[] = {"iso1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	req.node = "pve2";
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -1335,12 +1330,12 @@ Test(provision_sim, clone_to_a_node_without_shared_storage_is_cloned_then_moved)
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"far1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	req.node = "pve2";
 	req.no_start = true;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -1381,10 +1376,10 @@ Test(provision_sim, lxc_template_on_pve3_makes_openvz)
 	free(path);
 	const char *names[] = {"ct3"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].type, GUEST_OPENVZ);
@@ -1401,7 +1396,7 @@ Test(provision_sim, lxc_template_on_pve3_makes_openvz)
 	json_object_put(log);
 	up_results_free(res, 1);
 	/* again: converged, nothing to change */
-	rc = cli_up_launch(&req, &env, &res, &e);
+	rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_UNCHANGED, "%s", up_status_name(res[0].status));
@@ -1415,10 +1410,10 @@ Test(provision_sim, converge_running_guest_reports_pending_keys)
 	fx_start(&f, DEMO, "templates/ubuntu-24.04.tmpl", ubuntu_static);
 	const char *names[] = {"run1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_null(res[0].pending, "a fresh guest has nothing pending");
@@ -1432,7 +1427,7 @@ Test(provision_sim, converge_running_guest_reports_pending_keys)
 	cr_assert_eq(status, 200);
 	json_object_put(ans);
 	free(p);
-	rc = cli_up_launch(&req, &env, &res, &e);
+	rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_CONVERGED);
@@ -1463,12 +1458,12 @@ static void *up_one_run(void *a)
 {
 	struct ten_arg *ta = a;
 	struct up_request req = up_req(ta->f, ta->name, 1);
-	struct up_env env = up_env_of(ta->f);
+	struct test_up_env env = up_env_of(ta->f);
 	env.client = NULL; /* own client, like a separate process */
 	req.no_start = true;
 	env.on_event = NULL;
 	struct pve_error e = {0};
-	ta->rc = cli_up_launch(&req, &env, &ta->res, &e);
+	ta->rc = test_up_run(&req, &env, &ta->res, &e);
 	pve_error_clear(&e);
 	return NULL;
 }
@@ -1577,6 +1572,15 @@ static void inj_tmpl(struct fx *f, const char *addr, int port, bool with_files)
 	free(path);
 }
 
+/* f on the demo scenario, the guest (FreeBSD 14) answering SSH at addr,
+ * and inj_tmpl's template for it. */
+static void inj_start(struct fx *f, const char *addr, bool with_files)
+{
+	sshguest_start("freebsd-14", addr);
+	fx_start(f, DEMO, NULL, NULL);
+	inj_tmpl(f, ge.sd.addr, ge.sd.port, with_files);
+}
+
 /* pvagent.conf [ssh] for the guest: its client key and known_hosts. */
 static struct conf inj_conf(void)
 {
@@ -1597,6 +1601,17 @@ static const struct up_step *step_of(const struct up_result *r, const char *name
 	return NULL;
 }
 
+/* Has text a line that starts with head and ends with tail? */
+static bool has_line(const char *text, const char *head, const char *tail)
+{
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		size_t n = strcspn(l, "\n"), h = strlen(head), t = strlen(tail);
+		if (n >= h + t && !strncmp(l, head, h) && !strncmp(l + n - t, tail, t))
+			return true;
+	}
+	return false;
+}
+
 static char *guest_text(const char *path)
 {
 	char *t = NULL;
@@ -1614,18 +1629,16 @@ static size_t count_of(const char *hay, const char *needle)
 
 Test(provision_inject, up_injects_then_rerun_is_unchanged)
 {
-	sshguest_start("freebsd-14", "127.0.1.140");
 	static struct fx f;
-	fx_start(&f, DEMO, NULL, NULL);
-	inj_tmpl(&f, ge.sd.addr, ge.sd.port, true);
+	inj_start(&f, "127.0.1.140", true);
 	struct conf c = inj_conf();
 	const char *names[] = {"inj1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	env.conf = &c;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -1643,8 +1656,8 @@ Test(provision_inject, up_injects_then_rerun_is_unchanged)
 	const char *t = sbuf_str(&f.ev.text);
 	cr_assert(strstr(t, "inj1 inject ") && strstr(t, "changed: FreeBSD 14.1-RELEASE-p5"),
 		  "the inject step and its summary are reported:\n%s", t);
-	cr_assert(strstr(t, "inj1 progress inject detect: FreeBSD 14.1-RELEASE-p5"),
-		  "inject's own steps are progress of the inject step:\n%s", t);
+	cr_assert(has_line(t, "inj1 detect ", "s FreeBSD 14.1-RELEASE-p5"),
+		  "inject's own steps are the step events of its job:\n%s", t);
 	cr_assert_eq(count_of(t, "waiting for SSH"), 0, "the guest answered at once:\n%s", t);
 	cr_assert_eq(up_results_outcome(res, 1), JOB_OUT_DONE);
 	/* the files in the guest */
@@ -1662,7 +1675,7 @@ Test(provision_inject, up_injects_then_rerun_is_unchanged)
 	/* again: the guest matches, and inject runs and says so */
 	char *before = guestenv_snapshot(&ge);
 	cr_assert_not_null(before);
-	rc = cli_up_launch(&req, &env, &res, &e);
+	rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0);
 	cr_assert_eq(res[0].status, UP_UNCHANGED, "%s", up_status_name(res[0].status));
@@ -1683,12 +1696,104 @@ Test(provision_inject, up_injects_then_rerun_is_unchanged)
 	fx_stop(&f);
 }
 
+/* The event sink of an up that is stopped once its inject job has read
+ * the guest's files: what a kill does between two of inject's steps. */
+struct stop_at_read {
+	struct evlog *ev;
+	volatile sig_atomic_t stop;
+};
+
+static void stop_after_read(void *ctx, const struct job_event *ev)
+{
+	struct stop_at_read *s = ctx;
+	on_event(s->ev, ev);
+	if (ev->kind == JOB_EV_STEP && !strcmp(ev->workflow, "inject") && !strcmp(ev->step, "read"))
+		s->stop = 1;
+}
+
+/* up's inject step is an inject job of its own, a child of the up job: an
+ * up interrupted during it is resumed by the same command, which resumes
+ * that inject job where it stopped (one inject job, each of its steps run
+ * once) and ends done. */
+Test(provision_inject, up_interrupted_in_inject_resumes_the_same_inject_job)
+{
+	static struct fx f;
+	inj_start(&f, "127.0.1.147", true);
+	struct conf c = inj_conf();
+	char *db = strprintf("%s/state.db", f.sp.dir), *serr = NULL;
+	struct store *st = NULL;
+	cr_assert_eq(store_open(db, &st, &serr), 0, "%s", serr ? serr : "?");
+	struct stop_at_read sr = {.ev = &f.ev};
+	const char *names[] = {"inj7"};
+	struct up_request req = up_req(&f, names, 1);
+	struct test_up_env env = up_env_of(&f);
+	env.conf = &c;
+	env.store = st;
+	env.on_event = stop_after_read;
+	env.event_ctx = &sr;
+	env.stop = &sr.stop;
+	char *before = guestenv_snapshot(&ge);
+	cr_assert_not_null(before);
+	struct up_result *res = NULL;
+	struct pve_error e = {0};
+	int rc = test_up_run(&req, &env, &res, &e);
+	cr_assert_eq(rc, -1);
+	cr_assert_not_null(res, "%s", e.message ? e.message : "");
+	cr_assert_eq(res[0].outcome, JOB_OUT_INTERRUPTED, "%s",
+		     job_outcome_name(res[0].outcome));
+	cr_assert_str_eq(res[0].failed_step, "inject");
+	long long up_id = res[0].job;
+	cr_assert_gt(up_id, 0);
+	up_results_free(res, 1);
+	char *mid = guestenv_snapshot(&ge);
+	cr_assert_str_eq(mid, before, "stopped after the read: nothing written yet");
+	free(mid);
+	free(before);
+	const char *one = "SELECT count(*) FROM jobs WHERE workflow = 'inject'";
+	cr_assert_eq(test_db_int(db, one, NULL), 1);
+	char *id = strprintf("%lld", up_id);
+	cr_assert_eq(test_db_int(db, "SELECT count(*) FROM jobs WHERE workflow = 'inject' AND "
+				 "state = 'interrupted' AND json_extract(params, '$.parent') = "
+				 "CAST(? AS INTEGER)", id), 1, "the up job's child, interrupted");
+
+	/* the same command again */
+	sr.stop = 0;
+	env.on_event = on_event;
+	env.event_ctx = &f.ev;
+	rc = test_up_run(&req, &env, &res, &e);
+	show_failure(res, 1);
+	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
+	cr_assert_eq(res[0].job, up_id, "the interrupted up job was resumed");
+	cr_assert_eq(res[0].status, UP_CREATED);
+	cr_assert_eq(res[0].inject.status, INJ_CHANGED);
+	cr_assert_str_eq(res[0].inject.summary,
+			 "changed: FreeBSD 14.1-RELEASE-p5: /boot/loader.conf, /etc/rc.conf");
+	cr_assert_not_null(step_of(&res[0], "inject"));
+	up_results_free(res, 1);
+	cr_assert_eq(test_db_int(db, one, NULL), 1, "no second inject job");
+	cr_assert_eq(test_db_int(db, "SELECT count(*) FROM jobs WHERE workflow = 'inject' AND "
+				 "state = 'done' AND json_extract(params, '$.parent') = "
+				 "CAST(? AS INTEGER)", id), 1, "the same inject job, done");
+	cr_assert_eq(test_db_int(db, "SELECT count(*) FROM jobs WHERE workflow = 'up'", NULL), 1);
+	/* each of inject's steps ran once, across the two runs */
+	const char *steps[] = {"connect", "detect", "read", "plan", "write", "verify"};
+	for (size_t i = 0; i < 6; i++)
+		cr_assert_eq(test_db_int(db, "SELECT count(*) FROM events e JOIN jobs j ON e.job = "
+					 "j.id WHERE j.workflow = 'inject' AND e.kind = 'step' AND "
+					 "e.step = ?", steps[i]), 1, "step %s", steps[i]);
+	char *rcconf = guest_text("/etc/rc.conf");
+	cr_expect(strstr(rcconf, "hostname=\"inj7\"\n"), "%s", rcconf);
+	free(rcconf);
+	free(id);
+	free(db);
+	store_close(st);
+	fx_stop(&f);
+}
+
 Test(provision_inject, failed_inject_fails_up_naming_the_step_files_unchanged)
 {
-	sshguest_start("freebsd-14", "127.0.1.141");
 	static struct fx f;
-	fx_start(&f, DEMO, NULL, NULL);
-	inj_tmpl(&f, ge.sd.addr, ge.sd.port, true);
+	inj_start(&f, "127.0.1.141", true);
 	struct conf c = inj_conf();
 	/* root ignores permission bits: make /boot immutable so that writing
 	 * /boot/loader.conf fails (after /etc/rc.conf... whichever order,
@@ -1700,11 +1805,11 @@ Test(provision_inject, failed_inject_fails_up_naming_the_step_files_unchanged)
 	cr_assert_not_null(before);
 	const char *names[] = {"inj2"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	env.conf = &c;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	cr_assert_eq(rc, -1);
 	cr_assert_not_null(res);
 	cr_assert_eq(res[0].status, UP_FAILED);
@@ -1773,10 +1878,10 @@ Test(provision_inject, no_file_sections_or_no_inject_never_touch_ssh)
 	inj_tmpl(&f, "127.0.1.143", port, false);
 	const char *names[] = {"plain1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, &res, &e);
+	int rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -1791,7 +1896,7 @@ Test(provision_inject, no_file_sections_or_no_inject_never_touch_ssh)
 	names[0] = "plain2";
 	req = up_req(&f, names, 1);
 	req.no_inject = true;
-	rc = cli_up_launch(&req, &env, &res, &e);
+	rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_assert_eq(res[0].status, UP_CREATED);
@@ -1804,7 +1909,7 @@ Test(provision_inject, no_file_sections_or_no_inject_never_touch_ssh)
 	names[0] = "plain3";
 	req = up_req(&f, names, 1);
 	req.no_start = true;
-	rc = cli_up_launch(&req, &env, &res, &e);
+	rc = test_up_run(&req, &env, &res, &e);
 	show_failure(res, 1);
 	cr_assert_eq(rc, 0, "%s", e.message ? e.message : "");
 	cr_assert(!res[0].inject.ran);
@@ -1826,17 +1931,17 @@ Test(provision_inject, guest_files_without_ssh_settings_refused_up_front)
 	json_object_put(log);
 	const char *names[] = {"nossh1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	cr_assert_eq(cli_up_launch(&req, &env, &res, &e), -1);
+	cr_assert_eq(test_up_run(&req, &env, &res, &e), -1);
 	cr_assert_null(res);
 	cr_assert_eq(e.kind, PVE_ERR_CONFIG);
 	cr_assert(strstr(e.message, "guest files to inject"), "%s", e.message);
 	pve_error_clear(&e);
 	struct conf c = {0}; /* no known_hosts */
 	env.conf = &c;
-	cr_assert_eq(cli_up_launch(&req, &env, &res, &e), -1);
+	cr_assert_eq(test_up_run(&req, &env, &res, &e), -1);
 	cr_assert(strstr(e.message, "known_hosts"), "%s", e.message);
 	pve_error_clear(&e);
 	log = simproc_requests(&f.sp);
@@ -1846,7 +1951,7 @@ Test(provision_inject, guest_files_without_ssh_settings_refused_up_front)
 }
 
 /* up of one guest (name) whose address (addr) refuses SSH, with an
- * inject template and no known_hosts entry: cli_up_launch's return; *res
+ * inject template and no known_hosts entry: test_up_run's return; *res
  * its results, *kh the known_hosts path to free. */
 static int up_mute(struct fx *f, const char *addr, const char *name, double wait_s,
 		   bool no_wait, struct up_result **res, char **kh)
@@ -1862,12 +1967,12 @@ static int up_mute(struct fx *f, const char *addr, const char *name, double wait
 	static const char *names[1];
 	names[0] = name;
 	struct up_request req = up_req(f, names, 1);
-	struct up_env env = up_env_of(f);
+	struct test_up_env env = up_env_of(f);
 	env.conf = &c;
 	req.ssh_wait_s = wait_s;
 	req.no_wait_ssh = no_wait;
 	struct pve_error e = {0};
-	int rc = cli_up_launch(&req, &env, res, &e);
+	int rc = test_up_run(&req, &env, res, &e);
 	pve_error_clear(&e);
 	return rc;
 }
@@ -1932,10 +2037,8 @@ Test(provision_inject, no_wait_ssh_is_done_without_files)
  * attempt, exit 4, the guest untouched. */
 Test(provision_inject, host_key_mismatch_is_not_retried)
 {
-	sshguest_start("freebsd-14", "127.0.1.146");
 	static struct fx f;
-	fx_start(&f, DEMO, NULL, NULL);
-	inj_tmpl(&f, ge.sd.addr, ge.sd.port, true);
+	inj_start(&f, "127.0.1.146", true);
 	char *other = strprintf("%s/other_key", ge.sd.etc);
 	char *other_pub = strprintf("%s.pub", other);
 	char *kh = strprintf("%s/wrong_known_hosts", ge.sd.etc);
@@ -1948,11 +2051,11 @@ Test(provision_inject, host_key_mismatch_is_not_retried)
 	char *before = guestenv_snapshot(&ge);
 	const char *names[] = {"hk1"};
 	struct up_request req = up_req(&f, names, 1);
-	struct up_env env = up_env_of(&f);
+	struct test_up_env env = up_env_of(&f);
 	env.conf = &c;
 	struct up_result *res = NULL;
 	struct pve_error e = {0};
-	cr_assert_eq(cli_up_launch(&req, &env, &res, &e), -1);
+	cr_assert_eq(test_up_run(&req, &env, &res, &e), -1);
 	cr_assert_eq(res[0].status, UP_FAILED);
 	cr_assert_str_eq(res[0].inject.failed_step, "connect");
 	cr_assert_eq(res[0].inject.outcome, JOB_OUT_UNREACHABLE);
