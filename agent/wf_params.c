@@ -217,13 +217,16 @@ static const struct job_param down_params[] = {
 	{0},
 };
 
-/* The guest a guest command works on (target.h): template, address, vars. */
-#define TARGET_PARAMS                                                                    \
+/* The guest a guest command works on (target.h): its template, its vars
+ * and its address, each where its command's help lists it. */
+#define TARGET_TEMPLATE                                                                  \
 	{"template", JOB_PARAM_STR, PEER, 0, 0,                                          \
 	 OPTS(OPT("template", 't', "NAME", "the guest's template (default: the one its " \
-		  "description names)"))},                                               \
+		  "description names)"))}
+#define TARGET_VARS                                                                      \
 	{"vars", JOB_PARAM_KV_MAP, PEER, 0, 0,                                           \
-	 OPTS(OPT("var", 0, "K=V", "set the template variable K (repeatable)"))},        \
+	 OPTS(OPT("var", 0, "K=V", "set the template variable K (repeatable)"))}
+#define TARGET_ADDRESS                                                                   \
 	{"address", JOB_PARAM_STR, PEER, 0, 0,                                           \
 	 OPTS(OPT("address", 0, "A", "the guest's address (default: as the template "    \
 		  "says)"))}
@@ -231,14 +234,18 @@ static const struct job_param down_params[] = {
 static const struct job_param inject_params[] = {
 	{"dry_run", JOB_PARAM_BOOL, PEER, 0, 0,
 	 OPTS(OPT("dry-run", 0, NULL, "show each file's diff; write nothing"))},
-	TARGET_PARAMS,
+	TARGET_TEMPLATE,
+	TARGET_VARS,
+	TARGET_ADDRESS,
 	{0},
 };
 
 static const struct job_param bench_params[] = {
 	{"size_mib", JOB_PARAM_INT, PEER, 1, MIB_MAX,
 	 OPTS(OPTV("size", 0, "MiB", "the test file's size (default 256)", size_mib))},
-	TARGET_PARAMS,
+	TARGET_ADDRESS,
+	TARGET_TEMPLATE,
+	TARGET_VARS,
 	{0},
 };
 
@@ -255,10 +262,12 @@ static const struct job_param virtio_params[] = {
 	 OPTS(OPT("keep-snapshot", 0, NULL, "keep the pvagent_virtio snapshot as a way back"))},
 	{"bench_size_mib", JOB_PARAM_INT, PEER, 1, MIB_MAX,
 	 OPTS(OPTV("size", 0, "MiB", "the --bench test file's size (default 256)", size_mib))},
+	TARGET_ADDRESS,
+	TARGET_TEMPLATE,
 	{"verify_timeout_s", JOB_PARAM_NUM, PEER, 1, 86400,
 	 OPTS(OPTV("timeout", 0, "S", "seconds the converted guest has to prove itself "
 		   "(default 300)", seconds))},
-	TARGET_PARAMS,
+	TARGET_VARS,
 	{"vmid", JOB_PARAM_INT, PEER | ZERO, 100, VMID_MAX, NULL},
 	{0},
 };
