@@ -16,6 +16,19 @@ const struct job_param *job_param_find(const struct job_params_decl *d, const ch
 	return NULL;
 }
 
+const struct job_param_opt *job_param_opt_find(const struct job_params_decl *d, const char *name,
+					       const struct job_param **param)
+{
+	for (const struct job_param *p = d->params; p->key; p++)
+		for (const struct job_param_opt *o = p->opts; o && o->name; o++)
+			if (strcmp(o->name, name) == 0) {
+				if (param)
+					*param = p;
+				return o;
+			}
+	return NULL;
+}
+
 const char *job_param_type_name(enum job_param_type t)
 {
 	switch (t) {

@@ -34,15 +34,33 @@ enum job_param_type {
 #define JOB_PARAM_TEXT 0x4u  /* a text of lines (a script): newlines and tabs
 				are not the control characters it refuses */
 
+/* An option of the command line that sets a param: all the CLI needs
+ * to take it (cmd_args_parse builds its getopt list and fills the params
+ * from these), to describe it (its help) and to complete it. */
+struct job_param_opt {
+	const char *name;  /* the long option ("storage-map") */
+	char short_name;   /* its short form ('t'), or 0 */
+	const char *arg;   /* its argument, as help names it ("MiB/s"); NULL:
+			      it takes none (a BOOL's, or a value of its own) */
+	const char *help;  /* one line: what it does, with its default */
+	/* The value it gives the param (a new reference in *v) when its
+	 * param's type alone does not say it (a bus's name, a storage id,
+	 * a KV's [key, value] of another syntax than NAME=VALUE), or NULL:
+	 * by the type. 0, or -1 with *why (static: what it expects,
+	 * "expected a storage id"). Pure. */
+	int (*value)(const struct job_param_opt *o, const char *arg, json_object **v,
+		     const char **why);
+};
+
 struct job_param {
 	const char *key;
 	enum job_param_type type;
 	unsigned flags;
 	double min, max;       /* INT and NUM: the range (both 0: any) */
-	/* the command's long options that set it, comma-separated
-	 * ("storage-map,storage"), or NULL: the command or the engine sets
-	 * it. What the property test (test_job_contract) walks. */
-	const char *options;
+	/* the command's options that set it ({NULL}-ended, in the order
+	 * its help lists them), or NULL: the command or the engine sets it.
+	 * What the property test (test_job_contract) walks. */
+	const struct job_param_opt *opts;
 };
 
 /* What job_submit does with an unfinished job of the same workflow and
@@ -76,6 +94,10 @@ struct job_params_decl {
 
 /* The member key of d, or NULL. */
 const struct job_param *job_param_find(const struct job_params_decl *d, const char *key);
+/* The option of d's params called name (*param: its param, when not
+ * NULL), or NULL. */
+const struct job_param_opt *job_param_opt_find(const struct job_params_decl *d, const char *name,
+					       const struct job_param **param);
 /* The type's name, for messages ("a string"). */
 const char *job_param_type_name(enum job_param_type t);
 

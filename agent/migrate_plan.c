@@ -33,40 +33,6 @@ void mig_plan_free(struct mig_plan *p)
 	memset(p, 0, sizeof *p);
 }
 
-static bool storage_id_ok(const char *s, size_t n)
-{
-	if (n == 0 || !isalpha((unsigned char)s[0]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
-			return false;
-	return true;
-}
-
-bool migrate_map_valid(const char *map, const char **why)
-{
-	static const char *bad = "expected a storage id, or SRC:DST pairs separated by ','";
-	if (!map || !*map) {
-		*why = bad;
-		return false;
-	}
-	bool pairs = strchr(map, ':') != NULL;
-	for (const char *p = map;;) {
-		const char *e = strchrnul(p, ',');
-		const char *colon = memchr(p, ':', (size_t)(e - p));
-		if (pairs != (colon != NULL) ||
-		    (colon && (!storage_id_ok(p, (size_t)(colon - p)) ||
-			       !storage_id_ok(colon + 1, (size_t)(e - colon - 1)))) ||
-		    (!colon && (!storage_id_ok(p, (size_t)(e - p)) || *e))) {
-			*why = bad;
-			return false;
-		}
-		if (!*e)
-			return true;
-		p = e + 1;
-	}
-}
-
 char *migrate_map_storage(const char *map, const char *src)
 {
 	if (!map)

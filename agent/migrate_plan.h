@@ -9,6 +9,7 @@
 
 #include "guest.h"
 #include "pve.h"
+#include "wf_params.h"
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -110,8 +111,8 @@ int migrate_plan_params(const struct mig_plan *p, const struct mig_facts *f,
 /* The storage a source storage maps to under map ("DST", or
  * "SRC:DST,SRC2:DST2"; a source not named keeps its storage); malloc'd. */
 char *migrate_map_storage(const char *map, const char *src);
-/* Is map a valid --storage / --storage-map value? *why static on false. */
-bool migrate_map_valid(const char *map, const char **why);
+/* (Is map a valid storage map: migrate_map_valid, wf_params.h, the
+ * param's syntax, which pvagentd links.) */
 
 /* Estimated seconds for a migration: memory at mem_bps (live), disks at
  * disk_bps, plus fixed overhead. Speeds <= 0 use defaults (100 MiB/s

@@ -31,25 +31,6 @@ struct image_ctx {
 	char *userinfo; /* --url's user:password, a secret while the job runs */
 };
 
-json_object *wf_image_params(const struct image_build_req *r)
-{
-	const struct job_params_decl *d = &wf_image_params_decl;
-	json_object *o = json_object_new_object();
-	const char *k[] = {"image", "image_path", "node", "storage", "import_storage", "url",
-			   "checksum"};
-	const char *v[] = {r->image->name, r->image->path, r->node, r->storage,
-			   r->import_storage, r->url, r->checksum};
-	int rc = o ? 0 : -1;
-	for (size_t i = 0; rc == 0 && i < sizeof k / sizeof k[0]; i++)
-		rc = job_param_set_str(d, o, k[i], v[i]);
-	if (rc < 0 || job_param_set_int(d, o, "vmid", r->vmid) < 0 ||
-	    job_param_set_bool(d, o, "rebuild", r->rebuild) < 0) {
-		json_object_put(o);
-		return NULL;
-	}
-	return o;
-}
-
 static int image_open(struct job *j, void *ctx)
 {
 	struct image_ctx *x = ctx;

@@ -21,9 +21,6 @@ struct image_build_req {
 	bool rebuild;               /* replace an existing template once the new one is done */
 };
 
-/* The parameters of a build job (subject: the image name). NULL on OOM. */
-json_object *wf_image_params(const struct image_build_req *r);
-
 /* The guests with a disk on a base volume of template vmid (linked
  * clones), as "NAME (VMID N)" in *names (malloc'd). Reads every VM's
  * config. 0 or -1. */

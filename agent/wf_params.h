@@ -19,4 +19,8 @@ const struct job_params_decl *wf_params_find(const char *workflow);
  * not rolling-node's, which only a rolling run makes. */
 const struct job_params_decl *const *wf_params_all(void);
 
+/* Is map a valid --storage / --storage-map value (a storage id, or
+ * SRC:DST pairs separated by ',')? *why static on false. */
+bool migrate_map_valid(const char *map, const char **why);
+
 #endif

@@ -204,8 +204,14 @@ struct cmd_opt {
 };
 struct cmd_args {
 	const char *cmd;
-	struct cmd_opt *v;
+	struct cmd_opt *v; /* the command's own options (a job command's:
+			      those that set no param) */
 	size_t n;
+	/* a job command's params as its options give them, by its
+	 * workflow's table (wf_params.c): each option's value of its
+	 * param's type, checked against its range; a copy is what the
+	 * handler appends (cmd_args_params). NULL: not a job command. */
+	json_object *params;
 	int argc;          /* positional arguments */
 	char **argv;
 	char **cmdline;    /* the whole command line from the command's name */
@@ -240,16 +246,18 @@ struct cmd_args {
 /* One command, declared as tmux declares its cmd_entry: the options and
  * the number of arguments it takes, the handler that builds a request
  * from them and runs it (or hands its jobs on) and prints, and for a job
- * command its workflow and the options that are the command's own (not
- * a param: the workflow's table, wf_params.c, names the options that set
- * each param). */
+ * command its workflow. A job command's options are its workflow's
+ * params' (their rows in wf_params.c name each option, its argument and
+ * help line) and, in longopts, its own: those that set no param (how it
+ * runs here: "parallel"; what it asks: "yes"). */
 struct cmd_entry {
 	const char *name;
 	const char *usage;             /* "NAME [--purge]" */
 	const char *help;
-	const char *shortopts;         /* for getopt ("t:n:") */
-	const struct option *longopts; /* NULL: none */
-	const char *repeatable;        /* options that may be given more than once */
+	const char *shortopts;         /* its own, for getopt ("t:n:") */
+	const struct option *longopts; /* its own (not its params'); NULL: none */
+	const char *repeatable;        /* its own that may be given more than once
+					  (a list param's option may be too) */
 	int min_args, max_args;        /* positional arguments; max -1: any number */
 	const char *arg_name;          /* what they are, for messages ("guest name") */
 	int (*run)(struct cli *cli, const struct cmd_args *a);
@@ -259,13 +267,33 @@ struct cmd_entry {
 	 * code their exit code); returns the exit code */
 	int (*render)(struct cli *cli, struct job *const *jobs, size_t n, int code);
 	unsigned flags;                /* CMD_* */
-	/* the long options of a job command that set no param of .wf (how it
-	 * runs here: "parallel"; what it asks: "yes"), comma-separated */
-	const char *cli_only;
 };
 
+/* A command's options as getopt takes them: its workflow's params' (in
+ * their table's order) then its own, each with the param it sets. */
+struct job_param;
+struct job_param_opt;
+struct cmd_opts {
+	struct option *longopts;            /* {0}-ended */
+	char *shortopts;
+	const struct job_param **param;     /* each option's param, NULL: its own */
+	const struct job_param_opt **popt;  /* and its row there */
+	size_t n;
+};
+/* e's options into *o (free with cmd_opts_free): 0, or -1 (out of
+ * memory). */
+int cmd_opts_build(const struct cmd_entry *e, struct cmd_opts *o);
+void cmd_opts_free(struct cmd_opts *o);
+/* A copy of a job command's params (a->params; empty when it has none):
+ * what its handler adds to and appends. NULL: out of memory. */
+json_object *cmd_args_params(const struct cmd_args *a);
+
 /* Parse argv (argv[0] the command's name) by e into *a (free with
- * cmd_args_free). 0, or EXIT_USAGE after saying what is wrong. */
+ * cmd_args_free): a job command's param options into a->params, by type
+ * (BOOL true; INT and NUM in the row's range; STR; STR_LIST "A,B"
+ * appended; KV_LIST and KV_MAP from K=V; or the option's value function),
+ * its own options into a->v. 0, or EXIT_USAGE after saying what is
+ * wrong. */
 int cmd_args_parse(const struct cmd_entry *e, int argc, char **argv, struct cmd_args *a);
 /* The "options:" part of a command's help: each option with its argument
  * and one line saying what it does (cli_help.c). */

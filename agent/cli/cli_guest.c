@@ -74,43 +74,9 @@ static int parse_var(const char *cmd, const char *arg, struct tmpl_kvlist *vars)
 
 /* ---- inject ----------------------------------------------------------------- */
 
-static const struct option inject_opts[] = {
-	{"dry-run", no_argument, NULL, 'd'},
-	{"template", required_argument, NULL, 't'},
-	{"var", required_argument, NULL, 'V'},
-	{"address", required_argument, NULL, 'a'},
-	{0},
-};
-
 static int cmd_inject(struct cli *cli, const struct cmd_args *a)
 {
-	bool dry_run = false;
-	const char *tname_opt = NULL, *address = NULL;
-	struct tmpl_kvlist vars = {0};
-	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < a->n; i++) {
-		const char *arg = a->v[i].val;
-		switch (a->v[i].opt) {
-		case 'd': dry_run = true; break;
-		case 't': tname_opt = arg; break;
-		case 'a': address = arg; break;
-		case 'V': rc = parse_var(a->cmd, arg, &vars); break;
-		default: rc = EXIT_USAGE; break;
-		}
-	}
-	if (rc) {
-		tmpl_kvlist_free(&vars);
-		return rc;
-	}
-	struct target_req treq = {
-		.name = a->argv[0],
-		.tmpl_name = tname_opt,
-		.address = address,
-		.vars = &vars,
-	};
-	rc = cli_job_add(cli, a->argv[0], wf_inject_params(&treq, dry_run));
-	tmpl_kvlist_free(&vars);
-	return rc;
+	return cli_job_add(cli, a->argv[0], cmd_args_params(a));
 }
 
 /* A guest job that failed before its result was made (finding the
@@ -162,50 +128,9 @@ int cli_inject_result(struct cli *cli, struct job *const *jobs, size_t n, int co
 
 /* ---- bench and virtio ------------------------------------------------------------ */
 
-static int parse_size_mib(const char *cmd, const char *arg, unsigned *out)
-{
-	char *end = NULL;
-	errno = 0;
-	unsigned long v = strtoul(arg, &end, 10);
-	if (errno || end == arg || *end || *arg == '-' || v == 0 || v > BENCH_MAX_SIZE_MIB)
-		return cli_usage_error(cmd, "--size: expected MiB from 1 to 1048576", arg);
-	*out = (unsigned)v;
-	return 0;
-}
-
-static const struct option bench_opts[] = {
-	{"size", required_argument, NULL, 's'},
-	{"address", required_argument, NULL, 'a'},
-	{"template", required_argument, NULL, 't'},
-	{"var", required_argument, NULL, 'V'},
-	{0},
-};
-
 static int cmd_bench(struct cli *cli, const struct cmd_args *a)
 {
-	const char *address = NULL, *tname = NULL;
-	struct tmpl_kvlist vars = {0};
-	unsigned size = 0;
-	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < a->n; i++) {
-		const char *arg = a->v[i].val;
-		switch (a->v[i].opt) {
-		case 's': rc = parse_size_mib("bench", arg, &size); break;
-		case 'a': address = arg; break;
-		case 't': tname = arg; break;
-		case 'V': rc = parse_var(a->cmd, arg, &vars); break;
-		default: rc = EXIT_USAGE; break;
-		}
-	}
-	if (rc) {
-		tmpl_kvlist_free(&vars);
-		return rc;
-	}
-	struct target_req treq = {.name = a->argv[0], .tmpl_name = tname, .address = address,
-				  .vars = &vars};
-	rc = cli_job_add(cli, a->argv[0], wf_bench_params(&treq, size));
-	tmpl_kvlist_free(&vars);
-	return rc;
+	return cli_job_add(cli, a->argv[0], cmd_args_params(a));
 }
 
 int cli_bench_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
@@ -287,67 +212,19 @@ static int print_virtio(struct cli *cli, struct job *j, json_object *o)
 	return rc;
 }
 
-static const struct option virtio_opts[] = {
-	{"bench", no_argument, NULL, 'b'},
-	{"dry-run", no_argument, NULL, 'd'},
-	{"disk-bus", required_argument, NULL, 'B'},
-	{"keep-snapshot", no_argument, NULL, 'k'},
-	{"size", required_argument, NULL, 's'},
-	{"address", required_argument, NULL, 'a'},
-	{"template", required_argument, NULL, 't'},
-	{"timeout", required_argument, NULL, 'T'},
-	{"var", required_argument, NULL, 'V'},
-	{0},
-};
-
 static int cmd_virtio(struct cli *cli, const struct cmd_args *a)
 {
-	const char *address = NULL, *tname = NULL;
-	struct tmpl_kvlist vars = {0};
-	bool bench = false, dry = false, keep = false;
-	enum convert_bus cbus = CONVERT_BUS_AUTO;
-	unsigned size = 0;
-	double timeout = 0;
-	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < a->n; i++) {
-		const char *arg = a->v[i].val;
-		switch (a->v[i].opt) {
-		case 'b': bench = true; break;
-		case 'd': dry = true; break;
-		case 'k': keep = true; break;
-		case 'B':
-			if (convert_bus_parse(arg, &cbus) < 0)
-				rc = cli_usage_error("virtio", "--disk-bus: virtio-blk or virtio-scsi", arg);
-			break;
-		case 's': rc = parse_size_mib("virtio", arg, &size); break;
-		case 'a': address = arg; break;
-		case 't': tname = arg; break;
-		case 'T': {
-			char *end = NULL;
-			timeout = strtod(arg, &end);
-			if (end == arg || *end || timeout < 1 || timeout > 86400)
-				rc = cli_usage_error("virtio", "--timeout: seconds from 1 to 86400", arg);
-			break;
-		}
-		case 'V': rc = parse_var(a->cmd, arg, &vars); break;
-		default: rc = EXIT_USAGE; break;
-		}
-	}
+	/* no bench in a dry run; a guest that does not exist is said before a
+	 * job is stored */
+	json_object *params = cmd_args_params(a);
+	if (params && json_flag(params, "dry_run"))
+		json_object_object_del(params, "bench");
+	int rc = cli_check_guest(cli, a->cmd, a->argv[0]);
 	if (rc) {
-		tmpl_kvlist_free(&vars);
+		json_object_put(params);
 		return rc;
 	}
-	const char *name = a->argv[0];
-	const struct target_req treq = {.name = name, .tmpl_name = tname, .address = address,
-					.vars = &vars};
-	const struct convert_request q = {.bus = cbus, .verify_timeout_s = timeout,
-					  .keep_snapshot = keep, .bench = bench && !dry,
-					  .bench_size_mib = size, .dry_run = dry};
-	/* a guest that does not exist is said before a job is stored */
-	if ((rc = cli_check_guest(cli, a->cmd, name)) == 0)
-		rc = cli_job_add(cli, name, convert_params(&treq, &q));
-	tmpl_kvlist_free(&vars);
-	return rc;
+	return cli_job_add(cli, a->argv[0], params);
 }
 
 int cli_virtio_result(struct cli *cli, struct job *const *jobs, size_t n, int code)
@@ -564,8 +441,8 @@ static int cmd_ssh(struct cli *cli, const struct cmd_args *a)
 
 const struct cmd_entry cmd_inject_entry = {
 	"inject", "NAME [--dry-run] [-t TEMPLATE] [--var K=V]... [--address A]",
-	"apply the template's guest files and hostname over SSH (--dry-run: show diffs)", "t:",
-	inject_opts, "V", 1, 1, "guest name", cmd_inject,
+	"apply the template's guest files and hostname over SSH (--dry-run: show diffs)", "",
+	NULL, NULL, 1, 1, "guest name", cmd_inject,
 	"pvagent inject web1 --dry-run\npvagent inject web1 -t ubuntu-24.04 --address 10.0.0.5",
 	.wf = &wf_inject,
 	.render = cli_inject_result,
@@ -575,8 +452,8 @@ const struct cmd_entry cmd_virtio_entry = {
 	"virtio",
 	"NAME [--dry-run] [--bench [--size MiB]] [--disk-bus virtio-blk|virtio-scsi] "
 	"[--keep-snapshot] [--address A] [-t TEMPLATE] [--var K=V]... [--timeout S]",
-	"convert IDE disks and e1000 NICs to virtio, rolling back on failure", "t:", virtio_opts,
-	"V", 1, 1, "guest name", cmd_virtio,
+	"convert IDE disks and e1000 NICs to virtio, rolling back on failure", "", NULL,
+	NULL, 1, 1, "guest name", cmd_virtio,
 	"pvagent virtio old1 --dry-run\npvagent virtio old1 --bench --disk-bus virtio-scsi",
 	.wf = &wf_virtio,
 	.render = cli_virtio_result,
@@ -586,7 +463,7 @@ const struct cmd_entry cmd_bench_entry = {
 	"bench", "NAME [--size MiB] [--address A] [-t TEMPLATE] [--var K=V]...",
 	"in-guest disk benchmark: sequential write/read, diskinfo, random reads; stored and "
 	"compared",
-	"t:", bench_opts, "V", 1, 1, "guest name", cmd_bench,
+	"", NULL, NULL, 1, 1, "guest name", cmd_bench,
 	"pvagent bench web1\npvagent bench web1 --size 512",
 	.wf = &wf_bench,
 	.render = cli_bench_result,

@@ -6,6 +6,7 @@
 #include "json.h"
 #include "output.h"
 #include "wf_image.h"
+#include "wf_params.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -110,52 +111,32 @@ static int image_show_cmd(struct cli *cli, const char *name)
 	return 0;
 }
 
-/* image build NAME [options] */
+/* image build NAME [options]: its params the options', with the
+ * configuration's node and storages where they give none, and the image */
 static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 {
-	struct image_build_req req = {0}; /* storages: the options, [pve], then the defaults */
-	/* for a container image, --import-storage is where its template goes */
-	long vmid = 0;
-	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < a->n; i++) {
-		const char *v = a->v[i].val;
-		switch (a->v[i].opt) {
-		case 'n': req.node = v; break;
-		case 's': req.storage = v; break;
-		case 'I': req.import_storage = v; break;
-		case 'u': req.url = v; break;
-		case 'k': req.checksum = v; break;
-		case 'i': rc = cli_parse_count("image", "--vmid", v, 100, 999999999, &vmid); break;
-		case 'R': req.rebuild = true; break;
-		default: rc = EXIT_USAGE; break;
-		}
-	}
-	if (rc)
-		return rc;
-	req.vmid = (int)vmid;
+	const struct job_params_decl *d = &wf_image_params_decl;
+	json_object *p = a->params;
+	const char *url = json_str(p, "url"), *checksum = json_str(p, "checksum");
 	char *algo = NULL, *hex = NULL;
 	const char *why = NULL;
-	if (req.url && strncmp(req.url, "http://", 7) != 0 &&
-	    strncmp(req.url, "https://", 8) != 0) {
-		char *shown = url_shown(req.url); /* never its userinfo */
+	int rc = 0;
+	if (url && strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+		char *shown = url_shown(url); /* never its userinfo */
 		rc = cli_error("usage", "image", "--url %s: not an http(s) URL",
 			       shown ? shown : "(the URL given)");
 		free(shown);
 		return rc;
 	}
-	if (req.checksum && image_checksum_arg(req.checksum, &algo, &hex, &why) < 0)
-		return cli_error("usage", "image", "--checksum %s: %s", req.checksum, why);
+	if (checksum && image_checksum_arg(checksum, &algo, &hex, &why) < 0)
+		return cli_error("usage", "image", "--checksum %s: %s", checksum, why);
 	free(algo);
 	free(hex);
 	if ((rc = cli_load_conf(cli)))
 		return rc;
-	if (!req.node)
-		req.node = cli->conf.pve.node;
-	if (!req.storage)
-		req.storage = conf_disk_storage(&cli->conf);
-	if (!req.import_storage)
-		req.import_storage = conf_import_storage(&cli->conf);
-	if (!req.node)
+	/* for a container image, the import storage is where its template goes */
+	const char *node = json_str(p, "node") ? json_str(p, "node") : cli->conf.pve.node;
+	if (!node)
 		return cli_error("usage", "image", "give --node (or [pve] node in %s)",
 				 cli->conf.path ? cli->conf.path : "the configuration");
 	struct image *im = NULL;
@@ -165,13 +146,13 @@ static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 		free(err);
 		return EXIT_USAGE;
 	}
-	if (im->lxc && (req.url || req.checksum)) {
+	if (im->lxc && (url || checksum)) {
 		cli_error("usage", "image", "image %s is a container template from PVE's appliance "
 			  "catalogue: --url and --checksum are for VM images", im->name);
 		image_free(im);
 		return EXIT_USAGE;
 	}
-	if (im->compression && !req.url) {
+	if (im->compression && !url) {
 		cli_error("usage", "image",
 			  "image %s is published %s-compressed, and PVE's download-url "
 			  "decompresses only ISO images: give --url of an uncompressed copy and "
@@ -179,8 +160,19 @@ static int image_build_cmd(struct cli *cli, const struct cmd_args *a)
 		image_free(im);
 		return EXIT_USAGE;
 	}
-	req.image = im;
-	rc = cli_job_add(cli, im->name, wf_image_params(&req));
+	json_object *params = cmd_args_params(a);
+	if (params && (job_param_set_str(d, params, "image", im->name) < 0 ||
+		       job_param_set_str(d, params, "image_path", im->path) < 0 ||
+		       job_param_set_str(d, params, "node", node) < 0 ||
+		       (!json_str(p, "storage") &&
+			job_param_set_str(d, params, "storage", conf_disk_storage(&cli->conf)) < 0) ||
+		       (!json_str(p, "import_storage") &&
+			job_param_set_str(d, params, "import_storage",
+					  conf_import_storage(&cli->conf)) < 0))) {
+		json_object_put(params);
+		params = NULL;
+	}
+	rc = cli_job_add(cli, im->name, params);
 	image_free(im);
 	return rc;
 }
@@ -333,20 +325,15 @@ static int cmd_image(struct cli *cli, const struct cmd_args *a)
 	return cli_usage_error("image", "expected list, show NAME, build NAME or rm NAME", sub);
 }
 
-static const struct option image_opts[] = {
-	{"node", required_argument, NULL, 'n'},     {"storage", required_argument, NULL, 's'},
-	{"import-storage", required_argument, NULL, 'I'},
-	{"url", required_argument, NULL, 'u'},      {"checksum", required_argument, NULL, 'k'},
-	{"vmid", required_argument, NULL, 'i'},     {"rebuild", no_argument, NULL, 'R'},
-	{"yes", no_argument, NULL, 'y'},            {0},
-};
+/* the option of image that sets no param (build's are its params') */
+static const struct option image_opts[] = {{"yes", no_argument, NULL, 'y'}, {0}};
 
 const struct cmd_entry cmd_image_entry = {
 	"image",
 	"list | show NAME | build NAME [--node N] [--storage S] [--import-storage S] [--url URL] "
 	"[--checksum ALGO:HEX] [--vmid ID] [--rebuild] | rm NAME [--yes]",
 	"template VMs from the distributions' official cloud images, through the API",
-	"n:s:y", image_opts, NULL, 1, 2, "subcommand and image", cmd_image,
+	"y", image_opts, NULL, 1, 2, "subcommand and image", cmd_image,
 	"pvagent image list\npvagent image show debian-13\npvagent image build debian-13\n"
 	"pvagent image build freebsd-15 --url http://mirror/FreeBSD-15.0-RELEASE-amd64-"
 	"BASIC-CLOUDINIT-ufs.qcow2 --checksum sha512:...\npvagent image rm debian-13\n"
@@ -354,5 +341,4 @@ const struct cmd_entry cmd_image_entry = {
 	.wf = &wf_image,
 	.render = cli_image_result,
 	.flags = CMD_JOBS | CMD_OWN_CLIENT,
-	.cli_only = "yes",
 };

@@ -148,38 +148,13 @@ static void migrate_read_free(void *ctx)
 
 static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 {
-	const char *storage = NULL;
-	long bw = 0, md = 0;
-	bool dry = false, force_ha = false;
 	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < a->n; i++) {
-		const char *arg = a->v[i].val, *why = NULL;
-		switch (a->v[i].opt) {
-		case 's':
-		case 'm':
-			if (storage)
-				rc = cli_usage_error("migrate", "give one of --storage and --storage-map",
-						     arg);
-			else if (!migrate_map_valid(arg, &why) ||
-				 (a->v[i].opt == 's' && strchr(arg, ':')))
-				rc = cli_usage_error("migrate", a->v[i].opt == 's'
-						     ? "--storage: expected a storage id"
-						     : "--storage-map: expected SRC:DST,...", arg);
-			storage = arg;
-			break;
-		case 'b': rc = cli_parse_count("migrate", "--bwlimit", arg, 1, 1 << 20, &bw); break;
-		case 'D': rc = cli_parse_count("migrate", "--max-downtime", arg, 1, 600000, &md); break;
-		case 'n': dry = true; break;
-		case 'H': force_ha = true; break;
-		default: rc = EXIT_USAGE; break;
-		}
-	}
 	/* submitted or not: an unknown node or guest is said before a job is
 	 * stored (the node check connects first); what is read here is the
 	 * job's too */
-	struct migrate_read *mr = rc == 0 ? calloc(1, sizeof *mr) : NULL;
+	struct migrate_read *mr = calloc(1, sizeof *mr);
 	json_object *nodes = NULL;
-	if (rc == 0 && (!mr || !(mr->mc = mig_cluster_new()))) {
+	if (!mr || !(mr->mc = mig_cluster_new())) {
 		fprintf(stderr, "pvagent migrate: out of memory\n");
 		rc = 1;
 	}
@@ -195,10 +170,8 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 		if (f <= 0)
 			rc = cli_fail_pve(cli, "migrate", &e);
 	}
-	json_object *params = rc == 0 ? wf_migrate_params(a->argv[1], storage, (unsigned)bw,
-							  (unsigned)md, dry) : NULL;
-	if (params && force_ha &&
-	    job_param_set_bool(&wf_migrate_params_decl, params, "force_ha", true) < 0) {
+	json_object *params = rc == 0 ? cmd_args_params(a) : NULL;
+	if (params && job_param_set_str(&wf_migrate_params_decl, params, "target", a->argv[1]) < 0) {
 		json_object_put(params);
 		params = NULL;
 	}
@@ -211,23 +184,13 @@ static int cmd_migrate(struct cli *cli, const struct cmd_args *a)
 	return rc;
 }
 
-static const struct option migrate_opts[] = {
-	{"storage", required_argument, NULL, 's'},
-	{"storage-map", required_argument, NULL, 'm'},
-	{"bwlimit", required_argument, NULL, 'b'},
-	{"max-downtime", required_argument, NULL, 'D'},
-	{"dry-run", no_argument, NULL, 'n'},
-	{"force-ha", no_argument, NULL, 'H'},
-	{0},
-};
-
 const struct cmd_entry cmd_migrate_entry = {
 	"migrate",
 	"NAME NODE [--storage S | --storage-map SRC:DST,...] [--bwlimit MiB/s] "
 	"[--max-downtime MS] [--dry-run] [--force-ha]",
 	"move a guest to NODE: live (qemu), restart (lxc) or online (OpenVZ); prints the "
 	"downtime PVE measured and the one clients saw",
-	"", migrate_opts, NULL, 2, 2, "guest name and a node", cmd_migrate,
+	"", NULL, NULL, 2, 2, "guest name and a node", cmd_migrate,
 	"pvagent migrate web1 pve2\npvagent migrate web1 pve2 --storage-map local-lvm:fast --dry-run",
 	.wf = &wf_migrate,
 	.render = cli_migration_result,
@@ -333,22 +296,6 @@ int cli_migration_result(struct cli *cli, struct job *const *jobs, size_t n, int
 	return code;
 }
 
-/* "N1,N2" -> a NULL-terminated list (the string is cut in place). */
-static int split_nodes(char *s, const char ***out, size_t *n)
-{
-	size_t cap = 1;
-	for (const char *p = s; *p; p++)
-		cap += *p == ',';
-	const char **v = calloc(cap + 1, sizeof *v);
-	if (!v)
-		return -1;
-	*n = 0;
-	for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save))
-		v[(*n)++] = t;
-	*out = v;
-	return 0;
-}
-
 /* --window NAME: the drain (or undrain) the window runs on its node:
  * its targets and workers, partial, and its end as the deadline. The
  * daemon runs these when a window opens and closes; by hand, a drain
@@ -382,60 +329,37 @@ static int window_params(struct cli *cli, const char *cmd, const char *name, con
 static int run_drain(struct cli *cli, const struct cmd_args *a, bool undrain)
 {
 	const char *cmd = undrain ? "undrain" : "drain";
-	char *to = NULL;
 	const char *window = NULL;
-	long workers = 0;
-	bool dry = false, partial = false;
 	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < a->n; i++) {
-		const char *arg = a->v[i].val;
-		switch (a->v[i].opt) {
-		case 't':
-			free(to);
-			if (!(to = strdup(arg)))
-				rc = 1;
-			break;
-		case 'k': rc = cli_parse_count(cmd, "--max-workers", arg, 1, 64, &workers); break;
-		case 'p': partial = true; break;
-		case 'n': dry = true; break;
-		case 'w': window = arg; break;
-		default: rc = EXIT_USAGE; break;
-		}
-	}
-	if (rc == 0 && window && (to || workers || partial || dry)) {
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].opt == 'w')
+			window = a->v[i].val;
+	if (window && json_object_object_length(a->params)) {
 		fprintf(stderr, "pvagent %s: --window takes the window's own settings\n", cmd);
-		rc = EXIT_USAGE;
+		return EXIT_USAGE;
 	}
-	const char **tov = NULL;
-	size_t n_to = 0;
-	if (rc == 0 && to && split_nodes(to, &tov, &n_to) < 0)
-		rc = 1;
-	if (rc == 0) /* an unknown node is named with the nodes there are (submitted too) */
-		rc = cli_check_node(cli, cmd, a->argv[0], NULL);
-	for (size_t i = 0; rc == 0 && i < n_to; i++)
-		rc = cli_check_node(cli, cmd, tov[i], "--to");
-	if (rc) {
-		free(tov);
-		free(to);
+	json_object *to = NULL;
+	json_object_object_get_ex(a->params, "to", &to);
+	/* an unknown node is named with the nodes there are (submitted too) */
+	rc = cli_check_node(cli, cmd, a->argv[0], NULL);
+	for (size_t i = 0; rc == 0 && to && i < json_object_array_length(to); i++)
+		rc = cli_check_node(cli, cmd, json_object_get_string(json_object_array_get_idx(to, i)),
+				    "--to");
+	if (rc)
 		return rc;
-	}
 	json_object *params = NULL;
 	if (window)
 		rc = window_params(cli, cmd, window, a->argv[0], undrain, &params);
-	else
-		params = wf_drain_params(tov, n_to, (unsigned)workers, cli->conf.migrate.per_target,
-					 partial, dry, 0);
+	else if (!(params = cmd_args_params(a)) ||
+		 job_param_set_int(&wf_drain_params_decl, params, "per_target",
+				   cli->conf.migrate.per_target) < 0)
+		rc = 1;
 	if (rc) {
-		free(tov);
-		free(to);
+		json_object_put(params);
 		return rc;
 	}
-	rc = cli_job_add(cli, a->argv[0], params);
-	free(tov);
-	free(to);
-	return rc;
+	return cli_job_add(cli, a->argv[0], params);
 }
-
 static int cmd_drain(struct cli *cli, const struct cmd_args *a)
 {
 	return run_drain(cli, a, false);
@@ -446,17 +370,8 @@ static int cmd_undrain(struct cli *cli, const struct cmd_args *a)
 	return run_drain(cli, a, true);
 }
 
+/* the options of drain and undrain that set no param */
 static const struct option drain_opts[] = {
-	{"to", required_argument, NULL, 't'},
-	{"max-workers", required_argument, NULL, 'k'},
-	{"partial", no_argument, NULL, 'p'},
-	{"dry-run", no_argument, NULL, 'n'},
-	{"window", required_argument, NULL, 'w'},
-	{0},
-};
-static const struct option undrain_opts[] = {
-	{"max-workers", required_argument, NULL, 'k'},
-	{"dry-run", no_argument, NULL, 'n'},
 	{"window", required_argument, NULL, 'w'},
 	{0},
 };
@@ -470,17 +385,15 @@ const struct cmd_entry cmd_drain_entry = {
 	.wf = &wf_drain,
 	.render = cli_migration_result,
 	.flags = CMD_JOBS | CMD_MIGRATES,
-	.cli_only = "window",
 };
 const struct cmd_entry cmd_undrain_entry = {
 	"undrain", "NODE [--max-workers K] [--dry-run] | NODE --window W",
 	"bring every guest tagged pvagent-home-NODE back to NODE and remove the tag",
-	"", undrain_opts, NULL, 1, 1, "node", cmd_undrain,
+	"", drain_opts, NULL, 1, 1, "node", cmd_undrain,
 	"pvagent undrain pve1\npvagent undrain pve1 --window nightly",
 	.wf = &wf_undrain,
 	.render = cli_migration_result,
 	.flags = CMD_JOBS | CMD_MIGRATES,
-	.cli_only = "window",
 };
 
 /* ---- windows ------------------------------------------------------------------------ */

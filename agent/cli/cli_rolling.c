@@ -8,6 +8,7 @@
 #include "output.h"
 #include "rolling_plan.h"
 #include "util.h"
+#include "wf_params.h"
 #include "wf_rolling.h"
 
 #include <stdio.h>
@@ -147,75 +148,23 @@ static char *self_node(void)
 	return strdup(host);
 }
 
-struct rolling_opts {
-	bool wait, run;
-	long workers;
-	const char *version, *script_file, *window;
-	json_object *node_ssh;
-};
-static int node_ssh_add(json_object *o, const char *arg);
-static int rolling_request(struct cli *cli, const struct cmd_args *a,
-			   const struct rolling_opts *ro);
-
+/* rolling plan|run: its params the options' (--wait and --run the mode,
+ * --run-script's FILE read into the script's text), with the nodes
+ * named, the mode "plan" and the node pvagent runs on */
 static int cmd_rolling(struct cli *cli, const struct cmd_args *a)
 {
-	const char *what = a->argv[0], *version = NULL, *script_file = NULL, *window = NULL;
-	bool wait = false, run = false;
-	long workers = 0;
+	const struct job_params_decl *d = &wf_rolling_params_decl;
+	json_object *p = a->params;
+	const char *what = a->argv[0], *mode = json_str(p, "mode"), *version = json_str(p, "version"),
+		   *script_file = json_str(p, "script"), *window = json_str(p, "window");
 	int rc = 0;
 	if (strcmp(what, "plan") != 0 && strcmp(what, "run") != 0)
 		return cli_usage_error("rolling", "plan or run, not", what);
-	json_object *node_ssh = json_object_new_object();
-	if (!node_ssh)
-		return 1;
-	for (size_t i = 0; rc == 0 && i < a->n; i++) {
-		const char *arg = a->v[i].val;
-		switch (a->v[i].opt) {
-		case 'W': wait = true; break;
-		case 'r': run = true; break;
-		case 's': script_file = arg; break;
-		case 'V': version = arg; break;
-		case 'w': window = arg; break;
-		case 'k': rc = cli_parse_count("rolling", "--max-workers", arg, 1, 64, &workers); break;
-		case 'S': rc = node_ssh_add(node_ssh, arg); break;
-		default: rc = EXIT_USAGE; break;
-		}
-	}
-	if (rc == 0)
-		rc = rolling_request(cli, a, &(struct rolling_opts){wait, run, workers, version,
-								   script_file, window, node_ssh});
-	json_object_put(node_ssh);
-	return rc;
-}
-
-/* --node-ssh NODE=HOST[:PORT] into {NODE: "HOST[:PORT]"}; 0 or EXIT_USAGE. */
-static int node_ssh_add(json_object *o, const char *arg)
-{
-	const char *eq = strchr(arg, '='), *colon = eq ? strrchr(eq + 1, ':') : NULL;
-	char *end = NULL;
-	long port = colon ? strtol(colon + 1, &end, 10) : 22;
-	if (!eq || eq == arg || !eq[1] || eq[1] == ':' || (colon && (*end || port < 1 || port > 65535)))
-		return cli_usage_error("rolling", "--node-ssh: NODE=HOST or NODE=HOST:PORT, not", arg);
-	char *node = strndup(arg, (size_t)(eq - arg));
-	if (!node)
-		return 1;
-	json_object_object_add(o, node, json_object_new_string(eq + 1));
-	free(node);
-	return 0;
-}
-
-static int rolling_request(struct cli *cli, const struct cmd_args *a, const struct rolling_opts *ro)
-{
-	const char *what = a->argv[0], *version = ro->version, *script_file = ro->script_file,
-		   *window = ro->window;
-	bool wait = ro->wait, run = ro->run;
-	long workers = ro->workers;
-	int rc = 0;
-	bool plan = strcmp(what, "plan") == 0;
-	if (!plan && wait == run)
+	bool plan = strcmp(what, "plan") == 0, run = mode && strcmp(mode, "run") == 0;
+	if (!plan && !mode)
 		return cli_error("usage", "rolling", "run takes --wait (the admin updates each node) "
 				 "or --run (pvagent does, over SSH)");
-	if (plan && (wait || run || script_file))
+	if (plan && (mode || script_file))
 		return cli_error("usage", "rolling", "plan changes nothing: --wait, --run and "
 				 "--run-script are run's");
 	if (script_file && !run)
@@ -252,29 +201,21 @@ static int rolling_request(struct cli *cli, const struct cmd_args *a, const stru
 		return rc;
 	}
 	char *self = self_node();
-	struct rolling_request q = {
-		.nodes = (const char *const *)a->argv + 1, .n_nodes = (size_t)a->argc - 1,
-		.mode = plan ? "plan" : wait ? "wait" : "run", .version = version, .script = script,
-		.window = window, .self = self, .max_workers = (unsigned)workers,
-		.node_ssh = json_object_object_length(ro->node_ssh) ? ro->node_ssh : NULL,
-	};
-	rc = cli_job_add(cli, "cluster", wf_rolling_params(&q));
+	json_object *params = cmd_args_params(a);
+	if (params && (job_param_set_strv(d, params, "nodes", (const char *const *)a->argv + 1,
+					  (size_t)a->argc - 1) < 0 ||
+		       job_param_set_str(d, params, "mode", plan ? "plan" : mode) < 0 ||
+		       job_param_set_str(d, params, "script", script) < 0 ||
+		       job_param_set_str(d, params, "self", self) < 0)) {
+		json_object_put(params);
+		params = NULL;
+	}
+	rc = cli_job_add(cli, "cluster", params);
 	cli->jobs->not_kept = plan; /* a plan changes nothing, state.db neither */
 	free(self);
 	free(script);
 	return rc;
 }
-
-static const struct option rolling_opts[] = {
-	{"wait", no_argument, NULL, 'W'},
-	{"run", no_argument, NULL, 'r'},
-	{"run-script", required_argument, NULL, 's'},
-	{"version", required_argument, NULL, 'V'},
-	{"window", required_argument, NULL, 'w'},
-	{"max-workers", required_argument, NULL, 'k'},
-	{"node-ssh", required_argument, NULL, 'S'},
-	{0},
-};
 
 const struct cmd_entry cmd_rolling_entry = {
 	"rolling",
@@ -282,7 +223,7 @@ const struct cmd_entry cmd_rolling_entry = {
 	"[--max-workers K] [--node-ssh NODE=HOST[:PORT]]...",
 	"update the cluster's nodes one at a time: each drained, updated, checked and undrained "
 	"(plan: the checks, order and moves; changes nothing)",
-	"", rolling_opts, "S", 1, -1, "node", cmd_rolling,
+	"", NULL, NULL, 1, -1, "node", cmd_rolling,
 	"pvagent rolling plan\npvagent rolling run --wait --version 8.4\n"
 	"pvagent rolling run --run --version 9.1 --run-script ./upgrade-8-to-9.sh",
 	.wf = &wf_rolling,

@@ -5,6 +5,7 @@
  * cli_run.c; wf_up.c, wf_down.c do the work), and their results as one
  * table (the renderers, for resume too). */
 #include "up_check.h"
+#include "wf_params.h"
 #include "wf_up.h"
 
 #include "cli.h"
@@ -161,45 +162,40 @@ static int up_check_cluster(struct cli *cli, const char *node, const struct tmpl
 	return rc;
 }
 
+/* One up job's params: the options' (a), the guest's name, and what the
+ * request found (its template's name and file, the node and pool it
+ * defaults to). NULL: out of memory. */
+static json_object *up_job_params(const struct cmd_args *a, const struct up_request *req,
+				  const char *name)
+{
+	const struct job_params_decl *d = &wf_up_params_decl;
+	json_object *p = cmd_args_params(a);
+	if (p && (job_param_set_str(d, p, "name", name) < 0 ||
+		  job_param_set_str(d, p, "template", req->tmpl->name) < 0 ||
+		  job_param_set_str(d, p, "template_path", req->tmpl->path) < 0 ||
+		  job_param_set_str(d, p, "node", req->node) < 0 ||
+		  job_param_set_str(d, p, "pool", req->pool ? req->pool : req->tmpl->guest.pool) < 0)) {
+		json_object_put(p);
+		return NULL;
+	}
+	return p;
+}
+
 static int cmd_up(struct cli *cli, const struct cmd_args *a)
 {
-	const char *tname = NULL, *node = NULL, *storage = NULL, *pool = NULL;
-	long vmid = 0, parallel = 4;
-	bool no_start = false, full = false, no_inject = false, retemplate = false, dry = false,
-	     no_wait_ssh = false;
+	json_object *p = a->params;
+	const char *tname = json_str(p, "template"), *node = json_str(p, "node");
+	long parallel = 4;
 	struct tmpl_kvlist sets = {0}, vars = {0};
 	char *err = NULL;
 	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < a->n; i++) {
-		const char *arg = a->v[i].val;
-		switch (a->v[i].opt) {
-		case 't': tname = arg; break;
-		case 'n': node = arg; break;
-		case 's': storage = arg; break;
-		case 'i': rc = cli_parse_count("up", "--vmid", arg, 100, 999999999, &vmid); break;
-		case 'p': rc = cli_parse_count("up", "--parallel", arg, 1, 64, &parallel); break;
-		case 'N': no_start = true; break;
-		case 'f': full = true; break;
-		case 'I': no_inject = true; break;
-		case 'W': no_wait_ssh = true; break;
-		case 'R': retemplate = true; break;
-		case 'd': dry = true; break;
-		case 'o': pool = arg; break;
-		case 'S':
-		case 'V':
-			if (tmpl_var_arg(a->v[i].opt == 'S' ? &sets : &vars, arg, &err) < 0) {
-				cli_error("usage", "up", "%s %s: %s",
-					  a->v[i].opt == 'S' ? "--set" : "--var", arg,
-					  err ? err : "expected KEY=VALUE");
-				free(err);
-				rc = EXIT_USAGE;
-			}
-			break;
-		default: rc = EXIT_USAGE; break;
-		}
-	}
+	for (size_t i = 0; rc == 0 && i < a->n; i++)
+		if (a->v[i].opt == 'p')
+			rc = cli_parse_count("up", "--parallel", a->v[i].val, 1, 64, &parallel);
 	if (rc == 0 && !tname)
 		rc = cli_usage_error("up", "needs a template", "-t TEMPLATE");
+	if (rc == 0 && (job_params_kv(p, "sets", &sets) < 0 || job_params_kv(p, "vars", &vars) < 0))
+		rc = 1;
 	if (rc == 0)
 		rc = cli_load_conf(cli);
 	/* what needs no request first: the template, then the node */
@@ -215,37 +211,36 @@ static int cmd_up(struct cli *cli, const struct cmd_args *a)
 		tmpl_kvlist_free(&vars);
 		return rc;
 	}
-	/* ${pubkey}: the key of whoever runs the job (pvagentd's, or ours:
-	 * cli_run_here), which checks it; a stand-in checks the rest of the
-	 * template here */
+	/* the request the options make, checked as a whole; ${pubkey}: the
+	 * key of whoever runs the job (pvagentd's, or ours: cli_run_here),
+	 * which checks it; a stand-in checks the rest of the template here */
 	struct up_request req = {
 		.names = (const char *const *)a->argv,
 		.n_names = (size_t)a->argc,
 		.tmpl = t,
 		.node = node ? node : cli->conf.pve.node,
-		.storage = storage,
-		.vmid = (int)vmid,
+		.storage = json_str(p, "storage"),
+		.vmid = json_int0(p, "vmid"),
 		.sets = &sets,
 		.vars = &vars,
-		.no_start = no_start,
-		.full = full,
-		.retemplate = retemplate,
-		.pool = pool,
-		.dry_run = dry,
-		.no_inject = no_inject,
-		.no_wait_ssh = no_wait_ssh,
+		.no_start = json_flag(p, "no_start"),
+		.full = json_flag(p, "full"),
+		.retemplate = json_flag(p, "retemplate"),
+		.pool = json_str(p, "pool"),
+		.dry_run = json_flag(p, "dry_run"),
+		.no_inject = json_flag(p, "no_inject"),
+		.no_wait_ssh = json_flag(p, "no_wait_ssh"),
+		.pubkey = UP_PUBKEY_STANDIN,
 	};
 	struct pve_error e = {0};
 	/* the input first, then what needs a request: an unknown node is
 	 * said before a job is stored */
-	struct up_request chk = req;
-	chk.pubkey = UP_PUBKEY_STANDIN;
-	if (up_request_check(&chk, &cli->conf, &e) < 0)
+	if (up_request_check(&req, &cli->conf, &e) < 0)
 		rc = cli_fail_pve(cli, "up", &e);
 	else
 		rc = up_check_cluster(cli, node, t, &sets);
 	for (size_t i = 0; rc == 0 && i < req.n_names; i++)
-		rc = cli_job_add(cli, req.names[i], wf_up_params(&req, req.names[i]));
+		rc = cli_job_add(cli, req.names[i], up_job_params(a, &req, req.names[i]));
 	cli->jobs->parallel = (unsigned)parallel;
 	pve_error_clear(&e);
 	tmpl_free(t);
@@ -338,12 +333,10 @@ static int not_found(struct cli *cli, char **names, size_t n)
  * the worst outcome. */
 static int cmd_down(struct cli *cli, const struct cmd_args *a)
 {
-	bool purge = false, dry = false, yes = false;
-	for (size_t i = 0; i < a->n; i++) {
-		purge = purge || a->v[i].opt == 'P';
-		dry = dry || a->v[i].opt == 'd';
+	bool purge = json_flag(a->params, "purge"), dry = json_flag(a->params, "dry_run");
+	bool yes = false;
+	for (size_t i = 0; i < a->n; i++)
 		yes = yes || a->v[i].opt == 'y';
-	}
 	int rc = cli_load_conf(cli);
 	if (rc)
 		return rc;
@@ -374,24 +367,13 @@ static int cmd_down(struct cli *cli, const struct cmd_args *a)
 		return not_found(cli, a->argv, n);
 	/* one job per guest, one after the other */
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = cli_job_add(cli, a->argv[i], wf_down_params(purge, dry));
+		rc = cli_job_add(cli, a->argv[i], cmd_args_params(a));
 	return rc;
 }
 
-static const struct option up_opts[] = {
-	{"template", required_argument, NULL, 't'}, {"node", required_argument, NULL, 'n'},
-	{"vmid", required_argument, NULL, 'i'},     {"storage", required_argument, NULL, 's'},
-	{"set", required_argument, NULL, 'S'},      {"var", required_argument, NULL, 'V'},
-	{"parallel", required_argument, NULL, 'p'}, {"no-start", no_argument, NULL, 'N'},
-	{"full", no_argument, NULL, 'f'},           {"no-inject", no_argument, NULL, 'I'},
-	{"retemplate", no_argument, NULL, 'R'},     {"dry-run", no_argument, NULL, 'd'},
-	{"pool", required_argument, NULL, 'o'},     {"no-wait-ssh", no_argument, NULL, 'W'},
-	{0},
-};
-static const struct option down_opts[] = {{"purge", no_argument, NULL, 'P'},
-					  {"dry-run", no_argument, NULL, 'd'},
-					  {"yes", no_argument, NULL, 'y'},
-					  {0}};
+/* the options of up and down that set no param */
+static const struct option up_opts[] = {{"parallel", required_argument, NULL, 'p'}, {0}};
+static const struct option down_opts[] = {{"yes", no_argument, NULL, 'y'}, {0}};
 
 const struct cmd_entry cmd_up_entry = {
 	"up",
@@ -399,14 +381,13 @@ const struct cmd_entry cmd_up_entry = {
 	"[--parallel K] [--no-start] [--full] [--no-inject] [--no-wait-ssh] [--retemplate] "
 	"[--pool NAME] [--dry-run]",
 	"provision guests, or converge existing ones; then inject the template's guest files",
-	"t:n:", up_opts, "SV", 1, -1, "guest name", cmd_up,
+	"", up_opts, NULL, 1, -1, "guest name", cmd_up,
 	"pvagent up web1 -t ubuntu-24.04\npvagent up w1 w2 w3 -t freebsd-14 --set cores=4 --parallel 2\n"
 	"pvagent up web1 -t ubuntu-24.04 --set size=64G --dry-run\n"
 	"pvagent up db1 db2 -t debian-13 --pool lan",
 	.wf = &wf_up,
 	.render = cli_up_result,
 	.flags = CMD_JOBS | CMD_GUESTS | CMD_OWN_CLIENT,
-	.cli_only = "parallel",
 };
 const struct cmd_entry cmd_down_entry = {
 	"down", "NAME|VMID... [--purge] [--dry-run] [--yes]",
@@ -417,5 +398,4 @@ const struct cmd_entry cmd_down_entry = {
 	.wf = &wf_down,
 	.render = cli_down_result,
 	.flags = CMD_JOBS | CMD_GUESTS | CMD_OWN_CLIENT,
-	.cli_only = "yes",
 };

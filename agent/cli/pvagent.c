@@ -44,22 +44,28 @@ static const struct {
 	char c; /* its short form, or 0 */
 } globals[] = {{"config", 'c'}, {"json", 0}, {"local", 0}, {"verbose", 'v'}, {"quiet", 'q'}};
 
-/* Has command e a long option of that name (n bytes), taking an argument
- * (*needs_arg)? */
+/* Has command e (its params' options and its own) a long option of that
+ * name (n bytes), taking an argument (*needs_arg)? */
 static bool cmd_has_long(const struct cmd_entry *e, const char *name, size_t n, bool *needs_arg)
 {
-	for (const struct option *o = e ? e->longopts : NULL; o && o->name; o++)
-		if (strlen(o->name) == n && strncmp(o->name, name, n) == 0) {
-			*needs_arg = o->has_arg == required_argument;
-			return true;
-		}
-	return false;
+	struct cmd_opts o = {0};
+	bool has = false;
+	if (e && cmd_opts_build(e, &o) == 0)
+		for (size_t i = 0; i < o.n && !has; i++)
+			if (strlen(o.longopts[i].name) == n && strncmp(o.longopts[i].name, name, n) == 0) {
+				*needs_arg = o.longopts[i].has_arg == required_argument;
+				has = true;
+			}
+	cmd_opts_free(&o);
+	return has;
 }
 
 static bool cmd_has_short(const struct cmd_entry *e, char c, bool *needs_arg)
 {
-	const char *p = e && e->shortopts && c != ':' ? strchr(e->shortopts, c) : NULL;
+	struct cmd_opts o = {0};
+	const char *p = e && c != ':' && cmd_opts_build(e, &o) == 0 ? strchr(o.shortopts, c) : NULL;
 	*needs_arg = p && p[1] == ':';
+	cmd_opts_free(&o);
 	return p != NULL;
 }
 
@@ -87,8 +93,11 @@ static int complete(struct cli *cli, int argc, char **argv)
 			printf("%s\n", (*c)->name);
 	} else if (strcmp(what, "options") == 0) {
 		const struct cmd_entry *e = argc > 2 ? cli_find_command(argv[2]) : NULL;
-		for (const struct option *o = e && e->longopts ? e->longopts : NULL; o && o->name; o++)
-			printf("--%s\n", o->name);
+		struct cmd_opts opts = {0};
+		if (e && cmd_opts_build(e, &opts) == 0)
+			for (size_t i = 0; i < opts.n; i++)
+				printf("--%s\n", opts.longopts[i].name);
+		cmd_opts_free(&opts);
 		/* the global options, which may follow the command too */
 		for (size_t g = 0; e && g < sizeof globals / sizeof *globals; g++) {
 			bool arg;

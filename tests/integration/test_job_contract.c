@@ -3,9 +3,9 @@
  * table (cli_commands, CMD_JOBS) and every param of its workflow's table
  * (wf_params.c). For each:
  *
- * - every long option of the command sets a param of its workflow (the
- *   table names it) or is declared the command's own (cli_only), and
- *   every option a param names is one the command has;
+ * - every option getopt takes for the command (cmd_opts_build) sets a
+ *   param of its workflow (its row names it, with its help line) or is
+ *   the command's own (its cmd_entry.longopts), never both;
  * - each such option, given to the command's handler as cmd_dispatch does
  *   (cli->jobs: the jobs' {subject, params} it appends), makes a job
  *   whose params hold that param and which pvagentd accepts (submit_check,
@@ -54,27 +54,15 @@ TestSuite(job_contract, .fini = cleanup, .timeout = 240);
 
 /* ---- the tables ----------------------------------------------------------- */
 
-/* Does the comma-separated list hold name? */
-static bool listed(const char *list, const char *name)
-{
-	char *l = list ? strprintf(",%s,", list) : NULL, *n = strprintf(",%s,", name);
-	bool in = l && n && strstr(l, n);
-	free(l);
-	free(n);
-	return in;
-}
-
 static const struct job_param *param_of_option(const struct job_params_decl *d, const char *opt)
 {
-	for (const struct job_param *p = d->params; p->key; p++)
-		if (listed(p->options, opt))
-			return p;
-	return NULL;
+	const struct job_param *p = NULL;
+	return job_param_opt_find(d, opt, &p) ? p : NULL;
 }
 
-static bool has_long(const struct cmd_entry *e, const char *name)
+static bool has_long(const struct option *v, const char *name)
 {
-	for (const struct option *o = e->longopts; o && o->name; o++)
+	for (const struct option *o = v; o && o->name; o++)
 		if (strcmp(o->name, name) == 0)
 			return true;
 	return false;
@@ -95,6 +83,10 @@ Test(job_contract, every_workflow_declares_its_params_once)
 	cr_assert_eq(n, 10);
 }
 
+/* What getopt takes for a job command (cmd_opts_build: cmd_args_parse's
+ * list, help's and completion's) is each option of its workflow's params
+ * once, then its own (cmd_entry.longopts), none of them also a param's;
+ * and each param option has its help line. */
 Test(job_contract, every_option_of_a_job_command_is_a_param_or_the_commands_own)
 {
 	size_t commands = 0;
@@ -105,25 +97,117 @@ Test(job_contract, every_option_of_a_job_command_is_a_param_or_the_commands_own)
 		commands++;
 		cr_assert_not_null(e->wf, "%s: a job command without its workflow", e->name);
 		cr_assert_not_null(e->wf->params, "%s: its workflow declares no params", e->name);
-		for (const struct option *o = e->longopts; o && o->name; o++) {
-			bool param = param_of_option(e->wf->params, o->name) != NULL;
-			bool own = listed(e->cli_only, o->name);
-			cr_expect(param != own, "%s --%s: %s", e->name, o->name,
-				  param ? "a param's option and the command's own too"
-					: "neither a param's option (wf_params.c) nor the command's "
-					  "own (cli_only)");
-		}
+		struct cmd_opts o;
+		cr_assert_eq(cmd_opts_build(e, &o), 0);
+		size_t n_param = 0;
 		for (const struct job_param *p = e->wf->params->params; p->key; p++)
-			for (const char *s = p->options; s && *s;) {
-				size_t l = strcspn(s, ",");
-				char *name = strndup(s, l);
-				cr_expect(has_long(e, name), "%s: param \"%s\" names --%s, which it has not",
-					  e->name, p->key, name);
-				free(name);
-				s += l + (s[l] == ',');
+			for (const struct job_param_opt *po = p->opts; po && po->name; po++) {
+				cr_expect(po->help && *po->help, "%s --%s: no help line", e->name,
+					  po->name);
+				n_param++;
 			}
+		for (size_t i = 0; i < o.n; i++) {
+			const char *name = o.longopts[i].name;
+			const struct job_param *p = param_of_option(e->wf->params, name);
+			bool own = has_long(e->longopts, name);
+			cr_expect(!p == !o.param[i] && (!p || p == o.param[i]),
+				  "%s --%s: getopt's option is not its param's", e->name, name);
+			cr_expect((p != NULL) != own, "%s --%s: %s", e->name, name,
+				  p ? "a param's option and the command's own too"
+				    : "neither a param's option (wf_params.c) nor the command's own");
+			for (size_t k = 0; k < i; k++)
+				cr_expect_str_neq(o.longopts[k].name, name, "%s --%s: twice", e->name,
+						  name);
+			if (o.longopts[i].val < 256 && o.longopts[i].val > ' ')
+				for (size_t k = 0; k < i; k++)
+					cr_expect_neq(o.longopts[k].val, o.longopts[i].val,
+						      "%s --%s and --%s: one short form", e->name,
+						      o.longopts[k].name, name);
+		}
+		size_t n_own = 0;
+		for (const struct option *x = e->longopts; x && x->name; x++)
+			n_own++;
+		cr_expect_eq(o.n, n_param + n_own, "%s: %zu options, not %zu params' and %zu own",
+			     e->name, o.n, n_param, n_own);
+		cmd_opts_free(&o);
 	}
 	cr_assert_eq(commands, 10);
+}
+
+/* Parse a command line (words after the command's name) as
+ * cmd_dispatch does: its exit code, the params (as JSON text) in *params
+ * and the number of the command's own options left in *own. */
+static int parse(const char *cmd, char **params, size_t *own, const char *const *words)
+{
+	const struct cmd_entry *e = cli_find_command(cmd);
+	cr_assert_not_null(e, "%s", cmd);
+	char *argv[16] = {(char *)cmd};
+	int argc = 1;
+	for (; words[argc - 1]; argc++)
+		argv[argc] = (char *)words[argc - 1];
+	struct cmd_args a;
+	int rc = cmd_args_parse(e, argc, argv, &a);
+	*params = rc ? NULL : strdup(json_object_to_json_string_ext(a.params, JSON_C_TO_STRING_PLAIN));
+	cr_assert(rc || *params);
+	*own = rc ? 0 : a.n;
+	if (!rc)
+		cmd_args_free(&a);
+	return rc;
+}
+#define PARSE(cmd, params, own, ...) parse(cmd, params, own, (const char *const[]){__VA_ARGS__, NULL})
+
+/* Are the params (JSON text) want's (members in any order)? */
+static void same_params(const char *got, const char *want)
+{
+	json_object *g = json_tokener_parse(got), *w = json_tokener_parse(want);
+	cr_assert_not_null(w, "%s", want);
+	cr_expect(json_object_equal(g, w), "params %s, not %s", got, want);
+	json_object_put(g);
+	json_object_put(w);
+}
+
+/* The options fill the params by their rows' types: a list appended, a
+ * KV from K=V (or its option's own syntax), a number in its range, a
+ * value function's value; two options of one param, or a number out of
+ * range, refused; the command's own options left to it. */
+Test(job_contract, options_fill_params_by_their_rows)
+{
+	char *p = NULL;
+	size_t own = 0;
+	cr_assert_eq(PARSE("drain", &p, &own, "pve1", "--to", "pve2,pve3", "--to", "pve4",
+			   "--max-workers", "3", "--partial"), 0);
+	same_params(p, "{\"to\":[\"pve2\",\"pve3\",\"pve4\"],\"max_workers\":3,\"partial\":true}");
+	cr_expect_eq(own, 0);
+	free(p);
+	cr_assert_eq(PARSE("drain", &p, &own, "pve1", "--window", "w1"), 0);
+	same_params(p, "{}");
+	cr_expect_eq(own, 1);
+	free(p);
+	cr_assert_eq(PARSE("up", &p, &own, "x1", "-t", "c1", "--var", "a=1", "--set", "cores=2",
+			   "--var", "b=2", "--parallel", "2", "--no-wait-ssh"), 0);
+	same_params(p, "{\"template\":\"c1\",\"vars\":[[\"a\",\"1\"],[\"b\",\"2\"]],"
+			 "\"no_wait_ssh\":true,\"sets\":[[\"cores\",\"2\"]]}");
+	cr_expect_eq(own, 1);
+	free(p);
+	cr_assert_eq(PARSE("virtio", &p, &own, "web1", "--disk-bus", "virtio-scsi", "--timeout",
+			   "30", "--var", "k=v"), 0);
+	same_params(p, "{\"bus\":2,\"verify_timeout_s\":30.0,\"vars\":{\"k\":\"v\"}}");
+	free(p);
+	cr_assert_eq(PARSE("rolling", &p, &own, "run", "--run", "--node-ssh", "pve-1=10.0.0.1:2222"),
+		     0);
+	same_params(p, "{\"mode\":\"run\",\"node_ssh\":{\"pve-1\":\"10.0.0.1:2222\"}}");
+	free(p);
+	cr_assert_eq(PARSE("migrate", &p, &own, "web1", "pve2", "--storage", "local-lvm"), 0);
+	same_params(p, "{\"storage_map\":\"local-lvm\"}");
+	free(p);
+	cr_expect_eq(PARSE("migrate", &p, &own, "web1", "pve2", "--storage", "a", "--storage-map",
+			   "b:c"), EXIT_USAGE);
+	cr_expect_eq(PARSE("migrate", &p, &own, "web1", "pve2", "--storage", "a:b"), EXIT_USAGE);
+	cr_expect_eq(PARSE("up", &p, &own, "x1", "-t", "c1", "--vmid", "99"), EXIT_USAGE);
+	cr_expect_eq(PARSE("up", &p, &own, "x1", "-t", "c1", "--var", "a=1", "--var", "a=2"),
+		     EXIT_USAGE);
+	cr_expect_eq(PARSE("inject", &p, &own, "web1", "-t", "a", "-t", "b"), EXIT_USAGE);
+	cr_expect_eq(PARSE("rolling", &p, &own, "run", "--node-ssh", "pve1"), EXIT_USAGE);
 }
 
 /* ---- each option through the client, pvagentd and resume ------------------- */
@@ -325,9 +409,10 @@ Test(job_contract, every_option_reaches_pvagentd_and_survives_resume)
 		const struct cmd_entry *e = cli_find_command(base[b0].cmd);
 		cr_assert(e && (e->flags & CMD_JOBS), "%s", base[b0].cmd);
 		/* the command alone, then with each option of a param */
-		for (const struct option *o = NULL;; o = o ? o + 1 : e->longopts) {
-			if (o && !o->name)
-				break;
+		struct cmd_opts opts;
+		cr_assert_eq(cmd_opts_build(e, &opts), 0);
+		for (size_t k = 0; k <= opts.n; k++) {
+			const struct option *o = k ? &opts.longopts[k - 1] : NULL;
 			const struct job_param *p = o ? param_of_option(e->wf->params, o->name) : NULL;
 			if (o && !p)
 				continue; /* the command's own */
@@ -365,6 +450,7 @@ Test(job_contract, every_option_reaches_pvagentd_and_survives_resume)
 			free(what);
 			runs++;
 		}
+		cmd_opts_free(&opts);
 	}
 	cr_assert_geq(runs, 50);
 	world_stop(&x);

@@ -445,10 +445,11 @@ Test(cli_help, bash_completion)
 	cr_assert_str_eq(out, "up\nundrain\n");
 	free(out);
 	out = complete_words("up --");
-	cr_assert_str_eq(out, "--template\n--node\n--vmid\n--storage\n--set\n--var\n--parallel\n"
+	/* a job command's: its params' (wf_params.c), then its own */
+	cr_assert_str_eq(out, "--template\n--node\n--vmid\n--storage\n--set\n--var\n"
 			      "--no-start\n--full\n--no-inject\n--retemplate\n--dry-run\n--pool\n"
-			      "--no-wait-ssh\n--config\n--json\n--local\n--verbose\n--quiet\n"
-			      "--help\n");
+			      "--no-wait-ssh\n--parallel\n--config\n--json\n--local\n--verbose\n"
+			      "--quiet\n--help\n");
 	free(out);
 	char *w = strprintf("-c %s up web1 -t h", conf);
 	out = complete_words(w);
