@@ -10,13 +10,12 @@
 #include "log.h"
 #include "util.h"
 
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 struct down_ctx {
-	struct up_result own_res;  /* first: wf_result_take */
+	struct up_result own_res;  /* wf_result_take takes it */
 	struct up_result *res;     /* &own_res, once opened */
 	struct guest_ref g;
 	bool purge, dry_run;
@@ -34,7 +33,11 @@ json_object *wf_down_params(bool purge, bool dry_run)
 	return o;
 }
 
-_Static_assert(offsetof(struct down_ctx, own_res) == 0, "wf_result_take reads it first");
+struct up_result *wf_down_own_result(struct job *j)
+{
+	struct down_ctx *d = job_ctx(j);
+	return &d->own_res;
+}
 
 static int down_open(struct job *j, void *ctx)
 {

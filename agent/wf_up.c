@@ -23,7 +23,6 @@
 #include "wf_inject.h"
 
 #include <ctype.h>
-#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +32,7 @@
 #define DEF_SSH_WAIT_S 300.0
 
 struct up_ctx {
-	struct up_result own_res;    /* first: wf_result_take */
+	struct up_result own_res;    /* wf_result_take takes it */
 	struct up_result *res;       /* &own_res, once opened */
 	struct tmpl *tmpl;           /* loaded from its params */
 	const struct conf *conf;
@@ -51,7 +50,6 @@ struct up_ctx {
 	bool have_ip;
 };
 
-_Static_assert(offsetof(struct up_ctx, own_res) == 0, "wf_result_take reads it first");
 
 /* ---- result and vars ------------------------------------------------------------------- */
 
@@ -1787,8 +1785,13 @@ static void result_finish(struct job *j, struct up_result *r)
 
 int wf_result_take(struct job *j, struct up_result *r)
 {
-	/* both workflows' contexts begin with their result */
-	struct up_result *own = job_ctx(j);
+	struct up_result *own;
+	if (job_wf(j) == &wf_down) {
+		own = wf_down_own_result(j);
+	} else {
+		struct up_ctx *u = job_ctx(j);
+		own = &u->own_res;
+	}
 	*r = *own;
 	memset(own, 0, sizeof *own);
 	if (!r->name) { /* never opened (no PVE client) */

@@ -91,5 +91,7 @@ json_object *wf_down_params(bool purge, bool dry_run);
  * its subject, outcome and error. 0, or -1 out of memory (r->name NULL).
  * Free it with up_result_free. */
 int wf_result_take(struct job *j, struct up_result *r);
+/* wf_down.c's: where a down job keeps its result (wf_result_take's). */
+struct up_result *wf_down_own_result(struct job *j);
 
 #endif

@@ -78,6 +78,22 @@ static json_object *journal_files(struct journal *j)
 
 /* ---- the run ----------------------------------------------------------------------- */
 
+/* What a virtio job asks: its params, read in open (open_request). */
+struct convert_request {
+	const struct guest_ref *guest;   /* the guest when found already (its
+					    VMID goes in the params), or NULL */
+	enum convert_bus bus;
+	bool dry_run;
+	bool keep_snapshot;              /* keep the pvagent_virtio snapshot after
+					    a conversion that worked (default:
+					    deleted once verified: a snapshot
+					    keeps PVE from migrating local
+					    LVM-thin disks) */
+	bool bench;                      /* benchmark before and after */
+	unsigned bench_size_mib;         /* 0: bench.h's default */
+	double verify_timeout_s;         /* SSH back after a start; 0: 300 */
+};
+
 struct run {
 	struct convert_request q;     /* what the job's params ask */
 	struct pve *pve;              /* the job's client */
@@ -1584,31 +1600,6 @@ static enum step_rc st_del_snapshot(struct job *j)
 	}
 	job_summary(j, "%s deleted (--keep-snapshot keeps it)", SNAPSHOT_NAME);
 	return STEP_RC_OK;
-}
-
-json_object *convert_params(const struct target_req *target, const struct convert_request *req)
-{
-	const struct job_params_decl *d = &wf_virtio_params_decl;
-	json_object *p = json_object_new_object();
-	bool ok = p && (!target || target_params_add(d, p, target) == 0);
-	if (ok && req->guest)
-		ok = job_param_set_int(d, p, "vmid", req->guest->vmid) == 0;
-	ok = ok && job_param_set_int(d, p, "bus", req->bus) == 0;
-	if (ok && req->keep_snapshot)
-		ok = job_param_set_bool(d, p, "keep_snapshot", true) == 0;
-	if (ok && req->bench)
-		ok = job_param_set_bool(d, p, "bench", true) == 0;
-	if (ok && req->bench_size_mib)
-		ok = job_param_set_int(d, p, "bench_size_mib", req->bench_size_mib) == 0;
-	if (ok && req->dry_run)
-		ok = job_param_set_bool(d, p, "dry_run", true) == 0;
-	if (ok && req->verify_timeout_s > 0)
-		ok = job_param_set_num(d, p, "verify_timeout_s", req->verify_timeout_s) == 0;
-	if (!ok) {
-		json_object_put(p);
-		return NULL;
-	}
-	return p;
 }
 
 int wf_virtio_config_check(struct pve *c, const struct guest_target *gt, struct pve_error *err)

@@ -76,21 +76,6 @@ enum convert_bus { CONVERT_BUS_AUTO = 0, CONVERT_BUS_BLK, CONVERT_BUS_SCSI };
 /* "virtio-blk" / "virtio-scsi" -> bus; -1 for anything else. */
 int convert_bus_parse(const char *s, enum convert_bus *out);
 
-/* What a virtio request asks (the job's params, convert_params). */
-struct convert_request {
-	const struct guest_ref *guest;   /* the guest when found already (its
-					    VMID goes in the params), or NULL */
-	enum convert_bus bus;
-	bool dry_run;
-	bool keep_snapshot;              /* keep the pvagent_virtio snapshot after
-					    a conversion that worked (default:
-					    deleted once verified: a snapshot
-					    keeps PVE from migrating local
-					    LVM-thin disks) */
-	bool bench;                      /* benchmark before and after */
-	unsigned bench_size_mib;         /* 0: bench.h's default */
-	double verify_timeout_s;         /* SSH back after a start; 0: 300 */
-};
 
 /* The workflow (job.h): submitted as every job is (job_submit, then
  * job_run); it opens from its params with the env's conf, store, stop
@@ -104,11 +89,6 @@ struct convert_request {
 struct job_workflow;
 extern const struct job_workflow wf_virtio;
 
-/* The params of a virtio job (subject = the guest's name): target's
- * "template", "address", "vars" (target.h), and req's "vmid", "bus",
- * "keep_snapshot", "bench", "bench_size_mib", "verify_timeout_s",
- * "dry_run". NULL on OOM. */
-json_object *convert_params(const struct target_req *target, const struct convert_request *req);
 
 /* What a virtio job learned, in its vars beside the journal: "os" (the
  * guest's OS, "FreeBSD 9.0-RELEASE"), "bus" ("virtio-blk" or
