@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -499,16 +498,17 @@ int store_job_lock(struct store *s, long long id, struct store_job_lock **out, l
 			err_setf(err, "%s: %s", path, strerror(errno));
 			break;
 		}
-		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+		if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
 			int e = errno;
 			*holder = lock_file_pid(fd);
 			close(fd);
-			if (e == EWOULDBLOCK) {
+			if (e == EAGAIN || e == EACCES) {
 				free(path);
 				free(l);
 				return 0;
 			}
-			err_setf(err, "%s: flock: %s", path, strerror(e));
+			err_setf(err, "%s: lock: %s", path, strerror(e));
 			break;
 		}
 		if (!same_file(fd, path)) {
@@ -564,14 +564,16 @@ static int open_lock_file(struct store *s, long long id, char **path, char **err
 /* Is the lock on fd held by someone: 1 (*holder), 0 no, -1 error. */
 static int lock_held(int fd, const char *path, long *holder, char **err)
 {
-	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-		flock(fd, LOCK_UN);
-		return 0;
-	}
-	if (errno != EWOULDBLOCK) {
-		err_setf(err, "%s: flock: %s", path, strerror(errno));
+	/* asked, never taken: a check that held the lock for a moment (as
+	 * flock's shared lock did) made a job starting then fail as "running
+	 * in process N" */
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	if (fcntl(fd, F_OFD_GETLK, &fl) < 0) {
+		err_setf(err, "%s: lock: %s", path, strerror(errno));
 		return -1;
 	}
+	if (fl.l_type == F_UNLCK)
+		return 0;
 	*holder = lock_file_pid(fd);
 	return 1;
 }

@@ -86,13 +86,16 @@ void store_jobs_free(struct store_job *v, size_t n);
 
 /* ---- the job lock ----------------------------------------------------------
  *
- * A process running a job holds its lock: an flock on
- * "<state dir>/job-ID.lock" (opened close-on-exec), with the holder's pid
- * in the file. The kernel drops it when the process dies, so a killed
- * process, its zombie, a pid used again by another process or a reboot
- * never make a job look alive. "Is it running?" is asked of the lock,
- * never of the pid stored in the jobs row (which only says who ran it
- * last). The holder removes the file when it lets go. */
+ * A process running a job holds its lock: an open file description lock
+ * (fcntl F_OFD_SETLK, as flock it belongs to the open file, not to the
+ * process) on "<state dir>/job-ID.lock" (opened close-on-exec), with the
+ * holder's pid in the file. The kernel drops it when the process dies, so
+ * a killed process, its zombie, a pid used again by another process or a
+ * reboot never make a job look alive. "Is it running?" is asked of the
+ * lock (F_OFD_GETLK: asked without taking it, so that asking never makes
+ * a job starting then fail), never of the pid stored in the jobs row
+ * (which only says who ran it last). The holder removes the file when it
+ * lets go. */
 struct store_job_lock;
 
 /* Take job id's lock: 1 taken (*out), 0 another holder has it (*holder

@@ -22,7 +22,9 @@
 #include "wf_up.h"
 #include "workflows.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +312,70 @@ Test(store, a_stored_pid_of_an_unrelated_live_process_neither_blocks_nor_is_sign
 	cr_assert_eq(store_job_running(s, id, &holder, &err), 0);
 	kill(other, SIGKILL);
 	cr_assert_eq(waitpid(other, NULL, 0), other);
+	store_close(s);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* Asks, until told to stop, whether job id runs (as `pvagent jobs`, a
+ * cancel or pvagentd's start-up do while jobs start). */
+struct asker {
+	struct store *s;
+	long long id;
+	atomic_bool stop;
+	atomic_long asked;
+};
+
+static void *ask_running(void *arg)
+{
+	struct asker *a = arg;
+	while (!atomic_load(&a->stop)) {
+		long holder = 0;
+		char *err = NULL;
+		if (store_job_running(a->s, a->id, &holder, &err) < 0)
+			free(err);
+		atomic_fetch_add(&a->asked, 1);
+	}
+	return NULL;
+}
+
+/* Asking whether a job runs never takes its lock, not even for a moment:
+ * with flock's shared lock as the question, a job starting at that moment
+ * failed as "running in process N" (a drain's migration did, under load). */
+Test(store, asking_whether_a_job_runs_never_keeps_it_from_starting)
+{
+	char *dir = temp_dir();
+	struct store *s = open_in(dir);
+	char *err = NULL;
+	long long id;
+	cr_assert_eq(store_job_insert(s, "migrate", "303", "{}", 1, &id, &err), 0);
+	struct asker a = {.s = s, .id = id};
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, ask_running, &a), 0);
+	int taken = 0, refused = 0;
+	/* the file a killed holder leaves, there again before each take:
+	 * what is asked about while the job is resumed */
+	char *path = store_path(dir), *slash = strrchr(path, '/');
+	cr_assert_not_null(slash);
+	*slash = '\0';
+	char *lockf = strprintf("%s/job-%lld.lock", path, id);
+	/* until the asker has asked many times over the takes */
+	for (int i = 0; i < 2000 || atomic_load(&a.asked) < 2000; i++) {
+		cr_assert_eq(test_write_file(lockf, "99999999\n", 0600), 0);
+		struct store_job_lock *lk = NULL;
+		long holder = 0;
+		int r = store_job_lock(s, id, &lk, &holder, &err);
+		cr_assert_geq(r, 0, "%s", err ? err : "");
+		taken += r == 1;
+		refused += r == 0;
+		store_job_unlock(lk);
+	}
+	atomic_store(&a.stop, true);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_expect_eq(refused, 0, "%d of %d takes refused while another asked", refused,
+		     taken + refused);
+	free(lockf);
+	free(path);
 	store_close(s);
 	rm_rf(dir);
 	free(dir);

